@@ -1,0 +1,115 @@
+//===- ImporterImpl.h - shared state of the ONNX importer --------*- C++ -*-===//
+//
+// NodeContext is what a per-op importer sees of one ONNX node: its inputs as
+// values, typed attribute access with errors for wrong types, and `build`,
+// which infers result types (reporting shape errors against the node) and
+// folds constants as it goes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_FRONTEND_IMPORTERIMPL_H
+#define MPC_FRONTEND_IMPORTERIMPL_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <string>
+
+namespace mlir::mpc::importer {
+
+class NodeContext;
+using NodeImportFn = mlir::LogicalResult (*)(NodeContext &);
+
+/// The importer of (domain, op_type), or null when mpc does not support it.
+NodeImportFn lookupNodeImporter(llvm::StringRef domain, llvm::StringRef opType);
+
+/// The MLIR element type of an ONNX data type, or null when unsupported.
+mlir::Type elementTypeOf(int32_t onnxType, mlir::MLIRContext *ctx);
+/// "FLOAT", "DOUBLE"...
+std::string dataTypeName(int32_t onnxType);
+
+/// Reads a TensorProto (inline or external data) into an elements attribute.
+mlir::FailureOr<mlir::DenseElementsAttr>
+readTensor(const onnx::TensorProto &tensor, mlir::MLIRContext *ctx,
+           const std::string &modelDir, std::string &error);
+
+class NodeContext {
+public:
+  NodeContext(const onnx::NodeProto &node, int64_t opset, mlir::OpBuilder &b,
+              mlir::Location loc, llvm::SmallVector<mlir::Value> inputs,
+              const std::string &modelDir)
+      : node(node), opset(opset), b(b), loc(loc), inputs(std::move(inputs)),
+        modelDir(modelDir) {}
+
+  const onnx::NodeProto &node;
+  const int64_t opset;
+  mlir::OpBuilder &b;
+  const mlir::Location loc;
+  /// One entry per node input; null for an omitted optional input ("").
+  const llvm::SmallVector<mlir::Value> inputs;
+  const std::string &modelDir;
+
+  /// Results mapped to node outputs, in order.
+  llvm::SmallVector<mlir::Value> outputs;
+  /// First error, without the node prefix.
+  std::string error;
+
+  mlir::Value input(unsigned i) const {
+    return i < inputs.size() ? inputs[i] : mlir::Value();
+  }
+  unsigned numOutputs() const { return node.output_size(); }
+
+  mlir::LogicalResult fail(const llvm::Twine &message);
+  bool failed() const { return !error.empty(); }
+
+  /// Errors for any attribute not in `known` (semantics we would drop).
+  mlir::LogicalResult checkAttrs(llvm::ArrayRef<llvm::StringRef> known);
+
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  // Typed attribute access; a wrong type records an error and returns the
+  // default.
+  int64_t getInt(llvm::StringRef name, int64_t dflt);
+  float getFloat(llvm::StringRef name, float dflt);
+  std::string getString(llvm::StringRef name, llvm::StringRef dflt);
+  std::optional<llvm::SmallVector<int64_t>> getInts(llvm::StringRef name);
+  std::optional<llvm::SmallVector<std::string>>
+  getStrings(llvm::StringRef name);
+  std::optional<mlir::DenseElementsAttr> getTensor(llvm::StringRef name);
+
+  /// Values of input `i`, which must be a constant (after folding).
+  mlir::FailureOr<llvm::SmallVector<int64_t>> constantInts(unsigned i,
+                                                           llvm::StringRef what);
+  /// An axes-like list given as attribute `name` (older opsets) or as
+  /// constant input `i` (newer); nullopt when neither is present.
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  intsFromAttrOrInput(llvm::StringRef name, unsigned i);
+
+  /// Creates `opName` with inferred result types and folds it when possible.
+  /// Shape errors become node errors.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  build(llvm::StringRef opName, mlir::ValueRange operands,
+        llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
+        llvm::ArrayRef<int32_t> segments = {});
+  /// Creates an op with explicit result types (mpc.cast).
+  mlir::Value buildCast(mlir::Value x, mlir::Type elementType);
+  mlir::Value constant(mlir::DenseElementsAttr value);
+
+  /// Builds and maps all results to the node's outputs.
+  mlir::LogicalResult emit(llvm::StringRef opName, mlir::ValueRange operands,
+                           llvm::ArrayRef<mlir::NamedAttribute> attrs = {},
+                           llvm::ArrayRef<int32_t> segments = {});
+  /// Maps results to node outputs; errors if the node wants more outputs.
+  mlir::LogicalResult setOutputs(mlir::ValueRange results);
+
+  mlir::NamedAttribute named(llvm::StringRef name, mlir::Attribute value) {
+    return b.getNamedAttr(name, value);
+  }
+};
+
+} // namespace mlir::mpc::importer
+
+#endif // MPC_FRONTEND_IMPORTERIMPL_H

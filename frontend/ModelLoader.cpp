@@ -1,0 +1,152 @@
+//===- ModelLoader.cpp - read ONNX models (binary or text) ----------------===//
+
+#include "frontend/ModelLoader.h"
+
+#include <onnx/defs/parser.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace mlir::mpc {
+
+static bool endsWith(const std::string &s, const std::string &suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+static std::string firstLine(std::string s) {
+  for (char &c : s)
+    if (c == '\n' || c == '\r')
+      c = ' ';
+  return s;
+}
+
+bool parseModelText(const std::string &text, onnx::ModelProto &model,
+                    std::string &error) {
+  try {
+    auto status = onnx::OnnxParser::Parse(model, text.c_str());
+    if (!status.IsOK()) {
+      error = "invalid ONNX text syntax: " + firstLine(status.ErrorMessage());
+      return false;
+    }
+  } catch (const std::exception &e) {
+    error = std::string("invalid ONNX text syntax: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+bool loadModel(const std::string &path, onnx::ModelProto &model,
+               std::string &error) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    error = "no such file";
+    return false;
+  }
+  if (fs::is_directory(path, ec)) {
+    error = "is a directory, not an ONNX model file";
+    return false;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open file for reading";
+    return false;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::string bytes = buffer.str();
+
+  size_t firstChar = bytes.find_first_not_of(" \t\r\n");
+  bool isText = endsWith(path, ".onnxtxt") || endsWith(path, ".onnxtext") ||
+                (firstChar != std::string::npos && bytes[firstChar] == '<');
+  if (isText) {
+    // Strip lit RUN/CHECK comment lines ('#' and '//' are not ONNX syntax).
+    std::istringstream lines(bytes);
+    std::string line, text;
+    while (std::getline(lines, line)) {
+      size_t p = line.find_first_not_of(" \t");
+      bool comment = p != std::string::npos &&
+                     (line[p] == '#' || line.compare(p, 2, "//") == 0);
+      text += comment ? "\n" : line + "\n";
+    }
+    if (!parseModelText(text, model, error))
+      return false;
+  } else if (bytes.size() > INT32_MAX) {
+    error = "model file is over 2 GB; store weights as external data";
+    return false;
+  } else if (!model.ParseFromArray(bytes.data(), (int)bytes.size())) {
+    error = "not a valid ONNX protobuf (truncated or corrupt file)";
+    return false;
+  }
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    error = "not an ONNX model (no graph or no ir_version)";
+    return false;
+  }
+  return true;
+}
+
+bool readExternalData(const onnx::TensorProto &tensor,
+                      const std::string &modelDir, std::vector<char> &bytes,
+                      std::string &error) {
+  std::string location;
+  long long offset = 0, length = -1;
+  for (const auto &entry : tensor.external_data()) {
+    try {
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::stoll(entry.value());
+      else if (entry.key() == "length")
+        length = std::stoll(entry.value());
+    } catch (const std::exception &) {
+      error = "external data " + entry.key() + " '" + entry.value() +
+              "' is not a number";
+      return false;
+    }
+  }
+  if (location.empty()) {
+    error = "external data has no location";
+    return false;
+  }
+  fs::path rel(location);
+  if (rel.is_absolute()) {
+    error = "external data location '" + location +
+            "' is absolute; it must be relative to the model's directory";
+    return false;
+  }
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(modelDir.empty() ? "." : modelDir, ec);
+  fs::path file = fs::weakly_canonical(dir / rel, ec);
+  auto [dirEnd, fileIt] =
+      std::mismatch(dir.begin(), dir.end(), file.begin(), file.end());
+  if (ec || dirEnd != dir.end()) {
+    error = "external data location '" + location +
+            "' points outside the model's directory";
+    return false;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    error = "external data file '" + location + "' is missing";
+    return false;
+  }
+  in.seekg(0, std::ios::end);
+  long long size = in.tellg();
+  if (offset < 0 || offset > size || (length >= 0 && offset + length > size)) {
+    error = "external data range [" + std::to_string(offset) + ", +" +
+            std::to_string(length) + ") lies outside '" + location + "' (" +
+            std::to_string(size) + " bytes)";
+    return false;
+  }
+  if (length < 0)
+    length = size - offset;
+  bytes.resize(length);
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  return true;
+}
+
+} // namespace mlir::mpc

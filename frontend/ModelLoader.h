@@ -1,0 +1,41 @@
+//===- ModelLoader.h - read ONNX models (binary or text) ---------*- C++ -*-===//
+//
+// Loads a ModelProto from a binary .onnx file or from ONNX's textual syntax,
+// and reads external tensor data. No MLIR here: this library is built with
+// exceptions enabled so that throwing parser code is contained.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_FRONTEND_MODELLOADER_H
+#define MPC_FRONTEND_MODELLOADER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace onnx {
+class ModelProto;
+class TensorProto;
+} // namespace onnx
+
+namespace mlir::mpc {
+
+/// Reads `path` into `model`. ONNX text syntax is recognised by the
+/// extensions .onnxtxt/.onnxtext or by a leading '<'. On failure returns
+/// false and sets `error` to a one-line message (without the file name).
+bool loadModel(const std::string &path, onnx::ModelProto &model,
+               std::string &error);
+
+/// Parses ONNX text syntax.
+bool parseModelText(const std::string &text, onnx::ModelProto &model,
+                    std::string &error);
+
+/// Reads the external data of `tensor` (data_location == EXTERNAL) relative
+/// to `modelDir`, refusing locations outside it.
+bool readExternalData(const onnx::TensorProto &tensor,
+                      const std::string &modelDir, std::vector<char> &bytes,
+                      std::string &error);
+
+} // namespace mlir::mpc
+
+#endif // MPC_FRONTEND_MODELLOADER_H

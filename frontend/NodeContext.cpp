@@ -1,0 +1,218 @@
+//===- NodeContext.cpp - per-node helpers of the ONNX importer ------------===//
+
+#include "frontend/ImporterImpl.h"
+#include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+
+namespace mlir::mpc::importer {
+
+LogicalResult NodeContext::fail(const llvm::Twine &message) {
+  if (error.empty())
+    error = message.str();
+  return failure();
+}
+
+const onnx::AttributeProto *NodeContext::attr(llvm::StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+LogicalResult NodeContext::checkAttrs(ArrayRef<StringRef> known) {
+  for (const auto &a : node.attribute())
+    if (!llvm::is_contained(known, a.name()))
+      return fail("attribute '" + a.name() + "' is not supported");
+  return success();
+}
+
+static const char *attrTypeName(int type) {
+  return onnx::AttributeProto::AttributeType_IsValid(type)
+             ? onnx::AttributeProto::AttributeType_Name(
+                   static_cast<onnx::AttributeProto::AttributeType>(type))
+                   .c_str()
+             : "UNKNOWN";
+}
+
+/// Records a type error unless `a` has type `want`.
+static bool hasType(NodeContext &c, const onnx::AttributeProto *a,
+                    onnx::AttributeProto::AttributeType want) {
+  if (a->type() == want)
+    return true;
+  (void)c.fail("attribute '" + a->name() + "' must be " + attrTypeName(want) +
+         ", got " + attrTypeName(a->type()));
+  return false;
+}
+
+int64_t NodeContext::getInt(StringRef name, int64_t dflt) {
+  auto *a = attr(name);
+  return a && hasType(*this, a, onnx::AttributeProto::INT) ? a->i() : dflt;
+}
+
+float NodeContext::getFloat(StringRef name, float dflt) {
+  auto *a = attr(name);
+  return a && hasType(*this, a, onnx::AttributeProto::FLOAT) ? a->f() : dflt;
+}
+
+std::string NodeContext::getString(StringRef name, StringRef dflt) {
+  auto *a = attr(name);
+  return a && hasType(*this, a, onnx::AttributeProto::STRING) ? a->s()
+                                                              : dflt.str();
+}
+
+std::optional<SmallVector<int64_t>> NodeContext::getInts(StringRef name) {
+  auto *a = attr(name);
+  if (!a || !hasType(*this, a, onnx::AttributeProto::INTS))
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::optional<SmallVector<std::string>>
+NodeContext::getStrings(StringRef name) {
+  auto *a = attr(name);
+  if (!a || !hasType(*this, a, onnx::AttributeProto::STRINGS))
+    return std::nullopt;
+  return SmallVector<std::string>(a->strings().begin(), a->strings().end());
+}
+
+std::optional<DenseElementsAttr> NodeContext::getTensor(StringRef name) {
+  auto *a = attr(name);
+  if (!a || !hasType(*this, a, onnx::AttributeProto::TENSOR))
+    return std::nullopt;
+  std::string err;
+  auto value = readTensor(a->t(), b.getContext(), modelDir, err);
+  if (mlir::failed(value)) {
+    (void)fail("attribute '" + name + "' tensor " + err);
+    return std::nullopt;
+  }
+  return *value;
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constantInts(unsigned i,
+                                                          StringRef what) {
+  SmallVector<int64_t> values;
+  if (!mpc::getConstantInts(input(i), values)) {
+    (void)fail(what + " (input " + llvm::Twine(i) +
+         ") must be a constant or computable from static shapes");
+    return failure();
+  }
+  return values;
+}
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+NodeContext::intsFromAttrOrInput(StringRef name, unsigned i) {
+  if (attr(name)) {
+    auto v = getInts(name);
+    if (failed())
+      return failure();
+    return v;
+  }
+  if (!input(i))
+    return std::optional<SmallVector<int64_t>>();
+  auto v = constantInts(i, name);
+  if (mlir::failed(v))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(*v);
+}
+
+/// Infers result types through the op's InferTypeOpInterface with
+/// properties built from `attrs`, capturing the diagnostic on failure.
+static LogicalResult inferTypes(NodeContext &c, RegisteredOperationName name,
+                                ValueRange operands, DictionaryAttr attrs,
+                                SmallVectorImpl<Type> &types) {
+  MLIRContext *ctx = c.b.getContext();
+  std::string diag;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
+    if (diag.empty())
+      diag = d.str();
+    return success();
+  });
+  SmallVector<uint64_t> storage((name.getOpPropertyByteSize() + 7) / 8 + 1);
+  OpaqueProperties props(storage.data());
+  name.initOpProperties(props, nullptr);
+  LogicalResult result = success();
+  if (name.getOpPropertyByteSize())
+    result = name.setOpPropertiesFromAttribute(
+        name, props, attrs, [&] { return emitError(c.loc); });
+  if (mlir::succeeded(result)) {
+    auto *iface = name.getInterface<InferTypeOpInterface>();
+    result = iface->inferReturnTypes(ctx, c.loc, operands, attrs, props,
+                                     RegionRange(), types);
+  }
+  name.destroyOpProperties(props);
+  if (mlir::failed(result))
+    return c.fail(diag.empty() ? "cannot infer the result type" : diag);
+  return success();
+}
+
+/// Replaces `op` by its folded values when its operands are constants.
+static std::optional<SmallVector<Value>> tryFold(NodeContext &c, Operation *op) {
+  auto values = mpc::foldToValues(c.b, op);
+  if (values)
+    op->erase();
+  return values;
+}
+
+FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
+                                                 ValueRange operands,
+                                                 ArrayRef<NamedAttribute> attrs,
+                                                 ArrayRef<int32_t> segments) {
+  MLIRContext *ctx = b.getContext();
+  auto name = RegisteredOperationName::lookup(opName, ctx);
+  assert(name && "importer builds an unregistered op");
+  NamedAttrList list(attrs);
+  if (!segments.empty())
+    list.set("operandSegmentSizes", b.getDenseI32ArrayAttr(segments));
+  DictionaryAttr dict = list.getDictionary(ctx);
+  SmallVector<Type> types;
+  if (mlir::failed(inferTypes(*this, *name, operands, dict, types)))
+    return failure();
+  OperationState state(loc, *name);
+  state.addOperands(operands);
+  state.addTypes(types);
+  if (name->getOpPropertyByteSize())
+    state.propertiesAttr = dict;
+  Operation *op = b.create(state);
+  if (auto folded = tryFold(*this, op))
+    return *folded;
+  return SmallVector<Value>(op->getResults());
+}
+
+Value NodeContext::buildCast(Value x, Type elementType) {
+  auto t = llvm::cast<RankedTensorType>(x.getType());
+  auto cast = b.create<mpc::CastOp>(loc, t.clone(elementType), x);
+  if (auto folded = tryFold(*this, cast))
+    return folded->front();
+  return cast;
+}
+
+Value NodeContext::constant(DenseElementsAttr value) {
+  return b.create<mpc::ConstantOp>(loc, value);
+}
+
+LogicalResult NodeContext::setOutputs(ValueRange results) {
+  if (numOutputs() > results.size())
+    for (unsigned i = results.size(); i < numOutputs(); ++i)
+      if (!node.output(i).empty())
+        return fail("output " + llvm::Twine(i) + " ('" + node.output(i) +
+                    "') is not supported");
+  outputs.assign(results.begin(), results.end());
+  return success();
+}
+
+LogicalResult NodeContext::emit(StringRef opName, ValueRange operands,
+                                ArrayRef<NamedAttribute> attrs,
+                                ArrayRef<int32_t> segments) {
+  if (failed())
+    return failure();
+  auto results = build(opName, operands, attrs, segments);
+  if (mlir::failed(results))
+    return failure();
+  return setOutputs(*results);
+}
+
+} // namespace mlir::mpc::importer

@@ -1,0 +1,600 @@
+//===- NodeImporters.cpp - one importer per ONNX op -----------------------===//
+//
+// Most ops map 1:1 onto an mpc op with renamed/retyped attributes and are
+// described by a table row. Ops whose signature changed across opsets
+// (axes/split/pads moving from attributes to inputs, training modes...) have
+// a function each; all normalise to one mpc form.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ImporterImpl.h"
+#include "ir/MpcOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+
+namespace mlir::mpc::importer {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Table-driven 1:1 ops
+//===----------------------------------------------------------------------===//
+
+enum class Kind { I64, F32, Bool, Str, I64s };
+
+struct AttrSpec {
+  llvm::StringLiteral name;
+  Kind kind;
+};
+
+struct SimpleOp {
+  llvm::StringLiteral mpcOp;
+  std::vector<AttrSpec> attrs;
+  /// ONNX attributes accepted and dropped because they cannot change the
+  /// result mpc computes.
+  std::vector<llvm::StringRef> ignored = {};
+};
+
+const std::vector<AttrSpec> kWindowAttrs = {{"auto_pad", Kind::Str},
+                                            {"kernel_shape", Kind::I64s},
+                                            {"strides", Kind::I64s},
+                                            {"pads", Kind::I64s},
+                                            {"dilations", Kind::I64s}};
+
+std::vector<AttrSpec> withWindow(std::vector<AttrSpec> extra) {
+  extra.insert(extra.end(), kWindowAttrs.begin(), kWindowAttrs.end());
+  return extra;
+}
+
+const llvm::StringMap<SimpleOp> &simpleOps() {
+  static const llvm::StringMap<SimpleOp> table = [] {
+    llvm::StringMap<SimpleOp> t;
+    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
+             {"Exp", "mpc.exp"}, {"Log", "mpc.log"}, {"Sqrt", "mpc.sqrt"},
+             {"Reciprocal", "mpc.reciprocal"}, {"Tanh", "mpc.tanh"},
+             {"Sigmoid", "mpc.sigmoid"}, {"Erf", "mpc.erf"}, {"Sin", "mpc.sin"},
+             {"Cos", "mpc.cos"}, {"Softplus", "mpc.softplus"},
+             {"Softsign", "mpc.softsign"}, {"Floor", "mpc.floor"},
+             {"Ceil", "mpc.ceil"}, {"Round", "mpc.round"},
+             {"HardSwish", "mpc.hard_swish"}, {"Mish", "mpc.mish"},
+             {"Abs", "mpc.abs"}, {"Neg", "mpc.neg"}, {"Relu", "mpc.relu"},
+             {"Sign", "mpc.sign"}, {"Identity", "mpc.identity"},
+             {"Not", "mpc.not"}, {"IsNaN", "mpc.is_nan"}, {"Add", "mpc.add"},
+             {"Sub", "mpc.sub"}, {"Mul", "mpc.mul"}, {"Div", "mpc.div"},
+             {"PRelu", "mpc.prelu"}, {"And", "mpc.and"}, {"Or", "mpc.or"},
+             {"Xor", "mpc.xor"}, {"Pow", "mpc.pow"}, {"Equal", "mpc.equal"},
+             {"Less", "mpc.less"}, {"LessOrEqual", "mpc.less_or_equal"},
+             {"Greater", "mpc.greater"},
+             {"GreaterOrEqual", "mpc.greater_or_equal"}, {"Where", "mpc.where"},
+             {"Max", "mpc.max"}, {"Min", "mpc.min"}, {"Sum", "mpc.sum"},
+             {"Mean", "mpc.mean"}, {"MatMul", "mpc.matmul"},
+             {"GlobalAveragePool", "mpc.global_average_pool"},
+             {"GlobalMaxPool", "mpc.global_max_pool"}, {"Size", "mpc.size"},
+             {"Expand", "mpc.expand"}, {"Tile", "mpc.tile"},
+             {"Range", "mpc.range"}})
+      t.try_emplace(onnx, SimpleOp{mpc, {}});
+    t.try_emplace("Gelu", SimpleOp{"mpc.gelu", {{"approximate", Kind::Str}}});
+    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
+             {"LeakyRelu", "mpc.leaky_relu"}, {"Elu", "mpc.elu"},
+             {"Celu", "mpc.celu"}, {"ThresholdedRelu", "mpc.thresholded_relu"}})
+      t.try_emplace(onnx, SimpleOp{mpc, {{"alpha", Kind::F32}}});
+    t.try_emplace("Selu", SimpleOp{"mpc.selu", {{"alpha", Kind::F32},
+                                                {"gamma", Kind::F32}}});
+    t.try_emplace("HardSigmoid",
+                  SimpleOp{"mpc.hard_sigmoid",
+                           {{"alpha", Kind::F32}, {"beta", Kind::F32}}});
+    t.try_emplace("IsInf", SimpleOp{"mpc.is_inf",
+                                    {{"detect_negative", Kind::Bool},
+                                     {"detect_positive", Kind::Bool}}});
+    t.try_emplace("Mod", SimpleOp{"mpc.mod", {{"fmod", Kind::Bool}}});
+    t.try_emplace("Gemm", SimpleOp{"mpc.gemm",
+                                   {{"alpha", Kind::F32},
+                                    {"beta", Kind::F32},
+                                    {"transA", Kind::Bool},
+                                    {"transB", Kind::Bool}}});
+    t.try_emplace("Conv",
+                  SimpleOp{"mpc.conv", withWindow({{"group", Kind::I64}})});
+    t.try_emplace("MaxPool",
+                  SimpleOp{"mpc.max_pool", withWindow({{"ceil_mode", Kind::Bool}}),
+                           {"storage_order"}});
+    t.try_emplace("AveragePool",
+                  SimpleOp{"mpc.average_pool",
+                           withWindow({{"ceil_mode", Kind::Bool},
+                                       {"count_include_pad", Kind::Bool}})});
+    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
+             {"SoftmaxCrossEntropyLoss", "mpc.softmax_cross_entropy_loss"},
+             {"NegativeLogLikelihoodLoss", "mpc.nll_loss"}})
+      t.try_emplace(onnx, SimpleOp{mpc,
+                                   {{"reduction", Kind::Str},
+                                    {"ignore_index", Kind::I64}}});
+    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
+             {"ArgMax", "mpc.arg_max"}, {"ArgMin", "mpc.arg_min"}})
+      t.try_emplace(onnx, SimpleOp{mpc,
+                                   {{"axis", Kind::I64},
+                                    {"keepdims", Kind::Bool},
+                                    {"select_last_index", Kind::Bool}}});
+    t.try_emplace("Shape", SimpleOp{"mpc.shape", {{"start", Kind::I64},
+                                                  {"end", Kind::I64}}});
+    t.try_emplace("Reshape",
+                  SimpleOp{"mpc.reshape", {{"allowzero", Kind::Bool}}});
+    t.try_emplace("Transpose",
+                  SimpleOp{"mpc.transpose", {{"perm", Kind::I64s}}});
+    t.try_emplace("Concat", SimpleOp{"mpc.concat", {{"axis", Kind::I64}}});
+    t.try_emplace("Flatten", SimpleOp{"mpc.flatten", {{"axis", Kind::I64}}});
+    t.try_emplace("Gather", SimpleOp{"mpc.gather", {{"axis", Kind::I64}}});
+    t.try_emplace("GatherElements",
+                  SimpleOp{"mpc.gather_elements", {{"axis", Kind::I64}}});
+    t.try_emplace("GatherND",
+                  SimpleOp{"mpc.gather_nd", {{"batch_dims", Kind::I64}}});
+    return t;
+  }();
+  return table;
+}
+
+/// Converts the node's attributes as `spec` says.
+SmallVector<NamedAttribute> convertAttrs(NodeContext &c,
+                                         ArrayRef<AttrSpec> specs) {
+  SmallVector<NamedAttribute> attrs;
+  for (const AttrSpec &spec : specs) {
+    if (!c.attr(spec.name))
+      continue;
+    Attribute value;
+    switch (spec.kind) {
+    case Kind::I64:
+      value = c.b.getI64IntegerAttr(c.getInt(spec.name, 0));
+      break;
+    case Kind::Bool:
+      value = c.b.getBoolAttr(c.getInt(spec.name, 0) != 0);
+      break;
+    case Kind::F32:
+      value = c.b.getF32FloatAttr(c.getFloat(spec.name, 0));
+      break;
+    case Kind::Str:
+      value = c.b.getStringAttr(c.getString(spec.name, ""));
+      break;
+    case Kind::I64s:
+      value = c.b.getDenseI64ArrayAttr(c.getInts(spec.name).value_or(
+          SmallVector<int64_t>()));
+      break;
+    }
+    attrs.push_back(c.named(spec.name, value));
+  }
+  return attrs;
+}
+
+/// Operands up to the last given input; a gap in the middle is an error
+/// (mpc ops take their optional operands positionally).
+FailureOr<SmallVector<Value>> denseOperands(NodeContext &c) {
+  SmallVector<Value> operands(c.inputs);
+  while (!operands.empty() && !operands.back())
+    operands.pop_back();
+  for (auto [i, v] : llvm::enumerate(operands))
+    if (!v) {
+      (void)c.fail("omitting optional input " + Twine(i) +
+             " while giving later ones is not supported");
+      return failure();
+    }
+  return operands;
+}
+
+LogicalResult importSimple(NodeContext &c) {
+  const SimpleOp &op = simpleOps().find(c.node.op_type())->second;
+  SmallVector<StringRef> known(op.ignored.begin(), op.ignored.end());
+  for (const AttrSpec &a : op.attrs)
+    known.push_back(a.name);
+  if (failed(c.checkAttrs(known)))
+    return failure();
+  auto attrs = convertAttrs(c, op.attrs);
+  auto operands = denseOperands(c);
+  if (failed(operands))
+    return failure();
+  return c.emit(op.mpcOp, *operands, attrs);
+}
+
+//===----------------------------------------------------------------------===//
+// Ops with opset-dependent signatures or extra logic
+//===----------------------------------------------------------------------===//
+
+LogicalResult importConstant(NodeContext &c) {
+  if (failed(c.checkAttrs({"value", "value_float", "value_floats", "value_int",
+                           "value_ints"})))
+    return c.fail("only tensor, float(s) and int(s) constants are supported");
+  DenseElementsAttr value;
+  Builder &b = c.b;
+  if (auto t = c.getTensor("value")) {
+    value = *t;
+  } else if (c.attr("value_float")) {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                                   c.getFloat("value_float", 0));
+  } else if (c.attr("value_int")) {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()),
+                                   c.getInt("value_int", 0));
+  } else if (auto *a = c.attr("value_floats")) {
+    SmallVector<float> v(a->floats().begin(), a->floats().end());
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)v.size()}, b.getF32Type()), ArrayRef(v));
+  } else if (auto ints = c.getInts("value_ints")) {
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({(int64_t)ints->size()}, b.getI64Type()),
+        ArrayRef(*ints));
+  }
+  if (c.failed())
+    return failure();
+  if (!value)
+    return c.fail("Constant has no value attribute");
+  return c.setOutputs(c.constant(value));
+}
+
+LogicalResult importCast(NodeContext &c) {
+  Type elem;
+  if (c.node.op_type() == "CastLike") {
+    if (failed(c.checkAttrs({"saturate"})))
+      return failure();
+    elem = getElementTypeOrSelf(c.input(1));
+  } else {
+    if (failed(c.checkAttrs({"to", "saturate"})))
+      return failure();
+    int64_t to = c.getInt("to", 0);
+    elem = elementTypeOf(to, c.b.getContext());
+    if (!elem)
+      return c.fail("cast to " + dataTypeName(to) + " is not supported");
+  }
+  return c.setOutputs(c.buildCast(c.input(0), elem));
+}
+
+LogicalResult importClip(NodeContext &c) {
+  if (failed(c.checkAttrs({})))
+    return failure();
+  SmallVector<Value> operands{c.input(0)};
+  for (unsigned i : {1u, 2u})
+    if (c.input(i))
+      operands.push_back(c.input(i));
+  return c.emit("mpc.clip", operands, {},
+                {1, c.input(1) ? 1 : 0, c.input(2) ? 1 : 0});
+}
+
+LogicalResult importBatchNorm(NodeContext &c) {
+  if (failed(c.checkAttrs({"epsilon", "momentum", "training_mode", "spatial"})))
+    return failure();
+  if (c.getInt("spatial", 1) != 1)
+    return c.fail("spatial=0 is not supported");
+  bool training = c.getInt("training_mode", 0) != 0;
+  if (c.opset < 14 && c.numOutputs() > 1)
+    return c.fail("training-mode BatchNormalization before opset 14 is not "
+                  "supported; re-export with opset >= 15");
+  SmallVector<NamedAttribute> attrs{
+      c.named("epsilon", c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))};
+  if (!training)
+    return c.emit("mpc.batch_norm", c.inputs, attrs);
+  attrs.push_back(
+      c.named("momentum", c.b.getF32FloatAttr(c.getFloat("momentum", 0.9f))));
+  return c.emit("mpc.batch_norm_train", c.inputs, attrs);
+}
+
+LogicalResult importLayerNorm(NodeContext &c) {
+  if (failed(c.checkAttrs({"axis", "epsilon", "stash_type"})))
+    return failure();
+  if (c.getInt("stash_type", 1) != 1)
+    return c.fail("stash_type other than 1 (float) is not supported");
+  auto operands = denseOperands(c);
+  if (failed(operands))
+    return failure();
+  return c.emit("mpc.layer_norm", *operands,
+                {c.named("axis", c.b.getI64IntegerAttr(c.getInt("axis", -1))),
+                 c.named("epsilon",
+                         c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))});
+}
+
+LogicalResult importSoftmax(NodeContext &c) {
+  if (failed(c.checkAttrs({"axis"})))
+    return failure();
+  int64_t rank = llvm::cast<RankedTensorType>(c.input(0).getType()).getRank();
+  int64_t axis = c.getInt("axis", c.opset < 13 ? 1 : -1);
+  // Before opset 13 the input was coerced to 2-D at `axis`; that equals the
+  // per-axis form only when `axis` is the last dimension.
+  if (c.opset < 13 && axis != -1 && axis != rank - 1)
+    return c.fail("axis " + Twine(axis) +
+                  " with the coerced-2D semantics of opset < 13 is not "
+                  "supported");
+  StringRef name =
+      c.node.op_type() == "Softmax" ? "mpc.softmax" : "mpc.log_softmax";
+  return c.emit(name, {c.input(0)},
+                {c.named("axis", c.b.getI64IntegerAttr(axis))});
+}
+
+LogicalResult importDropout(NodeContext &c) {
+  if (failed(c.checkAttrs({"seed", "ratio"})))
+    return failure();
+  SmallVector<Value> operands{c.input(0)};
+  Value ratio = c.input(1);
+  if (c.opset < 12 && c.attr("ratio"))
+    ratio = c.constant(DenseElementsAttr::get(
+        RankedTensorType::get({}, c.b.getF32Type()), c.getFloat("ratio", 0.5f)));
+  if (ratio)
+    operands.push_back(ratio);
+  Value training = c.opset < 12 ? Value() : c.input(2);
+  if (training)
+    operands.push_back(training);
+  SmallVector<NamedAttribute> attrs;
+  if (c.attr("seed"))
+    attrs.push_back(c.named("seed", c.b.getI64IntegerAttr(c.getInt("seed", 0))));
+  return c.emit("mpc.dropout", operands, attrs,
+                {1, ratio ? 1 : 0, training ? 1 : 0});
+}
+
+LogicalResult importCumSum(NodeContext &c) {
+  if (failed(c.checkAttrs({"exclusive", "reverse"})))
+    return failure();
+  auto axis = c.constantInts(1, "axis");
+  if (failed(axis))
+    return failure();
+  return c.emit(
+      "mpc.cum_sum", {c.input(0)},
+      {c.named("axis", c.b.getI64IntegerAttr(axis->front())),
+       c.named("exclusive", c.b.getBoolAttr(c.getInt("exclusive", 0))),
+       c.named("reverse", c.b.getBoolAttr(c.getInt("reverse", 0)))});
+}
+
+LogicalResult importTrilu(NodeContext &c) {
+  if (failed(c.checkAttrs({"upper"})))
+    return failure();
+  int64_t k = 0;
+  if (c.input(1)) {
+    auto v = c.constantInts(1, "k");
+    if (failed(v))
+      return failure();
+    k = v->front();
+  }
+  return c.emit("mpc.trilu", {c.input(0)},
+                {c.named("k", c.b.getI64IntegerAttr(k)),
+                 c.named("upper", c.b.getBoolAttr(c.getInt("upper", 1)))});
+}
+
+LogicalResult importOneHot(NodeContext &c) {
+  if (failed(c.checkAttrs({"axis"})))
+    return failure();
+  DenseElementsAttr depthAttr;
+  if (!matchPattern(c.input(1), m_Constant(&depthAttr)) ||
+      depthAttr.getNumElements() != 1)
+    return c.fail("depth (input 1) must be a constant scalar");
+  int64_t depth =
+      llvm::isa<FloatType>(depthAttr.getElementType())
+          ? (int64_t)(*depthAttr.getValues<APFloat>().begin()).convertToDouble()
+          : (*depthAttr.getValues<APInt>().begin()).getSExtValue();
+  return c.emit("mpc.one_hot", {c.input(0), c.input(2)},
+                {c.named("depth", c.b.getI64IntegerAttr(depth)),
+                 c.named("axis", c.b.getI64IntegerAttr(c.getInt("axis", -1)))});
+}
+
+const llvm::StringMap<llvm::StringLiteral> &reduceOps() {
+  static const llvm::StringMap<llvm::StringLiteral> table = {
+      {"ReduceSum", "mpc.reduce_sum"},
+      {"ReduceMean", "mpc.reduce_mean"},
+      {"ReduceMax", "mpc.reduce_max"},
+      {"ReduceMin", "mpc.reduce_min"},
+      {"ReduceProd", "mpc.reduce_prod"},
+      {"ReduceL1", "mpc.reduce_l1"},
+      {"ReduceL2", "mpc.reduce_l2"},
+      {"ReduceSumSquare", "mpc.reduce_sum_square"},
+      {"ReduceLogSum", "mpc.reduce_log_sum"},
+      {"ReduceLogSumExp", "mpc.reduce_log_sum_exp"}};
+  return table;
+}
+
+LogicalResult importReduce(NodeContext &c) {
+  if (failed(c.checkAttrs({"axes", "keepdims", "noop_with_empty_axes"})))
+    return failure();
+  auto axes = c.intsFromAttrOrInput("axes", 1);
+  if (failed(axes))
+    return failure();
+  SmallVector<NamedAttribute> attrs{
+      c.named("keepdims", c.b.getBoolAttr(c.getInt("keepdims", 1))),
+      c.named("noop_with_empty_axes",
+              c.b.getBoolAttr(c.getInt("noop_with_empty_axes", 0)))};
+  if (*axes)
+    attrs.push_back(c.named("axes", c.b.getDenseI64ArrayAttr(**axes)));
+  return c.emit(reduceOps().find(c.node.op_type())->second, {c.input(0)},
+                attrs);
+}
+
+LogicalResult importSplit(NodeContext &c) {
+  if (failed(c.checkAttrs({"axis", "split", "num_outputs"})))
+    return failure();
+  auto split = c.intsFromAttrOrInput("split", 1);
+  if (failed(split))
+    return failure();
+  int64_t n = c.numOutputs();
+  if (c.attr("num_outputs") && c.getInt("num_outputs", n) != n)
+    return c.fail("num_outputs disagrees with the node's " + Twine(n) +
+                  " outputs");
+  SmallVector<NamedAttribute> attrs{
+      c.named("axis", c.b.getI64IntegerAttr(c.getInt("axis", 0))),
+      c.named("num_outputs", c.b.getI64IntegerAttr(n))};
+  if (*split)
+    attrs.push_back(c.named("split", c.b.getDenseI64ArrayAttr(**split)));
+  return c.emit("mpc.split", {c.input(0)}, attrs);
+}
+
+LogicalResult importSlice(NodeContext &c) {
+  if (failed(c.checkAttrs({})))
+    return failure();
+  auto operands = denseOperands(c);
+  if (failed(operands))
+    return failure();
+  if (operands->size() < 3)
+    return c.fail("Slice needs data, starts and ends");
+  return c.emit("mpc.slice", *operands, {},
+                {1, 1, 1, operands->size() > 3 ? 1 : 0,
+                 operands->size() > 4 ? 1 : 0});
+}
+
+LogicalResult importSqueeze(NodeContext &c) {
+  if (failed(c.checkAttrs({"axes"})))
+    return failure();
+  auto axes = c.intsFromAttrOrInput("axes", 1);
+  if (failed(axes))
+    return failure();
+  bool squeeze = c.node.op_type() == "Squeeze";
+  if (!squeeze && !*axes)
+    return c.fail("Unsqueeze needs axes");
+  SmallVector<NamedAttribute> attrs;
+  if (*axes)
+    attrs.push_back(c.named("axes", c.b.getDenseI64ArrayAttr(**axes)));
+  return c.emit(squeeze ? "mpc.squeeze" : "mpc.unsqueeze", {c.input(0)},
+                attrs);
+}
+
+LogicalResult importPad(NodeContext &c) {
+  if (failed(c.checkAttrs({"mode"})))
+    return failure();
+  auto pads = c.constantInts(1, "pads");
+  if (failed(pads))
+    return failure();
+  Value value = c.input(2);
+  if (!value) {
+    Type elem = getElementTypeOrSelf(c.input(0));
+    value = c.constant(DenseElementsAttr::get(RankedTensorType::get({}, elem),
+                                              c.b.getZeroAttr(elem)));
+  }
+  SmallVector<NamedAttribute> attrs{
+      c.named("pads", c.b.getDenseI64ArrayAttr(*pads)),
+      c.named("mode", c.b.getStringAttr(c.getString("mode", "constant")))};
+  if (c.input(3)) {
+    auto axes = c.constantInts(3, "axes");
+    if (failed(axes))
+      return failure();
+    attrs.push_back(c.named("axes", c.b.getDenseI64ArrayAttr(*axes)));
+  }
+  return c.emit("mpc.pad", {c.input(0), value}, attrs);
+}
+
+LogicalResult importConstantOfShape(NodeContext &c) {
+  if (failed(c.checkAttrs({"value"})))
+    return failure();
+  DenseElementsAttr value;
+  if (auto t = c.getTensor("value"))
+    value = *t;
+  else if (c.failed())
+    return failure();
+  else
+    value = DenseElementsAttr::get(
+        RankedTensorType::get({1}, c.b.getF32Type()), 0.0f);
+  return c.emit("mpc.constant_of_shape", {c.input(0)},
+                {c.named("value", value)});
+}
+
+//===----------------------------------------------------------------------===//
+// ai.onnx.preview.training
+//===----------------------------------------------------------------------===//
+
+LogicalResult importGradient(NodeContext &c) {
+  if (failed(c.checkAttrs({"xs", "zs", "y"})))
+    return failure();
+  auto xs = c.getStrings("xs");
+  auto zs = c.getStrings("zs").value_or(SmallVector<std::string>());
+  std::string y = c.getString("y", "");
+  if (!xs || y.empty())
+    return c.fail("Gradient needs attributes xs and y");
+  auto strs = [&](ArrayRef<std::string> v) {
+    return c.b.getStrArrayAttr(llvm::map_to_vector(
+        v, [](const std::string &s) { return StringRef(s); }));
+  };
+  return c.emit("mpc.gradient", c.inputs,
+                {c.named("xs", strs(*xs)), c.named("zs", strs(zs)),
+                 c.named("y", c.b.getStringAttr(y))});
+}
+
+LogicalResult importMomentum(NodeContext &c) {
+  if (failed(c.checkAttrs({"alpha", "beta", "mode", "norm_coefficient"})))
+    return failure();
+  for (StringRef required : {"alpha", "beta", "mode", "norm_coefficient"})
+    if (!c.attr(required))
+      return c.fail("Momentum needs attribute '" + required + "'");
+  return c.emit(
+      "mpc.momentum", c.inputs,
+      {c.named("alpha", c.b.getF32FloatAttr(c.getFloat("alpha", 0))),
+       c.named("beta", c.b.getF32FloatAttr(c.getFloat("beta", 0))),
+       c.named("mode", c.b.getStringAttr(c.getString("mode", ""))),
+       c.named("norm_coefficient",
+               c.b.getF32FloatAttr(c.getFloat("norm_coefficient", 0)))});
+}
+
+LogicalResult importAdagrad(NodeContext &c) {
+  if (failed(c.checkAttrs({"decay_factor", "epsilon", "norm_coefficient"})))
+    return failure();
+  return c.emit(
+      "mpc.adagrad", c.inputs,
+      {c.named("decay_factor", c.b.getF32FloatAttr(c.getFloat("decay_factor", 0))),
+       c.named("epsilon", c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-6f))),
+       c.named("norm_coefficient",
+               c.b.getF32FloatAttr(c.getFloat("norm_coefficient", 0)))});
+}
+
+LogicalResult importAdam(NodeContext &c) {
+  if (failed(c.checkAttrs({"alpha", "beta", "epsilon", "norm_coefficient",
+                           "norm_coefficient_post"})))
+    return failure();
+  return c.emit(
+      "mpc.adam", c.inputs,
+      {c.named("alpha", c.b.getF32FloatAttr(c.getFloat("alpha", 0.9f))),
+       c.named("beta", c.b.getF32FloatAttr(c.getFloat("beta", 0.999f))),
+       c.named("epsilon", c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-6f))),
+       c.named("norm_coefficient",
+               c.b.getF32FloatAttr(c.getFloat("norm_coefficient", 0))),
+       c.named("norm_coefficient_post",
+               c.b.getF32FloatAttr(c.getFloat("norm_coefficient_post", 0)))});
+}
+
+const llvm::StringMap<NodeImportFn> &customOps() {
+  static const llvm::StringMap<NodeImportFn> table = {
+      {"Constant", importConstant},
+      {"Cast", importCast},
+      {"CastLike", importCast},
+      {"Clip", importClip},
+      {"BatchNormalization", importBatchNorm},
+      {"LayerNormalization", importLayerNorm},
+      {"Softmax", importSoftmax},
+      {"LogSoftmax", importSoftmax},
+      {"Dropout", importDropout},
+      {"CumSum", importCumSum},
+      {"Trilu", importTrilu},
+      {"OneHot", importOneHot},
+      {"Split", importSplit},
+      {"Slice", importSlice},
+      {"Squeeze", importSqueeze},
+      {"Unsqueeze", importSqueeze},
+      {"Pad", importPad},
+      {"ConstantOfShape", importConstantOfShape}};
+  return table;
+}
+
+const llvm::StringMap<NodeImportFn> &trainingOps() {
+  static const llvm::StringMap<NodeImportFn> table = {
+      {"Gradient", importGradient},
+      {"Momentum", importMomentum},
+      {"Adagrad", importAdagrad},
+      {"Adam", importAdam}};
+  return table;
+}
+
+} // namespace
+
+NodeImportFn lookupNodeImporter(StringRef domain, StringRef opType) {
+  if (domain == "ai.onnx.preview.training") {
+    auto it = trainingOps().find(opType);
+    return it == trainingOps().end() ? nullptr : it->second;
+  }
+  if (!domain.empty())
+    return nullptr;
+  if (simpleOps().count(opType))
+    return importSimple;
+  if (reduceOps().count(opType))
+    return importReduce;
+  auto it = customOps().find(opType);
+  return it == customOps().end() ? nullptr : it->second;
+}
+
+} // namespace mlir::mpc::importer

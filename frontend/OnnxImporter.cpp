@@ -1,0 +1,417 @@
+//===- OnnxImporter.cpp - ONNX ModelProto -> mpc dialect ------------------===//
+//
+// Graph-level import: opset checks, graph inputs and their symbolic
+// dimensions, initializers as parameters or constants, topological order with
+// cycle and dangling-input errors, and TrainingInfoProto graphs. Per-op work
+// is in NodeImporters.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/OnnxImporter.h"
+#include "frontend/ImporterImpl.h"
+#include "frontend/ModelLoader.h"
+#include "ir/MpcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Path.h"
+
+#include <deque>
+
+using namespace mlir;
+using namespace mlir::mpc::importer;
+
+namespace mlir::mpc {
+namespace {
+
+/// Opsets of the default ONNX domain that mpc imports.
+constexpr int64_t kMinOpset = 11, kMaxOpset = 21;
+constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
+
+/// What a graph may reference from an enclosing graph (training algorithms
+/// read the main graph's inputs and initializers).
+struct OuterScope {
+  llvm::StringMap<Type> inputs;
+  llvm::StringMap<const onnx::TensorProto *> initializers;
+};
+
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext &ctx, const onnx::ModelProto &model,
+                const ImportOptions &options, std::string &error)
+      : ctx(ctx), model(model), options(options), error(error),
+        b(&ctx), modelDir(llvm::sys::path::parent_path(options.modelPath)) {}
+
+  OwningOpRef<ModuleOp> run();
+
+private:
+  LogicalResult fail(const Twine &message) {
+    if (error.empty())
+      error = message.str();
+    return failure();
+  }
+  LogicalResult readOpsets();
+  FailureOr<Type> inputType(const onnx::ValueInfoProto &info,
+                            SmallVectorImpl<StringRef> &dimParams);
+  /// Imports `graph` as func `name`. `outer` lets it read outer names,
+  /// which become extra arguments.
+  FailureOr<func::FuncOp> importGraph(const onnx::GraphProto &graph,
+                                      StringRef name, bool isMain);
+  bool isTrainable(const onnx::GraphProto &graph,
+                   const onnx::TensorProto &init, Type type);
+  LogicalResult importNodes(const onnx::GraphProto &graph,
+                            llvm::StringMap<Value> &values,
+                            llvm::function_ref<Value(StringRef)> resolveOuter);
+  LogicalResult importTrainingInfo(StringRef mainName);
+
+  MLIRContext &ctx;
+  const onnx::ModelProto &model;
+  const ImportOptions &options;
+  std::string &error;
+  OpBuilder b;
+  std::string modelDir;
+  OwningOpRef<ModuleOp> module;
+  llvm::StringMap<int64_t> opsets;
+  OuterScope mainScope;
+  llvm::StringMap<StringAttr> paramSymbols;
+};
+
+LogicalResult ModelImporter::readOpsets() {
+  for (const auto &op : model.opset_import()) {
+    std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    opsets[domain] = op.version();
+  }
+  auto it = opsets.find("");
+  if (it == opsets.end())
+    return fail("model imports no opset of the default ONNX domain");
+  if (it->second < kMinOpset || it->second > kMaxOpset)
+    return fail("unsupported opset " + Twine(it->second) +
+                " of domain 'ai.onnx' (mpc supports " + Twine(kMinOpset) +
+                " to " + Twine(kMaxOpset) + ")");
+  auto training = opsets.find(kTrainingDomain);
+  if (training != opsets.end() && training->second != 1)
+    return fail("unsupported opset " + Twine(training->second) +
+                " of domain '" + kTrainingDomain + "' (mpc supports 1)");
+  return success();
+}
+
+FailureOr<Type> ModelImporter::inputType(const onnx::ValueInfoProto &info,
+                                         SmallVectorImpl<StringRef> &dimParams) {
+  const std::string where = "graph input '" + info.name() + "'";
+  if (!info.type().has_tensor_type())
+    return fail(where + " is not a tensor (sequences, maps and optionals are "
+                        "not supported)");
+  const auto &tt = info.type().tensor_type();
+  Type elem = elementTypeOf(tt.elem_type(), &ctx);
+  if (!elem)
+    return fail(where + " has element type " + dataTypeName(tt.elem_type()) +
+                ", which is not supported");
+  if (!tt.has_shape())
+    return fail(where + " has no shape; mpc needs at least its rank");
+  SmallVector<int64_t> shape;
+  for (auto [i, dim] : llvm::enumerate(tt.shape().dim())) {
+    int64_t size = ShapedType::kDynamic;
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() < 0)
+        return fail(where + " has negative dimension " +
+                    Twine(dim.dim_value()));
+      size = dim.dim_value();
+    } else if (dim.has_dim_param() && options.dims.count(dim.dim_param())) {
+      size = options.dims.at(dim.dim_param());
+    } else if (i == 0 && options.batch) {
+      size = *options.batch;
+    }
+    shape.push_back(size);
+    dimParams.push_back(size == ShapedType::kDynamic && dim.has_dim_param()
+                            ? StringRef(dim.dim_param())
+                            : StringRef());
+  }
+  return Type(RankedTensorType::get(shape, elem));
+}
+
+/// Float initializers are model state. They are trainable unless they are
+/// scalars (folded constants) or only BatchNormalization running statistics.
+bool ModelImporter::isTrainable(const onnx::GraphProto &graph,
+                                const onnx::TensorProto &init, Type type) {
+  if (llvm::cast<RankedTensorType>(type).getRank() == 0)
+    return false;
+  bool onlyStats = true, used = false;
+  for (const auto &node : graph.node())
+    for (int i = 0; i < node.input_size(); ++i)
+      if (node.input(i) == init.name()) {
+        used = true;
+        onlyStats &= node.op_type() == "BatchNormalization" && i >= 3;
+      }
+  return used && !onlyStats;
+}
+
+LogicalResult ModelImporter::importNodes(
+    const onnx::GraphProto &graph, llvm::StringMap<Value> &values,
+    llvm::function_ref<Value(StringRef)> resolveOuter) {
+  // Topological order (ONNX requires it, but exporters do not always
+  // comply); leftover nodes form a cycle.
+  int n = graph.node_size();
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const auto &out : graph.node(i).output()) {
+      if (out.empty())
+        continue;
+      if (values.count(out) || !producer.try_emplace(out, i).second)
+        return fail("node '" + graph.node(i).name() + "' (" +
+                    graph.node(i).op_type() + "): output '" + out +
+                    "' is already defined");
+    }
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i)
+    for (const auto &in : graph.node(i).input()) {
+      auto it = producer.find(in);
+      if (!in.empty() && it != producer.end()) {
+        ++pending[i];
+        users[it->second].push_back(i);
+      }
+    }
+  std::deque<int> ready;
+  for (int i = 0; i < n; ++i)
+    if (!pending[i])
+      ready.push_back(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int i = ready.front();
+    ready.pop_front();
+    order.push_back(i);
+    for (int u : users[i])
+      if (!--pending[u])
+        ready.push_back(u);
+  }
+  if ((int)order.size() != n)
+    for (int i = 0; i < n; ++i)
+      if (pending[i])
+        return fail("node '" + graph.node(i).name() + "' (" +
+                    graph.node(i).op_type() + ") is part of a cycle");
+
+  for (int idx : order) {
+    const onnx::NodeProto &node = graph.node(idx);
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto opsetIt = opsets.find(domain);
+    int64_t opset = opsetIt == opsets.end() ? -1 : opsetIt->second;
+    std::string nodeName = node.name().empty()
+                               ? (node.output_size() ? node.output(0) : "")
+                               : node.name();
+    std::string prefix = "node '" + nodeName + "' (" +
+                         (domain.empty() ? "" : domain + ".") + node.op_type() +
+                         ", opset " + std::to_string(opset) + "): ";
+    if (opset < 0)
+      return fail(prefix + "the model imports no opset for domain '" + domain +
+                  "'");
+    NodeImportFn fn = lookupNodeImporter(domain, node.op_type());
+    if (!fn)
+      return fail(prefix + "unsupported op");
+    SmallVector<Value> inputs;
+    for (const auto &in : node.input()) {
+      if (in.empty()) {
+        inputs.push_back(Value());
+        continue;
+      }
+      auto it = values.find(in);
+      Value v = it != values.end() ? it->second : resolveOuter(in);
+      if (!v)
+        return fail(prefix + "input '" + in +
+                    "' is not produced by any node, graph input or "
+                    "initializer");
+      inputs.push_back(v);
+    }
+    Location loc = NameLoc::get(b.getStringAttr(nodeName));
+    NodeContext nc(node, opset, b, loc, std::move(inputs), modelDir);
+    if (mlir::failed(fn(nc)) || nc.failed())
+      return fail(prefix + (nc.error.empty() ? "import failed" : nc.error));
+    for (auto [i, out] : llvm::enumerate(node.output()))
+      if (!out.empty() && i < nc.outputs.size())
+        values[out] = nc.outputs[i];
+  }
+  return success();
+}
+
+FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph,
+                                                   StringRef name,
+                                                   bool isMain) {
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = b.create<func::FuncOp>(
+      NameLoc::get(b.getStringAttr(graph.name())), name,
+      b.getFunctionType({}, {}));
+  Block *body = func.addEntryBlock();
+  llvm::StringMap<Value> values;
+  SmallVector<DictionaryAttr> argAttrs;
+
+  llvm::StringMap<const onnx::TensorProto *> inits;
+  for (const auto &init : graph.initializer())
+    inits[init.name()] = &init;
+
+  auto addArg = [&](Type type, ArrayRef<NamedAttribute> attrs) {
+    argAttrs.push_back(b.getDictionaryAttr(attrs));
+    return body->addArgument(type, func.getLoc());
+  };
+
+  // Graph inputs (an input with an initializer is a defaulted parameter).
+  for (const auto &info : graph.input()) {
+    if (inits.count(info.name()))
+      continue;
+    SmallVector<StringRef> dimParams;
+    auto type = inputType(info, dimParams);
+    if (mlir::failed(type))
+      return failure();
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr("mpc.input", b.getStringAttr(info.name()))};
+    if (llvm::any_of(dimParams, [](StringRef s) { return !s.empty(); }))
+      attrs.push_back(b.getNamedAttr("mpc.dim_params",
+                                     b.getStrArrayAttr(dimParams)));
+    values[info.name()] = addArg(*type, attrs);
+    if (isMain)
+      mainScope.inputs[info.name()] = *type;
+  }
+
+  // Initializers: float state -> mpc.param + argument, the rest constants.
+  OpBuilder constBuilder = OpBuilder::atBlockBegin(body);
+  for (const auto &init : graph.initializer()) {
+    std::string err;
+    auto value = readTensor(init, &ctx, modelDir, err);
+    if (mlir::failed(value))
+      return fail("initializer '" + init.name() + "' " + err);
+    Location loc = NameLoc::get(b.getStringAttr(init.name()));
+    if (!isMain || !llvm::isa<FloatType>(value->getElementType()) ||
+        value->getType().getRank() == 0) {
+      values[init.name()] =
+          constBuilder.create<mpc::ConstantOp>(loc, *value).getResult();
+      continue;
+    }
+    OpBuilder moduleBuilder = OpBuilder::atBlockBegin(module->getBody());
+    auto param = moduleBuilder.create<mpc::ParamOp>(
+        loc, init.name(), isTrainable(graph, init, value->getType()),
+        llvm::cast<RankedTensorType>(value->getType()),
+        llvm::cast<ElementsAttr>(*value));
+    paramSymbols[init.name()] = param.getSymNameAttr();
+    values[init.name()] = addArg(
+        value->getType(),
+        {b.getNamedAttr("mpc.param", FlatSymbolRefAttr::get(
+                                         param.getSymNameAttr()))});
+    if (isMain)
+      mainScope.initializers[init.name()] = &init;
+  }
+
+  // Names from the main graph, for training graphs: inputs and parameters
+  // become arguments, constants are re-materialized.
+  auto resolveOuter = [&](StringRef outerName) -> Value {
+    if (isMain)
+      return Value();
+    if (auto it = mainScope.inputs.find(outerName); it != mainScope.inputs.end())
+      return values[outerName] = addArg(
+                 it->second, {b.getNamedAttr("mpc.input",
+                                             b.getStringAttr(outerName))});
+    if (auto it = paramSymbols.find(outerName); it != paramSymbols.end()) {
+      auto param = module->lookupSymbol<mpc::ParamOp>(it->second);
+      return values[outerName] = addArg(
+                 param.getType(),
+                 {b.getNamedAttr("mpc.param",
+                                 FlatSymbolRefAttr::get(it->second))});
+    }
+    return Value();
+  };
+
+  b.setInsertionPointToEnd(body);
+  if (mlir::failed(importNodes(graph, values, resolveOuter)))
+    return failure();
+
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (const auto &out : graph.output()) {
+    auto it = values.find(out.name());
+    Value v = it != values.end() ? it->second : resolveOuter(out.name());
+    if (!v)
+      return fail("graph output '" + out.name() + "' is not produced by any "
+                                                  "node, input or initializer");
+    results.push_back(v);
+    resultAttrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr("mpc.output", b.getStringAttr(out.name()))}));
+  }
+  b.create<func::ReturnOp>(func.getLoc(), results);
+  func.setFunctionType(
+      b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+  return func;
+}
+
+LogicalResult ModelImporter::importTrainingInfo(StringRef mainName) {
+  for (auto [i, info] : llvm::enumerate(model.training_info())) {
+    auto bindings = [&](const auto &list) {
+      SmallVector<NamedAttribute> attrs;
+      for (const auto &kv : list)
+        attrs.push_back(b.getNamedAttr(kv.key(), b.getStringAttr(kv.value())));
+      return b.getDictionaryAttr(attrs);
+    };
+    if (info.has_initialization() && info.initialization().node_size()) {
+      auto init = importGraph(info.initialization(),
+                              ("training_initialization_" + Twine(i)).str(),
+                              /*isMain=*/false);
+      if (mlir::failed(init))
+        return failure();
+      (*init)->setAttr("mpc.initialization_binding",
+                       bindings(info.initialization_binding()));
+    }
+    if (info.has_algorithm()) {
+      auto algo = importGraph(info.algorithm(),
+                              ("training_algorithm_" + Twine(i)).str(),
+                              /*isMain=*/false);
+      if (mlir::failed(algo))
+        return failure();
+      (*algo)->setAttr("mpc.update_binding", bindings(info.update_binding()));
+      (*algo)->setAttr("mpc.inference_graph",
+                       FlatSymbolRefAttr::get(&ctx, mainName));
+    }
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> ModelImporter::run() {
+  module = ModuleOp::create(FileLineColLoc::get(&ctx, options.modelPath, 0, 0));
+  if (mlir::failed(readOpsets()))
+    return nullptr;
+  std::string name = model.graph().name().empty() ? "main" : model.graph().name();
+  auto main = importGraph(model.graph(), name, /*isMain=*/true);
+  if (mlir::failed(main))
+    return nullptr;
+  (*main)->setAttr("mpc.entry", b.getUnitAttr());
+  if (mlir::failed(importTrainingInfo((*main).getSymName())))
+    return nullptr;
+  auto opsetAttrs = llvm::map_to_vector(opsets, [&](const auto &kv) {
+    return b.getNamedAttr(kv.getKey().empty() ? "ai.onnx" : kv.getKey(),
+                          b.getI64IntegerAttr(kv.getValue()));
+  });
+  (*module)->setAttr("mpc.opsets", b.getDictionaryAttr(opsetAttrs));
+  return std::move(module);
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importModel(MLIRContext &ctx,
+                                  const onnx::ModelProto &model,
+                                  const ImportOptions &options,
+                                  std::string &error) {
+  ctx.loadDialect<mpc::MpcDialect, func::FuncDialect>();
+  return ModelImporter(ctx, model, options, error).run();
+}
+
+OwningOpRef<ModuleOp> importModelFile(MLIRContext &ctx,
+                                      const ImportOptions &options,
+                                      std::string &error) {
+  onnx::ModelProto model;
+  std::string message;
+  OwningOpRef<ModuleOp> module;
+  if (loadModel(options.modelPath, model, message))
+    module = importModel(ctx, model, options, message);
+  if (!module)
+    error = options.modelPath + ": " + message;
+  return module;
+}
+
+} // namespace mlir::mpc

@@ -1,0 +1,323 @@
+//===- Folders.cpp - constant folding of ONNX shape arithmetic ------------===//
+//
+// Folds the integer computations torch and other exporters emit around
+// Reshape/Expand (Shape -> Gather -> Unsqueeze -> Concat, ConstantOfShape ->
+// Mul -> Equal -> Where, Range...), so that once input shapes are bound every
+// tensor type is static. Only small integer/bool values are folded, never
+// float math: folding must not change numerics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+/// Largest non-splat result we materialize; shape arithmetic is tiny.
+static constexpr int64_t kMaxFoldElements = 4096;
+
+namespace {
+/// A small integer or bool constant, flattened.
+struct IntConst {
+  RankedTensorType type;
+  SmallVector<int64_t> values;
+};
+} // namespace
+
+static std::optional<IntConst> readInts(Attribute attr) {
+  auto dense = llvm::dyn_cast_or_null<DenseIntElementsAttr>(attr);
+  if (!dense || !dense.getType().hasStaticShape())
+    return std::nullopt;
+  if (!dense.isSplat() && dense.getNumElements() > kMaxFoldElements)
+    return std::nullopt;
+  IntConst c{llvm::cast<RankedTensorType>(dense.getType()), {}};
+  bool isBool = dense.getElementType().isInteger(1);
+  for (const APInt &v : dense.getValues<APInt>())
+    c.values.push_back(isBool ? (int64_t)v.getBoolValue() : v.getSExtValue());
+  return c;
+}
+
+static Attribute makeInts(Type type, ArrayRef<int64_t> values) {
+  auto t = llvm::dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape() || t.getNumElements() != (int64_t)values.size())
+    return {};
+  auto elem = llvm::dyn_cast<IntegerType>(t.getElementType());
+  if (!elem)
+    return {};
+  SmallVector<APInt> ints;
+  for (int64_t v : values)
+    ints.push_back(APInt(elem.getWidth(), elem.getWidth() == 1 ? v != 0 : v,
+                         /*isSigned=*/elem.getWidth() > 1));
+  return DenseElementsAttr::get(t, ints);
+}
+
+static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Element of `c` read at output position `flat` of `outShape` under
+/// numpy broadcasting.
+static int64_t broadcastAt(const IntConst &c, ArrayRef<int64_t> outShape,
+                           int64_t flat) {
+  if (c.values.size() == 1)
+    return c.values[0];
+  auto inShape = c.type.getShape();
+  auto outStrides = stridesOf(outShape), inStrides = stridesOf(inShape);
+  size_t off = outShape.size() - inShape.size();
+  int64_t idx = 0;
+  for (size_t d = 0; d < outShape.size(); ++d) {
+    int64_t coord = (flat / outStrides[d]) % outShape[d];
+    if (d >= off && inShape[d - off] != 1)
+      idx += coord * inStrides[d - off];
+  }
+  return c.values[idx];
+}
+
+/// Folds a broadcasting elementwise op over integer constants.
+static OpFoldResult
+foldElementwise(Type resultType, ArrayRef<Attribute> operands,
+                function_ref<std::optional<int64_t>(ArrayRef<int64_t>)> fn) {
+  auto t = llvm::dyn_cast<RankedTensorType>(resultType);
+  if (!t || !t.hasStaticShape() || t.getNumElements() > kMaxFoldElements)
+    return {};
+  SmallVector<IntConst> cs;
+  for (Attribute a : operands) {
+    auto c = readInts(a);
+    if (!c)
+      return {};
+    cs.push_back(std::move(*c));
+  }
+  SmallVector<int64_t> out, args(cs.size());
+  for (int64_t i = 0; i < t.getNumElements(); ++i) {
+    for (size_t k = 0; k < cs.size(); ++k)
+      args[k] = broadcastAt(cs[k], t.getShape(), i);
+    auto v = fn(args);
+    if (!v)
+      return {};
+    out.push_back(*v);
+  }
+  return makeInts(t, out);
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+OpFoldResult IdentityOp::fold(FoldAdaptor) { return getX(); }
+
+OpFoldResult AddOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return v[0] + v[1];
+                         });
+}
+OpFoldResult SubOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return v[0] - v[1];
+                         });
+}
+OpFoldResult MulOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return v[0] * v[1];
+                         });
+}
+OpFoldResult DivOp::fold(FoldAdaptor a) {
+  // ONNX integer Div truncates toward zero, like C++.
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           if (v[1] == 0)
+                             return std::nullopt;
+                           return v[0] / v[1];
+                         });
+}
+OpFoldResult EqualOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return v[0] == v[1];
+                         });
+}
+OpFoldResult WhereOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return v[0] ? v[1] : v[2];
+                         });
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor a) {
+  if (getX().getType() == getType())
+    return getX();
+  auto out = llvm::cast<RankedTensorType>(getType());
+  if (!llvm::isa<IntegerType>(out.getElementType()))
+    return {};
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return v[0];
+                         });
+}
+
+OpFoldResult ShapeOp::fold(FoldAdaptor) {
+  auto in = rankedOf(getX());
+  auto out = llvm::cast<RankedTensorType>(getType());
+  int64_t rank = in.getRank(), n = out.getDimSize(0);
+  int64_t start = getStart().value_or(0);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  SmallVector<int64_t> dims(in.getShape().slice(start, n));
+  if (llvm::is_contained(dims, kDyn))
+    return {};
+  return makeInts(out, dims);
+}
+
+OpFoldResult SizeOp::fold(FoldAdaptor) {
+  auto in = rankedOf(getX());
+  if (!in.hasStaticShape())
+    return {};
+  return makeInts(getType(), {in.getNumElements()});
+}
+
+/// Same values, new static shape (reshape, squeeze, unsqueeze, flatten).
+static OpFoldResult reshapeConstant(Attribute input, Type resultType) {
+  auto dense = llvm::dyn_cast_or_null<DenseElementsAttr>(input);
+  auto t = llvm::dyn_cast<RankedTensorType>(resultType);
+  if (!dense || !t || !t.hasStaticShape())
+    return {};
+  return dense.reshape(t);
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor a) {
+  if (getData().getType() == getType() && getType().hasStaticShape())
+    return getData();
+  return reshapeConstant(a.getData(), getType());
+}
+OpFoldResult SqueezeOp::fold(FoldAdaptor a) {
+  return reshapeConstant(a.getX(), getType());
+}
+OpFoldResult UnsqueezeOp::fold(FoldAdaptor a) {
+  return reshapeConstant(a.getX(), getType());
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  auto perm = getPerm();
+  if (perm && llvm::equal(*perm, llvm::seq<int64_t>(0, perm->size())))
+    return getX();
+  return {};
+}
+
+OpFoldResult ExpandOp::fold(FoldAdaptor a) {
+  auto c = readInts(a.getX());
+  if (!c)
+    return {};
+  auto t = llvm::cast<RankedTensorType>(getType());
+  if (!t.hasStaticShape() || t.getNumElements() > kMaxFoldElements)
+    return {};
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < t.getNumElements(); ++i)
+    out.push_back(broadcastAt(*c, t.getShape(), i));
+  return makeInts(t, out);
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor a) {
+  auto t = llvm::cast<RankedTensorType>(getType());
+  if (!t.hasStaticShape() || t.getNumElements() > kMaxFoldElements)
+    return {};
+  int64_t axis = *normalizeAxis(getAxis(), t.getRank());
+  SmallVector<IntConst> cs;
+  for (Attribute attr : a.getInputs()) {
+    auto c = readInts(attr);
+    if (!c)
+      return {};
+    cs.push_back(std::move(*c));
+  }
+  // Outer = product of dims before axis; each input contributes a contiguous
+  // block of (its axis dim x inner) per outer index.
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= t.getDimSize(d);
+  SmallVector<int64_t> out;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const IntConst &c : cs) {
+      int64_t block = c.type.getNumElements() / std::max<int64_t>(outer, 1);
+      for (int64_t i = 0; i < block; ++i)
+        out.push_back(c.values.size() == 1 ? c.values[0]
+                                           : c.values[o * block + i]);
+    }
+  return makeInts(t, out);
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor a) {
+  auto c = readInts(a.getData());
+  auto t = llvm::cast<RankedTensorType>(getType());
+  SmallVector<int64_t> starts, steps;
+  if (!c || c->type.getRank() != 1 || !t.hasStaticShape() ||
+      !getConstantInts(getStarts(), starts))
+    return {};
+  if (getSteps() && !getConstantInts(getSteps(), steps))
+    return {};
+  int64_t dim = c->type.getDimSize(0), step = steps.empty() ? 1 : steps[0];
+  int64_t s = starts[0] < 0 ? starts[0] + dim : starts[0];
+  s = step > 0 ? std::clamp<int64_t>(s, 0, dim)
+               : std::clamp<int64_t>(s, 0, dim - 1);
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < t.getDimSize(0); ++i)
+    out.push_back(c->values[s + i * step]);
+  return makeInts(t, out);
+}
+
+OpFoldResult GatherOp::fold(FoldAdaptor a) {
+  auto data = readInts(a.getData()), idx = readInts(a.getIndices());
+  if (!data || !idx || data->type.getRank() != 1)
+    return {};
+  int64_t dim = data->type.getDimSize(0);
+  SmallVector<int64_t> out;
+  for (int64_t i : idx->values) {
+    int64_t j = i < 0 ? i + dim : i;
+    if (j < 0 || j >= dim)
+      return {};
+    out.push_back(data->values[j]);
+  }
+  return makeInts(getType(), out);
+}
+
+OpFoldResult ConstantOfShapeOp::fold(FoldAdaptor) {
+  auto t = llvm::cast<RankedTensorType>(getType());
+  auto value = llvm::dyn_cast<DenseElementsAttr>(getValue());
+  if (!t.hasStaticShape() || !value)
+    return {};
+  return DenseElementsAttr::get(t, value.getSplatValue<Attribute>());
+}
+
+OpFoldResult RangeOp::fold(FoldAdaptor a) {
+  auto s = readInts(a.getStart()), d = readInts(a.getDelta());
+  auto t = llvm::cast<RankedTensorType>(getType());
+  if (!s || !d || !t.hasStaticShape() || t.getNumElements() > kMaxFoldElements)
+    return {};
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < t.getDimSize(0); ++i)
+    out.push_back(s->values[0] + i * d->values[0]);
+  return makeInts(t, out);
+}
+
+std::optional<SmallVector<Value>> mpc::foldToValues(OpBuilder &b,
+                                                   Operation *op) {
+  if (op->hasTrait<OpTrait::ConstantLike>())
+    return std::nullopt;
+  SmallVector<OpFoldResult> folded;
+  if (failed(op->fold(folded)) || folded.empty())
+    return std::nullopt;
+  SmallVector<Value> values;
+  for (auto [i, r] : llvm::enumerate(folded)) {
+    if (auto v = llvm::dyn_cast_if_present<Value>(r)) {
+      values.push_back(v);
+      continue;
+    }
+    Operation *cst = op->getDialect()->materializeConstant(
+        b, r.get<Attribute>(), op->getResult(i).getType(), op->getLoc());
+    if (!cst)
+      return std::nullopt;
+    values.push_back(cst->getResult(0));
+  }
+  return values;
+}

@@ -1,0 +1,71 @@
+//===- MpcDialect.cpp - mpc dialect registration and op definitions -------===//
+
+#include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+#include "ir/MpcDialect.cpp.inc"
+
+void MpcDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "ir/MpcOps.cpp.inc"
+      >();
+}
+
+Operation *MpcDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                           Type type, Location loc) {
+  auto elements = llvm::dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return builder.create<ConstantOp>(loc, elements);
+}
+
+bool mpc::areCompatibleTypes(TypeRange lhs, TypeRange rhs) {
+  if (lhs.size() != rhs.size())
+    return false;
+  for (auto [l, r] : llvm::zip(lhs, rhs)) {
+    auto lt = llvm::dyn_cast<RankedTensorType>(l);
+    auto rt = llvm::dyn_cast<RankedTensorType>(r);
+    if (!lt || !rt) {
+      if (l != r)
+        return false;
+      continue;
+    }
+    if (lt.getElementType() != rt.getElementType() ||
+        lt.getRank() != rt.getRank())
+      return false;
+    for (auto [a, b] : llvm::zip(lt.getShape(), rt.getShape()))
+      if (a != b && a != kDyn && b != kDyn)
+        return false;
+  }
+  return true;
+}
+
+LogicalResult CastOp::verify() {
+  auto in = rankedOf(getX()), out = rankedOf(getY());
+  if (!areCompatibleTypes(in.clone(out.getElementType()), out))
+    return emitOpError("cast must keep the shape, got ")
+           << in << " -> " << out;
+  return success();
+}
+
+LogicalResult ParamOp::verify() {
+  auto value = llvm::cast<TypedAttr>(getValue());
+  if (value.getType() != getType())
+    return emitOpError("initial value of type ")
+           << value.getType() << " does not match the parameter type "
+           << getType();
+  if (!llvm::cast<RankedTensorType>(getType()).hasStaticShape())
+    return emitOpError("parameter type must be static, got ") << getType();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "ir/MpcOps.cpp.inc"

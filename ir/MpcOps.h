@@ -1,0 +1,31 @@
+//===- MpcOps.h - mpc op declarations -----------------------------*- C++ -*-===//
+
+#ifndef MPC_IR_MPCOPS_H
+#define MPC_IR_MPCOPS_H
+
+#include "ir/MpcDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::mpc {
+/// Types are compatible when element types agree and each dimension agrees or
+/// is dynamic on one side (declared types may be more static than inferred).
+bool areCompatibleTypes(TypeRange lhs, TypeRange rhs);
+
+/// Folds `op` (not a constant) when its operands allow: returns the values
+/// replacing its results, constants being materialized at `b`'s insertion
+/// point. `op` itself is left for the caller to replace and erase.
+std::optional<SmallVector<Value>> foldToValues(OpBuilder &b, Operation *op);
+} // namespace mlir::mpc
+
+#define GET_OP_CLASSES
+#include "ir/MpcOps.h.inc"
+
+#endif // MPC_IR_MPCOPS_H

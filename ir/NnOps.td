@@ -1,0 +1,241 @@
+//===- NnOps.td - normalization, softmax, losses, reductions -*- tablegen -*-===//
+
+#ifndef MPC_NN_OPS_TD
+#define MPC_NN_OPS_TD
+
+include "ir/MpcDialect.td"
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let summary = "batch normalization with running statistics (ONNX BatchNormalization, inference)";
+  let description = [{
+    `y = scale * (x - mean) / sqrt(var + epsilon) + bias` per channel (axis 1).
+
+    Example:
+    ```mlir
+    %y = mpc.batch_norm %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32} : (tensor<8x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<8x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$scale,
+                   Mpc_FloatTensor:$bias, Mpc_FloatTensor:$mean,
+                   Mpc_FloatTensor:$var,
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Mpc_FloatTensor:$y);
+  let hasVerifier = 1;
+}
+
+def Mpc_BatchNormTrainOp
+    : Mpc_Op<"batch_norm_train", [Pure, Mpc_InferByRule<"batchNormTrain">]> {
+  let summary = "batch normalization with batch statistics (ONNX BatchNormalization, training_mode=1)";
+  let description = [{
+    Normalizes with the statistics of the batch (population variance) and
+    returns the updated running statistics
+    `running = momentum * running + (1 - momentum) * batch` (batch variance
+    unbiased, as ONNX specifies).
+
+    Example:
+    ```mlir
+    %y, %rm, %rv = mpc.batch_norm_train %x, %s, %b, %m, %v {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32} : (tensor<8x64x4x4xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64x4x4xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$scale,
+                   Mpc_FloatTensor:$bias, Mpc_FloatTensor:$input_mean,
+                   Mpc_FloatTensor:$input_var,
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon,
+                   DefaultValuedAttr<F32Attr, "0.9f">:$momentum);
+  let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$running_mean,
+                 Mpc_FloatTensor:$running_var);
+  let hasVerifier = 1;
+}
+
+def Mpc_LayerNormOp : Mpc_Op<"layer_norm", [Pure, Mpc_InferCustom]> {
+  let summary = "layer normalization (ONNX LayerNormalization)";
+  let description = [{
+    Normalizes over the dimensions from `axis` on; also returns the mean and
+    inverse standard deviation (reduced dimensions kept as 1), which the
+    backward pass reuses. Statistics are always FP32-stashed.
+
+    Example:
+    ```mlir
+    %y, %mean, %rstd = mpc.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<4x16x64xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$scale,
+                   Optional<Mpc_FloatTensor>:$bias,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$mean,
+                 Mpc_FloatTensor:$inv_std_dev);
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, dropout, losses
+//===----------------------------------------------------------------------===//
+
+def Mpc_SoftmaxOp : Mpc_Op<"softmax", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+  let summary = "softmax along one axis (ONNX Softmax, opset >= 13 semantics)";
+  let description = [{
+    Example:
+    ```mlir
+    %p = mpc.softmax %x {axis = -1 : i64} : (tensor<4x8x8xf32>) -> tensor<4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Mpc_FloatTensor:$y);
+}
+
+def Mpc_LogSoftmaxOp
+    : Mpc_Op<"log_softmax", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+  let summary = "log-softmax along one axis (ONNX LogSoftmax, opset >= 13 semantics)";
+  let description = [{
+    Example:
+    ```mlir
+    %p = mpc.log_softmax %x {axis = 1 : i64} : (tensor<64x10xf32>) -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Mpc_FloatTensor:$y);
+}
+
+def Mpc_DropoutOp : Mpc_Op<"dropout", [AttrSizedOperandSegments,
+                                       Mpc_InferByRule<"dropout">]> {
+  let summary = "dropout (ONNX Dropout)";
+  let description = [{
+    In training mode zeroes each element with probability `ratio` and scales
+    the rest by 1/(1-ratio); otherwise the identity. Also returns the keep
+    mask, which the backward pass reuses. Not `Pure`: it draws random numbers.
+
+    Example:
+    ```mlir
+    %y, %mask = mpc.dropout %x ratio %r training %t : (tensor<4x64xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x64xf32>, tensor<4x64xi1>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Optional<Mpc_FloatTensor>:$ratio,
+                   Optional<Mpc_BoolTensor>:$training_mode,
+                   OptionalAttr<I64Attr>:$seed);
+  let results = (outs Mpc_FloatTensor:$y, Mpc_BoolTensor:$mask);
+  let assemblyFormat = [{
+    $x (`ratio` $ratio^)? (`training` $training_mode^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Mpc_SoftmaxCrossEntropyLossOp
+    : Mpc_Op<"softmax_cross_entropy_loss", [Pure, Mpc_InferCustom]> {
+  let summary = "softmax cross-entropy loss (ONNX SoftmaxCrossEntropyLoss)";
+  let description = [{
+    Scores are N x C (x D1..Dk), labels N (x D1..Dk) integer class indices;
+    `reduction` is "mean", "sum" or "none". Also returns the log-probabilities.
+
+    Example:
+    ```mlir
+    %loss, %logp = mpc.softmax_cross_entropy_loss %scores, %labels {reduction = "mean"} : (tensor<64x10xf32>, tensor<64xi64>) -> (tensor<f32>, tensor<64x10xf32>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$scores, Mpc_IntTensor:$labels,
+                   Optional<Mpc_FloatTensor>:$weights,
+                   DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Mpc_FloatTensor:$loss, Mpc_FloatTensor:$log_prob);
+}
+
+def Mpc_NegativeLogLikelihoodLossOp
+    : Mpc_Op<"nll_loss", [Pure, Mpc_InferCustom]> {
+  let summary = "negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss)";
+  let description = [{
+    Example:
+    ```mlir
+    %loss = mpc.nll_loss %logp, %labels {reduction = "mean"} : (tensor<64x10xf32>, tensor<64xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, Mpc_IntTensor:$target,
+                   Optional<Mpc_FloatTensor>:$weight,
+                   DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Mpc_FloatTensor:$loss);
+}
+
+//===----------------------------------------------------------------------===//
+// Index and scan ops
+//===----------------------------------------------------------------------===//
+
+class Mpc_ArgOp<string mnemonic, string onnxName>
+    : Mpc_Op<mnemonic, [Pure, Mpc_InferByRule<"argReduce">]> {
+  let summary = "index of the " # onnxName # " (ONNX " # onnxName # ")";
+  let description = "Example:\n```mlir\n%i = mpc." # mnemonic
+    # " %x {axis = 1 : i64, keepdims = false} : (tensor<64x10xf32>) -> tensor<64xi64>\n```";
+  let arguments = (ins Mpc_NumericTensor:$x, DefaultValuedAttr<I64Attr, "0">:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$keepdims,
+                   DefaultValuedAttr<BoolAttr, "false">:$select_last_index);
+  let results = (outs Mpc_I64Tensor:$y);
+}
+def Mpc_ArgMaxOp : Mpc_ArgOp<"arg_max", "ArgMax">;
+def Mpc_ArgMinOp : Mpc_ArgOp<"arg_min", "ArgMin">;
+
+def Mpc_CumSumOp : Mpc_Op<"cum_sum", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+  let summary = "cumulative sum (ONNX CumSum; the axis input becomes an attribute)";
+  let description = [{
+    Example:
+    ```mlir
+    %y = mpc.cum_sum %x {axis = 0 : i64, exclusive = false, reverse = false} : (tensor<5xf32>) -> tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_NumericTensor:$x, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                   DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Mpc_NumericTensor:$y);
+}
+
+def Mpc_TriluOp : Mpc_Op<"trilu", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let summary = "upper/lower triangle (ONNX Trilu; k becomes an attribute)";
+  let description = [{
+    Keeps the elements on and above (`upper`) or on and below diagonal `k` of
+    the last two dimensions; zeroes the rest. Used for causal masks.
+
+    Example:
+    ```mlir
+    %m = mpc.trilu %x {k = 1 : i64, upper = true} : (tensor<16x16xf32>) -> tensor<16x16xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_AnyTensor:$x, DefaultValuedAttr<I64Attr, "0">:$k,
+                   DefaultValuedAttr<BoolAttr, "true">:$upper);
+  let results = (outs Mpc_AnyTensor:$y);
+}
+
+def Mpc_OneHotOp : Mpc_Op<"one_hot", [Pure, Mpc_InferCustom]> {
+  let summary = "one-hot encoding (ONNX OneHot; depth becomes an attribute)";
+  let description = [{
+    `values` is [off_value, on_value]; a new axis of size `depth` is inserted
+    at `axis`.
+
+    Example:
+    ```mlir
+    %y = mpc.one_hot %labels, %values {axis = -1 : i64, depth = 10 : i64} : (tensor<64xi64>, tensor<2xf32>) -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_IntTensor:$indices, Mpc_AnyTensor:$values,
+                   I64Attr:$depth, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Mpc_AnyTensor:$y);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Mpc_ReduceSumOp : Mpc_ReduceOp<"reduce_sum", "ReduceSum", Mpc_NumericTensor>;
+def Mpc_ReduceMeanOp : Mpc_ReduceOp<"reduce_mean", "ReduceMean", Mpc_NumericTensor>;
+def Mpc_ReduceMaxOp : Mpc_ReduceOp<"reduce_max", "ReduceMax", Mpc_NumericTensor>;
+def Mpc_ReduceMinOp : Mpc_ReduceOp<"reduce_min", "ReduceMin", Mpc_NumericTensor>;
+def Mpc_ReduceProdOp : Mpc_ReduceOp<"reduce_prod", "ReduceProd", Mpc_NumericTensor>;
+def Mpc_ReduceL1Op : Mpc_ReduceOp<"reduce_l1", "ReduceL1", Mpc_NumericTensor>;
+def Mpc_ReduceL2Op : Mpc_ReduceOp<"reduce_l2", "ReduceL2", Mpc_FloatTensor>;
+def Mpc_ReduceSumSquareOp
+    : Mpc_ReduceOp<"reduce_sum_square", "ReduceSumSquare", Mpc_NumericTensor>;
+def Mpc_ReduceLogSumOp : Mpc_ReduceOp<"reduce_log_sum", "ReduceLogSum", Mpc_FloatTensor>;
+def Mpc_ReduceLogSumExpOp
+    : Mpc_ReduceOp<"reduce_log_sum_exp", "ReduceLogSumExp", Mpc_FloatTensor>;
+
+#endif // MPC_NN_OPS_TD

@@ -1,0 +1,182 @@
+//===- NnShapes.cpp - types and verifiers of norm, loss, training ops -----===//
+
+#include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto x = rankedOf(adaptor.getX());
+  auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
+  if (!axis)
+    return shapeError(loc, "layer_norm axis ", adaptor.getAxis(),
+                      " is out of range for rank ", x.getRank());
+  SmallVector<int64_t> statShape(x.getShape());
+  for (int64_t i = *axis; i < x.getRank(); ++i)
+    statShape[i] = 1;
+  types.push_back(x);
+  auto stat = RankedTensorType::get(statShape, Float32Type::get(x.getContext()));
+  types.push_back(stat);
+  types.push_back(stat);
+  return success();
+}
+
+/// Shared checks of the two classification losses: scores N x C x D...,
+/// labels N x D..., and the loss shape implied by `reduction`.
+static LogicalResult inferLossShape(std::optional<Location> loc, Value scores,
+                                    Value labels, Value weights,
+                                    StringRef reduction,
+                                    SmallVectorImpl<Type> &types) {
+  auto s = rankedOf(scores), l = rankedOf(labels);
+  if (s.getRank() < 2 || l.getRank() != s.getRank() - 1)
+    return shapeError(loc, "expected scores N x C x D1..Dk and labels "
+                           "N x D1..Dk, got ",
+                      s, " and ", l);
+  for (int64_t i = 0; i < l.getRank(); ++i) {
+    int64_t a = s.getDimSize(i == 0 ? 0 : i + 1), b = l.getDimSize(i);
+    if (a != kDyn && b != kDyn && a != b)
+      return shapeError(loc, "labels shape ", l, " does not match scores ", s);
+  }
+  if (weights) {
+    auto w = rankedOf(weights);
+    if (w.getRank() != 1 ||
+        (w.getDimSize(0) != kDyn && s.getDimSize(1) != kDyn &&
+         w.getDimSize(0) != s.getDimSize(1)))
+      return shapeError(loc, "weights must be 1-D with one entry per class");
+  }
+  if (reduction == "none")
+    types.push_back(l.clone(s.getElementType()));
+  else if (reduction == "mean" || reduction == "sum")
+    types.push_back(RankedTensorType::get({}, s.getElementType()));
+  else
+    return shapeError(loc, "reduction must be none, sum or mean, got '",
+                      reduction, "'");
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  if (failed(inferLossShape(loc, adaptor.getScores(), adaptor.getLabels(),
+                            adaptor.getWeights(), adaptor.getReduction(),
+                            types)))
+    return failure();
+  types.push_back(adaptor.getScores().getType());
+  return success();
+}
+
+LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  return inferLossShape(loc, adaptor.getInput(), adaptor.getTarget(),
+                        adaptor.getWeight(), adaptor.getReduction(), types);
+}
+
+LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto idx = rankedOf(adaptor.getIndices()), vals = rankedOf(adaptor.getValues());
+  if (vals.getNumElements() != 2)
+    return shapeError(loc, "one_hot values must hold [off, on], got ", vals);
+  if (adaptor.getDepth() < 1)
+    return shapeError(loc, "one_hot depth must be positive");
+  auto axis = normalizeAxis(adaptor.getAxis(), idx.getRank() + 1);
+  if (!axis)
+    return shapeError(loc, "one_hot axis out of range");
+  SmallVector<int64_t> shape(idx.getShape());
+  shape.insert(shape.begin() + *axis, adaptor.getDepth());
+  types.push_back(RankedTensorType::get(shape, vals.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Verifiers
+//===----------------------------------------------------------------------===//
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be 'none' or 'tanh', got '")
+           << getApproximate() << "'";
+  return success();
+}
+
+LogicalResult ClipOp::verify() {
+  for (Value bound : {getMin(), getMax()}) {
+    if (!bound)
+      continue;
+    auto t = rankedOf(bound);
+    if (t.getNumElements() != 1 ||
+        t.getElementType() != getElementTypeOrSelf(getX()))
+      return emitOpError("min and max must be single elements of the input's "
+                         "element type, got ")
+             << t;
+  }
+  return success();
+}
+
+/// Scale, bias, mean and var are 1-D with one entry per channel.
+static LogicalResult verifyChannelParams(Operation *op, ValueRange params) {
+  auto x = rankedOf(op->getOperand(0));
+  if (x.getRank() < 2)
+    return op->emitOpError("input must be N x C x ..., got ") << x;
+  for (Value p : params) {
+    auto t = rankedOf(p);
+    if (t.getRank() != 1 || (t.getDimSize(0) != kDyn &&
+                             x.getDimSize(1) != kDyn &&
+                             t.getDimSize(0) != x.getDimSize(1)))
+      return op->emitOpError("expected per-channel parameters of shape [")
+             << x.getDimSize(1) << "], got " << t;
+  }
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  return verifyChannelParams(*this, getOperands().drop_front());
+}
+
+LogicalResult BatchNormTrainOp::verify() {
+  return verifyChannelParams(*this, getOperands().drop_front());
+}
+
+LogicalResult GradientOp::verify() {
+  if (getInputs().size() != getXs().size() + getZs().size())
+    return emitOpError("expected ")
+           << getXs().size() + getZs().size()
+           << " operands (one per name in xs and zs), got "
+           << getInputs().size();
+  return success();
+}
+
+/// R is a float scalar, T an i64 scalar, then `groups` groups of n tensors
+/// with matching types.
+static LogicalResult verifyOptimizer(Operation *op, unsigned groups) {
+  auto operands = op->getOperands();
+  if (operands.size() < 2 + groups || (operands.size() - 2) % groups)
+    return op->emitOpError("expected R, T and ")
+           << groups << " groups of equally many tensors";
+  auto r = rankedOf(operands[0]), t = rankedOf(operands[1]);
+  if (r.getNumElements() != 1 || !llvm::isa<FloatType>(r.getElementType()))
+    return op->emitOpError("learning rate R must be a float scalar");
+  if (t.getNumElements() != 1 || !t.getElementType().isInteger(64))
+    return op->emitOpError("step count T must be an i64 scalar");
+  size_t n = (operands.size() - 2) / groups;
+  for (unsigned g = 1; g < groups; ++g)
+    for (size_t i = 0; i < n; ++i)
+      if (operands[2 + g * n + i].getType() != operands[2 + i].getType())
+        return op->emitOpError("operand ")
+               << 2 + g * n + i << " must have the type of tensor " << i;
+  return success();
+}
+
+LogicalResult MomentumOp::verify() {
+  if (getMode() != "standard" && getMode() != "nesterov")
+    return emitOpError("mode must be 'standard' or 'nesterov'");
+  return verifyOptimizer(*this, 3);
+}
+LogicalResult AdagradOp::verify() { return verifyOptimizer(*this, 3); }
+LogicalResult AdamOp::verify() { return verifyOptimizer(*this, 4); }

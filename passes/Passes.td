@@ -1,0 +1,34 @@
+//===- Passes.td - mpc pass declarations -------------------*- tablegen -*-===//
+
+#ifndef MPC_PASSES_TD
+#define MPC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def SpecializeShapes : Pass<"mpc-specialize-shapes", "::mlir::ModuleOp"> {
+  let summary = "Bind the batch dimension, fold ONNX shape arithmetic, refine types";
+  let description = [{
+    Optionally binds the dynamic leading dimension of every function argument
+    that is a graph input (`mpc.input`) to `batch`, then walks each function
+    in order folding constant shape arithmetic (Shape -> Gather -> Concat ->
+    Reshape chains, ConstantOfShape, Range...) and re-inferring result types,
+    and finally updates function result types. With all input shapes bound,
+    every type becomes static.
+
+    Before (`batch=4`):
+    ```mlir
+    func.func @f(%x: tensor<?x8xf32> {mpc.input = "x"}) -> tensor<?x2x4xf32> {
+      %s = mpc.shape %x : (tensor<?x8xf32>) -> tensor<2xi64>
+      ...
+    ```
+    After: `%x: tensor<4x8xf32>`, `%s` is an `mpc.constant`, and the result
+    is `tensor<4x2x4xf32>`.
+  }];
+  let options = [
+    Option<"batch", "batch", "int64_t", /*default=*/"0",
+           "Bind dynamic leading input dimensions to this size (0: keep)">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+#endif // MPC_PASSES_TD

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every system and Python package mpc's build and tests need on a fresh
+# Debian 12 machine. Idempotent: when everything is present it only checks.
+set -euo pipefail
+
+APT_PACKAGES=(
+  g++ cmake ninja-build ccache
+  libmlir-19-dev mlir-19-tools llvm-19-dev
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  # torch exports of the reference models (ResNet-18, Transformer, GPT-style).
+  python3-torch python3-torchvision python3-onnx
+  # ONNX backend node tests (opset <= 17) for conformance.
+  libonnx-testdata
+  # Sanitizer runtimes for the malformed-model corpus under ASan + UBSan.
+  libasan8 libubsan1
+)
+PIP_PACKAGES=(onnx numpy lit onnxruntime)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime' 2>/dev/null; then
+  echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
+  "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
+fi
+echo "setup: all build and test dependencies present"

@@ -1,0 +1,20 @@
+//===- Commands.h - the subcommands of the mpc driver ------------*- C++ -*-===//
+
+#ifndef MPC_TOOLS_MPC_COMMANDS_H
+#define MPC_TOOLS_MPC_COMMANDS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/CommandLine.h"
+
+namespace mpc {
+
+extern llvm::cl::SubCommand importCommand;
+int runImport();
+
+/// Prints "mpc: error: <message>" and returns the exit code 1.
+int reportError(const llvm::Twine &message);
+
+} // namespace mpc
+
+#endif // MPC_TOOLS_MPC_COMMANDS_H

@@ -1,0 +1,130 @@
+//===- ImportCommand.cpp - `mpc import` -----------------------------------===//
+
+#include "Commands.h"
+
+#include "frontend/OnnxImporter.h"
+#include "ir/MpcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace mpc {
+
+cl::SubCommand importCommand("import",
+                             "Import an ONNX model (binary or text) and print "
+                             "its mpc IR");
+
+static cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx>"),
+                                      cl::sub(importCommand));
+static cl::opt<int64_t> batch("batch",
+                              cl::desc("Bind the leading (batch) dimension "
+                                       "of every graph input"),
+                              cl::init(0), cl::sub(importCommand));
+static cl::list<std::string>
+    dims("dim", cl::desc("Bind a symbolic dimension: --dim NAME=SIZE"),
+         cl::sub(importCommand));
+static cl::opt<std::string> outputPath("o", cl::desc("Write the IR to a file "
+                                                     "(atomically)"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::sub(importCommand));
+static cl::opt<bool> requireStatic(
+    "require-static",
+    cl::desc("Fail unless every tensor type is static after import"),
+    cl::sub(importCommand));
+static cl::opt<int64_t> elideWeights(
+    "elide-weights",
+    cl::desc("On stdout, print constants with more elements than this "
+             "elided (0: print all)"),
+    cl::init(32), cl::sub(importCommand));
+static cl::opt<bool> printLocations("print-locations",
+                                    cl::desc("Print node-name locations"),
+                                    cl::sub(importCommand));
+
+/// First op whose result type is not static, for --require-static.
+static mlir::Operation *firstDynamic(mlir::ModuleOp module) {
+  mlir::Operation *found = nullptr;
+  module.walk([&](mlir::Operation *op) {
+    for (mlir::Type t : op->getResultTypes())
+      if (auto shaped = llvm::dyn_cast<mlir::ShapedType>(t);
+          shaped && !shaped.hasStaticShape()) {
+        found = op;
+        return mlir::WalkResult::interrupt();
+      }
+    return mlir::WalkResult::advance();
+  });
+  return found;
+}
+
+static std::string locationName(mlir::Location loc) {
+  if (auto name = llvm::dyn_cast<mlir::NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+int runImport() {
+  mlir::MLIRContext ctx;
+  mlir::mpc::ImportOptions options;
+  options.modelPath = modelPath;
+  if (batch < 0)
+    return reportError("--batch must be positive");
+  if (batch > 0)
+    options.batch = batch;
+  for (const std::string &d : dims) {
+    auto [name, value] = StringRef(d).split('=');
+    int64_t size;
+    if (name.empty() || value.getAsInteger(10, size) || size < 0)
+      return reportError("--dim expects NAME=SIZE, got '" + d + "'");
+    options.dims[name.str()] = size;
+  }
+
+  std::string error;
+  auto module = mlir::mpc::importModelFile(ctx, options, error);
+  if (!module)
+    return reportError(error);
+
+  // Verification problems are importer bugs or inconsistent models; report
+  // them against the node like import errors.
+  std::string diag;
+  {
+    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+      if (diag.empty())
+        diag = "node '" + locationName(d.getLocation()) + "': " + d.str();
+      return mlir::success();
+    });
+    if (mlir::failed(mlir::verify(*module)))
+      return reportError(modelPath + ": " + diag);
+  }
+  if (requireStatic)
+    if (mlir::Operation *op = firstDynamic(*module))
+      return reportError(modelPath + ": node '" + locationName(op->getLoc()) +
+                         "' (" + op->getName().getStringRef() +
+                         ") has a dynamic result type; bind dimensions with "
+                         "--batch or --dim");
+
+  mlir::OpPrintingFlags flags;
+  if (printLocations)
+    flags.enableDebugInfo();
+  if (outputPath == "-") {
+    if (elideWeights > 0)
+      flags.elideLargeElementsAttrs(elideWeights);
+    module->print(llvm::outs(), flags);
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (Error err = writeToOutput(outputPath, [&](raw_ostream &os) {
+        module->print(os, flags);
+        os << "\n";
+        return Error::success();
+      }))
+    return reportError("cannot write " + outputPath + ": " +
+                       toString(std::move(err)));
+  return 0;
+}
+
+} // namespace mpc

@@ -1,0 +1,36 @@
+//===- mpc.cpp - the mpc driver -------------------------------------------===//
+//
+// `mpc <command> ...`: one subcommand per stage a user runs (import today;
+// run, train, grad, explain, compile, convert as they land).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+int mpc::reportError(const llvm::Twine &message) {
+  llvm::errs() << "mpc: error: " << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "mpc " << MPC_VERSION << " (MLIR/LLVM " << LLVM_VERSION_STRING
+       << ")\n";
+  });
+  if (!llvm::cl::ParseCommandLineOptions(
+          argc, argv,
+          "mpc - compile FP32 ONNX models into mixed-precision training "
+          "programs\n\n"
+          "Run `mpc <command> --help` for the options of one command.\n",
+          &llvm::errs()))
+    return 1;
+  if (mpc::importCommand)
+    return mpc::runImport();
+  llvm::errs() << "mpc: no command given; see `mpc --help`\n";
+  return 1;
+}
