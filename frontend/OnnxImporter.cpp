@@ -16,13 +16,20 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Path.h"
 
-#include <deque>
+#include <queue>
 
 using namespace mlir;
 using namespace mlir::mpc::importer;
 
 namespace mlir::mpc {
 namespace {
+
+/// A node's name for messages and locations: its name, else its first output.
+std::string displayName(const onnx::NodeProto &node) {
+  if (!node.name().empty())
+    return node.name();
+  return node.output_size() ? node.output(0) : std::string();
+}
 
 /// Opsets of the default ONNX domain that mpc imports.
 constexpr int64_t kMinOpset = 11, kMaxOpset = 21;
@@ -148,8 +155,8 @@ bool ModelImporter::isTrainable(const onnx::GraphProto &graph,
 LogicalResult ModelImporter::importNodes(
     const onnx::GraphProto &graph, llvm::StringMap<Value> &values,
     llvm::function_ref<Value(StringRef)> resolveOuter) {
-  // Topological order (ONNX requires it, but exporters do not always
-  // comply); leftover nodes form a cycle.
+  // Topological order (ONNX requires it, but not every producer complies);
+  // leftover nodes form a cycle.
   int n = graph.node_size();
   llvm::StringMap<int> producer;
   for (int i = 0; i < n; ++i)
@@ -157,7 +164,7 @@ LogicalResult ModelImporter::importNodes(
       if (out.empty())
         continue;
       if (values.count(out) || !producer.try_emplace(out, i).second)
-        return fail("node '" + graph.node(i).name() + "' (" +
+        return fail("node '" + displayName(graph.node(i)) + "' (" +
                     graph.node(i).op_type() + "): output '" + out +
                     "' is already defined");
     }
@@ -171,23 +178,24 @@ LogicalResult ModelImporter::importNodes(
         users[it->second].push_back(i);
       }
     }
-  std::deque<int> ready;
+  // Smallest index first: a graph already in order imports in file order.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (int i = 0; i < n; ++i)
     if (!pending[i])
-      ready.push_back(i);
+      ready.push(i);
   std::vector<int> order;
   while (!ready.empty()) {
-    int i = ready.front();
-    ready.pop_front();
+    int i = ready.top();
+    ready.pop();
     order.push_back(i);
     for (int u : users[i])
       if (!--pending[u])
-        ready.push_back(u);
+        ready.push(u);
   }
   if ((int)order.size() != n)
     for (int i = 0; i < n; ++i)
       if (pending[i])
-        return fail("node '" + graph.node(i).name() + "' (" +
+        return fail("node '" + displayName(graph.node(i)) + "' (" +
                     graph.node(i).op_type() + ") is part of a cycle");
 
   for (int idx : order) {
@@ -195,9 +203,7 @@ LogicalResult ModelImporter::importNodes(
     std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
     auto opsetIt = opsets.find(domain);
     int64_t opset = opsetIt == opsets.end() ? -1 : opsetIt->second;
-    std::string nodeName = node.name().empty()
-                               ? (node.output_size() ? node.output(0) : "")
-                               : node.name();
+    std::string nodeName = displayName(node);
     std::string prefix = "node '" + nodeName + "' (" +
                          (domain.empty() ? "" : domain + ".") + node.op_type() +
                          ", opset " + std::to_string(opset) + "): ";
@@ -206,7 +212,9 @@ LogicalResult ModelImporter::importNodes(
                   "'");
     NodeImportFn fn = lookupNodeImporter(domain, node.op_type());
     if (!fn)
-      return fail(prefix + "unsupported op");
+      return fail(prefix + "unsupported op " + node.op_type() +
+                  " of domain '" + (domain.empty() ? "ai.onnx" : domain) +
+                  "'");
     SmallVector<Value> inputs;
     for (const auto &in : node.input()) {
       if (in.empty()) {

@@ -43,11 +43,9 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
   if (failed(len))
     return failure();
   SmallVector<int64_t> target;
-  if (!getConstantInts(adaptor.getShape(), target)) {
-    types.push_back(data.clone(SmallVector<int64_t>(*len, kDyn)));
-    return success();
-  }
-  // Dimensions copied by 0 cancel out of the -1 computation, so a symbolic
+  if (!getPartialInts(adaptor.getShape(), target))
+    target.assign(*len, kDyn);
+  // Unknown target entries (kDyn) stay dynamic. Dimensions copied by 0 cancel out of the -1 computation, so a symbolic
   // batch copied through ([0, -1]) still lets the -1 be inferred.
   int64_t inferIdx = -1, known = 1, total = 1;
   SmallVector<bool> copied(data.getRank(), false);
@@ -65,6 +63,8 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
       if (inferIdx >= 0)
         return shapeError(loc, "reshape shape has more than one -1");
       inferIdx = i;
+    } else if (d == kDyn) {
+      known = kDyn;
     } else if (d < -1) {
       return shapeError(loc, "reshape dimension ", d, " is negative");
     } else {
@@ -78,14 +78,14 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                   ? kDyn
                   : total * data.getDimSize(i);
   if (inferIdx >= 0) {
-    if (total == kDyn)
+    if (total == kDyn || known == kDyn)
       shape[inferIdx] = kDyn;
     else if (known == 0 || total % known)
       return shapeError(loc, "cannot reshape ", data, " with -1 into ",
                         target.size(), " dimensions of known product ", known);
     else
       shape[inferIdx] = total / known;
-  } else if (total != kDyn && total != known) {
+  } else if (total != kDyn && known != kDyn && total != known) {
     return shapeError(loc, "cannot reshape ", data, " into ", target.size(),
                       " dimensions: element counts differ");
   }
@@ -323,11 +323,8 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
   if (failed(len))
     return failure();
   SmallVector<int64_t> target;
-  if (!getConstantInts(adaptor.getShape(), target)) {
-    types.push_back(
-        x.clone(SmallVector<int64_t>(std::max(*len, x.getRank()), kDyn)));
-    return success();
-  }
+  if (!getPartialInts(adaptor.getShape(), target))
+    target.assign(*len, kDyn);
   auto r = broadcastShapes(x.getShape(), target);
   if (failed(r))
     return shapeError(loc, "cannot expand ", x, " to the requested shape");
@@ -450,7 +447,7 @@ LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *,
   if (failed(len))
     return failure();
   SmallVector<int64_t> shape;
-  if (!getConstantInts(adaptor.getShape(), shape))
+  if (!getPartialInts(adaptor.getShape(), shape))
     shape.assign(*len, kDyn);
   for (int64_t d : shape)
     if (d < 0 && d != kDyn)

@@ -1,6 +1,7 @@
 //===- ShapeRules.cpp - result type rules shared by op families -----------===//
 
 #include "ir/ShapeRules.h"
+#include "ir/MpcOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
@@ -25,6 +26,48 @@ bool mpc::getConstantInts(Value value, SmallVectorImpl<int64_t> &out) {
   out.clear();
   for (const APInt &v : attr.getValues<APInt>())
     out.push_back(v.getSExtValue());
+  return true;
+}
+
+bool mpc::getPartialInts(Value value, SmallVectorImpl<int64_t> &out) {
+  if (getConstantInts(value, out))
+    return true;
+  auto t = rankedOf(value);
+  if (!t || t.getRank() > 1 || !t.hasStaticShape() ||
+      !llvm::isa<IntegerType>(t.getElementType()))
+    return false;
+  out.assign(t.getNumElements(), kDyn);
+  Operation *def = value.getDefiningOp();
+  if (auto concat = llvm::dyn_cast_or_null<ConcatOp>(def)) {
+    SmallVector<int64_t> all, part;
+    for (Value in : concat.getInputs()) {
+      if (!getPartialInts(in, part))
+        return true;
+      all.append(part);
+    }
+    if (all.size() == out.size())
+      out.assign(all);
+  } else if (auto shape = llvm::dyn_cast_or_null<ShapeOp>(def)) {
+    auto x = rankedOf(shape.getX());
+    int64_t start = shape.getStart().value_or(0);
+    start = std::clamp<int64_t>(start < 0 ? start + x.getRank() : start, 0,
+                                x.getRank());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = x.getDimSize(start + i);
+  } else if (llvm::isa_and_nonnull<UnsqueezeOp, CastOp>(def)) {
+    SmallVector<int64_t> in;
+    if (getPartialInts(def->getOperand(0), in) && in.size() == out.size())
+      out.assign(in);
+  } else if (auto gather = llvm::dyn_cast_or_null<GatherOp>(def)) {
+    SmallVector<int64_t> data, idx;
+    if (getPartialInts(gather.getData(), data) &&
+        getConstantInts(gather.getIndices(), idx) && idx.size() == out.size())
+      for (size_t i = 0; i < idx.size(); ++i) {
+        int64_t j = idx[i] < 0 ? idx[i] + (int64_t)data.size() : idx[i];
+        if (j >= 0 && j < (int64_t)data.size())
+          out[i] = data[j];
+      }
+  }
   return true;
 }
 

@@ -36,6 +36,11 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// Values of a constant integer tensor operand (from mpc.constant / folds).
 bool getConstantInts(Value value, SmallVectorImpl<int64_t> &out);
 RankedTensorType rankedOf(Value value);
+/// Element-wise knowledge of a 1-D integer shape operand: constants where
+/// known, kDyn elsewhere. Looks through concat, unsqueeze, gather and shape,
+/// so `concat(unsqueeze(gather(shape(x), 0)), [-1, 8])` gives [?, -1, 8].
+/// Returns false when not even the length is known.
+bool getPartialInts(Value value, SmallVectorImpl<int64_t> &out);
 
 namespace rules {
 LogicalResult sameAsFirst(std::optional<Location>, ValueRange,

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::mpc {
 #define GEN_PASS_DEF_SPECIALIZESHAPES
@@ -68,6 +69,10 @@ struct SpecializeShapes
         op.erase();
       }
     }
+    // Shape arithmetic folded away leaves dead constants behind.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
     func.setFunctionType(FunctionType::get(
         func.getContext(), body.getArgumentTypes(),
         body.getTerminator()->getOperandTypes()));
