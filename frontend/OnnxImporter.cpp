@@ -292,7 +292,9 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
           constBuilder.create<mpc::ConstantOp>(loc, *value).getResult();
       continue;
     }
-    OpBuilder moduleBuilder = OpBuilder::atBlockBegin(module->getBody());
+    // Parameters precede the functions, in initializer order.
+    OpBuilder moduleBuilder(&ctx);
+    moduleBuilder.setInsertionPoint(func);
     auto param = moduleBuilder.create<mpc::ParamOp>(
         loc, init.name(), isTrainable(graph, init, value->getType()),
         llvm::cast<RankedTensorType>(value->getType()),

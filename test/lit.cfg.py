@@ -21,6 +21,7 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mpc_src", config.mpc_src_root))
+config.substitutions.append(("%torch_python", "/usr/bin/python3"))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
 if config.mpc_asan:
     config.available_features.add("asan")

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""Exports the reference models of the test suite with torch.onnx.
+
+Each model is wrapped with its loss (cross-entropy as SoftmaxCrossEntropyLoss,
+or log-softmax + NegativeLogLikelihoodLoss) and exported with a symbolic
+batch dimension. Runs under Debian's python3-torch (torch 1.13, opsets <= 17);
+the GPT variant with the Gelu op (opset 20) is derived with the onnx package.
+
+usage: export_torch_models.py OUT_DIR [--only NAME,...]
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+torch.manual_seed(0)
+
+
+class WithCrossEntropy(nn.Module):
+    """logits = model(x); loss = cross_entropy(logits, labels)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, labels):
+        logits = self.model(x)
+        return F.cross_entropy(logits, labels), logits
+
+
+class Mlp(nn.Sequential):
+    def __init__(self):
+        super().__init__(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64),
+                         nn.ReLU(), nn.Linear(64, 10))
+
+
+class LeNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+        self.conv2 = nn.Conv2d(6, 16, 5)
+        self.fc1 = nn.Linear(16 * 5 * 5, 120)
+        self.fc2 = nn.Linear(120, 84)
+        self.fc3 = nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.avg_pool2d(F.relu(self.conv2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder classifier over token embeddings."""
+
+    def __init__(self, vocab=100, d=64, heads=4, layers=2, classes=10):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0,
+                                           batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        h = self.encoder(self.embed(tokens))
+        return self.head(h.mean(dim=1))
+
+
+class GptBlock(nn.Module):
+    def __init__(self, d, heads, gelu):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+        self.gelu = gelu
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+                   for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
+        causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        att = att.masked_fill(causal, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)),
+                                   approximate=self.gelu))
+
+
+class Gpt(nn.Module):
+    """GPT-2 style decoder with a causal mask; the loss is NLL of the
+    next-token log-probabilities."""
+
+    def __init__(self, vocab=128, d=64, heads=4, layers=2, ctx=16,
+                 gelu="none"):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(GptBlock(d, heads, gelu)
+                                    for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, tokens, targets):
+        t = tokens.shape[1]
+        x = self.tok(tokens) + self.pos(torch.arange(t))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln(x))
+        logits = logits.reshape(-1, logits.shape[-1])
+        # Explicit log-softmax, so torch exports NegativeLogLikelihoodLoss
+        # (it fuses F.log_softmax + nll_loss into SoftmaxCrossEntropyLoss).
+        logp = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+        return F.nll_loss(logp, targets.reshape(-1)), logp
+
+
+def export(model, args, names, path, opset, training=False):
+    mode = (torch.onnx.TrainingMode.TRAINING if training
+            else torch.onnx.TrainingMode.EVAL)
+    model.train(training)
+    batch = {n: {0: "batch"} for n in names[0] + names[1][1:]}
+    torch.onnx.export(model, args, path, input_names=names[0],
+                      output_names=names[1], dynamic_axes=batch,
+                      opset_version=opset, training=mode,
+                      do_constant_folding=not training)
+
+
+def gelu_op_variant(src, dst):
+    """Replaces torch's Erf-form GELU by the Gelu op (opset 20), using the
+    onnx package's version converter for the other ops."""
+    code = r'''
+import sys, onnx
+from onnx import helper, version_converter
+m = version_converter.convert_version(onnx.load(sys.argv[1]), 20)
+nodes = list(m.graph.node)
+by_out = {o: n for n in nodes for o in n.output}
+users = {}
+for n in nodes:
+    for i in n.input:
+        users.setdefault(i, []).append(n)
+drop, new = set(), {}
+for erf in [n for n in nodes if n.op_type == "Erf"]:
+    div = by_out[erf.input[0]]
+    add = users[erf.output[0]][0]
+    mul1 = users[add.output[0]][0]
+    mul2 = users[mul1.output[0]][0]
+    x = div.input[0]
+    assert div.op_type == "Div" and add.op_type == "Add"
+    assert mul1.op_type == "Mul" and x in mul1.input and mul2.op_type == "Mul"
+    drop |= {id(div), id(erf), id(add), id(mul1)}
+    new[id(mul2)] = helper.make_node("Gelu", [x], [mul2.output[0]],
+                                     name=mul2.name + "/Gelu")
+out = [new.get(id(n), n) for n in nodes if id(n) not in drop]
+del m.graph.node[:]
+m.graph.node.extend(out)
+onnx.checker.check_model(m)
+onnx.save(m, sys.argv[2])
+'''
+    # The onnx version converter lives in the PyPI onnx (pyenv python).
+    py = os.environ.get("MPC_ONNX_PYTHON", "python3")
+    subprocess.run([py, "-c", code, src, dst], check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    only = set(filter(None, a.only.split(",")))
+    p = lambda n: os.path.join(a.out, n + ".onnx")
+    want = lambda n: not only or n in only
+    xy = (["x", "labels"], ["loss", "logits"])
+    lbl = lambda b: torch.randint(0, 10, (b,))
+
+    if want("mlp"):
+        export(WithCrossEntropy(Mlp()), (torch.randn(4, 64), lbl(4)), xy,
+               p("mlp"), 14)
+    if want("lenet"):
+        export(WithCrossEntropy(LeNet()), (torch.randn(4, 1, 28, 28), lbl(4)),
+               xy, p("lenet"), 15)
+    resnet = WithCrossEntropy(torchvision.models.resnet18(num_classes=10))
+    img = (torch.randn(2, 3, 64, 64), lbl(2))
+    if want("resnet18"):
+        export(resnet, img, xy, p("resnet18"), 17)
+    if want("resnet18_train"):
+        export(resnet, img, xy, p("resnet18_train"), 17, training=True)
+    if want("transformer"):
+        export(WithCrossEntropy(Encoder()),
+               (torch.randint(0, 100, (4, 16)), lbl(4)), xy, p("transformer"),
+               17)
+    toks = (torch.randint(0, 128, (2, 16)), torch.randint(0, 128, (2, 16)))
+    gnames = (["tokens", "targets"], ["loss", "logp"])
+    if want("gpt") or want("gpt_gelu_op"):
+        export(Gpt(), toks, gnames, p("gpt"), 17)
+    if want("gpt_tanh"):
+        export(Gpt(gelu="tanh"), toks, gnames, p("gpt_tanh"), 17)
+    if want("gpt_gelu_op"):
+        gelu_op_variant(p("gpt"), p("gpt_gelu_op"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
