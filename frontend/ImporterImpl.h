@@ -64,6 +64,8 @@ public:
   unsigned numOutputs() const { return node.output_size(); }
 
   mlir::LogicalResult fail(const llvm::Twine &message);
+  /// Fails unless inputs 0..n-1 are present.
+  mlir::LogicalResult requireInputs(unsigned n);
   bool failed() const { return !error.empty(); }
 
   /// Errors for any attribute not in `known` (semantics we would drop).

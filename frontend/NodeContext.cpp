@@ -157,6 +157,37 @@ static std::optional<SmallVector<Value>> tryFold(NodeContext &c, Operation *op) 
   return values;
 }
 
+/// [min, max] operand count of an mpc op, from its ODS traits.
+static std::pair<unsigned, unsigned> operandArity(RegisteredOperationName n) {
+  constexpr unsigned kAny = ~0u;
+  if (n.hasTrait<OpTrait::ZeroOperands>())
+    return {0, 0};
+  if (n.hasTrait<OpTrait::OneOperand>())
+    return {1, 1};
+  std::pair<unsigned, unsigned> arity{0, kAny};
+  if (n.hasTrait<OpTrait::AtLeastNOperands<1>::Impl>())
+    arity = {1, kAny};
+  auto probe = [&](auto count) {
+    constexpr unsigned k = decltype(count)::value;
+    if (n.hasTrait<OpTrait::NOperands<k>::template Impl>())
+      arity = {k, k};
+    else if (n.hasTrait<OpTrait::AtLeastNOperands<k>::template Impl>())
+      arity = {k, kAny};
+  };
+  probe(std::integral_constant<unsigned, 2>());
+  probe(std::integral_constant<unsigned, 3>());
+  probe(std::integral_constant<unsigned, 4>());
+  probe(std::integral_constant<unsigned, 5>());
+  return arity;
+}
+
+LogicalResult NodeContext::requireInputs(unsigned n) {
+  for (unsigned i = 0; i < n; ++i)
+    if (!input(i))
+      return fail("input " + Twine(i) + " is required");
+  return success();
+}
+
 FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
                                                  ValueRange operands,
                                                  ArrayRef<NamedAttribute> attrs,
@@ -164,6 +195,16 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
   MLIRContext *ctx = b.getContext();
   auto name = RegisteredOperationName::lookup(opName, ctx);
   assert(name && "importer builds an unregistered op");
+  auto [minOperands, maxOperands] = operandArity(*name);
+  for (auto [i, v] : llvm::enumerate(operands))
+    if (!v)
+      return fail("input " + Twine(i) + " is required");
+  if (operands.size() < minOperands || operands.size() > maxOperands)
+    return fail("expected " +
+                (minOperands == maxOperands
+                     ? Twine(minOperands)
+                     : "at least " + Twine(minOperands)) +
+                " inputs, got " + Twine(operands.size()));
   NamedAttrList list(attrs);
   if (!segments.empty())
     list.set("operandSegmentSizes", b.getDenseI32ArrayAttr(segments));

@@ -230,6 +230,8 @@ LogicalResult importConstant(NodeContext &c) {
 
 LogicalResult importCast(NodeContext &c) {
   Type elem;
+  if (failed(c.requireInputs(c.node.op_type() == "CastLike" ? 2 : 1)))
+    return failure();
   if (c.node.op_type() == "CastLike") {
     if (failed(c.checkAttrs({"saturate"})))
       return failure();
@@ -246,6 +248,8 @@ LogicalResult importCast(NodeContext &c) {
 }
 
 LogicalResult importClip(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({})))
     return failure();
   SmallVector<Value> operands{c.input(0)};
@@ -257,6 +261,8 @@ LogicalResult importClip(NodeContext &c) {
 }
 
 LogicalResult importBatchNorm(NodeContext &c) {
+  if (failed(c.requireInputs(5)))
+    return failure();
   if (failed(c.checkAttrs({"epsilon", "momentum", "training_mode", "spatial"})))
     return failure();
   if (c.getInt("spatial", 1) != 1)
@@ -275,6 +281,8 @@ LogicalResult importBatchNorm(NodeContext &c) {
 }
 
 LogicalResult importLayerNorm(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
   if (failed(c.checkAttrs({"axis", "epsilon", "stash_type"})))
     return failure();
   if (c.getInt("stash_type", 1) != 1)
@@ -289,6 +297,8 @@ LogicalResult importLayerNorm(NodeContext &c) {
 }
 
 LogicalResult importSoftmax(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({"axis"})))
     return failure();
   int64_t rank = llvm::cast<RankedTensorType>(c.input(0).getType()).getRank();
@@ -306,6 +316,8 @@ LogicalResult importSoftmax(NodeContext &c) {
 }
 
 LogicalResult importDropout(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({"seed", "ratio"})))
     return failure();
   SmallVector<Value> operands{c.input(0)};
@@ -326,6 +338,8 @@ LogicalResult importDropout(NodeContext &c) {
 }
 
 LogicalResult importCumSum(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
   if (failed(c.checkAttrs({"exclusive", "reverse"})))
     return failure();
   auto axis = c.constantInts(1, "axis");
@@ -339,6 +353,8 @@ LogicalResult importCumSum(NodeContext &c) {
 }
 
 LogicalResult importTrilu(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({"upper"})))
     return failure();
   int64_t k = 0;
@@ -354,6 +370,8 @@ LogicalResult importTrilu(NodeContext &c) {
 }
 
 LogicalResult importOneHot(NodeContext &c) {
+  if (failed(c.requireInputs(3)))
+    return failure();
   if (failed(c.checkAttrs({"axis"})))
     return failure();
   DenseElementsAttr depthAttr;
@@ -385,6 +403,8 @@ const llvm::StringMap<llvm::StringLiteral> &reduceOps() {
 }
 
 LogicalResult importReduce(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({"axes", "keepdims", "noop_with_empty_axes"})))
     return failure();
   auto axes = c.intsFromAttrOrInput("axes", 1);
@@ -401,6 +421,8 @@ LogicalResult importReduce(NodeContext &c) {
 }
 
 LogicalResult importSplit(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({"axis", "split", "num_outputs"})))
     return failure();
   auto split = c.intsFromAttrOrInput("split", 1);
@@ -419,6 +441,8 @@ LogicalResult importSplit(NodeContext &c) {
 }
 
 LogicalResult importSlice(NodeContext &c) {
+  if (failed(c.requireInputs(3)))
+    return failure();
   if (failed(c.checkAttrs({})))
     return failure();
   auto operands = denseOperands(c);
@@ -432,6 +456,8 @@ LogicalResult importSlice(NodeContext &c) {
 }
 
 LogicalResult importSqueeze(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({"axes"})))
     return failure();
   auto axes = c.intsFromAttrOrInput("axes", 1);
@@ -448,6 +474,8 @@ LogicalResult importSqueeze(NodeContext &c) {
 }
 
 LogicalResult importPad(NodeContext &c) {
+  if (failed(c.requireInputs(2)))
+    return failure();
   if (failed(c.checkAttrs({"mode"})))
     return failure();
   auto pads = c.constantInts(1, "pads");
@@ -472,6 +500,8 @@ LogicalResult importPad(NodeContext &c) {
 }
 
 LogicalResult importConstantOfShape(NodeContext &c) {
+  if (failed(c.requireInputs(1)))
+    return failure();
   if (failed(c.checkAttrs({"value"})))
     return failure();
   DenseElementsAttr value;

@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mpc_obj_root, "test")
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "malformed", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 
 llvm_config.use_default_substitutions()
 # `not`, FileCheck and count live in the LLVM tools dir (Debian puts only
@@ -21,6 +21,7 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mpc_src", config.mpc_src_root))
+config.substitutions.append(("%mpc_tools_dir", config.mpc_tools_dir))
 config.substitutions.append(("%torch_python", "/usr/bin/python3"))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
 if config.mpc_asan:
