@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::mpc::importer {
 
@@ -26,6 +27,9 @@ using NodeImportFn = mlir::LogicalResult (*)(NodeContext &);
 
 /// The importer of (domain, op_type), or null when mpc does not support it.
 NodeImportFn lookupNodeImporter(llvm::StringRef domain, llvm::StringRef opType);
+
+/// Every (domain, op_type) with an importer, sorted.
+std::vector<std::pair<std::string, std::string>> supportedOps();
 
 /// The MLIR element type of an ONNX data type, or null when unsupported.
 mlir::Type elementTypeOf(int32_t onnxType, mlir::MLIRContext *ctx);

@@ -89,6 +89,24 @@ bool loadModel(const std::string &path, onnx::ModelProto &model,
   return true;
 }
 
+bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
+                std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open '" + path + "'";
+    return false;
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::string bytes = buffer.str();
+  if (bytes.size() > INT32_MAX ||
+      !tensor.ParseFromArray(bytes.data(), (int)bytes.size())) {
+    error = "'" + path + "' is not a serialized ONNX TensorProto";
+    return false;
+  }
+  return true;
+}
+
 bool readExternalData(const onnx::TensorProto &tensor,
                       const std::string &modelDir, std::vector<char> &bytes,
                       std::string &error) {

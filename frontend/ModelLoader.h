@@ -26,6 +26,10 @@ namespace mlir::mpc {
 bool loadModel(const std::string &path, onnx::ModelProto &model,
                std::string &error);
 
+/// Reads a serialized TensorProto (.pb, as in ONNX test data).
+bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
+                std::string &error);
+
 /// Parses ONNX text syntax.
 bool parseModelText(const std::string &text, onnx::ModelProto &model,
                     std::string &error);

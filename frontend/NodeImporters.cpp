@@ -98,8 +98,9 @@ const llvm::StringMap<SimpleOp> &simpleOps() {
     t.try_emplace("Conv",
                   SimpleOp{"mpc.conv", withWindow({{"group", Kind::I64}})});
     t.try_emplace("MaxPool",
-                  SimpleOp{"mpc.max_pool", withWindow({{"ceil_mode", Kind::Bool}}),
-                           {"storage_order"}});
+                  SimpleOp{"mpc.max_pool",
+                           withWindow({{"ceil_mode", Kind::Bool},
+                                       {"storage_order", Kind::I64}})});
     t.try_emplace("AveragePool",
                   SimpleOp{"mpc.average_pool",
                            withWindow({{"ceil_mode", Kind::Bool},
@@ -198,6 +199,26 @@ LogicalResult importSimple(NodeContext &c) {
 // Ops with opset-dependent signatures or extra logic
 //===----------------------------------------------------------------------===//
 
+/// A scalar constant of `elem` (float or integer) holding `value`.
+Value scalarConstant(NodeContext &c, Type elem, double value) {
+  auto type = RankedTensorType::get({}, elem);
+  if (auto f = llvm::dyn_cast<FloatType>(elem)) {
+    bool lost;
+    APFloat v(value);
+    v.convert(f.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return c.constant(DenseElementsAttr::get(type, v));
+  }
+  return c.constant(DenseElementsAttr::get(
+      type, APInt(elem.getIntOrFloatBitWidth(), (int64_t)value, true)));
+}
+
+/// A 1-D i64 constant.
+Value intsConstant(NodeContext &c, ArrayRef<int64_t> values) {
+  return c.constant(DenseElementsAttr::get(
+      RankedTensorType::get({(int64_t)values.size()}, c.b.getI64Type()),
+      values));
+}
+
 LogicalResult importConstant(NodeContext &c) {
   if (failed(c.checkAttrs({"value", "value_float", "value_floats", "value_int",
                            "value_ints"})))
@@ -250,14 +271,23 @@ LogicalResult importCast(NodeContext &c) {
 LogicalResult importClip(NodeContext &c) {
   if (failed(c.requireInputs(1)))
     return failure();
-  if (failed(c.checkAttrs({})))
+  Value lo = c.input(1), hi = c.input(2);
+  if (c.opset < 11) { // min and max were attributes
+    if (failed(c.checkAttrs({"min", "max"})))
+      return failure();
+    Type elem = getElementTypeOrSelf(c.input(0));
+    if (c.attr("min"))
+      lo = scalarConstant(c, elem, c.getFloat("min", 0));
+    if (c.attr("max"))
+      hi = scalarConstant(c, elem, c.getFloat("max", 0));
+  } else if (failed(c.checkAttrs({}))) {
     return failure();
+  }
   SmallVector<Value> operands{c.input(0)};
-  for (unsigned i : {1u, 2u})
-    if (c.input(i))
-      operands.push_back(c.input(i));
-  return c.emit("mpc.clip", operands, {},
-                {1, c.input(1) ? 1 : 0, c.input(2) ? 1 : 0});
+  for (Value bound : {lo, hi})
+    if (bound)
+      operands.push_back(bound);
+  return c.emit("mpc.clip", operands, {}, {1, lo ? 1 : 0, hi ? 1 : 0});
 }
 
 LogicalResult importBatchNorm(NodeContext &c) {
@@ -441,6 +471,20 @@ LogicalResult importSplit(NodeContext &c) {
 }
 
 LogicalResult importSlice(NodeContext &c) {
+  if (c.opset < 10) { // starts, ends and axes were attributes
+    if (failed(c.requireInputs(1)) ||
+        failed(c.checkAttrs({"starts", "ends", "axes"})))
+      return failure();
+    auto starts = c.getInts("starts"), ends = c.getInts("ends");
+    if (!starts || !ends)
+      return c.fail("Slice needs attributes starts and ends");
+    SmallVector<Value> operands{c.input(0), intsConstant(c, *starts),
+                                intsConstant(c, *ends)};
+    if (auto axes = c.getInts("axes"))
+      operands.push_back(intsConstant(c, *axes));
+    return c.emit("mpc.slice", operands, {},
+                  {1, 1, 1, operands.size() > 3 ? 1 : 0, 0});
+  }
   if (failed(c.requireInputs(3)))
     return failure();
   if (failed(c.checkAttrs({})))
@@ -474,18 +518,25 @@ LogicalResult importSqueeze(NodeContext &c) {
 }
 
 LogicalResult importPad(NodeContext &c) {
-  if (failed(c.requireInputs(2)))
-    return failure();
-  if (failed(c.checkAttrs({"mode"})))
-    return failure();
-  auto pads = c.constantInts(1, "pads");
-  if (failed(pads))
-    return failure();
-  Value value = c.input(2);
-  if (!value) {
-    Type elem = getElementTypeOrSelf(c.input(0));
-    value = c.constant(DenseElementsAttr::get(RankedTensorType::get({}, elem),
-                                              c.b.getZeroAttr(elem)));
+  Type elem = c.input(0) ? getElementTypeOrSelf(c.input(0)) : Type();
+  FailureOr<SmallVector<int64_t>> pads = failure();
+  Value value;
+  if (c.opset < 11) { // pads and value were attributes
+    if (failed(c.requireInputs(1)) ||
+        failed(c.checkAttrs({"mode", "pads", "value"})))
+      return failure();
+    auto attr = c.getInts("pads");
+    if (!attr)
+      return c.fail("Pad needs attribute pads");
+    pads = *attr;
+    value = scalarConstant(c, elem, c.getFloat("value", 0));
+  } else {
+    if (failed(c.requireInputs(2)) || failed(c.checkAttrs({"mode"})))
+      return failure();
+    pads = c.constantInts(1, "pads");
+    if (failed(pads))
+      return failure();
+    value = c.input(2) ? c.input(2) : scalarConstant(c, elem, 0);
   }
   SmallVector<NamedAttribute> attrs{
       c.named("pads", c.b.getDenseI64ArrayAttr(*pads)),
@@ -611,6 +662,20 @@ const llvm::StringMap<NodeImportFn> &trainingOps() {
 }
 
 } // namespace
+
+std::vector<std::pair<std::string, std::string>> supportedOps() {
+  std::vector<std::pair<std::string, std::string>> ops;
+  for (const auto &kv : simpleOps())
+      ops.emplace_back("ai.onnx", kv.getKey().str());
+  for (const auto &kv : reduceOps())
+    ops.emplace_back("ai.onnx", kv.getKey().str());
+  for (const auto &kv : customOps())
+    ops.emplace_back("ai.onnx", kv.getKey().str());
+  for (const auto &kv : trainingOps())
+    ops.emplace_back("ai.onnx.preview.training", kv.getKey().str());
+  llvm::sort(ops);
+  return ops;
+}
 
 NodeImportFn lookupNodeImporter(StringRef domain, StringRef opType) {
   if (domain == "ai.onnx.preview.training") {

@@ -13,7 +13,10 @@
 #include "ir/MpcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <queue>
@@ -31,8 +34,25 @@ std::string displayName(const onnx::NodeProto &node) {
   return node.output_size() ? node.output(0) : std::string();
 }
 
-/// Opsets of the default ONNX domain that mpc imports.
-constexpr int64_t kMinOpset = 11, kMaxOpset = 21;
+/// Opsets of the default ONNX domain that mpc imports. Ops whose semantics
+/// changed since opset 1 in ways mpc does not model have a higher minimum
+/// (see minOpsetOf).
+constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
+
+/// The first opset whose version of `op` mpc implements: multidirectional
+/// broadcasting arrived in 7 (8 for the variadic ops), Cast's `to` became an
+/// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4.
+int64_t minOpsetOf(llvm::StringRef op) {
+  return llvm::StringSwitch<int64_t>(op)
+      .Cases("Add", "Sub", "Mul", "Div", "Pow", "PRelu", 7)
+      .Cases("Equal", "Less", "Greater", "And", "Or", "Xor", 7)
+      .Cases("Gemm", "BatchNormalization", "Dropout", "AveragePool", 7)
+      .Cases("Max", "Min", "Sum", "Mean", 8)
+      .Case("Cast", 6)
+      .Case("Reshape", 5)
+      .Case("Concat", 4)
+      .Default(1);
+}
 constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
 
 /// What a graph may reference from an enclosing graph (training algorithms
@@ -64,6 +84,9 @@ private:
   /// which become extra arguments.
   FailureOr<func::FuncOp> importGraph(const onnx::GraphProto &graph,
                                       StringRef name, bool isMain);
+  FailureOr<DenseElementsAttr> readFrozenInput(StringRef name,
+                                               const std::string &path,
+                                               Type declared);
   bool isTrainable(const onnx::GraphProto &graph,
                    const onnx::TensorProto &init, Type type);
   LogicalResult importNodes(const onnx::GraphProto &graph,
@@ -88,10 +111,13 @@ LogicalResult ModelImporter::readOpsets() {
     std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
     opsets[domain] = op.version();
   }
+  if (opsets.empty())
+    return fail("model imports no opset");
+  // A model of training ops only may omit the default domain; its nodes
+  // report it otherwise.
   auto it = opsets.find("");
-  if (it == opsets.end())
-    return fail("model imports no opset of the default ONNX domain");
-  if (it->second < kMinOpset || it->second > kMaxOpset)
+  if (it != opsets.end() &&
+      (it->second < kMinOpset || it->second > kMaxOpset))
     return fail("unsupported opset " + Twine(it->second) +
                 " of domain 'ai.onnx' (mpc supports " + Twine(kMinOpset) +
                 " to " + Twine(kMaxOpset) + ")");
@@ -134,6 +160,24 @@ FailureOr<Type> ModelImporter::inputType(const onnx::ValueInfoProto &info,
                             : StringRef());
   }
   return Type(RankedTensorType::get(shape, elem));
+}
+
+FailureOr<DenseElementsAttr>
+ModelImporter::readFrozenInput(StringRef name, const std::string &path,
+                               Type declared) {
+  onnx::TensorProto tensor;
+  std::string err;
+  if (!loadTensor(path, tensor, err))
+    return fail("--freeze " + name + ": " + err);
+  auto value = readTensor(tensor, &ctx, modelDir, err);
+  if (mlir::failed(value))
+    return fail("--freeze " + name + ": tensor " + err);
+  if (!areCompatibleTypes(declared, value->getType()))
+    return fail("--freeze " + name + ": value of type " +
+                llvm::formatv("{0}", value->getType()).str() +
+                " does not match the input type " +
+                llvm::formatv("{0}", declared).str());
+  return *value;
 }
 
 /// Float initializers are model state. They are trainable unless they are
@@ -206,10 +250,15 @@ LogicalResult ModelImporter::importNodes(
     std::string nodeName = displayName(node);
     std::string prefix = "node '" + nodeName + "' (" +
                          (domain.empty() ? "" : domain + ".") + node.op_type() +
-                         ", opset " + std::to_string(opset) + "): ";
+                         (opset < 0 ? "" : ", opset " + std::to_string(opset)) +
+                         "): ";
     if (opset < 0)
-      return fail(prefix + "the model imports no opset for domain '" + domain +
-                  "'");
+      return fail(prefix + "the model imports no opset of domain '" +
+                  (domain.empty() ? "ai.onnx" : domain) + "'");
+    if (domain.empty() && opset < minOpsetOf(node.op_type()))
+      return fail(prefix + "the opset " + Twine(opset) + " version of " +
+                  node.op_type() + " is not supported (mpc needs opset >= " +
+                  Twine(minOpsetOf(node.op_type())) + ")");
     NodeImportFn fn = lookupNodeImporter(domain, node.op_type());
     if (!fn)
       return fail(prefix + "unsupported op " + node.op_type() +
@@ -261,6 +310,7 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
   };
 
   // Graph inputs (an input with an initializer is a defaulted parameter).
+  OpBuilder constBuilder = OpBuilder::atBlockBegin(body);
   for (const auto &info : graph.input()) {
     if (inits.count(info.name()))
       continue;
@@ -268,6 +318,15 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
     auto type = inputType(info, dimParams);
     if (mlir::failed(type))
       return failure();
+    auto frozen = options.frozenInputs.find(info.name());
+    if (isMain && frozen != options.frozenInputs.end()) {
+      auto value = readFrozenInput(info.name(), frozen->second, *type);
+      if (mlir::failed(value))
+        return failure();
+      values[info.name()] = constBuilder.create<mpc::ConstantOp>(
+          NameLoc::get(b.getStringAttr(info.name())), *value);
+      continue;
+    }
     SmallVector<NamedAttribute> attrs{
         b.getNamedAttr("mpc.input", b.getStringAttr(info.name()))};
     if (llvm::any_of(dimParams, [](StringRef s) { return !s.empty(); }))
@@ -279,7 +338,6 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
   }
 
   // Initializers: float state -> mpc.param + argument, the rest constants.
-  OpBuilder constBuilder = OpBuilder::atBlockBegin(body);
   for (const auto &init : graph.initializer()) {
     std::string err;
     auto value = readTensor(init, &ctx, modelDir, err);
@@ -344,6 +402,10 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
         {b.getNamedAttr("mpc.output", b.getStringAttr(out.name()))}));
   }
   b.create<func::ReturnOp>(func.getLoc(), results);
+  // Folded shape arithmetic and frozen inputs leave unused constants.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
   func.setFunctionType(
       b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
   func.setAllArgAttrs(argAttrs);
@@ -409,6 +471,10 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &ctx,
                                   std::string &error) {
   ctx.loadDialect<mpc::MpcDialect, func::FuncDialect>();
   return ModelImporter(ctx, model, options, error).run();
+}
+
+std::vector<std::pair<std::string, std::string>> supportedOnnxOps() {
+  return importer::supportedOps();
 }
 
 OwningOpRef<ModuleOp> importModelFile(MLIRContext &ctx,

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace onnx {
 class ModelProto;
@@ -23,6 +24,9 @@ struct ImportOptions {
   std::optional<int64_t> batch;
   /// Binds symbolic dimensions by name (dim_param).
   std::map<std::string, int64_t> dims;
+  /// Graph inputs replaced by constants read from TensorProto files, for
+  /// inputs that must be constant (axes, split sizes, shapes...).
+  std::map<std::string, std::string> frozenInputs;
 };
 
 /// Imports `model` into a new module: one func per graph (the main graph,
@@ -39,6 +43,9 @@ mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &ctx,
 mlir::OwningOpRef<mlir::ModuleOp> importModelFile(mlir::MLIRContext &ctx,
                                                   const ImportOptions &options,
                                                   std::string &error);
+
+/// The ONNX ops mpc imports, as "domain op_type" pairs, sorted.
+std::vector<std::pair<std::string, std::string>> supportedOnnxOps();
 
 } // namespace mlir::mpc
 

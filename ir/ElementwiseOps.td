@@ -59,7 +59,9 @@ def Mpc_ThresholdedReluOp : Mpc_UnaryFloatOp<"thresholded_relu", "ThresholdedRel
 }
 
 def Mpc_AbsOp : Mpc_UnaryNumericOp<"abs", "Abs">;
-def Mpc_NegOp : Mpc_UnaryNumericOp<"neg", "Neg">;
+def Mpc_NegOp : Mpc_UnaryNumericOp<"neg", "Neg"> {
+  let hasFolder = 1;
+}
 def Mpc_ReluOp : Mpc_UnaryNumericOp<"relu", "Relu">;
 def Mpc_SignOp : Mpc_UnaryNumericOp<"sign", "Sign">;
 

@@ -134,6 +134,12 @@ OpFoldResult DivOp::fold(FoldAdaptor a) {
                            return v[0] / v[1];
                          });
 }
+OpFoldResult NegOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return -v[0];
+                         });
+}
 OpFoldResult EqualOp::fold(FoldAdaptor a) {
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {

@@ -73,17 +73,22 @@ def Mpc_ConvOp : Mpc_Op<"conv", [Pure, Mpc_InferCustom]> {
 }
 
 def Mpc_MaxPoolOp : Mpc_Op<"max_pool", [Pure, Mpc_InferCustom]> {
-  let summary = "max pooling (ONNX MaxPool, without Indices)";
+  let summary = "max pooling (ONNX MaxPool)";
   let description = [{
+    Also returns the flattened input index of each maximum (ONNX's Indices
+    output, row-major unless `storage_order` is 1), which the backward pass
+    routes gradients through.
+
     Example:
     ```mlir
-    %y = mpc.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<8x64x112x112xf32>) -> tensor<8x64x56x56xf32>
+    %y, %idx = mpc.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<8x64x112x112xf32>) -> (tensor<8x64x56x56xf32>, tensor<8x64x56x56xi64>)
     ```
   }];
   let arguments = !con((ins Mpc_NumericTensor:$x,
-                            DefaultValuedAttr<BoolAttr, "false">:$ceil_mode),
+                            DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                            DefaultValuedAttr<I64Attr, "0">:$storage_order),
                        Mpc_WindowAttrs);
-  let results = (outs Mpc_NumericTensor:$y);
+  let results = (outs Mpc_NumericTensor:$y, Mpc_I64Tensor:$indices);
 }
 
 def Mpc_AveragePoolOp : Mpc_Op<"average_pool", [Pure, Mpc_InferCustom]> {

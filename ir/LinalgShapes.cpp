@@ -191,11 +191,15 @@ static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
   return success();
 }
 
-LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *,
+LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  return inferPool(loc, adaptor, types);
+  if (failed(inferPool(loc, adaptor, types)))
+    return failure();
+  types.push_back(llvm::cast<RankedTensorType>(types[0]).clone(
+      IntegerType::get(ctx, 64)));
+  return success();
 }
 
 LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,

@@ -216,7 +216,7 @@ def Mpc_OneHotOp : Mpc_Op<"one_hot", [Pure, Mpc_InferCustom]> {
     %y = mpc.one_hot %labels, %values {axis = -1 : i64, depth = 10 : i64} : (tensor<64xi64>, tensor<2xf32>) -> tensor<64x10xf32>
     ```
   }];
-  let arguments = (ins Mpc_IntTensor:$indices, Mpc_AnyTensor:$values,
+  let arguments = (ins Mpc_NumericTensor:$indices, Mpc_AnyTensor:$values,
                    I64Attr:$depth, DefaultValuedAttr<I64Attr, "-1">:$axis);
   let results = (outs Mpc_AnyTensor:$y);
 }

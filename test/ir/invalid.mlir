@@ -76,7 +76,7 @@ func.func @conv_window(%x: tensor<1x3x2x2xf32>, %w: tensor<2x3x3x3xf32>) {
 func.func @pool_kernel(%x: tensor<1x3x8x8xf32>) {
   // expected-error @+2 {{pooling requires kernel_shape}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = mpc.max_pool %x : (tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
+  %0:2 = mpc.max_pool %x : (tensor<1x3x8x8xf32>) -> (tensor<1x3x8x8xf32>, tensor<1x3x8x8xi64>)
   return
 }
 

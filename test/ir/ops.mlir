@@ -51,8 +51,8 @@ func.func @linalg(%a: tensor<2x4x8x16xbf16>, %b: tensor<16x32xbf16>,
   %3 = mpc.conv %x, %w, %bias {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x3x32x32xf16>, tensor<16x3x3x3xf16>, tensor<16xf16>) -> tensor<?x16x16x16xf16>
   // CHECK: mpc.conv {{.*}} -> tensor<?x16x32x32xf16>
   %4 = mpc.conv %x, %w {auto_pad = "SAME_UPPER"} : (tensor<?x3x32x32xf16>, tensor<16x3x3x3xf16>) -> tensor<?x16x32x32xf16>
-  // CHECK: mpc.max_pool {{.*}} -> tensor<?x3x16x16xf16>
-  %5 = mpc.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x3x32x32xf16>) -> tensor<?x3x16x16xf16>
+  // CHECK: mpc.max_pool {{.*}} -> (tensor<?x3x16x16xf16>, tensor<?x3x16x16xi64>)
+  %5:2 = mpc.max_pool %x {kernel_shape = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<?x3x32x32xf16>) -> (tensor<?x3x16x16xf16>, tensor<?x3x16x16xi64>)
   // CHECK: mpc.average_pool {{.*}} -> tensor<?x3x16x16xf16>
   %6 = mpc.average_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<?x3x32x32xf16>) -> tensor<?x3x16x16xf16>
   // CHECK: mpc.average_pool {{.*}} -> tensor<?x3x11x11xf16>

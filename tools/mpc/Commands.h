@@ -11,6 +11,8 @@ namespace mpc {
 
 extern llvm::cl::SubCommand importCommand;
 int runImport();
+extern llvm::cl::SubCommand opsCommand;
+int runOps();
 
 /// Prints "mpc: error: <message>" and returns the exit code 1.
 int reportError(const llvm::Twine &message);

@@ -29,6 +29,11 @@ static cl::opt<int64_t> batch("batch",
 static cl::list<std::string>
     dims("dim", cl::desc("Bind a symbolic dimension: --dim NAME=SIZE"),
          cl::sub(importCommand));
+static cl::list<std::string> freeze(
+    "freeze",
+    cl::desc("Replace graph input NAME by the constant in FILE.pb (for "
+             "inputs that must be constant, such as axes): --freeze NAME=FILE"),
+    cl::sub(importCommand));
 static cl::opt<std::string> outputPath("o", cl::desc("Write the IR to a file "
                                                      "(atomically)"),
                                        cl::value_desc("file"), cl::init("-"),
@@ -82,6 +87,12 @@ int runImport() {
       return reportError("--dim expects NAME=SIZE, got '" + d + "'");
     options.dims[name.str()] = size;
   }
+  for (const std::string &f : freeze) {
+    auto [name, file] = StringRef(f).split('=');
+    if (name.empty() || file.empty())
+      return reportError("--freeze expects NAME=FILE, got '" + f + "'");
+    options.frozenInputs[name.str()] = file.str();
+  }
 
   std::string error;
   auto module = mlir::mpc::importModelFile(ctx, options, error);
@@ -124,6 +135,18 @@ int runImport() {
       }))
     return reportError("cannot write " + outputPath + ": " +
                        toString(std::move(err)));
+  return 0;
+}
+
+} // namespace mpc
+
+namespace mpc {
+
+cl::SubCommand opsCommand("ops", "List the ONNX ops mpc imports (domain op)");
+
+int runOps() {
+  for (const auto &[domain, op] : mlir::mpc::supportedOnnxOps())
+    llvm::outs() << domain << " " << op << "\n";
   return 0;
 }
 

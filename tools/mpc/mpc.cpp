@@ -31,6 +31,8 @@ int main(int argc, char **argv) {
     return 1;
   if (mpc::importCommand)
     return mpc::runImport();
+  if (mpc::opsCommand)
+    return mpc::runOps();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }
