@@ -24,6 +24,18 @@ static FailureOr<int64_t> shapeOperandLength(std::optional<Location> loc,
   return t.getDimSize(0);
 }
 
+/// What is known of the values of a 1-D shape operand (kDyn where unknown).
+static FailureOr<SmallVector<int64_t>> shapeOperandValues(
+    std::optional<Location> loc, Value shape) {
+  auto len = shapeOperandLength(loc, shape);
+  if (failed(len))
+    return failure();
+  SmallVector<int64_t> values;
+  if (!getPartialInts(shape, values))
+    values.assign(*len, kDyn);
+  return values;
+}
+
 static int64_t product(ArrayRef<int64_t> dims) {
   int64_t p = 1;
   for (int64_t d : dims) {
@@ -39,14 +51,13 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
   auto data = rankedOf(adaptor.getData());
-  auto len = shapeOperandLength(loc, adaptor.getShape());
-  if (failed(len))
+  auto values = shapeOperandValues(loc, adaptor.getShape());
+  if (failed(values))
     return failure();
-  SmallVector<int64_t> target;
-  if (!getPartialInts(adaptor.getShape(), target))
-    target.assign(*len, kDyn);
-  // Unknown target entries (kDyn) stay dynamic. Dimensions copied by 0 cancel out of the -1 computation, so a symbolic
-  // batch copied through ([0, -1]) still lets the -1 be inferred.
+  ArrayRef<int64_t> target = *values;
+  // Unknown target entries (kDyn) stay dynamic. Dimensions copied by 0
+  // cancel out of the -1 computation, so a symbolic batch copied through
+  // ([0, -1]) still lets the -1 be inferred.
   int64_t inferIdx = -1, known = 1, total = 1;
   SmallVector<bool> copied(data.getRank(), false);
   SmallVector<int64_t> shape;
@@ -319,13 +330,10 @@ LogicalResult ExpandOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto x = rankedOf(adaptor.getX());
-  auto len = shapeOperandLength(loc, adaptor.getShape());
-  if (failed(len))
+  auto target = shapeOperandValues(loc, adaptor.getShape());
+  if (failed(target))
     return failure();
-  SmallVector<int64_t> target;
-  if (!getPartialInts(adaptor.getShape(), target))
-    target.assign(*len, kDyn);
-  auto r = broadcastShapes(x.getShape(), target);
+  auto r = broadcastShapes(x.getShape(), *target);
   if (failed(r))
     return shapeError(loc, "cannot expand ", x, " to the requested shape");
   types.push_back(x.clone(*r));
@@ -443,16 +451,13 @@ LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *,
   auto value = llvm::dyn_cast<ElementsAttr>(adaptor.getValue());
   if (!value || value.getNumElements() != 1)
     return shapeError(loc, "constant_of_shape value must have one element");
-  auto len = shapeOperandLength(loc, adaptor.getShape());
-  if (failed(len))
+  auto shape = shapeOperandValues(loc, adaptor.getShape());
+  if (failed(shape))
     return failure();
-  SmallVector<int64_t> shape;
-  if (!getPartialInts(adaptor.getShape(), shape))
-    shape.assign(*len, kDyn);
-  for (int64_t d : shape)
+  for (int64_t d : *shape)
     if (d < 0 && d != kDyn)
       return shapeError(loc, "constant_of_shape dimension ", d, " is negative");
-  types.push_back(RankedTensorType::get(shape, value.getElementType()));
+  types.push_back(RankedTensorType::get(*shape, value.getElementType()));
   return success();
 }
 
