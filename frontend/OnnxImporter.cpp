@@ -142,6 +142,12 @@ FailureOr<Type> ModelImporter::inputType(const onnx::ValueInfoProto &info,
   if (!tt.has_shape())
     return fail(where + " has no shape; mpc needs at least its rank");
   SmallVector<int64_t> shape;
+  auto data = options.inputShapes.find(info.name());
+  const std::vector<int64_t> *dataShape =
+      data != options.inputShapes.end() &&
+              (int)data->second.size() == tt.shape().dim_size()
+          ? &data->second
+          : nullptr;
   for (auto [i, dim] : llvm::enumerate(tt.shape().dim())) {
     int64_t size = ShapedType::kDynamic;
     if (dim.has_dim_value()) {
@@ -151,6 +157,8 @@ FailureOr<Type> ModelImporter::inputType(const onnx::ValueInfoProto &info,
       size = dim.dim_value();
     } else if (dim.has_dim_param() && options.dims.count(dim.dim_param())) {
       size = options.dims.at(dim.dim_param());
+    } else if (dataShape) {
+      size = (*dataShape)[i];
     } else if (i == 0 && options.batch) {
       size = *options.batch;
     }
@@ -471,6 +479,13 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &ctx,
                                   std::string &error) {
   ctx.loadDialect<mpc::MpcDialect, func::FuncDialect>();
   return ModelImporter(ctx, model, options, error).run();
+}
+
+func::FuncOp entryFunction(ModuleOp module) {
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr("mpc.entry"))
+      return f;
+  return {};
 }
 
 std::vector<std::pair<std::string, std::string>> supportedOnnxOps() {

@@ -3,6 +3,7 @@
 #ifndef MPC_FRONTEND_ONNXIMPORTER_H
 #define MPC_FRONTEND_ONNXIMPORTER_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -27,6 +28,8 @@ struct ImportOptions {
   /// Graph inputs replaced by constants read from TensorProto files, for
   /// inputs that must be constant (axes, split sizes, shapes...).
   std::map<std::string, std::string> frozenInputs;
+  /// Shapes of the data a run will feed, binding each input's unknown dims.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
 };
 
 /// Imports `model` into a new module: one func per graph (the main graph,
@@ -43,6 +46,9 @@ mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &ctx,
 mlir::OwningOpRef<mlir::ModuleOp> importModelFile(mlir::MLIRContext &ctx,
                                                   const ImportOptions &options,
                                                   std::string &error);
+
+/// The function of the main graph (tagged mpc.entry).
+mlir::func::FuncOp entryFunction(mlir::ModuleOp module);
 
 /// The ONNX ops mpc imports, as "domain op_type" pairs, sorted.
 std::vector<std::pair<std::string, std::string>> supportedOnnxOps();

@@ -31,10 +31,10 @@ def Mpc_BatchNormTrainOp
     : Mpc_Op<"batch_norm_train", [Pure, Mpc_InferByRule<"batchNormTrain">]> {
   let summary = "batch normalization with batch statistics (ONNX BatchNormalization, training_mode=1)";
   let description = [{
-    Normalizes with the statistics of the batch (population variance) and
-    returns the updated running statistics
-    `running = momentum * running + (1 - momentum) * batch` (batch variance
-    unbiased, as ONNX specifies).
+    Normalizes with the statistics of the batch and returns the updated
+    running statistics `running = momentum * running + (1 - momentum) * batch`
+    (population variance throughout, as ONNX specifies; PyTorch's running
+    variance uses the unbiased one).
 
     Example:
     ```mlir

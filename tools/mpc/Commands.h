@@ -13,6 +13,8 @@ extern llvm::cl::SubCommand importCommand;
 int runImport();
 extern llvm::cl::SubCommand opsCommand;
 int runOps();
+extern llvm::cl::SubCommand runCommand;
+int runRun();
 
 /// Prints "mpc: error: <message>" and returns the exit code 1.
 int reportError(const llvm::Twine &message);

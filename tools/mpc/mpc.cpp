@@ -33,6 +33,8 @@ int main(int argc, char **argv) {
     return mpc::runImport();
   if (mpc::opsCommand)
     return mpc::runOps();
+  if (mpc::runCommand)
+    return mpc::runRun();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }

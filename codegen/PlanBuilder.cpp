@@ -1,0 +1,223 @@
+//===- PlanBuilder.cpp - mpc IR -> runtime execution plan -----------------===//
+
+#include "codegen/PlanBuilder.h"
+#include "ir/MpcOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+
+namespace mlir::mpc {
+namespace {
+
+std::optional<rt::DType> dtypeOf(Type t) {
+  if (t.isF32())
+    return rt::DType::F32;
+  if (t.isF16())
+    return rt::DType::F16;
+  if (t.isBF16())
+    return rt::DType::BF16;
+  if (t.isInteger(64))
+    return rt::DType::I64;
+  if (t.isInteger(32))
+    return rt::DType::I32;
+  if (t.isInteger(1))
+    return rt::DType::I1;
+  return std::nullopt;
+}
+
+std::string locName(Location loc) {
+  if (auto name = llvm::dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+/// Converts an op attribute to a plan attribute; false when it has no
+/// runtime meaning (types, segment sizes).
+bool toAttrValue(Attribute a, rt::AttrValue &out) {
+  if (auto i = llvm::dyn_cast<IntegerAttr>(a)) {
+    out = i.getType().isInteger(1) ? (int64_t)i.getValue().getBoolValue()
+                                   : i.getValue().getSExtValue();
+    return true;
+  }
+  if (auto b = llvm::dyn_cast<BoolAttr>(a)) {
+    out = (int64_t)b.getValue();
+    return true;
+  }
+  if (auto f = llvm::dyn_cast<FloatAttr>(a)) {
+    out = f.getValueAsDouble();
+    return true;
+  }
+  if (auto s = llvm::dyn_cast<StringAttr>(a)) {
+    out = s.str();
+    return true;
+  }
+  if (auto v = llvm::dyn_cast<DenseI64ArrayAttr>(a)) {
+    out = std::vector<int64_t>(v.asArrayRef().begin(), v.asArrayRef().end());
+    return true;
+  }
+  if (auto e = llvm::dyn_cast<ElementsAttr>(a)) {
+    out = toTensor(e);
+    return true;
+  }
+  if (auto arr = llvm::dyn_cast<ArrayAttr>(a)) {
+    std::vector<std::string> strs;
+    for (Attribute x : arr)
+      if (auto s = llvm::dyn_cast<StringAttr>(x))
+        strs.push_back(s.str());
+    out = strs;
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+rt::Tensor toTensor(ElementsAttr attr) {
+  auto type = llvm::cast<RankedTensorType>(attr.getType());
+  rt::Tensor t(*dtypeOf(type.getElementType()),
+               rt::Shape(type.getShape().begin(), type.getShape().end()));
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(attr);
+  Type elem = type.getElementType();
+  if (dense && !elem.isInteger(1)) {
+    ArrayRef<char> raw = dense.getRawData();
+    size_t width = rt::dtypeSize(t.dtype());
+    if (dense.isSplat()) {
+      for (int64_t i = 0; i < t.size(); ++i)
+        std::memcpy(static_cast<char *>(t.raw()) + i * width, raw.data(),
+                    width);
+    } else {
+      std::memcpy(t.raw(), raw.data(), t.bytes());
+    }
+    return t;
+  }
+  int64_t i = 0;
+  if (llvm::isa<FloatType>(elem))
+    for (APFloat v : attr.getValues<APFloat>())
+      t.setFloat(i++, v.convertToFloat());
+  else
+    for (APInt v : attr.getValues<APInt>())
+      t.setInt(i++, elem.isInteger(1) ? (int64_t)v.getBoolValue()
+                                      : v.getSExtValue());
+  return t;
+}
+
+DenseElementsAttr toAttr(const rt::Tensor &t, MLIRContext *ctx) {
+  Builder b(ctx);
+  static Type (*types[])(Builder &) = {
+      [](Builder &b) -> Type { return b.getF32Type(); },
+      [](Builder &b) -> Type { return b.getF16Type(); },
+      [](Builder &b) -> Type { return b.getBF16Type(); },
+      [](Builder &b) -> Type { return b.getI64Type(); },
+      [](Builder &b) -> Type { return b.getI32Type(); },
+      [](Builder &b) -> Type { return b.getI1Type(); }};
+  auto type = RankedTensorType::get(t.shape(),
+                                    types[static_cast<int>(t.dtype())](b));
+  if (t.dtype() == rt::DType::I1) {
+    SmallVector<bool> v(t.data<uint8_t>(), t.data<uint8_t>() + t.size());
+    return DenseElementsAttr::get(type, ArrayRef<bool>(v));
+  }
+  return DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(static_cast<const char *>(t.raw()), t.bytes()));
+}
+
+bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
+  llvm::DenseMap<Value, int> ids;
+  auto module = func->getParentOfType<ModuleOp>();
+  auto define = [&](Value v, Operation *where) -> int {
+    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+    auto dtype = t ? dtypeOf(t.getElementType()) : std::nullopt;
+    if (!t || !dtype || !t.hasStaticShape()) {
+      error = "node '" + (where ? locName(where->getLoc()) : "") + "' (" +
+              (where ? where->getName().getStringRef().str() : "argument") +
+              "): value of type " + llvm::formatv("{0}", v.getType()).str() +
+              " is not static; bind the batch or input shapes";
+      return -1;
+    }
+    int id = plan.values.size();
+    plan.values.push_back(
+        {*dtype, rt::Shape(t.getShape().begin(), t.getShape().end())});
+    ids[v] = id;
+    return id;
+  };
+
+  Block &body = func.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    int id = define(arg, nullptr);
+    if (id < 0)
+      return false;
+    if (auto sym = func.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
+                                                            "mpc.param")) {
+      auto param = module.lookupSymbol<ParamOp>(sym);
+      plan.params.push_back({sym.getValue().str(), id, param.getTrainable(),
+                             toTensor(param.getValue())});
+    } else {
+      auto name =
+          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "mpc.input");
+      plan.inputs.push_back(
+          {name ? name.str() : "arg" + std::to_string(arg.getArgNumber()), id});
+    }
+  }
+
+  for (Operation &op : body) {
+    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        auto name = func.getResultAttrOfType<StringAttr>(i, "mpc.output");
+        plan.outputs.push_back(
+            {name ? name.str() : "output" + std::to_string(i), ids.lookup(v)});
+      }
+      continue;
+    }
+    if (auto cst = llvm::dyn_cast<ConstantOp>(op)) {
+      int id = define(cst.getResult(), &op);
+      if (id < 0)
+        return false;
+      plan.constants[id] = toTensor(cst.getValue());
+      continue;
+    }
+    rt::Step step;
+    step.op = op.getName().stripDialect().str();
+    step.name = locName(op.getLoc());
+    // Attribute-sized operand groups: absent optional operands become -1 so
+    // kernels find the others at fixed positions.
+    DictionaryAttr props = llvm::dyn_cast_or_null<DictionaryAttr>(
+        op.getPropertiesAsAttribute());
+    auto segments = props ? props.getAs<DenseI32ArrayAttr>("operandSegmentSizes")
+                          : DenseI32ArrayAttr();
+    if (segments) {
+      unsigned next = 0;
+      for (int32_t n : segments.asArrayRef()) {
+        if (n == 0)
+          step.inputs.push_back(-1);
+        for (int32_t k = 0; k < n; ++k)
+          step.inputs.push_back(ids.lookup(op.getOperand(next++)));
+      }
+    } else {
+      for (Value v : op.getOperands())
+        step.inputs.push_back(ids.lookup(v));
+    }
+    for (Value r : op.getResults()) {
+      int id = define(r, &op);
+      if (id < 0)
+        return false;
+      step.outputs.push_back(id);
+    }
+    auto addAttrs = [&](DictionaryAttr dict) {
+      if (!dict)
+        return;
+      for (NamedAttribute a : dict) {
+        rt::AttrValue v;
+        if (a.getName() != "operandSegmentSizes" && toAttrValue(a.getValue(), v))
+          step.attrs[a.getName().str()] = std::move(v);
+      }
+    };
+    addAttrs(props);
+    addAttrs(op.getDiscardableAttrDictionary());
+    plan.steps.push_back(std::move(step));
+  }
+  return true;
+}
+
+} // namespace mlir::mpc

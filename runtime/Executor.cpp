@@ -1,0 +1,97 @@
+//===- Executor.cpp - runs a plan on the CPU ------------------------------===//
+
+#include "runtime/Executor.h"
+#include "runtime/Kernel.h"
+
+#include <unordered_map>
+
+namespace mpc::rt {
+namespace {
+
+std::unordered_map<std::string, Kernel> &registry() {
+  static std::unordered_map<std::string, Kernel> kernels = [] {
+    static std::unordered_map<std::string, Kernel> *target;
+    std::unordered_map<std::string, Kernel> k;
+    target = &k;
+    auto add = [](const char *name, Kernel fn) { (*target)[name] = fn; };
+    registerElementwiseKernels(add);
+    registerLinalgKernels(add);
+    registerNnKernels(add);
+    registerShapeKernels(add);
+    registerReduceKernels(add);
+    registerTrainingKernels(add);
+    return k;
+  }();
+  return kernels;
+}
+
+bool sameType(const Tensor &t, const ValueInfo &info) {
+  return t.dtype() == info.dtype && t.shape() == info.shape;
+}
+
+std::string typeString(DType d, const Shape &s) {
+  return std::string(dtypeName(d)) + shapeString(s);
+}
+
+} // namespace
+
+Kernel findKernel(const std::string &op) {
+  auto it = registry().find(op);
+  return it == registry().end() ? nullptr : it->second;
+}
+
+std::string firstUnsupportedOp(const Plan &plan) {
+  for (const Step &s : plan.steps)
+    if (!findKernel(s.op))
+      return s.op;
+  return "";
+}
+
+bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
+             std::vector<Tensor> &outputs, std::string &error) {
+  std::vector<Tensor> values(plan.values.size());
+  for (const auto &[id, t] : plan.constants)
+    values[id] = t;
+  for (const Parameter &p : plan.params) {
+    auto it = inputs.find(p.name);
+    values[p.value] = it != inputs.end() ? it->second : p.init;
+  }
+  for (const Binding &b : plan.inputs) {
+    auto it = inputs.find(b.name);
+    if (it == inputs.end()) {
+      const ValueInfo &info = plan.values[b.value];
+      error = "missing input '" + b.name + "' (" +
+              typeString(info.dtype, info.shape) + ")";
+      return false;
+    }
+    const ValueInfo &info = plan.values[b.value];
+    if (!sameType(it->second, info)) {
+      error = "input '" + b.name + "': expected " +
+              typeString(info.dtype, info.shape) + ", got " +
+              typeString(it->second.dtype(), it->second.shape());
+      return false;
+    }
+    values[b.value] = it->second;
+  }
+  for (const Step &step : plan.steps) {
+    Kernel kernel = findKernel(step.op);
+    if (!kernel) {
+      error = "node '" + step.name + "' (" + step.op +
+              "): no CPU kernel for this op";
+      return false;
+    }
+    KernelContext ctx(step, plan, values);
+    try {
+      kernel(ctx);
+    } catch (const std::exception &e) {
+      error = "node '" + step.name + "' (" + step.op + "): " + e.what();
+      return false;
+    }
+  }
+  outputs.clear();
+  for (const Binding &b : plan.outputs)
+    outputs.push_back(values[b.value]);
+  return true;
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,26 @@
+//===- Executor.h - runs a plan on the CPU ------------------------*- C++ -*-===//
+
+#ifndef MPC_RUNTIME_EXECUTOR_H
+#define MPC_RUNTIME_EXECUTOR_H
+
+#include "runtime/Plan.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::rt {
+
+/// Checks that every step of `plan` has a CPU kernel; returns the first op
+/// without one, or "" when all are runnable.
+std::string firstUnsupportedOp(const Plan &plan);
+
+/// Runs `plan` with `inputs` (by name; parameters default to their initial
+/// values unless given too). On success fills `outputs` in plan order.
+/// On failure returns false with a one-line `error` naming the step.
+bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
+             std::vector<Tensor> &outputs, std::string &error);
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_EXECUTOR_H

@@ -1,0 +1,68 @@
+//===- Kernel.h - what a CPU kernel sees of one plan step ---------*- C++ -*-===//
+
+#ifndef MPC_RUNTIME_KERNEL_H
+#define MPC_RUNTIME_KERNEL_H
+
+#include "runtime/Plan.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpc::rt {
+
+/// Thrown by kernels for invalid data (an index out of range...); the
+/// executor turns it into an error message naming the step.
+struct KernelError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class KernelContext {
+public:
+  KernelContext(const Step &step, const Plan &plan, std::vector<Tensor> &values)
+      : step(step), plan_(plan), values_(values) {}
+
+  const Step &step;
+
+  size_t numInputs() const { return step.inputs.size(); }
+  /// Input i, or null when absent (an omitted optional operand).
+  const Tensor *input(size_t i) const {
+    if (i >= step.inputs.size() || step.inputs[i] < 0)
+      return nullptr;
+    return &values_[step.inputs[i]];
+  }
+  const Tensor &in(size_t i) const { return *input(i); }
+  size_t numOutputs() const { return step.outputs.size(); }
+  const ValueInfo &outputInfo(size_t i) const {
+    return plan_.values[step.outputs[i]];
+  }
+  /// Allocates output i with the plan's type (zero-filled).
+  Tensor &output(size_t i) {
+    const ValueInfo &info = outputInfo(i);
+    return values_[step.outputs[i]] = Tensor(info.dtype, info.shape);
+  }
+  /// Makes output i share `t`'s storage (reshape-like ops).
+  void setOutput(size_t i, Tensor t) { values_[step.outputs[i]] = std::move(t); }
+
+private:
+  const Plan &plan_;
+  std::vector<Tensor> &values_;
+};
+
+using Kernel = void (*)(KernelContext &);
+
+/// The kernel for a plan op name, or null.
+Kernel findKernel(const std::string &op);
+
+// Registration, one function per kernel file.
+void registerElementwiseKernels(void (*add)(const char *, Kernel));
+void registerLinalgKernels(void (*add)(const char *, Kernel));
+void registerNnKernels(void (*add)(const char *, Kernel));
+void registerShapeKernels(void (*add)(const char *, Kernel));
+void registerReduceKernels(void (*add)(const char *, Kernel));
+void registerTrainingKernels(void (*add)(const char *, Kernel));
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_KERNEL_H

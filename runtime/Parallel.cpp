@@ -1,0 +1,116 @@
+//===- Parallel.cpp - a small fork-join pool for kernels ------------------===//
+
+#include "runtime/Parallel.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mpc::rt {
+namespace {
+
+int defaultThreads() {
+  if (const char *env = std::getenv("MPC_NUM_THREADS"))
+    if (int n = std::atoi(env); n > 0)
+      return n;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int &threadCount() {
+  static int n = defaultThreads();
+  return n;
+}
+
+/// Persistent workers; each parallelFor hands out one job to all of them.
+class Pool {
+public:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i)
+      threads_.emplace_back([this, i] { loop(i + 1); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto &t : threads_)
+      t.join();
+  }
+
+  void run(int chunks, const std::function<void(int)> &job) {
+    std::unique_lock<std::mutex> lock(mu_);
+    job_ = &job;
+    chunks_ = chunks;
+    pending_ = chunks - 1;
+    ++generation_;
+    cv_.notify_all();
+    lock.unlock();
+    job(0); // the caller takes chunk 0
+    lock.lock();
+    done_.wait(lock, [&] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+  int size() const { return (int)threads_.size() + 1; }
+
+private:
+  void loop(int index) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_)
+        return;
+      seen = generation_;
+      if (index >= chunks_)
+        continue;
+      const auto *job = job_;
+      lock.unlock();
+      (*job)(index);
+      lock.lock();
+      if (--pending_ == 0)
+        done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  const std::function<void(int)> *job_ = nullptr;
+  int chunks_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+Pool &pool() {
+  static Pool p(threadCount() - 1);
+  return p;
+}
+
+} // namespace
+
+int numThreads() { return threadCount(); }
+void setNumThreads(int n) { threadCount() = std::max(1, n); }
+
+void parallelFor(int64_t n, int64_t grain,
+                 const std::function<void(int64_t, int64_t)> &fn) {
+  int threads = std::min<int64_t>(numThreads(), pool().size());
+  int64_t chunks = std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
+  if (chunks <= 1) {
+    if (n > 0)
+      fn(0, n);
+    return;
+  }
+  int64_t per = (n + chunks - 1) / chunks;
+  pool().run((int)chunks, [&](int c) {
+    int64_t b = c * per, e = std::min(n, b + per);
+    if (b < e)
+      fn(b, e);
+  });
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,41 @@
+//===- Common.h - helpers shared by CPU kernels -------------------*- C++ -*-===//
+
+#ifndef MPC_RUNTIME_KERNELS_COMMON_H
+#define MPC_RUNTIME_KERNELS_COMMON_H
+
+#include "runtime/Tensor.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace mpc::rt {
+
+/// The elements of `t` as FP32: its own buffer when f32, else widened
+/// (exactly, for f16/bf16) into `storage`.
+inline const float *floatData(const Tensor &t, std::vector<float> &storage) {
+  if (t.dtype() == DType::F32)
+    return t.data<float>();
+  storage.resize(t.size());
+  for (int64_t i = 0; i < t.size(); ++i)
+    storage[i] = t.getFloat(i);
+  return storage.data();
+}
+
+/// Stores FP32 results into `t`, rounding once to its element type.
+inline void storeFloats(Tensor &t, const float *values) {
+  if (t.dtype() == DType::F32) {
+    std::copy(values, values + t.size(), t.data<float>());
+    return;
+  }
+  for (int64_t i = 0; i < t.size(); ++i)
+    t.setFloat(i, values[i]);
+}
+
+/// Axis in [-rank, rank) to [0, rank).
+inline int64_t normAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_KERNELS_COMMON_H

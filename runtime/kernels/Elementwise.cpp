@@ -1,0 +1,447 @@
+//===- Elementwise.cpp - unary, binary and variadic elementwise kernels ---===//
+//
+// Numerics contract: low-precision elements are widened to FP32 exactly,
+// computed in FP32, and rounded once (to nearest even) on store.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Kernel.h"
+#include "runtime/Parallel.h"
+#include "runtime/kernels/Broadcast.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace mpc::rt {
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+template <typename F> void unaryFloat(KernelContext &c, F f) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  if (x.dtype() == DType::F32) {
+    const float *xp = x.data<float>();
+    float *yp = y.data<float>();
+    parallelFor(x.size(), kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        yp[i] = f(xp[i]);
+    });
+    return;
+  }
+  parallelFor(x.size(), kGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      y.setFloat(i, f(x.getFloat(i)));
+  });
+}
+
+/// Float ops use `f`, integer ones `g`.
+template <typename F, typename G>
+void unaryNumeric(KernelContext &c, F f, G g) {
+  if (isFloat(c.in(0).dtype()))
+    return unaryFloat(c, f);
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  for (int64_t i = 0; i < x.size(); ++i)
+    y.setInt(i, g(x.getInt(i)));
+}
+
+float attrF(KernelContext &c, const char *name, double dflt) {
+  return (float)c.step.getFloat(name, dflt);
+}
+
+#define MPC_UNARY(NAME, EXPR)                                                  \
+  void NAME(KernelContext &c) {                                                \
+    unaryFloat(c, [](float x) { return EXPR; });                               \
+  }
+MPC_UNARY(expK, std::exp(x))
+MPC_UNARY(logK, std::log(x))
+MPC_UNARY(sqrtK, std::sqrt(x))
+MPC_UNARY(reciprocalK, 1.0f / x)
+MPC_UNARY(tanhK, std::tanh(x))
+MPC_UNARY(sigmoidK, 1.0f / (1.0f + std::exp(-x)))
+MPC_UNARY(erfK, std::erf(x))
+MPC_UNARY(sinK, std::sin(x))
+MPC_UNARY(cosK, std::cos(x))
+MPC_UNARY(softplusK, std::log(std::exp(x) + 1.0f))
+MPC_UNARY(softsignK, x / (1.0f + std::fabs(x)))
+MPC_UNARY(floorK, std::floor(x))
+MPC_UNARY(ceilK, std::ceil(x))
+MPC_UNARY(roundK, std::nearbyint(x))
+MPC_UNARY(hardSwishK, x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)))
+MPC_UNARY(mishK, x * std::tanh(std::log1p(std::exp(x))))
+#undef MPC_UNARY
+
+void geluK(KernelContext &c) {
+  if (c.step.getString("approximate", "none") == "tanh")
+    return unaryFloat(c, [](float x) {
+      const float k = 0.7978845608028654f; // sqrt(2/pi)
+      return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+    });
+  unaryFloat(c, [](float x) {
+    return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+  });
+}
+
+void leakyReluK(KernelContext &c) {
+  float a = attrF(c, "alpha", 0.01);
+  unaryFloat(c, [a](float x) { return x < 0 ? a * x : x; });
+}
+void eluK(KernelContext &c) {
+  float a = attrF(c, "alpha", 1.0);
+  unaryFloat(c, [a](float x) { return x < 0 ? a * (std::exp(x) - 1.0f) : x; });
+}
+void celuK(KernelContext &c) {
+  float a = attrF(c, "alpha", 1.0);
+  unaryFloat(c, [a](float x) {
+    return std::max(0.0f, x) + std::min(0.0f, a * (std::exp(x / a) - 1.0f));
+  });
+}
+void seluK(KernelContext &c) {
+  float a = attrF(c, "alpha", 1.67326319217681884765625);
+  float g = attrF(c, "gamma", 1.05070102214813232421875);
+  unaryFloat(c, [a, g](float x) {
+    return x > 0 ? g * x : g * (a * std::exp(x) - a);
+  });
+}
+void hardSigmoidK(KernelContext &c) {
+  float a = attrF(c, "alpha", 0.2), b = attrF(c, "beta", 0.5);
+  unaryFloat(c, [a, b](float x) {
+    return std::max(0.0f, std::min(1.0f, a * x + b));
+  });
+}
+void thresholdedReluK(KernelContext &c) {
+  float a = attrF(c, "alpha", 1.0);
+  unaryFloat(c, [a](float x) { return x > a ? x : 0.0f; });
+}
+
+void absK(KernelContext &c) {
+  unaryNumeric(c, [](float x) { return std::fabs(x); },
+               [](int64_t x) { return x < 0 ? -x : x; });
+}
+void negK(KernelContext &c) {
+  unaryNumeric(c, [](float x) { return -x; }, [](int64_t x) { return -x; });
+}
+void reluK(KernelContext &c) {
+  unaryNumeric(c, [](float x) { return x < 0 ? 0.0f : x; },
+               [](int64_t x) { return x < 0 ? 0 : x; });
+}
+void signK(KernelContext &c) {
+  unaryNumeric(c, [](float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; },
+               [](int64_t x) -> int64_t { return (x > 0) - (x < 0); });
+}
+
+void identityK(KernelContext &c) { c.setOutput(0, c.in(0)); }
+
+void notK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  for (int64_t i = 0; i < x.size(); ++i)
+    y.data<uint8_t>()[i] = !x.data<uint8_t>()[i];
+}
+
+void isNanK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  for (int64_t i = 0; i < x.size(); ++i)
+    y.data<uint8_t>()[i] = std::isnan(x.getFloat(i));
+}
+
+void isInfK(KernelContext &c) {
+  bool neg = c.step.getInt("detect_negative", 1);
+  bool pos = c.step.getInt("detect_positive", 1);
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    float v = x.getFloat(i);
+    y.data<uint8_t>()[i] = std::isinf(v) && ((v > 0 && pos) || (v < 0 && neg));
+  }
+}
+
+void clipK(KernelContext &c) {
+  const Tensor *lo = c.input(1), *hi = c.input(2);
+  if (isFloat(c.in(0).dtype())) {
+    float l = lo ? lo->getFloat(0) : -std::numeric_limits<float>::infinity();
+    float h = hi ? hi->getFloat(0) : std::numeric_limits<float>::infinity();
+    return unaryFloat(c, [l, h](float x) {
+      return std::isnan(x) ? x : std::min(std::max(x, l), h);
+    });
+  }
+  int64_t l = lo ? lo->getInt(0) : std::numeric_limits<int64_t>::min();
+  int64_t h = hi ? hi->getInt(0) : std::numeric_limits<int64_t>::max();
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  for (int64_t i = 0; i < x.size(); ++i)
+    y.setInt(i, std::min(std::max(x.getInt(i), l), h));
+}
+
+/// Float -> integer as a C cast would, with NaN and out-of-range defined.
+int64_t floatToInt(float v, DType to) {
+  if (std::isnan(v))
+    return 0;
+  double lo = to == DType::I32 ? -2147483648.0 : -9223372036854775808.0;
+  double hi = to == DType::I32 ? 2147483647.0 : 9223372036854774784.0;
+  return (int64_t)std::min(std::max((double)v, lo), hi);
+}
+
+void castK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  DType to = y.dtype();
+  for (int64_t i = 0; i < x.size(); ++i) {
+    if (to == DType::I1)
+      y.data<uint8_t>()[i] = isFloat(x.dtype()) ? x.getFloat(i) != 0
+                                                : x.getInt(i) != 0;
+    else if (isFloat(to))
+      y.setFloat(i, isFloat(x.dtype()) ? x.getFloat(i) : (float)x.getInt(i));
+    else
+      y.setInt(i, isFloat(x.dtype()) ? floatToInt(x.getFloat(i), to)
+                                     : x.getInt(i));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Binary and variadic (numpy broadcasting)
+//===----------------------------------------------------------------------===//
+
+std::vector<const Tensor *> allInputs(KernelContext &c) {
+  std::vector<const Tensor *> ins;
+  for (size_t i = 0; i < c.numInputs(); ++i)
+    ins.push_back(c.input(i));
+  return ins;
+}
+
+/// y = f(a, b) on floats or g(a, b) on integers, broadcasting.
+template <typename F, typename G> void binary(KernelContext &c, F f, G g) {
+  auto ins = allInputs(c);
+  Tensor &y = c.output(0);
+  const Tensor &a = *ins[0], &b = *ins[1];
+  if (a.dtype() == DType::F32 && b.dtype() == DType::F32 &&
+      y.dtype() == DType::F32) {
+    const float *ap = a.data<float>(), *bp = b.data<float>();
+    float *yp = y.data<float>();
+    forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+      yp[i] = f(ap[o[0]], bp[o[1]]);
+    });
+  } else if (isFloat(a.dtype())) {
+    forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+      y.setFloat(i, f(a.getFloat(o[0]), b.getFloat(o[1])));
+    });
+  } else {
+    forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+      y.setInt(i, g(a.getInt(o[0]), b.getInt(o[1])));
+    });
+  }
+}
+
+int64_t intDiv(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
+
+void addK(KernelContext &c) {
+  binary(c, [](float a, float b) { return a + b; },
+         [](int64_t a, int64_t b) { return a + b; });
+}
+void subK(KernelContext &c) {
+  binary(c, [](float a, float b) { return a - b; },
+         [](int64_t a, int64_t b) { return a - b; });
+}
+void mulK(KernelContext &c) {
+  binary(c, [](float a, float b) { return a * b; },
+         [](int64_t a, int64_t b) { return a * b; });
+}
+void divK(KernelContext &c) {
+  binary(c, [](float a, float b) { return a / b; }, intDiv);
+}
+void modK(KernelContext &c) {
+  bool fmod = c.step.getInt("fmod", 0);
+  binary(
+      c, [](float a, float b) { return std::fmod(a, b); },
+      [fmod](int64_t a, int64_t b) -> int64_t {
+        if (b == 0)
+          return 0;
+        int64_t r = a % b;
+        // Without fmod the result takes the divisor's sign (Python).
+        if (!fmod && r != 0 && ((r < 0) != (b < 0)))
+          r += b;
+        return r;
+      });
+}
+void preluK(KernelContext &c) {
+  binary(c, [](float x, float s) { return x < 0 ? s * x : x; },
+         [](int64_t x, int64_t s) { return x < 0 ? s * x : x; });
+}
+void powK(KernelContext &c) {
+  auto ins = allInputs(c);
+  Tensor &y = c.output(0);
+  const Tensor &a = *ins[0], &b = *ins[1];
+  forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+    if (isFloat(y.dtype())) {
+      float e = isFloat(b.dtype()) ? b.getFloat(o[1]) : (float)b.getInt(o[1]);
+      y.setFloat(i, std::pow(a.getFloat(o[0]), e));
+    } else {
+      y.setInt(i, (int64_t)std::pow((double)a.getInt(o[0]),
+                                    isFloat(b.dtype()) ? b.getFloat(o[1])
+                                                       : b.getInt(o[1])));
+    }
+  });
+}
+
+template <typename P> void logical(KernelContext &c, P p) {
+  auto ins = allInputs(c);
+  Tensor &y = c.output(0);
+  const uint8_t *a = ins[0]->data<uint8_t>(), *b = ins[1]->data<uint8_t>();
+  forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+    y.data<uint8_t>()[i] = p(a[o[0]] != 0, b[o[1]] != 0);
+  });
+}
+void andK(KernelContext &c) {
+  logical(c, [](bool a, bool b) { return a && b; });
+}
+void orK(KernelContext &c) {
+  logical(c, [](bool a, bool b) { return a || b; });
+}
+void xorK(KernelContext &c) {
+  logical(c, [](bool a, bool b) { return a != b; });
+}
+
+/// Comparison producing i1; floats compare as floats, integers exactly.
+template <typename P> void compare(KernelContext &c, P p) {
+  auto ins = allInputs(c);
+  Tensor &y = c.output(0);
+  const Tensor &a = *ins[0], &b = *ins[1];
+  bool fl = isFloat(a.dtype());
+  forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+    y.data<uint8_t>()[i] = fl ? p(a.getFloat(o[0]), b.getFloat(o[1]))
+                              : p(a.getInt(o[0]), b.getInt(o[1]));
+  });
+}
+void equalK(KernelContext &c) {
+  compare(c, [](auto a, auto b) { return a == b; });
+}
+void lessK(KernelContext &c) {
+  compare(c, [](auto a, auto b) { return a < b; });
+}
+void lessOrEqualK(KernelContext &c) {
+  compare(c, [](auto a, auto b) { return a <= b; });
+}
+void greaterK(KernelContext &c) {
+  compare(c, [](auto a, auto b) { return a > b; });
+}
+void greaterOrEqualK(KernelContext &c) {
+  compare(c, [](auto a, auto b) { return a >= b; });
+}
+
+void whereK(KernelContext &c) {
+  auto ins = allInputs(c);
+  Tensor &y = c.output(0);
+  const Tensor &cond = *ins[0], &a = *ins[1], &b = *ins[2];
+  size_t width = dtypeSize(y.dtype());
+  const uint8_t *cp = cond.data<uint8_t>();
+  const uint8_t *ap = a.data<uint8_t>(), *bp = b.data<uint8_t>();
+  uint8_t *yp = y.data<uint8_t>();
+  forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+    const uint8_t *src = cp[o[0]] ? ap + o[1] * width : bp + o[2] * width;
+    std::memcpy(yp + i * width, src, width);
+  });
+}
+
+/// Max, Min, Sum, Mean over any number of inputs, folded left to right in
+/// FP32 (or int64), rounded once.
+template <typename F, typename G>
+void variadic(KernelContext &c, F f, G g, bool mean) {
+  auto ins = allInputs(c);
+  Tensor &y = c.output(0);
+  size_t n = ins.size();
+  bool fl = isFloat(y.dtype());
+  forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
+    if (fl) {
+      float acc = ins[0]->getFloat(o[0]);
+      for (size_t k = 1; k < n; ++k)
+        acc = f(acc, ins[k]->getFloat(o[k]));
+      y.setFloat(i, mean ? acc / (float)n : acc);
+    } else {
+      int64_t acc = ins[0]->getInt(o[0]);
+      for (size_t k = 1; k < n; ++k)
+        acc = g(acc, ins[k]->getInt(o[k]));
+      y.setInt(i, mean ? acc / (int64_t)n : acc);
+    }
+  });
+}
+void maxK(KernelContext &c) {
+  variadic(
+      c, [](float a, float b) { return std::isnan(a) || a > b ? a : b; },
+      [](int64_t a, int64_t b) { return std::max(a, b); }, false);
+}
+void minK(KernelContext &c) {
+  variadic(
+      c, [](float a, float b) { return std::isnan(a) || a < b ? a : b; },
+      [](int64_t a, int64_t b) { return std::min(a, b); }, false);
+}
+void sumK(KernelContext &c) {
+  variadic(c, [](float a, float b) { return a + b; },
+           [](int64_t a, int64_t b) { return a + b; }, false);
+}
+void meanK(KernelContext &c) {
+  variadic(c, [](float a, float b) { return a + b; },
+           [](int64_t a, int64_t b) { return a + b; }, true);
+}
+
+} // namespace
+
+void registerElementwiseKernels(void (*add)(const char *, Kernel)) {
+  add("exp", expK);
+  add("log", logK);
+  add("sqrt", sqrtK);
+  add("reciprocal", reciprocalK);
+  add("tanh", tanhK);
+  add("sigmoid", sigmoidK);
+  add("erf", erfK);
+  add("sin", sinK);
+  add("cos", cosK);
+  add("softplus", softplusK);
+  add("softsign", softsignK);
+  add("floor", floorK);
+  add("ceil", ceilK);
+  add("round", roundK);
+  add("hard_swish", hardSwishK);
+  add("mish", mishK);
+  add("gelu", geluK);
+  add("leaky_relu", leakyReluK);
+  add("elu", eluK);
+  add("celu", celuK);
+  add("selu", seluK);
+  add("hard_sigmoid", hardSigmoidK);
+  add("thresholded_relu", thresholdedReluK);
+  add("abs", absK);
+  add("neg", negK);
+  add("relu", reluK);
+  add("sign", signK);
+  add("identity", identityK);
+  add("not", notK);
+  add("is_nan", isNanK);
+  add("is_inf", isInfK);
+  add("clip", clipK);
+  add("cast", castK);
+  add("add", addK);
+  add("sub", subK);
+  add("mul", mulK);
+  add("div", divK);
+  add("mod", modK);
+  add("prelu", preluK);
+  add("pow", powK);
+  add("and", andK);
+  add("or", orK);
+  add("xor", xorK);
+  add("equal", equalK);
+  add("less", lessK);
+  add("less_or_equal", lessOrEqualK);
+  add("greater", greaterK);
+  add("greater_or_equal", greaterOrEqualK);
+  add("where", whereK);
+  add("max", maxK);
+  add("min", minK);
+  add("sum", sumK);
+  add("mean", meanK);
+}
+
+} // namespace mpc::rt

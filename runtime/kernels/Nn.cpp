@@ -1,0 +1,366 @@
+//===- Nn.cpp - pooling, normalization, softmax, dropout, losses ----------===//
+//
+// All statistics and losses are computed in FP32 or better (sums in double),
+// whatever the storage type, and rounded once on store.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Kernel.h"
+#include "runtime/Parallel.h"
+#include "runtime/kernels/Common.h"
+#include "runtime/kernels/Window.h"
+
+#include <cmath>
+#include <limits>
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace mpc::rt {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+void maxPoolK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  Tensor *idx = c.numOutputs() > 1 ? &c.output(1) : nullptr;
+  Window win(c.step, x.shape(), y.shape(), {});
+  int64_t planes = x.dim(0) * x.dim(1), isp = win.inSize(), osp = win.outSize();
+  bool colMajor = c.step.getInt("storage_order", 0) == 1;
+  parallelFor(planes, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p)
+      for (int64_t o = 0; o < osp; ++o) {
+        float best = -std::numeric_limits<float>::infinity();
+        int64_t arg = -1;
+        win.forWindow(o, [&](int64_t, int64_t i) {
+          if (i < 0)
+            return;
+          float v = x.getFloat(p * isp + i);
+          if (arg < 0 || v > best || std::isnan(v)) {
+            best = v;
+            arg = i;
+          }
+        });
+        y.setFloat(p * osp + o, best);
+        if (idx) {
+          int64_t flat = arg;
+          if (colMajor && win.in.size() == 2) // ONNX: column-major spatial
+            flat = (arg % win.in[1]) * win.in[0] + arg / win.in[1];
+          idx->data<int64_t>()[p * osp + o] = p * isp + flat;
+        }
+      }
+  });
+}
+
+void averagePoolK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  Window win(c.step, x.shape(), y.shape(), {});
+  bool includePad = c.step.getInt("count_include_pad", 0);
+  int64_t planes = x.dim(0) * x.dim(1), isp = win.inSize(), osp = win.outSize();
+  parallelFor(planes, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p)
+      for (int64_t o = 0; o < osp; ++o) {
+        float sum = 0;
+        int64_t count = 0;
+        win.forWindow(o, [&](int64_t, int64_t i) {
+          if (i >= 0) {
+            sum += x.getFloat(p * isp + i);
+            ++count;
+          }
+        });
+        if (includePad)
+          count = win.paddedCount(o);
+        y.setFloat(p * osp + o, count ? sum / (float)count : 0.0f);
+      }
+  });
+}
+
+template <bool IsMax> void globalPoolK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  int64_t planes = x.dim(0) * x.dim(1), sp = x.size() / std::max<int64_t>(planes, 1);
+  for (int64_t p = 0; p < planes; ++p) {
+    double acc = IsMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    for (int64_t i = 0; i < sp; ++i) {
+      float v = x.getFloat(p * sp + i);
+      acc = IsMax ? std::max<double>(acc, v) : acc + v;
+    }
+    y.setFloat(p, IsMax ? (float)acc : (float)(acc / sp));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// y = (x - mean) * invStd * scale + bias per channel (axis 1).
+void normalizeChannels(const Tensor &x, Tensor &y, const Tensor &scale,
+                       const Tensor &bias, const std::vector<float> &mean,
+                       const std::vector<float> &invStd) {
+  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+  parallelFor(n * ch, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      int64_t cidx = p % ch;
+      float s = scale.getFloat(cidx), bi = bias.getFloat(cidx);
+      for (int64_t i = 0; i < sp; ++i)
+        y.setFloat(p * sp + i,
+                   (x.getFloat(p * sp + i) - mean[cidx]) * invStd[cidx] * s +
+                       bi);
+    }
+  });
+}
+
+void batchNormK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  int64_t ch = x.dim(1);
+  std::vector<float> mean(ch), inv(ch);
+  for (int64_t i = 0; i < ch; ++i) {
+    mean[i] = c.in(3).getFloat(i);
+    inv[i] = 1.0f / std::sqrt(c.in(4).getFloat(i) + eps);
+  }
+  normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
+}
+
+void batchNormTrainK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  float momentum = (float)c.step.getFloat("momentum", 0.9);
+  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+  std::vector<float> mean(ch), var(ch), inv(ch);
+  for (int64_t cidx = 0; cidx < ch; ++cidx) {
+    double sum = 0, sq = 0;
+    for (int64_t img = 0; img < n; ++img)
+      for (int64_t i = 0; i < sp; ++i) {
+        double v = x.getFloat((img * ch + cidx) * sp + i);
+        sum += v;
+        sq += v * v;
+      }
+    double cnt = (double)n * sp, m = sum / cnt;
+    mean[cidx] = (float)m;
+    var[cidx] = (float)std::max(sq / cnt - m * m, 0.0);
+    inv[cidx] = 1.0f / std::sqrt(var[cidx] + eps);
+  }
+  normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
+  Tensor &rm = c.output(1), &rv = c.output(2);
+  for (int64_t i = 0; i < ch; ++i) {
+    rm.setFloat(i, c.in(3).getFloat(i) * momentum + mean[i] * (1 - momentum));
+    rv.setFloat(i, c.in(4).getFloat(i) * momentum + var[i] * (1 - momentum));
+  }
+}
+
+void layerNormK(KernelContext &c) {
+  const Tensor &x = c.in(0), &scale = c.in(1);
+  const Tensor *bias = c.input(2);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  int64_t axis = normAxis(c.step.getInt("axis", -1), x.rank());
+  int64_t inner = 1;
+  for (int64_t i = axis; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  int64_t outer = x.size() / std::max<int64_t>(inner, 1);
+  Tensor &y = c.output(0), &meanOut = c.output(1), &invOut = c.output(2);
+  parallelFor(outer, 1, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        double v = x.getFloat(r * inner + i);
+        sum += v;
+        sq += v * v;
+      }
+      double m = sum / inner;
+      float mean = (float)m;
+      float inv = 1.0f / std::sqrt((float)std::max(sq / inner - m * m, 0.0) + eps);
+      for (int64_t i = 0; i < inner; ++i) {
+        float v = (x.getFloat(r * inner + i) - mean) * inv * scale.getFloat(i);
+        y.setFloat(r * inner + i, bias ? v + bias->getFloat(i) : v);
+      }
+      meanOut.setFloat(r, mean);
+      invOut.setFloat(r, inv);
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+/// Softmax or log-softmax of `x` along `axis` into float `out`.
+void softmaxInto(const Tensor &x, int64_t axis, bool logSoftmax, float *out) {
+  int64_t dim = x.dim(axis), inner = 1;
+  for (int64_t i = axis + 1; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  int64_t outer = x.size() / std::max<int64_t>(dim * inner, 1);
+  parallelFor(outer * inner, 64, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t base = (r / inner) * dim * inner + r % inner;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < dim; ++j)
+        mx = std::max(mx, x.getFloat(base + j * inner));
+      double sum = 0;
+      for (int64_t j = 0; j < dim; ++j)
+        sum += std::exp(x.getFloat(base + j * inner) - mx);
+      float logSum = (float)std::log(sum);
+      for (int64_t j = 0; j < dim; ++j) {
+        float v = x.getFloat(base + j * inner) - mx;
+        out[base + j * inner] =
+            logSoftmax ? v - logSum : (float)(std::exp(v) / sum);
+      }
+    }
+  });
+}
+
+template <bool Log> void softmaxK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  std::vector<float> out(x.size());
+  softmaxInto(x, normAxis(c.step.getInt("axis", -1), x.rank()), Log,
+              out.data());
+  storeFloats(c.output(0), out.data());
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout
+//===----------------------------------------------------------------------===//
+
+void dropoutK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  float ratio = c.input(1) ? c.input(1)->getFloat(0) : 0.5f;
+  bool training = c.input(2) && c.input(2)->getInt(0) != 0;
+  Tensor &mask = c.output(1);
+  if (!training || ratio == 0.0f) {
+    c.setOutput(0, x);
+    std::fill(mask.data<uint8_t>(), mask.data<uint8_t>() + mask.size(), 1);
+    return;
+  }
+  Tensor &y = c.output(0);
+  std::mt19937_64 rng(c.step.getInt("seed", 0));
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  float scale = 1.0f / (1.0f - ratio);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    bool keep = uni(rng) >= ratio;
+    mask.data<uint8_t>()[i] = keep;
+    y.setFloat(i, keep ? x.getFloat(i) * scale : 0.0f);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// Negative log-likelihood of `logp` (N x C x D...) at `labels`, reduced.
+void nllInto(KernelContext &c, const float *logp, const Shape &shape,
+             const Tensor &labels, const Tensor *weights, Tensor &loss) {
+  int64_t n = shape[0], cls = shape[1], inner = 1;
+  for (size_t i = 2; i < shape.size(); ++i)
+    inner *= shape[i];
+  std::string reduction = c.step.getString("reduction", "mean");
+  bool hasIgnore = c.step.has("ignore_index");
+  int64_t ignore = c.step.getInt("ignore_index", 0);
+  std::vector<float> per(n * inner);
+  double total = 0, weightSum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t d = 0; d < inner; ++d) {
+      int64_t label = labels.getInt(i * inner + d);
+      if (hasIgnore && label == ignore) {
+        per[i * inner + d] = 0;
+        continue;
+      }
+      if (label < 0 || label >= cls)
+        throw KernelError("label " + std::to_string(label) +
+                          " is out of range [0, " + std::to_string(cls) + ")");
+      float w = weights ? weights->getFloat(label) : 1.0f;
+      float l = -logp[(i * cls + label) * inner + d] * w;
+      per[i * inner + d] = l;
+      total += l;
+      weightSum += w;
+    }
+  if (reduction == "none") {
+    storeFloats(loss, per.data());
+    return;
+  }
+  loss.setFloat(0, reduction == "sum" ? (float)total
+                                      : (float)(total / weightSum));
+}
+
+void softmaxCrossEntropyK(KernelContext &c) {
+  const Tensor &scores = c.in(0);
+  std::vector<float> logp(scores.size());
+  softmaxInto(scores, 1, true, logp.data());
+  nllInto(c, logp.data(), scores.shape(), c.in(1), c.input(2), c.output(0));
+  if (c.numOutputs() > 1)
+    storeFloats(c.output(1), logp.data());
+}
+
+void nllLossK(KernelContext &c) {
+  std::vector<float> buf;
+  const float *logp = floatData(c.in(0), buf);
+  nllInto(c, logp, c.in(0).shape(), c.in(1), c.input(2), c.output(0));
+}
+
+//===----------------------------------------------------------------------===//
+// OneHot, Trilu
+//===----------------------------------------------------------------------===//
+
+void oneHotK(KernelContext &c) {
+  const Tensor &idx = c.in(0), &vals = c.in(1);
+  Tensor &y = c.output(0);
+  int64_t depth = c.step.getInt("depth", 0);
+  int64_t axis = normAxis(c.step.getInt("axis", -1), y.rank());
+  int64_t inner = 1;
+  for (int64_t i = axis + 1; i < y.rank(); ++i)
+    inner *= y.dim(i);
+  for (int64_t i = 0; i < y.size(); ++i) {
+    int64_t outerIdx = i / (depth * inner), d = (i / inner) % depth,
+            in = i % inner;
+    int64_t v = isFloat(idx.dtype()) ? (int64_t)idx.getFloat(outerIdx * inner + in)
+                                     : idx.getInt(outerIdx * inner + in);
+    if (v < 0)
+      v += depth;
+    bool on = v == d;
+    if (isFloat(y.dtype()))
+      y.setFloat(i, vals.getFloat(on ? 1 : 0));
+    else
+      y.setInt(i, vals.getInt(on ? 1 : 0));
+  }
+}
+
+void triluK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  int64_t k = c.step.getInt("k", 0);
+  bool upper = c.step.getInt("upper", 1);
+  int64_t rows = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
+  int64_t cols = x.rank() >= 1 ? x.dim(x.rank() - 1) : 1;
+  size_t width = dtypeSize(x.dtype());
+  for (int64_t i = 0; i < x.size(); ++i) {
+    int64_t r = (i / cols) % rows, col = i % cols;
+    bool keep = upper ? col - r >= k : col - r <= k;
+    if (keep)
+      std::memcpy(y.data<uint8_t>() + i * width,
+                  x.data<uint8_t>() + i * width, width);
+  }
+}
+
+} // namespace
+
+void registerNnKernels(void (*add)(const char *, Kernel)) {
+  add("max_pool", maxPoolK);
+  add("average_pool", averagePoolK);
+  add("global_average_pool", globalPoolK<false>);
+  add("global_max_pool", globalPoolK<true>);
+  add("batch_norm", batchNormK);
+  add("batch_norm_train", batchNormTrainK);
+  add("layer_norm", layerNormK);
+  add("softmax", softmaxK<false>);
+  add("log_softmax", softmaxK<true>);
+  add("dropout", dropoutK);
+  add("softmax_cross_entropy_loss", softmaxCrossEntropyK);
+  add("nll_loss", nllLossK);
+  add("one_hot", oneHotK);
+  add("trilu", triluK);
+}
+
+} // namespace mpc::rt

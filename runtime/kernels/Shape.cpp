@@ -1,0 +1,322 @@
+//===- Shape.cpp - data movement kernels ----------------------------------===//
+//
+// These move elements without arithmetic, so they work on raw bytes of any
+// element type; reshape-like ops share the input's storage.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Kernel.h"
+#include "runtime/kernels/Broadcast.h"
+#include "runtime/kernels/Common.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mpc::rt {
+namespace {
+
+void copyElem(Tensor &dst, int64_t di, const Tensor &src, int64_t si) {
+  size_t w = dtypeSize(src.dtype());
+  std::memcpy(dst.data<uint8_t>() + di * w, src.data<uint8_t>() + si * w, w);
+}
+
+/// Output i of dst takes input element map(i) of src.
+template <typename Map> void gatherInto(Tensor &dst, const Tensor &src, Map map) {
+  size_t w = dtypeSize(src.dtype());
+  const uint8_t *s = src.data<uint8_t>();
+  uint8_t *d = dst.data<uint8_t>();
+  for (int64_t i = 0; i < dst.size(); ++i)
+    std::memcpy(d + i * w, s + map(i) * w, w);
+}
+
+void reshapeLikeK(KernelContext &c) {
+  c.setOutput(0, c.in(0).reshaped(c.outputInfo(0).shape));
+}
+
+void shapeK(KernelContext &c) {
+  const Shape &s = c.in(0).shape();
+  Tensor &y = c.output(0);
+  int64_t rank = (int64_t)s.size(), start = c.step.getInt("start", 0);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  for (int64_t i = 0; i < y.size(); ++i)
+    y.data<int64_t>()[i] = s[start + i];
+}
+
+void sizeK(KernelContext &c) {
+  c.output(0).data<int64_t>()[0] = c.in(0).size();
+}
+
+void transposeK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  int64_t rank = x.rank();
+  std::vector<int64_t> perm(rank);
+  if (auto p = c.step.getInts("perm"))
+    perm = *p;
+  else
+    for (int64_t i = 0; i < rank; ++i)
+      perm[i] = rank - 1 - i;
+  auto xs = stridesOf(x.shape());
+  const Shape &ys = y.shape();
+  std::vector<int64_t> idx(rank, 0);
+  gatherInto(y, x, [&](int64_t i) {
+    int64_t off = 0;
+    for (int64_t d = rank - 1, r = i; d >= 0; --d) {
+      off += (r % ys[d]) * xs[perm[d]];
+      r /= ys[d];
+    }
+    return off;
+  });
+}
+
+void concatK(KernelContext &c) {
+  Tensor &y = c.output(0);
+  int64_t axis = normAxis(c.step.getInt("axis", 0), y.rank());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= y.dim(i);
+  for (int64_t i = axis + 1; i < y.rank(); ++i)
+    inner *= y.dim(i);
+  size_t w = dtypeSize(y.dtype());
+  uint8_t *dst = y.data<uint8_t>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t k = 0; k < c.numInputs(); ++k) {
+      const Tensor &x = c.in(k);
+      int64_t chunk = x.dim(axis) * inner * w;
+      std::memcpy(dst, x.data<uint8_t>() + o * chunk, chunk);
+      dst += chunk;
+    }
+}
+
+void splitK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  int64_t axis = normAxis(c.step.getInt("axis", 0), x.rank());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= x.dim(i);
+  for (int64_t i = axis + 1; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  size_t w = dtypeSize(x.dtype());
+  int64_t rowBytes = x.dim(axis) * inner * w, offset = 0;
+  for (size_t k = 0; k < c.numOutputs(); ++k) {
+    Tensor &y = c.output(k);
+    int64_t chunk = y.dim(axis) * inner * w;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(y.data<uint8_t>() + o * chunk,
+                  x.data<uint8_t>() + o * rowBytes + offset, chunk);
+    offset += chunk;
+  }
+}
+
+void sliceK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  int64_t rank = x.rank();
+  std::vector<int64_t> start(rank, 0), step(rank, 1);
+  const Tensor &starts = c.in(1);
+  for (int64_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = c.input(3) ? normAxis(c.input(3)->getInt(i), rank) : i;
+    int64_t st = c.input(4) ? c.input(4)->getInt(i) : 1;
+    int64_t dim = x.dim(axis), s = starts.getInt(i);
+    s = s < 0 ? s + dim : s;
+    s = st > 0 ? std::clamp<int64_t>(s, 0, dim)
+               : std::clamp<int64_t>(s, 0, dim - 1);
+    start[axis] = s;
+    step[axis] = st;
+  }
+  auto xs = stridesOf(x.shape());
+  const Shape &ys = y.shape();
+  gatherInto(y, x, [&](int64_t i) {
+    int64_t off = 0;
+    for (int64_t d = rank - 1, r = i; d >= 0; --d) {
+      off += (start[d] + (r % ys[d]) * step[d]) * xs[d];
+      r /= ys[d];
+    }
+    return off;
+  });
+}
+
+void expandK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  std::vector<int64_t> map(y.size());
+  forEachBroadcast(y.shape(), {&x}, [&](int64_t i, const int64_t *o) {
+    map[i] = o[0];
+  });
+  gatherInto(y, x, [&](int64_t i) { return map[i]; });
+}
+
+void tileK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  auto xs = stridesOf(x.shape());
+  const Shape &ys = y.shape();
+  gatherInto(y, x, [&](int64_t i) {
+    int64_t off = 0;
+    for (int64_t d = x.rank() - 1, r = i; d >= 0; --d) {
+      off += ((r % ys[d]) % x.dim(d)) * xs[d];
+      r /= ys[d];
+    }
+    return off;
+  });
+}
+
+void padK(KernelContext &c) {
+  const Tensor &x = c.in(0), &value = c.in(1);
+  Tensor &y = c.output(0);
+  int64_t rank = x.rank();
+  auto pads = *c.step.getInts("pads");
+  std::vector<int64_t> axes;
+  if (auto a = c.step.getInts("axes"))
+    axes = *a;
+  else
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  std::vector<int64_t> before(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i)
+    before[normAxis(axes[i], rank)] = pads[i];
+  std::string mode = c.step.getString("mode", "constant");
+  auto xs = stridesOf(x.shape());
+  const Shape &ys = y.shape();
+  for (int64_t i = 0; i < y.size(); ++i) {
+    int64_t off = 0;
+    bool outside = false;
+    for (int64_t d = rank - 1, r = i; d >= 0; --d) {
+      int64_t pos = r % ys[d] - before[d], dim = x.dim(d);
+      r /= ys[d];
+      if (pos < 0 || pos >= dim) {
+        if (mode == "constant" || dim == 0) {
+          outside = true;
+          continue;
+        }
+        if (mode == "edge")
+          pos = pos < 0 ? 0 : dim - 1;
+        else if (mode == "wrap")
+          pos = ((pos % dim) + dim) % dim;
+        else { // reflect
+          int64_t period = 2 * (dim - 1);
+          pos = period ? ((pos % period) + period) % period : 0;
+          if (pos >= dim)
+            pos = period - pos;
+        }
+      }
+      off += pos * xs[d];
+    }
+    if (outside)
+      copyElem(y, i, value, 0);
+    else
+      copyElem(y, i, x, off);
+  }
+}
+
+int64_t checkedIndex(int64_t v, int64_t dim) {
+  if (v < -dim || v >= dim)
+    throw KernelError("index " + std::to_string(v) + " is out of range [" +
+                      std::to_string(-dim) + ", " + std::to_string(dim) + ")");
+  return v < 0 ? v + dim : v;
+}
+
+void gatherK(KernelContext &c) {
+  const Tensor &data = c.in(0), &idx = c.in(1);
+  Tensor &y = c.output(0);
+  int64_t axis = normAxis(c.step.getInt("axis", 0), data.rank());
+  int64_t outer = 1, inner = 1, dim = data.dim(axis);
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= data.dim(i);
+  for (int64_t i = axis + 1; i < data.rank(); ++i)
+    inner *= data.dim(i);
+  size_t w = dtypeSize(data.dtype());
+  int64_t n = idx.size();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t k = checkedIndex(idx.getInt(j), dim);
+      std::memcpy(y.data<uint8_t>() + ((o * n + j) * inner) * w,
+                  data.data<uint8_t>() + ((o * dim + k) * inner) * w,
+                  inner * w);
+    }
+}
+
+void gatherElementsK(KernelContext &c) {
+  const Tensor &data = c.in(0), &idx = c.in(1);
+  Tensor &y = c.output(0);
+  int64_t axis = normAxis(c.step.getInt("axis", 0), data.rank());
+  auto ds = stridesOf(data.shape());
+  const Shape &is = idx.shape();
+  gatherInto(y, data, [&](int64_t i) {
+    int64_t off = 0;
+    for (int64_t d = idx.rank() - 1, r = i; d >= 0; --d) {
+      int64_t pos = r % is[d];
+      r /= is[d];
+      if (d == axis)
+        pos = checkedIndex(idx.getInt(i), data.dim(d));
+      off += pos * ds[d];
+    }
+    return off;
+  });
+}
+
+void gatherNdK(KernelContext &c) {
+  const Tensor &data = c.in(0), &idx = c.in(1);
+  Tensor &y = c.output(0);
+  int64_t b = c.step.getInt("batch_dims", 0);
+  int64_t last = idx.dim(idx.rank() - 1);
+  auto ds = stridesOf(data.shape());
+  int64_t slice = 1, batch = 1;
+  for (int64_t d = b + last; d < data.rank(); ++d)
+    slice *= data.dim(d);
+  for (int64_t d = 0; d < b; ++d)
+    batch *= data.dim(d);
+  int64_t tuples = idx.size() / last, perBatch = tuples / batch;
+  size_t w = dtypeSize(data.dtype());
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = (t / perBatch) * (b ? ds[b - 1] : 0);
+    for (int64_t j = 0; j < last; ++j)
+      off += checkedIndex(idx.getInt(t * last + j), data.dim(b + j)) *
+             ds[b + j];
+    std::memcpy(y.data<uint8_t>() + t * slice * w,
+                data.data<uint8_t>() + off * w, slice * w);
+  }
+}
+
+void constantOfShapeK(KernelContext &c) {
+  Tensor &y = c.output(0);
+  const Tensor *value = c.step.getTensor("value");
+  for (int64_t i = 0; i < y.size(); ++i)
+    copyElem(y, i, *value, 0);
+}
+
+void rangeK(KernelContext &c) {
+  Tensor &y = c.output(0);
+  if (isFloat(y.dtype())) {
+    float s = c.in(0).getFloat(0), d = c.in(2).getFloat(0);
+    for (int64_t i = 0; i < y.size(); ++i)
+      y.setFloat(i, s + (float)i * d);
+  } else {
+    int64_t s = c.in(0).getInt(0), d = c.in(2).getInt(0);
+    for (int64_t i = 0; i < y.size(); ++i)
+      y.setInt(i, s + i * d);
+  }
+}
+
+} // namespace
+
+void registerShapeKernels(void (*add)(const char *, Kernel)) {
+  for (const char *op : {"reshape", "squeeze", "unsqueeze", "flatten"})
+    add(op, reshapeLikeK);
+  add("shape", shapeK);
+  add("size", sizeK);
+  add("transpose", transposeK);
+  add("concat", concatK);
+  add("split", splitK);
+  add("slice", sliceK);
+  add("expand", expandK);
+  add("tile", tileK);
+  add("pad", padK);
+  add("gather", gatherK);
+  add("gather_elements", gatherElementsK);
+  add("gather_nd", gatherNdK);
+  add("constant_of_shape", constantOfShapeK);
+  add("range", rangeK);
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,94 @@
+//===- Training.cpp - ai.onnx.preview.training optimizer kernels ----------===//
+//
+// Momentum, Adagrad and Adam exactly as the ONNX operator specifications
+// write them, on FP32 state.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Kernel.h"
+
+#include <cmath>
+
+namespace mpc::rt {
+namespace {
+
+/// Number of optimized tensors n for operands (R, T, groups x n tensors).
+int64_t groupSize(KernelContext &c, int64_t groups) {
+  return ((int64_t)c.numInputs() - 2) / groups;
+}
+
+void momentumK(KernelContext &c) {
+  float r = c.in(0).getFloat(0);
+  int64_t t = c.in(1).getInt(0), n = groupSize(c, 3);
+  float alpha = (float)c.step.getFloat("alpha", 0);
+  float beta = t > 0 ? (float)c.step.getFloat("beta", 0) : 1.0f;
+  float lambda = (float)c.step.getFloat("norm_coefficient", 0);
+  bool nesterov = c.step.getString("mode", "standard") == "nesterov";
+  for (int64_t k = 0; k < n; ++k) {
+    const Tensor &x = c.in(2 + k), &g = c.in(2 + n + k), &v = c.in(2 + 2 * n + k);
+    Tensor &xo = c.output(k), &vo = c.output(n + k);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      float gr = lambda * x.getFloat(i) + g.getFloat(i);
+      float vn = alpha * v.getFloat(i) + beta * gr;
+      vo.setFloat(i, vn);
+      xo.setFloat(i, nesterov ? x.getFloat(i) - r * (gr + alpha * vn)
+                              : x.getFloat(i) - r * vn);
+    }
+  }
+}
+
+void adagradK(KernelContext &c) {
+  float r = c.in(0).getFloat(0);
+  int64_t t = c.in(1).getInt(0), n = groupSize(c, 3);
+  float decay = (float)c.step.getFloat("decay_factor", 0);
+  float eps = (float)c.step.getFloat("epsilon", 1e-6);
+  float lambda = (float)c.step.getFloat("norm_coefficient", 0);
+  float rate = r / (1.0f + (float)t * decay);
+  for (int64_t k = 0; k < n; ++k) {
+    const Tensor &x = c.in(2 + k), &g = c.in(2 + n + k), &h = c.in(2 + 2 * n + k);
+    Tensor &xo = c.output(k), &ho = c.output(n + k);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      float gr = lambda * x.getFloat(i) + g.getFloat(i);
+      float hn = h.getFloat(i) + gr * gr;
+      ho.setFloat(i, hn);
+      xo.setFloat(i, x.getFloat(i) - rate * gr / (std::sqrt(hn) + eps));
+    }
+  }
+}
+
+void adamK(KernelContext &c) {
+  float r = c.in(0).getFloat(0);
+  int64_t t = c.in(1).getInt(0), n = groupSize(c, 4);
+  float alpha = (float)c.step.getFloat("alpha", 0.9);
+  float beta = (float)c.step.getFloat("beta", 0.999);
+  float eps = (float)c.step.getFloat("epsilon", 1e-6);
+  float lambda = (float)c.step.getFloat("norm_coefficient", 0);
+  float post = (float)c.step.getFloat("norm_coefficient_post", 0);
+  float rate = t > 0 ? (float)(r * std::sqrt(1.0 - std::pow(beta, t)) /
+                               (1.0 - std::pow(alpha, t)))
+                     : r;
+  for (int64_t k = 0; k < n; ++k) {
+    const Tensor &x = c.in(2 + k), &g = c.in(2 + n + k);
+    const Tensor &v = c.in(2 + 2 * n + k), &h = c.in(2 + 3 * n + k);
+    Tensor &xo = c.output(k), &vo = c.output(n + k), &ho = c.output(2 * n + k);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      float gr = lambda * x.getFloat(i) + g.getFloat(i);
+      float vn = alpha * v.getFloat(i) + (1 - alpha) * gr;
+      float hn = beta * h.getFloat(i) + (1 - beta) * gr * gr;
+      vo.setFloat(i, vn);
+      ho.setFloat(i, hn);
+      float xn = x.getFloat(i) - rate * (vn / (std::sqrt(hn) + eps));
+      xo.setFloat(i, (1 - post) * xn);
+    }
+  }
+}
+
+} // namespace
+
+void registerTrainingKernels(void (*add)(const char *, Kernel)) {
+  add("momentum", momentumK);
+  add("adagrad", adagradK);
+  add("adam", adamK);
+}
+
+} // namespace mpc::rt
