@@ -327,8 +327,20 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
     if (mlir::failed(type))
       return failure();
     auto frozen = options.frozenInputs.find(info.name());
-    if (isMain && frozen != options.frozenInputs.end()) {
-      auto value = readFrozenInput(info.name(), frozen->second, *type);
+    auto frozenValue = options.frozenValues.find(info.name());
+    if (isMain && (frozen != options.frozenInputs.end() ||
+                   frozenValue != options.frozenValues.end())) {
+      FailureOr<DenseElementsAttr> value = failure();
+      if (frozenValue != options.frozenValues.end() &&
+          areCompatibleTypes(*type, frozenValue->second.getType()))
+        value = frozenValue->second;
+      else if (frozen != options.frozenInputs.end())
+        value = readFrozenInput(info.name(), frozen->second, *type);
+      else
+        return fail("input '" + info.name() + "': value of type " +
+                    llvm::formatv("{0}", frozenValue->second.getType()).str() +
+                    " does not match the input type " +
+                    llvm::formatv("{0}", *type).str());
       if (mlir::failed(value))
         return failure();
       values[info.name()] = constBuilder.create<mpc::ConstantOp>(

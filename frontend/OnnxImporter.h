@@ -4,6 +4,7 @@
 #define MPC_FRONTEND_ONNXIMPORTER_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -28,6 +29,8 @@ struct ImportOptions {
   /// Graph inputs replaced by constants read from TensorProto files, for
   /// inputs that must be constant (axes, split sizes, shapes...).
   std::map<std::string, std::string> frozenInputs;
+  /// Graph inputs replaced by these constant values (as frozenInputs).
+  std::map<std::string, mlir::DenseElementsAttr> frozenValues;
   /// Shapes of the data a run will feed, binding each input's unknown dims.
   std::map<std::string, std::vector<int64_t>> inputShapes;
 };

@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""Import conformance over the ONNX backend node tests.
+"""Conformance over the ONNX backend node tests.
 
 For every node test model whose ops mpc supports (`mpc ops`), runs
 `mpc import` and classifies the result: imported; not importable because of
 an element type mpc does not support (double, uint8, string...); or failed
-(a bug, listed with its message). Writes docs/conformance.md with --write.
+(a bug, listed with its message). With --run, each imported model also runs
+on the CPU backend (`mpc run` on test_data_set_0) and its outputs are
+compared with the expected ones: f32 rtol 1e-4 / atol 1e-5 (f16/bf16 and a
+few ops documented in LOOSER), integers and bools exactly.
+Writes docs/conformance.md with --write.
 
-usage: conformance.py MPC [--data DIR ...] [--write FILE] [--max-failures N]
-Exit status 1 when a supported-op model fails for another reason than its
-element types, or fewer models import than --min-imported.
+usage: conformance.py MPC [--run] [--data DIR ...] [--write FILE]
+Exit status 1 when a supported-op model fails to import for another reason
+than its element types, or (with --run) when fewer than --min-pass-rate of
+the runnable tests pass.
 """
 import argparse
 import collections
@@ -17,7 +22,12 @@ import os
 import subprocess
 import sys
 
+import shutil
+import tempfile
+
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 DEFAULT_DATA = ["/usr/share/libonnx-testdata/data/node"]
 DTYPE_MARKERS = ("element type", "cast to ", "is not a tensor")
@@ -36,6 +46,86 @@ def frozen_inputs(model, test_dir):
     return args
 
 
+# Tolerances (rtol, atol) looser than f32's, with the reason.
+LOOSER = {
+    "float16": (1e-3, 1e-3),  # one f16 ulp is 9.8e-4 relative
+    "bfloat16": (8e-3, 8e-3),  # one bf16 ulp is 7.8e-3 relative
+}
+EXPECTED_FAILURES = {
+    # ONNX 1.12 expects truncation; mpc rounds to nearest even (the numerics
+    # contract, and what torch and CUDA's __float2bfloat16_rn do).
+    "test_cast_FLOAT_to_BFLOAT16": "expects truncation, mpc rounds to nearest even",
+    # The expected outputs were computed with epsilon=1e-2, the node uses the
+    # default 1e-6 (an inconsistency of ONNX 1.12's test data).
+    "test_adam_multiple": "test data computed with epsilon 1e-2, node has 1e-6",
+    # The models declare 'like' as [3,4] but the test data feeds a [1].
+    "test_castlike_BFLOAT16_to_FLOAT": "test feeds 'like' of shape [1], model declares [3,4]",
+    "test_castlike_BFLOAT16_to_FLOAT_expanded": "test feeds 'like' of shape [1], model declares [3,4]",
+    "test_castlike_FLOAT_to_BFLOAT16": "test feeds 'like' of shape [1], model declares [3,4]",
+    "test_castlike_FLOAT_to_BFLOAT16_expanded": "test feeds 'like' of shape [1], model declares [3,4]",
+    # Random masks drawn by numpy's generator cannot be reproduced.
+    "test_training_dropout": "expects numpy's random mask",
+    "test_training_dropout_mask": "expects numpy's random mask",
+    "test_training_dropout_default": "expects numpy's random mask",
+    "test_training_dropout_default_mask": "expects numpy's random mask",
+}
+
+
+def run_test(mpc, path, extra):
+    """Runs the model on test_data_set_0; returns (status, detail)."""
+    test_dir = os.path.dirname(path)
+    data = os.path.join(test_dir, "test_data_set_0")
+    model = onnx.load(path, load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i.name for i in model.graph.input if i.name not in inits]
+    frozen = {a.split("=", 1)[0] for a in extra if "=" in a}
+    args = []
+    for idx, name in enumerate(inputs):
+        pb = os.path.join(data, f"input_{idx}.pb")
+        if name not in frozen and os.path.exists(pb):
+            args += ["--input", f"{name}={pb}"]
+    out = tempfile.mkdtemp()
+    try:
+        p = subprocess.run([mpc, "run", path, "--output-dir", out] + extra +
+                           args, capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            return "run-error", p.stderr.strip().split(": ", 2)[-1]
+        for idx, o in enumerate(model.graph.output):
+            pb = os.path.join(data, f"output_{idx}.pb")
+            if not os.path.exists(pb):
+                continue
+            t = onnx.TensorProto()
+            t.ParseFromString(open(pb, "rb").read())
+            want = numpy_helper.to_array(t)
+            fname = o.name.replace("/", "_").replace(":", "_") + ".npy"
+            got = np.load(os.path.join(out, fname))
+            if got.shape != want.shape:
+                return "mismatch", f"{o.name}: shape {got.shape} != {want.shape}"
+            if t.data_type == onnx.TensorProto.UINT16:  # bfloat16 bits
+                want = (want.astype(np.uint32) << 16).view(np.float32)
+            if want.dtype.kind in "iub":
+                with np.errstate(invalid="ignore"):
+                    same = np.array_equal(got.astype(want.dtype), want)
+                if not same:
+                    return "mismatch", f"{o.name}: integer values differ"
+                continue
+            kind = {np.dtype(np.float16): "float16"}.get(want.dtype, "")
+            if t.data_type == onnx.TensorProto.BFLOAT16:
+                kind = "bfloat16"
+            rtol, atol = LOOSER.get(kind, (1e-4, 1e-5))
+            w = want.astype(np.float64)
+            g = got.astype(np.float64)
+            if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+                with np.errstate(invalid="ignore"):
+                    err = np.nanmax(np.abs(g - w))
+                return "mismatch", f"{o.name}: max abs error {err:.3g}"
+        return "passed", ""
+    except subprocess.TimeoutExpired:
+        return "run-error", "timed out"
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def model_ops(model):
     ops = set()
     for n in model.graph.node:
@@ -50,12 +140,15 @@ def main():
     ap.add_argument("--data", action="append")
     ap.add_argument("--write")
     ap.add_argument("--min-imported", type=int, default=0)
+    ap.add_argument("--run", action="store_true")
+    ap.add_argument("--min-pass-rate", type=float, default=0.95)
     a = ap.parse_args()
     supported = {tuple(l.split(" ", 1)) for l in subprocess.run(
         [a.mpc, "ops"], capture_output=True, text=True,
         check=True).stdout.splitlines()}
 
     results = collections.OrderedDict()  # test -> (status, detail, ops)
+    runs = collections.OrderedDict()  # test -> (status, detail)
     total = 0
     for data in a.data or DEFAULT_DATA:
         for path in sorted(glob.glob(os.path.join(data, "*", "model.onnx"))):
@@ -79,6 +172,11 @@ def main():
             err = p.stderr.strip().split(": ", 2)[-1] if p.stderr else ""
             if p.returncode == 0:
                 results[name] = ("imported", "frozen" if frozen else "", ops)
+                if a.run:
+                    status = run_test(a.mpc, path, extra if frozen else [])
+                    if name in EXPECTED_FAILURES and status[0] != "passed":
+                        status = ("expected-failure", EXPECTED_FAILURES[name])
+                    runs[name] = status
             elif any(m in err for m in DTYPE_MARKERS):
                 results[name] = ("unsupported-type", err, ops)
             else:
@@ -96,6 +194,19 @@ def main():
     for name, (status, detail, _) in results.items():
         if status == "failed":
             print(f"FAILED {name}: {detail}")
+    rcount = collections.Counter(s for s, _ in runs.values())
+    runnable = sum(rcount.values()) - rcount["expected-failure"]
+    pass_rate = rcount["passed"] / runnable if runnable else 1.0
+    if a.run:
+        run_summary = (f"run on the CPU backend: {sum(rcount.values())}; "
+                       f"passed: {rcount['passed']}; mismatch: "
+                       f"{rcount['mismatch']}; run error: {rcount['run-error']}"
+                       f"; expected failures: {rcount['expected-failure']}; "
+                       f"pass rate {100 * pass_rate:.1f}%")
+        print(run_summary)
+        for name, (status, detail) in runs.items():
+            if status in ("mismatch", "run-error"):
+                print(f"{status.upper()} {name}: {detail}")
 
     if a.write:
         per_op = collections.defaultdict(collections.Counter)
@@ -132,6 +243,26 @@ def main():
             c = per_op[op]
             lines.append(f"| {op} | {c['imported']} | {c['unsupported-type']}"
                          f" | {c['failed']} |")
+        if a.run:
+            per_run = collections.defaultdict(collections.Counter)
+            for name, (status, _) in runs.items():
+                for o in results[name][2]:
+                    per_run[o[1]][status] += 1
+            lines += ["", "## CPU backend results per op", "",
+                      f"**{run_summary}**", "",
+                      "Each imported test runs `mpc run` on test_data_set_0;",
+                      "f32 outputs must match within rtol 1e-4, atol 1e-5",
+                      "(f16: 1e-3, bf16: 8e-3, i.e. about one ulp); integers",
+                      "and bools exactly.", "",
+                      "| op | passed | mismatch | run error | expected failure |",
+                      "|---|---|---|---|---|"]
+            for op in sorted(per_run):
+                c = per_run[op]
+                lines.append(f"| {op} | {c['passed']} | {c['mismatch']} | "
+                             f"{c['run-error']} | {c['expected-failure']} |")
+            lines += ["", "### Tests that do not pass", ""]
+            lines += [f"- `{n}` ({s}): {d}" for n, (s, d) in runs.items()
+                      if s != "passed"] or ["None."]
         lines += ["", "## Not imported because of element types", ""]
         lines += [f"- `{n}`: {d}" for n, (s, d, _) in results.items()
                   if s == "unsupported-type"]
@@ -152,6 +283,7 @@ def main():
         os.replace(tmp, a.write)
 
     ok = count["failed"] == 0 and count["imported"] >= a.min_imported
+    ok = ok and (not a.run or pass_rate >= a.min_pass_rate)
     return 0 if ok else 1
 
 

@@ -38,6 +38,11 @@ static cl::list<std::string>
            cl::desc("Feed graph input NAME from FILE (.npy or ONNX "
                     "TensorProto .pb): --input NAME=FILE"),
            cl::sub(runCommand));
+static cl::list<std::string>
+    freeze("freeze",
+           cl::desc("Replace graph input NAME by the constant in FILE.pb: "
+                    "--freeze NAME=FILE"),
+           cl::sub(runCommand));
 static cl::opt<int64_t> batch("batch",
                               cl::desc("Bind the batch dimension (else "
                                        "taken from the inputs)"),
@@ -57,6 +62,10 @@ static bool readInput(const std::string &path, mlir::MLIRContext &ctx,
   onnx::TensorProto proto;
   if (!mlir::mpc::loadTensor(path, proto, error))
     return false;
+  // ONNX test data stores bfloat16 as UINT16 bit patterns (numpy has no
+  // bfloat16); mpc has no uint16, so read those bits as bfloat16.
+  if (proto.data_type() == onnx::TensorProto::UINT16)
+    proto.set_data_type(onnx::TensorProto::BFLOAT16);
   auto attr = mlir::mpc::importer::readTensor(proto, &ctx, "", error);
   if (mlir::failed(attr))
     return false;
@@ -79,6 +88,16 @@ static void printSummary(const std::string &name, const rt::Tensor &t) {
     outs() << format(" min %-12.6g max %-12.6g mean %.6g", lo, hi,
                      sum / t.size());
   outs() << "\n";
+}
+
+static bool hasDynamicType(mlir::ModuleOp module) {
+  bool dynamic = false;
+  module.walk([&](mlir::Operation *op) {
+    for (mlir::Type t : op->getResultTypes())
+      if (auto s = llvm::dyn_cast<mlir::ShapedType>(t); s && !s.hasStaticShape())
+        dynamic = true;
+  });
+  return dynamic;
 }
 
 static std::string fileName(std::string name) {
@@ -110,10 +129,30 @@ int runRun() {
     feeds[name.str()] = std::move(t);
   }
 
+  for (const std::string &f : freeze) {
+    auto [name, file] = StringRef(f).split('=');
+    if (name.empty() || file.empty())
+      return reportError("--freeze expects NAME=FILE, got '" + f + "'");
+    options.frozenInputs[name.str()] = file.str();
+  }
+
   std::string error;
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
+  // Shapes computed from input *values* (a Reshape target, Slice bounds, a
+  // Range limit fed as graph inputs) need those values at compile time: a
+  // single run may bake its small and integer inputs in as constants.
+  if (hasDynamicType(*module)) {
+    for (const auto &[name, t] : feeds)
+      if (!rt::isFloat(t.dtype()) || t.size() <= 1)
+        options.frozenValues[name] = mlir::mpc::toAttr(t, &ctx);
+    module = mlir::mpc::importModelFile(ctx, options, error);
+    if (!module)
+      return reportError(error);
+    for (const auto &[name, value] : options.frozenValues)
+      feeds.erase(name);
+  }
   auto func = mlir::mpc::entryFunction(*module);
   // Every fed name must be a graph input (or a parameter to override).
   std::set<std::string> known;
