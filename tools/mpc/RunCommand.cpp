@@ -15,6 +15,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <onnx/onnx_pb.h>
@@ -169,6 +170,14 @@ int runRun() {
     if (!known.count(name))
       return reportError("input '" + name + "' is not a graph input of " +
                          modelPath + " (inputs: " + listed + ")");
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto n = func.getArgAttrOfType<mlir::StringAttr>(i, "mpc.input"))
+      if (!feeds.count(n.str()))
+        return reportError(modelPath + ": missing input '" + n.str() +
+                           "' of type " +
+                           llvm::formatv("{0}", func.getArgumentTypes()[i])
+                               .str() +
+                           "; give it with --input " + n.str() + "=FILE");
 
   rt::Plan plan;
   if (!mlir::mpc::buildPlan(func, plan, error))

@@ -1,0 +1,61 @@
+"""Runs each model with `mpc run` and with onnxruntime (CPU) on the same
+seeded random inputs and prints, per output, the normwise relative error
+max|mpc - ort| / max|ort|. Fails when one exceeds --rtol.
+
+usage: compare_ort.py MPC WORKDIR --rtol R MODEL.onnx...
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+ap = argparse.ArgumentParser()
+ap.add_argument("mpc")
+ap.add_argument("workdir")
+ap.add_argument("models", nargs="+")
+ap.add_argument("--rtol", type=float, default=1e-5)
+ap.add_argument("--batch", type=int, default=4)
+a = ap.parse_args()
+
+rng = np.random.default_rng(0)
+worst = 0.0
+for path in a.models:
+    name = os.path.splitext(os.path.basename(path))[0]
+    model = onnx.load(path)
+    inits = {i.name for i in model.graph.initializer}
+    feeds, args = {}, []
+    for inp in model.graph.input:
+        if inp.name in inits:
+            continue
+        tt = inp.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else a.batch
+                 for d in tt.shape.dim]
+        if tt.elem_type == onnx.TensorProto.INT64:
+            value = rng.integers(0, 10, size=shape, dtype=np.int64)
+        else:
+            value = rng.standard_normal(shape).astype(np.float32)
+        feeds[inp.name] = value
+        f = os.path.join(a.workdir, f"{name}.{inp.name}.npy")
+        np.save(f, value)
+        args += ["--input", f"{inp.name}={f}"]
+    out = os.path.join(a.workdir, name + ".out")
+    subprocess.run([a.mpc, "run", path, "--output-dir", out] + args,
+                   check=True, stdout=subprocess.DEVNULL)
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    for oname, want in zip(names, sess.run(None, feeds)):
+        got = np.load(os.path.join(out, oname.replace("/", "_") + ".npy"))
+        assert got.shape == want.shape, (name, oname, got.shape, want.shape)
+        scale = max(np.abs(want).max(), 1e-30)
+        err = float(np.abs(got.astype(np.float64) - want).max() / scale)
+        worst = max(worst, err)
+        status = "ok" if err <= a.rtol else "FAIL"
+        print(f"{name} {oname}: relative error {err:.2e} {status}")
+print(f"worst relative error {worst:.2e} (bound {a.rtol:g})")
+sys.exit(0 if worst <= a.rtol else 1)
