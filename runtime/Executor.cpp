@@ -3,6 +3,9 @@
 #include "runtime/Executor.h"
 #include "runtime/Kernel.h"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <unordered_map>
 
 namespace mpc::rt {
@@ -73,7 +76,11 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
     }
     values[b.value] = it->second;
   }
+  // MPC_PROFILE=1 prints the time spent per op kind to stderr.
+  static const bool profile = std::getenv("MPC_PROFILE") != nullptr;
+  std::map<std::string, double> spent;
   for (const Step &step : plan.steps) {
+    auto start = std::chrono::steady_clock::now();
     Kernel kernel = findKernel(step.op);
     if (!kernel) {
       error = "node '" + step.name + "' (" + step.op +
@@ -87,7 +94,18 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
       error = "node '" + step.name + "' (" + step.op + "): " + e.what();
       return false;
     }
+    if (profile) {
+      double ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+      spent[step.op] += ms;
+      if (std::string(std::getenv("MPC_PROFILE")) == "steps")
+        std::fprintf(stderr, "step: %-10.3f %s %s\n", ms, step.op.c_str(),
+                     step.name.c_str());
+    }
   }
+  for (const auto &[op, ms] : spent)
+    std::fprintf(stderr, "profile: %-28s %10.3f ms\n", op.c_str(), ms);
   outputs.clear();
   for (const Binding &b : plan.outputs)
     outputs.push_back(values[b.value]);

@@ -86,6 +86,9 @@ private:
   bool stop_ = false;
 };
 
+/// Set while a thread runs a chunk: nested parallelFor calls run inline.
+thread_local bool inParallelRegion = false;
+
 Pool &pool() {
   static Pool p(threadCount() - 1);
   return p;
@@ -100,7 +103,7 @@ void parallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)> &fn) {
   int threads = std::min<int64_t>(numThreads(), pool().size());
   int64_t chunks = std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
-  if (chunks <= 1) {
+  if (chunks <= 1 || inParallelRegion) {
     if (n > 0)
       fn(0, n);
     return;
@@ -108,8 +111,11 @@ void parallelFor(int64_t n, int64_t grain,
   int64_t per = (n + chunks - 1) / chunks;
   pool().run((int)chunks, [&](int c) {
     int64_t b = c * per, e = std::min(n, b + per);
+    bool outer = inParallelRegion;
+    inParallelRegion = true;
     if (b < e)
       fn(b, e);
+    inParallelRegion = outer;
   });
 }
 

@@ -14,7 +14,8 @@ int numThreads();
 void setNumThreads(int n);
 
 /// Runs fn(begin, end) over [0, n) split into contiguous chunks, one per
-/// thread, when n is at least `grain` per thread; inline otherwise. Chunking
+/// thread, when n is at least `grain` per thread; inline otherwise (and
+/// always inline when called from inside another parallelFor). Chunking
 /// depends only on n and the thread count, so results are deterministic for
 /// kernels whose chunks write disjoint outputs.
 void parallelFor(int64_t n, int64_t grain,

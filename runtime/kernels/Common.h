@@ -31,6 +31,19 @@ inline void storeFloats(Tensor &t, const float *values) {
     t.setFloat(i, values[i]);
 }
 
+/// Where an FP32 result for `t` is computed: t's own buffer when f32, else
+/// `storage` (then finishFloatOut rounds it into t once).
+inline float *floatOut(Tensor &t, std::vector<float> &storage) {
+  if (t.dtype() == DType::F32)
+    return t.data<float>();
+  storage.assign(t.size(), 0.0f);
+  return storage.data();
+}
+inline void finishFloatOut(Tensor &t, const std::vector<float> &storage) {
+  if (t.dtype() != DType::F32)
+    storeFloats(t, storage.data());
+}
+
 /// Axis in [-rank, rank) to [0, rank).
 inline int64_t normAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;

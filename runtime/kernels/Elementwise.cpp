@@ -221,6 +221,30 @@ template <typename F, typename G> void binary(KernelContext &c, F f, G g) {
       y.dtype() == DType::F32) {
     const float *ap = a.data<float>(), *bp = b.data<float>();
     float *yp = y.data<float>();
+    if (a.shape() == b.shape()) { // no broadcasting
+      parallelFor(y.size(), kGrain, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i)
+          yp[i] = f(ap[i], bp[i]);
+      });
+      return;
+    }
+    // One operand a row vector along the last dim (bias add).
+    auto isRow = [&](const Tensor &t) {
+      return t.rank() >= 1 && t.size() == t.dim(t.rank() - 1) &&
+             y.rank() >= 1 && t.size() == y.dim(y.rank() - 1);
+    };
+    if ((a.shape() == y.shape() && isRow(b)) ||
+        (b.shape() == y.shape() && isRow(a))) {
+      bool rowIsB = a.shape() == y.shape() && isRow(b);
+      int64_t n = y.dim(y.rank() - 1);
+      parallelFor(y.size() / n, kGrain / n + 1, [&](int64_t s, int64_t e) {
+        for (int64_t r = s; r < e; ++r)
+          for (int64_t j = 0; j < n; ++j)
+            yp[r * n + j] = rowIsB ? f(ap[r * n + j], bp[j])
+                                   : f(ap[j], bp[r * n + j]);
+      });
+      return;
+    }
     forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
       yp[i] = f(ap[o[0]], bp[o[1]]);
     });

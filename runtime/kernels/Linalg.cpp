@@ -12,6 +12,8 @@
 #include "runtime/kernels/Sgemm.h"
 #include "runtime/kernels/Window.h"
 
+#include <algorithm>
+
 namespace mpc::rt {
 namespace {
 
@@ -58,12 +60,24 @@ void matmulK(KernelContext &c) {
         }
     return;
   }
-  std::vector<float> aBuf, bBuf, yBuf(y.size());
+  std::vector<float> aBuf, bBuf, yBuf;
   const float *ap = floatData(a, aBuf), *bp = floatData(b, bBuf);
-  for (int64_t t = 0; t < batches; ++t)
-    sgemm(false, false, m, n, k, 1.0f, ap + aMap[t] * m * k, k,
-          bp + bMap[t] * k * n, n, 0.0f, yBuf.data() + t * m * n, n);
-  storeFloats(y, yBuf.data());
+  float *yp = floatOut(y, yBuf);
+  if (numElements(bBatch) == 1 && numElements(aBatch) == batches) {
+    // A shared right operand (x @ W): fold A's batch into the rows.
+    sgemm(false, false, batches * m, n, k, 1.0f, ap, k, bp, n, 0.0f, yp, n);
+    finishFloatOut(y, yBuf);
+    return;
+  }
+  // Many small products (attention heads): one thread per batch range;
+  // sgemm's own threads take over for few large ones.
+  int64_t grain = m * n * k >= (1 << 20) ? batches : 1;
+  parallelFor(batches, grain, [&](int64_t tb, int64_t te) {
+    for (int64_t t = tb; t < te; ++t)
+      sgemm(false, false, m, n, k, 1.0f, ap + aMap[t] * m * k, k,
+            bp + bMap[t] * k * n, n, 0.0f, yp + t * m * n, n);
+  });
+  finishFloatOut(y, yBuf);
 }
 
 void gemmK(KernelContext &c) {
@@ -74,14 +88,46 @@ void gemmK(KernelContext &c) {
   float alpha = (float)c.step.getFloat("alpha", 1.0);
   float beta = (float)c.step.getFloat("beta", 1.0);
   int64_t m = y.dim(0), n = y.dim(1), k = ta ? a.dim(0) : a.dim(1);
-  std::vector<float> aBuf, bBuf, yBuf(y.size(), 0.0f);
+  std::vector<float> aBuf, bBuf, yBuf;
+  float *yp = floatOut(y, yBuf);
   if (cIn && beta != 0.0f)
     forEachBroadcast(y.shape(), {cIn}, [&](int64_t i, const int64_t *o) {
-      yBuf[i] = beta * cIn->getFloat(o[0]);
+      yp[i] = beta * cIn->getFloat(o[0]);
     });
   sgemm(ta, tb, m, n, k, alpha, floatData(a, aBuf), a.dim(1),
-        floatData(b, bBuf), b.dim(1), 1.0f, yBuf.data(), n);
-  storeFloats(y, yBuf.data());
+        floatData(b, bBuf), b.dim(1), 1.0f, yp, n);
+  finishFloatOut(y, yBuf);
+}
+
+/// One im2col row of a 2-D convolution: the input plane `x` read at kernel
+/// position `k` for every output position, zero in the padding. Rows of
+/// unit stride are contiguous runs of the input.
+void im2colRow2d(const Window &w, int64_t k, const float *x, float *dst) {
+  int64_t kh = k / w.kernel[1], kw = k % w.kernel[1];
+  int64_t ih0 = kh * w.dilations[0] - w.padBegin[0];
+  int64_t iw0 = kw * w.dilations[1] - w.padBegin[1];
+  int64_t H = w.in[0], W = w.in[1], OH = w.out[0], OW = w.out[1];
+  int64_t sh = w.strides[0], sw = w.strides[1];
+  for (int64_t oh = 0; oh < OH; ++oh, dst += OW) {
+    int64_t ih = ih0 + oh * sh;
+    if (ih < 0 || ih >= H) {
+      std::fill_n(dst, OW, 0.0f);
+      continue;
+    }
+    const float *src = x + ih * W;
+    if (sw == 1) { // [ow_begin, ow_end) reads src[iw0 + ow] in bounds
+      int64_t begin = std::clamp<int64_t>(-iw0, 0, OW);
+      int64_t end = std::clamp<int64_t>(W - iw0, begin, OW);
+      std::fill_n(dst, begin, 0.0f);
+      std::copy(src + iw0 + begin, src + iw0 + end, dst + begin);
+      std::fill(dst + end, dst + OW, 0.0f);
+      continue;
+    }
+    for (int64_t ow = 0; ow < OW; ++ow) {
+      int64_t iw = iw0 + ow * sw;
+      dst[ow] = iw >= 0 && iw < W ? src[iw] : 0.0f;
+    }
+  }
 }
 
 void convK(KernelContext &c) {
@@ -94,8 +140,9 @@ void convK(KernelContext &c) {
   int64_t batch = x.dim(0), cin = x.dim(1), cout = y.dim(1);
   int64_t cg = cin / group, mg = cout / group;
   int64_t kk = win.kernelSize(), osp = win.outSize(), isp = win.inSize();
-  std::vector<float> xBuf, wBuf, yBuf(y.size());
+  std::vector<float> xBuf, wBuf, yBuf;
   const float *xp = floatData(x, xBuf), *wp = floatData(w, wBuf);
+  float *yp = floatOut(y, yBuf);
   // Input offsets of every (kernel position, output position), shared by
   // all channels and images: -1 marks padding.
   std::vector<int64_t> offsets(kk * osp);
@@ -105,30 +152,48 @@ void convK(KernelContext &c) {
         offsets[k * osp + o] = idx;
       });
   });
-  std::vector<float> col(cg * kk * osp);
-  for (int64_t img = 0; img < batch; ++img)
-    for (int64_t g = 0; g < group; ++g) {
-      const float *xg = xp + (img * cin + g * cg) * isp;
-      parallelFor(cg * kk, 16, [&](int64_t b, int64_t e) {
-        for (int64_t row = b; row < e; ++row) {
-          const float *xc = xg + (row / kk) * isp;
+  // Images are batched into one GEMM per group (columns = image x output
+  // position), so late layers with few output positions still give the
+  // GEMM a wide N. Chunks bound the im2col buffer to 8 MB (cache-friendly;
+  // measured fastest on ResNet-18).
+  int64_t rows = cg * kk;
+  int64_t chunk = std::clamp<int64_t>((2 << 20) / std::max<int64_t>(rows * osp, 1),
+                                      1, batch);
+  std::vector<float> col, out;
+  for (int64_t g = 0; g < group; ++g)
+    for (int64_t img0 = 0; img0 < batch; img0 += chunk) {
+      int64_t nb = std::min(chunk, batch - img0), cols = nb * osp;
+      col.resize(rows * cols);
+      out.resize(mg * cols);
+      parallelFor(rows * nb, 16, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          int64_t row = r / nb, img = img0 + r % nb;
+          const float *xc =
+              xp + ((img * cin + g * cg) + row / kk) * isp;
+          float *dst = col.data() + row * cols + (img - img0) * osp;
+          if (win.in.size() == 2) {
+            im2colRow2d(win, row % kk, xc, dst);
+            continue;
+          }
           const int64_t *off = offsets.data() + (row % kk) * osp;
-          float *dst = col.data() + row * osp;
           for (int64_t o = 0; o < osp; ++o)
             dst[o] = off[o] < 0 ? 0.0f : xc[off[o]];
         }
       });
-      float *yg = yBuf.data() + (img * cout + g * mg) * osp;
-      sgemm(false, false, mg, osp, cg * kk, 1.0f, wp + g * mg * cg * kk,
-            cg * kk, col.data(), osp, 0.0f, yg, osp);
-      if (bias)
-        for (int64_t m = 0; m < mg; ++m) {
-          float bv = bias->getFloat(g * mg + m);
+      sgemm(false, false, mg, cols, rows, 1.0f, wp + g * mg * rows, rows,
+            col.data(), cols, 0.0f, out.data(), cols);
+      parallelFor(nb * mg, 16, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          int64_t img = r / mg, m = r % mg;
+          float bv = bias ? bias->getFloat(g * mg + m) : 0.0f;
+          const float *src = out.data() + m * cols + img * osp;
+          float *dst = yp + ((img0 + img) * cout + g * mg + m) * osp;
           for (int64_t o = 0; o < osp; ++o)
-            yg[m * osp + o] += bv;
+            dst[o] = src[o] + bv;
         }
+      });
     }
-  storeFloats(y, yBuf.data());
+  finishFloatOut(y, yBuf);
 }
 
 } // namespace

@@ -30,21 +30,33 @@ void maxPoolK(KernelContext &c) {
   Window win(c.step, x.shape(), y.shape(), {});
   int64_t planes = x.dim(0) * x.dim(1), isp = win.inSize(), osp = win.outSize();
   bool colMajor = c.step.getInt("storage_order", 0) == 1;
+  // Window offsets are shared by all planes: compute them once.
+  int64_t kk = win.kernelSize();
+  std::vector<int64_t> offsets(kk * osp);
+  for (int64_t o = 0; o < osp; ++o)
+    win.forWindow(o, [&](int64_t k, int64_t i) { offsets[o * kk + k] = i; });
+  std::vector<float> xBuf;
+  const float *xp = floatData(x, xBuf);
   parallelFor(planes, 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p)
       for (int64_t o = 0; o < osp; ++o) {
         float best = -std::numeric_limits<float>::infinity();
         int64_t arg = -1;
-        win.forWindow(o, [&](int64_t, int64_t i) {
-          if (i < 0)
-            return;
-          float v = x.getFloat(p * isp + i);
+        const float *plane = xp + p * isp;
+        for (const int64_t *off = &offsets[o * kk], *end = off + kk;
+             off != end; ++off) {
+          if (*off < 0)
+            continue;
+          float v = plane[*off];
           if (arg < 0 || v > best || std::isnan(v)) {
             best = v;
-            arg = i;
+            arg = *off;
           }
-        });
-        y.setFloat(p * osp + o, best);
+        }
+        if (y.dtype() == DType::F32)
+          y.data<float>()[p * osp + o] = best;
+        else
+          y.setFloat(p * osp + o, best);
         if (idx) {
           int64_t flat = arg;
           if (colMajor && win.in.size() == 2) // ONNX: column-major spatial

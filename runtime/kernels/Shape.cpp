@@ -29,6 +29,43 @@ template <typename Map> void gatherInto(Tensor &dst, const Tensor &src, Map map)
     std::memcpy(d + i * w, s + map(i) * w, w);
 }
 
+/// dst[i] = src[base + sum_d idx_d(i) * strides[d]] over dst's shape, with
+/// an odometer instead of a division per element (transpose, slice,
+/// expand).
+void stridedCopy(Tensor &dst, const Tensor &src, std::vector<int64_t> strides,
+                 int64_t base) {
+  const Shape &shape = dst.shape();
+  int64_t rank = (int64_t)shape.size(), total = dst.size();
+  if (total == 0)
+    return;
+  auto run = [&](auto *d, const auto *s) {
+    std::vector<int64_t> idx(rank, 0);
+    int64_t inner = rank ? shape[rank - 1] : 1;
+    int64_t innerStride = rank ? strides[rank - 1] : 0, off = base;
+    for (int64_t i = 0; i < total; i += inner) {
+      for (int64_t j = 0; j < inner; ++j)
+        d[i + j] = s[off + j * innerStride];
+      for (int64_t dim = rank - 2; dim >= 0; --dim) {
+        off += strides[dim];
+        if (++idx[dim] < shape[dim])
+          break;
+        off -= strides[dim] * shape[dim];
+        idx[dim] = 0;
+      }
+    }
+  };
+  switch (dtypeSize(src.dtype())) {
+  case 8:
+    return run(dst.data<uint64_t>(), src.data<uint64_t>());
+  case 4:
+    return run(dst.data<uint32_t>(), src.data<uint32_t>());
+  case 2:
+    return run(dst.data<uint16_t>(), src.data<uint16_t>());
+  default:
+    return run(dst.data<uint8_t>(), src.data<uint8_t>());
+  }
+}
+
 void reshapeLikeK(KernelContext &c) {
   c.setOutput(0, c.in(0).reshaped(c.outputInfo(0).shape));
 }
@@ -57,16 +94,10 @@ void transposeK(KernelContext &c) {
     for (int64_t i = 0; i < rank; ++i)
       perm[i] = rank - 1 - i;
   auto xs = stridesOf(x.shape());
-  const Shape &ys = y.shape();
-  std::vector<int64_t> idx(rank, 0);
-  gatherInto(y, x, [&](int64_t i) {
-    int64_t off = 0;
-    for (int64_t d = rank - 1, r = i; d >= 0; --d) {
-      off += (r % ys[d]) * xs[perm[d]];
-      r /= ys[d];
-    }
-    return off;
-  });
+  std::vector<int64_t> strides(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    strides[d] = xs[perm[d]];
+  stridedCopy(y, x, strides, 0);
 }
 
 void concatK(KernelContext &c) {
@@ -125,25 +156,25 @@ void sliceK(KernelContext &c) {
     step[axis] = st;
   }
   auto xs = stridesOf(x.shape());
-  const Shape &ys = y.shape();
-  gatherInto(y, x, [&](int64_t i) {
-    int64_t off = 0;
-    for (int64_t d = rank - 1, r = i; d >= 0; --d) {
-      off += (start[d] + (r % ys[d]) * step[d]) * xs[d];
-      r /= ys[d];
-    }
-    return off;
-  });
+  std::vector<int64_t> strides(rank);
+  int64_t base = 0;
+  for (int64_t d = 0; d < rank; ++d) {
+    strides[d] = xs[d] * step[d];
+    base += start[d] * xs[d];
+  }
+  stridedCopy(y, x, strides, base);
 }
 
 void expandK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
-  std::vector<int64_t> map(y.size());
-  forEachBroadcast(y.shape(), {&x}, [&](int64_t i, const int64_t *o) {
-    map[i] = o[0];
-  });
-  gatherInto(y, x, [&](int64_t i) { return map[i]; });
+  // Broadcast dims read with stride 0.
+  auto xs = stridesOf(x.shape());
+  int64_t off = y.rank() - x.rank();
+  std::vector<int64_t> strides(y.rank(), 0);
+  for (int64_t d = 0; d < x.rank(); ++d)
+    strides[off + d] = x.dim(d) == 1 ? 0 : xs[d];
+  stridedCopy(y, x, strides, 0);
 }
 
 void tileK(KernelContext &c) {

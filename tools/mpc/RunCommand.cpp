@@ -20,6 +20,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 
 using namespace llvm;
@@ -52,6 +54,10 @@ static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Write <output>.npy files here"),
                                       cl::value_desc("dir"),
                                       cl::sub(runCommand));
+static cl::opt<int> repeat("repeat",
+                           cl::desc("Time N more runs after the first and "
+                                    "print the median (benchmarks)"),
+                           cl::init(0), cl::sub(runCommand));
 static cl::opt<int> threads("threads", cl::desc("Worker threads (default: all)"),
                             cl::init(0), cl::sub(runCommand));
 
@@ -188,6 +194,20 @@ int runRun() {
   std::vector<rt::Tensor> results;
   if (!rt::runPlan(plan, feeds, results, error))
     return reportError(modelPath + ": " + error);
+  if (repeat > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      rt::runPlan(plan, feeds, results, error);
+      ms.push_back(std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    outs() << format("time: median %.3f ms, min %.3f ms over %d runs, %d "
+                     "threads\n",
+                     ms[ms.size() / 2], ms[0], (int)repeat, rt::numThreads());
+  }
 
   if (!outputDir.empty())
     if (std::error_code ec = sys::fs::create_directories(outputDir))

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""CPU backend speed: `mpc run` against onnxruntime (CPU EP) on the same
+models, inputs and thread count. Exports the models with torch (Debian's
+python3-torch), times each engine's inference step (median of --repeat runs
+after a warm-up; mpc's import and planning are not timed), and writes a
+Markdown table.
+
+usage: bench/cpu_vs_ort.py [--mpc build/bin/mpc] [--batch 64] [--threads 2]
+                           [--repeat 20] [--write docs/performance.md]
+"""
+import argparse
+import datetime
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = ["mlp", "lenet", "resnet18", "transformer", "gpt"]
+
+
+def inputs_for(model, batch, work, name):
+    rng = np.random.default_rng(0)
+    inits = {i.name for i in model.graph.initializer}
+    feeds, args = {}, []
+    for inp in model.graph.input:
+        if inp.name in inits:
+            continue
+        tt = inp.type.tensor_type
+        shape = [d.dim_value if d.HasField("dim_value") else batch
+                 for d in tt.shape.dim]
+        if tt.elem_type == onnx.TensorProto.INT64:
+            v = rng.integers(0, 10, size=shape, dtype=np.int64)
+        else:
+            v = rng.standard_normal(shape).astype(np.float32)
+        feeds[inp.name] = v
+        path = os.path.join(work, f"{name}.{inp.name}.npy")
+        np.save(path, v)
+        args += ["--input", f"{inp.name}={path}"]
+    return feeds, args
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpc", default=os.path.join(ROOT, "build/bin/mpc"))
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--write")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp()
+    subprocess.run(["/usr/bin/python3",
+                    os.path.join(ROOT, "scripts/export_torch_models.py"), work,
+                    "--only", ",".join(MODELS)], check=True,
+                   stderr=subprocess.DEVNULL)
+    rows = []
+    for name in MODELS:
+        path = os.path.join(work, name + ".onnx")
+        model = onnx.load(path)
+        feeds, args = inputs_for(model, a.batch, work, name)
+        out = subprocess.run([a.mpc, "run", path, "--threads", str(a.threads),
+                              "--repeat", str(a.repeat)] + args, check=True,
+                             capture_output=True, text=True).stdout
+        mpc_ms = float(re.search(r"time: median ([0-9.]+) ms", out).group(1))
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = a.threads
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        sess = ort.InferenceSession(path, opts,
+                                    providers=["CPUExecutionProvider"])
+        sess.run(None, feeds)
+        times = []
+        for _ in range(a.repeat):
+            t = time.perf_counter()
+            sess.run(None, feeds)
+            times.append((time.perf_counter() - t) * 1e3)
+        ort_ms = statistics.median(times)
+        rows.append((name, mpc_ms, ort_ms))
+        print(f"{name:12s} mpc {mpc_ms:9.3f} ms  onnxruntime {ort_ms:9.3f} ms"
+              f"  ratio {mpc_ms / ort_ms:5.2f}x", flush=True)
+    if a.write:
+        cpu = platform.processor() or platform.machine()
+        try:
+            cpu = re.search(r"model name\s*:\s*(.*)",
+                            open("/proc/cpuinfo").read()).group(1)
+        except (OSError, AttributeError):
+            pass
+        lines = [
+            "## CPU backend vs onnxruntime (inference, fp32)",
+            "",
+            f"Measured {datetime.date.today()} on {cpu}, "
+            f"{a.threads} threads for both engines, batch {a.batch}, median "
+            f"of {a.repeat} runs after a warm-up. onnxruntime "
+            f"{ort.__version__} (CPU EP). Models: torch exports with their "
+            "loss (scripts/export_torch_models.py); ResNet-18 at 64x64.",
+            "",
+            "Command: `python3 bench/cpu_vs_ort.py --batch "
+            f"{a.batch} --threads {a.threads} --write docs/performance.md`",
+            "",
+            "| model | mpc run (ms) | onnxruntime (ms) | mpc / ort |",
+            "|---|---|---|---|",
+        ] + [f"| {n} | {m:.3f} | {o:.3f} | {m / o:.2f}x |" for n, m, o in rows]
+        section = "\n".join(lines) + "\n"
+        text = open(a.write).read() if os.path.exists(a.write) else \
+            "# Performance\n\n"
+        marker = "## CPU backend vs onnxruntime"
+        if marker in text:
+            head, _, rest = text.partition(marker)
+            tail = rest.split("\n## ", 1)
+            text = head + section + ("\n## " + tail[1] if len(tail) > 1 else "")
+        else:
+            text = text.rstrip("\n") + "\n\n" + section
+        tmp = a.write + ".tmp"
+        open(tmp, "w").write(text)
+        os.replace(tmp, a.write)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
