@@ -44,6 +44,17 @@ inline void finishFloatOut(Tensor &t, const std::vector<float> &storage) {
     storeFloats(t, storage.data());
 }
 
+/// A tensor seen as [outer, dim, inner] around one axis.
+struct AxisSplit {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+inline AxisSplit splitAt(const Shape &shape, int64_t axis) {
+  AxisSplit s;
+  for (int64_t i = 0; i < (int64_t)shape.size(); ++i)
+    (i < axis ? s.outer : i == axis ? s.dim : s.inner) *= shape[i];
+  return s;
+}
+
 /// Axis in [-rank, rank) to [0, rank).
 inline int64_t normAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;

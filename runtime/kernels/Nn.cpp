@@ -202,10 +202,7 @@ void layerNormK(KernelContext &c) {
 
 /// Softmax or log-softmax of `x` along `axis` into float `out`.
 void softmaxInto(const Tensor &x, int64_t axis, bool logSoftmax, float *out) {
-  int64_t dim = x.dim(axis), inner = 1;
-  for (int64_t i = axis + 1; i < x.rank(); ++i)
-    inner *= x.dim(i);
-  int64_t outer = x.size() / std::max<int64_t>(dim * inner, 1);
+  auto [outer, dim, inner] = splitAt(x.shape(), axis);
   parallelFor(outer * inner, 64, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       int64_t base = (r / inner) * dim * inner + r % inner;

@@ -121,12 +121,9 @@ template <Red R> void reduceK(KernelContext &c) {
 template <bool IsMax> void argK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
-  int64_t axis = normAxis(c.step.getInt("axis", 0), x.rank());
   bool last = c.step.getInt("select_last_index", 0);
-  int64_t dim = x.dim(axis), inner = 1;
-  for (int64_t i = axis + 1; i < x.rank(); ++i)
-    inner *= x.dim(i);
-  int64_t outer = x.size() / std::max<int64_t>(dim * inner, 1);
+  auto [outer, dim, inner] =
+      splitAt(x.shape(), normAxis(c.step.getInt("axis", 0), x.rank()));
   bool fl = isFloat(x.dtype());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
@@ -149,13 +146,10 @@ template <bool IsMax> void argK(KernelContext &c) {
 void cumSumK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
-  int64_t axis = normAxis(c.step.getInt("axis", 0), x.rank());
   bool exclusive = c.step.getInt("exclusive", 0);
   bool reverse = c.step.getInt("reverse", 0);
-  int64_t dim = x.dim(axis), inner = 1;
-  for (int64_t i = axis + 1; i < x.rank(); ++i)
-    inner *= x.dim(i);
-  int64_t outer = x.size() / std::max<int64_t>(dim * inner, 1);
+  auto [outer, dim, inner] =
+      splitAt(x.shape(), normAxis(c.step.getInt("axis", 0), x.rank()));
   bool fl = isFloat(x.dtype());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {

@@ -103,11 +103,8 @@ void transposeK(KernelContext &c) {
 void concatK(KernelContext &c) {
   Tensor &y = c.output(0);
   int64_t axis = normAxis(c.step.getInt("axis", 0), y.rank());
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= y.dim(i);
-  for (int64_t i = axis + 1; i < y.rank(); ++i)
-    inner *= y.dim(i);
+  auto [outer, dim, inner] = splitAt(y.shape(), axis);
+  (void)dim;
   size_t w = dtypeSize(y.dtype());
   uint8_t *dst = y.data<uint8_t>();
   for (int64_t o = 0; o < outer; ++o)
@@ -122,13 +119,9 @@ void concatK(KernelContext &c) {
 void splitK(KernelContext &c) {
   const Tensor &x = c.in(0);
   int64_t axis = normAxis(c.step.getInt("axis", 0), x.rank());
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= x.dim(i);
-  for (int64_t i = axis + 1; i < x.rank(); ++i)
-    inner *= x.dim(i);
+  auto [outer, dim, inner] = splitAt(x.shape(), axis);
   size_t w = dtypeSize(x.dtype());
-  int64_t rowBytes = x.dim(axis) * inner * w, offset = 0;
+  int64_t rowBytes = dim * inner * w, offset = 0;
   for (size_t k = 0; k < c.numOutputs(); ++k) {
     Tensor &y = c.output(k);
     int64_t chunk = y.dim(axis) * inner * w;
@@ -250,12 +243,8 @@ int64_t checkedIndex(int64_t v, int64_t dim) {
 void gatherK(KernelContext &c) {
   const Tensor &data = c.in(0), &idx = c.in(1);
   Tensor &y = c.output(0);
-  int64_t axis = normAxis(c.step.getInt("axis", 0), data.rank());
-  int64_t outer = 1, inner = 1, dim = data.dim(axis);
-  for (int64_t i = 0; i < axis; ++i)
-    outer *= data.dim(i);
-  for (int64_t i = axis + 1; i < data.rank(); ++i)
-    inner *= data.dim(i);
+  auto [outer, dim, inner] =
+      splitAt(data.shape(), normAxis(c.step.getInt("axis", 0), data.rank()));
   size_t w = dtypeSize(data.dtype());
   int64_t n = idx.size();
   for (int64_t o = 0; o < outer; ++o)

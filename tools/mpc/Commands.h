@@ -7,6 +7,10 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <map>
+#include <string>
+#include <vector>
+
 namespace mpc {
 
 extern llvm::cl::SubCommand importCommand;
@@ -15,6 +19,12 @@ extern llvm::cl::SubCommand opsCommand;
 int runOps();
 extern llvm::cl::SubCommand runCommand;
 int runRun();
+
+/// Adds --freeze NAME=FILE specs to `frozen`; false (with `error`) on a
+/// malformed one.
+bool parseFreezeSpecs(const std::vector<std::string> &specs,
+                      std::map<std::string, std::string> &frozen,
+                      std::string &error);
 
 /// Prints "mpc: error: <message>" and returns the exit code 1.
 int reportError(const llvm::Twine &message);

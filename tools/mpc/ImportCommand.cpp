@@ -72,6 +72,20 @@ static std::string locationName(mlir::Location loc) {
   return "";
 }
 
+bool parseFreezeSpecs(const std::vector<std::string> &specs,
+                      std::map<std::string, std::string> &frozen,
+                      std::string &error) {
+  for (const std::string &f : specs) {
+    auto [name, file] = StringRef(f).split('=');
+    if (name.empty() || file.empty()) {
+      error = "--freeze expects NAME=FILE, got '" + f + "'";
+      return false;
+    }
+    frozen[name.str()] = file.str();
+  }
+  return true;
+}
+
 int runImport() {
   mlir::MLIRContext ctx;
   mlir::mpc::ImportOptions options;
@@ -87,14 +101,10 @@ int runImport() {
       return reportError("--dim expects NAME=SIZE, got '" + d + "'");
     options.dims[name.str()] = size;
   }
-  for (const std::string &f : freeze) {
-    auto [name, file] = StringRef(f).split('=');
-    if (name.empty() || file.empty())
-      return reportError("--freeze expects NAME=FILE, got '" + f + "'");
-    options.frozenInputs[name.str()] = file.str();
-  }
-
   std::string error;
+  if (!parseFreezeSpecs(freeze, options.frozenInputs, error))
+    return reportError(error);
+
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);

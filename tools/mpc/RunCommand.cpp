@@ -136,14 +136,9 @@ int runRun() {
     feeds[name.str()] = std::move(t);
   }
 
-  for (const std::string &f : freeze) {
-    auto [name, file] = StringRef(f).split('=');
-    if (name.empty() || file.empty())
-      return reportError("--freeze expects NAME=FILE, got '" + f + "'");
-    options.frozenInputs[name.str()] = file.str();
-  }
-
   std::string error;
+  if (!parseFreezeSpecs(freeze, options.frozenInputs, error))
+    return reportError(error);
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
