@@ -36,7 +36,39 @@ std::string typeString(DType d, const Shape &s) {
   return std::string(dtypeName(d)) + shapeString(s);
 }
 
+/// Persistent across runs (training steps reuse the same sizes); bounded.
+BufferPool &bufferPool() {
+  static BufferPool pool;
+  return pool;
+}
+
+constexpr size_t kMaxCachedBytes = size_t(2) << 30;
+
 } // namespace
+
+std::shared_ptr<uint8_t[]> BufferPool::take(size_t bytes) {
+  auto it = free_.lower_bound(bytes);
+  // Reuse a buffer of the same size class (at most 2x larger).
+  if (it != free_.end() && it->first <= 2 * bytes) {
+    auto buf = std::move(it->second);
+    cached_ -= it->first;
+    free_.erase(it);
+    return buf;
+  }
+  size_t n = bytes;
+  return std::shared_ptr<uint8_t[]>(
+      static_cast<uint8_t *>(::operator new[](n, std::align_val_t(64))),
+      [](uint8_t *p) { ::operator delete[](p, std::align_val_t(64)); });
+}
+
+void BufferPool::give(Tensor &t) {
+  const auto &buf = t.storage();
+  if (!buf || buf.use_count() != 1 || cached_ + t.bytes() > kMaxCachedBytes)
+    return;
+  cached_ += std::max<size_t>(t.bytes(), 1);
+  free_.emplace(std::max<size_t>(t.bytes(), 1), buf);
+  t = Tensor();
+}
 
 Kernel findKernel(const std::string &op) {
   auto it = registry().find(op);
@@ -79,7 +111,25 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
   // MPC_PROFILE=1 prints the time spent per op kind to stderr.
   static const bool profile = std::getenv("MPC_PROFILE") != nullptr;
   std::map<std::string, double> spent;
-  for (const Step &step : plan.steps) {
+  // Last step reading each value: its buffer is recycled after that step
+  // (plan inputs, parameters, constants and outputs are never recycled).
+  std::vector<int> lastUse(plan.values.size(), -1);
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    for (int v : plan.steps[s].inputs)
+      if (v >= 0)
+        lastUse[v] = (int)s;
+  std::vector<bool> pinned(plan.values.size(), false);
+  for (const Binding &b : plan.inputs)
+    pinned[b.value] = true;
+  for (const Binding &b : plan.outputs)
+    pinned[b.value] = true;
+  for (const Parameter &p : plan.params)
+    pinned[p.value] = true;
+  for (const auto &[id, t] : plan.constants)
+    pinned[id] = true;
+  BufferPool &pool = bufferPool();
+  for (size_t index = 0; index < plan.steps.size(); ++index) {
+    const Step &step = plan.steps[index];
     auto start = std::chrono::steady_clock::now();
     Kernel kernel = findKernel(step.op);
     if (!kernel) {
@@ -87,7 +137,7 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
               "): no CPU kernel for this op";
       return false;
     }
-    KernelContext ctx(step, plan, values);
+    KernelContext ctx(step, plan, values, &pool);
     try {
       kernel(ctx);
     } catch (const std::exception &e) {
@@ -103,6 +153,9 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
         std::fprintf(stderr, "step: %-10.3f %s %s\n", ms, step.op.c_str(),
                      step.name.c_str());
     }
+    for (int v : step.inputs)
+      if (v >= 0 && lastUse[v] == (int)index && !pinned[v])
+        pool.give(values[v]);
   }
   for (const auto &[op, ms] : spent)
     std::fprintf(stderr, "profile: %-28s %10.3f ms\n", op.c_str(), ms);

@@ -6,6 +6,8 @@
 #include "runtime/Plan.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,10 +20,24 @@ struct KernelError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Recycles tensor storage between steps (and runs) by byte size, so large
+/// activations do not pay allocation and first-touch page faults each time.
+class BufferPool {
+public:
+  std::shared_ptr<uint8_t[]> take(size_t bytes);
+  /// Returns `t`'s storage if nothing else shares it.
+  void give(Tensor &t);
+
+private:
+  std::multimap<size_t, std::shared_ptr<uint8_t[]>> free_;
+  size_t cached_ = 0;
+};
+
 class KernelContext {
 public:
-  KernelContext(const Step &step, const Plan &plan, std::vector<Tensor> &values)
-      : step(step), plan_(plan), values_(values) {}
+  KernelContext(const Step &step, const Plan &plan, std::vector<Tensor> &values,
+                BufferPool *pool = nullptr)
+      : step(step), plan_(plan), values_(values), pool_(pool) {}
 
   const Step &step;
 
@@ -37,10 +53,22 @@ public:
   const ValueInfo &outputInfo(size_t i) const {
     return plan_.values[step.outputs[i]];
   }
-  /// Allocates output i with the plan's type (zero-filled).
+  /// Allocates output i with the plan's type. Its contents are unspecified:
+  /// kernels write every element (or call outputZeroed).
   Tensor &output(size_t i) {
     const ValueInfo &info = outputInfo(i);
-    return values_[step.outputs[i]] = Tensor(info.dtype, info.shape);
+    if (!pool_)
+      return values_[step.outputs[i]] = Tensor(info.dtype, info.shape);
+    size_t bytes = std::max<size_t>(numElements(info.shape) *
+                                        dtypeSize(info.dtype),
+                                    1);
+    return values_[step.outputs[i]] =
+               Tensor(info.dtype, info.shape, pool_->take(bytes));
+  }
+  Tensor &outputZeroed(size_t i) {
+    Tensor &t = output(i);
+    std::fill_n(static_cast<uint8_t *>(t.raw()), t.bytes(), 0);
+    return t;
   }
   /// Makes output i share `t`'s storage (reshape-like ops).
   void setOutput(size_t i, Tensor t) { values_[step.outputs[i]] = std::move(t); }
@@ -48,6 +76,7 @@ public:
 private:
   const Plan &plan_;
   std::vector<Tensor> &values_;
+  BufferPool *pool_;
 };
 
 using Kernel = void (*)(KernelContext &);

@@ -3,6 +3,7 @@
 #include "runtime/Parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -25,6 +26,9 @@ int &threadCount() {
 }
 
 /// Persistent workers; each parallelFor hands out one job to all of them.
+/// Workers spin briefly on the job counter before sleeping, and the caller
+/// spins for completion: kernels are short, and a condition-variable
+/// round trip per op would dominate small graphs.
 class Pool {
 public:
   explicit Pool(int workers) {
@@ -35,6 +39,7 @@ public:
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
+      generation_.fetch_add(1);
     }
     cv_.notify_all();
     for (auto &t : threads_)
@@ -42,17 +47,17 @@ public:
   }
 
   void run(int chunks, const std::function<void(int)> &job) {
-    std::unique_lock<std::mutex> lock(mu_);
-    job_ = &job;
-    chunks_ = chunks;
-    pending_ = chunks - 1;
-    ++generation_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &job;
+      chunks_ = chunks;
+      pending_.store(chunks - 1);
+      generation_.fetch_add(1);
+    }
     cv_.notify_all();
-    lock.unlock();
     job(0); // the caller takes chunk 0
-    lock.lock();
-    done_.wait(lock, [&] { return pending_ == 0; });
-    job_ = nullptr;
+    while (pending_.load() != 0)
+      std::this_thread::yield();
   }
 
   int size() const { return (int)threads_.size() + 1; }
@@ -60,29 +65,32 @@ public:
 private:
   void loop(int index) {
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      // Spin a little for the next job, then sleep.
+      for (int i = 0; i < 20000 && generation_.load() == seen; ++i)
+        std::this_thread::yield();
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return generation_.load() != seen; });
       if (stop_)
         return;
-      seen = generation_;
-      if (index >= chunks_)
-        continue;
+      seen = generation_.load();
       const auto *job = job_;
+      int chunks = chunks_;
       lock.unlock();
-      (*job)(index);
-      lock.lock();
-      if (--pending_ == 0)
-        done_.notify_one();
+      if (index < chunks) {
+        (*job)(index);
+        pending_.fetch_sub(1);
+      }
     }
   }
 
   std::vector<std::thread> threads_;
   std::mutex mu_;
-  std::condition_variable cv_, done_;
+  std::condition_variable cv_;
   const std::function<void(int)> *job_ = nullptr;
-  int chunks_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
+  int chunks_ = 0;
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
 };
 

@@ -56,6 +56,10 @@ Tensor::Tensor(DType dtype, Shape shape)
   std::memset(data_.get(), 0, n);
 }
 
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> storage)
+    : dtype_(dtype), shape_(std::move(shape)), size_(numElements(shape_)),
+      data_(std::move(storage)) {}
+
 float Tensor::getFloat(int64_t i) const {
   switch (dtype_) {
   case DType::F32:

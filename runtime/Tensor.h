@@ -25,7 +25,13 @@ std::string shapeString(const Shape &shape); // "[2,3]"
 class Tensor {
 public:
   Tensor() = default;
+  /// Zero-filled.
   Tensor(DType dtype, Shape shape);
+  /// Uses `storage` (at least bytes() long, contents unspecified).
+  Tensor(DType dtype, Shape shape, std::shared_ptr<uint8_t[]> storage);
+
+  /// The shared storage (for buffer reuse by the executor).
+  const std::shared_ptr<uint8_t[]> &storage() const { return data_; }
 
   DType dtype() const { return dtype_; }
   const Shape &shape() const { return shape_; }

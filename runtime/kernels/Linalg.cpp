@@ -90,12 +90,13 @@ void gemmK(KernelContext &c) {
   int64_t m = y.dim(0), n = y.dim(1), k = ta ? a.dim(0) : a.dim(1);
   std::vector<float> aBuf, bBuf, yBuf;
   float *yp = floatOut(y, yBuf);
-  if (cIn && beta != 0.0f)
+  bool withC = cIn && beta != 0.0f;
+  if (withC)
     forEachBroadcast(y.shape(), {cIn}, [&](int64_t i, const int64_t *o) {
       yp[i] = beta * cIn->getFloat(o[0]);
     });
   sgemm(ta, tb, m, n, k, alpha, floatData(a, aBuf), a.dim(1),
-        floatData(b, bBuf), b.dim(1), 1.0f, yp, n);
+        floatData(b, bBuf), b.dim(1), withC ? 1.0f : 0.0f, yp, n);
   finishFloatOut(y, yBuf);
 }
 

@@ -338,7 +338,7 @@ void oneHotK(KernelContext &c) {
 
 void triluK(KernelContext &c) {
   const Tensor &x = c.in(0);
-  Tensor &y = c.output(0);
+  Tensor &y = c.outputZeroed(0);
   int64_t k = c.step.getInt("k", 0);
   bool upper = c.step.getInt("upper", 1);
   int64_t rows = x.rank() >= 2 ? x.dim(x.rank() - 2) : 1;
