@@ -160,7 +160,11 @@ void convK(KernelContext &c) {
   int64_t rows = cg * kk;
   int64_t chunk = std::clamp<int64_t>((2 << 20) / std::max<int64_t>(rows * osp, 1),
                                       1, batch);
-  std::vector<float> col, out;
+  // Scratch kept per thread across calls: no allocation or page faults per
+  // convolution.
+  // (Lambdas below must see the caller's buffers, not their thread's.)
+  static thread_local std::vector<float> colScratch, outScratch;
+  std::vector<float> &col = colScratch, &out = outScratch;
   for (int64_t g = 0; g < group; ++g)
     for (int64_t img0 = 0; img0 < batch; img0 += chunk) {
       int64_t nb = std::min(chunk, batch - img0), cols = nb * osp;

@@ -175,25 +175,32 @@ void layerNormK(KernelContext &c) {
     inner *= x.dim(i);
   int64_t outer = x.size() / std::max<int64_t>(inner, 1);
   Tensor &y = c.output(0), &meanOut = c.output(1), &invOut = c.output(2);
-  parallelFor(outer, 1, [&](int64_t b, int64_t e) {
+  std::vector<float> xBuf, sBuf, bBuf, yBuf;
+  const float *xp = floatData(x, xBuf), *sp = floatData(scale, sBuf);
+  const float *bp = bias ? floatData(*bias, bBuf) : nullptr;
+  float *yp = floatOut(y, yBuf);
+  parallelFor(outer, 4, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
+      const float *row = xp + r * inner;
       double sum = 0, sq = 0;
       for (int64_t i = 0; i < inner; ++i) {
-        double v = x.getFloat(r * inner + i);
-        sum += v;
-        sq += v * v;
+        sum += row[i];
+        sq += (double)row[i] * row[i];
       }
       double m = sum / inner;
       float mean = (float)m;
-      float inv = 1.0f / std::sqrt((float)std::max(sq / inner - m * m, 0.0) + eps);
+      float inv =
+          1.0f / std::sqrt((float)std::max(sq / inner - m * m, 0.0) + eps);
+      float *out = yp + r * inner;
       for (int64_t i = 0; i < inner; ++i) {
-        float v = (x.getFloat(r * inner + i) - mean) * inv * scale.getFloat(i);
-        y.setFloat(r * inner + i, bias ? v + bias->getFloat(i) : v);
+        float v = (row[i] - mean) * inv * sp[i];
+        out[i] = bp ? v + bp[i] : v;
       }
       meanOut.setFloat(r, mean);
       invOut.setFloat(r, inv);
     }
   });
+  finishFloatOut(y, yBuf);
 }
 
 //===----------------------------------------------------------------------===//
@@ -203,20 +210,29 @@ void layerNormK(KernelContext &c) {
 /// Softmax or log-softmax of `x` along `axis` into float `out`.
 void softmaxInto(const Tensor &x, int64_t axis, bool logSoftmax, float *out) {
   auto [outer, dim, inner] = splitAt(x.shape(), axis);
+  std::vector<float> xBuf;
+  const float *xp = floatData(x, xBuf);
   parallelFor(outer * inner, 64, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       int64_t base = (r / inner) * dim * inner + r % inner;
+      const float *in = xp + base;
+      float *o = out + base;
       float mx = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < dim; ++j)
-        mx = std::max(mx, x.getFloat(base + j * inner));
+        mx = std::max(mx, in[j * inner]);
       double sum = 0;
-      for (int64_t j = 0; j < dim; ++j)
-        sum += std::exp(x.getFloat(base + j * inner) - mx);
-      float logSum = (float)std::log(sum);
       for (int64_t j = 0; j < dim; ++j) {
-        float v = x.getFloat(base + j * inner) - mx;
-        out[base + j * inner] =
-            logSoftmax ? v - logSum : (float)(std::exp(v) / sum);
+        float ex = std::exp(in[j * inner] - mx);
+        o[j * inner] = ex;
+        sum += ex;
+      }
+      if (logSoftmax) {
+        float logSum = (float)std::log(sum);
+        for (int64_t j = 0; j < dim; ++j)
+          o[j * inner] = (in[j * inner] - mx) - logSum;
+      } else {
+        for (int64_t j = 0; j < dim; ++j)
+          o[j * inner] = (float)(o[j * inner] / sum);
       }
     }
   });

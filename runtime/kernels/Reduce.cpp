@@ -38,6 +38,73 @@ template <Red R> void reduceK(KernelContext &c) {
     for (int64_t a : *axes)
       reduced[normAxis(a, rank)] = true;
   }
+  // Contiguous reduced axes (the usual case): [outer, reduced, inner].
+  int64_t first = -1, lastAxis = -1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d]) {
+      if (first < 0)
+        first = d;
+      lastAxis = d;
+    }
+  bool contiguous = first >= 0;
+  for (int64_t d = first; contiguous && d <= lastAxis; ++d)
+    contiguous = reduced[d];
+  if (contiguous && isFloat(x.dtype())) {
+    int64_t outer = 1, red = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < first ? outer : d <= lastAxis ? red : inner) *= x.dim(d);
+    std::vector<float> xBuf;
+    const float *xp = floatData(x, xBuf);
+    parallelFor(outer * inner, 16, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const float *base = xp + (o / inner) * red * inner + o % inner;
+        double mx = -std::numeric_limits<double>::infinity();
+        if (R == Red::LogSumExp) // subtract the max for stability
+          for (int64_t j = 0; j < red; ++j)
+            mx = std::max<double>(mx, base[j * inner]);
+        double a = R == Red::Max   ? -std::numeric_limits<double>::infinity()
+                   : R == Red::Min ? std::numeric_limits<double>::infinity()
+                   : R == Red::Prod ? 1.0
+                                    : 0.0;
+        for (int64_t j = 0; j < red; ++j) {
+          double v = base[j * inner];
+          switch (R) {
+          case Red::Max:
+            a = std::isnan(v) || v > a ? v : a;
+            break;
+          case Red::Min:
+            a = std::isnan(v) || v < a ? v : a;
+            break;
+          case Red::Prod:
+            a *= v;
+            break;
+          case Red::L1:
+            a += std::fabs(v);
+            break;
+          case Red::L2:
+          case Red::SumSquare:
+            a += v * v;
+            break;
+          case Red::LogSumExp:
+            a += std::exp(v - mx);
+            break;
+          default:
+            a += v;
+          }
+        }
+        if (R == Red::LogSumExp)
+          a = std::log(a) + mx;
+        else if (R == Red::Mean)
+          a = red ? a / red : std::nan("");
+        else if (R == Red::L2)
+          a = std::sqrt(a);
+        else if (R == Red::LogSum)
+          a = std::log(a);
+        y.setFloat(o, (float)a);
+      }
+    });
+    return;
+  }
   // Output index of every input element (keepdims does not change it).
   std::vector<int64_t> outStrides(rank, 0);
   for (int64_t d = rank - 1, s = 1; d >= 0; --d)

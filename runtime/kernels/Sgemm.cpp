@@ -22,9 +22,11 @@ namespace {
 
 constexpr int64_t kKc = 256, kMc = 96, kNc = 2048, kNChunk = 256;
 
+/// bp points at a kc x nr panel of B whose rows are ldbp floats apart: a
+/// packed panel (ldbp = nr) or B itself when it is row-major (ldbp = ldb).
 using MicroKernel = void (*)(int64_t kc, const float *ap, const float *bp,
-                             float *c, int64_t ldc, int64_t mr, int64_t nr,
-                             float alpha);
+                             int64_t ldbp, float *c, int64_t ldc, int64_t mr,
+                             int64_t nr, float alpha);
 
 struct KernelSpec {
   int64_t mr, nr;
@@ -41,28 +43,28 @@ inline void storeTile(const float *tile, int64_t rows, float *c, int64_t ldc,
 }
 
 template <int64_t MR, int64_t NR>
-void microGeneric(int64_t kc, const float *ap, const float *bp, float *c,
-                  int64_t ldc, int64_t mr, int64_t nr, float alpha) {
+void microGeneric(int64_t kc, const float *ap, const float *bp, int64_t ldbp,
+                  float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha) {
   float acc[MR * NR] = {};
   for (int64_t p = 0; p < kc; ++p)
     for (int64_t i = 0; i < MR; ++i) {
       float av = ap[p * MR + i];
       for (int64_t j = 0; j < NR; ++j)
-        acc[i * NR + j] += av * bp[p * NR + j];
+        acc[i * NR + j] += av * bp[p * ldbp + j];
     }
   storeTile<NR>(acc, MR, c, ldc, mr, nr, alpha);
 }
 
 __attribute__((target("avx2,fma"))) void
-microAvx2(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
-          int64_t mr, int64_t nr, float alpha) {
+microAvx2(int64_t kc, const float *ap, const float *bp, int64_t ldbp, float *c,
+          int64_t ldc, int64_t mr, int64_t nr, float alpha) {
   constexpr int64_t MR = 6, NR = 16;
   __m256 acc[MR][2];
   for (int64_t i = 0; i < MR; ++i)
     acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
-    __m256 b0 = _mm256_loadu_ps(bp + p * NR);
-    __m256 b1 = _mm256_loadu_ps(bp + p * NR + 8);
+    __m256 b0 = _mm256_loadu_ps(bp + p * ldbp);
+    __m256 b1 = _mm256_loadu_ps(bp + p * ldbp + 8);
     for (int64_t i = 0; i < MR; ++i) {
       __m256 a = _mm256_broadcast_ss(ap + p * MR + i);
       acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
@@ -78,15 +80,15 @@ microAvx2(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
 }
 
 __attribute__((target("avx512f"))) void
-microAvx512(int64_t kc, const float *ap, const float *bp, float *c,
-            int64_t ldc, int64_t mr, int64_t nr, float alpha) {
+microAvx512(int64_t kc, const float *ap, const float *bp, int64_t ldbp,
+            float *c, int64_t ldc, int64_t mr, int64_t nr, float alpha) {
   constexpr int64_t MR = 8, NR = 32;
   __m512 acc[MR][2];
   for (int64_t i = 0; i < MR; ++i)
     acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kc; ++p) {
-    __m512 b0 = _mm512_loadu_ps(bp + p * NR);
-    __m512 b1 = _mm512_loadu_ps(bp + p * NR + 16);
+    __m512 b0 = _mm512_loadu_ps(bp + p * ldbp);
+    __m512 b1 = _mm512_loadu_ps(bp + p * ldbp + 16);
     for (int64_t i = 0; i < MR; ++i) {
       __m512 a = _mm512_set1_ps(ap[p * MR + i]);
       acc[i][0] = _mm512_fmadd_ps(a, b0, acc[i][0]);
@@ -136,16 +138,23 @@ void packPanelB(const float *b, int64_t ldb, bool transB, int64_t p0,
   }
 }
 
-/// Packs op(B)[p0:p0+kc, j0:j0+nc] into nr-wide column panels (zero pad),
-/// panels in parallel.
+/// Whether the micro-kernel reads row-major B in place instead of a packed
+/// copy: saves a pass over B, except when rows 4 KB apart would alias in
+/// the cache.
+bool readBDirect(bool transB, int64_t ldb) { return !transB && ldb % 1024; }
+
+/// Packs the panels of op(B)[p0:p0+kc, j0:j0+nc] the micro-kernel does not
+/// read in place (see readBDirect; a partial last panel always).
 void packB(const float *b, int64_t ldb, bool transB, int64_t p0, int64_t kc,
            int64_t j0, int64_t nc, int64_t nr, float *packed) {
   int64_t panels = (nc + nr - 1) / nr;
   parallelFor(panels, 4, [&](int64_t pb, int64_t pe) {
-    for (int64_t panel = pb; panel < pe; ++panel)
-      packPanelB(b, ldb, transB, p0, kc, j0 + panel * nr,
-                 std::min(nr, nc - panel * nr), nr,
-                 packed + panel * nr * kc);
+    for (int64_t panel = pb; panel < pe; ++panel) {
+      int64_t w = std::min(nr, nc - panel * nr);
+      if (!readBDirect(transB, ldb) || w < nr)
+        packPanelB(b, ldb, transB, p0, kc, j0 + panel * nr, w, nr,
+                   packed + panel * nr * kc);
+    }
   });
 }
 
@@ -184,7 +193,9 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   }
   const KernelSpec &spec = kernelSpec();
   int64_t mr = spec.mr, nr = spec.nr;
-  std::vector<float> bPack;
+  // Reused across calls; workers must see the caller's buffer, not theirs.
+  static thread_local std::vector<float> bScratch;
+  std::vector<float> &bPack = bScratch;
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     int64_t nc = std::min(kNc, n - j0);
     int64_t ncPad = (nc + nr - 1) / nr * nr;
@@ -197,7 +208,8 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
       int64_t mBlocks = (m + kMc - 1) / kMc;
       int64_t nChunks = (nc + kNChunk - 1) / kNChunk;
       parallelFor(mBlocks * nChunks, 1, [&](int64_t tBegin, int64_t tEnd) {
-        std::vector<float> aPack((kMc + mr - 1) / mr * mr * kc);
+        static thread_local std::vector<float> aPack;
+        aPack.resize((kMc + mr - 1) / mr * mr * kc);
         int64_t packed = -1;
         for (int64_t t = tBegin; t < tEnd; ++t) {
           int64_t blk = t / nChunks, chunk = t % nChunks;
@@ -206,11 +218,16 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
             packA(a, lda, transA, i0, mc, p0, kc, mr, aPack.data());
           packed = blk;
           int64_t jEnd = std::min(nc, (chunk + 1) * kNChunk);
-          for (int64_t j = chunk * kNChunk; j < jEnd; j += nr)
+          for (int64_t j = chunk * kNChunk; j < jEnd; j += nr) {
+            bool direct = readBDirect(transB, ldb) && nc - j >= nr;
+            const float *bp =
+                direct ? b + p0 * ldb + j0 + j : bPack.data() + j * kc;
+            int64_t ldbp = direct ? ldb : nr;
             for (int64_t i = 0; i < mc; i += mr)
-              spec.fn(kc, aPack.data() + i * kc, bPack.data() + j * kc,
+              spec.fn(kc, aPack.data() + i * kc, bp, ldbp,
                       c + (i0 + i) * ldc + j0 + j, ldc, std::min(mr, mc - i),
                       std::min(nr, nc - j), alpha);
+          }
         }
       });
     }

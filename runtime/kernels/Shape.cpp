@@ -202,6 +202,27 @@ void padK(KernelContext &c) {
   std::string mode = c.step.getString("mode", "constant");
   auto xs = stridesOf(x.shape());
   const Shape &ys = y.shape();
+  bool cropping = false;
+  for (int64_t p : pads)
+    cropping |= p < 0;
+  if (mode == "constant" && !cropping && x.size() > 0) {
+    // Fill with the value, then copy input rows into the interior.
+    for (int64_t i = 0; i < y.size(); ++i)
+      copyElem(y, i, value, 0);
+    auto ysStrides = stridesOf(ys);
+    size_t w = dtypeSize(x.dtype());
+    int64_t inner = x.dim(rank - 1), rows = x.size() / inner;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t off = before[rank - 1];
+      for (int64_t d = rank - 2, q = r; d >= 0; --d) {
+        off += (q % x.dim(d) + before[d]) * ysStrides[d];
+        q /= x.dim(d);
+      }
+      std::memcpy(y.data<uint8_t>() + off * w,
+                  x.data<uint8_t>() + r * inner * w, inner * w);
+    }
+    return;
+  }
   for (int64_t i = 0; i < y.size(); ++i) {
     int64_t off = 0;
     bool outside = false;
