@@ -119,36 +119,6 @@ NodeContext::intsFromAttrOrInput(StringRef name, unsigned i) {
   return std::optional<SmallVector<int64_t>>(*v);
 }
 
-/// Infers result types through the op's InferTypeOpInterface with
-/// properties built from `attrs`, capturing the diagnostic on failure.
-static LogicalResult inferTypes(NodeContext &c, RegisteredOperationName name,
-                                ValueRange operands, DictionaryAttr attrs,
-                                SmallVectorImpl<Type> &types) {
-  MLIRContext *ctx = c.b.getContext();
-  std::string diag;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
-    if (diag.empty())
-      diag = d.str();
-    return success();
-  });
-  SmallVector<uint64_t> storage((name.getOpPropertyByteSize() + 7) / 8 + 1);
-  OpaqueProperties props(storage.data());
-  name.initOpProperties(props, nullptr);
-  LogicalResult result = success();
-  if (name.getOpPropertyByteSize())
-    result = name.setOpPropertiesFromAttribute(
-        name, props, attrs, [&] { return emitError(c.loc); });
-  if (mlir::succeeded(result)) {
-    auto *iface = name.getInterface<InferTypeOpInterface>();
-    result = iface->inferReturnTypes(ctx, c.loc, operands, attrs, props,
-                                     RegionRange(), types);
-  }
-  name.destroyOpProperties(props);
-  if (mlir::failed(result))
-    return c.fail(diag.empty() ? "cannot infer the result type" : diag);
-  return success();
-}
-
 /// Replaces `op` by its folded values when its operands are constants.
 static std::optional<SmallVector<Value>> tryFold(NodeContext &c, Operation *op) {
   auto values = mpc::foldToValues(c.b, op);
@@ -192,8 +162,7 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
                                                  ValueRange operands,
                                                  ArrayRef<NamedAttribute> attrs,
                                                  ArrayRef<int32_t> segments) {
-  MLIRContext *ctx = b.getContext();
-  auto name = RegisteredOperationName::lookup(opName, ctx);
+  auto name = RegisteredOperationName::lookup(opName, b.getContext());
   assert(name && "importer builds an unregistered op");
   auto [minOperands, maxOperands] = operandArity(*name);
   for (auto [i, v] : llvm::enumerate(operands))
@@ -208,16 +177,14 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
   NamedAttrList list(attrs);
   if (!segments.empty())
     list.set("operandSegmentSizes", b.getDenseI32ArrayAttr(segments));
-  DictionaryAttr dict = list.getDictionary(ctx);
-  SmallVector<Type> types;
-  if (mlir::failed(inferTypes(*this, *name, operands, dict, types)))
+  std::string diag;
+  auto created = mpc::createInferred(b, loc, opName, operands, list.getAttrs(),
+                                     &diag);
+  if (mlir::failed(created)) {
+    (void)fail(diag);
     return failure();
-  OperationState state(loc, *name);
-  state.addOperands(operands);
-  state.addTypes(types);
-  if (name->getOpPropertyByteSize())
-    state.propertiesAttr = dict;
-  Operation *op = b.create(state);
+  }
+  Operation *op = *created;
   if (auto folded = tryFold(*this, op))
     return *folded;
   return SmallVector<Value>(op->getResults());

@@ -327,3 +327,46 @@ std::optional<SmallVector<Value>> mpc::foldToValues(OpBuilder &b,
   }
   return values;
 }
+
+FailureOr<Operation *> mpc::createInferred(OpBuilder &b, Location loc,
+                                           StringRef opName,
+                                           ValueRange operands,
+                                           ArrayRef<NamedAttribute> attrs,
+                                           std::string *diagnostic) {
+  MLIRContext *ctx = b.getContext();
+  auto name = RegisteredOperationName::lookup(opName, ctx);
+  assert(name && "creating an unregistered op");
+  DictionaryAttr dict = DictionaryAttr::get(ctx, attrs);
+  std::string diag;
+  SmallVector<Type> types;
+  {
+    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
+      if (diag.empty())
+        diag = d.str();
+      return success();
+    });
+    SmallVector<uint64_t> storage((name->getOpPropertyByteSize() + 7) / 8 + 1);
+    OpaqueProperties props(storage.data());
+    name->initOpProperties(props, nullptr);
+    LogicalResult result = success();
+    if (name->getOpPropertyByteSize())
+      result = name->setOpPropertiesFromAttribute(
+          *name, props, dict, [&] { return emitError(loc); });
+    if (succeeded(result))
+      if (auto *iface = name->getInterface<InferTypeOpInterface>())
+        result = iface->inferReturnTypes(ctx, loc, operands, dict, props,
+                                         RegionRange(), types);
+    name->destroyOpProperties(props);
+    if (failed(result)) {
+      if (diagnostic)
+        *diagnostic = diag.empty() ? "cannot infer the result type" : diag;
+      return failure();
+    }
+  }
+  OperationState state(loc, *name);
+  state.addOperands(operands);
+  state.addTypes(types);
+  if (name->getOpPropertyByteSize())
+    state.propertiesAttr = dict;
+  return b.create(state);
+}

@@ -19,6 +19,15 @@ namespace mlir::mpc {
 /// is dynamic on one side (declared types may be more static than inferred).
 bool areCompatibleTypes(TypeRange lhs, TypeRange rhs);
 
+/// Creates op `name` with result types inferred from its operands and
+/// attributes (inherent ones become properties). Unlike ODS's generic
+/// builder this works for ops with properties, and it does not crash on a
+/// shape error: it returns failure and, when given, the diagnostic text.
+FailureOr<Operation *> createInferred(OpBuilder &b, Location loc,
+                                      StringRef name, ValueRange operands,
+                                      ArrayRef<NamedAttribute> attrs = {},
+                                      std::string *diagnostic = nullptr);
+
 /// Folds `op` (not a constant) when its operands allow: returns the values
 /// replacing its results, constants being materialized at `b`'s insertion
 /// point. `op` itself is left for the caller to replace and erase.

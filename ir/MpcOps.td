@@ -8,5 +8,6 @@ include "ir/LinalgOps.td"
 include "ir/NnOps.td"
 include "ir/ShapeOps.td"
 include "ir/TrainingOps.td"
+include "ir/GradOps.td"
 
 #endif // MPC_OPS_TD

@@ -213,6 +213,12 @@ LogicalResult scalarI64(std::optional<Location>, ValueRange operands,
   return success();
 }
 
+LogicalResult typeOfSecond(std::optional<Location>, ValueRange operands,
+                           SmallVectorImpl<Type> &types) {
+  types.push_back(operands[1].getType());
+  return success();
+}
+
 LogicalResult constantValue(std::optional<Location> loc, Attribute value,
                             SmallVectorImpl<Type> &types) {
   auto typed = llvm::dyn_cast_or_null<TypedAttr>(value);

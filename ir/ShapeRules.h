@@ -63,6 +63,8 @@ LogicalResult dropout(std::optional<Location>, ValueRange,
                       SmallVectorImpl<Type> &);
 LogicalResult scalarI64(std::optional<Location>, ValueRange,
                         SmallVectorImpl<Type> &);
+LogicalResult typeOfSecond(std::optional<Location>, ValueRange,
+                           SmallVectorImpl<Type> &);
 LogicalResult constantValue(std::optional<Location>, Attribute value,
                             SmallVectorImpl<Type> &);
 LogicalResult sameAsFirstAxis(std::optional<Location>, ValueRange, int64_t axis,
@@ -100,6 +102,7 @@ MPC_OPERAND_RULE(globalPool)
 MPC_OPERAND_RULE(batchNormTrain)
 MPC_OPERAND_RULE(dropout)
 MPC_OPERAND_RULE(scalarI64)
+MPC_OPERAND_RULE(typeOfSecond)
 #undef MPC_OPERAND_RULE
 
 template <typename A, typename = decltype(std::declval<A>().getValueAttr())>

@@ -31,4 +31,31 @@ def SpecializeShapes : Pass<"mpc-specialize-shapes", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def Autodiff : Pass<"mpc-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Build a train-step function returning parameter gradients";
+  let description = [{
+    Clones the entry function (`mpc.entry`) into `@<name>_train_step`, which
+    returns the forward results followed by d(loss)/d(param) for every
+    trainable `mpc.param` argument (result attribute `mpc.gradient = @p`),
+    by a reverse sweep with one gradient rule per op (passes/GradientRules).
+    The loss is the result named by `loss`, else the first f32 scalar.
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<4x3xf32> {mpc.input = "x"},
+                 %w: tensor<2x3xf32> {mpc.param = @w}) -> tensor<f32>
+    ```
+    After, additionally:
+    ```mlir
+    func.func @f_train_step(...) -> (tensor<f32>,
+                                     tensor<2x3xf32> {mpc.gradient = @w})
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"\"",
+           "Name (mpc.output) of the loss result">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 #endif // MPC_PASSES_TD

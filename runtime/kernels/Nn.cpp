@@ -325,6 +325,54 @@ void nllLossK(KernelContext &c) {
   nllInto(c, logp, c.in(0).shape(), c.in(1), c.input(2), c.output(0));
 }
 
+/// Gradient of the NLL part: out[n, label, d] = -w * g / denom (mean) where
+/// g is the incoming loss gradient (scalar, or per element for "none").
+/// With `softmaxFrom`, adds softmax(logp) * w * g / denom everywhere first
+/// (the softmax cross-entropy gradient).
+void lossGrad(KernelContext &c, bool withSoftmax) {
+  const Tensor &g = c.in(0), &logp = c.in(1), &labels = c.in(2);
+  const Tensor *weights = c.input(3);
+  Tensor &out = c.outputZeroed(0);
+  const Shape &shape = logp.shape();
+  int64_t n = shape[0], cls = shape[1], inner = 1;
+  for (size_t i = 2; i < shape.size(); ++i)
+    inner *= shape[i];
+  std::string reduction = c.step.getString("reduction", "mean");
+  bool hasIgnore = c.step.has("ignore_index");
+  int64_t ignore = c.step.getInt("ignore_index", 0);
+  double weightSum = 0;
+  for (int64_t i = 0; i < n * inner; ++i) {
+    int64_t label = labels.getInt(i);
+    if (hasIgnore && label == ignore)
+      continue;
+    if (label < 0 || label >= cls)
+      throw KernelError("label " + std::to_string(label) +
+                        " is out of range [0, " + std::to_string(cls) + ")");
+    weightSum += weights ? weights->getFloat(label) : 1.0f;
+  }
+  double denom = reduction == "mean" ? weightSum : 1.0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t d = 0; d < inner; ++d) {
+      int64_t label = labels.getInt(i * inner + d);
+      if (hasIgnore && label == ignore)
+        continue;
+      double w = weights ? weights->getFloat(label) : 1.0;
+      double gv = reduction == "none" ? g.getFloat(i * inner + d)
+                                      : g.getFloat(0);
+      double scale = w * gv / denom;
+      if (withSoftmax)
+        for (int64_t k = 0; k < cls; ++k) {
+          int64_t idx = (i * cls + k) * inner + d;
+          out.setFloat(idx, (float)(std::exp(logp.getFloat(idx)) * scale));
+        }
+      int64_t at = (i * cls + label) * inner + d;
+      out.setFloat(at, (float)(out.getFloat(at) - scale));
+    }
+}
+
+void softmaxCrossEntropyGradK(KernelContext &c) { lossGrad(c, true); }
+void nllLossGradK(KernelContext &c) { lossGrad(c, false); }
+
 //===----------------------------------------------------------------------===//
 // OneHot, Trilu
 //===----------------------------------------------------------------------===//
@@ -384,6 +432,8 @@ void registerNnKernels(void (*add)(const char *, Kernel)) {
   add("dropout", dropoutK);
   add("softmax_cross_entropy_loss", softmaxCrossEntropyK);
   add("nll_loss", nllLossK);
+  add("softmax_cross_entropy_loss_grad", softmaxCrossEntropyGradK);
+  add("nll_loss_grad", nllLossGradK);
   add("one_hot", oneHotK);
   add("trilu", triluK);
 }

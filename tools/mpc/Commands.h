@@ -19,6 +19,8 @@ extern llvm::cl::SubCommand opsCommand;
 int runOps();
 extern llvm::cl::SubCommand runCommand;
 int runRun();
+extern llvm::cl::SubCommand gradCommand;
+int runGrad();
 
 /// Adds --freeze NAME=FILE specs to `frozen`; false (with `error`) on a
 /// malformed one.

@@ -9,6 +9,8 @@
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
 #include "runtime/Parallel.h"
+#include "passes/Passes.h"
+#include "mlir/Pass/PassManager.h"
 #include "frontend/ImporterImpl.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -114,34 +116,40 @@ static std::string fileName(std::string name) {
   return name + ".npy";
 }
 
-int runRun() {
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
-  if (threads > 0)
-    rt::setNumThreads(threads);
+/// What `mpc run` and `mpc grad` share: read the fed tensors, import the
+/// model with their shapes bound, check names. Fails with a reported error.
+struct Prepared {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
   std::map<std::string, rt::Tensor> feeds;
+};
+
+static bool prepare(mlir::MLIRContext &ctx, const std::string &model,
+                    const std::vector<std::string> &inputSpecs,
+                    const std::vector<std::string> &freezeSpecs,
+                    int64_t batchSize, Prepared &out) {
+  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
+  std::map<std::string, rt::Tensor> &feeds = out.feeds;
   mlir::mpc::ImportOptions options;
-  options.modelPath = modelPath;
-  if (batch > 0)
-    options.batch = batch;
-  for (const std::string &spec : inputs) {
+  options.modelPath = model;
+  if (batchSize > 0)
+    options.batch = batchSize;
+  for (const std::string &spec : inputSpecs) {
     auto [name, file] = StringRef(spec).split('=');
     if (name.empty() || file.empty())
-      return reportError("--input expects NAME=FILE, got '" + spec + "'");
+      return reportError("--input expects NAME=FILE, got '" + spec + "'"), false;
     std::string error;
     rt::Tensor t;
     if (!readInput(file.str(), ctx, t, error))
-      return reportError("input '" + name + "': " + error);
+      return reportError("input '" + name + "': " + error), false;
     options.inputShapes[name.str()] = t.shape();
     feeds[name.str()] = std::move(t);
   }
-
   std::string error;
-  if (!parseFreezeSpecs(freeze, options.frozenInputs, error))
-    return reportError(error);
+  if (!parseFreezeSpecs(freezeSpecs, options.frozenInputs, error))
+    return reportError(error), false;
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
-    return reportError(error);
+    return reportError(error), false;
   // Shapes computed from input *values* (a Reshape target, Slice bounds, a
   // Range limit fed as graph inputs) need those values at compile time: a
   // single run may bake its small and integer inputs in as constants.
@@ -151,7 +159,7 @@ int runRun() {
         options.frozenValues[name] = mlir::mpc::toAttr(t, &ctx);
     module = mlir::mpc::importModelFile(ctx, options, error);
     if (!module)
-      return reportError(error);
+      return reportError(error), false;
     for (const auto &[name, value] : options.frozenValues)
       feeds.erase(name);
   }
@@ -170,30 +178,72 @@ int runRun() {
   for (const auto &[name, t] : feeds)
     if (!known.count(name))
       return reportError("input '" + name + "' is not a graph input of " +
-                         modelPath + " (inputs: " + listed + ")");
+                         model + " (inputs: " + listed + ")"),
+             false;
   for (unsigned i = 0; i < func.getNumArguments(); ++i)
     if (auto n = func.getArgAttrOfType<mlir::StringAttr>(i, "mpc.input"))
       if (!feeds.count(n.str()))
-        return reportError(modelPath + ": missing input '" + n.str() +
+        return reportError(model + ": missing input '" + n.str() +
                            "' of type " +
                            llvm::formatv("{0}", func.getArgumentTypes()[i])
                                .str() +
-                           "; give it with --input " + n.str() + "=FILE");
+                           "; give it with --input " + n.str() + "=FILE"),
+               false;
+  out.module = std::move(module);
+  return true;
+}
 
-  rt::Plan plan;
+/// Builds and runs the plan of `func`; reports errors.
+static bool execute(mlir::func::FuncOp func, const std::string &model,
+                    const std::map<std::string, rt::Tensor> &feeds,
+                    rt::Plan &plan, std::vector<rt::Tensor> &results) {
+  std::string error;
   if (!mlir::mpc::buildPlan(func, plan, error))
-    return reportError(modelPath + ": " + error);
+    return reportError(model + ": " + error), false;
   if (std::string op = rt::firstUnsupportedOp(plan); !op.empty())
-    return reportError(modelPath + ": op mpc." + op +
-                       " has no CPU kernel yet");
-  std::vector<rt::Tensor> results;
+    return reportError(model + ": op mpc." + op + " has no CPU kernel yet"),
+           false;
   if (!rt::runPlan(plan, feeds, results, error))
-    return reportError(modelPath + ": " + error);
+    return reportError(model + ": " + error), false;
+  return true;
+}
+
+static bool writeOutputs(const std::string &dir, const rt::Plan &plan,
+                         const std::vector<rt::Tensor> &results,
+                         size_t begin, bool byGradient) {
+  if (!dir.empty())
+    if (std::error_code ec = sys::fs::create_directories(dir))
+      return reportError("cannot create " + dir + ": " + ec.message()), false;
+  for (size_t i = begin; i < results.size(); ++i) {
+    const std::string &name = plan.outputs[i].name;
+    printSummary(name, results[i]);
+    std::string error;
+    if (!dir.empty() &&
+        !rt::writeNpy(dir + "/" + fileName(name), results[i], error))
+      return reportError(error), false;
+  }
+  (void)byGradient;
+  return true;
+}
+
+int runRun() {
+  mlir::MLIRContext ctx;
+  if (threads > 0)
+    rt::setNumThreads(threads);
+  Prepared prep;
+  if (!prepare(ctx, modelPath, inputs, freeze, batch, prep))
+    return 1;
+  auto func = mlir::mpc::entryFunction(*prep.module);
+  rt::Plan plan;
+  std::vector<rt::Tensor> results;
+  if (!execute(func, modelPath, prep.feeds, plan, results))
+    return 1;
   if (repeat > 0) {
     std::vector<double> ms;
+    std::string error;
     for (int i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
-      rt::runPlan(plan, feeds, results, error);
+      rt::runPlan(plan, prep.feeds, results, error);
       ms.push_back(std::chrono::duration<double, std::milli>(
                        std::chrono::steady_clock::now() - start)
                        .count());
@@ -203,18 +253,76 @@ int runRun() {
                      "threads\n",
                      ms[ms.size() / 2], ms[0], (int)repeat, rt::numThreads());
   }
+  return writeOutputs(outputDir, plan, results, 0, false) ? 0 : 1;
+}
 
-  if (!outputDir.empty())
-    if (std::error_code ec = sys::fs::create_directories(outputDir))
-      return reportError("cannot create " + outputDir + ": " + ec.message());
-  for (size_t i = 0; i < results.size(); ++i) {
-    const std::string &name = plan.outputs[i].name;
-    printSummary(name, results[i]);
-    if (!outputDir.empty() &&
-        !rt::writeNpy(outputDir + "/" + fileName(name), results[i], error))
-      return reportError(error);
+//===----------------------------------------------------------------------===//
+// mpc grad
+//===----------------------------------------------------------------------===//
+
+cl::SubCommand gradCommand("grad",
+                           "One forward and backward pass: write d(loss)/d(p) "
+                           "for every trainable parameter as <p>.npy");
+
+static cl::opt<std::string> gradModel(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx>"),
+                                      cl::sub(gradCommand));
+static cl::list<std::string>
+    gradInputs("input",
+               cl::desc("Feed graph input NAME from FILE (.npy or .pb)"),
+               cl::sub(gradCommand));
+static cl::opt<std::string> gradLoss("loss",
+                                     cl::desc("Graph output to differentiate "
+                                              "(default: first f32 scalar)"),
+                                     cl::sub(gradCommand));
+static cl::opt<std::string> gradDir("output-dir",
+                                    cl::desc("Write <param>.npy files here"),
+                                    cl::value_desc("dir"),
+                                    cl::sub(gradCommand));
+
+int runGrad() {
+  mlir::MLIRContext ctx;
+  Prepared prep;
+  if (!prepare(ctx, gradModel, gradInputs, {}, 0, prep))
+    return 1;
+  mlir::PassManager pm(&ctx);
+  mlir::mpc::AutodiffOptions adOptions;
+  adOptions.loss = gradLoss;
+  pm.addPass(mlir::mpc::createAutodiff(adOptions));
+  std::string diag;
+  {
+    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+      if (diag.empty()) {
+        std::string where;
+        if (auto name = llvm::dyn_cast<mlir::NameLoc>(d.getLocation()))
+          where = "node '" + name.getName().str() + "': ";
+        diag = where + d.str();
+      }
+      return mlir::success();
+    });
+    if (mlir::failed(pm.run(*prep.module)))
+      return reportError(gradModel + ": " + diag);
   }
-  return 0;
+  mlir::func::FuncOp step;
+  for (auto f : prep.module->getOps<mlir::func::FuncOp>())
+    if (f->hasAttr("mpc.train_step"))
+      step = f;
+  rt::Plan plan;
+  std::vector<rt::Tensor> results;
+  if (!execute(step, gradModel, prep.feeds, plan, results))
+    return 1;
+  // Name the gradient outputs after their parameters.
+  size_t forward = step.getNumResults();
+  for (unsigned i = 0; i < step.getNumResults(); ++i)
+    if (auto p = step.getResultAttrOfType<mlir::FlatSymbolRefAttr>(
+            i, "mpc.gradient")) {
+      plan.outputs[i].name = p.getValue().str();
+      forward = std::min<size_t>(forward, i);
+    }
+  unsigned lossIndex =
+      step->getAttrOfType<mlir::IntegerAttr>("mpc.loss_index").getInt();
+  printSummary(plan.outputs[lossIndex].name, results[lossIndex]);
+  return writeOutputs(gradDir, plan, results, forward, true) ? 0 : 1;
 }
 
 } // namespace mpc

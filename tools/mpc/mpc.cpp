@@ -35,6 +35,8 @@ int main(int argc, char **argv) {
     return mpc::runOps();
   if (mpc::runCommand)
     return mpc::runRun();
+  if (mpc::gradCommand)
+    return mpc::runGrad();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }

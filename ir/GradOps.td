@@ -1,0 +1,52 @@
+//===- GradOps.td - backward ops emitted by mpc-autodiff ---*- tablegen -*-===//
+//
+// Gradients that are not a short pattern of forward ops. Each takes the
+// incoming gradient first and returns the gradient of one forward operand.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_GRAD_OPS_TD
+#define MPC_GRAD_OPS_TD
+
+include "ir/MpcDialect.td"
+
+def Mpc_SoftmaxCrossEntropyLossGradOp
+    : Mpc_Op<"softmax_cross_entropy_loss_grad",
+             [Pure, Mpc_InferByRule<"typeOfSecond">]> {
+  let summary = "gradient of softmax_cross_entropy_loss w.r.t. the scores";
+  let description = [{
+    `(softmax(scores) - onehot(labels)) * weight[label] * dloss / denom`,
+    computed from the forward op's log-probabilities; ignored labels get 0.
+    `denom` is the summed weight for "mean", 1 otherwise.
+
+    Example:
+    ```mlir
+    %ds = mpc.softmax_cross_entropy_loss_grad %dloss, %logp, %labels {reduction = "mean"} : (tensor<f32>, tensor<64x10xf32>, tensor<64xi64>) -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$log_prob,
+                   Mpc_IntTensor:$labels, Optional<Mpc_FloatTensor>:$weights,
+                   DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Mpc_FloatTensor:$scores_grad);
+}
+
+def Mpc_NegativeLogLikelihoodLossGradOp
+    : Mpc_Op<"nll_loss_grad", [Pure, Mpc_InferByRule<"typeOfSecond">]> {
+  let summary = "gradient of nll_loss w.r.t. its input";
+  let description = [{
+    `-weight[target] * dloss / denom` at each target position, 0 elsewhere.
+
+    Example:
+    ```mlir
+    %dx = mpc.nll_loss_grad %dloss, %logp, %labels {reduction = "mean"} : (tensor<f32>, tensor<64x10xf32>, tensor<64xi64>) -> tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$input,
+                   Mpc_IntTensor:$target, Optional<Mpc_FloatTensor>:$weight,
+                   DefaultValuedStrAttr<StrAttr, "mean">:$reduction,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Mpc_FloatTensor:$input_grad);
+}
+
+#endif // MPC_GRAD_OPS_TD

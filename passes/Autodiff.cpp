@@ -1,0 +1,151 @@
+//===- Autodiff.cpp - forward + loss -> train step with gradients ---------===//
+
+#include "ir/MpcOps.h"
+#include "passes/GradientRules.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// The loss result: the one named `name`, else the first f32 scalar.
+std::optional<unsigned> findLoss(func::FuncOp f, StringRef name) {
+  for (unsigned i = 0; i < f.getNumResults(); ++i) {
+    auto t = llvm::dyn_cast<RankedTensorType>(f.getResultTypes()[i]);
+    auto n = f.getResultAttrOfType<StringAttr>(i, "mpc.output");
+    if (!name.empty() ? (n && n.getValue() == name)
+                      : (t && t.getRank() == 0 && t.getElementType().isF32()))
+      return i;
+  }
+  return std::nullopt;
+}
+
+struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp entry;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr("mpc.entry"))
+        entry = f;
+    if (!entry) {
+      module.emitError("no function tagged mpc.entry to differentiate");
+      return signalPassFailure();
+    }
+    if (failed(differentiate(module, entry)))
+      signalPassFailure();
+  }
+
+  LogicalResult differentiate(ModuleOp module, func::FuncOp entry) {
+    auto lossIndex = findLoss(entry, loss);
+    if (!lossIndex)
+      return entry.emitError(loss.empty()
+                                 ? "no scalar f32 result to use as the loss"
+                                 : "no result named '" + loss + "'");
+    OpBuilder b(entry);
+    b.setInsertionPointAfter(entry);
+    auto step = cast<func::FuncOp>(b.clone(*entry));
+    step.setSymName((entry.getSymName() + "_train_step").str());
+    step->removeAttr("mpc.entry");
+    step->setAttr("mpc.train_step", b.getUnitAttr());
+
+    Block &body = step.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value lossValue = ret.getOperand(*lossIndex);
+
+    // Trainable parameters, and every value that depends on one.
+    SmallVector<BlockArgument> params;
+    llvm::DenseSet<Value> needsGrad;
+    for (BlockArgument arg : body.getArguments())
+      if (auto sym = step.getArgAttrOfType<FlatSymbolRefAttr>(
+              arg.getArgNumber(), "mpc.param"))
+        if (module.lookupSymbol<ParamOp>(sym).getTrainable()) {
+          params.push_back(arg);
+          needsGrad.insert(arg);
+        }
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return needsGrad.contains(v); }))
+        for (Value r : op.getResults())
+          needsGrad.insert(r);
+
+    // Reverse sweep, accumulating gradients before the return.
+    b.setInsertionPoint(ret);
+    llvm::DenseMap<Value, Value> grads;
+    auto lossType = llvm::cast<RankedTensorType>(lossValue.getType());
+    grads[lossValue] = b.create<ConstantOp>(
+        ret.getLoc(),
+        DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        resultGrads.push_back(grads.lookup(r));
+        any |= (bool)resultGrads.back();
+      }
+      if (!any || llvm::none_of(op->getOperands(), [&](Value v) {
+            return needsGrad.contains(v);
+          }))
+        continue;
+      SmallVector<Value> operandGrads;
+      OpBuilder::InsertionGuard guard(b);
+      if (failed(buildOperandGradients(b, op, resultGrads, operandGrads)))
+        return failure();
+      for (auto [v, gv] : llvm::zip(op->getOperands(), operandGrads)) {
+        if (!gv || !needsGrad.contains(v))
+          continue;
+        Value &acc = grads[v];
+        acc = acc ? (*createInferred(b, op->getLoc(),
+                                     AddOp::getOperationName(), {acc, gv}))
+                        ->getResult(0)
+                  : gv;
+      }
+    }
+
+    // Results: the forward results, then d(loss)/d(param) per parameter.
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<DictionaryAttr> resultAttrs;
+    step.getAllResultAttrs(resultAttrs);
+    for (BlockArgument p : params) {
+      Value g = grads.lookup(p);
+      if (!g) // no path to the loss: zero gradient
+        g = b.create<ConstantOp>(
+            ret.getLoc(),
+            DenseElementsAttr::get(
+                llvm::cast<RankedTensorType>(p.getType()),
+                b.getFloatAttr(getElementTypeOrSelf(p.getType()), 0.0)));
+      results.push_back(g);
+      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          "mpc.gradient", step.getArgAttr(p.getArgNumber(), "mpc.param"))));
+    }
+    b.create<func::ReturnOp>(ret.getLoc(), results);
+    ret.erase();
+    // Rules compute every operand's gradient; drop those nothing uses
+    // (e.g. d(loss)/d(input)).
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    step.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
+    step.setAllResultAttrs(resultAttrs);
+    step->setAttr("mpc.loss_index", b.getI64IntegerAttr(*lossIndex));
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,24 @@
+//===- GradientRules.h - reverse-mode rules per mpc op -----------*- C++ -*-===//
+
+#ifndef MPC_PASSES_GRADIENTRULES_H
+#define MPC_PASSES_GRADIENTRULES_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir::mpc {
+
+/// Given the gradients of `op`'s results (null where a result has none),
+/// builds at `b`'s insertion point the gradients of its operands (null
+/// where none flows, e.g. integer labels). Fails for ops without a rule.
+LogicalResult buildOperandGradients(OpBuilder &b, Operation *op,
+                                    ArrayRef<Value> resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads);
+
+/// `grad` summed over the dimensions `type` was broadcast along, so it
+/// has `type` (numpy broadcasting in reverse).
+Value unbroadcast(OpBuilder &b, Location loc, Value grad, Type type);
+
+} // namespace mlir::mpc
+
+#endif // MPC_PASSES_GRADIENTRULES_H

@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""`mpc grad` against torch autograd: exports each named model, feeds both
+the same seeded batch, and prints per parameter the normwise relative error
+max|mpc - torch| / max|torch|. Runs under Debian's python3-torch.
+
+usage: grad_vs_torch.py MPC WORKDIR MODEL... [--rtol R]
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../scripts"))
+import export_torch_models as zoo  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("mpc")
+ap.add_argument("workdir")
+ap.add_argument("models", nargs="+")
+ap.add_argument("--rtol", type=float, default=1e-4)
+a = ap.parse_args()
+
+MODELS = {
+    "mlp": lambda: (zoo.WithCrossEntropy(zoo.Mlp()),
+                    (torch.randn(16, 64), torch.randint(0, 10, (16,))),
+                    (["x", "labels"], ["loss", "logits"])),
+}
+
+worst = 0.0
+for name in a.models:
+    torch.manual_seed(0)
+    model, args, names = MODELS[name]()
+    path = os.path.join(a.workdir, name + ".onnx")
+    zoo.export(model, args, names, path, 14, training=True)
+    feeds = []
+    for n, t in zip(names[0], args):
+        f = os.path.join(a.workdir, f"{name}.{n}.npy")
+        np.save(f, t.numpy())
+        feeds += ["--input", f"{n}={f}"]
+    out = os.path.join(a.workdir, name + ".grads")
+    subprocess.run([a.mpc, "grad", path, "--output-dir", out] + feeds,
+                   check=True, stdout=subprocess.DEVNULL)
+    model.zero_grad()
+    model(*args)[0].backward()
+    for pname, p in model.named_parameters():
+        got = np.load(os.path.join(out, pname + ".npy"))
+        want = p.grad.numpy()
+        err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+        worst = max(worst, err)
+        print(f"{name} {pname}: relative error {err:.2e}"
+              f" {'ok' if err <= a.rtol else 'FAIL'}")
+print(f"worst relative error {worst:.2e} (bound {a.rtol:g})")
+sys.exit(0 if worst <= a.rtol else 1)

@@ -1,0 +1,183 @@
+"""Finite-difference check of every gradient rule of mpc-autodiff.
+
+Each case is a tiny ONNX model with a trainable initializer W feeding the op
+under test, reduced to a scalar loss sum(op(...) * R) with a fixed random R
+(or a classification loss). `mpc grad` (float32) is compared with central
+differences of the same model in float64 run by onnxruntime.
+
+usage: fd_check.py MPC WORKDIR
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+mpc, work = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(0)
+
+
+def case(name, op_nodes, w, x=None, labels=None, extra=None, loss="weighted",
+         out_shape=None):
+    """op_nodes compute Y from W (and X); loss = sum(Y * R) unless 'direct'."""
+    return dict(name=name, nodes=op_nodes, w=w, x=x, labels=labels,
+                extra=extra or {}, loss=loss, out_shape=out_shape)
+
+
+def build(c, dtype):
+    T = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
+    inits = [numpy_helper.from_array(c["w"].astype(dtype), "W")]
+    for k, v in c["extra"].items():
+        inits.append(numpy_helper.from_array(
+            v.astype(dtype) if v.dtype.kind == "f" else v, k))
+    inputs = []
+    if c["x"] is not None:
+        inputs.append(helper.make_tensor_value_info("X", T, c["x"].shape))
+    if c["labels"] is not None:
+        inputs.append(helper.make_tensor_value_info(
+            "L", TensorProto.INT64, c["labels"].shape))
+    nodes = list(c["nodes"])
+    if c["loss"] == "weighted":
+        inits.append(numpy_helper.from_array(
+            c["r"].astype(dtype), "R"))
+        nodes += [helper.make_node("Mul", ["Y", "R"], ["YR"]),
+                  helper.make_node("ReduceSum", ["YR"], ["loss"], keepdims=0)]
+    g = helper.make_graph(nodes, c["name"], inputs,
+                          [helper.make_tensor_value_info("loss", T, [])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def run64(c, w):
+    m = build(c, np.float64)
+    m.graph.initializer[0].CopyFrom(numpy_helper.from_array(w, "W"))
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    s = ort.InferenceSession(m.SerializeToString(), opts,
+                             providers=["CPUExecutionProvider"])
+    feeds = {}
+    if c["x"] is not None:
+        feeds["X"] = c["x"].astype(np.float64)
+    if c["labels"] is not None:
+        feeds["L"] = c["labels"]
+    return float(s.run(None, feeds)[0])
+
+
+def fd_grad(c):
+    w = c["w"].astype(np.float64)
+    g = np.zeros_like(w)
+    eps = 1e-6
+    for i in range(w.size):
+        wp, wm = w.copy(), w.copy()
+        wp.flat[i] += eps
+        wm.flat[i] -= eps
+        g.flat[i] = (run64(c, wp) - run64(c, wm)) / (2 * eps)
+    return g
+
+
+def n(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def pos(*shape):
+    return (rng.random(shape) + 0.5).astype(np.float32)
+
+
+mk = helper.make_node
+cases = [
+    case("add_bcast", [mk("Add", ["X", "W"], ["Y"])], n(3), x=n(2, 3)),
+    case("sub_bcast", [mk("Sub", ["X", "W"], ["Y"])], n(2, 1), x=n(2, 3)),
+    case("mul", [mk("Mul", ["W", "X"], ["Y"])], n(2, 3), x=n(2, 3)),
+    case("div_num", [mk("Div", ["W", "X"], ["Y"])], n(2, 3), x=pos(2, 3)),
+    case("div_den", [mk("Div", ["X", "W"], ["Y"])], pos(2, 3), x=n(2, 3)),
+    case("neg", [mk("Neg", ["W"], ["Y"])], n(4)),
+    case("relu", [mk("Relu", ["W"], ["Y"])], n(6)),
+    case("tanh", [mk("Tanh", ["W"], ["Y"])], n(5)),
+    case("sigmoid", [mk("Sigmoid", ["W"], ["Y"])], n(5)),
+    case("exp", [mk("Exp", ["W"], ["Y"])], n(5)),
+    case("log", [mk("Log", ["W"], ["Y"])], pos(5)),
+    case("sqrt", [mk("Sqrt", ["W"], ["Y"])], pos(5)),
+    case("identity", [mk("Identity", ["W"], ["Y"])], n(3)),
+    case("gemm_nn", [mk("Gemm", ["X", "W", "B"], ["Y"], alpha=0.5, beta=2.0)],
+         n(3, 4), x=n(2, 3), extra={"B": n(4)}),
+    case("gemm_nt", [mk("Gemm", ["X", "W"], ["Y"], transB=1)], n(4, 3),
+         x=n(2, 3)),
+    case("gemm_tn", [mk("Gemm", ["W", "X"], ["Y"], transA=1)], n(3, 2),
+         x=n(3, 4)),
+    case("gemm_tt", [mk("Gemm", ["W", "X"], ["Y"], transA=1, transB=1)],
+         n(3, 2), x=n(4, 3)),
+    case("gemm_bias", [mk("Gemm", ["X", "A", "W"], ["Y"], beta=0.5)], n(1, 4),
+         x=n(2, 3), extra={"A": n(3, 4)}),
+    case("matmul", [mk("MatMul", ["X", "W"], ["Y"])], n(3, 4), x=n(2, 3)),
+    case("matmul_batched_w", [mk("MatMul", ["X", "W"], ["Y"])], n(3, 4),
+         x=n(2, 5, 3)),
+    case("matmul_batched_x", [mk("MatMul", ["W", "X"], ["Y"])], n(2, 2, 3),
+         x=n(2, 3, 4)),
+    case("transpose", [mk("Transpose", ["W"], ["Y"], perm=[2, 0, 1])],
+         n(2, 3, 4)),
+    case("reshape", [mk("Reshape", ["W", "S"], ["Y"])], n(2, 6),
+         extra={"S": np.array([3, 4], np.int64)}),
+    case("flatten", [mk("Flatten", ["W"], ["Y"], axis=1)], n(2, 3, 2)),
+    case("reduce_sum", [mk("ReduceSum", ["W", "A"], ["Y"], keepdims=0)],
+         n(2, 3, 4), extra={"A": np.array([1], np.int64)}),
+    case("reduce_mean", [mk("ReduceMean", ["W"], ["Y"], axes=[0, 2])],
+         n(2, 3, 4)),
+    case("softmax", [mk("Softmax", ["W"], ["Y"], axis=1)], n(2, 5)),
+    case("log_softmax", [mk("LogSoftmax", ["W"], ["Y"], axis=-1)], n(3, 4)),
+    case("sce_mean", [mk("SoftmaxCrossEntropyLoss", ["W", "L"], ["loss"])],
+         n(4, 5), labels=np.array([0, 3, 1, 4]), loss="direct"),
+    case("sce_ignore", [mk("SoftmaxCrossEntropyLoss", ["W", "L"], ["loss"],
+                           ignore_index=3, reduction="sum")],
+         n(4, 5), labels=np.array([0, 3, 1, 4]), loss="direct"),
+    case("nll_weighted", [mk("NegativeLogLikelihoodLoss", ["W", "L", "K"],
+                             ["loss"])],
+         n(4, 5), labels=np.array([0, 3, 1, 4]),
+         extra={"K": pos(5)}, loss="direct"),
+]
+
+worst, failed = 0.0, 0
+for c in cases:
+    # R weights the outputs so every element matters differently.
+    sess_out = None
+    if c["loss"] == "weighted":
+        m = build({**c, "loss": "none", "r": None}, np.float64)
+        m.graph.output[0].name = "Y"
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        feeds = {}
+        if c["x"] is not None:
+            feeds["X"] = c["x"].astype(np.float64)
+        shape = ort.InferenceSession(
+            m.SerializeToString(), opts,
+            providers=["CPUExecutionProvider"]).run(None, feeds)[0].shape
+        c["r"] = n(*shape) if shape else np.array(rng.standard_normal(),
+                                                  np.float32)
+    model = build(c, np.float32)
+    path = os.path.join(work, c["name"] + ".onnx")
+    open(path, "wb").write(model.SerializeToString())
+    args = []
+    if c["x"] is not None:
+        np.save(os.path.join(work, c["name"] + ".X.npy"), c["x"])
+        args += ["--input", "X=" + os.path.join(work, c["name"] + ".X.npy")]
+    if c["labels"] is not None:
+        np.save(os.path.join(work, c["name"] + ".L.npy"), c["labels"])
+        args += ["--input", "L=" + os.path.join(work, c["name"] + ".L.npy")]
+    out = os.path.join(work, c["name"] + ".grad")
+    p = subprocess.run([mpc, "grad", path, "--output-dir", out] + args,
+                       capture_output=True, text=True)
+    if p.returncode:
+        print(f"{c['name']}: mpc grad failed: {p.stderr.strip()}")
+        failed += 1
+        continue
+    got = np.load(os.path.join(out, "W.npy")).astype(np.float64)
+    want = fd_grad(c)
+    err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-12))
+    worst = max(worst, err)
+    ok = err <= 1e-4
+    failed += not ok
+    print(f"{c['name']}: relative error {err:.1e} {'ok' if ok else 'FAIL'}")
+print(f"{len(cases) - failed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

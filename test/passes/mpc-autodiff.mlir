@@ -1,0 +1,62 @@
+// RUN: mpc-opt %s -mpc-autodiff -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: mpc-opt %s -mpc-autodiff -split-input-file -verify-diagnostics --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
+
+// A linear layer with a loss: the train step returns the forward results
+// and the gradient of each trainable parameter; the frozen one (no
+// `trainable`) and the input get none, and dead gradients are dropped.
+mpc.param @w trainable : tensor<3x4xf32> = dense<1.0> : tensor<3x4xf32>
+mpc.param @b trainable : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+mpc.param @frozen : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+// CHECK-LABEL: func.func @f(
+// CHECK-LABEL: func.func @f_train_step(
+// CHECK-SAME: -> (tensor<f32> {mpc.output = "loss"}, tensor<3x4xf32> {mpc.gradient = @w}, tensor<3xf32> {mpc.gradient = @b})
+// CHECK-SAME: attributes {mpc.loss_index = 0 : i64, mpc.train_step}
+// CHECK: %[[Y:.*]] = mpc.gemm %[[X:.*]], %[[W:.*]], %[[B:.*]] {transB = true}
+// CHECK: %[[LOSS:.*]], %[[LOGP:.*]] = mpc.softmax_cross_entropy_loss
+// CHECK: %[[ONE:.*]] = mpc.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DY:.*]] = mpc.softmax_cross_entropy_loss_grad %[[ONE]], %[[LOGP]], %{{.*}} : (tensor<f32>, tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+// CHECK-NOT: mpc.gemm %[[DY]], %[[W]]
+// CHECK: %[[DW:.*]] = mpc.gemm %[[DY]], %[[X]] {transA = true} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+// CHECK: %[[DB:.*]] = mpc.reduce_sum %[[DY]] {axes = array<i64: 0>, keepdims = false} : (tensor<2x3xf32>) -> tensor<3xf32>
+// CHECK: return %[[LOSS]], %[[DW]], %[[DB]]
+// LOC: mpc.softmax_cross_entropy_loss_grad {{.*}} loc("loss")
+// LOC: mpc.gemm {{.*}} loc("fc")
+func.func @f(%x: tensor<2x4xf32> {mpc.input = "x"}, %labels: tensor<2xi64> {mpc.input = "labels"},
+             %w: tensor<3x4xf32> {mpc.param = @w}, %b: tensor<3xf32> {mpc.param = @b},
+             %frozen: tensor<3xf32> {mpc.param = @frozen}) -> (tensor<f32> {mpc.output = "loss"})
+    attributes {mpc.entry} {
+  %y = mpc.gemm %x, %w, %b {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32> loc("fc")
+  %z = mpc.add %y, %frozen : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32> loc("shift")
+  %loss, %logp = mpc.softmax_cross_entropy_loss %z, %labels : (tensor<2x3xf32>, tensor<2xi64>) -> (tensor<f32>, tensor<2x3xf32>) loc("loss")
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A parameter with no path to the loss gets a zero gradient.
+mpc.param @unused trainable : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+// CHECK-LABEL: func.func @g_train_step(
+// CHECK: %[[Z:.*]] = mpc.constant dense<0.000000e+00> : tensor<2xf32>
+// CHECK: return %{{.*}}, %[[Z]] : tensor<f32>, tensor<2xf32>
+func.func @g(%x: tensor<3xf32> {mpc.input = "x"}, %p: tensor<2xf32> {mpc.param = @unused}) -> tensor<f32>
+    attributes {mpc.entry} {
+  %s = mpc.reduce_sum %x {keepdims = false} : (tensor<3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+mpc.param @w trainable : tensor<4xf32> = dense<1.0> : tensor<4xf32>
+func.func @no_rule(%w: tensor<4xf32> {mpc.param = @w}) -> tensor<f32> attributes {mpc.entry} {
+  // expected-error @+1 {{no gradient rule for mpc.floor yet}}
+  %f = mpc.floor %w : (tensor<4xf32>) -> tensor<4xf32>
+  %s = mpc.reduce_sum %f {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{no scalar f32 result to use as the loss}}
+func.func @no_loss(%x: tensor<4xf32> {mpc.input = "x"}) -> tensor<4xf32> attributes {mpc.entry} {
+  return %x : tensor<4xf32>
+}
