@@ -5,6 +5,7 @@
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -102,6 +103,47 @@ bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
   if (bytes.size() > INT32_MAX ||
       !tensor.ParseFromArray(bytes.data(), (int)bytes.size())) {
     error = "'" + path + "' is not a serialized ONNX TensorProto";
+    return false;
+  }
+  return true;
+}
+
+bool writeModelWithWeights(
+    const std::string &modelPath, const std::string &outPath,
+    const std::map<std::string, std::vector<float>> &weights,
+    std::string &error) {
+  onnx::ModelProto model;
+  if (!loadModel(modelPath, model, error))
+    return false;
+  size_t replaced = 0;
+  for (auto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = weights.find(init.name());
+    if (it == weights.end())
+      continue;
+    init.clear_float_data();
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto::DEFAULT);
+    init.set_raw_data(std::string(
+        reinterpret_cast<const char *>(it->second.data()),
+        it->second.size() * sizeof(float)));
+    ++replaced;
+  }
+  if (replaced != weights.size()) {
+    error = "the model lacks some trained initializers";
+    return false;
+  }
+  std::string tmp = outPath + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !model.SerializeToOstream(&out)) {
+      error = "cannot write '" + outPath + "'";
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), outPath.c_str()) != 0) {
+    error = "cannot write '" + outPath + "'";
+    std::remove(tmp.c_str());
     return false;
   }
   return true;

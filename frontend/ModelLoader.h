@@ -10,6 +10,7 @@
 #define MPC_FRONTEND_MODELLOADER_H
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ bool loadModel(const std::string &path, onnx::ModelProto &model,
 /// Reads a serialized TensorProto (.pb, as in ONNX test data).
 bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
                 std::string &error);
+
+/// Writes `modelPath`'s model to `outPath` with the FP32 initializers named
+/// in `weights` replaced (raw data, little-endian), atomically (temporary
+/// file + rename). Other fields, opsets and metadata are kept.
+bool writeModelWithWeights(const std::string &modelPath,
+                           const std::string &outPath,
+                           const std::map<std::string, std::vector<float>> &weights,
+                           std::string &error);
 
 /// Parses ONNX text syntax.
 bool parseModelText(const std::string &text, onnx::ModelProto &model,

@@ -21,6 +21,8 @@ extern llvm::cl::SubCommand runCommand;
 int runRun();
 extern llvm::cl::SubCommand gradCommand;
 int runGrad();
+extern llvm::cl::SubCommand trainCommand;
+int runTrain();
 
 /// Adds --freeze NAME=FILE specs to `frozen`; false (with `error`) on a
 /// malformed one.

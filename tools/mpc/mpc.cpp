@@ -37,6 +37,8 @@ int main(int argc, char **argv) {
     return mpc::runRun();
   if (mpc::gradCommand)
     return mpc::runGrad();
+  if (mpc::trainCommand)
+    return mpc::runTrain();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/python3
+"""PyTorch reference run for `mpc train`: loads the initial weights from the
+ONNX model's initializers into the same torch MLP, trains with plain SGD on
+the same batches in file order (no shuffling, last partial batch dropped),
+and prints one JSON object per step ({"step", "loss"}), the format of
+`mpc train --metrics`. Runs under Debian's python3-torch.
+
+usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr R
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_torch_models as zoo  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("model")
+ap.add_argument("x")
+ap.add_argument("y")
+ap.add_argument("--steps", type=int, default=200)
+ap.add_argument("--batch", type=int, default=64)
+ap.add_argument("--lr", type=float, default=0.1)
+a = ap.parse_args()
+
+net = zoo.WithCrossEntropy(zoo.Mlp())
+inits = {t.name: numpy_helper.to_array(t)
+         for t in onnx.load(a.model).graph.initializer}
+with torch.no_grad():
+    for name, p in net.named_parameters():
+        p.copy_(torch.from_numpy(inits[name].copy()))
+x, y = torch.from_numpy(np.load(a.x)), torch.from_numpy(np.load(a.y))
+opt = torch.optim.SGD(net.parameters(), lr=a.lr)
+per_epoch = len(x) // a.batch
+for step in range(a.steps):
+    k = step % per_epoch
+    xb, yb = x[k * a.batch:(k + 1) * a.batch], y[k * a.batch:(k + 1) * a.batch]
+    opt.zero_grad()
+    loss, _ = net(xb, yb)
+    loss.backward()
+    opt.step()
+    print(json.dumps({"step": step + 1, "loss": float(loss)}))

@@ -1,0 +1,33 @@
+"""Compares two --metrics JSONL files step by step and, given a trained
+model and test data, prints its test accuracy (onnxruntime).
+
+usage: compare_losses.py MPC.jsonl REF.jsonl --rtol R [--model M --x X --y Y]
+"""
+import argparse
+import json
+import sys
+
+import numpy as np
+
+ap = argparse.ArgumentParser()
+ap.add_argument("mine")
+ap.add_argument("ref")
+ap.add_argument("--rtol", type=float, default=1e-4)
+ap.add_argument("--model")
+ap.add_argument("--x")
+ap.add_argument("--y")
+a = ap.parse_args()
+mine = [json.loads(l)["loss"] for l in open(a.mine)]
+ref = [json.loads(l)["loss"] for l in open(a.ref)]
+assert len(mine) == len(ref), (len(mine), len(ref))
+err = max(abs(m - r) / abs(r) for m, r in zip(mine, ref))
+print(f"steps: {len(mine)}; first loss {mine[0]:.6f}, last {mine[-1]:.6f}")
+print(f"max relative loss difference {err:.2e} "
+      f"{'ok' if err <= a.rtol else 'FAIL'} (bound {a.rtol:g})")
+if a.model:
+    import onnxruntime as ort
+    s = ort.InferenceSession(a.model, providers=["CPUExecutionProvider"])
+    x, y = np.load(a.x), np.load(a.y)
+    logits = s.run(["logits"], {"x": x, "labels": y})[0]
+    print(f"test accuracy {(logits.argmax(1) == y).mean():.4f}")
+sys.exit(0 if err <= a.rtol else 1)

@@ -1,0 +1,261 @@
+//===- TrainCommand.cpp - `mpc train`: train a model on the CPU backend ---===//
+//
+// Imports the model with the batch bound, builds the train step with
+// mpc-autodiff, and loops: slice a batch (in file order with --no-shuffle),
+// run the step, update the FP32 master weights with the optimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "codegen/PlanBuilder.h"
+#include "frontend/ModelLoader.h"
+#include "frontend/OnnxImporter.h"
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+#include "runtime/Executor.h"
+#include "runtime/Npy.h"
+#include "runtime/Optimizer.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <unistd.h>
+
+using namespace llvm;
+namespace rt = ::mpc::rt;
+
+namespace mpc {
+
+cl::SubCommand trainCommand("train",
+                            "Train a model (with its loss) on the CPU backend");
+
+static cl::opt<std::string> model(cl::Positional, cl::Required,
+                                  cl::desc("<model.onnx>"), cl::sub(trainCommand));
+static cl::list<std::string>
+    data("data",
+         cl::desc("Training data for graph input NAME, batched along axis 0: "
+                  "--data NAME=FILE.npy"),
+         cl::sub(trainCommand));
+static cl::opt<int64_t> steps("steps", cl::desc("Training steps"),
+                              cl::init(100), cl::sub(trainCommand));
+static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(32),
+                              cl::sub(trainCommand));
+static cl::opt<std::string>
+    optimizer("optimizer", cl::desc("sgd | momentum | nesterov | adam | adamw"),
+              cl::init("sgd"), cl::sub(trainCommand));
+static cl::opt<float> lr("lr", cl::desc("Learning rate"), cl::init(0.01f),
+                         cl::sub(trainCommand));
+static cl::opt<float> momentum("momentum", cl::desc("Momentum"),
+                               cl::init(0.9f), cl::sub(trainCommand));
+static cl::opt<float> weightDecay("weight-decay", cl::desc("Weight decay"),
+                                  cl::init(0.0f), cl::sub(trainCommand));
+static cl::opt<uint64_t> seed("seed", cl::desc("Shuffling seed"), cl::init(0),
+                              cl::sub(trainCommand));
+static cl::opt<bool> noShuffle("no-shuffle",
+                               cl::desc("Take batches in file order"),
+                               cl::sub(trainCommand));
+static cl::opt<std::string> metrics("metrics",
+                                    cl::desc("Write one JSON object per step"),
+                                    cl::value_desc("file.jsonl"),
+                                    cl::sub(trainCommand));
+static cl::opt<std::string> outputModel("o",
+                                        cl::desc("Write the model with the "
+                                                 "trained FP32 weights"),
+                                        cl::value_desc("trained.onnx"),
+                                        cl::sub(trainCommand));
+static cl::opt<std::string> lossName("loss",
+                                     cl::desc("Graph output to minimise "
+                                              "(default: first f32 scalar)"),
+                                     cl::sub(trainCommand));
+
+/// Rows `rows` of `t` (axis 0) as a new tensor.
+static rt::Tensor gatherRows(const rt::Tensor &t, const int64_t *rows,
+                             int64_t n) {
+  rt::Shape shape = t.shape();
+  shape[0] = n;
+  rt::Tensor out(t.dtype(), shape);
+  size_t rowBytes = t.bytes() / std::max<int64_t>(t.dim(0), 1);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(static_cast<char *>(out.raw()) + i * rowBytes,
+                static_cast<const char *>(t.raw()) + rows[i] * rowBytes,
+                rowBytes);
+  return out;
+}
+
+int runTrain() {
+  if (batch <= 0 || steps <= 0)
+    return reportError("--batch and --steps must be positive");
+  if (!StringRef(optimizer).equals_insensitive("sgd") &&
+      optimizer != "momentum" && optimizer != "nesterov" &&
+      optimizer != "adam" && optimizer != "adamw")
+    return reportError("unknown --optimizer '" + optimizer +
+                       "' (sgd, momentum, nesterov, adam, adamw)");
+  // Data: one array per graph input, all with the same number of samples.
+  std::map<std::string, rt::Tensor> arrays;
+  int64_t samples = -1;
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
+  mlir::mpc::ImportOptions options;
+  options.modelPath = model;
+  for (const std::string &spec : data) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return reportError("--data expects NAME=FILE.npy, got '" + spec + "'");
+    rt::Tensor t;
+    std::string error;
+    if (!rt::readNpy(file.str(), t, error))
+      return reportError("data '" + name + "': " + error);
+    if (t.rank() == 0)
+      return reportError("data '" + name + "' must have a sample axis 0");
+    if (samples >= 0 && t.dim(0) != samples)
+      return reportError("data '" + name + "' has " +
+                         std::to_string(t.dim(0)) + " samples, others " +
+                         std::to_string(samples));
+    samples = t.dim(0);
+    rt::Shape shape = t.shape();
+    shape[0] = batch;
+    options.inputShapes[name.str()] = shape;
+    arrays[name.str()] = std::move(t);
+  }
+  if (samples < batch)
+    return reportError("need at least one full batch of " +
+                       std::to_string(batch) + " samples in --data");
+  options.batch = batch;
+
+  std::string error;
+  auto module = mlir::mpc::importModelFile(ctx, options, error);
+  if (!module)
+    return reportError(error);
+  mlir::PassManager pm(&ctx);
+  mlir::mpc::AutodiffOptions ad;
+  ad.loss = lossName;
+  pm.addPass(mlir::mpc::createAutodiff(ad));
+  std::string diag;
+  {
+    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+      if (diag.empty()) {
+        std::string where;
+        if (auto n = llvm::dyn_cast<mlir::NameLoc>(d.getLocation()))
+          where = "node '" + n.getName().str() + "': ";
+        diag = where + d.str();
+      }
+      return mlir::success();
+    });
+    if (mlir::failed(pm.run(*module)))
+      return reportError(model + ": " + diag);
+  }
+  mlir::func::FuncOp step;
+  for (auto f : module->getOps<mlir::func::FuncOp>())
+    if (f->hasAttr("mpc.train_step"))
+      step = f;
+  rt::Plan plan;
+  if (!mlir::mpc::buildPlan(step, plan, error))
+    return reportError(model + ": " + error);
+  if (std::string op = rt::firstUnsupportedOp(plan); !op.empty())
+    return reportError(model + ": op mpc." + op + " has no CPU kernel yet");
+  for (const rt::Binding &in : plan.inputs)
+    if (!arrays.count(in.name))
+      return reportError(model + ": no --data for graph input '" + in.name +
+                         "'");
+
+  // FP32 master weights, owned here (the plan keeps the initial values).
+  std::map<std::string, rt::Tensor> params;
+  for (const rt::Parameter &p : plan.params) {
+    rt::Tensor copy(p.init.dtype(), p.init.shape());
+    std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
+    params[p.name] = std::move(copy);
+  }
+  std::vector<std::pair<size_t, std::string>> gradOutputs;
+  for (unsigned i = 0; i < step.getNumResults(); ++i)
+    if (auto p = step.getResultAttrOfType<mlir::FlatSymbolRefAttr>(
+            i, "mpc.gradient"))
+      gradOutputs.emplace_back(i, p.getValue().str());
+  unsigned lossIndex =
+      step->getAttrOfType<mlir::IntegerAttr>("mpc.loss_index").getInt();
+
+  rt::OptimizerConfig config;
+  config.kind = optimizer;
+  config.lr = lr;
+  config.momentum = momentum;
+  config.weightDecay = weightDecay;
+  rt::Optimizer opt(config);
+
+  int64_t perEpoch = samples / batch;
+  std::vector<int64_t> order(samples);
+  std::string log;
+  bool tty = isatty(STDOUT_FILENO);
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t s = 0; s < steps; ++s) {
+    int64_t epoch = s / perEpoch, k = s % perEpoch;
+    if (k == 0) {
+      std::iota(order.begin(), order.end(), 0);
+      if (!noShuffle) {
+        std::mt19937_64 rng(seed + epoch);
+        std::shuffle(order.begin(), order.end(), rng);
+      }
+    }
+    std::map<std::string, rt::Tensor> feeds = params;
+    for (const auto &[name, t] : arrays)
+      feeds[name] = gatherRows(t, order.data() + k * batch, batch);
+    std::vector<rt::Tensor> results;
+    if (!rt::runPlan(plan, feeds, results, error))
+      return reportError(model + ": step " + std::to_string(s + 1) + ": " +
+                         error);
+    opt.beginStep();
+    for (const auto &[index, name] : gradOutputs)
+      opt.step(name, params[name], results[index]);
+    float loss = results[lossIndex].getFloat(0);
+    log += formatv("{{\"step\": {0}, \"loss\": {1}}\n", s + 1,
+                   llvm::format("%.9g", loss))
+               .str();
+    double secs = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+    bool last = s + 1 == steps;
+    if (tty || last || (s + 1) % 10 == 0 || s == 0) {
+      outs() << format("%sstep %lld/%lld  loss %.6f  %.0f samples/s%s",
+                       tty ? "\r" : "", (long long)(s + 1), (long long)steps,
+                       loss, (s + 1) * batch / std::max(secs, 1e-9),
+                       tty && !last ? "" : "\n");
+      outs().flush();
+    }
+    if (!std::isfinite(loss))
+      return reportError("loss is " + std::string(std::isnan(loss) ? "NaN"
+                                                                    : "inf") +
+                         " at step " + std::to_string(s + 1) +
+                         "; lower --lr");
+  }
+  if (!metrics.empty()) {
+    std::string tmp = metrics + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << log;
+      if (!out)
+        return reportError("cannot write " + metrics);
+    }
+    if (std::rename(tmp.c_str(), metrics.c_str()) != 0)
+      return reportError("cannot write " + metrics);
+  }
+  if (!outputModel.empty()) {
+    std::map<std::string, std::vector<float>> weights;
+    for (const auto &[name, t] : params)
+      weights[name] = std::vector<float>(t.data<float>(),
+                                         t.data<float>() + t.size());
+    if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights, error))
+      return reportError(error);
+    outs() << "wrote " << outputModel << "\n";
+  }
+  return 0;
+}
+
+} // namespace mpc
