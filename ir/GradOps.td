@@ -49,4 +49,22 @@ def Mpc_NegativeLogLikelihoodLossGradOp
   let results = (outs Mpc_FloatTensor:$input_grad);
 }
 
+def Mpc_GatherGradOp : Mpc_Op<"gather_grad", [Pure]> {
+  let summary = "gradient of gather w.r.t. its data (scatter-add)";
+  let description = [{
+    Adds each slice of `grad` into the row of the result selected by
+    `indices` along `axis` (repeated indices accumulate); the result has
+    the forward data's type, given explicitly.
+
+    Example:
+    ```mlir
+    %dtable = mpc.gather_grad %g, %ids {axis = 0 : i64} : (tensor<4x16x64xf32>, tensor<4x16xi64>) -> tensor<100x64xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_IntTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Mpc_FloatTensor:$data_grad);
+  let hasVerifier = 1;
+}
+
 #endif // MPC_GRAD_OPS_TD

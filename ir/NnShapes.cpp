@@ -180,3 +180,18 @@ LogicalResult MomentumOp::verify() {
 }
 LogicalResult AdagradOp::verify() { return verifyOptimizer(*this, 3); }
 LogicalResult AdamOp::verify() { return verifyOptimizer(*this, 4); }
+
+LogicalResult GatherGradOp::verify() {
+  auto data = rankedOf(getDataGrad()), idx = rankedOf(getIndices());
+  auto axis = normalizeAxis(getAxis(), data.getRank());
+  if (!axis)
+    return emitOpError("axis out of range");
+  SmallVector<int64_t> shape(data.getShape().take_front(*axis));
+  llvm::append_range(shape, idx.getShape());
+  llvm::append_range(shape, data.getShape().drop_front(*axis + 1));
+  if (!areCompatibleTypes(data.clone(shape), getGrad().getType()))
+    return emitOpError("grad type ")
+           << getGrad().getType() << " is not what gather of " << data
+           << " gives";
+  return success();
+}

@@ -9,7 +9,9 @@
 
 #include "passes/GradientRules.h"
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -35,8 +37,12 @@ Value scalar(OpBuilder &b, Location loc, Type elem, double value) {
 template <typename OpTy>
 Value make(OpBuilder &b, Location loc, ValueRange operands,
            ArrayRef<NamedAttribute> attrs = {}) {
-  auto op = createInferred(b, loc, OpTy::getOperationName(), operands, attrs);
-  assert(succeeded(op) && "gradient op does not type-check");
+  std::string diag;
+  auto op = createInferred(b, loc, OpTy::getOperationName(), operands, attrs,
+                           &diag);
+  if (failed(op)) // an internal invariant: rules build well-typed ops
+    llvm::report_fatal_error(llvm::Twine("mpc-autodiff built an ill-typed ") +
+                             OpTy::getOperationName() + ": " + diag);
   return (*op)->getResult(0);
 }
 
@@ -289,6 +295,235 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
         if (auto ig = nll.getIgnoreIndexAttr())
           attrs.push_back(b.getNamedAttr("ignore_index", ig));
         grads[0] = make<NegativeLogLikelihoodLossGradOp>(b, loc, operands, attrs);
+        return success();
+      })
+      .Case([&](ErfOp) { // 2/sqrt(pi) exp(-x^2)
+        Value sq = make<MulOp>(b, loc, {x(0), x(0)});
+        Value e = make<ExpOp>(b, loc, make<NegOp>(b, loc, sq));
+        grads[0] = times(b, loc, g,
+                         make<MulOp>(b, loc, {e, scalar(b, loc, elem,
+                                                        1.1283791670955126)}));
+        return success();
+      })
+      .Case([&](GeluOp gelu) -> LogicalResult {
+        if (gelu.getApproximate() != "none")
+          return op->emitError("gradient of tanh-approximated gelu is not "
+                               "supported yet");
+        // Phi(x) + x phi(x) = 0.5 (1 + erf(x/sqrt2)) + x exp(-x^2/2)/sqrt(2pi)
+        Value xs = make<MulOp>(b, loc, {x(0), scalar(b, loc, elem,
+                                                    0.7071067811865476)});
+        Value cdf = make<MulOp>(
+            b, loc, {scalar(b, loc, elem, 0.5),
+                     make<AddOp>(b, loc, {scalar(b, loc, elem, 1.0),
+                                          make<ErfOp>(b, loc, xs)})});
+        Value pdf = make<MulOp>(
+            b, loc, {make<ExpOp>(b, loc, make<NegOp>(b, loc,
+                                                     make<MulOp>(b, loc, {xs, xs}))),
+                     scalar(b, loc, elem, 0.3989422804014327)});
+        grads[0] = times(b, loc, g,
+                         make<AddOp>(b, loc, {cdf, make<MulOp>(b, loc, {x(0), pdf})}));
+        return success();
+      })
+      .Case([&](PowOp pw) -> LogicalResult {
+        // d/dbase = e * base^(e-1); the exponent is treated as constant.
+        Value e = pw.getExponent();
+        if (getElementTypeOrSelf(e) != elem)
+          e = b.create<CastOp>(loc, typeOf(e).clone(elem), e);
+        Value em1 = make<SubOp>(b, loc, {e, scalar(b, loc, elem, 1.0)});
+        Value d = make<MulOp>(b, loc, {e, make<PowOp>(b, loc, {x(0), em1})});
+        grads[0] = un(times(b, loc, g, d), 0);
+        return success();
+      })
+      .Case([&](WhereOp) {
+        Value zero = scalar(b, loc, elem, 0.0);
+        grads[1] = un(make<WhereOp>(b, loc, {x(0), g, zero}), 1);
+        grads[2] = un(make<WhereOp>(b, loc, {x(0), zero, g}), 2);
+        return success();
+      })
+      .Case([&](ExpandOp) {
+        grads[0] = un(g, 0);
+        return success();
+      })
+      .Case([&](ReduceLogSumExpOp red) {
+        // g * softmax over the reduced axes: exp(x - y) with y, g kept.
+        auto in = typeOf(x(0));
+        SmallVector<int64_t> kept(in.getShape());
+        auto axes = red.getAxes();
+        for (int64_t i = 0; i < in.getRank(); ++i) {
+          bool reduced = !axes || axes->empty();
+          if (axes)
+            for (int64_t a : *axes)
+              reduced |= (a < 0 ? a + in.getRank() : a) == i;
+          if (reduced)
+            kept[i] = 1;
+        }
+        auto keptType = RankedTensorType::get(kept, elem);
+        Value yk = reshapeTo(b, loc, y, keptType);
+        Value gk = reshapeTo(b, loc, g, keptType);
+        Value sm = make<ExpOp>(b, loc, make<SubOp>(b, loc, {x(0), yk}));
+        grads[0] = make<MulOp>(b, loc, {sm, gk});
+        return success();
+      })
+      .Case([&](DropoutOp d) -> LogicalResult {
+        // Inference mode is the identity; in training mode the forward
+        // mask and scale apply to the gradient too.
+        if (!d.getTrainingMode()) {
+          grads[0] = g;
+          return success();
+        }
+        Value ratio = d.getRatio() ? d.getRatio()
+                                   : scalar(b, loc, elem, 0.5);
+        Value keep = make<SubOp>(b, loc, {scalar(b, loc, elem, 1.0), ratio});
+        Value zero = scalar(b, loc, elem, 0.0);
+        Value scaled = make<DivOp>(b, loc, {g, keep});
+        Value masked = make<WhereOp>(b, loc, {d.getMask(), scaled, zero});
+        // training_mode may be false at run time: then pass g through.
+        grads[0] = make<WhereOp>(b, loc, {d.getTrainingMode(), masked, g});
+        return success();
+      })
+      .Case([&](GatherOp gather) {
+        grads[0] = b.create<GatherGradOp>(loc, typeOf(x(0)), g,
+                                          gather.getIndices(),
+                                          gather.getAxisAttr());
+        return success();
+      })
+      .Case([&](SplitOp split) {
+        // Concatenate the result gradients (zeros for unused results).
+        SmallVector<Value> parts;
+        for (auto [r, rg] : llvm::zip(op->getResults(), resultGrads))
+          parts.push_back(rg ? rg
+                             : b.create<ConstantOp>(
+                                   loc, DenseElementsAttr::get(
+                                            typeOf(r),
+                                            b.getFloatAttr(elem, 0.0))));
+        grads[0] = make<ConcatOp>(
+            b, loc, parts, {b.getNamedAttr("axis", split.getAxisAttr())});
+        return success();
+      })
+      .Case([&](ConcatOp concat) {
+        int64_t rank = typeOf(y).getRank();
+        int64_t axis = concat.getAxisAttr().getInt();
+        axis = axis < 0 ? axis + rank : axis;
+        int64_t offset = 0;
+        for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+          (void)i;
+          int64_t size = typeOf(v).getDimSize(axis);
+          auto ints = [&](ArrayRef<int64_t> vals) {
+            return b.create<ConstantOp>(
+                loc, DenseElementsAttr::get(
+                         RankedTensorType::get({(int64_t)vals.size()},
+                                               b.getI64Type()),
+                         vals));
+          };
+          if (llvm::isa<FloatType>(getElementTypeOrSelf(v)))
+            grads[i] = (*createInferred(
+                            b, loc, SliceOp::getOperationName(),
+                            {g, ints({offset}), ints({offset + size}),
+                             ints({axis})},
+                            {b.getNamedAttr("operandSegmentSizes",
+                                            b.getDenseI32ArrayAttr(
+                                                {1, 1, 1, 1, 0}))}))
+                           ->getResult(0);
+          offset += size;
+        }
+        return success();
+      })
+      .Case([&](SliceOp slice) -> LogicalResult {
+        // Unit steps: the gradient is g zero-padded back to the input.
+        auto in = typeOf(x(0));
+        SmallVector<int64_t> starts, ends, axes, steps;
+        if (!getConstantInts(slice.getStarts(), starts) ||
+            !getConstantInts(slice.getEnds(), ends) ||
+            (slice.getAxes() && !getConstantInts(slice.getAxes(), axes)) ||
+            (slice.getSteps() && !getConstantInts(slice.getSteps(), steps)))
+          return op->emitError("slice gradient needs constant bounds");
+        int64_t rank = in.getRank();
+        SmallVector<int64_t> pads(2 * rank, 0);
+        for (size_t i = 0; i < starts.size(); ++i) {
+          int64_t a = axes.empty() ? (int64_t)i
+                                   : (axes[i] < 0 ? axes[i] + rank : axes[i]);
+          if (!steps.empty() && steps[i] != 1)
+            return op->emitError("gradient of strided slices is not "
+                                 "supported yet");
+          int64_t dim = in.getDimSize(a);
+          int64_t s0 = std::clamp<int64_t>(
+              starts[i] < 0 ? starts[i] + dim : starts[i], 0, dim);
+          pads[a] = s0;
+          pads[rank + a] = dim - s0 - typeOf(y).getDimSize(a);
+        }
+        grads[0] = make<PadOp>(
+            b, loc, {g, scalar(b, loc, elem, 0.0)},
+            {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(pads))});
+        return success();
+      })
+      .Case([&](PadOp pad) -> LogicalResult {
+        if (pad.getMode() != "constant")
+          return op->emitError("gradient of ") << pad.getMode()
+                                               << " padding is not supported yet";
+        // The interior of g: a unit-step slice over the padded axes.
+        auto in = typeOf(x(0));
+        int64_t rank = in.getRank();
+        SmallVector<int64_t> padAxes;
+        if (auto a = pad.getAxes())
+          padAxes.assign(a->begin(), a->end());
+        else
+          for (int64_t i = 0; i < rank; ++i)
+            padAxes.push_back(i);
+        ArrayRef<int64_t> pads = pad.getPads();
+        SmallVector<int64_t> starts, ends, axes;
+        for (size_t i = 0; i < padAxes.size(); ++i) {
+          int64_t a = padAxes[i] < 0 ? padAxes[i] + rank : padAxes[i];
+          axes.push_back(a);
+          starts.push_back(pads[i]);
+          ends.push_back(pads[i] + in.getDimSize(a));
+        }
+        auto ints = [&](ArrayRef<int64_t> vals) -> Value {
+          return b.create<ConstantOp>(
+              loc, DenseElementsAttr::get(
+                       RankedTensorType::get({(int64_t)vals.size()},
+                                             b.getI64Type()),
+                       vals));
+        };
+        grads[0] = (*createInferred(
+                        b, loc, SliceOp::getOperationName(),
+                        {g, ints(starts), ints(ends), ints(axes)},
+                        {b.getNamedAttr("operandSegmentSizes",
+                                        b.getDenseI32ArrayAttr(
+                                            {1, 1, 1, 1, 0}))}))
+                       ->getResult(0);
+        return success();
+      })
+      .Case([&](LayerNormOp ln) -> LogicalResult {
+        if (!elem.isF32())
+          return op->emitError("layer_norm gradient needs f32 (casts around "
+                               "it come with mixed precision)");
+        auto in = typeOf(x(0));
+        int64_t axis = ln.getAxisAttr().getInt();
+        axis = axis < 0 ? axis + in.getRank() : axis;
+        SmallVector<int64_t> axes;
+        for (int64_t i = axis; i < in.getRank(); ++i)
+          axes.push_back(i);
+        auto meanKeep = [&](Value v) {
+          return make<ReduceMeanOp>(
+              b, loc, v,
+              {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+               b.getNamedAttr("keepdims", b.getBoolAttr(true))});
+        };
+        // xhat = (x - mean) * inv; dxhat = g * scale;
+        // dx = inv * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+        Value xhat = make<MulOp>(
+            b, loc, {make<SubOp>(b, loc, {x(0), ln.getMean()}),
+                     ln.getInvStdDev()});
+        Value dxhat = make<MulOp>(b, loc, {g, ln.getScale()});
+        Value inner = make<SubOp>(
+            b, loc,
+            {make<SubOp>(b, loc, {dxhat, meanKeep(dxhat)}),
+             make<MulOp>(b, loc,
+                         {xhat, meanKeep(make<MulOp>(b, loc, {dxhat, xhat}))})});
+        grads[0] = make<MulOp>(b, loc, {ln.getInvStdDev(), inner});
+        grads[1] = un(make<MulOp>(b, loc, {g, xhat}), 1);
+        if (ln.getBias())
+          grads[2] = un(g, 2);
         return success();
       })
       .Default([&](Operation *) {

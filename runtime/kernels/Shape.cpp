@@ -277,6 +277,22 @@ void gatherK(KernelContext &c) {
     }
 }
 
+void gatherGradK(KernelContext &c) {
+  const Tensor &g = c.in(0), &idx = c.in(1);
+  Tensor &y = c.outputZeroed(0);
+  auto [outer, dim, inner] =
+      splitAt(y.shape(), normAxis(c.step.getInt("axis", 0), y.rank()));
+  int64_t n = idx.size();
+  std::vector<float> acc(y.size(), 0.0f);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t k = checkedIndex(idx.getInt(j), dim);
+      for (int64_t i = 0; i < inner; ++i)
+        acc[(o * dim + k) * inner + i] += g.getFloat((o * n + j) * inner + i);
+    }
+  storeFloats(y, acc.data());
+}
+
 void gatherElementsK(KernelContext &c) {
   const Tensor &data = c.in(0), &idx = c.in(1);
   Tensor &y = c.output(0);
@@ -355,6 +371,7 @@ void registerShapeKernels(void (*add)(const char *, Kernel)) {
   add("pad", padK);
   add("gather", gatherK);
   add("gather_elements", gatherElementsK);
+  add("gather_grad", gatherGradK);
   add("gather_nd", gatherNdK);
   add("constant_of_shape", constantOfShapeK);
   add("range", rangeK);

@@ -27,6 +27,14 @@ MODELS = {
     "mlp": lambda: (zoo.WithCrossEntropy(zoo.Mlp()),
                     (torch.randn(16, 64), torch.randint(0, 10, (16,))),
                     (["x", "labels"], ["loss", "logits"])),
+    "transformer": lambda: (zoo.WithCrossEntropy(zoo.Encoder()),
+                            (torch.randint(0, 100, (4, 16)),
+                             torch.randint(0, 10, (4,))),
+                            (["x", "labels"], ["loss", "logits"])),
+    "gpt": lambda: (zoo.Gpt(),
+                    (torch.randint(0, 128, (2, 16)),
+                     torch.randint(0, 128, (2, 16))),
+                    (["tokens", "targets"], ["loss", "logp"])),
 }
 
 worst = 0.0
@@ -34,7 +42,7 @@ for name in a.models:
     torch.manual_seed(0)
     model, args, names = MODELS[name]()
     path = os.path.join(a.workdir, name + ".onnx")
-    zoo.export(model, args, names, path, 14, training=True)
+    zoo.export(model, args, names, path, 17, training=True)
     feeds = []
     for n, t in zip(names[0], args):
         f = os.path.join(a.workdir, f"{name}.{n}.npy")
