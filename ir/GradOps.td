@@ -67,4 +67,72 @@ def Mpc_GatherGradOp : Mpc_Op<"gather_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+/// Window attributes of the forward conv/pool, copied onto its grad ops.
+defvar Mpc_GradWindowAttrs = (ins
+  DefaultValuedStrAttr<StrAttr, "NOTSET">:$auto_pad,
+  OptionalAttr<DenseI64ArrayAttr>:$kernel_shape,
+  OptionalAttr<DenseI64ArrayAttr>:$strides,
+  OptionalAttr<DenseI64ArrayAttr>:$pads,
+  OptionalAttr<DenseI64ArrayAttr>:$dilations);
+
+def Mpc_ConvGradInputOp : Mpc_Op<"conv_grad_input", [Pure]> {
+  let summary = "gradient of conv w.r.t. its input";
+  let description = [{
+    `W^T * dY` scattered back through the windows (col2im); the result has
+    the forward input's type, given explicitly.
+
+    Example:
+    ```mlir
+    %dx = mpc.conv_grad_input %dy, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<8x16x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x3x32x32xf32>
+    ```
+  }];
+  let arguments = !con((ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$w,
+                            DefaultValuedAttr<I64Attr, "1">:$group),
+                       Mpc_GradWindowAttrs);
+  let results = (outs Mpc_FloatTensor:$x_grad);
+}
+
+def Mpc_ConvGradWeightOp : Mpc_Op<"conv_grad_weight", [Pure]> {
+  let summary = "gradient of conv w.r.t. its weight";
+  let description = [{
+    `dY * im2col(X)^T` per group; the result has the weight's type.
+
+    Example:
+    ```mlir
+    %dw = mpc.conv_grad_weight %dy, %x {pads = array<i64: 1, 1, 1, 1>} : (tensor<8x16x32x32xf32>, tensor<8x3x32x32xf32>) -> tensor<16x3x3x3xf32>
+    ```
+  }];
+  let arguments = !con((ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$x,
+                            DefaultValuedAttr<I64Attr, "1">:$group),
+                       Mpc_GradWindowAttrs);
+  let results = (outs Mpc_FloatTensor:$w_grad);
+}
+
+def Mpc_MaxPoolGradOp : Mpc_Op<"max_pool_grad", [Pure]> {
+  let summary = "gradient of max_pool: route dY to the argmax indices";
+  let description = [{
+    Example:
+    ```mlir
+    %dx = mpc.max_pool_grad %dy, %idx : (tensor<8x6x14x14xf32>, tensor<8x6x14x14xi64>) -> tensor<8x6x28x28xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_I64Tensor:$indices);
+  let results = (outs Mpc_FloatTensor:$x_grad);
+}
+
+def Mpc_AveragePoolGradOp : Mpc_Op<"average_pool_grad", [Pure]> {
+  let summary = "gradient of average_pool: spread dY over each window";
+  let description = [{
+    Example:
+    ```mlir
+    %dx = mpc.average_pool_grad %dy {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<8x16x5x5xf32>) -> tensor<8x16x10x10xf32>
+    ```
+  }];
+  let arguments = !con((ins Mpc_FloatTensor:$grad,
+                            DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                            DefaultValuedAttr<BoolAttr, "false">:$count_include_pad),
+                       Mpc_GradWindowAttrs);
+  let results = (outs Mpc_FloatTensor:$x_grad);
+}
+
 #endif // MPC_GRAD_OPS_TD

@@ -493,6 +493,64 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
                        ->getResult(0);
         return success();
       })
+      .Case([&](ConvOp conv) {
+        // Window attributes carry over to the grad ops unchanged.
+        SmallVector<NamedAttribute> attrs;
+        for (StringRef n : {"group", "auto_pad", "kernel_shape", "strides",
+                            "pads", "dilations"})
+          if (Attribute a = conv->getAttr(n))
+            attrs.push_back(b.getNamedAttr(n, a));
+        auto withTypes = [&](StringRef name, Value other, Type result) {
+          OperationState state(loc, name);
+          state.addOperands({g, other});
+          state.addTypes(result);
+          state.propertiesAttr = b.getDictionaryAttr(attrs);
+          return b.create(state)->getResult(0);
+        };
+        grads[0] = withTypes(ConvGradInputOp::getOperationName(),
+                             conv.getW(), conv.getX().getType());
+        grads[1] = withTypes(ConvGradWeightOp::getOperationName(),
+                             conv.getX(), conv.getW().getType());
+        if (conv.getBias()) {
+          SmallVector<int64_t> axes{0};
+          for (int64_t i = 2; i < typeOf(g).getRank(); ++i)
+            axes.push_back(i);
+          grads[2] = make<ReduceSumOp>(
+              b, loc, g,
+              {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+               b.getNamedAttr("keepdims", b.getBoolAttr(false))});
+        }
+        return success();
+      })
+      .Case([&](MaxPoolOp pool) {
+        grads[0] = b.create<MaxPoolGradOp>(loc, x(0).getType(), g,
+                                           pool.getIndices());
+        return success();
+      })
+      .Case([&](AveragePoolOp pool) {
+        SmallVector<NamedAttribute> attrs;
+        for (StringRef n : {"ceil_mode", "count_include_pad", "auto_pad",
+                            "kernel_shape", "strides", "pads", "dilations"})
+          if (Attribute a = pool->getAttr(n))
+            attrs.push_back(b.getNamedAttr(n, a));
+        OperationState state(loc, AveragePoolGradOp::getOperationName());
+        state.addOperands(g);
+        state.addTypes(x(0).getType());
+        state.propertiesAttr = b.getDictionaryAttr(attrs);
+        grads[0] = b.create(state)->getResult(0);
+        return success();
+      })
+      .Case([&](GlobalAveragePoolOp) { // g / (spatial size), broadcast
+        auto in = typeOf(x(0));
+        int64_t spatial = in.getNumElements() / (in.getDimSize(0) * in.getDimSize(1));
+        Value scaled = make<DivOp>(b, loc, {g, scalar(b, loc, elem, (double)spatial)});
+        auto shape = b.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     RankedTensorType::get({in.getRank()}, b.getI64Type()),
+                     in.getShape()));
+        grads[0] = make<ExpandOp>(b, loc, {scaled, shape});
+        return success();
+      })
       .Case([&](LayerNormOp ln) -> LogicalResult {
         if (!elem.isF32())
           return op->emitError("layer_norm gradient needs f32 (casts around "

@@ -201,12 +201,67 @@ void convK(KernelContext &c) {
   finishFloatOut(y, yBuf);
 }
 
+/// Gradients of conv: per image and group, dW += dY col^T and
+/// dcol = W^T dY scattered back (col2im). Accumulation in FP32.
+void convGrad(KernelContext &c, bool wrtInput) {
+  const Tensor &dy = c.in(0), &other = c.in(1);
+  Tensor &out = c.output(0);
+  const Tensor &x = wrtInput ? out : other;   // shapes only when wrtInput
+  const Tensor &w = wrtInput ? other : out;
+  Window win(c.step, x.shape(), dy.shape(),
+             Shape(w.shape().begin() + 2, w.shape().end()));
+  int64_t group = c.step.getInt("group", 1);
+  int64_t batch = x.dim(0), cin = x.dim(1), cout = dy.dim(1);
+  int64_t cg = cin / group, mg = cout / group;
+  int64_t kk = win.kernelSize(), osp = win.outSize(), isp = win.inSize();
+  int64_t rows = cg * kk;
+  std::vector<int64_t> offsets(kk * osp);
+  for (int64_t o = 0; o < osp; ++o)
+    win.forWindow(o, [&](int64_t k, int64_t idx) { offsets[k * osp + o] = idx; });
+  std::vector<float> dyBuf, oBuf, acc(out.size(), 0.0f), col(rows * osp);
+  const float *dyp = floatData(dy, dyBuf), *op = floatData(other, oBuf);
+  for (int64_t img = 0; img < batch; ++img)
+    for (int64_t g = 0; g < group; ++g) {
+      const float *dyg = dyp + (img * cout + g * mg) * osp;
+      if (wrtInput) {
+        // dcol[rows, osp] = W_g^T [rows, mg] x dY_g [mg, osp]
+        sgemm(true, false, rows, osp, mg, 1.0f, op + g * mg * rows, rows, dyg,
+              osp, 0.0f, col.data(), osp);
+        float *dx = acc.data() + (img * cin + g * cg) * isp;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t *off = offsets.data() + (r % kk) * osp;
+          float *plane = dx + (r / kk) * isp;
+          for (int64_t o = 0; o < osp; ++o)
+            if (off[o] >= 0)
+              plane[off[o]] += col[r * osp + o];
+        }
+      } else {
+        const float *xg = op + (img * cin + g * cg) * isp;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t *off = offsets.data() + (r % kk) * osp;
+          const float *plane = xg + (r / kk) * isp;
+          for (int64_t o = 0; o < osp; ++o)
+            col[r * osp + o] = off[o] < 0 ? 0.0f : plane[off[o]];
+        }
+        // dW_g[mg, rows] += dY_g [mg, osp] x col^T [osp, rows]
+        sgemm(false, true, mg, rows, osp, 1.0f, dyg, osp, col.data(), osp,
+              1.0f, acc.data() + g * mg * rows, rows);
+      }
+    }
+  storeFloats(out, acc.data());
+}
+
+void convGradInputK(KernelContext &c) { convGrad(c, true); }
+void convGradWeightK(KernelContext &c) { convGrad(c, false); }
+
 } // namespace
 
 void registerLinalgKernels(void (*add)(const char *, Kernel)) {
   add("matmul", matmulK);
   add("gemm", gemmK);
   add("conv", convK);
+  add("conv_grad_input", convGradInputK);
+  add("conv_grad_weight", convGradWeightK);
 }
 
 } // namespace mpc::rt

@@ -91,6 +91,42 @@ void averagePoolK(KernelContext &c) {
   });
 }
 
+void maxPoolGradK(KernelContext &c) {
+  const Tensor &dy = c.in(0), &idx = c.in(1);
+  Tensor &dx = c.output(0);
+  std::vector<float> acc(dx.size(), 0.0f);
+  for (int64_t i = 0; i < dy.size(); ++i) {
+    int64_t at = idx.data<int64_t>()[i];
+    if (at >= 0 && at < dx.size())
+      acc[at] += dy.getFloat(i);
+  }
+  storeFloats(dx, acc.data());
+}
+
+void averagePoolGradK(KernelContext &c) {
+  const Tensor &dy = c.in(0);
+  Tensor &dx = c.output(0);
+  Window win(c.step, dx.shape(), dy.shape(), {});
+  bool includePad = c.step.getInt("count_include_pad", 0);
+  int64_t planes = dx.dim(0) * dx.dim(1), isp = win.inSize(), osp = win.outSize();
+  std::vector<float> acc(dx.size(), 0.0f);
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t o = 0; o < osp; ++o) {
+      int64_t count = 0;
+      win.forWindow(o, [&](int64_t, int64_t i) { count += i >= 0; });
+      if (includePad)
+        count = win.paddedCount(o);
+      if (!count)
+        continue;
+      float share = dy.getFloat(p * osp + o) / (float)count;
+      win.forWindow(o, [&](int64_t, int64_t i) {
+        if (i >= 0)
+          acc[p * isp + i] += share;
+      });
+    }
+  storeFloats(dx, acc.data());
+}
+
 template <bool IsMax> void globalPoolK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
@@ -422,6 +458,8 @@ void triluK(KernelContext &c) {
 void registerNnKernels(void (*add)(const char *, Kernel)) {
   add("max_pool", maxPoolK);
   add("average_pool", averagePoolK);
+  add("max_pool_grad", maxPoolGradK);
+  add("average_pool_grad", averagePoolGradK);
   add("global_average_pool", globalPoolK<false>);
   add("global_max_pool", globalPoolK<true>);
   add("batch_norm", batchNormK);
