@@ -71,6 +71,21 @@ Value times(OpBuilder &b, Location loc, Value g, Value d) {
   return make<MulOp>(b, loc, {g, d});
 }
 
+/// The grad op of a classification loss: (g, log-probabilities, labels,
+/// weights?) with the forward op's reduction and ignore_index.
+template <typename GradOp, typename LossOp>
+Value lossGrad(OpBuilder &b, Location loc, Value g, Value logp, LossOp loss,
+               Value weights) {
+  SmallVector<Value> operands{g, logp, loss->getOperand(1)};
+  if (weights)
+    operands.push_back(weights);
+  SmallVector<NamedAttribute> attrs{
+      b.getNamedAttr("reduction", loss.getReductionAttr())};
+  if (auto ig = loss.getIgnoreIndexAttr())
+    attrs.push_back(b.getNamedAttr("ignore_index", ig));
+  return make<GradOp>(b, loc, operands, attrs);
+}
+
 } // namespace
 
 Value mpc::unbroadcast(OpBuilder &b, Location loc, Value grad, Type type) {
@@ -274,27 +289,14 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
         return success();
       })
       .Case([&](SoftmaxCrossEntropyLossOp sce) {
-        if (!g)
-          return success();
-        SmallVector<Value> operands{g, sce.getLogProb(), sce.getLabels()};
-        if (sce.getWeights())
-          operands.push_back(sce.getWeights());
-        SmallVector<NamedAttribute> attrs{
-            b.getNamedAttr("reduction", sce.getReductionAttr())};
-        if (auto ig = sce.getIgnoreIndexAttr())
-          attrs.push_back(b.getNamedAttr("ignore_index", ig));
-        grads[0] = make<SoftmaxCrossEntropyLossGradOp>(b, loc, operands, attrs);
+        if (g)
+          grads[0] = lossGrad<SoftmaxCrossEntropyLossGradOp>(
+              b, loc, g, sce.getLogProb(), sce, sce.getWeights());
         return success();
       })
       .Case([&](NegativeLogLikelihoodLossOp nll) {
-        SmallVector<Value> operands{g, nll.getInput(), nll.getTarget()};
-        if (nll.getWeight())
-          operands.push_back(nll.getWeight());
-        SmallVector<NamedAttribute> attrs{
-            b.getNamedAttr("reduction", nll.getReductionAttr())};
-        if (auto ig = nll.getIgnoreIndexAttr())
-          attrs.push_back(b.getNamedAttr("ignore_index", ig));
-        grads[0] = make<NegativeLogLikelihoodLossGradOp>(b, loc, operands, attrs);
+        grads[0] = lossGrad<NegativeLogLikelihoodLossGradOp>(
+            b, loc, g, nll.getInput(), nll, nll.getWeight());
         return success();
       })
       .Case([&](ErfOp) { // 2/sqrt(pi) exp(-x^2)

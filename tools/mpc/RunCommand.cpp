@@ -1,6 +1,7 @@
 //===- RunCommand.cpp - `mpc run`: execute a model on the CPU backend -----===//
 
 #include "Commands.h"
+#include "TrainStep.h"
 
 #include "codegen/PlanBuilder.h"
 #include "frontend/ModelLoader.h"
@@ -280,33 +281,39 @@ static cl::opt<std::string> gradDir("output-dir",
                                     cl::value_desc("dir"),
                                     cl::sub(gradCommand));
 
+mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
+                                  const std::string &loss,
+                                  std::string &error) {
+  mlir::MLIRContext *ctx = module.getContext();
+  mlir::PassManager pm(ctx);
+  mlir::mpc::AutodiffOptions options;
+  options.loss = loss;
+  pm.addPass(mlir::mpc::createAutodiff(options));
+  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
+    if (error.empty()) {
+      if (auto name = llvm::dyn_cast<mlir::NameLoc>(d.getLocation()))
+        error = "node '" + name.getName().str() + "': ";
+      error += d.str();
+    }
+    return mlir::success();
+  });
+  if (mlir::failed(pm.run(module)))
+    return {};
+  for (auto f : module.getOps<mlir::func::FuncOp>())
+    if (f->hasAttr("mpc.train_step"))
+      return f;
+  return {};
+}
+
 int runGrad() {
   mlir::MLIRContext ctx;
   Prepared prep;
   if (!prepare(ctx, gradModel, gradInputs, {}, 0, prep))
     return 1;
-  mlir::PassManager pm(&ctx);
-  mlir::mpc::AutodiffOptions adOptions;
-  adOptions.loss = gradLoss;
-  pm.addPass(mlir::mpc::createAutodiff(adOptions));
-  std::string diag;
-  {
-    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-      if (diag.empty()) {
-        std::string where;
-        if (auto name = llvm::dyn_cast<mlir::NameLoc>(d.getLocation()))
-          where = "node '" + name.getName().str() + "': ";
-        diag = where + d.str();
-      }
-      return mlir::success();
-    });
-    if (mlir::failed(pm.run(*prep.module)))
-      return reportError(gradModel + ": " + diag);
-  }
-  mlir::func::FuncOp step;
-  for (auto f : prep.module->getOps<mlir::func::FuncOp>())
-    if (f->hasAttr("mpc.train_step"))
-      step = f;
+  std::string error;
+  mlir::func::FuncOp step = buildTrainStep(*prep.module, gradLoss, error);
+  if (!step)
+    return reportError(gradModel + ": " + error);
   rt::Plan plan;
   std::vector<rt::Tensor> results;
   if (!execute(step, gradModel, prep.feeds, plan, results))

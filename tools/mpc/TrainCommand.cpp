@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "TrainStep.h"
 
 #include "codegen/PlanBuilder.h"
 #include "frontend/ModelLoader.h"
@@ -136,28 +137,9 @@ int runTrain() {
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
-  mlir::PassManager pm(&ctx);
-  mlir::mpc::AutodiffOptions ad;
-  ad.loss = lossName;
-  pm.addPass(mlir::mpc::createAutodiff(ad));
-  std::string diag;
-  {
-    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-      if (diag.empty()) {
-        std::string where;
-        if (auto n = llvm::dyn_cast<mlir::NameLoc>(d.getLocation()))
-          where = "node '" + n.getName().str() + "': ";
-        diag = where + d.str();
-      }
-      return mlir::success();
-    });
-    if (mlir::failed(pm.run(*module)))
-      return reportError(model + ": " + diag);
-  }
-  mlir::func::FuncOp step;
-  for (auto f : module->getOps<mlir::func::FuncOp>())
-    if (f->hasAttr("mpc.train_step"))
-      step = f;
+  mlir::func::FuncOp step = buildTrainStep(*module, lossName, error);
+  if (!step)
+    return reportError(model + ": " + error);
   rt::Plan plan;
   if (!mlir::mpc::buildPlan(step, plan, error))
     return reportError(model + ": " + error);
