@@ -553,6 +553,51 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
         grads[0] = make<ExpandOp>(b, loc, {scaled, shape});
         return success();
       })
+      .Case([&](BatchNormTrainOp bn) -> LogicalResult {
+        if (!elem.isF32())
+          return op->emitError("batch_norm_train gradient needs f32");
+        // Batch statistics over every axis but the channel (1), recomputed
+        // here; then the layer-norm formula with per-channel scale:
+        // dx = inv * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+        auto in = typeOf(x(0));
+        SmallVector<int64_t> axes{0}, bshape(in.getRank(), 1);
+        for (int64_t i = 2; i < in.getRank(); ++i)
+          axes.push_back(i);
+        bshape[1] = in.getDimSize(1);
+        auto chan = RankedTensorType::get(bshape, elem);
+        auto meanKeep = [&](Value v) {
+          return make<ReduceMeanOp>(
+              b, loc, v,
+              {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+               b.getNamedAttr("keepdims", b.getBoolAttr(true))});
+        };
+        if (!g)
+          return success();
+        Value mean = meanKeep(x(0));
+        Value centered = make<SubOp>(b, loc, {x(0), mean});
+        Value var = meanKeep(make<MulOp>(b, loc, {centered, centered}));
+        Value eps = scalar(b, loc, elem, bn.getEpsilon().convertToDouble());
+        Value inv = make<ReciprocalOp>(
+            b, loc, make<SqrtOp>(b, loc, make<AddOp>(b, loc, {var, eps})));
+        Value xhat = make<MulOp>(b, loc, {centered, inv});
+        Value scale = reshapeTo(b, loc, bn.getScale(), chan);
+        Value dxhat = make<MulOp>(b, loc, {g, scale});
+        Value inner = make<SubOp>(
+            b, loc,
+            {make<SubOp>(b, loc, {dxhat, meanKeep(dxhat)}),
+             make<MulOp>(b, loc,
+                         {xhat, meanKeep(make<MulOp>(b, loc, {dxhat, xhat}))})});
+        grads[0] = make<MulOp>(b, loc, {inv, inner});
+        auto sumToChannel = [&](Value v) { // [N, C, ...] -> [C]
+          return make<ReduceSumOp>(
+              b, loc, v,
+              {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+               b.getNamedAttr("keepdims", b.getBoolAttr(false))});
+        };
+        grads[1] = sumToChannel(make<MulOp>(b, loc, {g, xhat}));
+        grads[2] = sumToChannel(g);
+        return success();
+      })
       .Case([&](LayerNormOp ln) -> LogicalResult {
         if (!elem.isF32())
           return op->emitError("layer_norm gradient needs f32 (casts around "

@@ -55,6 +55,25 @@ class LeNet(nn.Module):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
+class ResCnn(nn.Module):
+    """A small CNN with BatchNorm and one residual block."""
+
+    def __init__(self, ch=8, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, ch, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(ch), nn.ReLU())
+        self.block = nn.Sequential(
+            nn.Conv2d(ch, ch, 3, padding=1, bias=False), nn.BatchNorm2d(ch),
+            nn.ReLU(), nn.Conv2d(ch, ch, 3, padding=1, bias=False),
+            nn.BatchNorm2d(ch))
+        self.head = nn.Linear(ch, classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = F.relu(x + self.block(x))
+        return self.head(x.mean(dim=(2, 3)))
+
+
 class Encoder(nn.Module):
     """nn.TransformerEncoder classifier over token embeddings."""
 
