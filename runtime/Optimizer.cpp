@@ -2,7 +2,10 @@
 
 #include "runtime/Optimizer.h"
 
+#include "runtime/Npy.h"
+
 #include <cmath>
+#include <filesystem>
 
 namespace mpc::rt {
 
@@ -49,6 +52,46 @@ void Optimizer::step(const std::string &name, Tensor &param,
     float denom = std::sqrt(v[i]) / bc2Sqrt + c.eps;
     p[i] -= stepSize * m[i] / denom;
   }
+}
+
+} // namespace mpc::rt
+
+namespace mpc::rt {
+
+bool Optimizer::save(const std::string &dir, std::string &error) const {
+  Tensor t(DType::I64, {});
+  t.data<int64_t>()[0] = t_;
+  if (!writeNpy(dir + "/opt.t.npy", t, error))
+    return false;
+  for (const auto &[prefix, map] :
+       {std::pair{"opt.m.", &m_}, std::pair{"opt.v.", &v_}})
+    for (const auto &[name, state] : *map)
+      if (!writeNpy(dir + "/" + prefix + name + ".npy", state, error))
+        return false;
+  return true;
+}
+
+bool Optimizer::load(const std::string &dir, std::string &error) {
+  Tensor t;
+  if (!readNpy(dir + "/opt.t.npy", t, error))
+    return false;
+  t_ = t.getInt(0);
+  m_.clear();
+  v_.clear();
+  for (const auto &entry : std::filesystem::directory_iterator(dir)) {
+    std::string file = entry.path().filename().string();
+    for (const auto &[prefix, map] :
+         {std::pair{std::string("opt.m."), &m_},
+          std::pair{std::string("opt.v."), &v_}})
+      if (file.rfind(prefix, 0) == 0 && file.size() > prefix.size() + 4) {
+        Tensor state;
+        if (!readNpy(entry.path().string(), state, error))
+          return false;
+        (*map)[file.substr(prefix.size(), file.size() - prefix.size() - 4)] =
+            std::move(state);
+      }
+  }
+  return true;
 }
 
 } // namespace mpc::rt

@@ -30,6 +30,11 @@ public:
   /// Call once per training step, before the step() calls.
   void beginStep() { ++t_; }
 
+  /// Saves / restores the state (step count, buffers) as .npy files in
+  /// `dir` (prefix "opt."); false with `error` on failure.
+  bool save(const std::string &dir, std::string &error) const;
+  bool load(const std::string &dir, std::string &error);
+
 private:
   OptimizerConfig config_;
   int64_t t_ = 0;

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -74,10 +75,77 @@ static cl::opt<std::string> outputModel("o",
                                                  "trained FP32 weights"),
                                         cl::value_desc("trained.onnx"),
                                         cl::sub(trainCommand));
+static cl::opt<std::string>
+    checkpoint("checkpoint",
+               cl::desc("Save parameters, optimizer state and step here "
+                        "(atomically) every --checkpoint-every steps and at "
+                        "the end"),
+               cl::value_desc("dir"), cl::sub(trainCommand));
+static cl::opt<int64_t> checkpointEvery("checkpoint-every",
+                                        cl::desc("Steps between checkpoints"),
+                                        cl::init(100), cl::sub(trainCommand));
+static cl::opt<bool> resume("resume",
+                            cl::desc("Continue from --checkpoint (bit-exact)"),
+                            cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
                                      cl::sub(trainCommand));
+
+namespace fs = std::filesystem;
+
+/// Writes the checkpoint into a fresh directory and renames it over `dir`,
+/// so a crash leaves either the old or the new checkpoint, never half.
+static bool saveCheckpoint(const std::string &dir, int64_t step,
+                           const std::map<std::string, rt::Tensor> &params,
+                           const rt::Optimizer &opt, std::string &error) {
+  std::string tmp = dir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) {
+    error = "cannot create " + tmp + ": " + ec.message();
+    return false;
+  }
+  rt::Tensor s(rt::DType::I64, {});
+  s.data<int64_t>()[0] = step;
+  if (!rt::writeNpy(tmp + "/step.npy", s, error) || !opt.save(tmp, error))
+    return false;
+  for (const auto &[name, t] : params)
+    if (!rt::writeNpy(tmp + "/param." + name + ".npy", t, error))
+      return false;
+  std::string old = dir + ".old";
+  fs::remove_all(old, ec);
+  if (fs::exists(dir))
+    fs::rename(dir, old, ec);
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    error = "cannot write checkpoint " + dir + ": " + ec.message();
+    return false;
+  }
+  fs::remove_all(old, ec);
+  return true;
+}
+
+static bool loadCheckpoint(const std::string &dir, int64_t &step,
+                           std::map<std::string, rt::Tensor> &params,
+                           rt::Optimizer &opt, std::string &error) {
+  rt::Tensor s;
+  if (!rt::readNpy(dir + "/step.npy", s, error) || !opt.load(dir, error))
+    return false;
+  step = s.getInt(0);
+  for (auto &[name, t] : params) {
+    rt::Tensor saved;
+    if (!rt::readNpy(dir + "/param." + name + ".npy", saved, error))
+      return false;
+    if (saved.shape() != t.shape() || saved.dtype() != t.dtype()) {
+      error = "checkpoint parameter '" + name + "' does not match the model";
+      return false;
+    }
+    t = std::move(saved);
+  }
+  return true;
+}
 
 /// Rows `rows` of `t` (axis 0) as a new tensor.
 static rt::Tensor gatherRows(const rt::Tensor &t, const int64_t *rows,
@@ -96,6 +164,8 @@ static rt::Tensor gatherRows(const rt::Tensor &t, const int64_t *rows,
 int runTrain() {
   if (batch <= 0 || steps <= 0)
     return reportError("--batch and --steps must be positive");
+  if (resume && checkpoint.empty())
+    return reportError("--resume needs --checkpoint DIR");
   if (!StringRef(optimizer).equals_insensitive("sgd") &&
       optimizer != "momentum" && optimizer != "nesterov" &&
       optimizer != "adam" && optimizer != "adamw")
@@ -172,14 +242,21 @@ int runTrain() {
   config.weightDecay = weightDecay;
   rt::Optimizer opt(config);
 
-  int64_t perEpoch = samples / batch;
+  int64_t perEpoch = samples / batch, first = 0;
+  if (resume) {
+    if (!loadCheckpoint(checkpoint, first, params, opt, error))
+      return reportError("cannot resume from " + checkpoint + ": " + error);
+    outs() << "resumed from " << checkpoint << " at step " << first << "\n";
+  }
   std::vector<int64_t> order(samples);
   std::string log;
   bool tty = isatty(STDOUT_FILENO);
   auto start = std::chrono::steady_clock::now();
-  for (int64_t s = 0; s < steps; ++s) {
+  for (int64_t s = first; s < steps; ++s) {
     int64_t epoch = s / perEpoch, k = s % perEpoch;
-    if (k == 0) {
+    // The batch order depends only on the step: resuming mid-epoch
+    // rebuilds the same permutation.
+    if (k == 0 || s == first) {
       std::iota(order.begin(), order.end(), 0);
       if (!noShuffle) {
         std::mt19937_64 rng(seed + epoch);
@@ -203,14 +280,19 @@ int runTrain() {
     double secs = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
                       .count();
+    int64_t done = s + 1 - first;
     bool last = s + 1 == steps;
     if (tty || last || (s + 1) % 10 == 0 || s == 0) {
       outs() << format("%sstep %lld/%lld  loss %.6f  %.0f samples/s%s",
                        tty ? "\r" : "", (long long)(s + 1), (long long)steps,
-                       loss, (s + 1) * batch / std::max(secs, 1e-9),
+                       loss, done * batch / std::max(secs, 1e-9),
                        tty && !last ? "" : "\n");
       outs().flush();
     }
+    if (!checkpoint.empty() &&
+        ((s + 1) % checkpointEvery == 0 || s + 1 == steps) &&
+        !saveCheckpoint(checkpoint, s + 1, params, opt, error))
+      return reportError(error);
     if (!std::isfinite(loss))
       return reportError("loss is " + std::string(std::isnan(loss) ? "NaN"
                                                                     : "inf") +
