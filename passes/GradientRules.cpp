@@ -66,6 +66,22 @@ Value transposeLast2(OpBuilder &b, Location loc, Value v) {
       b, loc, v, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
 }
 
+/// The keepdims result type of reducing `in` over `axes` (absent or empty:
+/// all axes).
+RankedTensorType keptType(RankedTensorType in,
+                          std::optional<ArrayRef<int64_t>> axes) {
+  SmallVector<int64_t> kept(in.getShape());
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    bool reduced = !axes || axes->empty();
+    if (axes)
+      for (int64_t a : *axes)
+        reduced |= (a < 0 ? a + in.getRank() : a) == i;
+    if (reduced)
+      kept[i] = 1;
+  }
+  return in.clone(kept);
+}
+
 /// Elementwise gradient for unary ops: g * d(y)/d(x) given as a value.
 Value times(OpBuilder &b, Location loc, Value g, Value d) {
   return make<MulOp>(b, loc, {g, d});
@@ -246,23 +262,9 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
                                              (double)in.getNumElements() /
                                                  typeOf(y).getNumElements())});
         // Back to the keepdims shape, then broadcast to the input.
-        SmallVector<int64_t> kept(in.getShape());
-        auto axesAttr = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-        std::optional<ArrayRef<int64_t>> axes;
-        if (auto red = dyn_cast<ReduceSumOp>(op))
-          axes = red.getAxes();
-        else
-          axes = cast<ReduceMeanOp>(op).getAxes();
-        (void)axesAttr;
-        for (int64_t i = 0; i < in.getRank(); ++i) {
-          bool reduced = !axes || axes->empty();
-          if (axes)
-            for (int64_t a : *axes)
-              reduced |= (a < 0 ? a + in.getRank() : a) == i;
-          if (reduced)
-            kept[i] = 1;
-        }
-        Value r = reshapeTo(b, loc, gr, RankedTensorType::get(kept, elem));
+        auto axes = isa<ReduceSumOp>(op) ? cast<ReduceSumOp>(op).getAxes()
+                                         : cast<ReduceMeanOp>(op).getAxes();
+        Value r = reshapeTo(b, loc, gr, keptType(in, axes));
         auto shape = b.create<ConstantOp>(
             loc, DenseElementsAttr::get(
                      RankedTensorType::get({in.getRank()}, b.getI64Type()),
@@ -348,20 +350,9 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
       })
       .Case([&](ReduceLogSumExpOp red) {
         // g * softmax over the reduced axes: exp(x - y) with y, g kept.
-        auto in = typeOf(x(0));
-        SmallVector<int64_t> kept(in.getShape());
-        auto axes = red.getAxes();
-        for (int64_t i = 0; i < in.getRank(); ++i) {
-          bool reduced = !axes || axes->empty();
-          if (axes)
-            for (int64_t a : *axes)
-              reduced |= (a < 0 ? a + in.getRank() : a) == i;
-          if (reduced)
-            kept[i] = 1;
-        }
-        auto keptType = RankedTensorType::get(kept, elem);
-        Value yk = reshapeTo(b, loc, y, keptType);
-        Value gk = reshapeTo(b, loc, g, keptType);
+        auto kept = keptType(typeOf(x(0)), red.getAxes());
+        Value yk = reshapeTo(b, loc, y, kept);
+        Value gk = reshapeTo(b, loc, g, kept);
         Value sm = make<ExpOp>(b, loc, make<SubOp>(b, loc, {x(0), yk}));
         grads[0] = make<MulOp>(b, loc, {sm, gk});
         return success();

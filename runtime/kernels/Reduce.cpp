@@ -16,6 +16,50 @@ namespace {
 
 enum class Red { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
 
+double initialValue(Red r) {
+  return r == Red::Max   ? -std::numeric_limits<double>::infinity()
+         : r == Red::Min ? std::numeric_limits<double>::infinity()
+         : r == Red::Prod ? 1.0
+                          : 0.0;
+}
+
+/// Folds v into the accumulator (mx: the max subtracted by log-sum-exp).
+inline double accumulate(Red r, double a, double v, double mx) {
+  switch (r) {
+  case Red::Max:
+    return std::isnan(v) || v > a ? v : a;
+  case Red::Min:
+    return std::isnan(v) || v < a ? v : a;
+  case Red::Prod:
+    return a * v;
+  case Red::L1:
+    return a + std::fabs(v);
+  case Red::L2:
+  case Red::SumSquare:
+    return a + v * v;
+  case Red::LogSumExp:
+    return a + std::exp(v - mx);
+  default: // Sum, Mean, LogSum
+    return a + v;
+  }
+}
+
+/// The reduced value from the accumulator over `count` elements.
+inline double finish(Red r, double a, int64_t count, double mx) {
+  switch (r) {
+  case Red::Mean:
+    return count ? a / count : std::nan("");
+  case Red::L2:
+    return std::sqrt(a);
+  case Red::LogSum:
+    return std::log(a);
+  case Red::LogSumExp:
+    return std::log(a) + mx;
+  default:
+    return a;
+  }
+}
+
 /// For each output element, the input elements reduced into it are those
 /// sharing its coordinates on the kept axes.
 template <Red R> void reduceK(KernelContext &c) {
@@ -62,44 +106,10 @@ template <Red R> void reduceK(KernelContext &c) {
         if (R == Red::LogSumExp) // subtract the max for stability
           for (int64_t j = 0; j < red; ++j)
             mx = std::max<double>(mx, base[j * inner]);
-        double a = R == Red::Max   ? -std::numeric_limits<double>::infinity()
-                   : R == Red::Min ? std::numeric_limits<double>::infinity()
-                   : R == Red::Prod ? 1.0
-                                    : 0.0;
-        for (int64_t j = 0; j < red; ++j) {
-          double v = base[j * inner];
-          switch (R) {
-          case Red::Max:
-            a = std::isnan(v) || v > a ? v : a;
-            break;
-          case Red::Min:
-            a = std::isnan(v) || v < a ? v : a;
-            break;
-          case Red::Prod:
-            a *= v;
-            break;
-          case Red::L1:
-            a += std::fabs(v);
-            break;
-          case Red::L2:
-          case Red::SumSquare:
-            a += v * v;
-            break;
-          case Red::LogSumExp:
-            a += std::exp(v - mx);
-            break;
-          default:
-            a += v;
-          }
-        }
-        if (R == Red::LogSumExp)
-          a = std::log(a) + mx;
-        else if (R == Red::Mean)
-          a = red ? a / red : std::nan("");
-        else if (R == Red::L2)
-          a = std::sqrt(a);
-        else if (R == Red::LogSum)
-          a = std::log(a);
+        double a = initialValue(R);
+        for (int64_t j = 0; j < red; ++j)
+          a = accumulate(R, a, base[j * inner], mx);
+        a = finish(R, a, red, mx);
         y.setFloat(o, (float)a);
       }
     });
@@ -113,11 +123,7 @@ template <Red R> void reduceK(KernelContext &c) {
       s *= x.dim(d);
     }
   int64_t outN = y.size();
-  bool isMax = R == Red::Max, isMin = R == Red::Min;
-  double init = isMax   ? -std::numeric_limits<double>::infinity()
-                : isMin ? std::numeric_limits<double>::infinity()
-                : R == Red::Prod ? 1.0
-                                 : 0.0;
+  double init = initialValue(R);
   std::vector<double> acc(outN, init), lseMax;
   std::vector<int64_t> count(outN, 0);
   std::vector<int64_t> outIdx(x.size());
@@ -139,45 +145,12 @@ template <Red R> void reduceK(KernelContext &c) {
       lseMax[outIdx[i]] = std::max(lseMax[outIdx[i]], val(i));
   }
   for (int64_t i = 0; i < x.size(); ++i) {
-    double v = val(i), &a = acc[outIdx[i]];
-    ++count[outIdx[i]];
-    switch (R) {
-    case Red::Sum:
-    case Red::Mean:
-    case Red::LogSum:
-      a += v;
-      break;
-    case Red::Max:
-      a = std::isnan(v) || v > a ? v : a;
-      break;
-    case Red::Min:
-      a = std::isnan(v) || v < a ? v : a;
-      break;
-    case Red::Prod:
-      a *= v;
-      break;
-    case Red::L1:
-      a += std::fabs(v);
-      break;
-    case Red::L2:
-    case Red::SumSquare:
-      a += v * v;
-      break;
-    case Red::LogSumExp:
-      a += std::exp(v - lseMax[outIdx[i]]);
-      break;
-    }
+    int64_t o = outIdx[i];
+    acc[o] = accumulate(R, acc[o], val(i), lseMax.empty() ? 0.0 : lseMax[o]);
+    ++count[o];
   }
   for (int64_t o = 0; o < outN; ++o) {
-    double a = acc[o];
-    if (R == Red::Mean)
-      a = count[o] ? a / count[o] : std::nan("");
-    else if (R == Red::L2)
-      a = std::sqrt(a);
-    else if (R == Red::LogSum)
-      a = std::log(a);
-    else if (R == Red::LogSumExp)
-      a = std::log(a) + lseMax[o];
+    double a = finish(R, acc[o], count[o], lseMax.empty() ? 0.0 : lseMax[o]);
     if (isFloat(y.dtype()))
       y.setFloat(o, (float)a);
     else
