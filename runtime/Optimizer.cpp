@@ -35,6 +35,15 @@ void Optimizer::step(const std::string &name, Tensor &param,
     }
     return;
   }
+  if (c.kind == "adagrad") { // torch.optim.Adagrad (no lr decay)
+    float *sum = state(v_);
+    for (int64_t i = 0; i < n; ++i) {
+      float d = g[i] + c.weightDecay * p[i];
+      sum[i] += d * d;
+      p[i] -= c.lr * d / (std::sqrt(sum[i]) + 1e-10f);
+    }
+    return;
+  }
   // Adam / AdamW (torch.optim semantics).
   float *m = state(m_), *v = state(v_);
   double bc1 = 1.0 - std::pow((double)c.beta1, (double)t_);

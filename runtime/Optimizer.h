@@ -11,7 +11,7 @@
 namespace mpc::rt {
 
 struct OptimizerConfig {
-  std::string kind = "sgd"; // sgd | momentum | nesterov | adam | adamw
+  std::string kind = "sgd"; // sgd|momentum|nesterov|adam|adamw|adagrad
   float lr = 0.01f;
   float momentum = 0.9f;
   float weightDecay = 0.0f;
@@ -20,7 +20,7 @@ struct OptimizerConfig {
 
 /// Applies one update to FP32 master parameters with PyTorch's semantics
 /// (torch.optim.SGD with momentum/nesterov and L2 weight decay, Adam,
-/// AdamW), keeping its state (momentum buffers, moments, step count).
+/// AdamW, Adagrad), keeping its state (buffers, moments, step count).
 class Optimizer {
 public:
   explicit Optimizer(OptimizerConfig config) : config_(std::move(config)) {}

@@ -53,7 +53,8 @@ static cl::opt<int64_t> steps("steps", cl::desc("Training steps"),
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(32),
                               cl::sub(trainCommand));
 static cl::opt<std::string>
-    optimizer("optimizer", cl::desc("sgd | momentum | nesterov | adam | adamw"),
+    optimizer("optimizer",
+              cl::desc("sgd | momentum | nesterov | adam | adamw | adagrad"),
               cl::init("sgd"), cl::sub(trainCommand));
 static cl::opt<float> lr("lr", cl::desc("Learning rate"), cl::init(0.01f),
                          cl::sub(trainCommand));
@@ -87,10 +88,86 @@ static cl::opt<int64_t> checkpointEvery("checkpoint-every",
 static cl::opt<bool> resume("resume",
                             cl::desc("Continue from --checkpoint (bit-exact)"),
                             cl::sub(trainCommand));
-static cl::opt<std::string> lossName("loss",
+static cl::opt<std::string>
+    lossKind("loss",
+             cl::desc("For a model without a loss: append cross_entropy or mse "
+                      "on its first output, against --label"),
+             cl::sub(trainCommand));
+static cl::opt<std::string>
+    labelName("label",
+              cl::desc("Name of the label input the appended loss reads (fed "
+                       "by --data NAME=...)"),
+              cl::init("label"), cl::sub(trainCommand));
+static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
                                      cl::sub(trainCommand));
+
+/// Appends `kind` (cross_entropy: softmax cross-entropy on class axis 1
+/// against i64 labels; mse: mean squared error against a tensor like the
+/// output) on the entry function's first output, with a new graph input
+/// `label`; the loss becomes the first result, named "loss".
+static bool appendLoss(mlir::func::FuncOp func, StringRef kind,
+                       StringRef label, std::string &error) {
+  auto out = llvm::cast<mlir::RankedTensorType>(func.getResultTypes()[0]);
+  mlir::OpBuilder b(func.getContext());
+  mlir::Block &body = func.getBody().front();
+  auto ret = llvm::cast<mlir::func::ReturnOp>(body.getTerminator());
+  b.setInsertionPoint(ret);
+  mlir::Location loc = mlir::NameLoc::get(b.getStringAttr("loss"));
+  mlir::Type labelType;
+  if (kind == "cross_entropy") {
+    if (out.getRank() < 2) {
+      error = "--loss cross_entropy needs an output with a class axis 1, "
+              "got " + llvm::formatv("{0}", out).str();
+      return false;
+    }
+    llvm::SmallVector<int64_t> shape(out.getShape());
+    shape.erase(shape.begin() + 1);
+    labelType = mlir::RankedTensorType::get(shape, b.getI64Type());
+  } else if (kind == "mse") {
+    labelType = out;
+  } else {
+    error = "unknown --loss '" + kind.str() + "' (cross_entropy, mse)";
+    return false;
+  }
+  unsigned index = func.getNumArguments();
+  func.insertArgument(index, labelType,
+                      b.getDictionaryAttr(b.getNamedAttr(
+                          "mpc.input", b.getStringAttr(label))),
+                      loc);
+  mlir::Value arg = body.getArgument(index);
+  mlir::Value loss;
+  if (kind == "cross_entropy") {
+    loss = (*mlir::mpc::createInferred(
+                b, loc, mlir::mpc::SoftmaxCrossEntropyLossOp::getOperationName(),
+                {ret.getOperand(0), arg}))
+               ->getResult(0);
+  } else {
+    mlir::Value d = (*mlir::mpc::createInferred(
+                         b, loc, mlir::mpc::SubOp::getOperationName(),
+                         {ret.getOperand(0), arg}))
+                        ->getResult(0);
+    mlir::Value sq = (*mlir::mpc::createInferred(
+                          b, loc, mlir::mpc::MulOp::getOperationName(), {d, d}))
+                         ->getResult(0);
+    loss = (*mlir::mpc::createInferred(
+                b, loc, mlir::mpc::ReduceMeanOp::getOperationName(), {sq},
+                {b.getNamedAttr("keepdims", b.getBoolAttr(false))}))
+               ->getResult(0);
+  }
+  llvm::SmallVector<mlir::Value> results{loss};
+  llvm::append_range(results, ret.getOperands());
+  llvm::SmallVector<mlir::DictionaryAttr> attrs{b.getDictionaryAttr(
+      b.getNamedAttr("mpc.output", b.getStringAttr("loss")))};
+  func.getAllResultAttrs(attrs);
+  b.create<mlir::func::ReturnOp>(ret.getLoc(), results);
+  ret.erase();
+  func.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
+                                         mlir::ValueRange(results).getTypes()));
+  func.setAllResultAttrs(attrs);
+  return true;
+}
 
 namespace fs = std::filesystem;
 
@@ -168,9 +245,9 @@ int runTrain() {
     return reportError("--resume needs --checkpoint DIR");
   if (!StringRef(optimizer).equals_insensitive("sgd") &&
       optimizer != "momentum" && optimizer != "nesterov" &&
-      optimizer != "adam" && optimizer != "adamw")
+      optimizer != "adam" && optimizer != "adamw" && optimizer != "adagrad")
     return reportError("unknown --optimizer '" + optimizer +
-                       "' (sgd, momentum, nesterov, adam, adamw)");
+                       "' (sgd, momentum, nesterov, adam, adamw, adagrad)");
   // Data: one array per graph input, all with the same number of samples.
   std::map<std::string, rt::Tensor> arrays;
   int64_t samples = -1;
@@ -207,6 +284,10 @@ int runTrain() {
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
+  if (!lossKind.empty() &&
+      !appendLoss(mlir::mpc::entryFunction(*module), lossKind, labelName,
+                  error))
+    return reportError(model + ": " + error);
   mlir::func::FuncOp step = buildTrainStep(*module, lossName, error);
   if (!step)
     return reportError(model + ": " + error);
