@@ -16,6 +16,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,8 @@ public:
   /// One entry per node input; null for an omitted optional input ("").
   const llvm::SmallVector<mlir::Value> inputs;
   const std::string &modelDir;
+  /// The value of a tensor name in the current graph, or null.
+  std::function<mlir::Value(llvm::StringRef)> lookup;
 
   /// Results mapped to node outputs, in order.
   llvm::SmallVector<mlir::Value> outputs;

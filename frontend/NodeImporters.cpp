@@ -583,9 +583,16 @@ LogicalResult importGradient(NodeContext &c) {
     return c.b.getStrArrayAttr(llvm::map_to_vector(
         v, [](const std::string &s) { return StringRef(s); }));
   };
-  return c.emit("mpc.gradient", c.inputs,
+  // y computed in this graph becomes the target the lowering differentiates;
+  // in a training algorithm it lives in the inference graph instead.
+  SmallVector<Value> operands(c.inputs);
+  Value target = c.lookup ? c.lookup(y) : Value();
+  if (target)
+    operands.push_back(target);
+  return c.emit("mpc.gradient", operands,
                 {c.named("xs", strs(*xs)), c.named("zs", strs(zs)),
-                 c.named("y", c.b.getStringAttr(y))});
+                 c.named("y", c.b.getStringAttr(y))},
+                {(int32_t)c.inputs.size(), target ? 1 : 0});
 }
 
 LogicalResult importMomentum(NodeContext &c) {

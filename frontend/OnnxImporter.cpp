@@ -288,6 +288,10 @@ LogicalResult ModelImporter::importNodes(
     }
     Location loc = NameLoc::get(b.getStringAttr(nodeName));
     NodeContext nc(node, opset, b, loc, std::move(inputs), modelDir);
+    nc.lookup = [&](StringRef name) -> Value {
+      auto it = values.find(name);
+      return it == values.end() ? Value() : it->second;
+    };
     if (mlir::failed(fn(nc)) || nc.failed())
       return fail(prefix + (nc.error.empty() ? "import failed" : nc.error));
     for (auto [i, out] : llvm::enumerate(node.output()))

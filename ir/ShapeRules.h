@@ -134,7 +134,7 @@ LogicalResult shapeOf(std::optional<Location> loc, A a,
 template <typename A>
 LogicalResult gradient(std::optional<Location> loc, A a,
                        SmallVectorImpl<Type> &types) {
-  return gradient(loc, a.getOperands(), a.getXs().size(), types);
+  return gradient(loc, a.getInputs(), a.getXs().size(), types);
 }
 template <typename A>
 LogicalResult momentum(std::optional<Location> loc, A a,

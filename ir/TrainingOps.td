@@ -10,20 +10,27 @@
 
 include "ir/MpcDialect.td"
 
-def Mpc_GradientOp : Mpc_Op<"gradient", [Pure, Mpc_InferByRule<"gradient">]> {
+def Mpc_GradientOp : Mpc_Op<"gradient", [Pure, AttrSizedOperandSegments,
+                                          Mpc_InferByRule<"gradient">]> {
   let summary = "gradient of the inference graph (ONNX Gradient)";
   let description = [{
     Operands are the values of `xs` followed by those of `zs` (names of the
-    inference graph's tensors); results are d`y`/d`xs`, one per name in `xs`,
-    with the types of the corresponding operands.
+    inference graph's tensors) and, when `y` is computed in the same
+    function, its value as `target`; results are d`y`/d`xs`, one per name in
+    `xs`, with the types of the corresponding operands. `mpc-lower-gradient`
+    replaces ops that have a target by their reverse-mode computation.
 
     Example:
     ```mlir
-    %da, %db = mpc.gradient %a, %b {xs = ["a", "b"], y = "c", zs = []} : (tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+    %da, %db = mpc.gradient %a, %b target %c {xs = ["a", "b"], y = "c", zs = []} : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
     ```
   }];
-  let arguments = (ins Variadic<Mpc_AnyTensor>:$inputs, StrArrayAttr:$xs,
+  let arguments = (ins Variadic<Mpc_AnyTensor>:$inputs,
+                   Optional<Mpc_FloatTensor>:$target, StrArrayAttr:$xs,
                    StrArrayAttr:$zs, StrAttr:$y);
+  let assemblyFormat = [{
+    $inputs (`target` $target^)? attr-dict `:` functional-type(operands, results)
+  }];
   let results = (outs Variadic<Mpc_FloatTensor>:$gradients);
   let hasVerifier = 1;
 }

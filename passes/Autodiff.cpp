@@ -65,64 +65,28 @@ struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Value lossValue = ret.getOperand(*lossIndex);
 
-    // Trainable parameters, and every value that depends on one.
+    // Trainable parameters.
     SmallVector<BlockArgument> params;
-    llvm::DenseSet<Value> needsGrad;
     for (BlockArgument arg : body.getArguments())
       if (auto sym = step.getArgAttrOfType<FlatSymbolRefAttr>(
               arg.getArgNumber(), "mpc.param"))
-        if (module.lookupSymbol<ParamOp>(sym).getTrainable()) {
+        if (module.lookupSymbol<ParamOp>(sym).getTrainable())
           params.push_back(arg);
-          needsGrad.insert(arg);
-        }
-    for (Operation &op : body.without_terminator())
-      if (llvm::any_of(op.getOperands(),
-                       [&](Value v) { return needsGrad.contains(v); }))
-        for (Value r : op.getResults())
-          needsGrad.insert(r);
 
     // Reverse sweep, accumulating gradients before the return.
     b.setInsertionPoint(ret);
-    llvm::DenseMap<Value, Value> grads;
-    auto lossType = llvm::cast<RankedTensorType>(lossValue.getType());
-    grads[lossValue] = b.create<ConstantOp>(
-        ret.getLoc(),
-        DenseElementsAttr::get(lossType, b.getFloatAttr(lossType.getElementType(), 1.0)));
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
-    for (Operation *op : llvm::reverse(ops)) {
-      SmallVector<Value> resultGrads;
-      bool any = false;
-      for (Value r : op->getResults()) {
-        resultGrads.push_back(grads.lookup(r));
-        any |= (bool)resultGrads.back();
-      }
-      if (!any || llvm::none_of(op->getOperands(), [&](Value v) {
-            return needsGrad.contains(v);
-          }))
-        continue;
-      SmallVector<Value> operandGrads;
-      OpBuilder::InsertionGuard guard(b);
-      if (failed(buildOperandGradients(b, op, resultGrads, operandGrads)))
-        return failure();
-      for (auto [v, gv] : llvm::zip(op->getOperands(), operandGrads)) {
-        if (!gv || !needsGrad.contains(v))
-          continue;
-        Value &acc = grads[v];
-        acc = acc ? (*createInferred(b, op->getLoc(),
-                                     AddOp::getOperationName(), {acc, gv}))
-                        ->getResult(0)
-                  : gv;
-      }
-    }
+    SmallVector<Value> wrt(params.begin(), params.end()), paramGrads;
+    if (failed(reverseSweep(b, ops, lossValue, wrt, paramGrads)))
+      return failure();
 
     // Results: the forward results, then d(loss)/d(param) per parameter.
     SmallVector<Value> results(ret.getOperands());
     SmallVector<DictionaryAttr> resultAttrs;
     step.getAllResultAttrs(resultAttrs);
-    for (BlockArgument p : params) {
-      Value g = grads.lookup(p);
+    for (auto [p, g] : llvm::zip(params, paramGrads)) {
       if (!g) // no path to the loss: zero gradient
         g = b.create<ConstantOp>(
             ret.getLoc(),

@@ -12,6 +12,7 @@
 #include "ir/ShapeRules.h"
 
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -626,4 +627,48 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
         return op->emitError("no gradient rule for ")
                << op->getName() << " yet";
       });
+}
+
+LogicalResult mpc::reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
+                                Value target, ArrayRef<Value> wrt,
+                                SmallVectorImpl<Value> &result) {
+  // Values that depend on one of `wrt`: only their producers need rules.
+  llvm::DenseSet<Value> needsGrad(wrt.begin(), wrt.end());
+  for (Operation *op : ops)
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return needsGrad.contains(v); }))
+      for (Value r : op->getResults())
+        needsGrad.insert(r);
+  llvm::DenseMap<Value, Value> grads;
+  auto type = llvm::cast<RankedTensorType>(target.getType());
+  grads[target] = b.create<ConstantOp>(
+      target.getLoc(),
+      DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 1.0)));
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      resultGrads.push_back(grads.lookup(r));
+      any |= (bool)resultGrads.back();
+    }
+    if (!any || llvm::none_of(op->getOperands(),
+                              [&](Value v) { return needsGrad.contains(v); }))
+      continue;
+    SmallVector<Value> operandGrads;
+    if (failed(buildOperandGradients(b, op, resultGrads, operandGrads)))
+      return failure();
+    for (auto [v, gv] : llvm::zip(op->getOperands(), operandGrads)) {
+      if (!gv || !needsGrad.contains(v))
+        continue;
+      Value &acc = grads[v];
+      acc = acc ? (*createInferred(b, op->getLoc(), AddOp::getOperationName(),
+                                   {acc, gv}))
+                      ->getResult(0)
+                : gv;
+    }
+  }
+  result.clear();
+  for (Value w : wrt)
+    result.push_back(grads.lookup(w));
+  return success();
 }

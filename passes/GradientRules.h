@@ -15,6 +15,13 @@ LogicalResult buildOperandGradients(OpBuilder &b, Operation *op,
                                     ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads);
 
+/// Reverse-mode sweep over `ops` (in program order, all before `b`'s
+/// insertion point): seeds d(target)/d(target) = 1 and returns in `grads`
+/// d(target)/d(w) for each of `wrt` (null where no path exists).
+LogicalResult reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
+                           Value target, ArrayRef<Value> wrt,
+                           SmallVectorImpl<Value> &grads);
+
 /// `grad` summed over the dimensions `type` was broadcast along, so it
 /// has `type` (numpy broadcasting in reverse).
 Value unbroadcast(OpBuilder &b, Location loc, Value grad, Type type);

@@ -58,4 +58,22 @@ def Autodiff : Pass<"mpc-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def LowerGradient : Pass<"mpc-lower-gradient", "::mlir::ModuleOp"> {
+  let summary = "Replace ONNX Gradient ops by their reverse-mode computation";
+  let description = [{
+    An `mpc.gradient` whose `y` is computed in the same function (it has a
+    `target` operand) becomes the reverse sweep from the target to its `xs`
+    operands, built with the same rules as `mpc-autodiff`; gradients of xs
+    that y does not depend on are zeros.
+
+    Before:
+    ```mlir
+    %c = mpc.add %a, %b : ...
+    %da, %db = mpc.gradient %a, %b target %c {xs = ["a", "b"], y = "c", zs = []} : ...
+    ```
+    After: `%da` and `%db` are the ones-seeded gradients of `%c`.
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 #endif // MPC_PASSES_TD

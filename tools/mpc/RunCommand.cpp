@@ -164,6 +164,19 @@ static bool prepare(mlir::MLIRContext &ctx, const std::string &model,
     for (const auto &[name, value] : options.frozenValues)
       feeds.erase(name);
   }
+  // ONNX Gradient ops computed in the graph itself become reverse-mode IR.
+  {
+    mlir::PassManager pm(&ctx);
+    pm.addPass(mlir::mpc::createLowerGradient());
+    std::string diag;
+    mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+      if (diag.empty())
+        diag = d.str();
+      return mlir::success();
+    });
+    if (mlir::failed(pm.run(*module)))
+      return reportError(model + ": " + diag), false;
+  }
   auto func = mlir::mpc::entryFunction(*module);
   // Every fed name must be a graph input (or a parameter to override).
   std::set<std::string> known;
