@@ -144,15 +144,11 @@ void convK(KernelContext &c) {
   std::vector<float> xBuf, wBuf, yBuf;
   const float *xp = floatData(x, xBuf), *wp = floatData(w, wBuf);
   float *yp = floatOut(y, yBuf);
-  // Input offsets of every (kernel position, output position), shared by
-  // all channels and images: -1 marks padding.
-  std::vector<int64_t> offsets(kk * osp);
-  parallelFor(osp, 64, [&](int64_t b, int64_t e) {
-    for (int64_t o = b; o < e; ++o)
-      win.forWindow(o, [&](int64_t k, int64_t idx) {
-        offsets[k * osp + o] = idx;
-      });
-  });
+  // 2-D convolutions take contiguous rows (im2colRow2d); others gather
+  // through the offset table.
+  std::vector<int64_t> offsets;
+  if (win.in.size() != 2)
+    offsets = win.offsetTable();
   // Images are batched into one GEMM per group (columns = image x output
   // position), so late layers with few output positions still give the
   // GEMM a wide N. Chunks bound the im2col buffer to 8 MB (cache-friendly;
@@ -215,9 +211,7 @@ void convGrad(KernelContext &c, bool wrtInput) {
   int64_t cg = cin / group, mg = cout / group;
   int64_t kk = win.kernelSize(), osp = win.outSize(), isp = win.inSize();
   int64_t rows = cg * kk;
-  std::vector<int64_t> offsets(kk * osp);
-  for (int64_t o = 0; o < osp; ++o)
-    win.forWindow(o, [&](int64_t k, int64_t idx) { offsets[k * osp + o] = idx; });
+  std::vector<int64_t> offsets = win.offsetTable();
   std::vector<float> dyBuf, oBuf, acc(out.size(), 0.0f), col(rows * osp);
   const float *dyp = floatData(dy, dyBuf), *op = floatData(other, oBuf);
   for (int64_t img = 0; img < batch; ++img)

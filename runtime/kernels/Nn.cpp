@@ -30,11 +30,8 @@ void maxPoolK(KernelContext &c) {
   Window win(c.step, x.shape(), y.shape(), {});
   int64_t planes = x.dim(0) * x.dim(1), isp = win.inSize(), osp = win.outSize();
   bool colMajor = c.step.getInt("storage_order", 0) == 1;
-  // Window offsets are shared by all planes: compute them once.
   int64_t kk = win.kernelSize();
-  std::vector<int64_t> offsets(kk * osp);
-  for (int64_t o = 0; o < osp; ++o)
-    win.forWindow(o, [&](int64_t k, int64_t i) { offsets[o * kk + k] = i; });
+  std::vector<int64_t> offsets = win.offsetTable();
   std::vector<float> xBuf;
   const float *xp = floatData(x, xBuf);
   parallelFor(planes, 1, [&](int64_t b, int64_t e) {
@@ -43,14 +40,14 @@ void maxPoolK(KernelContext &c) {
         float best = -std::numeric_limits<float>::infinity();
         int64_t arg = -1;
         const float *plane = xp + p * isp;
-        for (const int64_t *off = &offsets[o * kk], *end = off + kk;
-             off != end; ++off) {
-          if (*off < 0)
+        for (int64_t k = 0; k < kk; ++k) {
+          int64_t off = offsets[k * osp + o];
+          if (off < 0)
             continue;
-          float v = plane[*off];
+          float v = plane[off];
           if (arg < 0 || v > best || std::isnan(v)) {
             best = v;
-            arg = *off;
+            arg = off;
           }
         }
         if (y.dtype() == DType::F32)
@@ -77,15 +74,11 @@ void averagePoolK(KernelContext &c) {
     for (int64_t p = b; p < e; ++p)
       for (int64_t o = 0; o < osp; ++o) {
         float sum = 0;
-        int64_t count = 0;
         win.forWindow(o, [&](int64_t, int64_t i) {
-          if (i >= 0) {
+          if (i >= 0)
             sum += x.getFloat(p * isp + i);
-            ++count;
-          }
         });
-        if (includePad)
-          count = win.paddedCount(o);
+        int64_t count = win.averageCount(o, includePad);
         y.setFloat(p * osp + o, count ? sum / (float)count : 0.0f);
       }
   });
@@ -112,10 +105,7 @@ void averagePoolGradK(KernelContext &c) {
   std::vector<float> acc(dx.size(), 0.0f);
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t o = 0; o < osp; ++o) {
-      int64_t count = 0;
-      win.forWindow(o, [&](int64_t, int64_t i) { count += i >= 0; });
-      if (includePad)
-        count = win.paddedCount(o);
+      int64_t count = win.averageCount(o, includePad);
       if (!count)
         continue;
       float share = dy.getFloat(p * osp + o) / (float)count;

@@ -77,6 +77,27 @@ struct Window {
     return count;
   }
 
+  /// Divisor of average pooling at output `o`: the window positions inside
+  /// the input, or inside input-plus-explicit-padding with count_include_pad.
+  int64_t averageCount(int64_t o, bool includePad) const {
+    if (includePad)
+      return paddedCount(o);
+    int64_t count = 0;
+    forWindow(o, [&](int64_t, int64_t i) { count += i >= 0; });
+    return count;
+  }
+
+  /// Input offset (within one plane) of every (kernel position k, output
+  /// position o) at [k * outSize() + o], -1 in padding; shared by all
+  /// planes, images and channels.
+  std::vector<int64_t> offsetTable() const {
+    int64_t osp = outSize();
+    std::vector<int64_t> table(kernelSize() * osp);
+    for (int64_t o = 0; o < osp; ++o)
+      forWindow(o, [&](int64_t k, int64_t i) { table[k * osp + o] = i; });
+    return table;
+  }
+
   /// Calls fn(kernelIndex, inputIndex or -1 when in padding) for every
   /// window position of output position `o` (flat).
   template <typename Fn> void forWindow(int64_t o, Fn fn) const {
