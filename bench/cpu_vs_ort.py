@@ -24,28 +24,9 @@ import onnx
 import onnxruntime as ort
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from model_inputs import random_inputs  # noqa: E402
 MODELS = ["mlp", "lenet", "resnet18", "transformer", "gpt"]
-
-
-def inputs_for(model, batch, work, name):
-    rng = np.random.default_rng(0)
-    inits = {i.name for i in model.graph.initializer}
-    feeds, args = {}, []
-    for inp in model.graph.input:
-        if inp.name in inits:
-            continue
-        tt = inp.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else batch
-                 for d in tt.shape.dim]
-        if tt.elem_type == onnx.TensorProto.INT64:
-            v = rng.integers(0, 10, size=shape, dtype=np.int64)
-        else:
-            v = rng.standard_normal(shape).astype(np.float32)
-        feeds[inp.name] = v
-        path = os.path.join(work, f"{name}.{inp.name}.npy")
-        np.save(path, v)
-        args += ["--input", f"{inp.name}={path}"]
-    return feeds, args
 
 
 def main():
@@ -65,7 +46,8 @@ def main():
     for name in MODELS:
         path = os.path.join(work, name + ".onnx")
         model = onnx.load(path)
-        feeds, args = inputs_for(model, a.batch, work, name)
+        feeds, args = random_inputs(model, a.batch, work, name,
+                                    np.random.default_rng(0))
         out = subprocess.run([a.mpc, "run", path, "--threads", str(a.threads),
                               "--repeat", str(a.repeat)] + args, check=True,
                              capture_output=True, text=True).stdout

@@ -13,6 +13,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../../scripts"))
+from model_inputs import random_inputs  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("mpc")
 ap.add_argument("workdir")
@@ -26,22 +29,7 @@ worst = 0.0
 for path in a.models:
     name = os.path.splitext(os.path.basename(path))[0]
     model = onnx.load(path)
-    inits = {i.name for i in model.graph.initializer}
-    feeds, args = {}, []
-    for inp in model.graph.input:
-        if inp.name in inits:
-            continue
-        tt = inp.type.tensor_type
-        shape = [d.dim_value if d.HasField("dim_value") else a.batch
-                 for d in tt.shape.dim]
-        if tt.elem_type == onnx.TensorProto.INT64:
-            value = rng.integers(0, 10, size=shape, dtype=np.int64)
-        else:
-            value = rng.standard_normal(shape).astype(np.float32)
-        feeds[inp.name] = value
-        f = os.path.join(a.workdir, f"{name}.{inp.name}.npy")
-        np.save(f, value)
-        args += ["--input", f"{inp.name}={f}"]
+    feeds, args = random_inputs(model, a.batch, a.workdir, name, rng)
     out = os.path.join(a.workdir, name + ".out")
     subprocess.run([a.mpc, "run", path, "--output-dir", out] + args,
                    check=True, stdout=subprocess.DEVNULL)
