@@ -46,6 +46,10 @@ bool toAttrValue(Attribute a, rt::AttrValue &out) {
     out = (int64_t)b.getValue();
     return true;
   }
+  if (llvm::isa<UnitAttr>(a)) { // a flag such as mpc.count_underflow
+    out = (int64_t)1;
+    return true;
+  }
   if (auto f = llvm::dyn_cast<FloatAttr>(a)) {
     out = f.getValueAsDouble();
     return true;

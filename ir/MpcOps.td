@@ -9,5 +9,6 @@ include "ir/NnOps.td"
 include "ir/ShapeOps.td"
 include "ir/TrainingOps.td"
 include "ir/GradOps.td"
+include "ir/MixedPrecisionOps.td"
 
 #endif // MPC_OPS_TD

@@ -195,3 +195,14 @@ LogicalResult GatherGradOp::verify() {
            << " gives";
   return success();
 }
+
+LogicalResult UnscaleGradsOp::verify() {
+  if (getGrads().size() != getUnscaled().size())
+    return emitOpError("expects one result per gradient, got ")
+           << getUnscaled().size() << " for " << getGrads().size();
+  for (auto [g, u] : llvm::zip(getGrads(), getUnscaled()))
+    if (g.getType() != u.getType())
+      return emitOpError("result type ")
+             << u.getType() << " differs from its gradient's " << g.getType();
+  return success();
+}

@@ -252,7 +252,13 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
         return success();
       })
       .Case([&](CastOp) {
-        grads[0] = b.create<CastOp>(loc, typeOf(x(0)), g);
+        auto cast = b.create<CastOp>(loc, typeOf(x(0)), g);
+        // A gradient rounded into fp16/bf16: the executor counts the
+        // elements that flush to zero there (step health).
+        Type to = typeOf(x(0)).getElementType();
+        if ((to.isF16() || to.isBF16()) && typeOf(g).getElementType().isF32())
+          cast->setAttr("mpc.count_underflow", b.getUnitAttr());
+        grads[0] = cast;
         return success();
       })
       .Case<ReduceSumOp, ReduceMeanOp>([&](Operation *) {
@@ -641,9 +647,12 @@ LogicalResult mpc::reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
         needsGrad.insert(r);
   llvm::DenseMap<Value, Value> grads;
   auto type = llvm::cast<RankedTensorType>(target.getType());
-  grads[target] = b.create<ConstantOp>(
+  // The seed is tagged so mpc-loss-scaling can replace it by the scale.
+  auto seed = b.create<ConstantOp>(
       target.getLoc(),
       DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 1.0)));
+  seed->setAttr("mpc.grad_seed", b.getUnitAttr());
+  grads[target] = seed;
   for (Operation *op : llvm::reverse(ops)) {
     SmallVector<Value> resultGrads;
     bool any = false;

@@ -76,4 +76,121 @@ def LowerGradient : Pass<"mpc-lower-gradient", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def AmpClassify : Pass<"mpc-amp-classify", "::mlir::ModuleOp"> {
+  let summary = "Paint every op low precision or FP32, recording why";
+  let description = [{
+    Gives every op that computes on floats an `mpc.precision` (the low
+    type or f32) and an `mpc.amp` reason, from the allow / infer / clear /
+    deny lists (passes/AmpLists.cpp): allow ops run in low precision, deny
+    ops in FP32; infer and clear ops follow their float inputs (FP32 if any
+    input is computed in FP32, low if any is low, else FP32); then clear
+    ops whose users are all low become low too (they are exact, so moving
+    the cast above them changes no value). Types are not changed here; see
+    `mpc-insert-casts`. Overrides: `allow` and `deny` take ONNX op types,
+    `keep-fp32` node names, `config` a file with `allow = ...`,
+    `deny = ...`, `keep-fp32 = ...` lines.
+
+    Example (`precision=f16`):
+    ```mlir
+    %y = mpc.matmul %x, %w {mpc.amp = "allow: MatMul runs on tensor cores with FP32 accumulation", mpc.precision = f16} : ...
+    %p = mpc.softmax %y {mpc.amp = "deny: Softmax: exponentials and a normalising sum need FP32", mpc.precision = f32, axis = 1 : i64} : ...
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"f16\"",
+           "Low-precision type: f16 or bf16">,
+    ListOption<"allow", "allow", "std::string",
+               "ONNX op types to run in low precision">,
+    ListOption<"deny", "deny", "std::string",
+               "ONNX op types to keep in FP32">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "Node names to keep in FP32">,
+    Option<"config", "config", "std::string", /*default=*/"\"\"",
+           "File with allow/deny/keep-fp32 lines">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def InsertCasts : Pass<"mpc-insert-casts", "::mlir::ModuleOp"> {
+  let summary = "Retype painted ops and cast only where precisions meet";
+  let description = [{
+    Gives each op painted by `mpc-amp-classify` its precision: float
+    operands of another type get a cast, float results take the op's type.
+    One cast per (value, type), placed after the value's definition and
+    shared by all users; casts of constants fold into constants (values
+    beyond the target's range saturate to its largest finite value, and
+    the constant records how many); a cast of an exact widening cast folds
+    (f16 -> f32 -> f16 is the f16 value). Function results keep their
+    declared types.
+
+    Before:
+    ```mlir
+    %y = mpc.matmul %x, %w {mpc.precision = f16, ...} : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+    ```
+    After:
+    ```mlir
+    %xh = mpc.cast %x : (tensor<4x8xf32>) -> tensor<4x8xf16>
+    %wh = mpc.cast %w : (tensor<8x2xf32>) -> tensor<8x2xf16>
+    %y = mpc.matmul %xh, %wh {...} : (tensor<4x8xf16>, tensor<8x2xf16>) -> tensor<4x2xf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def MasterWeights : Pass<"mpc-master-weights", "::mlir::ModuleOp"> {
+  let summary = "FP32 master parameters, one low-precision copy per step";
+  let description = [{
+    In the train step: every trainable parameter argument must be FP32 (the
+    master copy); all its casts to a low-precision type become one cast per
+    type at the top of the function, tagged `mpc.master_copy = @p`, shared
+    by every user; every gradient result reaches the optimizer in the
+    parameter's FP32 type (a cast is added where the sweep produced low
+    precision).
+
+    Before: two `mpc.cast %w : ... -> f16` in different places.
+    After: one `%wh = mpc.cast %w {mpc.master_copy = @w}` first in the body.
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def LossScaling : Pass<"mpc-loss-scaling", "::mlir::ModuleOp"> {
+  let summary = "Scale the loss, unscale gradients in FP32, update the scale";
+  let description = [{
+    In the train step (from `mpc-autodiff`): the backward sweep is seeded
+    with the loss scale instead of 1; all gradients go through one
+    `mpc.unscale_grads` (x 1/scale in FP32, one all-finite check) whose
+    `found_inf` is returned (`mpc.found_inf`), so the optimizer skips the
+    step when it is true (output `mpc.found_inf`). `mode=static` uses the
+    constant `scale`; `mode=dynamic` adds the inputs `mpc.loss_scale` (f32)
+    and `mpc.loss_scale_good_steps` (i64) and returns their updated values
+    under the same names (`mpc.update_loss_scale`, GradScaler semantics,
+    clamped to [min, max]); the function records `mpc.loss_scale_init`.
+    `mode=none` leaves the function unchanged.
+
+    After (`mode=dynamic`):
+    ```mlir
+    func.func @f_train_step(..., %scale: tensor<f32> {mpc.input = "mpc.loss_scale"}, %n: tensor<i64> {mpc.input = "mpc.loss_scale_good_steps"})
+    %g, %inf = mpc.unscale_grads %dw, %scale : ...
+    %s1, %n1 = mpc.update_loss_scale %scale, %n, %inf {...} : ...
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+           "none, static or dynamic">,
+    Option<"scale", "scale", "double", /*default=*/"65536.0",
+           "Static scale, or the initial dynamic scale">,
+    Option<"growth", "growth", "double", /*default=*/"2.0",
+           "Dynamic: factor after `interval` finite steps">,
+    Option<"backoff", "backoff", "double", /*default=*/"0.5",
+           "Dynamic: factor on overflow">,
+    Option<"interval", "interval", "int64_t", /*default=*/"2000",
+           "Dynamic: finite steps before growing">,
+    Option<"minScale", "min", "double", /*default=*/"1.0",
+           "Dynamic: smallest scale">,
+    Option<"maxScale", "max", "double", /*default=*/"16777216.0",
+           "Dynamic: largest scale">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 #endif // MPC_PASSES_TD

@@ -83,7 +83,8 @@ std::string firstUnsupportedOp(const Plan &plan) {
 }
 
 bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
-             std::vector<Tensor> &outputs, std::string &error) {
+             std::vector<Tensor> &outputs, std::string &error,
+             RunStats *stats) {
   std::vector<Tensor> values(plan.values.size());
   for (const auto &[id, t] : plan.constants)
     values[id] = t;
@@ -143,6 +144,11 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
     } catch (const std::exception &e) {
       error = "node '" + step.name + "' (" + step.op + "): " + e.what();
       return false;
+    }
+    if (stats && step.has("mpc.count_underflow")) {
+      const Tensor &in = values[step.inputs[0]], &out = values[step.outputs[0]];
+      for (int64_t i = 0; i < in.size(); ++i)
+        stats->underflow += in.getFloat(i) != 0.0f && out.getFloat(i) == 0.0f;
     }
     if (profile) {
       double ms = std::chrono::duration<double, std::milli>(

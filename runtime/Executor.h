@@ -15,11 +15,19 @@ namespace mpc::rt {
 /// without one, or "" when all are runnable.
 std::string firstUnsupportedOp(const Plan &plan);
 
+/// What a run measured besides its outputs.
+struct RunStats {
+  /// Elements nonzero before and zero after a step marked
+  /// `mpc.count_underflow` (gradients rounded into fp16/bf16).
+  int64_t underflow = 0;
+};
+
 /// Runs `plan` with `inputs` (by name; parameters default to their initial
 /// values unless given too). On success fills `outputs` in plan order.
 /// On failure returns false with a one-line `error` naming the step.
 bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
-             std::vector<Tensor> &outputs, std::string &error);
+             std::vector<Tensor> &outputs, std::string &error,
+             RunStats *stats = nullptr);
 
 } // namespace mpc::rt
 

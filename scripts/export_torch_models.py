@@ -33,6 +33,16 @@ class WithCrossEntropy(nn.Module):
         return F.cross_entropy(logits, labels), logits
 
 
+class WithSmallCrossEntropy(WithCrossEntropy):
+    """Cross-entropy weighted by 1e-5, as one small term of a multi-task
+    objective: its gradients fall below fp16's range without loss
+    scaling."""
+
+    def forward(self, x, labels):
+        loss, logits = super().forward(x, labels)
+        return 1e-5 * loss, logits
+
+
 class Mlp(nn.Sequential):
     def __init__(self):
         super().__init__(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64),
@@ -143,6 +153,40 @@ class Gpt(nn.Module):
         return F.nll_loss(logp, targets.reshape(-1)), logp
 
 
+class DigitsCnn(nn.Module):
+    """The 8x8 digits (rows of 64 pixels) as 1x8x8 images: two 3x3
+    convolutions, a max-pool and a linear classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x.reshape(-1, 1, 8, 8)))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+class DigitsTransformer(nn.Module):
+    """The 8x8 digits as 8 tokens (one per pixel row): a linear embedding
+    plus learned positions, one Transformer encoder layer, mean pooling and
+    a linear classifier."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.embed = nn.Linear(8, d)
+        self.pos = nn.Parameter(0.1 * torch.randn(8, d))
+        self.encoder = nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=0.0,
+                                                  batch_first=True)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        h = self.embed(x.reshape(-1, 8, 8)) + self.pos
+        return self.head(self.encoder(h).mean(dim=1))
+
+
 def export(model, args, names, path, opset, training=False):
     mode = (torch.onnx.TrainingMode.TRAINING if training
             else torch.onnx.TrainingMode.EVAL)
@@ -226,6 +270,18 @@ def main():
         export(Gpt(gelu="tanh"), toks, gnames, p("gpt_tanh"), 17)
     if want("gpt_gelu_op"):
         gelu_op_variant(p("gpt"), p("gpt_gelu_op"))
+    # Seeded on their own, so --only gives the same weights.
+    torch.manual_seed(1)
+    digits = (torch.rand(4, 64), lbl(4))
+    if want("digits_cnn"):
+        export(WithCrossEntropy(DigitsCnn()), digits, xy, p("digits_cnn"), 17)
+    if want("digits_transformer"):
+        export(WithCrossEntropy(DigitsTransformer()), digits, xy,
+               p("digits_transformer"), 17)
+    if want("mlp_small_loss"):
+        torch.manual_seed(2)
+        export(WithSmallCrossEntropy(Mlp()), digits, xy, p("mlp_small_loss"),
+               17)
 
 
 if __name__ == "__main__":

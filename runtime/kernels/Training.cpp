@@ -7,6 +7,7 @@
 
 #include "runtime/Kernel.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mpc::rt {
@@ -83,12 +84,48 @@ void adamK(KernelContext &c) {
   }
 }
 
+/// Gradients times 1/scale, and whether any element is inf or NaN.
+void unscaleGradsK(KernelContext &c) {
+  size_t n = c.numInputs() - 1;
+  // GradScaler: the reciprocal in double, rounded once to FP32.
+  float inv = (float)(1.0 / (double)c.in(n).getFloat(0));
+  bool foundInf = false;
+  for (size_t k = 0; k < n; ++k) {
+    const Tensor &g = c.in(k);
+    Tensor &u = c.output(k);
+    for (int64_t i = 0; i < g.size(); ++i) {
+      float v = g.getFloat(i);
+      foundInf |= !std::isfinite(v);
+      u.setFloat(i, v * inv);
+    }
+  }
+  c.output(n).data<uint8_t>()[0] = foundInf;
+}
+
+void updateLossScaleK(KernelContext &c) {
+  double scale = c.in(0).getFloat(0);
+  int64_t good = c.in(1).getInt(0);
+  if (c.in(2).data<uint8_t>()[0]) {
+    scale *= c.step.getFloat("backoff", 0.5);
+    good = 0;
+  } else if (++good >= c.step.getInt("interval", 2000)) {
+    scale *= c.step.getFloat("growth", 2.0);
+    good = 0;
+  }
+  scale = std::clamp(scale, c.step.getFloat("min_scale", 1.0),
+                     c.step.getFloat("max_scale", 16777216.0));
+  c.output(0).setFloat(0, (float)scale);
+  c.output(1).setInt(0, good);
+}
+
 } // namespace
 
 void registerTrainingKernels(void (*add)(const char *, Kernel)) {
   add("momentum", momentumK);
   add("adagrad", adagradK);
   add("adam", adamK);
+  add("unscale_grads", unscaleGradsK);
+  add("update_loss_scale", updateLossScaleK);
 }
 
 } // namespace mpc::rt

@@ -23,6 +23,8 @@ extern llvm::cl::SubCommand gradCommand;
 int runGrad();
 extern llvm::cl::SubCommand trainCommand;
 int runTrain();
+extern llvm::cl::SubCommand explainCommand;
+int runExplain();
 
 /// Adds --freeze NAME=FILE specs to `frozen`; false (with `error`) on a
 /// malformed one.

@@ -1,6 +1,7 @@
 //===- RunCommand.cpp - `mpc run`: execute a model on the CPU backend -----===//
 
 #include "Commands.h"
+#include "Precision.h"
 #include "TrainStep.h"
 
 #include "codegen/PlanBuilder.h"
@@ -63,6 +64,7 @@ static cl::opt<int> repeat("repeat",
                            cl::init(0), cl::sub(runCommand));
 static cl::opt<int> threads("threads", cl::desc("Worker threads (default: all)"),
                             cl::init(0), cl::sub(runCommand));
+static PrecisionFlags runPrecision(runCommand, /*training=*/false);
 
 /// Reads FILE as .npy or as a serialized TensorProto.
 static bool readInput(const std::string &path, mlir::MLIRContext &ctx,
@@ -224,11 +226,11 @@ static bool execute(mlir::func::FuncOp func, const std::string &model,
 
 static bool writeOutputs(const std::string &dir, const rt::Plan &plan,
                          const std::vector<rt::Tensor> &results,
-                         size_t begin, bool byGradient) {
+                         size_t begin, size_t end) {
   if (!dir.empty())
     if (std::error_code ec = sys::fs::create_directories(dir))
       return reportError("cannot create " + dir + ": " + ec.message()), false;
-  for (size_t i = begin; i < results.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const std::string &name = plan.outputs[i].name;
     printSummary(name, results[i]);
     std::string error;
@@ -236,7 +238,6 @@ static bool writeOutputs(const std::string &dir, const rt::Plan &plan,
         !rt::writeNpy(dir + "/" + fileName(name), results[i], error))
       return reportError(error), false;
   }
-  (void)byGradient;
   return true;
 }
 
@@ -245,8 +246,17 @@ int runRun() {
   if (threads > 0)
     rt::setNumThreads(threads);
   Prepared prep;
+  std::string error;
+  if (!runPrecision.validate(error))
+    return reportError(error);
   if (!prepare(ctx, modelPath, inputs, freeze, batch, prep))
     return 1;
+  if (runPrecision.isLow()) {
+    mlir::PassManager pm(&ctx);
+    runPrecision.addForwardPasses(pm);
+    if (!runPasses(pm, *prep.module, error))
+      return reportError(modelPath + ": " + error);
+  }
   auto func = mlir::mpc::entryFunction(*prep.module);
   rt::Plan plan;
   std::vector<rt::Tensor> results;
@@ -254,7 +264,6 @@ int runRun() {
     return 1;
   if (repeat > 0) {
     std::vector<double> ms;
-    std::string error;
     for (int i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
       rt::runPlan(plan, prep.feeds, results, error);
@@ -267,7 +276,7 @@ int runRun() {
                      "threads\n",
                      ms[ms.size() / 2], ms[0], (int)repeat, rt::numThreads());
   }
-  return writeOutputs(outputDir, plan, results, 0, false) ? 0 : 1;
+  return writeOutputs(outputDir, plan, results, 0, results.size()) ? 0 : 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -293,56 +302,49 @@ static cl::opt<std::string> gradDir("output-dir",
                                     cl::desc("Write <param>.npy files here"),
                                     cl::value_desc("dir"),
                                     cl::sub(gradCommand));
-
-mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
-                                  const std::string &loss,
-                                  std::string &error) {
-  mlir::MLIRContext *ctx = module.getContext();
-  mlir::PassManager pm(ctx);
-  mlir::mpc::AutodiffOptions options;
-  options.loss = loss;
-  pm.addPass(mlir::mpc::createAutodiff(options));
-  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
-    if (error.empty()) {
-      if (auto name = llvm::dyn_cast<mlir::NameLoc>(d.getLocation()))
-        error = "node '" + name.getName().str() + "': ";
-      error += d.str();
-    }
-    return mlir::success();
-  });
-  if (mlir::failed(pm.run(module)))
-    return {};
-  for (auto f : module.getOps<mlir::func::FuncOp>())
-    if (f->hasAttr("mpc.train_step"))
-      return f;
-  return {};
-}
+static PrecisionFlags gradPrecision(gradCommand, /*training=*/true);
 
 int runGrad() {
   mlir::MLIRContext ctx;
   Prepared prep;
+  std::string error;
+  if (!gradPrecision.validate(error))
+    return reportError(error);
   if (!prepare(ctx, gradModel, gradInputs, {}, 0, prep))
     return 1;
-  std::string error;
-  mlir::func::FuncOp step = buildTrainStep(*prep.module, gradLoss, error);
+  mlir::func::FuncOp step =
+      buildTrainStep(*prep.module, gradLoss, &gradPrecision, error);
   if (!step)
     return reportError(gradModel + ": " + error);
+  if (auto init = step->getAttrOfType<mlir::FloatAttr>("mpc.loss_scale_init"))
+    if (gradPrecision.lossScaleMode() == "dynamic") {
+      rt::Tensor s(rt::DType::F32, {}), n(rt::DType::I64, {});
+      s.setFloat(0, (float)init.getValueAsDouble());
+      n.setInt(0, 0);
+      prep.feeds["mpc.loss_scale"] = s;
+      prep.feeds["mpc.loss_scale_good_steps"] = n;
+    }
   rt::Plan plan;
   std::vector<rt::Tensor> results;
   if (!execute(step, gradModel, prep.feeds, plan, results))
     return 1;
   // Name the gradient outputs after their parameters.
-  size_t forward = step.getNumResults();
+  size_t forward = step.getNumResults(), end = 0;
   for (unsigned i = 0; i < step.getNumResults(); ++i)
     if (auto p = step.getResultAttrOfType<mlir::FlatSymbolRefAttr>(
             i, "mpc.gradient")) {
       plan.outputs[i].name = p.getValue().str();
       forward = std::min<size_t>(forward, i);
+      end = i + 1;
     }
+  for (size_t i = 0; i < plan.outputs.size(); ++i)
+    if (plan.outputs[i].name == "mpc.found_inf" && results[i].getInt(0))
+      errs() << "mpc: warning: gradients overflowed (inf/NaN) at the loss "
+                "scale; a training step would be skipped\n";
   unsigned lossIndex =
       step->getAttrOfType<mlir::IntegerAttr>("mpc.loss_index").getInt();
   printSummary(plan.outputs[lossIndex].name, results[lossIndex]);
-  return writeOutputs(gradDir, plan, results, forward, true) ? 0 : 1;
+  return writeOutputs(gradDir, plan, results, forward, end) ? 0 : 1;
 }
 
 } // namespace mpc

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "Precision.h"
 #include "TrainStep.h"
 
 #include "codegen/PlanBuilder.h"
@@ -98,6 +99,7 @@ static cl::opt<std::string>
               cl::desc("Name of the label input the appended loss reads (fed "
                        "by --data NAME=...)"),
               cl::init("label"), cl::sub(trainCommand));
+static PrecisionFlags precisionFlags(trainCommand, /*training=*/true);
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -175,6 +177,7 @@ namespace fs = std::filesystem;
 /// so a crash leaves either the old or the new checkpoint, never half.
 static bool saveCheckpoint(const std::string &dir, int64_t step,
                            const std::map<std::string, rt::Tensor> &params,
+                           const std::map<std::string, rt::Tensor> &state,
                            const rt::Optimizer &opt, std::string &error) {
   std::string tmp = dir + ".tmp";
   std::error_code ec;
@@ -191,6 +194,9 @@ static bool saveCheckpoint(const std::string &dir, int64_t step,
   for (const auto &[name, t] : params)
     if (!rt::writeNpy(tmp + "/param." + name + ".npy", t, error))
       return false;
+  for (const auto &[name, t] : state)
+    if (!rt::writeNpy(tmp + "/state." + name + ".npy", t, error))
+      return false;
   std::string old = dir + ".old";
   fs::remove_all(old, ec);
   if (fs::exists(dir))
@@ -206,6 +212,7 @@ static bool saveCheckpoint(const std::string &dir, int64_t step,
 
 static bool loadCheckpoint(const std::string &dir, int64_t &step,
                            std::map<std::string, rt::Tensor> &params,
+                           std::map<std::string, rt::Tensor> &state,
                            rt::Optimizer &opt, std::string &error) {
   rt::Tensor s;
   if (!rt::readNpy(dir + "/step.npy", s, error) || !opt.load(dir, error))
@@ -221,6 +228,9 @@ static bool loadCheckpoint(const std::string &dir, int64_t &step,
     }
     t = std::move(saved);
   }
+  for (auto &[name, t] : state)
+    if (!rt::readNpy(dir + "/state." + name + ".npy", t, error))
+      return false;
   return true;
 }
 
@@ -281,6 +291,8 @@ int runTrain() {
   options.batch = batch;
 
   std::string error;
+  if (!precisionFlags.validate(error))
+    return reportError(error);
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
@@ -288,7 +300,8 @@ int runTrain() {
       !appendLoss(mlir::mpc::entryFunction(*module), lossKind, labelName,
                   error))
     return reportError(model + ": " + error);
-  mlir::func::FuncOp step = buildTrainStep(*module, lossName, error);
+  mlir::func::FuncOp step =
+      buildTrainStep(*module, lossName, &precisionFlags, error);
   if (!step)
     return reportError(model + ": " + error);
   rt::Plan plan;
@@ -296,10 +309,30 @@ int runTrain() {
     return reportError(model + ": " + error);
   if (std::string op = rt::firstUnsupportedOp(plan); !op.empty())
     return reportError(model + ": op mpc." + op + " has no CPU kernel yet");
-  for (const rt::Binding &in : plan.inputs)
-    if (!arrays.count(in.name))
+
+  // Loss-scale state (dynamic scaling): inputs fed from, and outputs read
+  // back into, `state`; saved with checkpoints.
+  std::map<std::string, rt::Tensor> state;
+  auto init = step->getAttrOfType<mlir::FloatAttr>("mpc.loss_scale_init");
+  double scale = init ? init.getValueAsDouble() : 1.0;
+  std::map<std::string, int> outputIndex;
+  for (size_t i = 0; i < plan.outputs.size(); ++i)
+    outputIndex[plan.outputs[i].name] = (int)i;
+  for (const rt::Binding &in : plan.inputs) {
+    if (in.name == "mpc.loss_scale") {
+      state[in.name] = rt::Tensor(rt::DType::F32, {});
+      state[in.name].setFloat(0, (float)scale);
+    } else if (in.name == "mpc.loss_scale_good_steps") {
+      state[in.name] = rt::Tensor(rt::DType::I64, {});
+      state[in.name].setInt(0, 0);
+    } else if (!arrays.count(in.name)) {
       return reportError(model + ": no --data for graph input '" + in.name +
                          "'");
+    }
+  }
+  int foundInfIndex = outputIndex.count("mpc.found_inf")
+                          ? outputIndex["mpc.found_inf"]
+                          : -1;
 
   // FP32 master weights, owned here (the plan keeps the initial values).
   std::map<std::string, rt::Tensor> params;
@@ -325,13 +358,18 @@ int runTrain() {
 
   int64_t perEpoch = samples / batch, first = 0;
   if (resume) {
-    if (!loadCheckpoint(checkpoint, first, params, opt, error))
+    if (!loadCheckpoint(checkpoint, first, params, state, opt, error))
       return reportError("cannot resume from " + checkpoint + ": " + error);
     outs() << "resumed from " << checkpoint << " at step " << first << "\n";
   }
+  bool scaling = state.count("mpc.loss_scale") || foundInfIndex >= 0;
+  if (state.count("mpc.loss_scale"))
+    scale = state["mpc.loss_scale"].getFloat(0);
+  double firstScale = scale;
   std::vector<int64_t> order(samples);
   std::string log;
   bool tty = isatty(STDOUT_FILENO);
+  int64_t skipped = 0, skippedInARow = 0, underflowTotal = 0;
   auto start = std::chrono::steady_clock::now();
   for (int64_t s = first; s < steps; ++s) {
     int64_t epoch = s / perEpoch, k = s % perEpoch;
@@ -345,18 +383,45 @@ int runTrain() {
       }
     }
     std::map<std::string, rt::Tensor> feeds = params;
+    for (const auto &[name, t] : state)
+      feeds[name] = t;
     for (const auto &[name, t] : arrays)
       feeds[name] = gatherRows(t, order.data() + k * batch, batch);
     std::vector<rt::Tensor> results;
-    if (!rt::runPlan(plan, feeds, results, error))
+    rt::RunStats stats;
+    if (!rt::runPlan(plan, feeds, results, error, &stats))
       return reportError(model + ": step " + std::to_string(s + 1) + ": " +
                          error);
-    opt.beginStep();
-    for (const auto &[index, name] : gradOutputs)
-      opt.step(name, params[name], results[index]);
+    // Step health: non-finite gradient elements; a step with any is
+    // skipped, so inf/NaN never reaches the master weights.
+    int64_t overflow = 0;
+    for (const auto &[index, name] : gradOutputs) {
+      const rt::Tensor &g = results[index];
+      for (int64_t i = 0; i < g.size(); ++i)
+        overflow += !std::isfinite(g.getFloat(i));
+    }
+    bool skip = overflow > 0 ||
+                (foundInfIndex >= 0 && results[foundInfIndex].getInt(0));
+    double stepScale = scale;
+    if (!skip) {
+      opt.beginStep();
+      for (const auto &[index, name] : gradOutputs)
+        opt.step(name, params[name], results[index]);
+    }
+    for (auto &[name, t] : state)
+      t = results[outputIndex.at(name)];
+    if (state.count("mpc.loss_scale"))
+      scale = state["mpc.loss_scale"].getFloat(0);
+    skipped += skip;
+    skippedInARow = skip ? skippedInARow + 1 : 0;
+    underflowTotal += stats.underflow;
     float loss = results[lossIndex].getFloat(0);
-    log += formatv("{{\"step\": {0}, \"loss\": {1}}\n", s + 1,
-                   llvm::format("%.9g", loss))
+    log += formatv("{{\"step\": {0}, \"loss\": {1}, \"loss_scale\": {2}, "
+                   "\"skipped\": {3}, \"grad_underflow\": {4}, "
+                   "\"grad_overflow\": {5}}\n",
+                   s + 1, llvm::format("%.9g", loss),
+                   llvm::format("%.9g", stepScale), skip ? "true" : "false",
+                   stats.underflow, overflow)
                .str();
     double secs = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
@@ -364,22 +429,47 @@ int runTrain() {
     int64_t done = s + 1 - first;
     bool last = s + 1 == steps;
     if (tty || last || (s + 1) % 10 == 0 || s == 0) {
-      outs() << format("%sstep %lld/%lld  loss %.6f  %.0f samples/s%s",
-                       tty ? "\r" : "", (long long)(s + 1), (long long)steps,
-                       loss, done * batch / std::max(secs, 1e-9),
-                       tty && !last ? "" : "\n");
+      std::string bar;
+      if (tty) { // a drawn bar on a terminal, updated in place
+        int filled = (int)(24 * (s + 1) / steps);
+        bar = "\r[" + std::string(filled, '#') + std::string(24 - filled, '.') +
+              "] ";
+      }
+      outs() << bar
+             << format("step %lld/%lld  loss %.6f  %.0f samples/s",
+                       (long long)(s + 1), (long long)steps, loss,
+                       done * batch / std::max(secs, 1e-9));
+      if (scaling)
+        outs() << format("  scale %g%s", stepScale, skip ? " (skipped)" : "");
+      outs() << (tty && !last ? "" : "\n");
       outs().flush();
     }
     if (!checkpoint.empty() &&
         ((s + 1) % checkpointEvery == 0 || s + 1 == steps) &&
-        !saveCheckpoint(checkpoint, s + 1, params, opt, error))
+        !saveCheckpoint(checkpoint, s + 1, params, state, opt, error))
       return reportError(error);
-    if (!std::isfinite(loss))
+    if (scaling && skippedInARow >= 20 && stepScale <= 1.0)
+      return reportError(
+          "gradients overflowed in 20 steps in a row with the loss scale at "
+          "its minimum; the model overflows " + precisionFlags.precision +
+          " by itself: try --precision bf16, or keep the overflowing ops in "
+          "fp32 (--amp-deny, --amp-keep-fp32)");
+    if (!scaling && !std::isfinite(loss))
       return reportError("loss is " + std::string(std::isnan(loss) ? "NaN"
                                                                     : "inf") +
                          " at step " + std::to_string(s + 1) +
-                         "; lower --lr");
+                         "; lower --lr" +
+                         (precisionFlags.isLow()
+                              ? " or use --loss-scale dynamic"
+                              : ""));
   }
+  if (precisionFlags.isLow() || scaling || skipped)
+    outs() << format("precision %s: %lld of %lld steps skipped for inf/NaN "
+                     "gradients; loss scale %g -> %g; %lld gradient elements "
+                     "flushed to zero\n",
+                     precisionFlags.precision.c_str(), (long long)skipped,
+                     (long long)(steps - first), firstScale, scale,
+                     (long long)underflowTotal);
   if (!metrics.empty()) {
     std::string tmp = metrics + ".tmp";
     {

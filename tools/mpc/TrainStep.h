@@ -6,14 +6,29 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+namespace mlir {
+class PassManager;
+} // namespace mlir
+
 #include <string>
 
 namespace mpc {
 
-/// Runs mpc-autodiff on `module` and returns the train-step function, or
-/// null with a one-line `error` naming the node when a rule is missing.
+struct PrecisionFlags;
+
+/// Runs the training pipeline on `module`: with a low `precision`,
+/// mpc-amp-classify and mpc-insert-casts first; then mpc-autodiff; then
+/// mpc-master-weights and mpc-loss-scaling. Returns the train-step
+/// function, or null with a one-line `error` naming the node.
 mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
-                                  const std::string &loss, std::string &error);
+                                  const std::string &loss,
+                                  const PrecisionFlags *precision,
+                                  std::string &error);
+
+/// Runs `pm` on `module`; false with the first diagnostic in `error`
+/// ("node 'NAME': message" when it has a node location).
+bool runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
+               std::string &error);
 
 } // namespace mpc
 

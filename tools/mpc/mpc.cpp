@@ -39,6 +39,8 @@ int main(int argc, char **argv) {
     return mpc::runGrad();
   if (mpc::trainCommand)
     return mpc::runTrain();
+  if (mpc::explainCommand)
+    return mpc::runExplain();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }

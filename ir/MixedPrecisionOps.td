@@ -1,0 +1,58 @@
+//===- MixedPrecisionOps.td - loss-scaling ops -------------*- tablegen -*-===//
+//
+// The train-step state ops of dynamic loss scaling (mpc-loss-scaling), with
+// torch.amp.GradScaler semantics. They read and return their state
+// explicitly, so the scale and its counter are visible in the IR and saved
+// with checkpoints.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_MIXED_PRECISION_OPS_TD
+#define MPC_MIXED_PRECISION_OPS_TD
+
+include "ir/MpcDialect.td"
+
+def Mpc_F32Scalar : 0DTensorOf<[F32]>;
+def Mpc_I64Scalar : 0DTensorOf<[I64]>;
+def Mpc_I1Scalar : 0DTensorOf<[I1]>;
+
+def Mpc_UnscaleGradsOp : Mpc_Op<"unscale_grads", [Pure]> {
+  let summary = "divide gradients by the loss scale; one all-finite check";
+  let description = [{
+    Multiplies every gradient by `1/scale` (the reciprocal taken in double
+    and rounded to FP32, as GradScaler does) in FP32 and returns them with
+    their own types, followed by `found_inf`: true when any element of any
+    gradient is inf or NaN (before or after unscaling).
+
+    Example:
+    ```mlir
+    %g0, %g1, %inf = mpc.unscale_grads %dw, %db, %scale : (tensor<4x3xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4xf32>, tensor<i1>)
+    ```
+  }];
+  let arguments = (ins Variadic<Mpc_FloatTensor>:$grads, Mpc_F32Scalar:$scale);
+  let results = (outs Variadic<Mpc_FloatTensor>:$unscaled,
+                 Mpc_I1Scalar:$found_inf);
+  let hasVerifier = 1;
+}
+
+def Mpc_UpdateLossScaleOp : Mpc_Op<"update_loss_scale", [Pure]> {
+  let summary = "dynamic loss-scale update (GradScaler.update, clamped)";
+  let description = [{
+    When `found_inf`: `scale * backoff` and the good-step counter restarts
+    at 0. Otherwise the counter grows by one, and on reaching `interval`
+    the scale is multiplied by `growth` and the counter restarts. The new
+    scale is clamped to [`min_scale`, `max_scale`] (Apex and ONNX Runtime
+    bound it; an unbounded scale can collapse to 0).
+
+    Example:
+    ```mlir
+    %s1, %n1 = mpc.update_loss_scale %s, %n, %inf {backoff = 5.000000e-01 : f64, growth = 2.000000e+00 : f64, interval = 2000 : i64, max_scale = 16777216.0 : f64, min_scale = 1.0 : f64} : (tensor<f32>, tensor<i64>, tensor<i1>) -> (tensor<f32>, tensor<i64>)
+    ```
+  }];
+  let arguments = (ins Mpc_F32Scalar:$scale, Mpc_I64Scalar:$good_steps,
+                   Mpc_I1Scalar:$found_inf, F64Attr:$growth, F64Attr:$backoff,
+                   I64Attr:$interval, F64Attr:$min_scale, F64Attr:$max_scale);
+  let results = (outs Mpc_F32Scalar:$new_scale, Mpc_I64Scalar:$new_good_steps);
+}
+
+#endif // MPC_MIXED_PRECISION_OPS_TD

@@ -1,0 +1,137 @@
+//===- InsertCasts.cpp - retype painted ops, cast at precision boundaries -===//
+
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/Verifier.h"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_INSERTCASTS
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+bool isFloatTensor(Type t) {
+  auto r = llvm::dyn_cast<RankedTensorType>(t);
+  return r && llvm::isa<FloatType>(r.getElementType());
+}
+
+/// Every value of `from` is exactly a value of `to`.
+bool isExactWidening(Type from, Type to) {
+  return from == to || (to.isF32() && (from.isF16() || from.isBF16()));
+}
+
+class CastBuilder {
+public:
+  explicit CastBuilder(MLIRContext *ctx) : b(ctx) {}
+
+  /// `v` as element type `elem`: v itself, a shared cast, or a folded
+  /// constant.
+  Value castTo(Value v, Type elem) {
+    if (getElementTypeOrSelf(v) == elem)
+      return v;
+    auto key = std::make_pair(v, elem);
+    if (Value cached = cache.lookup(key))
+      return cached;
+    Value src = v;
+    // cast(cast(x)) where the inner cast is exact: cast x directly.
+    if (auto inner = v.getDefiningOp<CastOp>()) {
+      Type x = getElementTypeOrSelf(inner.getX());
+      if (llvm::isa<FloatType>(x) &&
+          isExactWidening(x, getElementTypeOrSelf(v))) {
+        if (x == elem)
+          return cache[key] = inner.getX();
+        src = inner.getX();
+      }
+    }
+    auto type = llvm::cast<RankedTensorType>(src.getType()).clone(elem);
+    if (auto cst = src.getDefiningOp<ConstantOp>())
+      return cache[key] = foldConstant(cst, type);
+    if (Operation *def = src.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(llvm::cast<BlockArgument>(src).getOwner());
+    Location loc = src.getDefiningOp() ? src.getDefiningOp()->getLoc()
+                                       : src.getLoc();
+    return cache[key] = b.create<CastOp>(loc, type, src);
+  }
+
+private:
+  /// The constant converted at compile time; finite values beyond the
+  /// target's range saturate to its largest finite value.
+  Value foldConstant(ConstantOp cst, RankedTensorType type) {
+    auto sem = &llvm::cast<FloatType>(type.getElementType()).getFloatSemantics();
+    auto dense = llvm::cast<DenseElementsAttr>(cst.getValue());
+    SmallVector<APFloat> values;
+    int64_t saturated = 0;
+    for (APFloat v : dense.getValues<APFloat>()) {
+      APFloat x = v;
+      bool lost;
+      x.convert(*sem, APFloat::rmNearestTiesToEven, &lost);
+      if (x.isInfinity() && !v.isInfinity()) {
+        x = APFloat::getLargest(*sem, v.isNegative());
+        ++saturated;
+      }
+      values.push_back(x);
+    }
+    b.setInsertionPointAfter(cst);
+    auto folded = b.create<ConstantOp>(cst.getLoc(),
+                                       DenseElementsAttr::get(type, values));
+    if (saturated)
+      folded->setAttr("mpc.amp", b.getStringAttr(
+                                     std::to_string(saturated) +
+                                     " values beyond the range saturated"));
+    return folded;
+  }
+
+  OpBuilder b;
+  llvm::DenseMap<std::pair<Value, Type>, Value> cache;
+};
+
+struct InsertCasts : public mpc::impl::InsertCastsBase<InsertCasts> {
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (failed(retype(f)))
+        return signalPassFailure();
+  }
+
+  LogicalResult retype(func::FuncOp f) {
+    CastBuilder casts(f.getContext());
+    Block &body = f.getBody().front();
+    SmallVector<Operation *> painted;
+    for (Operation &op : body)
+      if (op.hasAttr("mpc.precision"))
+        painted.push_back(&op);
+    for (Operation *op : painted) {
+      Type t = op->getAttrOfType<TypeAttr>("mpc.precision").getValue();
+      for (OpOperand &use : op->getOpOperands())
+        if (isFloatTensor(use.get().getType()))
+          use.set(casts.castTo(use.get(), t));
+      for (OpResult r : op->getResults())
+        if (isFloatTensor(r.getType()))
+          r.setType(llvm::cast<RankedTensorType>(r.getType()).clone(t));
+      if (failed(verify(op)))
+        return failure();
+    }
+    // Function results keep their declared types.
+    Operation *ret = body.getTerminator();
+    for (auto [use, declared] :
+         llvm::zip(ret->getOpOperands(), f.getResultTypes()))
+      if (use.get().getType() != declared)
+        use.set(casts.castTo(use.get(), getElementTypeOrSelf(declared)));
+    // Constants whose users all took a folded copy.
+    for (Operation &op : llvm::make_early_inc_range(body))
+      if (isa<ConstantOp>(op) && op.use_empty())
+        op.erase();
+    return success();
+  }
+};
+
+} // namespace
