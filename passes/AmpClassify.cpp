@@ -158,7 +158,8 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
                     llvm::any_of(op.getResultTypes(), isFloatTensor);
       StringRef mnemonic = op.getName().stripDialect();
       const AmpOpInfo *info = ampInfo(mnemonic);
-      if (!floats || isa<ConstantOp, CastOp>(op) ||
+      // Ops that only read shapes or convert types compute nothing.
+      if (!floats || isa<ConstantOp, CastOp, ShapeOp, SizeOp>(op) ||
           (!info && op.getNumOperands() == 0))
         continue;
       std::string name = nodeName(&op);

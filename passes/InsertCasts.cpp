@@ -126,10 +126,15 @@ struct InsertCasts : public mpc::impl::InsertCastsBase<InsertCasts> {
          llvm::zip(ret->getOpOperands(), f.getResultTypes()))
       if (use.get().getType() != declared)
         use.set(casts.castTo(use.get(), getElementTypeOrSelf(declared)));
-    // Constants whose users all took a folded copy.
-    for (Operation &op : llvm::make_early_inc_range(body))
-      if (isa<ConstantOp>(op) && op.use_empty())
+    // Casts the retyping made identities, and constants and casts whose
+    // users all took a folded or shortened copy.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
+      if (auto c = dyn_cast<CastOp>(op);
+          c && c.getX().getType() == c.getY().getType())
+        c.getY().replaceAllUsesWith(c.getX());
+      if (isa<ConstantOp, CastOp>(op) && op.use_empty())
         op.erase();
+    }
     return success();
   }
 };

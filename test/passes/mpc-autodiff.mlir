@@ -13,7 +13,7 @@ mpc.param @frozen : tensor<3xf32> = dense<0.0> : tensor<3xf32>
 // CHECK-SAME: attributes {mpc.loss_index = 0 : i64, mpc.train_step}
 // CHECK: %[[Y:.*]] = mpc.gemm %[[X:.*]], %[[W:.*]], %[[B:.*]] {transB = true}
 // CHECK: %[[LOSS:.*]], %[[LOGP:.*]] = mpc.softmax_cross_entropy_loss
-// CHECK: %[[ONE:.*]] = mpc.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[ONE:.*]] = mpc.constant {mpc.grad_seed} dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[DY:.*]] = mpc.softmax_cross_entropy_loss_grad %[[ONE]], %[[LOGP]], %{{.*}} : (tensor<f32>, tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
 // CHECK-NOT: mpc.gemm %[[DY]], %[[W]]
 // CHECK: %[[DW:.*]] = mpc.gemm %[[DY]], %[[X]] {transA = true} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>

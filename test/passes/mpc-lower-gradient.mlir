@@ -6,7 +6,7 @@
 // CHECK-NOT: mpc.gradient
 // CHECK: %[[S:.*]] = mpc.add %[[A:.*]], %[[B:.*]] : {{.*}} loc("add")
 // CHECK: %[[D:.*]] = mpc.mul %[[S]], %[[A]] : {{.*}} loc("mul")
-// CHECK: %[[ONE:.*]] = mpc.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[ONE:.*]] = mpc.constant {mpc.grad_seed} dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[DA1:.*]] = mpc.mul %[[ONE]], %[[A]] : {{.*}} loc("mul")
 // CHECK: %[[DA2:.*]] = mpc.mul %[[ONE]], %[[S]] : {{.*}} loc("mul")
 // CHECK: %[[DA:.*]] = mpc.add %[[DA2]], %[[DA1]] : {{.*}} loc("add")

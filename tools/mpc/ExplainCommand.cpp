@@ -164,10 +164,11 @@ int runExplain() {
             "(deny list: reductions, softmax, normalisations, exp/log/pow, "
             "losses) stay in fp32; every other op follows its inputs (infer "
             "and clear lists), so no cast is needed between neighbours. A "
-            "cast is inserted only where precisions meet, once per value.\n\n";
-  outs() << format("%-36s %-22s %-9s %s\n", (const char *)"node",
-                   (const char *)"op", (const char *)"precision",
-                   (const char *)"why (and casts feeding it)");
+            "cast is inserted only where precisions meet, once per value. "
+            "Parameters stay FP32 (the master weights the optimizer "
+            "updates); ops read a low-precision copy made once per step.\n\n"
+         << "Per node: precision, ONNX op, node name; why; the casts "
+            "feeding it.\n\n";
   for (mlir::Operation &op : func.getBody().front().without_terminator()) {
     if (auto c = dyn_cast<mlir::mpc::CastOp>(op)) {
       ++casts;
@@ -201,12 +202,12 @@ int runExplain() {
     const mlir::mpc::AmpOpInfo *info = mlir::mpc::ampInfo(mnemonic);
     std::string onnx = info ? info->onnx.str() : mnemonic.str();
     std::string name = nodeName(&op);
-    outs() << format("%-36s %-22s %-9s ", name.c_str(), onnx.c_str(),
-                     precisionName(p.getValue()).c_str())
-           << why;
+    outs() << format("%-5s %-20s ", precisionName(p.getValue()).c_str(),
+                     onnx.c_str())
+           << name << "\n      why: " << why << "\n";
     if (!castText.empty())
-      outs() << "; casts in: " << castText;
-    outs() << "\n";
+      outs() << "      cast to " << precisionName(p.getValue())
+             << " on the way in: " << castText << "\n";
     nodes.push_back(json::Object{{"name", name},
                                  {"op", onnx},
                                  {"precision", precisionName(p.getValue())},
@@ -225,8 +226,8 @@ int runExplain() {
                    "back-to-back)\n",
                    (long long)casts, (long long)boundaryEdges,
                    (long long)backToBack)
-         << format("parameters: %lld, of which %lld get a %s copy of their "
-                   "FP32 master each step\n",
+         << format("parameters: %lld, of which %lld are read by %s ops and "
+                   "get a low-precision copy of their FP32 master each step\n",
                    (long long)params, (long long)masterCopies, low.c_str());
   if (!jsonPath.empty()) {
     json::Object report{

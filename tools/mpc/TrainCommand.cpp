@@ -249,6 +249,8 @@ static rt::Tensor gatherRows(const rt::Tensor &t, const int64_t *rows,
 }
 
 int runTrain() {
+  if (std::string error; !precisionFlags.validate(error))
+    return reportError(error);
   if (batch <= 0 || steps <= 0)
     return reportError("--batch and --steps must be positive");
   if (resume && checkpoint.empty())
@@ -291,8 +293,6 @@ int runTrain() {
   options.batch = batch;
 
   std::string error;
-  if (!precisionFlags.validate(error))
-    return reportError(error);
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
@@ -419,7 +419,10 @@ int runTrain() {
     log += formatv("{{\"step\": {0}, \"loss\": {1}, \"loss_scale\": {2}, "
                    "\"skipped\": {3}, \"grad_underflow\": {4}, "
                    "\"grad_overflow\": {5}}\n",
-                   s + 1, llvm::format("%.9g", loss),
+                   s + 1,
+                   // JSON has no NaN or infinity: a non-finite loss is null.
+                   std::isfinite(loss) ? formatv("{0}", llvm::format("%.9g", loss)).str()
+                                       : std::string("null"),
                    llvm::format("%.9g", stepScale), skip ? "true" : "false",
                    stats.underflow, overflow)
                .str();

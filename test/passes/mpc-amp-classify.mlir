@@ -1,0 +1,50 @@
+// RUN: mpc-opt %s -mpc-amp-classify -verify-diagnostics | FileCheck %s
+// RUN: mpc-opt %s -mpc-amp-classify=precision=bf16 -verify-diagnostics | FileCheck %s --check-prefix=BF16
+// RUN: mpc-opt %s -mpc-amp-classify="deny=Gemm allow=Softmax keep-fp32=act" -verify-diagnostics | FileCheck %s --check-prefix=OVERRIDE
+// RUN: mpc-opt %s -mpc-amp-classify=config=%S/Inputs/amp.cfg -verify-diagnostics | FileCheck %s --check-prefix=OVERRIDE
+// RUN: mpc-opt %s -mpc-amp-classify -verify-diagnostics --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
+
+// allow (gemm) is low; clear (relu) and infer (add) follow their low input;
+// deny (softmax) is fp32; the add after softmax follows its fp32 input;
+// the reshape of the graph input is exact and feeds only a low gemm, so it
+// turns low too (the cast moves above it). Types are not changed here.
+// CHECK-LABEL: func.func @mlp
+// CHECK: mpc.reshape {{.*}}mpc.amp = "clear (Reshape): exact, and all its users run in fp16", mpc.precision = f16
+// CHECK: mpc.gemm {{.*}}mpc.amp = "allow (Gemm): runs on tensor cores with FP32 accumulation", mpc.precision = f16
+// CHECK-SAME: -> tensor<2x3xf32>
+// CHECK: mpc.relu {{.*}}mpc.amp = "clear (Relu): follows its input from 'fc', computed in fp16", mpc.precision = f16
+// CHECK: mpc.add {{.*}}mpc.amp = "infer (Add): follows its input from 'act', computed in fp16", mpc.precision = f16
+// CHECK: mpc.softmax {{.*}}mpc.amp = "deny (Softmax): exponentials and a normalising sum need FP32", mpc.precision = f32
+// CHECK: mpc.mul {{.*}}mpc.amp = "infer (Mul): follows its input from 'probs', computed in fp32", mpc.precision = f32
+// CHECK: mpc.neg {{.*}}mpc.amp = "clear (Neg): no input is computed in low precision", mpc.precision = f32
+// CHECK: mpc.sin {{.*}}mpc.amp = "not on the AMP lists, so kept fp32 (the safe default)", mpc.precision = f32
+// Shape reads and integer arithmetic are not painted.
+// CHECK: mpc.shape %{{[0-9]+}} :
+// CHECK-NEXT: mpc.add %{{[0-9]+}}, %{{[0-9]+}} : (tensor<2xi64>
+// BF16: mpc.gemm {{.*}}mpc.precision = bf16
+// BF16: mpc.add {{.*}}computed in bf16", mpc.precision = bf16
+// OVERRIDE: mpc.reshape {{.*}}mpc.amp = "clear (Reshape): no input is computed in low precision", mpc.precision = f32
+// OVERRIDE: mpc.gemm {{.*}}mpc.amp = "deny (Gemm, by {{.*}}): forced to fp32", mpc.precision = f32
+// OVERRIDE: mpc.relu {{.*}}mpc.amp = "kept fp32 by --amp-keep-fp32", mpc.precision = f32
+// OVERRIDE: mpc.softmax {{.*}}mpc.amp = "allow (Softmax, by {{.*}}): forced to low precision", mpc.precision = f16
+// LOC: mpc.gemm {{.*}} loc("fc")
+func.func @mlp(%x: tensor<2x2x2xf32> {mpc.input = "x"}, %w: tensor<3x4xf32> {mpc.param = @w},
+               %b: tensor<3xf32> {mpc.param = @b}) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xi64>)
+    attributes {mpc.entry} {
+  %shape = mpc.constant dense<[2, 4]> : tensor<2xi64>
+  %flat = mpc.reshape %x, %shape : (tensor<2x2x2xf32>, tensor<2xi64>) -> tensor<2x4xf32> loc("flat")
+  %y = mpc.gemm %flat, %w, %b {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32> loc("fc")
+  %r = mpc.relu %y : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("act")
+  %s = mpc.add %r, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32> loc("shift")
+  %p = mpc.softmax %s {axis = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("probs")
+  %q = mpc.mul %p, %r : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32> loc("weighted")
+  %n = mpc.neg %b : (tensor<3xf32>) -> tensor<3xf32> loc("negb")
+  %t = mpc.sin %q : (tensor<2x3xf32>) -> tensor<2x3xf32> loc("wave")
+  %sh = mpc.shape %y : (tensor<2x3xf32>) -> tensor<2xi64> loc("dims")
+  %sz = mpc.add %sh, %shape : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64> loc("intadd")
+  %nb = mpc.add %n, %b : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> loc("nb")
+  %cat = mpc.concat %sz, %shape {axis = 0 : i64} : (tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64> loc("cat")
+  %dims = mpc.constant dense<[1, 2, 3]> : tensor<3xi64>
+  return %y, %q, %t, %dims : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xi64>
+}
+
