@@ -100,10 +100,13 @@ double flopsOf(mlir::Operation *op) {
 
 int runExplain() {
   std::string error;
+  if (!explainPrecision.precision.getNumOccurrences())
+    explainPrecision.precision = "fp16";
   if (!explainPrecision.validate(error))
     return reportError(error);
   if (!explainPrecision.isLow())
-    explainPrecision.precision = "fp16";
+    return reportError("mpc explain shows a mixed-precision plan: use "
+                       "--precision fp16 or bf16");
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
   mlir::mpc::ImportOptions options;
