@@ -11,7 +11,6 @@ usage: bench/cpu_vs_ort.py [--mpc build/bin/mpc] [--batch 64] [--threads 2]
 import argparse
 import datetime
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -26,6 +25,8 @@ import onnxruntime as ort
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from model_inputs import random_inputs  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from report import cpu_name, write_section  # noqa: E402
 MODELS = ["mlp", "lenet", "resnet18", "transformer", "gpt"]
 
 
@@ -69,12 +70,7 @@ def main():
         print(f"{name:12s} mpc {mpc_ms:9.3f} ms  onnxruntime {ort_ms:9.3f} ms"
               f"  ratio {mpc_ms / ort_ms:5.2f}x", flush=True)
     if a.write:
-        cpu = platform.processor() or platform.machine()
-        try:
-            cpu = re.search(r"model name\s*:\s*(.*)",
-                            open("/proc/cpuinfo").read()).group(1)
-        except (OSError, AttributeError):
-            pass
+        cpu = cpu_name()
         lines = [
             "## CPU backend vs onnxruntime (inference, fp32)",
             "",
@@ -90,19 +86,8 @@ def main():
             "| model | mpc run (ms) | onnxruntime (ms) | mpc / ort |",
             "|---|---|---|---|",
         ] + [f"| {n} | {m:.3f} | {o:.3f} | {m / o:.2f}x |" for n, m, o in rows]
-        section = "\n".join(lines) + "\n"
-        text = open(a.write).read() if os.path.exists(a.write) else \
-            "# Performance\n\n"
-        marker = "## CPU backend vs onnxruntime"
-        if marker in text:
-            head, _, rest = text.partition(marker)
-            tail = rest.split("\n## ", 1)
-            text = head + section + ("\n## " + tail[1] if len(tail) > 1 else "")
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-        tmp = a.write + ".tmp"
-        open(tmp, "w").write(text)
-        os.replace(tmp, a.write)
+        write_section(a.write, "## CPU backend vs onnxruntime",
+                      "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

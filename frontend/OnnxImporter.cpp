@@ -412,6 +412,10 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
   b.setInsertionPointToEnd(body);
   if (mlir::failed(importNodes(graph, values, resolveOuter)))
     return failure();
+  if (isMain && options.tensorTypes)
+    for (const auto &entry : values)
+      if (entry.second)
+        (*options.tensorTypes)[entry.first().str()] = entry.second.getType();
 
   SmallVector<Value> results;
   SmallVector<DictionaryAttr> resultAttrs;

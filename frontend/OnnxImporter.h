@@ -33,6 +33,9 @@ struct ImportOptions {
   std::map<std::string, mlir::DenseElementsAttr> frozenValues;
   /// Shapes of the data a run will feed, binding each input's unknown dims.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// When set, receives the type of every tensor of the main graph by ONNX
+  /// name (inputs, initializers, node outputs) as imported.
+  std::map<std::string, mlir::Type> *tensorTypes = nullptr;
 };
 
 /// Imports `model` into a new module: one func per graph (the main graph,

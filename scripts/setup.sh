@@ -14,7 +14,7 @@ APT_PACKAGES=(
   # Sanitizer runtimes for the malformed-model corpus under ASan + UBSan.
   libasan8 libubsan1
 )
-PIP_PACKAGES=(onnx numpy lit onnxruntime scikit-learn)
+PIP_PACKAGES=(onnx numpy lit onnxruntime scikit-learn onnxconverter-common)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -30,7 +30,7 @@ if ((${#missing[@]})); then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn' 2>/dev/null; then
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi

@@ -25,6 +25,8 @@ extern llvm::cl::SubCommand trainCommand;
 int runTrain();
 extern llvm::cl::SubCommand explainCommand;
 int runExplain();
+extern llvm::cl::SubCommand convertCommand;
+int runConvert();
 
 /// Adds --freeze NAME=FILE specs to `frozen`; false (with `error`) on a
 /// malformed one.

@@ -2,6 +2,7 @@
 
 #include "Commands.h"
 #include "Precision.h"
+#include "Prepare.h"
 #include "TrainStep.h"
 
 #include "codegen/PlanBuilder.h"
@@ -119,14 +120,7 @@ static std::string fileName(std::string name) {
   return name + ".npy";
 }
 
-/// What `mpc run` and `mpc grad` share: read the fed tensors, import the
-/// model with their shapes bound, check names. Fails with a reported error.
-struct Prepared {
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  std::map<std::string, rt::Tensor> feeds;
-};
-
-static bool prepare(mlir::MLIRContext &ctx, const std::string &model,
+bool prepare(mlir::MLIRContext &ctx, const std::string &model,
                     const std::vector<std::string> &inputSpecs,
                     const std::vector<std::string> &freezeSpecs,
                     int64_t batchSize, Prepared &out) {

@@ -41,6 +41,8 @@ int main(int argc, char **argv) {
     return mpc::runTrain();
   if (mpc::explainCommand)
     return mpc::runExplain();
+  if (mpc::convertCommand)
+    return mpc::runConvert();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }

@@ -1,0 +1,433 @@
+//===- MixedPrecisionRewrite.cpp - FP32 ONNX -> mixed-precision ONNX ------===//
+
+#include "frontend/MixedPrecisionRewrite.h"
+#include "frontend/ModelLoader.h"
+#include "runtime/Half.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <immintrin.h>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace mlir::mpc {
+
+using onnx::TensorProto;
+
+static constexpr int kFloat = TensorProto::FLOAT;
+
+onnx::ModelProto skeletonOf(onnx::ModelProto &m) {
+  // Move the initializers out while copying the rest.
+  google::protobuf::RepeatedPtrField<TensorProto> inits;
+  inits.Swap(m.mutable_graph()->mutable_initializer());
+  onnx::ModelProto s(m);
+  inits.Swap(m.mutable_graph()->mutable_initializer());
+  auto *g = s.mutable_graph();
+  std::set<std::string> inputs;
+  for (const auto &v : g->input())
+    inputs.insert(v.name());
+  for (const auto &t : m.graph().initializer()) {
+    if (t.data_type() != kFloat) {
+      *g->add_initializer() = t; // integers: shapes and indices, small
+      continue;
+    }
+    if (inputs.count(t.name()))
+      continue; // already declared as an input (older exporters)
+    auto *v = g->add_input();
+    v->set_name(t.name());
+    auto *tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(t.data_type());
+    auto *shape = tt->mutable_shape(); // present even for scalars (rank 0)
+    for (int64_t d : t.dims())
+      shape->add_dim()->set_dim_value(d);
+  }
+  return s;
+}
+
+std::string nodeKey(const onnx::NodeProto &node) {
+  if (!node.name().empty())
+    return node.name();
+  return node.output_size() ? node.output(0) : std::string();
+}
+
+namespace {
+
+/// FP32 -> fp16 bits, 8 at a time with F16C where the CPU has it (round to
+/// nearest even, subnormals kept: the same bits as rt::floatToHalf).
+__attribute__((target("f16c"))) void toHalfF16c(const float *in, uint16_t *out,
+                                                 size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                     _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i)
+    out[i] = ::mpc::rt::floatToHalf(in[i]);
+}
+
+/// FP32 values as fp16/bf16 bits in raw_data; finite values beyond fp16's
+/// range saturate, nonzero values below its smallest subnormal become 0.
+void storeLow(TensorProto &t, std::vector<float> &values, bool bf16,
+              RewriteReport::Stored &stats) {
+  std::string raw(values.size() * 2, '\0');
+  auto *bits = reinterpret_cast<uint16_t *>(raw.data());
+  if (bf16) {
+    for (size_t i = 0; i < values.size(); ++i)
+      bits[i] = ::mpc::rt::floatToBf16(values[i]);
+  } else {
+    for (float &v : values)
+      if (std::isfinite(v) && std::fabs(v) > 65504.0f) {
+        v = std::copysign(65504.0f, v);
+        ++stats.saturated;
+      }
+    if (__builtin_cpu_supports("f16c"))
+      toHalfF16c(values.data(), bits, values.size());
+    else
+      for (size_t i = 0; i < values.size(); ++i)
+        bits[i] = ::mpc::rt::floatToHalf(values[i]);
+    for (size_t i = 0; i < values.size(); ++i)
+      stats.flushed += values[i] != 0.0f && (bits[i] & 0x7fff) == 0;
+  }
+  stats.elements = (int64_t)values.size();
+  t.clear_float_data();
+  t.clear_external_data();
+  t.set_data_location(TensorProto::DEFAULT);
+  t.set_data_type(bf16 ? TensorProto::BFLOAT16 : TensorProto::FLOAT16);
+  t.set_raw_data(std::move(raw));
+}
+
+bool floatValues(const TensorProto &t, const std::string &dir,
+                 std::vector<float> &out, std::string &error) {
+  int64_t n = 1;
+  for (int64_t d : t.dims())
+    n *= d;
+  out.resize(n);
+  if (t.data_location() == TensorProto::EXTERNAL) {
+    std::vector<char> bytes;
+    if (!readExternalData(t, dir, bytes, error))
+      return false;
+    if ((int64_t)bytes.size() != n * 4)
+      return error = "external data of '" + t.name() + "' has the wrong size",
+             false;
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+  } else if (t.has_raw_data()) {
+    if ((int64_t)t.raw_data().size() != n * 4)
+      return error = "raw data of '" + t.name() + "' has the wrong size",
+             false;
+    std::memcpy(out.data(), t.raw_data().data(), n * 4);
+  } else {
+    if (t.float_data_size() != n)
+      return error = "initializer '" + t.name() + "' has the wrong size",
+             false;
+    std::copy(t.float_data().begin(), t.float_data().end(), out.begin());
+  }
+  return true;
+}
+
+void setElemType(onnx::ValueInfoProto &v, int type) {
+  v.mutable_type()->mutable_tensor_type()->set_elem_type(type);
+}
+
+} // namespace
+
+bool rewriteMixedPrecision(onnx::ModelProto &model, const std::string &dir,
+                           const std::map<std::string, bool> &painted,
+                           const std::map<std::string, int> &elemTypes,
+                           const RewriteOptions &options,
+                           RewriteReport &report, std::string &error) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  // Identity nodes vanish at import (exporters use them to share
+  // initializers): they take the precision all their users agree on.
+  std::map<std::string, bool> lowNodes = painted;
+  {
+    std::map<std::string, std::vector<const onnx::NodeProto *>> readers;
+    for (const auto &n : g.node())
+      for (const auto &in : n.input())
+        readers[in].push_back(&n);
+    for (int i = g.node_size() - 1; i >= 0; --i) {
+      const onnx::NodeProto &n = g.node(i);
+      if (n.op_type() != "Identity" || lowNodes.count(nodeKey(n)) ||
+          !readers.count(n.output(0)))
+        continue;
+      bool allLow = true;
+      for (const onnx::NodeProto *r : readers[n.output(0)]) {
+        auto it = lowNodes.find(nodeKey(*r));
+        allLow &= it != lowNodes.end() && it->second;
+      }
+      if (allLow)
+        lowNodes[nodeKey(n)] = true;
+    }
+  }
+  const int low = options.bf16 ? TensorProto::BFLOAT16 : TensorProto::FLOAT16;
+  const char *lowName = options.bf16 ? "bf16" : "fp16";
+
+  // Element types of every tensor, as imported; declared ones win.
+  std::map<std::string, int> type = elemTypes;
+  for (const auto &v : g.input())
+    if (v.type().tensor_type().elem_type())
+      type[v.name()] = v.type().tensor_type().elem_type();
+  for (const auto &t : g.initializer())
+    type[t.name()] = t.data_type();
+  auto precisionOf = [&](const onnx::NodeProto &n) -> int {
+    auto it = lowNodes.find(nodeKey(n));
+    return it == lowNodes.end() ? 0 : it->second ? low : kFloat;
+  };
+  std::map<std::string, std::vector<int>> users; // tensor -> node indices
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto &in : g.node(i).input())
+      users[in].push_back(i);
+  std::set<std::string> graphOutputs;
+  for (const auto &o : g.output())
+    graphOutputs.insert(o.name());
+  auto onlyLowUsers = [&](const std::string &t) {
+    auto it = users.find(t);
+    if (it == users.end() || graphOutputs.count(t))
+      return false;
+    for (int u : it->second)
+      if (precisionOf(g.node(u)) != low)
+        return false;
+    return true;
+  };
+
+  // New element types: outputs of low nodes; initializers, Constants and
+  // (unless --keep-io-types) graph inputs read only by low nodes.
+  std::map<std::string, int> newType = type;
+  for (const auto &n : g.node())
+    if (precisionOf(n) == low)
+      for (const auto &o : n.output())
+        if (type.count(o) && type[o] == kFloat)
+          newType[o] = low;
+  for (auto &t : *g.mutable_initializer()) {
+    if (t.data_type() != kFloat)
+      continue;
+    bool readByPainted = users.count(t.name()) != 0;
+    if (!onlyLowUsers(t.name())) {
+      if (readByPainted)
+        for (int u : users[t.name()])
+          if (precisionOf(g.node(u)) == low) {
+            report.keptFp32.push_back(t.name());
+            break;
+          }
+      continue;
+    }
+    std::vector<float> values;
+    if (!floatValues(t, dir, values, error))
+      return false;
+    if (t.data_location() == TensorProto::EXTERNAL)
+      report.wasExternal.push_back(t.name());
+    RewriteReport::Stored stats{t.name()};
+    storeLow(t, values, options.bf16, stats);
+    report.storedLow.push_back(stats);
+    newType[t.name()] = low;
+  }
+  for (auto &n : *g.mutable_node()) {
+    if (n.op_type() != "Constant" || n.output_size() != 1 ||
+        !onlyLowUsers(n.output(0)))
+      continue;
+    for (auto &a : *n.mutable_attribute())
+      if (a.name() == "value" && a.t().data_type() == kFloat) {
+        std::vector<float> values;
+        if (!floatValues(a.t(), dir, values, error))
+          return false;
+        RewriteReport::Stored stats{n.output(0)};
+        storeLow(*a.mutable_t(), values, options.bf16, stats);
+        report.storedLow.push_back(stats);
+        newType[n.output(0)] = low;
+      }
+  }
+  if (!options.keepIoTypes)
+    for (auto &in : *g.mutable_input())
+      if (type[in.name()] == kFloat && onlyLowUsers(in.name())) {
+        newType[in.name()] = low;
+        setElemType(in, low);
+        report.ioChanged.push_back(in.name());
+      }
+
+  // Casts, one per (tensor, type), emitted right after the producer (or
+  // first, for graph inputs and initializers).
+  std::set<std::string> names;
+  for (const auto &n : g.node())
+    for (const auto &o : n.output())
+      names.insert(o);
+  for (const auto &v : g.input())
+    names.insert(v.name());
+  for (const auto &t : g.initializer())
+    names.insert(t.name());
+  auto fresh = [&](const std::string &base) {
+    std::string name = base;
+    for (int k = 1; names.count(name); ++k)
+      name = base + "_" + std::to_string(k);
+    names.insert(name);
+    return name;
+  };
+  std::map<std::pair<std::string, int>, std::string> castOf;
+  std::map<std::string, std::vector<onnx::NodeProto>> castsAfter; // producer output -> casts
+  std::vector<onnx::NodeProto> leadingCasts;
+  std::map<std::string, int> producerIndex;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto &o : g.node(i).output())
+      producerIndex[o] = i;
+  auto castTo = [&](const std::string &t, int to) -> std::string {
+    auto key = std::make_pair(t, to);
+    if (auto it = castOf.find(key); it != castOf.end())
+      return it->second;
+    std::string out = fresh(t + (to == kFloat ? "/to_fp32" : std::string("/to_") + lowName));
+    onnx::NodeProto cast;
+    cast.set_op_type("Cast");
+    cast.set_name(out);
+    cast.add_input(t);
+    cast.add_output(out);
+    auto *attr = cast.add_attribute();
+    attr->set_name("to");
+    attr->set_type(onnx::AttributeProto::INT);
+    attr->set_i(to);
+    (producerIndex.count(t) ? castsAfter[t] : leadingCasts).push_back(cast);
+    report.castsAdded.push_back(out);
+    return castOf[key] = out;
+  };
+  // Graph outputs computed in low precision: declare the low type, or
+  // (--keep-io-types) let the producer write an internal tensor and a Cast
+  // write the output; FP32 readers then read the output itself.
+  for (auto &out : *g.mutable_output()) {
+    if (newType[out.name()] != low || type[out.name()] != kFloat)
+      continue;
+    if (!options.keepIoTypes) {
+      setElemType(out, low);
+      report.ioChanged.push_back(out.name());
+      continue;
+    }
+    std::string internal = fresh(out.name() + "/" + lowName);
+    for (auto &n : *g.mutable_node()) {
+      for (auto &o : *n.mutable_output())
+        if (o == out.name())
+          o = internal;
+      for (auto &i : *n.mutable_input())
+        if (i == out.name())
+          i = internal;
+    }
+    producerIndex[internal] = producerIndex[out.name()];
+    producerIndex.erase(out.name());
+    newType[internal] = low;
+    newType[out.name()] = kFloat;
+    onnx::NodeProto cast;
+    cast.set_op_type("Cast");
+    cast.set_name(fresh(out.name() + "/to_fp32"));
+    cast.add_input(internal);
+    cast.add_output(out.name());
+    auto *attr = cast.add_attribute();
+    attr->set_name("to");
+    attr->set_type(onnx::AttributeProto::INT);
+    attr->set_i(kFloat);
+    castsAfter[internal].push_back(cast);
+    castOf[{internal, kFloat}] = out.name();
+    report.castsAdded.push_back(cast.name());
+  }
+  for (auto &n : *g.mutable_node()) {
+    int p = precisionOf(n);
+    if (!p)
+      continue;
+    for (auto &in : *n.mutable_input()) {
+      auto it = newType.find(in);
+      if (in.empty() || it == newType.end())
+        continue;
+      int t = it->second;
+      if ((t == kFloat || t == low) && t != p)
+        in = castTo(in, p);
+    }
+  }
+  // Re-emit the nodes in order with the casts after their producers.
+  std::vector<onnx::NodeProto> nodes(leadingCasts);
+  for (const auto &n : g.node()) {
+    nodes.push_back(n);
+    for (const auto &o : n.output())
+      if (auto it = castsAfter.find(o); it != castsAfter.end())
+        nodes.insert(nodes.end(), it->second.begin(), it->second.end());
+  }
+  g.clear_node();
+  for (auto &n : nodes)
+    *g.add_node() = std::move(n);
+  for (auto &v : *g.mutable_value_info())
+    if (auto it = newType.find(v.name());
+        it != newType.end() && v.type().has_tensor_type())
+      setElemType(v, it->second);
+  auto *meta = model.add_metadata_props();
+  meta->set_key("mpc.converted");
+  meta->set_value(lowName);
+  return true;
+}
+
+bool saveModelAtomically(onnx::ModelProto &model, const std::string &path,
+                         const std::string &sourceDir,
+                         const std::vector<std::string> &external,
+                         std::string &error) {
+  std::set<std::string> toExternal(external.begin(), external.end());
+  std::string dataPath = path + ".data", dataTmp = dataPath + ".tmp";
+  std::string dataName = fs::path(dataPath).filename().string();
+  bool anyExternal = false;
+  {
+    std::ofstream data;
+    int64_t offset = 0;
+    for (auto &t : *model.mutable_graph()->mutable_initializer()) {
+      bool wasExternal = t.data_location() == TensorProto::EXTERNAL;
+      if (!wasExternal && !toExternal.count(t.name()))
+        continue;
+      std::string bytes;
+      if (wasExternal) {
+        std::vector<char> raw;
+        if (!readExternalData(t, sourceDir, raw, error))
+          return false;
+        bytes.assign(raw.begin(), raw.end());
+      } else {
+        bytes = t.raw_data();
+      }
+      if (!anyExternal) {
+        data.open(dataTmp, std::ios::binary | std::ios::trunc);
+        anyExternal = true;
+      }
+      data.write(bytes.data(), (std::streamsize)bytes.size());
+      t.clear_raw_data();
+      t.clear_external_data();
+      t.set_data_location(TensorProto::EXTERNAL);
+      auto entry = [&](const char *k, const std::string &v) {
+        auto *e = t.add_external_data();
+        e->set_key(k);
+        e->set_value(v);
+      };
+      entry("location", dataName);
+      entry("offset", std::to_string(offset));
+      entry("length", std::to_string(bytes.size()));
+      offset += (int64_t)bytes.size();
+    }
+    if (anyExternal && !data) {
+      error = "cannot write '" + dataPath + "'";
+      std::remove(dataTmp.c_str());
+      return false;
+    }
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out || !model.SerializeToOstream(&out)) {
+      error = "cannot write '" + path + "'";
+      std::remove(tmp.c_str());
+      std::remove(dataTmp.c_str());
+      return false;
+    }
+  }
+  if ((anyExternal && std::rename(dataTmp.c_str(), dataPath.c_str()) != 0) ||
+      std::rename(tmp.c_str(), path.c_str()) != 0) {
+    error = "cannot write '" + path + "'";
+    std::remove(tmp.c_str());
+    std::remove(dataTmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+} // namespace mlir::mpc
