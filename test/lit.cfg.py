@@ -26,3 +26,28 @@ config.substitutions.append(("%torch_python", "/usr/bin/python3"))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))
 if config.mpc_asan:
     config.available_features.add("asan")
+
+# CUDA tools for the codegen tests: nvcc from the toolkit, cuobjdump and
+# nvdisasm from the PyPI wheels scripts/setup.sh installs. Tests needing
+# them say REQUIRES: nvcc / cuobjdump.
+import shutil
+import subprocess
+cuda_bin = "/usr/local/cuda/bin"
+# nvcc and g++ run gcc, as and ld from the system PATH.
+for system_dir in ("/usr/bin", "/bin"):
+    llvm_config.with_environment("PATH", system_dir, append_path=True)
+if shutil.which("nvcc") or os.path.exists(os.path.join(cuda_bin, "nvcc")):
+    config.available_features.add("nvcc")
+    llvm_config.with_environment("PATH", cuda_bin, append_path=True)
+try:
+    wheel_bin = subprocess.run(
+        [config.python_executable, "-c",
+         "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))"],
+        capture_output=True, text=True).stdout.strip()
+except OSError:
+    wheel_bin = ""
+if shutil.which("cuobjdump") or (wheel_bin and os.path.exists(os.path.join(wheel_bin, "cuobjdump"))):
+    config.available_features.add("cuobjdump")
+    if wheel_bin:
+        llvm_config.with_environment("PATH", wheel_bin, append_path=True)
+config.substitutions.append(("%cxx", shutil.which("g++") or "g++"))

@@ -27,6 +27,14 @@ extern llvm::cl::SubCommand explainCommand;
 int runExplain();
 extern llvm::cl::SubCommand convertCommand;
 int runConvert();
+extern llvm::cl::SubCommand compileCommand;
+int runCompile();
+extern llvm::cl::SubCommand doctorCommand;
+int runDoctor();
+
+/// nvcc, cuobjdump...: on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin;
+/// "" when absent.
+std::string findCudaTool(llvm::StringRef name);
 
 /// Adds --freeze NAME=FILE specs to `frozen`; false (with `error`) on a
 /// malformed one.

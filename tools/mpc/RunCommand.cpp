@@ -12,6 +12,8 @@
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
 #include "runtime/Parallel.h"
+#include "runtime/PlanIO.h"
+#include "runtime/cuda/CudaDevice.h"
 #include "passes/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "frontend/ImporterImpl.h"
@@ -66,6 +68,11 @@ static cl::opt<int> repeat("repeat",
 static cl::opt<int> threads("threads", cl::desc("Worker threads (default: all)"),
                             cl::init(0), cl::sub(runCommand));
 static PrecisionFlags runPrecision(runCommand, /*training=*/false);
+static cl::opt<std::string> device("device",
+                                   cl::desc("cpu | cuda (cuda runs an artifact "
+                                            "directory from mpc compile)"),
+                                   cl::init("cpu"), cl::sub(runCommand));
+
 
 /// Reads FILE as .npy or as a serialized TensorProto.
 static bool readInput(const std::string &path, mlir::MLIRContext &ctx,
@@ -235,10 +242,53 @@ static bool writeOutputs(const std::string &dir, const rt::Plan &plan,
   return true;
 }
 
+/// `mpc run DIR`: an artifact from `mpc compile`, on the CPU backend or
+/// (--device cuda) the GPU.
+static int runArtifact(mlir::MLIRContext &ctx) {
+  rt::Plan plan;
+  std::string error;
+  if (!rt::loadPlan(modelPath, plan, error))
+    return reportError(error);
+  std::map<std::string, rt::Tensor> feeds;
+  for (const std::string &spec : inputs) {
+    auto [name, file] = StringRef(spec).split('=');
+    rt::Tensor t;
+    if (name.empty() || file.empty())
+      return reportError("--input expects NAME=FILE, got '" + spec + "'");
+    if (!readInput(file.str(), ctx, t, error))
+      return reportError("input '" + name + "': " + error);
+    feeds[name.str()] = std::move(t);
+  }
+  if (device == "cuda")
+    if (rt::CudaInfo gpu = rt::probeCuda(); !gpu.available)
+      return reportError("no CUDA GPU here (" + gpu.reason +
+                         "); run the artifact on the CPU backend with "
+                         "--device cpu");
+  std::vector<rt::Tensor> results;
+  double ms = 0;
+  bool ok = device == "cuda"
+                ? rt::runPlanCuda(plan, modelPath, feeds, results, error,
+                                  repeat, repeat > 0 ? &ms : nullptr)
+                : rt::runPlan(plan, feeds, results, error);
+  if (!ok)
+    return reportError(modelPath + ": " + error);
+  if (repeat > 0 && device == "cuda")
+    outs() << format("time: median %.3f ms over %d runs (cuda)\n", ms,
+                     (int)repeat);
+  return writeOutputs(outputDir, plan, results, 0, results.size()) ? 0 : 1;
+}
+
 int runRun() {
   mlir::MLIRContext ctx;
   if (threads > 0)
     rt::setNumThreads(threads);
+  if (device != "cpu" && device != "cuda")
+    return reportError("--device must be cpu or cuda, got '" + device + "'");
+  if (sys::fs::is_directory(modelPath))
+    return runArtifact(ctx);
+  if (device == "cuda")
+    return reportError("--device cuda runs an artifact: mpc compile " +
+                       modelPath + " -o DIR, then mpc run DIR --device cuda");
   Prepared prep;
   std::string error;
   if (!runPrecision.validate(error))

@@ -18,6 +18,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
 #include "runtime/Optimizer.h"
+#include "runtime/cuda/CudaDevice.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -100,6 +101,8 @@ static cl::opt<std::string>
                        "by --data NAME=...)"),
               cl::init("label"), cl::sub(trainCommand));
 static PrecisionFlags precisionFlags(trainCommand, /*training=*/true);
+static cl::opt<std::string> trainDevice("device", cl::desc("cpu | cuda"),
+                                        cl::init("cpu"), cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -249,6 +252,18 @@ static rt::Tensor gatherRows(const rt::Tensor &t, const int64_t *rows,
 }
 
 int runTrain() {
+  if (trainDevice == "cuda") {
+    rt::CudaInfo gpu = rt::probeCuda();
+    if (!gpu.available)
+      return reportError("no CUDA GPU here (" + gpu.reason +
+                         "); train on the CPU backend with --device cpu");
+    return reportError("training on CUDA is not implemented yet: mpc "
+                       "compile emits the forward kernels; the train step "
+                       "runs on the CPU backend (--device cpu)");
+  }
+  if (trainDevice != "cpu")
+    return reportError("--device must be cpu or cuda, got '" + trainDevice +
+                       "'");
   if (std::string error; !precisionFlags.validate(error))
     return reportError(error);
   if (batch <= 0 || steps <= 0)

@@ -43,6 +43,10 @@ int main(int argc, char **argv) {
     return mpc::runExplain();
   if (mpc::convertCommand)
     return mpc::runConvert();
+  if (mpc::compileCommand)
+    return mpc::runCompile();
+  if (mpc::doctorCommand)
+    return mpc::runDoctor();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }

@@ -1,0 +1,37 @@
+//===- CudaEmitter.h - CUDA C++ for an execution plan -------------*- C++ -*-===//
+//
+// Emits one CUDA kernel per plan step (reshape-like steps alias their input
+// and get none): tensor-core GEMMs (WMMA m16n16k16, fp16/bf16 in, FP32
+// accumulate, fused bias/scale/cast epilogue) for MatMul, Gemm and Conv
+// (implicit GEMM), SIMT FP32 GEMMs for fp32 ones, and elementwise,
+// reduction, pooling and data-movement kernels that follow the numerics
+// contract (compute in FP32, round once). Launch configurations and buffer
+// aliases are recorded on the steps (`cuda.*` attributes) for the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_CODEGEN_CUDAEMITTER_H
+#define MPC_CODEGEN_CUDAEMITTER_H
+
+#include "runtime/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::mpc {
+
+struct CudaModule {
+  std::string source;                 // the .cu file
+  std::vector<std::string> kernels;   // kernel names, in step order
+  std::vector<std::string> gemmKernels; // those that must use tensor cores
+  std::vector<std::string> fp32GemmKernels;
+  double flops = 0, tensorCoreFlops = 0;
+};
+
+/// Emits `plan`'s kernels and annotates its steps. False with a one-line
+/// `error` naming the step for an op without a CUDA kernel.
+bool emitCuda(::mpc::rt::Plan &plan, CudaModule &out, std::string &error);
+
+} // namespace mlir::mpc
+
+#endif // MPC_CODEGEN_CUDAEMITTER_H

@@ -1,0 +1,102 @@
+//===- CudaPrelude.h - shared device code of every emitted .cu ----*- C++ -*-===//
+
+#ifndef MPC_CODEGEN_CUDAPRELUDE_H
+#define MPC_CODEGEN_CUDAPRELUDE_H
+
+namespace mlir::mpc {
+
+/// Loads/stores that widen to FP32 and round once, and the two GEMM
+/// templates (tensor-core WMMA and SIMT FP32) the per-step kernels
+/// instantiate with their own loaders and epilogues.
+inline constexpr const char *kCudaPrelude = R"CUDA(
+#ifndef MPC_HOST_EMULATION
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <mma.h>
+using namespace nvcuda;
+#endif
+typedef long long i64;
+
+__device__ __forceinline__ float ld(const float *p, i64 i) { return p[i]; }
+__device__ __forceinline__ float ld(const __half *p, i64 i) { return __half2float(p[i]); }
+__device__ __forceinline__ float ld(const __nv_bfloat16 *p, i64 i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ float ld(const i64 *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld(const int *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ float ld(const unsigned char *p, i64 i) { return (float)p[i]; }
+__device__ __forceinline__ void st(float *p, i64 i, float v) { p[i] = v; }
+__device__ __forceinline__ void st(__half *p, i64 i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void st(__nv_bfloat16 *p, i64 i, float v) { p[i] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void st(i64 *p, i64 i, float v) { p[i] = (i64)v; }
+__device__ __forceinline__ void st(int *p, i64 i, float v) { p[i] = (int)v; }
+__device__ __forceinline__ void st(unsigned char *p, i64 i, float v) { p[i] = v != 0.0f; }
+__device__ __forceinline__ i64 global_index() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+
+#ifndef MPC_HOST_EMULATION
+// C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a 64x64 tile per block
+// of 4 warps (2x2, 32x32 each), K in steps of 32 through shared memory,
+// FP32 accumulators; the epilogue gets each FP32 sum once.
+template <typename T, typename LA, typename LB, typename EP>
+__device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
+  constexpr int BM = 64, BN = 64, BK = 32, PA = BK + 8, PB = BN + 8;
+  __shared__ __align__(32) T As[BM * PA];
+  __shared__ __align__(32) T Bs[BK * PB];
+  __shared__ __align__(32) float Cs[4][32 * 32];
+  const int warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      wmma::fill_fragment(acc[i][j], 0.0f);
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    for (int e = threadIdx.x; e < BM * BK; e += blockDim.x) {
+      int r = e / BK, c = e % BK, m = m0 + r, k = k0 + c;
+      As[r * PA + c] = (m < M && k < K) ? la(m, k) : T(0.0f);
+    }
+    for (int e = threadIdx.x; e < BK * BN; e += blockDim.x) {
+      int r = e / BN, c = e % BN, k = k0 + r, n = n0 + c;
+      Bs[r * PB + c] = (k < K && n < N) ? lb(k, n) : T(0.0f);
+    }
+    __syncthreads();
+    for (int kk = 0; kk < BK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a[2];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b[2];
+      for (int i = 0; i < 2; ++i)
+        wmma::load_matrix_sync(a[i], As + (wm * 32 + i * 16) * PA + kk, PA);
+      for (int j = 0; j < 2; ++j)
+        wmma::load_matrix_sync(b[j], Bs + kk * PB + wn * 32 + j * 16, PB);
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j)
+          wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+  float *cs = Cs[warp];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      wmma::store_matrix_sync(cs + i * 16 * 32 + j * 16, acc[i][j], 32, wmma::mem_row_major);
+  __syncwarp();
+  for (int e = threadIdx.x % 32; e < 32 * 32; e += 32) {
+    int m = m0 + wm * 32 + e / 32, n = n0 + wn * 32 + e % 32;
+    if (m < M && n < N)
+      ep(m, n, cs[e]);
+  }
+}
+#endif
+
+// The same product on ordinary cores in FP32 (fp32 artifacts): one output
+// per thread, 16x16 threads per block.
+template <typename LA, typename LB, typename EP>
+__device__ __forceinline__ void simt_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
+  int n = blockIdx.x * 16 + threadIdx.x % 16, m = blockIdx.y * 16 + threadIdx.x / 16;
+  if (m >= M || n >= N)
+    return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k)
+    acc = fmaf(la(m, k), lb(k, n), acc);
+  ep(m, n, acc);
+}
+)CUDA";
+
+} // namespace mlir::mpc
+
+#endif // MPC_CODEGEN_CUDAPRELUDE_H

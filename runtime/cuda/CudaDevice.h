@@ -1,0 +1,42 @@
+//===- CudaDevice.h - run an artifact on an NVIDIA GPU ------------*- C++ -*-===//
+//
+// The CUDA driver is loaded at run time (dlopen libcuda.so.1): mpc links no
+// CUDA library, so it builds, runs and tests on machines without a GPU and
+// says so in one line when asked to use one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_CUDADEVICE_H
+#define MPC_RUNTIME_CUDA_CUDADEVICE_H
+
+#include "runtime/Plan.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::rt {
+
+struct CudaInfo {
+  bool available = false;
+  std::string reason;        // why not, in one line
+  int driverVersion = 0;     // e.g. 13000
+  std::vector<std::string> devices; // "NVIDIA H200 (sm_90)"
+};
+
+/// Looks for the driver and a device; never fails loudly.
+CudaInfo probeCuda();
+
+/// Runs an artifact's plan on GPU 0: loads `<dir>/kernels.fatbin`, places
+/// every value in one arena (planDeviceMemory), uploads parameters,
+/// constants and `inputs`, launches each step's kernel and copies the
+/// outputs back. `milliseconds`, when given, receives the kernel time of
+/// `repeat` more runs (median).
+bool runPlanCuda(const Plan &plan, const std::string &dir,
+                 const std::map<std::string, Tensor> &inputs,
+                 std::vector<Tensor> &outputs, std::string &error,
+                 int repeat = 0, double *milliseconds = nullptr);
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_CUDA_CUDADEVICE_H

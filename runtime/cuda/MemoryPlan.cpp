@@ -1,0 +1,78 @@
+//===- MemoryPlan.cpp - device buffer offsets for a plan ------------------===//
+
+#include "runtime/cuda/MemoryPlan.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace mpc::rt {
+
+int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
+  size_t n = plan.values.size();
+  std::vector<int> root(n);
+  std::iota(root.begin(), root.end(), 0);
+  for (const Step &s : plan.steps)
+    if (s.has("cuda.alias"))
+      root[s.outputs[0]] = root[s.inputs[0]];
+  std::vector<int> lastUse(n, -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (int v : plan.steps[i].inputs)
+      if (v >= 0)
+        lastUse[root[v]] = (int)i;
+  std::vector<bool> pinned(n, false);
+  for (const Binding &b : plan.inputs)
+    pinned[root[b.value]] = true;
+  for (const Binding &b : plan.outputs)
+    pinned[root[b.value]] = true;
+  for (const Parameter &p : plan.params)
+    pinned[root[p.value]] = true;
+  for (const auto &[id, t] : plan.constants)
+    pinned[root[id]] = true;
+  auto bytes = [&](int v) {
+    int64_t b = numElements(plan.values[v].shape) *
+                (int64_t)dtypeSize(plan.values[v].dtype);
+    return (std::max<int64_t>(b, 1) + 255) / 256 * 256;
+  };
+  offsets.assign(n, -1);
+  int64_t top = 0;
+  for (size_t v = 0; v < n; ++v)
+    if (pinned[v] && root[v] == (int)v) {
+      offsets[v] = top;
+      top += bytes(v);
+    }
+  // First fit over the free ranges above the pinned area.
+  std::map<int64_t, int64_t> freeRanges; // offset -> size
+  int64_t arena = top;
+  auto allocate = [&](int v) {
+    int64_t size = bytes(v);
+    for (auto it = freeRanges.begin(); it != freeRanges.end(); ++it)
+      if (it->second >= size) {
+        int64_t at = it->first;
+        int64_t rest = it->second - size;
+        freeRanges.erase(it);
+        if (rest)
+          freeRanges[at + size] = rest;
+        return at;
+      }
+    int64_t at = arena;
+    arena += size;
+    return at;
+  };
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    for (int v : s.outputs)
+      if (root[v] == v && offsets[v] < 0)
+        offsets[v] = allocate(v);
+    for (int v : s.inputs)
+      if (v >= 0 && lastUse[root[v]] == (int)i && !pinned[root[v]] &&
+          offsets[root[v]] >= 0)
+        freeRanges[offsets[root[v]]] = bytes(root[v]);
+  }
+  for (size_t v = 0; v < n; ++v)
+    if (offsets[v] < 0)
+      offsets[v] = offsets[root[v]] >= 0 ? offsets[root[v]] : allocate(v);
+  return arena;
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,53 @@
+"""Disassembles an artifact's kernels.fatbin with cuobjdump -sass and checks
+tensor-core use per kernel and architecture: every GEMM/conv kernel the
+artifact lists as tensor-core (summary.json) contains HMMA or HGMMA on every
+architecture, and no fp32 GEMM kernel does. An instruction counts when its
+name (after an optional predicate) starts with HMMA or HGMMA; HFMA2.MMA is
+an ordinary-core instruction.
+
+usage: check_sass.py ARTIFACT_DIR
+"""
+import json
+import re
+import subprocess
+import sys
+
+d = sys.argv[1]
+summary = json.load(open(f"{d}/summary.json"))
+out = subprocess.run(["cuobjdump", "-sass", f"{d}/kernels.fatbin"],
+                     capture_output=True, text=True)
+if out.returncode != 0:
+    sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
+counts, arch, fn = {}, None, None
+for line in out.stdout.splitlines():
+    t = line.strip()
+    if t.startswith("arch = "):
+        arch = t.split("=")[1].strip()
+    elif t.startswith("Function : "):
+        fn = t.split(":", 1)[1].strip()
+        counts.setdefault(fn, {}).setdefault(arch, 0)
+    elif fn and t.startswith("/*"):
+        insn = re.sub(r"^/\*[0-9a-f]+\*/\s*", "", t)
+        if insn.startswith("@"):
+            insn = insn.split(None, 1)[1] if " " in insn else ""
+        if re.match(r"(HMMA|HGMMA)", insn):
+            counts[fn][arch] += 1
+archs = sorted({a for c in counts.values() for a in c})
+ok = True
+for k in summary["tensor_core_gemm_kernels"]:
+    have = [counts.get(k, {}).get(a, 0) for a in archs]
+    good = all(n > 0 for n in have)
+    ok &= good
+    print(f"{k}: HMMA {' '.join(f'{a}={n}' for a, n in zip(archs, have))} "
+          f"{'ok' if good else 'MISSING'}")
+for k in summary["fp32_gemm_kernels"]:
+    have = [counts.get(k, {}).get(a, 0) for a in archs]
+    good = not any(have)
+    ok &= good
+    print(f"{k} (fp32): HMMA {' '.join(f'{a}={n}' for a, n in zip(archs, have))} "
+          f"{'ok' if good else 'UNEXPECTED'}")
+print(f"{summary['precision']} {','.join(archs)}: "
+      f"{len(summary['tensor_core_gemm_kernels'])} tensor-core GEMM kernels, "
+      f"{len(summary['fp32_gemm_kernels'])} fp32 GEMM kernels, "
+      f"{len(counts)} kernels in all: {'ok' if ok else 'FAIL'}")
+sys.exit(0 if ok else 1)

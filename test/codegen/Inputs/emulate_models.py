@@ -1,0 +1,52 @@
+"""Compiles each MODEL:PRECISION with `mpc compile --no-nvcc`, builds its
+kernels.cu for the host with cuda_host_shim.h, runs it with
+mpc-emulate-artifact on seeded inputs and checks every output against the
+CPU backend (largest difference relative to the output's magnitude).
+
+usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC...
+"""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+
+tools, cxx, src, work = sys.argv[1:5]
+specs = sys.argv[5:]
+# Reductions accumulate in FP32 on the GPU and in double on the CPU
+# backend: a value can round to the neighbouring fp16/bf16 number, so the
+# bound is two ulps of the computing type.
+RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}
+sys.path.insert(0, os.path.join(src, "scripts"))
+from model_inputs import random_inputs  # noqa: E402
+
+ok_all = True
+rng = np.random.default_rng(0)
+for spec in specs:
+    path, prec = spec.rsplit(":", 1)
+    name = os.path.splitext(os.path.basename(path))[0]
+    art = os.path.join(work, f"{name}-{prec}")
+    _, args = random_inputs(onnx.load(path), 4, work, name, rng)
+    subprocess.run([os.path.join(tools, "mpc"), "compile", path, "-o", art,
+                    "--precision", prec, "--batch", "4", "--no-nvcc"],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC",
+                    "-DMPC_HOST_EMULATION", "-I" + src, "-include",
+                    os.path.join(src, "test/codegen/Inputs/cuda_host_shim.h"),
+                    "-x", "c++", os.path.join(art, "kernels.cu"), "-o",
+                    os.path.join(art, "emu.so"), "-lpthread"], check=True)
+    out = subprocess.run([os.path.join(tools, "mpc-emulate-artifact"), art,
+                          os.path.join(art, "emu.so")] +
+                         [a for a in args if a != "--input"],
+                         check=True, capture_output=True, text=True).stdout
+    kernels = re.search(r"(\d+) kernels emulated", out).group(1)
+    diffs = [float(x) for x in
+             re.findall(r"max relative difference (\S+)", out)]
+    ok = diffs and max(diffs) <= RTOL[prec]
+    ok_all &= bool(ok)
+    print(f"{name} {prec}: {kernels} kernels emulated; outputs within "
+          f"{max(diffs):.2e} of the CPU backend {'ok' if ok else 'FAIL'}")
+print("all ok" if ok_all else "FAIL")
+sys.exit(0 if ok_all else 1)

@@ -1,0 +1,203 @@
+//===- CompileCommand.cpp - `mpc compile`: an artifact directory ----------===//
+//
+// Imports the model with the batch bound, runs the precision passes, builds
+// the execution plan and writes DIR: plan.txt + weights.bin (runnable by
+// the CPU backend, `mpc run DIR`), and for --target cuda kernels.cu (one
+// kernel per step) compiled by nvcc into kernels.fatbin for --arch, plus
+// summary.json. DIR is written whole or not at all (temp dir + rename).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+#include "Precision.h"
+#include "TrainStep.h"
+
+#include "codegen/CudaEmitter.h"
+#include "codegen/PlanBuilder.h"
+#include "frontend/OnnxImporter.h"
+#include "ir/MpcOps.h"
+#include "runtime/PlanIO.h"
+#include "runtime/cuda/MemoryPlan.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <filesystem>
+
+using namespace llvm;
+namespace rt = ::mpc::rt;
+namespace fs = std::filesystem;
+
+namespace mpc {
+
+cl::SubCommand compileCommand("compile",
+                              "Compile a model into an artifact directory "
+                              "(execution plan, weights, CUDA kernels)");
+
+static cl::opt<std::string> model(cl::Positional, cl::Required,
+                                  cl::desc("<model.onnx>"),
+                                  cl::sub(compileCommand));
+static cl::opt<std::string> outDir("o", cl::Required,
+                                   cl::desc("Artifact directory"),
+                                   cl::value_desc("dir"),
+                                   cl::sub(compileCommand));
+static cl::opt<std::string> target("target", cl::desc("cuda | cpu"),
+                                   cl::init("cuda"), cl::sub(compileCommand));
+static cl::list<std::string> archs("arch", cl::CommaSeparated,
+                                   cl::desc("GPU architectures (default "
+                                            "sm_80,sm_90)"),
+                                   cl::value_desc("sm_80,sm_90"),
+                                   cl::sub(compileCommand));
+static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
+                              cl::sub(compileCommand));
+static cl::opt<bool> noNvcc("no-nvcc",
+                            cl::desc("Emit kernels.cu without compiling it"),
+                            cl::sub(compileCommand));
+static PrecisionFlags compilePrecision(compileCommand, /*training=*/false);
+
+std::string findCudaTool(StringRef name) {
+  std::vector<StringRef> paths;
+  std::string home = sys::Process::GetEnv("CUDA_HOME").value_or("");
+  std::string homeBin = home.empty() ? "" : home + "/bin";
+  if (!homeBin.empty())
+    paths.push_back(homeBin);
+  paths.push_back("/usr/local/cuda/bin");
+  if (auto p = sys::findProgramByName(name))
+    return *p;
+  if (auto p = sys::findProgramByName(name, paths))
+    return *p;
+  return "";
+}
+
+int runCompile() {
+  auto start = std::chrono::steady_clock::now();
+  std::string error;
+  if (target != "cuda" && target != "cpu")
+    return reportError("--target must be cuda or cpu, got '" + target + "'");
+  if (!compilePrecision.validate(error))
+    return reportError(error);
+  if (batch <= 0)
+    return reportError("--batch must be positive");
+  std::vector<std::string> arch(archs.begin(), archs.end());
+  if (arch.empty())
+    arch = {"sm_80", "sm_90"};
+  for (const std::string &a : arch)
+    if (!StringRef(a).starts_with("sm_") || a.size() < 5)
+      return reportError("--arch expects names like sm_80, got '" + a + "'");
+
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
+  mlir::mpc::ImportOptions options;
+  options.modelPath = model;
+  options.batch = batch;
+  auto module = mlir::mpc::importModelFile(ctx, options, error);
+  if (!module)
+    return reportError(error);
+  if (compilePrecision.isLow()) {
+    mlir::PassManager pm(&ctx);
+    compilePrecision.addForwardPasses(pm);
+    if (!runPasses(pm, *module, error))
+      return reportError(model + ": " + error);
+  }
+  rt::Plan plan;
+  if (!mlir::mpc::buildPlan(mlir::mpc::entryFunction(*module), plan, error))
+    return reportError(model + ": " + error);
+
+  mlir::mpc::CudaModule cuda;
+  if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error))
+    return reportError(model + ": " + error);
+
+  // Everything goes into DIR.tmp, renamed over DIR at the end.
+  std::string tmp = outDir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec)
+    return reportError("cannot create " + tmp + ": " + ec.message());
+  auto cleanup = [&](const Twine &message) {
+    fs::remove_all(tmp, ec);
+    return reportError(message);
+  };
+  if (!rt::savePlan(plan, tmp, error))
+    return cleanup(error);
+  std::vector<int64_t> offsets;
+  int64_t arena = rt::planDeviceMemory(plan, offsets);
+  std::string nvccUsed;
+  if (target == "cuda") {
+    if (!rt::writeFileAtomically(tmp + "/kernels.cu", cuda.source, error))
+      return cleanup(error);
+    std::string nvcc = noNvcc ? "" : findCudaTool("nvcc");
+    if (!nvcc.empty()) {
+      std::vector<std::string> args = {nvcc, "-fatbin", "-O3", "-std=c++17",
+                                       "-o", tmp + "/kernels.fatbin"};
+      for (const std::string &a : arch)
+        args.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
+      args.push_back(tmp + "/kernels.cu");
+      std::vector<StringRef> argv(args.begin(), args.end());
+      std::string log = tmp + "/nvcc.log";
+      std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                              StringRef(log)};
+      std::string msg;
+      int rc = sys::ExecuteAndWait(nvcc, argv, std::nullopt, redirects, 0, 0,
+                                   &msg);
+      if (rc != 0) {
+        auto text = MemoryBuffer::getFile(log);
+        std::string first = text ? (*text)->getBuffer().split('\n').first.str()
+                                 : msg;
+        return cleanup("nvcc failed on the emitted kernels.cu (" + first +
+                       ")");
+      }
+      nvccUsed = nvcc;
+    }
+  }
+  double flops = cuda.flops, tc = cuda.tensorCoreFlops;
+  json::Object summary{
+      {"model", std::string(model)},
+      {"target", std::string(target)},
+      {"precision", std::string(compilePrecision.precision)},
+      {"batch", (int64_t)batch},
+      {"arch", json::Array(arch)},
+      {"steps", (int64_t)plan.steps.size()},
+      {"kernels", json::Array(cuda.kernels)},
+      {"tensor_core_gemm_kernels", json::Array(cuda.gemmKernels)},
+      {"fp32_gemm_kernels", json::Array(cuda.fp32GemmKernels)},
+      {"memory_plan_bytes", arena},
+      {"flops", flops},
+      {"tensor_core_flop_share", flops > 0 ? tc / flops : 0.0},
+      {"nvcc", nvccUsed}};
+  std::string text;
+  raw_string_ostream os(text);
+  os << formatv("{0:2}", json::Value(std::move(summary))) << "\n";
+  if (!rt::writeFileAtomically(tmp + "/summary.json", os.str(), error))
+    return cleanup(error);
+  fs::remove_all(outDir.getValue(), ec);
+  fs::rename(tmp, outDir.getValue(), ec);
+  if (ec)
+    return cleanup("cannot write " + outDir + ": " + ec.message());
+  double secs = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+  outs() << formatv("wrote {0}: {1} steps", outDir, plan.steps.size());
+  if (target == "cuda")
+    outs() << formatv(", {0} CUDA kernels ({1} GEMM/conv on tensor cores, {2} "
+                      "in FP32), memory plan {3:f2} MiB, {4:f1}% of FLOPs on "
+                      "tensor cores, {5}",
+                      cuda.kernels.size(), cuda.gemmKernels.size(),
+                      cuda.fp32GemmKernels.size(), arena / 1048576.0,
+                      flops > 0 ? 100 * tc / flops : 0.0,
+                      nvccUsed.empty()
+                          ? std::string("kernels.cu not compiled (no nvcc)")
+                          : "kernels.fatbin for " + llvm::join(arch, ","));
+  outs() << formatv(" ({0:f1} s)\n", secs);
+  return 0;
+}
+
+} // namespace mpc
