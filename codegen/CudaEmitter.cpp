@@ -83,6 +83,8 @@ struct Emitter {
   std::ostringstream cu;
   std::ostringstream emu; // host-emulation launchers (MPC_HOST_EMULATION)
   bool barrier = false;   // the next launched kernel uses __syncthreads
+  std::set<size_t> fusedRelu; // GEMM steps whose epilogue applies the Relu
+                              // that alone reads their result
 
   const ValueInfo &val(int id) { return plan.values[id]; }
   const Tensor *constant(int id) {
@@ -263,6 +265,8 @@ struct Emitter {
              std::to_string(cs[0]) + " + (i64)n * " + std::to_string(cs[1]) +
              ");";
     }
+    if (s.has("cuda.fused_relu"))
+      epi += " v = fmaxf(v, 0.0f);";
     epi += " st(Y, (i64)m * " + std::to_string(N) + " + n, v);";
     gemmKernel(s, name, a.dtype, M, N, K, 1,
                "  c.A = in0; c.B = in1; c.C = " +
@@ -306,7 +310,9 @@ struct Emitter {
                rd("B", "ob * " + std::to_string(K * N) + " + (i64)k * " +
                            std::to_string(N) + " + n"),
                "st(Y, z * " + std::to_string(M * N) + " + (i64)m * " +
-                   std::to_string(N) + " + n, acc);",
+                   std::to_string(N) + " + n, " +
+                   (s.has("cuda.fused_relu") ? "fmaxf(acc, 0.0f)" : "acc") +
+                   ");",
                members);
     return true;
   }
@@ -348,7 +354,9 @@ struct Emitter {
         (f32 ? "ld(X, " + xidx + ")" : "X[" + xidx + "]") + ";";
     std::string epi = "i64 co = z * " + S(Mg) + " + m; int b = n / " +
                       S(OH * OW) + ", sp = n % " + S(OH * OW) + "; float v = acc" +
-                      (bias ? " + ld(Bias, co)" : "") + "; st(Y, (b * " + S(Co) +
+                      (bias ? " + ld(Bias, co)" : "") + ";" +
+                      (s.has("cuda.fused_relu") ? " v = fmaxf(v, 0.0f);" : "") +
+                      " st(Y, (b * " + S(Co) +
                       " + co) * " + S(OH * OW) + " + sp, v);";
     gemmKernel(s, name, x.dtype, Mg, N, K, groups,
                "  c.X = in0; c.Wt = in1; c.Bias = " +
@@ -727,6 +735,8 @@ struct Emitter {
     static const std::set<std::string> aliases = {"reshape", "flatten",
                                                   "squeeze", "unsqueeze",
                                                   "identity"};
+    if (s.has("cuda.alias")) // a Relu fused into the GEMM before it
+      return true;
     if (aliases.count(s.op) && s.outputs.size() == 1) {
       s.attrs["cuda.alias"] = (int64_t)s.inputs[0];
       return true;
@@ -778,6 +788,27 @@ struct Emitter {
 
 bool emitCuda(Plan &plan, CudaModule &out, std::string &error) {
   Emitter e{plan, out, error, {}};
+  // Epilogue fusion: a GEMM/conv whose result only a Relu reads applies the
+  // Relu itself; the Relu step then aliases the GEMM's buffer.
+  std::map<int, std::vector<size_t>> readers;
+  std::set<int> outputs;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (int v : plan.steps[i].inputs)
+      readers[v].push_back(i);
+  for (const Binding &b : plan.outputs)
+    outputs.insert(b.value);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Step &s = plan.steps[i];
+    if (s.op != "gemm" && s.op != "matmul" && s.op != "conv")
+      continue;
+    int v = s.outputs[0];
+    auto &r = readers[v];
+    if (r.size() == 1 && plan.steps[r[0]].op == "relu" && !outputs.count(v) &&
+        plan.values[plan.steps[r[0]].outputs[0]].dtype == plan.values[v].dtype) {
+      s.attrs["cuda.fused_relu"] = (int64_t)1;
+      plan.steps[r[0]].attrs["cuda.alias"] = (int64_t)v;
+    }
+  }
   e.cu << "// Emitted by mpc: one kernel per step of the execution plan.\n"
        << kCudaPrelude << "\n";
   for (size_t i = 0; i < plan.steps.size(); ++i)

@@ -14,7 +14,8 @@ APT_PACKAGES=(
   # Sanitizer runtimes for the malformed-model corpus under ASan + UBSan.
   libasan8 libubsan1
 )
-PIP_PACKAGES=(onnx numpy lit onnxruntime scikit-learn onnxconverter-common)
+PIP_PACKAGES=(onnx numpy lit onnxruntime scikit-learn onnxconverter-common
+  nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -30,7 +31,9 @@ if ((${#missing[@]})); then
 fi
 
 PY=${PYTHON:-python3}
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common' 2>/dev/null; then
+# cuobjdump/nvdisasm (SASS checks of the CUDA artifacts) come as PyPI wheels
+# under nvidia/cu13/bin; the CUDA toolkit here has no copy.
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, nvidia, os, sys; sys.exit(not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi

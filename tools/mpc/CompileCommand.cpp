@@ -156,6 +156,7 @@ int runCompile() {
                        ")");
       }
       nvccUsed = nvcc;
+      sys::fs::remove(log); // empty unless nvcc warned
     }
   }
   double flops = cuda.flops, tc = cuda.tensorCoreFlops;

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# GPU benchmark, part 1, on the machine that builds mpc (MLIR, no GPU):
+# exports the MLP, a residual CNN (ResNet-style, BatchNorm folded) and a
+# TransformerEncoder with their losses, compiles fp32 and fp16 CUDA
+# artifacts for sm_90 (`mpc compile`), runs each artifact on the CPU backend
+# for the reference outputs, and adds a GEMM-only artifact (2048^3, fp16)
+# for the kernel-vs-cuBLASLt comparison. Everything lands in
+# bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
+# machine.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mpc=${MPC:-$root/build/bin/mpc}
+arch=${ARCH:-sm_90}
+batch=${BATCH:-64}
+work=$root/bench/gpu/work
+rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
+/usr/bin/python3 - "$work/models" "$root/scripts" <<'PY'
+import sys, torch
+sys.path.insert(0, sys.argv[2])
+import export_torch_models as zoo
+out = sys.argv[1]
+torch.manual_seed(0)
+lbl = lambda b: torch.randint(0, 10, (b,))
+xy = (["x", "labels"], ["loss", "logits"])
+zoo.export(zoo.WithCrossEntropy(zoo.Mlp()), (torch.randn(4, 64), lbl(4)), xy, f"{out}/mlp.onnx", 14)
+zoo.export(zoo.WithCrossEntropy(zoo.ResCnn()), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/rescnn.onnx", 17)
+zoo.export(zoo.WithCrossEntropy(zoo.Encoder()), (torch.randint(0, 100, (4, 16)), lbl(4)), xy, f"{out}/transformer.onnx", 17)
+PY
+python3 - "$work" "$batch" <<'PY'
+import os, sys
+import numpy as np, onnx
+from onnx import helper, TensorProto
+work, batch = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(0)
+shapes = {"mlp": {"x": (batch, 64)}, "rescnn": {"x": (batch, 3, 32, 32)},
+          "transformer": {"x": (batch, 16)}}
+for name, inp in shapes.items():
+    for k, shape in inp.items():
+        v = (rng.integers(0, 100, shape) if name == "transformer"
+             else rng.standard_normal(shape).astype(np.float32))
+        np.save(f"{work}/inputs/{name}.{k}.npy", v)
+    np.save(f"{work}/inputs/{name}.labels.npy", rng.integers(0, 10, batch))
+# One 2048x2048x2048 fp16 MatMul: the GEMM kernel alone.
+n = 2048
+g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"], name="gemm")], "gemm",
+    [helper.make_tensor_value_info(i, TensorProto.FLOAT16, [n, n]) for i in "ab"],
+    [helper.make_tensor_value_info("c", TensorProto.FLOAT16, [n, n])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+          f"{work}/models/gemm.onnx")
+PY
+: > "$work/manifest.txt"
+for m in mlp rescnn transformer; do
+  for p in fp32 fp16; do
+    art=$work/art/$m-$p
+    "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" | tail -1
+    ins="x=inputs/$m.x.npy labels=inputs/$m.labels.npy"
+    (cd "$work" && "$mpc" run "art/$m-$p" --input x=inputs/$m.x.npy --input labels=inputs/$m.labels.npy --output-dir "expected/$m-$p" > /dev/null)
+    echo "$m $p art/$m-$p $ins" >> "$work/manifest.txt"
+  done
+done
+"$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
+echo "prepared $(du -sh "$work" | cut -f1) in $work"

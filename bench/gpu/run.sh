@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# GPU benchmark, part 2, on a machine with an NVIDIA GPU (no MLIR needed):
+# builds the MLIR-free runtime and mpc-gpu-run (CMake -DMPC_RUNTIME_ONLY=ON),
+# runs every artifact bench/gpu/prepare.sh made, compares its outputs with
+# the CPU backend's, times it (median of --repeat runs), times PyTorch
+# (fp32, autocast fp16, an AMP train step) on the same models and batch, and
+# the GEMM kernel against torch.matmul (cuBLASLt). Writes the table to
+# ${OUT:-bench/gpu/work}/gpu-results.md and prints it.
+# Without a GPU it builds, says so in one line per artifact, and exits 0.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$root/bench/gpu/work
+out=${OUT:-$work}
+repeat=${REPEAT:-50}
+batch=${BATCH:-64}
+[[ -f $work/manifest.txt ]] || { echo "run bench/gpu/prepare.sh first"; exit 1; }
+cmake -S "$root" -B "$root/build-gpu" -G Ninja -DMPC_RUNTIME_ONLY=ON \
+  -DCMAKE_BUILD_TYPE=Release > /dev/null && ninja -C "$root/build-gpu" > /dev/null \
+  || { echo "runtime build failed"; exit 1; }
+run=$root/build-gpu/bin/mpc-gpu-run
+results=$out/gpu-results.md
+{
+  echo "## GPU: mpc artifacts vs PyTorch"
+  echo
+  echo "Measured $(date -u +%F) on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo 'no GPU'), batch $batch, median of $repeat runs. Command: \`bench/gpu/prepare.sh\` (build machine), then \`bench/gpu/run.sh\` (GPU machine)."
+  echo
+  echo "| model | precision | mpc forward+loss (ms) | max rel diff vs CPU backend (logits) |"
+  echo "|---|---|---|---|"
+} > "$results"
+while read -r model prec art ins; do
+  expect=""
+  for f in "$work/expected/$model-$prec"/*.npy; do
+    expect="$expect --expect $(basename "$f" .npy)=$f"
+  done
+  args=()
+  for i in $ins; do args+=("${i%%=*}=$work/${i#*=}"); done
+  line=$(cd "$work" && "$run" "$art" --repeat "$repeat" $expect "${args[@]}" 2>&1)
+  echo "$model $prec: $line" | tr '\n' ' '; echo
+  ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
+  diff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
+  echo "| $model | $prec | ${ms:-n/a} | ${diff:-n/a} |" >> "$results"
+done < "$work/manifest.txt"
+python3 - "$work" <<'PY'
+import numpy as np, sys
+w = sys.argv[1]
+r = np.random.default_rng(0)
+for k in "ab":
+    np.save(f"{w}/inputs/gemm.{k}.npy", r.standard_normal((2048, 2048)).astype(np.float16))
+PY
+gemm=$(cd "$work" && "$run" art/gemm-fp16 --repeat "$repeat" a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
+echo "gemm: $gemm" | tr '\n' ' '; echo
+tpy=${TORCH_PYTHON:-python3}
+"$tpy" -c "import torch" 2>/dev/null || tpy=/usr/bin/python3
+torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" 2>&1)
+echo "$torch"
+{
+  echo
+  echo "PyTorch on the same GPU and batch (ms):"
+  echo
+  echo '```'
+  echo "$torch"
+  echo "mpc gemm 2048^3 fp16: $(echo "$gemm" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
+  echo '```'
+} >> "$results"
+cat "$results"

@@ -1,0 +1,77 @@
+"""PyTorch reference timings on the GPU for the models of
+bench/gpu/prepare.sh, same batch: the forward with its loss in fp32 and
+under torch.autocast(fp16), and a whole AMP train step (autocast forward,
+GradScaler-scaled backward, SGD step), median over --repeat runs after a
+warm-up; and a 2048^3 fp16 torch.matmul (cuBLASLt). Prints one line per
+measurement: `torch <model> <what> <ms>`.
+
+usage: torch_amp.py SCRIPTS_DIR [--batch 64] [--repeat 50]
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+ap = argparse.ArgumentParser()
+ap.add_argument("scripts")
+ap.add_argument("--batch", type=int, default=64)
+ap.add_argument("--repeat", type=int, default=50)
+a = ap.parse_args()
+sys.path.insert(0, a.scripts)
+import export_torch_models as zoo  # noqa: E402
+
+if not torch.cuda.is_available():
+    print("torch: no CUDA device; skipped")
+    sys.exit(0)
+dev = torch.device("cuda")
+
+
+def timed(fn):
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    ms = []
+    for _ in range(a.repeat):
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ms.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ms)
+
+
+b = a.batch
+models = {
+    "mlp": (zoo.Mlp(), torch.randn(b, 64)),
+    "rescnn": (zoo.ResCnn(), torch.randn(b, 3, 32, 32)),
+    "transformer": (zoo.Encoder(), torch.randint(0, 100, (b, 16))),
+}
+for name, (model, x) in models.items():
+    model = model.to(dev).eval()
+    x, y = x.to(dev), torch.randint(0, 10, (b,), device=dev)
+    with torch.no_grad():
+        fp32 = timed(lambda: F.cross_entropy(model(x), y))
+        def amp_fwd():
+            with torch.autocast("cuda", dtype=torch.float16):
+                return F.cross_entropy(model(x), y)
+        amp = timed(amp_fwd)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler("cuda")
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    train = timed(step)
+    print(f"torch {name} fp32-forward {fp32:.4f}")
+    print(f"torch {name} amp-forward {amp:.4f}")
+    print(f"torch {name} amp-train-step {train:.4f}")
+n = 2048
+A = torch.randn(n, n, device=dev, dtype=torch.float16)
+B = torch.randn(n, n, device=dev, dtype=torch.float16)
+print(f"torch gemm cublaslt-2048 {timed(lambda: A @ B):.4f}")
