@@ -1,6 +1,7 @@
 //===- ModelLoader.cpp - read ONNX models (binary or text) ----------------===//
 
 #include "frontend/ModelLoader.h"
+#include "frontend/MixedPrecisionRewrite.h"
 
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
@@ -132,21 +133,10 @@ bool writeModelWithWeights(
     error = "the model lacks some trained initializers";
     return false;
   }
-  std::string tmp = outPath + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !model.SerializeToOstream(&out)) {
-      error = "cannot write '" + outPath + "'";
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), outPath.c_str()) != 0) {
-    error = "cannot write '" + outPath + "'";
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  // Initializers kept as external data stay external (in OUT.data).
+  return saveModelAtomically(
+      model, outPath,
+      std::filesystem::absolute(modelPath).parent_path().string(), {}, error);
 }
 
 bool readExternalData(const onnx::TensorProto &tensor,

@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/JSON.h"
 
 #include <map>
 #include <string>
@@ -41,6 +42,10 @@ std::string findCudaTool(llvm::StringRef name);
 bool parseFreezeSpecs(const std::vector<std::string> &specs,
                       std::map<std::string, std::string> &frozen,
                       std::string &error);
+
+/// Writes `value` as indented JSON to `path` atomically (temp + rename).
+bool writeJsonFile(const std::string &path, llvm::json::Value value,
+                   std::string &error);
 
 /// Prints "mpc: error: <message>" and returns the exit code 1.
 int reportError(const llvm::Twine &message);

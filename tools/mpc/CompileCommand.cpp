@@ -174,10 +174,8 @@ int runCompile() {
       {"flops", flops},
       {"tensor_core_flop_share", flops > 0 ? tc / flops : 0.0},
       {"nvcc", nvccUsed}};
-  std::string text;
-  raw_string_ostream os(text);
-  os << formatv("{0:2}", json::Value(std::move(summary))) << "\n";
-  if (!rt::writeFileAtomically(tmp + "/summary.json", os.str(), error))
+  if (!writeJsonFile(tmp + "/summary.json", json::Value(std::move(summary)),
+                     error))
     return cleanup(error);
   fs::remove_all(outDir.getValue(), ec);
   fs::rename(tmp, outDir.getValue(), ec);

@@ -447,15 +447,8 @@ int runConvert() {
                                     : nullptr},
                                {"rtol", (double)rtol},
                                {"atol", (double)atol}};
-  std::string tmp = reportPath + ".tmp";
-  {
-    raw_fd_ostream os(tmp, ec);
-    if (ec)
-      return reportError("cannot write " + reportPath + ": " + ec.message());
-    os << formatv("{0:2}", json::Value(std::move(out))) << "\n";
-  }
-  if (std::error_code e = sys::fs::rename(tmp, reportPath))
-    return reportError("cannot write " + reportPath + ": " + e.message());
+  if (!writeJsonFile(reportPath, json::Value(std::move(out)), error))
+    return reportError(error);
   return 0;
 }
 

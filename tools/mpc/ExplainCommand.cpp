@@ -246,16 +246,8 @@ int runExplain() {
                                 {"back_to_back_casts", backToBack},
                                 {"parameters", params},
                                 {"master_copies", masterCopies}}}};
-    std::string tmp = jsonPath + ".tmp";
-    {
-      std::error_code ec;
-      raw_fd_ostream os(tmp, ec);
-      if (ec)
-        return reportError("cannot write " + jsonPath + ": " + ec.message());
-      os << formatv("{0:2}", json::Value(std::move(report))) << "\n";
-    }
-    if (std::error_code ec = sys::fs::rename(tmp, jsonPath))
-      return reportError("cannot write " + jsonPath + ": " + ec.message());
+    if (!writeJsonFile(jsonPath, json::Value(std::move(report)), error))
+      return reportError(error);
   }
   return 0;
 }

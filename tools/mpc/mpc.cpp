@@ -7,9 +7,21 @@
 
 #include "Commands.h"
 
+#include "runtime/PlanIO.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
+
+bool mpc::writeJsonFile(const std::string &path, llvm::json::Value value,
+                        std::string &error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", value) << "\n";
+  return mpc::rt::writeFileAtomically(path, os.str(), error);
+}
 
 int mpc::reportError(const llvm::Twine &message) {
   llvm::errs() << "mpc: error: " << message << "\n";
