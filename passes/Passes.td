@@ -76,6 +76,28 @@ def LowerGradient : Pass<"mpc-lower-gradient", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def InlineInference : Pass<"mpc-inline-inference", "::mlir::ModuleOp"> {
+  let summary = "Clone the inference graph into TrainingInfoProto algorithms";
+  let description = [{
+    For each function tagged `mpc.inference_graph = @f` (a training
+    algorithm): clones `@f`'s body in front of its ops, sharing parameter
+    arguments (`mpc.param`) and adding `@f`'s graph inputs as arguments;
+    every `mpc.gradient` whose `y` is an output of `@f` gets that value as
+    its `target` (then `mpc-lower-gradient` lowers it); `@f`'s outputs are
+    appended to the results (`mpc.inference_outputs` counts them).
+
+    Before:
+    ```mlir
+    func.func @training_algorithm_0(%w: tensor<2x2xf32> {mpc.param = @W}) -> ... attributes {mpc.inference_graph = @inference}
+      %g = mpc.gradient %w {xs = ["W"], y = "Loss", zs = []} : ...
+    ```
+    After: `%x` (the inference input) is an argument, the MatMul and
+    ReduceSum computing Loss come first, and
+    `%g = mpc.gradient %w target %loss {...}`.
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def AmpClassify : Pass<"mpc-amp-classify", "::mlir::ModuleOp"> {
   let summary = "Paint every op low precision or FP32, recording why";
   let description = [{

@@ -251,6 +251,30 @@ static rt::Tensor gatherRows(const rt::Tensor &t, const int64_t *rows,
   return out;
 }
 
+/// The (initializer, result index) pairs of `f`'s binding attribute
+/// `key` (initializer name -> output name).
+static bool bindOutputs(mlir::func::FuncOp f, StringRef key,
+                        std::vector<std::pair<std::string, size_t>> &out,
+                        std::string &error) {
+  auto dict = f->getAttrOfType<mlir::DictionaryAttr>(key);
+  for (mlir::NamedAttribute b : dict) {
+    auto output = llvm::cast<mlir::StringAttr>(b.getValue()).getValue();
+    bool found = false;
+    for (unsigned i = 0; i < f.getNumResults() && !found; ++i)
+      if (auto n = f.getResultAttrOfType<mlir::StringAttr>(i, "mpc.output");
+          n && n.getValue() == output) {
+        out.emplace_back(b.getName().str(), i);
+        found = true;
+      }
+    if (!found) {
+      error = "binding of '" + b.getName().str() + "' names '" +
+              output.str() + "', which the graph does not output";
+      return false;
+    }
+  }
+  return true;
+}
+
 int runTrain() {
   if (trainDevice == "cuda") {
     rt::CudaInfo gpu = rt::probeCuda();
@@ -315,8 +339,19 @@ int runTrain() {
       !appendLoss(mlir::mpc::entryFunction(*module), lossKind, labelName,
                   error))
     return reportError(model + ": " + error);
-  mlir::func::FuncOp step =
-      buildTrainStep(*module, lossName, &precisionFlags, error);
+  // A model with a TrainingInfoProto trains as its algorithm says, unless
+  // an --optimizer is asked for.
+  mlir::func::FuncOp step;
+  for (auto f : module->getOps<mlir::func::FuncOp>())
+    if (f->hasAttr("mpc.update_binding"))
+      step = f;
+  bool algorithm = step && !optimizer.getNumOccurrences() && lossKind.empty();
+  if (algorithm && precisionFlags.isLow())
+    return reportError(model + ": a TrainingInfoProto algorithm trains in "
+                               "fp32 for now (drop --precision, or pass "
+                               "--optimizer to train with mpc's own step)");
+  step = algorithm ? buildAlgorithmStep(*module, error)
+                   : buildTrainStep(*module, lossName, &precisionFlags, error);
   if (!step)
     return reportError(model + ": " + error);
   rt::Plan plan;
@@ -361,8 +396,46 @@ int runTrain() {
     if (auto p = step.getResultAttrOfType<mlir::FlatSymbolRefAttr>(
             i, "mpc.gradient"))
       gradOutputs.emplace_back(i, p.getValue().str());
-  unsigned lossIndex =
-      step->getAttrOfType<mlir::IntegerAttr>("mpc.loss_index").getInt();
+  int64_t lossIndex = -1;
+  // Algorithm mode: outputs written back into the initializers they are
+  // bound to after every step (and once from the initialization graph).
+  std::vector<std::pair<std::string, size_t>> bindings;
+  if (algorithm) {
+    int64_t inferenceOutputs =
+        step->getAttrOfType<mlir::IntegerAttr>("mpc.inference_outputs").getInt();
+    for (unsigned i = step.getNumResults() - inferenceOutputs;
+         i < step.getNumResults() && lossIndex < 0; ++i)
+      if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(
+              step.getResultTypes()[i]);
+          t && t.getRank() == 0 && t.getElementType().isF32())
+        lossIndex = i;
+    if (lossIndex < 0)
+      return reportError(model + ": the inference graph has no f32 scalar "
+                                 "output to report as the loss");
+    if (!bindOutputs(step, "mpc.update_binding", bindings, error))
+      return reportError(model + ": " + error);
+    for (auto init : module->getOps<mlir::func::FuncOp>()) {
+      if (!init->hasAttr("mpc.initialization_binding"))
+        continue;
+      std::vector<std::pair<std::string, size_t>> initBindings;
+      rt::Plan initPlan;
+      std::vector<rt::Tensor> initOut;
+      if (!bindOutputs(init, "mpc.initialization_binding", initBindings,
+                       error) ||
+          !mlir::mpc::buildPlan(init, initPlan, error) ||
+          !rt::runPlan(initPlan, {}, initOut, error))
+        return reportError(model + ": initialization graph: " + error);
+      for (const auto &[name, index] : initBindings) {
+        if (!params.count(name))
+          return reportError(model + ": initialization binds '" + name +
+                             "', which is not a float initializer");
+        params[name] = initOut[index];
+      }
+    }
+  } else {
+    lossIndex =
+        step->getAttrOfType<mlir::IntegerAttr>("mpc.loss_index").getInt();
+  }
 
   rt::OptimizerConfig config;
   config.kind = optimizer;
@@ -418,7 +491,10 @@ int runTrain() {
     bool skip = overflow > 0 ||
                 (foundInfIndex >= 0 && results[foundInfIndex].getInt(0));
     double stepScale = scale;
-    if (!skip) {
+    if (algorithm) {
+      for (const auto &[name, index] : bindings)
+        params[name] = results[index];
+    } else if (!skip) {
       opt.beginStep();
       for (const auto &[index, name] : gradOutputs)
         opt.step(name, params[name], results[index]);

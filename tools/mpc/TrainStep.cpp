@@ -43,4 +43,18 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
   return {};
 }
 
+mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
+                                      std::string &error) {
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(mlir::mpc::createInlineInference());
+  pm.addPass(mlir::mpc::createLowerGradient());
+  if (!runPasses(pm, module, error))
+    return {};
+  for (auto f : module.getOps<mlir::func::FuncOp>())
+    if (f->hasAttr("mpc.update_binding"))
+      return f;
+  error = "no training algorithm";
+  return {};
+}
+
 } // namespace mpc

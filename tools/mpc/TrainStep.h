@@ -25,6 +25,11 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
                                   const PrecisionFlags *precision,
                                   std::string &error);
 
+/// For a model with a TrainingInfoProto: mpc-inline-inference then
+/// mpc-lower-gradient; returns the algorithm function (null with `error`).
+mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
+                                      std::string &error);
+
 /// Runs `pm` on `module`; false with the first diagnostic in `error`
 /// ("node 'NAME': message" when it has a node location).
 bool runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
