@@ -5,10 +5,17 @@
 
 #include "runtime/Tensor.h"
 
+#include <cstdint>
+
 #include <algorithm>
 #include <vector>
 
 namespace mpc::rt {
+
+/// Bulk fp16 <-> FP32 (F16C where the CPU has it: the same bits as
+/// Half.h's round-to-nearest-even conversions, subnormals kept).
+void halfToFloats(const uint16_t *in, float *out, int64_t n);
+void floatsToHalf(const float *in, uint16_t *out, int64_t n);
 
 /// The elements of `t` as FP32: its own buffer when f32, else widened
 /// (exactly, for f16/bf16) into `storage`.
@@ -16,8 +23,11 @@ inline const float *floatData(const Tensor &t, std::vector<float> &storage) {
   if (t.dtype() == DType::F32)
     return t.data<float>();
   storage.resize(t.size());
-  for (int64_t i = 0; i < t.size(); ++i)
-    storage[i] = t.getFloat(i);
+  if (t.dtype() == DType::F16)
+    halfToFloats(t.data<uint16_t>(), storage.data(), t.size());
+  else
+    for (int64_t i = 0; i < t.size(); ++i)
+      storage[i] = t.getFloat(i);
   return storage.data();
 }
 
@@ -25,6 +35,10 @@ inline const float *floatData(const Tensor &t, std::vector<float> &storage) {
 inline void storeFloats(Tensor &t, const float *values) {
   if (t.dtype() == DType::F32) {
     std::copy(values, values + t.size(), t.data<float>());
+    return;
+  }
+  if (t.dtype() == DType::F16) {
+    floatsToHalf(values, t.data<uint16_t>(), t.size());
     return;
   }
   for (int64_t i = 0; i < t.size(); ++i)
