@@ -98,6 +98,40 @@ def InlineInference : Pass<"mpc-inline-inference", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def Optimizer : Pass<"mpc-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Append the optimizer update of every parameter to the train step";
+  let description = [{
+    torch.optim semantics and arithmetic order (SGD with L2 weight decay,
+    momentum, Nesterov, Adam, AdamW, Adagrad) as elementwise mpc ops on the
+    FP32 masters. State is explicit: inputs and outputs named
+    `mpc.opt.m.<p>` / `mpc.opt.v.<p>`; new parameters are outputs
+    `mpc.new.<p>`; per-step scalars are inputs (`mpc.opt.first` for
+    momentum, `mpc.opt.step_size` and `mpc.opt.bc2_sqrt` for Adam). With
+    loss scaling, `mpc.found_inf` selects the old values (the step is
+    skipped).
+
+    After (`kind=sgd lr=0.1`), for a parameter @w with gradient %g:
+    ```mlir
+    %lr = mpc.constant dense<1.000000e-01> : tensor<f32>
+    %s = mpc.mul %lr, %g : ...
+    %w1 = mpc.sub %w, %s : ...
+    return ..., %w1 : ... {mpc.output = "mpc.new.w"}
+    ```
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", /*default=*/"\"sgd\"",
+           "sgd, momentum, nesterov, adam, adamw or adagrad">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9", "Momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 weight decay (decoupled for AdamW)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def AmpClassify : Pass<"mpc-amp-classify", "::mlir::ModuleOp"> {
   let summary = "Paint every op low precision or FP32, recording why";
   let description = [{

@@ -6,6 +6,8 @@ and prints one JSON object per step ({"step", "loss"}), the format of
 `mpc train --metrics`. Runs under Debian's python3-torch.
 
 usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr R
+       [--optimizer sgd|momentum|nesterov|adam|adamw|adagrad]
+       [--momentum M] [--weight-decay W]
 """
 import argparse
 import json
@@ -27,6 +29,9 @@ ap.add_argument("y")
 ap.add_argument("--steps", type=int, default=200)
 ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--lr", type=float, default=0.1)
+ap.add_argument("--optimizer", default="sgd")
+ap.add_argument("--momentum", type=float, default=0.9)
+ap.add_argument("--weight-decay", type=float, default=0.0)
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -36,7 +41,17 @@ with torch.no_grad():
     for name, p in net.named_parameters():
         p.copy_(torch.from_numpy(inits[name].copy()))
 x, y = torch.from_numpy(np.load(a.x)), torch.from_numpy(np.load(a.y))
-opt = torch.optim.SGD(net.parameters(), lr=a.lr)
+params, wd = net.parameters(), a.weight_decay
+opt = {
+    "sgd": lambda: torch.optim.SGD(params, lr=a.lr, weight_decay=wd),
+    "momentum": lambda: torch.optim.SGD(params, lr=a.lr, momentum=a.momentum,
+                                        weight_decay=wd),
+    "nesterov": lambda: torch.optim.SGD(params, lr=a.lr, momentum=a.momentum,
+                                        nesterov=True, weight_decay=wd),
+    "adam": lambda: torch.optim.Adam(params, lr=a.lr, weight_decay=wd),
+    "adamw": lambda: torch.optim.AdamW(params, lr=a.lr, weight_decay=wd),
+    "adagrad": lambda: torch.optim.Adagrad(params, lr=a.lr, weight_decay=wd),
+}[a.optimizer]()
 per_epoch = len(x) // a.batch
 for step in range(a.steps):
     k = step % per_epoch

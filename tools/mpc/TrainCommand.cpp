@@ -17,7 +17,6 @@
 #include "passes/Passes.h"
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
-#include "runtime/Optimizer.h"
 #include "runtime/cuda/CudaDevice.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -181,7 +180,7 @@ namespace fs = std::filesystem;
 static bool saveCheckpoint(const std::string &dir, int64_t step,
                            const std::map<std::string, rt::Tensor> &params,
                            const std::map<std::string, rt::Tensor> &state,
-                           const rt::Optimizer &opt, std::string &error) {
+                           std::string &error) {
   std::string tmp = dir + ".tmp";
   std::error_code ec;
   fs::remove_all(tmp, ec);
@@ -192,7 +191,7 @@ static bool saveCheckpoint(const std::string &dir, int64_t step,
   }
   rt::Tensor s(rt::DType::I64, {});
   s.data<int64_t>()[0] = step;
-  if (!rt::writeNpy(tmp + "/step.npy", s, error) || !opt.save(tmp, error))
+  if (!rt::writeNpy(tmp + "/step.npy", s, error))
     return false;
   for (const auto &[name, t] : params)
     if (!rt::writeNpy(tmp + "/param." + name + ".npy", t, error))
@@ -216,9 +215,9 @@ static bool saveCheckpoint(const std::string &dir, int64_t step,
 static bool loadCheckpoint(const std::string &dir, int64_t &step,
                            std::map<std::string, rt::Tensor> &params,
                            std::map<std::string, rt::Tensor> &state,
-                           rt::Optimizer &opt, std::string &error) {
+                           std::string &error) {
   rt::Tensor s;
-  if (!rt::readNpy(dir + "/step.npy", s, error) || !opt.load(dir, error))
+  if (!rt::readNpy(dir + "/step.npy", s, error))
     return false;
   step = s.getInt(0);
   for (auto &[name, t] : params) {
@@ -354,6 +353,17 @@ int runTrain() {
                    : buildTrainStep(*module, lossName, &precisionFlags, error);
   if (!step)
     return reportError(model + ": " + error);
+  if (!algorithm) { // the optimizer update joins the train step (IR)
+    mlir::mpc::OptimizerOptions o;
+    o.kind = StringRef(optimizer).lower();
+    o.lr = lr;
+    o.momentum = momentum;
+    o.weightDecay = weightDecay;
+    mlir::PassManager pm(&ctx);
+    pm.addPass(mlir::mpc::createOptimizer(o));
+    if (!runPasses(pm, *module, error))
+      return reportError(model + ": " + error);
+  }
   rt::Plan plan;
   if (!mlir::mpc::buildPlan(step, plan, error))
     return reportError(model + ": " + error);
@@ -375,6 +385,12 @@ int runTrain() {
     } else if (in.name == "mpc.loss_scale_good_steps") {
       state[in.name] = rt::Tensor(rt::DType::I64, {});
       state[in.name].setInt(0, 0);
+    } else if (StringRef(in.name).starts_with("mpc.opt.") &&
+               outputIndex.count(in.name)) {
+      const rt::ValueInfo &v = plan.values[in.value];
+      state[in.name] = rt::Tensor(v.dtype, v.shape); // zeros
+    } else if (StringRef(in.name).starts_with("mpc.opt.")) {
+      continue; // per-step scalars, fed below
     } else if (!arrays.count(in.name)) {
       return reportError(model + ": no --data for graph input '" + in.name +
                          "'");
@@ -437,16 +453,13 @@ int runTrain() {
         step->getAttrOfType<mlir::IntegerAttr>("mpc.loss_index").getInt();
   }
 
-  rt::OptimizerConfig config;
-  config.kind = optimizer;
-  config.lr = lr;
-  config.momentum = momentum;
-  config.weightDecay = weightDecay;
-  rt::Optimizer opt(config);
-
+  // Optimizer steps taken (skipped steps do not count, as in torch), for
+  // the per-step scalars; saved with the state.
+  state["mpc.opt.t"] = rt::Tensor(rt::DType::I64, {});
+  bool adam = optimizer == "adam" || optimizer == "adamw";
   int64_t perEpoch = samples / batch, first = 0;
   if (resume) {
-    if (!loadCheckpoint(checkpoint, first, params, state, opt, error))
+    if (!loadCheckpoint(checkpoint, first, params, state, error))
       return reportError("cannot resume from " + checkpoint + ": " + error);
     outs() << "resumed from " << checkpoint << " at step " << first << "\n";
   }
@@ -473,6 +486,22 @@ int runTrain() {
     std::map<std::string, rt::Tensor> feeds = params;
     for (const auto &[name, t] : state)
       feeds[name] = t;
+    if (!algorithm) { // this step's optimizer scalars
+      int64_t t = state["mpc.opt.t"].getInt(0) + 1;
+      rt::Tensor firstStep(rt::DType::I1, {});
+      firstStep.data<uint8_t>()[0] = t == 1;
+      feeds["mpc.opt.first"] = firstStep;
+      if (adam) { // torch: bias corrections in double, rounded to float
+        // beta1 0.9 and beta2 0.999 as the FP32 values the IR uses.
+        double bc1 = 1.0 - std::pow((double)0.9f, (double)t);
+        double bc2 = 1.0 - std::pow((double)0.999f, (double)t);
+        rt::Tensor stepSize(rt::DType::F32, {}), bc2Sqrt(rt::DType::F32, {});
+        stepSize.setFloat(0, (float)((float)lr / bc1));
+        bc2Sqrt.setFloat(0, (float)std::sqrt(bc2));
+        feeds["mpc.opt.step_size"] = stepSize;
+        feeds["mpc.opt.bc2_sqrt"] = bc2Sqrt;
+      }
+    }
     for (const auto &[name, t] : arrays)
       feeds[name] = gatherRows(t, order.data() + k * batch, batch);
     std::vector<rt::Tensor> results;
@@ -495,12 +524,16 @@ int runTrain() {
       for (const auto &[name, index] : bindings)
         params[name] = results[index];
     } else if (!skip) {
-      opt.beginStep();
       for (const auto &[index, name] : gradOutputs)
-        opt.step(name, params[name], results[index]);
+        params[name] = results[outputIndex.at("mpc.new." + name)];
+      state["mpc.opt.t"].setInt(0, state["mpc.opt.t"].getInt(0) + 1);
     }
+    // Loss-scale state always moves on; optimizer state only on a step
+    // that was taken.
     for (auto &[name, t] : state)
-      t = results[outputIndex.at(name)];
+      if (outputIndex.count(name) &&
+          (!skip || !StringRef(name).starts_with("mpc.opt.")))
+        t = results[outputIndex.at(name)];
     if (state.count("mpc.loss_scale"))
       scale = state["mpc.loss_scale"].getFloat(0);
     skipped += skip;
@@ -540,7 +573,7 @@ int runTrain() {
     }
     if (!checkpoint.empty() &&
         ((s + 1) % checkpointEvery == 0 || s + 1 == steps) &&
-        !saveCheckpoint(checkpoint, s + 1, params, state, opt, error))
+        !saveCheckpoint(checkpoint, s + 1, params, state, error))
       return reportError(error);
     if (scaling && skippedInARow >= 20 && stepScale <= 1.0)
       return reportError(

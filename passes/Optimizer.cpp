@@ -1,0 +1,176 @@
+//===- Optimizer.cpp - the optimizer update inside the train step ---------===//
+//
+// Appends to the train step the update of every trainable parameter from
+// its FP32 gradient, with torch.optim's semantics and arithmetic order (SGD
+// with L2 weight decay, momentum, Nesterov, Adam, AdamW, Adagrad), as plain
+// elementwise mpc ops on the FP32 masters: the optimizer becomes IR that
+// codegen can fuse, and its state is explicit. State tensors are inputs and
+// outputs under one name (`mpc.opt.m.<p>`, `mpc.opt.v.<p>`); new parameters
+// are outputs `mpc.new.<p>`. Per-step scalars come in as inputs:
+// `mpc.opt.first` (i1, momentum: the buffer starts as the first gradient),
+// `mpc.opt.step_size` = lr / (1 - beta1^t) and `mpc.opt.bc2_sqrt` =
+// sqrt(1 - beta2^t) (Adam, computed in double by the host as torch does).
+// With loss scaling, a step with `mpc.found_inf` keeps every old value.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_OPTIMIZER
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
+  using Base::Base;
+
+  OpBuilder *b = nullptr;
+  std::optional<Location> loc; // the return of the step being updated
+
+  Value build(StringRef name, ValueRange operands) {
+    return (*createInferred(*b, *loc, name, operands))->getResult(0);
+  }
+  Value add(Value x, Value y) { return build(AddOp::getOperationName(), {x, y}); }
+  Value sub(Value x, Value y) { return build(SubOp::getOperationName(), {x, y}); }
+  Value mul(Value x, Value y) { return build(MulOp::getOperationName(), {x, y}); }
+  Value div(Value x, Value y) { return build(DivOp::getOperationName(), {x, y}); }
+  Value sqrt(Value x) { return build(SqrtOp::getOperationName(), {x}); }
+  Value where(Value c, Value x, Value y) {
+    return build(WhereOp::getOperationName(), {c, x, y});
+  }
+  Value scalar(float v) {
+    auto t = RankedTensorType::get({}, b->getF32Type());
+    return b->create<ConstantOp>(*loc, DenseElementsAttr::get(t, b->getF32FloatAttr(v)));
+  }
+
+  void runOnOperation() override {
+    static const StringRef kinds[] = {"sgd",  "momentum", "nesterov",
+                                      "adam", "adamw",    "adagrad"};
+    if (!llvm::is_contained(kinds, kind)) {
+      getOperation().emitError("unknown optimizer '")
+          << kind << "' (sgd, momentum, nesterov, adam, adamw, adagrad)";
+      return signalPassFailure();
+    }
+    bool any = false;
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (f->hasAttr("mpc.train_step")) {
+        any = true;
+        update(f);
+      }
+    if (!any) {
+      getOperation().emitError("no train step to optimize (run mpc-autodiff "
+                               "first)");
+      signalPassFailure();
+    }
+  }
+
+  void update(func::FuncOp f) {
+    OpBuilder builder(f.getContext());
+    b = &builder;
+    Block &body = f.getBody().front();
+    Operation *ret = body.getTerminator();
+    loc = ret->getLoc();
+    b->setInsertionPoint(ret);
+    auto named = [&](StringRef key, const Twine &value) {
+      return b->getDictionaryAttr(
+          b->getNamedAttr(key, b->getStringAttr(value)));
+    };
+    auto input = [&](Type t, const Twine &name) -> Value {
+      f.insertArgument(f.getNumArguments(), t, named("mpc.input", name), *loc);
+      return body.getArguments().back();
+    };
+    Value foundInf;
+    for (unsigned i = 0; i < f.getNumResults(); ++i)
+      if (auto n = f.getResultAttrOfType<StringAttr>(i, "mpc.output");
+          n && n.getValue() == "mpc.found_inf")
+        foundInf = ret->getOperand(i);
+    auto scalarType = RankedTensorType::get({}, b->getF32Type());
+    bool useMomentum = (kind == "momentum" || kind == "nesterov") && momentum != 0.0;
+    bool adam = kind == "adam" || kind == "adamw";
+    Value first, stepSize, bc2Sqrt;
+    if (useMomentum)
+      first = input(RankedTensorType::get({}, b->getI1Type()), "mpc.opt.first");
+    if (adam) {
+      stepSize = input(scalarType, "mpc.opt.step_size");
+      bc2Sqrt = input(scalarType, "mpc.opt.bc2_sqrt");
+    }
+    float lrF = lr, wdF = weightDecay, muF = momentum, b1 = beta1, b2 = beta2,
+          epsF = eps;
+
+    SmallVector<Value> results(ret->getOperands());
+    SmallVector<DictionaryAttr> attrs;
+    f.getAllResultAttrs(attrs);
+    auto emit = [&](Value v, DictionaryAttr attr) {
+      results.push_back(v);
+      attrs.push_back(attr);
+    };
+    // Keep the old value on an overflowing step.
+    auto guarded = [&](Value oldV, Value newV) {
+      return foundInf ? where(foundInf, oldV, newV) : newV;
+    };
+    for (unsigned i = 0; i < f.getNumResults(); ++i) {
+      auto sym = f.getResultAttrOfType<FlatSymbolRefAttr>(i, "mpc.gradient");
+      if (!sym)
+        continue;
+      Value g = ret->getOperand(i), p;
+      for (BlockArgument a : body.getArguments())
+        if (f.getArgAttr(a.getArgNumber(), "mpc.param") == sym)
+          p = a;
+      StringRef name = sym.getValue();
+      auto stateOf = [&](const char *which) {
+        return input(p.getType(), Twine("mpc.opt.") + which + "." + name);
+      };
+      auto emitState = [&](const char *which, Value oldV, Value newV) {
+        emit(guarded(oldV, newV),
+             named("mpc.output", Twine("mpc.opt.") + which + "." + name));
+      };
+      // d = g + wd * p (L2; AdamW decays the weights instead).
+      Value d = g;
+      if (wdF != 0.0f && kind != "adamw")
+        d = add(g, mul(scalar(wdF), p));
+      Value newP;
+      if (kind == "sgd" || kind == "momentum" || kind == "nesterov") {
+        if (useMomentum) {
+          Value buf = stateOf("m");
+          Value newBuf = where(first, d, add(mul(scalar(muF), buf), d));
+          emitState("m", buf, newBuf);
+          d = kind == "nesterov" ? add(d, mul(scalar(muF), newBuf)) : newBuf;
+        }
+        newP = sub(p, mul(scalar(lrF), d));
+      } else if (kind == "adagrad") {
+        Value sum = stateOf("v");
+        Value newSum = add(sum, mul(d, d));
+        emitState("v", sum, newSum);
+        newP = sub(p, div(mul(scalar(lrF), d),
+                          add(sqrt(newSum), scalar(1e-10f))));
+      } else {
+        Value p1 = kind == "adamw" ? mul(p, scalar(1.0f - lrF * wdF)) : p;
+        Value m = stateOf("m"), v = stateOf("v");
+        Value newM = add(mul(scalar(b1), m), mul(scalar(1.0f - b1), d));
+        Value newV = add(mul(scalar(b2), v), mul(mul(scalar(1.0f - b2), d), d));
+        emitState("m", m, newM);
+        emitState("v", v, newV);
+        Value denom = add(div(sqrt(newV), bc2Sqrt), scalar(epsF));
+        newP = sub(p1, div(mul(stepSize, newM), denom));
+      }
+      emit(guarded(p, newP), named("mpc.output", Twine("mpc.new.") + name));
+    }
+    b->create<func::ReturnOp>(*loc, results);
+    ret->erase();
+    f.setFunctionType(b->getFunctionType(body.getArgumentTypes(),
+                                         ValueRange(results).getTypes()));
+    f.setAllResultAttrs(attrs);
+    f->setAttr("mpc.optimizer", b->getStringAttr(kind));
+  }
+};
+
+} // namespace
