@@ -7,7 +7,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
-#include <immintrin.h>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -58,19 +57,6 @@ std::string nodeKey(const onnx::NodeProto &node) {
 
 namespace {
 
-/// FP32 -> fp16 bits, 8 at a time with F16C where the CPU has it (round to
-/// nearest even, subnormals kept: the same bits as rt::floatToHalf).
-__attribute__((target("f16c"))) void toHalfF16c(const float *in, uint16_t *out,
-                                                 size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
-                                     _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i)
-    out[i] = ::mpc::rt::floatToHalf(in[i]);
-}
-
 /// FP32 values as fp16/bf16 bits in raw_data; finite values beyond fp16's
 /// range saturate, nonzero values below its smallest subnormal become 0.
 void storeLow(TensorProto &t, std::vector<float> &values, bool bf16,
@@ -86,11 +72,7 @@ void storeLow(TensorProto &t, std::vector<float> &values, bool bf16,
         v = std::copysign(65504.0f, v);
         ++stats.saturated;
       }
-    if (__builtin_cpu_supports("f16c"))
-      toHalfF16c(values.data(), bits, values.size());
-    else
-      for (size_t i = 0; i < values.size(); ++i)
-        bits[i] = ::mpc::rt::floatToHalf(values[i]);
+    ::mpc::rt::floatsToHalf(values.data(), bits, (int64_t)values.size());
     for (size_t i = 0; i < values.size(); ++i)
       stats.flushed += values[i] != 0.0f && (bits[i] & 0x7fff) == 0;
   }

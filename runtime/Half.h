@@ -91,6 +91,11 @@ inline uint16_t floatToBf16(float f) {
 /// bfloat16 -> FP32 (exact).
 inline float bf16ToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
 
+/// Bulk fp16 <-> FP32 (F16C where the CPU has it: the same bits as the
+/// conversions above, round to nearest even, subnormals kept).
+void halfToFloats(const uint16_t *in, float *out, int64_t n);
+void floatsToHalf(const float *in, uint16_t *out, int64_t n);
+
 } // namespace mpc::rt
 
 #endif // MPC_RUNTIME_HALF_H

@@ -3,6 +3,7 @@
 #ifndef MPC_RUNTIME_KERNELS_COMMON_H
 #define MPC_RUNTIME_KERNELS_COMMON_H
 
+#include "runtime/Half.h"
 #include "runtime/Tensor.h"
 
 #include <cstdint>
@@ -11,11 +12,6 @@
 #include <vector>
 
 namespace mpc::rt {
-
-/// Bulk fp16 <-> FP32 (F16C where the CPU has it: the same bits as
-/// Half.h's round-to-nearest-even conversions, subnormals kept).
-void halfToFloats(const uint16_t *in, float *out, int64_t n);
-void floatsToHalf(const float *in, uint16_t *out, int64_t n);
 
 /// The elements of `t` as FP32: its own buffer when f32, else widened
 /// (exactly, for f16/bf16) into `storage`.

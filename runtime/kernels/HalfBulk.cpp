@@ -1,7 +1,6 @@
 //===- HalfBulk.cpp - bulk fp16 <-> FP32 conversions ----------------------===//
 
 #include "runtime/Half.h"
-#include "runtime/kernels/Common.h"
 
 #include <immintrin.h>
 
