@@ -6,6 +6,7 @@
 #include "runtime/kernels/Window.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -50,6 +51,24 @@ Shape broadcastStrides(const Shape &in, const Shape &out) {
   for (size_t i = 0; i < in.size(); ++i)
     r[lead + i] = in[i] == 1 && out[lead + i] != 1 ? 0 : st[i];
   return r;
+}
+
+/// Literals that keep every bit: a float (`f` suffix) or a double.
+std::string flt(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9gf", v);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) // 2f is not a literal
+    s.insert(s.size() - 1, ".0");
+  return s;
+}
+std::string dbl(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
 }
 
 std::string list(const Shape &v) {
@@ -258,10 +277,10 @@ struct Emitter {
       loadA = "return ld(A, " + loadA.substr(9, loadA.size() - 11) + ");";
       loadB = "return ld(B, " + loadB.substr(9, loadB.size() - 11) + ");";
     }
-    std::string epi = "float v = " + std::to_string(alpha) + "f * acc;";
+    std::string epi = "float v = " + flt(alpha) + " * acc;";
     if (withC) {
       Shape cs = broadcastStrides(val(s.inputs[2]).shape, y.shape);
-      epi += " v += " + std::to_string(beta) + "f * ld(C, (i64)m * " +
+      epi += " v += " + flt(beta) + " * ld(C, (i64)m * " +
              std::to_string(cs[0]) + " + (i64)n * " + std::to_string(cs[1]) +
              ");";
     }
@@ -365,6 +384,82 @@ struct Emitter {
     return true;
   }
 
+  /// Gradients of a 2-D convolution as implicit GEMMs on tensor cores.
+  /// Weight: dW[co, (ci,kh,kw)] = sum over (b,oh,ow) of dY * im2col(x).
+  /// Input: dX[ci, (b,ih,iw)] = sum over (co,kh,kw) of W * dY taken where
+  /// (ih + pad - kh*d) / stride lands on an output position (a gather, so
+  /// no atomics).
+  bool convGrad(Step &s, const std::string &name, bool weight) {
+    const ValueInfo &dy = val(s.inputs[0]), &other = val(s.inputs[1]);
+    const ValueInfo &out = val(s.outputs[0]);
+    const ValueInfo &x = weight ? other : out, &w = weight ? out : other;
+    if (x.shape.size() != 4)
+      return fail(s, "only 2-D convolution gradients have a CUDA kernel yet");
+    Window win(s, x.shape, dy.shape, Shape(w.shape.begin() + 2, w.shape.end()));
+    int64_t groups = s.getInt("group", 1);
+    int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3], Co = dy.shape[1],
+            OH = dy.shape[2], OW = dy.shape[3], KH = win.kernel[0],
+            KW = win.kernel[1], Nb = x.shape[0];
+    int64_t Cg = C / groups, Mg = Co / groups;
+    auto S = [](int64_t v) { return std::to_string(v); };
+    std::string T = ctype(dy.dtype);
+    bool f32 = dy.dtype == DType::F32;
+    std::string Z = f32 ? "0.0f" : T + "(0.0f)";
+    auto rd = [&](const std::string &p, const std::string &idx) {
+      return f32 ? "ld(" + p + ", " + idx + ")" : p + "[" + idx + "]";
+    };
+    std::string members = "  const " + T + " *G; const " + T + " *O; " +
+                          ctype(out.dtype) + " *Y;\n";
+    std::string prologue = "  c.G = in0; c.O = in1; c.Y = out0;\n";
+    if (weight) {
+      int64_t K = Cg * KH * KW, N = Nb * OH * OW;
+      std::string loadA = // dY[b, z*Mg + m, sp] for column kk = (b, sp)
+          "int b = k / " + S(OH * OW) + ", sp = k % " + S(OH * OW) +
+          "; return " + rd("G", "((i64)b * " + S(Co) + " + z * " + S(Mg) +
+                                    " + m) * " + S(OH * OW) + " + sp") + ";";
+      std::string loadB = // im2col(x)[n = (ci,kh,kw), k = (b, oh, ow)]
+          "int ci = n / " + S(KH * KW) + ", kr = n % " + S(KH * KW) +
+          ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = k / " +
+          S(OH * OW) + ", sp = k % " + S(OH * OW) + ", oh = sp / " + S(OW) +
+          ", ow = sp % " + S(OW) + "; int ih = oh * " + S(win.strides[0]) +
+          " - " + S(win.padBegin[0]) + " + kh * " + S(win.dilations[0]) +
+          ", iw = ow * " + S(win.strides[1]) + " - " + S(win.padBegin[1]) +
+          " + kw * " + S(win.dilations[1]) + "; if (ih < 0 || ih >= " + S(H) +
+          " || iw < 0 || iw >= " + S(W) + ") return " + Z + "; return " +
+          rd("O", "((i64)(b * " + S(C) + " + z * " + S(Cg) + " + ci) * " +
+                      S(H) + " + ih) * " + S(W) + " + iw") + ";";
+      std::string epi = "st(Y, (z * " + S(Mg) + " + m) * " + S(K) + " + n, acc);";
+      gemmKernel(s, name, dy.dtype, Mg, K, N, groups, prologue, loadA, loadB,
+                 epi, members);
+    } else {
+      int64_t K = Mg * KH * KW, N = Nb * H * W;
+      std::string loadA = // W[z*Mg + co, m, kh, kw] for k = (co, kh, kw)
+          "int co = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
+          "; return " + rd("O", "((i64)(z * " + S(Mg) + " + co) * " + S(Cg) +
+                                    " + m) * " + S(KH * KW) + " + kr") + ";";
+      std::string loadB =
+          "int co = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
+          ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = n / " +
+          S(H * W) + ", sp = n % " + S(H * W) + ", ih = sp / " + S(W) +
+          ", iw = sp % " + S(W) + "; int th = ih + " + S(win.padBegin[0]) +
+          " - kh * " + S(win.dilations[0]) + ", tw = iw + " +
+          S(win.padBegin[1]) + " - kw * " + S(win.dilations[1]) +
+          "; if (th < 0 || tw < 0 || th % " + S(win.strides[0]) + " || tw % " +
+          S(win.strides[1]) + ") return " + Z + "; int oh = th / " +
+          S(win.strides[0]) + ", ow = tw / " + S(win.strides[1]) +
+          "; if (oh >= " + S(OH) + " || ow >= " + S(OW) + ") return " + Z +
+          "; return " +
+          rd("G", "(((i64)b * " + S(Co) + " + z * " + S(Mg) + " + co) * " +
+                      S(OH) + " + oh) * " + S(OW) + " + ow") + ";";
+      std::string epi = "int b = n / " + S(H * W) + ", sp = n % " + S(H * W) +
+                        "; st(Y, ((i64)b * " + S(C) + " + z * " + S(Cg) +
+                        " + m) * " + S(H * W) + " + sp, acc);";
+      gemmKernel(s, name, dy.dtype, Cg, N, K, groups, prologue, loadA, loadB,
+                 epi, members);
+    }
+    return true;
+  }
+
   //===--------------------------------------------------------------------===//
   // Reductions (FP32), pooling, loss
   //===--------------------------------------------------------------------===//
@@ -408,7 +503,7 @@ struct Emitter {
        << "  for (i64 j = 0; j < n; ++j) mean += ld(in0, base + j);\n"
        << "  mean /= n;\n  for (i64 j = 0; j < n; ++j) { float d = ld(in0, "
           "base + j) - mean; var += d * d; }\n"
-       << "  float inv = rsqrtf(var / n + " << eps << "f);\n"
+       << "  float inv = rsqrtf(var / n + " << flt(eps) << ");\n"
        << "  for (i64 j = 0; j < n; ++j) st(out0, base + j, (ld(in0, base + j) "
           "- mean) * inv * ld(in1, j % "
        << sc << "LL)" << (bias ? " + ld(in2, j % " + std::to_string(sc) + "LL)" : "")
@@ -486,9 +581,11 @@ struct Emitter {
        << "      int ih = oh * " << win.strides[0] << " - " << win.padBegin[0]
        << " + kh * " << win.dilations[0] << ", iw = ow * " << win.strides[1]
        << " - " << win.padBegin[1] << " + kw * " << win.dilations[1] << ";\n"
-       << "      bool inPad = ih >= -" << win.padBegin[0] << " && ih < "
-       << H + win.padEnd[0] << " && iw >= -" << win.padBegin[1] << " && iw < "
-       << W + win.padEnd[1] << ";\n"
+       << (includePad ? "      bool inPad = ih >= -" + std::to_string(win.padBegin[0]) +
+                            " && ih < " + std::to_string(H + win.padEnd[0]) +
+                            " && iw >= -" + std::to_string(win.padBegin[1]) +
+                            " && iw < " + std::to_string(W + win.padEnd[1]) + ";\n"
+                      : std::string())
        << "      if (ih < 0 || ih >= " << H << " || iw < 0 || iw >= " << W
        << ") { cnt += " << (includePad ? "inPad" : "0") << "; continue; }\n"
        << "      float v = ld(in0, p * " << H * W << "LL + ih * " << W
@@ -730,6 +827,126 @@ struct Emitter {
     return true;
   }
 
+  /// max_pool_grad / average_pool_grad, gathered: each input element sums,
+  /// in increasing output order (as the CPU backend scatters), the
+  /// gradients of the windows that took it (max: whose argmax it is).
+  bool poolGrad(Step &s, const std::string &name, bool max) {
+    const ValueInfo &dy = val(s.inputs[0]), &dx = val(s.outputs[0]);
+    if (dx.shape.size() != 4)
+      return fail(s, "only 2-D pooling gradients have a CUDA kernel yet");
+    Window win(s, dx.shape, dy.shape, {1, 1});
+    int64_t H = dx.shape[2], W = dx.shape[3], OH = dy.shape[2], OW = dy.shape[3];
+    int64_t n = numElements(dx.shape);
+    bool includePad = s.getInt("count_include_pad", 0);
+    cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+       << n << "LL) return;\n  i64 p = i / " << H * W << "LL; int sp = i % "
+       << H * W << "LL, ih = sp / " << W << ", iw = sp % " << W
+       << ";\n  float acc = 0.0f;\n";
+    if (max) {
+      // The grad op carries only the argmax indices (no window): scan the
+      // plane's outputs for the ones that picked this element.
+      cu << "  for (int o = 0; o < " << OH * OW << "; ++o)\n    if (in1[p * "
+         << OH * OW << "LL + o] == i) acc += ld(in0, p * " << OH * OW
+         << "LL + o);\n";
+    } else {
+      cu << "  for (int kh = " << win.kernel[0] - 1 << "; kh >= 0; --kh) {\n"
+         << "    int th = ih + " << win.padBegin[0] << " - kh * " << win.dilations[0]
+         << "; if (th < 0 || th % " << win.strides[0] << ") continue; int oh = th / "
+         << win.strides[0] << "; if (oh >= " << OH << ") continue;\n"
+         << "    for (int kw = " << win.kernel[1] - 1 << "; kw >= 0; --kw) {\n"
+         << "      int tw = iw + " << win.padBegin[1] << " - kw * " << win.dilations[1]
+         << "; if (tw < 0 || tw % " << win.strides[1] << ") continue; int ow = tw / "
+         << win.strides[1] << "; if (ow >= " << OW << ") continue;\n"
+         << "      int cnt = 0;\n"
+         << "      for (int a = 0; a < " << win.kernel[0] << "; ++a) for (int b = 0; b < "
+         << win.kernel[1] << "; ++b) { int y = oh * " << win.strides[0] << " - "
+         << win.padBegin[0] << " + a * " << win.dilations[0] << ", x = ow * "
+         << win.strides[1] << " - " << win.padBegin[1] << " + b * "
+         << win.dilations[1] << "; bool in = y >= 0 && y < " << H
+         << " && x >= 0 && x < " << W << "; cnt += "
+         << (includePad ? "(y >= -" + std::to_string(win.padBegin[0]) + " && y < " +
+                              std::to_string(H + win.padEnd[0]) + " && x >= -" +
+                              std::to_string(win.padBegin[1]) + " && x < " +
+                              std::to_string(W + win.padEnd[1]) + ")"
+                        : std::string("in"))
+         << "; }\n"
+         << "      if (cnt) acc += ld(in0, p * " << OH * OW << "LL + oh * " << OW
+         << " + ow) / (float)cnt;\n    }\n  }\n";
+    }
+    cu << "  st(out0, i, acc);\n}\n\n";
+    launch1d(s, name, n);
+    return true;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Training: loss gradient, loss scaling
+  //===--------------------------------------------------------------------===//
+
+  /// d(loss)/d(scores) of softmax cross-entropy: one block; the weight sum
+  /// ("mean") first, then every row.
+  bool crossEntropyGrad(Step &s, const std::string &name) {
+    const ValueInfo &lp = val(s.inputs[1]);
+    if (lp.shape.size() != 2)
+      return fail(s, "only [N, C] scores have a CUDA kernel yet");
+    int64_t N = lp.shape[0], C = lp.shape[1];
+    std::string red = s.getString("reduction", "mean");
+    bool weights = s.inputs.size() > 3 && s.inputs[3] >= 0;
+    bool ignore = s.has("ignore_index");
+    std::string skip = ignore ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
+                              : std::string("false");
+    std::string w = weights ? "ld(in3, label)" : "1.0f";
+    cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"
+       << "  float wsum = 0.0f;\n  for (i64 n = threadIdx.x; n < " << N
+       << "; n += 256) { i64 label = in2[n]; if (!(" << skip << ")) wsum += "
+       << w << "; }\n  ws[threadIdx.x] = wsum; __syncthreads();\n"
+       << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) "
+          "ws[threadIdx.x] += ws[threadIdx.x + h]; __syncthreads(); }\n"
+       << "  float denom = " << (red == "mean" ? "ws[0]" : "1.0f") << ";\n"
+       << "  for (i64 n = threadIdx.x; n < " << N << "; n += 256) {\n"
+       << "    i64 label = in2[n];\n"
+       << "    float scale = (" << skip << ") ? 0.0f : " << w << " * ld(in0, "
+       << (red == "none" ? "n" : "0") << ") / denom;\n"
+       << "    for (i64 c = 0; c < " << C << "; ++c) st(out0, n * " << C
+       << " + c, expf(ld(in1, n * " << C
+       << " + c)) * scale - (c == label ? scale : 0.0f));\n  }\n}\n\n";
+    barrier = true;
+    launch(s, name, {1, 1, 1}, {256, 1, 1});
+    return true;
+  }
+
+  /// Every gradient times 1/scale, and one all-finite flag: one block
+  /// striding over all elements (the flag needs no second kernel).
+  bool unscaleGrads(Step &s, const std::string &name) {
+    size_t n = s.inputs.size() - 1;
+    cu << header(s, name, 256) << " {\n  __shared__ int bad;\n"
+       << "  if (threadIdx.x == 0) bad = 0;\n  __syncthreads();\n"
+       << "  float inv = (float)(1.0 / (double)ld(in" << n << ", 0));\n"
+       << "  int mine = 0;\n";
+    for (size_t k = 0; k < n; ++k)
+      cu << "  for (i64 i = threadIdx.x; i < "
+         << numElements(val(s.inputs[k]).shape) << "LL; i += 256) { float v = ld(in"
+         << k << ", i); mine |= !isfinite(v); st(out" << k
+         << ", i, v * inv); }\n";
+    cu << "  if (mine) atomicOr(&bad, 1);\n  __syncthreads();\n"
+       << "  if (threadIdx.x == 0) out" << n << "[0] = bad != 0;\n}\n\n";
+    barrier = true;
+    launch(s, name, {1, 1, 1}, {256, 1, 1});
+    return true;
+  }
+
+  bool updateLossScale(Step &s, const std::string &name) {
+    cu << header(s, name, 1) << " {\n  double scale = ld(in0, 0);\n"
+       << "  i64 good = in1[0];\n  if (in2[0]) { scale *= "
+       << dbl(s.getFloat("backoff", 0.5)) << "; good = 0; }\n  else if (++good >= "
+       << s.getInt("interval", 2000) << "LL) { scale *= "
+       << dbl(s.getFloat("growth", 2.0)) << "; good = 0; }\n"
+       << "  scale = fmin(fmax(scale, " << dbl(s.getFloat("min_scale", 1.0))
+       << "), " << dbl(s.getFloat("max_scale", 16777216.0)) << ");\n"
+       << "  st(out0, 0, (float)scale);\n  out1[0] = good;\n}\n\n";
+    launch(s, name, {1, 1, 1}, {1, 1, 1});
+    return true;
+  }
+
   bool emitStep(Step &s, size_t index) {
     std::string name = "k" + std::to_string(index) + "_" + s.op;
     static const std::set<std::string> aliases = {"reshape", "flatten",
@@ -772,6 +989,20 @@ struct Emitter {
       return concat(s, name);
     if (op == "split")
       return split(s, name);
+    if (op == "conv_grad_input" || op == "conv_grad_weight")
+      return convGrad(s, name, op == "conv_grad_weight");
+    if (op == "max_pool_grad" || op == "average_pool_grad")
+      return poolGrad(s, name, op == "max_pool_grad");
+    if (op == "expand") { // a broadcasting copy
+      const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+      return stridedCopy(s, name, 0, broadcastStrides(x.shape, y.shape));
+    }
+    if (op == "softmax_cross_entropy_loss_grad")
+      return crossEntropyGrad(s, name);
+    if (op == "unscale_grads")
+      return unscaleGrads(s, name);
+    if (op == "update_loss_scale")
+      return updateLossScale(s, name);
     if (op == "trilu")
       return trilu(s, name);
     if (op == "pad")

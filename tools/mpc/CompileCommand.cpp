@@ -12,6 +12,8 @@
 #include "Precision.h"
 #include "TrainStep.h"
 
+#include "passes/Passes.h"
+
 #include "codegen/CudaEmitter.h"
 #include "codegen/PlanBuilder.h"
 #include "frontend/OnnxImporter.h"
@@ -61,7 +63,24 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
 static cl::opt<bool> noNvcc("no-nvcc",
                             cl::desc("Emit kernels.cu without compiling it"),
                             cl::sub(compileCommand));
-static PrecisionFlags compilePrecision(compileCommand, /*training=*/false);
+static cl::opt<bool> train("train",
+                           cl::desc("Compile the train step (forward, "
+                                    "backward, loss scaling, optimizer) "
+                                    "instead of the forward"),
+                           cl::sub(compileCommand));
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("--train: sgd | momentum | "
+                                               "nesterov | adam | adamw | "
+                                               "adagrad"),
+                                      cl::init("sgd"), cl::sub(compileCommand));
+static cl::opt<float> lr("lr", cl::desc("--train: learning rate"),
+                         cl::init(0.01f), cl::sub(compileCommand));
+static cl::opt<float> momentum("momentum", cl::desc("--train: momentum"),
+                               cl::init(0.9f), cl::sub(compileCommand));
+static cl::opt<float> weightDecay("weight-decay",
+                                  cl::desc("--train: weight decay"),
+                                  cl::init(0.0f), cl::sub(compileCommand));
+static PrecisionFlags compilePrecision(compileCommand, /*training=*/true);
 
 std::string findCudaTool(StringRef name) {
   std::vector<StringRef> paths;
@@ -75,6 +94,42 @@ std::string findCudaTool(StringRef name) {
   if (auto p = sys::findProgramByName(name, paths))
     return *p;
   return "";
+}
+
+bool buildFatbin(const std::string &dir, const std::vector<std::string> &arch,
+                 std::string &nvccUsed, std::string &error) {
+  std::string nvcc = findCudaTool("nvcc");
+  if (nvcc.empty())
+    return true; // kernels.cu stays uncompiled
+  std::vector<std::string> args = {nvcc, "-fatbin", "-O3", "-std=c++17",
+                                   "-o", dir + "/kernels.fatbin"};
+  for (const std::string &a : arch)
+    args.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
+  args.push_back(dir + "/kernels.cu");
+  std::vector<StringRef> argv(args.begin(), args.end());
+  std::string log = dir + "/nvcc.log";
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                          StringRef(log)};
+  std::string msg;
+  if (sys::ExecuteAndWait(nvcc, argv, std::nullopt, redirects, 0, 0, &msg)) {
+    // The first error line (nvcc prints warnings first).
+    auto text = MemoryBuffer::getFile(log);
+    std::string first = msg;
+    if (text) {
+      SmallVector<StringRef> lines;
+      (*text)->getBuffer().split(lines, '\n');
+      for (StringRef l : lines)
+        if (l.contains("error")) {
+          first = l.trim().str();
+          break;
+        }
+    }
+    error = "nvcc failed on the emitted kernels.cu (" + first + ")";
+    return false;
+  }
+  nvccUsed = nvcc;
+  sys::fs::remove(log); // empty unless nvcc warned
+  return true;
 }
 
 int runCompile() {
@@ -101,14 +156,28 @@ int runCompile() {
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
-  if (compilePrecision.isLow()) {
+  mlir::func::FuncOp func = mlir::mpc::entryFunction(*module);
+  if (train) {
+    func = buildTrainStep(*module, "", &compilePrecision, error);
+    if (!func)
+      return reportError(model + ": " + error);
+    mlir::mpc::OptimizerOptions o;
+    o.kind = StringRef(optimizer).lower();
+    o.lr = lr;
+    o.momentum = momentum;
+    o.weightDecay = weightDecay;
+    mlir::PassManager pm(&ctx);
+    pm.addPass(mlir::mpc::createOptimizer(o));
+    if (!runPasses(pm, *module, error))
+      return reportError(model + ": " + error);
+  } else if (compilePrecision.isLow()) {
     mlir::PassManager pm(&ctx);
     compilePrecision.addForwardPasses(pm);
     if (!runPasses(pm, *module, error))
       return reportError(model + ": " + error);
   }
   rt::Plan plan;
-  if (!mlir::mpc::buildPlan(mlir::mpc::entryFunction(*module), plan, error))
+  if (!mlir::mpc::buildPlan(func, plan, error))
     return reportError(model + ": " + error);
 
   mlir::mpc::CudaModule cuda;
@@ -134,30 +203,8 @@ int runCompile() {
   if (target == "cuda") {
     if (!rt::writeFileAtomically(tmp + "/kernels.cu", cuda.source, error))
       return cleanup(error);
-    std::string nvcc = noNvcc ? "" : findCudaTool("nvcc");
-    if (!nvcc.empty()) {
-      std::vector<std::string> args = {nvcc, "-fatbin", "-O3", "-std=c++17",
-                                       "-o", tmp + "/kernels.fatbin"};
-      for (const std::string &a : arch)
-        args.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
-      args.push_back(tmp + "/kernels.cu");
-      std::vector<StringRef> argv(args.begin(), args.end());
-      std::string log = tmp + "/nvcc.log";
-      std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                              StringRef(log)};
-      std::string msg;
-      int rc = sys::ExecuteAndWait(nvcc, argv, std::nullopt, redirects, 0, 0,
-                                   &msg);
-      if (rc != 0) {
-        auto text = MemoryBuffer::getFile(log);
-        std::string first = text ? (*text)->getBuffer().split('\n').first.str()
-                                 : msg;
-        return cleanup("nvcc failed on the emitted kernels.cu (" + first +
-                       ")");
-      }
-      nvccUsed = nvcc;
-      sys::fs::remove(log); // empty unless nvcc warned
-    }
+    if (!noNvcc && !buildFatbin(tmp, arch, nvccUsed, error))
+      return cleanup(error);
   }
   double flops = cuda.flops, tc = cuda.tensorCoreFlops;
   json::Object summary{
@@ -165,6 +212,7 @@ int runCompile() {
       {"target", std::string(target)},
       {"precision", std::string(compilePrecision.precision)},
       {"batch", (int64_t)batch},
+      {"train_step", (bool)train},
       {"arch", json::Array(arch)},
       {"steps", (int64_t)plan.steps.size()},
       {"kernels", json::Array(cuda.kernels)},

@@ -10,6 +10,7 @@
 #include "Precision.h"
 #include "TrainStep.h"
 
+#include "codegen/CudaEmitter.h"
 #include "codegen/PlanBuilder.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/OnnxImporter.h"
@@ -17,10 +18,12 @@
 #include "passes/Passes.h"
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
+#include "runtime/PlanIO.h"
 #include "runtime/cuda/CudaDevice.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -275,16 +278,14 @@ static bool bindOutputs(mlir::func::FuncOp f, StringRef key,
 }
 
 int runTrain() {
+  rt::CudaInfo gpu;
   if (trainDevice == "cuda") {
-    rt::CudaInfo gpu = rt::probeCuda();
+    gpu = rt::probeCuda();
     if (!gpu.available)
       return reportError("no CUDA GPU here (" + gpu.reason +
                          "); train on the CPU backend with --device cpu");
-    return reportError("training on CUDA is not implemented yet: mpc "
-                       "compile emits the forward kernels; the train step "
-                       "runs on the CPU backend (--device cpu)");
   }
-  if (trainDevice != "cpu")
+  if (trainDevice != "cpu" && trainDevice != "cuda")
     return reportError("--device must be cpu or cuda, got '" + trainDevice +
                        "'");
   if (std::string error; !precisionFlags.validate(error))
@@ -369,6 +370,27 @@ int runTrain() {
     return reportError(model + ": " + error);
   if (std::string op = rt::firstUnsupportedOp(plan); !op.empty())
     return reportError(model + ": op mpc." + op + " has no CPU kernel yet");
+  // --device cuda: the same plan as CUDA kernels for this GPU's arch.
+  std::string cudaDir;
+  if (trainDevice == "cuda") {
+    mlir::mpc::CudaModule cuda;
+    if (!mlir::mpc::emitCuda(plan, cuda, error))
+      return reportError(model + ": " + error);
+    SmallString<128> dir;
+    if (sys::fs::createUniqueDirectory("mpc-train-cuda", dir))
+      return reportError("cannot create a directory for the CUDA kernels");
+    cudaDir = dir.str().str();
+    StringRef dev = gpu.devices[0];
+    std::string arch = dev.substr(dev.rfind("(") + 1).drop_back().str();
+    std::string nvccUsed;
+    if (!rt::writeFileAtomically(cudaDir + "/kernels.cu", cuda.source, error) ||
+        !buildFatbin(cudaDir, {arch}, nvccUsed, error))
+      return reportError(error);
+    if (nvccUsed.empty())
+      return reportError("--device cuda needs nvcc to build the kernels");
+    outs() << "training on " << dev << " (" << cuda.kernels.size()
+           << " CUDA kernels in " << cudaDir << ")\n";
+  }
 
   // Loss-scale state (dynamic scaling): inputs fed from, and outputs read
   // back into, `state`; saved with checkpoints.
@@ -506,7 +528,10 @@ int runTrain() {
       feeds[name] = gatherRows(t, order.data() + k * batch, batch);
     std::vector<rt::Tensor> results;
     rt::RunStats stats;
-    if (!rt::runPlan(plan, feeds, results, error, &stats))
+    // (The CUDA runtime does not count underflows yet.)
+    if (!(cudaDir.empty()
+              ? rt::runPlan(plan, feeds, results, error, &stats)
+              : rt::runPlanCuda(plan, cudaDir, feeds, results, error)))
       return reportError(model + ": step " + std::to_string(s + 1) + ": " +
                          error);
     // Step health: non-finite gradient elements; a step with any is

@@ -30,6 +30,10 @@ inline pthread_barrier_t mpc_barrier;
 inline void __syncthreads() { pthread_barrier_wait(&mpc_barrier); }
 inline void __syncwarp() {}
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+using std::isfinite;
+inline int atomicOr(int *p, int v) { // threads of a block are real threads
+  return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
+}
 
 struct __half {
   uint16_t bits = 0;

@@ -1,9 +1,10 @@
-"""Compiles each MODEL:PRECISION with `mpc compile --no-nvcc`, builds its
+"""Compiles each MODEL:PRECISION[:OPTIMIZER] with `mpc compile --no-nvcc`
+(with an optimizer: `--train`, the whole train step), builds its
 kernels.cu for the host with cuda_host_shim.h, runs it with
 mpc-emulate-artifact on seeded inputs and checks every output against the
 CPU backend (largest difference relative to the output's magnitude).
 
-usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC...
+usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC[:OPTIMIZER]...
 """
 import os
 import re
@@ -25,13 +26,22 @@ from model_inputs import random_inputs  # noqa: E402
 ok_all = True
 rng = np.random.default_rng(0)
 for spec in specs:
-    path, prec = spec.rsplit(":", 1)
+    path, prec, *opt = spec.split(":")
     name = os.path.splitext(os.path.basename(path))[0]
-    art = os.path.join(work, f"{name}-{prec}")
-    _, args = random_inputs(onnx.load(path), 4, work, name, rng)
+    tag = f"{name}-{prec}" + (f"-train-{opt[0]}" if opt else "")
+    art = os.path.join(work, tag)
+    train = ["--train", "--optimizer", opt[0], "--lr", "0.01"] if opt else []
     subprocess.run([os.path.join(tools, "mpc"), "compile", path, "-o", art,
-                    "--precision", prec, "--batch", "4", "--no-nvcc"],
+                    "--precision", prec, "--batch", "4", "--no-nvcc"] + train,
                    check=True, stdout=subprocess.DEVNULL)
+    if opt:  # data, loss-scale and optimizer state at step 1
+        os.makedirs(art + "-in", exist_ok=True)
+        args = subprocess.run(
+            [sys.executable, os.path.join(src, "test/codegen/Inputs/train_step_inputs.py"),
+             art, art + "-in", "0.01"], check=True, capture_output=True,
+            text=True).stdout.split()
+    else:
+        _, args = random_inputs(onnx.load(path), 4, work, name, rng)
     subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC",
                     "-DMPC_HOST_EMULATION", "-I" + src, "-include",
                     os.path.join(src, "test/codegen/Inputs/cuda_host_shim.h"),
@@ -46,7 +56,8 @@ for spec in specs:
              re.findall(r"max relative difference (\S+)", out)]
     ok = diffs and max(diffs) <= RTOL[prec]
     ok_all &= bool(ok)
-    print(f"{name} {prec}: {kernels} kernels emulated; outputs within "
+    print(f"{name} {prec}{' train ' + opt[0] if opt else ''}: {kernels} "
+          f"kernels emulated; outputs within "
           f"{max(diffs):.2e} of the CPU backend {'ok' if ok else 'FAIL'}")
 print("all ok" if ok_all else "FAIL")
 sys.exit(0 if ok_all else 1)
