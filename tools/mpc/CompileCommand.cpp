@@ -161,14 +161,7 @@ int runCompile() {
     func = buildTrainStep(*module, "", &compilePrecision, error);
     if (!func)
       return reportError(model + ": " + error);
-    mlir::mpc::OptimizerOptions o;
-    o.kind = StringRef(optimizer).lower();
-    o.lr = lr;
-    o.momentum = momentum;
-    o.weightDecay = weightDecay;
-    mlir::PassManager pm(&ctx);
-    pm.addPass(mlir::mpc::createOptimizer(o));
-    if (!runPasses(pm, *module, error))
+    if (!addOptimizer(*module, optimizer, lr, momentum, weightDecay, error))
       return reportError(model + ": " + error);
   } else if (compilePrecision.isLow()) {
     mlir::PassManager pm(&ctx);

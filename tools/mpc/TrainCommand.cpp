@@ -354,17 +354,10 @@ int runTrain() {
                    : buildTrainStep(*module, lossName, &precisionFlags, error);
   if (!step)
     return reportError(model + ": " + error);
-  if (!algorithm) { // the optimizer update joins the train step (IR)
-    mlir::mpc::OptimizerOptions o;
-    o.kind = StringRef(optimizer).lower();
-    o.lr = lr;
-    o.momentum = momentum;
-    o.weightDecay = weightDecay;
-    mlir::PassManager pm(&ctx);
-    pm.addPass(mlir::mpc::createOptimizer(o));
-    if (!runPasses(pm, *module, error))
-      return reportError(model + ": " + error);
-  }
+  // The optimizer update joins the train step (IR).
+  if (!algorithm &&
+      !addOptimizer(*module, optimizer, lr, momentum, weightDecay, error))
+    return reportError(model + ": " + error);
   rt::Plan plan;
   if (!mlir::mpc::buildPlan(step, plan, error))
     return reportError(model + ": " + error);

@@ -43,6 +43,18 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
   return {};
 }
 
+bool addOptimizer(mlir::ModuleOp module, const std::string &kind, float lr,
+                  float momentum, float weightDecay, std::string &error) {
+  mlir::mpc::OptimizerOptions o;
+  o.kind = llvm::StringRef(kind).lower();
+  o.lr = lr;
+  o.momentum = momentum;
+  o.weightDecay = weightDecay;
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(mlir::mpc::createOptimizer(o));
+  return runPasses(pm, module, error);
+}
+
 mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
                                       std::string &error) {
   mlir::PassManager pm(module.getContext());

@@ -25,6 +25,11 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
                                   const PrecisionFlags *precision,
                                   std::string &error);
 
+/// Runs mpc-optimizer (`kind`: sgd, momentum, nesterov, adam, adamw,
+/// adagrad; any case) on the train step.
+bool addOptimizer(mlir::ModuleOp module, const std::string &kind, float lr,
+                  float momentum, float weightDecay, std::string &error);
+
 /// For a model with a TrainingInfoProto: mpc-inline-inference then
 /// mpc-lower-gradient; returns the algorithm function (null with `error`).
 mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
