@@ -28,12 +28,6 @@ std::optional<rt::DType> dtypeOf(Type t) {
   return std::nullopt;
 }
 
-std::string locName(Location loc) {
-  if (auto name = llvm::dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  return "";
-}
-
 /// Converts an op attribute to a plan attribute; false when it has no
 /// runtime meaning (types, segment sizes).
 bool toAttrValue(Attribute a, rt::AttrValue &out) {
@@ -134,7 +128,7 @@ bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
     auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
     auto dtype = t ? dtypeOf(t.getElementType()) : std::nullopt;
     if (!t || !dtype || !t.hasStaticShape()) {
-      error = "node '" + (where ? locName(where->getLoc()) : "") + "' (" +
+      error = "node '" + (where ? nodeNameOf(where->getLoc()) : "") + "' (" +
               (where ? where->getName().getStringRef().str() : "argument") +
               "): value of type " + llvm::formatv("{0}", v.getType()).str() +
               " is not static; bind the batch or input shapes";
@@ -183,7 +177,7 @@ bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
     }
     rt::Step step;
     step.op = op.getName().stripDialect().str();
-    step.name = locName(op.getLoc());
+    step.name = nodeNameOf(op.getLoc());
     // Attribute-sized operand groups: absent optional operands become -1 so
     // kernels find the others at fixed positions.
     DictionaryAttr props = llvm::dyn_cast_or_null<DictionaryAttr>(

@@ -69,3 +69,19 @@ LogicalResult ParamOp::verify() {
 
 #define GET_OP_CLASSES
 #include "ir/MpcOps.cpp.inc"
+
+bool mlir::mpc::isFloatTensor(Type t) {
+  auto r = llvm::dyn_cast<RankedTensorType>(t);
+  return r && llvm::isa<FloatType>(r.getElementType());
+}
+
+std::string mlir::mpc::nodeNameOf(Location loc) {
+  if (auto name = llvm::dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+std::string mlir::mpc::displayNameOf(Operation *op) {
+  std::string name = nodeNameOf(op->getLoc());
+  return name.empty() ? op->getName().getStringRef().str() : name;
+}

@@ -32,6 +32,14 @@ FailureOr<Operation *> createInferred(OpBuilder &b, Location loc,
 /// replacing its results, constants being materialized at `b`'s insertion
 /// point. `op` itself is left for the caller to replace and erase.
 std::optional<SmallVector<Value>> foldToValues(OpBuilder &b, Operation *op);
+
+/// A ranked tensor of f32, f16 or bf16.
+bool isFloatTensor(Type t);
+
+/// The ONNX node name a location carries (the importer's NameLoc), or "".
+std::string nodeNameOf(Location loc);
+/// An op's node name, or its op name when it has none (for messages).
+std::string displayNameOf(Operation *op);
 } // namespace mlir::mpc
 
 #define GET_OP_CLASSES

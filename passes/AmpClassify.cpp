@@ -30,17 +30,6 @@ namespace {
 
 constexpr llvm::StringLiteral kNoLowInput = "no input is computed in low precision";
 
-bool isFloatTensor(Type t) {
-  auto r = llvm::dyn_cast<RankedTensorType>(t);
-  return r && llvm::isa<FloatType>(r.getElementType());
-}
-
-std::string nodeName(Operation *op) {
-  if (auto n = llvm::dyn_cast<NameLoc>(op->getLoc()))
-    return n.getName().str();
-  return op->getName().getStringRef().str();
-}
-
 /// The precision an op was painted, or null (unpainted: arguments,
 /// constants, casts, shape ops).
 Type paintedOf(Value v) {
@@ -162,7 +151,7 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
       if (!floats || isa<ConstantOp, CastOp, ShapeOp, SizeOp>(op) ||
           (!info && op.getNumOperands() == 0))
         continue;
-      std::string name = nodeName(&op);
+      std::string name = displayNameOf(&op);
       seen.insert(name);
       if (keep.contains(name)) {
         set(&op, f32, "kept fp32 by --amp-keep-fp32");
@@ -202,10 +191,10 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
       }
       if (fp32From)
         set(&op, f32, prefix + "follows its input from '" +
-                          nodeName(fp32From) + "', computed in fp32");
+                          displayNameOf(fp32From) + "', computed in fp32");
       else if (lowFrom)
         set(&op, low, prefix + "follows its input from '" +
-                          nodeName(lowFrom) + "', computed in " + lowName());
+                          displayNameOf(lowFrom) + "', computed in " + lowName());
       else {
         set(&op, f32, prefix + kNoLowInput);
         if (cls == AmpClass::Clear)

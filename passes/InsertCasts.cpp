@@ -18,11 +18,6 @@ using namespace mlir::mpc;
 
 namespace {
 
-bool isFloatTensor(Type t) {
-  auto r = llvm::dyn_cast<RankedTensorType>(t);
-  return r && llvm::isa<FloatType>(r.getElementType());
-}
-
 /// Every value of `from` is exactly a value of `to`.
 bool isExactWidening(Type from, Type to) {
   return from == to || (to.isF32() && (from.isF16() || from.isBF16()));

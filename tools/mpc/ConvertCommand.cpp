@@ -87,12 +87,6 @@ static cl::opt<double> atol("atol", cl::desc("--auto absolute tolerance"),
 
 namespace {
 
-std::string nodeName(mlir::Operation *op) {
-  if (auto n = dyn_cast<mlir::NameLoc>(op->getLoc()))
-    return n.getName().str();
-  return "";
-}
-
 /// Runs mpc-amp-classify (and mpc-insert-casts when `retype`) on `module`
 /// with the block lists plus `keep`.
 bool classify(mlir::ModuleOp module, const std::vector<std::string> &keep,
@@ -114,8 +108,9 @@ std::vector<std::pair<std::string, mlir::Operation *>>
 paintedOps(mlir::func::FuncOp func) {
   std::vector<std::pair<std::string, mlir::Operation *>> ops;
   for (mlir::Operation &op : func.getBody().front().without_terminator())
-    if (op.hasAttr("mpc.precision") && !nodeName(&op).empty())
-      ops.emplace_back(nodeName(&op), &op);
+    if (std::string name = mlir::mpc::nodeNameOf(op.getLoc());
+        op.hasAttr("mpc.precision") && !name.empty())
+      ops.emplace_back(name, &op);
   return ops;
 }
 

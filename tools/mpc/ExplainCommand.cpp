@@ -45,17 +45,6 @@ static PrecisionFlags explainPrecision(explainCommand, /*training=*/false);
 
 namespace {
 
-bool isFloatTensor(mlir::Type t) {
-  auto r = dyn_cast<mlir::RankedTensorType>(t);
-  return r && isa<mlir::FloatType>(r.getElementType());
-}
-
-std::string nodeName(mlir::Operation *op) {
-  if (auto n = dyn_cast<mlir::NameLoc>(op->getLoc()))
-    return n.getName().str();
-  return op->getName().getStringRef().str();
-}
-
 /// A readable name for a value: its graph input, parameter or producer.
 std::string valueName(mlir::Value v) {
   if (auto arg = dyn_cast<mlir::BlockArgument>(v)) {
@@ -68,7 +57,7 @@ std::string valueName(mlir::Value v) {
       return n.str();
     return "arg" + std::to_string(arg.getArgNumber());
   }
-  return nodeName(v.getDefiningOp());
+  return mlir::mpc::displayNameOf(v.getDefiningOp());
 }
 
 std::string precisionName(mlir::Type t) {
@@ -140,7 +129,7 @@ int runExplain() {
       return;
     for (mlir::Value v : op->getOperands()) {
       mlir::Type from = precisionOf(v);
-      if (!isFloatTensor(v.getType()) || !from)
+      if (!mlir::mpc::isFloatTensor(v.getType()) || !from)
         continue;
       mlir::Type to = isReturn ? mlir::getElementTypeOrSelf(v) : p.getValue();
       boundaryEdges += from != to;
@@ -204,7 +193,7 @@ int runExplain() {
     StringRef mnemonic = op.getName().stripDialect();
     const mlir::mpc::AmpOpInfo *info = mlir::mpc::ampInfo(mnemonic);
     std::string onnx = info ? info->onnx.str() : mnemonic.str();
-    std::string name = nodeName(&op);
+    std::string name = mlir::mpc::displayNameOf(&op);
     outs() << format("%-5s %-20s ", precisionName(p.getValue()).c_str(),
                      onnx.c_str())
            << name << "\n      why: " << why << "\n";
