@@ -1,0 +1,264 @@
+//===- CudaGemmKernels.cpp - tensor-core GEMMs and convolutions -------------===//
+//
+// MatMul, Gemm and Conv (and the convolution gradients) as per-step
+// loaders and epilogues around the prelude's tc_gemm (fp16/bf16: WMMA,
+// FP32 accumulation) or simt_gemm (fp32).
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaKernels.h"
+#include "runtime/kernels/Window.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace ::mpc::rt;
+
+namespace mlir::mpc::cuda {
+
+/// Loader and epilogue structs named after the kernel, then the kernel
+/// calling tc_gemm (low precision) or simt_gemm (fp32).
+void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
+                int64_t N, int64_t K, int64_t batch,
+                const std::string &prologue, const std::string &loadA,
+                const std::string &loadB, const std::string &epilogue,
+                const std::string &members) {
+  bool tc = t == DType::F16 || t == DType::BF16;
+  std::string T = ctype(t), R = tc ? T : "float";
+  cu << "struct " << name << "_ctx {\n" << members << "  i64 z;\n"
+     << "  __device__ " << R << " a(int m, int k) const { " << loadA
+     << " }\n  __device__ " << R << " b(int k, int n) const { " << loadB
+     << " }\n  __device__ void store(int m, int n, float acc) const { "
+     << epilogue << " }\n};\n"
+     << "struct " << name << "_la { const " << name
+     << "_ctx *c; __device__ " << R
+     << " operator()(int m, int k) const { return c->a(m, k); } };\n"
+     << "struct " << name << "_lb { const " << name
+     << "_ctx *c; __device__ " << R
+     << " operator()(int k, int n) const { return c->b(k, n); } };\n"
+     << "struct " << name << "_ep { const " << name
+     << "_ctx *c; __device__ void operator()(int m, int n, float acc) const "
+        "{ c->store(m, n, acc); } };\n";
+  int threads = tc ? 128 : 256;
+  cu << header(s, name, threads) << " {\n  " << name << "_ctx c;\n"
+     << prologue << "  c.z = blockIdx.z;\n  "
+     << (tc ? "tc_gemm<" + T + ">(" : std::string("simt_gemm(")) << M
+     << ", " << N << ", " << K << ", " << name << "_la{&c}, " << name
+     << "_lb{&c}, " << name << "_ep{&c});\n}\n\n";
+  int64_t tile = tc ? 64 : 16;
+  launch(s, name, {(N + tile - 1) / tile, (M + tile - 1) / tile, batch},
+         {threads, 1, 1});
+  double flops = 2.0 * M * N * K * batch;
+  mod.flops += flops;
+  if (tc) {
+    mod.tensorCoreFlops += flops;
+    mod.gemmKernels.push_back(name);
+  } else {
+    mod.fp32GemmKernels.push_back(name);
+  }
+}
+
+bool Emitter::gemm(Step &s, const std::string &name) {
+  const ValueInfo &a = val(s.inputs[0]), &b = val(s.inputs[1]);
+  const ValueInfo &y = val(s.outputs[0]);
+  bool ta = s.getInt("transA", 0), tb = s.getInt("transB", 0);
+  int64_t M = y.shape[0], N = y.shape[1], K = ta ? a.shape[0] : a.shape[1];
+  double alpha = s.getFloat("alpha", 1.0), beta = s.getFloat("beta", 1.0);
+  bool withC = s.inputs.size() > 2 && s.inputs[2] >= 0 && beta != 0.0;
+  std::string T = ctype(a.dtype);
+  std::string members = "  const " + T + " *A; const " + T + " *B; const " +
+                        std::string(ctype(withC ? val(s.inputs[2]).dtype
+                                                : a.dtype)) +
+                        " *C; " + ctype(y.dtype) + " *Y;\n";
+  std::string loadA = "return A[" + (ta ? "(i64)k * " + std::to_string(M) + " + m"
+                                        : "(i64)m * " + std::to_string(K) + " + k") + "];";
+  std::string loadB = "return B[" + (tb ? "(i64)n * " + std::to_string(K) + " + k"
+                                        : "(i64)k * " + std::to_string(N) + " + n") + "];";
+  if (a.dtype == DType::F32) { // simt_gemm reads floats
+    loadA = "return ld(A, " + loadA.substr(9, loadA.size() - 11) + ");";
+    loadB = "return ld(B, " + loadB.substr(9, loadB.size() - 11) + ");";
+  }
+  std::string epi = "float v = " + flt(alpha) + " * acc;";
+  if (withC) {
+    Shape cs = broadcastStrides(val(s.inputs[2]).shape, y.shape);
+    epi += " v += " + flt(beta) + " * ld(C, (i64)m * " +
+           std::to_string(cs[0]) + " + (i64)n * " + std::to_string(cs[1]) +
+           ");";
+  }
+  if (s.has("cuda.fused_relu"))
+    epi += " v = fmaxf(v, 0.0f);";
+  epi += " st(Y, (i64)m * " + std::to_string(N) + " + n, v);";
+  gemmKernel(s, name, a.dtype, M, N, K, 1,
+             "  c.A = in0; c.B = in1; c.C = " +
+                 std::string(withC ? "in2" : "nullptr") + "; c.Y = out0;\n",
+             loadA, loadB, epi, members);
+  return true;
+}
+
+bool Emitter::matmul(Step &s, const std::string &name) {
+  const ValueInfo &a = val(s.inputs[0]), &b = val(s.inputs[1]);
+  const ValueInfo &y = val(s.outputs[0]);
+  if (a.shape.size() < 2 || b.shape.size() < 2)
+    return fail(s, "1-D matmul operands have no CUDA kernel yet");
+  int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(),
+          N = b.shape.back();
+  Shape outBatch(y.shape.begin(), y.shape.end() - 2);
+  Shape aBatch(a.shape.begin(), a.shape.end() - 2),
+      bBatch(b.shape.begin(), b.shape.end() - 2);
+  Shape as = broadcastStrides(aBatch, outBatch),
+        bs = broadcastStrides(bBatch, outBatch);
+  int64_t batch = numElements(outBatch);
+  // Batch offsets (in matrices) of A and B for output batch z.
+  std::string offs = "i64 r = z, oa = 0, ob = 0;";
+  for (int64_t d = (int64_t)outBatch.size() - 1; d >= 0; --d)
+    offs += " { i64 q = r % " + std::to_string(outBatch[d]) + "; r /= " +
+            std::to_string(outBatch[d]) + "; oa += q * " +
+            std::to_string(as[d]) + "; ob += q * " + std::to_string(bs[d]) +
+            "; }";
+  std::string T = ctype(a.dtype);
+  bool f32 = a.dtype == DType::F32;
+  std::string members = "  const " + T + " *A; const " + T + " *B; " +
+                        ctype(y.dtype) + " *Y; i64 oa, ob;\n";
+  auto rd = [&](const std::string &p, const std::string &idx) {
+    return f32 ? "return ld(" + p + ", " + idx + ");" : "return " + p + "[" + idx + "];";
+  };
+  std::string prologue = "  c.A = in0; c.B = in1; c.Y = out0;\n  { i64 z = blockIdx.z; " +
+                         offs + " c.oa = oa; c.ob = ob; }\n";
+  gemmKernel(s, name, a.dtype, M, N, K, batch, prologue,
+             rd("A", "oa * " + std::to_string(M * K) + " + (i64)m * " +
+                         std::to_string(K) + " + k"),
+             rd("B", "ob * " + std::to_string(K * N) + " + (i64)k * " +
+                         std::to_string(N) + " + n"),
+             "st(Y, z * " + std::to_string(M * N) + " + (i64)m * " +
+                 std::to_string(N) + " + n, " +
+                 (s.has("cuda.fused_relu") ? "fmaxf(acc, 0.0f)" : "acc") +
+                 ");",
+             members);
+  return true;
+}
+
+bool Emitter::conv(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &w = val(s.inputs[1]);
+  const ValueInfo &y = val(s.outputs[0]);
+  if (x.shape.size() != 4)
+    return fail(s, "only 2-D convolution has a CUDA kernel yet");
+  Window win(s, x.shape, y.shape, Shape(w.shape.begin() + 2, w.shape.end()));
+  int64_t groups = s.getInt("group", 1);
+  int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3], Co = y.shape[1],
+          OH = y.shape[2], OW = y.shape[3], KH = win.kernel[0],
+          KW = win.kernel[1];
+  int64_t Cg = C / groups, Mg = Co / groups, N = x.shape[0] * OH * OW,
+          K = Cg * KH * KW;
+  bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
+  std::string T = ctype(x.dtype), Z = x.dtype == DType::F32 ? "0.0f" : T + "(0.0f)";
+  bool f32 = x.dtype == DType::F32;
+  std::string members = "  const " + T + " *X; const " + T + " *Wt; const " +
+                        std::string(ctype(bias ? val(s.inputs[2]).dtype
+                                               : x.dtype)) +
+                        " *Bias; " + ctype(y.dtype) + " *Y;\n";
+  auto S = [](int64_t v) { return std::to_string(v); };
+  std::string widx = "(z * " + S(Mg) + " + m) * " + S(K) + " + k";
+  std::string loadA = f32 ? "return ld(Wt, " + widx + ");" : "return Wt[" + widx + "];";
+  // Implicit im2col: column n = (image, oh, ow), row k = (ci, kh, kw).
+  std::string xidx = "((i64)(b * " + S(C) + " + z * " + S(Cg) + " + ci) * " +
+                     S(H) + " + ih) * " + S(W) + " + iw";
+  std::string loadB =
+      "int ci = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
+      ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = n / " +
+      S(OH * OW) + ", sp = n % " + S(OH * OW) + ", oh = sp / " + S(OW) +
+      ", ow = sp % " + S(OW) + "; int ih = oh * " + S(win.strides[0]) +
+      " - " + S(win.padBegin[0]) + " + kh * " + S(win.dilations[0]) +
+      ", iw = ow * " + S(win.strides[1]) + " - " + S(win.padBegin[1]) +
+      " + kw * " + S(win.dilations[1]) + "; if (ih < 0 || ih >= " + S(H) +
+      " || iw < 0 || iw >= " + S(W) + ") return " + Z + "; return " +
+      (f32 ? "ld(X, " + xidx + ")" : "X[" + xidx + "]") + ";";
+  std::string epi = "i64 co = z * " + S(Mg) + " + m; int b = n / " +
+                    S(OH * OW) + ", sp = n % " + S(OH * OW) + "; float v = acc" +
+                    (bias ? " + ld(Bias, co)" : "") + ";" +
+                    (s.has("cuda.fused_relu") ? " v = fmaxf(v, 0.0f);" : "") +
+                    " st(Y, (b * " + S(Co) +
+                    " + co) * " + S(OH * OW) + " + sp, v);";
+  gemmKernel(s, name, x.dtype, Mg, N, K, groups,
+             "  c.X = in0; c.Wt = in1; c.Bias = " +
+                 std::string(bias ? "in2" : "nullptr") + "; c.Y = out0;\n",
+             loadA, loadB, epi, members);
+  return true;
+}
+
+/// Gradients of a 2-D convolution as implicit GEMMs on tensor cores.
+/// Weight: dW[co, (ci,kh,kw)] = sum over (b,oh,ow) of dY * im2col(x).
+/// Input: dX[ci, (b,ih,iw)] = sum over (co,kh,kw) of W * dY taken where
+/// (ih + pad - kh*d) / stride lands on an output position (a gather, so
+/// no atomics).
+bool Emitter::convGrad(Step &s, const std::string &name, bool weight) {
+  const ValueInfo &dy = val(s.inputs[0]), &other = val(s.inputs[1]);
+  const ValueInfo &out = val(s.outputs[0]);
+  const ValueInfo &x = weight ? other : out, &w = weight ? out : other;
+  if (x.shape.size() != 4)
+    return fail(s, "only 2-D convolution gradients have a CUDA kernel yet");
+  Window win(s, x.shape, dy.shape, Shape(w.shape.begin() + 2, w.shape.end()));
+  int64_t groups = s.getInt("group", 1);
+  int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3], Co = dy.shape[1],
+          OH = dy.shape[2], OW = dy.shape[3], KH = win.kernel[0],
+          KW = win.kernel[1], Nb = x.shape[0];
+  int64_t Cg = C / groups, Mg = Co / groups;
+  auto S = [](int64_t v) { return std::to_string(v); };
+  std::string T = ctype(dy.dtype);
+  bool f32 = dy.dtype == DType::F32;
+  std::string Z = f32 ? "0.0f" : T + "(0.0f)";
+  auto rd = [&](const std::string &p, const std::string &idx) {
+    return f32 ? "ld(" + p + ", " + idx + ")" : p + "[" + idx + "]";
+  };
+  std::string members = "  const " + T + " *G; const " + T + " *O; " +
+                        ctype(out.dtype) + " *Y;\n";
+  std::string prologue = "  c.G = in0; c.O = in1; c.Y = out0;\n";
+  if (weight) {
+    int64_t K = Cg * KH * KW, N = Nb * OH * OW;
+    std::string loadA = // dY[b, z*Mg + m, sp] for column kk = (b, sp)
+        "int b = k / " + S(OH * OW) + ", sp = k % " + S(OH * OW) +
+        "; return " + rd("G", "((i64)b * " + S(Co) + " + z * " + S(Mg) +
+                                  " + m) * " + S(OH * OW) + " + sp") + ";";
+    std::string loadB = // im2col(x)[n = (ci,kh,kw), k = (b, oh, ow)]
+        "int ci = n / " + S(KH * KW) + ", kr = n % " + S(KH * KW) +
+        ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = k / " +
+        S(OH * OW) + ", sp = k % " + S(OH * OW) + ", oh = sp / " + S(OW) +
+        ", ow = sp % " + S(OW) + "; int ih = oh * " + S(win.strides[0]) +
+        " - " + S(win.padBegin[0]) + " + kh * " + S(win.dilations[0]) +
+        ", iw = ow * " + S(win.strides[1]) + " - " + S(win.padBegin[1]) +
+        " + kw * " + S(win.dilations[1]) + "; if (ih < 0 || ih >= " + S(H) +
+        " || iw < 0 || iw >= " + S(W) + ") return " + Z + "; return " +
+        rd("O", "((i64)(b * " + S(C) + " + z * " + S(Cg) + " + ci) * " +
+                    S(H) + " + ih) * " + S(W) + " + iw") + ";";
+    std::string epi = "st(Y, (z * " + S(Mg) + " + m) * " + S(K) + " + n, acc);";
+    gemmKernel(s, name, dy.dtype, Mg, K, N, groups, prologue, loadA, loadB,
+               epi, members);
+  } else {
+    int64_t K = Mg * KH * KW, N = Nb * H * W;
+    std::string loadA = // W[z*Mg + co, m, kh, kw] for k = (co, kh, kw)
+        "int co = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
+        "; return " + rd("O", "((i64)(z * " + S(Mg) + " + co) * " + S(Cg) +
+                                  " + m) * " + S(KH * KW) + " + kr") + ";";
+    std::string loadB =
+        "int co = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
+        ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = n / " +
+        S(H * W) + ", sp = n % " + S(H * W) + ", ih = sp / " + S(W) +
+        ", iw = sp % " + S(W) + "; int th = ih + " + S(win.padBegin[0]) +
+        " - kh * " + S(win.dilations[0]) + ", tw = iw + " +
+        S(win.padBegin[1]) + " - kw * " + S(win.dilations[1]) +
+        "; if (th < 0 || tw < 0 || th % " + S(win.strides[0]) + " || tw % " +
+        S(win.strides[1]) + ") return " + Z + "; int oh = th / " +
+        S(win.strides[0]) + ", ow = tw / " + S(win.strides[1]) +
+        "; if (oh >= " + S(OH) + " || ow >= " + S(OW) + ") return " + Z +
+        "; return " +
+        rd("G", "(((i64)b * " + S(Co) + " + z * " + S(Mg) + " + co) * " +
+                    S(OH) + " + oh) * " + S(OW) + " + ow") + ";";
+    std::string epi = "int b = n / " + S(H * W) + ", sp = n % " + S(H * W) +
+                      "; st(Y, ((i64)b * " + S(C) + " + z * " + S(Cg) +
+                      " + m) * " + S(H * W) + " + sp, acc);";
+    gemmKernel(s, name, dy.dtype, Cg, N, K, groups, prologue, loadA, loadB,
+               epi, members);
+  }
+  return true;
+}
+
+} // namespace mlir::mpc::cuda

@@ -1,0 +1,324 @@
+//===- CudaNnKernels.cpp - reductions, pooling, losses, loss scaling --------===//
+//
+// Kernels that accumulate: all in FP32, rounding once to the output type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaKernels.h"
+#include "runtime/kernels/Common.h"
+#include "runtime/kernels/Window.h"
+
+#include <algorithm>
+#include <set>
+
+using namespace ::mpc::rt;
+
+namespace mlir::mpc::cuda {
+
+bool Emitter::softmax(Step &s, const std::string &name, bool logForm) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
+  axis = axis < 0 ? axis + rank : axis;
+  AxisSplit sp = splitAt(x.shape, axis);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << sp.outer * sp.inner << "LL) return;\n  i64 base = (i / " << sp.inner
+     << "LL) * " << sp.dim * sp.inner << "LL + i % " << sp.inner
+     << "LL;\n  float mx = -INFINITY, sum = 0.0f;\n  for (i64 d = 0; d < "
+     << sp.dim << "; ++d) mx = fmaxf(mx, ld(in0, base + d * " << sp.inner
+     << "LL));\n  for (i64 d = 0; d < " << sp.dim
+     << "; ++d) sum += expf(ld(in0, base + d * " << sp.inner
+     << "LL) - mx);\n  for (i64 d = 0; d < " << sp.dim
+     << "; ++d) { float v = ld(in0, base + d * " << sp.inner << "LL) - mx; "
+     << (logForm ? "st(out0, base + d * " + std::to_string(sp.inner) +
+                       "LL, v - logf(sum));"
+                 : "st(out0, base + d * " + std::to_string(sp.inner) +
+                       "LL, expf(v) / sum);")
+     << " }\n}\n\n";
+  launch1d(s, name, sp.outer * sp.inner);
+  return true;
+}
+
+bool Emitter::layerNorm(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
+  axis = axis < 0 ? axis + rank : axis;
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? rows : cols) *= x.shape[i];
+  int64_t sc = numElements(val(s.inputs[1]).shape);
+  bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
+  double eps = s.getFloat("epsilon", 1e-5);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << rows << "LL) return;\n  const i64 n = " << cols
+     << "LL, base = i * n;\n  float mean = 0.0f, var = 0.0f;\n"
+     << "  for (i64 j = 0; j < n; ++j) mean += ld(in0, base + j);\n"
+     << "  mean /= n;\n  for (i64 j = 0; j < n; ++j) { float d = ld(in0, "
+        "base + j) - mean; var += d * d; }\n"
+     << "  float inv = rsqrtf(var / n + " << flt(eps) << ");\n"
+     << "  for (i64 j = 0; j < n; ++j) st(out0, base + j, (ld(in0, base + j) "
+        "- mean) * inv * ld(in1, j % "
+     << sc << "LL)" << (bias ? " + ld(in2, j % " + std::to_string(sc) + "LL)" : "")
+     << ");\n";
+  if (s.outputs.size() > 1)
+    cu << "  st(out1, i, mean);\n";
+  if (s.outputs.size() > 2)
+    cu << "  st(out2, i, inv);\n";
+  cu << "}\n\n";
+  launch1d(s, name, rows);
+  return true;
+}
+
+/// kind: "sum", "mean" or "lse" (log-sum-exp, max-shifted).
+bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t rank = x.shape.size();
+  auto axes = s.getInts("axes").value_or(std::vector<int64_t>{});
+  std::set<int64_t> red;
+  for (int64_t a : axes)
+    red.insert(a < 0 ? a + rank : a);
+  if (red.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      red.insert(i);
+  Shape st = stridesOf(x.shape), kept, keptStrides, rdims, rstrides;
+  for (int64_t i = 0; i < rank; ++i)
+    if (red.count(i)) {
+      rdims.push_back(x.shape[i]);
+      rstrides.push_back(st[i]);
+    } else {
+      kept.push_back(x.shape[i]);
+      keptStrides.push_back(st[i]);
+    }
+  int64_t outN = numElements(kept), redN = numElements(rdims);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << outN << "LL) return;\n"
+     << offsetsCode(kept, {keptStrides})
+     << "  float acc = 0.0f, mx = -INFINITY;\n";
+  auto loop = [&](const std::string &body) {
+    cu << "  for (i64 j = 0; j < " << redN
+       << "LL; ++j) {\n    i64 q = j, off = o0;\n";
+    for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
+      cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
+         << "LL; q /= " << rdims[d] << "LL;\n";
+    cu << "    " << body << "\n  }\n";
+  };
+  if (kind == "lse") {
+    loop("mx = fmaxf(mx, ld(in0, off));");
+    loop("acc += expf(ld(in0, off) - mx);");
+    cu << "  st(out0, i, mx + logf(acc));\n}\n\n";
+  } else {
+    loop("acc += ld(in0, off);");
+    cu << "  st(out0, i, acc"
+       << (kind == "mean" ? " / " + std::to_string(redN) + ".0f" : "")
+       << ");\n}\n\n";
+  }
+  launch1d(s, name, outN);
+  return true;
+}
+
+bool Emitter::pool(Step &s, const std::string &name, bool max) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  if (x.shape.size() != 4)
+    return fail(s, "only 2-D pooling has a CUDA kernel yet");
+  Window win(s, x.shape, y.shape, {});
+  int64_t H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
+  int64_t n = numElements(y.shape);
+  bool includePad = s.getInt("count_include_pad", 0);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 p = i / " << OH * OW << "LL; int o = i % "
+     << OH * OW << "LL, oh = o / " << OW << ", ow = o % " << OW << ";\n"
+     << "  float best = -INFINITY, sum = 0.0f; i64 arg = -1; int cnt = 0;\n"
+     << "  for (int kh = 0; kh < " << win.kernel[0] << "; ++kh)\n"
+     << "    for (int kw = 0; kw < " << win.kernel[1] << "; ++kw) {\n"
+     << "      int ih = oh * " << win.strides[0] << " - " << win.padBegin[0]
+     << " + kh * " << win.dilations[0] << ", iw = ow * " << win.strides[1]
+     << " - " << win.padBegin[1] << " + kw * " << win.dilations[1] << ";\n"
+     << (includePad ? "      bool inPad = ih >= -" + std::to_string(win.padBegin[0]) +
+                          " && ih < " + std::to_string(H + win.padEnd[0]) +
+                          " && iw >= -" + std::to_string(win.padBegin[1]) +
+                          " && iw < " + std::to_string(W + win.padEnd[1]) + ";\n"
+                    : std::string())
+     << "      if (ih < 0 || ih >= " << H << " || iw < 0 || iw >= " << W
+     << ") { cnt += " << (includePad ? "inPad" : "0") << "; continue; }\n"
+     << "      float v = ld(in0, p * " << H * W << "LL + ih * " << W
+     << " + iw); ++cnt; sum += v;\n"
+     << "      if (arg < 0 || v > best || v != v) { best = v; arg = ih * " << W
+     << " + iw; }\n    }\n"
+     << (max ? "  st(out0, i, best);\n" : "  st(out0, i, sum / cnt);\n");
+  if (max && s.outputs.size() > 1)
+    cu << "  out1[i] = p * " << H * W << "LL + arg;\n";
+  cu << "}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+bool Emitter::globalAveragePool(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t planes = x.shape[0] * x.shape[1], sp = numElements(x.shape) / planes;
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << planes << "LL) return;\n  float acc = 0.0f;\n  for (i64 j = 0; j < "
+     << sp << "LL; ++j) acc += ld(in0, i * " << sp << "LL + j);\n  st(out0, i, acc / "
+     << sp << ".0f);\n}\n\n";
+  launch1d(s, name, planes);
+  return true;
+}
+
+/// softmax_cross_entropy_loss (scores) or nll_loss (`fromLogProb`).
+bool Emitter::crossEntropy(Step &s, const std::string &name, bool fromLogProb) {
+  const ValueInfo &x = val(s.inputs[0]);
+  if (x.shape.size() != 2)
+    return fail(s, "only [N, C] scores have a CUDA kernel yet");
+  int64_t N = x.shape[0], C = x.shape[1];
+  std::string red = s.getString("reduction", "mean");
+  bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
+  bool ignore = s.has("ignore_index");
+  int64_t ig = s.getInt("ignore_index", 0);
+  // One block: each thread takes samples, then a shared-memory sum.
+  cu << header(s, name, 256) << " {\n  __shared__ float ls[256], ws[256];\n"
+     << "  float lsum = 0.0f, wsum = 0.0f;\n"
+     << "  for (i64 n = threadIdx.x; n < " << N << "; n += 256) {\n"
+     << "    float mx = -INFINITY, sum = 0.0f, lse = 0.0f;\n";
+  if (!fromLogProb)
+    cu << "    for (i64 c = 0; c < " << C << "; ++c) mx = fmaxf(mx, ld(in0, n * " << C << " + c));\n"
+       << "    for (i64 c = 0; c < " << C << "; ++c) sum += expf(ld(in0, n * " << C << " + c) - mx);\n"
+       << "    lse = mx + logf(sum);\n";
+  if (!fromLogProb && s.outputs.size() > 1)
+    cu << "    for (i64 c = 0; c < " << C << "; ++c) st(out1, n * " << C
+       << " + c, ld(in0, n * " << C << " + c) - lse);\n";
+  cu << "    i64 label = in1[n];\n"
+     << "    if (" << (ignore ? "label == " + std::to_string(ig) + "LL" : "false")
+     << ") { " << (red == "none" ? "st(out0, n, 0.0f); " : "") << "continue; }\n"
+     << "    float w = " << (weights ? "ld(in2, label)" : "1.0f") << ";\n"
+     << "    float l = -w * (ld(in0, n * " << C << " + label) - lse);\n"
+     << (red == "none" ? "    st(out0, n, l);\n" : "")
+     << "    lsum += l; wsum += w;\n  }\n"
+     << "  ls[threadIdx.x] = lsum; ws[threadIdx.x] = wsum; __syncthreads();\n"
+     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
+        "ls[threadIdx.x] += ls[threadIdx.x + h]; ws[threadIdx.x] += "
+        "ws[threadIdx.x + h]; } __syncthreads(); }\n";
+  if (red != "none")
+    cu << "  if (threadIdx.x == 0) st(out0, 0, ls[0]"
+       << (red == "mean" ? " / ws[0]" : "") << ");\n";
+  cu << "}\n\n";
+  barrier = true;
+  launch(s, name, {1, 1, 1}, {256, 1, 1});
+  mod.flops += 4.0 * N * C;
+  return true;
+}
+
+/// max_pool_grad / average_pool_grad, gathered: each input element sums,
+/// in increasing output order (as the CPU backend scatters), the
+/// gradients of the windows that took it (max: whose argmax it is).
+bool Emitter::poolGrad(Step &s, const std::string &name, bool max) {
+  const ValueInfo &dy = val(s.inputs[0]), &dx = val(s.outputs[0]);
+  if (dx.shape.size() != 4)
+    return fail(s, "only 2-D pooling gradients have a CUDA kernel yet");
+  Window win(s, dx.shape, dy.shape, {1, 1});
+  int64_t H = dx.shape[2], W = dx.shape[3], OH = dy.shape[2], OW = dy.shape[3];
+  int64_t n = numElements(dx.shape);
+  bool includePad = s.getInt("count_include_pad", 0);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 p = i / " << H * W << "LL; int sp = i % "
+     << H * W << "LL, ih = sp / " << W << ", iw = sp % " << W
+     << ";\n  float acc = 0.0f;\n";
+  if (max) {
+    // The grad op carries only the argmax indices (no window): scan the
+    // plane's outputs for the ones that picked this element.
+    cu << "  for (int o = 0; o < " << OH * OW << "; ++o)\n    if (in1[p * "
+       << OH * OW << "LL + o] == i) acc += ld(in0, p * " << OH * OW
+       << "LL + o);\n";
+  } else {
+    cu << "  for (int kh = " << win.kernel[0] - 1 << "; kh >= 0; --kh) {\n"
+       << "    int th = ih + " << win.padBegin[0] << " - kh * " << win.dilations[0]
+       << "; if (th < 0 || th % " << win.strides[0] << ") continue; int oh = th / "
+       << win.strides[0] << "; if (oh >= " << OH << ") continue;\n"
+       << "    for (int kw = " << win.kernel[1] - 1 << "; kw >= 0; --kw) {\n"
+       << "      int tw = iw + " << win.padBegin[1] << " - kw * " << win.dilations[1]
+       << "; if (tw < 0 || tw % " << win.strides[1] << ") continue; int ow = tw / "
+       << win.strides[1] << "; if (ow >= " << OW << ") continue;\n"
+       << "      int cnt = 0;\n"
+       << "      for (int a = 0; a < " << win.kernel[0] << "; ++a) for (int b = 0; b < "
+       << win.kernel[1] << "; ++b) { int y = oh * " << win.strides[0] << " - "
+       << win.padBegin[0] << " + a * " << win.dilations[0] << ", x = ow * "
+       << win.strides[1] << " - " << win.padBegin[1] << " + b * "
+       << win.dilations[1] << "; bool in = y >= 0 && y < " << H
+       << " && x >= 0 && x < " << W << "; cnt += "
+       << (includePad ? "(y >= -" + std::to_string(win.padBegin[0]) + " && y < " +
+                            std::to_string(H + win.padEnd[0]) + " && x >= -" +
+                            std::to_string(win.padBegin[1]) + " && x < " +
+                            std::to_string(W + win.padEnd[1]) + ")"
+                      : std::string("in"))
+       << "; }\n"
+       << "      if (cnt) acc += ld(in0, p * " << OH * OW << "LL + oh * " << OW
+       << " + ow) / (float)cnt;\n    }\n  }\n";
+  }
+  cu << "  st(out0, i, acc);\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// d(loss)/d(scores) of softmax cross-entropy: one block; the weight sum
+/// ("mean") first, then every row.
+bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
+  const ValueInfo &lp = val(s.inputs[1]);
+  if (lp.shape.size() != 2)
+    return fail(s, "only [N, C] scores have a CUDA kernel yet");
+  int64_t N = lp.shape[0], C = lp.shape[1];
+  std::string red = s.getString("reduction", "mean");
+  bool weights = s.inputs.size() > 3 && s.inputs[3] >= 0;
+  bool ignore = s.has("ignore_index");
+  std::string skip = ignore ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
+                            : std::string("false");
+  std::string w = weights ? "ld(in3, label)" : "1.0f";
+  cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"
+     << "  float wsum = 0.0f;\n  for (i64 n = threadIdx.x; n < " << N
+     << "; n += 256) { i64 label = in2[n]; if (!(" << skip << ")) wsum += "
+     << w << "; }\n  ws[threadIdx.x] = wsum; __syncthreads();\n"
+     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) "
+        "ws[threadIdx.x] += ws[threadIdx.x + h]; __syncthreads(); }\n"
+     << "  float denom = " << (red == "mean" ? "ws[0]" : "1.0f") << ";\n"
+     << "  for (i64 n = threadIdx.x; n < " << N << "; n += 256) {\n"
+     << "    i64 label = in2[n];\n"
+     << "    float scale = (" << skip << ") ? 0.0f : " << w << " * ld(in0, "
+     << (red == "none" ? "n" : "0") << ") / denom;\n"
+     << "    for (i64 c = 0; c < " << C << "; ++c) st(out0, n * " << C
+     << " + c, expf(ld(in1, n * " << C
+     << " + c)) * scale - (c == label ? scale : 0.0f));\n  }\n}\n\n";
+  barrier = true;
+  launch(s, name, {1, 1, 1}, {256, 1, 1});
+  return true;
+}
+
+/// Every gradient times 1/scale, and one all-finite flag: one block
+/// striding over all elements (the flag needs no second kernel).
+bool Emitter::unscaleGrads(Step &s, const std::string &name) {
+  size_t n = s.inputs.size() - 1;
+  cu << header(s, name, 256) << " {\n  __shared__ int bad;\n"
+     << "  if (threadIdx.x == 0) bad = 0;\n  __syncthreads();\n"
+     << "  float inv = (float)(1.0 / (double)ld(in" << n << ", 0));\n"
+     << "  int mine = 0;\n";
+  for (size_t k = 0; k < n; ++k)
+    cu << "  for (i64 i = threadIdx.x; i < "
+       << numElements(val(s.inputs[k]).shape) << "LL; i += 256) { float v = ld(in"
+       << k << ", i); mine |= !isfinite(v); st(out" << k
+       << ", i, v * inv); }\n";
+  cu << "  if (mine) atomicOr(&bad, 1);\n  __syncthreads();\n"
+     << "  if (threadIdx.x == 0) out" << n << "[0] = bad != 0;\n}\n\n";
+  barrier = true;
+  launch(s, name, {1, 1, 1}, {256, 1, 1});
+  return true;
+}
+
+bool Emitter::updateLossScale(Step &s, const std::string &name) {
+  cu << header(s, name, 1) << " {\n  double scale = ld(in0, 0);\n"
+     << "  i64 good = in1[0];\n  if (in2[0]) { scale *= "
+     << dbl(s.getFloat("backoff", 0.5)) << "; good = 0; }\n  else if (++good >= "
+     << s.getInt("interval", 2000) << "LL) { scale *= "
+     << dbl(s.getFloat("growth", 2.0)) << "; good = 0; }\n"
+     << "  scale = fmin(fmax(scale, " << dbl(s.getFloat("min_scale", 1.0))
+     << "), " << dbl(s.getFloat("max_scale", 16777216.0)) << ");\n"
+     << "  st(out0, 0, (float)scale);\n  out1[0] = good;\n}\n\n";
+  launch(s, name, {1, 1, 1}, {1, 1, 1});
+  return true;
+}
+
+} // namespace mlir::mpc::cuda
