@@ -234,27 +234,27 @@ bool searchKeepSet(mlir::MLIRContext &ctx, AutoResult &result,
     return withinTolerance(out, refOut, worst);
   };
   // Smallest k that passes (k = all is FP32 and passes by construction);
-  // try k = 0 first, the common case.
+  // try k = 0 first, the common case. `hiWorst` is the measured excess of
+  // the passing probe at `hi`, so the answer is not run twice.
   size_t lo = 0, hi = ranked.size();
   double worst = 0;
-  if (auto ok = passes(0, worst); !ok)
-    return false;
-  else if (*ok)
-    hi = 0;
-  else
-    lo = 1;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
+  std::optional<double> hiWorst;
+  for (bool first = true; lo < hi; first = false) {
+    size_t mid = first ? 0 : (lo + hi) / 2;
     auto ok = passes(mid, worst);
     if (!ok)
       return false;
-    if (*ok)
+    if (*ok) {
       hi = mid;
-    else
+      hiWorst = worst;
+    } else {
       lo = mid + 1;
+    }
   }
-  if (auto ok = passes(lo, worst); !ok)
+  if (!hiWorst && !passes(lo, worst)) // every node kept: never probed
     return false;
+  if (hiWorst)
+    worst = *hiWorst;
   result.worst = worst;
   for (size_t i = 0; i < lo; ++i)
     result.kept.emplace_back(ranked[i].second, ranked[i].first);
