@@ -9,6 +9,8 @@
 #include "codegen/CudaKernels.h"
 #include "runtime/kernels/Window.h"
 
+#include <functional>
+
 #include <algorithm>
 #include <set>
 
@@ -59,7 +61,7 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
 }
 
 bool Emitter::gemm(Step &s, const std::string &name) {
-  const ValueInfo &a = val(s.inputs[0]), &b = val(s.inputs[1]);
+  const ValueInfo &a = val(s.inputs[0]);
   const ValueInfo &y = val(s.outputs[0]);
   bool ta = s.getInt("transA", 0), tb = s.getInt("transB", 0);
   int64_t M = y.shape[0], N = y.shape[1], K = ta ? a.shape[0] : a.shape[1];
@@ -137,18 +139,53 @@ bool Emitter::matmul(Step &s, const std::string &name) {
   return true;
 }
 
+namespace {
+
+/// A 2-D convolution's sizes (x: [Nb, C, H, W], y: [Nb, Co, OH, OW],
+/// kernel KH x KW, `groups` groups of Cg input and Mg output channels).
+struct ConvGeometry {
+  Window win;
+  int64_t groups, Nb, C, H, W, Co, OH, OW, KH, KW, Cg, Mg;
+  ConvGeometry(const Step &s, const Shape &x, const Shape &y, const Shape &w)
+      : win(s, x, y, Shape(w.begin() + 2, w.end())),
+        groups(s.getInt("group", 1)), Nb(x[0]), C(x[1]), H(x[2]), W(x[3]),
+        Co(y[1]), OH(y[2]), OW(y[3]), KH(win.kernel[0]), KW(win.kernel[1]),
+        Cg(C / groups), Mg(Co / groups) {}
+};
+
+std::string S(int64_t v) { return std::to_string(v); }
+
+/// Loader code returning im2col(x)[row][col] for group z: row = (ci, kh,
+/// kw), col = (image, oh, ow); `zero` in the padding. `read(index)` is the
+/// expression reading x at an index.
+std::string im2colLoad(const ConvGeometry &g, const std::string &row,
+                       const std::string &col, const std::string &zero,
+                       const std::function<std::string(const std::string &)> &read) {
+  const Window &win = g.win;
+  return "int ci = " + row + " / " + S(g.KH * g.KW) + ", kr = " + row + " % " +
+         S(g.KH * g.KW) + ", kh = kr / " + S(g.KW) + ", kw = kr % " + S(g.KW) +
+         "; int b = " + col + " / " + S(g.OH * g.OW) + ", sp = " + col + " % " +
+         S(g.OH * g.OW) + ", oh = sp / " + S(g.OW) + ", ow = sp % " + S(g.OW) +
+         "; int ih = oh * " + S(win.strides[0]) + " - " + S(win.padBegin[0]) +
+         " + kh * " + S(win.dilations[0]) + ", iw = ow * " + S(win.strides[1]) +
+         " - " + S(win.padBegin[1]) + " + kw * " + S(win.dilations[1]) +
+         "; if (ih < 0 || ih >= " + S(g.H) + " || iw < 0 || iw >= " + S(g.W) +
+         ") return " + zero + "; return " +
+         read("((i64)(b * " + S(g.C) + " + z * " + S(g.Cg) + " + ci) * " +
+              S(g.H) + " + ih) * " + S(g.W) + " + iw") +
+         ";";
+}
+
+} // namespace
+
 bool Emitter::conv(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]), &w = val(s.inputs[1]);
   const ValueInfo &y = val(s.outputs[0]);
   if (x.shape.size() != 4)
     return fail(s, "only 2-D convolution has a CUDA kernel yet");
-  Window win(s, x.shape, y.shape, Shape(w.shape.begin() + 2, w.shape.end()));
-  int64_t groups = s.getInt("group", 1);
-  int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3], Co = y.shape[1],
-          OH = y.shape[2], OW = y.shape[3], KH = win.kernel[0],
-          KW = win.kernel[1];
-  int64_t Cg = C / groups, Mg = Co / groups, N = x.shape[0] * OH * OW,
-          K = Cg * KH * KW;
+  ConvGeometry g(s, x.shape, y.shape, w.shape);
+  int64_t Mg = g.Mg, OH = g.OH, OW = g.OW, Co = g.Co;
+  int64_t N = g.Nb * OH * OW, K = g.Cg * g.KH * g.KW;
   bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
   std::string T = ctype(x.dtype), Z = x.dtype == DType::F32 ? "0.0f" : T + "(0.0f)";
   bool f32 = x.dtype == DType::F32;
@@ -156,29 +193,19 @@ bool Emitter::conv(Step &s, const std::string &name) {
                         std::string(ctype(bias ? val(s.inputs[2]).dtype
                                                : x.dtype)) +
                         " *Bias; " + ctype(y.dtype) + " *Y;\n";
-  auto S = [](int64_t v) { return std::to_string(v); };
   std::string widx = "(z * " + S(Mg) + " + m) * " + S(K) + " + k";
   std::string loadA = f32 ? "return ld(Wt, " + widx + ");" : "return Wt[" + widx + "];";
   // Implicit im2col: column n = (image, oh, ow), row k = (ci, kh, kw).
-  std::string xidx = "((i64)(b * " + S(C) + " + z * " + S(Cg) + " + ci) * " +
-                     S(H) + " + ih) * " + S(W) + " + iw";
-  std::string loadB =
-      "int ci = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
-      ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = n / " +
-      S(OH * OW) + ", sp = n % " + S(OH * OW) + ", oh = sp / " + S(OW) +
-      ", ow = sp % " + S(OW) + "; int ih = oh * " + S(win.strides[0]) +
-      " - " + S(win.padBegin[0]) + " + kh * " + S(win.dilations[0]) +
-      ", iw = ow * " + S(win.strides[1]) + " - " + S(win.padBegin[1]) +
-      " + kw * " + S(win.dilations[1]) + "; if (ih < 0 || ih >= " + S(H) +
-      " || iw < 0 || iw >= " + S(W) + ") return " + Z + "; return " +
-      (f32 ? "ld(X, " + xidx + ")" : "X[" + xidx + "]") + ";";
+  std::string loadB = im2colLoad(g, "k", "n", Z, [&](const std::string &i) {
+    return f32 ? "ld(X, " + i + ")" : "X[" + i + "]";
+  });
   std::string epi = "i64 co = z * " + S(Mg) + " + m; int b = n / " +
                     S(OH * OW) + ", sp = n % " + S(OH * OW) + "; float v = acc" +
                     (bias ? " + ld(Bias, co)" : "") + ";" +
                     (s.has("cuda.fused_relu") ? " v = fmaxf(v, 0.0f);" : "") +
                     " st(Y, (b * " + S(Co) +
                     " + co) * " + S(OH * OW) + " + sp, v);";
-  gemmKernel(s, name, x.dtype, Mg, N, K, groups,
+  gemmKernel(s, name, x.dtype, Mg, N, K, g.groups,
              "  c.X = in0; c.Wt = in1; c.Bias = " +
                  std::string(bias ? "in2" : "nullptr") + "; c.Y = out0;\n",
              loadA, loadB, epi, members);
@@ -196,13 +223,11 @@ bool Emitter::convGrad(Step &s, const std::string &name, bool weight) {
   const ValueInfo &x = weight ? other : out, &w = weight ? out : other;
   if (x.shape.size() != 4)
     return fail(s, "only 2-D convolution gradients have a CUDA kernel yet");
-  Window win(s, x.shape, dy.shape, Shape(w.shape.begin() + 2, w.shape.end()));
-  int64_t groups = s.getInt("group", 1);
-  int64_t C = x.shape[1], H = x.shape[2], W = x.shape[3], Co = dy.shape[1],
-          OH = dy.shape[2], OW = dy.shape[3], KH = win.kernel[0],
-          KW = win.kernel[1], Nb = x.shape[0];
-  int64_t Cg = C / groups, Mg = Co / groups;
-  auto S = [](int64_t v) { return std::to_string(v); };
+  ConvGeometry g(s, x.shape, dy.shape, w.shape);
+  const Window &win = g.win;
+  int64_t C = g.C, H = g.H, W = g.W, Co = g.Co, OH = g.OH, OW = g.OW,
+          KH = g.KH, KW = g.KW, Nb = g.Nb, Cg = g.Cg, Mg = g.Mg,
+          groups = g.groups;
   std::string T = ctype(dy.dtype);
   bool f32 = dy.dtype == DType::F32;
   std::string Z = f32 ? "0.0f" : T + "(0.0f)";
@@ -218,17 +243,10 @@ bool Emitter::convGrad(Step &s, const std::string &name, bool weight) {
         "int b = k / " + S(OH * OW) + ", sp = k % " + S(OH * OW) +
         "; return " + rd("G", "((i64)b * " + S(Co) + " + z * " + S(Mg) +
                                   " + m) * " + S(OH * OW) + " + sp") + ";";
-    std::string loadB = // im2col(x)[n = (ci,kh,kw), k = (b, oh, ow)]
-        "int ci = n / " + S(KH * KW) + ", kr = n % " + S(KH * KW) +
-        ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = k / " +
-        S(OH * OW) + ", sp = k % " + S(OH * OW) + ", oh = sp / " + S(OW) +
-        ", ow = sp % " + S(OW) + "; int ih = oh * " + S(win.strides[0]) +
-        " - " + S(win.padBegin[0]) + " + kh * " + S(win.dilations[0]) +
-        ", iw = ow * " + S(win.strides[1]) + " - " + S(win.padBegin[1]) +
-        " + kw * " + S(win.dilations[1]) + "; if (ih < 0 || ih >= " + S(H) +
-        " || iw < 0 || iw >= " + S(W) + ") return " + Z + "; return " +
-        rd("O", "((i64)(b * " + S(C) + " + z * " + S(Cg) + " + ci) * " +
-                    S(H) + " + ih) * " + S(W) + " + iw") + ";";
+    // im2col(x)[n = (ci,kh,kw), k = (b, oh, ow)]
+    std::string loadB = im2colLoad(g, "n", "k", Z, [&](const std::string &i) {
+      return rd("O", i);
+    });
     std::string epi = "st(Y, (z * " + S(Mg) + " + m) * " + S(K) + " + n, acc);";
     gemmKernel(s, name, dy.dtype, Mg, K, N, groups, prologue, loadA, loadB,
                epi, members);
