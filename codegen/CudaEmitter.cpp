@@ -255,6 +255,43 @@ bool Emitter::gather(Step &s, const std::string &name) {
   return true;
 }
 
+/// Scatter-add without atomics, in index order like the CPU backend (so
+/// the sums are the same): into an FP32 result each thread owns one
+/// (outer, inner) column and walks the indices; any other result type
+/// accumulates each element in FP32 from the indices that select it.
+bool Emitter::gatherGrad(Step &s, const std::string &name) {
+  const ValueInfo &g = val(s.inputs[0]), &idx = val(s.inputs[1]);
+  const ValueInfo &y = val(s.outputs[0]);
+  int64_t rank = y.shape.size(), axis = s.getInt("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  AxisSplit sp = splitAt(y.shape, axis);
+  int64_t ni = numElements(idx.shape);
+  if (numElements(g.shape) != sp.outer * ni * sp.inner)
+    return fail(s, "the gradient does not match the gathered shape");
+  std::string D = std::to_string(sp.dim) + "LL", I = std::to_string(sp.inner) + "LL",
+              NI = std::to_string(ni) + "LL";
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n";
+  if (y.dtype == DType::F32) {
+    cu << "  if (i >= " << sp.outer * sp.inner << "LL) return;\n  i64 in = i % "
+       << I << ", o = i / " << I << ";\n  for (i64 k = 0; k < " << D
+       << "; ++k) out0[(o * " << D << " + k) * " << I << " + in] = 0.0f;\n"
+       << "  for (i64 j = 0; j < " << NI << "; ++j) { i64 k = in1[j]; if (k < 0) k += "
+       << D << "; out0[(o * " << D << " + k) * " << I << " + in] += ld(in0, (o * "
+       << NI << " + j) * " << I << " + in); }\n}\n\n";
+    launch1d(s, name, sp.outer * sp.inner);
+    return true;
+  }
+  int64_t n = numElements(y.shape);
+  cu << "  if (i >= " << n << "LL) return;\n  i64 in = i % " << I
+     << ", t = i / " << I << ", k = t % " << D << ", o = t / " << D
+     << ";\n  float acc = 0.0f;\n  for (i64 j = 0; j < " << NI
+     << "; ++j) { i64 kj = in1[j]; if (kj < 0) kj += " << D
+     << "; if (kj == k) acc += ld(in0, (o * " << NI << " + j) * " << I
+     << " + in); }\n  st(out0, i, acc);\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
 /// Concat (`concatenate`) or Split along the axis: over the elements of the
 /// whole, find the part owning the coordinate and move the element there.
 bool Emitter::axisParts(Step &s, const std::string &name, bool concatenate) {
@@ -366,6 +403,8 @@ bool Emitter::emitStep(Step &s, size_t index) {
     return slice(s, name);
   if (op == "gather")
     return gather(s, name);
+  if (op == "gather_grad")
+    return gatherGrad(s, name);
   if (op == "concat" || op == "split")
     return axisParts(s, name, op == "concat");
   if (op == "conv_grad_input" || op == "conv_grad_weight")
@@ -376,8 +415,8 @@ bool Emitter::emitStep(Step &s, size_t index) {
     const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
     return stridedCopy(s, name, 0, broadcastStrides(x.shape, y.shape));
   }
-  if (op == "softmax_cross_entropy_loss_grad")
-    return crossEntropyGrad(s, name);
+  if (op == "softmax_cross_entropy_loss_grad" || op == "nll_loss_grad")
+    return crossEntropyGrad(s, name, op != "nll_loss_grad");
   if (op == "unscale_grads")
     return unscaleGrads(s, name);
   if (op == "update_loss_scale")

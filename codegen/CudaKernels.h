@@ -80,6 +80,7 @@ struct Emitter {
   bool transpose(Step &s, const std::string &name);
   bool slice(Step &s, const std::string &name);
   bool gather(Step &s, const std::string &name);
+  bool gatherGrad(Step &s, const std::string &name);
   bool axisParts(Step &s, const std::string &name, bool concatenate);
   bool trilu(Step &s, const std::string &name);
   bool pad(Step &s, const std::string &name);
@@ -103,7 +104,7 @@ struct Emitter {
   bool globalAveragePool(Step &s, const std::string &name);
   bool crossEntropy(Step &s, const std::string &name, bool fromLogProb = false);
   bool poolGrad(Step &s, const std::string &name, bool max);
-  bool crossEntropyGrad(Step &s, const std::string &name);
+  bool crossEntropyGrad(Step &s, const std::string &name, bool withSoftmax);
   bool unscaleGrads(Step &s, const std::string &name);
   bool updateLossScale(Step &s, const std::string &name);
 };

@@ -258,7 +258,11 @@ bool Emitter::poolGrad(Step &s, const std::string &name, bool max) {
 
 /// d(loss)/d(scores) of softmax cross-entropy: one block; the weight sum
 /// ("mean") first, then every row.
-bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
+/// softmax_cross_entropy_loss_grad (`withSoftmax`: softmax(logp) * scale
+/// everywhere, minus scale at the label) or nll_loss_grad (-scale at the
+/// label only); scale = weight[label] * dloss / denom, as the CPU backend.
+bool Emitter::crossEntropyGrad(Step &s, const std::string &name,
+                               bool withSoftmax) {
   const ValueInfo &lp = val(s.inputs[1]);
   if (lp.shape.size() != 2)
     return fail(s, "only [N, C] scores have a CUDA kernel yet");
@@ -269,6 +273,7 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   std::string skip = ignore ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
                             : std::string("false");
   std::string w = weights ? "ld(in3, label)" : "1.0f";
+  std::string at = "n * " + std::to_string(C) + " + c";
   cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"
      << "  float wsum = 0.0f;\n  for (i64 n = threadIdx.x; n < " << N
      << "; n += 256) { i64 label = in2[n]; if (!(" << skip << ")) wsum += "
@@ -280,9 +285,9 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
      << "    i64 label = in2[n];\n"
      << "    float scale = (" << skip << ") ? 0.0f : " << w << " * ld(in0, "
      << (red == "none" ? "n" : "0") << ") / denom;\n"
-     << "    for (i64 c = 0; c < " << C << "; ++c) st(out0, n * " << C
-     << " + c, expf(ld(in1, n * " << C
-     << " + c)) * scale - (c == label ? scale : 0.0f));\n  }\n}\n\n";
+     << "    for (i64 c = 0; c < " << C << "; ++c) st(out0, " << at << ", "
+     << (withSoftmax ? "expf(ld(in1, " + at + ")) * scale - " : "-")
+     << "(c == label ? scale : 0.0f));\n  }\n}\n\n";
   barrier = true;
   launch(s, name, {1, 1, 1}, {256, 1, 1});
   return true;
