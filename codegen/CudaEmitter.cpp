@@ -128,7 +128,8 @@ void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block) 
         << "]";
     ++k;
   }
-  emu << "); });\n}\n";
+  emu << "); });\n}\nextern \"C\" { int emu_" << name << "_nparams = " << k
+      << "; }\n";
   barrier = false;
 }
 

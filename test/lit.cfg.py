@@ -51,3 +51,6 @@ if shutil.which("cuobjdump") or (wheel_bin and os.path.exists(os.path.join(wheel
     if wheel_bin:
         llvm_config.with_environment("PATH", wheel_bin, append_path=True)
 config.substitutions.append(("%cxx", shutil.which("g++") or "g++"))
+# The CUDA driver double (test/codegen/FakeCudaDriver.cpp): MPC_CUDA_DRIVER
+# pointed at it runs --device cuda on the host.
+config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(config.mpc_obj_root, "lib", "libmpc-fake-cuda.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))

@@ -10,6 +10,7 @@
 #define MPC_RUNTIME_CUDA_CUDADEVICE_H
 
 #include "runtime/Plan.h"
+#include "runtime/Session.h"
 
 #include <map>
 #include <string>
@@ -27,11 +28,18 @@ struct CudaInfo {
 /// Looks for the driver and a device; never fails loudly.
 CudaInfo probeCuda();
 
-/// Runs an artifact's plan on GPU 0: loads `<dir>/kernels.fatbin`, places
-/// every value in one arena (planDeviceMemory), uploads parameters,
-/// constants and `inputs`, launches each step's kernel and copies the
-/// outputs back. `milliseconds`, when given, receives the kernel time of
-/// `repeat` more runs (median).
+/// A session on GPU 0 for an artifact's plan: loads `<dir>/kernels.fatbin`,
+/// places every value in one arena (planDeviceMemory) and uploads the
+/// parameters' initial values and the constants. With `graph`, runs launch
+/// one captured CUDA graph of the whole step. Null with `error` without a
+/// GPU.
+std::unique_ptr<Session> openCudaSession(const Plan &plan,
+                                         const std::string &dir, bool graph,
+                                         std::string &error);
+
+/// Runs an artifact's plan once on GPU 0 with `inputs` (by name) and copies
+/// the outputs back. `milliseconds`, when given, receives the median time
+/// of `repeat` more runs (a captured CUDA graph each).
 bool runPlanCuda(const Plan &plan, const std::string &dir,
                  const std::map<std::string, Tensor> &inputs,
                  std::vector<Tensor> &outputs, std::string &error,

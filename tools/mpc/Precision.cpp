@@ -157,8 +157,13 @@ void PrecisionFlags::addTrainStepPasses(mlir::OpPassManager &pm) const {
     pm.addPass(mlir::mpc::createMasterWeights());
   LossScaleSpec spec;
   std::string error;
-  if (lossScale && parseLossScale(*lossScale, precision, spec, error) &&
-      spec.mode != "none")
+  if (!lossScale || !parseLossScale(*lossScale, precision, spec, error))
+    return;
+  if (spec.mode == "none" && finiteCheck) {
+    spec.options.mode = "static";
+    spec.options.scale = 1.0;
+  }
+  if (spec.options.mode != "none")
     pm.addPass(mlir::mpc::createLossScaling(spec.options));
 }
 

@@ -21,6 +21,10 @@ struct PrecisionFlags {
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale;
 
+  /// Without loss scaling, still add mpc-loss-scaling at a static scale of
+  /// 1 for its all-finite flag (results unchanged: the unscale is exact).
+  bool finiteCheck = false;
+
   bool isLow() const { return precision != "fp32"; }
   /// Checks the flag values; false with a one-line `error`.
   bool validate(std::string &error) const;

@@ -105,6 +105,11 @@ static cl::opt<std::string>
 static PrecisionFlags precisionFlags(trainCommand, /*training=*/true);
 static cl::opt<std::string> trainDevice("device", cl::desc("cpu | cuda"),
                                         cl::init("cpu"), cl::sub(trainCommand));
+static cl::opt<bool> cudaGraph(
+    "cuda-graph",
+    cl::desc("With --device cuda, launch each step as one captured CUDA "
+             "graph (default on; =false launches kernel by kernel)"),
+    cl::init(true), cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -350,6 +355,9 @@ int runTrain() {
     return reportError(model + ": a TrainingInfoProto algorithm trains in "
                                "fp32 for now (drop --precision, or pass "
                                "--optimizer to train with mpc's own step)");
+  // On the GPU the skip decision reads one flag instead of every gradient:
+  // without scaling, an unscale by 1 (exact) provides it.
+  precisionFlags.finiteCheck = trainDevice == "cuda";
   step = algorithm ? buildAlgorithmStep(*module, error)
                    : buildTrainStep(*module, lossName, &precisionFlags, error);
   if (!step)
@@ -478,10 +486,34 @@ int runTrain() {
       return reportError("cannot resume from " + checkpoint + ": " + error);
     outs() << "resumed from " << checkpoint << " at step " << first << "\n";
   }
-  bool scaling = state.count("mpc.loss_scale") || foundInfIndex >= 0;
+  // (--device cuda adds an all-finite check without scaling: not shown.)
+  bool scaling = state.count("mpc.loss_scale") ||
+                 (foundInfIndex >= 0 && precisionFlags.lossScaleMode() != "none");
   if (state.count("mpc.loss_scale"))
     scale = state["mpc.loss_scale"].getFloat(0);
   double firstScale = scale;
+  // Weights and state live in the session from here on (on the GPU for
+  // --device cuda); `params` and `state` are read back for checkpoints and
+  // the trained model.
+  std::unique_ptr<rt::Session> session =
+      cudaDir.empty() ? rt::openCpuSession(plan)
+                      : rt::openCudaSession(plan, cudaDir, cudaGraph, error);
+  if (!session)
+    return reportError(model + ": " + error);
+  auto toSession = [&](const std::map<std::string, rt::Tensor> &m) {
+    for (const auto &[name, t] : m)
+      if (rt::valueOfName(plan, name) >= 0 && !session->set(name, t, error))
+        return false;
+    return true;
+  };
+  auto fromSession = [&](std::map<std::string, rt::Tensor> &m) {
+    for (auto &[name, t] : m)
+      if (rt::valueOfName(plan, name) >= 0 && !session->get(name, t, error))
+        return false;
+    return true;
+  };
+  if (!toSession(params) || !toSession(state))
+    return reportError(model + ": " + error);
   std::vector<int64_t> order(samples);
   std::string log;
   bool tty = isatty(STDOUT_FILENO);
@@ -498,9 +530,9 @@ int runTrain() {
         std::shuffle(order.begin(), order.end(), rng);
       }
     }
-    std::map<std::string, rt::Tensor> feeds = params;
-    for (const auto &[name, t] : state)
-      feeds[name] = t;
+    // Per-step inputs: the optimizer's scalars and the batch (weights and
+    // state already live in the session).
+    std::map<std::string, rt::Tensor> feeds;
     if (!algorithm) { // this step's optimizer scalars
       int64_t t = state["mpc.opt.t"].getInt(0) + 1;
       rt::Tensor firstStep(rt::DType::I1, {});
@@ -519,45 +551,60 @@ int runTrain() {
     }
     for (const auto &[name, t] : arrays)
       feeds[name] = gatherRows(t, order.data() + k * batch, batch);
-    std::vector<rt::Tensor> results;
-    rt::RunStats stats;
-    // (The CUDA runtime does not count underflows yet.)
-    if (!(cudaDir.empty()
-              ? rt::runPlan(plan, feeds, results, error, &stats)
-              : rt::runPlanCuda(plan, cudaDir, feeds, results, error)))
+    if (!toSession(feeds))
+      return reportError(model + ": " + error);
+    if (!session->run(error))
       return reportError(model + ": step " + std::to_string(s + 1) + ": " +
                          error);
-    // Step health: non-finite gradient elements; a step with any is
-    // skipped, so inf/NaN never reaches the master weights.
+    // Step health: the all-finite flag, and the non-finite gradient
+    // elements (read from the device only when the flag is up); a step
+    // with any is skipped, so inf/NaN never reaches the master weights.
+    rt::Tensor lossT, flag;
+    bool flagged = false;
+    if (!session->output(lossIndex, lossT, error) ||
+        (foundInfIndex >= 0 && !session->output(foundInfIndex, flag, error)))
+      return reportError(model + ": " + error);
+    flagged = foundInfIndex >= 0 && flag.getInt(0);
     int64_t overflow = 0;
-    for (const auto &[index, name] : gradOutputs) {
-      const rt::Tensor &g = results[index];
-      for (int64_t i = 0; i < g.size(); ++i)
-        overflow += !std::isfinite(g.getFloat(i));
-    }
-    bool skip = overflow > 0 ||
-                (foundInfIndex >= 0 && results[foundInfIndex].getInt(0));
+    if (foundInfIndex < 0 || flagged)
+      for (const auto &[index, name] : gradOutputs) {
+        rt::Tensor g;
+        if (!session->output(index, g, error))
+          return reportError(model + ": " + error);
+        for (int64_t i = 0; i < g.size(); ++i)
+          overflow += !std::isfinite(g.getFloat(i));
+      }
+    bool skip = overflow > 0 || flagged;
     double stepScale = scale;
+    bool fed = true;
     if (algorithm) {
       for (const auto &[name, index] : bindings)
-        params[name] = results[index];
+        fed = fed && session->feedBack(index, name, error);
     } else if (!skip) {
       for (const auto &[index, name] : gradOutputs)
-        params[name] = results[outputIndex.at("mpc.new." + name)];
+        fed = fed && session->feedBack(outputIndex.at("mpc.new." + name),
+                                       name, error);
       state["mpc.opt.t"].setInt(0, state["mpc.opt.t"].getInt(0) + 1);
     }
-    // Loss-scale state always moves on; optimizer state only on a step
-    // that was taken.
-    for (auto &[name, t] : state)
-      if (outputIndex.count(name) &&
-          (!skip || !StringRef(name).starts_with("mpc.opt.")))
-        t = results[outputIndex.at(name)];
+    // Loss-scale state always moves on (and is read back: two scalars);
+    // optimizer state only on a step that was taken.
+    for (auto &[name, t] : state) {
+      if (!outputIndex.count(name) ||
+          (skip && StringRef(name).starts_with("mpc.opt.")))
+        continue;
+      fed = fed && session->feedBack(outputIndex.at(name), name, error);
+      if (StringRef(name).starts_with("mpc.loss_scale"))
+        fed = fed && session->output(outputIndex.at(name), t, error);
+    }
+    if (!fed)
+      return reportError(model + ": " + error);
     if (state.count("mpc.loss_scale"))
       scale = state["mpc.loss_scale"].getFloat(0);
     skipped += skip;
     skippedInARow = skip ? skippedInARow + 1 : 0;
-    underflowTotal += stats.underflow;
-    float loss = results[lossIndex].getFloat(0);
+    int64_t underflow = session->underflow(); // -1: not counted
+    underflowTotal += std::max<int64_t>(underflow, 0);
+    float loss = lossT.getFloat(0);
     log += formatv("{{\"step\": {0}, \"loss\": {1}, \"loss_scale\": {2}, "
                    "\"skipped\": {3}, \"grad_underflow\": {4}, "
                    "\"grad_overflow\": {5}}\n",
@@ -566,7 +613,8 @@ int runTrain() {
                    std::isfinite(loss) ? formatv("{0}", llvm::format("%.9g", loss)).str()
                                        : std::string("null"),
                    llvm::format("%.9g", stepScale), skip ? "true" : "false",
-                   stats.underflow, overflow)
+                   underflow < 0 ? std::string("null") : std::to_string(underflow),
+                   overflow)
                .str();
     double secs = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
@@ -591,7 +639,8 @@ int runTrain() {
     }
     if (!checkpoint.empty() &&
         ((s + 1) % checkpointEvery == 0 || s + 1 == steps) &&
-        !saveCheckpoint(checkpoint, s + 1, params, state, error))
+        (!fromSession(params) || !fromSession(state) ||
+         !saveCheckpoint(checkpoint, s + 1, params, state, error)))
       return reportError(error);
     if (scaling && skippedInARow >= 20 && stepScale <= 1.0)
       return reportError(
@@ -610,11 +659,14 @@ int runTrain() {
   }
   if (precisionFlags.isLow() || scaling || skipped)
     outs() << format("precision %s: %lld of %lld steps skipped for inf/NaN "
-                     "gradients; loss scale %g -> %g; %lld gradient elements "
-                     "flushed to zero\n",
+                     "gradients; loss scale %g -> %g; ",
                      precisionFlags.precision.c_str(), (long long)skipped,
-                     (long long)(steps - first), firstScale, scale,
-                     (long long)underflowTotal);
+                     (long long)(steps - first), firstScale, scale)
+           << (session->underflow() < 0
+                   ? std::string("gradient underflow not counted on this device")
+                   : std::to_string(underflowTotal) +
+                         " gradient elements flushed to zero")
+           << "\n";
   if (!metrics.empty()) {
     std::string tmp = metrics + ".tmp";
     {
@@ -627,6 +679,8 @@ int runTrain() {
       return reportError("cannot write " + metrics);
   }
   if (!outputModel.empty()) {
+    if (!fromSession(params))
+      return reportError(model + ": " + error);
     std::map<std::string, std::vector<float>> weights;
     for (const auto &[name, t] : params)
       weights[name] = std::vector<float>(t.data<float>(),

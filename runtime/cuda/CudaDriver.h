@@ -1,0 +1,65 @@
+//===- CudaDriver.h - the CUDA driver API, loaded at run time ----*- C++ -*-===//
+//
+// Private to runtime/cuda/. The entry points mpc uses, looked up with
+// dlsym in libcuda.so.1 (or the library MPC_CUDA_DRIVER names: the tests
+// point it at a host-emulating double of the driver).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_CUDADRIVER_H
+#define MPC_RUNTIME_CUDA_CUDADRIVER_H
+
+#include <cstddef>
+#include <string>
+
+namespace mpc::rt::cu {
+
+// The driver's C types.
+using Result = int;
+using Device = int;
+using DevicePtr = unsigned long long;
+using Handle = void *;
+
+struct Driver {
+  void *lib = nullptr;
+  Result (*init)(unsigned);
+  Result (*driverVersion)(int *);
+  Result (*deviceCount)(int *);
+  Result (*deviceGet)(Device *, int);
+  Result (*deviceName)(char *, int, Device);
+  Result (*deviceAttribute)(int *, int, Device);
+  Result (*primaryCtxRetain)(Handle *, Device);
+  Result (*ctxSetCurrent)(Handle);
+  Result (*moduleLoad)(Handle *, const char *);
+  Result (*moduleUnload)(Handle);
+  Result (*moduleGetFunction)(Handle *, Handle, const char *);
+  Result (*memAlloc)(DevicePtr *, size_t);
+  Result (*memFree)(DevicePtr);
+  Result (*memcpyHtoD)(DevicePtr, const void *, size_t, Handle);
+  Result (*memcpyDtoH)(void *, DevicePtr, size_t, Handle);
+  Result (*memcpyDtoD)(DevicePtr, DevicePtr, size_t, Handle);
+  Result (*streamCreate)(Handle *, unsigned);
+  Result (*streamDestroy)(Handle);
+  Result (*streamSynchronize)(Handle);
+  Result (*streamBeginCapture)(Handle, int);
+  Result (*streamEndCapture)(Handle, Handle *);
+  Result (*graphInstantiate)(Handle *, Handle, unsigned long long);
+  Result (*graphLaunch)(Handle, Handle);
+  Result (*graphExecDestroy)(Handle);
+  Result (*graphDestroy)(Handle);
+  Result (*launch)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   unsigned, unsigned, Handle, void **, void **);
+  Result (*errorString)(Result, const char **);
+
+  /// Loads the library and its symbols once; "" on success, else why not.
+  std::string load();
+  /// The driver's name for `r`.
+  std::string describe(Result r) const;
+};
+
+/// The process's driver (loaded on first use by load()).
+Driver &driver();
+
+} // namespace mpc::rt::cu
+
+#endif // MPC_RUNTIME_CUDA_CUDADRIVER_H

@@ -1,0 +1,219 @@
+//===- CudaSession.cpp - a plan on the GPU, state resident ----------------===//
+//
+// One arena (planDeviceMemory) holds every value; inputs, parameters and
+// outputs have ranges of their own, so a parameter keeps its value across
+// runs and a fed-back output is one device-to-device copy. All work goes
+// to one stream; with graphs on, the first run captures the step's
+// launches into a CUDA graph and every run launches that graph (the
+// kernels' arguments are arena addresses, fixed for the session).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/MemoryPlan.h"
+
+#include <algorithm>
+
+namespace mpc::rt {
+namespace {
+
+using namespace cu;
+
+class CudaSession : public Session {
+public:
+  CudaSession(const Plan &plan, bool useGraph)
+      : plan(plan), d(driver()), useGraph(useGraph) {}
+
+  ~CudaSession() override {
+    if (exec)
+      d.graphExecDestroy(exec);
+    if (stream)
+      d.streamDestroy(stream);
+    if (base)
+      d.memFree(base);
+    if (module)
+      d.moduleUnload(module);
+  }
+
+  bool open(const std::string &dir, std::string &error) {
+    Device dev;
+    Handle ctx;
+    std::string image = dir + "/kernels.fatbin";
+    if (!check(d.deviceGet(&dev, 0), "cuDeviceGet", error) ||
+        !check(d.primaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain",
+               error) ||
+        !check(d.ctxSetCurrent(ctx), "cuCtxSetCurrent", error) ||
+        !check(d.moduleLoad(&module, image.c_str()),
+               "loading " + image + " (compile with nvcc present)", error) ||
+        !check(d.streamCreate(&stream, 0), "cuStreamCreate", error))
+      return false;
+    fns.assign(plan.steps.size(), nullptr);
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step &s = plan.steps[i];
+      std::string name = s.getString("cuda.kernel", "");
+      if (name.empty() && s.has("cuda.alias"))
+        continue;
+      if (name.empty())
+        return (error = "step '" + s.name + "' (" + s.op +
+                        ") has no CUDA kernel",
+                false);
+      if (!check(d.moduleGetFunction(&fns[i], module, name.c_str()), name,
+                 error))
+        return false;
+    }
+    int64_t arena = planDeviceMemory(plan, offsets);
+    if (!check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
+               "allocating " + std::to_string(arena) + " bytes", error))
+      return false;
+    for (const Parameter &p : plan.params)
+      if (!upload(p.value, p.init, error))
+        return false;
+    for (const auto &[id, t] : plan.constants)
+      if (!upload(id, t, error))
+        return false;
+    return true;
+  }
+
+  bool set(const std::string &name, const Tensor &t,
+           std::string &error) override {
+    int v = valueOfName(plan, name);
+    if (v < 0)
+      return (error = "the plan has no input '" + name + "'", false);
+    const ValueInfo &info = plan.values[v];
+    if (t.dtype() != info.dtype || t.shape() != info.shape)
+      return (error = "input '" + name + "' has the wrong type or shape",
+              false);
+    return upload(v, t, error);
+  }
+
+  bool run(std::string &error) override {
+    if (!useGraph) {
+      if (!launchAll(error))
+        return false;
+    } else {
+      if (!exec) {
+        Handle graph = nullptr;
+        if (!check(d.streamBeginCapture(stream, 1 /*THREAD_LOCAL*/),
+                   "cuStreamBeginCapture", error))
+          return false;
+        bool ok = launchAll(error);
+        Result ended = d.streamEndCapture(stream, &graph);
+        if (!ok || !check(ended, "capturing the step's CUDA graph", error) ||
+            !check(d.graphInstantiate(&exec, graph, 0),
+                   "instantiating the step's CUDA graph", error))
+          return false;
+        d.graphDestroy(graph);
+      }
+      if (!check(d.graphLaunch(exec, stream), "cuGraphLaunch", error))
+        return false;
+    }
+    return check(d.streamSynchronize(stream), "running the kernels", error);
+  }
+
+  bool output(size_t index, Tensor &t, std::string &error) override {
+    if (index >= plan.outputs.size())
+      return (error = "no output " + std::to_string(index), false);
+    return download(plan.outputs[index].value, t, error);
+  }
+
+  bool feedBack(size_t index, const std::string &name,
+                std::string &error) override {
+    int to = valueOfName(plan, name);
+    if (index >= plan.outputs.size() || to < 0)
+      return (error = "cannot feed output " + std::to_string(index) +
+                      " back into '" + name + "'",
+              false);
+    int from = plan.outputs[index].value;
+    const ValueInfo &a = plan.values[from], &b = plan.values[to];
+    if (a.dtype != b.dtype || a.shape != b.shape)
+      return (error = "output '" + plan.outputs[index].name +
+                      "' does not match input '" + name + "'",
+              false);
+    if (offsets[from] == offsets[to])
+      return true;
+    return check(d.memcpyDtoD(base + offsets[to], base + offsets[from],
+                              bytes(to), stream),
+                 "copying '" + plan.outputs[index].name + "' to '" + name +
+                     "'",
+                 error);
+  }
+
+  bool get(const std::string &name, Tensor &t, std::string &error) override {
+    int v = valueOfName(plan, name);
+    if (v < 0)
+      return (error = "the plan has no input '" + name + "'", false);
+    return download(v, t, error);
+  }
+
+  int64_t underflow() const override { return -1; }
+
+private:
+  const Plan &plan;
+  Driver &d;
+  bool useGraph;
+  Handle module = nullptr, stream = nullptr, exec = nullptr;
+  DevicePtr base = 0;
+  std::vector<Handle> fns;
+  std::vector<int64_t> offsets;
+
+  bool check(Result r, const std::string &what, std::string &error) const {
+    if (r)
+      error = what + ": " + d.describe(r);
+    return r == 0;
+  }
+  size_t bytes(int v) const {
+    const ValueInfo &info = plan.values[v];
+    return (size_t)numElements(info.shape) * dtypeSize(info.dtype);
+  }
+  bool upload(int v, const Tensor &t, std::string &error) {
+    return check(d.memcpyHtoD(base + offsets[v], t.raw(), t.bytes(), stream),
+                 "upload", error);
+  }
+  bool download(int v, Tensor &t, std::string &error) {
+    const ValueInfo &info = plan.values[v];
+    t = Tensor(info.dtype, info.shape);
+    return check(d.memcpyDtoH(t.raw(), base + offsets[v], t.bytes(), stream),
+                 "download", error) &&
+           check(d.streamSynchronize(stream), "download", error);
+  }
+  bool launchAll(std::string &error) {
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (!fns[i])
+        continue;
+      const Step &s = plan.steps[i];
+      std::vector<DevicePtr> ptrs;
+      for (int v : s.inputs)
+        ptrs.push_back(v >= 0 ? base + offsets[v] : 0);
+      for (int v : s.outputs)
+        ptrs.push_back(base + offsets[v]);
+      std::vector<void *> args;
+      for (DevicePtr &p : ptrs)
+        args.push_back(&p);
+      auto grid = *s.getInts("cuda.grid"), block = *s.getInts("cuda.block");
+      if (!check(d.launch(fns[i], grid[0], grid[1], grid[2], block[0],
+                          block[1], block[2], 0, stream, args.data(), nullptr),
+                 "launching " + s.getString("cuda.kernel", ""), error))
+        return false;
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Session> openCudaSession(const Plan &plan,
+                                         const std::string &dir, bool graph,
+                                         std::string &error) {
+  CudaInfo info = probeCuda();
+  if (!info.available) {
+    error = info.reason;
+    return nullptr;
+  }
+  auto s = std::make_unique<CudaSession>(plan, graph);
+  if (!s->open(dir, error))
+    return nullptr;
+  return s;
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,191 @@
+//===- FakeCudaDriver.cpp - a CUDA driver double that runs on the host ----===//
+//
+// libmpc-fake-cuda.so exports the driver API entry points mpc's runtime
+// uses (runtime/cuda/CudaDriver.h). Pointed at with MPC_CUDA_DRIVER, it
+// lets the tests run `mpc train --device cuda` and `mpc run DIR --device
+// cuda` end to end without a GPU: "device memory" is host memory, and
+// cuModuleLoad(DIR/kernels.fatbin) builds DIR/kernels.cu for the host with
+// test/codegen/Inputs/cuda_host_shim.h (g++, MPC_FAKE_CUDA_SRC = the mpc
+// source tree) and runs its emulated kernels. Stream capture records
+// launches into a graph that cuGraphLaunch replays; copies during a
+// capture are refused, as mpc never makes them. With MPC_FAKE_CUDA_LOG set,
+// appends what crossed the "bus" at exit: kernel and graph launches and
+// bytes copied each way.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+namespace {
+
+using Result = int;
+using DevicePtr = unsigned long long;
+constexpr Result kOk = 0, kInvalidValue = 1, kNotFound = 301,
+                 kInvalidImage = 200, kCaptureUnsupported = 900;
+
+struct Kernel {
+  void (*fn)(void **);
+  int params;
+};
+struct Launch {
+  const Kernel *kernel;
+  std::vector<void *> args;
+};
+using Graph = std::vector<Launch>;
+
+struct Stats {
+  long long launches = 0, graphLaunches = 0, htod = 0, dtoh = 0, dtod = 0;
+  ~Stats() {
+    if (const char *log = std::getenv("MPC_FAKE_CUDA_LOG"))
+      if (FILE *f = std::fopen(log, "a")) {
+        std::fprintf(f,
+                     "kernel launches %lld, graph launches %lld, bytes to "
+                     "device %lld, to host %lld, device to device %lld\n",
+                     launches, graphLaunches, htod, dtoh, dtod);
+        std::fclose(f);
+      }
+  }
+} stats;
+void *capturing = nullptr; // the stream being captured
+Graph *recording = nullptr;
+
+void run(const Launch &l) { l.kernel->fn(const_cast<void **>(l.args.data())); }
+
+} // namespace
+
+extern "C" {
+
+Result cuInit(unsigned) { return kOk; }
+Result cuDriverGetVersion(int *v) { return *v = 13000, kOk; }
+Result cuDeviceGetCount(int *n) { return *n = 1, kOk; }
+Result cuDeviceGet(int *d, int i) { return *d = i, i == 0 ? kOk : kInvalidValue; }
+Result cuDeviceGetName(char *name, int len, int) {
+  std::snprintf(name, len, "mpc host emulation");
+  return kOk;
+}
+Result cuDeviceGetAttribute(int *v, int attr, int) {
+  *v = attr == 75 ? 8 : 0; // compute capability 8.0
+  return kOk;
+}
+Result cuDevicePrimaryCtxRetain(void **ctx, int) {
+  static int context;
+  return *ctx = &context, kOk;
+}
+Result cuCtxSetCurrent(void *) { return kOk; }
+
+Result cuModuleLoad(void **module, const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return kNotFound;
+  std::string dir(path);
+  dir = dir.substr(0, dir.rfind('/'));
+  const char *src = std::getenv("MPC_FAKE_CUDA_SRC");
+  if (!src)
+    return kInvalidImage;
+  std::string lib = dir + "/kernels.host.so";
+  std::string cmd = "g++ -O1 -std=c++17 -shared -fPIC -DMPC_HOST_EMULATION -I" +
+                    std::string(src) + " -include " + src +
+                    "/test/codegen/Inputs/cuda_host_shim.h -x c++ " + dir +
+                    "/kernels.cu -o " + lib + " -lpthread";
+  if (std::system(cmd.c_str()) != 0)
+    return kInvalidImage;
+  *module = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  return *module ? kOk : kInvalidImage;
+}
+Result cuModuleUnload(void *module) { return dlclose(module), kOk; }
+Result cuModuleGetFunction(void **fn, void *module, const char *name) {
+  std::string emu = std::string("emu_") + name;
+  auto f = (void (*)(void **))dlsym(module, emu.c_str());
+  auto n = (int *)dlsym(module, (emu + "_nparams").c_str());
+  if (!f || !n)
+    return kNotFound;
+  *fn = new Kernel{f, *n};
+  return kOk;
+}
+
+Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
+  void *m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!m)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  std::memset(m, 0xA5, bytes); // poisoned: unwritten reads show
+  return *p = (DevicePtr)m, kOk;
+}
+Result cuMemFree_v2(DevicePtr p) { return std::free((void *)p), kOk; }
+Result cuMemcpyHtoDAsync_v2(DevicePtr to, const void *from, size_t n, void *s) {
+  if (capturing && s == capturing)
+    return kCaptureUnsupported;
+  std::memcpy((void *)to, from, n);
+  return stats.htod += n, kOk;
+}
+Result cuMemcpyDtoHAsync_v2(void *to, DevicePtr from, size_t n, void *s) {
+  if (capturing && s == capturing)
+    return kCaptureUnsupported;
+  std::memcpy(to, (const void *)from, n);
+  return stats.dtoh += n, kOk;
+}
+Result cuMemcpyDtoDAsync_v2(DevicePtr to, DevicePtr from, size_t n, void *s) {
+  if (capturing && s == capturing)
+    return kCaptureUnsupported;
+  std::memmove((void *)to, (const void *)from, n);
+  return stats.dtod += n, kOk;
+}
+
+Result cuStreamCreate(void **s, unsigned) { return *s = new int(0), kOk; }
+Result cuStreamDestroy_v2(void *s) { return delete (int *)s, kOk; }
+Result cuStreamSynchronize(void *) { return kOk; }
+Result cuStreamBeginCapture_v2(void *s, int) {
+  if (capturing)
+    return kInvalidValue;
+  capturing = s;
+  recording = new Graph;
+  return kOk;
+}
+Result cuStreamEndCapture(void *s, void **graph) {
+  if (s != capturing)
+    return kInvalidValue;
+  capturing = nullptr;
+  *graph = recording;
+  recording = nullptr;
+  return kOk;
+}
+Result cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
+  return *exec = new Graph(*(Graph *)graph), kOk;
+}
+Result cuGraphLaunch(void *exec, void *) {
+  for (const Launch &l : *(Graph *)exec)
+    run(l);
+  return ++stats.graphLaunches, kOk;
+}
+Result cuGraphExecDestroy(void *exec) { return delete (Graph *)exec, kOk; }
+Result cuGraphDestroy(void *graph) { return delete (Graph *)graph, kOk; }
+
+Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
+                      unsigned, unsigned, unsigned, void *stream,
+                      void **params, void **) {
+  auto *k = (const Kernel *)f;
+  Launch l{k, {}};
+  for (int i = 0; i < k->params; ++i) // each param points at a DevicePtr
+    l.args.push_back((void *)*(DevicePtr *)params[i]);
+  if (capturing && stream == capturing) {
+    recording->push_back(std::move(l));
+    return kOk;
+  }
+  run(l);
+  return ++stats.launches, kOk;
+}
+
+Result cuGetErrorString(Result r, const char **s) {
+  *s = r == kNotFound         ? "CUDA_ERROR_NOT_FOUND"
+       : r == kInvalidImage   ? "CUDA_ERROR_INVALID_IMAGE"
+       : r == kCaptureUnsupported ? "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"
+                              : "CUDA_ERROR_INVALID_VALUE";
+  return kOk;
+}
+
+} // extern "C"
