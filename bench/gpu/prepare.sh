@@ -4,7 +4,11 @@
 # TransformerEncoder with their losses, compiles fp32 and fp16 CUDA
 # artifacts for sm_90 (`mpc compile`), runs each artifact on the CPU backend
 # for the reference outputs, and adds a GEMM-only artifact (2048^3, fp16)
-# for the kernel-vs-cuBLASLt comparison. Everything lands in
+# for the kernel-vs-cuBLASLt comparison. For training, each model also gets
+# a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
+# PyTorch step) and its losses over $STEPS steps on the batch from `mpc
+# train` on the CPU backend. MODELS (default "mlp rescnn transformer") and
+# GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
 set -euo pipefail
@@ -12,7 +16,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
-work=$root/bench/gpu/work
+steps=${STEPS:-20}
+models=${MODELS:-mlp rescnn transformer}
+work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
 /usr/bin/python3 - "$work/models" "$root/scripts" <<'PY'
 import sys, torch
@@ -49,14 +55,19 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
           f"{work}/models/gemm.onnx")
 PY
 : > "$work/manifest.txt"
-for m in mlp rescnn transformer; do
+: > "$work/train-manifest.txt"
+for m in $models; do
   for p in fp32 fp16; do
     art=$work/art/$m-$p
     "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" | tail -1
     ins="x=inputs/$m.x.npy labels=inputs/$m.labels.npy"
     (cd "$work" && "$mpc" run "art/$m-$p" --input x=inputs/$m.x.npy --input labels=inputs/$m.labels.npy --output-dir "expected/$m-$p" > /dev/null)
     echo "$m $p art/$m-$p $ins" >> "$work/manifest.txt"
+    "$mpc" compile "$work/models/$m.onnx" -o "$art-train" --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 | tail -1
+    (cd "$work" && "$mpc" train "models/$m.onnx" --data x=inputs/$m.x.npy --data labels=inputs/$m.labels.npy --batch "$batch" --steps "$steps" --no-shuffle --optimizer sgd --lr 0.01 --precision $p --metrics "expected/$m-$p-train.jsonl" > /dev/null)
+    echo "$m $p art/$m-$p-train $ins" >> "$work/train-manifest.txt"
   done
 done
-"$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
+echo "$steps" > "$work/steps.txt"
+[[ ${GEMM:-1} == 0 ]] || "$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
 echo "prepared $(du -sh "$work" | cut -f1) in $work"

@@ -4,25 +4,33 @@
 # runs every artifact bench/gpu/prepare.sh made, compares its outputs with
 # the CPU backend's, times it (median of --repeat runs), times PyTorch
 # (fp32, autocast fp16, an AMP train step) on the same models and batch, and
-# the GEMM kernel against torch.matmul (cuBLASLt). Writes the table to
+# the GEMM kernel against torch.matmul (cuBLASLt); trains each train-step
+# artifact for the prepared number of steps (weights on the device, one
+# CUDA graph a step), compares its losses with `mpc train` on the CPU
+# backend and times a step. RUN names a built mpc-gpu-run (skips the
+# build). Writes the table to
 # ${OUT:-bench/gpu/work}/gpu-results.md and prints it.
 # Without a GPU it builds, says so in one line per artifact, and exits 0.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$root/bench/gpu/work
+work=${WORK:-$root/bench/gpu/work}
 out=${OUT:-$work}
 repeat=${REPEAT:-50}
 batch=${BATCH:-64}
 [[ -f $work/manifest.txt ]] || { echo "run bench/gpu/prepare.sh first"; exit 1; }
-cmake -S "$root" -B "$root/build-gpu" -G Ninja -DMPC_RUNTIME_ONLY=ON \
-  -DCMAKE_BUILD_TYPE=Release > /dev/null && ninja -C "$root/build-gpu" > /dev/null \
-  || { echo "runtime build failed"; exit 1; }
-run=$root/build-gpu/bin/mpc-gpu-run
+run=${RUN:-}
+if [[ -z $run ]]; then
+  cmake -S "$root" -B "$root/build-gpu" -G Ninja -DMPC_RUNTIME_ONLY=ON \
+    -DCMAKE_BUILD_TYPE=Release > /dev/null && ninja -C "$root/build-gpu" > /dev/null \
+    || { echo "runtime build failed"; exit 1; }
+  run=$root/build-gpu/bin/mpc-gpu-run
+fi
+gpu=$("$run" --probe 2>&1 | sed -n 's/^gpu: //p')
 results=$out/gpu-results.md
 {
   echo "## GPU: mpc artifacts vs PyTorch"
   echo
-  echo "Measured $(date -u +%F) on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo 'no GPU'), batch $batch, median of $repeat runs. Command: \`bench/gpu/prepare.sh\` (build machine), then \`bench/gpu/run.sh\` (GPU machine)."
+  echo "Measured $(date -u +%F) on ${gpu:-no GPU}, batch $batch, median of $repeat runs. Command: \`bench/gpu/prepare.sh\` (build machine), then \`bench/gpu/run.sh\` (GPU machine)."
   echo
   echo "| model | precision | mpc forward+loss (ms) | max rel diff vs CPU backend (logits) |"
   echo "|---|---|---|---|"
@@ -40,6 +48,22 @@ while read -r model prec art ins; do
   diff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
   echo "| $model | $prec | ${ms:-n/a} | ${diff:-n/a} |" >> "$results"
 done < "$work/manifest.txt"
+steps=$(cat "$work/steps.txt")
+{
+  echo
+  echo "| model | precision | mpc train step (ms) | losses over $steps steps: max rel diff vs CPU backend |"
+  echo "|---|---|---|---|"
+} >> "$results"
+while read -r model prec art ins; do
+  args=()
+  for i in $ins; do args+=("${i%%=*}=$work/${i#*=}"); done
+  line=$(cd "$work" && "$run" "$art" --steps "$steps" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+  echo "$model $prec train: $line" | tr '\n' ' '; echo
+  ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
+  diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
+  echo "| $model | $prec | ${ms:-n/a} | ${diff:-n/a} |" >> "$results"
+done < "$work/train-manifest.txt"
+if [[ -d $work/art/gemm-fp16 ]]; then
 python3 - "$work" <<'PY'
 import numpy as np, sys
 w = sys.argv[1]
@@ -49,9 +73,11 @@ for k in "ab":
 PY
 gemm=$(cd "$work" && "$run" art/gemm-fp16 --repeat "$repeat" a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
 echo "gemm: $gemm" | tr '\n' ' '; echo
+fi
 tpy=${TORCH_PYTHON:-python3}
 "$tpy" -c "import torch" 2>/dev/null || tpy=/usr/bin/python3
 torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" 2>&1)
+gemm=${gemm:-}
 echo "$torch"
 {
   echo
@@ -59,7 +85,7 @@ echo "$torch"
   echo
   echo '```'
   echo "$torch"
-  echo "mpc gemm 2048^3 fp16: $(echo "$gemm" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
+  [[ -z $gemm ]] || echo "mpc gemm 2048^3 fp16: $(echo "$gemm" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
   echo '```'
 } >> "$results"
 cat "$results"

@@ -1,7 +1,7 @@
 """PyTorch reference timings on the GPU for the models of
 bench/gpu/prepare.sh, same batch: the forward with its loss in fp32 and
 under torch.autocast(fp16), and a whole AMP train step (autocast forward,
-GradScaler-scaled backward, SGD step), median over --repeat runs after a
+GradScaler-scaled backward, SGD step) and the same step in fp32, median over --repeat runs after a
 warm-up; and a 2048^3 fp16 torch.matmul (cuBLASLt). Prints one line per
 measurement: `torch <model> <what> <ms>`.
 
@@ -43,12 +43,15 @@ def timed(fn):
 
 
 b = a.batch
+only = set(filter(None, __import__("os").environ.get("MODELS", "").split()))
 models = {
     "mlp": (zoo.Mlp(), torch.randn(b, 64)),
     "rescnn": (zoo.ResCnn(), torch.randn(b, 3, 32, 32)),
     "transformer": (zoo.Encoder(), torch.randint(0, 100, (b, 16))),
 }
 for name, (model, x) in models.items():
+    if only and name not in only:
+        continue
     model = model.to(dev).eval()
     x, y = x.to(dev), torch.randint(0, 10, (b,), device=dev)
     with torch.no_grad():
@@ -68,9 +71,15 @@ for name, (model, x) in models.items():
         scaler.step(opt)
         scaler.update()
     train = timed(step)
+    def fp32_step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    train32 = timed(fp32_step)
     print(f"torch {name} fp32-forward {fp32:.4f}")
     print(f"torch {name} amp-forward {amp:.4f}")
     print(f"torch {name} amp-train-step {train:.4f}")
+    print(f"torch {name} fp32-train-step {train32:.4f}")
 n = 2048
 A = torch.randn(n, n, device=dev, dtype=torch.float16)
 B = torch.randn(n, n, device=dev, dtype=torch.float16)

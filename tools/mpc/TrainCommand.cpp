@@ -19,6 +19,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
 #include "runtime/PlanIO.h"
+#include "runtime/TrainProtocol.h"
 #include "runtime/cuda/CudaDevice.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -479,7 +480,6 @@ int runTrain() {
   // Optimizer steps taken (skipped steps do not count, as in torch), for
   // the per-step scalars; saved with the state.
   state["mpc.opt.t"] = rt::Tensor(rt::DType::I64, {});
-  bool adam = optimizer == "adam" || optimizer == "adamw";
   int64_t perEpoch = samples / batch, first = 0;
   if (resume) {
     if (!loadCheckpoint(checkpoint, first, params, state, error))
@@ -514,6 +514,7 @@ int runTrain() {
   };
   if (!toSession(params) || !toSession(state))
     return reportError(model + ": " + error);
+  rt::TrainProtocol protocol(plan);
   std::vector<int64_t> order(samples);
   std::string log;
   bool tty = isatty(STDOUT_FILENO);
@@ -533,22 +534,8 @@ int runTrain() {
     // Per-step inputs: the optimizer's scalars and the batch (weights and
     // state already live in the session).
     std::map<std::string, rt::Tensor> feeds;
-    if (!algorithm) { // this step's optimizer scalars
-      int64_t t = state["mpc.opt.t"].getInt(0) + 1;
-      rt::Tensor firstStep(rt::DType::I1, {});
-      firstStep.data<uint8_t>()[0] = t == 1;
-      feeds["mpc.opt.first"] = firstStep;
-      if (adam) { // torch: bias corrections in double, rounded to float
-        // beta1 0.9 and beta2 0.999 as the FP32 values the IR uses.
-        double bc1 = 1.0 - std::pow((double)0.9f, (double)t);
-        double bc2 = 1.0 - std::pow((double)0.999f, (double)t);
-        rt::Tensor stepSize(rt::DType::F32, {}), bc2Sqrt(rt::DType::F32, {});
-        stepSize.setFloat(0, (float)((float)lr / bc1));
-        bc2Sqrt.setFloat(0, (float)std::sqrt(bc2));
-        feeds["mpc.opt.step_size"] = stepSize;
-        feeds["mpc.opt.bc2_sqrt"] = bc2Sqrt;
-      }
-    }
+    if (!algorithm) // this step's optimizer scalars
+      feeds = rt::optimizerScalars(plan, state["mpc.opt.t"].getInt(0) + 1, lr);
     for (const auto &[name, t] : arrays)
       feeds[name] = gatherRows(t, order.data() + k * batch, batch);
     if (!toSession(feeds))
@@ -576,26 +563,19 @@ int runTrain() {
       }
     bool skip = overflow > 0 || flagged;
     double stepScale = scale;
+    // Loss-scale state always moves on (and is read back: two scalars);
+    // weights and optimizer state only on a step that was taken.
     bool fed = true;
     if (algorithm) {
       for (const auto &[name, index] : bindings)
         fed = fed && session->feedBack(index, name, error);
-    } else if (!skip) {
-      for (const auto &[index, name] : gradOutputs)
-        fed = fed && session->feedBack(outputIndex.at("mpc.new." + name),
-                                       name, error);
-      state["mpc.opt.t"].setInt(0, state["mpc.opt.t"].getInt(0) + 1);
+    } else {
+      fed = protocol.advance(*session, !skip, error);
+      if (!skip)
+        state["mpc.opt.t"].setInt(0, state["mpc.opt.t"].getInt(0) + 1);
     }
-    // Loss-scale state always moves on (and is read back: two scalars);
-    // optimizer state only on a step that was taken.
-    for (auto &[name, t] : state) {
-      if (!outputIndex.count(name) ||
-          (skip && StringRef(name).starts_with("mpc.opt.")))
-        continue;
-      fed = fed && session->feedBack(outputIndex.at(name), name, error);
-      if (StringRef(name).starts_with("mpc.loss_scale"))
-        fed = fed && session->output(outputIndex.at(name), t, error);
-    }
+    for (const auto &[index, name] : protocol.scaleState)
+      fed = fed && session->output(index, state[name], error);
     if (!fed)
       return reportError(model + ": " + error);
     if (state.count("mpc.loss_scale"))

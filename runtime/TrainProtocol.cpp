@@ -1,0 +1,62 @@
+//===- TrainProtocol.cpp - how a train step hands state to the next -------===//
+
+#include "runtime/TrainProtocol.h"
+
+#include <cmath>
+
+namespace mpc::rt {
+
+static bool startsWith(const std::string &s, const char *prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+TrainProtocol::TrainProtocol(const Plan &plan) {
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    const std::string &name = plan.outputs[i].name;
+    if (name == "mpc.found_inf")
+      foundInf = (int)i;
+    else if (startsWith(name, "mpc.new.") &&
+             valueOfName(plan, name.substr(8)) >= 0)
+      weights.emplace_back(i, name.substr(8));
+    else if (startsWith(name, "mpc.opt.") && valueOfName(plan, name) >= 0)
+      optimizerState.emplace_back(i, name);
+    else if (startsWith(name, "mpc.loss_scale") && valueOfName(plan, name) >= 0)
+      scaleState.emplace_back(i, name);
+  }
+}
+
+bool TrainProtocol::advance(Session &s, bool taken, std::string &error) const {
+  for (const auto &[index, name] : scaleState)
+    if (!s.feedBack(index, name, error))
+      return false;
+  if (!taken)
+    return true;
+  for (const auto *list : {&weights, &optimizerState})
+    for (const auto &[index, name] : *list)
+      if (!s.feedBack(index, name, error))
+        return false;
+  return true;
+}
+
+std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
+                                               float lr) {
+  std::map<std::string, Tensor> feeds;
+  if (valueOfName(plan, "mpc.opt.first") >= 0) {
+    Tensor first(DType::I1, {});
+    first.data<uint8_t>()[0] = t == 1;
+    feeds["mpc.opt.first"] = first;
+  }
+  if (valueOfName(plan, "mpc.opt.step_size") >= 0) {
+    // beta1 0.9 and beta2 0.999 as the FP32 values the IR uses.
+    double bc1 = 1.0 - std::pow((double)0.9f, (double)t);
+    double bc2 = 1.0 - std::pow((double)0.999f, (double)t);
+    Tensor stepSize(DType::F32, {}), bc2Sqrt(DType::F32, {});
+    stepSize.setFloat(0, (float)(lr / bc1));
+    bc2Sqrt.setFloat(0, (float)std::sqrt(bc2));
+    feeds["mpc.opt.step_size"] = stepSize;
+    feeds["mpc.opt.bc2_sqrt"] = bc2Sqrt;
+  }
+  return feeds;
+}
+
+} // namespace mpc::rt

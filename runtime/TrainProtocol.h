@@ -1,0 +1,47 @@
+//===- TrainProtocol.h - how a train step hands state to the next -*- C++ -*-===//
+//
+// A train-step plan (mpc-autodiff, mpc-loss-scaling, mpc-optimizer) names
+// its state: output `mpc.new.<p>` is parameter <p> after the step; an
+// output named like an input carries that input to the next step
+// (optimizer state `mpc.opt.*`, loss-scale state `mpc.loss_scale*`);
+// `mpc.found_inf` says the step must be skipped. `mpc train` and
+// mpc-gpu-run both drive steps with this.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_TRAINPROTOCOL_H
+#define MPC_RUNTIME_TRAINPROTOCOL_H
+
+#include "runtime/Session.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpc::rt {
+
+struct TrainProtocol {
+  explicit TrainProtocol(const Plan &plan);
+
+  /// (output index, input name) pairs.
+  std::vector<std::pair<size_t, std::string>> weights, optimizerState,
+      scaleState;
+  int foundInf = -1; // output index, or -1
+
+  bool isTrainStep() const { return !weights.empty(); }
+  /// Feeds a finished step's outputs back into the session's inputs:
+  /// loss-scale state always, weights and optimizer state when `taken`.
+  bool advance(Session &s, bool taken, std::string &error) const;
+};
+
+/// The per-step optimizer inputs `plan` reads for optimizer step `t`
+/// (1-based): `mpc.opt.first`, and Adam's `mpc.opt.step_size` and
+/// `mpc.opt.bc2_sqrt` for learning rate `lr` (torch's bias corrections, in
+/// double from the FP32 betas, rounded to float).
+std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
+                                               float lr);
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_TRAINPROTOCOL_H
