@@ -103,6 +103,8 @@ std::string Emitter::header(const Step &s, const std::string &name, int threads)
   for (size_t k = 0; k < s.outputs.size(); ++k)
     os << (n++ ? ", " : "") << ctype(val(s.outputs[k]).dtype)
        << " *__restrict__ out" << k;
+  if (s.has("mpc.count_underflow")) // the session's counter, last
+    os << ", unsigned long long *__restrict__ underflow";
   os << ")";
   return os.str();
 }
@@ -127,6 +129,10 @@ void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block) 
     emu << (k ? ", " : "") << "(" << ctype(val(v).dtype) << " *)p[" << k
         << "]";
     ++k;
+  }
+  if (s.has("mpc.count_underflow")) {
+    s.attrs["cuda.underflow_counter"] = int64_t(1);
+    emu << (k ? ", " : "") << "(unsigned long long *)p[" << k++ << "]";
   }
   emu << "); });\n}\nextern \"C\" { int emu_" << name << "_nparams = " << k
       << "; }\n";
@@ -173,7 +179,10 @@ bool Emitter::elementwise(Step &s, const std::string &name, const std::string &e
   const char *vars = "abc";
   for (size_t k = 0; k < s.inputs.size(); ++k)
     cu << "  float " << vars[k] << " = ld(in" << k << ", o" << k << ");\n";
-  cu << "  st(out0, i, " << e << ");\n}\n\n";
+  cu << "  st(out0, i, " << e << ");\n";
+  if (s.has("mpc.count_underflow")) // a gradient flushed to zero
+    cu << "  if (a != 0.0f && ld(out0, i) == 0.0f) atomicAdd(underflow, 1ULL);\n";
+  cu << "}\n\n";
   launch1d(s, name, n);
   return true;
 }
@@ -368,6 +377,8 @@ bool Emitter::pad(Step &s, const std::string &name) {
 
 bool Emitter::emitStep(Step &s, size_t index) {
   std::string name = "k" + std::to_string(index) + "_" + s.op;
+  if (s.has("mpc.count_underflow") && s.op != "cast")
+    return fail(s, "only a cast can count underflowing gradients");
   static const std::set<std::string> aliases = {"reshape", "flatten",
                                                 "squeeze", "unsqueeze",
                                                 "identity"};

@@ -35,8 +35,8 @@ public:
                         std::string &error) = 0;
   /// The current value of input or parameter `name`.
   virtual bool get(const std::string &name, Tensor &t, std::string &error) = 0;
-  /// Gradient elements the last run flushed to zero (steps marked
-  /// mpc.count_underflow); -1 where the backend does not count them.
+  /// Gradient elements the last run flushed to zero (nonzero before and
+  /// zero after a step marked mpc.count_underflow).
   virtual int64_t underflow() const = 0;
 };
 

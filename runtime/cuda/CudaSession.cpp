@@ -14,6 +14,7 @@
 #include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace mpc::rt {
 namespace {
@@ -63,6 +64,9 @@ public:
         return false;
     }
     int64_t arena = planDeviceMemory(plan, offsets);
+    for (const Step &s : plan.steps)
+      if (s.has("cuda.underflow_counter") && counter < 0)
+        counter = arena, arena += 256; // one u64, after the values
     if (!check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
                "allocating " + std::to_string(arena) + " bytes", error))
       return false;
@@ -88,6 +92,11 @@ public:
   }
 
   bool run(std::string &error) override {
+    uint64_t count = 0;
+    if (counter >= 0 &&
+        !check(d.memcpyHtoD(base + counter, &count, sizeof count, stream),
+               "resetting the underflow counter", error))
+      return false;
     if (!useGraph) {
       if (!launchAll(error))
         return false;
@@ -108,7 +117,15 @@ public:
       if (!check(d.graphLaunch(exec, stream), "cuGraphLaunch", error))
         return false;
     }
-    return check(d.streamSynchronize(stream), "running the kernels", error);
+    if (!check(d.streamSynchronize(stream), "running the kernels", error))
+      return false;
+    if (counter >= 0 &&
+        !check(d.memcpyDtoH(&count, base + counter, sizeof count, stream),
+               "reading the underflow counter", error))
+      return false;
+    underflowed = (int64_t)count;
+    return check(d.streamSynchronize(stream), "reading the underflow counter",
+                 error);
   }
 
   bool output(size_t index, Tensor &t, std::string &error) override {
@@ -146,7 +163,7 @@ public:
     return download(v, t, error);
   }
 
-  int64_t underflow() const override { return -1; }
+  int64_t underflow() const override { return underflowed; }
 
 private:
   const Plan &plan;
@@ -156,6 +173,8 @@ private:
   DevicePtr base = 0;
   std::vector<Handle> fns;
   std::vector<int64_t> offsets;
+  int64_t counter = -1;    // arena offset of the underflow counter
+  int64_t underflowed = 0; // the last run's count
 
   bool check(Result r, const std::string &what, std::string &error) const {
     if (r)
@@ -187,6 +206,8 @@ private:
         ptrs.push_back(v >= 0 ? base + offsets[v] : 0);
       for (int v : s.outputs)
         ptrs.push_back(base + offsets[v]);
+      if (s.has("cuda.underflow_counter"))
+        ptrs.push_back(base + counter);
       std::vector<void *> args;
       for (DevicePtr &p : ptrs)
         args.push_back(&p);

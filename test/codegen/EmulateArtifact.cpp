@@ -6,7 +6,8 @@
 // and test/codegen/Inputs/cuda_host_shim.h), then runs the same plan on the
 // CPU backend and prints, per output, the largest difference relative to
 // the output's largest magnitude. Tests the emitter's index arithmetic,
-// launch shapes, aliases and buffer reuse without a GPU.
+// launch shapes, aliases and buffer reuse without a GPU, and the count of
+// gradient elements flushed to zero against the CPU backend's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,6 +68,7 @@ int main(int argc, char **argv) {
   for (const Binding &b : plan.inputs)
     put(b.value, inputs.at(b.name));
   int launched = 0;
+  unsigned long long underflow = 0;
   for (const Step &s : plan.steps) {
     if (s.has("cuda.alias"))
       continue;
@@ -82,16 +84,21 @@ int main(int argc, char **argv) {
       args.push_back(v >= 0 ? mem.data() + offsets[v] : nullptr);
     for (int v : s.outputs)
       args.push_back(mem.data() + offsets[v]);
+    if (s.has("cuda.underflow_counter"))
+      args.push_back(&underflow);
     fn(args.data());
     ++launched;
   }
   std::vector<Tensor> cpu;
-  if (!runPlan(plan, inputs, cpu, error)) {
+  RunStats stats;
+  if (!runPlan(plan, inputs, cpu, error, &stats)) {
     std::fprintf(stderr, "error: CPU backend: %s\n", error.c_str());
     return 1;
   }
   std::printf("%d kernels emulated, arena %lld bytes\n", launched,
               (long long)arena);
+  std::printf("gradient underflow: %llu emulated, %lld on the CPU backend\n",
+              underflow, (long long)stats.underflow);
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const ValueInfo &v = plan.values[plan.outputs[k].value];
     Tensor got(v.dtype, v.shape);

@@ -582,8 +582,8 @@ int runTrain() {
       scale = state["mpc.loss_scale"].getFloat(0);
     skipped += skip;
     skippedInARow = skip ? skippedInARow + 1 : 0;
-    int64_t underflow = session->underflow(); // -1: not counted
-    underflowTotal += std::max<int64_t>(underflow, 0);
+    int64_t underflow = session->underflow();
+    underflowTotal += underflow;
     float loss = lossT.getFloat(0);
     log += formatv("{{\"step\": {0}, \"loss\": {1}, \"loss_scale\": {2}, "
                    "\"skipped\": {3}, \"grad_underflow\": {4}, "
@@ -593,8 +593,7 @@ int runTrain() {
                    std::isfinite(loss) ? formatv("{0}", llvm::format("%.9g", loss)).str()
                                        : std::string("null"),
                    llvm::format("%.9g", stepScale), skip ? "true" : "false",
-                   underflow < 0 ? std::string("null") : std::to_string(underflow),
-                   overflow)
+                   underflow, overflow)
                .str();
     double secs = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
@@ -639,14 +638,11 @@ int runTrain() {
   }
   if (precisionFlags.isLow() || scaling || skipped)
     outs() << format("precision %s: %lld of %lld steps skipped for inf/NaN "
-                     "gradients; loss scale %g -> %g; ",
+                     "gradients; loss scale %g -> %g; %lld gradient elements "
+                     "flushed to zero\n",
                      precisionFlags.precision.c_str(), (long long)skipped,
-                     (long long)(steps - first), firstScale, scale)
-           << (session->underflow() < 0
-                   ? std::string("gradient underflow not counted on this device")
-                   : std::to_string(underflowTotal) +
-                         " gradient elements flushed to zero")
-           << "\n";
+                     (long long)(steps - first), firstScale, scale,
+                     (long long)underflowTotal);
   if (!metrics.empty()) {
     std::string tmp = metrics + ".tmp";
     {

@@ -34,6 +34,10 @@ using std::isfinite;
 inline int atomicOr(int *p, int v) { // threads of a block are real threads
   return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
+inline unsigned long long atomicAdd(unsigned long long *p,
+                                    unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
 
 struct __half {
   uint16_t bits = 0;

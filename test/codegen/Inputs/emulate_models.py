@@ -54,10 +54,14 @@ for spec in specs:
     kernels = re.search(r"(\d+) kernels emulated", out).group(1)
     diffs = [float(x) for x in
              re.findall(r"max relative difference (\S+)", out)]
-    ok = diffs and max(diffs) <= RTOL[prec]
+    flushed = re.search(r"gradient underflow: (\d+) emulated, (\d+) on the "
+                        r"CPU backend", out)
+    ok = diffs and max(diffs) <= RTOL[prec] and flushed[1] == flushed[2]
     ok_all &= bool(ok)
     print(f"{name} {prec}{' train ' + opt[0] if opt else ''}: {kernels} "
           f"kernels emulated; outputs within "
-          f"{max(diffs):.2e} of the CPU backend {'ok' if ok else 'FAIL'}")
+          f"{max(diffs):.2e} of the CPU backend"
+          + (f", {flushed[1]} gradients flushed (CPU backend {flushed[2]})"
+             if opt else "") + f" {'ok' if ok else 'FAIL'}")
 print("all ok" if ok_all else "FAIL")
 sys.exit(0 if ok_all else 1)
