@@ -95,8 +95,9 @@ std::string Emitter::header(const Step &s, const std::string &name, int threads)
   os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") "
      << name << "(";
   int n = 0;
-  for (size_t k = 0; k < s.inputs.size(); ++k) {
-    DType t = s.inputs[k] >= 0 ? val(s.inputs[k]).dtype : DType::F32;
+  std::vector<int> inputs = ::mpc::rt::kernelInputs(s);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    DType t = inputs[k] >= 0 ? val(inputs[k]).dtype : DType::F32;
     os << (n++ ? ", " : "") << "const " << ctype(t) << " *__restrict__ in"
        << k;
   }
@@ -120,7 +121,7 @@ void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block) 
       << ", " << block[1] << ", " << block[2] << "}, "
       << (barrier ? "true" : "false") << ", [&] { " << name << "(";
   size_t k = 0;
-  for (int v : s.inputs) {
+  for (int v : ::mpc::rt::kernelInputs(s)) {
     emu << (k ? ", " : "") << "(const "
         << ctype(v >= 0 ? val(v).dtype : DType::F32) << " *)p[" << k << "]";
     ++k;
@@ -183,6 +184,48 @@ bool Emitter::elementwise(Step &s, const std::string &name, const std::string &e
   if (s.has("mpc.count_underflow")) // a gradient flushed to zero
     cu << "  if (a != 0.0f && ld(out0, i) == 0.0f) atomicAdd(underflow, 1ULL);\n";
   cu << "}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// A fused elementwise chain (CudaFusion.cpp): each member in plan order
+/// into a register, rounded to its type unless FP32; the last one stored.
+bool Emitter::chain(Step &s, const std::string &name) {
+  const ValueInfo &y = val(s.outputs[0]);
+  std::vector<int> ext = ::mpc::rt::kernelInputs(s);
+  std::map<int, std::string> reg; // value -> C++ expression holding it
+  std::vector<Shape> strides;
+  for (size_t k = 0; k < ext.size(); ++k) {
+    strides.push_back(broadcastStrides(val(ext[k]).shape, y.shape));
+    reg[ext[k]] = "x" + std::to_string(k);
+  }
+  int64_t n = numElements(y.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n"
+     << offsetsCode(y.shape, strides);
+  for (size_t k = 0; k < ext.size(); ++k)
+    cu << "  float x" << k << " = ld(in" << k << ", o" << k << ");\n";
+  const char *vars = "abc";
+  std::vector<int64_t> members = *s.getInts("cuda.chain");
+  for (int64_t m : members) {
+    const Step &member = plan.steps[m];
+    int out = member.outputs[0];
+    std::string t = "t" + std::to_string(m);
+    cu << "  float " << t << ";\n  { ";
+    for (size_t k = 0; k < member.inputs.size(); ++k)
+      cu << "float " << vars[k] << " = " << reg.at(member.inputs[k]) << "; ";
+    std::string e = *expr(member.op, member.inputs.size());
+    DType dt = val(out).dtype;
+    cu << t << " = "
+       << (dt == DType::F16    ? "rnd_f16(" + e + ")"
+           : dt == DType::BF16 ? "rnd_bf16(" + e + ")"
+           : dt == DType::I1   ? "rnd_i1(" + e + ")"
+                               : e)
+       << "; }\n";
+    reg[out] = t;
+    mod.flops += n;
+  }
+  cu << "  st(out0, i, " << reg.at(s.outputs[0]) << ");\n}\n\n";
   launch1d(s, name, n);
   return true;
 }
@@ -382,8 +425,11 @@ bool Emitter::emitStep(Step &s, size_t index) {
   static const std::set<std::string> aliases = {"reshape", "flatten",
                                                 "squeeze", "unsqueeze",
                                                 "identity"};
-  if (s.has("cuda.alias")) // a Relu fused into the GEMM before it
+  if (s.has("cuda.alias") || s.has("cuda.fused")) // in another's kernel
     return true;
+  if (auto members = s.getInts("cuda.chain")) // k<i>_chain<n>_<last op>
+    return chain(s, "k" + std::to_string(index) + "_chain" +
+                        std::to_string(members->size()) + "_" + s.op);
   if (aliases.count(s.op) && s.outputs.size() == 1) {
     s.attrs["cuda.alias"] = (int64_t)s.inputs[0];
     return true;
@@ -450,28 +496,9 @@ namespace mlir::mpc {
 
 bool emitCuda(Plan &plan, CudaModule &out, std::string &error) {
   cuda::Emitter e{plan, out, error, {}, {}};
-  // Epilogue fusion: a GEMM/conv whose result only a Relu reads applies the
-  // Relu itself; the Relu step then aliases the GEMM's buffer.
-  std::map<int, std::vector<size_t>> readers;
-  std::set<int> outputs;
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    for (int v : plan.steps[i].inputs)
-      readers[v].push_back(i);
-  for (const Binding &b : plan.outputs)
-    outputs.insert(b.value);
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    Step &s = plan.steps[i];
-    if (s.op != "gemm" && s.op != "matmul" && s.op != "conv")
-      continue;
-    int v = s.outputs[0];
-    auto &r = readers[v];
-    if (r.size() == 1 && plan.steps[r[0]].op == "relu" && !outputs.count(v) &&
-        plan.values[plan.steps[r[0]].outputs[0]].dtype == plan.values[v].dtype) {
-      s.attrs["cuda.fused_relu"] = (int64_t)1;
-      plan.steps[r[0]].attrs["cuda.alias"] = (int64_t)v;
-    }
-  }
-  e.cu << "// Emitted by mpc: one kernel per step of the execution plan.\n"
+  cuda::fuseSteps(e);
+  e.cu << "// Emitted by mpc: the kernels of an execution plan, one per step or\n"
+          "// fused chain of steps.\n"
        << kCudaPrelude << "\n";
   for (size_t i = 0; i < plan.steps.size(); ++i)
     if (!e.emitStep(plan.steps[i], i))

@@ -12,6 +12,7 @@
 #define MPC_CODEGEN_CUDAKERNELS_H
 
 #include "codegen/CudaEmitter.h"
+#include "runtime/cuda/MemoryPlan.h"
 
 #include <optional>
 #include <sstream>
@@ -75,6 +76,7 @@ struct Emitter {
   // CudaEmitter.cpp
   std::optional<std::string> expr(const std::string &op, size_t arity);
   bool elementwise(Step &s, const std::string &name, const std::string &e);
+  bool chain(Step &s, const std::string &name);
   bool stridedCopy(Step &s, const std::string &name, int64_t offset,
                    const Shape &strides);
   bool transpose(Step &s, const std::string &name);
@@ -108,6 +110,10 @@ struct Emitter {
   bool unscaleGrads(Step &s, const std::string &name);
   bool updateLossScale(Step &s, const std::string &name);
 };
+
+/// Marks the steps that share a kernel (CudaFusion.cpp): Relus into GEMM
+/// epilogues, elementwise chains into their last step.
+void fuseSteps(Emitter &e);
 
 } // namespace mlir::mpc::cuda
 

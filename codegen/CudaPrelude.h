@@ -29,6 +29,11 @@ __device__ __forceinline__ void st(__nv_bfloat16 *p, i64 i, float v) { p[i] = __
 __device__ __forceinline__ void st(i64 *p, i64 i, float v) { p[i] = (i64)v; }
 __device__ __forceinline__ void st(int *p, i64 i, float v) { p[i] = (int)v; }
 __device__ __forceinline__ void st(unsigned char *p, i64 i, float v) { p[i] = v != 0.0f; }
+// A value rounded to a storage type and widened back (a fused chain's
+// intermediates round as a store and load would).
+__device__ __forceinline__ float rnd_f16(float v) { return __half2float(__float2half_rn(v)); }
+__device__ __forceinline__ float rnd_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+__device__ __forceinline__ float rnd_i1(float v) { return v != 0.0f ? 1.0f : 0.0f; }
 __device__ __forceinline__ i64 global_index() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 
 #ifndef MPC_HOST_EMULATION

@@ -53,8 +53,8 @@ public:
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
       std::string name = s.getString("cuda.kernel", "");
-      if (name.empty() && s.has("cuda.alias"))
-        continue;
+      if (name.empty() && (s.has("cuda.alias") || s.has("cuda.fused")))
+        continue; // computed in another step's kernel, or none
       if (name.empty())
         return (error = "step '" + s.name + "' (" + s.op +
                         ") has no CUDA kernel",
@@ -202,7 +202,7 @@ private:
         continue;
       const Step &s = plan.steps[i];
       std::vector<DevicePtr> ptrs;
-      for (int v : s.inputs)
+      for (int v : kernelInputs(s))
         ptrs.push_back(v >= 0 ? base + offsets[v] : 0);
       for (int v : s.outputs)
         ptrs.push_back(base + offsets[v]);

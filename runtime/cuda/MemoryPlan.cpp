@@ -16,10 +16,17 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
     if (s.has("cuda.alias"))
       root[s.outputs[0]] = root[s.inputs[0]];
   std::vector<int> lastUse(n, -1);
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    for (int v : plan.steps[i].inputs)
+  std::vector<bool> inRegisters(n, false);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].has("cuda.fused")) {
+      for (int v : plan.steps[i].outputs)
+        inRegisters[v] = true;
+      continue; // read by the chain's kernel, at its last step
+    }
+    for (int v : kernelInputs(plan.steps[i]))
       if (v >= 0)
         lastUse[root[v]] = (int)i;
+  }
   std::vector<bool> pinned(n, false);
   for (const Binding &b : plan.inputs)
     pinned[root[b.value]] = true;
@@ -62,17 +69,23 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     for (int v : s.outputs)
-      if (root[v] == v && offsets[v] < 0)
+      if (root[v] == v && offsets[v] < 0 && !inRegisters[v])
         offsets[v] = allocate(v);
-    for (int v : s.inputs)
+    for (int v : kernelInputs(s))
       if (v >= 0 && lastUse[root[v]] == (int)i && !pinned[root[v]] &&
           offsets[root[v]] >= 0)
         freeRanges[offsets[root[v]]] = bytes(root[v]);
   }
   for (size_t v = 0; v < n; ++v)
-    if (offsets[v] < 0)
+    if (offsets[v] < 0 && !inRegisters[v])
       offsets[v] = offsets[root[v]] >= 0 ? offsets[root[v]] : allocate(v);
   return arena;
+}
+
+std::vector<int> kernelInputs(const Step &s) {
+  if (auto ids = s.getInts("cuda.inputs"))
+    return std::vector<int>(ids->begin(), ids->end());
+  return s.inputs;
 }
 
 } // namespace mpc::rt

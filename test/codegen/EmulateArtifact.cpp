@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   int launched = 0;
   unsigned long long underflow = 0;
   for (const Step &s : plan.steps) {
-    if (s.has("cuda.alias"))
+    if (s.has("cuda.alias") || s.has("cuda.fused"))
       continue;
     std::string kernel = s.getString("cuda.kernel", "");
     auto fn = (void (*)(void **))dlsym(lib, ("emu_" + kernel).c_str());
@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     std::vector<void *> args;
-    for (int v : s.inputs)
+    for (int v : kernelInputs(s))
       args.push_back(v >= 0 ? mem.data() + offsets[v] : nullptr);
     for (int v : s.outputs)
       args.push_back(mem.data() + offsets[v]);

@@ -1,0 +1,118 @@
+//===- CudaFusion.cpp - which steps share a kernel ------------------------===//
+//
+// Decided on the plan before any code is emitted, and recorded on the
+// steps for the emitter, the memory plan and the runtime:
+// - a GEMM/conv whose result only a Relu reads applies the Relu in its
+//   epilogue (`cuda.fused_relu`; the Relu step aliases its buffer);
+// - a chain of elementwise steps computes in one kernel: its last step
+//   (`cuda.chain`: the member steps in plan order, `cuda.inputs`: the
+//   values they read from outside) keeps each intermediate in a register,
+//   rounded to its own type as a store and load would; members are marked
+//   `cuda.fused`. Greedy, from the last step back: a producer joins when
+//   its result has the chain's shape, is no plan output, and every reader
+//   is already in the chain.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaKernels.h"
+
+#include <map>
+#include <queue>
+#include <set>
+
+namespace mlir::mpc::cuda {
+
+using ::mpc::rt::Binding;
+
+/// A step the chain kernel can compute: an elementwise expression on
+/// floats (or a comparison's bool), not an alias, not counting underflow.
+static bool chainable(Emitter &e, const Step &s) {
+  if (s.outputs.size() != 1 || s.has("cuda.alias") ||
+      s.has("mpc.count_underflow") || s.op == "identity" ||
+      !e.expr(s.op, s.inputs.size()))
+    return false;
+  DType t = e.val(s.outputs[0]).dtype;
+  if (t != DType::F32 && t != DType::F16 && t != DType::BF16 &&
+      t != DType::I1)
+    return false;
+  for (int v : s.inputs)
+    if (v < 0)
+      return false;
+  return true;
+}
+
+void fuseSteps(Emitter &e) {
+  Plan &plan = e.plan;
+  std::map<int, std::vector<size_t>> readers;
+  std::map<int, size_t> producer;
+  std::set<int> outputs;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    for (int v : plan.steps[i].inputs)
+      readers[v].push_back(i);
+    for (int v : plan.steps[i].outputs)
+      producer[v] = i;
+  }
+  for (const Binding &b : plan.outputs)
+    outputs.insert(b.value);
+
+  for (Step &s : plan.steps) {
+    if (s.op != "gemm" && s.op != "matmul" && s.op != "conv")
+      continue;
+    int v = s.outputs[0];
+    auto &r = readers[v];
+    if (r.size() == 1 && plan.steps[r[0]].op == "relu" && !outputs.count(v) &&
+        plan.values[plan.steps[r[0]].outputs[0]].dtype == plan.values[v].dtype) {
+      s.attrs["cuda.fused_relu"] = (int64_t)1;
+      plan.steps[r[0]].attrs["cuda.alias"] = (int64_t)v;
+    }
+  }
+
+  std::vector<bool> taken(plan.steps.size(), false);
+  for (size_t root = plan.steps.size(); root-- > 0;) {
+    Step &last = plan.steps[root];
+    if (taken[root] || !chainable(e, last))
+      continue;
+    const Shape &shape = e.val(last.outputs[0]).shape;
+    std::set<size_t> chain = {root};
+    std::priority_queue<size_t> candidates; // latest first: readers decided
+    auto consider = [&](const Step &s) {
+      for (int v : s.inputs)
+        if (auto p = producer.find(v); p != producer.end())
+          candidates.push(p->second);
+    };
+    consider(last);
+    while (!candidates.empty() && chain.size() < 32) {
+      size_t p = candidates.top();
+      candidates.pop();
+      const Step &s = plan.steps[p];
+      if (chain.count(p) || taken[p] || !chainable(e, s))
+        continue;
+      int v = s.outputs[0];
+      bool inside = true;
+      for (size_t r : readers[v])
+        inside = inside && chain.count(r);
+      if (!inside || outputs.count(v) || e.val(v).shape != shape)
+        continue;
+      chain.insert(p);
+      consider(s);
+    }
+    if (chain.size() < 2)
+      continue;
+    std::vector<int64_t> members(chain.begin(), chain.end()), external;
+    std::set<int> made, seen;
+    for (size_t m : chain)
+      made.insert(plan.steps[m].outputs[0]);
+    for (size_t m : chain) {
+      taken[m] = true;
+      if (m != root)
+        plan.steps[m].attrs["cuda.fused"] = (int64_t)root;
+      for (int v : plan.steps[m].inputs)
+        if (!made.count(v) && seen.insert(v).second)
+          external.push_back(v);
+    }
+    last.attrs["cuda.chain"] = members;
+    last.attrs["cuda.inputs"] = external;
+  }
+}
+
+} // namespace mlir::mpc::cuda
