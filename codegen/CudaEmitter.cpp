@@ -110,10 +110,16 @@ std::string Emitter::header(const Step &s, const std::string &name, int threads)
   return os.str();
 }
 
-void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block) {
-  s.attrs["cuda.kernel"] = name;
-  s.attrs["cuda.grid"] = grid;
-  s.attrs["cuda.block"] = block;
+void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block,
+                     bool prologue) {
+  if (prologue) { // one thread, before the step's kernel
+    s.attrs["cuda.prologue"] = name;
+    grid = block = {1, 1, 1};
+  } else {
+    s.attrs["cuda.kernel"] = name;
+    s.attrs["cuda.grid"] = grid;
+    s.attrs["cuda.block"] = block;
+  }
   mod.kernels.push_back(name);
   // The host launcher the emulation test runs (same arguments).
   emu << "extern \"C\" void emu_" << name << "(void **p) {\n  mpc_emulate({"

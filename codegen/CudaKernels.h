@@ -66,8 +66,10 @@ struct Emitter {
   /// outputs (absent optional inputs are null pointers).
   std::string header(const Step &s, const std::string &name, int threads);
   /// Records the kernel and launch shape on the step, and its host
-  /// launcher for the emulation test.
-  void launch(Step &s, const std::string &name, Shape grid, Shape block);
+  /// launcher for the emulation test. A `prologue` kernel (`cuda.prologue`:
+  /// one thread, the same arguments) runs before the step's kernel.
+  void launch(Step &s, const std::string &name, Shape grid, Shape block,
+              bool prologue = false);
   void launch1d(Step &s, const std::string &name, int64_t n) {
     launch(s, name, {std::max<int64_t>((n + 255) / 256, 1), 1, 1}, {256, 1, 1});
   }

@@ -261,6 +261,7 @@ bool Emitter::poolGrad(Step &s, const std::string &name, bool max) {
 /// softmax_cross_entropy_loss_grad (`withSoftmax`: softmax(logp) * scale
 /// everywhere, minus scale at the label) or nll_loss_grad (-scale at the
 /// label only); scale = weight[label] * dloss / denom, as the CPU backend.
+/// A thread per row; every block sums the weights for `denom` itself.
 bool Emitter::crossEntropyGrad(Step &s, const std::string &name,
                                bool withSoftmax) {
   const ValueInfo &lp = val(s.inputs[1]);
@@ -281,7 +282,8 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name,
      << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) "
         "ws[threadIdx.x] += ws[threadIdx.x + h]; __syncthreads(); }\n"
      << "  float denom = " << (red == "mean" ? "ws[0]" : "1.0f") << ";\n"
-     << "  for (i64 n = threadIdx.x; n < " << N << "; n += 256) {\n"
+     << "  i64 n = (i64)blockIdx.x * 256 + threadIdx.x;\n"
+     << "  if (n < " << N << "LL) {\n"
      << "    i64 label = in2[n];\n"
      << "    float scale = (" << skip << ") ? 0.0f : " << w << " * ld(in0, "
      << (red == "none" ? "n" : "0") << ") / denom;\n"
@@ -289,27 +291,31 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name,
      << (withSoftmax ? "expf(ld(in1, " + at + ")) * scale - " : "-")
      << "(c == label ? scale : 0.0f));\n  }\n}\n\n";
   barrier = true;
-  launch(s, name, {1, 1, 1}, {256, 1, 1});
+  launch(s, name, {(N + 255) / 256, 1, 1}, {256, 1, 1});
   return true;
 }
 
-/// Every gradient times 1/scale, and one all-finite flag: one block
-/// striding over all elements (the flag needs no second kernel).
+/// Every gradient times 1/scale, and one all-finite flag: a one-thread
+/// prologue clears the flag, then every block strides over all gradients
+/// and a thread that meets inf/NaN sets it (all writers write 1).
 bool Emitter::unscaleGrads(Step &s, const std::string &name) {
   size_t n = s.inputs.size() - 1;
-  cu << header(s, name, 256) << " {\n  __shared__ int bad;\n"
-     << "  if (threadIdx.x == 0) bad = 0;\n  __syncthreads();\n"
-     << "  float inv = (float)(1.0 / (double)ld(in" << n << ", 0));\n"
-     << "  int mine = 0;\n";
+  int64_t largest = 1;
   for (size_t k = 0; k < n; ++k)
-    cu << "  for (i64 i = threadIdx.x; i < "
-       << numElements(val(s.inputs[k]).shape) << "LL; i += 256) { float v = ld(in"
-       << k << ", i); mine |= !isfinite(v); st(out" << k
-       << ", i, v * inv); }\n";
-  cu << "  if (mine) atomicOr(&bad, 1);\n  __syncthreads();\n"
-     << "  if (threadIdx.x == 0) out" << n << "[0] = bad != 0;\n}\n\n";
-  barrier = true;
-  launch(s, name, {1, 1, 1}, {256, 1, 1});
+    largest = std::max(largest, numElements(val(s.inputs[k]).shape));
+  int64_t blocks = std::min<int64_t>((largest + 255) / 256, 1024);
+  cu << header(s, name + "_clear", 1) << " {\n  out" << n << "[0] = 0;\n}\n\n";
+  launch(s, name + "_clear", {}, {}, /*prologue=*/true);
+  cu << header(s, name, 256) << " {\n"
+     << "  float inv = (float)(1.0 / (double)ld(in" << n << ", 0));\n"
+     << "  i64 first = (i64)blockIdx.x * 256 + threadIdx.x, stride = "
+        "(i64)gridDim.x * 256;\n  int bad = 0;\n";
+  for (size_t k = 0; k < n; ++k)
+    cu << "  for (i64 i = first; i < " << numElements(val(s.inputs[k]).shape)
+       << "LL; i += stride) { float v = ld(in" << k
+       << ", i); bad |= !isfinite(v); st(out" << k << ", i, v * inv); }\n";
+  cu << "  if (bad) out" << n << "[0] = 1;\n}\n\n";
+  launch(s, name, {blocks, 1, 1}, {256, 1, 1});
   return true;
 }
 

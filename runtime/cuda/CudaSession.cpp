@@ -50,6 +50,7 @@ public:
         !check(d.streamCreate(&stream, 0), "cuStreamCreate", error))
       return false;
     fns.assign(plan.steps.size(), nullptr);
+    prologues.assign(plan.steps.size(), nullptr);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
       std::string name = s.getString("cuda.kernel", "");
@@ -61,6 +62,11 @@ public:
                 false);
       if (!check(d.moduleGetFunction(&fns[i], module, name.c_str()), name,
                  error))
+        return false;
+      std::string first = s.getString("cuda.prologue", "");
+      if (!first.empty() &&
+          !check(d.moduleGetFunction(&prologues[i], module, first.c_str()),
+                 first, error))
         return false;
     }
     int64_t arena = planDeviceMemory(plan, offsets);
@@ -171,7 +177,7 @@ private:
   bool useGraph;
   Handle module = nullptr, stream = nullptr, exec = nullptr;
   DevicePtr base = 0;
-  std::vector<Handle> fns;
+  std::vector<Handle> fns, prologues; // per step; prologues run first
   std::vector<int64_t> offsets;
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t underflowed = 0; // the last run's count
@@ -212,6 +218,11 @@ private:
       for (DevicePtr &p : ptrs)
         args.push_back(&p);
       auto grid = *s.getInts("cuda.grid"), block = *s.getInts("cuda.block");
+      if (prologues[i] &&
+          !check(d.launch(prologues[i], 1, 1, 1, 1, 1, 1, 0, stream,
+                          args.data(), nullptr),
+                 "launching " + s.getString("cuda.prologue", ""), error))
+        return false;
       if (!check(d.launch(fns[i], grid[0], grid[1], grid[2], block[0],
                           block[1], block[2], 0, stream, args.data(), nullptr),
                  "launching " + s.getString("cuda.kernel", ""), error))

@@ -86,6 +86,17 @@ int main(int argc, char **argv) {
       args.push_back(mem.data() + offsets[v]);
     if (s.has("cuda.underflow_counter"))
       args.push_back(&underflow);
+    if (s.has("cuda.prologue")) {
+      auto first = (void (*)(void **))dlsym(
+          lib, ("emu_" + s.getString("cuda.prologue", "")).c_str());
+      if (!first) {
+        std::fprintf(stderr, "error: no emulated prologue for step '%s'\n",
+                     s.name.c_str());
+        return 1;
+      }
+      first(args.data());
+      ++launched;
+    }
     fn(args.data());
     ++launched;
   }
