@@ -11,7 +11,10 @@
 #   5. explains the precision chosen for every node (mpc explain);
 #   6. compiles the fp16 CUDA artifact (plan, weights, kernels.cu, fatbin
 #      for sm_80/sm_90), shows a tensor-core GEMM kernel, checks its SASS
-#      for HMMA (mpc doctor) and runs the artifact on the CPU backend.
+#      for HMMA (mpc doctor) and runs the artifact on the CPU backend;
+#   7. compiles the whole fp16 train step (forward, backward, loss scaling,
+#      Adam on FP32 masters) to CUDA and shows a fused kernel: Adam's
+#      update of one weight, seven steps in one kernel.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/build.sh" >/dev/null
@@ -102,3 +105,13 @@ echo "-- mpc doctor: GPU, toolkit, and tensor-core instructions in the SASS"
 PATH="$PATH:$wheel_bin" "$mpc" doctor "$work/mlp-cuda" || true
 echo "-- the artifact on the CPU backend (the GPU runs it with --device cuda):"
 "$mpc" run "$work/mlp-cuda" --input x="$work/x64.npy" --input labels="$work/y64.npy"
+
+echo
+echo "== 7. mpc compile --train: the whole fp16 train step as CUDA kernels"
+"$mpc" compile "$model" -o "$work/mlp-train" --precision fp16 --batch 64 --arch sm_80 --train --optimizer adam --lr 0.01
+echo "-- fused elementwise chains (k<step>_chain<steps>_<last op>):"
+grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "k[0-9]*_chain[0-9]*_[a-z_]*" | tr '\n' ' '; echo
+echo "-- Adam's update of the last layer's weight in one kernel (intermediates in registers):"
+kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "k[0-9]*_chain7_where" | tail -1)
+sed -n "/void __launch_bounds__(256) $kernel(/,/^}/p" "$work/mlp-train/kernels.cu" | grep -E "^  (float t|\{ float|st\()" | cut -c1-150
+echo "-- on a GPU: mpc train $model --device cuda ... (weights stay on the device, one CUDA graph per step)"
