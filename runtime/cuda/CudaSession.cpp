@@ -92,7 +92,9 @@ public:
       return (error = "the plan has no input '" + name + "'", false);
     const ValueInfo &info = plan.values[v];
     if (t.dtype() != info.dtype || t.shape() != info.shape)
-      return (error = "input '" + name + "' has the wrong type or shape",
+      return (error = "input '" + name + "' is " + dtypeName(t.dtype()) +
+                      shapeString(t.shape()) + ", the artifact expects " +
+                      dtypeName(info.dtype) + shapeString(info.shape),
               false);
     return upload(v, t, error);
   }
