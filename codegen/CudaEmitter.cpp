@@ -74,15 +74,29 @@ std::string dbl(double v) {
 /// Code computing offsets `o<k>` of each input for flat output index `i`
 /// given per-input strides over the output's dims.
 std::string offsetsCode(const Shape &out, const std::vector<Shape> &strides) {
-  std::ostringstream os;
+  // An input read in the output's own layout uses the flat index as is; the
+  // others walk the output's coordinates, in 32-bit arithmetic when the
+  // output allows (a 64-bit division costs several times more).
+  Shape own = stridesOf(out);
+  std::ostringstream os, walk;
+  bool any = false;
   for (size_t k = 0; k < strides.size(); ++k)
-    os << "  i64 o" << k << " = 0;\n";
-  os << "  i64 r = i;\n";
+    if (strides[k] == own) {
+      os << "  i64 o" << k << " = i;\n";
+    } else {
+      os << "  i64 o" << k << " = 0;\n";
+      for (int64_t st : strides[k])
+        any = any || st != 0; // all zero: a scalar, read at 0
+    }
+  if (!any)
+    return os.str();
+  const char *t = numElements(out) < (int64_t(1) << 31) ? "int" : "i64";
+  os << "  " << t << " r = (" << t << ")i;\n";
   for (int64_t d = (int64_t)out.size() - 1; d >= 0; --d) {
-    os << "  { i64 c = r % " << out[d] << "LL; r /= " << out[d] << "LL;";
+    os << "  { " << t << " c = r % " << out[d] << "; r /= " << out[d] << ";";
     for (size_t k = 0; k < strides.size(); ++k)
-      if (strides[k][d])
-        os << " o" << k << " += c * " << strides[k][d] << "LL;";
+      if (strides[k] != own && strides[k][d])
+        os << " o" << k << " += (i64)c * " << strides[k][d] << "LL;";
     os << " }\n";
   }
   return os.str();
