@@ -232,9 +232,10 @@ bool Emitter::chain(Step &s, const std::string &name) {
     int out = member.outputs[0];
     std::string t = "t" + std::to_string(m);
     cu << "  float " << t << ";\n  { ";
-    for (size_t k = 0; k < member.inputs.size(); ++k)
-      cu << "float " << vars[k] << " = " << reg.at(member.inputs[k]) << "; ";
-    std::string e = *expr(member.op, member.inputs.size());
+    std::vector<int> operands = chainOperands(member);
+    for (size_t k = 0; k < operands.size(); ++k)
+      cu << "float " << vars[k] << " = " << reg.at(operands[k]) << "; ";
+    std::string e = member.op == "expand" ? "a" : *expr(member.op, operands.size());
     DType dt = val(out).dtype;
     cu << t << " = "
        << (dt == DType::F16    ? "rnd_f16(" + e + ")"

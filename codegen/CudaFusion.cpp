@@ -7,7 +7,8 @@
 // - a chain of elementwise steps computes in one kernel: its last step
 //   (`cuda.chain`: the member steps in plan order, `cuda.inputs`: the
 //   values they read from outside) keeps each intermediate in a register,
-//   rounded to its own type as a store and load would; members are marked
+//   rounded to its own type as a store and load would (an Expand member
+//   reads its data with broadcast strides); members are marked
 //   `cuda.fused`. Greedy, from the last step back: a producer joins when
 //   its result has the chain's shape, is no plan output, and every reader
 //   is already in the chain.
@@ -25,11 +26,14 @@ namespace mlir::mpc::cuda {
 using ::mpc::rt::Binding;
 
 /// A step the chain kernel can compute: an elementwise expression on
-/// floats (or a comparison's bool), not an alias, not counting underflow.
+/// floats (or a comparison's bool), or an Expand (its data read with
+/// broadcast strides); not an alias, not counting underflow.
 static bool chainable(Emitter &e, const Step &s) {
   if (s.outputs.size() != 1 || s.has("cuda.alias") ||
       s.has("mpc.count_underflow") || s.op == "identity" ||
-      !e.expr(s.op, s.inputs.size()))
+      !(s.op == "expand" || e.expr(s.op, s.inputs.size())))
+    return false;
+  if (s.op == "expand" && !isFloat(e.val(s.inputs[0]).dtype))
     return false;
   DType t = e.val(s.outputs[0]).dtype;
   if (t != DType::F32 && t != DType::F16 && t != DType::BF16 &&
@@ -39,6 +43,12 @@ static bool chainable(Emitter &e, const Step &s) {
     if (v < 0)
       return false;
   return true;
+}
+
+std::vector<int> chainOperands(const Step &s) {
+  if (s.op == "expand") // the target shape is baked in
+    return {s.inputs[0]};
+  return s.inputs;
 }
 
 void fuseSteps(Emitter &e) {
@@ -76,7 +86,7 @@ void fuseSteps(Emitter &e) {
     std::set<size_t> chain = {root};
     std::priority_queue<size_t> candidates; // latest first: readers decided
     auto consider = [&](const Step &s) {
-      for (int v : s.inputs)
+      for (int v : chainOperands(s))
         if (auto p = producer.find(v); p != producer.end())
           candidates.push(p->second);
     };
@@ -106,7 +116,7 @@ void fuseSteps(Emitter &e) {
       taken[m] = true;
       if (m != root)
         plan.steps[m].attrs["cuda.fused"] = (int64_t)root;
-      for (int v : plan.steps[m].inputs)
+      for (int v : chainOperands(plan.steps[m]))
         if (!made.count(v) && seen.insert(v).second)
           external.push_back(v);
     }

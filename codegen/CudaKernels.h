@@ -113,6 +113,9 @@ struct Emitter {
   bool updateLossScale(Step &s, const std::string &name);
 };
 
+/// The inputs a chain member computes from (an Expand's data, not its
+/// target shape).
+std::vector<int> chainOperands(const Step &s);
 /// Marks the steps that share a kernel (CudaFusion.cpp): Relus into GEMM
 /// epilogues, elementwise chains into their last step.
 void fuseSteps(Emitter &e);

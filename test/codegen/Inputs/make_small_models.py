@@ -1,0 +1,65 @@
+"""Writes two small train models for the emulation test into OUT_DIR:
+
+gather_rows.onnx: scores = Gather(x @ W reshaped [N,3,10], [1, 1], axis=1)
+flattened @ W2, with a softmax cross-entropy loss. In fp16 the Gather
+follows its fp16 input, so its gradient is a scatter-add into an fp16
+tensor with a repeated index.
+
+gap_relu.onnx: x @ W reshaped [N,3,4,4], Relu, GlobalAveragePool, @ W2,
+softmax cross-entropy. The backward's Expand (of the pooled gradient) and
+the Relu gradient fuse into one CUDA kernel.
+
+usage: make_small_models.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+rng = np.random.default_rng(0)
+
+
+def weight(name, shape):
+    return numpy_helper.from_array(
+        rng.standard_normal(shape).astype(np.float32) * 0.3, name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def save(name, nodes, inits):
+    graph = helper.make_graph(
+        nodes + [helper.make_node("SoftmaxCrossEntropyLoss",
+                                  ["scores", "labels"], ["loss"], name="loss")],
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8]),
+         helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out, name + ".onnx"))
+
+
+save("gather_rows", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Reshape", ["h", "shape3"], ["h3"], name="split_heads"),
+    helper.make_node("Gather", ["h3", "pick"], ["g"], name="pick_rows", axis=1),
+    helper.make_node("Reshape", ["g", "shape2"], ["g2"], name="flatten"),
+    helper.make_node("MatMul", ["g2", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 30)), weight("W2", (20, 10)), ints("shape3", [4, 3, 10]),
+    ints("shape2", [4, 20]), ints("pick", [1, 1])])
+
+save("gap_relu", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Reshape", ["h", "shape4"], ["h4"], name="to_image"),
+    helper.make_node("Relu", ["h4"], ["r"], name="relu"),
+    helper.make_node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+    helper.make_node("Reshape", ["p", "shape2"], ["p2"], name="flatten"),
+    helper.make_node("MatMul", ["p2", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 48)), weight("W2", (3, 10)), ints("shape4", [4, 3, 4, 4]),
+    ints("shape2", [4, 3])])
