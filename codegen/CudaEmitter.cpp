@@ -172,14 +172,28 @@ std::optional<std::string> Emitter::expr(const std::string &op, size_t arity) {
       {"softplus", "log1pf(expf(a))"}, {"identity", "a"}, {"cast", "a"}};
   static const std::map<std::string, std::string> binary = {
       {"add", "a + b"}, {"sub", "a - b"}, {"mul", "a * b"}, {"div", "a / b"},
-      {"pow", "powf(a, b)"}, {"max", "fmaxf(a, b)"}, {"min", "fminf(a, b)"},
+      {"pow", "powf(a, b)"},
       {"greater", "(float)(a > b)"}, {"less", "(float)(a < b)"},
       {"equal", "(float)(a == b)"}, {"greater_or_equal", "(float)(a >= b)"},
       {"less_or_equal", "(float)(a <= b)"}};
-  auto &table = arity == 1 ? unary : binary;
-  auto it = table.find(op);
-  if (it != table.end())
-    return it->second;
+  // Variadic Max/Min/Sum/Mean: a left fold over a, b, c... as the CPU
+  // backend computes them (Max/Min propagate NaN, unlike fmaxf/fminf).
+  if ((op == "max" || op == "min" || op == "sum" || op == "mean") &&
+      arity >= 1 && arity <= kMaxOperands) {
+    std::string acc = "a";
+    for (size_t k = 1; k < arity; ++k) {
+      std::string v(1, kOperandNames[k]);
+      acc = op == "max"   ? "mpc_max(" + acc + ", " + v + ")"
+            : op == "min" ? "mpc_min(" + acc + ", " + v + ")"
+                          : "(" + acc + " + " + v + ")";
+    }
+    return op == "mean" ? acc + " / " + flt((float)arity) : acc;
+  }
+  if (arity == 1 || arity == 2) {
+    auto &table = arity == 1 ? unary : binary;
+    if (auto it = table.find(op); it != table.end())
+      return it->second;
+  }
   if (op == "where" && arity == 3)
     return std::string("a != 0.0f ? b : c");
   return std::nullopt;
@@ -197,9 +211,9 @@ bool Emitter::elementwise(Step &s, const std::string &name, const std::string &e
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << n << "LL) return;\n"
      << offsetsCode(y.shape, strides);
-  const char *vars = "abc";
   for (size_t k = 0; k < s.inputs.size(); ++k)
-    cu << "  float " << vars[k] << " = ld(in" << k << ", o" << k << ");\n";
+    cu << "  float " << kOperandNames[k] << " = ld(in" << k << ", o" << k
+       << ");\n";
   cu << "  st(out0, i, " << e << ");\n";
   if (s.has("mpc.count_underflow")) // a gradient flushed to zero
     cu << "  if (a != 0.0f && ld(out0, i) == 0.0f) atomicAdd(underflow, 1ULL);\n";
@@ -225,7 +239,6 @@ bool Emitter::chain(Step &s, const std::string &name) {
      << offsetsCode(y.shape, strides);
   for (size_t k = 0; k < ext.size(); ++k)
     cu << "  float x" << k << " = ld(in" << k << ", o" << k << ");\n";
-  const char *vars = "abc";
   std::vector<int64_t> members = *s.getInts("cuda.chain");
   for (int64_t m : members) {
     const Step &member = plan.steps[m];
@@ -234,7 +247,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
     cu << "  float " << t << ";\n  { ";
     std::vector<int> operands = chainOperands(member);
     for (size_t k = 0; k < operands.size(); ++k)
-      cu << "float " << vars[k] << " = " << reg.at(operands[k]) << "; ";
+      cu << "float " << kOperandNames[k] << " = " << reg.at(operands[k]) << "; ";
     std::string e = member.op == "expand" ? "a" : *expr(member.op, operands.size());
     DType dt = val(out).dtype;
     cu << t << " = "
@@ -500,6 +513,8 @@ bool Emitter::emitStep(Step &s, size_t index) {
     return unscaleGrads(s, name);
   if (op == "update_loss_scale")
     return updateLossScale(s, name);
+  if (op == "momentum" || op == "adagrad" || op == "adam")
+    return onnxOptimizer(s, name);
   if (op == "trilu")
     return trilu(s, name);
   if (op == "pad")

@@ -44,6 +44,10 @@ std::string dbl(double v);
 std::string offsetsCode(const ::mpc::rt::Shape &out,
                         const std::vector<::mpc::rt::Shape> &strides);
 
+/// Names of an elementwise expression's operands, in order.
+inline constexpr const char *kOperandNames = "abcdefgh";
+inline constexpr size_t kMaxOperands = 8;
+
 struct Emitter {
   Plan &plan;
   CudaModule &mod;
@@ -111,6 +115,7 @@ struct Emitter {
   bool crossEntropyGrad(Step &s, const std::string &name, bool withSoftmax);
   bool unscaleGrads(Step &s, const std::string &name);
   bool updateLossScale(Step &s, const std::string &name);
+  bool onnxOptimizer(Step &s, const std::string &name);
 };
 
 /// The inputs a chain member computes from (an Expand's data, not its

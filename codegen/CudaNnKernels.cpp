@@ -144,8 +144,13 @@ bool Emitter::pool(Step &s, const std::string &name, bool max) {
      << "      if (arg < 0 || v > best || v != v) { best = v; arg = ih * " << W
      << " + iw; }\n    }\n"
      << (max ? "  st(out0, i, best);\n" : "  st(out0, i, sum / cnt);\n");
-  if (max && s.outputs.size() > 1)
-    cu << "  out1[i] = p * " << H * W << "LL + arg;\n";
+  if (max && s.outputs.size() > 1) // storage_order 1: column-major h, w
+    cu << "  out1[i] = p * " << H * W << "LL + "
+       << (s.getInt("storage_order", 0) == 1
+               ? "(arg % " + std::to_string(W) + ") * " + std::to_string(H) +
+                     " + arg / " + std::to_string(W)
+               : std::string("arg"))
+       << ";\n";
   cu << "}\n\n";
   launch1d(s, name, n);
   return true;
@@ -316,6 +321,67 @@ bool Emitter::unscaleGrads(Step &s, const std::string &name) {
        << ", i); bad |= !isfinite(v); st(out" << k << ", i, v * inv); }\n";
   cu << "  if (bad) out" << n << "[0] = 1;\n}\n\n";
   launch(s, name, {blocks, 1, 1}, {256, 1, 1});
+  return true;
+}
+
+/// ai.onnx.preview.training Momentum / Adagrad / Adam as runtime/kernels/
+/// Training.cpp computes them: operands (R, T, X..., G..., state...), a
+/// thread per element index across the optimized tensors.
+bool Emitter::onnxOptimizer(Step &s, const std::string &name) {
+  const std::string &op = s.op;
+  int groups = op == "adam" ? 4 : 3;
+  size_t n = (s.inputs.size() - 2) / groups;
+  int64_t largest = 1;
+  for (size_t k = 0; k < n; ++k)
+    largest = std::max(largest, numElements(val(s.inputs[2 + k]).shape));
+  auto in = [&](size_t group, size_t k) {
+    return "ld(in" + std::to_string(2 + group * n + k) + ", i)";
+  };
+  auto out = [&](size_t group, size_t k) {
+    return "out" + std::to_string(group * n + k);
+  };
+  float lambda = (float)s.getFloat("norm_coefficient", 0);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n"
+     << "  float r = ld(in0, 0); i64 t = in1[0];\n";
+  if (op == "momentum")
+    cu << "  float alpha = " << flt((float)s.getFloat("alpha", 0))
+       << ", beta = t > 0 ? " << flt((float)s.getFloat("beta", 0))
+       << " : 1.0f;\n";
+  else if (op == "adagrad")
+    cu << "  float rate = r / (1.0f + (float)t * "
+       << flt((float)s.getFloat("decay_factor", 0)) << ");\n";
+  else
+    cu << "  float alpha = " << flt((float)s.getFloat("alpha", 0.9))
+       << ", beta = " << flt((float)s.getFloat("beta", 0.999))
+       << ";\n  float rate = t > 0 ? (float)(r * sqrt(1.0 - pow((double)beta, "
+          "(double)t)) / (1.0 - pow((double)alpha, (double)t))) : r;\n";
+  for (size_t k = 0; k < n; ++k) {
+    cu << "  if (i < " << numElements(val(s.inputs[2 + k]).shape)
+       << "LL) {\n    float x = " << in(0, k) << ", gr = " << flt(lambda)
+       << " * x + " << in(1, k) << ";\n";
+    if (op == "momentum")
+      cu << "    float vn = alpha * " << in(2, k) << " + beta * gr;\n    st("
+         << out(1, k) << ", i, vn);\n    st(" << out(0, k) << ", i, "
+         << (s.getString("mode", "standard") == "nesterov"
+                 ? "x - r * (gr + alpha * vn)"
+                 : "x - r * vn")
+         << ");\n";
+    else if (op == "adagrad")
+      cu << "    float hn = " << in(2, k) << " + gr * gr;\n    st(" << out(1, k)
+         << ", i, hn);\n    st(" << out(0, k) << ", i, x - rate * gr / (sqrtf(hn) + "
+         << flt((float)s.getFloat("epsilon", 1e-6)) << "));\n";
+    else
+      cu << "    float vn = alpha * " << in(2, k) << " + (1 - alpha) * gr;\n"
+         << "    float hn = beta * " << in(3, k) << " + (1 - beta) * gr * gr;\n"
+         << "    st(" << out(1, k) << ", i, vn); st(" << out(2, k)
+         << ", i, hn);\n    st(" << out(0, k) << ", i, (1 - "
+         << flt((float)s.getFloat("norm_coefficient_post", 0))
+         << ") * (x - rate * (vn / (sqrtf(hn) + "
+         << flt((float)s.getFloat("epsilon", 1e-6)) << "))));\n";
+    cu << "  }\n";
+  }
+  cu << "}\n\n";
+  launch1d(s, name, largest);
   return true;
 }
 

@@ -1,0 +1,83 @@
+"""Runs ONNX backend node tests through the emitted CUDA kernels on the host:
+every test whose model `mpc compile --no-nvcc` accepts (fp32 artifact; the
+rest stop with a one-line error), its input_*.pb as .npy, kernels.cu built
+with cuda_host_shim.h, mpc-emulate-artifact against the CPU backend (which
+scripts/conformance.py checks against the tests' expected outputs). Prints
+the failures and a summary; exit 1 if any emulated test differs by more
+than 1e-5 or fewer than --min tests ran. Tests with inputs .npy cannot
+hold for mpc (bf16) are left out.
+
+usage: emulate_node_tests.py TOOLS_DIR CXX SRC WORK DATA_DIR [--min N] [TEST...]
+"""
+import argparse
+import concurrent.futures
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+ap = argparse.ArgumentParser()
+for a in ("tools", "cxx", "src", "work", "data"):
+    ap.add_argument(a)
+ap.add_argument("--min", type=int, default=0)
+ap.add_argument("tests", nargs="*")
+a = ap.parse_args()
+mpc = os.path.join(a.tools, "mpc")
+NPY_TYPES = [np.dtype(t) for t in
+             (np.float32, np.float16, np.int64, np.int32, np.bool_)]
+
+
+def emulate(test):
+    """None when mpc compile refuses the model, else (ok, line)."""
+    path = os.path.join(a.data, test)
+    model = onnx.load(os.path.join(path, "model.onnx"))
+    art = os.path.join(a.work, test)
+    if subprocess.run([mpc, "compile", os.path.join(path, "model.onnx"), "-o",
+                       art, "--no-nvcc"], capture_output=True).returncode:
+        return None
+    inits = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    pbs = sorted(glob.glob(os.path.join(path, "test_data_set_0", "input_*.pb")),
+                 key=lambda p: int(re.search(r"(\d+)\.pb$", p).group(1)))
+    args = []
+    for name, pb in zip(names, pbs):
+        t = onnx.TensorProto()
+        t.ParseFromString(open(pb, "rb").read())
+        value = numpy_helper.to_array(t)
+        if value.dtype not in NPY_TYPES:  # bf16 comes back as uint16
+            return None
+        npy = os.path.join(art, f"in.{len(args)}.npy")
+        np.save(npy, value)
+        args.append(f"{name}={npy}")
+    subprocess.run([a.cxx, "-O1", "-std=c++17", "-shared", "-fPIC",
+                    "-DMPC_HOST_EMULATION", "-I" + a.src, "-include",
+                    os.path.join(a.src, "test/codegen/Inputs/cuda_host_shim.h"),
+                    "-x", "c++", os.path.join(art, "kernels.cu"), "-o",
+                    os.path.join(art, "emu.so"), "-lpthread"], check=True)
+    run = subprocess.run([os.path.join(a.tools, "mpc-emulate-artifact"), art,
+                          os.path.join(art, "emu.so")] + args,
+                         capture_output=True, text=True)
+    if run.returncode:
+        return False, f"{test}: FAIL ({run.stderr.strip()})"
+    diffs = [float(x) for x in
+             re.findall(r"max relative difference (\S+)", run.stdout)]
+    ok = bool(diffs) and max(diffs) <= 1e-5
+    return ok, (f"{test}: {len(diffs)} outputs within {max(diffs or [0]):.2e} "
+                f"of the CPU backend {'ok' if ok else 'FAIL'}")
+
+
+tests = a.tests or sorted(os.listdir(a.data))
+with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+    results = [r for r in pool.map(emulate, tests) if r is not None]
+failed = [line for ok, line in results if not ok]
+for line in failed:
+    print(line)
+ok = not failed and len(results) >= a.min
+print(f"node tests emulated: {len(results)}; within 1e-5 of the CPU backend: "
+      f"{len(results) - len(failed)}; " + ("all ok" if ok else "FAIL"))
+sys.exit(0 if ok else 1)
