@@ -7,7 +7,8 @@ the failures and a summary; exit 1 if any emulated test differs by more
 than 1e-5 or fewer than --min tests ran. Tests with inputs .npy cannot
 hold for mpc (bf16) are left out.
 
-usage: emulate_node_tests.py TOOLS_DIR CXX SRC WORK DATA_DIR [--min N] [TEST...]
+usage: emulate_node_tests.py TOOLS_DIR CXX SRC WORK DATA_DIR [--min N]
+           [--precision fp32|fp16|bf16] [TEST...]
 """
 import argparse
 import concurrent.futures
@@ -25,9 +26,13 @@ ap = argparse.ArgumentParser()
 for a in ("tools", "cxx", "src", "work", "data"):
     ap.add_argument(a)
 ap.add_argument("--min", type=int, default=0)
+ap.add_argument("--precision", default="fp32")
 ap.add_argument("tests", nargs="*")
 a = ap.parse_args()
 mpc = os.path.join(a.tools, "mpc")
+# fp16/bf16: two ulps of the computing type (reductions in FP32 here, in
+# double on the CPU backend).
+RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}[a.precision]
 NPY_TYPES = [np.dtype(t) for t in
              (np.float32, np.float16, np.int64, np.int32, np.bool_)]
 
@@ -38,7 +43,8 @@ def emulate(test):
     model = onnx.load(os.path.join(path, "model.onnx"))
     art = os.path.join(a.work, test)
     if subprocess.run([mpc, "compile", os.path.join(path, "model.onnx"), "-o",
-                       art, "--no-nvcc"], capture_output=True).returncode:
+                       art, "--no-nvcc", "--precision", a.precision],
+                      capture_output=True).returncode:
         return None
     inits = {i.name for i in model.graph.initializer}
     names = [i.name for i in model.graph.input if i.name not in inits]
@@ -66,7 +72,7 @@ def emulate(test):
         return False, f"{test}: FAIL ({run.stderr.strip()})"
     diffs = [float(x) for x in
              re.findall(r"max relative difference (\S+)", run.stdout)]
-    ok = bool(diffs) and max(diffs) <= 1e-5
+    ok = bool(diffs) and max(diffs) <= RTOL
     return ok, (f"{test}: {len(diffs)} outputs within {max(diffs or [0]):.2e} "
                 f"of the CPU backend {'ok' if ok else 'FAIL'}")
 
@@ -78,6 +84,7 @@ failed = [line for ok, line in results if not ok]
 for line in failed:
     print(line)
 ok = not failed and len(results) >= a.min
-print(f"node tests emulated: {len(results)}; within 1e-5 of the CPU backend: "
+print(f"node tests emulated ({a.precision}): {len(results)}; within {RTOL:.3g} "
+      f"of the CPU backend: "
       f"{len(results) - len(failed)}; " + ("all ok" if ok else "FAIL"))
 sys.exit(0 if ok else 1)
