@@ -19,6 +19,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
 #include "runtime/PlanIO.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/TrainProtocol.h"
 #include "runtime/cuda/CudaDevice.h"
 
@@ -32,7 +33,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -179,69 +179,6 @@ static bool appendLoss(mlir::func::FuncOp func, StringRef kind,
   func.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
                                          mlir::ValueRange(results).getTypes()));
   func.setAllResultAttrs(attrs);
-  return true;
-}
-
-namespace fs = std::filesystem;
-
-/// Writes the checkpoint into a fresh directory and renames it over `dir`,
-/// so a crash leaves either the old or the new checkpoint, never half.
-static bool saveCheckpoint(const std::string &dir, int64_t step,
-                           const std::map<std::string, rt::Tensor> &params,
-                           const std::map<std::string, rt::Tensor> &state,
-                           std::string &error) {
-  std::string tmp = dir + ".tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec) {
-    error = "cannot create " + tmp + ": " + ec.message();
-    return false;
-  }
-  rt::Tensor s(rt::DType::I64, {});
-  s.data<int64_t>()[0] = step;
-  if (!rt::writeNpy(tmp + "/step.npy", s, error))
-    return false;
-  for (const auto &[name, t] : params)
-    if (!rt::writeNpy(tmp + "/param." + name + ".npy", t, error))
-      return false;
-  for (const auto &[name, t] : state)
-    if (!rt::writeNpy(tmp + "/state." + name + ".npy", t, error))
-      return false;
-  std::string old = dir + ".old";
-  fs::remove_all(old, ec);
-  if (fs::exists(dir))
-    fs::rename(dir, old, ec);
-  fs::rename(tmp, dir, ec);
-  if (ec) {
-    error = "cannot write checkpoint " + dir + ": " + ec.message();
-    return false;
-  }
-  fs::remove_all(old, ec);
-  return true;
-}
-
-static bool loadCheckpoint(const std::string &dir, int64_t &step,
-                           std::map<std::string, rt::Tensor> &params,
-                           std::map<std::string, rt::Tensor> &state,
-                           std::string &error) {
-  rt::Tensor s;
-  if (!rt::readNpy(dir + "/step.npy", s, error))
-    return false;
-  step = s.getInt(0);
-  for (auto &[name, t] : params) {
-    rt::Tensor saved;
-    if (!rt::readNpy(dir + "/param." + name + ".npy", saved, error))
-      return false;
-    if (saved.shape() != t.shape() || saved.dtype() != t.dtype()) {
-      error = "checkpoint parameter '" + name + "' does not match the model";
-      return false;
-    }
-    t = std::move(saved);
-  }
-  for (auto &[name, t] : state)
-    if (!rt::readNpy(dir + "/state." + name + ".npy", t, error))
-      return false;
   return true;
 }
 
@@ -482,7 +419,7 @@ int runTrain() {
   state["mpc.opt.t"] = rt::Tensor(rt::DType::I64, {});
   int64_t perEpoch = samples / batch, first = 0;
   if (resume) {
-    if (!loadCheckpoint(checkpoint, first, params, state, error))
+    if (!rt::loadCheckpoint(checkpoint, first, params, state, error))
       return reportError("cannot resume from " + checkpoint + ": " + error);
     outs() << "resumed from " << checkpoint << " at step " << first << "\n";
   }
@@ -619,7 +556,7 @@ int runTrain() {
     if (!checkpoint.empty() &&
         ((s + 1) % checkpointEvery == 0 || s + 1 == steps) &&
         (!fromSession(params) || !fromSession(state) ||
-         !saveCheckpoint(checkpoint, s + 1, params, state, error)))
+         !rt::saveCheckpoint(checkpoint, s + 1, params, state, error)))
       return reportError(error);
     if (scaling && skippedInARow >= 20 && stepScale <= 1.0)
       return reportError(
