@@ -530,9 +530,10 @@ bool Emitter::emitStep(Step &s, size_t index) {
 
 namespace mlir::mpc {
 
-bool emitCuda(Plan &plan, CudaModule &out, std::string &error) {
+bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
   cuda::Emitter e{plan, out, error, {}, {}};
-  cuda::fuseSteps(e);
+  if (fuse)
+    cuda::fuseSteps(e);
   e.cu << "// Emitted by mpc: the kernels of an execution plan, one per step or\n"
           "// fused chain of steps.\n"
        << kCudaPrelude << "\n";

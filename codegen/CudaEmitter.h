@@ -29,8 +29,10 @@ struct CudaModule {
 };
 
 /// Emits `plan`'s kernels and annotates its steps. False with a one-line
-/// `error` naming the step for an op without a CUDA kernel.
-bool emitCuda(::mpc::rt::Plan &plan, CudaModule &out, std::string &error);
+/// `error` naming the step for an op without a CUDA kernel. `fuse` false:
+/// one kernel per step (no epilogue or chain fusion), for comparison.
+bool emitCuda(::mpc::rt::Plan &plan, CudaModule &out, std::string &error,
+              bool fuse = true);
 
 } // namespace mlir::mpc
 

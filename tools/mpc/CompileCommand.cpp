@@ -63,6 +63,11 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
 static cl::opt<bool> noNvcc("no-nvcc",
                             cl::desc("Emit kernels.cu without compiling it"),
                             cl::sub(compileCommand));
+static cl::opt<bool> fuse(
+    "fuse",
+    cl::desc("Fuse Relus into GEMM epilogues and elementwise chains into one "
+             "kernel (default on; =false: one kernel per step)"),
+    cl::init(true), cl::sub(compileCommand));
 static cl::opt<bool> train("train",
                            cl::desc("Compile the train step (forward, "
                                     "backward, loss scaling, optimizer) "
@@ -174,7 +179,7 @@ int runCompile() {
     return reportError(model + ": " + error);
 
   mlir::mpc::CudaModule cuda;
-  if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error))
+  if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error, fuse))
     return reportError(model + ": " + error);
 
   // Everything goes into DIR.tmp, renamed over DIR at the end.
