@@ -160,44 +160,6 @@ void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block,
   barrier = false;
 }
 
-std::optional<std::string> Emitter::expr(const std::string &op, size_t arity) {
-  static const std::map<std::string, std::string> unary = {
-      {"relu", "fmaxf(a, 0.0f) + 0.0f * a"}, // NaN propagates like max(x, 0)
-      {"neg", "-a"}, {"exp", "expf(a)"}, {"log", "logf(a)"},
-      {"tanh", "tanhf(a)"}, {"sigmoid", "1.0f / (1.0f + expf(-a))"},
-      {"sqrt", "sqrtf(a)"}, {"erf", "erff(a)"}, {"abs", "fabsf(a)"},
-      {"reciprocal", "1.0f / a"}, {"sin", "sinf(a)"}, {"cos", "cosf(a)"},
-      {"floor", "floorf(a)"}, {"ceil", "ceilf(a)"},
-      {"gelu", "0.5f * a * (1.0f + erff(a * 0.70710678118654752f))"},
-      {"softplus", "log1pf(expf(a))"}, {"identity", "a"}, {"cast", "a"}};
-  static const std::map<std::string, std::string> binary = {
-      {"add", "a + b"}, {"sub", "a - b"}, {"mul", "a * b"}, {"div", "a / b"},
-      {"pow", "powf(a, b)"},
-      {"greater", "(float)(a > b)"}, {"less", "(float)(a < b)"},
-      {"equal", "(float)(a == b)"}, {"greater_or_equal", "(float)(a >= b)"},
-      {"less_or_equal", "(float)(a <= b)"}};
-  // Variadic Max/Min/Sum/Mean: a left fold over a, b, c... as the CPU
-  // backend computes them (Max/Min propagate NaN, unlike fmaxf/fminf).
-  if ((op == "max" || op == "min" || op == "sum" || op == "mean") &&
-      arity >= 1 && arity <= kMaxOperands) {
-    std::string acc = "a";
-    for (size_t k = 1; k < arity; ++k) {
-      std::string v(1, kOperandNames[k]);
-      acc = op == "max"   ? "mpc_max(" + acc + ", " + v + ")"
-            : op == "min" ? "mpc_min(" + acc + ", " + v + ")"
-                          : "(" + acc + " + " + v + ")";
-    }
-    return op == "mean" ? acc + " / " + flt((float)arity) : acc;
-  }
-  if (arity == 1 || arity == 2) {
-    auto &table = arity == 1 ? unary : binary;
-    if (auto it = table.find(op); it != table.end())
-      return it->second;
-  }
-  if (op == "where" && arity == 3)
-    return std::string("a != 0.0f ? b : c");
-  return std::nullopt;
-}
 
 bool Emitter::elementwise(Step &s, const std::string &name, const std::string &e) {
   const ValueInfo &y = val(s.outputs[0]);
@@ -248,7 +210,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
     std::vector<int> operands = chainOperands(member);
     for (size_t k = 0; k < operands.size(); ++k)
       cu << "float " << kOperandNames[k] << " = " << reg.at(operands[k]) << "; ";
-    std::string e = member.op == "expand" ? "a" : *expr(member.op, operands.size());
+    std::string e = member.op == "expand" ? "a" : *expr(member);
     DType dt = val(out).dtype;
     cu << t << " = "
        << (dt == DType::F16    ? "rnd_f16(" + e + ")"
@@ -477,12 +439,14 @@ bool Emitter::emitStep(Step &s, size_t index) {
     return conv(s, name);
   if (op == "softmax" || op == "log_softmax")
     return softmax(s, name, op == "log_softmax");
+  if (op == "batch_norm" || op == "batch_norm_train")
+    return batchNorm(s, name, op == "batch_norm_train");
   if (op == "layer_norm")
     return layerNorm(s, name);
-  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_log_sum_exp")
-    return reduce(s, name, op == "reduce_sum"    ? "sum"
-                           : op == "reduce_mean" ? "mean"
-                                                 : "lse");
+  if (op.rfind("reduce_", 0) == 0)
+    return reduce(s, name, op.substr(7));
+  if (op == "arg_max" || op == "arg_min")
+    return argExtreme(s, name, op == "arg_max");
   if (op == "max_pool" || op == "average_pool")
     return pool(s, name, op == "max_pool");
   if (op == "global_average_pool")
@@ -519,7 +483,24 @@ bool Emitter::emitStep(Step &s, size_t index) {
     return trilu(s, name);
   if (op == "pad")
     return pad(s, name);
-  if (auto e = expr(op, s.inputs.size())) {
+  if (op == "clip") { // min and max: optional scalar operands
+    auto bound = [&](size_t k, const char *none) {
+      return s.inputs.size() > k && s.inputs[k] >= 0
+                 ? "ld(in" + std::to_string(k) + ", 0)"
+                 : std::string(none);
+    };
+    const ValueInfo &y = val(s.outputs[0]);
+    if (!isFloat(y.dtype))
+      return fail(s, "integer arithmetic has no CUDA kernel yet");
+    int64_t n = numElements(y.shape);
+    cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+       << n << "LL) return;\n  float a = ld(in0, i);\n  st(out0, i, a != a ? a : "
+       << "fminf(fmaxf(a, " << bound(1, "-INFINITY") << "), "
+       << bound(2, "INFINITY") << "));\n}\n\n";
+    launch1d(s, name, n);
+    return true;
+  }
+  if (auto e = expr(s)) {
     mod.flops += numElements(val(s.outputs[0]).shape);
     return elementwise(s, name, *e);
   }

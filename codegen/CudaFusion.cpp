@@ -31,7 +31,7 @@ using ::mpc::rt::Binding;
 static bool chainable(Emitter &e, const Step &s) {
   if (s.outputs.size() != 1 || s.has("cuda.alias") ||
       s.has("mpc.count_underflow") || s.op == "identity" ||
-      !(s.op == "expand" || e.expr(s.op, s.inputs.size())))
+      !(s.op == "expand" || e.expr(s)))
     return false;
   if (s.op == "expand" && !isFloat(e.val(s.inputs[0]).dtype))
     return false;

@@ -80,7 +80,10 @@ struct Emitter {
   bool emitStep(Step &s, size_t index);
 
   // CudaEmitter.cpp
-  std::optional<std::string> expr(const std::string &op, size_t arity);
+  /// The FP32 expression of an elementwise step over operands a, b, c...
+  /// (CudaExpressions.cpp), as the CPU backend computes it; none for an op
+  /// without one.
+  std::optional<std::string> expr(const Step &s);
   bool elementwise(Step &s, const std::string &name, const std::string &e);
   bool chain(Step &s, const std::string &name);
   bool stridedCopy(Step &s, const std::string &name, int64_t offset,
@@ -107,7 +110,9 @@ struct Emitter {
   // CudaNnKernels.cpp
   bool softmax(Step &s, const std::string &name, bool logForm);
   bool layerNorm(Step &s, const std::string &name);
+  bool batchNorm(Step &s, const std::string &name, bool train);
   bool reduce(Step &s, const std::string &name, const std::string &kind);
+  bool argExtreme(Step &s, const std::string &name, bool max);
   bool pool(Step &s, const std::string &name, bool max);
   bool globalAveragePool(Step &s, const std::string &name);
   bool crossEntropy(Step &s, const std::string &name, bool fromLogProb = false);

@@ -9,6 +9,7 @@
 #include "runtime/kernels/Window.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 using namespace ::mpc::rt;
@@ -68,11 +69,66 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
   return true;
 }
 
-/// kind: "sum", "mean" or "lse" (log-sum-exp, max-shifted).
+/// BatchNormalization. Inference (`train` false): a thread per element
+/// with the running statistics. Training: a block per channel sums the
+/// batch in double (as the CPU backend: population variance from the sum
+/// of squares), normalizes its channel and updates the running statistics.
+bool Emitter::batchNorm(Step &s, const std::string &name, bool train) {
+  const ValueInfo &x = val(s.inputs[0]);
+  if (x.shape.size() < 2)
+    return fail(s, "batch normalization needs an [N, C, ...] input");
+  int64_t N = x.shape[0], C = x.shape[1];
+  int64_t sp = numElements(x.shape) / std::max<int64_t>(N * C, 1);
+  std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
+  std::string norm = "(ld(in0, e) - mean) * inv * ld(in1, c) + ld(in2, c)";
+  if (!train) {
+    int64_t n = numElements(x.shape);
+    cu << header(s, name, 256) << " {\n  i64 e = global_index();\n  if (e >= "
+       << n << "LL) return;\n  i64 c = e / " << sp << "LL % " << C
+       << "LL;\n  float mean = ld(in3, c), inv = 1.0f / sqrtf(ld(in4, c) + "
+       << eps << ");\n  st(out0, e, " << norm << ");\n}\n\n";
+    launch1d(s, name, n);
+    return true;
+  }
+  std::string momentum = flt((float)s.getFloat("momentum", 0.9));
+  cu << header(s, name, 256) << " {\n  __shared__ double sums[256], squares[256];\n"
+     << "  const i64 c = blockIdx.x, count = " << N * sp << "LL;\n"
+     << "  double sum = 0.0, sq = 0.0;\n"
+     << "  for (i64 j = threadIdx.x; j < count; j += 256) { i64 e = (j / " << sp
+     << "LL * " << C << "LL + c) * " << sp << "LL + j % " << sp
+     << "LL; double v = ld(in0, e); sum += v; sq += v * v; }\n"
+     << "  sums[threadIdx.x] = sum; squares[threadIdx.x] = sq; __syncthreads();\n"
+     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
+        "sums[threadIdx.x] += sums[threadIdx.x + h]; squares[threadIdx.x] += "
+        "squares[threadIdx.x + h]; } __syncthreads(); }\n"
+     << "  double m = sums[0] / (double)count;\n"
+     << "  float mean = (float)m, var = (float)fmax(squares[0] / (double)count - "
+        "m * m, 0.0);\n"
+     << "  float inv = 1.0f / sqrtf(var + " << eps << ");\n"
+     << "  for (i64 j = threadIdx.x; j < count; j += 256) { i64 e = (j / " << sp
+     << "LL * " << C << "LL + c) * " << sp << "LL + j % " << sp
+     << "LL; st(out0, e, " << norm << "); }\n"
+     << "  if (threadIdx.x == 0) {\n    st(out1, c, ld(in3, c) * " << momentum
+     << " + mean * (1 - " << momentum << "));\n    st(out2, c, ld(in4, c) * "
+     << momentum << " + var * (1 - " << momentum << "));\n  }\n}\n\n";
+  barrier = true;
+  launch(s, name, {C, 1, 1}, {256, 1, 1});
+  return true;
+}
+
+/// A reduction: `kind` is the op name without "reduce_" (sum, mean, max,
+/// min, prod, l1, l2, sum_square, log_sum, log_sum_exp, the last shifted
+/// by the max); a thread per output accumulates in FP32 what the CPU
+/// backend accumulates in double, NaN handling alike. No axes with
+/// noop_with_empty_axes copies.
 bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) {
   const ValueInfo &x = val(s.inputs[0]);
+  if (!isFloat(x.dtype))
+    return fail(s, "integer arithmetic has no CUDA kernel yet");
   int64_t rank = x.shape.size();
   auto axes = s.getInts("axes").value_or(std::vector<int64_t>{});
+  if (axes.empty() && s.getInt("noop_with_empty_axes", 0))
+    return stridedCopy(s, name, 0, stridesOf(x.shape));
   std::set<int64_t> red;
   for (int64_t a : axes)
     red.insert(a < 0 ? a + rank : a);
@@ -89,29 +145,62 @@ bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) 
       keptStrides.push_back(st[i]);
     }
   int64_t outN = numElements(kept), redN = numElements(rdims);
+  static const std::map<std::string, std::pair<const char *, const char *>>
+      folds = { // initial value, acc = f(acc, v)
+          {"sum", {"0.0f", "acc + v"}},
+          {"mean", {"0.0f", "acc + v"}},
+          {"log_sum", {"0.0f", "acc + v"}},
+          {"log_sum_exp", {"0.0f", "acc + expf(v - mx)"}},
+          {"max", {"-INFINITY", "(v != v || v > acc) ? v : acc"}},
+          {"min", {"INFINITY", "(v != v || v < acc) ? v : acc"}},
+          {"prod", {"1.0f", "acc * v"}},
+          {"l1", {"0.0f", "acc + fabsf(v)"}},
+          {"l2", {"0.0f", "acc + v * v"}},
+          {"sum_square", {"0.0f", "acc + v * v"}}};
+  auto fold = folds.find(kind);
+  if (fold == folds.end())
+    return fail(s, "no CUDA kernel for mpc." + s.op + " yet");
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << outN << "LL) return;\n"
      << offsetsCode(kept, {keptStrides})
-     << "  float acc = 0.0f, mx = -INFINITY;\n";
+     << "  float acc = " << fold->second.first << ", mx = -INFINITY;\n";
   auto loop = [&](const std::string &body) {
     cu << "  for (i64 j = 0; j < " << redN
        << "LL; ++j) {\n    i64 q = j, off = o0;\n";
     for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
       cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
          << "LL; q /= " << rdims[d] << "LL;\n";
-    cu << "    " << body << "\n  }\n";
+    cu << "    float v = ld(in0, off);\n    " << body << "\n  }\n";
   };
-  if (kind == "lse") {
-    loop("mx = fmaxf(mx, ld(in0, off));");
-    loop("acc += expf(ld(in0, off) - mx);");
-    cu << "  st(out0, i, mx + logf(acc));\n}\n\n";
-  } else {
-    loop("acc += ld(in0, off);");
-    cu << "  st(out0, i, acc"
-       << (kind == "mean" ? " / " + std::to_string(redN) + ".0f" : "")
-       << ");\n}\n\n";
-  }
+  if (kind == "log_sum_exp")
+    loop("mx = fmaxf(mx, v);");
+  loop(std::string("acc = ") + fold->second.second + ";");
+  std::string result = kind == "mean"          ? "acc / " + flt((float)redN)
+                       : kind == "l2"          ? "sqrtf(acc)"
+                       : kind == "log_sum"     ? "logf(acc)"
+                       : kind == "log_sum_exp" ? "mx + logf(acc)"
+                                               : "acc";
+  cu << "  st(out0, i, " << result << ");\n}\n\n";
   launch1d(s, name, outN);
+  return true;
+}
+
+/// ArgMax / ArgMin along `axis`: the first extreme (the last with
+/// select_last_index), as the CPU backend.
+bool Emitter::argExtreme(Step &s, const std::string &name, bool max) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
+  AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
+  bool last = s.getInt("select_last_index", 0);
+  int64_t n = sp.outer * sp.inner;
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 o = i / " << sp.inner << "LL, in = i % "
+     << sp.inner << "LL, best = 0;\n  float bv = 0.0f;\n  for (i64 j = 0; j < "
+     << sp.dim << "LL; ++j) {\n    float v = ld(in0, (o * " << sp.dim
+     << "LL + j) * " << sp.inner << "LL + in);\n    if (j == 0 || v "
+     << (max ? ">" : "<") << " bv" << (last ? " || v == bv" : "")
+     << ") { best = j; bv = v; }\n  }\n  out0[i] = best;\n}\n\n";
+  launch1d(s, name, n);
   return true;
 }
 
