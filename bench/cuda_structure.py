@@ -68,11 +68,11 @@ def main():
     work = tempfile.mkdtemp()
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
                                                      "export_torch_models.py"),
-                    work, "--only", "digits_cnn,transformer,gpt,resnet18"],
+                    work, "--only", "digits_cnn,transformer,gpt,resnet18_train"],
                    check=True, stdout=subprocess.DEVNULL)
     models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"))] + [
         (m, os.path.join(work, m + ".onnx"))
-        for m in ("digits_cnn", "transformer", "gpt", "resnet18")]
+        for m in ("digits_cnn", "transformer", "gpt", "resnet18_train")]
     mib = lambda b: f"{b / 2 ** 20:.2f}"
     rows = []
     for name, path in models:
