@@ -69,7 +69,8 @@ def main():
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
                                                      "export_torch_models.py"),
                     work, "--only", "digits_cnn,transformer,gpt,resnet18_train"],
-                   check=True, stdout=subprocess.DEVNULL)
+                   check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
     models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"))] + [
         (m, os.path.join(work, m + ".onnx"))
         for m in ("digits_cnn", "transformer", "gpt", "resnet18_train")]
