@@ -304,6 +304,28 @@ bool Emitter::gather(Step &s, const std::string &name) {
   return true;
 }
 
+/// GatherElements: out[i] = data at i's coordinates (in the indices'
+/// shape) with the axis coordinate taken from indices[i].
+bool Emitter::gatherElements(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  Shape xs = stridesOf(x.shape);
+  int64_t n = numElements(idx.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 r = i, off = 0;\n";
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    cu << "  { i64 c = r % " << idx.shape[d] << "LL; r /= " << idx.shape[d]
+       << "LL;";
+    if (d == axis)
+      cu << " c = in1[i]; if (c < 0) c += " << x.shape[d] << "LL;";
+    cu << " off += c * " << xs[d] << "LL; }\n";
+  }
+  cu << "  out0[i] = in0[off];\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
 /// Scatter-add without atomics, in index order like the CPU backend (so
 /// the sums are the same): into an FP32 result each thread owns one
 /// (outer, inner) column and walks the indices; any other result type
@@ -459,6 +481,8 @@ bool Emitter::emitStep(Step &s, size_t index) {
     return slice(s, name);
   if (op == "gather")
     return gather(s, name);
+  if (op == "gather_elements")
+    return gatherElements(s, name);
   if (op == "gather_grad")
     return gatherGrad(s, name);
   if (op == "concat" || op == "split")

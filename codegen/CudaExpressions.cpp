@@ -30,6 +30,7 @@ std::optional<std::string> Emitter::expr(const Step &s) {
   static const std::map<std::string, std::string> binary = {
       {"add", "a + b"}, {"sub", "a - b"}, {"mul", "a * b"}, {"div", "a / b"},
       {"pow", "powf(a, b)"}, {"prelu", "a < 0.0f ? b * a : a"},
+      {"mod", "fmodf(a, b)"}, // floats: C fmod whatever the fmod attribute
       {"greater", "(float)(a > b)"}, {"less", "(float)(a < b)"},
       {"equal", "(float)(a == b)"}, {"greater_or_equal", "(float)(a >= b)"},
       {"less_or_equal", "(float)(a <= b)"},

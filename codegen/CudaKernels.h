@@ -92,6 +92,7 @@ struct Emitter {
   bool slice(Step &s, const std::string &name);
   bool gather(Step &s, const std::string &name);
   bool gatherGrad(Step &s, const std::string &name);
+  bool gatherElements(Step &s, const std::string &name);
   bool axisParts(Step &s, const std::string &name, bool concatenate);
   bool trilu(Step &s, const std::string &name);
   bool pad(Step &s, const std::string &name);

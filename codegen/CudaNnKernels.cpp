@@ -118,9 +118,9 @@ bool Emitter::batchNorm(Step &s, const std::string &name, bool train) {
 
 /// A reduction: `kind` is the op name without "reduce_" (sum, mean, max,
 /// min, prod, l1, l2, sum_square, log_sum, log_sum_exp, the last shifted
-/// by the max); a thread per output accumulates in FP32 what the CPU
-/// backend accumulates in double, NaN handling alike. No axes with
-/// noop_with_empty_axes copies.
+/// by the max); a thread per output accumulates in double as the CPU
+/// backend does (memory-bound either way), NaN handling alike. No axes
+/// with noop_with_empty_axes copies.
 bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) {
   const ValueInfo &x = val(s.inputs[0]);
   if (!isFloat(x.dtype))
@@ -150,11 +150,11 @@ bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) 
           {"sum", {"0.0f", "acc + v"}},
           {"mean", {"0.0f", "acc + v"}},
           {"log_sum", {"0.0f", "acc + v"}},
-          {"log_sum_exp", {"0.0f", "acc + expf(v - mx)"}},
+          {"log_sum_exp", {"0.0f", "acc + exp(v - mx)"}},
           {"max", {"-INFINITY", "(v != v || v > acc) ? v : acc"}},
           {"min", {"INFINITY", "(v != v || v < acc) ? v : acc"}},
           {"prod", {"1.0f", "acc * v"}},
-          {"l1", {"0.0f", "acc + fabsf(v)"}},
+          {"l1", {"0.0f", "acc + fabs(v)"}},
           {"l2", {"0.0f", "acc + v * v"}},
           {"sum_square", {"0.0f", "acc + v * v"}}};
   auto fold = folds.find(kind);
@@ -163,24 +163,24 @@ bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) 
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << outN << "LL) return;\n"
      << offsetsCode(kept, {keptStrides})
-     << "  float acc = " << fold->second.first << ", mx = -INFINITY;\n";
+     << "  double acc = " << fold->second.first << ", mx = -INFINITY;\n";
   auto loop = [&](const std::string &body) {
     cu << "  for (i64 j = 0; j < " << redN
        << "LL; ++j) {\n    i64 q = j, off = o0;\n";
     for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
       cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
          << "LL; q /= " << rdims[d] << "LL;\n";
-    cu << "    float v = ld(in0, off);\n    " << body << "\n  }\n";
+    cu << "    double v = ld(in0, off);\n    " << body << "\n  }\n";
   };
   if (kind == "log_sum_exp")
-    loop("mx = fmaxf(mx, v);");
+    loop("mx = fmax(mx, v);");
   loop(std::string("acc = ") + fold->second.second + ";");
-  std::string result = kind == "mean"          ? "acc / " + flt((float)redN)
-                       : kind == "l2"          ? "sqrtf(acc)"
-                       : kind == "log_sum"     ? "logf(acc)"
-                       : kind == "log_sum_exp" ? "mx + logf(acc)"
+  std::string result = kind == "mean"          ? "acc / " + dbl((double)redN)
+                       : kind == "l2"          ? "sqrt(acc)"
+                       : kind == "log_sum"     ? "log(acc)"
+                       : kind == "log_sum_exp" ? "log(acc) + mx"
                                                : "acc";
-  cu << "  st(out0, i, " << result << ");\n}\n\n";
+  cu << "  st(out0, i, (float)(" << result << "));\n}\n\n";
   launch1d(s, name, outN);
   return true;
 }
