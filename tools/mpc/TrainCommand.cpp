@@ -336,9 +336,7 @@ int runTrain() {
   std::map<std::string, rt::Tensor> state;
   auto init = step->getAttrOfType<mlir::FloatAttr>("mpc.loss_scale_init");
   double scale = init ? init.getValueAsDouble() : 1.0;
-  std::map<std::string, int> outputIndex;
-  for (size_t i = 0; i < plan.outputs.size(); ++i)
-    outputIndex[plan.outputs[i].name] = (int)i;
+  rt::TrainProtocol protocol(plan);
   for (const rt::Binding &in : plan.inputs) {
     if (in.name == "mpc.loss_scale") {
       state[in.name] = rt::Tensor(rt::DType::F32, {});
@@ -346,20 +344,17 @@ int runTrain() {
     } else if (in.name == "mpc.loss_scale_good_steps") {
       state[in.name] = rt::Tensor(rt::DType::I64, {});
       state[in.name].setInt(0, 0);
-    } else if (StringRef(in.name).starts_with("mpc.opt.") &&
-               outputIndex.count(in.name)) {
-      const rt::ValueInfo &v = plan.values[in.value];
-      state[in.name] = rt::Tensor(v.dtype, v.shape); // zeros
     } else if (StringRef(in.name).starts_with("mpc.opt.")) {
-      continue; // per-step scalars, fed below
+      continue; // optimizer state (below) or per-step scalars
     } else if (!arrays.count(in.name)) {
       return reportError(model + ": no --data for graph input '" + in.name +
                          "'");
     }
   }
-  int foundInfIndex = outputIndex.count("mpc.found_inf")
-                          ? outputIndex["mpc.found_inf"]
-                          : -1;
+  for (const auto &[index, name] : protocol.optimizerState) {
+    const rt::ValueInfo &v = plan.values[rt::valueOfName(plan, name)];
+    state[name] = rt::Tensor(v.dtype, v.shape); // zeros
+  }
 
   // FP32 master weights, owned here (the plan keeps the initial values).
   std::map<std::string, rt::Tensor> params;
@@ -425,7 +420,7 @@ int runTrain() {
   }
   // (--device cuda adds an all-finite check without scaling: not shown.)
   bool scaling = state.count("mpc.loss_scale") ||
-                 (foundInfIndex >= 0 && precisionFlags.lossScaleMode() != "none");
+                 (protocol.foundInf >= 0 && precisionFlags.lossScaleMode() != "none");
   if (state.count("mpc.loss_scale"))
     scale = state["mpc.loss_scale"].getFloat(0);
   double firstScale = scale;
@@ -451,7 +446,6 @@ int runTrain() {
   };
   if (!toSession(params) || !toSession(state))
     return reportError(model + ": " + error);
-  rt::TrainProtocol protocol(plan);
   std::vector<int64_t> order(samples);
   std::string log;
   bool tty = isatty(STDOUT_FILENO);
@@ -486,11 +480,11 @@ int runTrain() {
     rt::Tensor lossT, flag;
     bool flagged = false;
     if (!session->output(lossIndex, lossT, error) ||
-        (foundInfIndex >= 0 && !session->output(foundInfIndex, flag, error)))
+        (protocol.foundInf >= 0 && !session->output(protocol.foundInf, flag, error)))
       return reportError(model + ": " + error);
-    flagged = foundInfIndex >= 0 && flag.getInt(0);
+    flagged = protocol.foundInf >= 0 && flag.getInt(0);
     int64_t overflow = 0;
-    if (foundInfIndex < 0 || flagged)
+    if (protocol.foundInf < 0 || flagged)
       for (const auto &[index, name] : gradOutputs) {
         rt::Tensor g;
         if (!session->output(index, g, error))

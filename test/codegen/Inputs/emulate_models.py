@@ -16,15 +16,13 @@ import onnx
 
 tools, cxx, src, work = sys.argv[1:5]
 specs = sys.argv[5:]
-# Reductions accumulate in FP32 on the GPU and in double on the CPU
-# backend: a value can round to the neighbouring fp16/bf16 number, so the
-# bound is two ulps of the computing type.
-RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}
 sys.path.insert(0, os.path.join(src, "scripts"))
 from model_inputs import random_inputs  # noqa: E402
+from host_emulation import RTOL, differences, emulate, precompile_shim  # noqa: E402
 
 ok_all = True
 rng = np.random.default_rng(0)
+shim = precompile_shim(cxx, src, work)
 for spec in specs:
     path, prec, *opt = spec.split(":")
     name = os.path.splitext(os.path.basename(path))[0]
@@ -42,18 +40,13 @@ for spec in specs:
             text=True).stdout.split()
     else:
         _, args = random_inputs(onnx.load(path), 4, work, name, rng)
-    subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC",
-                    "-DMPC_HOST_EMULATION", "-I" + src, "-include",
-                    os.path.join(src, "test/codegen/Inputs/cuda_host_shim.h"),
-                    "-x", "c++", os.path.join(art, "kernels.cu"), "-o",
-                    os.path.join(art, "emu.so"), "-lpthread"], check=True)
-    out = subprocess.run([os.path.join(tools, "mpc-emulate-artifact"), art,
-                          os.path.join(art, "emu.so")] +
-                         [a for a in args if a != "--input"],
-                         check=True, capture_output=True, text=True).stdout
+    run = emulate(tools, cxx, src, shim, art,
+                  [a for a in args if a != "--input"])
+    if run.returncode:
+        sys.exit(f"{tag}: {run.stderr.strip()}")
+    out = run.stdout
     kernels = re.search(r"(\d+) kernels emulated", out).group(1)
-    diffs = [float(x) for x in
-             re.findall(r"max relative difference (\S+)", out)]
+    diffs = differences(out)
     flushed = re.search(r"gradient underflow: (\d+) emulated, (\d+) on the "
                         r"CPU backend", out)
     ok = diffs and max(diffs) <= RTOL[prec] and flushed[1] == flushed[2]

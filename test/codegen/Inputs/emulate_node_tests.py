@@ -31,14 +31,13 @@ ap.add_argument("--precision", default="fp32")
 ap.add_argument("tests", nargs="*")
 a = ap.parse_args()
 mpc = os.path.join(a.tools, "mpc")
-# fp16/bf16: two ulps of the computing type (reductions in FP32 here, in
-# double on the CPU backend).
-RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}[a.precision]
+from host_emulation import RTOL, differences, emulate, precompile_shim  # noqa: E402
+rtol = RTOL[a.precision]
 NPY_TYPES = [np.dtype(t) for t in
              (np.float32, np.float16, np.int64, np.int32, np.bool_)]
 
 
-def emulate(test):
+def run_test(test):
     """None when mpc compile refuses the model, else (ok, line)."""
     path = os.path.join(a.data, test)
     model = onnx.load(os.path.join(path, "model.onnx"))
@@ -64,40 +63,24 @@ def emulate(test):
         npy = os.path.join(art, f"in.{len(args)}.npy")
         np.save(npy, value)
         args.append(f"{name}={npy}")
-    subprocess.run([a.cxx] + FLAGS + ["-shared", "-include", SHIM, "-x",
-                                      "c++", os.path.join(art, "kernels.cu"),
-                                      "-o", os.path.join(art, "emu.so"),
-                                      "-lpthread"], check=True)
-    run = subprocess.run([os.path.join(a.tools, "mpc-emulate-artifact"), art,
-                          os.path.join(art, "emu.so")] + args,
-                         capture_output=True, text=True)
+    run = emulate(a.tools, a.cxx, a.src, shim, art, args)
     if run.returncode:
         return False, f"{test}: FAIL ({run.stderr.strip()})"
-    diffs = [float(x) for x in
-             re.findall(r"max relative difference (\S+)", run.stdout)]
-    ok = bool(diffs) and max(diffs) <= RTOL
+    diffs = differences(run.stdout)
+    ok = bool(diffs) and max(diffs) <= rtol
     return ok, (f"{test}: {len(diffs)} outputs within {max(diffs or [0]):.2e} "
                 f"of the CPU backend {'ok' if ok else 'FAIL'}")
 
 
-# The shim, precompiled once (most of a small kernels.cu's build time).
-FLAGS = ["-O1", "-std=c++17", "-fPIC", "-DMPC_HOST_EMULATION", "-I" + a.src]
-SHIM = os.path.join(a.work, "pch", "shim.h")
-os.makedirs(os.path.dirname(SHIM), exist_ok=True)
-with open(SHIM, "w") as f:
-    f.write('#include "%s"\n' % os.path.join(
-        a.src, "test/codegen/Inputs/cuda_host_shim.h"))
-subprocess.run([a.cxx] + FLAGS + ["-x", "c++-header", SHIM, "-o",
-                                  SHIM + ".gch"], check=True)
-
+shim = precompile_shim(a.cxx, a.src, a.work)
 tests = a.tests or sorted(os.listdir(a.data))
 with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-    results = [r for r in pool.map(emulate, tests) if r is not None]
+    results = [r for r in pool.map(run_test, tests) if r is not None]
 failed = [line for ok, line in results if not ok]
 for line in failed:
     print(line)
 ok = not failed and len(results) >= a.min
-print(f"node tests emulated ({a.precision}): {len(results)}; within {RTOL:.3g} "
+print(f"node tests emulated ({a.precision}): {len(results)}; within {rtol:.3g} "
       f"of the CPU backend: "
       f"{len(results) - len(failed)}; " + ("all ok" if ok else "FAIL"))
 sys.exit(0 if ok else 1)

@@ -1,0 +1,43 @@
+"""Builds an artifact's kernels.cu for the host (cuda_host_shim.h) and runs
+it with mpc-emulate-artifact against the CPU backend; shared by
+emulate_models.py and emulate_node_tests.py."""
+import os
+import re
+import subprocess
+
+# Softmax, the norms and the losses accumulate in FP32 on the GPU and in
+# double on the CPU backend, and GEMMs in another order: a value can round
+# to the neighbouring fp16/bf16 number, so the bound is two ulps of the
+# computing type.
+RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}
+FLAGS = ["-O1", "-std=c++17", "-fPIC", "-DMPC_HOST_EMULATION"]
+
+
+def precompile_shim(cxx, src, work):
+    """The shim as a precompiled header in WORK (most of a small kernels.cu's
+    build time); returns what to -include."""
+    shim = os.path.join(work, "pch", "shim.h")
+    os.makedirs(os.path.dirname(shim), exist_ok=True)
+    with open(shim, "w") as f:
+        f.write('#include "%s"\n' % os.path.join(
+            src, "test/codegen/Inputs/cuda_host_shim.h"))
+    subprocess.run([cxx] + FLAGS + ["-I" + src, "-x", "c++-header", shim,
+                                    "-o", shim + ".gch"], check=True)
+    return shim
+
+
+def emulate(tools, cxx, src, shim, art, args):
+    """Builds ART/emu.so and runs it on ARGS (NAME=FILE.npy); returns the
+    finished mpc-emulate-artifact process."""
+    subprocess.run([cxx] + FLAGS + ["-I" + src, "-shared", "-include", shim,
+                                    "-x", "c++", os.path.join(art, "kernels.cu"),
+                                    "-o", os.path.join(art, "emu.so"),
+                                    "-lpthread"], check=True)
+    return subprocess.run([os.path.join(tools, "mpc-emulate-artifact"), art,
+                           os.path.join(art, "emu.so")] + args,
+                          capture_output=True, text=True)
+
+
+def differences(out):
+    """Each output's largest difference relative to its magnitude."""
+    return [float(x) for x in re.findall(r"max relative difference (\S+)", out)]
