@@ -35,16 +35,17 @@ def kernel_traffic(plan_path):
             values.append(n * SIZE[f[1]])
         elif f[0] == "step":
             ids = lambda s: [int(v) for v in s.split(",") if v and v != "-1"]
-            steps.append({"in": ids(f[3]), "out": ids(f[4]), "attrs": {}})
-        elif f[0] == "attr" and steps:
-            steps[-1]["attrs"][f[1]] = f[3] if len(f) > 3 else ""
+            steps.append({"in": ids(f[3]), "out": ids(f[4])})
+        elif f[0] == "cuda" and steps:  # key=value tokens (runtime/PlanIO.cpp)
+            steps[-1]["cuda"] = dict(t.partition("=")[::2] for t in f[1:])
     total = 0
     for s in steps:
-        if "cuda.kernel" not in s["attrs"]:
+        cuda = s.get("cuda", {})
+        if "kernel" not in cuda:
             continue
         ins = s["in"]
-        if "cuda.inputs" in s["attrs"]:
-            ins = [int(v) for v in s["attrs"]["cuda.inputs"].split(",")]
+        if "inputs" in cuda:
+            ins = [int(v) for v in cuda["inputs"].split(",")]
         total += sum(values[v] for v in ins + s["out"])
     return total
 

@@ -1,7 +1,8 @@
 //===- CudaEmitter.cpp - CUDA C++ for an execution plan -------------------===//
 //
-// The walk over the plan (epilogue fusion, one kernel per step), the shared
-// code-generation helpers, and the elementwise and data-movement kernels.
+// The walk over the plan (fusion first, then one kernel per step or fused
+// chain, as the emitter table says), the emitter table itself, the shared
+// code-generation helpers, and the elementwise and chain kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,12 +12,62 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
-#include <set>
 
 using namespace ::mpc::rt;
 
 namespace mlir::mpc::cuda {
+
+//===----------------------------------------------------------------------===//
+// The emitter table
+//===----------------------------------------------------------------------===//
+
+EmitterTable::Entry &EmitterTable::fresh(OpId op) {
+  Entry &e = entries_[(size_t)op];
+  if (e.any()) { // two families claiming one op
+    std::fprintf(stderr, "mpc: internal error: two CUDA emitters for mpc.%s\n",
+                 opName(op));
+    std::abort();
+  }
+  return e;
+}
+
+void EmitterTable::emit(OpId op, Emit fn) { fresh(op).emit = fn; }
+void EmitterTable::expr(OpId op, Expr fn) { fresh(op).expr = std::move(fn); }
+void EmitterTable::alias(OpId op) { fresh(op).alias = true; }
+void EmitterTable::unsupported(OpId op, const char *why) {
+  fresh(op).unsupported = why;
+}
+
+const EmitterTable &emitters() {
+  static const EmitterTable table = [] {
+    EmitterTable t;
+    registerElementwiseEmitters(t);
+    registerExpressions(t);
+    registerDataEmitters(t);
+    registerGemmEmitters(t);
+    registerNnEmitters(t);
+    std::string missing;
+    for (size_t i = 0; i < ::mpc::rt::kNumOps; ++i)
+      if (inPlans((OpId)i) && !t[(OpId)i].any())
+        missing += std::string(missing.empty() ? "" : ", ") + opName((OpId)i);
+    if (!missing.empty()) { // a build without them must not run at all
+      std::fprintf(stderr,
+                   "mpc: internal error: no CUDA emitter registered for mpc "
+                   "op(s) %s (codegen/Cuda*.cpp: emit, expr, alias, or "
+                   "unsupported with the reason)\n",
+                   missing.c_str());
+      std::abort();
+    }
+    return t;
+  }();
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Code-generation helpers
+//===----------------------------------------------------------------------===//
 
 const char *ctype(DType t) {
   switch (t) {
@@ -118,21 +169,22 @@ std::string Emitter::header(const Step &s, const std::string &name, int threads)
   for (size_t k = 0; k < s.outputs.size(); ++k)
     os << (n++ ? ", " : "") << ctype(val(s.outputs[k]).dtype)
        << " *__restrict__ out" << k;
-  if (s.has("mpc.count_underflow")) // the session's counter, last
+  if (s.countUnderflow) // the session's counter, last
     os << ", unsigned long long *__restrict__ underflow";
   os << ")";
   return os.str();
 }
 
-void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block,
+void Emitter::launch(Step &s, const std::string &name,
+                     std::array<int64_t, 3> grid, std::array<int64_t, 3> block,
                      bool prologue) {
   if (prologue) { // one thread, before the step's kernel
-    s.attrs["cuda.prologue"] = name;
+    s.cuda.prologue = name;
     grid = block = {1, 1, 1};
   } else {
-    s.attrs["cuda.kernel"] = name;
-    s.attrs["cuda.grid"] = grid;
-    s.attrs["cuda.block"] = block;
+    s.cuda.kernel = name;
+    s.cuda.grid = grid;
+    s.cuda.block = block;
   }
   mod.kernels.push_back(name);
   // The host launcher the emulation test runs (same arguments).
@@ -151,9 +203,10 @@ void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block,
         << "]";
     ++k;
   }
-  if (s.has("mpc.count_underflow")) {
-    s.attrs["cuda.underflow_counter"] = int64_t(1);
-    emu << (k ? ", " : "") << "(unsigned long long *)p[" << k++ << "]";
+  if (s.countUnderflow) {
+    s.cuda.underflowCounter = true;
+    emu << (k ? ", " : "") << "(unsigned long long *)p[" << k << "]";
+    ++k;
   }
   emu << "); });\n}\nextern \"C\" { int emu_" << name << "_nparams = " << k
       << "; }\n";
@@ -161,11 +214,26 @@ void Emitter::launch(Step &s, const std::string &name, Shape grid, Shape block,
 }
 
 
-bool Emitter::elementwise(Step &s, const std::string &name, const std::string &e) {
+//===----------------------------------------------------------------------===//
+// Elementwise kernels and fused chains
+//===----------------------------------------------------------------------===//
+
+std::optional<std::string> Emitter::expr(const Step &s) {
+  const EmitterTable::Expr &fn = emitters()[s.op].expr;
+  return fn ? fn(s) : std::nullopt;
+}
+
+/// One thread per element: the op's expression (CudaExpressions.cpp) on
+/// the operands widened to FP32, rounded once on store.
+bool Emitter::elementwise(Step &s, const std::string &name) {
+  std::optional<std::string> e = expr(s);
+  if (!e)
+    return fail(s, "no CUDA kernel for this form of mpc." +
+                       std::string(opName(s.op)) + " yet");
   const ValueInfo &y = val(s.outputs[0]);
-  if (!isFloat(y.dtype) && y.dtype != DType::I1 &&
-      !(s.op == "cast" || s.op == "identity"))
+  if (!isFloat(y.dtype) && y.dtype != DType::I1 && s.op != OpId::Cast)
     return fail(s, "integer arithmetic has no CUDA kernel yet");
+  mod.flops += numElements(y.shape);
   std::vector<Shape> strides;
   for (int in : s.inputs)
     strides.push_back(broadcastStrides(val(in).shape, y.shape));
@@ -176,8 +244,8 @@ bool Emitter::elementwise(Step &s, const std::string &name, const std::string &e
   for (size_t k = 0; k < s.inputs.size(); ++k)
     cu << "  float " << kOperandNames[k] << " = ld(in" << k << ", o" << k
        << ");\n";
-  cu << "  st(out0, i, " << e << ");\n";
-  if (s.has("mpc.count_underflow")) // a gradient flushed to zero
+  cu << "  st(out0, i, " << *e << ");\n";
+  if (s.countUnderflow) // a gradient flushed to zero
     cu << "  if (a != 0.0f && ld(out0, i) == 0.0f) atomicAdd(underflow, 1ULL);\n";
   cu << "}\n\n";
   launch1d(s, name, n);
@@ -188,7 +256,7 @@ bool Emitter::elementwise(Step &s, const std::string &name, const std::string &e
 /// into a register, rounded to its type unless FP32; the last one stored.
 bool Emitter::chain(Step &s, const std::string &name) {
   const ValueInfo &y = val(s.outputs[0]);
-  std::vector<int> ext = ::mpc::rt::kernelInputs(s);
+  const std::vector<int> &ext = ::mpc::rt::kernelInputs(s);
   std::map<int, std::string> reg; // value -> C++ expression holding it
   std::vector<Shape> strides;
   for (size_t k = 0; k < ext.size(); ++k) {
@@ -201,8 +269,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
      << offsetsCode(y.shape, strides);
   for (size_t k = 0; k < ext.size(); ++k)
     cu << "  float x" << k << " = ld(in" << k << ", o" << k << ");\n";
-  std::vector<int64_t> members = *s.getInts("cuda.chain");
-  for (int64_t m : members) {
+  for (int m : s.cuda.chain) {
     const Step &member = plan.steps[m];
     int out = member.outputs[0];
     std::string t = "t" + std::to_string(m);
@@ -210,7 +277,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
     std::vector<int> operands = chainOperands(member);
     for (size_t k = 0; k < operands.size(); ++k)
       cu << "float " << kOperandNames[k] << " = " << reg.at(operands[k]) << "; ";
-    std::string e = member.op == "expand" ? "a" : *expr(member);
+    std::string e = member.op == OpId::Expand ? "a" : *expr(member);
     DType dt = val(out).dtype;
     cu << t << " = "
        << (dt == DType::F16    ? "rnd_f16(" + e + ")"
@@ -226,314 +293,70 @@ bool Emitter::chain(Step &s, const std::string &name) {
   return true;
 }
 
-/// out[i] = in0[offset + sum c_d * stride_d] (raw element copy).
-bool Emitter::stridedCopy(Step &s, const std::string &name, int64_t offset,
-                 const Shape &strides) {
-  const ValueInfo &y = val(s.outputs[0]);
-  int64_t n = numElements(y.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n"
-     << offsetsCode(y.shape, {strides}) << "  out0[i] = in0[" << offset
-     << "LL + o0];\n}\n\n";
-  launch1d(s, name, n);
-  return true;
-}
-
-bool Emitter::transpose(Step &s, const std::string &name) {
-  const ValueInfo &x = val(s.inputs[0]);
-  int64_t rank = x.shape.size();
-  std::vector<int64_t> perm =
-      s.getInts("perm").value_or(std::vector<int64_t>{});
-  if (perm.empty())
-    for (int64_t i = rank - 1; i >= 0; --i)
-      perm.push_back(i);
-  Shape st = stridesOf(x.shape), out(rank);
-  for (int64_t d = 0; d < rank; ++d)
-    out[d] = st[perm[d]];
-  return stridedCopy(s, name, 0, out);
-}
-
-bool Emitter::slice(Step &s, const std::string &name) {
-  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
-  auto ints = [&](size_t k) -> std::optional<std::vector<int64_t>> {
-    if (k >= s.inputs.size() || s.inputs[k] < 0)
-      return std::vector<int64_t>{};
-    const Tensor *t = constant(s.inputs[k]);
-    if (!t)
-      return std::nullopt;
-    std::vector<int64_t> v;
-    for (int64_t i = 0; i < t->size(); ++i)
-      v.push_back(t->getInt(i));
-    return v;
+/// Clip: min and max are optional scalar operands.
+bool Emitter::clip(Step &s, const std::string &name) {
+  auto bound = [&](size_t k, const char *none) {
+    return s.inputs.size() > k && s.inputs[k] >= 0
+               ? "ld(in" + std::to_string(k) + ", 0)"
+               : std::string(none);
   };
-  auto starts = ints(1), ends = ints(2), axes = ints(3), steps = ints(4);
-  if (!starts || !ends || !axes || !steps)
-    return fail(s, "slice bounds must be constants for the CUDA kernel");
-  int64_t rank = x.shape.size();
-  Shape st = stridesOf(x.shape), strides = st;
-  int64_t offset = 0;
-  for (size_t i = 0; i < starts->size(); ++i) {
-    int64_t a = axes->empty() ? (int64_t)i : (*axes)[i];
-    a = a < 0 ? a + rank : a;
-    int64_t step = steps->empty() ? 1 : (*steps)[i];
-    if (step < 1)
-      return fail(s, "negative slice steps have no CUDA kernel yet");
-    int64_t dim = x.shape[a], b = (*starts)[i];
-    b = std::clamp<int64_t>(b < 0 ? b + dim : b, 0, dim);
-    offset += b * st[a];
-    strides[a] = st[a] * step;
-  }
-  (void)y;
-  return stridedCopy(s, name, offset, strides);
-}
-
-bool Emitter::gather(Step &s, const std::string &name) {
-  const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]);
   const ValueInfo &y = val(s.outputs[0]);
-  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
-  axis = axis < 0 ? axis + rank : axis;
-  AxisSplit sp = splitAt(x.shape, axis);
-  int64_t ni = numElements(idx.shape), n = numElements(y.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
-     << sp.inner << "LL, j = t % " << ni << "LL, o = t / " << ni
-     << "LL;\n  i64 k = in1[j]; if (k < 0) k += " << sp.dim
-     << "LL;\n  out0[i] = in0[(o * " << sp.dim << "LL + k) * " << sp.inner
-     << "LL + in];\n}\n\n";
-  launch1d(s, name, n);
-  return true;
-}
-
-/// GatherElements: out[i] = data at i's coordinates (in the indices'
-/// shape) with the axis coordinate taken from indices[i].
-bool Emitter::gatherElements(Step &s, const std::string &name) {
-  const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]);
-  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
-  axis = axis < 0 ? axis + rank : axis;
-  Shape xs = stridesOf(x.shape);
-  int64_t n = numElements(idx.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 r = i, off = 0;\n";
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    cu << "  { i64 c = r % " << idx.shape[d] << "LL; r /= " << idx.shape[d]
-       << "LL;";
-    if (d == axis)
-      cu << " c = in1[i]; if (c < 0) c += " << x.shape[d] << "LL;";
-    cu << " off += c * " << xs[d] << "LL; }\n";
-  }
-  cu << "  out0[i] = in0[off];\n}\n\n";
-  launch1d(s, name, n);
-  return true;
-}
-
-/// Scatter-add without atomics, in index order like the CPU backend (so
-/// the sums are the same): into an FP32 result each thread owns one
-/// (outer, inner) column and walks the indices; any other result type
-/// accumulates each element in FP32 from the indices that select it.
-bool Emitter::gatherGrad(Step &s, const std::string &name) {
-  const ValueInfo &g = val(s.inputs[0]), &idx = val(s.inputs[1]);
-  const ValueInfo &y = val(s.outputs[0]);
-  int64_t rank = y.shape.size(), axis = s.getInt("axis", 0);
-  axis = axis < 0 ? axis + rank : axis;
-  AxisSplit sp = splitAt(y.shape, axis);
-  int64_t ni = numElements(idx.shape);
-  if (numElements(g.shape) != sp.outer * ni * sp.inner)
-    return fail(s, "the gradient does not match the gathered shape");
-  std::string D = std::to_string(sp.dim) + "LL", I = std::to_string(sp.inner) + "LL",
-              NI = std::to_string(ni) + "LL";
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n";
-  if (y.dtype == DType::F32) {
-    cu << "  if (i >= " << sp.outer * sp.inner << "LL) return;\n  i64 in = i % "
-       << I << ", o = i / " << I << ";\n  for (i64 k = 0; k < " << D
-       << "; ++k) out0[(o * " << D << " + k) * " << I << " + in] = 0.0f;\n"
-       << "  for (i64 j = 0; j < " << NI << "; ++j) { i64 k = in1[j]; if (k < 0) k += "
-       << D << "; out0[(o * " << D << " + k) * " << I << " + in] += ld(in0, (o * "
-       << NI << " + j) * " << I << " + in); }\n}\n\n";
-    launch1d(s, name, sp.outer * sp.inner);
-    return true;
-  }
-  int64_t n = numElements(y.shape);
-  cu << "  if (i >= " << n << "LL) return;\n  i64 in = i % " << I
-     << ", t = i / " << I << ", k = t % " << D << ", o = t / " << D
-     << ";\n  float acc = 0.0f;\n  for (i64 j = 0; j < " << NI
-     << "; ++j) { i64 kj = in1[j]; if (kj < 0) kj += " << D
-     << "; if (kj == k) acc += ld(in0, (o * " << NI << " + j) * " << I
-     << " + in); }\n  st(out0, i, acc);\n}\n\n";
-  launch1d(s, name, n);
-  return true;
-}
-
-/// Concat (`concatenate`) or Split along the axis: over the elements of the
-/// whole, find the part owning the coordinate and move the element there.
-bool Emitter::axisParts(Step &s, const std::string &name, bool concatenate) {
-  const ValueInfo &whole = val(concatenate ? s.outputs[0] : s.inputs[0]);
-  const std::vector<int> &parts = concatenate ? s.inputs : s.outputs;
-  int64_t rank = whole.shape.size(), axis = s.getInt("axis", 0);
-  axis = axis < 0 ? axis + rank : axis;
-  AxisSplit sp = splitAt(whole.shape, axis);
-  int64_t n = numElements(whole.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
-     << sp.inner << "LL, a = t % " << sp.dim << "LL, o = t / " << sp.dim
-     << "LL;\n";
-  int64_t begin = 0;
-  for (size_t k = 0; k < parts.size(); ++k) {
-    int64_t d = val(parts[k]).shape[axis];
-    std::string at = "[(o * " + std::to_string(d) + "LL + a - " +
-                     std::to_string(begin) + "LL) * " +
-                     std::to_string(sp.inner) + "LL + in]";
-    cu << "  if (a < " << begin + d << "LL) { "
-       << (concatenate ? "out0[i] = in" + std::to_string(k) + at
-                       : "out" + std::to_string(k) + at + " = in0[i]")
-       << "; return; }\n";
-    begin += d;
-  }
-  cu << "}\n\n";
-  launch1d(s, name, n);
-  return true;
-}
-
-bool Emitter::trilu(Step &s, const std::string &name) {
-  const ValueInfo &y = val(s.outputs[0]);
-  int64_t rank = y.shape.size(), rows = y.shape[rank - 2],
-          cols = y.shape[rank - 1], n = numElements(y.shape);
-  int64_t k = s.getInt("k", 0);
-  bool upper = s.getInt("upper", 1);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 c = i % " << cols << "LL, r = (i / " << cols
-     << "LL) % " << rows << "LL;\n  bool keep = c - r " << (upper ? ">=" : "<=")
-     << " " << k << "LL;\n  out0[i] = keep ? in0[i] : (" << ctype(y.dtype)
-     << ")0;\n}\n\n";
-  launch1d(s, name, n);
-  return true;
-}
-
-bool Emitter::pad(Step &s, const std::string &name) {
-  if (s.getString("mode", "constant") != "constant")
-    return fail(s, "only constant padding has a CUDA kernel yet");
-  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
-  int64_t rank = x.shape.size();
-  auto pads = s.getInts("pads").value_or(std::vector<int64_t>{});
-  auto axes = s.getInts("axes").value_or(std::vector<int64_t>{});
-  if (axes.empty())
-    for (int64_t i = 0; i < rank; ++i)
-      axes.push_back(i);
-  Shape begin(rank, 0);
-  for (size_t i = 0; i < axes.size(); ++i)
-    begin[axes[i] < 0 ? axes[i] + rank : axes[i]] = pads[i];
-  bool value = s.inputs.size() > 1 && s.inputs[1] >= 0;
-  Shape st = stridesOf(x.shape);
+  if (!isFloat(y.dtype))
+    return fail(s, "integer arithmetic has no CUDA kernel yet");
   int64_t n = numElements(y.shape);
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 r = i, off = 0; bool inside = true;\n";
-  for (int64_t d = rank - 1; d >= 0; --d)
-    cu << "  { i64 c = r % " << y.shape[d] << "LL - " << begin[d]
-       << "LL; r /= " << y.shape[d] << "LL; inside = inside && c >= 0 && c < "
-       << x.shape[d] << "LL; off += c * " << st[d] << "LL; }\n";
-  cu << "  st(out0, i, inside ? ld(in0, off) : "
-     << (value ? "ld(in1, 0)" : "0.0f") << ");\n}\n\n";
+     << n << "LL) return;\n  float a = ld(in0, i);\n  st(out0, i, a != a ? a : "
+     << "fminf(fmaxf(a, " << bound(1, "-INFINITY") << "), "
+     << bound(2, "INFINITY") << "));\n}\n\n";
   launch1d(s, name, n);
   return true;
 }
+
+void registerElementwiseEmitters(EmitterTable &t) {
+  t.emit(OpId::Clip, &Emitter::clip);
+  t.unsupported(OpId::Mish);
+}
+
+//===----------------------------------------------------------------------===//
+// The walk
+//===----------------------------------------------------------------------===//
 
 bool Emitter::emitStep(Step &s, size_t index) {
-  std::string name = "k" + std::to_string(index) + "_" + s.op;
-  if (s.has("mpc.count_underflow") && s.op != "cast")
+  std::string op = opName(s.op);
+  if (s.countUnderflow && s.op != OpId::Cast)
     return fail(s, "only a cast can count underflowing gradients");
-  static const std::set<std::string> aliases = {"reshape", "flatten",
-                                                "squeeze", "unsqueeze",
-                                                "identity"};
-  if (s.has("cuda.alias") || s.has("cuda.fused")) // in another's kernel
+  if (s.cuda.inOtherKernel())
     return true;
-  if (auto members = s.getInts("cuda.chain")) // k<i>_chain<n>_<last op>
+  if (s.cuda.isChain()) // k<i>_chain<n>_<last op>
     return chain(s, "k" + std::to_string(index) + "_chain" +
-                        std::to_string(members->size()) + "_" + s.op);
-  if (aliases.count(s.op) && s.outputs.size() == 1) {
-    s.attrs["cuda.alias"] = (int64_t)s.inputs[0];
+                        std::to_string(s.cuda.chain.size()) + "_" + op);
+  const EmitterTable::Entry &how = emitters()[s.op];
+  if (how.alias && s.outputs.size() == 1) {
+    s.cuda.alias = s.inputs[0];
     return true;
   }
-  const std::string &op = s.op;
-  if (op == "gemm")
-    return gemm(s, name);
-  if (op == "matmul")
-    return matmul(s, name);
-  if (op == "conv")
-    return conv(s, name);
-  if (op == "softmax" || op == "log_softmax")
-    return softmax(s, name, op == "log_softmax");
-  if (op == "batch_norm" || op == "batch_norm_train")
-    return batchNorm(s, name, op == "batch_norm_train");
-  if (op == "layer_norm")
-    return layerNorm(s, name);
-  if (op.rfind("reduce_", 0) == 0)
-    return reduce(s, name, op.substr(7));
-  if (op == "arg_max" || op == "arg_min")
-    return argExtreme(s, name, op == "arg_max");
-  if (op == "max_pool" || op == "average_pool")
-    return pool(s, name, op == "max_pool");
-  if (op == "global_average_pool")
-    return globalAveragePool(s, name);
-  if (op == "softmax_cross_entropy_loss" || op == "nll_loss")
-    return crossEntropy(s, name, op == "nll_loss");
-  if (op == "transpose")
-    return transpose(s, name);
-  if (op == "slice")
-    return slice(s, name);
-  if (op == "gather")
-    return gather(s, name);
-  if (op == "gather_elements")
-    return gatherElements(s, name);
-  if (op == "gather_grad")
-    return gatherGrad(s, name);
-  if (op == "concat" || op == "split")
-    return axisParts(s, name, op == "concat");
-  if (op == "conv_grad_input" || op == "conv_grad_weight")
-    return convGrad(s, name, op == "conv_grad_weight");
-  if (op == "max_pool_grad" || op == "average_pool_grad")
-    return poolGrad(s, name, op == "max_pool_grad");
-  if (op == "expand") { // a broadcasting copy
-    const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
-    return stridedCopy(s, name, 0, broadcastStrides(x.shape, y.shape));
-  }
-  if (op == "softmax_cross_entropy_loss_grad" || op == "nll_loss_grad")
-    return crossEntropyGrad(s, name, op != "nll_loss_grad");
-  if (op == "unscale_grads")
-    return unscaleGrads(s, name);
-  if (op == "update_loss_scale")
-    return updateLossScale(s, name);
-  if (op == "momentum" || op == "adagrad" || op == "adam")
-    return onnxOptimizer(s, name);
-  if (op == "trilu")
-    return trilu(s, name);
-  if (op == "pad")
-    return pad(s, name);
-  if (op == "clip") { // min and max: optional scalar operands
-    auto bound = [&](size_t k, const char *none) {
-      return s.inputs.size() > k && s.inputs[k] >= 0
-                 ? "ld(in" + std::to_string(k) + ", 0)"
-                 : std::string(none);
-    };
-    const ValueInfo &y = val(s.outputs[0]);
-    if (!isFloat(y.dtype))
-      return fail(s, "integer arithmetic has no CUDA kernel yet");
-    int64_t n = numElements(y.shape);
-    cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-       << n << "LL) return;\n  float a = ld(in0, i);\n  st(out0, i, a != a ? a : "
-       << "fminf(fmaxf(a, " << bound(1, "-INFINITY") << "), "
-       << bound(2, "INFINITY") << "));\n}\n\n";
-    launch1d(s, name, n);
-    return true;
-  }
-  if (auto e = expr(s)) {
-    mod.flops += numElements(val(s.outputs[0]).shape);
-    return elementwise(s, name, *e);
-  }
-  return fail(s, "no CUDA kernel for mpc." + op + " yet");
+  std::string name = "k" + std::to_string(index) + "_" + op;
+  if (how.emit)
+    return (this->*how.emit)(s, name);
+  if (how.expr)
+    return elementwise(s, name);
+  std::string why = how.unsupported; // always set here
+  return fail(s, "no CUDA kernel for mpc." + op + " yet" +
+                     (why.empty() ? "" : " (" + why + ")"));
 }
 
 } // namespace mlir::mpc::cuda
 
 namespace mlir::mpc {
+
+std::string cudaPreludeConstants() {
+  namespace k = ::mpc::rt::cuda;
+  return "// Tile sizes the launches assume (runtime/cuda/KernelConfig.h).\n"
+         "constexpr int MPC_TC_TILE_M = " + std::to_string(k::kTcTileM) +
+         ", MPC_TC_TILE_N = " + std::to_string(k::kTcTileN) +
+         ", MPC_TC_TILE_K = " + std::to_string(k::kTcTileK) +
+         ", MPC_SIMT_TILE = " + std::to_string(k::kSimtTile) + ";\n";
+}
 
 bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
   cuda::Emitter e{plan, out, error, {}, {}};
@@ -541,7 +364,7 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
     cuda::fuseSteps(e);
   e.cu << "// Emitted by mpc: the kernels of an execution plan, one per step or\n"
           "// fused chain of steps.\n"
-       << kCudaPrelude << "\n";
+       << cudaPreludeConstants() << kCudaPrelude << "\n";
   for (size_t i = 0; i < plan.steps.size(); ++i)
     if (!e.emitStep(plan.steps[i], i))
       return false;

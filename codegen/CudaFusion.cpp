@@ -3,13 +3,13 @@
 // Decided on the plan before any code is emitted, and recorded on the
 // steps for the emitter, the memory plan and the runtime:
 // - a GEMM/conv whose result only a Relu reads applies the Relu in its
-//   epilogue (`cuda.fused_relu`; the Relu step aliases its buffer);
+//   epilogue (`cuda.fusedRelu`; the Relu step aliases its buffer);
 // - a chain of elementwise steps computes in one kernel: its last step
 //   (`cuda.chain`: the member steps in plan order, `cuda.inputs`: the
 //   values they read from outside) keeps each intermediate in a register,
 //   rounded to its own type as a store and load would (an Expand member
-//   reads its data with broadcast strides); members are marked
-//   `cuda.fused`. Greedy, from the last step back: a producer joins when
+//   reads its data with broadcast strides); members record the last step
+//   in `cuda.fusedInto`. Greedy, from the last step back: a producer joins when
 //   its result has the chain's shape, is no plan output, and every reader
 //   is already in the chain.
 //
@@ -29,11 +29,10 @@ using ::mpc::rt::Binding;
 /// floats (or a comparison's bool), or an Expand (its data read with
 /// broadcast strides); not an alias, not counting underflow.
 static bool chainable(Emitter &e, const Step &s) {
-  if (s.outputs.size() != 1 || s.has("cuda.alias") ||
-      s.has("mpc.count_underflow") || s.op == "identity" ||
-      !(s.op == "expand" || e.expr(s)))
+  if (s.outputs.size() != 1 || s.cuda.alias >= 0 || s.countUnderflow ||
+      s.op == OpId::Identity || !(s.op == OpId::Expand || e.expr(s)))
     return false;
-  if (s.op == "expand" && !isFloat(e.val(s.inputs[0]).dtype))
+  if (s.op == OpId::Expand && !isFloat(e.val(s.inputs[0]).dtype))
     return false;
   DType t = e.val(s.outputs[0]).dtype;
   if (t != DType::F32 && t != DType::F16 && t != DType::BF16 &&
@@ -46,7 +45,7 @@ static bool chainable(Emitter &e, const Step &s) {
 }
 
 std::vector<int> chainOperands(const Step &s) {
-  if (s.op == "expand") // the target shape is baked in
+  if (s.op == OpId::Expand) // the target shape is baked in
     return {s.inputs[0]};
   return s.inputs;
 }
@@ -66,14 +65,15 @@ void fuseSteps(Emitter &e) {
     outputs.insert(b.value);
 
   for (Step &s : plan.steps) {
-    if (s.op != "gemm" && s.op != "matmul" && s.op != "conv")
+    if (s.op != OpId::Gemm && s.op != OpId::MatMul && s.op != OpId::Conv)
       continue;
     int v = s.outputs[0];
     auto &r = readers[v];
-    if (r.size() == 1 && plan.steps[r[0]].op == "relu" && !outputs.count(v) &&
+    if (r.size() == 1 && plan.steps[r[0]].op == OpId::Relu &&
+        !outputs.count(v) &&
         plan.values[plan.steps[r[0]].outputs[0]].dtype == plan.values[v].dtype) {
-      s.attrs["cuda.fused_relu"] = (int64_t)1;
-      plan.steps[r[0]].attrs["cuda.alias"] = (int64_t)v;
+      s.cuda.fusedRelu = true;
+      plan.steps[r[0]].cuda.alias = v;
     }
   }
 
@@ -108,20 +108,20 @@ void fuseSteps(Emitter &e) {
     }
     if (chain.size() < 2)
       continue;
-    std::vector<int64_t> members(chain.begin(), chain.end()), external;
+    std::vector<int> members(chain.begin(), chain.end()), external;
     std::set<int> made, seen;
     for (size_t m : chain)
       made.insert(plan.steps[m].outputs[0]);
     for (size_t m : chain) {
       taken[m] = true;
       if (m != root)
-        plan.steps[m].attrs["cuda.fused"] = (int64_t)root;
+        plan.steps[m].cuda.fusedInto = (int)root;
       for (int v : chainOperands(plan.steps[m]))
         if (!made.count(v) && seen.insert(v).second)
           external.push_back(v);
     }
-    last.attrs["cuda.chain"] = members;
-    last.attrs["cuda.inputs"] = external;
+    last.cuda.chain = members;
+    last.cuda.inputs = external;
   }
 }
 

@@ -41,14 +41,16 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
      << "struct " << name << "_ep { const " << name
      << "_ctx *c; __device__ void operator()(int m, int n, float acc) const "
         "{ c->store(m, n, acc); } };\n";
-  int threads = tc ? 128 : 256;
+  int64_t threads = tc ? ::mpc::rt::cuda::kTcThreads
+                       : ::mpc::rt::cuda::kSimtThreads;
   cu << header(s, name, threads) << " {\n  " << name << "_ctx c;\n"
      << prologue << "  c.z = blockIdx.z;\n  "
      << (tc ? "tc_gemm<" + T + ">(" : std::string("simt_gemm(")) << M
      << ", " << N << ", " << K << ", " << name << "_la{&c}, " << name
      << "_lb{&c}, " << name << "_ep{&c});\n}\n\n";
-  int64_t tile = tc ? 64 : 16;
-  launch(s, name, {(N + tile - 1) / tile, (M + tile - 1) / tile, batch},
+  int64_t tileN = tc ? ::mpc::rt::cuda::kTcTileN : ::mpc::rt::cuda::kSimtTile;
+  int64_t tileM = tc ? ::mpc::rt::cuda::kTcTileM : ::mpc::rt::cuda::kSimtTile;
+  launch(s, name, {(N + tileN - 1) / tileN, (M + tileM - 1) / tileM, batch},
          {threads, 1, 1});
   double flops = 2.0 * M * N * K * batch;
   mod.flops += flops;
@@ -87,7 +89,7 @@ bool Emitter::gemm(Step &s, const std::string &name) {
            std::to_string(cs[0]) + " + (i64)n * " + std::to_string(cs[1]) +
            ");";
   }
-  if (s.has("cuda.fused_relu"))
+  if (s.cuda.fusedRelu)
     epi += " v = fmaxf(v, 0.0f);";
   epi += " st(Y, (i64)m * " + std::to_string(N) + " + n, v);";
   gemmKernel(s, name, a.dtype, M, N, K, 1,
@@ -133,7 +135,7 @@ bool Emitter::matmul(Step &s, const std::string &name) {
                          std::to_string(N) + " + n"),
              "st(Y, z * " + std::to_string(M * N) + " + (i64)m * " +
                  std::to_string(N) + " + n, " +
-                 (s.has("cuda.fused_relu") ? "fmaxf(acc, 0.0f)" : "acc") +
+                 (s.cuda.fusedRelu ? "fmaxf(acc, 0.0f)" : "acc") +
                  ");",
              members);
   return true;
@@ -202,7 +204,7 @@ bool Emitter::conv(Step &s, const std::string &name) {
   std::string epi = "i64 co = z * " + S(Mg) + " + m; int b = n / " +
                     S(OH * OW) + ", sp = n % " + S(OH * OW) + "; float v = acc" +
                     (bias ? " + ld(Bias, co)" : "") + ";" +
-                    (s.has("cuda.fused_relu") ? " v = fmaxf(v, 0.0f);" : "") +
+                    (s.cuda.fusedRelu ? " v = fmaxf(v, 0.0f);" : "") +
                     " st(Y, (b * " + S(Co) +
                     " + co) * " + S(OH * OW) + " + sp, v);";
   gemmKernel(s, name, x.dtype, Mg, N, K, g.groups,
@@ -217,7 +219,8 @@ bool Emitter::conv(Step &s, const std::string &name) {
 /// Input: dX[ci, (b,ih,iw)] = sum over (co,kh,kw) of W * dY taken where
 /// (ih + pad - kh*d) / stride lands on an output position (a gather, so
 /// no atomics).
-bool Emitter::convGrad(Step &s, const std::string &name, bool weight) {
+bool Emitter::convGrad(Step &s, const std::string &name) {
+  bool weight = s.op == OpId::ConvGradWeight;
   const ValueInfo &dy = val(s.inputs[0]), &other = val(s.inputs[1]);
   const ValueInfo &out = val(s.outputs[0]);
   const ValueInfo &x = weight ? other : out, &w = weight ? out : other;
@@ -277,6 +280,14 @@ bool Emitter::convGrad(Step &s, const std::string &name, bool weight) {
                epi, members);
   }
   return true;
+}
+
+void registerGemmEmitters(EmitterTable &t) {
+  t.emit(OpId::Gemm, &Emitter::gemm);
+  t.emit(OpId::MatMul, &Emitter::matmul);
+  t.emit(OpId::Conv, &Emitter::conv);
+  t.emit(OpId::ConvGradInput, &Emitter::convGrad);
+  t.emit(OpId::ConvGradWeight, &Emitter::convGrad);
 }
 
 } // namespace mlir::mpc::cuda

@@ -1,10 +1,13 @@
 //===- CudaKernels.h - the kernel emitters behind CudaEmitter ----*- C++ -*-===//
 //
-// Private to codegen/: one Emitter walks the plan; its kernel generators
-// live in CudaEmitter.cpp (elementwise, data movement, dispatch),
-// CudaGemmKernels.cpp (tensor-core GEMMs, convolutions and their
-// gradients) and CudaNnKernels.cpp (reductions, pooling, losses, loss
-// scaling).
+// Private to codegen/: one Emitter walks the plan and asks the emitter
+// table (one entry per op, keyed by OpId) how to emit each step. Each op
+// family registers its entries next to its generators: CudaEmitter.cpp
+// (the walk, elementwise kernels and fused chains), CudaExpressions.cpp
+// (the elementwise ops' FP32 expressions), CudaDataKernels.cpp (data
+// movement), CudaGemmKernels.cpp (tensor-core GEMMs, convolutions and
+// their gradients) and CudaNnKernels.cpp (reductions, pooling, losses,
+// loss scaling, optimizers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +15,11 @@
 #define MPC_CODEGEN_CUDAKERNELS_H
 
 #include "codegen/CudaEmitter.h"
+#include "runtime/cuda/KernelConfig.h"
 #include "runtime/cuda/MemoryPlan.h"
 
+#include <array>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -22,6 +28,7 @@
 namespace mlir::mpc::cuda {
 
 using ::mpc::rt::DType;
+using ::mpc::rt::OpId;
 using ::mpc::rt::Plan;
 using ::mpc::rt::Shape;
 using ::mpc::rt::Step;
@@ -48,6 +55,57 @@ std::string offsetsCode(const ::mpc::rt::Shape &out,
 inline constexpr const char *kOperandNames = "abcdefgh";
 inline constexpr size_t kMaxOperands = 8;
 
+struct Emitter;
+
+/// How the CUDA backend emits each op, one entry per OpId:
+/// - `emit`: a generator writing the step's kernel(s);
+/// - `expr`: an elementwise op as an FP32 expression over its operands
+///   a, b, c... (CudaExpressions.cpp), run by the generic elementwise
+///   kernel and fusable into chains;
+/// - `alias`: the output is the input's buffer (reshape-like: no kernel);
+/// - `unsupported`: no kernel yet; `mpc compile` says so naming the node,
+///   with `why` when there is more to say.
+/// Every op that reaches plans has exactly one; checked at first use.
+class EmitterTable {
+public:
+  using Emit = bool (Emitter::*)(Step &s, const std::string &name);
+  /// The expression, or none when this step's form has none (e.g. more
+  /// operands than a kernel takes).
+  using Expr = std::function<std::optional<std::string>(const Step &)>;
+
+  void emit(OpId op, Emit fn);
+  void expr(OpId op, Expr fn);
+  void expr(OpId op, const char *e) { // an expression without attributes
+    expr(op, [e](const Step &) { return std::optional<std::string>(e); });
+  }
+  void alias(OpId op);
+  void unsupported(OpId op, const char *why = "");
+
+  struct Entry {
+    Emit emit = nullptr;
+    Expr expr;
+    bool alias = false;
+    const char *unsupported = nullptr;
+    bool any() const { return emit || expr || alias || unsupported; }
+  };
+  const Entry &operator[](OpId op) const { return entries_[(size_t)op]; }
+
+private:
+  Entry &fresh(OpId op); // the entry of an op registered once only
+  std::array<Entry, ::mpc::rt::kNumOps> entries_;
+};
+
+/// The table, complete for every op in plans (an op without an entry stops
+/// the process naming it).
+const EmitterTable &emitters();
+
+// Registration, one function per family file.
+void registerElementwiseEmitters(EmitterTable &t); // CudaEmitter.cpp
+void registerExpressions(EmitterTable &t);         // CudaExpressions.cpp
+void registerDataEmitters(EmitterTable &t);        // CudaDataKernels.cpp
+void registerGemmEmitters(EmitterTable &t);        // CudaGemmKernels.cpp
+void registerNnEmitters(EmitterTable &t);          // CudaNnKernels.cpp
+
 struct Emitter {
   Plan &plan;
   CudaModule &mod;
@@ -62,7 +120,7 @@ struct Emitter {
     return it == plan.constants.end() ? nullptr : &it->second;
   }
   bool fail(const Step &s, const std::string &why) {
-    error = "node '" + s.name + "' (" + s.op + "): " + why;
+    error = "node '" + s.name + "' (" + opName(s.op) + "): " + why;
     return false;
   }
 
@@ -70,30 +128,34 @@ struct Emitter {
   /// outputs (absent optional inputs are null pointers).
   std::string header(const Step &s, const std::string &name, int threads);
   /// Records the kernel and launch shape on the step, and its host
-  /// launcher for the emulation test. A `prologue` kernel (`cuda.prologue`:
-  /// one thread, the same arguments) runs before the step's kernel.
-  void launch(Step &s, const std::string &name, Shape grid, Shape block,
-              bool prologue = false);
+  /// launcher for the emulation test. A `prologue` kernel (one thread, the
+  /// same arguments) runs before the step's kernel.
+  void launch(Step &s, const std::string &name, std::array<int64_t, 3> grid,
+              std::array<int64_t, 3> block, bool prologue = false);
   void launch1d(Step &s, const std::string &name, int64_t n) {
-    launch(s, name, {std::max<int64_t>((n + 255) / 256, 1), 1, 1}, {256, 1, 1});
+    int64_t t = ::mpc::rt::cuda::kThreads;
+    launch(s, name, {std::max<int64_t>((n + t - 1) / t, 1), 1, 1}, {t, 1, 1});
   }
   bool emitStep(Step &s, size_t index);
 
   // CudaEmitter.cpp
   /// The FP32 expression of an elementwise step over operands a, b, c...
-  /// (CudaExpressions.cpp), as the CPU backend computes it; none for an op
-  /// without one.
+  /// as the CPU backend computes it; none for an op without one.
   std::optional<std::string> expr(const Step &s);
-  bool elementwise(Step &s, const std::string &name, const std::string &e);
+  bool elementwise(Step &s, const std::string &name);
   bool chain(Step &s, const std::string &name);
+
+  // CudaDataKernels.cpp
   bool stridedCopy(Step &s, const std::string &name, int64_t offset,
                    const Shape &strides);
+  bool expand(Step &s, const std::string &name);
+  bool clip(Step &s, const std::string &name);
   bool transpose(Step &s, const std::string &name);
   bool slice(Step &s, const std::string &name);
   bool gather(Step &s, const std::string &name);
   bool gatherGrad(Step &s, const std::string &name);
   bool gatherElements(Step &s, const std::string &name);
-  bool axisParts(Step &s, const std::string &name, bool concatenate);
+  bool axisParts(Step &s, const std::string &name); // concat, split
   bool trilu(Step &s, const std::string &name);
   bool pad(Step &s, const std::string &name);
 
@@ -106,19 +168,19 @@ struct Emitter {
   bool gemm(Step &s, const std::string &name);
   bool matmul(Step &s, const std::string &name);
   bool conv(Step &s, const std::string &name);
-  bool convGrad(Step &s, const std::string &name, bool weight);
+  bool convGrad(Step &s, const std::string &name); // input or weight
 
   // CudaNnKernels.cpp
-  bool softmax(Step &s, const std::string &name, bool logForm);
+  bool softmax(Step &s, const std::string &name); // and log_softmax
   bool layerNorm(Step &s, const std::string &name);
-  bool batchNorm(Step &s, const std::string &name, bool train);
-  bool reduce(Step &s, const std::string &name, const std::string &kind);
-  bool argExtreme(Step &s, const std::string &name, bool max);
-  bool pool(Step &s, const std::string &name, bool max);
+  bool batchNorm(Step &s, const std::string &name); // inference, training
+  bool reduce(Step &s, const std::string &name);
+  bool argExtreme(Step &s, const std::string &name); // arg_max, arg_min
+  bool pool(Step &s, const std::string &name);       // max, average
   bool globalAveragePool(Step &s, const std::string &name);
-  bool crossEntropy(Step &s, const std::string &name, bool fromLogProb = false);
-  bool poolGrad(Step &s, const std::string &name, bool max);
-  bool crossEntropyGrad(Step &s, const std::string &name, bool withSoftmax);
+  bool crossEntropy(Step &s, const std::string &name); // and nll_loss
+  bool poolGrad(Step &s, const std::string &name);
+  bool crossEntropyGrad(Step &s, const std::string &name);
   bool unscaleGrads(Step &s, const std::string &name);
   bool updateLossScale(Step &s, const std::string &name);
   bool onnxOptimizer(Step &s, const std::string &name);

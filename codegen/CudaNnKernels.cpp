@@ -16,7 +16,8 @@ using namespace ::mpc::rt;
 
 namespace mlir::mpc::cuda {
 
-bool Emitter::softmax(Step &s, const std::string &name, bool logForm) {
+bool Emitter::softmax(Step &s, const std::string &name) {
+  bool logForm = s.op == OpId::LogSoftmax;
   const ValueInfo &x = val(s.inputs[0]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
   axis = axis < 0 ? axis + rank : axis;
@@ -73,7 +74,8 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
 /// with the running statistics. Training: a block per channel sums the
 /// batch in double (as the CPU backend: population variance from the sum
 /// of squares), normalizes its channel and updates the running statistics.
-bool Emitter::batchNorm(Step &s, const std::string &name, bool train) {
+bool Emitter::batchNorm(Step &s, const std::string &name) {
+  bool train = s.op == OpId::BatchNormTrain;
   const ValueInfo &x = val(s.inputs[0]);
   if (x.shape.size() < 2)
     return fail(s, "batch normalization needs an [N, C, ...] input");
@@ -121,7 +123,8 @@ bool Emitter::batchNorm(Step &s, const std::string &name, bool train) {
 /// by the max); a thread per output accumulates in double as the CPU
 /// backend does (memory-bound either way), NaN handling alike. No axes
 /// with noop_with_empty_axes copies.
-bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) {
+bool Emitter::reduce(Step &s, const std::string &name) {
+  std::string kind = std::string(opName(s.op)).substr(7); // reduce_<kind>
   const ValueInfo &x = val(s.inputs[0]);
   if (!isFloat(x.dtype))
     return fail(s, "integer arithmetic has no CUDA kernel yet");
@@ -159,7 +162,8 @@ bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) 
           {"sum_square", {"0.0f", "acc + v * v"}}};
   auto fold = folds.find(kind);
   if (fold == folds.end())
-    return fail(s, "no CUDA kernel for mpc." + s.op + " yet");
+    return fail(s, "no CUDA kernel for mpc." + std::string(opName(s.op)) +
+                       " yet");
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << outN << "LL) return;\n"
      << offsetsCode(kept, {keptStrides})
@@ -187,7 +191,8 @@ bool Emitter::reduce(Step &s, const std::string &name, const std::string &kind) 
 
 /// ArgMax / ArgMin along `axis`: the first extreme (the last with
 /// select_last_index), as the CPU backend.
-bool Emitter::argExtreme(Step &s, const std::string &name, bool max) {
+bool Emitter::argExtreme(Step &s, const std::string &name) {
+  bool max = s.op == OpId::ArgMax;
   const ValueInfo &x = val(s.inputs[0]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
   AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
@@ -204,7 +209,8 @@ bool Emitter::argExtreme(Step &s, const std::string &name, bool max) {
   return true;
 }
 
-bool Emitter::pool(Step &s, const std::string &name, bool max) {
+bool Emitter::pool(Step &s, const std::string &name) {
+  bool max = s.op == OpId::MaxPool;
   const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
   if (x.shape.size() != 4)
     return fail(s, "only 2-D pooling has a CUDA kernel yet");
@@ -257,7 +263,8 @@ bool Emitter::globalAveragePool(Step &s, const std::string &name) {
 }
 
 /// softmax_cross_entropy_loss (scores) or nll_loss (`fromLogProb`).
-bool Emitter::crossEntropy(Step &s, const std::string &name, bool fromLogProb) {
+bool Emitter::crossEntropy(Step &s, const std::string &name) {
+  bool fromLogProb = s.op == OpId::NegativeLogLikelihoodLoss;
   const ValueInfo &x = val(s.inputs[0]);
   if (x.shape.size() != 2)
     return fail(s, "only [N, C] scores have a CUDA kernel yet");
@@ -302,7 +309,8 @@ bool Emitter::crossEntropy(Step &s, const std::string &name, bool fromLogProb) {
 /// max_pool_grad / average_pool_grad, gathered: each input element sums,
 /// in increasing output order (as the CPU backend scatters), the
 /// gradients of the windows that took it (max: whose argmax it is).
-bool Emitter::poolGrad(Step &s, const std::string &name, bool max) {
+bool Emitter::poolGrad(Step &s, const std::string &name) {
+  bool max = s.op == OpId::MaxPoolGrad;
   const ValueInfo &dy = val(s.inputs[0]), &dx = val(s.outputs[0]);
   if (dx.shape.size() != 4)
     return fail(s, "only 2-D pooling gradients have a CUDA kernel yet");
@@ -356,8 +364,8 @@ bool Emitter::poolGrad(Step &s, const std::string &name, bool max) {
 /// everywhere, minus scale at the label) or nll_loss_grad (-scale at the
 /// label only); scale = weight[label] * dloss / denom, as the CPU backend.
 /// A thread per row; every block sums the weights for `denom` itself.
-bool Emitter::crossEntropyGrad(Step &s, const std::string &name,
-                               bool withSoftmax) {
+bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
+  bool withSoftmax = s.op == OpId::SoftmaxCrossEntropyLossGrad;
   const ValueInfo &lp = val(s.inputs[1]);
   if (lp.shape.size() != 2)
     return fail(s, "only [N, C] scores have a CUDA kernel yet");
@@ -417,8 +425,8 @@ bool Emitter::unscaleGrads(Step &s, const std::string &name) {
 /// Training.cpp computes them: operands (R, T, X..., G..., state...), a
 /// thread per element index across the optimized tensors.
 bool Emitter::onnxOptimizer(Step &s, const std::string &name) {
-  const std::string &op = s.op;
-  int groups = op == "adam" ? 4 : 3;
+  OpId op = s.op;
+  int groups = op == OpId::Adam ? 4 : 3;
   size_t n = (s.inputs.size() - 2) / groups;
   int64_t largest = 1;
   for (size_t k = 0; k < n; ++k)
@@ -432,11 +440,11 @@ bool Emitter::onnxOptimizer(Step &s, const std::string &name) {
   float lambda = (float)s.getFloat("norm_coefficient", 0);
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n"
      << "  float r = ld(in0, 0); i64 t = in1[0];\n";
-  if (op == "momentum")
+  if (op == OpId::Momentum)
     cu << "  float alpha = " << flt((float)s.getFloat("alpha", 0))
        << ", beta = t > 0 ? " << flt((float)s.getFloat("beta", 0))
        << " : 1.0f;\n";
-  else if (op == "adagrad")
+  else if (op == OpId::Adagrad)
     cu << "  float rate = r / (1.0f + (float)t * "
        << flt((float)s.getFloat("decay_factor", 0)) << ");\n";
   else
@@ -448,14 +456,14 @@ bool Emitter::onnxOptimizer(Step &s, const std::string &name) {
     cu << "  if (i < " << numElements(val(s.inputs[2 + k]).shape)
        << "LL) {\n    float x = " << in(0, k) << ", gr = " << flt(lambda)
        << " * x + " << in(1, k) << ";\n";
-    if (op == "momentum")
+    if (op == OpId::Momentum)
       cu << "    float vn = alpha * " << in(2, k) << " + beta * gr;\n    st("
          << out(1, k) << ", i, vn);\n    st(" << out(0, k) << ", i, "
          << (s.getString("mode", "standard") == "nesterov"
                  ? "x - r * (gr + alpha * vn)"
                  : "x - r * vn")
          << ");\n";
-    else if (op == "adagrad")
+    else if (op == OpId::Adagrad)
       cu << "    float hn = " << in(2, k) << " + gr * gr;\n    st(" << out(1, k)
          << ", i, hn);\n    st(" << out(0, k) << ", i, x - rate * gr / (sqrtf(hn) + "
          << flt((float)s.getFloat("epsilon", 1e-6)) << "));\n";
@@ -485,6 +493,36 @@ bool Emitter::updateLossScale(Step &s, const std::string &name) {
      << "  st(out0, 0, (float)scale);\n  out1[0] = good;\n}\n\n";
   launch(s, name, {1, 1, 1}, {1, 1, 1});
   return true;
+}
+
+void registerNnEmitters(EmitterTable &t) {
+  t.emit(OpId::Softmax, &Emitter::softmax);
+  t.emit(OpId::LogSoftmax, &Emitter::softmax);
+  t.emit(OpId::LayerNorm, &Emitter::layerNorm);
+  t.emit(OpId::BatchNorm, &Emitter::batchNorm);
+  t.emit(OpId::BatchNormTrain, &Emitter::batchNorm);
+  for (OpId op : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax,
+                  OpId::ReduceMin, OpId::ReduceProd, OpId::ReduceL1,
+                  OpId::ReduceL2, OpId::ReduceSumSquare, OpId::ReduceLogSum,
+                  OpId::ReduceLogSumExp})
+    t.emit(op, &Emitter::reduce);
+  t.emit(OpId::ArgMax, &Emitter::argExtreme);
+  t.emit(OpId::ArgMin, &Emitter::argExtreme);
+  t.emit(OpId::MaxPool, &Emitter::pool);
+  t.emit(OpId::AveragePool, &Emitter::pool);
+  t.emit(OpId::GlobalAveragePool, &Emitter::globalAveragePool);
+  t.emit(OpId::SoftmaxCrossEntropyLoss, &Emitter::crossEntropy);
+  t.emit(OpId::NegativeLogLikelihoodLoss, &Emitter::crossEntropy);
+  t.emit(OpId::MaxPoolGrad, &Emitter::poolGrad);
+  t.emit(OpId::AveragePoolGrad, &Emitter::poolGrad);
+  t.emit(OpId::SoftmaxCrossEntropyLossGrad, &Emitter::crossEntropyGrad);
+  t.emit(OpId::NegativeLogLikelihoodLossGrad, &Emitter::crossEntropyGrad);
+  t.emit(OpId::UnscaleGrads, &Emitter::unscaleGrads);
+  t.emit(OpId::UpdateLossScale, &Emitter::updateLossScale);
+  for (OpId op : {OpId::Momentum, OpId::Adagrad, OpId::Adam})
+    t.emit(op, &Emitter::onnxOptimizer);
+  for (OpId op : {OpId::CumSum, OpId::Dropout, OpId::GlobalMaxPool})
+    t.unsupported(op);
 }
 
 } // namespace mlir::mpc::cuda

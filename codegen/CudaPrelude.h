@@ -3,11 +3,15 @@
 #ifndef MPC_CODEGEN_CUDAPRELUDE_H
 #define MPC_CODEGEN_CUDAPRELUDE_H
 
+#include <string>
+
 namespace mlir::mpc {
 
 /// Loads/stores that widen to FP32 and round once, and the two GEMM
 /// templates (tensor-core WMMA and SIMT FP32) the per-step kernels
-/// instantiate with their own loaders and epilogues.
+/// instantiate with their own loaders and epilogues. Their tile sizes come
+/// from runtime/cuda/KernelConfig.h: cudaPreludeConstants() writes them
+/// above this text.
 inline constexpr const char *kCudaPrelude = R"CUDA(
 #ifndef MPC_HOST_EMULATION
 #include <cuda_fp16.h>
@@ -40,16 +44,17 @@ __device__ __forceinline__ float rnd_i1(float v) { return v != 0.0f ? 1.0f : 0.0
 __device__ __forceinline__ i64 global_index() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
 
 #ifndef MPC_HOST_EMULATION
-// C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a 64x64 tile per block
-// of 4 warps (2x2, 32x32 each), K in steps of 32 through shared memory,
+// C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per
+// block of warps (32x32 each), K in steps of BK through shared memory,
 // FP32 accumulators; the epilogue gets each FP32 sum once.
 template <typename T, typename LA, typename LB, typename EP>
 __device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
-  constexpr int BM = 64, BN = 64, BK = 32, PA = BK + 8, PB = BN + 8;
+  constexpr int BM = MPC_TC_TILE_M, BN = MPC_TC_TILE_N, BK = MPC_TC_TILE_K;
+  constexpr int PA = BK + 8, PB = BN + 8, WN = BN / 32;
   __shared__ __align__(32) T As[BM * PA];
   __shared__ __align__(32) T Bs[BK * PB];
-  __shared__ __align__(32) float Cs[4][32 * 32];
-  const int warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
+  __shared__ __align__(32) float Cs[(BM / 32) * WN][32 * 32];
+  const int warp = threadIdx.x / 32, wm = warp / WN, wn = warp % WN;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
   for (int i = 0; i < 2; ++i)
@@ -92,10 +97,11 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const
 #endif
 
 // The same product on ordinary cores in FP32 (fp32 artifacts): one output
-// per thread, 16x16 threads per block.
+// per thread, MPC_SIMT_TILE^2 threads per block.
 template <typename LA, typename LB, typename EP>
 __device__ __forceinline__ void simt_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
-  int n = blockIdx.x * 16 + threadIdx.x % 16, m = blockIdx.y * 16 + threadIdx.x / 16;
+  constexpr int T = MPC_SIMT_TILE;
+  int n = blockIdx.x * T + threadIdx.x % T, m = blockIdx.y * T + threadIdx.x / T;
   if (m >= M || n >= N)
     return;
   float acc = 0.0f;
@@ -104,6 +110,9 @@ __device__ __forceinline__ void simt_gemm(int M, int N, int K, const LA &la, con
   ep(m, n, acc);
 }
 )CUDA";
+
+/// The MPC_* tile constants of runtime/cuda/KernelConfig.h as C++.
+std::string cudaPreludeConstants();
 
 } // namespace mlir::mpc
 

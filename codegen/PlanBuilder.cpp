@@ -71,6 +71,24 @@ bool toAttrValue(Attribute a, rt::AttrValue &out) {
   return false;
 }
 
+/// What the train step's attributes (mpc-autodiff, mpc-loss-scaling,
+/// mpc-optimizer) tell the loop that drives it.
+rt::TrainInfo trainInfo(func::FuncOp func) {
+  rt::TrainInfo info;
+  if (auto i = func->getAttrOfType<IntegerAttr>("mpc.loss_index"))
+    info.loss = i.getInt();
+  if (auto s = func->getAttrOfType<FloatAttr>("mpc.loss_scale_init"))
+    info.lossScaleInit = s.getValueAsDouble();
+  if (auto betas = func->getAttrOfType<DenseF32ArrayAttr>("mpc.adam_betas")) {
+    info.adamBeta1 = betas[0];
+    info.adamBeta2 = betas[1];
+  }
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto p = func.getResultAttrOfType<FlatSymbolRefAttr>(i, "mpc.gradient"))
+      info.gradients.emplace_back(i, p.getValue().str());
+  return info;
+}
+
 } // namespace
 
 rt::Tensor toTensor(ElementsAttr attr) {
@@ -159,6 +177,8 @@ bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
     }
   }
 
+  if (func->hasAttr("mpc.train_step"))
+    plan.train = trainInfo(func);
   for (Operation &op : body) {
     if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
@@ -176,7 +196,17 @@ bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
       continue;
     }
     rt::Step step;
-    step.op = op.getName().stripDialect().str();
+    std::optional<rt::OpId> id =
+        op.getDialect() && op.getDialect()->getNamespace() == "mpc"
+            ? rt::opFromName(op.getName().stripDialect().str())
+            : std::nullopt;
+    if (!id || !rt::inPlans(*id)) {
+      error = "node '" + nodeNameOf(op.getLoc()) + "' (" +
+              op.getName().getStringRef().str() +
+              "): this op cannot run; it must be lowered first";
+      return false;
+    }
+    step.op = *id;
     step.name = nodeNameOf(op.getLoc());
     // Attribute-sized operand groups: absent optional operands become -1 so
     // kernels find the others at fixed positions.
@@ -202,17 +232,16 @@ bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
         return false;
       step.outputs.push_back(id);
     }
-    auto addAttrs = [&](DictionaryAttr dict) {
-      if (!dict)
-        return;
-      for (NamedAttribute a : dict) {
+    if (props)
+      for (NamedAttribute a : props) {
         rt::AttrValue v;
         if (a.getName() != "operandSegmentSizes" && toAttrValue(a.getValue(), v))
           step.attrs[a.getName().str()] = std::move(v);
       }
-    };
-    addAttrs(props);
-    addAttrs(op.getDiscardableAttrDictionary());
+    // Of the passes' annotations, the runtime needs these two.
+    if (auto why = op.getAttrOfType<StringAttr>("mpc.amp"))
+      step.amp = why.str();
+    step.countUnderflow = op.hasAttr("mpc.count_underflow");
     plan.steps.push_back(std::move(step));
   }
   return true;

@@ -9,63 +9,64 @@ include "ir/MpcDialect.td"
 // Unary
 //===----------------------------------------------------------------------===//
 
-def Mpc_ExpOp : Mpc_UnaryFloatOp<"exp", "Exp">;
-def Mpc_LogOp : Mpc_UnaryFloatOp<"log", "Log">;
-def Mpc_SqrtOp : Mpc_UnaryFloatOp<"sqrt", "Sqrt">;
-def Mpc_ReciprocalOp : Mpc_UnaryFloatOp<"reciprocal", "Reciprocal">;
-def Mpc_TanhOp : Mpc_UnaryFloatOp<"tanh", "Tanh">;
-def Mpc_SigmoidOp : Mpc_UnaryFloatOp<"sigmoid", "Sigmoid">;
-def Mpc_ErfOp : Mpc_UnaryFloatOp<"erf", "Erf">;
+def Mpc_ExpOp : Mpc_UnaryFloatOp<"exp", "Exp", [Mpc_DenyRange]>;
+def Mpc_LogOp : Mpc_UnaryFloatOp<"log", "Log", [Mpc_DenyRange]>;
+def Mpc_SqrtOp : Mpc_UnaryFloatOp<"sqrt", "Sqrt", [Mpc_Infer]>;
+def Mpc_ReciprocalOp : Mpc_UnaryFloatOp<"reciprocal", "Reciprocal", [Mpc_Infer]>;
+def Mpc_TanhOp : Mpc_UnaryFloatOp<"tanh", "Tanh", [Mpc_Infer]>;
+def Mpc_SigmoidOp : Mpc_UnaryFloatOp<"sigmoid", "Sigmoid", [Mpc_Infer]>;
+def Mpc_ErfOp : Mpc_UnaryFloatOp<"erf", "Erf", [Mpc_DenyTranscendental]>;
 def Mpc_SinOp : Mpc_UnaryFloatOp<"sin", "Sin">;
 def Mpc_CosOp : Mpc_UnaryFloatOp<"cos", "Cos">;
-def Mpc_SoftplusOp : Mpc_UnaryFloatOp<"softplus", "Softplus">;
-def Mpc_SoftsignOp : Mpc_UnaryFloatOp<"softsign", "Softsign">;
-def Mpc_FloorOp : Mpc_UnaryFloatOp<"floor", "Floor">;
-def Mpc_CeilOp : Mpc_UnaryFloatOp<"ceil", "Ceil">;
-def Mpc_RoundOp : Mpc_UnaryFloatOp<"round", "Round">;
-def Mpc_HardSwishOp : Mpc_UnaryFloatOp<"hard_swish", "HardSwish">;
-def Mpc_MishOp : Mpc_UnaryFloatOp<"mish", "Mish">;
+def Mpc_SoftplusOp : Mpc_UnaryFloatOp<"softplus", "Softplus", [Mpc_Infer]>;
+def Mpc_SoftsignOp : Mpc_UnaryFloatOp<"softsign", "Softsign", [Mpc_Infer]>;
+def Mpc_FloorOp : Mpc_UnaryFloatOp<"floor", "Floor", [Mpc_Clear]>;
+def Mpc_CeilOp : Mpc_UnaryFloatOp<"ceil", "Ceil", [Mpc_Clear]>;
+def Mpc_RoundOp : Mpc_UnaryFloatOp<"round", "Round", [Mpc_Clear]>;
+def Mpc_HardSwishOp : Mpc_UnaryFloatOp<"hard_swish", "HardSwish", [Mpc_Infer]>;
+def Mpc_MishOp : Mpc_UnaryFloatOp<"mish", "Mish", [Mpc_Infer]>;
 
-def Mpc_GeluOp : Mpc_UnaryFloatOp<"gelu", "Gelu"> {
+def Mpc_GeluOp : Mpc_UnaryFloatOp<"gelu", "Gelu", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,
                    DefaultValuedStrAttr<StrAttr, "none">:$approximate);
   let hasVerifier = 1;
 }
-def Mpc_LeakyReluOp : Mpc_UnaryFloatOp<"leaky_relu", "LeakyRelu"> {
+def Mpc_LeakyReluOp : Mpc_UnaryFloatOp<"leaky_relu", "LeakyRelu", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,
                    DefaultValuedAttr<F32Attr, "0.01f">:$alpha);
 }
-def Mpc_EluOp : Mpc_UnaryFloatOp<"elu", "Elu"> {
+def Mpc_EluOp : Mpc_UnaryFloatOp<"elu", "Elu", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,
                    DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
 }
-def Mpc_CeluOp : Mpc_UnaryFloatOp<"celu", "Celu"> {
+def Mpc_CeluOp : Mpc_UnaryFloatOp<"celu", "Celu", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,
                    DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
 }
-def Mpc_SeluOp : Mpc_UnaryFloatOp<"selu", "Selu"> {
+def Mpc_SeluOp : Mpc_UnaryFloatOp<"selu", "Selu", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,
                    DefaultValuedAttr<F32Attr, "1.67326319217681884765625f">:$alpha,
                    DefaultValuedAttr<F32Attr, "1.05070102214813232421875f">:$gamma);
 }
-def Mpc_HardSigmoidOp : Mpc_UnaryFloatOp<"hard_sigmoid", "HardSigmoid"> {
+def Mpc_HardSigmoidOp : Mpc_UnaryFloatOp<"hard_sigmoid", "HardSigmoid", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,
                    DefaultValuedAttr<F32Attr, "0.2f">:$alpha,
                    DefaultValuedAttr<F32Attr, "0.5f">:$beta);
 }
-def Mpc_ThresholdedReluOp : Mpc_UnaryFloatOp<"thresholded_relu", "ThresholdedRelu"> {
+def Mpc_ThresholdedReluOp : Mpc_UnaryFloatOp<"thresholded_relu", "ThresholdedRelu", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,
                    DefaultValuedAttr<F32Attr, "1.0f">:$alpha);
 }
 
-def Mpc_AbsOp : Mpc_UnaryNumericOp<"abs", "Abs">;
-def Mpc_NegOp : Mpc_UnaryNumericOp<"neg", "Neg"> {
+def Mpc_AbsOp : Mpc_UnaryNumericOp<"abs", "Abs", [Mpc_Clear]>;
+def Mpc_NegOp : Mpc_UnaryNumericOp<"neg", "Neg", [Mpc_Clear]> {
   let hasFolder = 1;
 }
-def Mpc_ReluOp : Mpc_UnaryNumericOp<"relu", "Relu">;
-def Mpc_SignOp : Mpc_UnaryNumericOp<"sign", "Sign">;
+def Mpc_ReluOp : Mpc_UnaryNumericOp<"relu", "Relu", [Mpc_Clear]>;
+def Mpc_SignOp : Mpc_UnaryNumericOp<"sign", "Sign", [Mpc_Clear]>;
 
-def Mpc_IdentityOp : Mpc_Op<"identity", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+def Mpc_IdentityOp : Mpc_Op<"identity", [Mpc_Clear, Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let onnxName = "Identity";
   let summary = "identity (ONNX Identity)";
   let description = [{
     Returns its operand. Kept (not folded at import) so node names survive;
@@ -93,7 +94,8 @@ def Mpc_NotOp : Mpc_Op<"not", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
   let results = (outs Mpc_BoolTensor:$y);
 }
 
-def Mpc_IsNaNOp : Mpc_Op<"is_nan", [Pure, Mpc_InferByRule<"sameShapeBool">]> {
+def Mpc_IsNaNOp : Mpc_Op<"is_nan", [Mpc_Clear, Pure, Mpc_InferByRule<"sameShapeBool">]> {
+  let onnxName = "IsNaN";
   let summary = "NaN test (ONNX IsNaN)";
   let description = [{
     Example:
@@ -105,7 +107,8 @@ def Mpc_IsNaNOp : Mpc_Op<"is_nan", [Pure, Mpc_InferByRule<"sameShapeBool">]> {
   let results = (outs Mpc_BoolTensor:$y);
 }
 
-def Mpc_IsInfOp : Mpc_Op<"is_inf", [Pure, Mpc_InferByRule<"sameShapeBool">]> {
+def Mpc_IsInfOp : Mpc_Op<"is_inf", [Mpc_Clear, Pure, Mpc_InferByRule<"sameShapeBool">]> {
+  let onnxName = "IsInf";
   let summary = "infinity test (ONNX IsInf)";
   let description = [{
     Example:
@@ -119,8 +122,9 @@ def Mpc_IsInfOp : Mpc_Op<"is_inf", [Pure, Mpc_InferByRule<"sameShapeBool">]> {
   let results = (outs Mpc_BoolTensor:$y);
 }
 
-def Mpc_ClipOp : Mpc_Op<"clip", [Pure, AttrSizedOperandSegments,
+def Mpc_ClipOp : Mpc_Op<"clip", [Mpc_Clear, Pure, AttrSizedOperandSegments,
                                  Mpc_InferByRule<"sameAsFirst">]> {
+  let onnxName = "Clip";
   let summary = "clamp to [min, max] (ONNX Clip)";
   let description = [{
     `min` and `max` are optional scalar operands of the input's element type
@@ -163,28 +167,29 @@ def Mpc_CastOp : Mpc_Op<"cast", [Pure]> {
 // Binary, variadic, comparisons
 //===----------------------------------------------------------------------===//
 
-def Mpc_AddOp : Mpc_BinaryOp<"add", "Add", Mpc_NumericTensor, [Commutative]> {
+def Mpc_AddOp : Mpc_BinaryOp<"add", "Add", Mpc_NumericTensor, [Mpc_Infer, Commutative]> {
   let hasFolder = 1;
 }
-def Mpc_SubOp : Mpc_BinaryOp<"sub", "Sub", Mpc_NumericTensor> {
+def Mpc_SubOp : Mpc_BinaryOp<"sub", "Sub", Mpc_NumericTensor, [Mpc_Infer]> {
   let hasFolder = 1;
 }
-def Mpc_MulOp : Mpc_BinaryOp<"mul", "Mul", Mpc_NumericTensor, [Commutative]> {
+def Mpc_MulOp : Mpc_BinaryOp<"mul", "Mul", Mpc_NumericTensor, [Mpc_Infer, Commutative]> {
   let hasFolder = 1;
 }
-def Mpc_DivOp : Mpc_BinaryOp<"div", "Div", Mpc_NumericTensor> {
+def Mpc_DivOp : Mpc_BinaryOp<"div", "Div", Mpc_NumericTensor, [Mpc_Infer]> {
   let hasFolder = 1;
 }
 def Mpc_ModOp : Mpc_BinaryOp<"mod", "Mod", Mpc_NumericTensor> {
   let arguments = (ins Mpc_NumericTensor:$a, Mpc_NumericTensor:$b,
                    DefaultValuedAttr<BoolAttr, "false">:$fmod);
 }
-def Mpc_PReluOp : Mpc_BinaryOp<"prelu", "PRelu", Mpc_FloatTensor>;
+def Mpc_PReluOp : Mpc_BinaryOp<"prelu", "PRelu", Mpc_FloatTensor, [Mpc_Infer]>;
 def Mpc_AndOp : Mpc_BinaryOp<"and", "And", Mpc_BoolTensor, [Commutative]>;
 def Mpc_OrOp : Mpc_BinaryOp<"or", "Or", Mpc_BoolTensor, [Commutative]>;
 def Mpc_XorOp : Mpc_BinaryOp<"xor", "Xor", Mpc_BoolTensor, [Commutative]>;
 
-def Mpc_PowOp : Mpc_Op<"pow", [Pure, Mpc_InferByRule<"broadcastAsFirst">]> {
+def Mpc_PowOp : Mpc_Op<"pow", [Mpc_DenyRange, Pure, Mpc_InferByRule<"broadcastAsFirst">]> {
+  let onnxName = "Pow";
   let summary = "broadcasting power (ONNX Pow)";
   let description = [{
     `base ^ exponent` with numpy-style broadcasting; the exponent may have
@@ -199,10 +204,10 @@ def Mpc_PowOp : Mpc_Op<"pow", [Pure, Mpc_InferByRule<"broadcastAsFirst">]> {
   let results = (outs Mpc_NumericTensor:$y);
 }
 
-def Mpc_MaxOp : Mpc_VariadicOp<"max", "Max">;
-def Mpc_MinOp : Mpc_VariadicOp<"min", "Min">;
-def Mpc_SumOp : Mpc_VariadicOp<"sum", "Sum">;
-def Mpc_MeanOp : Mpc_VariadicOp<"mean", "Mean">;
+def Mpc_MaxOp : Mpc_VariadicOp<"max", "Max", [Mpc_Clear]>;
+def Mpc_MinOp : Mpc_VariadicOp<"min", "Min", [Mpc_Clear]>;
+def Mpc_SumOp : Mpc_VariadicOp<"sum", "Sum", [Mpc_Infer]>;
+def Mpc_MeanOp : Mpc_VariadicOp<"mean", "Mean", [Mpc_Infer]>;
 
 def Mpc_EqualOp : Mpc_CompareOp<"equal", "Equal", Mpc_AnyTensor> {
   let hasFolder = 1;
@@ -213,7 +218,8 @@ def Mpc_GreaterOp : Mpc_CompareOp<"greater", "Greater", Mpc_NumericTensor>;
 def Mpc_GreaterOrEqualOp
     : Mpc_CompareOp<"greater_or_equal", "GreaterOrEqual", Mpc_NumericTensor>;
 
-def Mpc_WhereOp : Mpc_Op<"where", [Pure, Mpc_InferByRule<"where">]> {
+def Mpc_WhereOp : Mpc_Op<"where", [Mpc_Clear, Pure, Mpc_InferByRule<"where">]> {
+  let onnxName = "Where";
   let summary = "broadcasting select (ONNX Where)";
   let description = [{
     Example:

@@ -10,7 +10,8 @@
 
 include "ir/MpcDialect.td"
 
-def Mpc_MatMulOp : Mpc_Op<"matmul", [Pure, Mpc_InferCustom]> {
+def Mpc_MatMulOp : Mpc_Op<"matmul", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
+  let onnxName = "MatMul";
   let summary = "numpy matrix product (ONNX MatMul)";
   let description = [{
     Batched matrix product with broadcasting of the batch dimensions; 1-D
@@ -25,7 +26,8 @@ def Mpc_MatMulOp : Mpc_Op<"matmul", [Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_NumericTensor:$y);
 }
 
-def Mpc_GemmOp : Mpc_Op<"gemm", [Pure, Mpc_InferCustom]> {
+def Mpc_GemmOp : Mpc_Op<"gemm", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
+  let onnxName = "Gemm";
   let summary = "general matrix multiply (ONNX Gemm)";
   let description = [{
     `alpha * op(A) * op(B) + beta * C` with `op` an optional transpose and C
@@ -54,7 +56,8 @@ defvar Mpc_WindowAttrs = (ins
   OptionalAttr<DenseI64ArrayAttr>:$pads,
   OptionalAttr<DenseI64ArrayAttr>:$dilations);
 
-def Mpc_ConvOp : Mpc_Op<"conv", [Pure, Mpc_InferCustom]> {
+def Mpc_ConvOp : Mpc_Op<"conv", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
+  let onnxName = "Conv";
   let summary = "N-d convolution (ONNX Conv)";
   let description = [{
     Cross-correlation of X (N x C x D1..Dn) with W (M x C/group x k1..kn), plus
@@ -72,7 +75,8 @@ def Mpc_ConvOp : Mpc_Op<"conv", [Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_FloatTensor:$y);
 }
 
-def Mpc_MaxPoolOp : Mpc_Op<"max_pool", [Pure, Mpc_InferCustom]> {
+def Mpc_MaxPoolOp : Mpc_Op<"max_pool", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "MaxPool";
   let summary = "max pooling (ONNX MaxPool)";
   let description = [{
     Also returns the flattened input index of each maximum (ONNX's Indices
@@ -91,7 +95,8 @@ def Mpc_MaxPoolOp : Mpc_Op<"max_pool", [Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_NumericTensor:$y, Mpc_I64Tensor:$indices);
 }
 
-def Mpc_AveragePoolOp : Mpc_Op<"average_pool", [Pure, Mpc_InferCustom]> {
+def Mpc_AveragePoolOp : Mpc_Op<"average_pool", [Mpc_Infer, Pure, Mpc_InferCustom]> {
+  let onnxName = "AveragePool";
   let summary = "average pooling (ONNX AveragePool)";
   let description = [{
     Example:
@@ -107,7 +112,8 @@ def Mpc_AveragePoolOp : Mpc_Op<"average_pool", [Pure, Mpc_InferCustom]> {
 }
 
 def Mpc_GlobalAveragePoolOp
-    : Mpc_Op<"global_average_pool", [Pure, Mpc_InferByRule<"globalPool">]> {
+    : Mpc_Op<"global_average_pool", [Mpc_Infer, Pure, Mpc_InferByRule<"globalPool">]> {
+  let onnxName = "GlobalAveragePool";
   let summary = "mean over all spatial dimensions (ONNX GlobalAveragePool)";
   let description = [{
     Example:
@@ -120,7 +126,8 @@ def Mpc_GlobalAveragePoolOp
 }
 
 def Mpc_GlobalMaxPoolOp
-    : Mpc_Op<"global_max_pool", [Pure, Mpc_InferByRule<"globalPool">]> {
+    : Mpc_Op<"global_max_pool", [Mpc_Clear, Pure, Mpc_InferByRule<"globalPool">]> {
+  let onnxName = "GlobalMaxPool";
   let summary = "max over all spatial dimensions (ONNX GlobalMaxPool)";
   let description = [{
     Example:

@@ -97,19 +97,60 @@ def Mpc_InferCustom : TraitList<[
 ]>;
 
 //===----------------------------------------------------------------------===//
+// Precision classes (mpc-amp-classify; docs/mixed-precision.md)
+//===----------------------------------------------------------------------===//
+
+// The class an op gets in mixed precision, with one phrase saying why:
+// Allow (always low precision), Infer (follows its float inputs), Clear
+// (exact in any precision: follows its neighbours), Deny (always FP32). An
+// op with none does no float arithmetic or stays FP32, the safe default.
+// Merged from TensorFlow's auto_mixed_precision_lists.h, PyTorch autocast
+// and TVM; keyed by mpc op, so the lists cannot go stale across opsets.
+class Mpc_Amp<string cls, string reason> : NativeOpTrait<"Amp" # cls> {
+  let cppNamespace = "::mlir::mpc";
+  string ampClass = cls;
+  string ampReason = reason;
+}
+def Mpc_AllowTensorCore
+    : Mpc_Amp<"Allow", "runs on tensor cores with FP32 accumulation">;
+def Mpc_DenyReduction
+    : Mpc_Amp<"Deny", "sums many terms, so it accumulates in FP32">;
+def Mpc_DenyRange
+    : Mpc_Amp<"Deny", "its results overflow or lose digits in fp16">;
+def Mpc_DenySoftmax
+    : Mpc_Amp<"Deny", "exponentials and a normalising sum need FP32">;
+def Mpc_DenyNorm : Mpc_Amp<"Deny", "mean and variance statistics need FP32">;
+def Mpc_DenyLoss : Mpc_Amp<"Deny", "the loss is computed in FP32">;
+def Mpc_DenyTranscendental
+    : Mpc_Amp<"Deny", "a transcendental approximation kept in FP32">;
+def Mpc_Infer
+    : Mpc_Amp<"Infer", "safe in low precision, but follows its inputs">;
+def Mpc_Clear
+    : Mpc_Amp<"Clear", "exact in any precision (moves or selects values)">;
+
+//===----------------------------------------------------------------------===//
 // Op base classes
 //===----------------------------------------------------------------------===//
 
 class Mpc_Op<string mnemonic, list<Trait> traits = []>
     : Op<Mpc_Dialect, mnemonic, traits> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  /// The ONNX op type the op imports (one of them; "" for mpc's own ops).
+  /// Named in precision decisions and matched by --amp-allow/--amp-deny.
+  string onnxName = "";
+  /// 0 for ops that never reach an execution plan (constants, parameters,
+  /// ONNX Gradient before mpc-lower-gradient). Every other op needs a CPU
+  /// kernel and a CUDA emitter (or a registered reason why not), checked
+  /// against the list mpc-tblgen emits (runtime/OpId.h).
+  bit inPlans = 1;
 }
 
 /// Float -> float elementwise op computed per element (exp, tanh, gelu...).
-class Mpc_UnaryFloatOp<string mnemonic, string onnxName, list<Trait> traits = []>
+class Mpc_UnaryFloatOp<string mnemonic, string onnx, list<Trait> traits = []>
     : Mpc_Op<mnemonic, !listconcat([Pure, Mpc_InferByRule<"sameAsFirst">], traits)> {
-  let summary = "elementwise " # onnxName # " (ONNX " # onnxName # ")";
-  let description = "Applies ONNX `" # onnxName # "` to every element; the "
+  let onnxName = onnx;
+  let summary = "elementwise " # onnx # " (ONNX " # onnx # ")";
+  let description = "Applies ONNX `" # onnx # "` to every element; the "
     # "result has the operand's type.\n\nExample:\n```mlir\n%y = mpc." # mnemonic
     # " %x : (tensor<2x3xf16>) -> tensor<2x3xf16>\n```";
   let arguments = (ins Mpc_FloatTensor:$x);
@@ -117,10 +158,11 @@ class Mpc_UnaryFloatOp<string mnemonic, string onnxName, list<Trait> traits = []
 }
 
 /// Elementwise op on floats and integers (abs, neg, relu, sign).
-class Mpc_UnaryNumericOp<string mnemonic, string onnxName>
-    : Mpc_Op<mnemonic, [Pure, Mpc_InferByRule<"sameAsFirst">]> {
-  let summary = "elementwise " # onnxName # " (ONNX " # onnxName # ")";
-  let description = "Applies ONNX `" # onnxName # "` to every element; the "
+class Mpc_UnaryNumericOp<string mnemonic, string onnx, list<Trait> traits = []>
+    : Mpc_Op<mnemonic, !listconcat([Pure, Mpc_InferByRule<"sameAsFirst">], traits)> {
+  let onnxName = onnx;
+  let summary = "elementwise " # onnx # " (ONNX " # onnx # ")";
+  let description = "Applies ONNX `" # onnx # "` to every element; the "
     # "result has the operand's type.\n\nExample:\n```mlir\n%y = mpc." # mnemonic
     # " %x : (tensor<4xi64>) -> tensor<4xi64>\n```";
   let arguments = (ins Mpc_NumericTensor:$x);
@@ -128,11 +170,12 @@ class Mpc_UnaryNumericOp<string mnemonic, string onnxName>
 }
 
 /// Binary op with ONNX multidirectional (numpy) broadcasting.
-class Mpc_BinaryOp<string mnemonic, string onnxName, TypeConstraint operandType,
+class Mpc_BinaryOp<string mnemonic, string onnx, TypeConstraint operandType,
                    list<Trait> traits = []>
     : Mpc_Op<mnemonic, !listconcat([Pure, Mpc_InferByRule<"broadcast">], traits)> {
-  let summary = "broadcasting elementwise " # onnxName # " (ONNX " # onnxName # ")";
-  let description = "ONNX `" # onnxName # "` with numpy-style broadcasting; "
+  let onnxName = onnx;
+  let summary = "broadcasting elementwise " # onnx # " (ONNX " # onnx # ")";
+  let description = "ONNX `" # onnx # "` with numpy-style broadcasting; "
     # "both operands have one element type.\n\nExample:\n```mlir\n%z = mpc."
     # mnemonic # " %a, %b : (tensor<8x1xf32>, tensor<4xf32>) -> tensor<8x4xf32>\n```";
   let arguments = (ins operandType:$a, operandType:$b);
@@ -140,10 +183,11 @@ class Mpc_BinaryOp<string mnemonic, string onnxName, TypeConstraint operandType,
 }
 
 /// Broadcasting comparison producing i1.
-class Mpc_CompareOp<string mnemonic, string onnxName, TypeConstraint operandType>
-    : Mpc_Op<mnemonic, [Pure, Mpc_InferByRule<"broadcastToBool">]> {
-  let summary = "broadcasting comparison " # onnxName # " (ONNX " # onnxName # ")";
-  let description = "ONNX `" # onnxName # "` with numpy-style broadcasting; "
+class Mpc_CompareOp<string mnemonic, string onnx, TypeConstraint operandType>
+    : Mpc_Op<mnemonic, [Pure, Mpc_Clear, Mpc_InferByRule<"broadcastToBool">]> {
+  let onnxName = onnx;
+  let summary = "broadcasting comparison " # onnx # " (ONNX " # onnx # ")";
+  let description = "ONNX `" # onnx # "` with numpy-style broadcasting; "
     # "the result is i1.\n\nExample:\n```mlir\n%m = mpc." # mnemonic
     # " %a, %b : (tensor<4x4xi64>, tensor<4x1xi64>) -> tensor<4x4xi1>\n```";
   let arguments = (ins operandType:$a, operandType:$b);
@@ -151,10 +195,11 @@ class Mpc_CompareOp<string mnemonic, string onnxName, TypeConstraint operandType
 }
 
 /// Variadic broadcasting op (Max, Min, Sum, Mean).
-class Mpc_VariadicOp<string mnemonic, string onnxName>
-    : Mpc_Op<mnemonic, [Pure, Mpc_InferByRule<"broadcast">]> {
-  let summary = "variadic broadcasting " # onnxName # " (ONNX " # onnxName # ")";
-  let description = "ONNX `" # onnxName # "` over one or more operands of one "
+class Mpc_VariadicOp<string mnemonic, string onnx, list<Trait> traits = []>
+    : Mpc_Op<mnemonic, !listconcat([Pure, Mpc_InferByRule<"broadcast">], traits)> {
+  let onnxName = onnx;
+  let summary = "variadic broadcasting " # onnx # " (ONNX " # onnx # ")";
+  let description = "ONNX `" # onnx # "` over one or more operands of one "
     # "element type, with numpy-style broadcasting.\n\nExample:\n```mlir\n%m = mpc."
     # mnemonic # " %a, %b, %c : (tensor<4xf32>, tensor<1xf32>, tensor<4xf32>) -> tensor<4xf32>\n```";
   let arguments = (ins Variadic<Mpc_NumericTensor>:$inputs);
@@ -163,10 +208,12 @@ class Mpc_VariadicOp<string mnemonic, string onnxName>
 
 /// ONNX Reduce* op; `axes` empty or absent means all axes unless
 /// `noop_with_empty_axes` is set.
-class Mpc_ReduceOp<string mnemonic, string onnxName, TypeConstraint type>
-    : Mpc_Op<mnemonic, [Pure, Mpc_InferByRule<"reduce">]> {
-  let summary = "reduction " # onnxName # " (ONNX " # onnxName # ")";
-  let description = "ONNX `" # onnxName # "` over `axes` (absent: all axes), "
+class Mpc_ReduceOp<string mnemonic, string onnx, TypeConstraint type,
+                   list<Trait> traits = []>
+    : Mpc_Op<mnemonic, !listconcat([Pure, Mpc_InferByRule<"reduce">], traits)> {
+  let onnxName = onnx;
+  let summary = "reduction " # onnx # " (ONNX " # onnx # ")";
+  let description = "ONNX `" # onnx # "` over `axes` (absent: all axes), "
     # "keeping reduced dimensions as 1 when `keepdims`. Axes are always an "
     # "attribute here, whatever the opset passed them as.\n\nExample:\n```mlir\n"
     # "%s = mpc." # mnemonic # " %x {axes = array<i64: 1>, keepdims = false} : "

@@ -40,7 +40,20 @@ bool isFloatTensor(Type t);
 std::string nodeNameOf(Location loc);
 /// An op's node name, or its op name when it has none (for messages).
 std::string displayNameOf(Operation *op);
+
+/// The precision classes of ODS's Mpc_Amp traits (ir/MpcDialect.td); what
+/// they mean for an op is in passes/AmpLists.h.
+template <typename ConcreteOp>
+class AmpAllow : public OpTrait::TraitBase<ConcreteOp, AmpAllow> {};
+template <typename ConcreteOp>
+class AmpInfer : public OpTrait::TraitBase<ConcreteOp, AmpInfer> {};
+template <typename ConcreteOp>
+class AmpClear : public OpTrait::TraitBase<ConcreteOp, AmpClear> {};
+template <typename ConcreteOp>
+class AmpDeny : public OpTrait::TraitBase<ConcreteOp, AmpDeny> {};
 } // namespace mlir::mpc
+
+#include "ir/MpcInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "ir/MpcOps.h.inc"

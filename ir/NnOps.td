@@ -9,7 +9,8 @@ include "ir/MpcDialect.td"
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Mpc_DenyNorm, Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let onnxName = "BatchNormalization";
   let summary = "batch normalization with running statistics (ONNX BatchNormalization, inference)";
   let description = [{
     `y = scale * (x - mean) / sqrt(var + epsilon) + bias` per channel (axis 1).
@@ -28,7 +29,8 @@ def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Pure, Mpc_InferByRule<"sameAsFirst">
 }
 
 def Mpc_BatchNormTrainOp
-    : Mpc_Op<"batch_norm_train", [Pure, Mpc_InferByRule<"batchNormTrain">]> {
+    : Mpc_Op<"batch_norm_train", [Mpc_DenyNorm, Pure, Mpc_InferByRule<"batchNormTrain">]> {
+  let onnxName = "BatchNormalization";
   let summary = "batch normalization with batch statistics (ONNX BatchNormalization, training_mode=1)";
   let description = [{
     Normalizes with the statistics of the batch and returns the updated
@@ -51,7 +53,8 @@ def Mpc_BatchNormTrainOp
   let hasVerifier = 1;
 }
 
-def Mpc_LayerNormOp : Mpc_Op<"layer_norm", [Pure, Mpc_InferCustom]> {
+def Mpc_LayerNormOp : Mpc_Op<"layer_norm", [Mpc_DenyNorm, Pure, Mpc_InferCustom]> {
+  let onnxName = "LayerNormalization";
   let summary = "layer normalization (ONNX LayerNormalization)";
   let description = [{
     Normalizes over the dimensions from `axis` on; also returns the mean and
@@ -75,7 +78,8 @@ def Mpc_LayerNormOp : Mpc_Op<"layer_norm", [Pure, Mpc_InferCustom]> {
 // Softmax, dropout, losses
 //===----------------------------------------------------------------------===//
 
-def Mpc_SoftmaxOp : Mpc_Op<"softmax", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+def Mpc_SoftmaxOp : Mpc_Op<"softmax", [Mpc_DenySoftmax, Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+  let onnxName = "Softmax";
   let summary = "softmax along one axis (ONNX Softmax, opset >= 13 semantics)";
   let description = [{
     Example:
@@ -88,7 +92,8 @@ def Mpc_SoftmaxOp : Mpc_Op<"softmax", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]
 }
 
 def Mpc_LogSoftmaxOp
-    : Mpc_Op<"log_softmax", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+    : Mpc_Op<"log_softmax", [Mpc_DenySoftmax, Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+  let onnxName = "LogSoftmax";
   let summary = "log-softmax along one axis (ONNX LogSoftmax, opset >= 13 semantics)";
   let description = [{
     Example:
@@ -100,8 +105,9 @@ def Mpc_LogSoftmaxOp
   let results = (outs Mpc_FloatTensor:$y);
 }
 
-def Mpc_DropoutOp : Mpc_Op<"dropout", [AttrSizedOperandSegments,
+def Mpc_DropoutOp : Mpc_Op<"dropout", [Mpc_Clear, AttrSizedOperandSegments,
                                        Mpc_InferByRule<"dropout">]> {
+  let onnxName = "Dropout";
   let summary = "dropout (ONNX Dropout)";
   let description = [{
     In training mode zeroes each element with probability `ratio` and scales
@@ -124,7 +130,8 @@ def Mpc_DropoutOp : Mpc_Op<"dropout", [AttrSizedOperandSegments,
 }
 
 def Mpc_SoftmaxCrossEntropyLossOp
-    : Mpc_Op<"softmax_cross_entropy_loss", [Pure, Mpc_InferCustom]> {
+    : Mpc_Op<"softmax_cross_entropy_loss", [Mpc_DenyLoss, Pure, Mpc_InferCustom]> {
+  let onnxName = "SoftmaxCrossEntropyLoss";
   let summary = "softmax cross-entropy loss (ONNX SoftmaxCrossEntropyLoss)";
   let description = [{
     Scores are N x C (x D1..Dk), labels N (x D1..Dk) integer class indices;
@@ -143,7 +150,8 @@ def Mpc_SoftmaxCrossEntropyLossOp
 }
 
 def Mpc_NegativeLogLikelihoodLossOp
-    : Mpc_Op<"nll_loss", [Pure, Mpc_InferCustom]> {
+    : Mpc_Op<"nll_loss", [Mpc_DenyLoss, Pure, Mpc_InferCustom]> {
+  let onnxName = "NegativeLogLikelihoodLoss";
   let summary = "negative log-likelihood loss (ONNX NegativeLogLikelihoodLoss)";
   let description = [{
     Example:
@@ -162,9 +170,10 @@ def Mpc_NegativeLogLikelihoodLossOp
 // Index and scan ops
 //===----------------------------------------------------------------------===//
 
-class Mpc_ArgOp<string mnemonic, string onnxName>
-    : Mpc_Op<mnemonic, [Pure, Mpc_InferByRule<"argReduce">]> {
-  let summary = "index of the " # onnxName # " (ONNX " # onnxName # ")";
+class Mpc_ArgOp<string mnemonic, string onnx>
+    : Mpc_Op<mnemonic, [Pure, Mpc_Clear, Mpc_InferByRule<"argReduce">]> {
+  let onnxName = onnx;
+  let summary = "index of the " # onnx # " (ONNX " # onnx # ")";
   let description = "Example:\n```mlir\n%i = mpc." # mnemonic
     # " %x {axis = 1 : i64, keepdims = false} : (tensor<64x10xf32>) -> tensor<64xi64>\n```";
   let arguments = (ins Mpc_NumericTensor:$x, DefaultValuedAttr<I64Attr, "0">:$axis,
@@ -175,7 +184,8 @@ class Mpc_ArgOp<string mnemonic, string onnxName>
 def Mpc_ArgMaxOp : Mpc_ArgOp<"arg_max", "ArgMax">;
 def Mpc_ArgMinOp : Mpc_ArgOp<"arg_min", "ArgMin">;
 
-def Mpc_CumSumOp : Mpc_Op<"cum_sum", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+def Mpc_CumSumOp : Mpc_Op<"cum_sum", [Mpc_DenyReduction, Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+  let onnxName = "CumSum";
   let summary = "cumulative sum (ONNX CumSum; the axis input becomes an attribute)";
   let description = [{
     Example:
@@ -189,7 +199,8 @@ def Mpc_CumSumOp : Mpc_Op<"cum_sum", [Pure, Mpc_InferByRule<"sameAsFirstAxis">]>
   let results = (outs Mpc_NumericTensor:$y);
 }
 
-def Mpc_TriluOp : Mpc_Op<"trilu", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+def Mpc_TriluOp : Mpc_Op<"trilu", [Mpc_Clear, Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let onnxName = "Trilu";
   let summary = "upper/lower triangle (ONNX Trilu; k becomes an attribute)";
   let description = [{
     Keeps the elements on and above (`upper`) or on and below diagonal `k` of
@@ -225,17 +236,17 @@ def Mpc_OneHotOp : Mpc_Op<"one_hot", [Pure, Mpc_InferCustom]> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def Mpc_ReduceSumOp : Mpc_ReduceOp<"reduce_sum", "ReduceSum", Mpc_NumericTensor>;
-def Mpc_ReduceMeanOp : Mpc_ReduceOp<"reduce_mean", "ReduceMean", Mpc_NumericTensor>;
-def Mpc_ReduceMaxOp : Mpc_ReduceOp<"reduce_max", "ReduceMax", Mpc_NumericTensor>;
-def Mpc_ReduceMinOp : Mpc_ReduceOp<"reduce_min", "ReduceMin", Mpc_NumericTensor>;
-def Mpc_ReduceProdOp : Mpc_ReduceOp<"reduce_prod", "ReduceProd", Mpc_NumericTensor>;
-def Mpc_ReduceL1Op : Mpc_ReduceOp<"reduce_l1", "ReduceL1", Mpc_NumericTensor>;
-def Mpc_ReduceL2Op : Mpc_ReduceOp<"reduce_l2", "ReduceL2", Mpc_FloatTensor>;
+def Mpc_ReduceSumOp : Mpc_ReduceOp<"reduce_sum", "ReduceSum", Mpc_NumericTensor, [Mpc_DenyReduction]>;
+def Mpc_ReduceMeanOp : Mpc_ReduceOp<"reduce_mean", "ReduceMean", Mpc_NumericTensor, [Mpc_DenyReduction]>;
+def Mpc_ReduceMaxOp : Mpc_ReduceOp<"reduce_max", "ReduceMax", Mpc_NumericTensor, [Mpc_Clear]>;
+def Mpc_ReduceMinOp : Mpc_ReduceOp<"reduce_min", "ReduceMin", Mpc_NumericTensor, [Mpc_Clear]>;
+def Mpc_ReduceProdOp : Mpc_ReduceOp<"reduce_prod", "ReduceProd", Mpc_NumericTensor, [Mpc_DenyReduction]>;
+def Mpc_ReduceL1Op : Mpc_ReduceOp<"reduce_l1", "ReduceL1", Mpc_NumericTensor, [Mpc_DenyReduction]>;
+def Mpc_ReduceL2Op : Mpc_ReduceOp<"reduce_l2", "ReduceL2", Mpc_FloatTensor, [Mpc_DenyReduction]>;
 def Mpc_ReduceSumSquareOp
-    : Mpc_ReduceOp<"reduce_sum_square", "ReduceSumSquare", Mpc_NumericTensor>;
-def Mpc_ReduceLogSumOp : Mpc_ReduceOp<"reduce_log_sum", "ReduceLogSum", Mpc_FloatTensor>;
+    : Mpc_ReduceOp<"reduce_sum_square", "ReduceSumSquare", Mpc_NumericTensor, [Mpc_DenyReduction]>;
+def Mpc_ReduceLogSumOp : Mpc_ReduceOp<"reduce_log_sum", "ReduceLogSum", Mpc_FloatTensor, [Mpc_DenyReduction]>;
 def Mpc_ReduceLogSumExpOp
-    : Mpc_ReduceOp<"reduce_log_sum_exp", "ReduceLogSumExp", Mpc_FloatTensor>;
+    : Mpc_ReduceOp<"reduce_log_sum_exp", "ReduceLogSumExp", Mpc_FloatTensor, [Mpc_DenyReduction]>;
 
 #endif // MPC_NN_OPS_TD

@@ -14,6 +14,7 @@ include "ir/MpcDialect.td"
 def Mpc_ConstantOp : Mpc_Op<"constant", [ConstantLike, Pure,
                                          Mpc_InferByRule<"constantValue">]> {
   let summary = "constant tensor (ONNX Constant, non-trainable initializers)";
+  let inPlans = 0; // plan constants
   let description = [{
     Example:
     ```mlir
@@ -28,6 +29,7 @@ def Mpc_ConstantOp : Mpc_Op<"constant", [ConstantLike, Pure,
 
 def Mpc_ParamOp : Op<Mpc_Dialect, "param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
   let summary = "a model parameter and its initial value";
+  bit inPlans = 0; // plan parameters
   let description = [{
     One per float initializer that is model state: trainable weights, or
     (without `trainable`) running statistics such as BatchNormalization's
@@ -78,7 +80,8 @@ def Mpc_SizeOp : Mpc_Op<"size", [Pure, Mpc_InferByRule<"scalarI64">]> {
   let hasFolder = 1;
 }
 
-def Mpc_ReshapeOp : Mpc_Op<"reshape", [Pure, Mpc_InferCustom]> {
+def Mpc_ReshapeOp : Mpc_Op<"reshape", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Reshape";
   let summary = "reshape (ONNX Reshape)";
   let description = [{
     The shape operand may hold 0 (copy the input dimension, unless
@@ -95,7 +98,8 @@ def Mpc_ReshapeOp : Mpc_Op<"reshape", [Pure, Mpc_InferCustom]> {
   let hasFolder = 1;
 }
 
-def Mpc_TransposeOp : Mpc_Op<"transpose", [Pure, Mpc_InferCustom]> {
+def Mpc_TransposeOp : Mpc_Op<"transpose", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Transpose";
   let summary = "permute dimensions (ONNX Transpose)";
   let description = [{
     Without `perm` the dimensions are reversed.
@@ -110,7 +114,8 @@ def Mpc_TransposeOp : Mpc_Op<"transpose", [Pure, Mpc_InferCustom]> {
   let hasFolder = 1;
 }
 
-def Mpc_ConcatOp : Mpc_Op<"concat", [Pure, Mpc_InferCustom]> {
+def Mpc_ConcatOp : Mpc_Op<"concat", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Concat";
   let summary = "concatenate along an axis (ONNX Concat)";
   let description = [{
     Example:
@@ -123,7 +128,8 @@ def Mpc_ConcatOp : Mpc_Op<"concat", [Pure, Mpc_InferCustom]> {
   let hasFolder = 1;
 }
 
-def Mpc_SplitOp : Mpc_Op<"split", [Pure, Mpc_InferCustom]> {
+def Mpc_SplitOp : Mpc_Op<"split", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Split";
   let summary = "split along an axis (ONNX Split)";
   let description = [{
     Into `num_outputs` parts of sizes `split` when given, else equal parts
@@ -139,7 +145,8 @@ def Mpc_SplitOp : Mpc_Op<"split", [Pure, Mpc_InferCustom]> {
   let results = (outs Variadic<Mpc_AnyTensor>:$outputs);
 }
 
-def Mpc_SliceOp : Mpc_Op<"slice", [Pure, AttrSizedOperandSegments, Mpc_InferCustom]> {
+def Mpc_SliceOp : Mpc_Op<"slice", [Mpc_Clear, Pure, AttrSizedOperandSegments, Mpc_InferCustom]> {
+  let onnxName = "Slice";
   let summary = "strided slice (ONNX Slice)";
   let description = [{
     Starts and ends are clamped as ONNX specifies; missing `axes` means the
@@ -161,7 +168,8 @@ def Mpc_SliceOp : Mpc_Op<"slice", [Pure, AttrSizedOperandSegments, Mpc_InferCust
   let hasFolder = 1;
 }
 
-def Mpc_SqueezeOp : Mpc_Op<"squeeze", [Pure, Mpc_InferCustom]> {
+def Mpc_SqueezeOp : Mpc_Op<"squeeze", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Squeeze";
   let summary = "remove size-1 dimensions (ONNX Squeeze)";
   let description = [{
     Without `axes`, every static size-1 dimension is removed.
@@ -176,7 +184,8 @@ def Mpc_SqueezeOp : Mpc_Op<"squeeze", [Pure, Mpc_InferCustom]> {
   let hasFolder = 1;
 }
 
-def Mpc_UnsqueezeOp : Mpc_Op<"unsqueeze", [Pure, Mpc_InferCustom]> {
+def Mpc_UnsqueezeOp : Mpc_Op<"unsqueeze", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Unsqueeze";
   let summary = "insert size-1 dimensions (ONNX Unsqueeze)";
   let description = [{
     Example:
@@ -189,7 +198,8 @@ def Mpc_UnsqueezeOp : Mpc_Op<"unsqueeze", [Pure, Mpc_InferCustom]> {
   let hasFolder = 1;
 }
 
-def Mpc_FlattenOp : Mpc_Op<"flatten", [Pure, Mpc_InferCustom]> {
+def Mpc_FlattenOp : Mpc_Op<"flatten", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Flatten";
   let summary = "flatten to 2-D (ONNX Flatten)";
   let description = [{
     Example:
@@ -201,7 +211,8 @@ def Mpc_FlattenOp : Mpc_Op<"flatten", [Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_AnyTensor:$y);
 }
 
-def Mpc_ExpandOp : Mpc_Op<"expand", [Pure, Mpc_InferCustom]> {
+def Mpc_ExpandOp : Mpc_Op<"expand", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Expand";
   let summary = "broadcast to a shape (ONNX Expand)";
   let description = [{
     Example:
@@ -214,7 +225,8 @@ def Mpc_ExpandOp : Mpc_Op<"expand", [Pure, Mpc_InferCustom]> {
   let hasFolder = 1;
 }
 
-def Mpc_TileOp : Mpc_Op<"tile", [Pure, Mpc_InferCustom]> {
+def Mpc_TileOp : Mpc_Op<"tile", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Tile";
   let summary = "repeat along each axis (ONNX Tile)";
   let description = [{
     Example:
@@ -226,7 +238,8 @@ def Mpc_TileOp : Mpc_Op<"tile", [Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_AnyTensor:$y);
 }
 
-def Mpc_PadOp : Mpc_Op<"pad", [Pure, Mpc_InferCustom]> {
+def Mpc_PadOp : Mpc_Op<"pad", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Pad";
   let summary = "pad (ONNX Pad; pads and axes as attributes)";
   let description = [{
     `pads` is [x1_begin, ..., xn_begin, x1_end, ..., xn_end] over `axes`
@@ -243,7 +256,8 @@ def Mpc_PadOp : Mpc_Op<"pad", [Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_AnyTensor:$y);
 }
 
-def Mpc_GatherOp : Mpc_Op<"gather", [Pure, Mpc_InferCustom]> {
+def Mpc_GatherOp : Mpc_Op<"gather", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "Gather";
   let summary = "gather slices along an axis (ONNX Gather; embeddings)";
   let description = [{
     Example:
@@ -258,7 +272,8 @@ def Mpc_GatherOp : Mpc_Op<"gather", [Pure, Mpc_InferCustom]> {
 }
 
 def Mpc_GatherElementsOp
-    : Mpc_Op<"gather_elements", [Pure, Mpc_InferCustom]> {
+    : Mpc_Op<"gather_elements", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "GatherElements";
   let summary = "gather single elements along an axis (ONNX GatherElements)";
   let description = [{
     Example:
@@ -271,7 +286,8 @@ def Mpc_GatherElementsOp
   let results = (outs Mpc_AnyTensor:$output);
 }
 
-def Mpc_GatherNDOp : Mpc_Op<"gather_nd", [Pure, Mpc_InferCustom]> {
+def Mpc_GatherNDOp : Mpc_Op<"gather_nd", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "GatherND";
   let summary = "gather by index tuples (ONNX GatherND)";
   let description = [{
     Example:

@@ -13,6 +13,7 @@ include "ir/MpcDialect.td"
 def Mpc_GradientOp : Mpc_Op<"gradient", [Pure, AttrSizedOperandSegments,
                                           Mpc_InferByRule<"gradient">]> {
   let summary = "gradient of the inference graph (ONNX Gradient)";
+  let inPlans = 0; // mpc-lower-gradient replaces it
   let description = [{
     Operands are the values of `xs` followed by those of `zs` (names of the
     inference graph's tensors) and, when `y` is computed in the same

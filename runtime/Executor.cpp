@@ -6,26 +6,33 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <unordered_map>
 
 namespace mpc::rt {
 namespace {
 
-std::unordered_map<std::string, Kernel> &registry() {
-  static std::unordered_map<std::string, Kernel> kernels = [] {
-    static std::unordered_map<std::string, Kernel> *target;
-    std::unordered_map<std::string, Kernel> k;
-    target = &k;
-    auto add = [](const char *name, Kernel fn) { (*target)[name] = fn; };
-    registerElementwiseKernels(add);
-    registerLinalgKernels(add);
-    registerNnKernels(add);
-    registerShapeKernels(add);
-    registerReduceKernels(add);
-    registerTrainingKernels(add);
-    return k;
+const KernelTable &kernels() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    registerElementwiseKernels(t);
+    registerLinalgKernels(t);
+    registerNnKernels(t);
+    registerShapeKernels(t);
+    registerReduceKernels(t);
+    registerTrainingKernels(t);
+    std::string missing;
+    for (size_t i = 0; i < kNumOps; ++i)
+      if (inPlans((OpId)i) && !t[(OpId)i])
+        missing += std::string(missing.empty() ? "" : ", ") + opName((OpId)i);
+    if (!missing.empty()) { // a build without them must not run at all
+      std::fprintf(stderr,
+                   "mpc: internal error: no CPU kernel registered for mpc "
+                   "op(s) %s (runtime/kernels/)\n",
+                   missing.c_str());
+      std::abort();
+    }
+    return t;
   }();
-  return kernels;
+  return table;
 }
 
 bool sameType(const Tensor &t, const ValueInfo &info) {
@@ -70,17 +77,16 @@ void BufferPool::give(Tensor &t) {
   t = Tensor();
 }
 
-Kernel findKernel(const std::string &op) {
-  auto it = registry().find(op);
-  return it == registry().end() ? nullptr : it->second;
+void KernelTable::add(OpId op, Kernel kernel) {
+  if (kernels_[(size_t)op]) { // two families claiming one op
+    std::fprintf(stderr, "mpc: internal error: two CPU kernels for mpc.%s\n",
+                 opName(op));
+    std::abort();
+  }
+  kernels_[(size_t)op] = kernel;
 }
 
-std::string firstUnsupportedOp(const Plan &plan) {
-  for (const Step &s : plan.steps)
-    if (!findKernel(s.op))
-      return s.op;
-  return "";
-}
+Kernel findKernel(OpId op) { return kernels()[op]; }
 
 bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
              std::vector<Tensor> &outputs, std::string &error,
@@ -132,20 +138,14 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
   for (size_t index = 0; index < plan.steps.size(); ++index) {
     const Step &step = plan.steps[index];
     auto start = std::chrono::steady_clock::now();
-    Kernel kernel = findKernel(step.op);
-    if (!kernel) {
-      error = "node '" + step.name + "' (" + step.op +
-              "): no CPU kernel for this op";
-      return false;
-    }
     KernelContext ctx(step, plan, values, &pool);
     try {
-      kernel(ctx);
+      findKernel(step.op)(ctx);
     } catch (const std::exception &e) {
-      error = "node '" + step.name + "' (" + step.op + "): " + e.what();
+      error = "node '" + step.name + "' (" + opName(step.op) + "): " + e.what();
       return false;
     }
-    if (stats && step.has("mpc.count_underflow")) {
+    if (stats && step.countUnderflow) {
       const Tensor &in = values[step.inputs[0]], &out = values[step.outputs[0]];
       for (int64_t i = 0; i < in.size(); ++i)
         stats->underflow += in.getFloat(i) != 0.0f && out.getFloat(i) == 0.0f;
@@ -154,9 +154,9 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
       double ms = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - start)
                       .count();
-      spent[step.op] += ms;
+      spent[opName(step.op)] += ms;
       if (std::string(std::getenv("MPC_PROFILE")) == "steps")
-        std::fprintf(stderr, "step: %-10.3f %s %s\n", ms, step.op.c_str(),
+        std::fprintf(stderr, "step: %-10.3f %s %s\n", ms, opName(step.op),
                      step.name.c_str());
     }
     for (int v : step.inputs)

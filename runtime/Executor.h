@@ -11,10 +11,6 @@
 
 namespace mpc::rt {
 
-/// Checks that every step of `plan` has a CPU kernel; returns the first op
-/// without one, or "" when all are runnable.
-std::string firstUnsupportedOp(const Plan &plan);
-
 /// What a run measured besides its outputs.
 struct RunStats {
   /// Elements nonzero before and zero after a step marked

@@ -6,6 +6,7 @@
 #include "runtime/Plan.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -81,16 +82,28 @@ private:
 
 using Kernel = void (*)(KernelContext &);
 
-/// The kernel for a plan op name, or null.
-Kernel findKernel(const std::string &op);
+/// The CPU kernels, one per op. Every op that can reach a plan must have
+/// one: the table is checked against the generated op list when first
+/// used, and a missing kernel stops the process naming the op.
+class KernelTable {
+public:
+  void add(OpId op, Kernel kernel);
+  Kernel operator[](OpId op) const { return kernels_[(size_t)op]; }
 
-// Registration, one function per kernel file.
-void registerElementwiseKernels(void (*add)(const char *, Kernel));
-void registerLinalgKernels(void (*add)(const char *, Kernel));
-void registerNnKernels(void (*add)(const char *, Kernel));
-void registerShapeKernels(void (*add)(const char *, Kernel));
-void registerReduceKernels(void (*add)(const char *, Kernel));
-void registerTrainingKernels(void (*add)(const char *, Kernel));
+private:
+  std::array<Kernel, kNumOps> kernels_{};
+};
+
+/// The kernel of `op` (complete for every op in plans).
+Kernel findKernel(OpId op);
+
+// Registration, one function per kernel file (op family).
+void registerElementwiseKernels(KernelTable &t);
+void registerLinalgKernels(KernelTable &t);
+void registerNnKernels(KernelTable &t);
+void registerShapeKernels(KernelTable &t);
+void registerReduceKernels(KernelTable &t);
+void registerTrainingKernels(KernelTable &t);
 
 } // namespace mpc::rt
 

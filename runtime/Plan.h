@@ -1,20 +1,24 @@
 //===- Plan.h - the execution plan the runtime runs ---------------*- C++ -*-===//
 //
-// A straight-line program over numbered values: each step names an op (the
-// mpc mnemonic, e.g. "gemm"), its input and output value ids and its
-// attributes. codegen/ builds it from the mpc IR; the runtime needs nothing
-// of MLIR to run it.
+// A straight-line program over numbered values: each step names an op
+// (OpId, generated from the ODS), its input and output value ids, the op's
+// attributes, and what codegen decided for it (typed fields, not keys).
+// codegen/ builds it from the mpc IR; the runtime needs nothing of MLIR to
+// run it. runtime/PlanIO.cpp reads and writes it (plan.txt, versioned).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MPC_RUNTIME_PLAN_H
 #define MPC_RUNTIME_PLAN_H
 
+#include "runtime/OpId.h"
 #include "runtime/Tensor.h"
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -26,12 +30,37 @@ using AttrValue = std::variant<int64_t, double, std::string,
                                std::vector<int64_t>, std::vector<std::string>,
                                Tensor>;
 
+/// How the CUDA backend runs a step, decided by codegen (CudaFusion.cpp,
+/// CudaEmitter.cpp) and read by the memory plan, the CUDA session and the
+/// host emulation. Default (no kernel, no alias) for CPU-only plans.
+struct CudaLaunch {
+  std::string kernel;   // the step's kernel; empty when it has none
+  std::string prologue; // a one-thread kernel, same arguments, run first
+  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  int alias = -1;     // the output shares this value's buffer (no kernel)
+  int fusedInto = -1; // computed inside the chain kernel of this step
+  std::vector<int> chain;  // a chain's last step: its member steps, in order
+  std::vector<int> inputs; // a chain's last step: what its kernel reads
+  bool fusedRelu = false;  // a GEMM/conv applying its reader's Relu
+  bool underflowCounter = false; // the kernel takes the counter, last
+
+  /// No kernel of its own: aliased, or computed in another step's kernel.
+  bool inOtherKernel() const { return alias >= 0 || fusedInto >= 0; }
+  bool isChain() const { return !chain.empty(); }
+};
+
 struct Step {
-  std::string op;
+  OpId op;
   std::string name; // location (ONNX node name) for messages
   std::vector<int> inputs;
   std::vector<int> outputs;
+  /// The op's attributes (ODS names); integers also hold bools.
   std::map<std::string, AttrValue> attrs;
+  /// Mixed precision: why the op runs in its precision (mpc.amp).
+  std::string amp;
+  /// A gradient cast to fp16/bf16: count the elements it flushes to zero.
+  bool countUnderflow = false;
+  CudaLaunch cuda;
 
   bool has(const std::string &key) const { return attrs.count(key) != 0; }
   int64_t getInt(const std::string &key, int64_t dflt) const;
@@ -60,6 +89,18 @@ struct Parameter {
   Tensor init;
 };
 
+/// What a train step (mpc-autodiff, mpc-loss-scaling, mpc-optimizer) tells
+/// the loop that drives it (runtime/Trainer.h).
+struct TrainInfo {
+  int loss = -1;              // output index of the loss
+  double lossScaleInit = 1.0; // where a dynamic loss scale starts
+  /// Adam's betas (FP32 values) for the per-step bias corrections.
+  float adamBeta1 = 0.9f, adamBeta2 = 0.999f;
+  /// (output index, parameter): d(loss)/d(parameter), read back to count
+  /// the inf/NaN elements of a skipped step.
+  std::vector<std::pair<int, std::string>> gradients;
+};
+
 struct Plan {
   std::vector<ValueInfo> values;
   std::vector<Binding> inputs;
@@ -67,6 +108,7 @@ struct Plan {
   std::map<int, Tensor> constants;
   std::vector<Step> steps;
   std::vector<Binding> outputs;
+  std::optional<TrainInfo> train; // train-step plans only
 };
 
 } // namespace mpc::rt

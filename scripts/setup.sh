@@ -6,6 +6,9 @@ set -euo pipefail
 APT_PACKAGES=(
   g++ cmake ninja-build ccache
   libmlir-19-dev mlir-19-tools llvm-19-dev
+  # mpc-tblgen links LLVM's static TableGen and Support libraries, whose
+  # CMake targets name zstd.
+  libzstd-dev
   libprotobuf-dev protobuf-compiler libonnx-dev
   # torch exports of the reference models (ResNet-18, Transformer, GPT-style).
   python3-torch python3-torchvision python3-onnx

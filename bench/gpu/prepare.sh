@@ -69,5 +69,8 @@ for m in $models; do
   done
 done
 echo "$steps" > "$work/steps.txt"
+# The runtime-only build on the GPU machine (no MLIR, so no tblgen) takes
+# the op list this build generated from the ODS.
+cp "$(dirname "$mpc")/../ir/MpcOpList.h.inc" "$work/MpcOpList.h.inc"
 [[ ${GEMM:-1} == 0 ]] || "$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
 echo "prepared $(du -sh "$work" | cut -f1) in $work"

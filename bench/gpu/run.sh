@@ -21,6 +21,7 @@ batch=${BATCH:-64}
 run=${RUN:-}
 if [[ -z $run ]]; then
   cmake -S "$root" -B "$root/build-gpu" -G Ninja -DMPC_RUNTIME_ONLY=ON \
+    -DMPC_OP_LIST="$work/MpcOpList.h.inc" \
     -DCMAKE_BUILD_TYPE=Release > /dev/null && ninja -C "$root/build-gpu" > /dev/null \
     || { echo "runtime build failed"; exit 1; }
   run=$root/build-gpu/bin/mpc-gpu-run

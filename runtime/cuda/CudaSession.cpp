@@ -53,17 +53,17 @@ public:
     prologues.assign(plan.steps.size(), nullptr);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
-      std::string name = s.getString("cuda.kernel", "");
-      if (name.empty() && (s.has("cuda.alias") || s.has("cuda.fused")))
+      const std::string &name = s.cuda.kernel;
+      if (name.empty() && s.cuda.inOtherKernel())
         continue; // computed in another step's kernel, or none
       if (name.empty())
-        return (error = "step '" + s.name + "' (" + s.op +
+        return (error = "step '" + s.name + "' (" + opName(s.op) +
                         ") has no CUDA kernel",
                 false);
       if (!check(d.moduleGetFunction(&fns[i], module, name.c_str()), name,
                  error))
         return false;
-      std::string first = s.getString("cuda.prologue", "");
+      const std::string &first = s.cuda.prologue;
       if (!first.empty() &&
           !check(d.moduleGetFunction(&prologues[i], module, first.c_str()),
                  first, error))
@@ -71,7 +71,7 @@ public:
     }
     int64_t arena = planDeviceMemory(plan, offsets);
     for (const Step &s : plan.steps)
-      if (s.has("cuda.underflow_counter") && counter < 0)
+      if (s.cuda.underflowCounter && counter < 0)
         counter = arena, arena += 256; // one u64, after the values
     if (!check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
                "allocating " + std::to_string(arena) + " bytes", error))
@@ -213,20 +213,20 @@ private:
         ptrs.push_back(v >= 0 ? base + offsets[v] : 0);
       for (int v : s.outputs)
         ptrs.push_back(base + offsets[v]);
-      if (s.has("cuda.underflow_counter"))
+      if (s.cuda.underflowCounter)
         ptrs.push_back(base + counter);
       std::vector<void *> args;
       for (DevicePtr &p : ptrs)
         args.push_back(&p);
-      auto grid = *s.getInts("cuda.grid"), block = *s.getInts("cuda.block");
+      const auto &grid = s.cuda.grid, &block = s.cuda.block;
       if (prologues[i] &&
           !check(d.launch(prologues[i], 1, 1, 1, 1, 1, 1, 0, stream,
                           args.data(), nullptr),
-                 "launching " + s.getString("cuda.prologue", ""), error))
+                 "launching " + s.cuda.prologue, error))
         return false;
       if (!check(d.launch(fns[i], grid[0], grid[1], grid[2], block[0],
                           block[1], block[2], 0, stream, args.data(), nullptr),
-                 "launching " + s.getString("cuda.kernel", ""), error))
+                 "launching " + s.cuda.kernel, error))
         return false;
     }
     return true;

@@ -13,12 +13,12 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   std::vector<int> root(n);
   std::iota(root.begin(), root.end(), 0);
   for (const Step &s : plan.steps)
-    if (s.has("cuda.alias"))
-      root[s.outputs[0]] = root[s.inputs[0]];
+    if (s.cuda.alias >= 0)
+      root[s.outputs[0]] = root[s.cuda.alias];
   std::vector<int> lastUse(n, -1);
   std::vector<bool> inRegisters(n, false);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    if (plan.steps[i].has("cuda.fused")) {
+    if (plan.steps[i].cuda.fusedInto >= 0) {
       for (int v : plan.steps[i].outputs)
         inRegisters[v] = true;
       continue; // read by the chain's kernel, at its last step
@@ -82,10 +82,8 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   return arena;
 }
 
-std::vector<int> kernelInputs(const Step &s) {
-  if (auto ids = s.getInts("cuda.inputs"))
-    return std::vector<int>(ids->begin(), ids->end());
-  return s.inputs;
+const std::vector<int> &kernelInputs(const Step &s) {
+  return s.cuda.isChain() ? s.cuda.inputs : s.inputs;
 }
 
 } // namespace mpc::rt

@@ -12,16 +12,16 @@ namespace mpc::rt {
 
 /// One arena for a plan: an offset per value, 256-byte aligned. Inputs,
 /// parameters, constants and outputs get their own ranges; every other
-/// buffer is reused once the last kernel reading it ran (first fit); steps
-/// tagged `cuda.alias` share their input's range; the intermediates of a
-/// fused chain (steps tagged `cuda.fused`) live in registers and get no
-/// range (offset -1). Returns the arena size.
+/// buffer is reused once the last kernel reading it ran (first fit); an
+/// aliasing step's output shares its alias's range; the intermediates of a
+/// fused chain (`cuda.fusedInto`) live in registers and get no range
+/// (offset -1). Returns the arena size.
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 
-/// The values a step's kernel reads: `cuda.inputs` for the last step of a
-/// fused elementwise chain (what its members read from outside the chain),
-/// else the step's own inputs (-1 for an absent optional one).
-std::vector<int> kernelInputs(const Step &s);
+/// The values a step's kernel reads: for the last step of a fused
+/// elementwise chain, what its members read from outside the chain; else
+/// the step's own inputs (-1 for an absent optional one).
+const std::vector<int> &kernelInputs(const Step &s);
 
 } // namespace mpc::rt
 

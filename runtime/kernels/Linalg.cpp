@@ -250,12 +250,12 @@ void convGradWeightK(KernelContext &c) { convGrad(c, false); }
 
 } // namespace
 
-void registerLinalgKernels(void (*add)(const char *, Kernel)) {
-  add("matmul", matmulK);
-  add("gemm", gemmK);
-  add("conv", convK);
-  add("conv_grad_input", convGradInputK);
-  add("conv_grad_weight", convGradWeightK);
+void registerLinalgKernels(KernelTable &t) {
+  t.add(OpId::MatMul, matmulK);
+  t.add(OpId::Gemm, gemmK);
+  t.add(OpId::Conv, convK);
+  t.add(OpId::ConvGradInput, convGradInputK);
+  t.add(OpId::ConvGradWeight, convGradWeightK);
 }
 
 } // namespace mpc::rt

@@ -445,25 +445,25 @@ void triluK(KernelContext &c) {
 
 } // namespace
 
-void registerNnKernels(void (*add)(const char *, Kernel)) {
-  add("max_pool", maxPoolK);
-  add("average_pool", averagePoolK);
-  add("max_pool_grad", maxPoolGradK);
-  add("average_pool_grad", averagePoolGradK);
-  add("global_average_pool", globalPoolK<false>);
-  add("global_max_pool", globalPoolK<true>);
-  add("batch_norm", batchNormK);
-  add("batch_norm_train", batchNormTrainK);
-  add("layer_norm", layerNormK);
-  add("softmax", softmaxK<false>);
-  add("log_softmax", softmaxK<true>);
-  add("dropout", dropoutK);
-  add("softmax_cross_entropy_loss", softmaxCrossEntropyK);
-  add("nll_loss", nllLossK);
-  add("softmax_cross_entropy_loss_grad", softmaxCrossEntropyGradK);
-  add("nll_loss_grad", nllLossGradK);
-  add("one_hot", oneHotK);
-  add("trilu", triluK);
+void registerNnKernels(KernelTable &t) {
+  t.add(OpId::MaxPool, maxPoolK);
+  t.add(OpId::AveragePool, averagePoolK);
+  t.add(OpId::MaxPoolGrad, maxPoolGradK);
+  t.add(OpId::AveragePoolGrad, averagePoolGradK);
+  t.add(OpId::GlobalAveragePool, globalPoolK<false>);
+  t.add(OpId::GlobalMaxPool, globalPoolK<true>);
+  t.add(OpId::BatchNorm, batchNormK);
+  t.add(OpId::BatchNormTrain, batchNormTrainK);
+  t.add(OpId::LayerNorm, layerNormK);
+  t.add(OpId::Softmax, softmaxK<false>);
+  t.add(OpId::LogSoftmax, softmaxK<true>);
+  t.add(OpId::Dropout, dropoutK);
+  t.add(OpId::SoftmaxCrossEntropyLoss, softmaxCrossEntropyK);
+  t.add(OpId::NegativeLogLikelihoodLoss, nllLossK);
+  t.add(OpId::SoftmaxCrossEntropyLossGrad, softmaxCrossEntropyGradK);
+  t.add(OpId::NegativeLogLikelihoodLossGrad, nllLossGradK);
+  t.add(OpId::OneHot, oneHotK);
+  t.add(OpId::Trilu, triluK);
 }
 
 } // namespace mpc::rt

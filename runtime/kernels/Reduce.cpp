@@ -212,20 +212,20 @@ void cumSumK(KernelContext &c) {
 
 } // namespace
 
-void registerReduceKernels(void (*add)(const char *, Kernel)) {
-  add("reduce_sum", reduceK<Red::Sum>);
-  add("reduce_mean", reduceK<Red::Mean>);
-  add("reduce_max", reduceK<Red::Max>);
-  add("reduce_min", reduceK<Red::Min>);
-  add("reduce_prod", reduceK<Red::Prod>);
-  add("reduce_l1", reduceK<Red::L1>);
-  add("reduce_l2", reduceK<Red::L2>);
-  add("reduce_sum_square", reduceK<Red::SumSquare>);
-  add("reduce_log_sum", reduceK<Red::LogSum>);
-  add("reduce_log_sum_exp", reduceK<Red::LogSumExp>);
-  add("arg_max", argK<true>);
-  add("arg_min", argK<false>);
-  add("cum_sum", cumSumK);
+void registerReduceKernels(KernelTable &t) {
+  t.add(OpId::ReduceSum, reduceK<Red::Sum>);
+  t.add(OpId::ReduceMean, reduceK<Red::Mean>);
+  t.add(OpId::ReduceMax, reduceK<Red::Max>);
+  t.add(OpId::ReduceMin, reduceK<Red::Min>);
+  t.add(OpId::ReduceProd, reduceK<Red::Prod>);
+  t.add(OpId::ReduceL1, reduceK<Red::L1>);
+  t.add(OpId::ReduceL2, reduceK<Red::L2>);
+  t.add(OpId::ReduceSumSquare, reduceK<Red::SumSquare>);
+  t.add(OpId::ReduceLogSum, reduceK<Red::LogSum>);
+  t.add(OpId::ReduceLogSumExp, reduceK<Red::LogSumExp>);
+  t.add(OpId::ArgMax, argK<true>);
+  t.add(OpId::ArgMin, argK<false>);
+  t.add(OpId::CumSum, cumSumK);
 }
 
 } // namespace mpc::rt

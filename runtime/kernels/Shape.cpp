@@ -357,24 +357,24 @@ void rangeK(KernelContext &c) {
 
 } // namespace
 
-void registerShapeKernels(void (*add)(const char *, Kernel)) {
-  for (const char *op : {"reshape", "squeeze", "unsqueeze", "flatten"})
-    add(op, reshapeLikeK);
-  add("shape", shapeK);
-  add("size", sizeK);
-  add("transpose", transposeK);
-  add("concat", concatK);
-  add("split", splitK);
-  add("slice", sliceK);
-  add("expand", expandK);
-  add("tile", tileK);
-  add("pad", padK);
-  add("gather", gatherK);
-  add("gather_elements", gatherElementsK);
-  add("gather_grad", gatherGradK);
-  add("gather_nd", gatherNdK);
-  add("constant_of_shape", constantOfShapeK);
-  add("range", rangeK);
+void registerShapeKernels(KernelTable &t) {
+  for (OpId op : {OpId::Reshape, OpId::Squeeze, OpId::Unsqueeze, OpId::Flatten})
+    t.add(op, reshapeLikeK);
+  t.add(OpId::Shape, shapeK);
+  t.add(OpId::Size, sizeK);
+  t.add(OpId::Transpose, transposeK);
+  t.add(OpId::Concat, concatK);
+  t.add(OpId::Split, splitK);
+  t.add(OpId::Slice, sliceK);
+  t.add(OpId::Expand, expandK);
+  t.add(OpId::Tile, tileK);
+  t.add(OpId::Pad, padK);
+  t.add(OpId::Gather, gatherK);
+  t.add(OpId::GatherElements, gatherElementsK);
+  t.add(OpId::GatherGrad, gatherGradK);
+  t.add(OpId::GatherND, gatherNdK);
+  t.add(OpId::ConstantOfShape, constantOfShapeK);
+  t.add(OpId::Range, rangeK);
 }
 
 } // namespace mpc::rt

@@ -120,12 +120,12 @@ void updateLossScaleK(KernelContext &c) {
 
 } // namespace
 
-void registerTrainingKernels(void (*add)(const char *, Kernel)) {
-  add("momentum", momentumK);
-  add("adagrad", adagradK);
-  add("adam", adamK);
-  add("unscale_grads", unscaleGradsK);
-  add("update_loss_scale", updateLossScaleK);
+void registerTrainingKernels(KernelTable &t) {
+  t.add(OpId::Momentum, momentumK);
+  t.add(OpId::Adagrad, adagradK);
+  t.add(OpId::Adam, adamK);
+  t.add(OpId::UnscaleGrads, unscaleGradsK);
+  t.add(OpId::UpdateLossScale, updateLossScaleK);
 }
 
 } // namespace mpc::rt

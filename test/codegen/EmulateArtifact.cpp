@@ -70,13 +70,13 @@ int main(int argc, char **argv) {
   int launched = 0;
   unsigned long long underflow = 0;
   for (const Step &s : plan.steps) {
-    if (s.has("cuda.alias") || s.has("cuda.fused"))
+    if (s.cuda.inOtherKernel())
       continue;
-    std::string kernel = s.getString("cuda.kernel", "");
+    const std::string &kernel = s.cuda.kernel;
     auto fn = (void (*)(void **))dlsym(lib, ("emu_" + kernel).c_str());
     if (!fn) {
       std::fprintf(stderr, "error: no emulated kernel for step '%s' (%s)\n",
-                   s.name.c_str(), s.op.c_str());
+                   s.name.c_str(), opName(s.op));
       return 1;
     }
     std::vector<void *> args;
@@ -84,11 +84,11 @@ int main(int argc, char **argv) {
       args.push_back(v >= 0 ? mem.data() + offsets[v] : nullptr);
     for (int v : s.outputs)
       args.push_back(mem.data() + offsets[v]);
-    if (s.has("cuda.underflow_counter"))
+    if (s.cuda.underflowCounter)
       args.push_back(&underflow);
-    if (s.has("cuda.prologue")) {
+    if (!s.cuda.prologue.empty()) {
       auto first = (void (*)(void **))dlsym(
-          lib, ("emu_" + s.getString("cuda.prologue", "")).c_str());
+          lib, ("emu_" + s.cuda.prologue).c_str());
       if (!first) {
         std::fprintf(stderr, "error: no emulated prologue for step '%s'\n",
                      s.name.c_str());

@@ -217,9 +217,6 @@ static bool execute(mlir::func::FuncOp func, const std::string &model,
   std::string error;
   if (!mlir::mpc::buildPlan(func, plan, error))
     return reportError(model + ": " + error), false;
-  if (std::string op = rt::firstUnsupportedOp(plan); !op.empty())
-    return reportError(model + ": op mpc." + op + " has no CPU kernel yet"),
-           false;
   if (!rt::runPlan(plan, feeds, results, error))
     return reportError(model + ": " + error), false;
   return true;
@@ -297,7 +294,9 @@ int runRun() {
     return 1;
   if (runPrecision.isLow()) {
     mlir::PassManager pm(&ctx);
-    runPrecision.addForwardPasses(pm);
+    mlir::mpc::PrecisionPipelineOptions precision;
+    runPrecision.apply(precision);
+    mlir::mpc::buildPrecisionPipeline(pm, precision);
     if (!runPasses(pm, *prep.module, error))
       return reportError(modelPath + ": " + error);
   }
@@ -356,8 +355,11 @@ int runGrad() {
     return reportError(error);
   if (!prepare(ctx, gradModel, gradInputs, {}, 0, prep))
     return 1;
-  mlir::func::FuncOp step =
-      buildTrainStep(*prep.module, gradLoss, &gradPrecision, error);
+  mlir::mpc::TrainPipelineOptions pipeline;
+  gradPrecision.apply(pipeline);
+  pipeline.loss = gradLoss.getValue();
+  pipeline.optimizer = "none";
+  mlir::func::FuncOp step = buildTrainStep(*prep.module, pipeline, error);
   if (!step)
     return reportError(gradModel + ": " + error);
   if (auto init = step->getAttrOfType<mlir::FloatAttr>("mpc.loss_scale_init"))

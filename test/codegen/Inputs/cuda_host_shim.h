@@ -7,6 +7,7 @@
 // emulated). fp16/bf16 use mpc's RNE conversions (runtime/Half.h).
 #pragma once
 #include "runtime/Half.h"
+#include "runtime/cuda/KernelConfig.h"
 
 #include <cmath>
 #include <cstdint>
@@ -58,11 +59,12 @@ inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 
 template <typename T, typename LA, typename LB, typename EP>
 void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
+  constexpr int BM = mpc::rt::cuda::kTcTileM, BN = mpc::rt::cuda::kTcTileN;
   if (threadIdx.x != 0)
-    return; // thread 0 computes the block's 64x64 tile
-  int m0 = blockIdx.y * 64, n0 = blockIdx.x * 64;
-  for (int m = m0; m < m0 + 64 && m < M; ++m)
-    for (int n = n0; n < n0 + 64 && n < N; ++n) {
+    return; // thread 0 computes the block's tile
+  int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  for (int m = m0; m < m0 + BM && m < M; ++m)
+    for (int n = n0; n < n0 + BN && n < N; ++n) {
       float acc = 0.0f;
       for (int k = 0; k < K; ++k)
         acc += float(la(m, k)) * float(lb(k, n));

@@ -1,0 +1,257 @@
+//===- CudaDataKernels.cpp - data movement kernels ------------------------===//
+//
+// Kernels that move or select elements without arithmetic: strided copies
+// (transpose, slice, expand), gathers and the embedding gradient's
+// scatter-add, concat/split, trilu, pad; and the reshape-like ops, whose
+// outputs alias their inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaKernels.h"
+#include "runtime/kernels/Common.h"
+
+#include <algorithm>
+
+using namespace ::mpc::rt;
+
+namespace mlir::mpc::cuda {
+
+/// out[i] = in0[offset + sum c_d * stride_d] (raw element copy).
+bool Emitter::stridedCopy(Step &s, const std::string &name, int64_t offset,
+                 const Shape &strides) {
+  const ValueInfo &y = val(s.outputs[0]);
+  int64_t n = numElements(y.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n"
+     << offsetsCode(y.shape, {strides}) << "  out0[i] = in0[" << offset
+     << "LL + o0];\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+bool Emitter::transpose(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t rank = x.shape.size();
+  std::vector<int64_t> perm =
+      s.getInts("perm").value_or(std::vector<int64_t>{});
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  Shape st = stridesOf(x.shape), out(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    out[d] = st[perm[d]];
+  return stridedCopy(s, name, 0, out);
+}
+
+bool Emitter::slice(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  auto ints = [&](size_t k) -> std::optional<std::vector<int64_t>> {
+    if (k >= s.inputs.size() || s.inputs[k] < 0)
+      return std::vector<int64_t>{};
+    const Tensor *t = constant(s.inputs[k]);
+    if (!t)
+      return std::nullopt;
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < t->size(); ++i)
+      v.push_back(t->getInt(i));
+    return v;
+  };
+  auto starts = ints(1), ends = ints(2), axes = ints(3), steps = ints(4);
+  if (!starts || !ends || !axes || !steps)
+    return fail(s, "slice bounds must be constants for the CUDA kernel");
+  int64_t rank = x.shape.size();
+  Shape st = stridesOf(x.shape), strides = st;
+  int64_t offset = 0;
+  for (size_t i = 0; i < starts->size(); ++i) {
+    int64_t a = axes->empty() ? (int64_t)i : (*axes)[i];
+    a = a < 0 ? a + rank : a;
+    int64_t step = steps->empty() ? 1 : (*steps)[i];
+    if (step < 1)
+      return fail(s, "negative slice steps have no CUDA kernel yet");
+    int64_t dim = x.shape[a], b = (*starts)[i];
+    b = std::clamp<int64_t>(b < 0 ? b + dim : b, 0, dim);
+    offset += b * st[a];
+    strides[a] = st[a] * step;
+  }
+  (void)y;
+  return stridedCopy(s, name, offset, strides);
+}
+
+bool Emitter::gather(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]);
+  const ValueInfo &y = val(s.outputs[0]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  AxisSplit sp = splitAt(x.shape, axis);
+  int64_t ni = numElements(idx.shape), n = numElements(y.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
+     << sp.inner << "LL, j = t % " << ni << "LL, o = t / " << ni
+     << "LL;\n  i64 k = in1[j]; if (k < 0) k += " << sp.dim
+     << "LL;\n  out0[i] = in0[(o * " << sp.dim << "LL + k) * " << sp.inner
+     << "LL + in];\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// GatherElements: out[i] = data at i's coordinates (in the indices'
+/// shape) with the axis coordinate taken from indices[i].
+bool Emitter::gatherElements(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  Shape xs = stridesOf(x.shape);
+  int64_t n = numElements(idx.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 r = i, off = 0;\n";
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    cu << "  { i64 c = r % " << idx.shape[d] << "LL; r /= " << idx.shape[d]
+       << "LL;";
+    if (d == axis)
+      cu << " c = in1[i]; if (c < 0) c += " << x.shape[d] << "LL;";
+    cu << " off += c * " << xs[d] << "LL; }\n";
+  }
+  cu << "  out0[i] = in0[off];\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// Scatter-add without atomics, in index order like the CPU backend (so
+/// the sums are the same): into an FP32 result each thread owns one
+/// (outer, inner) column and walks the indices; any other result type
+/// accumulates each element in FP32 from the indices that select it.
+bool Emitter::gatherGrad(Step &s, const std::string &name) {
+  const ValueInfo &g = val(s.inputs[0]), &idx = val(s.inputs[1]);
+  const ValueInfo &y = val(s.outputs[0]);
+  int64_t rank = y.shape.size(), axis = s.getInt("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  AxisSplit sp = splitAt(y.shape, axis);
+  int64_t ni = numElements(idx.shape);
+  if (numElements(g.shape) != sp.outer * ni * sp.inner)
+    return fail(s, "the gradient does not match the gathered shape");
+  std::string D = std::to_string(sp.dim) + "LL", I = std::to_string(sp.inner) + "LL",
+              NI = std::to_string(ni) + "LL";
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n";
+  if (y.dtype == DType::F32) {
+    cu << "  if (i >= " << sp.outer * sp.inner << "LL) return;\n  i64 in = i % "
+       << I << ", o = i / " << I << ";\n  for (i64 k = 0; k < " << D
+       << "; ++k) out0[(o * " << D << " + k) * " << I << " + in] = 0.0f;\n"
+       << "  for (i64 j = 0; j < " << NI << "; ++j) { i64 k = in1[j]; if (k < 0) k += "
+       << D << "; out0[(o * " << D << " + k) * " << I << " + in] += ld(in0, (o * "
+       << NI << " + j) * " << I << " + in); }\n}\n\n";
+    launch1d(s, name, sp.outer * sp.inner);
+    return true;
+  }
+  int64_t n = numElements(y.shape);
+  cu << "  if (i >= " << n << "LL) return;\n  i64 in = i % " << I
+     << ", t = i / " << I << ", k = t % " << D << ", o = t / " << D
+     << ";\n  float acc = 0.0f;\n  for (i64 j = 0; j < " << NI
+     << "; ++j) { i64 kj = in1[j]; if (kj < 0) kj += " << D
+     << "; if (kj == k) acc += ld(in0, (o * " << NI << " + j) * " << I
+     << " + in); }\n  st(out0, i, acc);\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// Concat or Split along the axis: over the elements of the whole, find
+/// the part owning the coordinate and move the element there.
+bool Emitter::axisParts(Step &s, const std::string &name) {
+  bool concatenate = s.op == OpId::Concat;
+  const ValueInfo &whole = val(concatenate ? s.outputs[0] : s.inputs[0]);
+  const std::vector<int> &parts = concatenate ? s.inputs : s.outputs;
+  int64_t rank = whole.shape.size(), axis = s.getInt("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  AxisSplit sp = splitAt(whole.shape, axis);
+  int64_t n = numElements(whole.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
+     << sp.inner << "LL, a = t % " << sp.dim << "LL, o = t / " << sp.dim
+     << "LL;\n";
+  int64_t begin = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    int64_t d = val(parts[k]).shape[axis];
+    std::string at = "[(o * " + std::to_string(d) + "LL + a - " +
+                     std::to_string(begin) + "LL) * " +
+                     std::to_string(sp.inner) + "LL + in]";
+    cu << "  if (a < " << begin + d << "LL) { "
+       << (concatenate ? "out0[i] = in" + std::to_string(k) + at
+                       : "out" + std::to_string(k) + at + " = in0[i]")
+       << "; return; }\n";
+    begin += d;
+  }
+  cu << "}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+bool Emitter::trilu(Step &s, const std::string &name) {
+  const ValueInfo &y = val(s.outputs[0]);
+  int64_t rank = y.shape.size(), rows = y.shape[rank - 2],
+          cols = y.shape[rank - 1], n = numElements(y.shape);
+  int64_t k = s.getInt("k", 0);
+  bool upper = s.getInt("upper", 1);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 c = i % " << cols << "LL, r = (i / " << cols
+     << "LL) % " << rows << "LL;\n  bool keep = c - r " << (upper ? ">=" : "<=")
+     << " " << k << "LL;\n  out0[i] = keep ? in0[i] : (" << ctype(y.dtype)
+     << ")0;\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+bool Emitter::pad(Step &s, const std::string &name) {
+  if (s.getString("mode", "constant") != "constant")
+    return fail(s, "only constant padding has a CUDA kernel yet");
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  int64_t rank = x.shape.size();
+  auto pads = s.getInts("pads").value_or(std::vector<int64_t>{});
+  auto axes = s.getInts("axes").value_or(std::vector<int64_t>{});
+  if (axes.empty())
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  Shape begin(rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i)
+    begin[axes[i] < 0 ? axes[i] + rank : axes[i]] = pads[i];
+  bool value = s.inputs.size() > 1 && s.inputs[1] >= 0;
+  Shape st = stridesOf(x.shape);
+  int64_t n = numElements(y.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 r = i, off = 0; bool inside = true;\n";
+  for (int64_t d = rank - 1; d >= 0; --d)
+    cu << "  { i64 c = r % " << y.shape[d] << "LL - " << begin[d]
+       << "LL; r /= " << y.shape[d] << "LL; inside = inside && c >= 0 && c < "
+       << x.shape[d] << "LL; off += c * " << st[d] << "LL; }\n";
+  cu << "  st(out0, i, inside ? ld(in0, off) : "
+     << (value ? "ld(in1, 0)" : "0.0f") << ");\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// Expand: a broadcasting copy.
+bool Emitter::expand(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  return stridedCopy(s, name, 0, broadcastStrides(x.shape, y.shape));
+}
+
+void registerDataEmitters(EmitterTable &t) {
+  for (OpId op : {OpId::Reshape, OpId::Flatten, OpId::Squeeze,
+                  OpId::Unsqueeze, OpId::Identity})
+    t.alias(op);
+  t.emit(OpId::Transpose, &Emitter::transpose);
+  t.emit(OpId::Slice, &Emitter::slice);
+  t.emit(OpId::Expand, &Emitter::expand);
+  t.emit(OpId::Gather, &Emitter::gather);
+  t.emit(OpId::GatherElements, &Emitter::gatherElements);
+  t.emit(OpId::GatherGrad, &Emitter::gatherGrad);
+  t.emit(OpId::Concat, &Emitter::axisParts);
+  t.emit(OpId::Split, &Emitter::axisParts);
+  t.emit(OpId::Trilu, &Emitter::trilu);
+  t.emit(OpId::Pad, &Emitter::pad);
+  for (OpId op : {OpId::Tile, OpId::GatherND, OpId::OneHot})
+    t.unsupported(op);
+  // Shape arithmetic folds to constants once the shapes are bound.
+  for (OpId op : {OpId::Shape, OpId::Size, OpId::Range, OpId::ConstantOfShape})
+    t.unsupported(op, "shape arithmetic left unfolded: bind the input shapes");
+}
+
+} // namespace mlir::mpc::cuda

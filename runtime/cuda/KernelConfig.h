@@ -1,0 +1,35 @@
+//===- KernelConfig.h - launch shapes shared by emitter and emulation -*- C++ -*-===//
+//
+// One definition of the block and tile sizes the CUDA emitter bakes into
+// launches, the prelude's GEMM templates use (the emitter writes them at
+// the top of every kernels.cu) and the host emulation's stand-in GEMM
+// walks. MLIR-free: the runtime and the test shim include it too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_KERNELCONFIG_H
+#define MPC_RUNTIME_CUDA_KERNELCONFIG_H
+
+#include <cstdint>
+
+namespace mpc::rt::cuda {
+
+/// Threads per block of the kernels that give each thread one element (or
+/// one row) and of the block-wide reductions.
+inline constexpr int64_t kThreads = 256;
+
+/// tc_gemm (fp16/bf16 on tensor cores): a kTcTileM x kTcTileN output tile
+/// per block of 2x2 warps, each 32x32 in WMMA 16x16x16 fragments, K in
+/// steps of kTcTileK through shared memory.
+inline constexpr int64_t kTcTileM = 64, kTcTileN = 64, kTcTileK = 32;
+inline constexpr int64_t kTcThreads = 128;
+static_assert(kTcThreads == (kTcTileM / 32) * (kTcTileN / 32) * 32,
+              "one warp per 32x32 sub-tile");
+
+/// simt_gemm (fp32): one output per thread, kSimtTile x kSimtTile threads.
+inline constexpr int64_t kSimtTile = 16;
+inline constexpr int64_t kSimtThreads = kSimtTile * kSimtTile;
+
+} // namespace mpc::rt::cuda
+
+#endif // MPC_RUNTIME_CUDA_KERNELCONFIG_H
