@@ -11,6 +11,7 @@ using namespace mlir;
 using namespace mlir::mpc;
 
 #include "ir/MpcDialect.cpp.inc"
+#include "ir/MpcInterfaces.cpp.inc"
 
 void MpcDialect::initialize() {
   addOperations<

@@ -34,6 +34,11 @@ std::optional<unsigned> findLoss(func::FuncOp f, StringRef name) {
 struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
   using Base::Base;
 
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerGradientInterfaces(registry); // the rules
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     func::FuncOp entry;

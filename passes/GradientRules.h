@@ -1,16 +1,28 @@
-//===- GradientRules.h - reverse-mode rules per mpc op -----------*- C++ -*-===//
+//===- GradientRules.h - reverse-mode differentiation -------------*- C++ -*-===//
+//
+// The rules themselves are GradientOpInterface external models, one file
+// per op family in passes/gradients/.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef MPC_PASSES_GRADIENTRULES_H
 #define MPC_PASSES_GRADIENTRULES_H
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Operation.h"
 
 namespace mlir::mpc {
 
+/// Attaches every op's gradient rule (GradientOpInterface) when the mpc
+/// dialect loads. mpc-autodiff and mpc-lower-gradient add it themselves;
+/// tools add it to list which ops have a rule.
+void registerGradientInterfaces(DialectRegistry &registry);
+
 /// Given the gradients of `op`'s results (null where a result has none),
 /// builds at `b`'s insertion point the gradients of its operands (null
-/// where none flows, e.g. integer labels). Fails for ops without a rule.
+/// where none flows, e.g. integer labels) with the op's rule. Fails for
+/// ops without one.
 LogicalResult buildOperandGradients(OpBuilder &b, Operation *op,
                                     ArrayRef<Value> resultGrads,
                                     SmallVectorImpl<Value> &operandGrads);

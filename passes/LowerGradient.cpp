@@ -19,6 +19,11 @@ using namespace mlir::mpc;
 namespace {
 
 struct LowerGradient : public mpc::impl::LowerGradientBase<LowerGradient> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registerGradientInterfaces(registry); // the rules
+  }
+
   void runOnOperation() override {
     SmallVector<GradientOp> grads;
     getOperation().walk([&](GradientOp g) {

@@ -1,0 +1,160 @@
+//===- ElementwiseGradients.cpp - rules of the elementwise ops ------------===//
+//
+// d(operand) as forward elementwise ops; broadcast operands get their
+// gradient summed back to their shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/gradients/GradientBuilder.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+namespace mlir::mpc::grad {
+namespace {
+
+LogicalResult addGrad(Context &c, AddOp) {
+  c.grads[0] = c.un(c.g, 0);
+  c.grads[1] = c.un(c.g, 1);
+  return success();
+}
+
+LogicalResult subGrad(Context &c, SubOp) {
+  c.grads[0] = c.un(c.g, 0);
+  c.grads[1] = c.un(c.make<NegOp>(c.g), 1);
+  return success();
+}
+
+LogicalResult mulGrad(Context &c, MulOp) {
+  c.grads[0] = c.un(c.make<MulOp>({c.g, c.x(1)}), 0);
+  c.grads[1] = c.un(c.make<MulOp>({c.g, c.x(0)}), 1);
+  return success();
+}
+
+LogicalResult divGrad(Context &c, DivOp) {
+  c.grads[0] = c.un(c.make<DivOp>({c.g, c.x(1)}), 0);
+  // d(a/b)/db = -y / b
+  Value t = c.make<DivOp>({c.make<MulOp>({c.g, c.y}), c.x(1)});
+  c.grads[1] = c.un(c.make<NegOp>(t), 1);
+  return success();
+}
+
+LogicalResult negGrad(Context &c, NegOp) {
+  c.grads[0] = c.make<NegOp>(c.g);
+  return success();
+}
+
+LogicalResult identityGrad(Context &c, IdentityOp) {
+  c.grads[0] = c.g;
+  return success();
+}
+
+LogicalResult reluGrad(Context &c, ReluOp) {
+  Value zero = c.scalar(0.0);
+  Value pos = c.make<GreaterOp>({c.x(0), zero});
+  c.grads[0] = c.make<WhereOp>({pos, c.g, zero});
+  return success();
+}
+
+LogicalResult tanhGrad(Context &c, TanhOp) { // 1 - y^2
+  Value one = c.scalar(1.0);
+  c.grads[0] = c.times(c.make<SubOp>({one, c.make<MulOp>({c.y, c.y})}));
+  return success();
+}
+
+LogicalResult sigmoidGrad(Context &c, SigmoidOp) { // y (1 - y)
+  Value one = c.scalar(1.0);
+  c.grads[0] = c.times(c.make<MulOp>({c.y, c.make<SubOp>({one, c.y})}));
+  return success();
+}
+
+LogicalResult expGrad(Context &c, ExpOp) {
+  c.grads[0] = c.times(c.y);
+  return success();
+}
+
+LogicalResult logGrad(Context &c, LogOp) {
+  c.grads[0] = c.make<DivOp>({c.g, c.x(0)});
+  return success();
+}
+
+LogicalResult sqrtGrad(Context &c, SqrtOp) { // 1 / (2 y)
+  Value two = c.scalar(2.0);
+  c.grads[0] = c.make<DivOp>({c.g, c.make<MulOp>({two, c.y})});
+  return success();
+}
+
+LogicalResult erfGrad(Context &c, ErfOp) { // 2/sqrt(pi) exp(-x^2)
+  Value sq = c.make<MulOp>({c.x(0), c.x(0)});
+  Value e = c.make<ExpOp>(c.make<NegOp>(sq));
+  c.grads[0] = c.times(c.make<MulOp>({e, c.scalar(1.1283791670955126)}));
+  return success();
+}
+
+LogicalResult geluGrad(Context &c, GeluOp gelu) {
+  if (gelu.getApproximate() != "none")
+    return gelu->emitError("gradient of tanh-approximated gelu is not "
+                           "supported yet");
+  // Phi(x) + x phi(x) = 0.5 (1 + erf(x/sqrt2)) + x exp(-x^2/2)/sqrt(2pi)
+  Value xs = c.make<MulOp>({c.x(0), c.scalar(0.7071067811865476)});
+  Value cdf = c.make<MulOp>(
+      {c.scalar(0.5), c.make<AddOp>({c.scalar(1.0), c.make<ErfOp>(xs)})});
+  Value pdf = c.make<MulOp>(
+      {c.make<ExpOp>(c.make<NegOp>(c.make<MulOp>({xs, xs}))),
+       c.scalar(0.3989422804014327)});
+  c.grads[0] =
+      c.times(c.make<AddOp>({cdf, c.make<MulOp>({c.x(0), pdf})}));
+  return success();
+}
+
+LogicalResult powGrad(Context &c, PowOp pw) {
+  // d/dbase = e * base^(e-1); the exponent is treated as constant.
+  Value e = pw.getExponent();
+  if (getElementTypeOrSelf(e) != c.elem)
+    e = c.b.create<CastOp>(c.loc, typeOf(e).clone(c.elem), e);
+  Value em1 = c.make<SubOp>({e, c.scalar(1.0)});
+  Value d = c.make<MulOp>({e, c.make<PowOp>({c.x(0), em1})});
+  c.grads[0] = c.un(c.times(d), 0);
+  return success();
+}
+
+LogicalResult whereGrad(Context &c, WhereOp) {
+  Value zero = c.scalar(0.0);
+  c.grads[1] = c.un(c.make<WhereOp>({c.x(0), c.g, zero}), 1);
+  c.grads[2] = c.un(c.make<WhereOp>({c.x(0), zero, c.g}), 2);
+  return success();
+}
+
+LogicalResult castGrad(Context &c, CastOp) {
+  auto cast = c.b.create<CastOp>(c.loc, typeOf(c.x(0)), c.g);
+  // A gradient rounded into fp16/bf16: the executor counts the elements
+  // that flush to zero there (step health).
+  Type to = typeOf(c.x(0)).getElementType();
+  if ((to.isF16() || to.isBF16()) && typeOf(c.g).getElementType().isF32())
+    cast->setAttr("mpc.count_underflow", c.b.getUnitAttr());
+  c.grads[0] = cast;
+  return success();
+}
+
+} // namespace
+
+void attachElementwiseRules(MLIRContext *ctx) {
+  attachRule<AddOp, addGrad>(ctx);
+  attachRule<SubOp, subGrad>(ctx);
+  attachRule<MulOp, mulGrad>(ctx);
+  attachRule<DivOp, divGrad>(ctx);
+  attachRule<NegOp, negGrad>(ctx);
+  attachRule<IdentityOp, identityGrad>(ctx);
+  attachRule<ReluOp, reluGrad>(ctx);
+  attachRule<TanhOp, tanhGrad>(ctx);
+  attachRule<SigmoidOp, sigmoidGrad>(ctx);
+  attachRule<ExpOp, expGrad>(ctx);
+  attachRule<LogOp, logGrad>(ctx);
+  attachRule<SqrtOp, sqrtGrad>(ctx);
+  attachRule<ErfOp, erfGrad>(ctx);
+  attachRule<GeluOp, geluGrad>(ctx);
+  attachRule<PowOp, powGrad>(ctx);
+  attachRule<WhereOp, whereGrad>(ctx);
+  attachRule<CastOp, castGrad>(ctx);
+}
+
+} // namespace mlir::mpc::grad

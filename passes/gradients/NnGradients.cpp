@@ -1,0 +1,188 @@
+//===- NnGradients.cpp - rules of reductions, normalisation, losses -------===//
+//
+// Reductions and softmax as forward ops again; normalisations recompute
+// their statistics (batch norm) or reuse the saved ones (layer norm); the
+// classification losses use dedicated grad ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/gradients/GradientBuilder.h"
+
+namespace mlir::mpc::grad {
+namespace {
+
+/// Sum or mean over `axes` keeping the reduced dimensions.
+template <typename ReduceOpTy>
+Value reduceKeep(Context &c, Value v, ArrayRef<int64_t> axes) {
+  return c.make<ReduceOpTy>(
+      v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+          c.b.getNamedAttr("keepdims", c.b.getBoolAttr(true))});
+}
+
+/// ReduceSum, ReduceMean: g back to the keepdims shape, broadcast to the
+/// input (divided by the count for a mean).
+template <typename OpTy> LogicalResult sumGrad(Context &c, OpTy red) {
+  auto in = typeOf(c.x(0));
+  Value gr = c.g;
+  if (std::is_same_v<OpTy, ReduceMeanOp>)
+    gr = c.make<DivOp>({c.g, c.scalar((double)in.getNumElements() /
+                                      typeOf(c.y).getNumElements())});
+  Value r = reshapeTo(c.b, c.loc, gr, keptType(in, red.getAxes()));
+  c.grads[0] = c.make<ExpandOp>({r, ints(c.b, c.loc, in.getShape())});
+  return success();
+}
+
+LogicalResult softmaxGrad(Context &c, SoftmaxOp sm) { // y (g - sum(g y))
+  int64_t axis = sm.getAxis();
+  Value s = reduceKeep<ReduceSumOp>(c, c.make<MulOp>({c.g, c.y}), {axis});
+  c.grads[0] = c.make<MulOp>({c.y, c.make<SubOp>({c.g, s})});
+  return success();
+}
+
+LogicalResult logSoftmaxGrad(Context &c, LogSoftmaxOp sm) {
+  // g - exp(y) sum(g)
+  int64_t axis = sm.getAxis();
+  c.grads[0] = c.make<SubOp>(
+      {c.g, c.make<MulOp>({c.make<ExpOp>(c.y),
+                           reduceKeep<ReduceSumOp>(c, c.g, {axis})})});
+  return success();
+}
+
+LogicalResult logSumExpGrad(Context &c, ReduceLogSumExpOp red) {
+  // g * softmax over the reduced axes: exp(x - y) with y, g kept.
+  auto kept = keptType(typeOf(c.x(0)), red.getAxes());
+  Value yk = reshapeTo(c.b, c.loc, c.y, kept);
+  Value gk = reshapeTo(c.b, c.loc, c.g, kept);
+  Value sm = c.make<ExpOp>(c.make<SubOp>({c.x(0), yk}));
+  c.grads[0] = c.make<MulOp>({sm, gk});
+  return success();
+}
+
+/// The grad op of a classification loss: (g, log-probabilities, labels,
+/// weights?) with the forward op's reduction and ignore_index.
+template <typename GradOp, typename LossOp>
+Value lossGrad(Context &c, Value logp, LossOp loss, Value weights) {
+  SmallVector<Value> operands{c.g, logp, loss->getOperand(1)};
+  if (weights)
+    operands.push_back(weights);
+  SmallVector<NamedAttribute> attrs{
+      c.b.getNamedAttr("reduction", loss.getReductionAttr())};
+  if (auto ig = loss.getIgnoreIndexAttr())
+    attrs.push_back(c.b.getNamedAttr("ignore_index", ig));
+  return c.make<GradOp>(operands, attrs);
+}
+
+LogicalResult softmaxCrossEntropyGrad(Context &c,
+                                      SoftmaxCrossEntropyLossOp sce) {
+  if (c.g)
+    c.grads[0] = lossGrad<SoftmaxCrossEntropyLossGradOp>(
+        c, sce.getLogProb(), sce, sce.getWeights());
+  return success();
+}
+
+LogicalResult nllGrad(Context &c, NegativeLogLikelihoodLossOp nll) {
+  c.grads[0] = lossGrad<NegativeLogLikelihoodLossGradOp>(
+      c, nll.getInput(), nll, nll.getWeight());
+  return success();
+}
+
+LogicalResult dropoutGrad(Context &c, DropoutOp d) {
+  // Inference mode is the identity; in training mode the forward mask and
+  // scale apply to the gradient too.
+  if (!d.getTrainingMode()) {
+    c.grads[0] = c.g;
+    return success();
+  }
+  Value ratio = d.getRatio() ? d.getRatio() : c.scalar(0.5);
+  Value keep = c.make<SubOp>({c.scalar(1.0), ratio});
+  Value zero = c.scalar(0.0);
+  Value scaled = c.make<DivOp>({c.g, keep});
+  Value masked = c.make<WhereOp>({d.getMask(), scaled, zero});
+  // training_mode may be false at run time: then pass g through.
+  c.grads[0] = c.make<WhereOp>({d.getTrainingMode(), masked, c.g});
+  return success();
+}
+
+/// dx = inv * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), the
+/// normalisation's gradient with `meanKeep` over its axes.
+template <typename MeanKeep>
+Value normInputGrad(Context &c, Value inv, Value xhat, Value dxhat,
+                    MeanKeep meanKeep) {
+  Value inner = c.make<SubOp>(
+      {c.make<SubOp>({dxhat, meanKeep(dxhat)}),
+       c.make<MulOp>({xhat, meanKeep(c.make<MulOp>({dxhat, xhat}))})});
+  return c.make<MulOp>({inv, inner});
+}
+
+LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
+  if (!c.elem.isF32())
+    return bn->emitError("batch_norm_train gradient needs f32");
+  // Batch statistics over every axis but the channel (1), recomputed here;
+  // then the layer-norm formula with per-channel scale.
+  auto in = typeOf(c.x(0));
+  SmallVector<int64_t> axes{0}, bshape(in.getRank(), 1);
+  for (int64_t i = 2; i < in.getRank(); ++i)
+    axes.push_back(i);
+  bshape[1] = in.getDimSize(1);
+  auto chan = RankedTensorType::get(bshape, c.elem);
+  auto meanKeep = [&](Value v) { return reduceKeep<ReduceMeanOp>(c, v, axes); };
+  if (!c.g)
+    return success();
+  Value mean = meanKeep(c.x(0));
+  Value centered = c.make<SubOp>({c.x(0), mean});
+  Value var = meanKeep(c.make<MulOp>({centered, centered}));
+  Value eps = c.scalar(bn.getEpsilon().convertToDouble());
+  Value inv = c.make<ReciprocalOp>(
+      c.make<SqrtOp>(c.make<AddOp>({var, eps})));
+  Value xhat = c.make<MulOp>({centered, inv});
+  Value scale = reshapeTo(c.b, c.loc, bn.getScale(), chan);
+  Value dxhat = c.make<MulOp>({c.g, scale});
+  c.grads[0] = normInputGrad(c, inv, xhat, dxhat, meanKeep);
+  auto sumToChannel = [&](Value v) { // [N, C, ...] -> [C]
+    return c.make<ReduceSumOp>(
+        v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+            c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+  };
+  c.grads[1] = sumToChannel(c.make<MulOp>({c.g, xhat}));
+  c.grads[2] = sumToChannel(c.g);
+  return success();
+}
+
+LogicalResult layerNormGrad(Context &c, LayerNormOp ln) {
+  if (!c.elem.isF32())
+    return ln->emitError("layer_norm gradient needs f32 (casts around "
+                         "it come with mixed precision)");
+  auto in = typeOf(c.x(0));
+  int64_t axis = ln.getAxisAttr().getInt();
+  axis = axis < 0 ? axis + in.getRank() : axis;
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < in.getRank(); ++i)
+    axes.push_back(i);
+  auto meanKeep = [&](Value v) { return reduceKeep<ReduceMeanOp>(c, v, axes); };
+  // xhat = (x - mean) * inv; dxhat = g * scale.
+  Value xhat = c.make<MulOp>(
+      {c.make<SubOp>({c.x(0), ln.getMean()}), ln.getInvStdDev()});
+  Value dxhat = c.make<MulOp>({c.g, ln.getScale()});
+  c.grads[0] = normInputGrad(c, ln.getInvStdDev(), xhat, dxhat, meanKeep);
+  c.grads[1] = c.un(c.make<MulOp>({c.g, xhat}), 1);
+  if (ln.getBias())
+    c.grads[2] = c.un(c.g, 2);
+  return success();
+}
+
+} // namespace
+
+void attachNnRules(MLIRContext *ctx) {
+  attachRule<ReduceSumOp, sumGrad<ReduceSumOp>>(ctx);
+  attachRule<ReduceMeanOp, sumGrad<ReduceMeanOp>>(ctx);
+  attachRule<SoftmaxOp, softmaxGrad>(ctx);
+  attachRule<LogSoftmaxOp, logSoftmaxGrad>(ctx);
+  attachRule<ReduceLogSumExpOp, logSumExpGrad>(ctx);
+  attachRule<SoftmaxCrossEntropyLossOp, softmaxCrossEntropyGrad>(ctx);
+  attachRule<NegativeLogLikelihoodLossOp, nllGrad>(ctx);
+  attachRule<DropoutOp, dropoutGrad>(ctx);
+  attachRule<BatchNormTrainOp, batchNormTrainGrad>(ctx);
+  attachRule<LayerNormOp, layerNormGrad>(ctx);
+}
+
+} // namespace mlir::mpc::grad

@@ -1,0 +1,162 @@
+//===- ShapeGradients.cpp - rules of the data-movement ops ----------------===//
+//
+// Each rule moves the gradient back where the forward op took its data
+// from: the inverse permutation, the input's shape, a zero padding around
+// a slice, a slice out of a concatenation, a scatter-add for a gather.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/gradients/GradientBuilder.h"
+#include "ir/ShapeRules.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+#include <algorithm>
+
+namespace mlir::mpc::grad {
+namespace {
+
+/// A unit-step mpc.slice of `v` (its operand segments: data, starts, ends,
+/// axes; no steps).
+Value unitSlice(Context &c, Value v, ArrayRef<int64_t> starts,
+                ArrayRef<int64_t> ends, ArrayRef<int64_t> axes) {
+  return makeOp(c.b, c.loc, SliceOp::getOperationName(),
+                {v, ints(c.b, c.loc, starts), ints(c.b, c.loc, ends),
+                 ints(c.b, c.loc, axes)},
+                {c.b.getNamedAttr("operandSegmentSizes",
+                                  c.b.getDenseI32ArrayAttr({1, 1, 1, 1, 0}))})
+      ->getResult(0);
+}
+
+LogicalResult transposeGrad(Context &c, TransposeOp t) {
+  int64_t rank = typeOf(t.getX()).getRank();
+  SmallVector<int64_t> perm, inv(rank);
+  if (auto p = t.getPerm())
+    perm.assign(p->begin(), p->end());
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  for (int64_t i = 0; i < rank; ++i)
+    inv[perm[i]] = i;
+  c.grads[0] = c.make<TransposeOp>(
+      c.g, {c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(inv))});
+  return success();
+}
+
+/// Reshape, Flatten, Squeeze, Unsqueeze: the gradient in the input's shape.
+template <typename OpTy> LogicalResult reshapeGrad(Context &c, OpTy) {
+  c.grads[0] = reshapeTo(c.b, c.loc, c.g, typeOf(c.x(0)));
+  return success();
+}
+
+LogicalResult expandGrad(Context &c, ExpandOp) {
+  c.grads[0] = c.un(c.g, 0);
+  return success();
+}
+
+LogicalResult gatherGrad(Context &c, GatherOp gather) {
+  c.grads[0] = c.b.create<GatherGradOp>(c.loc, typeOf(c.x(0)), c.g,
+                                        gather.getIndices(),
+                                        gather.getAxisAttr());
+  return success();
+}
+
+LogicalResult splitGrad(Context &c, SplitOp split) {
+  // Concatenate the result gradients (zeros for unused results).
+  SmallVector<Value> parts;
+  for (auto [r, rg] : llvm::zip(split->getResults(), c.resultGrads))
+    parts.push_back(rg ? rg
+                       : c.b.create<ConstantOp>(
+                             c.loc, DenseElementsAttr::get(
+                                        typeOf(r),
+                                        c.b.getFloatAttr(c.elem, 0.0))));
+  c.grads[0] = c.make<ConcatOp>(
+      parts, {c.b.getNamedAttr("axis", split.getAxisAttr())});
+  return success();
+}
+
+LogicalResult concatGrad(Context &c, ConcatOp concat) {
+  int64_t rank = typeOf(c.y).getRank();
+  int64_t axis = concat.getAxisAttr().getInt();
+  axis = axis < 0 ? axis + rank : axis;
+  int64_t offset = 0;
+  for (auto [i, v] : llvm::enumerate(concat->getOperands())) {
+    int64_t size = typeOf(v).getDimSize(axis);
+    if (llvm::isa<FloatType>(getElementTypeOrSelf(v)))
+      c.grads[i] = unitSlice(c, c.g, {offset}, {offset + size}, {axis});
+    offset += size;
+  }
+  return success();
+}
+
+LogicalResult sliceGrad(Context &c, SliceOp slice) {
+  // Unit steps: the gradient is g zero-padded back to the input.
+  auto in = typeOf(c.x(0));
+  SmallVector<int64_t> starts, ends, axes, steps;
+  if (!getConstantInts(slice.getStarts(), starts) ||
+      !getConstantInts(slice.getEnds(), ends) ||
+      (slice.getAxes() && !getConstantInts(slice.getAxes(), axes)) ||
+      (slice.getSteps() && !getConstantInts(slice.getSteps(), steps)))
+    return slice->emitError("slice gradient needs constant bounds");
+  int64_t rank = in.getRank();
+  SmallVector<int64_t> pads(2 * rank, 0);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t a = axes.empty() ? (int64_t)i
+                             : (axes[i] < 0 ? axes[i] + rank : axes[i]);
+    if (!steps.empty() && steps[i] != 1)
+      return slice->emitError("gradient of strided slices is not "
+                              "supported yet");
+    int64_t dim = in.getDimSize(a);
+    int64_t s0 = std::clamp<int64_t>(
+        starts[i] < 0 ? starts[i] + dim : starts[i], 0, dim);
+    pads[a] = s0;
+    pads[rank + a] = dim - s0 - typeOf(c.y).getDimSize(a);
+  }
+  c.grads[0] = c.make<PadOp>(
+      {c.g, c.scalar(0.0)},
+      {c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(pads))});
+  return success();
+}
+
+LogicalResult padGrad(Context &c, PadOp pad) {
+  if (pad.getMode() != "constant")
+    return pad->emitError("gradient of ")
+           << pad.getMode() << " padding is not supported yet";
+  // The interior of g: a unit-step slice over the padded axes.
+  auto in = typeOf(c.x(0));
+  int64_t rank = in.getRank();
+  SmallVector<int64_t> padAxes;
+  if (auto a = pad.getAxes())
+    padAxes.assign(a->begin(), a->end());
+  else
+    for (int64_t i = 0; i < rank; ++i)
+      padAxes.push_back(i);
+  ArrayRef<int64_t> pads = pad.getPads();
+  SmallVector<int64_t> starts, ends, axes;
+  for (size_t i = 0; i < padAxes.size(); ++i) {
+    int64_t a = padAxes[i] < 0 ? padAxes[i] + rank : padAxes[i];
+    axes.push_back(a);
+    starts.push_back(pads[i]);
+    ends.push_back(pads[i] + in.getDimSize(a));
+  }
+  c.grads[0] = unitSlice(c, c.g, starts, ends, axes);
+  return success();
+}
+
+} // namespace
+
+void attachShapeRules(MLIRContext *ctx) {
+  attachRule<TransposeOp, transposeGrad>(ctx);
+  attachRule<ReshapeOp, reshapeGrad<ReshapeOp>>(ctx);
+  attachRule<FlattenOp, reshapeGrad<FlattenOp>>(ctx);
+  attachRule<SqueezeOp, reshapeGrad<SqueezeOp>>(ctx);
+  attachRule<UnsqueezeOp, reshapeGrad<UnsqueezeOp>>(ctx);
+  attachRule<ExpandOp, expandGrad>(ctx);
+  attachRule<GatherOp, gatherGrad>(ctx);
+  attachRule<SplitOp, splitGrad>(ctx);
+  attachRule<ConcatOp, concatGrad>(ctx);
+  attachRule<SliceOp, sliceGrad>(ctx);
+  attachRule<PadOp, padGrad>(ctx);
+}
+
+} // namespace mlir::mpc::grad
