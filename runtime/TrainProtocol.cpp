@@ -47,9 +47,10 @@ std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
     feeds["mpc.opt.first"] = first;
   }
   if (valueOfName(plan, "mpc.opt.step_size") >= 0) {
-    // beta1 0.9 and beta2 0.999 as the FP32 values the IR uses.
-    double bc1 = 1.0 - std::pow((double)0.9f, (double)t);
-    double bc2 = 1.0 - std::pow((double)0.999f, (double)t);
+    // The FP32 betas the IR uses (mpc-optimizer records them), in double.
+    TrainInfo info = plan.train.value_or(TrainInfo());
+    double bc1 = 1.0 - std::pow((double)info.adamBeta1, (double)t);
+    double bc2 = 1.0 - std::pow((double)info.adamBeta2, (double)t);
     Tensor stepSize(DType::F32, {}), bc2Sqrt(DType::F32, {});
     stepSize.setFloat(0, (float)(lr / bc1));
     bc2Sqrt.setFloat(0, (float)std::sqrt(bc2));

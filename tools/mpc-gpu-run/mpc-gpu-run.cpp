@@ -6,12 +6,12 @@
 //   largest magnitude) and the median time of N more runs.
 // mpc-gpu-run DIR --steps N [--lr LR] [--expect-losses FILE.jsonl] NAME=FILE.npy...
 //   Trains a train-step artifact (mpc compile --train) for N steps on the
-//   given batch: weights and state stay on the device (TrainProtocol);
-//   unset optimizer and loss-scale state starts at zero, the loss scale at
-//   65536 (mpc's dynamic default). Prints the losses' largest relative
+//   given batch with mpc train's loop (runtime/Trainer.h): weights and
+//   state stay on the device, optimizer state starts at zero, the loss
+//   scale where the artifact says. Prints the losses' largest relative
 //   difference from an `mpc train --metrics` file and the median step time
-//   (inputs for the step, the captured graph, loss and all-finite flag
-//   read back).
+//   (the batch uploaded, the captured graph, loss and all-finite flag read
+//   back).
 // mpc-gpu-run --probe: prints "gpu: NAME (sm_XY)".
 // Without a GPU: one line, exit 1. Built alone with -DMPC_RUNTIME_ONLY=ON.
 //
@@ -19,7 +19,7 @@
 
 #include "runtime/Npy.h"
 #include "runtime/PlanIO.h"
-#include "runtime/TrainProtocol.h"
+#include "runtime/Trainer.h"
 #include "runtime/cuda/CudaDevice.h"
 
 #include <algorithm>
@@ -58,66 +58,49 @@ static int train(const Plan &plan, const std::string &dir,
                  const std::map<std::string, Tensor> &inputs, int steps,
                  float lr, const std::string &expectLosses) {
   std::string error;
-  TrainProtocol protocol(plan);
-  int lossIndex = -1;
-  for (size_t i = 0; i < plan.outputs.size() && lossIndex < 0; ++i)
-    if (plan.outputs[i].name == "loss")
-      lossIndex = (int)i;
-  if (!protocol.isTrainStep() || lossIndex < 0)
-    return fail(dir + " is not a train-step artifact (mpc compile --train) "
-                      "with an output 'loss'");
+  if (!plan.train)
+    return fail(dir + " is not a train-step artifact (mpc compile --train)");
+  if (inputs.empty())
+    return fail("no batch given (NAME=FILE.npy for each data input)");
   auto s = openCudaSession(plan, dir, /*graph=*/true, error);
   if (!s)
     return fail(error);
-  for (const Binding &b : plan.inputs) {
-    auto it = inputs.find(b.name);
-    Tensor t = it != inputs.end()
-                   ? it->second
-                   : Tensor(plan.values[b.value].dtype, plan.values[b.value].shape);
-    if (it == inputs.end() && b.name == "mpc.loss_scale")
-      t.setFloat(0, 65536.0f);
-    else if (it == inputs.end() && b.name.rfind("mpc.", 0) != 0)
-      return fail("missing input '" + b.name + "'");
-    if (!s->set(b.name, t, error))
-      return fail(error);
-  }
-  std::vector<double> losses, ms;
-  int64_t taken = 0;
-  for (int step = 0; step < steps; ++step) {
-    auto t0 = std::chrono::steady_clock::now();
-    Tensor loss, flag;
-    for (const auto &[name, t] : optimizerScalars(plan, taken + 1, lr))
-      if (!s->set(name, t, error))
-        return fail(error);
-    if (!s->run(error) || !s->output(lossIndex, loss, error) ||
-        (protocol.foundInf >= 0 && !s->output(protocol.foundInf, flag, error)))
-      return fail("step " + std::to_string(step + 1) + ": " + error);
-    bool skip = protocol.foundInf >= 0 && flag.getInt(0);
-    if (!protocol.advance(*s, !skip, error))
-      return fail(error);
-    taken += !skip;
-    ms.push_back(std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - t0)
-                     .count());
-    losses.push_back(loss.getFloat(0));
-  }
+  // The same batch every step (it is uploaded every step, as in training).
+  TrainerOptions o;
+  o.steps = steps;
+  o.batch = inputs.begin()->second.dim(0);
+  o.shuffle = false;
+  o.lr = lr;
+  o.progress = false;
+  Trainer trainer(plan, *s, o);
+  std::map<std::string, Tensor> params;
+  for (const Parameter &p : plan.params)
+    params[p.name] = p.init;
+  if (!trainer.train(inputs, params, error))
+    return fail(error);
+  const std::vector<StepRecord> &h = trainer.history();
+  int64_t skipped = 0;
+  for (const StepRecord &r : h)
+    skipped += r.skipped;
   std::printf("train: %d steps (%lld skipped), loss %.6f -> %.6f\n", steps,
-              (long long)(steps - taken), losses.front(), losses.back());
+              (long long)skipped, h.front().loss, h.back().loss);
   if (!expectLosses.empty()) {
     std::vector<double> want = readLosses(expectLosses);
-    if (want.size() < losses.size())
+    if (want.size() < h.size())
       return fail(expectLosses + " has " + std::to_string(want.size()) +
-                  " losses, need " + std::to_string(losses.size()));
+                  " losses, need " + std::to_string(h.size()));
     double diff = 0;
-    for (size_t i = 0; i < losses.size(); ++i)
-      diff = std::max(diff, std::isfinite(losses[i])
-                                ? std::fabs(losses[i] - want[i]) /
+    for (size_t i = 0; i < h.size(); ++i)
+      diff = std::max(diff, std::isfinite(h[i].loss)
+                                ? std::fabs(h[i].loss - want[i]) /
                                       std::max(std::fabs(want[i]), 1e-30)
                                 : INFINITY);
     std::printf("losses: max relative difference vs CPU backend %.3g\n", diff);
   }
   // The first step captures the graph: timed from the second.
-  std::vector<double> timed(ms.begin() + (ms.size() > 1), ms.end());
+  std::vector<double> timed;
+  for (size_t i = h.size() > 1; i < h.size(); ++i)
+    timed.push_back(h[i].ms);
   std::sort(timed.begin(), timed.end());
   std::printf("time: median %.4f ms per train step over %zu steps\n",
               timed[timed.size() / 2], timed.size());

@@ -3,6 +3,8 @@
 #ifndef MPC_TOOLS_MPC_COMMANDS_H
 #define MPC_TOOLS_MPC_COMMANDS_H
 
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
@@ -47,6 +49,11 @@ bool buildFatbin(const std::string &dir, const std::vector<std::string> &arch,
 bool parseFreezeSpecs(const std::vector<std::string> &specs,
                       std::map<std::string, std::string> &frozen,
                       std::string &error);
+
+/// Writes `module` as MLIR text to `path` (atomically; "-": stdout).
+bool writeModule(mlir::ModuleOp module, const std::string &path,
+                 std::string &error,
+                 mlir::OpPrintingFlags flags = mlir::OpPrintingFlags());
 
 /// Writes `value` as indented JSON to `path` atomically (temp + rename).
 bool writeJsonFile(const std::string &path, llvm::json::Value value,

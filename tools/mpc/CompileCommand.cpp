@@ -48,9 +48,15 @@ static cl::opt<std::string> model(cl::Positional, cl::Required,
                                   cl::desc("<model.onnx>"),
                                   cl::sub(compileCommand));
 static cl::opt<std::string> outDir("o", cl::Required,
-                                   cl::desc("Artifact directory"),
+                                   cl::desc("Artifact directory (with "
+                                            "--emit mlir: the IR file)"),
                                    cl::value_desc("dir"),
                                    cl::sub(compileCommand));
+static cl::opt<std::string>
+    emit("emit",
+         cl::desc("artifact (default) | mlir: stop after the pass pipeline "
+                  "and write the IR the plan would be built from"),
+         cl::init("artifact"), cl::sub(compileCommand));
 static cl::opt<std::string> target("target", cl::desc("cuda | cpu"),
                                    cl::init("cuda"), cl::sub(compileCommand));
 static cl::list<std::string> archs("arch", cl::CommaSeparated,
@@ -142,6 +148,8 @@ int runCompile() {
   std::string error;
   if (target != "cuda" && target != "cpu")
     return reportError("--target must be cuda or cpu, got '" + target + "'");
+  if (emit != "artifact" && emit != "mlir")
+    return reportError("--emit must be artifact or mlir, got '" + emit + "'");
   if (!compilePrecision.validate(error))
     return reportError(error);
   if (batch <= 0)
@@ -163,17 +171,25 @@ int runCompile() {
     return reportError(error);
   mlir::func::FuncOp func = mlir::mpc::entryFunction(*module);
   if (train) {
-    func = buildTrainStep(*module, "", &compilePrecision, error);
+    mlir::mpc::TrainPipelineOptions pipeline;
+    compilePrecision.apply(pipeline);
+    pipeline.optimizer = optimizer.getValue();
+    pipeline.lr = lr.getValue();
+    pipeline.momentum = momentum.getValue();
+    pipeline.weightDecay = weightDecay.getValue();
+    func = buildTrainStep(*module, pipeline, error);
     if (!func)
-      return reportError(model + ": " + error);
-    if (!addOptimizer(*module, optimizer, lr, momentum, weightDecay, error))
       return reportError(model + ": " + error);
   } else if (compilePrecision.isLow()) {
     mlir::PassManager pm(&ctx);
-    compilePrecision.addForwardPasses(pm);
+    mlir::mpc::PrecisionPipelineOptions precision;
+    compilePrecision.apply(precision);
+    mlir::mpc::buildPrecisionPipeline(pm, precision);
     if (!runPasses(pm, *module, error))
       return reportError(model + ": " + error);
   }
+  if (emit == "mlir") // the IR the plan is built from
+    return writeModule(*module, outDir, error) ? 0 : reportError(error);
   rt::Plan plan;
   if (!mlir::mpc::buildPlan(func, plan, error))
     return reportError(model + ": " + error);

@@ -109,7 +109,9 @@ int runExplain() {
   // Precision-boundary edges, on the painted graph before casts: float
   // values used by an op of another precision (or returned as fp32).
   mlir::PassManager paintOnly(&ctx);
-  explainPrecision.addClassifyPass(paintOnly);
+  mlir::mpc::PrecisionPipelineOptions precision;
+  explainPrecision.apply(precision);
+  mlir::mpc::addClassifyPass(paintOnly, precision);
   if (!runPasses(paintOnly, *module, error))
     return reportError(model + ": " + error);
   auto precisionOf = [](mlir::Value v) -> mlir::Type {

@@ -138,14 +138,21 @@ int runImport() {
     llvm::outs() << "\n";
     return 0;
   }
-  if (Error err = writeToOutput(outputPath, [&](raw_ostream &os) {
+  return writeModule(*module, outputPath, error, flags) ? 0
+                                                       : reportError(error);
+}
+
+bool writeModule(mlir::ModuleOp module, const std::string &path,
+                 std::string &error, mlir::OpPrintingFlags flags) {
+  if (Error err = writeToOutput(path, [&](raw_ostream &os) {
         module->print(os, flags);
         os << "\n";
         return Error::success();
-      }))
-    return reportError("cannot write " + outputPath + ": " +
-                       toString(std::move(err)));
-  return 0;
+      })) {
+    error = "cannot write " + path + ": " + toString(std::move(err));
+    return false;
+  }
+  return true;
 }
 
 } // namespace mpc

@@ -2,10 +2,6 @@
 
 #include "Precision.h"
 
-#include "passes/Passes.h"
-
-#include "llvm/ADT/StringExtras.h"
-
 using namespace llvm;
 
 namespace mpc {
@@ -37,134 +33,38 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
         cl::sub(sub));
 }
 
-namespace {
-
-struct LossScaleSpec {
-  std::string mode;
-  mlir::mpc::LossScalingOptions options;
-};
-
-bool parseLossScale(StringRef spec, StringRef precision, LossScaleSpec &out,
-                    std::string &error) {
-  if (spec.empty())
-    spec = precision == "fp16" ? "dynamic" : "none";
-  auto [mode, rest] = spec.split(':');
-  out.mode = mode.str();
-  out.options.mode = mode.str();
-  if (mode == "none")
-    return rest.empty() ||
-           (error = "--loss-scale none takes no value", false);
-  if (mode == "static") {
-    double s;
-    if (rest.getAsDouble(s) || !(s > 0)) {
-      error = "--loss-scale static:S needs a positive scale, got '" +
-              spec.str() + "'";
-      return false;
-    }
-    out.options.scale = s;
-    return true;
-  }
-  if (mode != "dynamic") {
-    error = "--loss-scale must be none, static:S or dynamic[:k=v,...], got '" +
-            spec.str() + "'";
-    return false;
-  }
-  SmallVector<StringRef> items;
-  rest.split(items, ',', -1, false);
-  for (StringRef item : items) {
-    auto [key, value] = item.split('=');
-    double v;
-    if (value.getAsDouble(v)) {
-      error = "--loss-scale dynamic: '" + item.str() + "' is not key=number";
-      return false;
-    }
-    if (key == "init")
-      out.options.scale = v;
-    else if (key == "growth")
-      out.options.growth = v;
-    else if (key == "backoff")
-      out.options.backoff = v;
-    else if (key == "interval")
-      out.options.interval = (int64_t)v;
-    else if (key == "min")
-      out.options.minScale = v;
-    else if (key == "max")
-      out.options.maxScale = v;
-    else {
-      error = "--loss-scale dynamic: unknown setting '" + key.str() +
-              "' (init, growth, backoff, interval, min, max)";
-      return false;
-    }
-  }
-  auto &o = out.options;
-  if (!(o.scale > 0) || !(o.minScale > 0) || o.minScale > o.maxScale ||
-      !(o.growth >= 1) || !(o.backoff > 0 && o.backoff < 1) ||
-      o.interval < 1) {
-    error = "--loss-scale dynamic: need init > 0, 0 < min <= max, growth >= "
-            "1, 0 < backoff < 1, interval >= 1";
-    return false;
-  }
-  return true;
+template <typename Derived>
+static void applyShared(const PrecisionFlags &f,
+                        mlir::mpc::PrecisionOptions<Derived> &o) {
+  o.precision = f.precision.getValue();
+  o.ampAllow = ArrayRef<std::string>(f.ampAllow);
+  o.ampDeny = ArrayRef<std::string>(f.ampDeny);
+  o.ampKeepFp32 = ArrayRef<std::string>(f.ampKeepFp32);
+  o.ampConfig = f.ampConfig.getValue();
 }
 
-} // namespace
+void PrecisionFlags::apply(mlir::mpc::PrecisionPipelineOptions &o) const {
+  applyShared(*this, o);
+}
+
+void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
+  applyShared(*this, o);
+  if (lossScale)
+    o.lossScale = lossScale->getValue();
+}
 
 bool PrecisionFlags::validate(std::string &error) const {
-  if (precision != "fp32" && precision != "fp16" && precision != "bf16") {
-    error = "--precision must be fp32, fp16 or bf16, got '" + precision + "'";
-    return false;
-  }
-  if (!isLow() && (!ampAllow.empty() || !ampDeny.empty() ||
-                   !ampKeepFp32.empty() || !ampConfig.empty())) {
-    error = "--amp-* flags need --precision fp16 or bf16";
-    return false;
-  }
-  LossScaleSpec spec;
-  return !lossScale || parseLossScale(*lossScale, precision, spec, error);
+  mlir::mpc::TrainPipelineOptions o;
+  apply(o);
+  return mlir::mpc::validate(o, error);
 }
 
 std::string PrecisionFlags::lossScaleMode() const {
-  LossScaleSpec spec;
+  mlir::mpc::LossScaleSpec spec;
   std::string error;
   if (!lossScale || !parseLossScale(*lossScale, precision, spec, error))
     return "none";
   return spec.mode;
-}
-
-void PrecisionFlags::addForwardPasses(mlir::OpPassManager &pm) const {
-  if (!isLow())
-    return;
-  addClassifyPass(pm);
-  pm.addPass(mlir::mpc::createInsertCasts());
-}
-
-void PrecisionFlags::addClassifyPass(mlir::OpPassManager &pm) const {
-  mlir::mpc::AmpClassifyOptions options;
-  options.precision = precision == "fp16" ? "f16" : "bf16";
-  // The options hold ArrayRefs; the pass copies them when created.
-  std::vector<std::string> allow(ampAllow.begin(), ampAllow.end()),
-      deny(ampDeny.begin(), ampDeny.end()),
-      keep(ampKeepFp32.begin(), ampKeepFp32.end());
-  options.allow = allow;
-  options.deny = deny;
-  options.keepFp32 = keep;
-  options.config = ampConfig;
-  pm.addPass(mlir::mpc::createAmpClassify(options));
-}
-
-void PrecisionFlags::addTrainStepPasses(mlir::OpPassManager &pm) const {
-  if (isLow())
-    pm.addPass(mlir::mpc::createMasterWeights());
-  LossScaleSpec spec;
-  std::string error;
-  if (!lossScale || !parseLossScale(*lossScale, precision, spec, error))
-    return;
-  if (spec.mode == "none" && finiteCheck) {
-    spec.options.mode = "static";
-    spec.options.scale = 1.0;
-  }
-  if (spec.options.mode != "none")
-    pm.addPass(mlir::mpc::createLossScaling(spec.options));
 }
 
 } // namespace mpc

@@ -3,15 +3,18 @@
 #ifndef MPC_TOOLS_MPC_PRECISION_H
 #define MPC_TOOLS_MPC_PRECISION_H
 
-#include "mlir/Pass/PassManager.h"
+#include "passes/Pipelines.h"
+
 #include "llvm/Support/CommandLine.h"
 
+#include <memory>
 #include <string>
 
 namespace mpc {
 
 /// The flags that choose a precision, registered on one subcommand (one
-/// instance per command, defined next to its SubCommand).
+/// instance per command, defined next to its SubCommand). They fill the
+/// options of the pipelines the command runs (passes/Pipelines.h).
 struct PrecisionFlags {
   PrecisionFlags(llvm::cl::SubCommand &sub, bool training);
 
@@ -21,21 +24,14 @@ struct PrecisionFlags {
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale;
 
-  /// Without loss scaling, still add mpc-loss-scaling at a static scale of
-  /// 1 for its all-finite flag (results unchanged: the unscale is exact).
-  bool finiteCheck = false;
-
   bool isLow() const { return precision != "fp32"; }
   /// Checks the flag values; false with a one-line `error`.
   bool validate(std::string &error) const;
-  /// mpc-amp-classify + mpc-insert-casts for fp16/bf16 (nothing for fp32).
-  void addForwardPasses(mlir::OpPassManager &pm) const;
-  /// mpc-amp-classify alone.
-  void addClassifyPass(mlir::OpPassManager &pm) const;
-  /// mpc-master-weights + mpc-loss-scaling, after mpc-autodiff.
-  void addTrainStepPasses(mlir::OpPassManager &pm) const;
   /// "none", "static" or "dynamic": the mode --loss-scale resolves to.
   std::string lossScaleMode() const;
+  /// The flags as pipeline options.
+  void apply(mlir::mpc::PrecisionPipelineOptions &o) const;
+  void apply(mlir::mpc::TrainPipelineOptions &o) const;
 };
 
 } // namespace mpc

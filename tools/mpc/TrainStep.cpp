@@ -1,7 +1,6 @@
-//===- TrainStep.cpp - the training pass pipeline -------------------------===//
+//===- TrainStep.cpp - run the pipelines on an imported model -------------===//
 
 #include "TrainStep.h"
-#include "Precision.h"
 
 #include "passes/Passes.h"
 
@@ -24,35 +23,16 @@ bool runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
 }
 
 mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
-                                  const std::string &loss,
-                                  const PrecisionFlags *precision,
+                                  const mlir::mpc::TrainPipelineOptions &o,
                                   std::string &error) {
   mlir::PassManager pm(module.getContext());
-  if (precision)
-    precision->addForwardPasses(pm);
-  mlir::mpc::AutodiffOptions options;
-  options.loss = loss;
-  pm.addPass(mlir::mpc::createAutodiff(options));
-  if (precision)
-    precision->addTrainStepPasses(pm);
+  mlir::mpc::buildTrainPipeline(pm, o);
   if (!runPasses(pm, module, error))
     return {};
   for (auto f : module.getOps<mlir::func::FuncOp>())
     if (f->hasAttr("mpc.train_step"))
       return f;
   return {};
-}
-
-bool addOptimizer(mlir::ModuleOp module, const std::string &kind, float lr,
-                  float momentum, float weightDecay, std::string &error) {
-  mlir::mpc::OptimizerOptions o;
-  o.kind = llvm::StringRef(kind).lower();
-  o.lr = lr;
-  o.momentum = momentum;
-  o.weightDecay = weightDecay;
-  mlir::PassManager pm(module.getContext());
-  pm.addPass(mlir::mpc::createOptimizer(o));
-  return runPasses(pm, module, error);
 }
 
 mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,

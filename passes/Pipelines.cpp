@@ -1,0 +1,212 @@
+//===- Pipelines.cpp - the named pass pipelines the mpc commands run ------===//
+//
+// The order of the train pipeline matters: the backward pass is derived
+// from the mixed forward, so each backward op inherits its forward op's
+// precision; master weights and loss scaling then rewrite the train step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Pipelines.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::mpc {
+
+bool parseLossScale(StringRef spec, StringRef precision, LossScaleSpec &out,
+                    std::string &error) {
+  if (spec.empty())
+    spec = precision == "fp16" ? "dynamic" : "none";
+  auto [mode, rest] = spec.split(':');
+  out.mode = mode.str();
+  out.options.mode = mode.str();
+  if (mode == "none")
+    return rest.empty() ||
+           (error = "--loss-scale none takes no value", false);
+  if (mode == "static") {
+    double s;
+    if (rest.getAsDouble(s) || !(s > 0)) {
+      error = "--loss-scale static:S needs a positive scale, got '" +
+              spec.str() + "'";
+      return false;
+    }
+    out.options.scale = s;
+    return true;
+  }
+  if (mode != "dynamic") {
+    error = "--loss-scale must be none, static:S or dynamic[:k=v,...], got '" +
+            spec.str() + "'";
+    return false;
+  }
+  SmallVector<StringRef> items;
+  rest.split(items, ',', -1, false);
+  for (StringRef item : items) {
+    auto [key, value] = item.split('=');
+    double v;
+    if (value.getAsDouble(v)) {
+      error = "--loss-scale dynamic: '" + item.str() + "' is not key=number";
+      return false;
+    }
+    if (key == "init")
+      out.options.scale = v;
+    else if (key == "growth")
+      out.options.growth = v;
+    else if (key == "backoff")
+      out.options.backoff = v;
+    else if (key == "interval")
+      out.options.interval = (int64_t)v;
+    else if (key == "min")
+      out.options.minScale = v;
+    else if (key == "max")
+      out.options.maxScale = v;
+    else {
+      error = "--loss-scale dynamic: unknown setting '" + key.str() +
+              "' (init, growth, backoff, interval, min, max)";
+      return false;
+    }
+  }
+  auto &o = out.options;
+  if (!(o.scale > 0) || !(o.minScale > 0) || o.minScale > o.maxScale ||
+      !(o.growth >= 1) || !(o.backoff > 0 && o.backoff < 1) ||
+      o.interval < 1) {
+    error = "--loss-scale dynamic: need init > 0, 0 < min <= max, growth >= "
+            "1, 0 < backoff < 1, interval >= 1";
+    return false;
+  }
+  return true;
+}
+
+template <typename Derived>
+bool validate(const PrecisionOptions<Derived> &o, std::string &error) {
+  if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "bf16") {
+    error = "--precision must be fp32, fp16 or bf16, got '" + o.precision + "'";
+    return false;
+  }
+  if (!o.isLow() && (!o.ampAllow.empty() || !o.ampDeny.empty() ||
+                     !o.ampKeepFp32.empty() || !o.ampConfig.empty())) {
+    error = "--amp-* flags need --precision fp16 or bf16";
+    return false;
+  }
+  return true;
+}
+
+bool validate(const TrainPipelineOptions &o, std::string &error) {
+  LossScaleSpec spec;
+  StringRef kind = o.optimizer;
+  if (!validate<TrainPipelineOptions>(o, error) ||
+      !parseLossScale(o.lossScale, o.precision, spec, error))
+    return false;
+  if (!llvm::is_contained({"sgd", "momentum", "nesterov", "adam", "adamw",
+                           "adagrad", "none"},
+                          kind.lower())) {
+    error = "unknown --optimizer '" + o.optimizer +
+            "' (sgd, momentum, nesterov, adam, adamw, adagrad)";
+    return false;
+  }
+  return true;
+}
+
+template <typename Derived>
+void addClassifyPass(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
+  AmpClassifyOptions options;
+  options.precision = o.precision == "fp16" ? "f16" : "bf16";
+  // The options hold ArrayRefs; the pass copies them when created.
+  std::vector<std::string> allow(o.ampAllow.begin(), o.ampAllow.end()),
+      deny(o.ampDeny.begin(), o.ampDeny.end()),
+      keep(o.ampKeepFp32.begin(), o.ampKeepFp32.end());
+  options.allow = allow;
+  options.deny = deny;
+  options.keepFp32 = keep;
+  options.config = o.ampConfig;
+  pm.addPass(createAmpClassify(options));
+}
+
+template bool validate(const PrecisionOptions<PrecisionPipelineOptions> &,
+                       std::string &);
+template void addClassifyPass(OpPassManager &,
+                              const PrecisionOptions<PrecisionPipelineOptions> &);
+template void addClassifyPass(OpPassManager &,
+                              const PrecisionOptions<TrainPipelineOptions> &);
+
+namespace {
+
+template <typename Derived>
+void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
+  if (!o.isLow())
+    return;
+  addClassifyPass(pm, o);
+  pm.addPass(createInsertCasts());
+}
+
+/// A pipeline that can refuse its options: PassPipelineRegistration's
+/// builder cannot fail, so an invalid precision or loss scale would only
+/// show when a pass trips over it.
+template <typename Options>
+void registerPipeline(StringRef arg, StringRef description,
+                      void (*build)(OpPassManager &, const Options &)) {
+  registerPassPipeline(
+      arg, description,
+      [build](OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string error;
+        if (!validate(options, error))
+          return errorHandler(error);
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
+}
+
+} // namespace
+
+void buildPrecisionPipeline(OpPassManager &pm,
+                            const PrecisionPipelineOptions &o) {
+  addForwardPasses(pm, o);
+}
+
+void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
+  addForwardPasses(pm, o);
+  AutodiffOptions autodiff;
+  autodiff.loss = o.loss;
+  pm.addPass(createAutodiff(autodiff));
+  if (o.isLow())
+    pm.addPass(createMasterWeights());
+  LossScaleSpec spec;
+  std::string error; // validated before
+  if (parseLossScale(o.lossScale, o.precision, spec, error)) {
+    if (spec.mode == "none" && o.finiteCheck) {
+      spec.options.mode = "static";
+      spec.options.scale = 1.0;
+    }
+    if (spec.options.mode != "none")
+      pm.addPass(createLossScaling(spec.options));
+  }
+  if (StringRef(o.optimizer).lower() == "none")
+    return;
+  OptimizerOptions opt;
+  opt.kind = StringRef(o.optimizer).lower();
+  opt.lr = o.lr;
+  opt.momentum = o.momentum;
+  opt.weightDecay = o.weightDecay;
+  pm.addPass(createOptimizer(opt));
+}
+
+void registerMpcPipelines() {
+  registerPipeline<PrecisionPipelineOptions>(
+      "mpc-precision-pipeline",
+      "What `mpc compile`/`mpc run` run on a forward graph: mpc-amp-classify "
+      "and mpc-insert-casts for fp16/bf16",
+      buildPrecisionPipeline);
+  registerPipeline<TrainPipelineOptions>(
+      "mpc-train-pipeline",
+      "What `mpc compile --train` and `mpc train` run: precision passes, "
+      "mpc-autodiff, mpc-master-weights, mpc-loss-scaling, mpc-optimizer",
+      buildTrainPipeline);
+}
+
+} // namespace mlir::mpc

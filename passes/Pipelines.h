@@ -1,0 +1,115 @@
+//===- Pipelines.h - the named pass pipelines the mpc commands run -*- C++ -*-===//
+//
+// `mpc compile`, `mpc train`, `mpc grad`, `mpc run` and `mpc explain` build
+// their pass managers here, and mpc-opt runs the same pipelines by name,
+// so a lit test can run exactly what a command runs:
+//
+//   mpc-opt --mpc-precision-pipeline="precision=fp16"          (forward)
+//   mpc-opt --mpc-train-pipeline="precision=fp16 loss-scale=dynamic optimizer=adam"
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_PASSES_PIPELINES_H
+#define MPC_PASSES_PIPELINES_H
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace mlir::mpc {
+
+/// The mixed-precision choices every pipeline shares.
+template <typename Derived>
+struct PrecisionOptions : public PassPipelineOptions<Derived> {
+  using Self = PassPipelineOptions<Derived>;
+  typename Self::template Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 | fp16 | bf16: low-precision compute with FP32 "
+                     "accumulation and FP32 master weights"),
+      llvm::cl::init("fp32")};
+  typename Self::template ListOption<std::string> ampAllow{
+      *this, "amp-allow",
+      llvm::cl::desc("ONNX op types to run in low precision")};
+  typename Self::template ListOption<std::string> ampDeny{
+      *this, "amp-deny", llvm::cl::desc("ONNX op types to keep in FP32")};
+  typename Self::template ListOption<std::string> ampKeepFp32{
+      *this, "amp-keep-fp32", llvm::cl::desc("Node names to keep in FP32")};
+  typename Self::template Option<std::string> ampConfig{
+      *this, "amp-config",
+      llvm::cl::desc("File of 'allow = Op,..', 'deny = Op,..', "
+                     "'keep-fp32 = node,..' lines")};
+
+  bool isLow() const { return precision != "fp32"; }
+};
+
+/// mpc-precision-pipeline: a forward graph in fp16/bf16 (nothing in fp32).
+struct PrecisionPipelineOptions
+    : public PrecisionOptions<PrecisionPipelineOptions> {};
+
+/// mpc-train-pipeline: forward + loss -> a whole train step.
+struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
+  Option<std::string> loss{
+      *this, "loss",
+      llvm::cl::desc("Name of the loss output (default: first f32 scalar)")};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("none | static:S | dynamic[:init=65536,growth=2,"
+                     "backoff=0.5,interval=2000,min=1,max=16777216] "
+                     "(default: dynamic for fp16, none otherwise)")};
+  Option<bool> finiteCheck{
+      *this, "finite-check",
+      llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "
+                     "the all-finite flag (the GPU's skip decision)"),
+      llvm::cl::init(false)};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("sgd | momentum | nesterov | adam | adamw | adagrad | "
+                     "none (gradients only)"),
+      llvm::cl::init("sgd")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("Learning rate"),
+                    llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("Momentum"),
+                          llvm::cl::init(0.9)};
+  Option<double> weightDecay{*this, "weight-decay",
+                             llvm::cl::desc("Weight decay"),
+                             llvm::cl::init(0.0)};
+};
+
+/// A --loss-scale value resolved for a precision.
+struct LossScaleSpec {
+  std::string mode; // none, static or dynamic
+  LossScalingOptions options;
+};
+
+/// Parses --loss-scale (empty: dynamic for fp16, none otherwise); false
+/// with a one-line `error`.
+bool parseLossScale(StringRef spec, StringRef precision, LossScaleSpec &out,
+                    std::string &error);
+
+/// Checks option values; false with a one-line `error`.
+template <typename Derived>
+bool validate(const PrecisionOptions<Derived> &o, std::string &error);
+bool validate(const TrainPipelineOptions &o, std::string &error);
+
+/// mpc-amp-classify alone (what `mpc explain` paints with).
+template <typename Derived>
+void addClassifyPass(OpPassManager &pm, const PrecisionOptions<Derived> &o);
+
+/// mpc-amp-classify + mpc-insert-casts for fp16/bf16; nothing for fp32.
+void buildPrecisionPipeline(OpPassManager &pm,
+                            const PrecisionPipelineOptions &o);
+
+/// The precision passes, mpc-autodiff, then for fp16/bf16
+/// mpc-master-weights, mpc-loss-scaling as --loss-scale says (an exact
+/// unscale by 1 for finite-check), and mpc-optimizer unless `none`.
+void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o);
+
+/// Registers mpc-precision-pipeline and mpc-train-pipeline (mpc-opt).
+void registerMpcPipelines();
+
+} // namespace mlir::mpc
+
+#endif // MPC_PASSES_PIPELINES_H

@@ -1,0 +1,297 @@
+//===- Trainer.cpp - the training loop over a train-step plan -------------===//
+
+#include "runtime/Trainer.h"
+#include "runtime/Checkpoint.h"
+#include "runtime/PlanIO.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <unistd.h>
+
+namespace mpc::rt {
+namespace {
+
+/// Rows `rows` of `t` (axis 0) as a new tensor.
+Tensor gatherRows(const Tensor &t, const int64_t *rows, int64_t n) {
+  Shape shape = t.shape();
+  shape[0] = n;
+  Tensor out(t.dtype(), shape);
+  size_t rowBytes = t.bytes() / std::max<int64_t>(t.dim(0), 1);
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(static_cast<char *>(out.raw()) + i * rowBytes,
+                static_cast<const char *>(t.raw()) + rows[i] * rowBytes,
+                rowBytes);
+  return out;
+}
+
+Tensor scalar(DType t, double v) {
+  Tensor s(t, {});
+  if (isFloat(t))
+    s.setFloat(0, (float)v);
+  else
+    s.setInt(0, (int64_t)v);
+  return s;
+}
+
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char *fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return buf;
+}
+
+/// One JSON object of the metrics file (JSON has no NaN or infinity: a
+/// non-finite loss is null).
+std::string metricsLine(const StepRecord &r) {
+  std::string loss = std::isfinite(r.loss) ? format("%.9g", r.loss) : "null";
+  return format("{\"step\": %lld, \"loss\": %s, \"loss_scale\": %.9g, "
+                "\"skipped\": %s, \"grad_underflow\": %lld, "
+                "\"grad_overflow\": %lld}\n",
+                (long long)r.step, loss.c_str(), r.lossScale,
+                r.skipped ? "true" : "false", (long long)r.underflow,
+                (long long)r.overflow);
+}
+
+} // namespace
+
+Trainer::Trainer(const Plan &plan, Session &session, TrainerOptions options)
+    : plan_(plan), session_(session), options_(std::move(options)),
+      protocol_(plan) {
+  if (plan.train)
+    lossOutput_ = plan.train->loss;
+}
+
+void Trainer::useBindings(std::vector<std::pair<std::string, size_t>> bindings,
+                          int lossOutput) {
+  bindings_ = std::move(bindings);
+  algorithm_ = true;
+  lossOutput_ = lossOutput;
+}
+
+bool Trainer::toSession(const std::map<std::string, Tensor> &m,
+                        std::string &error) {
+  for (const auto &[name, t] : m)
+    if (valueOfName(plan_, name) >= 0 && !session_.set(name, t, error))
+      return false;
+  return true;
+}
+
+bool Trainer::fromSession(std::map<std::string, Tensor> &m,
+                          std::string &error) {
+  for (auto &[name, t] : m)
+    if (valueOfName(plan_, name) >= 0 && !session_.get(name, t, error))
+      return false;
+  return true;
+}
+
+/// Initial optimizer and loss-scale state (or the checkpoint's), all of it
+/// and the weights put in the session.
+bool Trainer::setUp(const std::map<std::string, Tensor> &data,
+                    std::map<std::string, Tensor> &params, int64_t &first,
+                    std::string &error) {
+  if (lossOutput_ < 0 || lossOutput_ >= (int)plan_.outputs.size())
+    return (error = "the plan is not a train step (no loss output)", false);
+  double scale = plan_.train ? plan_.train->lossScaleInit : 1.0;
+  for (const Binding &in : plan_.inputs) {
+    if (in.name == "mpc.loss_scale")
+      state_[in.name] = scalar(DType::F32, scale);
+    else if (in.name == "mpc.loss_scale_good_steps")
+      state_[in.name] = scalar(DType::I64, 0);
+    else if (in.name.rfind("mpc.opt.", 0) == 0)
+      continue; // optimizer state (below) or per-step scalars
+    else if (!data.count(in.name))
+      return (error = "no --data for graph input '" + in.name + "'", false);
+  }
+  for (const auto &[index, name] : protocol_.optimizerState) {
+    const ValueInfo &v = plan_.values[valueOfName(plan_, name)];
+    state_[name] = Tensor(v.dtype, v.shape); // zeros
+  }
+  // Optimizer steps taken (skipped steps do not count, as in torch), for
+  // the per-step scalars.
+  state_["mpc.opt.t"] = Tensor(DType::I64, {});
+  first = 0;
+  if (options_.resume) {
+    if (!loadCheckpoint(options_.checkpointDir, first, params, state_, error))
+      return (error = "cannot resume from " + options_.checkpointDir + ": " +
+                      error,
+              false);
+    if (options_.progress)
+      options_.print("resumed from " + options_.checkpointDir + " at step " +
+                     std::to_string(first) + "\n");
+  }
+  scaling_ = state_.count("mpc.loss_scale") ||
+             (protocol_.foundInf >= 0 && options_.lossScaleMode != "none");
+  scale_ = state_.count("mpc.loss_scale") ? state_["mpc.loss_scale"].getFloat(0)
+                                          : scale;
+  // Weights and state live in the session from here on (on the GPU for a
+  // CUDA session); read back for checkpoints and at the end.
+  return toSession(params, error) && toSession(state_, error);
+}
+
+/// Runs step `s` (0-based) on `feeds` and moves the state on: the loss
+/// scale always, weights and optimizer state unless the step is skipped.
+bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
+                   StepRecord &r, std::string &error) {
+  if (!toSession(feeds, error))
+    return false;
+  if (!session_.run(error))
+    return (error = "step " + std::to_string(s + 1) + ": " + error, false);
+  // Step health: the all-finite flag, and the non-finite gradient elements
+  // (read back only when the flag is up, or there is none); a step with
+  // any is skipped, so inf/NaN never reaches the master weights.
+  Tensor loss, flag;
+  if (!session_.output(lossOutput_, loss, error) ||
+      (protocol_.foundInf >= 0 &&
+       !session_.output(protocol_.foundInf, flag, error)))
+    return false;
+  bool flagged = protocol_.foundInf >= 0 && flag.getInt(0);
+  r.overflow = 0;
+  if ((protocol_.foundInf < 0 || flagged) && plan_.train)
+    for (const auto &[index, name] : plan_.train->gradients) {
+      Tensor g;
+      if (!session_.output(index, g, error))
+        return false;
+      for (int64_t i = 0; i < g.size(); ++i)
+        r.overflow += !std::isfinite(g.getFloat(i));
+    }
+  r.step = s + 1;
+  r.loss = loss.getFloat(0);
+  r.skipped = r.overflow > 0 || flagged;
+  r.lossScale = scale_;
+  if (algorithm_) {
+    for (const auto &[name, index] : bindings_)
+      if (!session_.feedBack(index, name, error))
+        return false;
+  } else {
+    if (!protocol_.advance(session_, !r.skipped, error))
+      return false;
+    if (!r.skipped)
+      state_["mpc.opt.t"].setInt(0, state_["mpc.opt.t"].getInt(0) + 1);
+  }
+  // The loss-scale state is read back (two scalars): it moves every step.
+  for (const auto &[index, name] : protocol_.scaleState)
+    if (!session_.output(index, state_[name], error))
+      return false;
+  if (state_.count("mpc.loss_scale"))
+    scale_ = state_["mpc.loss_scale"].getFloat(0);
+  r.underflow = session_.underflow();
+  return true;
+}
+
+void Trainer::report(const StepRecord &r, int64_t first,
+                     double seconds) const {
+  static const bool tty = isatty(STDOUT_FILENO);
+  bool last = r.step == options_.steps;
+  if (!options_.progress || !(tty || last || r.step % 10 == 0 || r.step == 1))
+    return;
+  std::string line;
+  if (tty) { // a drawn bar on a terminal, updated in place
+    int filled = (int)(24 * r.step / options_.steps);
+    line = "\r[" + std::string(filled, '#') + std::string(24 - filled, '.') +
+           "] ";
+  }
+  line += format("step %lld/%lld  loss %.6f  %.0f samples/s",
+                 (long long)r.step, (long long)options_.steps, r.loss,
+                 (r.step - first) * options_.batch / std::max(seconds, 1e-9));
+  if (scaling_)
+    line += format("  scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
+  options_.print(line + (tty && !last ? "" : "\n"));
+}
+
+bool Trainer::train(const std::map<std::string, Tensor> &data,
+                    std::map<std::string, Tensor> &params,
+                    std::string &error) {
+  int64_t samples = data.empty() ? options_.batch : data.begin()->second.dim(0);
+  if (samples < options_.batch)
+    return (error = "need at least one full batch of " +
+                    std::to_string(options_.batch) + " samples",
+            false);
+  int64_t first;
+  if (!setUp(data, params, first, error))
+    return false;
+  double firstScale = scale_;
+  int64_t perEpoch = samples / options_.batch;
+  std::vector<int64_t> order(samples);
+  std::string log;
+  int64_t skipped = 0, skippedInARow = 0, underflowTotal = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t s = first; s < options_.steps; ++s) {
+    auto t0 = std::chrono::steady_clock::now();
+    int64_t epoch = s / perEpoch, k = s % perEpoch;
+    // The batch order depends only on the step: resuming mid-epoch rebuilds
+    // the same permutation.
+    if (k == 0 || s == first) {
+      std::iota(order.begin(), order.end(), 0);
+      if (options_.shuffle) {
+        std::mt19937_64 rng(options_.seed + epoch);
+        std::shuffle(order.begin(), order.end(), rng);
+      }
+    }
+    // Per-step inputs: the optimizer's scalars and the batch (weights and
+    // state already live in the session).
+    std::map<std::string, Tensor> feeds;
+    if (!algorithm_)
+      feeds = optimizerScalars(plan_, state_["mpc.opt.t"].getInt(0) + 1,
+                               options_.lr);
+    for (const auto &[name, t] : data)
+      feeds[name] = gatherRows(t, order.data() + k * options_.batch,
+                               options_.batch);
+    StepRecord r;
+    if (!step(s, feeds, r, error))
+      return false;
+    auto t1 = std::chrono::steady_clock::now();
+    r.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    history_.push_back(r);
+    skipped += r.skipped;
+    skippedInARow = r.skipped ? skippedInARow + 1 : 0;
+    underflowTotal += r.underflow;
+    log += metricsLine(r);
+    report(r, first, std::chrono::duration<double>(t1 - start).count());
+    if (!options_.checkpointDir.empty() &&
+        ((s + 1) % options_.checkpointEvery == 0 || s + 1 == options_.steps) &&
+        (!fromSession(params, error) || !fromSession(state_, error) ||
+         !saveCheckpoint(options_.checkpointDir, s + 1, params, state_, error)))
+      return false;
+    if (scaling_ && skippedInARow >= 20 && r.lossScale <= 1.0)
+      return (error = "gradients overflowed in 20 steps in a row with the "
+                      "loss scale at its minimum; the model overflows " +
+                      options_.precision +
+                      " by itself: try --precision bf16, or keep the "
+                      "overflowing ops in fp32 (--amp-deny, --amp-keep-fp32)",
+              false);
+    if (!scaling_ && !std::isfinite(r.loss))
+      return (error = "loss is " +
+                      std::string(std::isnan(r.loss) ? "NaN" : "inf") +
+                      " at step " + std::to_string(s + 1) + "; lower --lr" +
+                      (options_.precision != "fp32"
+                           ? " or use --loss-scale dynamic"
+                           : ""),
+              false);
+  }
+  if (options_.progress &&
+      (options_.precision != "fp32" || scaling_ || skipped))
+    options_.print(format(
+        "precision %s: %lld of %lld steps skipped for inf/NaN gradients; "
+        "loss scale %g -> %g; %lld gradient elements flushed to zero\n",
+        options_.precision.c_str(), (long long)skipped,
+        (long long)(options_.steps - first), firstScale, scale_,
+        (long long)underflowTotal));
+  return options_.metricsPath.empty() ||
+         writeFileAtomically(options_.metricsPath, log, error);
+}
+
+bool Trainer::readWeights(std::map<std::string, Tensor> &params,
+                          std::string &error) {
+  return fromSession(params, error);
+}
+
+} // namespace mpc::rt

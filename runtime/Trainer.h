@@ -1,0 +1,114 @@
+//===- Trainer.h - the training loop over a train-step plan ------*- C++ -*-===//
+//
+// What `mpc train` and `mpc-gpu-run --steps` share once a train step is
+// compiled: batching (in file order, or shuffled by a seed so that the
+// batch order is a function of the step), the step loop on a Session (CPU
+// or CUDA), the loss-scale bookkeeping and skipped steps, step health
+// metrics (JSONL), progress lines, and checkpoints that resume
+// bit-exactly. No MLIR: it runs on the GPU machine too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_TRAINER_H
+#define MPC_RUNTIME_TRAINER_H
+
+#include "runtime/TrainProtocol.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpc::rt {
+
+struct TrainerOptions {
+  int64_t steps = 100;
+  int64_t batch = 32;
+  bool shuffle = true; // else batches in file order
+  uint64_t seed = 0;
+  float lr = 0.01f; // for the per-step optimizer scalars
+  /// JSONL, one object per step, written atomically at the end.
+  std::string metricsPath;
+  /// Parameters, optimizer and loss-scale state and the step, every
+  /// `checkpointEvery` steps and at the end (empty: none).
+  std::string checkpointDir;
+  int64_t checkpointEvery = 100;
+  bool resume = false;
+  /// A progress line every 10 steps (redrawn in place on a terminal) and a
+  /// summary of the step health.
+  bool progress = true;
+  /// "fp32", "fp16" or "bf16": named in advice when training fails.
+  std::string precision = "fp32";
+  /// The loss-scale mode the step was built with ("none" when unscaled).
+  std::string lossScaleMode = "none";
+  /// Where progress lines go (default: stdout, flushed).
+  std::function<void(const std::string &)> print = [](const std::string &s) {
+    std::fputs(s.c_str(), stdout);
+    std::fflush(stdout);
+  };
+};
+
+/// What one step did.
+struct StepRecord {
+  int64_t step; // 1-based
+  float loss;
+  double lossScale; // the scale this step ran at
+  bool skipped;     // inf/NaN gradients: weights and optimizer state kept
+  int64_t underflow, overflow;
+  double ms; // wall time of the step (inputs in, kernels, scalars out)
+};
+
+class Trainer {
+public:
+  /// `plan` is a train step (TrainInfo set) that `session` runs.
+  Trainer(const Plan &plan, Session &session, TrainerOptions options);
+
+  /// Trains a TrainingInfoProto algorithm instead of mpc's own step: after
+  /// each step, output `index` becomes initializer `name`; `lossOutput` is
+  /// the output logged as the loss.
+  void useBindings(std::vector<std::pair<std::string, size_t>> bindings,
+                   int lossOutput);
+
+  /// Runs options.steps steps on `data` (one array per graph input,
+  /// samples along axis 0) starting from `params` (FP32 master weights by
+  /// name; replaced by the checkpoint's on resume). False with a one-line
+  /// `error`.
+  bool train(const std::map<std::string, Tensor> &data,
+             std::map<std::string, Tensor> &params, std::string &error);
+  /// The weights now (from the device for a CUDA session: read back only
+  /// when asked, for checkpoints and the trained model).
+  bool readWeights(std::map<std::string, Tensor> &params, std::string &error);
+
+  const std::vector<StepRecord> &history() const { return history_; }
+
+private:
+  bool setUp(const std::map<std::string, Tensor> &data,
+             std::map<std::string, Tensor> &params, int64_t &first,
+             std::string &error);
+  bool step(int64_t s, const std::map<std::string, Tensor> &feeds,
+            StepRecord &record, std::string &error);
+  void report(const StepRecord &r, int64_t first, double seconds) const;
+  bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
+  bool fromSession(std::map<std::string, Tensor> &m, std::string &error);
+
+  const Plan &plan_;
+  Session &session_;
+  TrainerOptions options_;
+  TrainProtocol protocol_;
+  std::vector<std::pair<std::string, size_t>> bindings_;
+  bool algorithm_ = false;
+  int lossOutput_ = -1;
+  bool scaling_ = false;
+  double scale_ = 1.0; // the loss scale the next step runs at
+  /// Optimizer and loss-scale state (inputs fed back), with the optimizer
+  /// step count `mpc.opt.t`; saved with checkpoints.
+  std::map<std::string, Tensor> state_;
+  std::vector<StepRecord> history_;
+};
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_TRAINER_H
