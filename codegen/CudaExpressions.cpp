@@ -89,6 +89,7 @@ void registerExpressions(EmitterTable &t) {
   t.expr(OpId::Sigmoid, "1.0f / (1.0f + expf(-a))");
   t.expr(OpId::Sqrt, "sqrtf(a)");
   t.expr(OpId::Erf, "erff(a)");
+  t.expr(OpId::Atan, "atanf(a)");
   t.expr(OpId::Abs, "fabsf(a)");
   t.expr(OpId::Reciprocal, "1.0f / a");
   t.expr(OpId::Sin, "sinf(a)");

@@ -60,6 +60,7 @@ const llvm::StringMap<SimpleOp> &simpleOps() {
              {"Softsign", "mpc.softsign"}, {"Floor", "mpc.floor"},
              {"Ceil", "mpc.ceil"}, {"Round", "mpc.round"},
              {"HardSwish", "mpc.hard_swish"}, {"Mish", "mpc.mish"},
+             {"Atan", "mpc.atan"},
              {"Abs", "mpc.abs"}, {"Neg", "mpc.neg"}, {"Relu", "mpc.relu"},
              {"Sign", "mpc.sign"}, {"Identity", "mpc.identity"},
              {"Not", "mpc.not"}, {"IsNaN", "mpc.is_nan"}, {"Add", "mpc.add"},

@@ -25,6 +25,7 @@ def Mpc_CeilOp : Mpc_UnaryFloatOp<"ceil", "Ceil", [Mpc_Clear]>;
 def Mpc_RoundOp : Mpc_UnaryFloatOp<"round", "Round", [Mpc_Clear]>;
 def Mpc_HardSwishOp : Mpc_UnaryFloatOp<"hard_swish", "HardSwish", [Mpc_Infer]>;
 def Mpc_MishOp : Mpc_UnaryFloatOp<"mish", "Mish", [Mpc_Infer]>;
+def Mpc_AtanOp : Mpc_UnaryFloatOp<"atan", "Atan", [Mpc_Infer]>;
 
 def Mpc_GeluOp : Mpc_UnaryFloatOp<"gelu", "Gelu", [Mpc_Infer]> {
   let arguments = (ins Mpc_FloatTensor:$x,

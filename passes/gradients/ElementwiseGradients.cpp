@@ -83,6 +83,12 @@ LogicalResult sqrtGrad(Context &c, SqrtOp) { // 1 / (2 y)
   return success();
 }
 
+LogicalResult atanGrad(Context &c, AtanOp) { // 1 / (1 + x^2)
+  Value sq = c.make<MulOp>({c.x(0), c.x(0)});
+  c.grads[0] = c.make<DivOp>({c.g, c.make<AddOp>({c.scalar(1.0), sq})});
+  return success();
+}
+
 LogicalResult erfGrad(Context &c, ErfOp) { // 2/sqrt(pi) exp(-x^2)
   Value sq = c.make<MulOp>({c.x(0), c.x(0)});
   Value e = c.make<ExpOp>(c.make<NegOp>(sq));
@@ -150,6 +156,7 @@ void attachElementwiseRules(MLIRContext *ctx) {
   attachRule<ExpOp, expGrad>(ctx);
   attachRule<LogOp, logGrad>(ctx);
   attachRule<SqrtOp, sqrtGrad>(ctx);
+  attachRule<AtanOp, atanGrad>(ctx);
   attachRule<ErfOp, erfGrad>(ctx);
   attachRule<GeluOp, geluGrad>(ctx);
   attachRule<PowOp, powGrad>(ctx);

@@ -71,6 +71,7 @@ MPC_UNARY(ceilK, std::ceil(x))
 MPC_UNARY(roundK, std::nearbyint(x))
 MPC_UNARY(hardSwishK, x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)))
 MPC_UNARY(mishK, x * std::tanh(std::log1p(std::exp(x))))
+MPC_UNARY(atanK, std::atan(x))
 #undef MPC_UNARY
 
 void geluK(KernelContext &c) {
@@ -429,6 +430,7 @@ void registerElementwiseKernels(KernelTable &t) {
   t.add(OpId::Round, roundK);
   t.add(OpId::HardSwish, hardSwishK);
   t.add(OpId::Mish, mishK);
+  t.add(OpId::Atan, atanK);
   t.add(OpId::Gelu, geluK);
   t.add(OpId::LeakyRelu, leakyReluK);
   t.add(OpId::Elu, eluK);
