@@ -314,7 +314,6 @@ bool Emitter::clip(Step &s, const std::string &name) {
 
 void registerElementwiseEmitters(EmitterTable &t) {
   t.emit(OpId::Clip, &Emitter::clip);
-  t.unsupported(OpId::Mish);
 }
 
 //===----------------------------------------------------------------------===//

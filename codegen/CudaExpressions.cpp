@@ -98,6 +98,7 @@ void registerExpressions(EmitterTable &t) {
   t.expr(OpId::Ceil, "ceilf(a)");
   t.expr(OpId::Round, "rintf(a)"); // half to even, as nearbyint
   t.expr(OpId::Softplus, "log1pf(expf(a))");
+  t.expr(OpId::Mish, "a * tanhf(log1pf(expf(a)))");
   t.expr(OpId::Softsign, "a / (1.0f + fabsf(a))");
   t.expr(OpId::Sign, "a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a");
   t.expr(OpId::HardSwish, "a * fmaxf(0.0f, fminf(1.0f, a / 6.0f + 0.5f))");

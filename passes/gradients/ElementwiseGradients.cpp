@@ -89,6 +89,20 @@ LogicalResult atanGrad(Context &c, AtanOp) { // 1 / (1 + x^2)
   return success();
 }
 
+LogicalResult softplusGrad(Context &c, SoftplusOp) { // sigmoid(x)
+  c.grads[0] = c.times(c.make<SigmoidOp>(c.x(0)));
+  return success();
+}
+
+LogicalResult mishGrad(Context &c, MishOp) {
+  // y = x tanh(sp(x)): tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2)
+  Value t = c.make<TanhOp>(c.make<SoftplusOp>(c.x(0)));
+  Value dt = c.make<SubOp>({c.scalar(1.0), c.make<MulOp>({t, t})});
+  Value xs = c.make<MulOp>({c.x(0), c.make<SigmoidOp>(c.x(0))});
+  c.grads[0] = c.times(c.make<AddOp>({t, c.make<MulOp>({xs, dt})}));
+  return success();
+}
+
 LogicalResult erfGrad(Context &c, ErfOp) { // 2/sqrt(pi) exp(-x^2)
   Value sq = c.make<MulOp>({c.x(0), c.x(0)});
   Value e = c.make<ExpOp>(c.make<NegOp>(sq));
@@ -157,6 +171,8 @@ void attachElementwiseRules(MLIRContext *ctx) {
   attachRule<LogOp, logGrad>(ctx);
   attachRule<SqrtOp, sqrtGrad>(ctx);
   attachRule<AtanOp, atanGrad>(ctx);
+  attachRule<SoftplusOp, softplusGrad>(ctx);
+  attachRule<MishOp, mishGrad>(ctx);
   attachRule<ErfOp, erfGrad>(ctx);
   attachRule<GeluOp, geluGrad>(ctx);
   attachRule<PowOp, powGrad>(ctx);

@@ -1,4 +1,4 @@
-"""Writes two small train models for the emulation test into OUT_DIR:
+"""Writes three small train models for the emulation test into OUT_DIR:
 
 gather_rows.onnx: scores = Gather(x @ W reshaped [N,3,10], [1, 1], axis=1)
 flattened @ W2, with a softmax cross-entropy loss. In fp16 the Gather
@@ -8,6 +8,9 @@ tensor with a repeated index.
 gap_relu.onnx: x @ W reshaped [N,3,4,4], Relu, GlobalAveragePool, @ W2,
 softmax cross-entropy. The backward's Expand (of the pooled gradient) and
 the Relu gradient fuse into one CUDA kernel.
+
+smooth_act.onnx: x @ W, Mish, Atan, Softplus, @ W2, softmax cross-entropy
+(opset 18): the smooth activations' kernels and gradients.
 
 usage: make_small_models.py OUT_DIR
 """
@@ -31,7 +34,7 @@ def ints(name, values):
     return numpy_helper.from_array(np.array(values, np.int64), name)
 
 
-def save(name, nodes, inits):
+def save(name, nodes, inits, opset=17):
     graph = helper.make_graph(
         nodes + [helper.make_node("SoftmaxCrossEntropyLoss",
                                   ["scores", "labels"], ["loss"], name="loss")],
@@ -40,7 +43,7 @@ def save(name, nodes, inits):
          helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
     model = helper.make_model(graph,
-                              opset_imports=[helper.make_opsetid("", 17)])
+                              opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(out, name + ".onnx"))
 
@@ -63,3 +66,11 @@ save("gap_relu", [
     helper.make_node("MatMul", ["p2", "W2"], ["scores"], name="head"),
 ], [weight("W", (8, 48)), weight("W2", (3, 10)), ints("shape4", [4, 3, 4, 4]),
     ints("shape2", [4, 3])])
+
+save("smooth_act", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Mish", ["h"], ["m"], name="mish"),
+    helper.make_node("Atan", ["m"], ["a"], name="atan"),
+    helper.make_node("Softplus", ["a"], ["s"], name="softplus"),
+    helper.make_node("MatMul", ["s", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 16)), weight("W2", (16, 10))], opset=18)

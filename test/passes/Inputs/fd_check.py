@@ -137,6 +137,8 @@ cases = [
     case("log_softmax", [mk("LogSoftmax", ["W"], ["Y"], axis=-1)], n(3, 4)),
     case("erf", [mk("Erf", ["W"], ["Y"])], n(5)),
     case("atan", [mk("Atan", ["W"], ["Y"])], n(5) * 2),
+    case("softplus", [mk("Softplus", ["W"], ["Y"])], n(6) * 3),
+    case("mish", [mk("Mish", ["W"], ["Y"])], n(6) * 3, opset=18),
     case("gelu", [mk("Gelu", ["W"], ["Y"])], n(5), opset=20),
     case("pow", [mk("Pow", ["W", "E"], ["Y"])], pos(4),
          extra={"E": np.array(3.0, np.float32)}),
