@@ -48,6 +48,7 @@ const EmitterTable &emitters() {
     registerDataEmitters(t);
     registerGemmEmitters(t);
     registerNnEmitters(t);
+    registerTrainEmitters(t);
     std::string missing;
     for (size_t i = 0; i < ::mpc::rt::kNumOps; ++i)
       if (inPlans((OpId)i) && !t[(OpId)i].any())

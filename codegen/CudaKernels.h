@@ -6,8 +6,8 @@
 // (the walk, elementwise kernels and fused chains), CudaExpressions.cpp
 // (the elementwise ops' FP32 expressions), CudaDataKernels.cpp (data
 // movement), CudaGemmKernels.cpp (tensor-core GEMMs, convolutions and
-// their gradients) and CudaNnKernels.cpp (reductions, pooling, losses,
-// loss scaling, optimizers).
+// their gradients), CudaNnKernels.cpp (normalisation, reductions, pooling)
+// and CudaTrainKernels.cpp (losses, loss scaling, optimizers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +105,7 @@ void registerExpressions(EmitterTable &t);         // CudaExpressions.cpp
 void registerDataEmitters(EmitterTable &t);        // CudaDataKernels.cpp
 void registerGemmEmitters(EmitterTable &t);        // CudaGemmKernels.cpp
 void registerNnEmitters(EmitterTable &t);          // CudaNnKernels.cpp
+void registerTrainEmitters(EmitterTable &t);       // CudaTrainKernels.cpp
 
 struct Emitter {
   Plan &plan;
@@ -178,8 +179,10 @@ struct Emitter {
   bool argExtreme(Step &s, const std::string &name); // arg_max, arg_min
   bool pool(Step &s, const std::string &name);       // max, average
   bool globalAveragePool(Step &s, const std::string &name);
-  bool crossEntropy(Step &s, const std::string &name); // and nll_loss
   bool poolGrad(Step &s, const std::string &name);
+
+  // CudaTrainKernels.cpp
+  bool crossEntropy(Step &s, const std::string &name); // and nll_loss
   bool crossEntropyGrad(Step &s, const std::string &name);
   bool unscaleGrads(Step &s, const std::string &name);
   bool updateLossScale(Step &s, const std::string &name);

@@ -139,10 +139,47 @@ DenseElementsAttr toAttr(const rt::Tensor &t, MLIRContext *ctx) {
       type, ArrayRef<char>(static_cast<const char *>(t.raw()), t.bytes()));
 }
 
-bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
+namespace {
+
+/// Lowers one function: a value id per SSA value, then a step per op.
+class Builder {
+public:
+  Builder(rt::Plan &plan, std::string &error) : plan(plan), error(error) {}
+
+  bool build(func::FuncOp func) {
+    Block &body = func.getBody().front();
+    if (!bindArguments(func))
+      return false;
+    if (func->hasAttr("mpc.train_step"))
+      plan.train = trainInfo(func);
+    for (Operation &op : body) {
+      if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          auto name = func.getResultAttrOfType<StringAttr>(i, "mpc.output");
+          plan.outputs.push_back(
+              {name ? name.str() : "output" + std::to_string(i),
+               ids.lookup(v)});
+        }
+      } else if (auto cst = llvm::dyn_cast<ConstantOp>(op)) {
+        int id = define(cst.getResult(), &op);
+        if (id < 0)
+          return false;
+        plan.constants[id] = toTensor(cst.getValue());
+      } else if (!addStep(op)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+private:
+  rt::Plan &plan;
+  std::string &error;
   llvm::DenseMap<Value, int> ids;
-  auto module = func->getParentOfType<ModuleOp>();
-  auto define = [&](Value v, Operation *where) -> int {
+
+  /// A new value id for `v` (defined by `where`, or an argument); -1 with
+  /// `error` when its type is not static.
+  int define(Value v, Operation *where) {
     auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
     auto dtype = t ? dtypeOf(t.getElementType()) : std::nullopt;
     if (!t || !dtype || !t.hasStaticShape()) {
@@ -157,44 +194,31 @@ bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
         {*dtype, rt::Shape(t.getShape().begin(), t.getShape().end())});
     ids[v] = id;
     return id;
-  };
-
-  Block &body = func.getBody().front();
-  for (BlockArgument arg : body.getArguments()) {
-    int id = define(arg, nullptr);
-    if (id < 0)
-      return false;
-    if (auto sym = func.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
-                                                            "mpc.param")) {
-      auto param = module.lookupSymbol<ParamOp>(sym);
-      plan.params.push_back({sym.getValue().str(), id, param.getTrainable(),
-                             toTensor(param.getValue())});
-    } else {
-      auto name =
-          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "mpc.input");
-      plan.inputs.push_back(
-          {name ? name.str() : "arg" + std::to_string(arg.getArgNumber()), id});
-    }
   }
 
-  if (func->hasAttr("mpc.train_step"))
-    plan.train = trainInfo(func);
-  for (Operation &op : body) {
-    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        auto name = func.getResultAttrOfType<StringAttr>(i, "mpc.output");
-        plan.outputs.push_back(
-            {name ? name.str() : "output" + std::to_string(i), ids.lookup(v)});
-      }
-      continue;
-    }
-    if (auto cst = llvm::dyn_cast<ConstantOp>(op)) {
-      int id = define(cst.getResult(), &op);
+  /// Arguments become parameters (with their mpc.param's initial value) or
+  /// named inputs.
+  bool bindArguments(func::FuncOp func) {
+    auto module = func->getParentOfType<ModuleOp>();
+    for (BlockArgument arg : func.getBody().front().getArguments()) {
+      int id = define(arg, nullptr);
       if (id < 0)
         return false;
-      plan.constants[id] = toTensor(cst.getValue());
-      continue;
+      unsigned n = arg.getArgNumber();
+      if (auto sym = func.getArgAttrOfType<FlatSymbolRefAttr>(n, "mpc.param")) {
+        auto param = module.lookupSymbol<ParamOp>(sym);
+        plan.params.push_back({sym.getValue().str(), id, param.getTrainable(),
+                               toTensor(param.getValue())});
+      } else {
+        auto name = func.getArgAttrOfType<StringAttr>(n, "mpc.input");
+        plan.inputs.push_back(
+            {name ? name.str() : "arg" + std::to_string(n), id});
+      }
     }
+    return true;
+  }
+
+  bool addStep(Operation &op) {
     rt::Step step;
     std::optional<rt::OpId> id =
         op.getDialect() && op.getDialect()->getNamespace() == "mpc"
@@ -243,8 +267,14 @@ bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
       step.amp = why.str();
     step.countUnderflow = op.hasAttr("mpc.count_underflow");
     plan.steps.push_back(std::move(step));
+    return true;
   }
-  return true;
+};
+
+} // namespace
+
+bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
+  return Builder(plan, error).build(func);
 }
 
 } // namespace mlir::mpc

@@ -32,6 +32,18 @@ NodeImportFn lookupNodeImporter(llvm::StringRef domain, llvm::StringRef opType);
 /// Every (domain, op_type) with an importer, sorted.
 std::vector<std::pair<std::string, std::string>> supportedOps();
 
+/// The table-driven importers of ai.onnx ops that map 1:1 onto an mpc op
+/// (SimpleImporters.cpp): the importer of `opType` or null, and their names.
+NodeImportFn lookupSimpleImporter(llvm::StringRef opType);
+void listSimpleOps(std::vector<std::string> &ops);
+/// The same for ai.onnx.preview.training (TrainingImporters.cpp).
+NodeImportFn lookupTrainingImporter(llvm::StringRef opType);
+void listTrainingOps(std::vector<std::string> &ops);
+
+/// Operands up to the last given input; a gap in the middle is an error
+/// (mpc ops take their optional operands positionally).
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> denseOperands(NodeContext &c);
+
 /// The MLIR element type of an ONNX data type, or null when unsupported.
 mlir::Type elementTypeOf(int32_t onnxType, mlir::MLIRContext *ctx);
 /// "FLOAT", "DOUBLE"...

@@ -116,18 +116,70 @@ void setElemType(onnx::ValueInfoProto &v, int type) {
   v.mutable_type()->mutable_tensor_type()->set_elem_type(type);
 }
 
-} // namespace
+/// The rewrite in phases over one graph: the precision of each node, the
+/// new element type of each tensor (storing initializers and constants
+/// low), the casts where types meet, and the nodes emitted again with the
+/// casts after their producers.
+class Rewriter {
+public:
+  Rewriter(onnx::ModelProto &model, const std::string &dir,
+           const std::map<std::string, bool> &painted,
+           const std::map<std::string, int> &elemTypes,
+           const RewriteOptions &options, RewriteReport &report)
+      : model(model), g(*model.mutable_graph()), dir(dir), options(options),
+        report(report), lowNodes(painted), type(elemTypes),
+        low(options.bf16 ? TensorProto::BFLOAT16 : TensorProto::FLOAT16),
+        lowName(options.bf16 ? "bf16" : "fp16") {}
 
-bool rewriteMixedPrecision(onnx::ModelProto &model, const std::string &dir,
-                           const std::map<std::string, bool> &painted,
-                           const std::map<std::string, int> &elemTypes,
-                           const RewriteOptions &options,
-                           RewriteReport &report, std::string &error) {
-  onnx::GraphProto &g = *model.mutable_graph();
-  // Identity nodes vanish at import (exporters use them to share
-  // initializers): they take the precision all their users agree on.
-  std::map<std::string, bool> lowNodes = painted;
-  {
+  bool run(std::string &error) {
+    paintIdentities();
+    indexGraph();
+    if (!retypeStorage(error))
+      return false;
+    castOutputs();
+    castInputs();
+    emitNodes();
+    auto *meta = model.add_metadata_props();
+    meta->set_key("mpc.converted");
+    meta->set_value(lowName);
+    return true;
+  }
+
+private:
+  onnx::ModelProto &model;
+  onnx::GraphProto &g;
+  const std::string &dir;
+  const RewriteOptions &options;
+  RewriteReport &report;
+  std::map<std::string, bool> lowNodes; // node key -> low precision?
+  std::map<std::string, int> type, newType; // tensor -> element type
+  const int low;
+  const char *lowName;
+  std::map<std::string, std::vector<int>> users; // tensor -> node indices
+  std::set<std::string> graphOutputs, names;
+  std::map<std::string, int> producerIndex;
+  std::map<std::pair<std::string, int>, std::string> castOf;
+  std::map<std::string, std::vector<onnx::NodeProto>> castsAfter; // producer output -> casts
+  std::vector<onnx::NodeProto> leadingCasts;
+
+  int precisionOf(const onnx::NodeProto &n) const {
+    auto it = lowNodes.find(nodeKey(n));
+    return it == lowNodes.end() ? 0 : it->second ? low : kFloat;
+  }
+
+  bool onlyLowUsers(const std::string &t) const {
+    auto it = users.find(t);
+    if (it == users.end() || graphOutputs.count(t))
+      return false;
+    for (int u : it->second)
+      if (precisionOf(g.node(u)) != low)
+        return false;
+    return true;
+  }
+
+  /// Identity nodes vanish at import (exporters use them to share
+  /// initializers): they take the precision all their users agree on.
+  void paintIdentities() {
     std::map<std::string, std::vector<const onnx::NodeProto *>> readers;
     for (const auto &n : g.node())
       for (const auto &in : n.input())
@@ -146,202 +198,204 @@ bool rewriteMixedPrecision(onnx::ModelProto &model, const std::string &dir,
         lowNodes[nodeKey(n)] = true;
     }
   }
-  const int low = options.bf16 ? TensorProto::BFLOAT16 : TensorProto::FLOAT16;
-  const char *lowName = options.bf16 ? "bf16" : "fp16";
 
-  // Element types of every tensor, as imported; declared ones win.
-  std::map<std::string, int> type = elemTypes;
-  for (const auto &v : g.input())
-    if (v.type().tensor_type().elem_type())
-      type[v.name()] = v.type().tensor_type().elem_type();
-  for (const auto &t : g.initializer())
-    type[t.name()] = t.data_type();
-  auto precisionOf = [&](const onnx::NodeProto &n) -> int {
-    auto it = lowNodes.find(nodeKey(n));
-    return it == lowNodes.end() ? 0 : it->second ? low : kFloat;
-  };
-  std::map<std::string, std::vector<int>> users; // tensor -> node indices
-  for (int i = 0; i < g.node_size(); ++i)
-    for (const auto &in : g.node(i).input())
-      users[in].push_back(i);
-  std::set<std::string> graphOutputs;
-  for (const auto &o : g.output())
-    graphOutputs.insert(o.name());
-  auto onlyLowUsers = [&](const std::string &t) {
-    auto it = users.find(t);
-    if (it == users.end() || graphOutputs.count(t))
-      return false;
-    for (int u : it->second)
-      if (precisionOf(g.node(u)) != low)
-        return false;
-    return true;
-  };
-
-  // New element types: outputs of low nodes; initializers, Constants and
-  // (unless --keep-io-types) graph inputs read only by low nodes.
-  std::map<std::string, int> newType = type;
-  for (const auto &n : g.node())
-    if (precisionOf(n) == low)
+  /// Element types of every tensor as imported (declared ones win), users,
+  /// producers and the names taken.
+  void indexGraph() {
+    for (const auto &v : g.input())
+      if (v.type().tensor_type().elem_type())
+        type[v.name()] = v.type().tensor_type().elem_type();
+    for (const auto &t : g.initializer())
+      type[t.name()] = t.data_type();
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto &in : g.node(i).input())
+        users[in].push_back(i);
+    for (const auto &o : g.output())
+      graphOutputs.insert(o.name());
+    for (const auto &n : g.node())
       for (const auto &o : n.output())
-        if (type.count(o) && type[o] == kFloat)
-          newType[o] = low;
-  for (auto &t : *g.mutable_initializer()) {
-    if (t.data_type() != kFloat)
-      continue;
-    bool readByPainted = users.count(t.name()) != 0;
-    if (!onlyLowUsers(t.name())) {
-      if (readByPainted)
-        for (int u : users[t.name()])
-          if (precisionOf(g.node(u)) == low) {
-            report.keptFp32.push_back(t.name());
-            break;
-          }
-      continue;
-    }
-    std::vector<float> values;
-    if (!floatValues(t, dir, values, error))
-      return false;
-    if (t.data_location() == TensorProto::EXTERNAL)
-      report.wasExternal.push_back(t.name());
-    RewriteReport::Stored stats{t.name()};
-    storeLow(t, values, options.bf16, stats);
-    report.storedLow.push_back(stats);
-    newType[t.name()] = low;
+        names.insert(o);
+    for (const auto &v : g.input())
+      names.insert(v.name());
+    for (const auto &t : g.initializer())
+      names.insert(t.name());
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto &o : g.node(i).output())
+        producerIndex[o] = i;
   }
-  for (auto &n : *g.mutable_node()) {
-    if (n.op_type() != "Constant" || n.output_size() != 1 ||
-        !onlyLowUsers(n.output(0)))
-      continue;
-    for (auto &a : *n.mutable_attribute())
-      if (a.name() == "value" && a.t().data_type() == kFloat) {
-        std::vector<float> values;
-        if (!floatValues(a.t(), dir, values, error))
-          return false;
-        RewriteReport::Stored stats{n.output(0)};
-        storeLow(*a.mutable_t(), values, options.bf16, stats);
-        report.storedLow.push_back(stats);
-        newType[n.output(0)] = low;
-      }
-  }
-  if (!options.keepIoTypes)
-    for (auto &in : *g.mutable_input())
-      if (type[in.name()] == kFloat && onlyLowUsers(in.name())) {
-        newType[in.name()] = low;
-        setElemType(in, low);
-        report.ioChanged.push_back(in.name());
-      }
 
-  // Casts, one per (tensor, type), emitted right after the producer (or
-  // first, for graph inputs and initializers).
-  std::set<std::string> names;
-  for (const auto &n : g.node())
-    for (const auto &o : n.output())
-      names.insert(o);
-  for (const auto &v : g.input())
-    names.insert(v.name());
-  for (const auto &t : g.initializer())
-    names.insert(t.name());
-  auto fresh = [&](const std::string &base) {
+  /// New element types: outputs of low nodes; initializers, Constants and
+  /// (unless --keep-io-types) graph inputs read only by low nodes.
+  bool retypeStorage(std::string &error) {
+    newType = type;
+    for (const auto &n : g.node())
+      if (precisionOf(n) == low)
+        for (const auto &o : n.output())
+          if (type.count(o) && type[o] == kFloat)
+            newType[o] = low;
+    for (auto &t : *g.mutable_initializer()) {
+      if (t.data_type() != kFloat)
+        continue;
+      bool readByPainted = users.count(t.name()) != 0;
+      if (!onlyLowUsers(t.name())) {
+        if (readByPainted)
+          for (int u : users[t.name()])
+            if (precisionOf(g.node(u)) == low) {
+              report.keptFp32.push_back(t.name());
+              break;
+            }
+        continue;
+      }
+      std::vector<float> values;
+      if (!floatValues(t, dir, values, error))
+        return false;
+      if (t.data_location() == TensorProto::EXTERNAL)
+        report.wasExternal.push_back(t.name());
+      RewriteReport::Stored stats{t.name()};
+      storeLow(t, values, options.bf16, stats);
+      report.storedLow.push_back(stats);
+      newType[t.name()] = low;
+    }
+    for (auto &n : *g.mutable_node()) {
+      if (n.op_type() != "Constant" || n.output_size() != 1 ||
+          !onlyLowUsers(n.output(0)))
+        continue;
+      for (auto &a : *n.mutable_attribute())
+        if (a.name() == "value" && a.t().data_type() == kFloat) {
+          std::vector<float> values;
+          if (!floatValues(a.t(), dir, values, error))
+            return false;
+          RewriteReport::Stored stats{n.output(0)};
+          storeLow(*a.mutable_t(), values, options.bf16, stats);
+          report.storedLow.push_back(stats);
+          newType[n.output(0)] = low;
+        }
+    }
+    if (!options.keepIoTypes)
+      for (auto &in : *g.mutable_input())
+        if (type[in.name()] == kFloat && onlyLowUsers(in.name())) {
+          newType[in.name()] = low;
+          setElemType(in, low);
+          report.ioChanged.push_back(in.name());
+        }
+    return true;
+  }
+
+  std::string fresh(const std::string &base) {
     std::string name = base;
     for (int k = 1; names.count(name); ++k)
       name = base + "_" + std::to_string(k);
     names.insert(name);
     return name;
-  };
-  std::map<std::pair<std::string, int>, std::string> castOf;
-  std::map<std::string, std::vector<onnx::NodeProto>> castsAfter; // producer output -> casts
-  std::vector<onnx::NodeProto> leadingCasts;
-  std::map<std::string, int> producerIndex;
-  for (int i = 0; i < g.node_size(); ++i)
-    for (const auto &o : g.node(i).output())
-      producerIndex[o] = i;
-  auto castTo = [&](const std::string &t, int to) -> std::string {
-    auto key = std::make_pair(t, to);
-    if (auto it = castOf.find(key); it != castOf.end())
-      return it->second;
-    std::string out = fresh(t + (to == kFloat ? "/to_fp32" : std::string("/to_") + lowName));
+  }
+
+  static onnx::NodeProto castNode(const std::string &name,
+                                  const std::string &in,
+                                  const std::string &out, int to) {
     onnx::NodeProto cast;
     cast.set_op_type("Cast");
-    cast.set_name(out);
-    cast.add_input(t);
+    cast.set_name(name);
+    cast.add_input(in);
     cast.add_output(out);
     auto *attr = cast.add_attribute();
     attr->set_name("to");
     attr->set_type(onnx::AttributeProto::INT);
     attr->set_i(to);
-    (producerIndex.count(t) ? castsAfter[t] : leadingCasts).push_back(cast);
+    return cast;
+  }
+
+  /// Tensor `t` as type `to`: one cast per (tensor, type), emitted right
+  /// after the producer (or first, for graph inputs and initializers).
+  std::string castTo(const std::string &t, int to) {
+    auto key = std::make_pair(t, to);
+    if (auto it = castOf.find(key); it != castOf.end())
+      return it->second;
+    std::string out = fresh(t + (to == kFloat ? "/to_fp32"
+                                              : std::string("/to_") + lowName));
+    (producerIndex.count(t) ? castsAfter[t] : leadingCasts)
+        .push_back(castNode(out, t, out, to));
     report.castsAdded.push_back(out);
     return castOf[key] = out;
-  };
-  // Graph outputs computed in low precision: declare the low type, or
-  // (--keep-io-types) let the producer write an internal tensor and a Cast
-  // write the output; FP32 readers then read the output itself.
-  for (auto &out : *g.mutable_output()) {
-    if (newType[out.name()] != low || type[out.name()] != kFloat)
-      continue;
-    if (!options.keepIoTypes) {
-      setElemType(out, low);
-      report.ioChanged.push_back(out.name());
-      continue;
-    }
-    std::string internal = fresh(out.name() + "/" + lowName);
-    for (auto &n : *g.mutable_node()) {
-      for (auto &o : *n.mutable_output())
-        if (o == out.name())
-          o = internal;
-      for (auto &i : *n.mutable_input())
-        if (i == out.name())
-          i = internal;
-    }
-    producerIndex[internal] = producerIndex[out.name()];
-    producerIndex.erase(out.name());
-    newType[internal] = low;
-    newType[out.name()] = kFloat;
-    onnx::NodeProto cast;
-    cast.set_op_type("Cast");
-    cast.set_name(fresh(out.name() + "/to_fp32"));
-    cast.add_input(internal);
-    cast.add_output(out.name());
-    auto *attr = cast.add_attribute();
-    attr->set_name("to");
-    attr->set_type(onnx::AttributeProto::INT);
-    attr->set_i(kFloat);
-    castsAfter[internal].push_back(cast);
-    castOf[{internal, kFloat}] = out.name();
-    report.castsAdded.push_back(cast.name());
   }
-  for (auto &n : *g.mutable_node()) {
-    int p = precisionOf(n);
-    if (!p)
-      continue;
-    for (auto &in : *n.mutable_input()) {
-      auto it = newType.find(in);
-      if (in.empty() || it == newType.end())
+
+  /// Graph outputs computed in low precision: declare the low type, or
+  /// (--keep-io-types) let the producer write an internal tensor and a Cast
+  /// write the output; FP32 readers then read the output itself.
+  void castOutputs() {
+    for (auto &out : *g.mutable_output()) {
+      if (newType[out.name()] != low || type[out.name()] != kFloat)
         continue;
-      int t = it->second;
-      if ((t == kFloat || t == low) && t != p)
-        in = castTo(in, p);
+      if (!options.keepIoTypes) {
+        setElemType(out, low);
+        report.ioChanged.push_back(out.name());
+        continue;
+      }
+      std::string internal = fresh(out.name() + "/" + lowName);
+      for (auto &n : *g.mutable_node()) {
+        for (auto &o : *n.mutable_output())
+          if (o == out.name())
+            o = internal;
+        for (auto &i : *n.mutable_input())
+          if (i == out.name())
+            i = internal;
+      }
+      producerIndex[internal] = producerIndex[out.name()];
+      producerIndex.erase(out.name());
+      newType[internal] = low;
+      newType[out.name()] = kFloat;
+      onnx::NodeProto cast = castNode(fresh(out.name() + "/to_fp32"), internal,
+                                      out.name(), kFloat);
+      castsAfter[internal].push_back(cast);
+      castOf[{internal, kFloat}] = out.name();
+      report.castsAdded.push_back(cast.name());
     }
   }
-  // Re-emit the nodes in order with the casts after their producers.
-  std::vector<onnx::NodeProto> nodes(leadingCasts);
-  for (const auto &n : g.node()) {
-    nodes.push_back(n);
-    for (const auto &o : n.output())
-      if (auto it = castsAfter.find(o); it != castsAfter.end())
-        nodes.insert(nodes.end(), it->second.begin(), it->second.end());
+
+  /// Every painted node reads its float inputs in its own precision.
+  void castInputs() {
+    for (auto &n : *g.mutable_node()) {
+      int p = precisionOf(n);
+      if (!p)
+        continue;
+      for (auto &in : *n.mutable_input()) {
+        auto it = newType.find(in);
+        if (in.empty() || it == newType.end())
+          continue;
+        int t = it->second;
+        if ((t == kFloat || t == low) && t != p)
+          in = castTo(in, p);
+      }
+    }
   }
-  g.clear_node();
-  for (auto &n : nodes)
-    *g.add_node() = std::move(n);
-  for (auto &v : *g.mutable_value_info())
-    if (auto it = newType.find(v.name());
-        it != newType.end() && v.type().has_tensor_type())
-      setElemType(v, it->second);
-  auto *meta = model.add_metadata_props();
-  meta->set_key("mpc.converted");
-  meta->set_value(lowName);
-  return true;
+
+  /// The nodes in order with the casts after their producers; value_info
+  /// retyped.
+  void emitNodes() {
+    std::vector<onnx::NodeProto> nodes(leadingCasts);
+    for (const auto &n : g.node()) {
+      nodes.push_back(n);
+      for (const auto &o : n.output())
+        if (auto it = castsAfter.find(o); it != castsAfter.end())
+          nodes.insert(nodes.end(), it->second.begin(), it->second.end());
+    }
+    g.clear_node();
+    for (auto &n : nodes)
+      *g.add_node() = std::move(n);
+    for (auto &v : *g.mutable_value_info())
+      if (auto it = newType.find(v.name());
+          it != newType.end() && v.type().has_tensor_type())
+        setElemType(v, it->second);
+  }
+};
+
+} // namespace
+
+bool rewriteMixedPrecision(onnx::ModelProto &model, const std::string &dir,
+                           const std::map<std::string, bool> &painted,
+                           const std::map<std::string, int> &elemTypes,
+                           const RewriteOptions &options,
+                           RewriteReport &report, std::string &error) {
+  return Rewriter(model, dir, painted, elemTypes, options, report).run(error);
 }
 
 bool saveModelAtomically(onnx::ModelProto &model, const std::string &path,

@@ -1,9 +1,9 @@
-//===- NodeImporters.cpp - one importer per ONNX op -----------------------===//
+//===- NodeImporters.cpp - ONNX ops with an importer function each --------===//
 //
-// Most ops map 1:1 onto an mpc op with renamed/retyped attributes and are
-// described by a table row. Ops whose signature changed across opsets
-// (axes/split/pads moving from attributes to inputs, training modes...) have
-// a function each; all normalise to one mpc form.
+// Ops whose signature changed across opsets (axes/split/pads moving from
+// attributes to inputs, training modes...) or that need extra logic have a
+// function each; all normalise to one mpc form. The 1:1 ops are table rows
+// in SimpleImporters.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,183 +18,6 @@ using namespace mlir;
 
 namespace mlir::mpc::importer {
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Table-driven 1:1 ops
-//===----------------------------------------------------------------------===//
-
-enum class Kind { I64, F32, Bool, Str, I64s };
-
-struct AttrSpec {
-  llvm::StringLiteral name;
-  Kind kind;
-};
-
-struct SimpleOp {
-  llvm::StringLiteral mpcOp;
-  std::vector<AttrSpec> attrs;
-  /// ONNX attributes accepted and dropped because they cannot change the
-  /// result mpc computes.
-  std::vector<llvm::StringRef> ignored = {};
-};
-
-const std::vector<AttrSpec> kWindowAttrs = {{"auto_pad", Kind::Str},
-                                            {"kernel_shape", Kind::I64s},
-                                            {"strides", Kind::I64s},
-                                            {"pads", Kind::I64s},
-                                            {"dilations", Kind::I64s}};
-
-std::vector<AttrSpec> withWindow(std::vector<AttrSpec> extra) {
-  extra.insert(extra.end(), kWindowAttrs.begin(), kWindowAttrs.end());
-  return extra;
-}
-
-const llvm::StringMap<SimpleOp> &simpleOps() {
-  static const llvm::StringMap<SimpleOp> table = [] {
-    llvm::StringMap<SimpleOp> t;
-    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
-             {"Exp", "mpc.exp"}, {"Log", "mpc.log"}, {"Sqrt", "mpc.sqrt"},
-             {"Reciprocal", "mpc.reciprocal"}, {"Tanh", "mpc.tanh"},
-             {"Sigmoid", "mpc.sigmoid"}, {"Erf", "mpc.erf"}, {"Sin", "mpc.sin"},
-             {"Cos", "mpc.cos"}, {"Softplus", "mpc.softplus"},
-             {"Softsign", "mpc.softsign"}, {"Floor", "mpc.floor"},
-             {"Ceil", "mpc.ceil"}, {"Round", "mpc.round"},
-             {"HardSwish", "mpc.hard_swish"}, {"Mish", "mpc.mish"},
-             {"Atan", "mpc.atan"},
-             {"Abs", "mpc.abs"}, {"Neg", "mpc.neg"}, {"Relu", "mpc.relu"},
-             {"Sign", "mpc.sign"}, {"Identity", "mpc.identity"},
-             {"Not", "mpc.not"}, {"IsNaN", "mpc.is_nan"}, {"Add", "mpc.add"},
-             {"Sub", "mpc.sub"}, {"Mul", "mpc.mul"}, {"Div", "mpc.div"},
-             {"PRelu", "mpc.prelu"}, {"And", "mpc.and"}, {"Or", "mpc.or"},
-             {"Xor", "mpc.xor"}, {"Pow", "mpc.pow"}, {"Equal", "mpc.equal"},
-             {"Less", "mpc.less"}, {"LessOrEqual", "mpc.less_or_equal"},
-             {"Greater", "mpc.greater"},
-             {"GreaterOrEqual", "mpc.greater_or_equal"}, {"Where", "mpc.where"},
-             {"Max", "mpc.max"}, {"Min", "mpc.min"}, {"Sum", "mpc.sum"},
-             {"Mean", "mpc.mean"}, {"MatMul", "mpc.matmul"},
-             {"GlobalAveragePool", "mpc.global_average_pool"},
-             {"GlobalMaxPool", "mpc.global_max_pool"}, {"Size", "mpc.size"},
-             {"Expand", "mpc.expand"}, {"Tile", "mpc.tile"},
-             {"Range", "mpc.range"}})
-      t.try_emplace(onnx, SimpleOp{mpc, {}});
-    t.try_emplace("Gelu", SimpleOp{"mpc.gelu", {{"approximate", Kind::Str}}});
-    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
-             {"LeakyRelu", "mpc.leaky_relu"}, {"Elu", "mpc.elu"},
-             {"Celu", "mpc.celu"}, {"ThresholdedRelu", "mpc.thresholded_relu"}})
-      t.try_emplace(onnx, SimpleOp{mpc, {{"alpha", Kind::F32}}});
-    t.try_emplace("Selu", SimpleOp{"mpc.selu", {{"alpha", Kind::F32},
-                                                {"gamma", Kind::F32}}});
-    t.try_emplace("HardSigmoid",
-                  SimpleOp{"mpc.hard_sigmoid",
-                           {{"alpha", Kind::F32}, {"beta", Kind::F32}}});
-    t.try_emplace("IsInf", SimpleOp{"mpc.is_inf",
-                                    {{"detect_negative", Kind::Bool},
-                                     {"detect_positive", Kind::Bool}}});
-    t.try_emplace("Mod", SimpleOp{"mpc.mod", {{"fmod", Kind::Bool}}});
-    t.try_emplace("Gemm", SimpleOp{"mpc.gemm",
-                                   {{"alpha", Kind::F32},
-                                    {"beta", Kind::F32},
-                                    {"transA", Kind::Bool},
-                                    {"transB", Kind::Bool}}});
-    t.try_emplace("Conv",
-                  SimpleOp{"mpc.conv", withWindow({{"group", Kind::I64}})});
-    t.try_emplace("MaxPool",
-                  SimpleOp{"mpc.max_pool",
-                           withWindow({{"ceil_mode", Kind::Bool},
-                                       {"storage_order", Kind::I64}})});
-    t.try_emplace("AveragePool",
-                  SimpleOp{"mpc.average_pool",
-                           withWindow({{"ceil_mode", Kind::Bool},
-                                       {"count_include_pad", Kind::Bool}})});
-    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
-             {"SoftmaxCrossEntropyLoss", "mpc.softmax_cross_entropy_loss"},
-             {"NegativeLogLikelihoodLoss", "mpc.nll_loss"}})
-      t.try_emplace(onnx, SimpleOp{mpc,
-                                   {{"reduction", Kind::Str},
-                                    {"ignore_index", Kind::I64}}});
-    for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{
-             {"ArgMax", "mpc.arg_max"}, {"ArgMin", "mpc.arg_min"}})
-      t.try_emplace(onnx, SimpleOp{mpc,
-                                   {{"axis", Kind::I64},
-                                    {"keepdims", Kind::Bool},
-                                    {"select_last_index", Kind::Bool}}});
-    t.try_emplace("Shape", SimpleOp{"mpc.shape", {{"start", Kind::I64},
-                                                  {"end", Kind::I64}}});
-    t.try_emplace("Reshape",
-                  SimpleOp{"mpc.reshape", {{"allowzero", Kind::Bool}}});
-    t.try_emplace("Transpose",
-                  SimpleOp{"mpc.transpose", {{"perm", Kind::I64s}}});
-    t.try_emplace("Concat", SimpleOp{"mpc.concat", {{"axis", Kind::I64}}});
-    t.try_emplace("Flatten", SimpleOp{"mpc.flatten", {{"axis", Kind::I64}}});
-    t.try_emplace("Gather", SimpleOp{"mpc.gather", {{"axis", Kind::I64}}});
-    t.try_emplace("GatherElements",
-                  SimpleOp{"mpc.gather_elements", {{"axis", Kind::I64}}});
-    t.try_emplace("GatherND",
-                  SimpleOp{"mpc.gather_nd", {{"batch_dims", Kind::I64}}});
-    return t;
-  }();
-  return table;
-}
-
-/// Converts the node's attributes as `spec` says.
-SmallVector<NamedAttribute> convertAttrs(NodeContext &c,
-                                         ArrayRef<AttrSpec> specs) {
-  SmallVector<NamedAttribute> attrs;
-  for (const AttrSpec &spec : specs) {
-    if (!c.attr(spec.name))
-      continue;
-    Attribute value;
-    switch (spec.kind) {
-    case Kind::I64:
-      value = c.b.getI64IntegerAttr(c.getInt(spec.name, 0));
-      break;
-    case Kind::Bool:
-      value = c.b.getBoolAttr(c.getInt(spec.name, 0) != 0);
-      break;
-    case Kind::F32:
-      value = c.b.getF32FloatAttr(c.getFloat(spec.name, 0));
-      break;
-    case Kind::Str:
-      value = c.b.getStringAttr(c.getString(spec.name, ""));
-      break;
-    case Kind::I64s:
-      value = c.b.getDenseI64ArrayAttr(c.getInts(spec.name).value_or(
-          SmallVector<int64_t>()));
-      break;
-    }
-    attrs.push_back(c.named(spec.name, value));
-  }
-  return attrs;
-}
-
-/// Operands up to the last given input; a gap in the middle is an error
-/// (mpc ops take their optional operands positionally).
-FailureOr<SmallVector<Value>> denseOperands(NodeContext &c) {
-  SmallVector<Value> operands(c.inputs);
-  while (!operands.empty() && !operands.back())
-    operands.pop_back();
-  for (auto [i, v] : llvm::enumerate(operands))
-    if (!v) {
-      (void)c.fail("omitting optional input " + Twine(i) +
-             " while giving later ones is not supported");
-      return failure();
-    }
-  return operands;
-}
-
-LogicalResult importSimple(NodeContext &c) {
-  const SimpleOp &op = simpleOps().find(c.node.op_type())->second;
-  SmallVector<StringRef> known(op.ignored.begin(), op.ignored.end());
-  for (const AttrSpec &a : op.attrs)
-    known.push_back(a.name);
-  if (failed(c.checkAttrs(known)))
-    return failure();
-  auto attrs = convertAttrs(c, op.attrs);
-  auto operands = denseOperands(c);
-  if (failed(operands))
-    return failure();
-  return c.emit(op.mpcOp, *operands, attrs);
-}
 
 //===----------------------------------------------------------------------===//
 // Ops with opset-dependent signatures or extra logic
@@ -568,75 +391,6 @@ LogicalResult importConstantOfShape(NodeContext &c) {
                 {c.named("value", value)});
 }
 
-//===----------------------------------------------------------------------===//
-// ai.onnx.preview.training
-//===----------------------------------------------------------------------===//
-
-LogicalResult importGradient(NodeContext &c) {
-  if (failed(c.checkAttrs({"xs", "zs", "y"})))
-    return failure();
-  auto xs = c.getStrings("xs");
-  auto zs = c.getStrings("zs").value_or(SmallVector<std::string>());
-  std::string y = c.getString("y", "");
-  if (!xs || y.empty())
-    return c.fail("Gradient needs attributes xs and y");
-  auto strs = [&](ArrayRef<std::string> v) {
-    return c.b.getStrArrayAttr(llvm::map_to_vector(
-        v, [](const std::string &s) { return StringRef(s); }));
-  };
-  // y computed in this graph becomes the target the lowering differentiates;
-  // in a training algorithm it lives in the inference graph instead.
-  SmallVector<Value> operands(c.inputs);
-  Value target = c.lookup ? c.lookup(y) : Value();
-  if (target)
-    operands.push_back(target);
-  return c.emit("mpc.gradient", operands,
-                {c.named("xs", strs(*xs)), c.named("zs", strs(zs)),
-                 c.named("y", c.b.getStringAttr(y))},
-                {(int32_t)c.inputs.size(), target ? 1 : 0});
-}
-
-LogicalResult importMomentum(NodeContext &c) {
-  if (failed(c.checkAttrs({"alpha", "beta", "mode", "norm_coefficient"})))
-    return failure();
-  for (StringRef required : {"alpha", "beta", "mode", "norm_coefficient"})
-    if (!c.attr(required))
-      return c.fail("Momentum needs attribute '" + required + "'");
-  return c.emit(
-      "mpc.momentum", c.inputs,
-      {c.named("alpha", c.b.getF32FloatAttr(c.getFloat("alpha", 0))),
-       c.named("beta", c.b.getF32FloatAttr(c.getFloat("beta", 0))),
-       c.named("mode", c.b.getStringAttr(c.getString("mode", ""))),
-       c.named("norm_coefficient",
-               c.b.getF32FloatAttr(c.getFloat("norm_coefficient", 0)))});
-}
-
-LogicalResult importAdagrad(NodeContext &c) {
-  if (failed(c.checkAttrs({"decay_factor", "epsilon", "norm_coefficient"})))
-    return failure();
-  return c.emit(
-      "mpc.adagrad", c.inputs,
-      {c.named("decay_factor", c.b.getF32FloatAttr(c.getFloat("decay_factor", 0))),
-       c.named("epsilon", c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-6f))),
-       c.named("norm_coefficient",
-               c.b.getF32FloatAttr(c.getFloat("norm_coefficient", 0)))});
-}
-
-LogicalResult importAdam(NodeContext &c) {
-  if (failed(c.checkAttrs({"alpha", "beta", "epsilon", "norm_coefficient",
-                           "norm_coefficient_post"})))
-    return failure();
-  return c.emit(
-      "mpc.adam", c.inputs,
-      {c.named("alpha", c.b.getF32FloatAttr(c.getFloat("alpha", 0.9f))),
-       c.named("beta", c.b.getF32FloatAttr(c.getFloat("beta", 0.999f))),
-       c.named("epsilon", c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-6f))),
-       c.named("norm_coefficient",
-               c.b.getF32FloatAttr(c.getFloat("norm_coefficient", 0))),
-       c.named("norm_coefficient_post",
-               c.b.getF32FloatAttr(c.getFloat("norm_coefficient_post", 0)))});
-}
-
 const llvm::StringMap<NodeImportFn> &customOps() {
   static const llvm::StringMap<NodeImportFn> table = {
       {"Constant", importConstant},
@@ -660,40 +414,33 @@ const llvm::StringMap<NodeImportFn> &customOps() {
   return table;
 }
 
-const llvm::StringMap<NodeImportFn> &trainingOps() {
-  static const llvm::StringMap<NodeImportFn> table = {
-      {"Gradient", importGradient},
-      {"Momentum", importMomentum},
-      {"Adagrad", importAdagrad},
-      {"Adam", importAdam}};
-  return table;
-}
-
 } // namespace
 
 std::vector<std::pair<std::string, std::string>> supportedOps() {
   std::vector<std::pair<std::string, std::string>> ops;
-  for (const auto &kv : simpleOps())
-      ops.emplace_back("ai.onnx", kv.getKey().str());
+  std::vector<std::string> simple;
+  listSimpleOps(simple);
+  for (const std::string &op : simple)
+    ops.emplace_back("ai.onnx", op);
   for (const auto &kv : reduceOps())
     ops.emplace_back("ai.onnx", kv.getKey().str());
   for (const auto &kv : customOps())
     ops.emplace_back("ai.onnx", kv.getKey().str());
-  for (const auto &kv : trainingOps())
-    ops.emplace_back("ai.onnx.preview.training", kv.getKey().str());
+  std::vector<std::string> training;
+  listTrainingOps(training);
+  for (const std::string &op : training)
+    ops.emplace_back("ai.onnx.preview.training", op);
   llvm::sort(ops);
   return ops;
 }
 
 NodeImportFn lookupNodeImporter(StringRef domain, StringRef opType) {
-  if (domain == "ai.onnx.preview.training") {
-    auto it = trainingOps().find(opType);
-    return it == trainingOps().end() ? nullptr : it->second;
-  }
+  if (domain == "ai.onnx.preview.training")
+    return lookupTrainingImporter(opType);
   if (!domain.empty())
     return nullptr;
-  if (simpleOps().count(opType))
-    return importSimple;
+  if (NodeImportFn simple = lookupSimpleImporter(opType))
+    return simple;
   if (reduceOps().count(opType))
     return importReduce;
   auto it = customOps().find(opType);

@@ -143,6 +143,83 @@ bool buildFatbin(const std::string &dir, const std::vector<std::string> &arch,
   return true;
 }
 
+/// Runs the pipeline --train or --precision asks for; returns the function
+/// to build the plan from (null with `error`).
+static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
+                                      std::string &error) {
+  if (train) {
+    mlir::mpc::TrainPipelineOptions pipeline;
+    compilePrecision.apply(pipeline);
+    pipeline.optimizer = optimizer.getValue();
+    pipeline.lr = lr.getValue();
+    pipeline.momentum = momentum.getValue();
+    pipeline.weightDecay = weightDecay.getValue();
+    return buildTrainStep(module, pipeline, error);
+  }
+  if (compilePrecision.isLow()) {
+    mlir::PassManager pm(module.getContext());
+    mlir::mpc::PrecisionPipelineOptions precision;
+    compilePrecision.apply(precision);
+    mlir::mpc::buildPrecisionPipeline(pm, precision);
+    if (!runPasses(pm, module, error))
+      return {};
+  }
+  return mlir::mpc::entryFunction(module);
+}
+
+/// What an artifact holds besides the plan, for its summary.
+struct ArtifactInfo {
+  std::vector<std::string> arch;
+  std::string nvccUsed; // empty: kernels.cu not compiled
+  int64_t arena = 0;    // device memory plan bytes
+};
+
+/// Writes DIR.tmp (plan, weights, kernels.cu, kernels.fatbin,
+/// summary.json) and renames it over DIR, so DIR is whole or untouched.
+static bool writeArtifact(const rt::Plan &plan,
+                          const mlir::mpc::CudaModule &cuda,
+                          ArtifactInfo &info, std::string &error) {
+  std::string tmp = outDir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec)
+    return (error = "cannot create " + tmp + ": " + ec.message(), false);
+  std::vector<int64_t> offsets;
+  info.arena = rt::planDeviceMemory(plan, offsets);
+  bool ok = rt::savePlan(plan, tmp, error);
+  if (ok && target == "cuda")
+    ok = rt::writeFileAtomically(tmp + "/kernels.cu", cuda.source, error) &&
+         (noNvcc || buildFatbin(tmp, info.arch, info.nvccUsed, error));
+  double flops = cuda.flops, tc = cuda.tensorCoreFlops;
+  json::Object summary{
+      {"model", std::string(model)},
+      {"target", std::string(target)},
+      {"precision", std::string(compilePrecision.precision)},
+      {"batch", (int64_t)batch},
+      {"train_step", (bool)train},
+      {"arch", json::Array(info.arch)},
+      {"steps", (int64_t)plan.steps.size()},
+      {"kernels", json::Array(cuda.kernels)},
+      {"tensor_core_gemm_kernels", json::Array(cuda.gemmKernels)},
+      {"fp32_gemm_kernels", json::Array(cuda.fp32GemmKernels)},
+      {"memory_plan_bytes", info.arena},
+      {"flops", flops},
+      {"tensor_core_flop_share", flops > 0 ? tc / flops : 0.0},
+      {"nvcc", info.nvccUsed}};
+  ok = ok && writeJsonFile(tmp + "/summary.json",
+                           json::Value(std::move(summary)), error);
+  if (ok) {
+    fs::remove_all(outDir.getValue(), ec);
+    fs::rename(tmp, outDir.getValue(), ec);
+    if (ec)
+      ok = (error = "cannot write " + outDir + ": " + ec.message(), false);
+  }
+  if (!ok)
+    fs::remove_all(tmp, ec);
+  return ok;
+}
+
 int runCompile() {
   auto start = std::chrono::steady_clock::now();
   std::string error;
@@ -154,10 +231,11 @@ int runCompile() {
     return reportError(error);
   if (batch <= 0)
     return reportError("--batch must be positive");
-  std::vector<std::string> arch(archs.begin(), archs.end());
-  if (arch.empty())
-    arch = {"sm_80", "sm_90"};
-  for (const std::string &a : arch)
+  ArtifactInfo info;
+  info.arch.assign(archs.begin(), archs.end());
+  if (info.arch.empty())
+    info.arch = {"sm_80", "sm_90"};
+  for (const std::string &a : info.arch)
     if (!StringRef(a).starts_with("sm_") || a.size() < 5)
       return reportError("--arch expects names like sm_80, got '" + a + "'");
 
@@ -169,94 +247,35 @@ int runCompile() {
   auto module = mlir::mpc::importModelFile(ctx, options, error);
   if (!module)
     return reportError(error);
-  mlir::func::FuncOp func = mlir::mpc::entryFunction(*module);
-  if (train) {
-    mlir::mpc::TrainPipelineOptions pipeline;
-    compilePrecision.apply(pipeline);
-    pipeline.optimizer = optimizer.getValue();
-    pipeline.lr = lr.getValue();
-    pipeline.momentum = momentum.getValue();
-    pipeline.weightDecay = weightDecay.getValue();
-    func = buildTrainStep(*module, pipeline, error);
-    if (!func)
-      return reportError(model + ": " + error);
-  } else if (compilePrecision.isLow()) {
-    mlir::PassManager pm(&ctx);
-    mlir::mpc::PrecisionPipelineOptions precision;
-    compilePrecision.apply(precision);
-    mlir::mpc::buildPrecisionPipeline(pm, precision);
-    if (!runPasses(pm, *module, error))
-      return reportError(model + ": " + error);
-  }
+  mlir::func::FuncOp func = runPipeline(*module, error);
+  if (!func)
+    return reportError(model + ": " + error);
   if (emit == "mlir") // the IR the plan is built from
     return writeModule(*module, outDir, error) ? 0 : reportError(error);
   rt::Plan plan;
   if (!mlir::mpc::buildPlan(func, plan, error))
     return reportError(model + ": " + error);
-
   mlir::mpc::CudaModule cuda;
   if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error, fuse))
     return reportError(model + ": " + error);
+  if (!writeArtifact(plan, cuda, info, error))
+    return reportError(error);
 
-  // Everything goes into DIR.tmp, renamed over DIR at the end.
-  std::string tmp = outDir + ".tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec)
-    return reportError("cannot create " + tmp + ": " + ec.message());
-  auto cleanup = [&](const Twine &message) {
-    fs::remove_all(tmp, ec);
-    return reportError(message);
-  };
-  if (!rt::savePlan(plan, tmp, error))
-    return cleanup(error);
-  std::vector<int64_t> offsets;
-  int64_t arena = rt::planDeviceMemory(plan, offsets);
-  std::string nvccUsed;
-  if (target == "cuda") {
-    if (!rt::writeFileAtomically(tmp + "/kernels.cu", cuda.source, error))
-      return cleanup(error);
-    if (!noNvcc && !buildFatbin(tmp, arch, nvccUsed, error))
-      return cleanup(error);
-  }
-  double flops = cuda.flops, tc = cuda.tensorCoreFlops;
-  json::Object summary{
-      {"model", std::string(model)},
-      {"target", std::string(target)},
-      {"precision", std::string(compilePrecision.precision)},
-      {"batch", (int64_t)batch},
-      {"train_step", (bool)train},
-      {"arch", json::Array(arch)},
-      {"steps", (int64_t)plan.steps.size()},
-      {"kernels", json::Array(cuda.kernels)},
-      {"tensor_core_gemm_kernels", json::Array(cuda.gemmKernels)},
-      {"fp32_gemm_kernels", json::Array(cuda.fp32GemmKernels)},
-      {"memory_plan_bytes", arena},
-      {"flops", flops},
-      {"tensor_core_flop_share", flops > 0 ? tc / flops : 0.0},
-      {"nvcc", nvccUsed}};
-  if (!writeJsonFile(tmp + "/summary.json", json::Value(std::move(summary)),
-                     error))
-    return cleanup(error);
-  fs::remove_all(outDir.getValue(), ec);
-  fs::rename(tmp, outDir.getValue(), ec);
-  if (ec)
-    return cleanup("cannot write " + outDir + ": " + ec.message());
   double secs = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - start)
                     .count();
+  double flops = cuda.flops, tc = cuda.tensorCoreFlops;
   outs() << formatv("wrote {0}: {1} steps", outDir, plan.steps.size());
   if (target == "cuda")
     outs() << formatv(", {0} CUDA kernels ({1} GEMM/conv on tensor cores, {2} "
                       "in FP32), memory plan {3:f2} MiB, {4:f1}% of FLOPs on "
                       "tensor cores, {5}",
                       cuda.kernels.size(), cuda.gemmKernels.size(),
-                      cuda.fp32GemmKernels.size(), arena / 1048576.0,
+                      cuda.fp32GemmKernels.size(), info.arena / 1048576.0,
                       flops > 0 ? 100 * tc / flops : 0.0,
-                      nvccUsed.empty()
+                      info.nvccUsed.empty()
                           ? std::string("kernels.cu not compiled (no nvcc)")
-                          : "kernels.fatbin for " + llvm::join(arch, ","));
+                          : "kernels.fatbin for " + llvm::join(info.arch, ","));
   outs() << formatv(" ({0:f1} s)\n", secs);
   return 0;
 }

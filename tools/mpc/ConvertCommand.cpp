@@ -281,6 +281,94 @@ bool hasLowPrecisionTensors(const onnx::ModelProto &m, std::string &where) {
 
 } // namespace
 
+/// Each ONNX node's precision (an ONNX node may become several mpc ops:
+/// low only if all of them are) and why.
+static void nodeDecisions(mlir::func::FuncOp func, const AutoResult &autoResult,
+                          std::map<std::string, bool> &lowNodes,
+                          std::map<std::string, std::string> &reasons) {
+  for (auto &[name, op] : paintedOps(func)) {
+    bool isLow =
+        !op->getAttrOfType<mlir::TypeAttr>("mpc.precision").getValue().isF32();
+    auto [it, inserted] = lowNodes.emplace(name, isLow);
+    if (!inserted)
+      it->second = it->second && isLow;
+    reasons.emplace(name, op->getAttrOfType<mlir::StringAttr>("mpc.amp").str());
+  }
+  for (auto &[name, err] : autoResult.kept)
+    reasons[name] =
+        "kept fp32 by --auto: in " + precision + " its result was " +
+        (std::isfinite(err) ? formatv("{0:e2}", err).str() : std::string("inf")) +
+        " off (relative), the largest error of any node";
+}
+
+/// The imported element types as ONNX TensorProto types.
+static std::map<std::string, int>
+onnxElemTypes(const std::map<std::string, mlir::Type> &tensorTypes) {
+  std::map<std::string, int> elemTypes;
+  for (const auto &[name, t] : tensorTypes) {
+    mlir::Type e = mlir::getElementTypeOrSelf(t);
+    elemTypes[name] =
+        e.isF32()    ? onnx::TensorProto::FLOAT
+        : e.isF16()  ? onnx::TensorProto::FLOAT16
+        : e.isBF16() ? onnx::TensorProto::BFLOAT16
+        : e.isInteger(1) ? onnx::TensorProto::BOOL
+                         : onnx::TensorProto::INT64; // other ints: not float
+  }
+  return elemTypes;
+}
+
+/// --report: every node's precision and reason, the initializers stored
+/// low (with saturated and flushed counts), --auto's choices.
+static bool writeReport(const onnx::ModelProto &proto,
+                        const std::map<std::string, bool> &lowNodes,
+                        std::map<std::string, std::string> &reasons,
+                        const mlir::mpc::RewriteReport &report,
+                        const AutoResult &autoResult, double secs,
+                        std::string &error) {
+  json::Array nodes, stored, kept;
+  for (const auto &n : proto.graph().node()) {
+    auto it = lowNodes.find(mlir::mpc::nodeKey(n));
+    if (it == lowNodes.end())
+      continue;
+    nodes.push_back(json::Object{{"name", it->first},
+                                 {"op", n.op_type()},
+                                 {"precision", it->second ? std::string(precision)
+                                                          : std::string("fp32")},
+                                 {"reason", reasons[it->first]}});
+  }
+  for (auto &s : report.storedLow)
+    stored.push_back(json::Object{{"name", s.name},
+                                  {"elements", s.elements},
+                                  {"saturated", s.saturated},
+                                  {"flushed_to_zero", s.flushed}});
+  for (auto &[name, err] : autoResult.kept)
+    kept.push_back(json::Object{
+        {"name", name},
+        // JSON has no infinity: an overflowing node's error is null.
+        {"relative_error", std::isfinite(err) ? json::Value(err) : nullptr}});
+  json::Object out{
+      {"model", std::string(model)},
+      {"output", std::string(output)},
+      {"precision", std::string(precision)},
+      {"keep_io_types", (bool)keepIoTypes},
+      {"nodes", std::move(nodes)},
+      {"casts_added", json::Array(report.castsAdded)},
+      {"initializers_low", std::move(stored)},
+      {"initializers_kept_fp32", json::Array(report.keptFp32)},
+      {"io_retyped", json::Array(report.ioChanged)},
+      {"seconds", secs}};
+  if (autoMode)
+    out["auto"] = json::Object{{"kept_fp32", std::move(kept)},
+                               {"runs", autoResult.probes + 2},
+                               {"worst_over_tolerance",
+                                std::isfinite(autoResult.worst)
+                                    ? json::Value(autoResult.worst)
+                                    : nullptr},
+                               {"rtol", (double)rtol},
+                               {"atol", (double)atol}};
+  return writeJsonFile(reportPath, json::Value(std::move(out)), error);
+}
+
 int runConvert() {
   auto start = std::chrono::steady_clock::now();
   if (precision != "fp16" && precision != "bf16")
@@ -337,38 +425,15 @@ int runConvert() {
   if (!classify(*module, keep, /*retype=*/false, error))
     return reportError(model + ": " + error);
 
-  // Node decisions (an ONNX node may become several mpc ops: low only if
-  // all of them are).
   std::map<std::string, bool> lowNodes;
   std::map<std::string, std::string> reasons;
-  auto func = mlir::mpc::entryFunction(*module);
-  for (auto &[name, op] : paintedOps(func)) {
-    bool isLow =
-        !op->getAttrOfType<mlir::TypeAttr>("mpc.precision").getValue().isF32();
-    auto [it, inserted] = lowNodes.emplace(name, isLow);
-    if (!inserted)
-      it->second = it->second && isLow;
-    reasons.emplace(name, op->getAttrOfType<mlir::StringAttr>("mpc.amp").str());
-  }
-  for (auto &[name, err] : autoResult.kept)
-    reasons[name] =
-        "kept fp32 by --auto: in " + precision + " its result was " +
-        (std::isfinite(err) ? formatv("{0:e2}", err).str() : std::string("inf")) +
-        " off (relative), the largest error of any node";
+  nodeDecisions(mlir::mpc::entryFunction(*module), autoResult, lowNodes,
+                reasons);
   mlir::mpc::RewriteOptions ro;
   ro.bf16 = precision == "bf16";
   ro.keepIoTypes = keepIoTypes;
   mlir::mpc::RewriteReport report;
-  std::map<std::string, int> elemTypes;
-  for (const auto &[name, t] : tensorTypes) {
-    mlir::Type e = mlir::getElementTypeOrSelf(t);
-    elemTypes[name] =
-        e.isF32()    ? onnx::TensorProto::FLOAT
-        : e.isF16()  ? onnx::TensorProto::FLOAT16
-        : e.isBF16() ? onnx::TensorProto::BFLOAT16
-        : e.isInteger(1) ? onnx::TensorProto::BOOL
-                         : onnx::TensorProto::INT64; // other ints: not float
-  }
+  std::map<std::string, int> elemTypes = onnxElemTypes(tensorTypes);
   if (!mlir::mpc::rewriteMixedPrecision(proto, sourceDir, lowNodes, elemTypes,
                                         ro, report, error))
     return reportError(model + ": " + error);
@@ -401,48 +466,7 @@ int runConvert() {
                       autoResult.probes + 2, autoResult.worst);
   if (reportPath.empty())
     return 0;
-  json::Array nodes, stored, kept;
-  for (const auto &n : proto.graph().node()) {
-    auto it = lowNodes.find(mlir::mpc::nodeKey(n));
-    if (it == lowNodes.end())
-      continue;
-    nodes.push_back(json::Object{{"name", it->first},
-                                 {"op", n.op_type()},
-                                 {"precision", it->second ? std::string(precision)
-                                                          : std::string("fp32")},
-                                 {"reason", reasons[it->first]}});
-  }
-  for (auto &s : report.storedLow)
-    stored.push_back(json::Object{{"name", s.name},
-                                  {"elements", s.elements},
-                                  {"saturated", s.saturated},
-                                  {"flushed_to_zero", s.flushed}});
-  for (auto &[name, err] : autoResult.kept)
-    kept.push_back(json::Object{
-        {"name", name},
-        // JSON has no infinity: an overflowing node's error is null.
-        {"relative_error", std::isfinite(err) ? json::Value(err) : nullptr}});
-  json::Object out{
-      {"model", std::string(model)},
-      {"output", std::string(output)},
-      {"precision", std::string(precision)},
-      {"keep_io_types", (bool)keepIoTypes},
-      {"nodes", std::move(nodes)},
-      {"casts_added", json::Array(report.castsAdded)},
-      {"initializers_low", std::move(stored)},
-      {"initializers_kept_fp32", json::Array(report.keptFp32)},
-      {"io_retyped", json::Array(report.ioChanged)},
-      {"seconds", secs}};
-  if (autoMode)
-    out["auto"] = json::Object{{"kept_fp32", std::move(kept)},
-                               {"runs", autoResult.probes + 2},
-                               {"worst_over_tolerance",
-                                std::isfinite(autoResult.worst)
-                                    ? json::Value(autoResult.worst)
-                                    : nullptr},
-                               {"rtol", (double)rtol},
-                               {"atol", (double)atol}};
-  if (!writeJsonFile(reportPath, json::Value(std::move(out)), error))
+  if (!writeReport(proto, lowNodes, reasons, report, autoResult, secs, error))
     return reportError(error);
   return 0;
 }

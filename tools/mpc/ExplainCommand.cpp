@@ -87,33 +87,9 @@ double flopsOf(mlir::Operation *op) {
 
 } // namespace
 
-int runExplain() {
-  std::string error;
-  if (!explainPrecision.precision.getNumOccurrences())
-    explainPrecision.precision = "fp16";
-  if (!explainPrecision.validate(error))
-    return reportError(error);
-  if (!explainPrecision.isLow())
-    return reportError("mpc explain shows a mixed-precision plan: use "
-                       "--precision fp16 or bf16");
-  mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
-  mlir::mpc::ImportOptions options;
-  options.modelPath = model;
-  options.batch = batch;
-  auto module = mlir::mpc::importModelFile(ctx, options, error);
-  if (!module)
-    return reportError(error);
-  auto func = mlir::mpc::entryFunction(*module);
-
-  // Precision-boundary edges, on the painted graph before casts: float
-  // values used by an op of another precision (or returned as fp32).
-  mlir::PassManager paintOnly(&ctx);
-  mlir::mpc::PrecisionPipelineOptions precision;
-  explainPrecision.apply(precision);
-  mlir::mpc::addClassifyPass(paintOnly, precision);
-  if (!runPasses(paintOnly, *module, error))
-    return reportError(model + ": " + error);
+/// Precision-boundary edges, on the painted graph before casts: float
+/// values used by an op of another precision (or returned as fp32).
+static int64_t countBoundaryEdges(mlir::func::FuncOp func) {
   auto precisionOf = [](mlir::Value v) -> mlir::Type {
     if (mlir::Operation *def = v.getDefiningOp()) {
       if (isa<mlir::mpc::ConstantOp>(def))
@@ -137,6 +113,72 @@ int runExplain() {
       boundaryEdges += from != to;
     }
   });
+  return boundaryEdges;
+}
+
+/// Prints one painted op (precision, ONNX op, node; why; the casts feeding
+/// it) and returns it as JSON.
+static json::Object describeNode(mlir::Operation &op, double flops) {
+  auto p = op.getAttrOfType<mlir::TypeAttr>("mpc.precision");
+  std::string why = op.getAttrOfType<mlir::StringAttr>("mpc.amp").str();
+  json::Array castIn;
+  std::string castText;
+  for (mlir::Value v : op.getOperands())
+    if (auto c = v.getDefiningOp<mlir::mpc::CastOp>()) {
+      std::string from = valueName(c.getX());
+      castIn.push_back(json::Object{
+          {"value", from},
+          {"from", precisionName(mlir::getElementTypeOrSelf(c.getX()))},
+          {"to", precisionName(mlir::getElementTypeOrSelf(c.getY()))},
+          {"master_copy", c->hasAttr("mpc.master_copy")}});
+      castText += (castText.empty() ? "" : ", ") + from +
+                  (c->hasAttr("mpc.master_copy") ? " (master copy)" : "");
+    }
+  StringRef mnemonic = op.getName().stripDialect();
+  const mlir::mpc::AmpOpInfo *info = mlir::mpc::ampInfo(mnemonic);
+  std::string onnx = info ? info->onnx.str() : mnemonic.str();
+  std::string name = mlir::mpc::displayNameOf(&op);
+  outs() << format("%-5s %-20s ", precisionName(p.getValue()).c_str(),
+                   onnx.c_str())
+         << name << "\n      why: " << why << "\n";
+  if (!castText.empty())
+    outs() << "      cast to " << precisionName(p.getValue())
+           << " on the way in: " << castText << "\n";
+  return json::Object{{"name", name},
+                      {"op", onnx},
+                      {"precision", precisionName(p.getValue())},
+                      {"reason", why},
+                      {"flops", flops},
+                      {"casts_in", std::move(castIn)}};
+}
+
+int runExplain() {
+  std::string error;
+  if (!explainPrecision.precision.getNumOccurrences())
+    explainPrecision.precision = "fp16";
+  if (!explainPrecision.validate(error))
+    return reportError(error);
+  if (!explainPrecision.isLow())
+    return reportError("mpc explain shows a mixed-precision plan: use "
+                       "--precision fp16 or bf16");
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
+  mlir::mpc::ImportOptions options;
+  options.modelPath = model;
+  options.batch = batch;
+  auto module = mlir::mpc::importModelFile(ctx, options, error);
+  if (!module)
+    return reportError(error);
+  auto func = mlir::mpc::entryFunction(*module);
+
+  // Boundary edges are counted on the painted graph, before casts.
+  mlir::PassManager paintOnly(&ctx);
+  mlir::mpc::PrecisionPipelineOptions precision;
+  explainPrecision.apply(precision);
+  mlir::mpc::addClassifyPass(paintOnly, precision);
+  if (!runPasses(paintOnly, *module, error))
+    return reportError(model + ": " + error);
+  int64_t boundaryEdges = countBoundaryEdges(func);
 
   int64_t castsBefore = 0;
   func.walk([&](mlir::mpc::CastOp) { ++castsBefore; });
@@ -175,39 +217,9 @@ int runExplain() {
       continue;
     double f = flopsOf(&op);
     flops += f;
-    bool isLow = !p.getValue().isF32();
-    if (isLow)
+    if (!p.getValue().isF32())
       lowFlops += f;
-    std::string why = op.getAttrOfType<mlir::StringAttr>("mpc.amp").str();
-    json::Array castIn;
-    std::string castText;
-    for (mlir::Value v : op.getOperands())
-      if (auto c = v.getDefiningOp<mlir::mpc::CastOp>()) {
-        std::string from = valueName(c.getX());
-        castIn.push_back(json::Object{
-            {"value", from},
-            {"from", precisionName(mlir::getElementTypeOrSelf(c.getX()))},
-            {"to", precisionName(mlir::getElementTypeOrSelf(c.getY()))},
-            {"master_copy", c->hasAttr("mpc.master_copy")}});
-        castText += (castText.empty() ? "" : ", ") + from +
-                    (c->hasAttr("mpc.master_copy") ? " (master copy)" : "");
-      }
-    StringRef mnemonic = op.getName().stripDialect();
-    const mlir::mpc::AmpOpInfo *info = mlir::mpc::ampInfo(mnemonic);
-    std::string onnx = info ? info->onnx.str() : mnemonic.str();
-    std::string name = mlir::mpc::displayNameOf(&op);
-    outs() << format("%-5s %-20s ", precisionName(p.getValue()).c_str(),
-                     onnx.c_str())
-           << name << "\n      why: " << why << "\n";
-    if (!castText.empty())
-      outs() << "      cast to " << precisionName(p.getValue())
-             << " on the way in: " << castText << "\n";
-    nodes.push_back(json::Object{{"name", name},
-                                 {"op", onnx},
-                                 {"precision", precisionName(p.getValue())},
-                                 {"reason", why},
-                                 {"flops", f},
-                                 {"casts_in", std::move(castIn)}});
+    nodes.push_back(describeNode(op, f));
   }
   for (mlir::BlockArgument arg : func.getArguments())
     params += func.getArgAttr(arg.getArgNumber(), "mpc.param") != nullptr;

@@ -308,6 +308,39 @@ static bool buildKernels(rt::Plan &plan, const rt::CudaInfo &gpu,
   return true;
 }
 
+/// The train step as mpc-train-pipeline builds it. On the GPU the skip
+/// decision reads one flag instead of every gradient: without scaling, an
+/// unscale by 1 (exact) provides it.
+static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
+  precisionFlags.apply(pipeline);
+  pipeline.loss = lossName.getValue();
+  pipeline.finiteCheck = trainDevice == "cuda";
+  pipeline.optimizer = optimizer.getValue();
+  pipeline.lr = lr.getValue();
+  pipeline.momentum = momentum.getValue();
+  pipeline.weightDecay = weightDecay.getValue();
+}
+
+static rt::TrainerOptions trainerOptions() {
+  rt::TrainerOptions o;
+  o.steps = steps;
+  o.batch = batch;
+  o.shuffle = !noShuffle;
+  o.seed = seed;
+  o.lr = lr;
+  o.metricsPath = metrics;
+  o.checkpointDir = checkpoint;
+  o.checkpointEvery = checkpointEvery;
+  o.resume = resume;
+  o.precision = precisionFlags.precision;
+  o.lossScaleMode = precisionFlags.lossScaleMode();
+  o.print = [](const std::string &text) {
+    outs() << text;
+    outs().flush();
+  };
+  return o;
+}
+
 int runTrain() {
   rt::CudaInfo gpu;
   if (trainDevice == "cuda") {
@@ -319,17 +352,8 @@ int runTrain() {
   if (trainDevice != "cpu" && trainDevice != "cuda")
     return reportError("--device must be cpu or cuda, got '" + trainDevice +
                        "'");
-  // The train step as mpc-train-pipeline builds it. On the GPU the skip
-  // decision reads one flag instead of every gradient: without scaling, an
-  // unscale by 1 (exact) provides it.
   mlir::mpc::TrainPipelineOptions pipeline;
-  precisionFlags.apply(pipeline);
-  pipeline.loss = lossName.getValue();
-  pipeline.finiteCheck = trainDevice == "cuda";
-  pipeline.optimizer = optimizer.getValue();
-  pipeline.lr = lr.getValue();
-  pipeline.momentum = momentum.getValue();
-  pipeline.weightDecay = weightDecay.getValue();
+  pipelineOptions(pipeline);
   std::string error;
   if (!mlir::mpc::validate(pipeline, error))
     return reportError(error);
@@ -378,23 +402,7 @@ int runTrain() {
   if (!session)
     return reportError(model + ": " + error);
 
-  rt::TrainerOptions o;
-  o.steps = steps;
-  o.batch = batch;
-  o.shuffle = !noShuffle;
-  o.seed = seed;
-  o.lr = lr;
-  o.metricsPath = metrics;
-  o.checkpointDir = checkpoint;
-  o.checkpointEvery = checkpointEvery;
-  o.resume = resume;
-  o.precision = precisionFlags.precision;
-  o.lossScaleMode = precisionFlags.lossScaleMode();
-  o.print = [](const std::string &text) {
-    outs() << text;
-    outs().flush();
-  };
-  rt::Trainer trainer(plan, *session, o);
+  rt::Trainer trainer(plan, *session, trainerOptions());
   // FP32 master weights, from the model's initializers (or a checkpoint).
   std::map<std::string, rt::Tensor> params;
   for (const rt::Parameter &p : plan.params) {

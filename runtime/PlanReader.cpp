@@ -1,0 +1,298 @@
+//===- PlanReader.cpp - read an execution plan ----------------------------===//
+//
+// plan.txt (runtime/PlanText.h) and weights.bin, one record at a time; a
+// bad record is reported with the file and line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/PlanIO.h"
+#include "runtime/PlanText.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace mpc::rt {
+namespace {
+
+using namespace plantext;
+
+Shape parseShape(const std::string &s) {
+  Shape shape;
+  for (const std::string &d : splitList(s))
+    shape.push_back(std::stoll(d));
+  return shape;
+}
+
+/// Reads the key=value tokens of a `train` record.
+bool parseTrain(std::istream &is, TrainInfo &t) {
+  for (std::string token; is >> token;) {
+    size_t eq = token.find('=');
+    if (eq == std::string::npos)
+      return false;
+    std::string key = token.substr(0, eq), value = token.substr(eq + 1);
+    if (key == "loss") {
+      t.loss = std::stoi(value);
+    } else if (key == "loss-scale-init") {
+      t.lossScaleInit = std::strtod(value.c_str(), nullptr);
+    } else if (key == "adam-betas") {
+      std::vector<std::string> b = splitList(value);
+      if (b.size() != 2)
+        return false;
+      t.adamBeta1 = (float)std::strtod(b[0].c_str(), nullptr);
+      t.adamBeta2 = (float)std::strtod(b[1].c_str(), nullptr);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Reads the tokens of a `cuda` record; false on an unknown or bad one.
+bool parseCuda(std::istream &is, CudaLaunch &c) {
+  auto intList = [](const std::string &s, std::vector<int> &out) {
+    for (const std::string &v : splitList(s))
+      out.push_back(std::stoi(v));
+    return true;
+  };
+  auto triple = [&](const std::string &s, std::array<int64_t, 3> &out) {
+    std::vector<int> v;
+    intList(s, v);
+    if (v.size() != 3)
+      return false;
+    std::copy(v.begin(), v.end(), out.begin());
+    return true;
+  };
+  for (std::string token; is >> token;) {
+    size_t eq = token.find('=');
+    std::string key = token.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : token.substr(eq + 1);
+    bool ok = true;
+    if (key == "kernel")
+      c.kernel = unescape(value);
+    else if (key == "prologue")
+      c.prologue = unescape(value);
+    else if (key == "grid")
+      ok = triple(value, c.grid);
+    else if (key == "block")
+      ok = triple(value, c.block);
+    else if (key == "alias")
+      c.alias = std::stoi(value);
+    else if (key == "fused-into")
+      c.fusedInto = std::stoi(value);
+    else if (key == "chain")
+      ok = intList(value, c.chain);
+    else if (key == "inputs")
+      ok = intList(value, c.inputs);
+    else if (key == "fused-relu")
+      c.fusedRelu = true;
+    else if (key == "underflow-counter")
+      c.underflowCounter = true;
+    else
+      ok = false;
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
+/// Reads plan.txt's records into `plan`; each returns "" or what is wrong
+/// with the record.
+class PlanReader {
+public:
+  PlanReader(Plan &plan, std::string blob)
+      : plan(plan), blob(std::move(blob)) {}
+
+  std::string record(const std::string &kind, std::istream &is,
+                     const std::string &line) {
+    if (kind == "step" || kind == "attr" || kind == "amp" ||
+        kind == "count-underflow" || kind == "cuda")
+      return stepRecord(kind, is, line);
+    return planRecord(kind, is);
+  }
+
+private:
+  Plan &plan;
+  std::string blob; // weights.bin
+  Step *step = nullptr;
+
+  bool validId(int id) const { return id >= 0 && id < (int)plan.values.size(); }
+
+  /// "<offset> <bytes>" of weights.bin as a tensor of `t` and `shape`.
+  bool readTensor(std::istream &is, DType t, const Shape &shape, Tensor &out) {
+    size_t offset, bytes;
+    if (!(is >> offset >> bytes) || offset + bytes > blob.size())
+      return false;
+    out = Tensor(t, shape);
+    if (out.bytes() != bytes)
+      return false;
+    std::memcpy(out.raw(), blob.data() + offset, bytes);
+    return true;
+  }
+
+  /// Values, bindings, parameters, constants, train information.
+  std::string planRecord(const std::string &kind, std::istream &is) {
+    if (kind == "value") {
+      std::string t, s;
+      DType d;
+      if (!(is >> t >> s) || !parseDType(t, d))
+        return "bad value";
+      plan.values.push_back({d, parseShape(s)});
+    } else if (kind == "input" || kind == "output") {
+      std::string name;
+      int id;
+      if (!(is >> name >> id) || !validId(id))
+        return "bad binding";
+      (kind == "input" ? plan.inputs : plan.outputs)
+          .push_back({unescape(name), id});
+    } else if (kind == "param") {
+      std::string name;
+      int id, trainable;
+      if (!(is >> name >> id >> trainable) || !validId(id))
+        return "bad param";
+      Parameter p{unescape(name), id, trainable != 0, Tensor()};
+      if (!readTensor(is, plan.values[id].dtype, plan.values[id].shape, p.init))
+        return "bad param data";
+      plan.params.push_back(std::move(p));
+    } else if (kind == "const") {
+      int id;
+      Tensor t;
+      if (!(is >> id) || !validId(id))
+        return "bad constant";
+      if (!readTensor(is, plan.values[id].dtype, plan.values[id].shape, t))
+        return "bad constant data";
+      plan.constants[id] = std::move(t);
+    } else if (kind == "train") {
+      plan.train.emplace();
+      if (!parseTrain(is, *plan.train))
+        return "bad train record";
+    } else if (kind == "gradient") {
+      int output;
+      std::string param;
+      if (!plan.train || !(is >> output >> param))
+        return "bad gradient record";
+      plan.train->gradients.emplace_back(output, unescape(param));
+    } else if (!kind.empty()) {
+      return "unknown record '" + kind + "'";
+    }
+    return "";
+  }
+
+  /// A step and the records that follow it.
+  std::string stepRecord(const std::string &kind, std::istream &is,
+                         const std::string &line) {
+    if (kind == "step") {
+      Step s;
+      std::string op, name, ins, outs;
+      if (!(is >> op >> name >> ins >> outs))
+        return "bad step";
+      std::optional<OpId> id = opFromName(op);
+      if (!id || !inPlans(*id))
+        return "unknown op '" + op + "'";
+      s.op = *id;
+      s.name = unescape(name);
+      for (const std::string &v : splitList(ins))
+        s.inputs.push_back(std::stoi(v));
+      for (const std::string &v : splitList(outs))
+        s.outputs.push_back(std::stoi(v));
+      plan.steps.push_back(std::move(s));
+      step = &plan.steps.back();
+      return "";
+    }
+    if (!step)
+      return "'" + kind + "' before any step";
+    if (kind == "attr")
+      return attrRecord(is);
+    if (kind == "amp")
+      step->amp = unescape(line.substr(std::min<size_t>(line.size(), 4)));
+    else if (kind == "count-underflow")
+      step->countUnderflow = true;
+    else if (!parseCuda(is, step->cuda))
+      return "bad cuda record";
+    return "";
+  }
+
+  std::string attrRecord(std::istream &is) {
+    std::string key, type, s;
+    if (!(is >> key >> type))
+      return "bad attribute";
+    AttrValue v;
+    if (type == "i") {
+      int64_t i;
+      is >> i;
+      v = i;
+    } else if (type == "f") {
+      is >> s;
+      v = std::strtod(s.c_str(), nullptr);
+    } else if (type == "s") {
+      is >> s;
+      v = unescape(s);
+    } else if (type == "I") {
+      is >> s;
+      v = parseShape(s);
+    } else if (type == "S") {
+      is >> s;
+      std::vector<std::string> strs;
+      for (const std::string &x : splitList(s))
+        strs.push_back(unescape(x));
+      v = strs;
+    } else if (type == "t") {
+      std::string t, dims;
+      DType d;
+      Tensor tensor;
+      if (!(is >> t >> dims) || !parseDType(t, d))
+        return "bad tensor attribute";
+      if (!readTensor(is, d, parseShape(dims), tensor))
+        return "bad tensor attribute data";
+      v = std::move(tensor);
+    } else {
+      return "unknown attribute type '" + type + "'";
+    }
+    if (is.fail())
+      return "bad attribute value";
+    step->attrs[unescape(key)] = std::move(v);
+    return "";
+  }
+};
+
+} // namespace
+
+bool loadPlan(const std::string &dir, Plan &plan, std::string &error) {
+  std::ifstream in(dir + "/plan.txt");
+  std::ifstream wf(dir + "/weights.bin", std::ios::binary);
+  if (!in || !wf) {
+    error = dir + " is not an mpc artifact (needs plan.txt and weights.bin)";
+    return false;
+  }
+  plan = Plan();
+  PlanReader reader(plan, std::string(std::istreambuf_iterator<char>(wf),
+                                      std::istreambuf_iterator<char>()));
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    std::istringstream is(line);
+    std::string kind, why;
+    is >> kind;
+    try {
+      int version = 0;
+      if (lineNo > 1)
+        why = reader.record(kind, is, line);
+      else if (kind != "mpc-plan" || !(is >> version))
+        why = "not an mpc plan";
+      else if (version != kPlanVersion)
+        why = "plan format " + std::to_string(version) +
+              ", this mpc reads format " + std::to_string(kPlanVersion) +
+              ": compile the artifact again with this mpc";
+    } catch (const std::exception &) {
+      why = "malformed number";
+    }
+    if (!why.empty()) {
+      error = dir + "/plan.txt:" + std::to_string(lineNo) + ": " + why;
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,65 @@
+//===- PlanText.h - the text form of a plan, shared by writer and reader -*- C++ -*-===//
+//
+// plan.txt, one record per line, tokens separated by spaces (names and
+// strings are %-escaped so they contain no spaces):
+//   mpc-plan <version>
+//   value <dtype> <d0,d1,...|->            (ids count from 0)
+//   input <name> <id>
+//   output <name> <id>
+//   param <name> <id> <trainable 0|1> <offset> <bytes>
+//   const <id> <offset> <bytes>
+//   step <op> <name> <in,in,...|-> <out,...|->
+//   train loss=<output> loss-scale-init=<double hex> adam-betas=<f>,<f>
+//   gradient <output> <param>                (train-step plans)
+// and after a step, its attributes and what codegen decided for it:
+//   attr <key> i <int> | f <double hex> | s <str> | I <i,i,...|-> |
+//        S <s,s,...|-> | t <dtype> <dims|-> <offset> <bytes>
+//   amp <why this precision, to the end of the line>
+//   count-underflow
+//   cuda [kernel=K] [prologue=K] [grid=x,y,z block=x,y,z] [alias=V]
+//        [fused-into=S] [chain=S,S,...] [inputs=V,V,...] [fused-relu]
+//        [underflow-counter]
+// A plan of another version is refused in one line: its steps may not
+// mean the same.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_PLANTEXT_H
+#define MPC_RUNTIME_PLANTEXT_H
+
+#include "runtime/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace mpc::rt::plantext {
+
+/// Version 2: typed steps (op ids, `amp`, `count-underflow`, `cuda`
+/// records) instead of free-form `mpc.*` and `cuda.*` attributes.
+inline constexpr int kPlanVersion = 2;
+
+/// A token: %XX for spaces, commas, `%`, control and non-ASCII bytes ("%"
+/// alone is the empty string). `text`: the rest of a line, only `%` and
+/// control characters escaped.
+std::string escape(const std::string &s, bool text = false);
+std::string unescape(const std::string &s);
+
+/// "a,b,c", or "-" for an empty list.
+template <typename T, typename F>
+std::string joinList(const std::vector<T> &v, F f) {
+  if (v.empty())
+    return "-";
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? "," : "") + f(v[i]);
+  return out;
+}
+std::vector<std::string> splitList(const std::string &s);
+
+bool parseDType(const std::string &s, DType &t);
+/// Every bit of a double, as C's %a (strtod reads it back).
+std::string hexFloat(double v);
+
+} // namespace mpc::rt::plantext
+
+#endif // MPC_RUNTIME_PLANTEXT_H
