@@ -349,6 +349,18 @@ bool Emitter::emitStep(Step &s, size_t index) {
 
 namespace mlir::mpc {
 
+std::string cudaSupport(::mpc::rt::OpId op) {
+  const cuda::EmitterTable::Entry &e = cuda::emitters()[op];
+  if (e.emit)
+    return "kernel";
+  if (e.expr)
+    return "fusable";
+  if (e.alias)
+    return "alias";
+  std::string why = e.unsupported ? e.unsupported : "";
+  return "no kernel yet" + (why.empty() ? "" : " (" + why + ")");
+}
+
 std::string cudaPreludeConstants() {
   namespace k = ::mpc::rt::cuda;
   return "// Tile sizes the launches assume (runtime/cuda/KernelConfig.h).\n"

@@ -31,6 +31,11 @@ struct CudaModule {
 /// Emits `plan`'s kernels and annotates its steps. False with a one-line
 /// `error` naming the step for an op without a CUDA kernel. `fuse` false:
 /// one kernel per step (no epilogue or chain fusion), for comparison.
+/// How the CUDA backend runs `op` (from the emitter table): "kernel",
+/// "fusable" (an elementwise expression), "alias" (no kernel: the input's
+/// buffer), or "no kernel yet" with the reason.
+std::string cudaSupport(::mpc::rt::OpId op);
+
 bool emitCuda(::mpc::rt::Plan &plan, CudaModule &out, std::string &error,
               bool fuse = true);
 

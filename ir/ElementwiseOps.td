@@ -84,6 +84,7 @@ def Mpc_IdentityOp : Mpc_Op<"identity", [Mpc_Clear, Pure, Mpc_InferByRule<"sameA
 }
 
 def Mpc_NotOp : Mpc_Op<"not", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let onnxName = "Not";
   let summary = "logical not (ONNX Not)";
   let description = [{
     Example:
@@ -146,6 +147,7 @@ def Mpc_ClipOp : Mpc_Op<"clip", [Mpc_Clear, Pure, AttrSizedOperandSegments,
 }
 
 def Mpc_CastOp : Mpc_Op<"cast", [Pure]> {
+  let onnxName = "Cast";
   let summary = "element type conversion (ONNX Cast, CastLike)";
   let description = [{
     Converts every element to the result's element type; the shape is kept.

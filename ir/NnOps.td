@@ -217,6 +217,7 @@ def Mpc_TriluOp : Mpc_Op<"trilu", [Mpc_Clear, Pure, Mpc_InferByRule<"sameAsFirst
 }
 
 def Mpc_OneHotOp : Mpc_Op<"one_hot", [Pure, Mpc_InferCustom]> {
+  let onnxName = "OneHot";
   let summary = "one-hot encoding (ONNX OneHot; depth becomes an attribute)";
   let description = [{
     `values` is [off_value, on_value]; a new axis of size `depth` is inserted

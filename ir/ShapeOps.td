@@ -51,6 +51,7 @@ def Mpc_ParamOp : Op<Mpc_Dialect, "param", [Symbol, HasParent<"::mlir::ModuleOp"
 }
 
 def Mpc_ShapeOp : Mpc_Op<"shape", [Pure, Mpc_InferByRule<"shapeOf">]> {
+  let onnxName = "Shape";
   let summary = "shape of a tensor as i64 (ONNX Shape)";
   let description = [{
     Dimensions `start` to `end` (Python-style, negatives allowed). Folds to a
@@ -68,6 +69,7 @@ def Mpc_ShapeOp : Mpc_Op<"shape", [Pure, Mpc_InferByRule<"shapeOf">]> {
 }
 
 def Mpc_SizeOp : Mpc_Op<"size", [Pure, Mpc_InferByRule<"scalarI64">]> {
+  let onnxName = "Size";
   let summary = "number of elements as an i64 scalar (ONNX Size)";
   let description = [{
     Example:
@@ -302,6 +304,7 @@ def Mpc_GatherNDOp : Mpc_Op<"gather_nd", [Mpc_Clear, Pure, Mpc_InferCustom]> {
 
 def Mpc_ConstantOfShapeOp
     : Mpc_Op<"constant_of_shape", [Pure, Mpc_InferCustom]> {
+  let onnxName = "ConstantOfShape";
   let summary = "tensor filled with one value (ONNX ConstantOfShape)";
   let description = [{
     `value` is a one-element tensor giving the element type and fill value.
@@ -317,6 +320,7 @@ def Mpc_ConstantOfShapeOp
 }
 
 def Mpc_RangeOp : Mpc_Op<"range", [Pure, Mpc_InferCustom]> {
+  let onnxName = "Range";
   let summary = "arithmetic sequence (ONNX Range)";
   let description = [{
     Example:

@@ -37,6 +37,7 @@ def Mpc_GradientOp : Mpc_Op<"gradient", [Pure, AttrSizedOperandSegments,
 }
 
 def Mpc_MomentumOp : Mpc_Op<"momentum", [Pure, Mpc_InferByRule<"momentum">]> {
+  let onnxName = "Momentum";
   let summary = "SGD with momentum or Nesterov (ONNX Momentum)";
   let description = [{
     Operands: learning rate R, step count T, then n tensors X, n gradients G
@@ -55,6 +56,7 @@ def Mpc_MomentumOp : Mpc_Op<"momentum", [Pure, Mpc_InferByRule<"momentum">]> {
 }
 
 def Mpc_AdagradOp : Mpc_Op<"adagrad", [Pure, Mpc_InferByRule<"adagrad">]> {
+  let onnxName = "Adagrad";
   let summary = "Adagrad (ONNX Adagrad)";
   let description = [{
     Operands: R, T, then n tensors X, n gradients G and n squared-gradient
@@ -74,6 +76,7 @@ def Mpc_AdagradOp : Mpc_Op<"adagrad", [Pure, Mpc_InferByRule<"adagrad">]> {
 }
 
 def Mpc_AdamOp : Mpc_Op<"adam", [Pure, Mpc_InferByRule<"adam">]> {
+  let onnxName = "Adam";
   let summary = "Adam (ONNX Adam)";
   let description = [{
     Operands: R, T, then n tensors X, n gradients G, n first moments V and n

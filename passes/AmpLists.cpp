@@ -1,9 +1,9 @@
 //===- AmpLists.cpp - the AMP op classes ----------------------------------===//
 //
 // The classes are declared with the ops, as Mpc_Amp traits in their ODS
-// (ir/MpcDialect.td); mpc-tblgen lists them in ir/MpcOpFacts.h.inc, sorted
-// by mnemonic. Ops with none either do no float arithmetic or stay FP32 by
-// default.
+// (ir/MpcDialect.td); mpc-tblgen lists every op in ir/MpcOpFacts.h.inc,
+// sorted by mnemonic. Ops with none (None) either do no float arithmetic or
+// stay FP32 by default.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,18 +24,23 @@ const AmpOpInfo kTable[] = {
 
 } // namespace
 
-const AmpOpInfo *mlir::mpc::ampInfo(llvm::StringRef mnemonic) {
+const AmpOpInfo *mlir::mpc::opFacts(llvm::StringRef mnemonic) {
   const AmpOpInfo *row = llvm::lower_bound(
       kTable, mnemonic,
       [](const AmpOpInfo &r, llvm::StringRef m) { return r.mnemonic < m; });
   return row != std::end(kTable) && row->mnemonic == mnemonic ? row : nullptr;
 }
 
+const AmpOpInfo *mlir::mpc::ampInfo(llvm::StringRef mnemonic) {
+  const AmpOpInfo *row = opFacts(mnemonic);
+  return row && row->cls != AmpClass::None ? row : nullptr;
+}
+
 llvm::SmallVector<const AmpOpInfo *>
 mlir::mpc::ampInfoForOnnx(llvm::StringRef onnx) {
   llvm::SmallVector<const AmpOpInfo *> rows;
   for (const AmpOpInfo &row : kTable)
-    if (row.onnx == onnx)
+    if (row.onnx == onnx && row.cls != AmpClass::None)
       rows.push_back(&row);
   return rows;
 }
@@ -50,6 +55,8 @@ llvm::StringRef mlir::mpc::className(AmpClass c) {
     return "clear";
   case AmpClass::Deny:
     return "deny";
+  case AmpClass::None:
+    return "none";
   }
   return "";
 }

@@ -15,6 +15,7 @@ enum class AmpClass {
   Infer, // low precision when fed by low precision, FP32 when fed by FP32
   Clear, // exact in any precision: follows its neighbours
   Deny,  // always FP32
+  None,  // no class: no float arithmetic, or FP32 by default
 };
 
 struct AmpOpInfo {
@@ -25,8 +26,12 @@ struct AmpOpInfo {
 };
 
 /// The default class of an mpc op (by mnemonic), or none for ops that do
-/// no float computation (shape, cast, constant...).
+/// no float computation (shape, cast, constant...) or are not on the lists.
 const AmpOpInfo *ampInfo(llvm::StringRef mnemonic);
+
+/// The row of any mpc op (its class may be None), or null for a mnemonic
+/// that is no mpc op.
+const AmpOpInfo *opFacts(llvm::StringRef mnemonic);
 
 /// The rows for an ONNX op type (several mpc ops can share one, e.g.
 /// BatchNormalization); empty when the name is unknown.

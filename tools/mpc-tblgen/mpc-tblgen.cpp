@@ -9,9 +9,10 @@
 //                      identifier (runtime/OpId.h) and check that every op
 //                      that reaches an execution plan has a CPU kernel and
 //                      a CUDA emitter.
-//   -gen-mpc-op-facts  MpcOpFacts.h.inc, for the passes: one
+//   -gen-mpc-op-facts  MpcOpFacts.h.inc, for the passes and tools: one
 //                      MPC_OP_FACTS("mnemonic", "Onnx", Class, "reason")
-//                      row per op with a precision class (Mpc_Amp trait).
+//                      row per op: its ONNX name and its precision class
+//                      (Mpc_Amp trait; None without one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,16 +93,15 @@ bool emitOpFacts(const RecordKeeper &records, raw_ostream &os) {
         "Reason)\n#endif\n";
   for (const Operator &op : mpcOps(records)) {
     const Record *amp = ampTrait(op);
-    if (!amp)
-      continue;
-    StringRef onnx = op.getDef().getValueAsString("onnxName");
-    if (onnx.empty())
+    const RecordVal *field = op.getDef().getValue("onnxName");
+    StringRef onnx = field ? op.getDef().getValueAsString("onnxName") : "";
+    if (amp && onnx.empty())
       PrintFatalError(op.getLoc(), op.getOperationName() +
                                        " has a precision class but no "
                                        "onnxName");
     os << "MPC_OP_FACTS(\"" << mnemonicOf(op) << "\", \"" << onnx << "\", "
-       << amp->getValueAsString("ampClass") << ", \""
-       << amp->getValueAsString("ampReason") << "\")\n";
+       << (amp ? amp->getValueAsString("ampClass") : "None") << ", \""
+       << (amp ? amp->getValueAsString("ampReason") : "") << "\")\n";
   }
   os << "#undef MPC_OP_FACTS\n";
   return false;

@@ -1,17 +1,23 @@
-//===- ImportCommand.cpp - `mpc import` -----------------------------------===//
+//===- ImportCommand.cpp - `mpc import` and `mpc ops` ---------------------===//
 
 #include "Commands.h"
 
+#include "codegen/CudaEmitter.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/MpcOps.h"
+#include "passes/AmpLists.h"
+#include "passes/GradientRules.h"
+#include "runtime/OpId.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
+namespace rt = ::mpc::rt;
 
 namespace mpc {
 
@@ -161,7 +167,46 @@ namespace mpc {
 
 cl::SubCommand opsCommand("ops", "List the ONNX ops mpc imports (domain op)");
 
+static cl::opt<bool> opsDetails(
+    "details",
+    cl::desc("One line per mpc op instead: its ONNX op, precision class, "
+             "whether it has a gradient rule, and how CUDA runs it (every "
+             "op has a CPU kernel)"),
+    cl::sub(opsCommand));
+
+/// The facts each layer registered about every op that runs, as tables.
+static int printOpDetails() {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::mpc::MpcDialect>();
+  mlir::mpc::registerGradientInterfaces(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadDialect<mlir::mpc::MpcDialect>();
+  outs() << "mpc op                           ONNX                       "
+            "precision gradient  CUDA\n";
+  for (size_t i = 0; i < rt::kNumOps; ++i) {
+    auto op = static_cast<rt::OpId>(i);
+    if (!rt::inPlans(op))
+      continue;
+    std::string name = rt::opName(op);
+    const mlir::mpc::AmpOpInfo *facts = mlir::mpc::opFacts(name);
+    auto registered =
+        mlir::RegisteredOperationName::lookup("mpc." + name, &ctx);
+    bool grad = registered &&
+                registered->hasInterface<mlir::mpc::GradientOpInterface>();
+    outs() << format("%-32s %-26s %-9s %-9s %s\n", name.c_str(),
+                     facts && !facts->onnx.empty() ? facts->onnx.str().c_str()
+                                                   : "-",
+                     facts ? mlir::mpc::className(facts->cls).str().c_str()
+                           : "none",
+                     grad ? "yes" : "-",
+                     mlir::mpc::cudaSupport(op).c_str());
+  }
+  return 0;
+}
+
 int runOps() {
+  if (opsDetails)
+    return printOpDetails();
   for (const auto &[domain, op] : mlir::mpc::supportedOnnxOps())
     llvm::outs() << domain << " " << op << "\n";
   return 0;
