@@ -49,18 +49,10 @@ const EmitterTable &emitters() {
     registerGemmEmitters(t);
     registerNnEmitters(t);
     registerTrainEmitters(t);
-    std::string missing;
-    for (size_t i = 0; i < ::mpc::rt::kNumOps; ++i)
-      if (inPlans((OpId)i) && !t[(OpId)i].any())
-        missing += std::string(missing.empty() ? "" : ", ") + opName((OpId)i);
-    if (!missing.empty()) { // a build without them must not run at all
-      std::fprintf(stderr,
-                   "mpc: internal error: no CUDA emitter registered for mpc "
-                   "op(s) %s (codegen/Cuda*.cpp: emit, expr, alias, or "
-                   "unsupported with the reason)\n",
-                   missing.c_str());
-      std::abort();
-    }
+    ::mpc::rt::requireEveryOp(
+        "CUDA emitter",
+        "codegen/Cuda*.cpp: emit, expr, alias, or unsupported with the reason",
+        [&](OpId op) { return t[op].any(); });
     return t;
   }();
   return table;

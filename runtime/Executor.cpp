@@ -19,17 +19,8 @@ const KernelTable &kernels() {
     registerShapeKernels(t);
     registerReduceKernels(t);
     registerTrainingKernels(t);
-    std::string missing;
-    for (size_t i = 0; i < kNumOps; ++i)
-      if (inPlans((OpId)i) && !t[(OpId)i])
-        missing += std::string(missing.empty() ? "" : ", ") + opName((OpId)i);
-    if (!missing.empty()) { // a build without them must not run at all
-      std::fprintf(stderr,
-                   "mpc: internal error: no CPU kernel registered for mpc "
-                   "op(s) %s (runtime/kernels/)\n",
-                   missing.c_str());
-      std::abort();
-    }
+    requireEveryOp("CPU kernel", "runtime/kernels/",
+                   [&](OpId op) { return t[op] != nullptr; });
     return t;
   }();
   return table;

@@ -3,7 +3,10 @@
 #include "runtime/OpId.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iterator>
+#include <string>
 
 namespace mpc::rt {
 namespace {
@@ -33,6 +36,20 @@ std::optional<OpId> opFromName(std::string_view name) {
   if (it == std::end(kOps) || it->name != name)
     return std::nullopt;
   return static_cast<OpId>(it - std::begin(kOps));
+}
+
+void requireEveryOp(const char *what, const char *where,
+                    const std::function<bool(OpId)> &has) {
+  std::string missing;
+  for (size_t i = 0; i < kNumOps; ++i)
+    if (inPlans((OpId)i) && !has((OpId)i))
+      missing += std::string(missing.empty() ? "" : ", ") + opName((OpId)i);
+  if (missing.empty())
+    return;
+  std::fprintf(stderr, "mpc: internal error: no %s registered for mpc op(s) "
+                       "%s (%s)\n",
+               what, missing.c_str(), where);
+  std::abort();
 }
 
 } // namespace mpc::rt

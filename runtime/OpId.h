@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -33,6 +34,12 @@ const char *opName(OpId op);
 bool inPlans(OpId op);
 /// The op with mnemonic `name`, or none.
 std::optional<OpId> opFromName(std::string_view name);
+
+/// For a backend's table: stops the process naming every op that can
+/// reach a plan and lacks `what` (`has` false), saying `where` to add it.
+/// A build missing one must not run at all.
+void requireEveryOp(const char *what, const char *where,
+                    const std::function<bool(OpId)> &has);
 
 } // namespace mpc::rt
 
