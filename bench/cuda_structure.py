@@ -56,7 +56,7 @@ def compile_step(model, out, batch, fuse):
                     "--lr", "0.01", "--no-nvcc", f"--fuse={str(fuse).lower()}"],
                    check=True, stdout=subprocess.DEVNULL)
     summary = json.load(open(os.path.join(out, "summary.json")))
-    return (summary["steps"], len(summary["kernels"]),
+    return (summary["steps"], len(summary["launches"]),
             kernel_traffic(os.path.join(out, "plan.txt")),
             summary["memory_plan_bytes"])
 

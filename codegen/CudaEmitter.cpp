@@ -10,9 +10,13 @@
 #include "codegen/CudaPrelude.h"
 #include "runtime/kernels/Common.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 
 using namespace ::mpc::rt;
@@ -179,7 +183,6 @@ void Emitter::launch(Step &s, const std::string &name,
     s.cuda.grid = grid;
     s.cuda.block = block;
   }
-  mod.kernels.push_back(name);
   // The host launcher the emulation test runs (same arguments).
   emu << "extern \"C\" void emu_" << name << "(void **p) {\n  mpc_emulate({"
       << grid[0] << ", " << grid[1] << ", " << grid[2] << "}, {" << block[0]
@@ -265,7 +268,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
   for (int m : s.cuda.chain) {
     const Step &member = plan.steps[m];
     int out = member.outputs[0];
-    std::string t = "t" + std::to_string(m);
+    std::string t = "t" + std::to_string(reg.size() - ext.size());
     cu << "  float " << t << ";\n  { ";
     std::vector<int> operands = chainOperands(member);
     for (size_t k = 0; k < operands.size(); ++k)
@@ -313,28 +316,65 @@ void registerElementwiseEmitters(EmitterTable &t) {
 // The walk
 //===----------------------------------------------------------------------===//
 
-bool Emitter::emitStep(Step &s, size_t index) {
+bool Emitter::emitStep(Step &s) {
   std::string op = opName(s.op);
   if (s.countUnderflow && s.op != OpId::Cast)
     return fail(s, "only a cast can count underflowing gradients");
   if (s.cuda.inOtherKernel())
     return true;
-  if (s.cuda.isChain()) // k<i>_chain<n>_<last op>
-    return chain(s, "k" + std::to_string(index) + "_chain" +
-                        std::to_string(s.cuda.chain.size()) + "_" + op);
   const EmitterTable::Entry &how = emitters()[s.op];
-  if (how.alias && s.outputs.size() == 1) {
+  if (!s.cuda.isChain() && how.alias && s.outputs.size() == 1) {
     s.cuda.alias = s.inputs[0];
     return true;
   }
-  std::string name = "k" + std::to_string(index) + "_" + op;
-  if (how.emit)
-    return (this->*how.emit)(s, name);
-  if (how.expr)
-    return elementwise(s, name);
-  std::string why = how.unsupported; // always set here
-  return fail(s, "no CUDA kernel for mpc." + op + " yet" +
-                     (why.empty() ? "" : " (" + why + ")"));
+  if (!s.cuda.isChain() && !how.emit && !how.expr) {
+    std::string why = how.unsupported; // always set here
+    return fail(s, "no CUDA kernel for mpc." + op + " yet" +
+                       (why.empty() ? "" : " (" + why + ")"));
+  }
+  // Generated into fresh streams under the placeholder name.
+  std::ostringstream code, launcher;
+  std::swap(cu, code);
+  std::swap(emu, launcher);
+  gemmOnTensorCores.reset();
+  bool ok = s.cuda.isChain() ? chain(s, kKernelName)
+            : how.emit       ? (this->*how.emit)(s, kKernelName)
+                             : elementwise(s, kKernelName);
+  std::swap(cu, code);
+  std::swap(emu, launcher);
+  if (!ok)
+    return false;
+  std::string stem =
+      s.cuda.isChain()
+          ? "chain" + std::to_string(s.cuda.chain.size()) + "_" + op
+          : op;
+  finish(s, stem, code.str(), launcher.str());
+  return true;
+}
+
+void Emitter::finish(Step &s, const std::string &stem, std::string code,
+                     std::string launcher) {
+  auto digest = llvm::SHA256::hash(llvm::arrayRefFromStringRef(code));
+  std::string name =
+      stem + "_" + llvm::toHex(llvm::ArrayRef(digest).take_front(6), true);
+  auto rename = [&](std::string &text) {
+    for (size_t at = 0; (at = text.find(kKernelName, at)) != std::string::npos;
+         at += name.size())
+      text.replace(at, std::strlen(kKernelName), name);
+  };
+  rename(s.cuda.kernel);
+  rename(s.cuda.prologue);
+  if (!s.cuda.prologue.empty())
+    mod.launches.push_back(s.cuda.prologue);
+  mod.launches.push_back(s.cuda.kernel);
+  if (!named.insert(name).second)
+    return; // the same kernel as an earlier step's
+  rename(code);
+  rename(launcher);
+  mod.kernels.push_back({name, std::move(code), std::move(launcher)});
+  if (gemmOnTensorCores)
+    (*gemmOnTensorCores ? mod.gemmKernels : mod.fp32GemmKernels)
+        .push_back(name);
 }
 
 } // namespace mlir::mpc::cuda
@@ -366,14 +406,19 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
   cuda::Emitter e{plan, out, error, {}, {}};
   if (fuse)
     cuda::fuseSteps(e);
-  e.cu << "// Emitted by mpc: the kernels of an execution plan, one per step or\n"
-          "// fused chain of steps.\n"
-       << cudaPreludeConstants() << kCudaPrelude << "\n";
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    if (!e.emitStep(plan.steps[i], i))
+  for (Step &s : plan.steps)
+    if (!e.emitStep(s))
       return false;
-  e.cu << "#ifdef MPC_HOST_EMULATION\n" << e.emu.str() << "#endif\n";
-  out.source = e.cu.str();
+  out.prelude = "// Emitted by mpc: the kernels of an execution plan, one per "
+                "distinct step or\n// fused chain of steps.\n" +
+                cudaPreludeConstants() + kCudaPrelude + "\n";
+  out.source = out.prelude;
+  for (const CudaKernel &k : out.kernels)
+    out.source += k.code;
+  out.source += "#ifdef MPC_HOST_EMULATION\n";
+  for (const CudaKernel &k : out.kernels)
+    out.source += k.launcher;
+  out.source += "#endif\n";
   return true;
 }
 

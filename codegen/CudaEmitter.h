@@ -20,10 +20,21 @@
 
 namespace mlir::mpc {
 
+/// One distinct kernel: named after what it computes (its op and a hash of
+/// its code), so identical layers share it and a later compile finds it in
+/// the kernel cache.
+struct CudaKernel {
+  std::string name;
+  std::string code;     // the kernel and the structs it uses
+  std::string launcher; // its host-emulation launcher (MPC_HOST_EMULATION)
+};
+
 struct CudaModule {
-  std::string source;                 // the .cu file
-  std::vector<std::string> kernels;   // kernel names, in step order
-  std::vector<std::string> gemmKernels; // those that must use tensor cores
+  std::string source;  // the .cu file: prelude, kernels, launchers
+  std::string prelude; // what every translation unit starts with
+  std::vector<CudaKernel> kernels;      // distinct, in first-use order
+  std::vector<std::string> launches;    // kernel names, in launch order
+  std::vector<std::string> gemmKernels; // distinct; must use tensor cores
   std::vector<std::string> fp32GemmKernels;
   double flops = 0, tensorCoreFlops = 0;
 };

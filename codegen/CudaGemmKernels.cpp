@@ -54,12 +54,9 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
          {threads, 1, 1});
   double flops = 2.0 * M * N * K * batch;
   mod.flops += flops;
-  if (tc) {
+  if (tc)
     mod.tensorCoreFlops += flops;
-    mod.gemmKernels.push_back(name);
-  } else {
-    mod.fp32GemmKernels.push_back(name);
-  }
+  gemmOnTensorCores = tc;
 }
 
 bool Emitter::gemm(Step &s, const std::string &name) {

@@ -21,6 +21,7 @@
 #include <array>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -130,14 +131,29 @@ struct Emitter {
   std::string header(const Step &s, const std::string &name, int threads);
   /// Records the kernel and launch shape on the step, and its host
   /// launcher for the emulation test. A `prologue` kernel (one thread, the
-  /// same arguments) runs before the step's kernel.
+  /// same arguments) runs before the step's kernel. Generators name their
+  /// kernels kKernelName (and derived names): emitStep renames them after
+  /// what they compute and keeps one copy of each.
   void launch(Step &s, const std::string &name, std::array<int64_t, 3> grid,
               std::array<int64_t, 3> block, bool prologue = false);
   void launch1d(Step &s, const std::string &name, int64_t n) {
     int64_t t = ::mpc::rt::cuda::kThreads;
     launch(s, name, {std::max<int64_t>((n + t - 1) / t, 1), 1, 1}, {t, 1, 1});
   }
-  bool emitStep(Step &s, size_t index);
+  bool emitStep(Step &s);
+  /// The placeholder generators name their kernel with.
+  static constexpr const char *kKernelName = "MPC_KERNEL_";
+  std::set<std::string> named;       // distinct kernels so far
+  std::optional<bool> gemmOnTensorCores; // set by gemmKernel for the step
+
+private:
+  /// Names the kernel `code` (with the placeholder) `stem_<hash>`, records
+  /// the step's launches and keeps the code unless an identical kernel
+  /// was emitted before.
+  void finish(Step &s, const std::string &stem, std::string code,
+              std::string launcher);
+
+public:
 
   // CudaEmitter.cpp
   /// The FP32 expression of an elementwise step over operands a, b, c...

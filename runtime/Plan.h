@@ -109,6 +109,9 @@ struct Plan {
   std::vector<Step> steps;
   std::vector<Binding> outputs;
   std::optional<TrainInfo> train; // train-step plans only
+  /// The GPU architectures the artifact's device code is for (sm_80, ...;
+  /// PTX for the newest); empty for CPU-only plans.
+  std::vector<std::string> cudaArch;
 };
 
 } // namespace mpc::rt

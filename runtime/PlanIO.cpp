@@ -178,6 +178,10 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
        << " " << putTensor(blob, p.init) << "\n";
   for (const auto &[id, t] : plan.constants)
     os << "const " << id << " " << putTensor(blob, t) << "\n";
+  if (!plan.cudaArch.empty())
+    os << "cuda-arch " << joinList(plan.cudaArch, [](const std::string &a) {
+      return escape(a);
+    }) << "\n";
   if (const auto &t = plan.train) {
     os << "train loss=" << t->loss << " loss-scale-init=" << hexFloat(t->lossScaleInit)
        << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2)

@@ -162,6 +162,12 @@ private:
       if (!readTensor(is, plan.values[id].dtype, plan.values[id].shape, t))
         return "bad constant data";
       plan.constants[id] = std::move(t);
+    } else if (kind == "cuda-arch") {
+      std::string list;
+      if (!(is >> list))
+        return "bad cuda-arch record";
+      for (const std::string &a : splitList(list))
+        plan.cudaArch.push_back(unescape(a));
     } else if (kind == "train") {
       plan.train.emplace();
       if (!parseTrain(is, *plan.train))

@@ -9,6 +9,7 @@
 //   param <name> <id> <trainable 0|1> <offset> <bytes>
 //   const <id> <offset> <bytes>
 //   step <op> <name> <in,in,...|-> <out,...|->
+//   cuda-arch <sm_XY,...>                    (artifacts with device code)
 //   train loss=<output> loss-scale-init=<double hex> adam-betas=<f>,<f>
 //   gradient <output> <param>                (train-step plans)
 // and after a step, its attributes and what codegen decided for it:

@@ -270,6 +270,12 @@ def main():
         export(Gpt(gelu="tanh"), toks, gnames, p("gpt_tanh"), 17)
     if want("gpt_gelu_op"):
         gelu_op_variant(p("gpt"), p("gpt_gelu_op"))
+    # gpt_l<N>: the same decoder N blocks deep (depth-independence of the
+    # compile: bench/compile_scale.py, test/codegen/kernel-cache.test).
+    for name in sorted(only):
+        if name.startswith("gpt_l") and name[5:].isdigit():
+            torch.manual_seed(0)
+            export(Gpt(layers=int(name[5:])), toks, gnames, p(name), 17)
     # Seeded on their own, so --only gives the same weights.
     torch.manual_seed(1)
     digits = (torch.rand(4, 64), lbl(4))

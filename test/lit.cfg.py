@@ -17,6 +17,9 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.mpc_tools_dir, append_path=False)
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# The kernel cache of `mpc compile` (safe to share between tests run in
+# parallel), kept out of the user's home.
+config.environment["XDG_CACHE_HOME"] = os.path.join(config.mpc_obj_root, "test", "cache")
 
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
 config.substitutions.append(("%python", config.python_executable))

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace mpc::rt {
 
@@ -40,6 +41,37 @@ CudaInfo probeCuda() {
   }
   info.available = true;
   return info;
+}
+
+std::string deviceArch(const std::string &device) {
+  size_t at = device.rfind("(sm_");
+  return at == std::string::npos ? "" : device.substr(at + 1, device.size() - at - 2);
+}
+
+bool archRuns(const std::vector<std::string> &built,
+              const std::string &device) {
+  auto number = [](const std::string &a) { return std::atoi(a.c_str() + 3); };
+  int dev = number(device), newest = 0;
+  for (const std::string &a : built) {
+    int n = number(a);
+    newest = std::max(newest, n);
+    bool specific = a.back() == 'a'; // sm_90a: that GPU only
+    if (specific ? n == dev : (n / 10 == dev / 10 && n <= dev))
+      return true;
+  }
+  return newest > 0 && newest <= dev; // PTX for the newest, JIT-compiled
+}
+
+std::string archMismatch(const Plan &plan, const std::string &dir,
+                         const std::string &device) {
+  if (plan.cudaArch.empty() || device.empty() ||
+      archRuns(plan.cudaArch, device))
+    return "";
+  std::string built;
+  for (const std::string &a : plan.cudaArch)
+    built += (built.empty() ? "" : ",") + a;
+  return dir + " has no code for this GPU (" + device + "): it was built for " +
+         built + "; compile it again with --arch " + device + " (or native)";
 }
 
 bool runPlanCuda(const Plan &plan, const std::string &dir,

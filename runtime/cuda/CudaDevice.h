@@ -28,7 +28,20 @@ struct CudaInfo {
 /// Looks for the driver and a device; never fails loudly.
 CudaInfo probeCuda();
 
-/// A session on GPU 0 for an artifact's plan: loads `<dir>/kernels.fatbin`,
+/// The sm_XY of a device description ("NVIDIA H200 (sm_90)").
+std::string deviceArch(const std::string &device);
+
+/// Whether device code built for `built` (SASS for each, PTX for the
+/// newest) runs on a GPU of architecture `device`: SASS of the same major
+/// version and no newer minor one, or PTX the driver can compile for it.
+bool archRuns(const std::vector<std::string> &built, const std::string &device);
+
+/// "DIR has no code for this GPU (sm_XY): built for ..., compile it with
+/// --arch sm_XY", or "" when it runs.
+std::string archMismatch(const Plan &plan, const std::string &dir,
+                         const std::string &device);
+
+/// A session on GPU 0 for an artifact's plan: loads `<dir>/kernels*.fatbin`,
 /// places every value in one arena (planDeviceMemory) and uploads the
 /// parameters' initial values and the constants. With `graph`, runs launch
 /// one captured CUDA graph of the whole step. Null with `error` without a

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 
 namespace mpc::rt {
 namespace {
@@ -33,20 +34,18 @@ public:
       d.streamDestroy(stream);
     if (base)
       d.memFree(base);
-    if (module)
-      d.moduleUnload(module);
+    for (Handle m : modules)
+      d.moduleUnload(m);
   }
 
   bool open(const std::string &dir, std::string &error) {
     Device dev;
     Handle ctx;
-    std::string image = dir + "/kernels.fatbin";
     if (!check(d.deviceGet(&dev, 0), "cuDeviceGet", error) ||
         !check(d.primaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain",
                error) ||
         !check(d.ctxSetCurrent(ctx), "cuCtxSetCurrent", error) ||
-        !check(d.moduleLoad(&module, image.c_str()),
-               "loading " + image + " (compile with nvcc present)", error) ||
+        !loadModules(dir, error) ||
         !check(d.streamCreate(&stream, 0), "cuStreamCreate", error))
       return false;
     fns.assign(plan.steps.size(), nullptr);
@@ -60,13 +59,9 @@ public:
         return (error = "step '" + s.name + "' (" + opName(s.op) +
                         ") has no CUDA kernel",
                 false);
-      if (!check(d.moduleGetFunction(&fns[i], module, name.c_str()), name,
-                 error))
-        return false;
-      const std::string &first = s.cuda.prologue;
-      if (!first.empty() &&
-          !check(d.moduleGetFunction(&prologues[i], module, first.c_str()),
-                 first, error))
+      if (!function(name, fns[i], error) ||
+          (!s.cuda.prologue.empty() &&
+           !function(s.cuda.prologue, prologues[i], error)))
         return false;
     }
     int64_t arena = planDeviceMemory(plan, offsets);
@@ -176,12 +171,47 @@ private:
   const Plan &plan;
   Driver &d;
   bool useGraph;
-  Handle module = nullptr, stream = nullptr, exec = nullptr;
+  std::vector<Handle> modules; // kernels*.fatbin
+  Handle stream = nullptr, exec = nullptr;
   DevicePtr base = 0;
   std::vector<Handle> fns, prologues; // per step; prologues run first
   std::vector<int64_t> offsets;
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t underflowed = 0; // the last run's count
+
+  /// Loads every kernels*.fatbin of the artifact (the kernel cache makes
+  /// several; older artifacts have one kernels.fatbin).
+  bool loadModules(const std::string &dir, std::string &error) {
+    std::vector<std::string> images;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("kernels", 0) == 0 && e.path().extension() == ".fatbin")
+        images.push_back(e.path().string());
+    }
+    std::sort(images.begin(), images.end());
+    if (images.empty())
+      return (error = dir + " has no device code (kernels*.fatbin): compile "
+                            "it where nvcc is installed",
+              false);
+    for (const std::string &image : images) {
+      Handle m = nullptr;
+      if (!check(d.moduleLoad(&m, image.c_str()), "loading " + image, error))
+        return false;
+      modules.push_back(m);
+    }
+    return true;
+  }
+
+  /// The kernel `name`, from whichever module has it.
+  bool function(const std::string &name, Handle &fn, std::string &error) {
+    for (Handle m : modules)
+      if (d.moduleGetFunction(&fn, m, name.c_str()) == 0)
+        return true;
+    return (error = "kernel " + name + " is in none of the artifact's "
+                                       "modules (kernels*.fatbin)",
+            false);
+  }
 
   bool check(Result r, const std::string &what, std::string &error) const {
     if (r)
@@ -241,6 +271,11 @@ std::unique_ptr<Session> openCudaSession(const Plan &plan,
   CudaInfo info = probeCuda();
   if (!info.available) {
     error = info.reason;
+    return nullptr;
+  }
+  if (std::string why = archMismatch(plan, dir, deviceArch(info.devices[0]));
+      !why.empty()) {
+    error = why;
     return nullptr;
   }
   auto s = std::make_unique<CudaSession>(plan, graph);

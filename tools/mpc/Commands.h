@@ -39,11 +39,6 @@ int runDoctor();
 /// "" when absent.
 std::string findCudaTool(llvm::StringRef name);
 
-/// nvcc DIR/kernels.cu -> DIR/kernels.fatbin for `arch` (sm_80...); true
-/// without doing anything when there is no nvcc (`nvccUsed` stays empty).
-bool buildFatbin(const std::string &dir, const std::vector<std::string> &arch,
-                 std::string &nvccUsed, std::string &error);
-
 /// Adds --freeze NAME=FILE specs to `frozen`; false (with `error`) on a
 /// malformed one.
 bool parseFreezeSpecs(const std::vector<std::string> &specs,

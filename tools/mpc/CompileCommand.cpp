@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "KernelBuild.h"
 #include "Precision.h"
 #include "TrainStep.h"
 
@@ -19,6 +20,7 @@
 #include "frontend/OnnxImporter.h"
 #include "ir/MpcOps.h"
 #include "runtime/PlanIO.h"
+#include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/MemoryPlan.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -33,6 +35,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 using namespace llvm;
 namespace rt = ::mpc::rt;
@@ -59,11 +62,22 @@ static cl::opt<std::string>
          cl::init("artifact"), cl::sub(compileCommand));
 static cl::opt<std::string> target("target", cl::desc("cuda | cpu"),
                                    cl::init("cuda"), cl::sub(compileCommand));
-static cl::list<std::string> archs("arch", cl::CommaSeparated,
-                                   cl::desc("GPU architectures (default "
-                                            "sm_80,sm_90)"),
-                                   cl::value_desc("sm_80,sm_90"),
-                                   cl::sub(compileCommand));
+static cl::list<std::string> archs(
+    "arch", cl::CommaSeparated,
+    cl::desc("GPU architectures: sm_75 ... as the installed nvcc supports, "
+             "or native (this machine's GPU); PTX for the newest goes along "
+             "(default sm_80,sm_90)"),
+    cl::value_desc("sm_80,sm_90"), cl::sub(compileCommand));
+static cl::opt<std::string> cacheDir(
+    "cache-dir",
+    cl::desc("Kernel cache (default $XDG_CACHE_HOME/mpc or ~/.cache/mpc)"),
+    cl::value_desc("dir"), cl::sub(compileCommand));
+static cl::opt<bool> noCache("no-cache",
+                             cl::desc("Compile every kernel; use no cache"),
+                             cl::sub(compileCommand));
+static cl::opt<unsigned> jobs(
+    "j", cl::desc("nvcc processes at once (default: the core count)"),
+    cl::init(0), cl::sub(compileCommand));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
                               cl::sub(compileCommand));
 static cl::opt<bool> noNvcc("no-nvcc",
@@ -107,41 +121,6 @@ std::string findCudaTool(StringRef name) {
   return "";
 }
 
-bool buildFatbin(const std::string &dir, const std::vector<std::string> &arch,
-                 std::string &nvccUsed, std::string &error) {
-  std::string nvcc = findCudaTool("nvcc");
-  if (nvcc.empty())
-    return true; // kernels.cu stays uncompiled
-  std::vector<std::string> args = {nvcc, "-fatbin", "-O3", "-std=c++17",
-                                   "-o", dir + "/kernels.fatbin"};
-  for (const std::string &a : arch)
-    args.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
-  args.push_back(dir + "/kernels.cu");
-  std::vector<StringRef> argv(args.begin(), args.end());
-  std::string log = dir + "/nvcc.log";
-  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
-                                          StringRef(log)};
-  std::string msg;
-  if (sys::ExecuteAndWait(nvcc, argv, std::nullopt, redirects, 0, 0, &msg)) {
-    // The first error line (nvcc prints warnings first).
-    auto text = MemoryBuffer::getFile(log);
-    std::string first = msg;
-    if (text) {
-      SmallVector<StringRef> lines;
-      (*text)->getBuffer().split(lines, '\n');
-      for (StringRef l : lines)
-        if (l.contains("error")) {
-          first = l.trim().str();
-          break;
-        }
-    }
-    error = "nvcc failed on the emitted kernels.cu (" + first + ")";
-    return false;
-  }
-  nvccUsed = nvcc;
-  sys::fs::remove(log); // empty unless nvcc warned
-  return true;
-}
 
 /// Runs the pipeline --train or --precision asks for; returns the function
 /// to build the plan from (null with `error`).
@@ -170,9 +149,40 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
 /// What an artifact holds besides the plan, for its summary.
 struct ArtifactInfo {
   std::vector<std::string> arch;
-  std::string nvccUsed; // empty: kernels.cu not compiled
-  int64_t arena = 0;    // device memory plan bytes
+  KernelBuildResult build; // build.nvcc empty: kernels.cu not compiled
+  int64_t arena = 0;       // device memory plan bytes
 };
+
+/// --arch resolved: `native` is this machine's GPU; every name must be one
+/// the installed nvcc supports (without nvcc, any sm_XY); bf16 needs sm_80.
+static bool resolveArchs(std::vector<std::string> &arch, std::string &error) {
+  if (arch.empty())
+    arch = {"sm_80", "sm_90"};
+  std::vector<std::string> supported = supportedArchs();
+  for (std::string &a : arch) {
+    if (a == "native") {
+      rt::CudaInfo gpu = rt::probeCuda();
+      if (!gpu.available)
+        return (error = "--arch native: no CUDA GPU here (" + gpu.reason + ")",
+                false);
+      a = rt::deviceArch(gpu.devices[0]);
+    }
+    bool known = supported.empty()
+                     ? StringRef(a).starts_with("sm_") && a.size() >= 5
+                     : llvm::is_contained(supported, a);
+    if (!known)
+      return (error = "--arch " + a + " is not supported (" +
+                      (supported.empty() ? std::string("names like sm_80")
+                                         : llvm::join(supported, ", ")) +
+                      ")",
+              false);
+    if (compilePrecision.precision == "bf16" && std::atoi(a.c_str() + 3) < 80)
+      return (error = "--precision bf16 needs sm_80 or newer (" + a +
+                      " has no bf16 tensor cores); use --precision fp16 there",
+              false);
+  }
+  return true;
+}
 
 /// Writes DIR.tmp (plan, weights, kernels.cu, kernels.fatbin,
 /// summary.json) and renames it over DIR, so DIR is whole or untouched.
@@ -188,9 +198,20 @@ static bool writeArtifact(const rt::Plan &plan,
   std::vector<int64_t> offsets;
   info.arena = rt::planDeviceMemory(plan, offsets);
   bool ok = rt::savePlan(plan, tmp, error);
-  if (ok && target == "cuda")
+  if (ok && target == "cuda") {
+    KernelBuildOptions build;
+    build.arch = info.arch;
+    build.cacheDir = noCache ? "" : cacheDir.empty() ? defaultKernelCacheDir()
+                                                     : cacheDir.getValue();
+    build.jobs = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
     ok = rt::writeFileAtomically(tmp + "/kernels.cu", cuda.source, error) &&
-         (noNvcc || buildFatbin(tmp, info.arch, info.nvccUsed, error));
+         (noNvcc || buildKernels(cuda, tmp, build, info.build, error));
+    for (const std::string &w : info.build.warnings)
+      errs() << "mpc: warning: " << w << "\n";
+  }
+  std::vector<std::string> kernelNames;
+  for (const mlir::mpc::CudaKernel &k : cuda.kernels)
+    kernelNames.push_back(k.name);
   double flops = cuda.flops, tc = cuda.tensorCoreFlops;
   json::Object summary{
       {"model", std::string(model)},
@@ -200,13 +221,20 @@ static bool writeArtifact(const rt::Plan &plan,
       {"train_step", (bool)train},
       {"arch", json::Array(info.arch)},
       {"steps", (int64_t)plan.steps.size()},
-      {"kernels", json::Array(cuda.kernels)},
+      {"launches", json::Array(cuda.launches)},
+      {"kernels", json::Array(kernelNames)},
       {"tensor_core_gemm_kernels", json::Array(cuda.gemmKernels)},
       {"fp32_gemm_kernels", json::Array(cuda.fp32GemmKernels)},
       {"memory_plan_bytes", info.arena},
       {"flops", flops},
       {"tensor_core_flop_share", flops > 0 ? tc / flops : 0.0},
-      {"nvcc", info.nvccUsed}};
+      {"nvcc", info.build.nvcc},
+      {"device_compile",
+       json::Object{{"seconds", info.build.nvccSeconds},
+                    {"kernels_compiled", (int64_t)info.build.compiled},
+                    {"kernels_from_cache", (int64_t)info.build.cached},
+                    {"translation_units", (int64_t)info.build.units},
+                    {"modules", (int64_t)info.build.modules}}}};
   ok = ok && writeJsonFile(tmp + "/summary.json",
                            json::Value(std::move(summary)), error);
   if (ok) {
@@ -218,6 +246,18 @@ static bool writeArtifact(const rt::Plan &plan,
   if (!ok)
     fs::remove_all(tmp, ec);
   return ok;
+}
+
+/// What the summary line says of the device code.
+static std::string deviceCodeText(const ArtifactInfo &info) {
+  if (info.build.nvcc.empty())
+    return "kernels.cu not compiled (no nvcc)";
+  const KernelBuildResult &b = info.build;
+  return formatv("device code for {0} ({1} compiled in {2} nvcc runs, {3} "
+                 "from the cache; {4:f1} s)",
+                 llvm::join(info.arch, ","), b.compiled, b.units, b.cached,
+                 b.nvccSeconds)
+      .str();
 }
 
 int runCompile() {
@@ -233,11 +273,8 @@ int runCompile() {
     return reportError("--batch must be positive");
   ArtifactInfo info;
   info.arch.assign(archs.begin(), archs.end());
-  if (info.arch.empty())
-    info.arch = {"sm_80", "sm_90"};
-  for (const std::string &a : info.arch)
-    if (!StringRef(a).starts_with("sm_") || a.size() < 5)
-      return reportError("--arch expects names like sm_80, got '" + a + "'");
+  if (target == "cuda" && !resolveArchs(info.arch, error))
+    return reportError(error);
 
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
@@ -255,6 +292,8 @@ int runCompile() {
   rt::Plan plan;
   if (!mlir::mpc::buildPlan(func, plan, error))
     return reportError(model + ": " + error);
+  if (target == "cuda")
+    plan.cudaArch = info.arch;
   mlir::mpc::CudaModule cuda;
   if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error, fuse))
     return reportError(model + ": " + error);
@@ -267,15 +306,14 @@ int runCompile() {
   double flops = cuda.flops, tc = cuda.tensorCoreFlops;
   outs() << formatv("wrote {0}: {1} steps", outDir, plan.steps.size());
   if (target == "cuda")
-    outs() << formatv(", {0} CUDA kernels ({1} GEMM/conv on tensor cores, {2} "
-                      "in FP32), memory plan {3:f2} MiB, {4:f1}% of FLOPs on "
-                      "tensor cores, {5}",
-                      cuda.kernels.size(), cuda.gemmKernels.size(),
+    outs() << formatv(", {0} kernel launches, {1} distinct CUDA kernels ({2} "
+                      "GEMM/conv on tensor cores, {3} in FP32), memory plan "
+                      "{4:f2} MiB, {5:f1}% of FLOPs on tensor cores, {6}",
+                      cuda.launches.size(), cuda.kernels.size(),
+                      cuda.gemmKernels.size(),
                       cuda.fp32GemmKernels.size(), info.arena / 1048576.0,
                       flops > 0 ? 100 * tc / flops : 0.0,
-                      info.nvccUsed.empty()
-                          ? std::string("kernels.cu not compiled (no nvcc)")
-                          : "kernels.fatbin for " + llvm::join(info.arch, ","));
+                      deviceCodeText(info));
   outs() << formatv(" ({0:f1} s)\n", secs);
   return 0;
 }

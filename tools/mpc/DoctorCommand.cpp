@@ -16,6 +16,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
@@ -129,21 +130,44 @@ int runDoctor() {
     return out;
   };
   std::set<std::string> tcGemms = names("tensor_core_gemm_kernels"),
-                        fp32Gemms = names("fp32_gemm_kernels");
+                        fp32Gemms = names("fp32_gemm_kernels"),
+                        kernels = names("kernels");
+  std::vector<std::string> built;
+  for (const std::string &a : names("arch"))
+    built.push_back(a);
   outs() << "artifact " << artifact << ": "
-         << s.getString("precision").value_or("?") << ", "
-         << names("kernels").size() << " kernels\n";
-  if (!sys::fs::exists(artifact + "/kernels.fatbin"))
-    return reportError(artifact + " has no kernels.fatbin (compiled without "
+         << s.getString("precision").value_or("?") << ", " << kernels.size()
+         << " kernels for " << join(built, ",") << "\n";
+  if (gpu.available && !rt::archRuns(built, rt::deviceArch(gpu.devices[0])))
+    outs() << "  " << artifact << " has no code for this GPU ("
+           << rt::deviceArch(gpu.devices[0]) << "): compile it again with "
+           << "--arch " << rt::deviceArch(gpu.devices[0]) << " (or native)\n";
+  // Its device code: kernels.fatbin, or the kernel cache's modules.
+  std::vector<std::string> images;
+  std::error_code ec;
+  for (sys::fs::directory_iterator it(artifact, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (sys::path::filename(it->path()).starts_with("kernels") &&
+        sys::path::extension(it->path()) == ".fatbin")
+      images.push_back(it->path());
+  llvm::sort(images);
+  if (images.empty())
+    return reportError(artifact + " has no device code (compiled without "
                                   "nvcc, or --target cpu)");
   if (cuobjdump.empty())
     return reportError("cuobjdump is needed to read the SASS");
-  std::string sass;
-  if (!capture(cuobjdump, {"-sass", artifact + "/kernels.fatbin"}, sass))
-    return reportError("cuobjdump failed: " +
-                       StringRef(sass).split('\n').first.str());
   std::set<std::string> archs;
-  auto counts = tensorCoreCounts(sass, archs);
+  std::map<std::string, std::map<std::string, int>> counts;
+  for (const std::string &image : images) {
+    std::string sass;
+    if (!capture(cuobjdump, {"-sass", image}, sass))
+      return reportError("cuobjdump failed: " +
+                         StringRef(sass).split('\n').first.str());
+    // A cached module can hold other models' kernels too: only ours count.
+    for (auto &[fn, perArch] : tensorCoreCounts(sass, archs))
+      if (kernels.count(fn))
+        counts[fn] = perArch;
+  }
   int bad = 0, withTc = 0;
   for (auto &[fn, perArch] : counts) {
     bool all = true, any = false;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "KernelBuild.h"
 #include "Precision.h"
 #include "TrainStep.h"
 
@@ -36,6 +37,7 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 using namespace llvm;
@@ -285,9 +287,9 @@ static bool setUpAlgorithm(mlir::ModuleOp module, mlir::func::FuncOp step,
 }
 
 /// --device cuda: the plan's kernels built for this GPU's arch in a fresh
-/// directory.
-static bool buildKernels(rt::Plan &plan, const rt::CudaInfo &gpu,
-                         std::string &dir, std::string &error) {
+/// directory (through the kernel cache).
+static bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
+                            std::string &dir, std::string &error) {
   mlir::mpc::CudaModule cuda;
   if (!mlir::mpc::emitCuda(plan, cuda, error))
     return false;
@@ -295,16 +297,21 @@ static bool buildKernels(rt::Plan &plan, const rt::CudaInfo &gpu,
   if (sys::fs::createUniqueDirectory("mpc-train-cuda", path))
     return (error = "cannot create a directory for the CUDA kernels", false);
   dir = path.str().str();
-  StringRef dev = gpu.devices[0];
-  std::string arch = dev.substr(dev.rfind("(") + 1).drop_back().str();
-  std::string nvccUsed;
+  KernelBuildOptions build;
+  build.arch = {rt::deviceArch(gpu.devices[0])};
+  build.cacheDir = defaultKernelCacheDir();
+  build.jobs = std::max(1u, std::thread::hardware_concurrency());
+  KernelBuildResult built;
   if (!rt::writeFileAtomically(dir + "/kernels.cu", cuda.source, error) ||
-      !buildFatbin(dir, {arch}, nvccUsed, error))
+      !buildKernels(cuda, dir, build, built, error))
     return false;
-  if (nvccUsed.empty())
+  for (const std::string &w : built.warnings)
+    errs() << "mpc: warning: " << w << "\n";
+  if (built.nvcc.empty())
     return (error = "--device cuda needs nvcc to build the kernels", false);
-  outs() << "training on " << dev << " (" << cuda.kernels.size()
-         << " CUDA kernels in " << dir << ")\n";
+  outs() << "training on " << gpu.devices[0] << " (" << cuda.launches.size()
+         << " kernel launches a step, " << cuda.kernels.size()
+         << " distinct CUDA kernels in " << dir << ")\n";
   return true;
 }
 
@@ -394,7 +401,7 @@ int runTrain() {
   if (!step || !mlir::mpc::buildPlan(step, plan, error))
     return reportError(model + ": " + error);
   std::string cudaDir;
-  if (trainDevice == "cuda" && !buildKernels(plan, gpu, cudaDir, error))
+  if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
     return reportError(model + ": " + error);
   std::unique_ptr<rt::Session> session =
       cudaDir.empty() ? rt::openCpuSession(plan)

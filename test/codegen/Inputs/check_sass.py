@@ -1,4 +1,5 @@
-"""Disassembles an artifact's kernels.fatbin with cuobjdump -sass and checks
+"""Disassembles an artifact's device code (kernels*.fatbin: the kernel
+cache's modules) with cuobjdump -sass and checks
 tensor-core use per kernel and architecture: every GEMM/conv kernel the
 artifact lists as tensor-core (summary.json) contains HMMA or HGMMA on every
 architecture, and no fp32 GEMM kernel does. An instruction counts when its
@@ -7,6 +8,7 @@ an ordinary-core instruction.
 
 usage: check_sass.py ARTIFACT_DIR
 """
+import glob
 import json
 import re
 import subprocess
@@ -14,12 +16,18 @@ import sys
 
 d = sys.argv[1]
 summary = json.load(open(f"{d}/summary.json"))
-out = subprocess.run(["cuobjdump", "-sass", f"{d}/kernels.fatbin"],
-                     capture_output=True, text=True)
-if out.returncode != 0:
-    sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
+images = sorted(glob.glob(f"{d}/kernels*.fatbin"))
+if not images:
+    sys.exit(f"{d} has no device code (kernels*.fatbin)")
+sass = ""
+for image in images:
+    out = subprocess.run(["cuobjdump", "-sass", image], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
+    sass += out.stdout
 counts, arch, fn = {}, None, None
-for line in out.stdout.splitlines():
+for line in sass.splitlines():
     t = line.strip()
     if t.startswith("arch = "):
         arch = t.split("=")[1].strip()
@@ -32,6 +40,8 @@ for line in out.stdout.splitlines():
             insn = insn.split(None, 1)[1] if " " in insn else ""
         if re.match(r"(HMMA|HGMMA)", insn):
             counts[fn][arch] += 1
+# A cached module can hold other models' kernels too: only ours count.
+counts = {k: v for k, v in counts.items() if k in set(summary["kernels"])}
 archs = sorted({a for c in counts.values() for a in c})
 ok = True
 for k in summary["tensor_core_gemm_kernels"]:

@@ -1,0 +1,323 @@
+//===- KernelBuild.cpp - device code for an artifact: cache, nvcc in parallel -===//
+//
+// Cache layout (version 1), all written as a temporary file renamed into
+// place, so concurrent compiles and crashes never leave a half entry:
+//   <cache>/kernels-v1/modules/<sha256 of the fatbin>.fatbin
+//   <cache>/kernels-v1/index/<key>   the module holding the kernel <key>
+// A module whose content does not match its name is a corrupt entry: the
+// kernel counts as missing and is compiled (and stored) again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuild.h"
+#include "Commands.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+using namespace llvm;
+
+namespace mpc {
+namespace {
+
+constexpr const char *kFlags = "-fatbin -O3 -std=c++17";
+
+std::string sha256(StringRef text) {
+  return toHex(SHA256::hash(arrayRefFromStringRef(text)), true);
+}
+
+std::optional<std::string> readFile(const std::string &path) {
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return std::nullopt;
+  return (*buf)->getBuffer().str();
+}
+
+/// Writes through a temporary file and a rename: readers see all or none.
+bool writeAtomically(const std::string &path, StringRef data) {
+  SmallString<256> tmp;
+  int fd;
+  if (sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, tmp))
+    return false;
+  {
+    raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out << data;
+    out.close();
+    if (out.has_error()) {
+      out.clear_error();
+      sys::fs::remove(tmp);
+      return false;
+    }
+  }
+  if (sys::fs::rename(tmp, path)) {
+    sys::fs::remove(tmp);
+    return false;
+  }
+  return true;
+}
+
+/// Runs `args` and returns its standard output ("" on failure).
+std::string capture(const std::vector<std::string> &args) {
+  SmallString<128> out;
+  if (sys::fs::createTemporaryFile("mpc-nvcc", "txt", out))
+    return "";
+  std::vector<StringRef> argv(args.begin(), args.end());
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(out),
+                                          StringRef("")}; // stderr: dropped
+  int rc = sys::ExecuteAndWait(args[0], argv, std::nullopt, redirects);
+  std::string text = rc == 0 ? readFile(out.str().str()).value_or("") : "";
+  sys::fs::remove(out);
+  return text;
+}
+
+/// nvcc's version line ("Build cuda_13.0.r13.0/compiler..."): part of
+/// every cache key, so a toolkit update misses the cache.
+const std::string &nvccVersion(const std::string &nvcc) {
+  static std::map<std::string, std::string> versions;
+  auto [it, fresh] = versions.try_emplace(nvcc);
+  if (fresh)
+    it->second = capture({nvcc, "--version"});
+  return it->second;
+}
+
+/// -gencode flags: SASS for every architecture, PTX for the newest so a
+/// newer GPU can JIT it.
+std::vector<std::string> gencodes(const std::vector<std::string> &arch) {
+  std::vector<std::string> flags;
+  std::string newest;
+  auto number = [](const std::string &a) { return std::atoi(a.c_str() + 3); };
+  for (const std::string &a : arch) {
+    flags.push_back("-gencode=arch=compute_" + a.substr(3) + ",code=" + a);
+    if (newest.empty() || number(a) > number(newest))
+      newest = a;
+  }
+  if (!newest.empty())
+    flags.push_back("-gencode=arch=compute_" + newest.substr(3) +
+                    ",code=compute_" + newest.substr(3));
+  return flags;
+}
+
+/// The kernels' entries in the cache (when usable).
+class KernelCache {
+public:
+  KernelCache(const std::string &dir, KernelBuildResult &result)
+      : root(dir.empty() ? "" : dir + "/kernels-v1"), result(result) {
+    if (root.empty())
+      return;
+    if (sys::fs::create_directories(root + "/index") ||
+        sys::fs::create_directories(root + "/modules"))
+      disable("cannot create " + root);
+  }
+
+  bool enabled() const { return !root.empty(); }
+
+  /// The module holding the kernel `key`, verified, or "".
+  std::string lookup(const std::string &key) {
+    if (!enabled())
+      return "";
+    std::string index = root + "/index/" + key;
+    std::optional<std::string> module = readFile(index);
+    if (!module)
+      return "";
+    std::string hash = StringRef(*module).trim().str();
+    std::string path = modulePath(hash);
+    std::optional<std::string> data = readFile(path);
+    if (hash.size() != 64 || !data || sha256(*data) != hash) {
+      sys::fs::remove(index); // corrupt: compiled and stored again
+      return "";
+    }
+    return path;
+  }
+
+  /// Stores a compiled module and the index entries of its kernels.
+  void store(const std::string &moduleData,
+             const std::vector<std::string> &keys) {
+    if (!enabled())
+      return;
+    std::string hash = sha256(moduleData);
+    if (!writeAtomically(modulePath(hash), moduleData))
+      return disable("cannot write to " + root);
+    for (const std::string &key : keys)
+      if (!writeAtomically(root + "/index/" + key, hash + "\n"))
+        return disable("cannot write to " + root);
+  }
+
+private:
+  std::string root;
+  KernelBuildResult &result;
+
+  std::string modulePath(const std::string &hash) const {
+    return root + "/modules/" + hash + ".fatbin";
+  }
+  void disable(const std::string &why) {
+    result.warnings.push_back(why + "; compiling without the kernel cache");
+    root.clear();
+  }
+};
+
+/// Splits `kernels` into at most `jobs` translation units of at least
+/// ~32 kernels each (nvcc's start-up is worth ~40 kernels), balanced by
+/// code size.
+std::vector<std::vector<const mlir::mpc::CudaKernel *>>
+splitUnits(const std::vector<const mlir::mpc::CudaKernel *> &kernels,
+           unsigned jobs) {
+  size_t n = std::max<size_t>(
+      1, std::min<size_t>(jobs, (kernels.size() + 31) / 32));
+  std::vector<std::vector<const mlir::mpc::CudaKernel *>> units(n);
+  std::vector<size_t> size(n, 0);
+  std::vector<const mlir::mpc::CudaKernel *> bySize(kernels);
+  std::stable_sort(bySize.begin(), bySize.end(), [](auto *a, auto *b) {
+    return a->code.size() > b->code.size();
+  });
+  for (const mlir::mpc::CudaKernel *k : bySize) {
+    size_t u = std::min_element(size.begin(), size.end()) - size.begin();
+    units[u].push_back(k);
+    size[u] += k->code.size();
+  }
+  return units;
+}
+
+} // namespace
+
+std::string defaultKernelCacheDir() {
+  if (auto xdg = sys::Process::GetEnv("XDG_CACHE_HOME"); xdg && !xdg->empty())
+    return *xdg + "/mpc";
+  if (auto home = sys::Process::GetEnv("HOME"); home && !home->empty())
+    return *home + "/.cache/mpc";
+  return "";
+}
+
+std::vector<std::string> supportedArchs() {
+  std::string nvcc = findCudaTool("nvcc");
+  std::vector<std::string> archs;
+  if (nvcc.empty())
+    return archs;
+  std::string list = capture({nvcc, "--list-gpu-code"});
+  SmallVector<StringRef> tokens;
+  StringRef(list).split(tokens, '\n', -1, false);
+  for (StringRef t : tokens)
+    if (t.trim().starts_with("sm_")) {
+      archs.push_back(t.trim().str());
+      // The architecture-specific variant (sm_90a...) from Hopper on.
+      if (std::atoi(t.trim().data() + 3) >= 90)
+        archs.push_back(t.trim().str() + "a");
+    }
+  return archs;
+}
+
+bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
+                  const KernelBuildOptions &options, KernelBuildResult &result,
+                  std::string &error) {
+  result.nvcc = findCudaTool("nvcc");
+  if (result.nvcc.empty())
+    return true; // kernels.cu stays uncompiled
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> flags = gencodes(options.arch);
+  // What every kernel's device code depends on besides its own code.
+  std::string context = sha256(nvccVersion(result.nvcc) + kFlags +
+                               join(flags, " ") + module.prelude);
+  KernelCache cache(options.cacheDir, result);
+  std::vector<std::string> modules; // paths to copy into DIR
+  std::set<std::string> seen;
+  std::vector<const mlir::mpc::CudaKernel *> missing;
+  std::map<const mlir::mpc::CudaKernel *, std::string> keys;
+  for (const mlir::mpc::CudaKernel &k : module.kernels) {
+    keys[&k] = sha256(context + k.name + "\n" + k.code);
+    std::string path = cache.lookup(keys[&k]);
+    if (path.empty()) {
+      missing.push_back(&k);
+      continue;
+    }
+    ++result.cached;
+    if (seen.insert(path).second)
+      modules.push_back(path);
+  }
+
+  // The missing kernels: translation units compiled by parallel nvccs.
+  auto units = splitUnits(missing, std::max(1u, options.jobs));
+  if (missing.empty())
+    units.clear();
+  std::vector<sys::ProcessInfo> running;
+  std::vector<std::string> outputs, logs;
+  for (size_t u = 0; u < units.size(); ++u) {
+    std::string base = dir + "/unit." + std::to_string(u);
+    std::string source = module.prelude;
+    for (const mlir::mpc::CudaKernel *k : units[u])
+      source += k->code;
+    if (!writeAtomically(base + ".cu", source))
+      return (error = "cannot write " + base + ".cu", false);
+    std::vector<std::string> args = {result.nvcc, "-fatbin", "-O3",
+                                     "-std=c++17", "-o", base + ".fatbin"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back(base + ".cu");
+    std::vector<StringRef> argv(args.begin(), args.end());
+    logs.push_back(base + ".log");
+    std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logs[u]),
+                                            StringRef(logs[u])};
+    std::string why;
+    running.push_back(sys::ExecuteNoWait(result.nvcc, argv, std::nullopt,
+                                         redirects, 0, &why));
+    if (!running.back().Pid)
+      return (error = "cannot run nvcc: " + why, false);
+    outputs.push_back(base + ".fatbin");
+  }
+  std::string failure;
+  for (size_t u = 0; u < running.size(); ++u) {
+    std::string why;
+    sys::ProcessInfo done = sys::Wait(running[u], std::nullopt, &why);
+    std::optional<std::string> data = readFile(outputs[u]);
+    if (done.ReturnCode != 0 || !data) {
+      if (failure.empty()) { // the first error line (nvcc warns first)
+        failure = why;
+        SmallVector<StringRef> lines;
+        std::string log = readFile(logs[u]).value_or("");
+        StringRef(log).split(lines, '\n');
+        for (StringRef l : lines)
+          if (l.contains("error")) {
+            failure = l.trim().str();
+            break;
+          }
+      }
+      continue;
+    }
+    std::vector<std::string> unitKeys;
+    for (const mlir::mpc::CudaKernel *k : units[u])
+      unitKeys.push_back(keys[k]);
+    cache.store(*data, unitKeys);
+    modules.push_back(outputs[u]);
+    result.compiled += units[u].size();
+  }
+  if (!failure.empty())
+    return (error = "nvcc failed on the emitted kernels (" + failure + ")",
+            false);
+  result.units = units.size();
+
+  // DIR gets the modules as kernels.<i>.fatbin; the units' files go.
+  for (size_t i = 0; i < modules.size(); ++i) {
+    std::string to = dir + "/kernels." + std::to_string(i) + ".fatbin";
+    if (sys::fs::copy_file(modules[i], to))
+      return (error = "cannot write " + to, false);
+  }
+  for (size_t u = 0; u < units.size(); ++u)
+    for (const char *ext : {".cu", ".fatbin", ".log"})
+      sys::fs::remove(dir + "/unit." + std::to_string(u) + ext);
+  result.modules = modules.size();
+  result.nvccSeconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
+  return true;
+}
+
+} // namespace mpc
