@@ -4,6 +4,7 @@
 #define MPC_TOOLS_MPC_COMMANDS_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
@@ -44,6 +45,13 @@ std::string findCudaTool(llvm::StringRef name);
 bool parseFreezeSpecs(const std::vector<std::string> &specs,
                       std::map<std::string, std::string> &frozen,
                       std::string &error);
+
+/// Imports `model` into `ctx` (the mpc dialect loaded) with a batch of
+/// `batch` bound (0: symbolic); null with a one-line `error`.
+mlir::OwningOpRef<mlir::ModuleOp> importWithBatch(mlir::MLIRContext &ctx,
+                                                  const std::string &model,
+                                                  int64_t batch,
+                                                  std::string &error);
 
 /// Writes `module` as MLIR text to `path` (atomically; "-": stdout).
 bool writeModule(mlir::ModuleOp module, const std::string &path,

@@ -277,11 +277,7 @@ int runCompile() {
     return reportError(error);
 
   mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
-  mlir::mpc::ImportOptions options;
-  options.modelPath = model;
-  options.batch = batch;
-  auto module = mlir::mpc::importModelFile(ctx, options, error);
+  auto module = importWithBatch(ctx, model, batch, error);
   if (!module)
     return reportError(error);
   mlir::func::FuncOp func = runPipeline(*module, error);

@@ -162,11 +162,7 @@ int runExplain() {
     return reportError("mpc explain shows a mixed-precision plan: use "
                        "--precision fp16 or bf16");
   mlir::MLIRContext ctx;
-  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
-  mlir::mpc::ImportOptions options;
-  options.modelPath = model;
-  options.batch = batch;
-  auto module = mlir::mpc::importModelFile(ctx, options, error);
+  auto module = importWithBatch(ctx, model, batch, error);
   if (!module)
     return reportError(error);
   auto func = mlir::mpc::entryFunction(*module);

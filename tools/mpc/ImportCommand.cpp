@@ -148,6 +148,18 @@ int runImport() {
                                                        : reportError(error);
 }
 
+mlir::OwningOpRef<mlir::ModuleOp> importWithBatch(mlir::MLIRContext &ctx,
+                                                  const std::string &model,
+                                                  int64_t batch,
+                                                  std::string &error) {
+  ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
+  mlir::mpc::ImportOptions options;
+  options.modelPath = model;
+  if (batch > 0)
+    options.batch = batch;
+  return mlir::mpc::importModelFile(ctx, options, error);
+}
+
 bool writeModule(mlir::ModuleOp module, const std::string &path,
                  std::string &error, mlir::OpPrintingFlags flags) {
   if (Error err = writeToOutput(path, [&](raw_ostream &os) {
