@@ -221,8 +221,13 @@ bool Emitter::pad(Step &s, const std::string &name) {
     cu << "  { i64 c = r % " << y.shape[d] << "LL - " << begin[d]
        << "LL; r /= " << y.shape[d] << "LL; inside = inside && c >= 0 && c < "
        << x.shape[d] << "LL; off += c * " << st[d] << "LL; }\n";
-  cu << "  st(out0, i, inside ? ld(in0, off) : "
-     << (value ? "ld(in1, 0)" : "0.0f") << ");\n}\n\n";
+  if (isFloat(x.dtype))
+    cu << "  st(out0, i, inside ? ld(in0, off) : "
+       << (value ? "ld(in1, 0)" : "0.0f") << ");\n}\n\n";
+  else // integers and bools move as they are
+    cu << "  out0[i] = inside ? in0[off] : "
+       << (value ? std::string("in1[0]") : "(" + std::string(ctype(y.dtype)) + ")0")
+       << ";\n}\n\n";
   launch1d(s, name, n);
   return true;
 }

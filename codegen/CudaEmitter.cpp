@@ -229,6 +229,8 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
   const ValueInfo &y = val(s.outputs[0]);
   if (!isFloat(y.dtype) && y.dtype != DType::I1 && s.op != OpId::Cast)
     return fail(s, "integer arithmetic has no CUDA kernel yet");
+  if (s.op == OpId::Cast && !isFloat(y.dtype) && y.dtype != DType::I1)
+    return integerCast(s, name);
   mod.flops += numElements(y.shape);
   std::vector<Shape> strides;
   for (int in : s.inputs)
@@ -285,6 +287,27 @@ bool Emitter::chain(Step &s, const std::string &name) {
     mod.flops += n;
   }
   cu << "  st(out0, i, " << reg.at(s.outputs[0]) << ");\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// A cast to i64/i32, exact: an integer source is converted as an integer
+/// (a float would lose everything above 2^24), a float one as the CPU
+/// backend does (mpc_f2i).
+bool Emitter::integerCast(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  int64_t n = numElements(y.shape);
+  bool to32 = y.dtype == DType::I32;
+  std::string value =
+      isFloat(x.dtype)
+          ? std::string("mpc_f2i(ld(in0, i), ") +
+                (to32 ? "-2147483648.0, 2147483647.0"
+                      : "-9223372036854775808.0, 9223372036854774784.0") +
+                ")"
+          : "in0[i]";
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  out0[i] = (" << ctype(y.dtype) << ")" << value
+     << ";\n}\n\n";
   launch1d(s, name, n);
   return true;
 }

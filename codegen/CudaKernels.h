@@ -160,6 +160,7 @@ public:
   /// as the CPU backend computes it; none for an op without one.
   std::optional<std::string> expr(const Step &s);
   bool elementwise(Step &s, const std::string &name);
+  bool integerCast(Step &s, const std::string &name);
   bool chain(Step &s, const std::string &name);
 
   // CudaDataKernels.cpp

@@ -200,9 +200,12 @@ bool Emitter::argExtreme(Step &s, const std::string &name) {
   int64_t n = sp.outer * sp.inner;
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << n << "LL) return;\n  i64 o = i / " << sp.inner << "LL, in = i % "
-     << sp.inner << "LL, best = 0;\n  float bv = 0.0f;\n  for (i64 j = 0; j < "
-     << sp.dim << "LL; ++j) {\n    float v = ld(in0, (o * " << sp.dim
-     << "LL + j) * " << sp.inner << "LL + in);\n    if (j == 0 || v "
+     << sp.inner << "LL, best = 0;\n  double bv = 0.0;\n  for (i64 j = 0; j < "
+     << sp.dim << "LL; ++j) {\n    double v = "
+     // integers exactly (a float loses everything above 2^24)
+     << (isFloat(x.dtype) ? "ld(in0, " : "(double)(in0[") << "(o * " << sp.dim
+     << "LL + j) * " << sp.inner << "LL + in" << (isFloat(x.dtype) ? ")" : "])")
+     << ";\n    if (j == 0 || v "
      << (max ? ">" : "<") << " bv" << (last ? " || v == bv" : "")
      << ") { best = j; bv = v; }\n  }\n  out0[i] = best;\n}\n\n";
   launch1d(s, name, n);

@@ -42,6 +42,9 @@ __device__ __forceinline__ float rnd_f16(float v) { return __half2float(__float2
 __device__ __forceinline__ float rnd_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 __device__ __forceinline__ float rnd_i1(float v) { return v != 0.0f ? 1.0f : 0.0f; }
 __device__ __forceinline__ i64 global_index() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+// Float -> integer as the CPU backend converts: NaN is 0, the rest clamped
+// to the target's range, then truncated.
+__device__ __forceinline__ i64 mpc_f2i(float v, double lo, double hi) { return v != v ? 0 : (i64)fmin(fmax((double)v, lo), hi); }
 
 #ifndef MPC_HOST_EMULATION
 // C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per

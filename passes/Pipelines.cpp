@@ -96,6 +96,12 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
   if (!validate<TrainPipelineOptions>(o, error) ||
       !parseLossScale(o.lossScale, o.precision, spec, error))
     return false;
+  if (!o.adamBetas.empty() &&
+      (o.adamBetas.size() != 2 ||
+       llvm::any_of(o.adamBetas, [](double b) { return !(b >= 0 && b < 1); }))) {
+    error = "--adam-betas takes beta1,beta2, each in [0, 1)";
+    return false;
+  }
   if (!llvm::is_contained({"sgd", "momentum", "nesterov", "adam", "adamw",
                            "adagrad", "none"},
                           kind.lower())) {
@@ -193,6 +199,10 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   opt.lr = o.lr;
   opt.momentum = o.momentum;
   opt.weightDecay = o.weightDecay;
+  if (o.adamBetas.size() == 2) {
+    opt.beta1 = o.adamBetas[0];
+    opt.beta2 = o.adamBetas[1];
+  }
   pm.addPass(createOptimizer(opt));
 }
 

@@ -76,6 +76,9 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
   Option<double> weightDecay{*this, "weight-decay",
                              llvm::cl::desc("Weight decay"),
                              llvm::cl::init(0.0)};
+  ListOption<double> adamBetas{
+      *this, "adam-betas",
+      llvm::cl::desc("Adam/AdamW beta1,beta2 (default 0.9,0.999)")};
 };
 
 /// A --loss-scale value resolved for a precision.

@@ -7,7 +7,7 @@ and prints one JSON object per step ({"step", "loss"}), the format of
 
 usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr R
        [--optimizer sgd|momentum|nesterov|adam|adamw|adagrad]
-       [--momentum M] [--weight-decay W]
+       [--momentum M] [--weight-decay W] [--adam-betas B1,B2]
 """
 import argparse
 import json
@@ -32,6 +32,7 @@ ap.add_argument("--lr", type=float, default=0.1)
 ap.add_argument("--optimizer", default="sgd")
 ap.add_argument("--momentum", type=float, default=0.9)
 ap.add_argument("--weight-decay", type=float, default=0.0)
+ap.add_argument("--adam-betas", default="0.9,0.999")
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -42,14 +43,17 @@ with torch.no_grad():
         p.copy_(torch.from_numpy(inits[name].copy()))
 x, y = torch.from_numpy(np.load(a.x)), torch.from_numpy(np.load(a.y))
 params, wd = net.parameters(), a.weight_decay
+betas = tuple(float(b) for b in a.adam_betas.split(","))
 opt = {
     "sgd": lambda: torch.optim.SGD(params, lr=a.lr, weight_decay=wd),
     "momentum": lambda: torch.optim.SGD(params, lr=a.lr, momentum=a.momentum,
                                         weight_decay=wd),
     "nesterov": lambda: torch.optim.SGD(params, lr=a.lr, momentum=a.momentum,
                                         nesterov=True, weight_decay=wd),
-    "adam": lambda: torch.optim.Adam(params, lr=a.lr, weight_decay=wd),
-    "adamw": lambda: torch.optim.AdamW(params, lr=a.lr, weight_decay=wd),
+    "adam": lambda: torch.optim.Adam(params, lr=a.lr, weight_decay=wd,
+                                     betas=betas),
+    "adamw": lambda: torch.optim.AdamW(params, lr=a.lr, weight_decay=wd,
+                                       betas=betas),
     "adagrad": lambda: torch.optim.Adagrad(params, lr=a.lr, weight_decay=wd),
 }[a.optimizer]()
 per_epoch = len(x) // a.batch

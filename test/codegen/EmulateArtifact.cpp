@@ -117,6 +117,11 @@ int main(int argc, char **argv) {
                 got.bytes());
     double diff = 0, scale = 0;
     for (int64_t i = 0; i < got.size(); ++i) {
+      if (!isFloat(v.dtype)) { // integers and bools: exactly
+        diff = std::max(diff, got.getInt(i) == cpu[k].getInt(i) ? 0.0 : INFINITY);
+        scale = 1;
+        continue;
+      }
       double a = got.getFloat(i), b = cpu[k].getFloat(i);
       diff = std::max(diff, std::isnan(a) != std::isnan(b) ? INFINITY
                                                            : std::fabs(a - b));

@@ -82,8 +82,10 @@ static int train(const Plan &plan, const std::string &dir,
   int64_t skipped = 0;
   for (const StepRecord &r : h)
     skipped += r.skipped;
-  std::printf("train: %d steps (%lld skipped), loss %.6f -> %.6f\n", steps,
-              (long long)skipped, h.front().loss, h.back().loss);
+  std::printf("train: %d steps (%lld skipped), loss %.6f -> %.6f, loss scale "
+              "%g -> %g\n",
+              steps, (long long)skipped, h.front().loss, h.back().loss,
+              h.front().lossScale, h.back().lossScale);
   if (!expectLosses.empty()) {
     std::vector<double> want = readLosses(expectLosses);
     if (want.size() < h.size())

@@ -105,6 +105,11 @@ static cl::opt<float> momentum("momentum", cl::desc("--train: momentum"),
 static cl::opt<float> weightDecay("weight-decay",
                                   cl::desc("--train: weight decay"),
                                   cl::init(0.0f), cl::sub(compileCommand));
+static cl::list<double> adamBetas(
+    "adam-betas", cl::CommaSeparated,
+    cl::desc("Adam/AdamW beta1,beta2 (default 0.9,0.999; DCGAN uses "
+             "0.5,0.999)"),
+    cl::value_desc("b1,b2"), cl::sub(compileCommand));
 static PrecisionFlags compilePrecision(compileCommand, /*training=*/true);
 
 std::string findCudaTool(StringRef name) {
@@ -133,6 +138,8 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
     pipeline.lr = lr.getValue();
     pipeline.momentum = momentum.getValue();
     pipeline.weightDecay = weightDecay.getValue();
+  std::vector<double> betas(adamBetas.begin(), adamBetas.end());
+  pipeline.adamBetas = betas;
     return buildTrainStep(module, pipeline, error);
   }
   if (compilePrecision.isLow()) {

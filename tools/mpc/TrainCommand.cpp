@@ -69,6 +69,11 @@ static cl::opt<float> momentum("momentum", cl::desc("Momentum"),
                                cl::init(0.9f), cl::sub(trainCommand));
 static cl::opt<float> weightDecay("weight-decay", cl::desc("Weight decay"),
                                   cl::init(0.0f), cl::sub(trainCommand));
+static cl::list<double> adamBetas(
+    "adam-betas", cl::CommaSeparated,
+    cl::desc("Adam/AdamW beta1,beta2 (default 0.9,0.999; DCGAN uses "
+             "0.5,0.999)"),
+    cl::value_desc("b1,b2"), cl::sub(trainCommand));
 static cl::opt<uint64_t> seed("seed", cl::desc("Shuffling seed"), cl::init(0),
                               cl::sub(trainCommand));
 static cl::opt<bool> noShuffle("no-shuffle",
@@ -326,6 +331,8 @@ static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
   pipeline.lr = lr.getValue();
   pipeline.momentum = momentum.getValue();
   pipeline.weightDecay = weightDecay.getValue();
+  std::vector<double> betas(adamBetas.begin(), adamBetas.end());
+  pipeline.adamBetas = betas;
 }
 
 static rt::TrainerOptions trainerOptions() {

@@ -1,4 +1,4 @@
-"""Writes three small train models for the emulation test into OUT_DIR:
+"""Writes small models for the emulation test into OUT_DIR:
 
 gather_rows.onnx: scores = Gather(x @ W reshaped [N,3,10], [1, 1], axis=1)
 flattened @ W2, with a softmax cross-entropy loss. In fp16 the Gather
@@ -11,6 +11,11 @@ the Relu gradient fuse into one CUDA kernel.
 
 smooth_act.onnx: x @ W, Mish, Atan, Softplus, @ W2, softmax cross-entropy
 (opset 18): the smooth activations' kernels and gradients.
+
+int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
+a runtime index, padded with such a constant, argmax-ed, and cast to int32
+from values above 2^24; and a float input cast to int64. Every output is
+an integer the emulation compares exactly.
 
 usage: make_small_models.py OUT_DIR
 """
@@ -74,3 +79,30 @@ save("smooth_act", [
     helper.make_node("Softplus", ["a"], ["s"], name="softplus"),
     helper.make_node("MatMul", ["s", "W2"], ["scores"], name="head"),
 ], [weight("W", (8, 16)), weight("W2", (16, 10))], opset=18)
+
+big40 = (2 ** 40 + 12345 * np.arange(30, dtype=np.int64) * 3 + 1).reshape(10, 3)
+big30 = (2 ** 30 + 777 * np.arange(30, dtype=np.int64) * 5 + 3).reshape(10, 3)
+int_graph = helper.make_graph([
+    helper.make_node("Gather", ["big40", "pick"], ["g40"], name="gather40"),
+    helper.make_node("Pad", ["g40", "pads", "fill"], ["padded"], name="pad"),
+    helper.make_node("ArgMax", ["g40"], ["amax"], name="argmax", axis=1),
+    helper.make_node("Gather", ["big30", "pick"], ["g30"], name="gather30"),
+    helper.make_node("Cast", ["g30"], ["as_i32"], name="narrow",
+                     to=TensorProto.INT32),
+    helper.make_node("Cast", ["x"], ["as_i64"], name="truncate",
+                     to=TensorProto.INT64),
+], "int_paths",
+    [helper.make_tensor_value_info("pick", TensorProto.INT64, [4]),
+     helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+    [helper.make_tensor_value_info("padded", TensorProto.INT64, [4, 5]),
+     helper.make_tensor_value_info("amax", TensorProto.INT64, [4, 1]),
+     helper.make_tensor_value_info("as_i32", TensorProto.INT32, [4, 3]),
+     helper.make_tensor_value_info("as_i64", TensorProto.INT64, [4, 8])],
+    [numpy_helper.from_array(big40, "big40"),
+     numpy_helper.from_array(big30, "big30"),
+     ints("pads", [0, 1, 0, 1]),
+     numpy_helper.from_array(np.array(2 ** 41 + 3, np.int64), "fill")])
+int_model = helper.make_model(int_graph,
+                              opset_imports=[helper.make_opsetid("", 17)])
+onnx.checker.check_model(int_model)
+onnx.save(int_model, os.path.join(out, "int_paths.onnx"))
