@@ -2,6 +2,7 @@
 
 #include "frontend/ModelLoader.h"
 #include "frontend/MixedPrecisionRewrite.h"
+#include "frontend/ModelValidator.h"
 
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
@@ -88,7 +89,10 @@ bool loadModel(const std::string &path, onnx::ModelProto &model,
     error = "not an ONNX model (no graph or no ir_version)";
     return false;
   }
-  return true;
+  std::error_code dirError;
+  return validateModel(model,
+                       fs::absolute(path, dirError).parent_path().string(),
+                       error);
 }
 
 bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
@@ -139,27 +143,37 @@ bool writeModelWithWeights(
       std::filesystem::absolute(modelPath).parent_path().string(), {}, error);
 }
 
-bool readExternalData(const onnx::TensorProto &tensor,
-                      const std::string &modelDir, std::vector<char> &bytes,
-                      std::string &error) {
+bool locateExternalData(const onnx::TensorProto &tensor,
+                        const std::string &modelDir, ExternalSpan &span,
+                        std::string &error) {
   std::string location;
   long long offset = 0, length = -1;
   for (const auto &entry : tensor.external_data()) {
     try {
+      size_t used = 0;
       if (entry.key() == "location")
         location = entry.value();
       else if (entry.key() == "offset")
-        offset = std::stoll(entry.value());
+        offset = std::stoll(entry.value(), &used);
       else if (entry.key() == "length")
-        length = std::stoll(entry.value());
+        length = std::stoll(entry.value(), &used);
+      if ((entry.key() == "offset" || entry.key() == "length") &&
+          (used != entry.value().size() || (entry.key() == "offset" ? offset
+                                                                    : length) < 0))
+        throw std::invalid_argument("");
     } catch (const std::exception &) {
       error = "external data " + entry.key() + " '" + entry.value() +
-              "' is not a number";
+              "' is not a non-negative number";
       return false;
     }
   }
   if (location.empty()) {
     error = "external data has no location";
+    return false;
+  }
+  // A NUL would silently cut the path the OS sees.
+  if (location.find('\0') != std::string::npos) {
+    error = "external data location contains a NUL byte";
     return false;
   }
   fs::path rel(location);
@@ -178,24 +192,50 @@ bool readExternalData(const onnx::TensorProto &tensor,
             "' points outside the model's directory";
     return false;
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  auto status = fs::status(file, ec);
+  if (ec || !fs::exists(status)) {
     error = "external data file '" + location + "' is missing";
     return false;
   }
-  in.seekg(0, std::ios::end);
-  long long size = in.tellg();
-  if (offset < 0 || offset > size || (length >= 0 && offset + length > size)) {
+  if (!fs::is_regular_file(status)) {
+    error = "external data location '" + location + "' is not a regular file";
+    return false;
+  }
+  long long size = (long long)fs::file_size(file, ec);
+  if (ec) {
+    error = "cannot read the size of external data file '" + location + "'";
+    return false;
+  }
+  if (offset > size || (length >= 0 && length > size - offset)) {
     error = "external data range [" + std::to_string(offset) + ", +" +
             std::to_string(length) + ") lies outside '" + location + "' (" +
             std::to_string(size) + " bytes)";
     return false;
   }
-  if (length < 0)
-    length = size - offset;
-  bytes.resize(length);
-  in.seekg(offset);
-  in.read(bytes.data(), length);
+  span.file = file.string();
+  span.location = location;
+  span.offset = offset;
+  span.length = length < 0 ? size - offset : length;
+  return true;
+}
+
+bool readExternalData(const onnx::TensorProto &tensor,
+                      const std::string &modelDir, std::vector<char> &bytes,
+                      std::string &error) {
+  ExternalSpan span;
+  if (!locateExternalData(tensor, modelDir, span, error))
+    return false;
+  std::ifstream in(span.file, std::ios::binary);
+  if (!in) {
+    error = "external data file '" + span.location + "' cannot be opened";
+    return false;
+  }
+  bytes.resize(span.length);
+  in.seekg(span.offset);
+  if (!in.read(bytes.data(), span.length)) {
+    error = "external data file '" + span.location + "' ended early";
+    return false;
+  }
   return true;
 }
 

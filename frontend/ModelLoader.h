@@ -43,6 +43,18 @@ bool writeModelWithWeights(const std::string &modelPath,
 bool parseModelText(const std::string &text, onnx::ModelProto &model,
                     std::string &error);
 
+/// Where a tensor's external data lies: checked to be a regular file inside
+/// the model's directory, with [offset, offset + length) within it.
+struct ExternalSpan {
+  std::string file;     ///< resolved path
+  std::string location; ///< as the model wrote it, for messages
+  int64_t offset = 0;
+  int64_t length = 0;
+};
+bool locateExternalData(const onnx::TensorProto &tensor,
+                        const std::string &modelDir, ExternalSpan &span,
+                        std::string &error);
+
 /// Reads the external data of `tensor` (data_location == EXTERNAL) relative
 /// to `modelDir`, refusing locations outside it.
 bool readExternalData(const onnx::TensorProto &tensor,

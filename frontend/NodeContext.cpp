@@ -1,6 +1,7 @@
 //===- NodeContext.cpp - per-node helpers of the ONNX importer ------------===//
 
 #include "frontend/ImporterImpl.h"
+#include "frontend/ModelValidator.h"
 #include "ir/MpcOps.h"
 #include "ir/ShapeRules.h"
 
@@ -185,6 +186,36 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
     return failure();
   }
   Operation *op = *created;
+  // Shapes computed from the model's constants bound what folding and the
+  // runtime allocate: refuse them here, before either does.
+  for (Type type : op->getResultTypes()) {
+    auto shaped = llvm::dyn_cast<RankedTensorType>(type);
+    if (!shaped || !shaped.hasStaticShape())
+      continue;
+    unsigned bits = shaped.getElementType().isIntOrFloat()
+                        ? shaped.getElementType().getIntOrFloatBitWidth()
+                        : 8;
+    uint64_t numel = 1;
+    bool overflow = false;
+    for (int64_t d : shaped.getShape()) {
+      if (d > 0 && numel > UINT64_MAX / 16 / (uint64_t)d)
+        overflow = true;
+      else
+        numel *= (uint64_t)d;
+    }
+    uint64_t bytes = (numel * bits + 7) / 8;
+    if (overflow || bytes > maxTensorBytes()) {
+      std::string shape;
+      llvm::raw_string_ostream os(shape);
+      os << type;
+      op->erase();
+      return fail("result of type " + shape + " is " +
+                  (overflow ? std::string("too large") :
+                              std::to_string(bytes) + " bytes") +
+                  ", over the limit of " + Twine(maxTensorBytes()) +
+                  " (raise it with --max-tensor-bytes)");
+    }
+  }
   if (auto folded = tryFold(*this, op))
     return *folded;
   return SmallVector<Value>(op->getResults());

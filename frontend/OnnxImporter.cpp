@@ -93,6 +93,8 @@ private:
                             llvm::StringMap<Value> &values,
                             llvm::function_ref<Value(StringRef)> resolveOuter);
   LogicalResult importTrainingInfo(StringRef mainName);
+  LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &out,
+                                    Type computed);
 
   MLIRContext &ctx;
   const onnx::ModelProto &model;
@@ -425,6 +427,8 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
     if (!v)
       return fail("graph output '" + out.name() + "' is not produced by any "
                                                   "node, input or initializer");
+    if (mlir::failed(checkDeclaredOutput(out, v.getType())))
+      return failure();
     results.push_back(v);
     resultAttrs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("mpc.output", b.getStringAttr(out.name()))}));
@@ -439,6 +443,43 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
   func.setAllArgAttrs(argAttrs);
   func.setAllResultAttrs(resultAttrs);
   return func;
+}
+
+/// A declared output type is a promise to the model's users: one the graph
+/// does not keep is an error (onnx.checker's full check), not a silent cast.
+LogicalResult ModelImporter::checkDeclaredOutput(const onnx::ValueInfoProto &out,
+                                                 Type computed) {
+  const std::string where = "graph output '" + out.name() + "'";
+  if (!out.has_type())
+    return success();
+  if (!out.type().has_tensor_type())
+    return fail(where + " is declared as a non-tensor, but the graph "
+                        "computes a tensor");
+  const auto &tt = out.type().tensor_type();
+  auto type = llvm::cast<RankedTensorType>(computed);
+  if (tt.elem_type() != onnx::TensorProto::UNDEFINED &&
+      elementTypeOf(tt.elem_type(), &ctx) != type.getElementType())
+    return fail(where + " is declared " + dataTypeName(tt.elem_type()) +
+                " but the graph computes " +
+                llvm::formatv("{0}", type).str());
+  if (!tt.has_shape())
+    return success();
+  bool same = tt.shape().dim_size() == type.getRank();
+  for (int i = 0; same && i < type.getRank(); ++i) {
+    const auto &dim = tt.shape().dim(i);
+    same = !dim.has_dim_value() || type.isDynamicDim(i) ||
+           dim.dim_value() == type.getDimSize(i);
+  }
+  if (same)
+    return success();
+  std::string declared;
+  for (const auto &dim : tt.shape().dim())
+    declared += (declared.empty() ? "" : ",") +
+                (dim.has_dim_value() ? std::to_string(dim.dim_value())
+                 : dim.dim_param().empty() ? std::string("?")
+                                           : dim.dim_param());
+  return fail(where + " is declared with shape [" + declared +
+              "] but the graph computes " + llvm::formatv("{0}", type).str());
 }
 
 LogicalResult ModelImporter::importTrainingInfo(StringRef mainName) {

@@ -7,6 +7,7 @@
 
 #include "Commands.h"
 
+#include "frontend/ModelValidator.h"
 #include "runtime/PlanIO.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -28,6 +29,14 @@ int mpc::reportError(const llvm::Twine &message) {
   return 1;
 }
 
+static llvm::cl::opt<uint64_t> maxTensorBytes(
+    "max-tensor-bytes",
+    llvm::cl::desc("Largest tensor a model may declare or compute at import, "
+                   "in bytes (default 17179869184, 16 GiB); checked before "
+                   "anything is allocated"),
+    llvm::cl::init(mlir::mpc::maxTensorBytes()),
+    llvm::cl::sub(llvm::cl::SubCommand::getAll()));
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
@@ -41,6 +50,7 @@ int main(int argc, char **argv) {
           "Run `mpc <command> --help` for the options of one command.\n",
           &llvm::errs()))
     return 1;
+  mlir::mpc::setMaxTensorBytes(maxTensorBytes);
   if (mpc::importCommand)
     return mpc::runImport();
   if (mpc::opsCommand)

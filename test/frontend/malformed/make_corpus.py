@@ -149,3 +149,68 @@ write("duplicate-output.onnx",
 write("negative-input-dim.onnx",
       model([helper.make_node("Relu", ["X"], ["Y"])], [vi("X", [-3])],
             [vi("Y", [2])]))
+
+# Fields given twice or in two forms, and declarations the graph breaks
+# (onnx.checker's families): each is ambiguous, so each is an error.
+write("external-directory.onnx", external("."))
+write("external-nul.onnx", external("weights\0.bin"))
+write("external-length.onnx", external("external-range.bin", length=4))
+m = external("external-range.bin")
+m.graph.initializer[0].external_data.add(key="location", value="other.bin")
+write("external-key-twice.onnx", m)
+m = external("external-range.bin")
+m.graph.initializer[0].raw_data = np.zeros(2, np.float32).tobytes()
+write("external-and-raw.onnx", m)
+t = tensor("W", [2], raw=np.zeros(2, np.float32).tobytes(), floats=[1, 2])
+write("float-and-raw.onnx",
+      model([helper.make_node("Add", ["X", "W"], ["Y"])], [vi("X", [2])],
+            [vi("Y", [2])], inits=[t]))
+t = tensor("W", [2])
+t.int64_data.extend([1, 2])
+write("typed-field-mismatch.onnx",
+      model([helper.make_node("Add", ["X", "W"], ["Y"])], [vi("X", [2])],
+            [vi("Y", [2])], inits=[t]))
+m = relu_model()
+m.ir_version = 999
+write("ir-version-future.onnx", m)
+write("opset-twice.onnx", relu_model(extra_opsets=[helper.make_opsetid(
+    "", 13)]))
+m = relu_model()
+m.metadata_props.add(key="author", value="a")
+m.metadata_props.add(key="author", value="b")
+write("metadata-twice.onnx", m)
+n = helper.make_node("Transpose", ["X"], ["Y"], perm=[1, 0])
+n.attribute.append(helper.make_attribute("perm", [0, 1]))
+write("attribute-twice.onnx",
+      model([n], [vi("X", [2, 3])], [vi("Y", [3, 2])]))
+n = helper.make_node("LeakyRelu", ["X"], ["Y"], alpha=0.1)
+n.attribute[0].i = 3
+write("attribute-two-values.onnx", model([n], [vi("X", [2])], [vi("Y", [2])]))
+n = helper.make_node("LeakyRelu", ["X"], ["Y"], alpha=0.1)
+n.attribute[0].type = onnx.AttributeProto.INT
+write("attribute-type-mismatch.onnx",
+      model([n], [vi("X", [2])], [vi("Y", [2])]))
+write("input-twice.onnx",
+      model([helper.make_node("Relu", ["X"], ["Y"])],
+            [vi("X", [2]), vi("X", [2])], [vi("Y", [2])]))
+w = numpy_helper.from_array(np.ones(2, np.float32), "W")
+write("initializer-twice.onnx",
+      model([helper.make_node("Add", ["X", "W"], ["Y"])], [vi("X", [2])],
+            [vi("Y", [2])], inits=[w, w]))
+write("initializer-input-type.onnx",
+      model([helper.make_node("Add", ["X", "W"], ["Y"])],
+            [vi("X", [2]), vi("W", [2], TensorProto.FLOAT16)], [vi("Y", [2])],
+            inits=[w]))
+write("initializer-input-shape.onnx",
+      model([helper.make_node("Add", ["X", "W"], ["Y"])],
+            [vi("X", [2]), vi("W", [1, 2])], [vi("Y", [2])], inits=[w]))
+write("output-declared-type.onnx",
+      model([helper.make_node("Relu", ["X"], ["Y"])], [vi("X", [2])],
+            [vi("Y", [2], TensorProto.FLOAT16)]))
+write("output-declared-shape.onnx",
+      model([helper.make_node("Relu", ["X"], ["Y"])], [vi("X", [2])],
+            [vi("Y", [3])]))
+shape = numpy_helper.from_array(np.array([1 << 20] * 3, np.int64), "S")
+write("computed-too-large.onnx",
+      model([helper.make_node("ConstantOfShape", ["S"], ["Y"])], [],
+            [vi("Y", [1 << 20] * 3)], inits=[shape]))
