@@ -142,6 +142,9 @@ def main():
     ap.add_argument("--min-imported", type=int, default=0)
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--min-pass-rate", type=float, default=0.95)
+    ap.add_argument("--min-passed", type=int, default=1,
+                    help="fail when fewer tests than this pass (with --run): "
+                         "a suite that found no data must not pass")
     a = ap.parse_args()
     supported = {tuple(l.split(" ", 1)) for l in subprocess.run(
         [a.mpc, "ops"], capture_output=True, text=True,
@@ -196,7 +199,7 @@ def main():
             print(f"FAILED {name}: {detail}")
     rcount = collections.Counter(s for s, _ in runs.values())
     runnable = sum(rcount.values()) - rcount["expected-failure"]
-    pass_rate = rcount["passed"] / runnable if runnable else 1.0
+    pass_rate = rcount["passed"] / runnable if runnable else 0.0
     if a.run:
         run_summary = (f"run on the CPU backend: {sum(rcount.values())}; "
                        f"passed: {rcount['passed']}; mismatch: "
@@ -283,9 +286,25 @@ def main():
             f.write("\n".join(lines) + "\n")
         os.replace(tmp, a.write)
 
-    ok = count["failed"] == 0 and count["imported"] >= a.min_imported
-    ok = ok and (not a.run or pass_rate >= a.min_pass_rate)
-    return 0 if ok else 1
+    problems = []
+    if total == 0:
+        problems.append("no node tests found under " +
+                        ", ".join(a.data or DEFAULT_DATA) +
+                        " (scripts/setup.sh installs libonnx-testdata)")
+    if count["failed"]:
+        problems.append(f"{count['failed']} tests failed to import")
+    if count["imported"] < a.min_imported:
+        problems.append(f"only {count['imported']} tests imported, fewer "
+                        f"than the pinned minimum {a.min_imported}")
+    if a.run and rcount["passed"] < a.min_passed:
+        problems.append(f"only {rcount['passed']} tests passed, fewer than "
+                        f"the pinned minimum {a.min_passed}")
+    if a.run and pass_rate < a.min_pass_rate:
+        problems.append(f"pass rate {100 * pass_rate:.1f}% is below "
+                        f"{100 * a.min_pass_rate:.1f}%")
+    for p in problems:
+        print("conformance: FAIL:", p)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

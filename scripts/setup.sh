@@ -40,4 +40,15 @@ if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_comm
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi
+
+# nvcc compiles the CUDA artifacts (mpc compile and the codegen tests). A
+# machine without the CUDA 13 toolkit gets its compiler from NVIDIA's wheels
+# (nvcc, cicc, the CUDA headers), beside cuobjdump under nvidia/cu13.
+wheel_bin=$("$PY" -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "bin"))')
+if ! command -v nvcc >/dev/null && [[ ! -x ${CUDA_HOME:-/usr/local/cuda}/bin/nvcc ]] \
+    && [[ ! -x /usr/local/cuda/bin/nvcc ]] && [[ ! -x $wheel_bin/nvcc ]]; then
+  echo "setup: no CUDA toolkit; installing the CUDA 13.0 compiler wheels"
+  "$PY" -m pip install -q "nvidia-cuda-nvcc==13.0.*" "nvidia-cuda-runtime==13.0.*" \
+    "nvidia-cuda-crt==13.0.*" "nvidia-nvvm==13.0.*"
+fi
 echo "setup: all build and test dependencies present"
