@@ -240,7 +240,7 @@ bool Emitter::expand(Step &s, const std::string &name) {
 
 void registerDataEmitters(EmitterTable &t) {
   for (OpId op : {OpId::Reshape, OpId::Flatten, OpId::Squeeze,
-                  OpId::Unsqueeze, OpId::Identity})
+                  OpId::Unsqueeze})
     t.alias(op);
   t.emit(OpId::Transpose, &Emitter::transpose);
   t.emit(OpId::Slice, &Emitter::slice);
@@ -254,9 +254,8 @@ void registerDataEmitters(EmitterTable &t) {
   t.emit(OpId::Pad, &Emitter::pad);
   for (OpId op : {OpId::Tile, OpId::GatherND, OpId::OneHot})
     t.unsupported(op);
-  // Shape arithmetic folds to constants once the shapes are bound.
-  for (OpId op : {OpId::Shape, OpId::Size, OpId::Range, OpId::ConstantOfShape})
-    t.unsupported(op, "shape arithmetic left unfolded: bind the input shapes");
+  // Range with computed bounds (a constant one folds at import).
+  t.unsupported(OpId::Range, "shape arithmetic left unfolded: bind the input shapes");
 }
 
 } // namespace mlir::mpc::cuda

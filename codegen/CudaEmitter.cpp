@@ -8,6 +8,7 @@
 
 #include "codegen/CudaKernels.h"
 #include "codegen/CudaPrelude.h"
+#include "runtime/Formulas.h"
 #include "runtime/kernels/Common.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -324,9 +325,8 @@ bool Emitter::clip(Step &s, const std::string &name) {
     return fail(s, "integer arithmetic has no CUDA kernel yet");
   int64_t n = numElements(y.shape);
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  float a = ld(in0, i);\n  st(out0, i, a != a ? a : "
-     << "fminf(fmaxf(a, " << bound(1, "-INFINITY") << "), "
-     << bound(2, "INFINITY") << "));\n}\n\n";
+     << n << "LL) return;\n  st(out0, i, mpc_clip(ld(in0, i), "
+     << bound(1, "-INFINITY") << ", " << bound(2, "INFINITY") << "));\n}\n\n";
   launch1d(s, name, n);
   return true;
 }
@@ -434,7 +434,8 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
       return false;
   out.prelude = "// Emitted by mpc: the kernels of an execution plan, one per "
                 "distinct step or\n// fused chain of steps.\n" +
-                cudaPreludeConstants() + kCudaPrelude + "\n";
+                cudaPreludeConstants() + kCudaPrelude + kFormulaSource +
+                "\n";
   out.source = out.prelude;
   for (const CudaKernel &k : out.kernels)
     out.source += k.code;

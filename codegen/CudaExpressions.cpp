@@ -1,8 +1,8 @@
 //===- CudaExpressions.cpp - elementwise ops as FP32 expressions ----------===//
 //
 // Each elementwise op as one C++ expression over its operands a, b, c...
-// (loaded as float), written to give what runtime/kernels/Elementwise.cpp
-// gives, NaN handling included; attributes are baked in. Elementwise
+// (loaded as float): a call of its formula in runtime/Formulas.h, which the
+// CPU kernels call too, with attributes baked in as exact literals. Elementwise
 // kernels and fused chains (CudaEmitter.cpp) both use these.
 //
 //===----------------------------------------------------------------------===//
@@ -35,39 +35,34 @@ std::optional<std::string> fold(const Step &s) {
 
 std::optional<std::string> gelu(const Step &s) {
   return s.getString("approximate", "none") == "tanh"
-             ? std::string("0.5f * a * (1.0f + tanhf(0.7978845608028654f "
-                           "* (a + 0.044715f * a * a * a)))")
-             : std::string("0.5f * a * (1.0f + erff(a * 0.7071067811865476f))");
+             ? std::string("mpc_gelu_tanh(a)")
+             : std::string("mpc_gelu(a)");
 }
 
 std::optional<std::string> leakyRelu(const Step &s) {
-  return "a < 0.0f ? " + attr(s, "alpha", 0.01) + " * a : a";
+  return "mpc_leaky_relu(a, " + attr(s, "alpha", 0.01) + ")";
 }
 
 std::optional<std::string> elu(const Step &s) {
-  return "a < 0.0f ? " + attr(s, "alpha", 1.0) + " * (expf(a) - 1.0f) : a";
+  return "mpc_elu(a, " + attr(s, "alpha", 1.0) + ")";
 }
 
 std::optional<std::string> celu(const Step &s) {
-  std::string al = attr(s, "alpha", 1.0);
-  return "fmaxf(0.0f, a) + fminf(0.0f, " + al + " * (expf(a / " + al +
-         ") - 1.0f))";
+  return "mpc_celu(a, " + attr(s, "alpha", 1.0) + ")";
 }
 
 std::optional<std::string> selu(const Step &s) {
-  std::string al = attr(s, "alpha", 1.67326319217681884765625);
-  std::string g = attr(s, "gamma", 1.05070102214813232421875);
-  return "a > 0.0f ? " + g + " * a : " + g + " * (" + al + " * expf(a) - " +
-         al + ")";
+  return "mpc_selu(a, " + attr(s, "alpha", 1.67326319217681884765625) + ", " +
+         attr(s, "gamma", 1.05070102214813232421875) + ")";
 }
 
 std::optional<std::string> hardSigmoid(const Step &s) {
-  return "fmaxf(0.0f, fminf(1.0f, " + attr(s, "alpha", 0.2) + " * a + " +
-         attr(s, "beta", 0.5) + "))";
+  return "mpc_hard_sigmoid(a, " + attr(s, "alpha", 0.2) + ", " +
+         attr(s, "beta", 0.5) + ")";
 }
 
 std::optional<std::string> thresholdedRelu(const Step &s) {
-  return "a > " + attr(s, "alpha", 1.0) + " ? a : 0.0f";
+  return "mpc_thresholded_relu(a, " + attr(s, "alpha", 1.0) + ")";
 }
 
 std::optional<std::string> isInf(const Step &s) {
@@ -81,27 +76,27 @@ std::optional<std::string> isInf(const Step &s) {
 
 void registerExpressions(EmitterTable &t) {
   // Unary: the operand is `a`.
-  t.expr(OpId::Relu, "fmaxf(a, 0.0f) + 0.0f * a"); // NaN as max(x, 0)
+  t.expr(OpId::Relu, "mpc_relu(a)");
   t.expr(OpId::Neg, "-a");
-  t.expr(OpId::Exp, "expf(a)");
-  t.expr(OpId::Log, "logf(a)");
-  t.expr(OpId::Tanh, "tanhf(a)");
-  t.expr(OpId::Sigmoid, "1.0f / (1.0f + expf(-a))");
-  t.expr(OpId::Sqrt, "sqrtf(a)");
-  t.expr(OpId::Erf, "erff(a)");
-  t.expr(OpId::Atan, "atanf(a)");
-  t.expr(OpId::Abs, "fabsf(a)");
-  t.expr(OpId::Reciprocal, "1.0f / a");
-  t.expr(OpId::Sin, "sinf(a)");
-  t.expr(OpId::Cos, "cosf(a)");
-  t.expr(OpId::Floor, "floorf(a)");
-  t.expr(OpId::Ceil, "ceilf(a)");
-  t.expr(OpId::Round, "rintf(a)"); // half to even, as nearbyint
-  t.expr(OpId::Softplus, "log1pf(expf(a))");
-  t.expr(OpId::Mish, "a * tanhf(log1pf(expf(a)))");
-  t.expr(OpId::Softsign, "a / (1.0f + fabsf(a))");
-  t.expr(OpId::Sign, "a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : a");
-  t.expr(OpId::HardSwish, "a * fmaxf(0.0f, fminf(1.0f, a / 6.0f + 0.5f))");
+  t.expr(OpId::Exp, "mpc_exp(a)");
+  t.expr(OpId::Log, "mpc_log(a)");
+  t.expr(OpId::Tanh, "mpc_tanh(a)");
+  t.expr(OpId::Sigmoid, "mpc_sigmoid(a)");
+  t.expr(OpId::Sqrt, "mpc_sqrt(a)");
+  t.expr(OpId::Erf, "mpc_erf(a)");
+  t.expr(OpId::Atan, "mpc_atan(a)");
+  t.expr(OpId::Abs, "mpc_abs(a)");
+  t.expr(OpId::Reciprocal, "mpc_reciprocal(a)");
+  t.expr(OpId::Sin, "mpc_sin(a)");
+  t.expr(OpId::Cos, "mpc_cos(a)");
+  t.expr(OpId::Floor, "mpc_floor(a)");
+  t.expr(OpId::Ceil, "mpc_ceil(a)");
+  t.expr(OpId::Round, "mpc_round(a)");
+  t.expr(OpId::Softplus, "mpc_softplus(a)");
+  t.expr(OpId::Mish, "mpc_mish(a)");
+  t.expr(OpId::Softsign, "mpc_softsign(a)");
+  t.expr(OpId::Sign, "mpc_sign(a)");
+  t.expr(OpId::HardSwish, "mpc_hard_swish(a)");
   t.expr(OpId::Not, "(float)(a == 0.0f)");
   t.expr(OpId::IsNaN, "(float)(a != a)");
   t.expr(OpId::Cast, "a");
@@ -118,9 +113,9 @@ void registerExpressions(EmitterTable &t) {
   t.expr(OpId::Sub, "a - b");
   t.expr(OpId::Mul, "a * b");
   t.expr(OpId::Div, "a / b");
-  t.expr(OpId::Pow, "powf(a, b)");
-  t.expr(OpId::PRelu, "a < 0.0f ? b * a : a");
-  t.expr(OpId::Mod, "fmodf(a, b)"); // floats: C fmod whatever the attribute
+  t.expr(OpId::Pow, "mpc_pow(a, b)");
+  t.expr(OpId::PRelu, "mpc_prelu(a, b)");
+  t.expr(OpId::Mod, "mpc_fmod(a, b)");
   t.expr(OpId::Greater, "(float)(a > b)");
   t.expr(OpId::Less, "(float)(a < b)");
   t.expr(OpId::Equal, "(float)(a == b)");

@@ -30,7 +30,7 @@ using ::mpc::rt::Binding;
 /// broadcast strides); not an alias, not counting underflow.
 static bool chainable(Emitter &e, const Step &s) {
   if (s.outputs.size() != 1 || s.cuda.alias >= 0 || s.countUnderflow ||
-      s.op == OpId::Identity || !(s.op == OpId::Expand || e.expr(s)))
+      !(s.op == OpId::Expand || e.expr(s)))
     return false;
   if (s.op == OpId::Expand && !isFloat(e.val(s.inputs[0]).dtype))
     return false;

@@ -87,7 +87,7 @@ bool Emitter::gemm(Step &s, const std::string &name) {
            ");";
   }
   if (s.cuda.fusedRelu)
-    epi += " v = fmaxf(v, 0.0f);";
+    epi += " v = mpc_relu(v);";
   epi += " st(Y, (i64)m * " + std::to_string(N) + " + n, v);";
   gemmKernel(s, name, a.dtype, M, N, K, 1,
              "  c.A = in0; c.B = in1; c.C = " +
@@ -132,7 +132,7 @@ bool Emitter::matmul(Step &s, const std::string &name) {
                          std::to_string(N) + " + n"),
              "st(Y, z * " + std::to_string(M * N) + " + (i64)m * " +
                  std::to_string(N) + " + n, " +
-                 (s.cuda.fusedRelu ? "fmaxf(acc, 0.0f)" : "acc") +
+                 (s.cuda.fusedRelu ? "mpc_relu(acc)" : "acc") +
                  ");",
              members);
   return true;
@@ -201,7 +201,7 @@ bool Emitter::conv(Step &s, const std::string &name) {
   std::string epi = "i64 co = z * " + S(Mg) + " + m; int b = n / " +
                     S(OH * OW) + ", sp = n % " + S(OH * OW) + "; float v = acc" +
                     (bias ? " + ld(Bias, co)" : "") + ";" +
-                    (s.cuda.fusedRelu ? " v = fmaxf(v, 0.0f);" : "") +
+                    (s.cuda.fusedRelu ? " v = mpc_relu(v);" : "") +
                     " st(Y, (b * " + S(Co) +
                     " + co) * " + S(OH * OW) + " + sp, v);";
   gemmKernel(s, name, x.dtype, Mg, N, K, g.groups,

@@ -33,9 +33,6 @@ __device__ __forceinline__ void st(__nv_bfloat16 *p, i64 i, float v) { p[i] = __
 __device__ __forceinline__ void st(i64 *p, i64 i, float v) { p[i] = (i64)v; }
 __device__ __forceinline__ void st(int *p, i64 i, float v) { p[i] = (int)v; }
 __device__ __forceinline__ void st(unsigned char *p, i64 i, float v) { p[i] = v != 0.0f; }
-// Max/Min that propagate NaN from either operand (ONNX, the CPU backend).
-__device__ __forceinline__ float mpc_max(float a, float b) { return (a != a || a > b) ? a : b; }
-__device__ __forceinline__ float mpc_min(float a, float b) { return (a != a || a < b) ? a : b; }
 // A value rounded to a storage type and widened back (a fused chain's
 // intermediates round as a store and load would).
 __device__ __forceinline__ float rnd_f16(float v) { return __half2float(__float2half_rn(v)); }

@@ -36,6 +36,8 @@ std::vector<std::pair<std::string, std::string>> supportedOps();
 /// (SimpleImporters.cpp): the importer of `opType` or null, and their names.
 NodeImportFn lookupSimpleImporter(llvm::StringRef opType);
 void listSimpleOps(std::vector<std::string> &ops);
+/// (ONNX op, mpc op name) of every table row, to check the names exist.
+void listSimpleTargets(std::vector<std::pair<std::string, std::string>> &rows);
 /// The same for ai.onnx.preview.training (TrainingImporters.cpp).
 NodeImportFn lookupTrainingImporter(llvm::StringRef opType);
 void listTrainingOps(std::vector<std::string> &ops);

@@ -61,8 +61,39 @@ bool loadModel(const std::string &path, onnx::ModelProto &model,
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  std::string bytes = buffer.str();
+  return parseModelBytes(buffer.str(), path, model, error);
+}
 
+static bool parseModelBytesImpl(const std::string &bytes,
+                                const std::string &path,
+                                onnx::ModelProto &model, std::string &error);
+
+std::string oneLine(const std::string &message) {
+  std::string out;
+  for (unsigned char c : message) {
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c < 32 || c == 127)
+      out += '?';
+    else
+      out += (char)c;
+  }
+  return out;
+}
+
+bool parseModelBytes(const std::string &bytes, const std::string &path,
+                     onnx::ModelProto &model, std::string &error) {
+  bool ok = parseModelBytesImpl(bytes, path, model, error);
+  if (!ok)
+    error = oneLine(error);
+  return ok;
+}
+
+static bool parseModelBytesImpl(const std::string &bytes,
+                                const std::string &path,
+                                onnx::ModelProto &model, std::string &error) {
   size_t firstChar = bytes.find_first_not_of(" \t\r\n");
   bool isText = endsWith(path, ".onnxtxt") || endsWith(path, ".onnxtext") ||
                 (firstChar != std::string::npos && bytes[firstChar] == '<');

@@ -27,6 +27,16 @@ namespace mlir::mpc {
 bool loadModel(const std::string &path, onnx::ModelProto &model,
                std::string &error);
 
+/// The same from the file's bytes; `path` tells text from binary (by its
+/// extension) and anchors external data.
+bool parseModelBytes(const std::string &bytes, const std::string &path,
+                     onnx::ModelProto &model, std::string &error);
+
+/// `message` with newlines escaped and other control bytes as '?': names
+/// from a model (nodes, tensors, files) may hold any byte, and an error
+/// stays one line.
+std::string oneLine(const std::string &message);
+
 /// Reads a serialized TensorProto (.pb, as in ONNX test data).
 bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
                 std::string &error);

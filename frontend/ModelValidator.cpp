@@ -91,6 +91,7 @@ public:
       : modelDir(modelDir), error(error) {}
 
   bool model(const onnx::ModelProto &m);
+  bool tensor(const onnx::TensorProto &t, const std::string &where);
 
 private:
   bool fail(const std::string &where, const std::string &what) {
@@ -100,7 +101,6 @@ private:
   bool graph(const onnx::GraphProto &g, const std::string &where);
   bool node(const onnx::NodeProto &n, const std::string &where);
   bool attribute(const onnx::AttributeProto &a, const std::string &where);
-  bool tensor(const onnx::TensorProto &t, const std::string &where);
   bool initializerMatchesInput(const onnx::TensorProto &t,
                                const onnx::ValueInfoProto &input);
   template <typename List, typename KeyFn>
@@ -342,7 +342,8 @@ bool Validator::tensor(const onnx::TensorProto &t, const std::string &where) {
 
   int64_t numel = 1;
   for (int64_t d : t.dims()) {
-    if (d < 0 || (d > 0 && numel > std::numeric_limits<int64_t>::max() / 16 / d))
+    // Bounded so that numel times any element width (up to 128 bits) fits.
+    if (d < 0 || (d > 0 && numel > std::numeric_limits<int64_t>::max() / 256 / d))
       return fail(where, "has invalid dimension " + std::to_string(d));
     numel *= d;
   }
@@ -392,9 +393,21 @@ bool Validator::tensor(const onnx::TensorProto &t, const std::string &where) {
 uint64_t maxTensorBytes() { return maxBytes.load(); }
 void setMaxTensorBytes(uint64_t bytes) { maxBytes.store(bytes); }
 
+bool validateTensor(const onnx::TensorProto &tensor,
+                    const std::string &modelDir, const std::string &what,
+                    std::string &error) {
+  if (Validator(modelDir, error).tensor(tensor, what))
+    return true;
+  error = oneLine(error);
+  return false;
+}
+
 bool validateModel(const onnx::ModelProto &model, const std::string &modelDir,
                    std::string &error) {
-  return Validator(modelDir, error).model(model);
+  if (Validator(modelDir, error).model(model))
+    return true;
+  error = oneLine(error); // names quoted from the model may hold any byte
+  return false;
 }
 
 } // namespace mlir::mpc

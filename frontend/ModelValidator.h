@@ -36,6 +36,12 @@ void setMaxTensorBytes(uint64_t bytes);
 bool validateModel(const onnx::ModelProto &model, const std::string &modelDir,
                    std::string &error);
 
+/// The same checks for one tensor read on its own (--freeze NAME=FILE.pb);
+/// `what` names it in the error.
+bool validateTensor(const onnx::TensorProto &tensor,
+                    const std::string &modelDir, const std::string &what,
+                    std::string &error);
+
 } // namespace mlir::mpc
 
 #endif // MPC_FRONTEND_MODELVALIDATOR_H

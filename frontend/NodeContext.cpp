@@ -164,7 +164,9 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
                                                  ArrayRef<NamedAttribute> attrs,
                                                  ArrayRef<int32_t> segments) {
   auto name = RegisteredOperationName::lookup(opName, b.getContext());
-  assert(name && "importer builds an unregistered op");
+  if (!name) // an importer naming an op the dialect lacks: a bug, said plainly
+    return fail("internal error: the importer builds '" + opName +
+                "', which the mpc dialect does not define");
   auto [minOperands, maxOperands] = operandArity(*name);
   for (auto [i, v] : llvm::enumerate(operands))
     if (!v)

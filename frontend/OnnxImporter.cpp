@@ -10,6 +10,7 @@
 #include "frontend/OnnxImporter.h"
 #include "frontend/ImporterImpl.h"
 #include "frontend/ModelLoader.h"
+#include "frontend/ModelValidator.h"
 #include "ir/MpcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -177,7 +178,8 @@ ModelImporter::readFrozenInput(StringRef name, const std::string &path,
                                Type declared) {
   onnx::TensorProto tensor;
   std::string err;
-  if (!loadTensor(path, tensor, err))
+  if (!loadTensor(path, tensor, err) ||
+      !validateTensor(tensor, modelDir, "tensor", err))
     return fail("--freeze " + name + ": " + err);
   auto value = readTensor(tensor, &ctx, modelDir, err);
   if (mlir::failed(value))
@@ -539,7 +541,10 @@ OwningOpRef<ModuleOp> importModel(MLIRContext &ctx,
                                   const ImportOptions &options,
                                   std::string &error) {
   ctx.loadDialect<mpc::MpcDialect, func::FuncDialect>();
-  return ModelImporter(ctx, model, options, error).run();
+  auto module = ModelImporter(ctx, model, options, error).run();
+  if (!module)
+    error = oneLine(error);
+  return module;
 }
 
 func::FuncOp entryFunction(ModuleOp module) {
@@ -551,6 +556,17 @@ func::FuncOp entryFunction(ModuleOp module) {
 
 std::vector<std::pair<std::string, std::string>> supportedOnnxOps() {
   return importer::supportedOps();
+}
+
+std::vector<std::string> unknownImporterTargets(MLIRContext &ctx) {
+  ctx.loadDialect<mpc::MpcDialect>();
+  std::vector<std::pair<std::string, std::string>> rows;
+  importer::listSimpleTargets(rows);
+  std::vector<std::string> unknown;
+  for (const auto &[onnx, op] : rows)
+    if (!RegisteredOperationName::lookup(op, &ctx))
+      unknown.push_back(onnx + " -> " + op);
+  return unknown;
 }
 
 OwningOpRef<ModuleOp> importModelFile(MLIRContext &ctx,

@@ -59,6 +59,10 @@ mlir::func::FuncOp entryFunction(mlir::ModuleOp module);
 /// The ONNX ops mpc imports, as "domain op_type" pairs, sorted.
 std::vector<std::pair<std::string, std::string>> supportedOnnxOps();
 
+/// Importer table rows ("Op -> mpc.op") whose mpc op the dialect does not
+/// define; `mpc ops` refuses to list ops while any exists.
+std::vector<std::string> unknownImporterTargets(mlir::MLIRContext &ctx);
+
 } // namespace mlir::mpc
 
 #endif // MPC_FRONTEND_ONNXIMPORTER_H

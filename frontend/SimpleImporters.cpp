@@ -184,6 +184,11 @@ void listSimpleOps(std::vector<std::string> &ops) {
     ops.push_back(kv.getKey().str());
 }
 
+void listSimpleTargets(std::vector<std::pair<std::string, std::string>> &rows) {
+  for (const auto &kv : simpleOps())
+    rows.emplace_back(kv.getKey().str(), kv.getValue().mpcOp.str());
+}
+
 /// Operands up to the last given input; a gap in the middle is an error
 /// (mpc ops take their optional operands positionally).
 FailureOr<SmallVector<Value>> denseOperands(NodeContext &c) {

@@ -68,6 +68,8 @@ def Mpc_SignOp : Mpc_UnaryNumericOp<"sign", "Sign", [Mpc_Clear]>;
 
 def Mpc_IdentityOp : Mpc_Op<"identity", [Mpc_Clear, Pure, Mpc_InferByRule<"sameAsFirst">]> {
   let onnxName = "Identity";
+  // Folds at import whenever its result is static, and plans are static.
+  let inPlans = 0;
   let summary = "identity (ONNX Identity)";
   let description = [{
     Returns its operand. Kept (not folded at import) so node names survive;

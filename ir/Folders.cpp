@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
 #include "ir/MpcOps.h"
 #include "ir/ShapeRules.h"
 
@@ -328,6 +330,18 @@ std::optional<SmallVector<Value>> mpc::foldToValues(OpBuilder &b,
   return values;
 }
 
+/// The attributes each op needs to be built (ir/MpcOpFacts.h.inc).
+static const llvm::StringMap<SmallVector<StringRef>> &requiredAttrs() {
+  static const llvm::StringMap<SmallVector<StringRef>> table = [] {
+    llvm::StringMap<SmallVector<StringRef>> t;
+#define MPC_OP_REQUIRED_ATTRS(Mnemonic, Names)                                 \
+  StringRef(Names).split(t[std::string("mpc.") + Mnemonic], ' ');
+#include "ir/MpcOpFacts.h.inc"
+    return t;
+  }();
+  return table;
+}
+
 FailureOr<Operation *> mpc::createInferred(OpBuilder &b, Location loc,
                                            StringRef opName,
                                            ValueRange operands,
@@ -335,8 +349,20 @@ FailureOr<Operation *> mpc::createInferred(OpBuilder &b, Location loc,
                                            std::string *diagnostic) {
   MLIRContext *ctx = b.getContext();
   auto name = RegisteredOperationName::lookup(opName, ctx);
-  assert(name && "creating an unregistered op");
+  if (!name) {
+    if (diagnostic)
+      *diagnostic = "internal error: '" + opName.str() +
+                    "' is not an op of the mpc dialect";
+    return failure();
+  }
   DictionaryAttr dict = DictionaryAttr::get(ctx, attrs);
+  if (auto it = requiredAttrs().find(opName); it != requiredAttrs().end())
+    for (StringRef attr : it->second)
+      if (!dict.get(attr)) {
+        if (diagnostic)
+          *diagnostic = "requires attribute '" + attr.str() + "'";
+        return failure();
+      }
   std::string diag;
   SmallVector<Type> types;
   {
@@ -368,5 +394,20 @@ FailureOr<Operation *> mpc::createInferred(OpBuilder &b, Location loc,
   state.addTypes(types);
   if (name->getOpPropertyByteSize())
     state.propertiesAttr = dict;
-  return b.create(state);
+  Operation *op = b.create(state);
+  // Inference checks shapes; the op's own verifier checks operand types and
+  // attributes (an i32 Reshape target...): an op that fails it is an error
+  // of the model, reported here, never IR that breaks a later pass.
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
+    if (diag.empty())
+      diag = d.str();
+    return success();
+  });
+  if (failed(verify(op, /*verifyRecursively=*/false))) {
+    op->erase();
+    if (diagnostic)
+      *diagnostic = diag.empty() ? "invalid operands" : diag;
+    return failure();
+  }
+  return op;
 }

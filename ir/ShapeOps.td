@@ -52,6 +52,8 @@ def Mpc_ParamOp : Op<Mpc_Dialect, "param", [Symbol, HasParent<"::mlir::ModuleOp"
 
 def Mpc_ShapeOp : Mpc_Op<"shape", [Pure, Mpc_InferByRule<"shapeOf">]> {
   let onnxName = "Shape";
+  // Folds at import whenever its result is static, and plans are static.
+  let inPlans = 0;
   let summary = "shape of a tensor as i64 (ONNX Shape)";
   let description = [{
     Dimensions `start` to `end` (Python-style, negatives allowed). Folds to a
@@ -70,6 +72,8 @@ def Mpc_ShapeOp : Mpc_Op<"shape", [Pure, Mpc_InferByRule<"shapeOf">]> {
 
 def Mpc_SizeOp : Mpc_Op<"size", [Pure, Mpc_InferByRule<"scalarI64">]> {
   let onnxName = "Size";
+  // Folds at import whenever its result is static, and plans are static.
+  let inPlans = 0;
   let summary = "number of elements as an i64 scalar (ONNX Size)";
   let description = [{
     Example:
@@ -305,6 +309,8 @@ def Mpc_GatherNDOp : Mpc_Op<"gather_nd", [Mpc_Clear, Pure, Mpc_InferCustom]> {
 def Mpc_ConstantOfShapeOp
     : Mpc_Op<"constant_of_shape", [Pure, Mpc_InferCustom]> {
   let onnxName = "ConstantOfShape";
+  // Folds at import whenever its result is static, and plans are static.
+  let inPlans = 0;
   let summary = "tensor filled with one value (ONNX ConstantOfShape)";
   let description = [{
     `value` is a one-element tensor giving the element type and fill value.

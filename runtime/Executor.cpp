@@ -1,6 +1,7 @@
 //===- Executor.cpp - runs a plan on the CPU ------------------------------===//
 
 #include "runtime/Executor.h"
+#include "runtime/OpTrace.h"
 #include "runtime/Kernel.h"
 
 #include <chrono>
@@ -159,6 +160,7 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
   outputs.clear();
   for (const Binding &b : plan.outputs)
     outputs.push_back(values[b.value]);
+  traceOps("cpu", plan);
   return true;
 }
 

@@ -2,7 +2,9 @@
 
 #include "runtime/Npy.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -34,6 +36,15 @@ std::string headerField(const std::string &h, const std::string &key) {
   return h.substr(p, e == std::string::npos ? std::string::npos : e - p);
 }
 
+/// `s` fit for a one-line message: at most 40 characters, control and
+/// non-ASCII bytes as '?'.
+std::string printable(const std::string &s) {
+  std::string out;
+  for (char c : s.substr(0, 40))
+    out += (c >= 32 && c < 127) ? c : '?';
+  return s.size() > 40 ? out + "..." : out;
+}
+
 } // namespace
 
 bool readNpy(const std::string &path, Tensor &tensor, std::string &error) {
@@ -44,7 +55,11 @@ bool readNpy(const std::string &path, Tensor &tensor, std::string &error) {
   }
   std::ostringstream buf;
   buf << in.rdbuf();
-  std::string bytes = buf.str();
+  return parseNpy(buf.str(), path, tensor, error);
+}
+
+bool parseNpy(const std::string &bytes, const std::string &path,
+              Tensor &tensor, std::string &error) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) {
     error = "'" + path + "' is not a .npy file";
     return false;
@@ -64,7 +79,7 @@ bool readNpy(const std::string &path, Tensor &tensor, std::string &error) {
       hlen = (hlen << 8) | (unsigned char)bytes[8 + i];
     hstart = 12;
   }
-  if (hstart + hlen > bytes.size()) {
+  if (hlen > bytes.size() - hstart) {
     error = "'" + path + "' has a truncated header";
     return false;
   }
@@ -88,27 +103,41 @@ bool readNpy(const std::string &path, Tensor &tensor, std::string &error) {
   else if (descr == "|b1")
     dtype = DType::I1;
   else {
-    error = "'" + path + "' has dtype '" + descr +
+    error = "'" + path + "' has dtype '" + printable(descr) +
             "'; mpc reads float32, float16, int64, int32 and bool";
     return false;
   }
+  // The shape, checked against the data bytes before anything is allocated.
   Shape shape;
   std::stringstream ss(shapeText);
   std::string item;
+  size_t data = hstart + hlen;
+  uint64_t available = bytes.size() - data, numel = 1;
   while (std::getline(ss, item, ',')) {
     size_t a = item.find_first_not_of(" ");
     if (a == std::string::npos)
       continue;
-    shape.push_back(std::stoll(item.substr(a)));
+    char *end = nullptr;
+    errno = 0;
+    long long d = std::strtoll(item.c_str() + a, &end, 10);
+    while (end && *end == ' ')
+      ++end;
+    if (errno || !end || *end || d < 0 ||
+        (d > 0 && numel > available / (uint64_t)d)) {
+      error = "'" + path + "' has an invalid shape (" + printable(shapeText) + ")";
+      return false;
+    }
+    numel *= (uint64_t)d;
+    shape.push_back(d);
   }
-  tensor = Tensor(dtype, shape);
-  size_t data = hstart + hlen;
-  if (bytes.size() - data != tensor.bytes()) {
-    error = "'" + path + "' holds " + std::to_string(bytes.size() - data) +
+  uint64_t needed = numel * dtypeSize(dtype);
+  if (available != needed) {
+    error = "'" + path + "' holds " + std::to_string(available) +
             " data bytes, its shape " + shapeString(shape) + " needs " +
-            std::to_string(tensor.bytes());
+            std::to_string(needed);
     return false;
   }
+  tensor = Tensor(dtype, shape);
   std::memcpy(tensor.raw(), bytes.data() + data, tensor.bytes());
   return true;
 }

@@ -12,12 +12,17 @@
 
 #include "runtime/Plan.h"
 
+#include <istream>
 #include <string>
 
 namespace mpc::rt {
 
 bool savePlan(const Plan &plan, const std::string &dir, std::string &error);
 bool loadPlan(const std::string &dir, Plan &plan, std::string &error);
+/// The same from plan.txt's text and weights.bin's bytes; `dir` names the
+/// artifact in errors.
+bool parsePlan(std::istream &planText, std::string weights,
+               const std::string &dir, Plan &plan, std::string &error);
 
 /// Writes `text` to `path` through a temporary file and a rename.
 bool writeFileAtomically(const std::string &path, const std::string &text,

@@ -118,15 +118,30 @@ private:
 
   bool validId(int id) const { return id >= 0 && id < (int)plan.values.size(); }
 
-  /// "<offset> <bytes>" of weights.bin as a tensor of `t` and `shape`.
+  /// "<offset> <bytes>" of weights.bin as a tensor of `t` and `shape`,
+  /// checked against the file before anything is allocated.
   bool readTensor(std::istream &is, DType t, const Shape &shape, Tensor &out) {
     size_t offset, bytes;
-    if (!(is >> offset >> bytes) || offset + bytes > blob.size())
+    uint64_t needed;
+    if (!(is >> offset >> bytes) || offset > blob.size() ||
+        bytes > blob.size() - offset || !byteSize(t, shape, needed) ||
+        needed != bytes)
       return false;
     out = Tensor(t, shape);
-    if (out.bytes() != bytes)
-      return false;
     std::memcpy(out.raw(), blob.data() + offset, bytes);
+    return true;
+  }
+
+  /// The bytes a tensor of `t` and `shape` takes; false for a negative
+  /// dimension or a size no file could hold.
+  static bool byteSize(DType t, const Shape &shape, uint64_t &bytes) {
+    uint64_t n = dtypeSize(t);
+    for (int64_t d : shape) {
+      if (d < 0 || (d > 0 && n > (uint64_t(1) << 50) / (uint64_t)d))
+        return false;
+      n *= (uint64_t)d;
+    }
+    bytes = n;
     return true;
   }
 
@@ -135,7 +150,9 @@ private:
     if (kind == "value") {
       std::string t, s;
       DType d;
-      if (!(is >> t >> s) || !parseDType(t, d))
+      uint64_t bytes;
+      if (!(is >> t >> s) || !parseDType(t, d) ||
+          !byteSize(d, parseShape(s), bytes))
         return "bad value";
       plan.values.push_back({d, parseShape(s)});
     } else if (kind == "input" || kind == "output") {
@@ -201,6 +218,13 @@ private:
         s.inputs.push_back(std::stoi(v));
       for (const std::string &v : splitList(outs))
         s.outputs.push_back(std::stoi(v));
+      // Absent optional inputs are -1; everything else names a value.
+      for (int v : s.inputs)
+        if (v != -1 && !validId(v))
+          return "step input " + std::to_string(v) + " is not a value";
+      for (int v : s.outputs)
+        if (!validId(v))
+          return "step output " + std::to_string(v) + " is not a value";
       plan.steps.push_back(std::move(s));
       step = &plan.steps.back();
       return "";
@@ -270,9 +294,16 @@ bool loadPlan(const std::string &dir, Plan &plan, std::string &error) {
     error = dir + " is not an mpc artifact (needs plan.txt and weights.bin)";
     return false;
   }
+  return parsePlan(in,
+                   std::string(std::istreambuf_iterator<char>(wf),
+                               std::istreambuf_iterator<char>()),
+                   dir, plan, error);
+}
+
+bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
+               Plan &plan, std::string &error) {
   plan = Plan();
-  PlanReader reader(plan, std::string(std::istreambuf_iterator<char>(wf),
-                                      std::istreambuf_iterator<char>()));
+  PlanReader reader(plan, std::move(weights));
   std::string line;
   int lineNo = 0;
   while (std::getline(in, line)) {
@@ -295,6 +326,24 @@ bool loadPlan(const std::string &dir, Plan &plan, std::string &error) {
     }
     if (!why.empty()) {
       error = dir + "/plan.txt:" + std::to_string(lineNo) + ": " + why;
+      return false;
+    }
+  }
+  if (lineNo == 0) {
+    error = dir + "/plan.txt is empty";
+    return false;
+  }
+  // Train records name outputs by index: they must exist.
+  if (plan.train) {
+    auto isOutput = [&](int k) {
+      return k >= 0 && k < (int)plan.outputs.size();
+    };
+    bool ok = plan.train->loss == -1 || isOutput(plan.train->loss);
+    for (const auto &g : plan.train->gradients)
+      ok &= isOutput(g.first);
+    if (!ok) {
+      error = dir + "/plan.txt: a train record names an output the plan "
+                    "does not have";
       return false;
     }
   }

@@ -13,3 +13,6 @@ mkdir -p "$(dirname "$log")"
 ctest --output-on-failure --verbose 2>&1 | tee "$log"
 python3 "$root/scripts/check_unsupported.py" "$log" \
   "$root/test/unsupported-allowed.txt"
+# Every op `mpc ops --details` lists must have been run by some test on each
+# backend that claims it (the suite records them in test/op-trace).
+python3 "$root/scripts/check_op_coverage.py" "$build/bin/mpc" "$build/test/op-trace"

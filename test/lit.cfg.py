@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mpc_obj_root, "test")
-config.excludes = ["Inputs", "malformed", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "malformed", "regressions", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 
 llvm_config.use_default_substitutions()
 # `not`, FileCheck and count live in the LLVM tools dir (Debian puts only
@@ -20,6 +20,14 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 # The kernel cache of `mpc compile` (safe to share between tests run in
 # parallel), kept out of the user's home.
 config.environment["XDG_CACHE_HOME"] = os.path.join(config.mpc_obj_root, "test", "cache")
+
+# Which ops each backend ran, for scripts/check_op_coverage.py (run by
+# scripts/test.sh after the suite); emptied at the start of every lit run.
+import shutil as _shutil
+trace_dir = os.path.join(config.mpc_obj_root, "test", "op-trace")
+_shutil.rmtree(trace_dir, ignore_errors=True)
+os.makedirs(trace_dir, exist_ok=True)
+config.environment["MPC_TRACE_OPS"] = trace_dir
 
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
 config.substitutions.append(("%python", config.python_executable))

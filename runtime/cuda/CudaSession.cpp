@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpTrace.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/MemoryPlan.h"
@@ -77,6 +78,7 @@ public:
     for (const auto &[id, t] : plan.constants)
       if (!upload(id, t, error))
         return false;
+    traceOps("cuda", plan);
     return true;
   }
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Formulas.h"
 #include "runtime/Kernel.h"
 #include "runtime/Parallel.h"
 #include "runtime/kernels/Broadcast.h"
@@ -51,89 +52,79 @@ float attrF(KernelContext &c, const char *name, double dflt) {
   return (float)c.step.getFloat(name, dflt);
 }
 
-#define MPC_UNARY(NAME, EXPR)                                                  \
+// Float arithmetic comes from runtime/Formulas.h, shared with the CUDA
+// kernels; only integer paths and data movement are written here.
+#define MPC_UNARY(NAME, FORMULA)                                               \
   void NAME(KernelContext &c) {                                                \
-    unaryFloat(c, [](float x) { return EXPR; });                               \
+    unaryFloat(c, [](float x) { return formulas::FORMULA(x); });               \
   }
-MPC_UNARY(expK, std::exp(x))
-MPC_UNARY(logK, std::log(x))
-MPC_UNARY(sqrtK, std::sqrt(x))
-MPC_UNARY(reciprocalK, 1.0f / x)
-MPC_UNARY(tanhK, std::tanh(x))
-MPC_UNARY(sigmoidK, 1.0f / (1.0f + std::exp(-x)))
-MPC_UNARY(erfK, std::erf(x))
-MPC_UNARY(sinK, std::sin(x))
-MPC_UNARY(cosK, std::cos(x))
-MPC_UNARY(softplusK, std::log(std::exp(x) + 1.0f))
-MPC_UNARY(softsignK, x / (1.0f + std::fabs(x)))
-MPC_UNARY(floorK, std::floor(x))
-MPC_UNARY(ceilK, std::ceil(x))
-MPC_UNARY(roundK, std::nearbyint(x))
-MPC_UNARY(hardSwishK, x * std::max(0.0f, std::min(1.0f, x / 6.0f + 0.5f)))
-MPC_UNARY(mishK, x * std::tanh(std::log1p(std::exp(x))))
-MPC_UNARY(atanK, std::atan(x))
+MPC_UNARY(expK, mpc_exp)
+MPC_UNARY(logK, mpc_log)
+MPC_UNARY(sqrtK, mpc_sqrt)
+MPC_UNARY(reciprocalK, mpc_reciprocal)
+MPC_UNARY(tanhK, mpc_tanh)
+MPC_UNARY(sigmoidK, mpc_sigmoid)
+MPC_UNARY(erfK, mpc_erf)
+MPC_UNARY(sinK, mpc_sin)
+MPC_UNARY(cosK, mpc_cos)
+MPC_UNARY(softplusK, mpc_softplus)
+MPC_UNARY(softsignK, mpc_softsign)
+MPC_UNARY(floorK, mpc_floor)
+MPC_UNARY(ceilK, mpc_ceil)
+MPC_UNARY(roundK, mpc_round)
+MPC_UNARY(hardSwishK, mpc_hard_swish)
+MPC_UNARY(mishK, mpc_mish)
+MPC_UNARY(atanK, mpc_atan)
 #undef MPC_UNARY
 
 void geluK(KernelContext &c) {
   if (c.step.getString("approximate", "none") == "tanh")
-    return unaryFloat(c, [](float x) {
-      const float k = 0.7978845608028654f; // sqrt(2/pi)
-      return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
-    });
-  unaryFloat(c, [](float x) {
-    return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
-  });
+    return unaryFloat(c, [](float x) { return formulas::mpc_gelu_tanh(x); });
+  unaryFloat(c, [](float x) { return formulas::mpc_gelu(x); });
 }
 
 void leakyReluK(KernelContext &c) {
   float a = attrF(c, "alpha", 0.01);
-  unaryFloat(c, [a](float x) { return x < 0 ? a * x : x; });
+  unaryFloat(c, [a](float x) { return formulas::mpc_leaky_relu(x, a); });
 }
 void eluK(KernelContext &c) {
   float a = attrF(c, "alpha", 1.0);
-  unaryFloat(c, [a](float x) { return x < 0 ? a * (std::exp(x) - 1.0f) : x; });
+  unaryFloat(c, [a](float x) { return formulas::mpc_elu(x, a); });
 }
 void celuK(KernelContext &c) {
   float a = attrF(c, "alpha", 1.0);
-  unaryFloat(c, [a](float x) {
-    return std::max(0.0f, x) + std::min(0.0f, a * (std::exp(x / a) - 1.0f));
-  });
+  unaryFloat(c, [a](float x) { return formulas::mpc_celu(x, a); });
 }
 void seluK(KernelContext &c) {
   float a = attrF(c, "alpha", 1.67326319217681884765625);
   float g = attrF(c, "gamma", 1.05070102214813232421875);
-  unaryFloat(c, [a, g](float x) {
-    return x > 0 ? g * x : g * (a * std::exp(x) - a);
-  });
+  unaryFloat(c, [a, g](float x) { return formulas::mpc_selu(x, a, g); });
 }
 void hardSigmoidK(KernelContext &c) {
   float a = attrF(c, "alpha", 0.2), b = attrF(c, "beta", 0.5);
-  unaryFloat(c, [a, b](float x) {
-    return std::max(0.0f, std::min(1.0f, a * x + b));
-  });
+  unaryFloat(c,
+             [a, b](float x) { return formulas::mpc_hard_sigmoid(x, a, b); });
 }
 void thresholdedReluK(KernelContext &c) {
   float a = attrF(c, "alpha", 1.0);
-  unaryFloat(c, [a](float x) { return x > a ? x : 0.0f; });
+  unaryFloat(c, [a](float x) { return formulas::mpc_thresholded_relu(x, a); });
 }
 
 void absK(KernelContext &c) {
-  unaryNumeric(c, [](float x) { return std::fabs(x); },
+  unaryNumeric(c, [](float x) { return formulas::mpc_abs(x); },
                [](int64_t x) { return x < 0 ? -x : x; });
 }
 void negK(KernelContext &c) {
   unaryNumeric(c, [](float x) { return -x; }, [](int64_t x) { return -x; });
 }
 void reluK(KernelContext &c) {
-  unaryNumeric(c, [](float x) { return x < 0 ? 0.0f : x; },
+  unaryNumeric(c, [](float x) { return formulas::mpc_relu(x); },
                [](int64_t x) { return x < 0 ? 0 : x; });
 }
 void signK(KernelContext &c) {
-  unaryNumeric(c, [](float x) { return x > 0 ? 1.0f : x < 0 ? -1.0f : x; },
+  unaryNumeric(c, [](float x) { return formulas::mpc_sign(x); },
                [](int64_t x) -> int64_t { return (x > 0) - (x < 0); });
 }
-
-void identityK(KernelContext &c) { c.setOutput(0, c.in(0)); }
 
 void notK(KernelContext &c) {
   const Tensor &x = c.in(0);
@@ -165,9 +156,8 @@ void clipK(KernelContext &c) {
   if (isFloat(c.in(0).dtype())) {
     float l = lo ? lo->getFloat(0) : -std::numeric_limits<float>::infinity();
     float h = hi ? hi->getFloat(0) : std::numeric_limits<float>::infinity();
-    return unaryFloat(c, [l, h](float x) {
-      return std::isnan(x) ? x : std::min(std::max(x, l), h);
-    });
+    return unaryFloat(c,
+                      [l, h](float x) { return formulas::mpc_clip(x, l, h); });
   }
   int64_t l = lo ? lo->getInt(0) : std::numeric_limits<int64_t>::min();
   int64_t h = hi ? hi->getInt(0) : std::numeric_limits<int64_t>::max();
@@ -280,7 +270,7 @@ void divK(KernelContext &c) {
 void modK(KernelContext &c) {
   bool fmod = c.step.getInt("fmod", 0);
   binary(
-      c, [](float a, float b) { return std::fmod(a, b); },
+      c, [](float a, float b) { return formulas::mpc_fmod(a, b); },
       [fmod](int64_t a, int64_t b) -> int64_t {
         if (b == 0)
           return 0;
@@ -292,7 +282,7 @@ void modK(KernelContext &c) {
       });
 }
 void preluK(KernelContext &c) {
-  binary(c, [](float x, float s) { return x < 0 ? s * x : x; },
+  binary(c, [](float a, float b) { return formulas::mpc_prelu(a, b); },
          [](int64_t x, int64_t s) { return x < 0 ? s * x : x; });
 }
 void powK(KernelContext &c) {
@@ -302,7 +292,7 @@ void powK(KernelContext &c) {
   forEachBroadcast(y.shape(), ins, [&](int64_t i, const int64_t *o) {
     if (isFloat(y.dtype())) {
       float e = isFloat(b.dtype()) ? b.getFloat(o[1]) : (float)b.getInt(o[1]);
-      y.setFloat(i, std::pow(a.getFloat(o[0]), e));
+      y.setFloat(i, formulas::mpc_pow(a.getFloat(o[0]), e));
     } else {
       y.setInt(i, (int64_t)std::pow((double)a.getInt(o[0]),
                                     isFloat(b.dtype()) ? b.getFloat(o[1])
@@ -394,12 +384,12 @@ void variadic(KernelContext &c, F f, G g, bool mean) {
 }
 void maxK(KernelContext &c) {
   variadic(
-      c, [](float a, float b) { return std::isnan(a) || a > b ? a : b; },
+      c, [](float a, float b) { return formulas::mpc_max(a, b); },
       [](int64_t a, int64_t b) { return std::max(a, b); }, false);
 }
 void minK(KernelContext &c) {
   variadic(
-      c, [](float a, float b) { return std::isnan(a) || a < b ? a : b; },
+      c, [](float a, float b) { return formulas::mpc_min(a, b); },
       [](int64_t a, int64_t b) { return std::min(a, b); }, false);
 }
 void sumK(KernelContext &c) {
@@ -442,7 +432,6 @@ void registerElementwiseKernels(KernelTable &t) {
   t.add(OpId::Neg, negK);
   t.add(OpId::Relu, reluK);
   t.add(OpId::Sign, signK);
-  t.add(OpId::Identity, identityK);
   t.add(OpId::Not, notK);
   t.add(OpId::IsNaN, isNanK);
   t.add(OpId::IsInf, isInfK);

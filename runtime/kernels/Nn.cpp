@@ -235,7 +235,10 @@ void layerNormK(KernelContext &c) {
 
 /// Softmax or log-softmax of `x` along `axis` into float `out`.
 void softmaxInto(const Tensor &x, int64_t axis, bool logSoftmax, float *out) {
-  auto [outer, dim, inner] = splitAt(x.shape(), axis);
+  // Plain variables, not a structured binding: the lambdas below capture
+  // them, which C++17 does not allow of bindings.
+  const AxisSplit split = splitAt(x.shape(), axis);
+  const int64_t outer = split.outer, dim = split.dim, inner = split.inner;
   std::vector<float> xBuf;
   const float *xp = floatData(x, xBuf);
   parallelFor(outer * inner, 64, [&](int64_t b, int64_t e) {

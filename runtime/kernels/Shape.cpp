@@ -70,19 +70,6 @@ void reshapeLikeK(KernelContext &c) {
   c.setOutput(0, c.in(0).reshaped(c.outputInfo(0).shape));
 }
 
-void shapeK(KernelContext &c) {
-  const Shape &s = c.in(0).shape();
-  Tensor &y = c.output(0);
-  int64_t rank = (int64_t)s.size(), start = c.step.getInt("start", 0);
-  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
-  for (int64_t i = 0; i < y.size(); ++i)
-    y.data<int64_t>()[i] = s[start + i];
-}
-
-void sizeK(KernelContext &c) {
-  c.output(0).data<int64_t>()[0] = c.in(0).size();
-}
-
 void transposeK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
@@ -335,13 +322,6 @@ void gatherNdK(KernelContext &c) {
   }
 }
 
-void constantOfShapeK(KernelContext &c) {
-  Tensor &y = c.output(0);
-  const Tensor *value = c.step.getTensor("value");
-  for (int64_t i = 0; i < y.size(); ++i)
-    copyElem(y, i, *value, 0);
-}
-
 void rangeK(KernelContext &c) {
   Tensor &y = c.output(0);
   if (isFloat(y.dtype())) {
@@ -360,8 +340,6 @@ void rangeK(KernelContext &c) {
 void registerShapeKernels(KernelTable &t) {
   for (OpId op : {OpId::Reshape, OpId::Squeeze, OpId::Unsqueeze, OpId::Flatten})
     t.add(op, reshapeLikeK);
-  t.add(OpId::Shape, shapeK);
-  t.add(OpId::Size, sizeK);
   t.add(OpId::Transpose, transposeK);
   t.add(OpId::Concat, concatK);
   t.add(OpId::Split, splitK);
@@ -373,7 +351,6 @@ void registerShapeKernels(KernelTable &t) {
   t.add(OpId::GatherElements, gatherElementsK);
   t.add(OpId::GatherGrad, gatherGradK);
   t.add(OpId::GatherND, gatherNdK);
-  t.add(OpId::ConstantOfShape, constantOfShapeK);
   t.add(OpId::Range, rangeK);
 }
 

@@ -5,14 +5,17 @@
 // the emulated kernel `emu_<kernel>` of LIB.so (kernels.cu built with g++
 // and test/codegen/Inputs/cuda_host_shim.h), then runs the same plan on the
 // CPU backend and prints, per output, the largest difference relative to
-// the output's largest magnitude. Tests the emitter's index arithmetic,
-// launch shapes, aliases and buffer reuse without a GPU, and the count of
-// gradient elements flushed to zero against the CPU backend's.
+// the output's largest magnitude and the largest elementwise distance in
+// ulps of the output's storage format (-1: NaN against a number). Tests
+// the emitter's index arithmetic, launch shapes, aliases and buffer reuse
+// without a GPU, and the count of gradient elements flushed to zero
+// against the CPU backend's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
+#include "runtime/OpTrace.h"
 #include "runtime/PlanIO.h"
 #include "runtime/cuda/MemoryPlan.h"
 
@@ -25,6 +28,18 @@
 #include <vector>
 
 using namespace mpc::rt;
+
+/// Element i of a float tensor as an integer ordered like the values, in
+/// its storage format, so that two values' distance is their ulp distance.
+static int64_t orderedBits(const Tensor &t, int64_t i) {
+  if (t.dtype() == DType::F32) {
+    uint32_t b;
+    std::memcpy(&b, t.data<float>() + i, 4);
+    return b & 0x80000000u ? -(int64_t)(b & 0x7fffffffu) : (int64_t)b;
+  }
+  uint16_t b = t.data<uint16_t>()[i]; // f16 / bf16 bits
+  return b & 0x8000u ? -(int64_t)(b & 0x7fffu) : (int64_t)b;
+}
 
 int main(int argc, char **argv) {
   if (argc < 3) {
@@ -106,6 +121,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "error: CPU backend: %s\n", error.c_str());
     return 1;
   }
+  traceOps("cuda", plan);
   std::printf("%d kernels emulated, arena %lld bytes\n", launched,
               (long long)arena);
   std::printf("gradient underflow: %llu emulated, %lld on the CPU backend\n",
@@ -116,6 +132,7 @@ int main(int argc, char **argv) {
     std::memcpy(got.raw(), mem.data() + offsets[plan.outputs[k].value],
                 got.bytes());
     double diff = 0, scale = 0;
+    int64_t ulps = 0; // elementwise, in the output's storage format
     for (int64_t i = 0; i < got.size(); ++i) {
       if (!isFloat(v.dtype)) { // integers and bools: exactly
         diff = std::max(diff, got.getInt(i) == cpu[k].getInt(i) ? 0.0 : INFINITY);
@@ -126,9 +143,17 @@ int main(int argc, char **argv) {
       diff = std::max(diff, std::isnan(a) != std::isnan(b) ? INFINITY
                                                            : std::fabs(a - b));
       scale = std::max(scale, std::fabs(b));
+      if (std::isnan(a) != std::isnan(b))
+        ulps = INT64_MAX;
+      else if (!std::isnan(a))
+        ulps = std::max(ulps, std::abs(orderedBits(got, i) -
+                                       orderedBits(cpu[k], i)));
     }
     std::printf("%s: max relative difference %.3g\n",
                 plan.outputs[k].name.c_str(), diff / std::max(scale, 1e-30));
+    if (isFloat(v.dtype))
+      std::printf("%s: max ulps %lld\n", plan.outputs[k].name.c_str(),
+                  ulps == INT64_MAX ? -1LL : (long long)ulps);
   }
   return 0;
 }

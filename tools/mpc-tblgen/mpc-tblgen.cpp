@@ -104,6 +104,21 @@ bool emitOpFacts(const RecordKeeper &records, raw_ostream &os) {
        << (amp ? amp->getValueAsString("ampReason") : "") << "\")\n";
   }
   os << "#undef MPC_OP_FACTS\n";
+  // Attributes an op cannot be built without: inference reads them, so
+  // createInferred checks them first (ODS checks them only in the verifier).
+  os << "#ifndef MPC_OP_REQUIRED_ATTRS\n#define MPC_OP_REQUIRED_ATTRS("
+        "Mnemonic, Names)\n#endif\n";
+  for (const Operator &op : mpcOps(records)) {
+    std::string names;
+    for (const mlir::tblgen::NamedAttribute &attr : op.getAttributes())
+      if (!attr.attr.isOptional() && !attr.attr.hasDefaultValue() &&
+          !attr.attr.isDerivedAttr())
+        names += (names.empty() ? "" : " ") + attr.name.str();
+    if (!names.empty())
+      os << "MPC_OP_REQUIRED_ATTRS(\"" << mnemonicOf(op) << "\", \"" << names
+         << "\")\n";
+  }
+  os << "#undef MPC_OP_REQUIRED_ATTRS\n";
   return false;
 }
 

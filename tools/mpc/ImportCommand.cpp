@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -217,6 +218,11 @@ static int printOpDetails() {
 }
 
 int runOps() {
+  mlir::MLIRContext ctx;
+  auto unknown = mlir::mpc::unknownImporterTargets(ctx);
+  if (!unknown.empty())
+    return reportError("importer rows name ops the mpc dialect lacks: " +
+                       llvm::join(unknown, ", "));
   if (opsDetails)
     return printOpDetails();
   for (const auto &[domain, op] : mlir::mpc::supportedOnnxOps())

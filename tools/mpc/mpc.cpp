@@ -7,6 +7,7 @@
 
 #include "Commands.h"
 
+#include "frontend/ModelLoader.h"
 #include "frontend/ModelValidator.h"
 #include "runtime/PlanIO.h"
 
@@ -25,7 +26,8 @@ bool mpc::writeJsonFile(const std::string &path, llvm::json::Value value,
 }
 
 int mpc::reportError(const llvm::Twine &message) {
-  llvm::errs() << "mpc: error: " << message << "\n";
+  // One line, whatever bytes the message quotes from a model or file.
+  llvm::errs() << "mpc: error: " << mlir::mpc::oneLine(message.str()) << "\n";
   return 1;
 }
 

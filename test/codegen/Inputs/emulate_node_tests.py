@@ -31,7 +31,7 @@ ap.add_argument("--precision", default="fp32")
 ap.add_argument("tests", nargs="*")
 a = ap.parse_args()
 mpc = os.path.join(a.tools, "mpc")
-from host_emulation import RTOL, differences, emulate, precompile_shim  # noqa: E402
+from host_emulation import RTOL, differences, emulate, precompile_shim, ulps  # noqa: E402
 rtol = RTOL[a.precision]
 NPY_TYPES = [np.dtype(t) for t in
              (np.float32, np.float16, np.int64, np.int32, np.bool_)]
@@ -65,22 +65,25 @@ def run_test(test):
         args.append(f"{name}={npy}")
     run = emulate(a.tools, a.cxx, a.src, shim, art, args)
     if run.returncode:
-        return False, f"{test}: FAIL ({run.stderr.strip()})"
+        return False, f"{test}: FAIL ({run.stderr.strip()})", False
     diffs = differences(run.stdout)
     ok = bool(diffs) and max(diffs) <= rtol
+    exact = all(u == 0 for u in ulps(run.stdout))
     return ok, (f"{test}: {len(diffs)} outputs within {max(diffs or [0]):.2e} "
-                f"of the CPU backend {'ok' if ok else 'FAIL'}")
+                f"of the CPU backend {'ok' if ok else 'FAIL'}"), exact
 
 
 shim = precompile_shim(a.cxx, a.src, a.work)
 tests = a.tests or sorted(os.listdir(a.data))
 with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
     results = [r for r in pool.map(run_test, tests) if r is not None]
-failed = [line for ok, line in results if not ok]
+failed = [line for ok, line, _ in results if not ok]
+exact = sum(1 for _, _, e in results if e)
 for line in failed:
     print(line)
 ok = not failed and len(results) >= a.min
 print(f"node tests emulated ({a.precision}): {len(results)}; within {rtol:.3g} "
       f"of the CPU backend: "
-      f"{len(results) - len(failed)}; " + ("all ok" if ok else "FAIL"))
+      f"{len(results) - len(failed)}; " + ("all ok" if ok else "FAIL") +
+      f"; bit for bit: {exact}")
 sys.exit(0 if ok else 1)

@@ -41,3 +41,10 @@ def emulate(tools, cxx, src, shim, art, args):
 def differences(out):
     """Each output's largest difference relative to its magnitude."""
     return [float(x) for x in re.findall(r"max relative difference (\S+)", out)]
+
+
+def ulps(out):
+    """Each float output's largest elementwise distance in ulps of its
+    storage format; None where one side is NaN and the other not."""
+    return [None if x == "-1" else int(x)
+            for x in re.findall(r": max ulps (-?\d+)", out)]
