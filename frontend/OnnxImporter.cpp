@@ -96,6 +96,22 @@ private:
   LogicalResult importTrainingInfo(StringRef mainName);
   LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &out,
                                     Type computed);
+  /// `base`, or base_1, base_2...: a function name no parameter (named
+  /// after an initializer) or other function takes.
+  std::string funcName(const std::string &base) {
+    auto taken = [&](const std::string &n) {
+      if (module->lookupSymbol(n))
+        return true;
+      for (const auto &init : model.graph().initializer())
+        if (init.name() == n)
+          return true;
+      return false;
+    };
+    std::string name = base;
+    for (int k = 1; taken(name); ++k)
+      name = base + "_" + std::to_string(k);
+    return name;
+  }
 
   MLIRContext &ctx;
   const onnx::ModelProto &model;
@@ -494,7 +510,7 @@ LogicalResult ModelImporter::importTrainingInfo(StringRef mainName) {
     };
     if (info.has_initialization() && info.initialization().node_size()) {
       auto init = importGraph(info.initialization(),
-                              ("training_initialization_" + Twine(i)).str(),
+                              funcName(("training_initialization_" + Twine(i)).str()),
                               /*isMain=*/false);
       if (mlir::failed(init))
         return failure();
@@ -503,7 +519,7 @@ LogicalResult ModelImporter::importTrainingInfo(StringRef mainName) {
     }
     if (info.has_algorithm()) {
       auto algo = importGraph(info.algorithm(),
-                              ("training_algorithm_" + Twine(i)).str(),
+                              funcName(("training_algorithm_" + Twine(i)).str()),
                               /*isMain=*/false);
       if (mlir::failed(algo))
         return failure();
@@ -519,7 +535,8 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   module = ModuleOp::create(FileLineColLoc::get(&ctx, options.modelPath, 0, 0));
   if (mlir::failed(readOpsets()))
     return nullptr;
-  std::string name = model.graph().name().empty() ? "main" : model.graph().name();
+  std::string name =
+      funcName(model.graph().name().empty() ? "main" : model.graph().name());
   auto main = importGraph(model.graph(), name, /*isMain=*/true);
   if (mlir::failed(main))
     return nullptr;

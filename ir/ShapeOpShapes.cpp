@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "llvm/Support/MathExtras.h"
 #include "ir/MpcOps.h"
 #include "ir/ShapeRules.h"
 #include "mlir/IR/Matchers.h"
@@ -78,8 +79,9 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
       known = kDyn;
     } else if (d < -1) {
       return shapeError(loc, "reshape dimension ", d, " is negative");
-    } else {
-      known = known == kDyn ? kDyn : known * d;
+    } else if (known != kDyn && llvm::MulOverflow(known, d, known)) {
+      return shapeError(loc, "reshape target has more elements than int64 "
+                             "can count");
     }
     shape.push_back(d);
   }

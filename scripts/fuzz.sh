@@ -6,7 +6,7 @@
 # that target and leaves its input in build-fuzz/crashes/TARGET/; add it to
 # test/fuzz/regressions/TARGET/ (test/fuzz/regressions.test replays them).
 #
-# usage: scripts/fuzz.sh [SECONDS] [TARGET...]
+# usage: [MPC_FUZZ_PARALLEL=N] scripts/fuzz.sh [SECONDS] [TARGET...]
 #   TARGET: model-binary model-text tensor npy plan (default: all)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,24 +63,43 @@ if [[ -x $root/build/bin/mpc ]]; then
       "$fuzz/art-$prec" "$seeds/plan/mlp-$prec"
   done
 fi
-cp -r "$root"/test/fuzz/regressions/. "$seeds/" 2>/dev/null || true
+for t in model-binary model-text tensor npy; do
+  cp "$root"/test/fuzz/regressions/$t/* "$seeds/$t/" 2>/dev/null || true
+done
+cp "$root"/test/fuzz/regressions/imports/* "$seeds/model-text/"
 
-status=0
-for t in "${targets[@]}"; do
+# One target: its corpus grows in $fuzz/corpus/TARGET; prints one line.
+run_target() {
+  local t=$1 log=$fuzz/$1.log runs cov
   mkdir -p "$fuzz/corpus/$t" "$fuzz/crashes/$t"
-  log=$fuzz/$t.log
   if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      "$fuzz/bin/mpc-fuzz-$t" -max_total_time="$seconds" -timeout=30 \
-      -rss_limit_mb=4096 -print_final_stats=1 \
+      nice -n 10 "$fuzz/bin/mpc-fuzz-$t" -max_total_time="$seconds" \
+      -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="$fuzz/crashes/$t/" "$fuzz/corpus/$t" "$seeds/$t" \
       >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
     echo "fuzz $t: ${seconds}s, $runs inputs, $cov, no crash"
   else
-    status=1
     echo "fuzz $t: FAILED after $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?') inputs; see $log and $fuzz/crashes/$t/"
     grep -m3 -E 'ERROR|SUMMARY' "$log" || true
+    return 1
   fi
+}
+
+# MPC_FUZZ_PARALLEL=N runs N targets at a time (default 1).
+status=0
+parallel=${MPC_FUZZ_PARALLEL:-1}
+pids=()
+for t in "${targets[@]}"; do
+  run_target "$t" &
+  pids+=($!)
+  if ((${#pids[@]} >= parallel)); then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
+done
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=1
 done
 exit $status

@@ -31,7 +31,11 @@ using namespace llvm;
 namespace mpc {
 namespace {
 
-constexpr const char *kFlags = "-fatbin -O3 -std=c++17";
+// -fmad=false: no contraction of a * b + c into one FMA, as the CPU backend
+// (-ffp-contract=off) and the host emulation compute, so elementwise code
+// rounds the same on the GPU; the GEMMs' explicit fmaf and tensor-core MMAs
+// are unaffected, and the rest is memory-bound.
+constexpr const char *kFlags = "-fatbin -O3 -std=c++17 -fmad=false";
 
 std::string sha256(StringRef text) {
   return toHex(SHA256::hash(arrayRefFromStringRef(text)), true);

@@ -10,7 +10,9 @@ import subprocess
 # to the neighbouring fp16/bf16 number, so the bound is two ulps of the
 # computing type.
 RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}
-FLAGS = ["-O1", "-std=c++17", "-fPIC", "-DMPC_HOST_EMULATION"]
+# No FMA contraction, as the CPU backend and nvcc (-fmad=false) compute.
+FLAGS = ["-O1", "-std=c++17", "-ffp-contract=off", "-fPIC",
+         "-DMPC_HOST_EMULATION"]
 
 
 def precompile_shim(cxx, src, work):
