@@ -33,6 +33,11 @@ std::optional<std::string> fold(const Step &s) {
   return s.op == OpId::Mean ? acc + " / " + flt((float)arity) : acc;
 }
 
+std::optional<std::string> mod(const Step &s) {
+  return s.getInt("fmod", 0) ? std::string("mpc_fmod(a, b)")
+                             : std::string("mpc_floor_mod(a, b)");
+}
+
 std::optional<std::string> gelu(const Step &s) {
   return s.getString("approximate", "none") == "tanh"
              ? std::string("mpc_gelu_tanh(a)")
@@ -115,7 +120,7 @@ void registerExpressions(EmitterTable &t) {
   t.expr(OpId::Div, "a / b");
   t.expr(OpId::Pow, "mpc_pow(a, b)");
   t.expr(OpId::PRelu, "mpc_prelu(a, b)");
-  t.expr(OpId::Mod, "mpc_fmod(a, b)");
+  t.expr(OpId::Mod, mod);
   t.expr(OpId::Greater, "(float)(a > b)");
   t.expr(OpId::Less, "(float)(a < b)");
   t.expr(OpId::Equal, "(float)(a == b)");

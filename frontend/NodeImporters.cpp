@@ -77,12 +77,14 @@ LogicalResult importCast(NodeContext &c) {
   Type elem;
   if (failed(c.requireInputs(c.node.op_type() == "CastLike" ? 2 : 1)))
     return failure();
+  // saturate and round_mode (opset 24) only change conversions to float8
+  // types, which mpc does not have.
   if (c.node.op_type() == "CastLike") {
-    if (failed(c.checkAttrs({"saturate"})))
+    if (failed(c.checkAttrs({"saturate", "round_mode"})))
       return failure();
     elem = getElementTypeOrSelf(c.input(1));
   } else {
-    if (failed(c.checkAttrs({"to", "saturate"})))
+    if (failed(c.checkAttrs({"to", "saturate", "round_mode"})))
       return failure();
     int64_t to = c.getInt("to", 0);
     elem = elementTypeOf(to, c.b.getContext());
@@ -270,8 +272,20 @@ LogicalResult importReduce(NodeContext &c) {
               c.b.getBoolAttr(c.getInt("noop_with_empty_axes", 0)))};
   if (*axes)
     attrs.push_back(c.named("axes", c.b.getDenseI64ArrayAttr(**axes)));
-  return c.emit(reduceOps().find(c.node.op_type())->second, {c.input(0)},
-                attrs);
+  StringRef op = reduceOps().find(c.node.op_type())->second;
+  auto type = llvm::cast<RankedTensorType>(c.input(0).getType());
+  bool anyAll = op == "mpc.reduce_max" || op == "mpc.reduce_min";
+  if (!anyAll || !type.getElementType().isInteger(1))
+    return c.emit(op, {c.input(0)}, attrs);
+  // Boolean Max/Min are any/all: reduce as int32 and test > 0, which also
+  // gives the empty set's identities (false for Max, true for Min).
+  auto reduced = c.build(op, {c.buildCast(c.input(0), c.b.getI32Type())},
+                         attrs);
+  if (failed(reduced))
+    return failure();
+  Value zero = c.constant(DenseElementsAttr::get(
+      RankedTensorType::get({}, c.b.getI32Type()), int32_t(0)));
+  return c.emit("mpc.greater", {(*reduced)[0], zero});
 }
 
 LogicalResult importSplit(NodeContext &c) {
@@ -391,6 +405,18 @@ LogicalResult importConstantOfShape(NodeContext &c) {
                 {c.named("value", value)});
 }
 
+/// Range: opset 27's stash_type names the type start + i * delta is
+/// computed in for fp16/bf16 outputs; mpc computes in float (the default).
+LogicalResult importRange(NodeContext &c) {
+  if (failed(c.checkAttrs({"stash_type"})) || failed(c.requireInputs(3)))
+    return failure();
+  int64_t stash = c.getInt("stash_type", onnx::TensorProto::FLOAT);
+  if (stash != onnx::TensorProto::FLOAT)
+    return c.fail("attribute 'stash_type' " + dataTypeName(stash) +
+                  " is not supported (mpc computes Range in FLOAT)");
+  return c.emit("mpc.range", {c.input(0), c.input(1), c.input(2)}, {});
+}
+
 const llvm::StringMap<NodeImportFn> &customOps() {
   static const llvm::StringMap<NodeImportFn> table = {
       {"Constant", importConstant},
@@ -410,7 +436,8 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"Squeeze", importSqueeze},
       {"Unsqueeze", importSqueeze},
       {"Pad", importPad},
-      {"ConstantOfShape", importConstantOfShape}};
+      {"ConstantOfShape", importConstantOfShape},
+      {"Range", importRange}};
   return table;
 }
 

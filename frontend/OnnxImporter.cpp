@@ -38,7 +38,7 @@ std::string displayName(const onnx::NodeProto &node) {
 /// Opsets of the default ONNX domain that mpc imports. Ops whose semantics
 /// changed since opset 1 in ways mpc does not model have a higher minimum
 /// (see minOpsetOf).
-constexpr int64_t kMinOpset = 1, kMaxOpset = 21;
+constexpr int64_t kMinOpset = 1, kMaxOpset = 28;
 
 /// The first opset whose version of `op` mpc implements: multidirectional
 /// broadcasting arrived in 7 (8 for the variadic ops), Cast's `to` became an

@@ -66,8 +66,7 @@ const llvm::StringMap<SimpleOp> &simpleOps() {
              {"Mean", "mpc.mean"}, {"MatMul", "mpc.matmul"},
              {"GlobalAveragePool", "mpc.global_average_pool"},
              {"GlobalMaxPool", "mpc.global_max_pool"}, {"Size", "mpc.size"},
-             {"Expand", "mpc.expand"}, {"Tile", "mpc.tile"},
-             {"Range", "mpc.range"}})
+             {"Expand", "mpc.expand"}, {"Tile", "mpc.tile"}})
       t.try_emplace(onnx, SimpleOp{mpc, {}});
     t.try_emplace("Gelu", SimpleOp{"mpc.gelu", {{"approximate", Kind::Str}}});
     for (auto [onnx, mpc] : std::initializer_list<std::pair<const char *, llvm::StringLiteral>>{

@@ -96,6 +96,7 @@ def Mpc_NotOp : Mpc_Op<"not", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
   }];
   let arguments = (ins Mpc_BoolTensor:$x);
   let results = (outs Mpc_BoolTensor:$y);
+  let hasFolder = 1;
 }
 
 def Mpc_IsNaNOp : Mpc_Op<"is_nan", [Mpc_Clear, Pure, Mpc_InferByRule<"sameShapeBool">]> {
@@ -187,11 +188,18 @@ def Mpc_DivOp : Mpc_BinaryOp<"div", "Div", Mpc_NumericTensor, [Mpc_Infer]> {
 def Mpc_ModOp : Mpc_BinaryOp<"mod", "Mod", Mpc_NumericTensor> {
   let arguments = (ins Mpc_NumericTensor:$a, Mpc_NumericTensor:$b,
                    DefaultValuedAttr<BoolAttr, "false">:$fmod);
+  let hasFolder = 1;
 }
 def Mpc_PReluOp : Mpc_BinaryOp<"prelu", "PRelu", Mpc_FloatTensor, [Mpc_Infer]>;
-def Mpc_AndOp : Mpc_BinaryOp<"and", "And", Mpc_BoolTensor, [Commutative]>;
-def Mpc_OrOp : Mpc_BinaryOp<"or", "Or", Mpc_BoolTensor, [Commutative]>;
-def Mpc_XorOp : Mpc_BinaryOp<"xor", "Xor", Mpc_BoolTensor, [Commutative]>;
+def Mpc_AndOp : Mpc_BinaryOp<"and", "And", Mpc_BoolTensor, [Commutative]> {
+  let hasFolder = 1;
+}
+def Mpc_OrOp : Mpc_BinaryOp<"or", "Or", Mpc_BoolTensor, [Commutative]> {
+  let hasFolder = 1;
+}
+def Mpc_XorOp : Mpc_BinaryOp<"xor", "Xor", Mpc_BoolTensor, [Commutative]> {
+  let hasFolder = 1;
+}
 
 def Mpc_PowOp : Mpc_Op<"pow", [Mpc_DenyRange, Pure, Mpc_InferByRule<"broadcastAsFirst">]> {
   let onnxName = "Pow";
@@ -209,19 +217,31 @@ def Mpc_PowOp : Mpc_Op<"pow", [Mpc_DenyRange, Pure, Mpc_InferByRule<"broadcastAs
   let results = (outs Mpc_NumericTensor:$y);
 }
 
-def Mpc_MaxOp : Mpc_VariadicOp<"max", "Max", [Mpc_Clear]>;
-def Mpc_MinOp : Mpc_VariadicOp<"min", "Min", [Mpc_Clear]>;
+def Mpc_MaxOp : Mpc_VariadicOp<"max", "Max", [Mpc_Clear]> {
+  let hasFolder = 1;
+}
+def Mpc_MinOp : Mpc_VariadicOp<"min", "Min", [Mpc_Clear]> {
+  let hasFolder = 1;
+}
 def Mpc_SumOp : Mpc_VariadicOp<"sum", "Sum", [Mpc_Infer]>;
 def Mpc_MeanOp : Mpc_VariadicOp<"mean", "Mean", [Mpc_Infer]>;
 
 def Mpc_EqualOp : Mpc_CompareOp<"equal", "Equal", Mpc_AnyTensor> {
   let hasFolder = 1;
 }
-def Mpc_LessOp : Mpc_CompareOp<"less", "Less", Mpc_NumericTensor>;
-def Mpc_LessOrEqualOp : Mpc_CompareOp<"less_or_equal", "LessOrEqual", Mpc_NumericTensor>;
-def Mpc_GreaterOp : Mpc_CompareOp<"greater", "Greater", Mpc_NumericTensor>;
+def Mpc_LessOp : Mpc_CompareOp<"less", "Less", Mpc_NumericTensor> {
+  let hasFolder = 1;
+}
+def Mpc_LessOrEqualOp : Mpc_CompareOp<"less_or_equal", "LessOrEqual", Mpc_NumericTensor> {
+  let hasFolder = 1;
+}
+def Mpc_GreaterOp : Mpc_CompareOp<"greater", "Greater", Mpc_NumericTensor> {
+  let hasFolder = 1;
+}
 def Mpc_GreaterOrEqualOp
-    : Mpc_CompareOp<"greater_or_equal", "GreaterOrEqual", Mpc_NumericTensor>;
+    : Mpc_CompareOp<"greater_or_equal", "GreaterOrEqual", Mpc_NumericTensor> {
+  let hasFolder = 1;
+}
 
 def Mpc_WhereOp : Mpc_Op<"where", [Mpc_Clear, Pure, Mpc_InferByRule<"where">]> {
   let onnxName = "Where";

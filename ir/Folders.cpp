@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 #include "ir/MpcOps.h"
 #include "ir/ShapeRules.h"
 
@@ -112,26 +113,35 @@ OpFoldResult IdentityOp::fold(FoldAdaptor) { return getX(); }
 OpFoldResult AddOp::fold(FoldAdaptor a) {
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
-                           return v[0] + v[1];
+                           int64_t r;
+                           if (llvm::AddOverflow(v[0], v[1], r))
+                             return std::nullopt; // left for run time
+                           return r;
                          });
 }
 OpFoldResult SubOp::fold(FoldAdaptor a) {
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
-                           return v[0] - v[1];
+                           int64_t r;
+                           if (llvm::SubOverflow(v[0], v[1], r))
+                             return std::nullopt;
+                           return r;
                          });
 }
 OpFoldResult MulOp::fold(FoldAdaptor a) {
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
-                           return v[0] * v[1];
+                           int64_t r;
+                           if (llvm::MulOverflow(v[0], v[1], r))
+                             return std::nullopt;
+                           return r;
                          });
 }
 OpFoldResult DivOp::fold(FoldAdaptor a) {
   // ONNX integer Div truncates toward zero, like C++.
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
-                           if (v[1] == 0)
+                           if (v[1] == 0 || (v[1] == -1 && v[0] == INT64_MIN))
                              return std::nullopt;
                            return v[0] / v[1];
                          });
@@ -139,6 +149,8 @@ OpFoldResult DivOp::fold(FoldAdaptor a) {
 OpFoldResult NegOp::fold(FoldAdaptor a) {
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           if (v[0] == INT64_MIN)
+                             return std::nullopt;
                            return -v[0];
                          });
 }
@@ -148,6 +160,53 @@ OpFoldResult EqualOp::fold(FoldAdaptor a) {
                            return v[0] == v[1];
                          });
 }
+// Integer and bool shape arithmetic (GQA head grouping in ONNX's own
+// Attention function body: Mod, Equal, Not, And, Where).
+#define MPC_FOLD_INTS(OP, EXPR)                                               \
+  OpFoldResult OP::fold(FoldAdaptor a) {                                      \
+    return foldElementwise(getType(), a.getOperands(),                        \
+                           [](ArrayRef<int64_t> v) -> std::optional<int64_t> { \
+                             return EXPR;                                     \
+                           });                                                \
+  }
+MPC_FOLD_INTS(NotOp, !v[0])
+MPC_FOLD_INTS(AndOp, v[0] && v[1])
+MPC_FOLD_INTS(OrOp, v[0] || v[1])
+MPC_FOLD_INTS(XorOp, (v[0] != 0) != (v[1] != 0))
+MPC_FOLD_INTS(LessOp, v[0] < v[1])
+MPC_FOLD_INTS(LessOrEqualOp, v[0] <= v[1])
+MPC_FOLD_INTS(GreaterOp, v[0] > v[1])
+MPC_FOLD_INTS(GreaterOrEqualOp, v[0] >= v[1])
+#undef MPC_FOLD_INTS
+
+OpFoldResult MaxOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return *std::max_element(v.begin(), v.end());
+                         });
+}
+OpFoldResult MinOp::fold(FoldAdaptor a) {
+  return foldElementwise(getType(), a.getOperands(),
+                         [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           return *std::min_element(v.begin(), v.end());
+                         });
+}
+
+OpFoldResult ModOp::fold(FoldAdaptor a) {
+  bool fmod = getFmod();
+  return foldElementwise(getType(), a.getOperands(),
+                         [fmod](ArrayRef<int64_t> v) -> std::optional<int64_t> {
+                           if (v[1] == 0 || v[1] == -1)
+                             return v[1] == -1 ? std::optional<int64_t>(0)
+                                               : std::nullopt;
+                           int64_t r = v[0] % v[1];
+                           // Without fmod the sign follows the divisor.
+                           if (!fmod && r != 0 && ((r < 0) != (v[1] < 0)))
+                             r += v[1];
+                           return r;
+                         });
+}
+
 OpFoldResult WhereOp::fold(FoldAdaptor a) {
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {

@@ -59,8 +59,10 @@
   X(thresholded_relu, (float x, float alpha), x > alpha ? x : 0.0f)            \
   X(prelu, (float x, float slope), x < 0.0f ? slope * x : x)                   \
   X(pow, (float x, float e), powf(x, e))                                       \
-  /* Floats take C's fmod whatever Mod's fmod attribute says. */               \
-  X(fmod, (float x, float y), fmodf(x, y))
+  /* Mod with fmod=1: C's fmod, the dividend's sign. */                       \
+  X(fmod, (float x, float y), fmodf(x, y))                                     \
+  /* Mod with fmod=0: numpy's mod, the divisor's sign. */                      \
+  X(floor_mod, (float x, float y), mpc_to_divisor_sign(fmodf(x, y), y))
 // clang-format on
 
 // What the entries above call: Max/Min that propagate NaN from either
@@ -69,7 +71,9 @@
   X(max, (float a, float b), (a != a || a > b) ? a : b)                        \
   X(min, (float a, float b), (a != a || a < b) ? a : b)                        \
   X(clip, (float x, float lo, float hi),                                       \
-    x != x ? x : mpc_min(mpc_max(x, lo), hi))
+    x != x ? x : mpc_min(mpc_max(x, lo), hi))                                  \
+  X(to_divisor_sign, (float r, float y),                                       \
+    r != 0.0f ? ((r < 0.0f) != (y < 0.0f) ? r + y : r) : copysignf(0.0f, y))
 
 /// Host definitions: mpc::formulas::mpc_softplus(x)...
 namespace mpc::formulas {

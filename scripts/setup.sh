@@ -17,7 +17,10 @@ APT_PACKAGES=(
   # Sanitizer runtimes for the malformed-model corpus under ASan + UBSan.
   libasan8 libubsan1
 )
-PIP_PACKAGES=(onnx numpy lit onnxruntime scikit-learn onnxconverter-common
+# onnx is pinned: its node tests (scripts/gen_onnx_node_tests.py) and newest
+# opset are what the conformance suite pins its counts on.
+ONNX_PIN=1.23
+PIP_PACKAGES=("onnx==$ONNX_PIN.*" numpy lit onnxruntime scikit-learn onnxconverter-common
   nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
 
 missing=()
@@ -36,7 +39,7 @@ fi
 PY=${PYTHON:-python3}
 # cuobjdump/nvdisasm (SASS checks of the CUDA artifacts) come as PyPI wheels
 # under nvidia/cu13/bin; the CUDA toolkit here has no copy.
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, nvidia, os, sys; sys.exit(not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, nvidia, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi

@@ -32,6 +32,7 @@ config.environment["MPC_TRACE_OPS"] = trace_dir
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mpc_src", config.mpc_src_root))
+config.substitutions.append(("%mpc_obj_root", config.mpc_obj_root))
 config.substitutions.append(("%mpc_tools_dir", config.mpc_tools_dir))
 config.substitutions.append(("%torch_python", "/usr/bin/python3"))
 config.substitutions.append(("%onnx_testdata", "/usr/share/libonnx-testdata/data"))

@@ -270,7 +270,10 @@ void divK(KernelContext &c) {
 void modK(KernelContext &c) {
   bool fmod = c.step.getInt("fmod", 0);
   binary(
-      c, [](float a, float b) { return formulas::mpc_fmod(a, b); },
+      c,
+      [fmod](float a, float b) {
+        return fmod ? formulas::mpc_fmod(a, b) : formulas::mpc_floor_mod(a, b);
+      },
       [fmod](int64_t a, int64_t b) -> int64_t {
         if (b == 0)
           return 0;

@@ -71,7 +71,7 @@ write("no-graph.onnx", m)
 write("unsupported-op.onnx",
       model([helper.make_node("Det", ["X"], ["Y"])], [vi("X", [2, 2])],
             [vi("Y", [])]))
-write("unsupported-opset.onnx", relu_model(opset=25))
+write("unsupported-opset.onnx", relu_model(opset=29))
 write("bad-attribute-type.onnx",
       model([helper.make_node("Transpose", ["X"], ["Y"], perm="0")],
             [vi("X", [2, 2])], [vi("Y", [2, 2])]))
