@@ -42,6 +42,11 @@ void listSimpleTargets(std::vector<std::pair<std::string, std::string>> &rows);
 NodeImportFn lookupTrainingImporter(llvm::StringRef opType);
 void listTrainingOps(std::vector<std::string> &ops);
 
+/// Ops imported as the mpc ops of their ONNX definition
+/// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding.
+NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
+void listCompositeOps(std::vector<std::string> &ops);
+
 /// Operands up to the last given input; a gap in the middle is an error
 /// (mpc ops take their optional operands positionally).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> denseOperands(NodeContext &c);

@@ -453,6 +453,10 @@ std::vector<std::pair<std::string, std::string>> supportedOps() {
     ops.emplace_back("ai.onnx", kv.getKey().str());
   for (const auto &kv : customOps())
     ops.emplace_back("ai.onnx", kv.getKey().str());
+  std::vector<std::string> composite;
+  listCompositeOps(composite);
+  for (const std::string &op : composite)
+    ops.emplace_back("ai.onnx", op);
   std::vector<std::string> training;
   listTrainingOps(training);
   for (const std::string &op : training)
@@ -470,6 +474,8 @@ NodeImportFn lookupNodeImporter(StringRef domain, StringRef opType) {
     return simple;
   if (reduceOps().count(opType))
     return importReduce;
+  if (NodeImportFn composite = lookupCompositeImporter(opType))
+    return composite;
   auto it = customOps().find(opType);
   return it == customOps().end() ? nullptr : it->second;
 }

@@ -42,7 +42,8 @@ constexpr int64_t kMinOpset = 1, kMaxOpset = 28;
 
 /// The first opset whose version of `op` mpc implements: multidirectional
 /// broadcasting arrived in 7 (8 for the variadic ops), Cast's `to` became an
-/// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4.
+/// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4;
+/// Attention, RMSNormalization and RotaryEmbedding arrived in 23.
 int64_t minOpsetOf(llvm::StringRef op) {
   return llvm::StringSwitch<int64_t>(op)
       .Cases("Add", "Sub", "Mul", "Div", "Pow", "PRelu", 7)
@@ -52,6 +53,7 @@ int64_t minOpsetOf(llvm::StringRef op) {
       .Case("Cast", 6)
       .Case("Reshape", 5)
       .Case("Concat", 4)
+      .Cases("Attention", "RMSNormalization", "RotaryEmbedding", 23)
       .Default(1);
 }
 constexpr const char *kTrainingDomain = "ai.onnx.preview.training";

@@ -7,8 +7,9 @@ import onnx
 
 
 def random_inputs(model, batch, workdir, name, rng):
-    """Returns (feeds, mpc_args): int64 inputs in [0, 10), float ones
-    standard normal; symbolic dims set to `batch`."""
+    """Returns (feeds, mpc_args): int64 inputs in [0, 10), bool ones true
+    with probability 3/4, float ones standard normal; symbolic dims set to
+    `batch`."""
     inits = {i.name for i in model.graph.initializer}
     feeds, args = {}, []
     for inp in model.graph.input:
@@ -19,6 +20,8 @@ def random_inputs(model, batch, workdir, name, rng):
                  for d in tt.shape.dim]
         if tt.elem_type == onnx.TensorProto.INT64:
             value = rng.integers(0, 10, size=shape, dtype=np.int64)
+        elif tt.elem_type == onnx.TensorProto.BOOL:
+            value = rng.random(shape) < 0.75
         else:
             value = rng.standard_normal(shape).astype(np.float32)
         feeds[inp.name] = value

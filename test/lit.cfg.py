@@ -30,6 +30,7 @@ os.makedirs(trace_dir, exist_ok=True)
 config.environment["MPC_TRACE_OPS"] = trace_dir
 
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
+llvm_config.add_tool_substitutions(["split-file"], [config.llvm_tools_dir])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mpc_src", config.mpc_src_root))
 config.substitutions.append(("%mpc_obj_root", config.mpc_obj_root))

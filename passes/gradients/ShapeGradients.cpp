@@ -89,8 +89,29 @@ LogicalResult concatGrad(Context &c, ConcatOp concat) {
   return success();
 }
 
+/// The gradient of a step-`step` slice along `axis` (n results) spread back
+/// to every step-th position: g, then step - 1 zeros after each element,
+/// cut to the `room` positions the input has from the first one taken.
+Value spreadStrided(Context &c, Value g, int64_t axis, int64_t step,
+                    int64_t room) {
+  auto t = typeOf(g);
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> pads(2 * (rank + 1), 0);
+  pads[rank + 1 + axis + 1] = step - 1;
+  Value gaps = c.make<PadOp>(
+      {c.make<UnsqueezeOp>(
+           g, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({axis + 1}))}),
+       c.scalar(0.0)},
+      {c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(pads))});
+  SmallVector<int64_t> shape(t.getShape());
+  int64_t spread = shape[axis] * step;
+  shape[axis] = spread;
+  Value flat = reshapeTo(c.b, c.loc, gaps, t.clone(shape));
+  return spread > room ? unitSlice(c, flat, {0}, {room}, {axis}) : flat;
+}
+
 LogicalResult sliceGrad(Context &c, SliceOp slice) {
-  // Unit steps: the gradient is g zero-padded back to the input.
+  // g zero-padded back to the input, strided axes first spread out.
   auto in = typeOf(c.x(0));
   SmallVector<int64_t> starts, ends, axes, steps;
   if (!getConstantInts(slice.getStarts(), starts) ||
@@ -100,20 +121,24 @@ LogicalResult sliceGrad(Context &c, SliceOp slice) {
     return slice->emitError("slice gradient needs constant bounds");
   int64_t rank = in.getRank();
   SmallVector<int64_t> pads(2 * rank, 0);
+  Value g = c.g;
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = axes.empty() ? (int64_t)i
                              : (axes[i] < 0 ? axes[i] + rank : axes[i]);
-    if (!steps.empty() && steps[i] != 1)
-      return slice->emitError("gradient of strided slices is not "
+    int64_t step = steps.empty() ? 1 : steps[i];
+    if (step < 1)
+      return slice->emitError("gradient of negative-step slices is not "
                               "supported yet");
     int64_t dim = in.getDimSize(a);
     int64_t s0 = std::clamp<int64_t>(
         starts[i] < 0 ? starts[i] + dim : starts[i], 0, dim);
+    if (step > 1 && typeOf(g).getDimSize(a) > 0)
+      g = spreadStrided(c, g, a, step, dim - s0);
     pads[a] = s0;
-    pads[rank + a] = dim - s0 - typeOf(c.y).getDimSize(a);
+    pads[rank + a] = dim - s0 - typeOf(g).getDimSize(a);
   }
   c.grads[0] = c.make<PadOp>(
-      {c.g, c.scalar(0.0)},
+      {g, c.scalar(0.0)},
       {c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(pads))});
   return success();
 }

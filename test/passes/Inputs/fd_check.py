@@ -166,6 +166,13 @@ cases = [
          extra={"S0": np.array([1, -4], np.int64),
                 "E0": np.array([3, 4], np.int64),
                 "A0": np.array([0, 1], np.int64)}),
+    # Steps 2 and 3 on two axes, one of them ending short of the input.
+    case("slice_strided", [mk("Slice", ["W", "S0", "E0", "A0", "T0"], ["Y"])],
+         n(4, 7, 3),
+         extra={"S0": np.array([1, 0], np.int64),
+                "E0": np.array([7, 5], np.int64),
+                "A0": np.array([1, 0], np.int64),
+                "T0": np.array([2, 3], np.int64)}),
     case("pad", [mk("Pad", ["W", "P0"], ["Y"])], n(2, 3),
          extra={"P0": np.array([1, 0, 0, 2], np.int64)}),
     case("conv_w", [mk("Conv", ["X", "W", "Bc"], ["Y"], pads=[1, 0, 1, 2],

@@ -1,0 +1,497 @@
+//===- CompositeImporters.cpp - ONNX ops imported as their definition -----===//
+//
+// Attention (opset 23), RMSNormalization (23) and RotaryEmbedding (23) are
+// imported as the mpc ops of their ONNX definitions (the reference
+// implementation in onnx/reference/ops, step for step), so the CPU backend,
+// autodiff and the precision passes handle them with no rule of their own.
+// An attribute or input form outside what is built here is a one-line error
+// naming it; nothing is dropped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ImporterImpl.h"
+#include "ir/MpcOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/APFloat.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::mpc;
+using namespace mlir::mpc::importer;
+
+namespace {
+
+/// Builds a definition op by op; after the first error every call returns
+/// null and the node's error says what failed.
+struct Composer {
+  NodeContext &c;
+
+  Value op(StringRef name, ValueRange operands,
+           ArrayRef<NamedAttribute> attrs = {},
+           ArrayRef<int32_t> segments = {}) {
+    if (c.failed() || llvm::any_of(operands, [](Value v) { return !v; }))
+      return {};
+    auto results = c.build(name, operands, attrs, segments);
+    return failed(results) ? Value() : (*results)[0];
+  }
+  Value constant(DenseElementsAttr value) {
+    return c.failed() ? Value() : c.constant(value);
+  }
+  Value i64s(ArrayRef<int64_t> values, ArrayRef<int64_t> shape) {
+    return constant(DenseElementsAttr::get(
+        RankedTensorType::get(shape, c.b.getI64Type()), values));
+  }
+  Value i64s(ArrayRef<int64_t> values) {
+    return i64s(values, {(int64_t)values.size()});
+  }
+  /// A tensor of `shape` whose elements are `value` or, where `minusInf`
+  /// says so, -inf, in float type `type`.
+  Value floats(Type type, ArrayRef<int64_t> shape, double value,
+               ArrayRef<bool> minusInf = {}) {
+    const llvm::fltSemantics &sem = llvm::cast<FloatType>(type).getFloatSemantics();
+    APFloat v(value);
+    bool lost;
+    v.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+    APFloat inf = APFloat::getInf(sem, /*Negative=*/true);
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    SmallVector<APFloat> values;
+    for (int64_t i = 0; i < n; ++i)
+      values.push_back(!minusInf.empty() && minusInf[i] ? inf : v);
+    return constant(
+        DenseElementsAttr::get(RankedTensorType::get(shape, type), values));
+  }
+  Value scalar(Type type, double value) { return floats(type, {}, value); }
+  Value cast(Value x, Type element) {
+    if (!x || c.failed())
+      return {};
+    auto t = llvm::cast<RankedTensorType>(x.getType());
+    return t.getElementType() == element ? x : c.buildCast(x, element);
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    return op("mpc.reshape", {x, i64s(shape)});
+  }
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    return op("mpc.transpose", {x},
+              {c.named("perm", c.b.getDenseI64ArrayAttr(perm))});
+  }
+  Value concat(ValueRange xs, int64_t axis) {
+    return op("mpc.concat", xs, {c.named("axis", c.b.getI64IntegerAttr(axis))});
+  }
+  Value bin(StringRef name, Value a, Value b) { return op(name, {a, b}); }
+  Value where(Value cond, Value a, Value b) {
+    return op("mpc.where", {cond, a, b});
+  }
+  Value unsqueeze(Value x, ArrayRef<int64_t> axes) {
+    return op("mpc.unsqueeze", {x},
+              {c.named("axes", c.b.getDenseI64ArrayAttr(axes))});
+  }
+  Value slice(Value x, int64_t axis, int64_t start, int64_t end,
+              int64_t step = 1) {
+    return op("mpc.slice",
+              {x, i64s({start}), i64s({end}), i64s({axis}), i64s({step})}, {},
+              {1, 1, 1, 1, 1});
+  }
+};
+
+RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+/// The float element type of an ONNX data type attribute for
+/// softmax_precision, or null.
+Type precisionType(NodeContext &c, int64_t onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return c.b.getF32Type();
+  case onnx::TensorProto::FLOAT16:
+    return c.b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return c.b.getBF16Type();
+  default:
+    return {};
+  }
+}
+
+/// Whether some row (along the last axis) of `bias` may be entirely -inf:
+/// false only when it is a constant with no such row.
+bool mayMaskWholeRow(Value bias) {
+  DenseElementsAttr value;
+  if (!matchPattern(bias, m_Constant(&value)))
+    return true;
+  int64_t row = typeOf(bias).getRank() ? typeOf(bias).getShape().back() : 1;
+  auto values = value.getValues<APFloat>();
+  int64_t n = value.getNumElements();
+  for (int64_t r = 0; row > 0 && r < n; r += row) {
+    bool all = true;
+    for (int64_t j = 0; j < row && all; ++j)
+      all = values[value.isSplat() ? 0 : r + j].isNegInfinity();
+    if (all)
+      return true;
+  }
+  return false;
+}
+
+/// Q, K or V as (batch, heads, sequence, head size).
+Value toHeads(Composer &m, Value x, int64_t heads) {
+  return m.transpose(m.reshape(x, {0, 0, heads, -1}), {0, 2, 1, 3});
+}
+
+/// Each of the `kvHeads` heads of `x` repeated `rep` times in place
+/// ([h0, h0, h1, h1...]), as grouped-query attention reads them.
+Value repeatHeads(Composer &m, Value x, int64_t rep) {
+  auto shape = typeOf(x).getShape();
+  Value wide = m.op("mpc.expand", {m.unsqueeze(x, {2}), m.i64s({1, 1, rep, 1, 1})});
+  return m.reshape(wide, {0, shape[1] * rep, -1, shape[3]});
+}
+
+struct MaskSpec {
+  bool causal;
+  int64_t left, right; // sliding window; -1: unbounded
+  int64_t sq, skv;     // query and total key lengths (static)
+};
+
+bool allowed(const MaskSpec &s, int64_t i, int64_t j, int64_t offset) {
+  int64_t diff = i + offset - j; // how far key j lies before query i
+  return (!s.causal || diff >= 0) && (s.left < 0 || diff <= s.left) &&
+         (s.right < 0 || -diff <= s.right);
+}
+
+/// The causal and sliding-window bias (0 where attended, -inf elsewhere):
+/// a (sq, skv) constant for a fixed `offset`, or (batch, 1, sq, skv) from
+/// nonpad_kv_seqlen, whose per-batch offset is nonpad - sq.
+Value positionBias(Composer &m, Type type, const MaskSpec &s, int64_t offset,
+                   Value nonpad) {
+  if (!nonpad) {
+    SmallVector<bool> masked;
+    for (int64_t i = 0; i < s.sq; ++i)
+      for (int64_t j = 0; j < s.skv; ++j)
+        masked.push_back(!allowed(s, i, j, offset));
+    return m.floats(type, {s.sq, s.skv}, 0.0, masked);
+  }
+  SmallVector<int64_t> iMinusJ;
+  for (int64_t i = 0; i < s.sq; ++i)
+    for (int64_t j = 0; j < s.skv; ++j)
+      iMinusJ.push_back(i - j);
+  Value perBatch = m.reshape(m.bin("mpc.sub", nonpad, m.i64s({s.sq}, {})),
+                             {-1, 1, 1});
+  Value diff = m.bin("mpc.add", m.i64s(iMinusJ, {s.sq, s.skv}), perBatch);
+  Value ok;
+  auto conj = [&](Value cond) {
+    ok = ok ? m.bin("mpc.and", ok, cond) : cond;
+  };
+  if (s.causal)
+    conj(m.bin("mpc.less_or_equal", m.i64s({0}, {}), diff));
+  if (s.left >= 0)
+    conj(m.bin("mpc.less_or_equal", diff, m.i64s({s.left}, {})));
+  if (s.right >= 0)
+    conj(m.bin("mpc.less_or_equal", m.i64s({-s.right}, {}), diff));
+  Value bias = m.where(ok, m.scalar(type, 0.0),
+                       m.scalar(type, -INFINITY));
+  return m.reshape(bias, {-1, 1, s.sq, s.skv});
+}
+
+/// attn_mask as an additive bias of `type`, its last axis padded to `skv`
+/// with masked positions.
+Value maskBias(Composer &m, Value mask, Type type, int64_t skv) {
+  auto t = typeOf(mask);
+  bool isBool = t.getElementType().isInteger(1);
+  if (!isBool && !llvm::isa<FloatType>(t.getElementType())) {
+    (void)m.c.fail("input attn_mask must be bool or float");
+    return {};
+  }
+  Value bias = isBool ? m.where(mask, m.scalar(type, 0.0),
+                                m.scalar(type, -INFINITY))
+                      : m.cast(mask, type);
+  int64_t last = t.getRank() ? t.getShape().back() : 1;
+  if (t.getRank() == 0 || last == ShapedType::kDynamic || last > skv) {
+    (void)m.c.fail("input attn_mask's last dimension must be static and at "
+                   "most the total key length " + Twine(skv));
+    return {};
+  }
+  if (last == skv)
+    return bias;
+  if (!t.hasStaticShape()) {
+    (void)m.c.fail("input attn_mask, shorter than the keys, must have a "
+                   "static shape to be padded");
+    return {};
+  }
+  SmallVector<int64_t> padShape(t.getShape());
+  padShape.back() = skv - last;
+  int64_t n = 1;
+  for (int64_t d : padShape)
+    n *= d;
+  SmallVector<bool> all(n, true);
+  return m.concat({bias, m.floats(type, padShape, 0.0, all)}, -1);
+}
+
+LogicalResult importAttention(NodeContext &c) {
+  if (failed(c.requireInputs(3)) ||
+      failed(c.checkAttrs({"is_causal", "kv_num_heads", "q_num_heads",
+                           "qk_matmul_output_mode", "scale", "softcap",
+                           "softmax_precision", "left_window_size",
+                           "right_window_size"})))
+    return failure();
+  Composer m{c};
+  Value q = c.input(0), k = c.input(1), v = c.input(2);
+  Type type = typeOf(q).getElementType();
+  int64_t rank = typeOf(q).getRank();
+  if (!llvm::isa<FloatType>(type))
+    return c.fail("Q must be a float tensor");
+  if ((rank != 3 && rank != 4) || typeOf(k).getRank() != rank ||
+      typeOf(v).getRank() != rank)
+    return c.fail("Q, K and V must all be 3-D or all 4-D");
+  bool flat = rank == 3;
+  if (flat) {
+    int64_t qHeads = c.getInt("q_num_heads", 0);
+    int64_t kvHeads = c.getInt("kv_num_heads", 0);
+    if (qHeads <= 0 || kvHeads <= 0)
+      return c.fail("3-D Q, K and V need attributes q_num_heads and "
+                    "kv_num_heads");
+    q = toHeads(m, q, qHeads);
+    k = toHeads(m, k, kvHeads);
+    v = toHeads(m, v, kvHeads);
+  }
+  Value pastK = c.input(4), pastV = c.input(5), nonpad = c.input(6);
+  if (!pastK != !pastV)
+    return c.fail("past_key and past_value must be given together");
+  if (pastK && nonpad)
+    return c.fail("nonpad_kv_seqlen cannot be combined with past_key");
+  if (pastK) {
+    k = m.concat({pastK, k}, 2);
+    v = m.concat({pastV, v}, 2);
+  }
+  if (c.failed())
+    return failure();
+  Value presentK = k, presentV = v;
+  auto qs = typeOf(q).getShape(), ks = typeOf(k).getShape(),
+       vs = typeOf(v).getShape();
+  for (int64_t d : {qs[1], qs[2], qs[3], ks[1], ks[2], vs[3]})
+    if (d == ShapedType::kDynamic)
+      return c.fail("heads, sequence lengths and head sizes must be static "
+                    "(bind the input shapes)");
+  int64_t qHeads = qs[1], kvHeads = ks[1];
+  if (qHeads % kvHeads)
+    return c.fail("q_num_heads " + Twine(qHeads) +
+                  " is not a multiple of kv_num_heads " + Twine(kvHeads));
+
+  // Scores: (Q * sqrt(scale)) (K * sqrt(scale))^T, as the reference scales.
+  double scale = c.attr("scale") ? c.getFloat("scale", 1.0f)
+                                 : 1.0 / std::sqrt((double)qs[3]);
+  Value rootScale = m.scalar(type, (float)std::sqrt(scale));
+  if (qHeads != kvHeads) {
+    k = repeatHeads(m, k, qHeads / kvHeads);
+    v = repeatHeads(m, v, qHeads / kvHeads);
+  }
+  Value scores =
+      m.op("mpc.matmul", {m.bin("mpc.mul", q, rootScale),
+                          m.transpose(m.bin("mpc.mul", k, rootScale),
+                                      {0, 1, 3, 2})});
+  float softcap = c.getFloat("softcap", 0.0f);
+  if (softcap > 0) {
+    Value cap = m.scalar(type, softcap);
+    scores = m.bin("mpc.mul",
+                   m.op("mpc.tanh", {m.bin("mpc.div", scores, cap)}), cap);
+  }
+
+  // The additive bias: attn_mask, causal and sliding window (offset by the
+  // past length, or per batch by nonpad_kv_seqlen), key padding.
+  MaskSpec spec{c.getInt("is_causal", 0) != 0,
+                c.getInt("left_window_size", -1),
+                c.getInt("right_window_size", -1), qs[2], ks[2]};
+  if (spec.left < -1 || spec.right < -1)
+    return c.fail("left_window_size and right_window_size must be -1 or "
+                  "nonnegative");
+  if (nonpad)
+    nonpad = m.cast(nonpad, c.b.getI64Type());
+  Value bias;
+  auto addBias = [&](Value term) {
+    bias = bias ? m.bin("mpc.add", bias, term) : term;
+  };
+  if (Value mask = c.input(3))
+    addBias(maskBias(m, mask, type, spec.skv));
+  if (spec.causal || spec.left >= 0 || spec.right >= 0)
+    addBias(positionBias(m, type, spec,
+                         pastK ? typeOf(pastK).getShape()[2] : 0, nonpad));
+  if (nonpad) {
+    SmallVector<int64_t> keys;
+    for (int64_t j = 0; j < spec.skv; ++j)
+      keys.push_back(j);
+    Value inside = m.bin("mpc.less", m.i64s(keys, {1, spec.skv}),
+                         m.reshape(nonpad, {-1, 1}));
+    addBias(m.reshape(m.where(inside, m.scalar(type, 0.0),
+                              m.scalar(type, -INFINITY)),
+                      {-1, 1, 1, spec.skv}));
+  }
+  if (c.failed())
+    return failure();
+  Value biased = bias ? m.bin("mpc.add", scores, bias) : scores;
+
+  int64_t mode = c.getInt("qk_matmul_output_mode", 0);
+  if (mode < 0 || mode > 3)
+    return c.fail("qk_matmul_output_mode " + Twine(mode) + " is not 0 to 3");
+  Type softmaxType = type;
+  if (c.attr("softmax_precision")) {
+    int64_t p = c.getInt("softmax_precision", 1);
+    softmaxType = precisionType(c, p);
+    if (!softmaxType)
+      return c.fail("softmax_precision " + dataTypeName(p) +
+                    ": element type not supported (mpc computes softmax in "
+                    "FLOAT, FLOAT16 or BFLOAT16)");
+  }
+  Value probs = m.op("mpc.softmax", {m.cast(biased, softmaxType)},
+                     {c.named("axis", c.b.getI64IntegerAttr(-1))});
+  // A query row with no attendable key gets zero probabilities (decided on
+  // the bias, as the reference does), not softmax's NaN.
+  if (bias && mayMaskWholeRow(bias)) {
+    Value rowMax = m.op("mpc.reduce_max", {bias},
+                        {c.named("keepdims", c.b.getBoolAttr(true)),
+                         c.named("noop_with_empty_axes", c.b.getBoolAttr(false)),
+                         c.named("axes", c.b.getDenseI64ArrayAttr({-1}))});
+    Value dead = m.op("mpc.is_inf", {rowMax},
+                      {c.named("detect_positive", c.b.getBoolAttr(false))});
+    probs = m.where(dead, m.scalar(softmaxType, 0.0), probs);
+  }
+  Value qk = mode == 3 ? probs : mode == 2 ? biased : scores;
+  Value y = m.op("mpc.matmul", {m.cast(probs, type), v});
+  if (flat)
+    y = m.reshape(m.transpose(y, {0, 2, 1, 3}), {0, 0, -1});
+  if (c.failed())
+    return failure();
+  return c.setOutputs({y, presentK, presentV, m.cast(qk, type)});
+}
+
+LogicalResult importRMSNorm(NodeContext &c) {
+  if (failed(c.requireInputs(2)) ||
+      failed(c.checkAttrs({"axis", "epsilon", "stash_type"})))
+    return failure();
+  int64_t stash = c.getInt("stash_type", onnx::TensorProto::FLOAT);
+  if (stash != onnx::TensorProto::FLOAT)
+    return c.fail("attribute 'stash_type' " + dataTypeName(stash) +
+                  " is not supported (mpc normalises in FLOAT)");
+  Composer m{c};
+  Value x = c.input(0);
+  Type type = typeOf(x).getElementType();
+  if (!llvm::isa<FloatType>(type))
+    return c.fail("X must be a float tensor");
+  int64_t rank = typeOf(x).getRank();
+  int64_t axis = c.getInt("axis", -1);
+  if (axis < -rank || axis >= rank)
+    return c.fail("axis " + Twine(axis) + " is out of range for rank " +
+                  Twine(rank));
+  SmallVector<int64_t> axes;
+  for (int64_t a = axis < 0 ? axis + rank : axis; a < rank; ++a)
+    axes.push_back(a);
+  // In FLOAT: x * 1/sqrt(mean(x^2) + epsilon), then back to X's type and
+  // times scale.
+  Value wide = m.cast(x, c.b.getF32Type());
+  Value meanSquare =
+      m.op("mpc.reduce_mean", {m.bin("mpc.mul", wide, wide)},
+           {c.named("keepdims", c.b.getBoolAttr(true)),
+            c.named("noop_with_empty_axes", c.b.getBoolAttr(false)),
+            c.named("axes", c.b.getDenseI64ArrayAttr(axes))});
+  Value eps = m.scalar(c.b.getF32Type(), c.getFloat("epsilon", 1e-5f));
+  Value inv = m.op("mpc.reciprocal",
+                   {m.op("mpc.sqrt", {m.bin("mpc.add", meanSquare, eps)})});
+  Value y = m.bin("mpc.mul", m.cast(m.bin("mpc.mul", wide, inv), type),
+                  c.input(1));
+  if (c.failed())
+    return failure();
+  return c.setOutputs({y});
+}
+
+LogicalResult importRotaryEmbedding(NodeContext &c) {
+  if (failed(c.requireInputs(3)) ||
+      failed(c.checkAttrs({"interleaved", "num_heads", "rotary_embedding_dim"})))
+    return failure();
+  Composer m{c};
+  Value x = c.input(0), cosC = c.input(1), sinC = c.input(2);
+  int64_t rank = typeOf(x).getRank();
+  if (rank != 3 && rank != 4)
+    return c.fail("X must be 3-D or 4-D");
+  // Work as (batch, sequence, heads, head size).
+  Value h = rank == 4 ? m.transpose(x, {0, 2, 1, 3}) : Value();
+  if (rank == 3) {
+    int64_t heads = c.getInt("num_heads", 0);
+    if (heads <= 0)
+      return c.fail("3-D X needs attribute num_heads");
+    h = m.reshape(x, {0, 0, heads, -1});
+  }
+  if (c.failed())
+    return failure();
+  int64_t head = typeOf(h).getShape()[3];
+  if (head == ShapedType::kDynamic)
+    return c.fail("the head size must be static");
+  int64_t dim = c.getInt("rotary_embedding_dim", 0);
+  if (dim == 0)
+    dim = head;
+  if (dim < 0 || dim > head || dim % 2)
+    return c.fail("rotary_embedding_dim " + Twine(dim) +
+                  " must be even and at most the head size " + Twine(head));
+  if (Value pos = c.input(3)) {
+    cosC = m.op("mpc.gather", {cosC, pos},
+                {c.named("axis", c.b.getI64IntegerAttr(0))});
+    sinC = m.op("mpc.gather", {sinC, pos},
+                {c.named("axis", c.b.getI64IntegerAttr(0))});
+  }
+  if (c.failed())
+    return failure();
+  for (Value cache : {cosC, sinC}) {
+    auto shape = typeOf(cache).getShape();
+    if (shape.empty() || shape.back() != dim / 2)
+      return c.fail("the cos and sin caches' last dimension must be "
+                    "rotary_embedding_dim / 2 = " + Twine(dim / 2));
+  }
+  cosC = m.unsqueeze(cosC, {-2});
+  sinC = m.unsqueeze(sinC, {-2});
+  Value rotate = dim == head ? h : m.slice(h, 3, 0, dim);
+  bool interleaved = c.getInt("interleaved", 0) != 0;
+  Value x1 = interleaved ? m.slice(rotate, 3, 0, dim, 2)
+                         : m.slice(rotate, 3, 0, dim / 2);
+  Value x2 = interleaved ? m.slice(rotate, 3, 1, dim, 2)
+                         : m.slice(rotate, 3, dim / 2, dim);
+  Value real = m.bin("mpc.sub", m.bin("mpc.mul", cosC, x1),
+                     m.bin("mpc.mul", sinC, x2));
+  Value imag = m.bin("mpc.add", m.bin("mpc.mul", sinC, x1),
+                     m.bin("mpc.mul", cosC, x2));
+  Value rotated =
+      interleaved
+          ? m.reshape(m.concat({m.unsqueeze(real, {-1}),
+                                m.unsqueeze(imag, {-1})},
+                               -1),
+                      {0, 0, 0, dim})
+          : m.concat({real, imag}, -1);
+  Value out = dim == head ? rotated
+                          : m.concat({rotated, m.slice(h, 3, dim, head)}, -1);
+  out = rank == 4 ? m.transpose(out, {0, 2, 1, 3}) : m.reshape(out, {0, 0, -1});
+  if (c.failed())
+    return failure();
+  return c.setOutputs({out});
+}
+
+const llvm::StringMap<NodeImportFn> &compositeOps() {
+  static const llvm::StringMap<NodeImportFn> table = {
+      {"Attention", importAttention},
+      {"RMSNormalization", importRMSNorm},
+      {"RotaryEmbedding", importRotaryEmbedding}};
+  return table;
+}
+
+} // namespace
+
+namespace mlir::mpc::importer {
+
+NodeImportFn lookupCompositeImporter(StringRef opType) {
+  auto it = compositeOps().find(opType);
+  return it == compositeOps().end() ? nullptr : it->second;
+}
+
+void listCompositeOps(std::vector<std::string> &ops) {
+  for (const auto &kv : compositeOps())
+    ops.push_back(kv.getKey().str());
+}
+
+} // namespace mlir::mpc::importer
