@@ -54,6 +54,7 @@ const EmitterTable &emitters() {
     registerGemmEmitters(t);
     registerNnEmitters(t);
     registerTrainEmitters(t);
+    registerAttentionEmitters(t);
     ::mpc::rt::requireEveryOp(
         "CUDA emitter",
         "codegen/Cuda*.cpp: emit, expr, alias, or unsupported with the reason",

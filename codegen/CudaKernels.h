@@ -107,6 +107,7 @@ void registerDataEmitters(EmitterTable &t);        // CudaDataKernels.cpp
 void registerGemmEmitters(EmitterTable &t);        // CudaGemmKernels.cpp
 void registerNnEmitters(EmitterTable &t);          // CudaNnKernels.cpp
 void registerTrainEmitters(EmitterTable &t);       // CudaTrainKernels.cpp
+void registerAttentionEmitters(EmitterTable &t);   // CudaAttentionKernels.cpp
 
 struct Emitter {
   Plan &plan;
@@ -197,6 +198,10 @@ public:
   bool pool(Step &s, const std::string &name);       // max, average
   bool globalAveragePool(Step &s, const std::string &name);
   bool poolGrad(Step &s, const std::string &name);
+
+  // CudaAttentionKernels.cpp
+  bool attention(Step &s, const std::string &name);
+  bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp
   bool crossEntropy(Step &s, const std::string &name); // and nll_loss

@@ -49,6 +49,30 @@ def Mpc_NegativeLogLikelihoodLossGradOp
   let results = (outs Mpc_FloatTensor:$input_grad);
 }
 
+def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom]> {
+  let summary = "gradients of mpc.attention w.r.t. q, k and v";
+  let description = [{
+    Recomputes each probability from the saved log-sum-exp,
+    `p = exp(scale * q k^T + bias - lse)`, and returns
+    `dv = p^T dy`, `ds = p * (dy v^T - rowsum(dy * y))`, `dq = scale ds k`,
+    `dk = scale ds^T q`, accumulated in FP32, each in its operand's type.
+    The gradient w.r.t. the bias, when one is needed, is built from forward
+    ops by the gradient rule.
+
+    Example:
+    ```mlir
+    %dq, %dk, %dv = mpc.attention_grad %dy, %q, %k, %v, %y, %lse {scale = 1.250000e-01 : f32, causal = true} : (tensor<2x4x16x8xf16>, tensor<2x4x16x8xf16>, tensor<2x4x16x8xf16>, tensor<2x4x16x8xf16>, tensor<2x4x16x8xf16>, tensor<2x4x16xf32>) -> (tensor<2x4x16x8xf16>, tensor<2x4x16x8xf16>, tensor<2x4x16x8xf16>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$q,
+                   Mpc_FloatTensor:$k, Mpc_FloatTensor:$v,
+                   Mpc_FloatTensor:$y, Mpc_FloatTensor:$lse,
+                   Optional<Mpc_FloatTensor>:$bias, F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Mpc_FloatTensor:$q_grad, Mpc_FloatTensor:$k_grad,
+                 Mpc_FloatTensor:$v_grad);
+}
+
 def Mpc_GatherGradOp : Mpc_Op<"gather_grad", [Pure]> {
   let summary = "gradient of gather w.r.t. its data (scatter-add)";
   let description = [{

@@ -75,6 +75,37 @@ def Mpc_LayerNormOp : Mpc_Op<"layer_norm", [Mpc_DenyNorm, Pure, Mpc_InferCustom]
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
+  let onnxName = "Attention";
+  let summary = "fused scaled dot-product attention (mpc-fuse-attention)";
+  let description = [{
+    `y = softmax(scale * q k^T + bias) v` over the last two dimensions
+    (`q`: ... x Sq x D, `k`: ... x Skv x D, `v`: ... x Skv x Dv, the leading
+    dimensions equal; `bias` broadcasts to ... x Sq x Skv). With `causal`,
+    query i attends keys j <= i + Skv - Sq only. Scores, softmax statistics
+    and the products accumulate in FP32 whatever the operands' type, and
+    no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of each
+    query's scores (FP32), is all the backward pass (mpc.attention_grad)
+    keeps, as FlashAttention does. A row with no attendable key gives NaN,
+    as the softmax it replaces would.
+
+    Example:
+    ```mlir
+    %y, %lse = mpc.attention %q, %k, %v {scale = 1.250000e-01 : f32, causal = true} : (tensor<2x12x128x64xf16>, tensor<2x12x128x64xf16>, tensor<2x12x128x64xf16>) -> (tensor<2x12x128x64xf16>, tensor<2x12x128xf32>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$q, Mpc_FloatTensor:$k,
+                   Mpc_FloatTensor:$v, Optional<Mpc_FloatTensor>:$bias,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$lse);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Softmax, dropout, losses
 //===----------------------------------------------------------------------===//
 

@@ -109,9 +109,25 @@ struct InsertCasts : public mpc::impl::InsertCastsBase<InsertCasts> {
       for (OpOperand &use : op->getOpOperands())
         if (isFloatTensor(use.get().getType()))
           use.set(casts.castTo(use.get(), t));
-      for (OpResult r : op->getResults())
-        if (isFloatTensor(r.getType()))
-          r.setType(llvm::cast<RankedTensorType>(r.getType()).clone(t));
+      // Results take `t`, except those the op defines in another type
+      // whatever its operands' (attention's FP32 log-sum-exp).
+      SmallVector<Type> inferred;
+      auto infer = dyn_cast<InferTypeOpInterface>(op);
+      if (!infer ||
+          failed(infer.inferReturnTypes(
+              op->getContext(), op->getLoc(), op->getOperands(),
+              op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+              op->getRegions(), inferred)))
+        inferred.clear();
+      for (OpResult r : op->getResults()) {
+        if (!isFloatTensor(r.getType()))
+          continue;
+        Type elem = t;
+        if (r.getResultNumber() < inferred.size() &&
+            isFloatTensor(inferred[r.getResultNumber()]))
+          elem = getElementTypeOrSelf(inferred[r.getResultNumber()]);
+        r.setType(llvm::cast<RankedTensorType>(r.getType()).clone(elem));
+      }
       if (failed(verify(op)))
         return failure();
     }

@@ -76,6 +76,32 @@ def LowerGradient : Pass<"mpc-lower-gradient", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def FuseAttention : Pass<"mpc-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Rewrite softmax(scale * Q K^T + mask) V to mpc.attention";
+  let description = [{
+    Recognizes the attention subgraph of torch 1.13/2.x exports (BERT,
+    GPT-2, ViT, nn.TransformerEncoder) and of imported ONNX Attention:
+    matmul(Q, K^T), scalar scales on Q, K^T or the scores, additive masks
+    and where() masks filled with -inf (or below -1e30), softmax on the
+    last axis, matmul with V; each intermediate used once. A constant causal
+    mask becomes `causal = true`.
+
+    Before:
+    ```mlir
+    %kt = mpc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : ...
+    %s = mpc.matmul %q, %kt : ...
+    %d = mpc.div %s, %c8 : ...
+    %p = mpc.softmax %d : ...
+    %y = mpc.matmul %p, %v : ...
+    ```
+    After:
+    ```mlir
+    %y, %lse = mpc.attention %q, %k, %v {causal = false, scale = 1.250000e-01 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def InlineInference : Pass<"mpc-inline-inference", "::mlir::ModuleOp"> {
   let summary = "Clone the inference graph into TrainingInfoProto algorithms";
   let description = [{

@@ -138,6 +138,8 @@ namespace {
 
 template <typename Derived>
 void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
+  if (o.fuseAttention)
+    pm.addPass(createFuseAttention());
   if (!o.isLow())
     return;
   addClassifyPass(pm, o);

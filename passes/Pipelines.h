@@ -42,6 +42,10 @@ struct PrecisionOptions : public PassPipelineOptions<Derived> {
       llvm::cl::desc("File of 'allow = Op,..', 'deny = Op,..', "
                      "'keep-fp32 = node,..' lines")};
 
+  typename Self::template Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Run mpc-fuse-attention first"), llvm::cl::init(true)};
+
   bool isLow() const { return precision != "fp32"; }
 };
 

@@ -20,6 +20,7 @@ const KernelTable &kernels() {
     registerShapeKernels(t);
     registerReduceKernels(t);
     registerTrainingKernels(t);
+    registerAttentionKernels(t);
     requireEveryOp("CPU kernel", "runtime/kernels/",
                    [&](OpId op) { return t[op] != nullptr; });
     return t;

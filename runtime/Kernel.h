@@ -104,6 +104,7 @@ void registerNnKernels(KernelTable &t);
 void registerShapeKernels(KernelTable &t);
 void registerReduceKernels(KernelTable &t);
 void registerTrainingKernels(KernelTable &t);
+void registerAttentionKernels(KernelTable &t);
 
 } // namespace mpc::rt
 

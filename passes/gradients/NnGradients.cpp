@@ -170,9 +170,77 @@ LogicalResult layerNormGrad(Context &c, LayerNormOp ln) {
   return success();
 }
 
+/// Swaps the last two dimensions.
+Value transposeLast(Context &c, Value v) {
+  int64_t r = typeOf(v).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i < r - 2 ? i : 2 * r - 3 - i);
+  return c.make<TransposeOp>(
+      v, {c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(perm))});
+}
+
+/// dq, dk, dv from mpc.attention_grad (p recomputed from lse, nothing of
+/// size Sq x Skv kept). The bias gradient dS = p * (dy v^T - rowsum(dy y)),
+/// summed to the bias's shape, is built from forward ops: dropped as dead
+/// unless the bias depends on a parameter.
+LogicalResult attentionGrad(Context &c, AttentionOp at) {
+  if (c.resultGrads.size() > 1 && c.resultGrads[1])
+    return at->emitError("gradient through attention's log-sum-exp is not "
+                         "supported");
+  SmallVector<Value> operands{c.g, at.getQ(), at.getK(), at.getV(), c.y,
+                              at.getLse()};
+  if (at.getBias())
+    operands.push_back(at.getBias());
+  Operation *grad = makeOp(c.b, c.loc, AttentionGradOp::getOperationName(),
+                           operands,
+                           {c.b.getNamedAttr("scale", at.getScaleAttr()),
+                            c.b.getNamedAttr("causal", at.getCausalAttr())});
+  for (unsigned i = 0; i < 3; ++i)
+    c.grads[i] = grad->getResult(i);
+  if (!at.getBias())
+    return success();
+  auto q = typeOf(at.getQ());
+  Type elem = q.getElementType();
+  Value scores = c.make<MulOp>(
+      {c.make<MatMulOp>({at.getQ(), transposeLast(c, at.getK())}),
+       grad::scalar(c.b, c.loc, elem, at.getScale().convertToDouble())});
+  scores = c.make<AddOp>({scores, c.b.create<CastOp>(
+                                      c.loc, typeOf(at.getBias()).clone(elem),
+                                      at.getBias())});
+  int64_t r = q.getRank(), sq = q.getDimSize(r - 2),
+          skv = typeOf(at.getK()).getDimSize(r - 2);
+  if (at.getCausal()) { // -inf above the (offset) diagonal
+    const llvm::fltSemantics &sem = llvm::cast<FloatType>(elem).getFloatSemantics();
+    SmallVector<APFloat> mask;
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < skv; ++j)
+        mask.push_back(j <= i + skv - sq ? APFloat::getZero(sem)
+                                         : APFloat::getInf(sem, true));
+    scores = c.make<AddOp>(
+        {scores, c.b.create<ConstantOp>(
+                     c.loc, DenseElementsAttr::get(
+                                RankedTensorType::get({sq, skv}, elem), mask))});
+  }
+  Value lse = c.b.create<CastOp>(c.loc, typeOf(at.getLse()).clone(elem),
+                                 at.getLse());
+  lse = c.make<UnsqueezeOp>(
+      lse, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({r - 1}))});
+  Value p = c.make<ExpOp>(c.make<SubOp>({scores, lse}));
+  Value dp = c.make<MatMulOp>({c.g, transposeLast(c, at.getV())});
+  Value rowD = reduceKeep<ReduceSumOp>(c, c.make<MulOp>({c.g, c.y}), {r - 1});
+  Value ds = c.make<MulOp>({p, c.make<SubOp>({dp, rowD})});
+  Value db = c.un(ds, 3);
+  if (typeOf(db).getElementType() != typeOf(at.getBias()).getElementType())
+    db = c.b.create<CastOp>(c.loc, typeOf(at.getBias()), db);
+  c.grads[3] = db;
+  return success();
+}
+
 } // namespace
 
 void attachNnRules(MLIRContext *ctx) {
+  attachRule<AttentionOp, attentionGrad>(ctx);
   attachRule<ReduceSumOp, sumGrad<ReduceSumOp>>(ctx);
   attachRule<ReduceMeanOp, sumGrad<ReduceMeanOp>>(ctx);
   attachRule<SoftmaxOp, softmaxGrad>(ctx);

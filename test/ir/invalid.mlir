@@ -240,3 +240,20 @@ func.func @adam_groups(%r: tensor<f32>, %t: tensor<i64>, %x: tensor<4xf32>) {
   %0:2 = mpc.adam %r, %t, %x, %x, %x : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// -----
+
+func.func @attention_head_sizes(%q: tensor<2x4x8xf32>, %k: tensor<2x4x16xf32>, %v: tensor<2x4x8xf32>) {
+  // expected-error @+2 {{attention's q and k head sizes differ}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %lse = mpc.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<2x4x8xf32>, tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_bias(%q: tensor<2x4x8xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{bias 'tensor<3x4xf32>' does not broadcast to the scores' 'tensor<2x4x4xf32>'}}
+  %y, %lse = mpc.attention %q, %q, %q, %b {scale = 1.0 : f32} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<3x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  return
+}

@@ -158,3 +158,12 @@ func.func @training(%r: tensor<f32>, %t: tensor<i64>, %x: tensor<4xf32>, %g: ten
   %3:3 = mpc.adam %r, %t, %x, %g, %v, %h : (tensor<f32>, tensor<i64>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   return
 }
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x16x8xf16>, %k: tensor<2x4x32x8xf16>, %v: tensor<2x4x32x6xf16>, %b: tensor<2x1x1x32xf16>, %dy: tensor<2x4x16x6xf16>) {
+  // CHECK: mpc.attention {{.*}} -> (tensor<2x4x16x6xf16>, tensor<2x4x16xf32>)
+  %y, %lse = mpc.attention %q, %k, %v, %b {scale = 0.35 : f32, causal = true} : (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x1x1x32xf16>) -> (tensor<2x4x16x6xf16>, tensor<2x4x16xf32>)
+  // CHECK: mpc.attention_grad {{.*}} -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>)
+  %dq, %dk, %dv = mpc.attention_grad %dy, %q, %k, %v, %y, %lse, %b {scale = 0.35 : f32, causal = true} : (tensor<2x4x16x6xf16>, tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x4x16x6xf16>, tensor<2x4x16xf32>, tensor<2x1x1x32xf16>) -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>)
+  return
+}

@@ -142,7 +142,7 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
   pipeline.adamBetas = betas;
     return buildTrainStep(module, pipeline, error);
   }
-  if (compilePrecision.isLow()) {
+  {
     mlir::PassManager pm(module.getContext());
     mlir::mpc::PrecisionPipelineOptions precision;
     compilePrecision.apply(precision);

@@ -23,7 +23,12 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
       ampConfig("amp-config",
                 cl::desc("File of 'allow = Op,..', 'deny = Op,..', "
                          "'keep-fp32 = node,..' lines"),
-                cl::value_desc("file"), cl::sub(sub)) {
+                cl::value_desc("file"), cl::sub(sub)),
+      fuseAttention("fuse-attention",
+                    cl::desc("Rewrite softmax(Q K^T) V subgraphs to the fused, "
+                             "memory-linear attention op (default on; "
+                             "=false keeps them as written)"),
+                    cl::init(true), cl::sub(sub)) {
   if (training)
     lossScale = std::make_unique<cl::opt<std::string>>(
         "loss-scale",
@@ -41,6 +46,7 @@ static void applyShared(const PrecisionFlags &f,
   o.ampDeny = ArrayRef<std::string>(f.ampDeny);
   o.ampKeepFp32 = ArrayRef<std::string>(f.ampKeepFp32);
   o.ampConfig = f.ampConfig.getValue();
+  o.fuseAttention = f.fuseAttention.getValue();
 }
 
 void PrecisionFlags::apply(mlir::mpc::PrecisionPipelineOptions &o) const {

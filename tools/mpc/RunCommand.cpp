@@ -292,7 +292,7 @@ int runRun() {
     return reportError(error);
   if (!prepare(ctx, modelPath, inputs, freeze, batch, prep))
     return 1;
-  if (runPrecision.isLow()) {
+  {
     mlir::PassManager pm(&ctx);
     mlir::mpc::PrecisionPipelineOptions precision;
     runPrecision.apply(precision);

@@ -1,0 +1,408 @@
+//===- FuseAttention.cpp - attention subgraphs to mpc.attention -----------===//
+//
+// Recognizes softmax(scale * Q K^T + mask) V as torch 1.13/2.x exports of
+// BERT, GPT-2, ViT and nn.TransformerEncoder write it, and as mpc imports
+// ONNX Attention, and rewrites it to one mpc.attention:
+//
+//   matmul(Q', K')      Q' = Q, or Q * c, Q / c (scalar constants)
+//                       K' = transpose(K) swapping the last two dimensions
+//                            (composed with the export's own transpose),
+//                            optionally * c or / c
+//   * c, / c            on the scores (folded into `scale`)
+//   + bias              any float tensor broadcasting to the scores
+//   where(m, s, fill)   or where(m, fill, s), fill a scalar constant: the
+//                       mask becomes the bias where(m, 0, fill)...
+//   softmax(axis = -1)
+//   matmul(P, V)
+//
+// A constant bias that is exactly a causal mask (0 on and below the offset
+// diagonal, -inf or below -1e30 above) becomes `causal` and is dropped, so no
+// Sq x Skv tensor is left. Every intermediate must have its one use on the
+// path (an extra consumer of the scores or probabilities, a softmax on
+// another axis, a dropout between softmax and V leave the subgraph as it
+// is: fusing would change what the other consumer sees or drop randomness).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <cmath>
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_FUSEATTENTION
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+/// The value of a scalar (or splat) float constant, or of a scalar
+/// expression over constants the importer leaves unfolded (torch divides
+/// by pow(cast(head size), 0.5)), evaluated in FP32 as the CPU backend
+/// would.
+std::optional<double> scalarConstant(Value v, int depth = 0) {
+  if (!v || depth > 4)
+    return std::nullopt;
+  auto t = typeOf(v);
+  if (t.getNumElements() != 1 && !matchPattern(v, m_Constant()))
+    return std::nullopt;
+  DenseElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (!attr.isSplat())
+      return std::nullopt;
+    if (llvm::isa<FloatType>(attr.getElementType()))
+      return attr.getSplatValue<APFloat>().convertToDouble();
+    if (attr.getElementType().isInteger(64) || attr.getElementType().isInteger(32))
+      return (double)attr.getSplatValue<APInt>().getSExtValue();
+    return std::nullopt;
+  }
+  Operation *op = v.getDefiningOp();
+  if (!op || !llvm::isa<FloatType>(t.getElementType()))
+    return std::nullopt;
+  auto arg = [&](unsigned i) { return scalarConstant(op->getOperand(i), depth + 1); };
+  if (isa<CastOp>(op))
+    if (auto x = arg(0))
+      return (double)(float)*x;
+  if (isa<SqrtOp>(op))
+    if (auto x = arg(0))
+      return (double)std::sqrt((float)*x);
+  if (isa<PowOp>(op))
+    if (auto x = arg(0), y = arg(1); x && y)
+      return (double)std::pow((float)*x, (float)*y);
+  return std::nullopt;
+}
+
+/// The elements of a constant boolean mask, also through Trilu.
+std::optional<SmallVector<bool>> boolConstant(Value v) {
+  DenseElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (!attr.getElementType().isInteger(1))
+      return std::nullopt;
+    auto values = attr.getValues<bool>();
+    return SmallVector<bool>(values.begin(), values.end());
+  }
+  auto trilu = v.getDefiningOp<TriluOp>();
+  auto t = typeOf(v);
+  if (!trilu || t.getRank() < 2 || !t.hasStaticShape())
+    return std::nullopt;
+  auto in = boolConstant(trilu.getX());
+  if (!in)
+    return std::nullopt;
+  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  int64_t k = trilu.getK();
+  bool upper = trilu.getUpper();
+  for (int64_t n = 0; n < (int64_t)in->size(); ++n) {
+    int64_t i = n / cols % rows, j = n % cols;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    if (!keep)
+      (*in)[n] = false;
+  }
+  return in;
+}
+
+bool singleUse(Value v) { return v.hasOneUse(); }
+
+/// `v * c` or `v / c` with c a scalar constant and `v` used once: returns
+/// the other operand and multiplies `scale`; otherwise `v` itself.
+Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead) {
+  while (v.getDefiningOp() && singleUse(v)) {
+    Operation *op = v.getDefiningOp();
+    if (auto mul = dyn_cast<MulOp>(op)) {
+      if (auto c = scalarConstant(mul.getB());
+          c && typeOf(mul.getA()) == typeOf(v)) {
+        scale *= *c;
+        dead.push_back(op);
+        v = mul.getA();
+        continue;
+      }
+      if (auto c = scalarConstant(mul.getA());
+          c && typeOf(mul.getB()) == typeOf(v)) {
+        scale *= *c;
+        dead.push_back(op);
+        v = mul.getB();
+        continue;
+      }
+    }
+    if (auto div = dyn_cast<DivOp>(op)) {
+      if (auto c = scalarConstant(div.getB());
+          c && *c != 0.0 && typeOf(div.getA()) == typeOf(v)) {
+        scale /= *c;
+        dead.push_back(op);
+        v = div.getA();
+        continue;
+      }
+    }
+    break;
+  }
+  return v;
+}
+
+/// Whether `bias` is a constant causal mask for sq x skv scores.
+bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
+  DenseElementsAttr attr;
+  if (!matchPattern(bias, m_Constant(&attr)))
+    return false;
+  auto t = typeOf(bias);
+  if (t.getRank() < 2 || t.getDimSize(t.getRank() - 2) != sq ||
+      t.getDimSize(t.getRank() - 1) != skv || t.getNumElements() != sq * skv)
+    return false;
+  auto values = attr.getValues<APFloat>();
+  int64_t n = 0;
+  for (int64_t i = 0; i < sq; ++i)
+    for (int64_t j = 0; j < skv; ++j, ++n) {
+      double x = values[attr.isSplat() ? 0 : n].convertToDouble();
+      bool allowed = j <= i + skv - sq;
+      if (allowed ? x != 0.0 : !(x <= -1e30))
+        return false;
+    }
+  return true;
+}
+
+struct Match {
+  Value q, k, v, bias;
+  double scale = 1.0;
+  Operation *pv = nullptr;
+  SmallVector<Operation *> dead; // the matched ops, users first
+};
+
+class Fuser {
+public:
+  explicit Fuser(MLIRContext *ctx) : b(ctx) {}
+
+  /// Matches the subgraph ending in `sm`'s consumer; builds nothing.
+  std::optional<Match> match(SoftmaxOp sm) {
+    auto x = typeOf(sm.getX());
+    int64_t r = x.getRank();
+    if (r < 3 || !llvm::isa<FloatType>(x.getElementType()) ||
+        ((int64_t)sm.getAxis() != -1 && (int64_t)sm.getAxis() != r - 1) ||
+        !singleUse(sm.getResult()))
+      return std::nullopt;
+    auto pv = dyn_cast<MatMulOp>(*sm.getResult().getUsers().begin());
+    if (!pv || pv->getOperand(0) != sm.getResult() ||
+        typeOf(pv->getOperand(1)).getRank() != r)
+      return std::nullopt;
+    Match m;
+    m.pv = pv;
+    m.v = pv->getOperand(1);
+    m.dead = {pv, sm};
+    // Masks and scales, from the softmax back to the QK^T product.
+    Value s = sm.getX();
+    SmallVector<Value> masks; // additive biases, or where() to convert
+    for (int guard = 0; guard < 8; ++guard) {
+      if (!s.getDefiningOp() || !singleUse(s))
+        return std::nullopt;
+      Operation *op = s.getDefiningOp();
+      if (isa<MatMulOp>(op))
+        break;
+      if (isa<MulOp, DivOp>(op)) {
+        Value peeled = peelScale(s, m.scale, m.dead);
+        if (peeled == s)
+          return std::nullopt;
+        s = peeled;
+        continue;
+      }
+      if (auto add = dyn_cast<AddOp>(op)) {
+        // The scores side is the one with the scores' type (the bias may
+        // broadcast); a product on both sides is not a mask.
+        bool aScores = typeOf(add.getA()) == typeOf(s) && leadsToProduct(add.getA());
+        bool bScores = typeOf(add.getB()) == typeOf(s) && leadsToProduct(add.getB());
+        if (aScores == bScores)
+          return std::nullopt;
+        masks.push_back(aScores ? add.getB() : add.getA());
+        m.dead.push_back(op);
+        s = aScores ? add.getA() : add.getB();
+        continue;
+      }
+      if (auto where = dyn_cast<WhereOp>(op)) {
+        // Only a fill that exp() maps to 0 as -inf does: where() replaces
+        // the score, the bias adds to it, equal only then.
+        auto bigNegative = [](std::optional<double> f) {
+          return f && *f <= -1e30 ? f : std::nullopt;
+        };
+        std::optional<double> fillB = bigNegative(scalarConstant(where.getY())),
+                              fillA = bigNegative(scalarConstant(where.getX()));
+        bool scoresA = fillB && typeOf(where.getX()) == typeOf(s);
+        bool scoresB = fillA && typeOf(where.getY()) == typeOf(s);
+        if (scoresA == scoresB)
+          return std::nullopt;
+        masks.push_back(where);
+        m.dead.push_back(op);
+        s = scoresA ? where.getX() : where.getY();
+        continue;
+      }
+      return std::nullopt;
+    }
+    auto qk = dyn_cast_or_null<MatMulOp>(s.getDefiningOp());
+    if (!qk || !singleUse(s))
+      return std::nullopt;
+    m.dead.push_back(qk);
+    m.q = peelScale(qk->getOperand(0), m.scale, m.dead);
+    Value kt = peelScale(qk->getOperand(1), m.scale, m.dead);
+    auto q = typeOf(m.q), ktT = typeOf(kt), v = typeOf(m.v);
+    if (q.getRank() != r || ktT.getRank() != r ||
+        q.getElementType() != v.getElementType() ||
+        q.getElementType() != ktT.getElementType())
+      return std::nullopt;
+    for (int64_t i = 0; i < r - 2; ++i)
+      if (q.getDimSize(i) != ktT.getDimSize(i) ||
+          q.getDimSize(i) != v.getDimSize(i))
+        return std::nullopt; // a broadcasting batched product
+    if (ktT.getDimSize(r - 1) != v.getDimSize(r - 2))
+      return std::nullopt;
+    m.k = kt; // K^T for now: build() transposes it
+    m.bias = Value();
+    pendingMasks = masks;
+    return m;
+  }
+
+  /// Rewrites a match to mpc.attention.
+  void build(Match &m) {
+    Location loc = m.pv->getLoc();
+    b.setInsertionPoint(m.pv);
+    int64_t r = typeOf(m.q).getRank();
+    Type elem = typeOf(m.q).getElementType();
+    // K from K^T: compose with the export's own transpose when it is one.
+    SmallVector<int64_t> swap;
+    for (int64_t i = 0; i < r; ++i)
+      swap.push_back(i < r - 2 ? i : 2 * r - 3 - i);
+    Value k;
+    auto t = m.k.getDefiningOp<TransposeOp>();
+    if (t && singleUse(m.k) && t.getPerm()) {
+      SmallVector<int64_t> perm;
+      for (int64_t i = 0; i < r; ++i)
+        perm.push_back((*t.getPerm())[swap[i]]);
+      bool identity = true;
+      for (int64_t i = 0; i < r; ++i)
+        identity &= perm[i] == i;
+      k = identity ? t.getX() : transpose(loc, t.getX(), perm);
+      m.dead.push_back(t);
+    } else {
+      k = transpose(loc, m.k, swap);
+    }
+    int64_t sq = typeOf(m.q).getDimSize(r - 2), skv = typeOf(k).getDimSize(r - 2);
+    Value bias;
+    for (Value mask : pendingMasks) {
+      Value term = mask;
+      if (auto where = mask.getDefiningOp<WhereOp>()) {
+        bool fillIsB = (bool)scalarConstant(where.getY()) &&
+                       typeOf(where.getX()).getRank() == r;
+        double fill = *scalarConstant(fillIsB ? where.getY() : where.getX());
+        // where(m, s, fill): the bias is fill where m is false.
+        term = maskBias(loc, where.getCondition(), elem, fill, !fillIsB);
+      }
+      bias = bias ? make<AddOp>(loc, {bias, term}) : term;
+    }
+    bool causal = false;
+    if (bias && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic &&
+        isCausalConstant(bias, sq, skv)) {
+      causal = true;
+      bias = Value();
+    }
+    SmallVector<Value> operands{m.q, k, m.v};
+    if (bias)
+      operands.push_back(bias);
+    std::string diag;
+    auto at = createInferred(
+        b, loc, AttentionOp::getOperationName(), operands,
+        {b.getNamedAttr("scale", b.getF32FloatAttr((float)m.scale)),
+         b.getNamedAttr("causal", b.getBoolAttr(causal))},
+        &diag);
+    m.pv->getResult(0).replaceAllUsesWith((*at)->getResult(0));
+    for (Operation *op : m.dead)
+      if (op->use_empty())
+        op->erase();
+  }
+
+private:
+  /// Whether `v` is the QK^T product, possibly scaled.
+  bool leadsToProduct(Value v) {
+    double unused = 1.0;
+    SmallVector<Operation *> none;
+    Value p = peelScale(v, unused, none);
+    return p.getDefiningOp<MatMulOp>() != nullptr;
+  }
+
+  Value transpose(Location loc, Value x, ArrayRef<int64_t> perm) {
+    return make<TransposeOp>(
+        loc, {x}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+  }
+
+  /// where(cond, fill, 0) (`fillWhereTrue`) or where(cond, 0, fill): a
+  /// constant when `cond` is one.
+  Value maskBias(Location loc, Value cond, Type elem, double fill,
+                 bool fillWhereTrue) {
+    if (auto c = boolConstant(cond)) {
+      const llvm::fltSemantics &sem =
+          llvm::cast<FloatType>(elem).getFloatSemantics();
+      APFloat f(fill), zero = APFloat::getZero(sem);
+      bool lost;
+      f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+      SmallVector<APFloat> values;
+      for (bool bit : *c)
+        values.push_back(bit == fillWhereTrue ? f : zero);
+      return b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(typeOf(cond).clone(elem), values));
+    }
+    Value z = scalarValue(loc, elem, 0.0), fv = scalarValue(loc, elem, fill);
+    return fillWhereTrue ? make<WhereOp>(loc, {cond, fv, z})
+                         : make<WhereOp>(loc, {cond, z, fv});
+  }
+
+  /// A scalar constant.
+  Value scalarValue(Location loc, Type elem, double value) {
+    APFloat v(value);
+    bool lost;
+    v.convert(llvm::cast<FloatType>(elem).getFloatSemantics(),
+              APFloat::rmNearestTiesToEven, &lost);
+    return b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(RankedTensorType::get({}, elem), {v}));
+  }
+
+  template <typename OpTy>
+  Value make(Location loc, ValueRange operands,
+             ArrayRef<NamedAttribute> attrs = {}) {
+    std::string diag;
+    return (*createInferred(b, loc, OpTy::getOperationName(), operands, attrs,
+                            &diag))
+        ->getResult(0);
+  }
+
+  OpBuilder b;
+  SmallVector<Value> pendingMasks;
+};
+
+struct FuseAttention : public mpc::impl::FuseAttentionBase<FuseAttention> {
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>()) {
+      SmallVector<SoftmaxOp> softmaxes(f.getOps<SoftmaxOp>());
+      Fuser fuser(&getContext());
+      bool fused = false;
+      for (SoftmaxOp sm : softmaxes)
+        if (auto m = fuser.match(sm)) {
+          fuser.build(*m);
+          fused = true;
+        }
+      if (!fused)
+        continue;
+      // The masks' and scales' constants nothing reads any more.
+      for (Operation &op :
+           llvm::make_early_inc_range(llvm::reverse(f.getBody().front())))
+        if (isOpTriviallyDead(&op))
+          op.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,212 @@
+//===- Attention.cpp - CPU kernels of mpc.attention and its gradient ------===//
+//
+// The reference for the fused attention kernels: one query row (forward,
+// dq) or one key row (dk, dv) at a time, never an Sq x Skv matrix. Every
+// sum runs in FP32 in index order, as the CUDA kernels do, so host
+// emulation matches bit for bit: scores s = scale * (q . k) + bias, the
+// softmax from the row maximum, y = sum_j p_j v_j, lse = max + log(sum).
+// The backward recomputes p = exp(s - lse) (FlashAttention's scheme).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Kernel.h"
+#include "runtime/Parallel.h"
+#include "runtime/kernels/Common.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mpc::rt {
+namespace {
+
+/// Geometry of one attention step: `batch` flattened leading dimensions,
+/// and the bias's element strides over (leading dims..., Sq, Skv), 0 where
+/// it broadcasts.
+struct Geometry {
+  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0;
+  Shape lead;              // leading dimensions of the scores
+  std::vector<int64_t> bs; // bias strides, one per scores dimension
+  float scale = 1.0f;
+  bool causal = false;
+
+  Geometry(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *bias,
+           const Step &step) {
+    int64_t r = q.rank();
+    lead.assign(q.shape().begin(), q.shape().end() - 2);
+    for (int64_t x : lead)
+      batch *= x;
+    sq = q.dim(r - 2);
+    d = q.dim(r - 1);
+    skv = k.dim(r - 2);
+    dv = v.dim(r - 1);
+    scale = (float)step.getFloat("scale", 1.0);
+    causal = step.getInt("causal", 0) != 0;
+    bs.assign(r, 0);
+    if (!bias)
+      return;
+    Shape scores = lead;
+    scores.push_back(sq);
+    scores.push_back(skv);
+    int64_t br = bias->rank(), stride = 1;
+    for (int64_t i = br - 1; i >= 0; --i) {
+      int64_t a = r - br + i;
+      bs[a] = bias->dim(i) == 1 && scores[a] != 1 ? 0 : stride;
+      stride *= bias->dim(i);
+    }
+  }
+
+  /// Offset of bias row (b, i), the flattened leading index and query.
+  int64_t biasRow(int64_t b, int64_t i) const {
+    int64_t off = 0;
+    for (int64_t a = (int64_t)lead.size() - 1; a >= 0; --a) {
+      off += (b % lead[a]) * bs[a];
+      b /= lead[a];
+    }
+    return off + i * bs[lead.size()];
+  }
+  int64_t biasKey() const { return bs.back(); }
+  /// Whether query i may attend key j.
+  bool allowed(int64_t i, int64_t j) const {
+    return !causal || j <= i + skv - sq;
+  }
+};
+
+/// s_ij = scale * (q_i . k_j) + bias_ij, or -inf where causally masked.
+inline float score(const Geometry &g, const float *qi, const float *kj,
+                   const float *bias, int64_t bRow, int64_t i, int64_t j) {
+  if (!g.allowed(i, j))
+    return -std::numeric_limits<float>::infinity();
+  float dot = 0.0f;
+  for (int64_t t = 0; t < g.d; ++t)
+    dot += qi[t] * kj[t];
+  float s = g.scale * dot;
+  return bias ? s + bias[bRow + j * g.biasKey()] : s;
+}
+
+void attentionK(KernelContext &c) {
+  const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
+  const Tensor *bias = c.input(3);
+  Geometry g(q, k, v, bias, c.step);
+  std::vector<float> qB, kB, vB, biasB, yB;
+  const float *qp = floatData(q, qB), *kp = floatData(k, kB),
+              *vp = floatData(v, vB);
+  const float *bp = bias ? floatData(*bias, biasB) : nullptr;
+  Tensor &y = c.output(0), &lse = c.output(1);
+  float *yp = floatOut(y, yB);
+  float *lp = lse.data<float>();
+  parallelFor(g.batch * g.sq, 4, [&](int64_t begin, int64_t end) {
+    std::vector<float> s(g.skv);
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t b = row / g.sq, i = row % g.sq;
+      const float *qi = qp + row * g.d, *kb = kp + b * g.skv * g.d,
+                  *vb = vp + b * g.skv * g.dv;
+      int64_t bRow = bias ? g.biasRow(b, i) : 0;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < g.skv; ++j) {
+        s[j] = score(g, qi, kb + j * g.d, bp, bRow, i, j);
+        mx = std::max(mx, s[j]);
+      }
+      float sum = 0.0f;
+      for (int64_t j = 0; j < g.skv; ++j) {
+        s[j] = std::exp(s[j] - mx);
+        sum += s[j];
+      }
+      float *yi = yp + row * g.dv;
+      std::fill(yi, yi + g.dv, 0.0f);
+      for (int64_t j = 0; j < g.skv; ++j) {
+        float p = s[j] / sum;
+        for (int64_t t = 0; t < g.dv; ++t)
+          yi[t] += p * vb[j * g.dv + t];
+      }
+      lp[row] = mx + std::log(sum);
+    }
+  });
+  finishFloatOut(y, yB);
+}
+
+/// D_i = dy_i . y_i, the row term of the softmax gradient.
+inline float rowTerm(const Geometry &g, const float *dyi, const float *yi) {
+  float acc = 0.0f;
+  for (int64_t t = 0; t < g.dv; ++t)
+    acc += dyi[t] * yi[t];
+  return acc;
+}
+
+/// ds_ij = p_ij (dy_i . v_j - D_i), with p_ij = exp(s_ij - lse_i); also
+/// returns p_ij.
+inline float scoreGrad(const Geometry &g, float s, float lse, const float *dyi,
+                       const float *vj, float rowD, float &p) {
+  p = std::exp(s - lse);
+  float dp = 0.0f;
+  for (int64_t t = 0; t < g.dv; ++t)
+    dp += dyi[t] * vj[t];
+  return p * (dp - rowD);
+}
+
+void attentionGradK(KernelContext &c) {
+  const Tensor &dy = c.in(0), &q = c.in(1), &k = c.in(2), &v = c.in(3),
+               &y = c.in(4), &lse = c.in(5);
+  const Tensor *bias = c.input(6);
+  Geometry g(q, k, v, bias, c.step);
+  std::vector<float> dyB, qB, kB, vB, yB, biasB, dqB, dkB, dvB;
+  const float *dyp = floatData(dy, dyB), *qp = floatData(q, qB),
+              *kp = floatData(k, kB), *vp = floatData(v, vB),
+              *yp = floatData(y, yB), *lp = lse.data<float>();
+  const float *bp = bias ? floatData(*bias, biasB) : nullptr;
+  Tensor &dq = c.output(0), &dk = c.output(1), &dv = c.output(2);
+  float *dqp = floatOut(dq, dqB), *dkp = floatOut(dk, dkB),
+        *dvp = floatOut(dv, dvB);
+  // dq_i = scale * sum_j ds_ij k_j, a query row at a time.
+  parallelFor(g.batch * g.sq, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t b = row / g.sq, i = row % g.sq;
+      const float *qi = qp + row * g.d, *dyi = dyp + row * g.dv;
+      int64_t bRow = bias ? g.biasRow(b, i) : 0;
+      float rowD = rowTerm(g, dyi, yp + row * g.dv);
+      float *dqi = dqp + row * g.d;
+      std::fill(dqi, dqi + g.d, 0.0f);
+      for (int64_t j = 0; j < g.skv; ++j) {
+        int64_t key = b * g.skv + j;
+        float p, ds = scoreGrad(g, score(g, qi, kp + key * g.d, bp, bRow, i, j),
+                                lp[row], dyi, vp + key * g.dv, rowD, p);
+        for (int64_t t = 0; t < g.d; ++t)
+          dqi[t] += g.scale * ds * kp[key * g.d + t];
+      }
+    }
+  });
+  // dk_j = scale * sum_i ds_ij q_i and dv_j = sum_i p_ij dy_i, a key row at
+  // a time.
+  parallelFor(g.batch * g.skv, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t key = begin; key < end; ++key) {
+      int64_t b = key / g.skv, j = key % g.skv;
+      const float *kj = kp + key * g.d, *vj = vp + key * g.dv;
+      float *dkj = dkp + key * g.d, *dvj = dvp + key * g.dv;
+      std::fill(dkj, dkj + g.d, 0.0f);
+      std::fill(dvj, dvj + g.dv, 0.0f);
+      for (int64_t i = 0; i < g.sq; ++i) {
+        int64_t row = b * g.sq + i;
+        const float *qi = qp + row * g.d, *dyi = dyp + row * g.dv;
+        float rowD = rowTerm(g, dyi, yp + row * g.dv);
+        int64_t bRow = bias ? g.biasRow(b, i) : 0;
+        float p, ds = scoreGrad(g, score(g, qi, kj, bp, bRow, i, j), lp[row],
+                                dyi, vj, rowD, p);
+        for (int64_t t = 0; t < g.d; ++t)
+          dkj[t] += g.scale * ds * qi[t];
+        for (int64_t t = 0; t < g.dv; ++t)
+          dvj[t] += p * dyi[t];
+      }
+    }
+  });
+  finishFloatOut(dq, dqB);
+  finishFloatOut(dk, dkB);
+  finishFloatOut(dv, dvB);
+}
+
+} // namespace
+
+void registerAttentionKernels(KernelTable &t) {
+  t.add(OpId::Attention, attentionK);
+  t.add(OpId::AttentionGrad, attentionGradK);
+}
+
+} // namespace mpc::rt

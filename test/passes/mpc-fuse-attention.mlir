@@ -1,0 +1,120 @@
+// RUN: mpc-opt %s -mpc-fuse-attention | FileCheck %s
+// RUN: mpc-opt %s -mpc-fuse-attention --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
+
+// GPT-2 as torch exports it: K^T by one transpose of [b, s, h, d], the
+// scores divided by pow(cast(head size), 0.5), a causal where() from a
+// constant Trilu: causal, no bias, K taken as [b, h, s, d].
+// CHECK-LABEL: func.func @gpt2
+// CHECK: %[[K:.*]] = mpc.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[Y:.*]], %{{.*}} = mpc.attention %arg0, %[[K]], %arg2 {causal = true, scale = 2.500000e-01 : f32}
+// CHECK-NOT: mpc.softmax
+// CHECK: return %[[Y]]
+// LOC-LABEL: func.func @gpt2
+// LOC: mpc.attention {{.*}} loc("/attn/MatMul_1")
+func.func @gpt2(%q: tensor<2x4x8x16xf32>, %kin: tensor<2x8x4x16xf32>, %v: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  %kt = mpc.transpose %kin {perm = array<i64: 0, 2, 3, 1>} : (tensor<2x8x4x16xf32>) -> tensor<2x4x16x8xf32>
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32>
+  %hd = mpc.constant dense<16> : tensor<i64>
+  %hdf = mpc.cast %hd : (tensor<i64>) -> tensor<f32>
+  %half = mpc.constant dense<5.000000e-01> : tensor<f32>
+  %root = mpc.pow %hdf, %half : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %d = mpc.div %s, %root : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %ones = mpc.constant dense<true> : tensor<8x8xi1>
+  %upper = mpc.trilu %ones {k = 1 : i64} : (tensor<8x8xi1>) -> tensor<8x8xi1>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %m = mpc.where %upper, %ninf, %d : (tensor<8x8xi1>, tensor<f32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = mpc.softmax %m : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> loc("/attn/MatMul_1")
+  return %y : tensor<2x4x8x16xf32>
+}
+
+// nn.TransformerEncoder (torch 1.13): Q divided before the product, K^T a
+// [1, 2, 0] transpose of [s, b*h, d]; K becomes its [1, 0, 2] transpose.
+// CHECK-LABEL: func.func @encoder
+// CHECK: %[[K:.*]] = mpc.transpose %arg1 {perm = array<i64: 1, 0, 2>}
+// CHECK: mpc.attention %arg0, %[[K]], %arg2 {scale = 2.500000e-01 : f32}
+func.func @encoder(%q: tensor<8x16x16xf32>, %kin: tensor<16x8x16xf32>, %v: tensor<8x16x16xf32>) -> tensor<8x16x16xf32> {
+  %c = mpc.constant dense<4.000000e+00> : tensor<f32>
+  %qs = mpc.div %q, %c : (tensor<8x16x16xf32>, tensor<f32>) -> tensor<8x16x16xf32>
+  %kt = mpc.transpose %kin {perm = array<i64: 1, 2, 0>} : (tensor<16x8x16xf32>) -> tensor<8x16x16xf32>
+  %s = mpc.matmul %qs, %kt : (tensor<8x16x16xf32>, tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  %p = mpc.softmax %s {axis = 2 : i64} : (tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  %y = mpc.matmul %p, %v : (tensor<8x16x16xf32>, tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  return %y : tensor<8x16x16xf32>
+}
+
+// BERT: an additive padding mask computed from an input stays the bias;
+// sqrt(scale) on Q and on K (torch 2.x, and ONNX Attention as imported)
+// multiply into one scale; K^T's transpose folds away.
+// CHECK-LABEL: func.func @bert
+// CHECK: mpc.attention %arg0, %arg1, %arg2, %{{.*}} {scale = 0.12499{{.*}} : f32}
+func.func @bert(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %mask: tensor<2x1x1x4xf32>) -> tensor<2x2x4x8xf32> {
+  %r = mpc.constant dense<0.353553385> : tensor<f32>
+  %qs = mpc.mul %q, %r : (tensor<2x2x4x8xf32>, tensor<f32>) -> tensor<2x2x4x8xf32>
+  %kt = mpc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x2x4x8xf32>) -> tensor<2x2x8x4xf32>
+  %kts = mpc.mul %kt, %r : (tensor<2x2x8x4xf32>, tensor<f32>) -> tensor<2x2x8x4xf32>
+  %s = mpc.matmul %qs, %kts : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %one = mpc.constant dense<1.000000e+00> : tensor<f32>
+  %inv = mpc.sub %one, %mask : (tensor<f32>, tensor<2x1x1x4xf32>) -> tensor<2x1x1x4xf32>
+  %big = mpc.constant dense<-1.000000e+04> : tensor<f32>
+  %bias = mpc.mul %inv, %big : (tensor<2x1x1x4xf32>, tensor<f32>) -> tensor<2x1x1x4xf32>
+  %b = mpc.add %s, %bias : (tensor<2x2x4x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = mpc.softmax %b : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %y : tensor<2x2x4x8xf32>
+}
+
+// Left as written: a softmax over another axis...
+// CHECK-LABEL: func.func @other_axis
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+func.func @other_axis(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = mpc.softmax %s {axis = 1 : i64} : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// ...probabilities another op reads too...
+// CHECK-LABEL: func.func @probs_used_twice
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+func.func @probs_used_twice(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>) {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y, %p : tensor<2x4x8xf32>, tensor<2x4x4xf32>
+}
+
+// ...scores another op reads too...
+// CHECK-LABEL: func.func @scores_used_twice
+// CHECK-NOT: mpc.attention
+func.func @scores_used_twice(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x4xf32>) {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y, %s : tensor<2x4x8xf32>, tensor<2x4x4xf32>
+}
+
+// ...a where() whose fill exp() does not take to 0 as -inf (replacing a
+// score is not adding to it)...
+// CHECK-LABEL: func.func @small_fill
+// CHECK-NOT: mpc.attention
+func.func @small_fill(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %m: tensor<4x4xi1>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %f = mpc.constant dense<-1.000000e+04> : tensor<f32>
+  %w = mpc.where %m, %f, %s : (tensor<4x4xi1>, tensor<f32>, tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %p = mpc.softmax %w : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// ...and a product whose batch dimensions broadcast.
+// CHECK-LABEL: func.func @broadcast_batch
+// CHECK-NOT: mpc.attention
+func.func @broadcast_batch(%q: tensor<2x4x8xf32>, %kt: tensor<1x8x4xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<1x8x4xf32>) -> tensor<2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
