@@ -68,6 +68,40 @@ for m in $models; do
     echo "$m $p art/$m-$p-train $ins" >> "$work/train-manifest.txt"
   done
 done
+# Causal attention alone (2 x 12 heads x 1024 x 64, fp16), written as
+# exports write it; mpc-fuse-attention makes it one mpc.attention kernel.
+# Its output is named logits so run.sh's table reads its difference.
+if [[ ${ATTENTION:-1} != 0 ]]; then
+python3 - "$work" <<'PY'
+import sys
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+work = sys.argv[1]
+B, H, S, D = 2, 12, 1024, 64
+shape = [B, H, S, D]
+mk = helper.make_node
+nodes = [mk("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+         mk("MatMul", ["q", "kt"], ["s"]),
+         mk("Mul", ["s", "scale"], ["ss"]),
+         mk("Where", ["upper", "ninf", "ss"], ["m"]),
+         mk("Softmax", ["m"], ["p"], axis=-1),
+         mk("MatMul", ["p", "v"], ["logits"])]
+inits = [numpy_helper.from_array(np.array(D ** -0.5, np.float16), "scale"),
+         numpy_helper.from_array(np.triu(np.ones((S, S), bool), 1), "upper"),
+         numpy_helper.from_array(np.array(-np.inf, np.float16), "ninf")]
+g = helper.make_graph(nodes, "attention",
+    [helper.make_tensor_value_info(n, TensorProto.FLOAT16, shape) for n in "qkv"],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT16, shape)], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+          f"{work}/models/attention.onnx")
+rng = np.random.default_rng(0)
+for n in "qkv":
+    np.save(f"{work}/inputs/attention.{n}.npy", rng.standard_normal(shape).astype(np.float16))
+PY
+"$mpc" compile "$work/models/attention.onnx" -o "$work/art/attention-fp16" --arch "$arch" | tail -1
+(cd "$work" && "$mpc" run art/attention-fp16 --input q=inputs/attention.q.npy --input k=inputs/attention.k.npy --input v=inputs/attention.v.npy --output-dir expected/attention-fp16 > /dev/null)
+echo "attention fp16 art/attention-fp16 q=inputs/attention.q.npy k=inputs/attention.k.npy v=inputs/attention.v.npy" >> "$work/manifest.txt"
+fi
 echo "$steps" > "$work/steps.txt"
 # The runtime-only build on the GPU machine (no MLIR, so no tblgen) takes
 # the op list this build generated from the ODS.

@@ -84,3 +84,11 @@ n = 2048
 A = torch.randn(n, n, device=dev, dtype=torch.float16)
 B = torch.randn(n, n, device=dev, dtype=torch.float16)
 print(f"torch gemm cublaslt-2048 {timed(lambda: A @ B):.4f}")
+# Causal attention forward at prepare.sh's shape (2 x 12 heads x 1024 x 64,
+# fp16): torch's scaled_dot_product_attention (flash backend where the
+# build has it), the side-by-side figure for mpc's fused attention kernel.
+q, k, v = (torch.randn(2, 12, 1024, 64, device=dev, dtype=torch.float16)
+           for _ in range(3))
+if hasattr(F, "scaled_dot_product_attention"):
+    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    print(f"torch attention sdpa-causal-2x12x1024x64 {timed(sdpa):.4f}")
