@@ -102,6 +102,34 @@ def FuseAttention : Pass<"mpc-fuse-attention", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def FuseDecomposed : Pass<"mpc-fuse-decomposed", "::mlir::ModuleOp"> {
+  let summary = "Rewrite decomposed layer norm and Erf GELU to their ops";
+  let description = [{
+    Exports below opset 17 spell LayerNormalization out as ReduceMean, Sub,
+    Pow, ReduceMean, Add, Sqrt, Div (then Mul and Add by the affine
+    parameters), and below opset 20 Gelu as Div, Erf, Add, Mul, Mul; this
+    pass rebuilds `mpc.layer_norm` (FP32 statistics, one kernel, the deny
+    class) and `mpc.gelu`. Intermediates used outside the pattern keep it
+    as written.
+
+    Before:
+    ```mlir
+    %m = mpc.reduce_mean %x {axes = array<i64: -1>} : ...
+    %d = mpc.sub %x, %m : ...
+    %p = mpc.pow %d, %two : ...
+    %v = mpc.reduce_mean %p {axes = array<i64: -1>} : ...
+    %e = mpc.add %v, %eps : ...
+    %s = mpc.sqrt %e : ...
+    %n = mpc.div %d, %s : ...
+    ```
+    After:
+    ```mlir
+    %n, %mean, %rstd = mpc.layer_norm %x, %ones {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def InlineInference : Pass<"mpc-inline-inference", "::mlir::ModuleOp"> {
   let summary = "Clone the inference graph into TrainingInfoProto algorithms";
   let description = [{

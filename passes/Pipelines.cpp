@@ -138,6 +138,7 @@ namespace {
 
 template <typename Derived>
 void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
+  pm.addPass(createFuseDecomposed());
   if (o.fuseAttention)
     pm.addPass(createFuseAttention());
   if (!o.isLow())

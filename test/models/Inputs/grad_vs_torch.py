@@ -3,7 +3,7 @@
 the same seeded batch, and prints per parameter the normwise relative error
 max|mpc - torch| / max|torch|. Runs under Debian's python3-torch.
 
-usage: grad_vs_torch.py MPC WORKDIR MODEL... [--rtol R]
+usage: grad_vs_torch.py MPC WORKDIR MODEL... [--rtol R] [--opset N]
 """
 import argparse
 import os
@@ -21,6 +21,9 @@ ap.add_argument("mpc")
 ap.add_argument("workdir")
 ap.add_argument("models", nargs="+")
 ap.add_argument("--rtol", type=float, default=1e-4)
+ap.add_argument("--opset", type=int, default=17,
+                help="export opset (below 17 torch spells LayerNorm out, "
+                     "below 20 Gelu)")
 a = ap.parse_args()
 
 MODELS = {
@@ -48,7 +51,7 @@ for name in a.models:
     torch.manual_seed(0)
     model, args, names = MODELS[name]()
     path = os.path.join(a.workdir, name + ".onnx")
-    zoo.export(model, args, names, path, 17, training=True)
+    zoo.export(model, args, names, path, a.opset, training=True)
     feeds = []
     for n, t in zip(names[0], args):
         f = os.path.join(a.workdir, f"{name}.{n}.npy")

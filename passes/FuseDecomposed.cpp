@@ -1,0 +1,308 @@
+//===- FuseDecomposed.cpp - decomposed layer norm and GELU to their ops ---===//
+//
+// Exports below opset 17 (LayerNormalization) and 20 (Gelu) spell these ops
+// out; this pass puts the ops back, so they run as one kernel with FP32
+// statistics and the precision passes see a layer norm (deny) rather than
+// its pieces:
+//
+//   d = x - reduce_mean(x, axes)              layer_norm(x, gamma, beta)
+//   v = reduce_mean(pow(d, 2) | d * d, axes)    {axis, epsilon}
+//   n = d / sqrt(v + eps)                   axes = [axis, rank), kept
+//   y = n * gamma + beta  (both optional)
+//
+//   x * (erf(x / sqrt(2) | x * (1/sqrt(2))) + 1) * 0.5   gelu(x)
+//   (either product order, 0.5 applied first or last)
+//
+// Every intermediate must be used only inside the pattern; anything else
+// is left as written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <cmath>
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_FUSEDECOMPOSED
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+std::optional<double> splat(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.isSplat() ||
+      !llvm::isa<FloatType>(attr.getElementType()))
+    return std::nullopt;
+  return attr.getSplatValue<APFloat>().convertToDouble();
+}
+
+bool near(std::optional<double> v, double want) {
+  return v && std::abs(*v - want) <= 1e-6 * std::abs(want);
+}
+
+/// The other operand of a commutative binary op when one is `v`.
+template <typename OpTy> Value other(OpTy op, Value v) {
+  return op.getA() == v ? op.getB() : op.getB() == v ? op.getA() : Value();
+}
+
+/// A keepdims mean over trailing axes: their first one.
+std::optional<int64_t> trailingMeanAxis(ReduceMeanOp mean) {
+  if (!mean.getKeepdims() || !mean.getAxes())
+    return std::nullopt;
+  int64_t rank = typeOf(mean.getX()).getRank();
+  ArrayRef<int64_t> given = *mean.getAxes(); // a copy: the optional is a temporary
+  SmallVector<int64_t> axes;
+  for (int64_t a : given)
+    axes.push_back(a < 0 ? a + rank : a);
+  llvm::sort(axes);
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != rank - (int64_t)axes.size() + (int64_t)i)
+      return std::nullopt;
+  return axes.empty() ? std::nullopt : std::optional<int64_t>(axes.front());
+}
+
+/// A per-feature parameter of the normalized shape (leading 1s allowed).
+bool isFeatureVector(Value p, RankedTensorType x, int64_t axis) {
+  auto t = typeOf(p);
+  ArrayRef<int64_t> feat = x.getShape().drop_front(axis);
+  ArrayRef<int64_t> shape = t.getShape();
+  while (shape.size() > feat.size() && shape.front() == 1)
+    shape = shape.drop_front();
+  return shape == feat && t.getElementType() == x.getElementType();
+}
+
+class Fuser {
+public:
+  explicit Fuser(MLIRContext *ctx) : b(ctx) {}
+
+  /// div(d, sqrt(mean(d^2) + eps)) with d = x - mean(x), then * gamma and
+  /// + beta where present.
+  bool layerNorm(DivOp div) {
+    Value d = div.getA();
+    auto sqrt = div.getB().getDefiningOp<SqrtOp>();
+    auto sub = d.getDefiningOp<SubOp>();
+    if (!sqrt || !sub || !sqrt->hasOneUse())
+      return false;
+    auto addEps = sqrt.getX().getDefiningOp<AddOp>();
+    if (!addEps || !addEps->hasOneUse())
+      return false;
+    ReduceMeanOp var = addEps.getA().getDefiningOp<ReduceMeanOp>();
+    std::optional<double> eps = splat(addEps.getB());
+    if (!var) {
+      var = addEps.getB().getDefiningOp<ReduceMeanOp>();
+      eps = splat(addEps.getA());
+    }
+    if (!var || !eps || !var->hasOneUse())
+      return false;
+    Operation *square = var.getX().getDefiningOp();
+    if (!square || !square->hasOneUse())
+      return false;
+    if (auto pow = dyn_cast<PowOp>(square)) {
+      if (pow.getBase() != d || !near(splat(pow.getExponent()), 2.0))
+        return false;
+    } else if (auto mul = dyn_cast<MulOp>(square)) {
+      if (mul.getA() != d || mul.getB() != d)
+        return false;
+    } else {
+      return false;
+    }
+    auto mean = sub.getB().getDefiningOp<ReduceMeanOp>();
+    Value x = sub.getA();
+    if (!mean || mean.getX() != x || !mean->hasOneUse())
+      return false;
+    auto axis = trailingMeanAxis(mean), varAxis = trailingMeanAxis(var);
+    auto xt = typeOf(x);
+    if (!axis || axis != varAxis || typeOf(d) != xt || typeOf(div) != xt)
+      return false;
+    // d feeds the square and the division only.
+    for (Operation *user : d.getUsers())
+      if (user != square && user != div.getOperation())
+        return false;
+    // The affine part.
+    SmallVector<Operation *> dead{div, sqrt, addEps, var, square, sub, mean};
+    Value y = div.getResult(), gamma, beta;
+    if (y.hasOneUse())
+      if (auto mul = dyn_cast<MulOp>(*y.getUsers().begin()))
+        if (Value g = other(mul, y); g && isFeatureVector(g, xt, *axis) &&
+                                      typeOf(mul) == xt) {
+          gamma = g;
+          dead.insert(dead.begin(), mul);
+          y = mul.getResult();
+        }
+    if (gamma && y.hasOneUse())
+      if (auto add = dyn_cast<AddOp>(*y.getUsers().begin()))
+        if (Value bt = other(add, y); bt && isFeatureVector(bt, xt, *axis) &&
+                                      typeOf(add) == xt) {
+          beta = bt;
+          dead.insert(dead.begin(), add);
+          y = add.getResult();
+        }
+    b.setInsertionPointAfter(y.getDefiningOp());
+    Location loc = y.getDefiningOp()->getLoc();
+    RankedTensorType feat = xt.clone(xt.getShape().drop_front(*axis));
+    auto flat = [&](Value p) {
+      return typeOf(p) == feat
+                 ? p
+                 : b.create<ReshapeOp>(
+                       loc, feat, p,
+                       b.create<ConstantOp>(
+                           loc, DenseElementsAttr::get(
+                                    RankedTensorType::get(
+                                        {feat.getRank()}, b.getI64Type()),
+                                    feat.getShape())))
+                       .getResult();
+    };
+    SmallVector<Value> operands{x};
+    operands.push_back(gamma ? flat(gamma) : ones(loc, feat));
+    if (beta)
+      operands.push_back(flat(beta));
+    std::string diag;
+    auto ln = createInferred(
+        b, loc, LayerNormOp::getOperationName(), operands,
+        {b.getNamedAttr("axis", b.getI64IntegerAttr(*axis)),
+         b.getNamedAttr("epsilon", b.getF32FloatAttr((float)*eps))},
+        &diag);
+    if (failed(ln))
+      return false;
+    y.replaceAllUsesWith((*ln)->getResult(0));
+    for (Operation *op : dead)
+      if (op->use_empty())
+        op->erase();
+    return true;
+  }
+
+  /// x * (1 + erf(x / sqrt 2)) * 0.5, ending at `last` (the final Mul).
+  bool gelu(MulOp last) {
+    // One of the two products carries 0.5; the other is x * (1 + erf).
+    auto halfOf = [](MulOp m) -> Value {
+      if (near(splat(m.getB()), 0.5))
+        return m.getA();
+      if (near(splat(m.getA()), 0.5))
+        return m.getB();
+      return {};
+    };
+    Value inner = halfOf(last);
+    SmallVector<Operation *> dead{last};
+    Value x, onePlus;
+    if (inner) { // (x * (1 + erf)) * 0.5
+      auto prod = inner.getDefiningOp<MulOp>();
+      if (!prod || !prod->hasOneUse())
+        return false;
+      dead.push_back(prod);
+      x = prod.getA();
+      onePlus = prod.getB();
+      if (!erfOf(onePlus, x)) {
+        std::swap(x, onePlus);
+        if (!erfOf(onePlus, x))
+          return false;
+      }
+    } else { // (x * 0.5) * (1 + erf)
+      for (int side = 0; side < 2 && !x; ++side) {
+        Value h = side ? last.getB() : last.getA();
+        Value rest = side ? last.getA() : last.getB();
+        auto half = h.getDefiningOp<MulOp>();
+        if (half && half->hasOneUse())
+          if (Value xv = halfOf(half); xv && erfOf(rest, xv)) {
+            x = xv;
+            onePlus = rest;
+            dead.push_back(half);
+          }
+      }
+      if (!x)
+        return false;
+    }
+    if (typeOf(x) != typeOf(last))
+      return false;
+    auto add = onePlus.getDefiningOp<AddOp>();
+    dead.push_back(add);
+    Value e = near(splat(add.getB()), 1.0) ? add.getA() : add.getB();
+    dead.push_back(e.getDefiningOp());
+    dead.push_back(e.getDefiningOp()->getOperand(0).getDefiningOp());
+    b.setInsertionPoint(last);
+    std::string diag;
+    auto g = createInferred(b, last.getLoc(), GeluOp::getOperationName(), {x},
+                            {}, &diag);
+    if (failed(g))
+      return false;
+    last.getResult().replaceAllUsesWith((*g)->getResult(0));
+    for (Operation *op : dead)
+      if (op->use_empty())
+        op->erase();
+    return true;
+  }
+
+private:
+  /// Whether `v` is 1 + erf(x / sqrt 2) (or x * 1/sqrt 2), each piece used
+  /// once.
+  bool erfOf(Value v, Value x) {
+    auto add = v.getDefiningOp<AddOp>();
+    if (!add || !add->hasOneUse())
+      return false;
+    Value e = near(splat(add.getB()), 1.0)   ? add.getA()
+              : near(splat(add.getA()), 1.0) ? add.getB()
+                                             : Value();
+    auto erf = e ? e.getDefiningOp<ErfOp>() : ErfOp();
+    if (!erf || !erf->hasOneUse())
+      return false;
+    Operation *scaled = erf.getX().getDefiningOp();
+    if (!scaled || !scaled->hasOneUse())
+      return false;
+    if (auto div = dyn_cast<DivOp>(scaled))
+      return div.getA() == x && near(splat(div.getB()), std::sqrt(2.0));
+    if (auto mul = dyn_cast<MulOp>(scaled))
+      return other(mul, x) && near(splat(other(mul, x)), std::sqrt(0.5));
+    return false;
+  }
+
+  Value ones(Location loc, RankedTensorType t) {
+    APFloat one(1.0);
+    bool lost;
+    one.convert(llvm::cast<FloatType>(t.getElementType()).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(t, one));
+  }
+
+  OpBuilder b;
+};
+
+struct FuseDecomposed : public mpc::impl::FuseDecomposedBase<FuseDecomposed> {
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<func::FuncOp>()) {
+      Fuser fuser(&getContext());
+      bool changed = false;
+      for (DivOp div : llvm::to_vector(f.getOps<DivOp>()))
+        changed |= fuser.layerNorm(div);
+      // A match erases other Muls: rescan after each.
+      for (bool found = true; found;) {
+        found = false;
+        for (MulOp mul : f.getOps<MulOp>())
+          if (fuser.gelu(mul)) {
+            found = changed = true;
+            break;
+          }
+      }
+      if (!changed)
+        continue;
+      for (Operation &op :
+           llvm::make_early_inc_range(llvm::reverse(f.getBody().front())))
+        if (isOpTriviallyDead(&op))
+          op.erase();
+    }
+  }
+};
+
+} // namespace
