@@ -70,6 +70,30 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
   return true;
 }
 
+/// RMSNormalization, a thread per row, summing as the CPU backend does.
+bool Emitter::rmsNorm(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
+  axis = axis < 0 ? axis + rank : axis;
+  int64_t rows = 1, cols = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? rows : cols) *= x.shape[i];
+  int64_t sc = std::max<int64_t>(numElements(val(s.inputs[1]).shape), 1);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << rows << "LL) return;\n  const i64 n = " << cols
+     << "LL, base = i * n;\n  float sq = 0.0f;\n"
+     << "  for (i64 j = 0; j < n; ++j) { float v = ld(in0, base + j); sq += v * v; }\n"
+     << "  float inv = 1.0f / sqrtf(sq / (float)n + "
+     << flt((float)s.getFloat("epsilon", 1e-5)) << ");\n"
+     << "  for (i64 j = 0; j < n; ++j) st(out0, base + j, ld(in0, base + j) * inv * ld(in1, j % "
+     << sc << "LL));\n";
+  if (s.outputs.size() > 1)
+    cu << "  st(out1, i, inv);\n";
+  cu << "}\n\n";
+  launch1d(s, name, rows);
+  return true;
+}
+
 /// BatchNormalization. Inference (`train` false): a thread per element
 /// with the running statistics. Training: a block per channel sums the
 /// batch in double (as the CPU backend: population variance from the sum
@@ -321,6 +345,7 @@ void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::Softmax, &Emitter::softmax);
   t.emit(OpId::LogSoftmax, &Emitter::softmax);
   t.emit(OpId::LayerNorm, &Emitter::layerNorm);
+  t.emit(OpId::RmsNorm, &Emitter::rmsNorm);
   t.emit(OpId::BatchNorm, &Emitter::batchNorm);
   t.emit(OpId::BatchNormTrain, &Emitter::batchNorm);
   for (OpId op : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax,

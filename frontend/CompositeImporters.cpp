@@ -382,8 +382,22 @@ LogicalResult importRMSNorm(NodeContext &c) {
   if (axis < -rank || axis >= rank)
     return c.fail("axis " + Twine(axis) + " is out of range for rank " +
                   Twine(rank));
+  // One mpc.rms_norm when the scale is a trailing part of the normalized
+  // shape (as exporters write it); its definition otherwise.
+  int64_t first = axis < 0 ? axis + rank : axis;
+  ArrayRef<int64_t> norm = typeOf(x).getShape().drop_front(first),
+                    scaleShape = typeOf(c.input(1)).getShape();
+  while (!scaleShape.empty() && scaleShape.front() == 1)
+    scaleShape = scaleShape.drop_front();
+  if (scaleShape.size() <= norm.size() &&
+      scaleShape == norm.take_back(scaleShape.size()) &&
+      typeOf(c.input(1)).getElementType() == type)
+    return c.emit("mpc.rms_norm", {x, c.input(1)},
+                  {c.named("axis", c.b.getI64IntegerAttr(first)),
+                   c.named("epsilon",
+                           c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))});
   SmallVector<int64_t> axes;
-  for (int64_t a = axis < 0 ? axis + rank : axis; a < rank; ++a)
+  for (int64_t a = first; a < rank; ++a)
     axes.push_back(a);
   // In FLOAT: x * 1/sqrt(mean(x^2) + epsilon), then back to X's type and
   // times scale.

@@ -74,6 +74,26 @@ def Mpc_LayerNormOp : Mpc_Op<"layer_norm", [Mpc_DenyNorm, Pure, Mpc_InferCustom]
                  Mpc_FloatTensor:$inv_std_dev);
 }
 
+def Mpc_RmsNormOp : Mpc_Op<"rms_norm", [Mpc_DenyNorm, Pure, Mpc_InferCustom]> {
+  let onnxName = "RMSNormalization";
+  let summary = "RMS normalization (ONNX RMSNormalization)";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + epsilon) * scale` over the dimensions from
+    `axis` on, in FP32 (the mean summed in index order); also returns the
+    inverse RMS (reduced dimensions kept as 1) for the backward pass.
+    `scale` has the normalized dimensions' trailing shape.
+
+    Example:
+    ```mlir
+    %y, %inv = mpc.rms_norm %x, %g {axis = -1 : i64, epsilon = 1.0e-06 : f32} : (tensor<4x16x64xf32>, tensor<64xf32>) -> (tensor<4x16x64xf32>, tensor<4x16x1xf32>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$scale,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$inv_rms);
+}
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

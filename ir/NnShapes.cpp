@@ -25,6 +25,31 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto x = rankedOf(adaptor.getX()), scale = rankedOf(adaptor.getScale());
+  auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
+  if (!axis)
+    return shapeError(loc, "rms_norm axis ", adaptor.getAxis(),
+                      " is out of range for rank ", x.getRank());
+  // The scale: a trailing part of the normalized shape (leading 1s aside).
+  ArrayRef<int64_t> norm = x.getShape().drop_front(*axis), s = scale.getShape();
+  while (!s.empty() && s.front() == 1)
+    s = s.drop_front();
+  if (s.size() > norm.size() || s != norm.take_back(s.size()))
+    return shapeError(loc, "rms_norm scale ", scale,
+                      " is not a trailing part of the normalized shape of ", x);
+  SmallVector<int64_t> statShape(x.getShape());
+  for (int64_t i = *axis; i < x.getRank(); ++i)
+    statShape[i] = 1;
+  types.push_back(x);
+  types.push_back(
+      RankedTensorType::get(statShape, Float32Type::get(x.getContext())));
+  return success();
+}
+
 /// Shared checks of the two classification losses: scores N x C x D...,
 /// labels N x D..., and the loss shape implied by `reduction`.
 static LogicalResult inferLossShape(std::optional<Location> loc, Value scores,

@@ -1,14 +1,17 @@
-//===- FuseDecomposed.cpp - decomposed layer norm and GELU to their ops ---===//
+//===- FuseDecomposed.cpp - decomposed norms and GELU to their ops --------===//
 //
-// Exports below opset 17 (LayerNormalization) and 20 (Gelu) spell these ops
-// out; this pass puts the ops back, so they run as one kernel with FP32
-// statistics and the precision passes see a layer norm (deny) rather than
-// its pieces:
+// Exports below opset 17 (LayerNormalization), 20 (Gelu) and 23
+// (RMSNormalization) spell these ops out; this pass puts the ops back, so
+// each runs as one kernel with FP32 statistics and the precision passes see
+// a normalization (deny) rather than its pieces:
 //
 //   d = x - reduce_mean(x, axes)              layer_norm(x, gamma, beta)
 //   v = reduce_mean(pow(d, 2) | d * d, axes)    {axis, epsilon}
 //   n = d / sqrt(v + eps)                   axes = [axis, rank), kept
 //   y = n * gamma + beta  (both optional)
+//
+//   x / sqrt(mean(x^2) + eps), or            rms_norm(x, w) {axis, epsilon}
+//   x * reciprocal(sqrt(...)), then * w
 //
 //   x * (erf(x / sqrt(2) | x * (1/sqrt(2))) + 1) * 0.5   gelu(x)
 //   (either product order, 0.5 applied first or last)
@@ -185,6 +188,85 @@ public:
     return true;
   }
 
+  /// x / sqrt(mean(x^2) + eps), or x * reciprocal(sqrt(...)) (torch's
+  /// rsqrt), then * weight where present: RMS normalization at `root`
+  /// (the Div or Mul by the inverse RMS).
+  bool rmsNorm(Operation *root) {
+    Value x, sqrtV;
+    SmallVector<Operation *> dead{root};
+    if (auto div = dyn_cast<DivOp>(root)) {
+      x = div.getA();
+      sqrtV = div.getB();
+    } else if (auto mul = dyn_cast<MulOp>(root)) {
+      for (int side = 0; side < 2 && !sqrtV; ++side) {
+        Value inv = side ? mul.getA() : mul.getB();
+        auto rec = inv.getDefiningOp<ReciprocalOp>();
+        if (rec && rec->hasOneUse()) {
+          x = side ? mul.getB() : mul.getA();
+          sqrtV = rec.getX();
+          dead.push_back(rec);
+        }
+      }
+    }
+    auto sqrt = sqrtV ? sqrtV.getDefiningOp<SqrtOp>() : SqrtOp();
+    if (!sqrt || !sqrt->hasOneUse())
+      return false;
+    auto addEps = sqrt.getX().getDefiningOp<AddOp>();
+    if (!addEps || !addEps->hasOneUse())
+      return false;
+    ReduceMeanOp ms = addEps.getA().getDefiningOp<ReduceMeanOp>();
+    std::optional<double> eps = splat(addEps.getB());
+    if (!ms) {
+      ms = addEps.getB().getDefiningOp<ReduceMeanOp>();
+      eps = splat(addEps.getA());
+    }
+    if (!ms || !eps || !ms->hasOneUse())
+      return false;
+    Operation *square = ms.getX().getDefiningOp();
+    if (!square || !square->hasOneUse())
+      return false;
+    if (auto pow = dyn_cast<PowOp>(square)) {
+      if (pow.getBase() != x || !near(splat(pow.getExponent()), 2.0))
+        return false;
+    } else if (auto mul = dyn_cast<MulOp>(square)) {
+      if (mul.getA() != x || mul.getB() != x)
+        return false;
+    } else {
+      return false;
+    }
+    auto axis = trailingMeanAxis(ms);
+    auto xt = typeOf(x);
+    if (!axis || typeOf(root->getResult(0)) != xt)
+      return false;
+    dead.append({sqrt, addEps, ms, square});
+    Value y = root->getResult(0), weight;
+    if (y.hasOneUse())
+      if (auto mul = dyn_cast<MulOp>(*y.getUsers().begin()))
+        if (Value w = other(mul, y); w && isFeatureVector(w, xt, *axis) &&
+                                     typeOf(mul) == xt) {
+          weight = w;
+          dead.insert(dead.begin(), mul);
+          y = mul.getResult();
+        }
+    b.setInsertionPointAfter(y.getDefiningOp());
+    Location loc = y.getDefiningOp()->getLoc();
+    RankedTensorType feat = xt.clone(xt.getShape().drop_front(*axis));
+    std::string diag;
+    auto rn = createInferred(
+        b, loc, RmsNormOp::getOperationName(),
+        {x, weight ? weight : ones(loc, feat)},
+        {b.getNamedAttr("axis", b.getI64IntegerAttr(*axis)),
+         b.getNamedAttr("epsilon", b.getF32FloatAttr((float)*eps))},
+        &diag);
+    if (failed(rn))
+      return false;
+    y.replaceAllUsesWith((*rn)->getResult(0));
+    for (Operation *op : dead)
+      if (op->use_empty())
+        op->erase();
+    return true;
+  }
+
   /// x * (1 + erf(x / sqrt 2)) * 0.5, ending at `last` (the final Mul).
   bool gelu(MulOp last) {
     // One of the two products carries 0.5; the other is x * (1 + erf).
@@ -286,6 +368,15 @@ struct FuseDecomposed : public mpc::impl::FuseDecomposedBase<FuseDecomposed> {
       bool changed = false;
       for (DivOp div : llvm::to_vector(f.getOps<DivOp>()))
         changed |= fuser.layerNorm(div);
+      // RMS norms: a Div or Mul at their root; a match erases other Muls.
+      for (bool found = true; found;) {
+        found = false;
+        for (Operation &op : f.getBody().front())
+          if (isa<DivOp, MulOp>(op) && fuser.rmsNorm(&op)) {
+            found = changed = true;
+            break;
+          }
+      }
       // A match erases other Muls: rescan after each.
       for (bool found = true; found;) {
         found = false;

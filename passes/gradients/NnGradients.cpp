@@ -170,6 +170,27 @@ LogicalResult layerNormGrad(Context &c, LayerNormOp ln) {
   return success();
 }
 
+LogicalResult rmsNormGrad(Context &c, RmsNormOp rn) {
+  if (!c.elem.isF32())
+    return rn->emitError("rms_norm gradient needs f32 (casts around it come "
+                         "with mixed precision)");
+  auto in = typeOf(c.x(0));
+  int64_t axis = rn.getAxisAttr().getInt();
+  axis = axis < 0 ? axis + in.getRank() : axis;
+  SmallVector<int64_t> axes;
+  for (int64_t i = axis; i < in.getRank(); ++i)
+    axes.push_back(i);
+  // xhat = x * inv; dx = inv * (dxhat - xhat * mean(dxhat * xhat)).
+  Value xhat = c.make<MulOp>({c.x(0), rn.getInvRms()});
+  Value dxhat = c.make<MulOp>({c.g, rn.getScale()});
+  Value proj = reduceKeep<ReduceMeanOp>(c, c.make<MulOp>({dxhat, xhat}), axes);
+  c.grads[0] = c.make<MulOp>(
+      {rn.getInvRms(),
+       c.make<SubOp>({dxhat, c.make<MulOp>({xhat, proj})})});
+  c.grads[1] = c.un(c.make<MulOp>({c.g, xhat}), 1);
+  return success();
+}
+
 /// Swaps the last two dimensions.
 Value transposeLast(Context &c, Value v) {
   int64_t r = typeOf(v).getRank();
@@ -251,6 +272,7 @@ void attachNnRules(MLIRContext *ctx) {
   attachRule<DropoutOp, dropoutGrad>(ctx);
   attachRule<BatchNormTrainOp, batchNormTrainGrad>(ctx);
   attachRule<LayerNormOp, layerNormGrad>(ctx);
+  attachRule<RmsNormOp, rmsNormGrad>(ctx);
 }
 
 } // namespace mlir::mpc::grad

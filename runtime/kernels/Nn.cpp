@@ -229,6 +229,37 @@ void layerNormK(KernelContext &c) {
   finishFloatOut(y, yBuf);
 }
 
+/// RMSNormalization in FP32: the mean square summed in index order (as the
+/// CUDA kernel sums it), y = x * inv * scale, rounded once.
+void rmsNormK(KernelContext &c) {
+  const Tensor &x = c.in(0), &scale = c.in(1);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  int64_t axis = normAxis(c.step.getInt("axis", -1), x.rank());
+  int64_t inner = 1;
+  for (int64_t i = axis; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  int64_t outer = x.size() / std::max<int64_t>(inner, 1);
+  int64_t sc = std::max<int64_t>(scale.size(), 1);
+  Tensor &y = c.output(0), &invOut = c.output(1);
+  std::vector<float> xBuf, sBuf, yBuf;
+  const float *xp = floatData(x, xBuf), *sp = floatData(scale, sBuf);
+  float *yp = floatOut(y, yBuf);
+  parallelFor(outer, 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *row = xp + r * inner;
+      float sq = 0.0f;
+      for (int64_t i = 0; i < inner; ++i)
+        sq += row[i] * row[i];
+      float inv = 1.0f / std::sqrt(sq / (float)inner + eps);
+      float *out = yp + r * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        out[i] = row[i] * inv * sp[i % sc];
+      invOut.setFloat(r, inv);
+    }
+  });
+  finishFloatOut(y, yBuf);
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
@@ -458,6 +489,7 @@ void registerNnKernels(KernelTable &t) {
   t.add(OpId::BatchNorm, batchNormK);
   t.add(OpId::BatchNormTrain, batchNormTrainK);
   t.add(OpId::LayerNorm, layerNormK);
+  t.add(OpId::RmsNorm, rmsNormK);
   t.add(OpId::Softmax, softmaxK<false>);
   t.add(OpId::LogSoftmax, softmaxK<true>);
   t.add(OpId::Dropout, dropoutK);

@@ -114,3 +114,35 @@ func.func @not_gelu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = mpc.mul %c, %h : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// RMS normalization as LLaMA-style code exports it: x * rsqrt(mean(x^2) +
+// eps) (Sqrt, Reciprocal), then times the weight.
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: %[[Y:.*]], %{{.*}} = mpc.rms_norm %arg0, %arg1 {axis = 2 : i64, epsilon = 9.99999997E-7 : f32}
+// CHECK-NOT: mpc.reduce_mean
+// CHECK: return %[[Y]]
+func.func @rms_norm(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>) -> tensor<2x16x64xf32> {
+  %two = mpc.constant dense<2.0> : tensor<f32>
+  %p = mpc.pow %x, %two : (tensor<2x16x64xf32>, tensor<f32>) -> tensor<2x16x64xf32>
+  %v = mpc.reduce_mean %p {axes = array<i64: -1>} : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
+  %eps = mpc.constant dense<1.0e-6> : tensor<f32>
+  %e = mpc.add %v, %eps : (tensor<2x16x1xf32>, tensor<f32>) -> tensor<2x16x1xf32>
+  %s = mpc.sqrt %e : (tensor<2x16x1xf32>) -> tensor<2x16x1xf32>
+  %r = mpc.reciprocal %s : (tensor<2x16x1xf32>) -> tensor<2x16x1xf32>
+  %n = mpc.mul %x, %r : (tensor<2x16x64xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  %y = mpc.mul %w, %n : (tensor<64xf32>, tensor<2x16x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// x / sqrt(mean(x * x) + eps) without a weight: a scale of ones.
+// CHECK-LABEL: func.func @rms_norm_div
+// CHECK: mpc.rms_norm %arg0, %{{.*}} {axis = 1 : i64}
+func.func @rms_norm_div(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %p = mpc.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %v = mpc.reduce_mean %p {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %eps = mpc.constant dense<1.0e-5> : tensor<f32>
+  %e = mpc.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = mpc.sqrt %e : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = mpc.div %x, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
