@@ -14,7 +14,11 @@
 #      for HMMA (mpc doctor) and runs the artifact on the CPU backend;
 #   7. compiles the whole fp16 train step (forward, backward, loss scaling,
 #      Adam on FP32 masters) to CUDA and shows a fused kernel: Adam's
-#      update of one weight, seven steps in one kernel.
+#      update of one weight, seven steps in one kernel;
+#   8. transformers: an opset-23 block (RMSNormalization, RotaryEmbedding,
+#      grouped-query causal Attention) checked against onnxruntime and
+#      finite differences and trained in fp32/fp16/bf16, then the memory
+#      plan of a 4k-token GPT-2 train step with attention fused and not.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/build.sh" >/dev/null
@@ -97,7 +101,8 @@ echo "== 6. mpc compile --precision fp16: the CUDA artifact"
 "$mpc" compile "$model" -o "$work/mlp-cuda" --precision fp16 --batch 64 --arch sm_80,sm_90
 ls -l "$work/mlp-cuda" | awk 'NR > 1 {print "  " $5 "\t" $9}'
 echo "-- one tensor-core GEMM kernel of kernels.cu (bias and Relu in its epilogue):"
-grep -A5 "^struct k7_gemm_ctx" "$work/mlp-cuda/kernels.cu" | cut -c1-160
+gemm=$(grep -o "^struct gemm_[0-9a-f]*_ctx" "$work/mlp-cuda/kernels.cu" | head -1 | cut -d' ' -f2)
+grep -A5 "^struct $gemm" "$work/mlp-cuda/kernels.cu" | cut -c1-160
 grep "tc_gemm<__half>(64, 128, 64" "$work/mlp-cuda/kernels.cu"
 # cuobjdump and nvdisasm come from PyPI wheels (scripts/setup.sh).
 wheel_bin=$(python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))" 2>/dev/null || true)
@@ -109,9 +114,15 @@ echo "-- the artifact on the CPU backend (the GPU runs it with --device cuda):"
 echo
 echo "== 7. mpc compile --train: the whole fp16 train step as CUDA kernels"
 "$mpc" compile "$model" -o "$work/mlp-train" --precision fp16 --batch 64 --arch sm_80 --train --optimizer adam --lr 0.01
-echo "-- fused elementwise chains (k<step>_chain<steps>_<last op>):"
-grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "k[0-9]*_chain[0-9]*_[a-z_]*" | tr '\n' ' '; echo
+echo "-- fused elementwise chains (chain<steps>_<last op>_<hash of what it computes>):"
+grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_[a-z_]*_[0-9a-f]*" | tr '\n' ' '; echo
 echo "-- Adam's update of the last layer's weight in one kernel (intermediates in registers):"
-kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "k[0-9]*_chain7_where" | tail -1)
+kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain7_where_[0-9a-f]*" | tail -1)
 sed -n "/void __launch_bounds__(256) $kernel(/,/^}/p" "$work/mlp-train/kernels.cu" | grep -E "^  (float t|\{ float|st\()" | cut -c1-150
 echo "-- on a GPU: mpc train $model --device cuda ... (weights stay on the device, one CUDA graph per step)"
+
+echo
+echo "== 8. transformers: opset-23 Attention, RMSNormalization, RotaryEmbedding; fused attention"
+python3 "$root/test/models/Inputs/opset23_block.py" "$mpc" "$work"
+echo "-- a GPT-2 block at 4096 tokens, fp16 train step: attention fused (mpc.attention) and not"
+/usr/bin/python3 "$root/test/codegen/Inputs/attention_memory.py" "$mpc" "$work"
