@@ -21,8 +21,9 @@
 #      plan of a 4k-token GPT-2 train step with attention fused and not.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bash "$root/scripts/build.sh" >/dev/null
+[[ -n ${MPC_DEMO_NO_BUILD:-} ]] || bash "$root/scripts/build.sh" >/dev/null
 mpc=${MPC_BUILD_DIR:-$root/build}/bin/mpc
+py=${PYTHON:-python3} # the one scripts/setup.sh installed onnx and numpy for
 model=$root/examples/mlp.onnx
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -35,8 +36,8 @@ echo "== mpc import --batch 64 --require-static (every type static)"
 
 echo
 echo "== 2. mpc run on 64 digits (CPU reference backend)"
-python3 "$root/scripts/digits_data.py" "$work" >/dev/null
-python3 -c "import numpy as n; d='$work'; n.save(d+'/x64.npy', n.load(d+'/digits_test_x.npy')[:64]); n.save(d+'/y64.npy', n.load(d+'/digits_test_y.npy')[:64])"
+"$py" "$root/scripts/digits_data.py" "$work" >/dev/null
+"$py" -c "import numpy as n; d='$work'; n.save(d+'/x64.npy', n.load(d+'/digits_test_x.npy')[:64]); n.save(d+'/y64.npy', n.load(d+'/digits_test_y.npy')[:64])"
 "$mpc" run "$model" --input x="$work/x64.npy" --input labels="$work/y64.npy"
 
 echo
@@ -50,7 +51,7 @@ echo "== 3. mpc train: FP32, SGD lr 0.1, batch 64, 200 steps, file order"
   --batch 64 --lr 0.1 > "$work/torch.jsonl" 2>/dev/null
 echo
 echo "loss curve, mpc vs PyTorch (every 20 steps):"
-python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import json, sys
 d = sys.argv[1]
 m = [json.loads(l)["loss"] for l in open(d + "/mpc.jsonl")]
@@ -61,7 +62,7 @@ for i in list(range(0, len(m), 20)) + [len(m) - 1]:
 print(f"max relative difference over {len(m)} steps: "
       f"{max(abs(a - b) / abs(b) for a, b in zip(m, t)):.2e}")
 PY
-python3 "$root/test/models/Inputs/compare_losses.py" "$work/mpc.jsonl" \
+"$py" "$root/test/models/Inputs/compare_losses.py" "$work/mpc.jsonl" \
   "$work/torch.jsonl" --model "$work/trained.onnx" \
   --x "$work/digits_test_x.npy" --y "$work/digits_test_y.npy" | tail -1
 
@@ -73,7 +74,7 @@ for p in fp16 bf16; do
     --optimizer sgd --lr 0.1 --no-shuffle --precision $p \
     --metrics "$work/$p.jsonl" -o "$work/trained-$p.onnx" | grep "^precision"
 done
-python3 - "$work" <<'PY'
+"$py" - "$work" <<'PY'
 import json, sys
 import numpy as np, onnxruntime as ort
 d = sys.argv[1]
@@ -105,7 +106,7 @@ gemm=$(grep -o "^struct gemm_[0-9a-f]*_ctx" "$work/mlp-cuda/kernels.cu" | head -
 grep -A5 "^struct $gemm" "$work/mlp-cuda/kernels.cu" | cut -c1-160
 grep "tc_gemm<__half>(64, 128, 64" "$work/mlp-cuda/kernels.cu"
 # cuobjdump and nvdisasm come from PyPI wheels (scripts/setup.sh).
-wheel_bin=$(python3 -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))" 2>/dev/null || true)
+wheel_bin=$("$py" -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))" 2>/dev/null || true)
 echo "-- mpc doctor: GPU, toolkit, and tensor-core instructions in the SASS"
 PATH="$PATH:$wheel_bin" "$mpc" doctor "$work/mlp-cuda" || true
 echo "-- the artifact on the CPU backend (the GPU runs it with --device cuda):"
@@ -123,6 +124,6 @@ echo "-- on a GPU: mpc train $model --device cuda ... (weights stay on the devic
 
 echo
 echo "== 8. transformers: opset-23 Attention, RMSNormalization, RotaryEmbedding; fused attention"
-python3 "$root/test/models/Inputs/opset23_block.py" "$mpc" "$work"
+"$py" "$root/test/models/Inputs/opset23_block.py" "$mpc" "$work"
 echo "-- a GPT-2 block at 4096 tokens, fp16 train step: attention fused (mpc.attention) and not"
 /usr/bin/python3 "$root/test/codegen/Inputs/attention_memory.py" "$mpc" "$work"
