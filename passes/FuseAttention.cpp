@@ -199,7 +199,9 @@ public:
     m.dead = {pv, sm};
     // Masks and scales, from the softmax back to the QK^T product.
     Value s = sm.getX();
-    SmallVector<Value> masks; // additive biases, or where() to convert
+    // Additive biases, or where() to convert, each with the scale applied
+    // outside it (softmax((QK + m) / c) adds m / c).
+    SmallVector<std::pair<Value, double>> masks;
     for (int guard = 0; guard < 8; ++guard) {
       if (!s.getDefiningOp() || !singleUse(s))
         return std::nullopt;
@@ -220,7 +222,7 @@ public:
         bool bScores = typeOf(add.getB()) == typeOf(s) && leadsToProduct(add.getB());
         if (aScores == bScores)
           return std::nullopt;
-        masks.push_back(aScores ? add.getB() : add.getA());
+        masks.push_back({aScores ? add.getB() : add.getA(), m.scale});
         m.dead.push_back(op);
         s = aScores ? add.getA() : add.getB();
         continue;
@@ -237,7 +239,9 @@ public:
         bool scoresB = fillA && typeOf(where.getY()) == typeOf(s);
         if (scoresA == scoresB)
           return std::nullopt;
-        masks.push_back(where);
+        if (m.scale <= 0.0) // a negative scale would turn -inf into +inf
+          return std::nullopt;
+        masks.push_back({where, m.scale});
         m.dead.push_back(op);
         s = scoresA ? where.getX() : where.getY();
         continue;
@@ -293,14 +297,17 @@ public:
     }
     int64_t sq = typeOf(m.q).getDimSize(r - 2), skv = typeOf(k).getDimSize(r - 2);
     Value bias;
-    for (Value mask : pendingMasks) {
+    for (auto [mask, outer] : pendingMasks) {
       Value term = mask;
       if (auto where = mask.getDefiningOp<WhereOp>()) {
         bool fillIsB = (bool)scalarConstant(where.getY()) &&
                        typeOf(where.getX()).getRank() == r;
         double fill = *scalarConstant(fillIsB ? where.getY() : where.getX());
         // where(m, s, fill): the bias is fill where m is false.
-        term = maskBias(loc, where.getCondition(), elem, fill, !fillIsB);
+        term = maskBias(loc, where.getCondition(), elem, fill * outer,
+                        !fillIsB);
+      } else if (outer != 1.0) {
+        term = make<MulOp>(loc, {term, scalarValue(loc, typeOf(term).getElementType(), outer)});
       }
       bias = bias ? make<AddOp>(loc, {bias, term}) : term;
     }
@@ -380,7 +387,7 @@ private:
   }
 
   OpBuilder b;
-  SmallVector<Value> pendingMasks;
+  SmallVector<std::pair<Value, double>> pendingMasks;
 };
 
 struct FuseAttention : public mpc::impl::FuseAttentionBase<FuseAttention> {

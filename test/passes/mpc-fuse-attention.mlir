@@ -118,3 +118,18 @@ func.func @broadcast_batch(%q: tensor<2x4x8xf32>, %kt: tensor<1x8x4xf32>, %v: te
   %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// The mask added before the scale: softmax((QK^T + m) / 8) adds m / 8.
+// CHECK-LABEL: func.func @mask_then_scale
+// CHECK: %[[C:.*]] = mpc.constant dense<1.250000e-01> : tensor<f32>
+// CHECK: %[[B:.*]] = mpc.mul %arg3, %[[C]]
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[B]] {scale = 1.250000e-01 : f32}
+func.func @mask_then_scale(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>, %m: tensor<4x4xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %b = mpc.add %s, %m : (tensor<2x4x4xf32>, tensor<4x4xf32>) -> tensor<2x4x4xf32>
+  %c = mpc.constant dense<8.0> : tensor<f32>
+  %d = mpc.div %b, %c : (tensor<2x4x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %p = mpc.softmax %d : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
