@@ -105,7 +105,12 @@ bool Emitter::attention(Step &s, const std::string &name) {
      << "    for (i64 t = 0; t < " << g.dv << "LL; ++t) acc[t] += p * ld(in2, (b * "
      << g.skv << "LL + j) * " << g.dv << "LL + t);\n  }\n"
      << "  for (i64 t = 0; t < " << g.dv << "LL; ++t) st(out0, row * " << g.dv
-     << "LL + t, acc[t]);\n  st(out1, row, mx + logf(sum));\n}\n\n";
+     << "LL + t, acc[t]);\n  st(out1, row, mx + logf(sum));\n";
+  if (s.getInt("zero_masked_rows", 0)) // no attendable key: y = 0, lse = -inf
+    cu << "  if (mx == -INFINITY) { for (i64 t = 0; t < " << g.dv
+       << "LL; ++t) st(out0, row * " << g.dv
+       << "LL + t, 0.0f); st(out1, row, mx); }\n";
+  cu << "}\n\n";
   launch1d(s, name, g.batch * g.sq);
   return true;
 }
@@ -132,7 +137,8 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   // ds_ij into `ds` and p_ij into `p`, for query row `row` = (b, i) and
   // key row `key` = (b, j).
   std::ostringstream dsCode;
-  dsCode << "float p = expf(" << name << "_score(in1, in2, " << biasArg << ", b, i, j) - ld(in5, row));"
+  dsCode << "float lse = ld(in5, row); float p = lse == -INFINITY ? 0.0f : expf("
+         << name << "_score(in1, in2, " << biasArg << ", b, i, j) - lse);"
          << " float dp = 0.0f; for (i64 t = 0; t < " << g.dv
          << "LL; ++t) dp += ld(in0, row * " << g.dv << "LL + t) * ld(in3, key * "
          << g.dv << "LL + t); float ds = p * (dp - rowD);";

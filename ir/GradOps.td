@@ -55,7 +55,8 @@ def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom]> {
     Recomputes each probability from the saved log-sum-exp,
     `p = exp(scale * q k^T + bias - lse)`, and returns
     `dv = p^T dy`, `ds = p * (dy v^T - rowsum(dy * y))`, `dq = scale ds k`,
-    `dk = scale ds^T q`, accumulated in FP32, each in its operand's type.
+    `dk = scale ds^T q`, accumulated in FP32, each in its operand's type;
+    p = 0 in a row whose lse is -inf (a fully masked row).
     The gradient w.r.t. the bias, when one is needed, is built from forward
     ops by the gradient rule.
 

@@ -109,8 +109,9 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
     and the products accumulate in FP32 whatever the operands' type, and
     no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of each
     query's scores (FP32), is all the backward pass (mpc.attention_grad)
-    keeps, as FlashAttention does. A row with no attendable key gives NaN,
-    as the softmax it replaces would.
+    keeps, as FlashAttention does. A row with no attendable key (every
+    score -inf) gives NaN, as the softmax it replaces would, or, with
+    `zero_masked_rows` (ONNX Attention's rule), y = 0 and lse = -inf.
 
     Example:
     ```mlir
@@ -120,7 +121,8 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
   let arguments = (ins Mpc_FloatTensor:$q, Mpc_FloatTensor:$k,
                    Mpc_FloatTensor:$v, Optional<Mpc_FloatTensor>:$bias,
                    F32Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows);
   let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$lse);
   let hasVerifier = 1;
 }

@@ -85,11 +85,21 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *,
     }
     shape.push_back(d);
   }
+  // A 0 anywhere makes the count 0, however large the other dimensions.
+  bool empty = false;
   for (int64_t i = 0; i < data.getRank(); ++i)
-    if (!copied[i])
-      total = (total == kDyn || data.isDynamicDim(i))
-                  ? kDyn
-                  : total * data.getDimSize(i);
+    empty |= !copied[i] && data.getDimSize(i) == 0;
+  for (int64_t i = 0; i < data.getRank() && !empty; ++i) {
+    if (copied[i])
+      continue;
+    if (total == kDyn || data.isDynamicDim(i))
+      total = kDyn;
+    else if (llvm::MulOverflow(total, data.getDimSize(i), total))
+      return shapeError(loc, "reshape input ", data,
+                        " has more elements than int64 can count");
+  }
+  if (empty)
+    total = 0;
   if (inferIdx >= 0) {
     if (total == kDyn || known == kDyn)
       shape[inferIdx] = kDyn;

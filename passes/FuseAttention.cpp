@@ -170,9 +170,18 @@ bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
   return true;
 }
 
+/// A mask on the scores: an additive bias, or a where() that replaces
+/// scores by a fill (`scoreWhere`), with the scale applied outside it.
+struct Mask {
+  Value value;
+  double outerScale;
+  bool scoreWhere;
+};
+
 struct Match {
   Value q, k, v, bias;
   double scale = 1.0;
+  bool zeroMaskedRows = false;
   Operation *pv = nullptr;
   SmallVector<Operation *> dead; // the matched ops, users first
 };
@@ -189,19 +198,42 @@ public:
         ((int64_t)sm.getAxis() != -1 && (int64_t)sm.getAxis() != r - 1) ||
         !singleUse(sm.getResult()))
       return std::nullopt;
-    auto pv = dyn_cast<MatMulOp>(*sm.getResult().getUsers().begin());
-    if (!pv || pv->getOperand(0) != sm.getResult() ||
+    Match m;
+    // ONNX Attention's guard, as imported: where(rows whose bias is all
+    // -inf, 0, P) zeroes the rows with no attendable key.
+    Value probs = sm.getResult();
+    Value guardBias;
+    if (auto w = dyn_cast<WhereOp>(*probs.getUsers().begin())) {
+      auto dead = w.getCondition().getDefiningOp<IsInfOp>();
+      auto rowMax = dead ? dead.getX().getDefiningOp<ReduceMaxOp>()
+                         : ReduceMaxOp();
+      std::optional<double> zero = scalarConstant(w.getX());
+      if (!rowMax || w.getY() != probs || !zero || *zero != 0.0 ||
+          dead.getDetectPositive() || !dead.getDetectNegative() ||
+          !rowMax.getKeepdims() || !rowMax.getAxes() ||
+          rowMax.getAxes()->size() != 1 ||
+          ((*rowMax.getAxes())[0] != -1 &&
+           (*rowMax.getAxes())[0] != typeOf(rowMax.getX()).getRank() - 1) ||
+          !singleUse(w.getResult()))
+        return std::nullopt;
+      guardBias = rowMax.getX();
+      m.dead = {w, sm, dead, rowMax};
+      probs = w.getResult();
+    }
+    auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
+    if (!pv || pv->getOperand(0) != probs ||
         typeOf(pv->getOperand(1)).getRank() != r)
       return std::nullopt;
-    Match m;
     m.pv = pv;
     m.v = pv->getOperand(1);
-    m.dead = {pv, sm};
+    if (m.dead.empty())
+      m.dead.push_back(sm);
+    m.dead.insert(m.dead.begin(), pv);
     // Masks and scales, from the softmax back to the QK^T product.
     Value s = sm.getX();
-    // Additive biases, or where() to convert, each with the scale applied
-    // outside it (softmax((QK + m) / c) adds m / c).
-    SmallVector<std::pair<Value, double>> masks;
+    // Additive biases, or where()s over the scores to convert, each with
+    // the scale applied outside it (softmax((QK + m) / c) adds m / c).
+    SmallVector<Mask> masks;
     for (int guard = 0; guard < 8; ++guard) {
       if (!s.getDefiningOp() || !singleUse(s))
         return std::nullopt;
@@ -222,7 +254,7 @@ public:
         bool bScores = typeOf(add.getB()) == typeOf(s) && leadsToProduct(add.getB());
         if (aScores == bScores)
           return std::nullopt;
-        masks.push_back({aScores ? add.getB() : add.getA(), m.scale});
+        masks.push_back({aScores ? add.getB() : add.getA(), m.scale, false});
         m.dead.push_back(op);
         s = aScores ? add.getA() : add.getB();
         continue;
@@ -241,7 +273,7 @@ public:
           return std::nullopt;
         if (m.scale <= 0.0) // a negative scale would turn -inf into +inf
           return std::nullopt;
-        masks.push_back({where, m.scale});
+        masks.push_back({where, m.scale, true});
         m.dead.push_back(op);
         s = scoresA ? where.getX() : where.getY();
         continue;
@@ -266,6 +298,11 @@ public:
     if (ktT.getDimSize(r - 1) != v.getDimSize(r - 2))
       return std::nullopt;
     m.k = kt; // K^T for now: build() transposes it
+    // The guard must test the one bias the scores get, unscaled.
+    if (guardBias && (masks.size() != 1 || masks[0].value != guardBias ||
+                      masks[0].outerScale != 1.0 || masks[0].scoreWhere))
+      return std::nullopt;
+    m.zeroMaskedRows = (bool)guardBias;
     m.bias = Value();
     pendingMasks = masks;
     return m;
@@ -297,9 +334,11 @@ public:
     }
     int64_t sq = typeOf(m.q).getDimSize(r - 2), skv = typeOf(k).getDimSize(r - 2);
     Value bias;
-    for (auto [mask, outer] : pendingMasks) {
-      Value term = mask;
-      if (auto where = mask.getDefiningOp<WhereOp>()) {
+    for (const Mask &mask : pendingMasks) {
+      Value term = mask.value;
+      double outer = mask.outerScale;
+      if (mask.scoreWhere) {
+        auto where = mask.value.getDefiningOp<WhereOp>();
         bool fillIsB = (bool)scalarConstant(where.getY()) &&
                        typeOf(where.getX()).getRank() == r;
         double fill = *scalarConstant(fillIsB ? where.getY() : where.getX());
@@ -324,7 +363,8 @@ public:
     auto at = createInferred(
         b, loc, AttentionOp::getOperationName(), operands,
         {b.getNamedAttr("scale", b.getF32FloatAttr((float)m.scale)),
-         b.getNamedAttr("causal", b.getBoolAttr(causal))},
+         b.getNamedAttr("causal", b.getBoolAttr(causal)),
+         b.getNamedAttr("zero_masked_rows", b.getBoolAttr(m.zeroMaskedRows))},
         &diag);
     m.pv->getResult(0).replaceAllUsesWith((*at)->getResult(0));
     for (Operation *op : m.dead)
@@ -387,7 +427,7 @@ private:
   }
 
   OpBuilder b;
-  SmallVector<std::pair<Value, double>> pendingMasks;
+  SmallVector<Mask> pendingMasks;
 };
 
 struct FuseAttention : public mpc::impl::FuseAttentionBase<FuseAttention> {

@@ -217,6 +217,7 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
                            operands,
                            {c.b.getNamedAttr("scale", at.getScaleAttr()),
                             c.b.getNamedAttr("causal", at.getCausalAttr())});
+  // attention_grad needs no flag: p = 0 wherever lse is -inf.
   for (unsigned i = 0; i < 3; ++i)
     c.grads[i] = grad->getResult(i);
   if (!at.getBias())
@@ -248,6 +249,12 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
   lse = c.make<UnsqueezeOp>(
       lse, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({r - 1}))});
   Value p = c.make<ExpOp>(c.make<SubOp>({scores, lse}));
+  if (at.getZeroMaskedRows()) // rows with no attendable key: p = 0, not NaN
+    p = c.make<WhereOp>(
+        {makeOp(c.b, c.loc, IsInfOp::getOperationName(), {lse},
+                {c.b.getNamedAttr("detect_positive", c.b.getBoolAttr(false))})
+             ->getResult(0),
+         grad::scalar(c.b, c.loc, elem, 0.0), p});
   Value dp = c.make<MatMulOp>({c.g, transposeLast(c, at.getV())});
   Value rowD = reduceKeep<ReduceSumOp>(c, c.make<MulOp>({c.g, c.y}), {r - 1});
   Value ds = c.make<MulOp>({p, c.make<SubOp>({dp, rowD})});

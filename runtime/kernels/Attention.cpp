@@ -27,7 +27,7 @@ struct Geometry {
   Shape lead;              // leading dimensions of the scores
   std::vector<int64_t> bs; // bias strides, one per scores dimension
   float scale = 1.0f;
-  bool causal = false;
+  bool causal = false, zeroMaskedRows = false;
 
   Geometry(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *bias,
            const Step &step) {
@@ -41,6 +41,7 @@ struct Geometry {
     dv = v.dim(r - 1);
     scale = (float)step.getFloat("scale", 1.0);
     causal = step.getInt("causal", 0) != 0;
+    zeroMaskedRows = step.getInt("zero_masked_rows", 0) != 0;
     bs.assign(r, 0);
     if (!bias)
       return;
@@ -119,6 +120,10 @@ void attentionK(KernelContext &c) {
           yi[t] += p * vb[j * g.dv + t];
       }
       lp[row] = mx + std::log(sum);
+      if (g.zeroMaskedRows && mx == -std::numeric_limits<float>::infinity()) {
+        std::fill(yi, yi + g.dv, 0.0f); // no attendable key
+        lp[row] = mx;
+      }
     }
   });
   finishFloatOut(y, yB);
@@ -136,7 +141,8 @@ inline float rowTerm(const Geometry &g, const float *dyi, const float *yi) {
 /// returns p_ij.
 inline float scoreGrad(const Geometry &g, float s, float lse, const float *dyi,
                        const float *vj, float rowD, float &p) {
-  p = std::exp(s - lse);
+  p = lse == -std::numeric_limits<float>::infinity() ? 0.0f
+                                                      : std::exp(s - lse);
   float dp = 0.0f;
   for (int64_t t = 0; t < g.dv; ++t)
     dp += dyi[t] * vj[t];

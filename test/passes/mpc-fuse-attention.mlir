@@ -133,3 +133,39 @@ func.func @mask_then_scale(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: te
   %y = mpc.matmul %p, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// ONNX Attention as imported: a boolean mask made a bias by where(), and the
+// guard zeroing rows whose bias is all -inf. The bias stays as it is; the
+// guard becomes zero_masked_rows.
+// CHECK-LABEL: func.func @onnx_attention_guard
+// CHECK: %[[B:.*]] = mpc.where %arg3
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[B]] {scale = 1.000000e+00 : f32, zero_masked_rows = true}
+// CHECK-NOT: mpc.softmax
+func.func @onnx_attention_guard(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>, %m: tensor<4x6xi1>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %bias = mpc.where %m, %zero, %ninf : (tensor<4x6xi1>, tensor<f32>, tensor<f32>) -> tensor<4x6xf32>
+  %b = mpc.add %s, %bias : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %mx = mpc.reduce_max %bias {axes = array<i64: -1>} : (tensor<4x6xf32>) -> tensor<4x1xf32>
+  %dead = mpc.is_inf %mx {detect_positive = false} : (tensor<4x1xf32>) -> tensor<4x1xi1>
+  %g = mpc.where %dead, %zero, %p : (tensor<4x1xi1>, tensor<f32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %g, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// The same guard over a different value than the bias: left as written.
+// CHECK-LABEL: func.func @guard_other_value
+// CHECK-NOT: mpc.attention
+func.func @guard_other_value(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>, %bias: tensor<4x6xf32>, %other: tensor<4x6xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %b = mpc.add %s, %bias : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %mx = mpc.reduce_max %other {axes = array<i64: -1>} : (tensor<4x6xf32>) -> tensor<4x1xf32>
+  %dead = mpc.is_inf %mx {detect_positive = false} : (tensor<4x1xf32>) -> tensor<4x1xi1>
+  %g = mpc.where %dead, %zero, %p : (tensor<4x1xi1>, tensor<f32>, tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %g, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}

@@ -5,7 +5,9 @@ checked three ways: `mpc run` against onnxruntime, `mpc grad` against central
 differences of onnx's reference evaluator on a float64 copy of the model,
 and `mpc train` lowering the loss in fp32, fp16 and bf16.
 
-usage: opset23_block.py MPC WORKDIR
+usage: opset23_block.py MPC WORKDIR [--no-softcap]
+(without the softcap, mpc-fuse-attention fuses the Attention: the model is
+written as block-fused.onnx)
 """
 import json
 import os
@@ -19,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 mpc, work = sys.argv[1], sys.argv[2]
+softcap = {} if "--no-softcap" in sys.argv[3:] else {"softcap": 4.0}
 B, S, D, QH, KVH = 2, 6, 16, 4, 2
 HEAD = D // QH
 rng = np.random.default_rng(0)
@@ -48,7 +51,7 @@ nodes = [
     helper.make_node("RotaryEmbedding", ["k0", "cos", "sin", "pos"], ["k"],
                      num_heads=KVH, interleaved=1),
     helper.make_node("Attention", ["q", "k", "v", "mask"], ["a"], is_causal=1,
-                     q_num_heads=QH, kv_num_heads=KVH, softcap=4.0),
+                     q_num_heads=QH, kv_num_heads=KVH, **softcap),
     helper.make_node("MatMul", ["a", "w_o"], ["o"]),
     helper.make_node("Add", ["x", "o"], ["y"]),
     helper.make_node("Sub", ["y", "target"], ["e"]),
@@ -65,7 +68,7 @@ graph = helper.make_graph(
     params + caches)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
 onnx.checker.check_model(model, full_check=True)
-path = os.path.join(work, "block.onnx")
+path = os.path.join(work, "block.onnx" if softcap else "block-fused.onnx")
 onnx.save(model, path)
 
 x = rng.standard_normal((B, S, D)).astype(np.float32)
