@@ -1,16 +1,18 @@
 //===- CudaAttentionKernels.cpp - mpc.attention and its gradient ----------===//
 //
-// A thread per query row (forward, dq) or key row (dk, dv), the scores
-// recomputed on the fly and never stored: memory grows with the sequence,
-// not its square. The sums run in FP32 in the CPU backend's order
-// (runtime/kernels/Attention.cpp), so host emulation matches it bit for
-// bit. These are the correct, memory-linear first kernels; the tensor-core
-// FlashAttention-2 kernels (issue 14) replace them.
+// The forward: blocks of query rows streaming K/V tiles through shared
+// memory with an online softmax; the backward: a thread per query row (dq)
+// or key row (dk, dv). Scores are recomputed, never stored: memory grows
+// with the sequence, not its square. The sums run in FP32 in the CPU
+// backend's order (runtime/kernels/Attention.cpp), so host emulation
+// matches it bit for bit. SIMT kernels: the tensor-core FlashAttention-2
+// kernels (issue 14) are to replace them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace mlir::mpc::cuda {
@@ -34,7 +36,7 @@ Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   return g;
 }
 
-/// Device function `fn(q, k, bias, b, i, j)`: s_ij, the bias offset
+/// Device function `fn(q, krow, bias, b, i, j)`: s_ij, the bias offset
 /// arithmetic with its strides folded in as literals.
 std::string scoreFunction(const std::string &fn, const Dims &g,
                           const Shape *bias, float scale, bool causal,
@@ -54,16 +56,17 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
       stride *= (*bias)[i];
     }
   }
-  os << "__device__ __forceinline__ float " << fn << "(const " << qType
-     << " *__restrict__ q, const " << qType << " *__restrict__ k, const "
+  // `krow` is key j's row, in global memory or a shared-memory tile.
+  os << "template <typename K>\n__device__ __forceinline__ float " << fn
+     << "(const " << qType << " *__restrict__ q, const K *krow, const "
      << biasType << " *__restrict__ bias, i64 b, i64 i, i64 j) {\n";
   if (causal)
     os << "  if (j > i + " << g.skv - g.sq
        << "LL) return -INFINITY;\n";
   os << "  float dot = 0.0f;\n  for (i64 t = 0; t < " << g.d
      << "LL; ++t) dot += ld(q, (b * " << g.sq << "LL + i) * " << g.d
-     << "LL + t) * ld(k, (b * " << g.skv << "LL + j) * " << g.d
-     << "LL + t);\n  float s = " << flt(scale) << " * dot;\n";
+     << "LL + t) * ld(krow, t);\n  float s = " << flt(scale)
+     << " * dot;\n";
   if (bias) {
     os << "  i64 off = i * " << bs[r - 2] << "LL + j * " << bs[r - 1]
        << "LL, rest = b;\n";
@@ -78,8 +81,10 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
 
 } // namespace
 
-/// y and lse, a thread per query row: the row maximum, the sum of
-/// exponentials, then y = sum_j p_j v_j, recomputing the scores each pass.
+/// y and lse: a block of kRows query rows (a thread each, its q row in
+/// registers) streams K and V through shared memory a tile of keys at a
+/// time, with the online softmax of the CPU backend (same steps, same
+/// order). Rows past the end still load tiles and meet the barriers.
 bool Emitter::attention(Step &s, const std::string &name) {
   Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                   val(s.inputs[2]).shape);
@@ -88,30 +93,48 @@ bool Emitter::attention(Step &s, const std::string &name) {
   std::string qType = ctype(val(s.inputs[0]).dtype);
   std::string biasType = hasBias ? ctype(val(s.inputs[3]).dtype) : "float";
   std::string biasArg = hasBias ? "in3" : "(const float *)nullptr";
+  constexpr int64_t kRows = 64;
+  // Keys per tile: K and V tiles in at most 48 KiB of static shared memory.
+  int64_t tile = std::clamp<int64_t>(12288 / std::max<int64_t>(g.d + g.dv, 1),
+                                     1, 32);
+  bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
                       s.getInt("causal", 0) != 0, qType, biasType)
-     << header(s, name, 256) << " {\n  i64 row = global_index();\n  if (row >= "
-     << g.batch * g.sq << "LL) return;\n  const i64 b = row / " << g.sq
-     << "LL, i = row % " << g.sq << "LL;\n"
-     << "  float mx = -INFINITY, sum = 0.0f;\n"
-     << "  for (i64 j = 0; j < " << g.skv
-     << "LL; ++j) mx = fmaxf(mx, " << name << "_score(in0, in1, " << biasArg << ", b, i, j));\n"
-     << "  for (i64 j = 0; j < " << g.skv
-     << "LL; ++j) sum += expf(" << name << "_score(in0, in1, " << biasArg << ", b, i, j) - mx);\n"
+     << header(s, name, kRows) << " {\n"
+     << "  __shared__ float ks[" << tile * g.d << "], vs[" << tile * g.dv
+     << "];\n  const i64 b = blockIdx.y, i = (i64)blockIdx.x * " << kRows
+     << "LL + threadIdx.x, row = b * " << g.sq << "LL + i;\n"
+     << "  const bool live = i < " << g.sq << "LL;\n"
      << "  float acc[" << g.dv << "];\n  for (i64 t = 0; t < " << g.dv
      << "LL; ++t) acc[t] = 0.0f;\n"
-     << "  for (i64 j = 0; j < " << g.skv << "LL; ++j) {\n"
-     << "    float p = expf(" << name << "_score(in0, in1, " << biasArg << ", b, i, j) - mx) / sum;\n"
-     << "    for (i64 t = 0; t < " << g.dv << "LL; ++t) acc[t] += p * ld(in2, (b * "
-     << g.skv << "LL + j) * " << g.dv << "LL + t);\n  }\n"
+     << "  float mx = -INFINITY, sum = 0.0f;\n"
+     << "  for (i64 j0 = 0; j0 < " << g.skv << "LL; j0 += " << tile << "LL) {\n"
+     << "    const i64 n = " << g.skv << "LL - j0 < " << tile << "LL ? " << g.skv
+     << "LL - j0 : " << tile << "LL;\n"
+     << "    for (i64 e = threadIdx.x; e < n * " << g.d << "LL; e += " << kRows
+     << "LL) ks[e] = ld(in1, (b * " << g.skv << "LL + j0) * " << g.d
+     << "LL + e);\n"
+     << "    for (i64 e = threadIdx.x; e < n * " << g.dv << "LL; e += " << kRows
+     << "LL) vs[e] = ld(in2, (b * " << g.skv << "LL + j0) * " << g.dv
+     << "LL + e);\n"
+     << "    __syncthreads();\n"
+     << "    for (i64 jj = 0; live && jj < n; ++jj) {\n"
+     << "      const float s = " << name << "_score(in0, ks + jj * " << g.d
+     << "LL, " << biasArg << ", b, i, j0 + jj);\n"
+     << "      if (s == -INFINITY) continue;\n"
+     << "      if (s > mx) { const float c = expf(mx - s); sum *= c; for (i64 t = 0; t < "
+     << g.dv << "LL; ++t) acc[t] *= c; mx = s; }\n"
+     << "      const float p = expf(s - mx); sum += p;\n"
+     << "      for (i64 t = 0; t < " << g.dv << "LL; ++t) acc[t] += p * vs[jj * "
+     << g.dv << "LL + t];\n    }\n    __syncthreads();\n  }\n"
+     << "  if (!live) return;\n"
+     << "  const bool none = sum == 0.0f;\n"
      << "  for (i64 t = 0; t < " << g.dv << "LL; ++t) st(out0, row * " << g.dv
-     << "LL + t, acc[t]);\n  st(out1, row, mx + logf(sum));\n";
-  if (s.getInt("zero_masked_rows", 0)) // no attendable key: y = 0, lse = -inf
-    cu << "  if (mx == -INFINITY) { for (i64 t = 0; t < " << g.dv
-       << "LL; ++t) st(out0, row * " << g.dv
-       << "LL + t, 0.0f); st(out1, row, mx); }\n";
-  cu << "}\n\n";
-  launch1d(s, name, g.batch * g.sq);
+     << "LL + t, " << (zeroMasked ? "none ? 0.0f : " : "") << "acc[t] / sum);\n"
+     << "  st(out1, row, none ? " << (zeroMasked ? "-INFINITY" : "nanf(\"\")")
+     << " : mx + logf(sum));\n}\n\n";
+  barrier = true;
+  launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kRows, 1, 1});
   return true;
 }
 
@@ -138,7 +161,8 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   // key row `key` = (b, j).
   std::ostringstream dsCode;
   dsCode << "float lse = ld(in5, row); float p = lse == -INFINITY ? 0.0f : expf("
-         << name << "_score(in1, in2, " << biasArg << ", b, i, j) - lse);"
+         << name << "_score(in1, in2 + key * " << g.d << "LL, " << biasArg
+         << ", b, i, j) - lse);"
          << " float dp = 0.0f; for (i64 t = 0; t < " << g.dv
          << "LL; ++t) dp += ld(in0, row * " << g.dv << "LL + t) * ld(in3, key * "
          << g.dv << "LL + t); float ds = p * (dp - rowD);";

@@ -3,8 +3,9 @@
 // The reference for the fused attention kernels: one query row (forward,
 // dq) or one key row (dk, dv) at a time, never an Sq x Skv matrix. Every
 // sum runs in FP32 in index order, as the CUDA kernels do, so host
-// emulation matches bit for bit: scores s = scale * (q . k) + bias, the
-// softmax from the row maximum, y = sum_j p_j v_j, lse = max + log(sum).
+// emulation matches bit for bit: scores s = scale * (q . k) + bias, an
+// online softmax over the keys in order (rescaled when the maximum grows),
+// y = sum_j p_j v_j / sum_j p_j, lse = max + log(sum).
 // The backward recomputes p = exp(s - lse) (FlashAttention's scheme).
 //
 //===----------------------------------------------------------------------===//
@@ -84,6 +85,38 @@ inline float score(const Geometry &g, const float *qi, const float *kj,
   return bias ? s + bias[bRow + j * g.biasKey()] : s;
 }
 
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// One key of the online softmax (FlashAttention's): a new maximum rescales
+/// the running sum and accumulator; a masked key (-inf) adds nothing. The
+/// CUDA kernel takes the same steps in the same order.
+inline void onlineStep(float s, const float *vj, int64_t dv, float &mx,
+                       float &sum, float *acc) {
+  if (s == -kInf)
+    return;
+  if (s > mx) {
+    float c = std::exp(mx - s);
+    sum *= c;
+    for (int64_t t = 0; t < dv; ++t)
+      acc[t] *= c;
+    mx = s;
+  }
+  float p = std::exp(s - mx);
+  sum += p;
+  for (int64_t t = 0; t < dv; ++t)
+    acc[t] += p * vj[t];
+}
+
+/// y = acc / sum and lse = max + log(sum); a row with no attendable key
+/// gives NaN as softmax would, or 0 and lse = -inf (`zeroMaskedRows`).
+inline void finishRow(float *acc, int64_t dv, float mx, float sum,
+                      bool zeroMaskedRows, float &lse) {
+  bool none = sum == 0.0f;
+  for (int64_t t = 0; t < dv; ++t)
+    acc[t] = none && zeroMaskedRows ? 0.0f : acc[t] / sum;
+  lse = none ? (zeroMaskedRows ? -kInf : std::nanf("")) : mx + std::log(sum);
+}
+
 void attentionK(KernelContext &c) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
   const Tensor *bias = c.input(3);
@@ -96,34 +129,18 @@ void attentionK(KernelContext &c) {
   float *yp = floatOut(y, yB);
   float *lp = lse.data<float>();
   parallelFor(g.batch * g.sq, 4, [&](int64_t begin, int64_t end) {
-    std::vector<float> s(g.skv);
     for (int64_t row = begin; row < end; ++row) {
       int64_t b = row / g.sq, i = row % g.sq;
       const float *qi = qp + row * g.d, *kb = kp + b * g.skv * g.d,
                   *vb = vp + b * g.skv * g.dv;
       int64_t bRow = bias ? g.biasRow(b, i) : 0;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < g.skv; ++j) {
-        s[j] = score(g, qi, kb + j * g.d, bp, bRow, i, j);
-        mx = std::max(mx, s[j]);
-      }
-      float sum = 0.0f;
-      for (int64_t j = 0; j < g.skv; ++j) {
-        s[j] = std::exp(s[j] - mx);
-        sum += s[j];
-      }
       float *yi = yp + row * g.dv;
-      std::fill(yi, yi + g.dv, 0.0f);
-      for (int64_t j = 0; j < g.skv; ++j) {
-        float p = s[j] / sum;
-        for (int64_t t = 0; t < g.dv; ++t)
-          yi[t] += p * vb[j * g.dv + t];
-      }
-      lp[row] = mx + std::log(sum);
-      if (g.zeroMaskedRows && mx == -std::numeric_limits<float>::infinity()) {
-        std::fill(yi, yi + g.dv, 0.0f); // no attendable key
-        lp[row] = mx;
-      }
+      std::fill(yi, yi + g.dv, 0.0f); // the running sum of p v
+      float mx = -kInf, sum = 0.0f;
+      for (int64_t j = 0; j < g.skv; ++j)
+        onlineStep(score(g, qi, kb + j * g.d, bp, bRow, i, j),
+                   vb + j * g.dv, g.dv, mx, sum, yi);
+      finishRow(yi, g.dv, mx, sum, g.zeroMaskedRows, lp[row]);
     }
   });
   finishFloatOut(y, yB);
