@@ -16,6 +16,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+
+#include <memory>
 #include "mlir/IR/Verifier.h"
 
 #include <onnx/onnx_pb.h>
@@ -44,12 +46,18 @@ inline void importBytes(const std::string &bytes, const char *path) {
   std::string error;
   if (!mlir::mpc::parseModelBytes(bytes, path, model, error))
     return checkOneLine(error);
-  static mlir::MLIRContext *ctx = [] {
-    auto *c = new mlir::MLIRContext(mlir::MLIRContext::Threading::DISABLED);
-    c->loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
-    c->printOpOnDiagnostic(false);
-    return c;
-  }();
+  // A context keeps every attribute and type it ever uniqued: a fresh one
+  // every few thousand inputs keeps millions of runs within libFuzzer's
+  // memory limit (one context for ~11M inputs grew past 4 GiB).
+  static std::unique_ptr<mlir::MLIRContext> ctx;
+  static unsigned uses = 0;
+  if (!ctx || ++uses % 4096 == 0) {
+    ctx.reset(); // before the next one: no two live at once
+    ctx = std::make_unique<mlir::MLIRContext>(
+        mlir::MLIRContext::Threading::DISABLED);
+    ctx->loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
+    ctx->printOpOnDiagnostic(false);
+  }
   mlir::mpc::ImportOptions options;
   options.modelPath = path;
   auto module = mlir::mpc::importModel(*ctx, model, options, error);
