@@ -88,6 +88,45 @@ bool isFeatureVector(Value p, RankedTensorType x, int64_t axis) {
   return shape == feat && t.getElementType() == x.getElementType();
 }
 
+/// sqrt(mean(v^2) + eps), each piece used once: the pieces and eps.
+struct RootMeanSquare {
+  SqrtOp sqrt;
+  AddOp addEps;
+  ReduceMeanOp mean;
+  Operation *square; // pow(v, 2) or v * v
+  double eps;
+};
+
+std::optional<RootMeanSquare> rootMeanSquareOf(Value root, Value v) {
+  auto sqrt = root ? root.getDefiningOp<SqrtOp>() : SqrtOp();
+  if (!sqrt || !sqrt->hasOneUse())
+    return std::nullopt;
+  auto addEps = sqrt.getX().getDefiningOp<AddOp>();
+  if (!addEps || !addEps->hasOneUse())
+    return std::nullopt;
+  ReduceMeanOp mean = addEps.getA().getDefiningOp<ReduceMeanOp>();
+  std::optional<double> eps = splat(addEps.getB());
+  if (!mean) {
+    mean = addEps.getB().getDefiningOp<ReduceMeanOp>();
+    eps = splat(addEps.getA());
+  }
+  if (!mean || !eps || !mean->hasOneUse())
+    return std::nullopt;
+  Operation *square = mean.getX().getDefiningOp();
+  if (!square || !square->hasOneUse())
+    return std::nullopt;
+  if (auto pow = dyn_cast<PowOp>(square)) {
+    if (pow.getBase() != v || !near(splat(pow.getExponent()), 2.0))
+      return std::nullopt;
+  } else if (auto mul = dyn_cast<MulOp>(square)) {
+    if (mul.getA() != v || mul.getB() != v)
+      return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  return RootMeanSquare{sqrt, addEps, mean, square, *eps};
+}
+
 class Fuser {
 public:
   explicit Fuser(MLIRContext *ctx) : b(ctx) {}
@@ -96,33 +135,13 @@ public:
   /// + beta where present.
   bool layerNorm(DivOp div) {
     Value d = div.getA();
-    auto sqrt = div.getB().getDefiningOp<SqrtOp>();
     auto sub = d.getDefiningOp<SubOp>();
-    if (!sqrt || !sub || !sqrt->hasOneUse())
+    auto rms = sub ? rootMeanSquareOf(div.getB(), d) : std::nullopt;
+    if (!rms)
       return false;
-    auto addEps = sqrt.getX().getDefiningOp<AddOp>();
-    if (!addEps || !addEps->hasOneUse())
-      return false;
-    ReduceMeanOp var = addEps.getA().getDefiningOp<ReduceMeanOp>();
-    std::optional<double> eps = splat(addEps.getB());
-    if (!var) {
-      var = addEps.getB().getDefiningOp<ReduceMeanOp>();
-      eps = splat(addEps.getA());
-    }
-    if (!var || !eps || !var->hasOneUse())
-      return false;
-    Operation *square = var.getX().getDefiningOp();
-    if (!square || !square->hasOneUse())
-      return false;
-    if (auto pow = dyn_cast<PowOp>(square)) {
-      if (pow.getBase() != d || !near(splat(pow.getExponent()), 2.0))
-        return false;
-    } else if (auto mul = dyn_cast<MulOp>(square)) {
-      if (mul.getA() != d || mul.getB() != d)
-        return false;
-    } else {
-      return false;
-    }
+    ReduceMeanOp var = rms->mean;
+    Operation *square = rms->square;
+    std::optional<double> eps = rms->eps;
     auto mean = sub.getB().getDefiningOp<ReduceMeanOp>();
     Value x = sub.getA();
     if (!mean || mean.getX() != x || !mean->hasOneUse())
@@ -136,7 +155,8 @@ public:
       if (user != square && user != div.getOperation())
         return false;
     // The affine part.
-    SmallVector<Operation *> dead{div, sqrt, addEps, var, square, sub, mean};
+    SmallVector<Operation *> dead{div, rms->sqrt, rms->addEps, var, square,
+                                  sub, mean};
     Value y = div.getResult(), gamma, beta;
     if (y.hasOneUse())
       if (auto mul = dyn_cast<MulOp>(*y.getUsers().begin()))
@@ -208,37 +228,16 @@ public:
         }
       }
     }
-    auto sqrt = sqrtV ? sqrtV.getDefiningOp<SqrtOp>() : SqrtOp();
-    if (!sqrt || !sqrt->hasOneUse())
+    auto rms = rootMeanSquareOf(sqrtV, x);
+    if (!rms)
       return false;
-    auto addEps = sqrt.getX().getDefiningOp<AddOp>();
-    if (!addEps || !addEps->hasOneUse())
-      return false;
-    ReduceMeanOp ms = addEps.getA().getDefiningOp<ReduceMeanOp>();
-    std::optional<double> eps = splat(addEps.getB());
-    if (!ms) {
-      ms = addEps.getB().getDefiningOp<ReduceMeanOp>();
-      eps = splat(addEps.getA());
-    }
-    if (!ms || !eps || !ms->hasOneUse())
-      return false;
-    Operation *square = ms.getX().getDefiningOp();
-    if (!square || !square->hasOneUse())
-      return false;
-    if (auto pow = dyn_cast<PowOp>(square)) {
-      if (pow.getBase() != x || !near(splat(pow.getExponent()), 2.0))
-        return false;
-    } else if (auto mul = dyn_cast<MulOp>(square)) {
-      if (mul.getA() != x || mul.getB() != x)
-        return false;
-    } else {
-      return false;
-    }
+    ReduceMeanOp ms = rms->mean;
+    std::optional<double> eps = rms->eps;
     auto axis = trailingMeanAxis(ms);
     auto xt = typeOf(x);
     if (!axis || typeOf(root->getResult(0)) != xt)
       return false;
-    dead.append({sqrt, addEps, ms, square});
+    dead.append({rms->sqrt, rms->addEps, ms, rms->square});
     Value y = root->getResult(0), weight;
     if (y.hasOneUse())
       if (auto mul = dyn_cast<MulOp>(*y.getUsers().begin()))
