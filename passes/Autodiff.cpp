@@ -2,11 +2,11 @@
 
 #include "ir/MpcOps.h"
 #include "passes/GradientRules.h"
+#include "passes/DeadOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 
 namespace mlir::mpc {
@@ -106,9 +106,7 @@ struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
     ret.erase();
     // Rules compute every operand's gradient; drop those nothing uses
     // (e.g. d(loss)/d(input)).
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-      if (isOpTriviallyDead(&op))
-        op.erase();
+    eraseDeadOps(body);
     step.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
                                            ValueRange(results).getTypes()));
     step.setAllResultAttrs(resultAttrs);

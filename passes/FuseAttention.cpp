@@ -25,12 +25,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "passes/DeadOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
 
@@ -444,10 +444,7 @@ struct FuseAttention : public mpc::impl::FuseAttentionBase<FuseAttention> {
       if (!fused)
         continue;
       // The masks' and scales' constants nothing reads any more.
-      for (Operation &op :
-           llvm::make_early_inc_range(llvm::reverse(f.getBody().front())))
-        if (isOpTriviallyDead(&op))
-          op.erase();
+      eraseDeadOps(f.getBody().front());
     }
   }
 };

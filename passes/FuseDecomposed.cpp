@@ -22,12 +22,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "passes/DeadOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
 
@@ -86,6 +86,23 @@ bool isFeatureVector(Value p, RankedTensorType x, int64_t axis) {
   while (shape.size() > feat.size() && shape.front() == 1)
     shape = shape.drop_front();
   return shape == feat && t.getElementType() == x.getElementType();
+}
+
+/// When `y`'s one user is an `OpTy` (Mul, Add) with a per-feature vector
+/// as its other operand: that vector, with `y` moved to the op's result and
+/// the op recorded as dead-to-be; null otherwise.
+template <typename OpTy>
+Value takeFeatureOperand(Value &y, RankedTensorType x, int64_t axis,
+                         SmallVectorImpl<Operation *> &dead) {
+  if (!y.hasOneUse())
+    return {};
+  auto op = dyn_cast<OpTy>(*y.getUsers().begin());
+  Value p = op ? other(op, y) : Value();
+  if (!p || !isFeatureVector(p, x, axis) || typeOf(op) != x)
+    return {};
+  dead.insert(dead.begin(), op);
+  y = op.getResult();
+  return p;
 }
 
 /// sqrt(mean(v^2) + eps), each piece used once: the pieces and eps.
@@ -157,23 +174,9 @@ public:
     // The affine part.
     SmallVector<Operation *> dead{div, rms->sqrt, rms->addEps, var, square,
                                   sub, mean};
-    Value y = div.getResult(), gamma, beta;
-    if (y.hasOneUse())
-      if (auto mul = dyn_cast<MulOp>(*y.getUsers().begin()))
-        if (Value g = other(mul, y); g && isFeatureVector(g, xt, *axis) &&
-                                      typeOf(mul) == xt) {
-          gamma = g;
-          dead.insert(dead.begin(), mul);
-          y = mul.getResult();
-        }
-    if (gamma && y.hasOneUse())
-      if (auto add = dyn_cast<AddOp>(*y.getUsers().begin()))
-        if (Value bt = other(add, y); bt && isFeatureVector(bt, xt, *axis) &&
-                                      typeOf(add) == xt) {
-          beta = bt;
-          dead.insert(dead.begin(), add);
-          y = add.getResult();
-        }
+    Value y = div.getResult();
+    Value gamma = takeFeatureOperand<MulOp>(y, xt, *axis, dead);
+    Value beta = gamma ? takeFeatureOperand<AddOp>(y, xt, *axis, dead) : Value();
     b.setInsertionPointAfter(y.getDefiningOp());
     Location loc = y.getDefiningOp()->getLoc();
     RankedTensorType feat = xt.clone(xt.getShape().drop_front(*axis));
@@ -238,15 +241,8 @@ public:
     if (!axis || typeOf(root->getResult(0)) != xt)
       return false;
     dead.append({rms->sqrt, rms->addEps, ms, rms->square});
-    Value y = root->getResult(0), weight;
-    if (y.hasOneUse())
-      if (auto mul = dyn_cast<MulOp>(*y.getUsers().begin()))
-        if (Value w = other(mul, y); w && isFeatureVector(w, xt, *axis) &&
-                                     typeOf(mul) == xt) {
-          weight = w;
-          dead.insert(dead.begin(), mul);
-          y = mul.getResult();
-        }
+    Value y = root->getResult(0);
+    Value weight = takeFeatureOperand<MulOp>(y, xt, *axis, dead);
     b.setInsertionPointAfter(y.getDefiningOp());
     Location loc = y.getDefiningOp()->getLoc();
     RankedTensorType feat = xt.clone(xt.getShape().drop_front(*axis));
@@ -387,10 +383,7 @@ struct FuseDecomposed : public mpc::impl::FuseDecomposedBase<FuseDecomposed> {
       }
       if (!changed)
         continue;
-      for (Operation &op :
-           llvm::make_early_inc_range(llvm::reverse(f.getBody().front())))
-        if (isOpTriviallyDead(&op))
-          op.erase();
+      eraseDeadOps(f.getBody().front());
     }
   }
 };

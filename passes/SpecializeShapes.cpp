@@ -1,11 +1,11 @@
 //===- SpecializeShapes.cpp - bind batch, fold shapes, refine types -------===//
 
 #include "ir/MpcOps.h"
+#include "passes/DeadOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::mpc {
 #define GEN_PASS_DEF_SPECIALIZESHAPES
@@ -70,9 +70,7 @@ struct SpecializeShapes
       }
     }
     // Shape arithmetic folded away leaves dead constants behind.
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
-      if (isOpTriviallyDead(&op))
-        op.erase();
+    eraseDeadOps(body);
     func.setFunctionType(FunctionType::get(
         func.getContext(), body.getArgumentTypes(),
         body.getTerminator()->getOperandTypes()));
