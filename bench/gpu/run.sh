@@ -27,6 +27,7 @@ if [[ -z $run ]]; then
   run=$root/build-gpu/bin/mpc-gpu-run
 fi
 gpu=$("$run" --probe 2>&1 | sed -n 's/^gpu: //p')
+mkdir -p "$out"
 results=$out/gpu-results.md
 {
   echo "## GPU: mpc artifacts vs PyTorch"
