@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 namespace mpc::rt {
 namespace {
@@ -174,6 +176,7 @@ private:
   Driver &d;
   bool useGraph;
   std::vector<Handle> modules; // kernels*.fatbin
+  std::map<std::string, Handle> moduleByFile, moduleOf; // file, kernel name
   Handle stream = nullptr, exec = nullptr;
   DevicePtr base = 0;
   std::vector<Handle> fns, prologues; // per step; prologues run first
@@ -182,14 +185,15 @@ private:
   int64_t underflowed = 0; // the last run's count
 
   /// Loads every kernels*.fatbin of the artifact (the kernel cache makes
-  /// several; older artifacts have one kernels.fatbin).
+  /// several; older artifacts have one kernels.fatbin) and reads
+  /// kernels.index, which names each kernel's module.
   bool loadModules(const std::string &dir, std::string &error) {
     std::vector<std::string> images;
     std::error_code ec;
     for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
       std::string name = e.path().filename().string();
       if (name.rfind("kernels", 0) == 0 && e.path().extension() == ".fatbin")
-        images.push_back(e.path().string());
+        images.push_back(name);
     }
     std::sort(images.begin(), images.end());
     if (images.empty())
@@ -198,18 +202,37 @@ private:
               false);
     for (const std::string &image : images) {
       Handle m = nullptr;
-      if (!check(d.moduleLoad(&m, image.c_str()), "loading " + image, error))
+      std::string path = dir + "/" + image;
+      if (!check(d.moduleLoad(&m, path.c_str()), "loading " + path, error))
         return false;
       modules.push_back(m);
+      moduleByFile[image] = m;
+    }
+    std::ifstream index(dir + "/kernels.index");
+    std::string kernel;
+    size_t i;
+    while (index >> kernel >> i) {
+      auto it = moduleByFile.find("kernels." + std::to_string(i) + ".fatbin");
+      if (it == moduleByFile.end())
+        return (error = dir + "/kernels.index names module " +
+                        std::to_string(i) + ", which the artifact lacks",
+                false);
+      moduleOf[kernel] = it->second;
     }
     return true;
   }
 
-  /// The kernel `name`, from whichever module has it.
+  /// The kernel `name`: from the module kernels.index names, else (older
+  /// artifacts) from whichever module has it.
   bool function(const std::string &name, Handle &fn, std::string &error) {
-    for (Handle m : modules)
-      if (d.moduleGetFunction(&fn, m, name.c_str()) == 0)
+    if (auto it = moduleOf.find(name); it != moduleOf.end()) {
+      if (d.moduleGetFunction(&fn, it->second, name.c_str()) == 0)
         return true;
+    } else if (moduleOf.empty()) {
+      for (Handle m : modules)
+        if (d.moduleGetFunction(&fn, m, name.c_str()) == 0)
+          return true;
+    }
     return (error = "kernel " + name + " is in none of the artifact's "
                                        "modules (kernels*.fatbin)",
             false);

@@ -40,15 +40,26 @@ struct Launch {
 };
 using Graph = std::vector<Launch>;
 
+/// A loaded module: the artifact's host build, and the fatbin's bytes,
+/// which name the kernels it holds (a lookup of any other kernel fails, as
+/// on a GPU).
+struct Module {
+  void *lib;
+  std::string image;
+};
+
 struct Stats {
-  long long launches = 0, graphLaunches = 0, htod = 0, dtoh = 0, dtod = 0;
+  long long launches = 0, graphLaunches = 0, htod = 0, dtoh = 0, dtod = 0,
+            missedLookups = 0;
   ~Stats() {
     if (const char *log = std::getenv("MPC_FAKE_CUDA_LOG"))
       if (FILE *f = std::fopen(log, "a")) {
         std::fprintf(f,
                      "kernel launches %lld, graph launches %lld, bytes to "
-                     "device %lld, to host %lld, device to device %lld\n",
-                     launches, graphLaunches, htod, dtoh, dtod);
+                     "device %lld, to host %lld, device to device %lld, "
+                     "kernel lookups missed %lld\n",
+                     launches, graphLaunches, htod, dtoh, dtod,
+                     missedLookups);
         std::fclose(f);
       }
   }
@@ -99,16 +110,33 @@ Result cuModuleLoad(void **module, const char *path) {
   if (!built.count(lib) && std::system(cmd.c_str()) != 0)
     return kInvalidImage;
   built.insert(lib);
-  *module = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  return *module ? kOk : kInvalidImage;
+  void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return kInvalidImage;
+  std::string image;
+  if (FILE *f = std::fopen(path, "rb")) {
+    char buf[65536];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+      image.append(buf, n);
+    std::fclose(f);
+  }
+  *module = new Module{handle, image};
+  return kOk;
 }
-Result cuModuleUnload(void *module) { return dlclose(module), kOk; }
+Result cuModuleUnload(void *module) {
+  auto *m = static_cast<Module *>(module);
+  dlclose(m->lib);
+  delete m;
+  return kOk;
+}
 Result cuModuleGetFunction(void **fn, void *module, const char *name) {
+  auto *m = static_cast<Module *>(module);
   std::string emu = std::string("emu_") + name;
-  auto f = (void (*)(void **))dlsym(module, emu.c_str());
-  auto n = (int *)dlsym(module, (emu + "_nparams").c_str());
-  if (!f || !n)
-    return kNotFound;
+  auto f = (void (*)(void **))dlsym(m->lib, emu.c_str());
+  auto n = (int *)dlsym(m->lib, (emu + "_nparams").c_str());
+  // An empty image (a test's stand-in fatbin) holds every kernel.
+  if (!f || !n || (!m->image.empty() && m->image.find(name) == std::string::npos))
+    return ++stats.missedLookups, kNotFound;
   *fn = new Kernel{f, *n};
   return kOk;
 }

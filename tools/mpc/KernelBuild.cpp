@@ -2,8 +2,8 @@
 //
 // Cache layout (version 1), all written as a temporary file renamed into
 // place, so concurrent compiles and crashes never leave a half entry:
-//   <cache>/kernels-v1/modules/<sha256 of the fatbin>.fatbin
-//   <cache>/kernels-v1/index/<key>   the module holding the kernel <key>
+//   <cache>/kernels-v2/modules/<sha256 of the fatbin>.fatbin
+//   <cache>/kernels-v2/index/<key>   the module holding the kernel <key>
 // A module whose content does not match its name is a corrupt entry: the
 // kernel counts as missing and is compiled (and stored) again.
 //
@@ -117,7 +117,7 @@ std::vector<std::string> gencodes(const std::vector<std::string> &arch) {
 class KernelCache {
 public:
   KernelCache(const std::string &dir, KernelBuildResult &result)
-      : root(dir.empty() ? "" : dir + "/kernels-v1"), result(result) {
+      : root(dir.empty() ? "" : dir + "/kernels-v2"), result(result) {
     if (root.empty())
       return;
     if (sys::fs::create_directories(root + "/index") ||
@@ -170,6 +170,23 @@ private:
     root.clear();
   }
 };
+
+/// The entry points a kernel's code defines: the kernel and any helper
+/// kernels launched beside it (a prologue that clears a counter...).
+std::vector<std::string> entryPoints(const mlir::mpc::CudaKernel &k) {
+  std::vector<std::string> names;
+  StringRef code = k.code;
+  for (size_t at = code.find("__global__"); at != StringRef::npos;
+       at = code.find("__global__", at + 1)) {
+    StringRef rest = code.substr(at);
+    size_t paren = rest.find('(');
+    if (rest.starts_with("__global__ void __launch_bounds__"))
+      paren = rest.find('(', rest.find(')') + 1);
+    StringRef head = rest.substr(0, paren).rtrim();
+    names.push_back(head.substr(head.find_last_of(" \n") + 1).str());
+  }
+  return names;
+}
 
 /// Splits `kernels` into at most `jobs` translation units of at least
 /// ~32 kernels each (nvcc's start-up is worth ~40 kernels), balanced by
@@ -237,6 +254,7 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
   std::set<std::string> seen;
   std::vector<const mlir::mpc::CudaKernel *> missing;
   std::map<const mlir::mpc::CudaKernel *, std::string> keys;
+  std::map<std::string, size_t> moduleOf; // kernel name -> index in modules
   for (const mlir::mpc::CudaKernel &k : module.kernels) {
     keys[&k] = sha256(context + k.name + "\n" + k.code);
     std::string path = cache.lookup(keys[&k]);
@@ -247,6 +265,9 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
     ++result.cached;
     if (seen.insert(path).second)
       modules.push_back(path);
+    for (const std::string &entry : entryPoints(k))
+      moduleOf[entry] =
+          std::find(modules.begin(), modules.end(), path) - modules.begin();
   }
 
   // The missing kernels: translation units compiled by parallel nvccs.
@@ -262,8 +283,10 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
       source += k->code;
     if (!writeAtomically(base + ".cu", source))
       return (error = "cannot write " + base + ".cu", false);
-    std::vector<std::string> args = {result.nvcc, "-fatbin", "-O3",
-                                     "-std=c++17", "-o", base + ".fatbin"};
+    std::vector<std::string> args = {result.nvcc};
+    for (StringRef f : split(kFlags, ' '))
+      args.push_back(f.str());
+    args.insert(args.end(), {"-o", base + ".fatbin"});
     args.insert(args.end(), flags.begin(), flags.end());
     args.push_back(base + ".cu");
     std::vector<StringRef> argv(args.begin(), args.end());
@@ -300,6 +323,9 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
     for (const mlir::mpc::CudaKernel *k : units[u])
       unitKeys.push_back(keys[k]);
     cache.store(*data, unitKeys);
+    for (const mlir::mpc::CudaKernel *k : units[u])
+      for (const std::string &entry : entryPoints(*k))
+        moduleOf[entry] = modules.size();
     modules.push_back(outputs[u]);
     result.compiled += units[u].size();
   }
@@ -314,6 +340,13 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
     if (sys::fs::copy_file(modules[i], to))
       return (error = "cannot write " + to, false);
   }
+  // kernels.index: the module of each kernel, so the runtime asks only
+  // that module for it (a cached module may hold other models' kernels).
+  std::string index;
+  for (const auto &[name, i] : moduleOf)
+    index += name + " " + std::to_string(i) + "\n";
+  if (!writeAtomically(dir + "/kernels.index", index))
+    return (error = "cannot write " + dir + "/kernels.index", false);
   for (size_t u = 0; u < units.size(); ++u)
     for (const char *ext : {".cu", ".fatbin", ".log"})
       sys::fs::remove(dir + "/unit." + std::to_string(u) + ext);

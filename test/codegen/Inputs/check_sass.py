@@ -6,7 +6,10 @@ architecture, and no fp32 GEMM kernel does. An instruction counts when its
 name (after an optional predicate) starts with HMMA or HGMMA; HFMA2.MMA is
 an ordinary-core instruction.
 
-usage: check_sass.py ARTIFACT_DIR
+With --opcodes OP,OP...: prints, per kernel and architecture, how many
+instructions start with each OP (e.g. FFMA,FMUL,FADD) instead.
+
+usage: check_sass.py ARTIFACT_DIR [--opcodes OP,OP...]
 """
 import glob
 import json
@@ -26,6 +29,8 @@ for image in images:
     if out.returncode != 0:
         sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
     sass += out.stdout
+opcodes = sys.argv[3].split(",") if sys.argv[2:3] == ["--opcodes"] else []
+ops = {}  # (kernel, arch) -> {opcode: count}
 counts, arch, fn = {}, None, None
 for line in sass.splitlines():
     t = line.strip()
@@ -40,6 +45,15 @@ for line in sass.splitlines():
             insn = insn.split(None, 1)[1] if " " in insn else ""
         if re.match(r"(HMMA|HGMMA)", insn):
             counts[fn][arch] += 1
+        for op in opcodes:
+            c = ops.setdefault((fn, arch), {o: 0 for o in opcodes})
+            if re.match(op + r"\b", insn):
+                c[op] += 1
+if opcodes:
+    for (k, a), c in sorted(ops.items()):
+        if k in set(summary["kernels"]):
+            print(f"{k} {a}: " + " ".join(f"{o}={c[o]}" for o in opcodes))
+    sys.exit(0)
 # A cached module can hold other models' kernels too: only ours count.
 counts = {k: v for k, v in counts.items() if k in set(summary["kernels"])}
 archs = sorted({a for c in counts.values() for a in c})
