@@ -18,6 +18,36 @@ using namespace ::mpc::rt;
 
 namespace mlir::mpc::cuda {
 
+namespace {
+
+/// Whether cuBLASLt computes a GEMM of these types as ours does: fp16/bf16
+/// operands (FP32 accumulation) into their own type or FP32; FP32 as FP32.
+bool libraryTypes(DType ab, DType y) {
+  if (ab == DType::F16 || ab == DType::BF16)
+    return y == ab || y == DType::F32;
+  return ab == DType::F32 && y == DType::F32;
+}
+
+/// The batch stride (in matrices) when `offsets` (per output batch) is
+/// z * stride for every z; -1 otherwise.
+int64_t uniformStride(const Shape &outBatch, const Shape &strides) {
+  int64_t batch = numElements(outBatch), stride = -1;
+  for (int64_t z = 0; z < batch; ++z) {
+    int64_t r = z, off = 0;
+    for (int64_t d = (int64_t)outBatch.size() - 1; d >= 0; --d) {
+      off += (r % outBatch[d]) * strides[d];
+      r /= outBatch[d];
+    }
+    if (z == 1)
+      stride = off;
+    if (off != z * std::max<int64_t>(stride, 0))
+      return -1;
+  }
+  return std::max<int64_t>(stride, 0);
+}
+
+} // namespace
+
 /// Loader and epilogue structs named after the kernel, then the kernel
 /// calling tc_gemm (low precision) or simt_gemm (fp32).
 void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
@@ -89,6 +119,30 @@ bool Emitter::gemm(Step &s, const std::string &name) {
   if (s.cuda.fusedRelu)
     epi += " v = mpc_relu(v);";
   epi += " st(Y, (i64)m * " + std::to_string(N) + " + n, v);";
+  // cuBLASLt: C as a full matrix (beta * C) or a row vector (the bias
+  // epilogue, beta 1); other broadcasts stay with the kernel.
+  const ValueInfo &b = val(s.inputs[1]);
+  if (libraryTypes(a.dtype, y.dtype) && b.dtype == a.dtype) {
+    LibraryGemm g;
+    g.m = M, g.n = N, g.k = K, g.transA = ta, g.transB = tb;
+    g.relu = s.cuda.fusedRelu, g.alpha = alpha, g.a = s.inputs[0],
+    g.b = s.inputs[1];
+    bool ok = true;
+    if (withC) {
+      const ValueInfo &c = val(s.inputs[2]);
+      if (c.dtype != y.dtype)
+        ok = false;
+      else if (c.shape == y.shape)
+        g.c = s.inputs[2], g.beta = beta;
+      else if (numElements(c.shape) == N && beta == 1.0 &&
+               (c.shape.size() == 1 || (c.shape.size() == 2 && c.shape[0] == 1)))
+        g.bias = s.inputs[2];
+      else
+        ok = false;
+    }
+    if (ok)
+      s.cuda.gemm = g;
+  }
   gemmKernel(s, name, a.dtype, M, N, K, 1,
              "  c.A = in0; c.B = in1; c.C = " +
                  std::string(withC ? "in2" : "nullptr") + "; c.Y = out0;\n",
@@ -125,6 +179,16 @@ bool Emitter::matmul(Step &s, const std::string &name) {
   };
   std::string prologue = "  c.A = in0; c.B = in1; c.Y = out0;\n  { i64 z = blockIdx.z; " +
                          offs + " c.oa = oa; c.ob = ob; }\n";
+  int64_t strideA = uniformStride(outBatch, as),
+          strideB = uniformStride(outBatch, bs);
+  if (libraryTypes(a.dtype, y.dtype) && b.dtype == a.dtype && strideA >= 0 &&
+      strideB >= 0) {
+    LibraryGemm g;
+    g.m = M, g.n = N, g.k = K, g.batch = batch, g.relu = s.cuda.fusedRelu;
+    g.strideA = strideA * M * K, g.strideB = strideB * K * N;
+    g.a = s.inputs[0], g.b = s.inputs[1];
+    s.cuda.gemm = g;
+  }
   gemmKernel(s, name, a.dtype, M, N, K, batch, prologue,
              rd("A", "oa * " + std::to_string(M * K) + " + (i64)m * " +
                          std::to_string(K) + " + k"),

@@ -30,6 +30,20 @@ using AttrValue = std::variant<int64_t, double, std::string,
                                std::vector<int64_t>, std::vector<std::string>,
                                Tensor>;
 
+/// A GEMM step the runtime may hand to cuBLASLt instead of its kernel
+/// (which stays as the fallback): row-major Y[z] = alpha * op(A[z]) x
+/// op(B[z]) (+ beta * C | + bias[n]) (ReLU), z < batch. Operands are value
+/// ids; C is a full [M, N] matrix, bias a vector of N, -1 when absent.
+struct LibraryGemm {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool transA = false, transB = false, relu = false;
+  int64_t strideA = 0, strideB = 0; // elements between batches; 0: shared
+  double alpha = 1.0, beta = 0.0;
+  int a = -1, b = -1, c = -1, bias = -1;
+
+  bool valid() const { return m > 0; }
+};
+
 /// How the CUDA backend runs a step, decided by codegen (CudaFusion.cpp,
 /// CudaEmitter.cpp) and read by the memory plan, the CUDA session and the
 /// host emulation. Default (no kernel, no alias) for CPU-only plans.
@@ -43,6 +57,7 @@ struct CudaLaunch {
   std::vector<int> inputs; // a chain's last step: what its kernel reads
   bool fusedRelu = false;  // a GEMM/conv applying its reader's Relu
   bool underflowCounter = false; // the kernel takes the counter, last
+  LibraryGemm gemm;               // valid(): cuBLASLt can run the step
 
   /// No kernel of its own: aliased, or computed in another step's kernel.
   bool inOtherKernel() const { return alias >= 0 || fusedInto >= 0; }
@@ -112,6 +127,9 @@ struct Plan {
   /// The GPU architectures the artifact's device code is for (sm_80, ...;
   /// PTX for the newest); empty for CPU-only plans.
   std::vector<std::string> cudaArch;
+  /// Who runs the GEMMs that have a LibraryGemm: "auto" (cuBLASLt where
+  /// its library loads, else the kernels), "cublaslt" or "mpc".
+  std::string cudaGemm = "auto";
 };
 
 } // namespace mpc::rt

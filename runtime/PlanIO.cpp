@@ -138,6 +138,13 @@ std::string cudaText(const CudaLaunch &c) {
     out += " fused-relu";
   if (c.underflowCounter)
     out += " underflow-counter";
+  if (const LibraryGemm &g = c.gemm; g.valid()) {
+    auto i = [](int64_t v) { return std::to_string(v) + ","; };
+    out += " gemm=" + i(g.m) + i(g.n) + i(g.k) + i(g.batch) + i(g.transA) +
+           i(g.transB) + i(g.relu) + i(g.strideA) + i(g.strideB) + i(g.a) +
+           i(g.b) + i(g.c) + i(g.bias) + hexFloat(g.alpha) + "," +
+           hexFloat(g.beta);
+  }
   return out;
 }
 
@@ -182,6 +189,8 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     os << "cuda-arch " << joinList(plan.cudaArch, [](const std::string &a) {
       return escape(a);
     }) << "\n";
+  if (plan.cudaGemm != "auto")
+    os << "cuda-gemm " << escape(plan.cudaGemm) << "\n";
   if (const auto &t = plan.train) {
     os << "train loss=" << t->loss << " loss-scale-init=" << hexFloat(t->lossScaleInit)
        << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2)

@@ -8,6 +8,7 @@
 #include "runtime/PlanIO.h"
 #include "runtime/PlanText.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -46,6 +47,24 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
     }
   }
   return true;
+}
+
+/// gemm=M,N,K,BATCH,TA,TB,RELU,SA,SB,A,B,C,BIAS,ALPHA,BETA.
+bool parseLibraryGemm(const std::string &text, LibraryGemm &g) {
+  std::vector<std::string> f = splitList(text);
+  if (f.size() != 15)
+    return false;
+  try {
+    int64_t v[13];
+    for (int i = 0; i < 13; ++i)
+      v[i] = std::stoll(f[i]);
+    g = {v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6] != 0, v[7], v[8],
+         std::stod(f[13]), std::stod(f[14]), (int)v[9], (int)v[10],
+         (int)v[11], (int)v[12]};
+  } catch (...) {
+    return false;
+  }
+  return g.valid() && g.n > 0 && g.k > 0 && g.batch > 0;
 }
 
 /// Reads the tokens of a `cuda` record; false on an unknown or bad one.
@@ -88,6 +107,8 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.fusedRelu = true;
     else if (key == "underflow-counter")
       c.underflowCounter = true;
+    else if (key == "gemm")
+      ok = parseLibraryGemm(value, c.gemm);
     else
       ok = false;
     if (!ok)
@@ -185,6 +206,11 @@ private:
         return "bad cuda-arch record";
       for (const std::string &a : splitList(list))
         plan.cudaArch.push_back(unescape(a));
+    } else if (kind == "cuda-gemm") {
+      std::string mode;
+      if (!(is >> mode) || (mode != "auto" && mode != "cublaslt" && mode != "mpc"))
+        return "bad cuda-gemm record";
+      plan.cudaGemm = mode;
     } else if (kind == "train") {
       plan.train.emplace();
       if (!parseTrain(is, *plan.train))
@@ -239,6 +265,15 @@ private:
       step->countUnderflow = true;
     else if (!parseCuda(is, step->cuda))
       return "bad cuda record";
+    else if (const LibraryGemm &g = step->cuda.gemm; g.valid()) {
+      auto operand = [&](int v) {
+        return std::find(step->inputs.begin(), step->inputs.end(), v) !=
+               step->inputs.end();
+      };
+      if (!operand(g.a) || !operand(g.b) || (g.c != -1 && !operand(g.c)) ||
+          (g.bias != -1 && !operand(g.bias)) || step->outputs.size() != 1)
+        return "gemm record names a value that is not the step's operand";
+    }
     return "";
   }
 

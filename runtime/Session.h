@@ -38,6 +38,9 @@ public:
   /// Gradient elements the last run flushed to zero (nonzero before and
   /// zero after a step marked mpc.count_underflow).
   virtual int64_t underflow() const = 0;
+  /// One line on how the session runs its work ("" when there is nothing
+  /// to say): for CUDA, who runs the GEMMs.
+  virtual std::string describe() const { return ""; }
 };
 
 /// The CPU backend (runPlan) as a session.

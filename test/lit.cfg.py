@@ -70,6 +70,11 @@ if missing:
         "will fail. Run scripts/setup.sh (it installs the CUDA 13 compiler "
         "and binary-utility wheels when no toolkit is present).")
 config.substitutions.append(("%cxx", shutil.which("g++") or "g++"))
+# The toolkit's headers (cublasLt.h...), for the checks of the constants
+# the runtime declares itself (it loads the libraries at run time).
+config.substitutions.append(("%cuda_include", os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")))
 # The CUDA driver double (test/codegen/FakeCudaDriver.cpp): MPC_CUDA_DRIVER
 # pointed at it runs --device cuda on the host.
-config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(config.mpc_obj_root, "lib", "libmpc-fake-cuda.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))
+# With it, MPC_CUBLASLT names the cuBLASLt double
+# (test/codegen/FakeCublasLt.cpp), so GEMM steps take the library path.
+config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(config.mpc_obj_root, "lib", "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(config.mpc_obj_root, "lib", "libmpc-fake-cublaslt.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))

@@ -77,11 +77,13 @@ std::string archMismatch(const Plan &plan, const std::string &dir,
 bool runPlanCuda(const Plan &plan, const std::string &dir,
                  const std::map<std::string, Tensor> &inputs,
                  std::vector<Tensor> &outputs, std::string &error, int repeat,
-                 double *milliseconds) {
+                 double *milliseconds, std::string *describe) {
   std::unique_ptr<Session> s =
       openCudaSession(plan, dir, /*graph=*/repeat > 0, error);
   if (!s)
     return false;
+  if (describe)
+    *describe = s->describe();
   for (const auto &[name, t] : inputs)
     if (valueOfName(plan, name) >= 0 && !s->set(name, t, error))
       return false;

@@ -52,11 +52,13 @@ std::unique_ptr<Session> openCudaSession(const Plan &plan,
 
 /// Runs an artifact's plan once on GPU 0 with `inputs` (by name) and copies
 /// the outputs back. `milliseconds`, when given, receives the median time
-/// of `repeat` more runs (a captured CUDA graph each).
+/// of `repeat` more runs (a captured CUDA graph each); `describe`, the
+/// session's line on who runs the GEMMs.
 bool runPlanCuda(const Plan &plan, const std::string &dir,
                  const std::map<std::string, Tensor> &inputs,
                  std::vector<Tensor> &outputs, std::string &error,
-                 int repeat = 0, double *milliseconds = nullptr);
+                 int repeat = 0, double *milliseconds = nullptr,
+                 std::string *describe = nullptr);
 
 } // namespace mpc::rt
 

@@ -12,6 +12,7 @@
 #include "runtime/OpTrace.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
@@ -67,10 +68,14 @@ public:
            !function(s.cuda.prologue, prologues[i], error)))
         return false;
     }
+    if (!gemms.open(plan, gemmSummary, error))
+      return false;
     int64_t arena = planDeviceMemory(plan, offsets);
     for (const Step &s : plan.steps)
       if (s.cuda.underflowCounter && counter < 0)
         counter = arena, arena += 256; // one u64, after the values
+    if (size_t w = gemms.workspaceBytes(); w > 0) // the libraries' scratch
+      workspace = (arena + 255) / 256 * 256, arena = workspace + (int64_t)w;
     if (!check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
                "allocating " + std::to_string(arena) + " bytes", error))
       return false;
@@ -171,6 +176,8 @@ public:
 
   int64_t underflow() const override { return underflowed; }
 
+  std::string describe() const override { return gemmSummary; }
+
 private:
   const Plan &plan;
   Driver &d;
@@ -181,6 +188,9 @@ private:
   DevicePtr base = 0;
   std::vector<Handle> fns, prologues; // per step; prologues run first
   std::vector<int64_t> offsets;
+  LibraryGemms gemms;      // the steps cuBLASLt runs
+  std::string gemmSummary; // who runs the GEMMs, in one line
+  int64_t workspace = -1;  // arena offset of the library workspace
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t underflowed = 0; // the last run's count
 
@@ -260,6 +270,13 @@ private:
   }
   bool launchAll(std::string &error) {
     for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (gemms.runs(i)) {
+        auto address = [&](int v) { return base + offsets[v]; };
+        if (!gemms.launch(i, address, workspace >= 0 ? base + workspace : 0,
+                          stream, error))
+          return false;
+        continue;
+      }
       if (!fns[i])
         continue;
       const Step &s = plan.steps[i];

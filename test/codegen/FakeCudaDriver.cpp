@@ -34,9 +34,13 @@ struct Kernel {
   void (*fn)(void **);
   int params;
 };
+/// A kernel launch, or a host function a library double enqueued
+/// (mpcFakeCudaEnqueue: the cuBLASLt double's matmuls).
 struct Launch {
   const Kernel *kernel;
   std::vector<void *> args;
+  void (*host)(void *) = nullptr;
+  void *hostArg = nullptr;
 };
 using Graph = std::vector<Launch>;
 
@@ -50,16 +54,16 @@ struct Module {
 
 struct Stats {
   long long launches = 0, graphLaunches = 0, htod = 0, dtoh = 0, dtod = 0,
-            missedLookups = 0;
+            missedLookups = 0, libraryCalls = 0;
   ~Stats() {
     if (const char *log = std::getenv("MPC_FAKE_CUDA_LOG"))
       if (FILE *f = std::fopen(log, "a")) {
         std::fprintf(f,
                      "kernel launches %lld, graph launches %lld, bytes to "
                      "device %lld, to host %lld, device to device %lld, "
-                     "kernel lookups missed %lld\n",
+                     "kernel lookups missed %lld, library calls %lld\n",
                      launches, graphLaunches, htod, dtoh, dtod,
-                     missedLookups);
+                     missedLookups, libraryCalls);
         std::fclose(f);
       }
   }
@@ -67,7 +71,13 @@ struct Stats {
 void *capturing = nullptr; // the stream being captured
 Graph *recording = nullptr;
 
-void run(const Launch &l) { l.kernel->fn(const_cast<void **>(l.args.data())); }
+void run(const Launch &l) {
+  if (l.host) {
+    ++stats.libraryCalls;
+    return l.host(l.hostArg);
+  }
+  l.kernel->fn(const_cast<void **>(l.args.data()));
+}
 
 } // namespace
 
@@ -210,6 +220,18 @@ Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
   }
   run(l);
   return ++stats.launches, kOk;
+}
+
+/// For the library doubles: runs fn(arg) on `stream`, or records it in
+/// the graph being captured there.
+int mpcFakeCudaEnqueue(void *stream, void (*fn)(void *), void *arg) {
+  Launch l{nullptr, {}, fn, arg};
+  if (capturing && stream == capturing) {
+    recording->push_back(std::move(l));
+    return kOk;
+  }
+  run(l);
+  return kOk;
 }
 
 Result cuGetErrorString(Result r, const char **s) {

@@ -65,6 +65,8 @@ static int train(const Plan &plan, const std::string &dir,
   auto s = openCudaSession(plan, dir, /*graph=*/true, error);
   if (!s)
     return fail(error);
+  if (!s->describe().empty())
+    std::printf("gemm: %s\n", s->describe().c_str());
   // The same batch every step (it is uploaded every step, as in training).
   TrainerOptions o;
   o.steps = steps;
@@ -113,11 +115,12 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: mpc-gpu-run DIR [--repeat N | --steps N [--lr LR] "
-                 "[--expect-losses FILE.jsonl]] [--expect NAME=FILE.npy]... "
+                 "[--expect-losses FILE.jsonl]] [--gemm auto|cublaslt|mpc] "
+                 "[--expect NAME=FILE.npy]... "
                  "NAME=FILE.npy...\n");
     return 2;
   }
-  std::string dir = argv[1], error, expectLosses;
+  std::string dir = argv[1], error, expectLosses, gemmMode;
   int repeat = 0, steps = 0;
   float lr = 0.01f;
   std::map<std::string, Tensor> inputs, expected;
@@ -134,6 +137,10 @@ int main(int argc, char **argv) {
     }
     if (a == "--lr" && value) {
       lr = std::strtof(argv[++i], nullptr);
+      continue;
+    }
+    if (a == "--gemm" && value) { // overrides the artifact's choice
+      gemmMode = argv[++i];
       continue;
     }
     if (a == "--expect-losses" && value) {
@@ -156,13 +163,21 @@ int main(int argc, char **argv) {
   Plan plan;
   if (!loadPlan(dir, plan, error))
     return fail(error);
+  if (!gemmMode.empty()) {
+    if (gemmMode != "auto" && gemmMode != "cublaslt" && gemmMode != "mpc")
+      return fail("--gemm must be auto, cublaslt or mpc");
+    plan.cudaGemm = gemmMode;
+  }
   std::printf("gpu: %s\n", gpu.devices[0].c_str());
   if (steps > 0)
     return train(plan, dir, inputs, steps, lr, expectLosses);
   std::vector<Tensor> outputs;
   double ms = 0;
-  if (!runPlanCuda(plan, dir, inputs, outputs, error, repeat, &ms))
+  std::string gemms;
+  if (!runPlanCuda(plan, dir, inputs, outputs, error, repeat, &ms, &gemms))
     return fail(error);
+  if (!gemms.empty())
+    std::printf("gemm: %s\n", gemms.c_str());
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     auto it = expected.find(plan.outputs[k].name);
     if (it == expected.end())

@@ -80,6 +80,11 @@ static cl::opt<unsigned> jobs(
     cl::init(0), cl::sub(compileCommand));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
                               cl::sub(compileCommand));
+static cl::opt<std::string> gemmChoice(
+    "gemm",
+    cl::desc("Who runs the GEMMs on the GPU: auto (cuBLASLt where its "
+             "library loads, else mpc's kernels; default) | cublaslt | mpc"),
+    cl::init("auto"), cl::sub(compileCommand));
 static cl::opt<bool> noNvcc("no-nvcc",
                             cl::desc("Emit kernels.cu without compiling it"),
                             cl::sub(compileCommand));
@@ -274,6 +279,9 @@ int runCompile() {
     return reportError("--target must be cuda or cpu, got '" + target + "'");
   if (emit != "artifact" && emit != "mlir")
     return reportError("--emit must be artifact or mlir, got '" + emit + "'");
+  if (gemmChoice != "auto" && gemmChoice != "cublaslt" && gemmChoice != "mpc")
+    return reportError("--gemm must be auto, cublaslt or mpc, got '" +
+                       gemmChoice + "'");
   if (!compilePrecision.validate(error))
     return reportError(error);
   if (batch <= 0)
@@ -297,6 +305,7 @@ int runCompile() {
     return reportError(model + ": " + error);
   if (target == "cuda")
     plan.cudaArch = info.arch;
+  plan.cudaGemm = gemmChoice;
   mlir::mpc::CudaModule cuda;
   if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error, fuse))
     return reportError(model + ": " + error);

@@ -263,12 +263,15 @@ static int runArtifact(mlir::MLIRContext &ctx) {
                          "--device cpu");
   std::vector<rt::Tensor> results;
   double ms = 0;
+  std::string gemms;
   bool ok = device == "cuda"
                 ? rt::runPlanCuda(plan, modelPath, feeds, results, error,
-                                  repeat, repeat > 0 ? &ms : nullptr)
+                                  repeat, repeat > 0 ? &ms : nullptr, &gemms)
                 : rt::runPlan(plan, feeds, results, error);
   if (!ok)
     return reportError(modelPath + ": " + error);
+  if (!gemms.empty())
+    outs() << "gemm: " << gemms << "\n";
   if (repeat > 0 && device == "cuda")
     outs() << format("time: median %.3f ms over %d runs (cuda)\n", ms,
                      (int)repeat);

@@ -118,6 +118,12 @@ static cl::opt<bool> cudaGraph(
     cl::desc("With --device cuda, launch each step as one captured CUDA "
              "graph (default on; =false launches kernel by kernel)"),
     cl::init(true), cl::sub(trainCommand));
+static cl::opt<std::string> trainGemm(
+    "gemm",
+    cl::desc("With --device cuda, who runs the GEMMs: auto (cuBLASLt where "
+             "its library loads, else mpc's kernels; default) | cublaslt | "
+             "mpc"),
+    cl::init("auto"), cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -408,6 +414,10 @@ int runTrain() {
   if (!step || !mlir::mpc::buildPlan(step, plan, error))
     return reportError(model + ": " + error);
   std::string cudaDir;
+  if (trainGemm != "auto" && trainGemm != "cublaslt" && trainGemm != "mpc")
+    return reportError("--gemm must be auto, cublaslt or mpc, got '" +
+                       trainGemm + "'");
+  plan.cudaGemm = trainGemm;
   if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
     return reportError(model + ": " + error);
   std::unique_ptr<rt::Session> session =
@@ -415,6 +425,8 @@ int runTrain() {
                       : rt::openCudaSession(plan, cudaDir, cudaGraph, error);
   if (!session)
     return reportError(model + ": " + error);
+  if (!session->describe().empty())
+    outs() << "gemm: " << session->describe() << "\n";
 
   rt::Trainer trainer(plan, *session, trainerOptions());
   // FP32 master weights, from the model's initializers (or a checkpoint).

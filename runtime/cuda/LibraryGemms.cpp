@@ -1,0 +1,223 @@
+//===- LibraryGemms.cpp - a session's GEMM steps through cuBLASLt ---------===//
+
+#include "runtime/cuda/LibraryGemms.h"
+
+#include <algorithm>
+
+namespace mpc::rt {
+namespace {
+
+/// The most workspace an algorithm may ask for (PyTorch gives cuBLASLt 32
+/// MiB on Hopper).
+constexpr uint64_t kMaxWorkspace = 32ull << 20;
+
+int dataType(DType t) {
+  return t == DType::F16 ? lt::kR16F : t == DType::BF16 ? lt::kR16BF : lt::kR32F;
+}
+
+std::string where(const Step &s) {
+  return "node '" + s.name + "' (" + opName(s.op) + ")";
+}
+
+/// The key of a distinct GEMM: everything but its buffers.
+std::string keyOf(const Plan &plan, const Step &s) {
+  const LibraryGemm &g = s.cuda.gemm;
+  std::string k;
+  for (int64_t v : {g.m, g.n, g.k, g.batch, (int64_t)g.transA,
+                    (int64_t)g.transB, (int64_t)g.relu, g.strideA, g.strideB,
+                    (int64_t)(g.c >= 0), (int64_t)(g.bias >= 0),
+                    (int64_t)plan.values[g.a].dtype,
+                    (int64_t)plan.values[s.outputs[0]].dtype})
+    k += std::to_string(v) + ",";
+  return k + std::to_string(g.alpha) + "," + std::to_string(g.beta);
+}
+
+/// Whether the record fits its operands' buffers (a plan from elsewhere
+/// must not make the library read or write past them).
+bool fits(const Plan &plan, const Step &s) {
+  const LibraryGemm &g = s.cuda.gemm;
+  auto size = [&](int v) { return numElements(plan.values[v].shape); };
+  DType t = plan.values[g.a].dtype;
+  return plan.values[g.b].dtype == t && g.strideA >= 0 && g.strideB >= 0 &&
+         size(g.a) >= g.strideA * (g.batch - 1) + g.m * g.k &&
+         size(g.b) >= g.strideB * (g.batch - 1) + g.k * g.n &&
+         size(s.outputs[0]) == g.batch * g.m * g.n &&
+         (g.c < 0 || (g.batch == 1 && size(g.c) == g.m * g.n &&
+                      plan.values[g.c].dtype == plan.values[s.outputs[0]].dtype)) &&
+         (g.bias < 0 || (size(g.bias) == g.n &&
+                         plan.values[g.bias].dtype == plan.values[s.outputs[0]].dtype));
+}
+
+} // namespace
+
+LibraryGemms::~LibraryGemms() {
+  for (Prepared &p : prepared) {
+    for (lt::Handle l : {p.a, p.b, p.c, p.d})
+      if (l)
+        lib->layoutDestroy(l);
+    if (p.desc)
+      lib->descDestroy(p.desc);
+  }
+  if (handle)
+    lib->destroy(handle);
+}
+
+bool LibraryGemms::open(const Plan &plan, std::string &summary,
+                        std::string &error) {
+  this->plan = &plan;
+  byStep.assign(plan.steps.size(), -1);
+  size_t total = 0;
+  for (const Step &s : plan.steps)
+    total += s.cuda.gemm.valid();
+  if (total == 0)
+    return true;
+  std::string count = std::to_string(total) + " GEMM step" +
+                      (total == 1 ? "" : "s");
+  if (plan.cudaGemm == "mpc")
+    return summary = count + " on mpc's kernels (--gemm mpc)", true;
+  bool required = plan.cudaGemm == "cublaslt";
+  lib = &lt::library();
+  if (std::string why = lib->load(); !why.empty()) {
+    if (required)
+      return (error = "--gemm cublaslt: " + why, false);
+    lib = nullptr;
+    return summary = count + " on mpc's kernels (cuBLASLt: " + why + ")", true;
+  }
+  if (lt::Status st = lib->create(&handle); st != 0) {
+    handle = nullptr;
+    std::string why = "cublasLtCreate: " + lib->statusName(st);
+    if (required)
+      return (error = why, false);
+    return summary = count + " on mpc's kernels (" + why + ")", true;
+  }
+  size_t onLibrary = 0;
+  std::string firstRefusal;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    if (!s.cuda.gemm.valid())
+      continue;
+    if (!fits(plan, s))
+      return (error = where(s) + ": its gemm record does not fit its "
+                                 "operands",
+              false);
+    std::string key = keyOf(plan, s);
+    auto it = byKey.find(key);
+    if (it == byKey.end()) {
+      Prepared p;
+      std::string why;
+      bool ok = prepare(s, p, why);
+      prepared.push_back(p); // destroyed with the rest, usable or not
+      int index = ok ? (int)prepared.size() - 1 : -1;
+      if (!ok && required)
+        return (error = where(s) + ": cuBLASLt " + why, false);
+      if (!ok && firstRefusal.empty())
+        firstRefusal = where(s) + ": " + why;
+      it = byKey.emplace(key, index).first;
+      if (ok)
+        workspace = std::max(workspace, p.algo.workspaceSize);
+    }
+    byStep[i] = it->second;
+    onLibrary += it->second >= 0;
+  }
+  summary = std::to_string(onLibrary) + " of " + count + " through " +
+            lib->describe() + ", " + std::to_string(byKey.size()) +
+            " distinct";
+  if (!firstRefusal.empty())
+    summary += "; the rest on mpc's kernels (" + firstRefusal + ")";
+  return true;
+}
+
+bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
+  const LibraryGemm &g = s.cuda.gemm;
+  DType in = plan->values[g.a].dtype, out = plan->values[s.outputs[0]].dtype;
+  auto ok = [&](lt::Status st, const char *what) {
+    if (st != 0)
+      why = std::string(what) + ": " + lib->statusName(st);
+    return st == 0;
+  };
+  // Column-major: D (N x M) = op(B view) (N x K) * op(A view) (K x M).
+  int32_t opA = g.transB ? lt::kOpT : lt::kOpN,
+          opB = g.transA ? lt::kOpT : lt::kOpN;
+  int32_t epilogue = g.relu ? (g.bias >= 0 ? lt::kEpilogueReluBias
+                                           : lt::kEpilogueRelu)
+                            : (g.bias >= 0 ? lt::kEpilogueBias
+                                           : lt::kEpilogueDefault);
+  int32_t biasType = dataType(out);
+  if (!ok(lib->descCreate(&p.desc, lt::kCompute32F, lt::kR32F),
+          "cublasLtMatmulDescCreate") ||
+      !ok(lib->descSetAttribute(p.desc, lt::kDescTransA, &opA, sizeof opA),
+          "setting TRANSA") ||
+      !ok(lib->descSetAttribute(p.desc, lt::kDescTransB, &opB, sizeof opB),
+          "setting TRANSB") ||
+      !ok(lib->descSetAttribute(p.desc, lt::kDescEpilogue, &epilogue,
+                                sizeof epilogue),
+          "setting the epilogue") ||
+      (g.bias >= 0 &&
+       !ok(lib->descSetAttribute(p.desc, lt::kDescBiasDataType, &biasType,
+                                 sizeof biasType),
+           "setting the bias type")))
+    return false;
+  auto layout = [&](lt::Handle &l, DType t, int64_t rows, int64_t cols,
+                    int64_t ld, int64_t stride) {
+    int32_t batch = (int32_t)g.batch;
+    return ok(lib->layoutCreate(&l, dataType(t), rows, cols, ld),
+              "cublasLtMatrixLayoutCreate") &&
+           (g.batch == 1 ||
+            (ok(lib->layoutSetAttribute(l, lt::kLayoutBatchCount, &batch,
+                                        sizeof batch),
+                "setting the batch count") &&
+             ok(lib->layoutSetAttribute(l, lt::kLayoutStridedBatchOffset,
+                                        &stride, sizeof stride),
+                "setting the batch stride")));
+  };
+  if (!layout(p.a, in, g.transB ? g.k : g.n, g.transB ? g.n : g.k,
+              g.transB ? g.k : g.n, g.strideB) ||
+      !layout(p.b, in, g.transA ? g.m : g.k, g.transA ? g.k : g.m,
+              g.transA ? g.m : g.k, g.strideA) ||
+      !layout(p.c, out, g.n, g.m, g.n, g.m * g.n) ||
+      !layout(p.d, out, g.n, g.m, g.n, g.m * g.n))
+    return false;
+  lt::Handle pref = nullptr;
+  uint64_t maxWorkspace = kMaxWorkspace;
+  int returned = 0;
+  bool found =
+      ok(lib->prefCreate(&pref), "cublasLtMatmulPreferenceCreate") &&
+      ok(lib->prefSetAttribute(pref, lt::kPrefMaxWorkspaceBytes, &maxWorkspace,
+                               sizeof maxWorkspace),
+         "setting the workspace limit") &&
+      ok(lib->heuristic(handle, p.desc, p.a, p.b, p.c, p.d, pref, 1, &p.algo,
+                        &returned),
+         "cublasLtMatmulAlgoGetHeuristic");
+  if (pref)
+    lib->prefDestroy(pref);
+  if (found && (returned < 1 || p.algo.state != 0))
+    return why = "has no algorithm for this GEMM", false;
+  p.alpha = (float)g.alpha;
+  p.beta = g.c >= 0 ? (float)g.beta : 0.0f;
+  p.bias = g.bias >= 0;
+  return found;
+}
+
+bool LibraryGemms::enqueue(size_t i, unsigned long long a,
+                           unsigned long long b, unsigned long long c,
+                           unsigned long long bias, unsigned long long y,
+                           unsigned long long work, void *stream,
+                           std::string &error) const {
+  const Prepared &p = prepared[byStep[i]];
+  const Step &s = plan->steps[i];
+  void *biasPtr = (void *)bias;
+  lt::Status st =
+      p.bias ? lib->descSetAttribute(p.desc, lt::kDescBiasPointer, &biasPtr,
+                                     sizeof biasPtr)
+             : 0;
+  if (st == 0)
+    st = lib->matmul(handle, p.desc, &p.alpha, (const void *)b, p.a,
+                     (const void *)a, p.b, &p.beta,
+                     (const void *)(c ? c : y), p.c, (void *)y, p.d,
+                     p.algo.algo, (void *)work, p.algo.workspaceSize, stream);
+  if (st != 0)
+    error = where(s) + ": cublasLtMatmul: " + lib->statusName(st);
+  return st == 0;
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,81 @@
+//===- LibraryGemms.h - a session's GEMM steps through cuBLASLt ---*- C++ -*-===//
+//
+// Private to runtime/cuda/. For the steps codegen marked with a
+// LibraryGemm, when the plan's GEMM choice allows and cuBLASLt loads: one
+// matmul descriptor, four matrix layouts and one algorithm per distinct
+// GEMM (cublasLtMatmulAlgoGetHeuristic, once, when the session opens), and
+// a cublasLtMatmul per step on the session's stream (captured in its CUDA
+// graph like the kernels). Row-major Y = op(A) op(B) is computed as the
+// column-major Y^T = op(B)^T op(A)^T, so no operand is copied.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_LIBRARYGEMMS_H
+#define MPC_RUNTIME_CUDA_LIBRARYGEMMS_H
+
+#include "runtime/Plan.h"
+#include "runtime/cuda/CublasLt.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::rt {
+
+class LibraryGemms {
+public:
+  LibraryGemms() = default;
+  LibraryGemms(const LibraryGemms &) = delete;
+  ~LibraryGemms();
+
+  /// Prepares the plan's library GEMMs. With plan.cudaGemm "auto", a
+  /// missing cuBLASLt or a GEMM it has no algorithm for stays with mpc's
+  /// kernel; with "cublaslt" either is an error naming the library or the
+  /// step; "mpc" prepares nothing. `summary` gets one line: who runs the
+  /// GEMMs.
+  bool open(const Plan &plan, std::string &summary, std::string &error);
+
+  /// Device workspace the chosen algorithms need (one, shared).
+  size_t workspaceBytes() const { return workspace; }
+  /// Whether cuBLASLt runs step `i`.
+  bool runs(size_t i) const { return i < byStep.size() && byStep[i] >= 0; }
+  /// Enqueues step `i` on `stream`; `address(v)` is value v's device
+  /// address.
+  template <typename Address>
+  bool launch(size_t i, const Address &address, unsigned long long work,
+              void *stream, std::string &error) const {
+    const LibraryGemm &g = plan->steps[i].cuda.gemm;
+    return enqueue(i, address(g.a), address(g.b),
+                   g.c >= 0 ? address(g.c) : 0,
+                   g.bias >= 0 ? address(g.bias) : 0,
+                   address(plan->steps[i].outputs[0]), work, stream, error);
+  }
+
+private:
+  /// One distinct GEMM: descriptors and the algorithm picked for them.
+  struct Prepared {
+    lt::Handle desc = nullptr, a = nullptr, b = nullptr, c = nullptr,
+               d = nullptr;
+    lt::HeuristicResult algo{};
+    float alpha = 1, beta = 0;
+    bool bias = false;
+  };
+  const Plan *plan = nullptr;
+  lt::Library *lib = nullptr;
+  lt::Handle handle = nullptr;
+  std::vector<Prepared> prepared;
+  std::map<std::string, int> byKey; // distinct GEMM -> prepared index
+  std::vector<int> byStep;          // step -> prepared index or -1
+  size_t workspace = 0;
+
+  /// Descriptors and algorithm for step `s`'s GEMM; false with `why`.
+  bool prepare(const Step &s, Prepared &p, std::string &why);
+  bool enqueue(size_t i, unsigned long long a, unsigned long long b,
+               unsigned long long c, unsigned long long bias,
+               unsigned long long y, unsigned long long work, void *stream,
+               std::string &error) const;
+};
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_CUDA_LIBRARYGEMMS_H

@@ -1,0 +1,255 @@
+//===- FakeCublasLt.cpp - cuBLASLt's matmul API on the host -----------------===//
+//
+// libmpc-fake-cublaslt.so exports the cuBLASLt entry points mpc's runtime
+// uses (runtime/cuda/CublasLt.h), computing on the host memory the CUDA
+// driver double (FakeCudaDriver.cpp) hands out as device memory. Pointed
+// at with MPC_CUBLASLT, it lets the tests run the GEMM steps through the
+// library path without a GPU: column-major layouts with their leading
+// dimensions, transposes, strided batches, alpha/beta, the C matrix, and
+// the DEFAULT/RELU/BIAS/RELU_BIAS epilogues, with FP32 accumulation. It is
+// strict where cuBLASLt is: attribute sizes, operand shapes and types that
+// do not agree are INVALID_VALUE, so a layout mistake in mpc fails a test
+// rather than the first GPU run. A matmul is enqueued on the driver
+// double's stream (mpcFakeCudaEnqueue), so graph capture records it and
+// each replay computes it again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Half.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <initializer_list>
+#include <utility>
+
+namespace {
+
+using Status = int;
+constexpr Status kOk = 0, kInvalidValue = 7, kNotSupported = 15;
+constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68;
+constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
+constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
+
+struct Desc {
+  int32_t transA = 0, transB = 0;
+  uint32_t epilogue = 1;
+  const void *bias = nullptr;
+  int32_t biasType = -1;
+};
+struct Layout {
+  int type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+struct Pref {
+  uint64_t maxWorkspace = 0;
+};
+struct Algo {
+  uint64_t data[8];
+};
+struct HeuristicResult {
+  Algo algo;
+  size_t workspaceSize;
+  Status state;
+  float wavesCount;
+  int reserved[4];
+};
+
+bool knownType(int t) { return t == kR16F || t == kR16BF || t == kR32F; }
+
+float load(int type, const void *p, int64_t i) {
+  if (type == kR32F)
+    return static_cast<const float *>(p)[i];
+  uint16_t h = static_cast<const uint16_t *>(p)[i];
+  return type == kR16F ? mpc::rt::halfToFloat(h) : mpc::rt::bf16ToFloat(h);
+}
+void store(int type, void *p, int64_t i, float v) {
+  if (type == kR32F)
+    static_cast<float *>(p)[i] = v;
+  else
+    static_cast<uint16_t *>(p)[i] =
+        type == kR16F ? mpc::rt::floatToHalf(v) : mpc::rt::floatToBf16(v);
+}
+
+/// op(L) as a rows x cols matrix.
+struct View {
+  const Layout &l;
+  const void *p;
+  bool trans;
+  uint64_t rows() const { return trans ? l.cols : l.rows; }
+  uint64_t cols() const { return trans ? l.rows : l.cols; }
+  float at(int32_t b, uint64_t r, uint64_t c) const {
+    if (trans)
+      std::swap(r, c);
+    return load(l.type, p, b * l.stride + (int64_t)c * l.ld + (int64_t)r);
+  }
+};
+
+/// Whether the operands agree with each other and with cuBLASLt's rules.
+bool consistent(const Desc &d, const Layout &a, const Layout &b,
+                const Layout &c, const Layout &o) {
+  View va{a, nullptr, d.transA != 0}, vb{b, nullptr, d.transB != 0};
+  bool bias = d.epilogue == 4 || d.epilogue == 6;
+  bool layoutsOk = true;
+  for (const Layout *l : {&a, &b, &c, &o})
+    layoutsOk &= knownType(l->type) && l->ld >= (int64_t)l->rows &&
+                 l->batch >= 1 && l->stride >= 0;
+  return layoutsOk && a.type == b.type && c.type == o.type &&
+         va.rows() == o.rows && vb.cols() == o.cols && va.cols() == vb.rows() &&
+         c.rows == o.rows && c.cols == o.cols && a.batch == o.batch &&
+         b.batch == o.batch && c.batch == o.batch &&
+         (d.epilogue == 1 || d.epilogue == 2 || bias) &&
+         (!bias || d.biasType == o.type) &&
+         (a.type == kR32F ? o.type == kR32F : true);
+}
+
+/// One matmul's arguments, read when it is called (host pointer mode).
+struct Call {
+  Desc desc;
+  Layout a, b, c, d;
+  const void *pa, *pb, *pc;
+  void *pd;
+  float alpha, beta;
+};
+
+void compute(void *arg) {
+  const Call &k = *static_cast<const Call *>(arg);
+  View a{k.a, k.pa, k.desc.transA != 0}, b{k.b, k.pb, k.desc.transB != 0};
+  bool bias = k.desc.epilogue == 4 || k.desc.epilogue == 6;
+  bool relu = k.desc.epilogue == 2 || k.desc.epilogue == 6;
+  for (int32_t z = 0; z < k.d.batch; ++z)
+    for (uint64_t j = 0; j < k.d.cols; ++j)
+      for (uint64_t i = 0; i < k.d.rows; ++i) {
+        float acc = 0;
+        for (uint64_t p = 0; p < a.cols(); ++p)
+          acc += a.at(z, i, p) * b.at(z, p, j);
+        float v = k.alpha * acc;
+        if (k.beta != 0)
+          v += k.beta * load(k.c.type, k.pc,
+                             z * k.c.stride + (int64_t)j * k.c.ld + i);
+        if (bias)
+          v += load(k.d.type, k.desc.bias, (int64_t)i);
+        if (relu)
+          v = v > 0 ? v : 0;
+        store(k.d.type, k.pd, z * k.d.stride + (int64_t)j * k.d.ld + i, v);
+      }
+}
+
+template <typename T> Status setValue(T &field, const void *buf, size_t size) {
+  if (!buf || size != sizeof(T))
+    return kInvalidValue;
+  std::memcpy(&field, buf, sizeof(T));
+  return kOk;
+}
+
+} // namespace
+
+extern "C" {
+
+size_t cublasLtGetVersion() { return 130000; }
+const char *cublasLtGetStatusString(Status s) {
+  return s == kOk             ? "the operation completed successfully"
+         : s == kInvalidValue ? "an invalid value was used as an argument"
+         : s == kNotSupported ? "the functionality requested is not supported"
+                              : "an unknown cuBLAS status";
+}
+Status cublasLtCreate(void **h) { return *h = new int(0), kOk; }
+Status cublasLtDestroy(void *h) { return delete (int *)h, kOk; }
+
+Status cublasLtMatmulDescCreate(void **d, int compute, int scale) {
+  if (compute != kCompute32F || scale != kR32F)
+    return kNotSupported;
+  return *d = new Desc, kOk;
+}
+Status cublasLtMatmulDescSetAttribute(void *h, int attr, const void *buf,
+                                      size_t size) {
+  Desc &d = *static_cast<Desc *>(h);
+  switch (attr) {
+  case 3: return setValue(d.transA, buf, size);
+  case 4: return setValue(d.transB, buf, size);
+  case 7: return setValue(d.epilogue, buf, size);
+  case 8: return setValue(d.bias, buf, size);
+  case 26: return setValue(d.biasType, buf, size);
+  default: return kInvalidValue;
+  }
+}
+Status cublasLtMatmulDescDestroy(void *d) { return delete (Desc *)d, kOk; }
+
+Status cublasLtMatrixLayoutCreate(void **l, int type, uint64_t rows,
+                                  uint64_t cols, int64_t ld) {
+  if (!knownType(type))
+    return kNotSupported;
+  return *l = new Layout{type, rows, cols, ld}, kOk;
+}
+Status cublasLtMatrixLayoutSetAttribute(void *h, int attr, const void *buf,
+                                        size_t size) {
+  Layout &l = *static_cast<Layout *>(h);
+  switch (attr) {
+  case 5: return setValue(l.batch, buf, size);
+  case 6: return setValue(l.stride, buf, size);
+  default: return kInvalidValue;
+  }
+}
+Status cublasLtMatrixLayoutDestroy(void *l) { return delete (Layout *)l, kOk; }
+
+Status cublasLtMatmulPreferenceCreate(void **p) { return *p = new Pref, kOk; }
+Status cublasLtMatmulPreferenceSetAttribute(void *h, int attr, const void *buf,
+                                            size_t size) {
+  if (attr != 1)
+    return kInvalidValue;
+  return setValue(static_cast<Pref *>(h)->maxWorkspace, buf, size);
+}
+Status cublasLtMatmulPreferenceDestroy(void *p) { return delete (Pref *)p, kOk; }
+
+Status cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
+                                      void *c, void *d, void *pref,
+                                      int requested, HeuristicResult *results,
+                                      int *returned) {
+  if (requested < 1 || !results || !returned)
+    return kInvalidValue;
+  *returned = 0;
+  if (!consistent(*(Desc *)desc, *(Layout *)a, *(Layout *)b, *(Layout *)c,
+                  *(Layout *)d))
+    return kInvalidValue;
+  if (static_cast<Pref *>(pref)->maxWorkspace < kWorkspace)
+    return kNotSupported;
+  results[0] = HeuristicResult{};
+  results[0].algo.data[0] = kAlgoMark;
+  results[0].workspaceSize = kWorkspace;
+  results[0].wavesCount = 1;
+  *returned = 1;
+  return kOk;
+}
+
+Status cublasLtMatmul(void *, void *desc, const void *alpha, const void *pa,
+                      void *a, const void *pb, void *b, const void *beta,
+                      const void *pc, void *c, void *pd, void *d,
+                      const void *algo, void *workspace, size_t workspaceBytes,
+                      void *stream) {
+  const Desc &ds = *static_cast<Desc *>(desc);
+  if (!consistent(ds, *(Layout *)a, *(Layout *)b, *(Layout *)c, *(Layout *)d) ||
+      !algo || static_cast<const Algo *>(algo)->data[0] != kAlgoMark ||
+      !workspace || workspaceBytes < kWorkspace || !pa || !pb || !pd ||
+      ((ds.epilogue == 4 || ds.epilogue == 6) && !ds.bias))
+    return kInvalidValue;
+  auto *call = new Call{ds,  *(Layout *)a, *(Layout *)b, *(Layout *)c,
+                        *(Layout *)d, pa, pb, pc, pd,
+                        *(const float *)alpha, *(const float *)beta};
+  if (call->beta != 0 && !pc)
+    return delete call, kInvalidValue;
+  // On the driver double's stream (recorded while it captures); the call
+  // lives as long as any graph may replay it.
+  using Enqueue = int (*)(void *, void (*)(void *), void *);
+  const char *driver = std::getenv("MPC_CUDA_DRIVER");
+  void *lib = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  auto enqueue = lib ? (Enqueue)dlsym(lib, "mpcFakeCudaEnqueue") : nullptr;
+  if (!enqueue)
+    return kNotSupported; // only the driver double's memory is host memory
+  return enqueue(stream, compute, call) == 0 ? kOk : kInvalidValue;
+}
+
+} // extern "C"
