@@ -3,9 +3,9 @@
 # exports the MLP, a residual CNN (ResNet-style, BatchNorm folded) and a
 # TransformerEncoder with their losses, compiles fp32 and fp16 CUDA
 # artifacts for sm_90 (`mpc compile`), runs each artifact on the CPU backend
-# for the reference outputs, and adds a GEMM-only artifact (2048^3, fp16)
-# for the kernel-vs-cuBLASLt comparison. For training, each model also gets
-# a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
+# for the reference outputs, and adds a GEMM-only artifact (4096^3, fp16)
+# for the cuBLASLt-vs-mpc-kernel-vs-torch comparison. For training, each
+# model also gets a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
 # PyTorch step) and its losses over $STEPS steps on the batch from `mpc
 # train` on the CPU backend. MODELS (default "mlp rescnn transformer") and
 # GEMM=0 make a smaller set. Everything lands in
@@ -46,8 +46,8 @@ for name, inp in shapes.items():
              else rng.standard_normal(shape).astype(np.float32))
         np.save(f"{work}/inputs/{name}.{k}.npy", v)
     np.save(f"{work}/inputs/{name}.labels.npy", rng.integers(0, 10, batch))
-# One 2048x2048x2048 fp16 MatMul: the GEMM kernel alone.
-n = 2048
+# One 4096x4096x4096 fp16 MatMul: the GEMM alone (cuBLASLt or mpc's kernel).
+n = 4096
 g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"], name="gemm")], "gemm",
     [helper.make_tensor_value_info(i, TensorProto.FLOAT16, [n, n]) for i in "ab"],
     [helper.make_tensor_value_info("c", TensorProto.FLOAT16, [n, n])])

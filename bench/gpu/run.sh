@@ -53,33 +53,50 @@ done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")
 {
   echo
-  echo "| model | precision | mpc train step (ms) | losses over $steps steps: max rel diff vs CPU backend |"
-  echo "|---|---|---|---|"
+  echo "| model | precision | mpc train step (ms) | losses over $steps steps: max rel diff vs CPU backend | the same with \`--gemm mpc\` (ms) | its losses' diff |"
+  echo "|---|---|---|---|---|---|"
 } >> "$results"
+# Each train step twice: GEMMs as the artifact chose (cuBLASLt where it
+# loads) and on mpc's own kernels.
 while read -r model prec art ins; do
   args=()
   for i in $ins; do args+=("${i%%=*}=$work/${i#*=}"); done
-  line=$(cd "$work" && "$run" "$art" --steps "$steps" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
-  echo "$model $prec train: $line" | tr '\n' ' '; echo
-  ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
-  diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
-  echo "| $model | $prec | ${ms:-n/a} | ${diff:-n/a} |" >> "$results"
+  row="| $model | $prec |"
+  for choice in auto mpc; do
+    line=$(cd "$work" && "$run" "$art" --gemm $choice --steps "$steps" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+    echo "$model $prec train (--gemm $choice): $line" | tr '\n' ' '; echo
+    ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
+    diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
+    row="$row ${ms:-n/a} | ${diff:-n/a} |"
+  done
+  echo "$row" >> "$results"
 done < "$work/train-manifest.txt"
+# compute-sanitizer memcheck over two steps of the last train artifact,
+# where the machine has it.
+if command -v compute-sanitizer > /dev/null && [[ -n ${art:-} ]]; then
+  san=$(cd "$work" && timeout 120 compute-sanitizer --tool memcheck "$run" "$art" --steps 2 --lr 0.01 "${args[@]}" 2>&1 | grep -E "ERROR SUMMARY|^=========.*(Invalid|error)" | head -5)
+  echo "memcheck ($art, 2 steps): ${san:-no summary}"
+  { echo; echo "compute-sanitizer memcheck, $art, 2 train steps: ${san:-no summary}"; } >> "$results"
+fi
 if [[ -d $work/art/gemm-fp16 ]]; then
 python3 - "$work" <<'PY'
 import numpy as np, sys
 w = sys.argv[1]
 r = np.random.default_rng(0)
 for k in "ab":
-    np.save(f"{w}/inputs/gemm.{k}.npy", r.standard_normal((2048, 2048)).astype(np.float16))
+    np.save(f"{w}/inputs/gemm.{k}.npy", r.standard_normal((4096, 4096)).astype(np.float16))
+a, b = (np.load(f"{w}/inputs/gemm.{k}.npy").astype(np.float32) for k in "ab")
+np.save(f"{w}/inputs/gemm.c.npy", (a @ b).astype(np.float16))
 PY
-gemm=$(cd "$work" && "$run" art/gemm-fp16 --repeat "$repeat" a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
-echo "gemm: $gemm" | tr '\n' ' '; echo
+gemm=$(cd "$work" && "$run" art/gemm-fp16 --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
+echo "gemm (cuBLASLt): $gemm" | tr '\n' ' '; echo
+gemmk=$(cd "$work" && "$run" art/gemm-fp16 --gemm mpc --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
+echo "gemm (mpc kernel): $gemmk" | tr '\n' ' '; echo
 fi
 tpy=${TORCH_PYTHON:-python3}
 "$tpy" -c "import torch" 2>/dev/null || tpy=/usr/bin/python3
 torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" 2>&1)
-gemm=${gemm:-}
+gemm=${gemm:-} gemmk=${gemmk:-}
 echo "$torch"
 {
   echo
@@ -87,7 +104,8 @@ echo "$torch"
   echo
   echo '```'
   echo "$torch"
-  [[ -z $gemm ]] || echo "mpc gemm 2048^3 fp16: $(echo "$gemm" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
+  [[ -z $gemm ]] || echo "mpc gemm 4096^3 fp16, cuBLASLt: $(echo "$gemm" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
+  [[ -z $gemm ]] || echo "mpc gemm 4096^3 fp16, mpc kernel: $(echo "$gemmk" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
   echo '```'
 } >> "$results"
 cat "$results"

@@ -2,7 +2,7 @@
 bench/gpu/prepare.sh, same batch: the forward with its loss in fp32 and
 under torch.autocast(fp16), and a whole AMP train step (autocast forward,
 GradScaler-scaled backward, SGD step) and the same step in fp32, median over --repeat runs after a
-warm-up; and a 2048^3 fp16 torch.matmul (cuBLASLt). Prints one line per
+warm-up; and a 4096^3 fp16 torch.matmul (cuBLASLt). Prints one line per
 measurement: `torch <model> <what> <ms>`.
 
 usage: torch_amp.py SCRIPTS_DIR [--batch 64] [--repeat 50]
@@ -80,10 +80,10 @@ for name, (model, x) in models.items():
     print(f"torch {name} amp-forward {amp:.4f}")
     print(f"torch {name} amp-train-step {train:.4f}")
     print(f"torch {name} fp32-train-step {train32:.4f}")
-n = 2048
+n = 4096
 A = torch.randn(n, n, device=dev, dtype=torch.float16)
 B = torch.randn(n, n, device=dev, dtype=torch.float16)
-print(f"torch gemm cublaslt-2048 {timed(lambda: A @ B):.4f}")
+print(f"torch gemm matmul-4096 {timed(lambda: A @ B):.4f}")
 # Causal attention forward at prepare.sh's shape (2 x 12 heads x 1024 x 64,
 # fp16): torch's scaled_dot_product_attention (flash backend where the
 # build has it), the side-by-side figure for mpc's fused attention kernel.
