@@ -70,13 +70,14 @@ while read -r model prec art ins; do
     row="$row ${ms:-n/a} | ${diff:-n/a} |"
   done
   echo "$row" >> "$results"
+  last=("$art" "${args[@]}")
 done < "$work/train-manifest.txt"
 # compute-sanitizer memcheck over two steps of the last train artifact,
 # where the machine has it.
-if command -v compute-sanitizer > /dev/null && [[ -n ${art:-} ]]; then
-  san=$(cd "$work" && timeout 120 compute-sanitizer --tool memcheck "$run" "$art" --steps 2 --lr 0.01 "${args[@]}" 2>&1 | grep -E "ERROR SUMMARY|^=========.*(Invalid|error)" | head -5)
-  echo "memcheck ($art, 2 steps): ${san:-no summary}"
-  { echo; echo "compute-sanitizer memcheck, $art, 2 train steps: ${san:-no summary}"; } >> "$results"
+if command -v compute-sanitizer > /dev/null && [[ -n ${last:-} ]]; then
+  san=$(cd "$work" && timeout 120 compute-sanitizer --tool memcheck "$run" "${last[0]}" --steps 2 --lr 0.01 "${last[@]:1}" 2>&1 | grep -E "ERROR SUMMARY|^=========.*(Invalid|error)" | head -5)
+  echo "memcheck (${last[0]}, 2 steps): ${san:-no summary}"
+  { echo; echo "compute-sanitizer memcheck, ${last[0]}, 2 train steps: ${san:-no summary}"; } >> "$results"
 fi
 if [[ -d $work/art/gemm-fp16 ]]; then
 python3 - "$work" <<'PY'
