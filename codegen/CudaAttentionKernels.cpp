@@ -36,6 +36,29 @@ Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   return g;
 }
 
+/// Statements setting `off`, the bias element of score (b, i, j), with
+/// the bias's broadcast strides folded in as literals.
+std::string biasOffset(const Dims &g, const Shape &bias) {
+  std::ostringstream os;
+  size_t r = g.lead.size() + 2;
+  Shape scores = g.lead;
+  scores.push_back(g.sq);
+  scores.push_back(g.skv);
+  std::vector<int64_t> bs(r, 0);
+  int64_t stride = 1;
+  for (int64_t i = (int64_t)bias.size() - 1; i >= 0; --i) {
+    size_t a = r - bias.size() + i;
+    bs[a] = bias[i] == 1 && scores[a] != 1 ? 0 : stride;
+    stride *= bias[i];
+  }
+  os << "i64 off = i * " << bs[r - 2] << "LL + j * " << bs[r - 1]
+     << "LL, rest = b;";
+  for (int64_t a = (int64_t)g.lead.size() - 1; a >= 0; --a)
+    os << " off += (rest % " << g.lead[a] << "LL) * " << bs[a]
+       << "LL; rest /= " << g.lead[a] << "LL;";
+  return os.str();
+}
+
 /// Device function `fn(q, krow, bias, b, i, j)`: s_ij, the bias offset
 /// arithmetic with its strides folded in as literals.
 std::string scoreFunction(const std::string &fn, const Dims &g,
@@ -43,19 +66,6 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
                           const std::string &qType,
                           const std::string &biasType) {
   std::ostringstream os;
-  size_t r = g.lead.size() + 2;
-  Shape scores = g.lead;
-  scores.push_back(g.sq);
-  scores.push_back(g.skv);
-  std::vector<int64_t> bs(r, 0);
-  if (bias) {
-    int64_t stride = 1;
-    for (int64_t i = (int64_t)bias->size() - 1; i >= 0; --i) {
-      size_t a = r - bias->size() + i;
-      bs[a] = (*bias)[i] == 1 && scores[a] != 1 ? 0 : stride;
-      stride *= (*bias)[i];
-    }
-  }
   // `krow` is key j's row, in global memory or a shared-memory tile.
   os << "template <typename K>\n__device__ __forceinline__ float " << fn
      << "(const " << qType << " *__restrict__ q, const K *krow, const "
@@ -67,16 +77,24 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
      << "LL; ++t) dot += ld(q, (b * " << g.sq << "LL + i) * " << g.d
      << "LL + t) * ld(krow, t);\n  float s = " << flt(scale)
      << " * dot;\n";
-  if (bias) {
-    os << "  i64 off = i * " << bs[r - 2] << "LL + j * " << bs[r - 1]
-       << "LL, rest = b;\n";
-    for (int64_t a = (int64_t)g.lead.size() - 1; a >= 0; --a)
-      os << "  off += (rest % " << g.lead[a] << "LL) * " << bs[a]
-         << "LL; rest /= " << g.lead[a] << "LL;\n";
-    os << "  s += ld(bias, off);\n";
-  }
+  if (bias)
+    os << "  " << biasOffset(g, *bias) << "\n  s += ld(bias, off);\n";
   os << "  return s;\n}\n\n";
   return os.str();
+}
+
+/// Warps per block of the tensor-core forward (16 query rows each) and
+/// keys per tile, so that its shared memory stays within the 48 KiB a
+/// kernel gets without opting in; 0 when no count fits.
+constexpr int64_t kTcKeys = 32;
+int64_t tensorCoreWarps(const Dims &g) {
+  for (int64_t w : {4, 2, 1}) {
+    int64_t bytes = w * 16 * g.d * 2 + kTcKeys * (g.d + g.dv) * 2 +
+                    w * 16 * kTcKeys * (4 + 2) + w * 16 * g.dv * 4 + w * 16 * 8;
+    if (bytes <= 48 * 1024)
+      return w;
+  }
+  return 0;
 }
 
 } // namespace
@@ -88,6 +106,14 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
 bool Emitter::attention(Step &s, const std::string &name) {
   Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                   val(s.inputs[2]).shape);
+  DType t = val(s.inputs[0]).dtype;
+  if ((t == DType::F16 || t == DType::BF16) &&
+      val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
+      g.d % 16 == 0 && g.dv % 16 == 0)
+    if (int64_t warps = tensorCoreWarps(g)) {
+      attentionTensorCores(s, name, warps);
+      return true;
+    }
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   const Shape *bias = hasBias ? &val(s.inputs[3]).shape : nullptr;
   std::string qType = ctype(val(s.inputs[0]).dtype);
@@ -136,6 +162,143 @@ bool Emitter::attention(Step &s, const std::string &name) {
   barrier = true;
   launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kRows, 1, 1});
   return true;
+}
+
+/// y and lse on tensor cores (fp16/bf16, head sizes multiple of 16): a
+/// block of `warps` warps, 16 query rows each, its Q tile staged once in
+/// shared memory and kept in WMMA fragments; K and V stream through shared
+/// memory kTcKeys keys at a time. Per tile each warp computes S = Q K^T
+/// (FP32 accumulators), lanes 0-15 take a row each for the online softmax
+/// (the running max and sum in FP32; P rounded to the operand type for the
+/// second product, as FlashAttention does), and O += P V runs on the
+/// tensor cores with O kept in FP32 in shared memory, where each tile's
+/// rescale by exp(m_old - m_new) happens. Causal blocks stop at the last
+/// key any of their rows sees.
+void Emitter::attentionTensorCores(Step &s, const std::string &name,
+                                   int64_t warps) {
+  Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
+                  val(s.inputs[2]).shape);
+  bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
+  bool causal = s.getInt("causal", 0) != 0;
+  bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
+  std::string T = ctype(val(s.inputs[0]).dtype);
+  const int64_t rows = warps * 16, TK = kTcKeys, D = g.d, DV = g.dv;
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  std::ostringstream os;
+  os << header(s, name, warps * 32) << " {\n"
+     << "  __shared__ __align__(32) " << T << " qs[" << rows * D << "], ks["
+     << TK * D << "], vs[" << TK * DV << "], ps[" << rows * TK << "];\n"
+     << "  __shared__ __align__(32) float ss[" << rows * TK << "], os["
+     << rows * DV << "], mrow[" << rows << "], lrow[" << rows << "];\n"
+     << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
+     << "  const i64 b = blockIdx.y, i0 = (i64)blockIdx.x * " << L(rows)
+     << ";\n"
+     << "  for (int e = threadIdx.x; e < " << rows * D << "; e += "
+     << warps * 32 << ") { const i64 i = i0 + e / " << D << "; qs[e] = i < "
+     << L(g.sq) << " ? in0[(b * " << L(g.sq) << " + i) * " << L(D)
+     << " + e % " << D << "] : " << T << "(0.0f); }\n"
+     << "  for (int e = threadIdx.x; e < " << rows * DV << "; e += "
+     << warps * 32 << ") os[e] = 0.0f;\n"
+     << "  for (int r = threadIdx.x; r < " << rows << "; r += " << warps * 32
+     << ") { mrow[r] = -INFINITY; lrow[r] = 0.0f; }\n"
+     << "  __syncthreads();\n"
+     << "  wmma::fragment<wmma::matrix_a, 16, 16, 16, " << T
+     << ", wmma::row_major> qf[" << D / 16 << "];\n"
+     << "  for (int t = 0; t < " << D / 16
+     << "; ++t) wmma::load_matrix_sync(qf[t], qs + warp * " << 16 * D
+     << " + t * 16, " << D << ");\n";
+  // Keys past jEnd are masked for every row of the block.
+  std::string jEnd = causal ? "(i0 + " + L(rows + g.skv - g.sq) + " < " +
+                                  L(g.skv) + " ? i0 + " +
+                                  L(rows + g.skv - g.sq) + " : " + L(g.skv) + ")"
+                            : L(g.skv);
+  os << "  const i64 jEnd = " << jEnd << ";\n"
+     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
+     << "    __syncthreads();\n"
+     << "    for (int e = threadIdx.x; e < " << TK * D << "; e += "
+     << warps * 32 << ") ks[e] = j0 + e / " << D << " < " << L(g.skv)
+     << " ? in1[(b * " << L(g.skv) << " + j0) * " << L(D) << " + e] : " << T
+     << "(0.0f);\n"
+     << "    for (int e = threadIdx.x; e < " << TK * DV << "; e += "
+     << warps * 32 << ") vs[e] = j0 + e / " << DV << " < " << L(g.skv)
+     << " ? in2[(b * " << L(g.skv) << " + j0) * " << L(DV) << " + e] : " << T
+     << "(0.0f);\n"
+     << "    __syncthreads();\n"
+     << "    for (int n = 0; n < " << TK / 16 << "; ++n) {\n"
+     << "      wmma::fragment<wmma::accumulator, 16, 16, 16, float> sf;\n"
+     << "      wmma::fill_fragment(sf, 0.0f);\n"
+     << "      for (int t = 0; t < " << D / 16 << "; ++t) {\n"
+     << "        wmma::fragment<wmma::matrix_b, 16, 16, 16, " << T
+     << ", wmma::col_major> kf;\n"
+     << "        wmma::load_matrix_sync(kf, ks + n * " << 16 * D
+     << " + t * 16, " << D << ");\n"
+     << "        wmma::mma_sync(sf, qf[t], kf, sf);\n      }\n"
+     << "      wmma::store_matrix_sync(ss + warp * " << 16 * TK
+     << " + n * 16, sf, " << TK << ", wmma::mem_row_major);\n    }\n"
+     << "    __syncwarp();\n"
+     << "    if (lane < 16) {\n"
+     << "      const int r = warp * 16 + lane;\n"
+     << "      const i64 i = i0 + r;\n"
+     << "      float *srow = ss + r * " << TK << ";\n"
+     << "      const float mOld = mrow[r];\n      float mNew = mOld;\n"
+     << "      for (int jj = 0; jj < " << TK << "; ++jj) {\n"
+     << "        const i64 j = j0 + jj;\n"
+     << "        float sc = -INFINITY;\n"
+     << "        if (i < " << L(g.sq) << " && j < " << L(g.skv)
+     << (causal ? " && j <= i + " + L(g.skv - g.sq) : std::string()) << ") {\n"
+     << "          sc = " << flt((float)s.getFloat("scale", 1.0))
+     << " * srow[jj];\n";
+  if (hasBias)
+    os << "          " << biasOffset(g, val(s.inputs[3]).shape)
+       << "\n          sc += ld(in3, off);\n";
+  os << "        }\n"
+     << "        srow[jj] = sc;\n        mNew = fmaxf(mNew, sc);\n      }\n"
+     << "      const float c = mNew == -INFINITY ? 1.0f : expf(mOld - mNew);\n"
+     << "      float sum = 0.0f;\n"
+     << "      for (int jj = 0; jj < " << TK << "; ++jj) {\n"
+     << "        const float p = srow[jj] == -INFINITY ? 0.0f : expf(srow[jj] - mNew);\n"
+     << "        ps[r * " << TK << " + jj] = " << T << "(p);\n"
+     << "        sum += p;\n      }\n"
+     << "      lrow[r] = lrow[r] * c + sum;\n      mrow[r] = mNew;\n"
+     << "      for (int t = 0; t < " << DV << "; ++t) os[r * " << DV
+     << " + t] *= c;\n    }\n"
+     << "    __syncwarp();\n"
+     << "    for (int n = 0; n < " << DV / 16 << "; ++n) {\n"
+     << "      wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;\n"
+     << "      wmma::load_matrix_sync(of, os + warp * " << 16 * DV
+     << " + n * 16, " << DV << ", wmma::mem_row_major);\n"
+     << "      for (int t = 0; t < " << TK / 16 << "; ++t) {\n"
+     << "        wmma::fragment<wmma::matrix_a, 16, 16, 16, " << T
+     << ", wmma::row_major> pf;\n"
+     << "        wmma::fragment<wmma::matrix_b, 16, 16, 16, " << T
+     << ", wmma::row_major> vf;\n"
+     << "        wmma::load_matrix_sync(pf, ps + warp * " << 16 * TK
+     << " + t * 16, " << TK << ");\n"
+     << "        wmma::load_matrix_sync(vf, vs + t * " << 16 * DV
+     << " + n * 16, " << DV << ");\n"
+     << "        wmma::mma_sync(of, pf, vf, of);\n      }\n"
+     << "      wmma::store_matrix_sync(os + warp * " << 16 * DV
+     << " + n * 16, of, " << DV << ", wmma::mem_row_major);\n    }\n"
+     << "    __syncwarp();\n  }\n"
+     << "  if (lane < 16) {\n"
+     << "    const int r = warp * 16 + lane;\n    const i64 i = i0 + r;\n"
+     << "    if (i < " << L(g.sq) << ") {\n"
+     << "      const float l = lrow[r];\n      const bool none = l == 0.0f;\n"
+     << "      const i64 row = b * " << L(g.sq) << " + i;\n"
+     << "      for (int t = 0; t < " << DV << "; ++t) st(out0, row * " << L(DV)
+     << " + t, " << (zeroMasked ? "none ? 0.0f : " : "") << "os[r * " << DV
+     << " + t] / l);\n"
+     << "      st(out1, row, none ? "
+     << (zeroMasked ? "-INFINITY" : "nanf(\"\")") << " : mrow[r] + logf(l));\n"
+     << "    }\n  }\n}\n\n";
+  cu << os.str();
+  barrier = true;
+  launch(s, name, {(g.sq + rows - 1) / rows, g.batch, 1}, {warps * 32, 1, 1});
+  double flops = 2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) *
+                 (causal ? 0.5 : 1.0);
+  mod.flops += flops;
+  mod.tensorCoreFlops += flops;
+  gemmOnTensorCores = true;
 }
 
 /// dq, dk and dv. Thread t computes query row t's dq and key row t's dk

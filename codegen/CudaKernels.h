@@ -202,6 +202,7 @@ public:
 
   // CudaAttentionKernels.cpp
   bool attention(Step &s, const std::string &name);
+  void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
   bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp

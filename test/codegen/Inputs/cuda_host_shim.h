@@ -2,16 +2,21 @@
 // GPU: included (with -DMPC_HOST_EMULATION) before an artifact's
 // kernels.cu compiled by g++. Blocks and threads run one after another;
 // kernels with __syncthreads run their threads as real threads meeting at
-// a barrier. tc_gemm is replaced by a plain FP32-accumulating product with
-// the same loaders, tile mapping and epilogue (WMMA itself is not
-// emulated). fp16/bf16 use mpc's RNE conversions (runtime/Half.h).
+// a barrier, and the threads of each warp meet at __syncwarp. tc_gemm is
+// replaced by a plain FP32-accumulating product with the same loaders,
+// tile mapping and epilogue. WMMA fragments (the attention kernel) are
+// emulated whole in every lane: each lane loads and multiplies the full
+// 16x16 tiles, lane 0 stores them (the kernel syncs the warp before other
+// lanes read). fp16/bf16 use mpc's RNE conversions (runtime/Half.h).
 #pragma once
 #include "runtime/Half.h"
 #include "runtime/cuda/KernelConfig.h"
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <pthread.h>
+#include <type_traits>
 #include <thread>
 #include <vector>
 
@@ -20,6 +25,8 @@ struct dim3 {
 };
 inline thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 inline pthread_barrier_t mpc_barrier;
+inline std::vector<pthread_barrier_t> mpc_warp_barriers; // one per warp
+inline thread_local bool mpc_threaded = false; // a block's threads are real
 
 #define __global__
 #define __device__
@@ -29,7 +36,13 @@ inline pthread_barrier_t mpc_barrier;
 #define __shared__ static
 #define __align__(n)
 inline void __syncthreads() { pthread_barrier_wait(&mpc_barrier); }
-inline void __syncwarp() {}
+inline unsigned mpc_linear_thread() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+inline void __syncwarp() {
+  if (mpc_threaded)
+    pthread_barrier_wait(&mpc_warp_barriers[mpc_linear_thread() / 32]);
+}
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 using std::isfinite;
 inline int atomicOr(int *p, int v) { // threads of a block are real threads
@@ -72,6 +85,70 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
     }
 }
 
+namespace nvcuda::wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+
+/// A whole 16x16 tile (every lane holds all of it), widened to float:
+/// fp16/bf16 operands convert exactly, so products are exact and the sums
+/// FP32, as on the tensor cores (up to their summation order).
+template <typename Use, int M, int N, int K, typename T, typename Layout = void>
+struct fragment {
+  float v[16][16] = {};
+};
+
+template <typename Use, typename T, typename L>
+void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, float x) {
+  for (auto &row : f.v)
+    for (float &e : row)
+      e = x;
+}
+/// matrix_a / matrix_b: the layout is the fragment's.
+template <typename Use, typename T, typename L, typename P>
+void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const P *p,
+                      unsigned ld) {
+  constexpr bool col = std::is_same_v<L, col_major>;
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      f.v[r][c] = float(col ? p[c * ld + r] : p[r * ld + c]);
+}
+inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f,
+                             const float *p, unsigned ld, layout_t l) {
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      f.v[r][c] = l == mem_col_major ? p[c * ld + r] : p[r * ld + c];
+}
+inline void store_matrix_sync(float *p,
+                              const fragment<accumulator, 16, 16, 16, float> &f,
+                              unsigned ld, layout_t l) {
+  if (mpc_linear_thread() % 32 != 0)
+    return; // lane 0 stores the warp's tile
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      (l == mem_col_major ? p[c * ld + r] : p[r * ld + c]) = f.v[r][c];
+}
+template <typename TA, typename LA, typename TB, typename LB>
+void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+              const fragment<matrix_a, 16, 16, 16, TA, LA> &a,
+              const fragment<matrix_b, 16, 16, 16, TB, LB> &b,
+              const fragment<accumulator, 16, 16, 16, float> &c) {
+  fragment<accumulator, 16, 16, 16, float> out;
+  for (int r = 0; r < 16; ++r)
+    for (int n = 0; n < 16; ++n) {
+      float acc = c.v[r][n];
+      for (int k = 0; k < 16; ++k)
+        acc += a.v[r][k] * b.v[k][n];
+      out.v[r][n] = acc;
+    }
+  d = out;
+}
+} // namespace nvcuda::wmma
+using namespace nvcuda;
+
 template <typename F>
 void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
   unsigned threads = block.x * block.y * block.z;
@@ -79,6 +156,7 @@ void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
         auto run = [&](unsigned t) {
+          mpc_threaded = barrier;
           gridDim = grid;
           blockDim = block;
           blockIdx = {x, y, z};
@@ -92,11 +170,17 @@ void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
           continue;
         }
         pthread_barrier_init(&mpc_barrier, nullptr, threads);
+        mpc_warp_barriers.resize((threads + 31) / 32);
+        for (unsigned w = 0; w < mpc_warp_barriers.size(); ++w)
+          pthread_barrier_init(&mpc_warp_barriers[w], nullptr,
+                               std::min(32u, threads - 32 * w));
         std::vector<std::thread> pool;
         for (unsigned t = 0; t < threads; ++t)
           pool.emplace_back(run, t);
         for (auto &th : pool)
           th.join();
         pthread_barrier_destroy(&mpc_barrier);
+        for (pthread_barrier_t &b : mpc_warp_barriers)
+          pthread_barrier_destroy(&b);
       }
 }

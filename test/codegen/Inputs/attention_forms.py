@@ -1,0 +1,82 @@
+"""Attention shapes for the tensor-core attention kernel, as ONNX
+Attention-23 models with FP32 inputs (compiled with --precision fp16 or
+bf16, so the fused kernel runs in that type): sequence lengths that are
+no multiple of the tiles, causal with more keys than queries, an additive
+mask (the bias path), head size 128 (fewer warps per block), a value head
+size other than the query's.
+
+`make DIR` writes DIR/<case>.onnx and DIR/<case>/in/*.npy.
+`check DIR CASE OUTDIR --rtol R` compares OUTDIR/y.npy with a float64
+NumPy attention on the same inputs (normwise: max|got - ref| / max|ref|).
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+# name: (q shape, k shape, v shape, causal, mask shape or None)
+CASES = {
+    "causal_40": ((2, 3, 40, 32), (2, 3, 40, 32), (2, 3, 40, 32), 1, None),
+    "causal_offset": ((1, 2, 24, 64), (1, 2, 56, 64), (1, 2, 56, 64), 1, None),
+    "mask_d128": ((1, 2, 33, 128), (1, 2, 33, 128), (1, 2, 33, 128), 0, (33, 33)),
+    "value_48": ((2, 2, 20, 32), (2, 2, 36, 32), (2, 2, 36, 48), 0, None),
+}
+
+
+def model(name):
+    q, k, v, causal, mask = CASES[name]
+    f = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    ins = ["q", "k", "v"] + (["mask"] if mask else [])
+    node = helper.make_node("Attention", ins, ["y"], is_causal=causal)
+    inputs = [vi("q", f, q), vi("k", f, k), vi("v", f, v)]
+    if mask:
+        inputs.append(vi("mask", f, mask))
+    g = helper.make_graph([node], name, inputs,
+                          [vi("y", f, list(q[:3]) + [v[3]])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+
+
+def reference(name, x):
+    _, _, _, causal, mask = CASES[name]
+    q, k, v = (x[n].astype(np.float64) for n in "qkv")
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if mask:
+        s = s + x["mask"]
+    if causal:
+        sq, skv = s.shape[-2:]
+        # ONNX's is_causal: key j visible to query i when j <= i (top-left).
+        s = np.where(np.arange(skv)[None, :] <= np.arange(sq)[:, None], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+def make(d):
+    rng = np.random.default_rng(3)
+    for name in CASES:
+        m = model(name)
+        onnx.save(m, f"{d}/{name}.onnx")
+        os.makedirs(f"{d}/{name}/in", exist_ok=True)
+        for i in m.graph.input:
+            shape = [x.dim_value for x in i.type.tensor_type.shape.dim]
+            v = rng.standard_normal(shape).astype(np.float32)
+            np.save(f"{d}/{name}/in/{i.name}.npy", v if i.name != "mask" else 2 * v)
+
+
+def check(d, name, out, rtol):
+    x = {n: np.load(f"{d}/{name}/in/{n}.npy") for n in ("q", "k", "v", "mask")
+         if os.path.exists(f"{d}/{name}/in/{n}.npy")}
+    ref = reference(name, x)
+    got = np.load(f"{out}/y.npy").astype(np.float64)
+    err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref))) if got.shape == ref.shape else np.inf
+    print(f"{name}: {err:.2e} {'ok' if err <= rtol else 'FAIL'}")
+    sys.exit(0 if err <= rtol else 1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+    else:
+        check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[sys.argv.index("--rtol") + 1]))
