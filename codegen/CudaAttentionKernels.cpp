@@ -83,6 +83,19 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
   return os.str();
 }
 
+/// Keys per shared-memory tile of the register-resident (mma.sync)
+/// forward: K and V rows padded by 8 elements (no bank conflicts in the
+/// fragment loads) within 48 KiB; 0 when the head sizes do not suit it
+/// (multiples of 16, at most 128: the fragments live in registers).
+int64_t mmaKeys(const Dims &g) {
+  if (g.d % 16 || g.dv % 16 || g.d > 128 || g.dv > 128)
+    return 0;
+  for (int64_t keys : {64, 32, 16})
+    if (keys * (g.d + 8 + g.dv + 8) * 2 <= 48 * 1024)
+      return keys;
+  return 0;
+}
+
 /// Warps per block of the tensor-core forward (16 query rows each) and
 /// keys per tile, so that its shared memory stays within the 48 KiB a
 /// kernel gets without opting in; 0 when no count fits.
@@ -109,11 +122,16 @@ bool Emitter::attention(Step &s, const std::string &name) {
   DType t = val(s.inputs[0]).dtype;
   if ((t == DType::F16 || t == DType::BF16) &&
       val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
-      g.d % 16 == 0 && g.dv % 16 == 0)
+      g.d % 16 == 0 && g.dv % 16 == 0) {
+    if (int64_t keys = mmaKeys(g)) {
+      attentionMma(s, name, keys);
+      return true;
+    }
     if (int64_t warps = tensorCoreWarps(g)) {
       attentionTensorCores(s, name, warps);
       return true;
     }
+  }
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   const Shape *bias = hasBias ? &val(s.inputs[3]).shape : nullptr;
   std::string qType = ctype(val(s.inputs[0]).dtype);
@@ -294,6 +312,145 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
   cu << os.str();
   barrier = true;
   launch(s, name, {(g.sq + rows - 1) / rows, g.batch, 1}, {warps * 32, 1, 1});
+  double flops = 2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) *
+                 (causal ? 0.5 : 1.0);
+  mod.flops += flops;
+  mod.tensorCoreFlops += flops;
+  gemmOnTensorCores = true;
+}
+
+/// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16
+/// query rows each; the warp's Q fragments, scores, probabilities and O
+/// accumulators stay in registers in mma.sync's m16n8k16 layout (lane = 4g
+/// + t holds rows g and g+8), so the row max and sum need only shuffles
+/// among the 4 lanes of a quad, the rescale by exp(m_old - m_new) is a
+/// multiply of the lane's own accumulators, and P feeds the second product
+/// straight from the first one's accumulators (rounded to the operand
+/// type, as FlashAttention does). K and V stream through shared memory
+/// `keys` at a time in 16-byte loads; causal blocks stop at the last key
+/// any of their rows sees.
+void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
+  Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
+                  val(s.inputs[2]).shape);
+  bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
+  bool causal = s.getInt("causal", 0) != 0;
+  bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
+  std::string T = ctype(val(s.inputs[0]).dtype);
+  const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
+  constexpr int64_t kWarps = 4, kRows = 64;
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  std::ostringstream os;
+  os << header(s, name, kWarps * 32) << " {\n"
+     << "  __shared__ __align__(16) " << T << " ks[" << TK * KS << "], vs["
+     << TK * VS << "];\n"
+     << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
+     << "  const i64 b = blockIdx.y, i0 = (i64)blockIdx.x * " << L(kRows)
+     << ", w0 = i0 + (threadIdx.x / 32) * 16;\n"
+     << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
+     // Q fragments: row r's pair at column c (zero past the last row).
+     << "  unsigned qf[" << D / 16 << "][4];\n"
+     << "  for (int kt = 0; kt < " << D / 16 << "; ++kt)\n"
+     << "    for (int f = 0; f < 4; ++f) {\n"
+     << "      const i64 r = rows[f & 1];\n"
+     << "      const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+     << "      qf[kt][f] = r < " << L(g.sq) << " ? *(const unsigned *)(in0 + (b * "
+     << L(g.sq) << " + r) * " << L(D) << " + c) : 0u;\n    }\n"
+     << "  float o[" << DV / 8 << "][4];\n"
+     << "  for (int n = 0; n < " << DV / 8
+     << "; ++n) for (int f = 0; f < 4; ++f) o[n][f] = 0.0f;\n"
+     << "  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};\n";
+  std::string jEnd = causal ? "(i0 + " + L(kRows + g.skv - g.sq) + " < " +
+                                  L(g.skv) + " ? i0 + " +
+                                  L(kRows + g.skv - g.sq) + " : " + L(g.skv) + ")"
+                            : L(g.skv);
+  os << "  const i64 jEnd = " << jEnd << ";\n"
+     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
+     << "    __syncthreads();\n"
+     // 16-byte loads: 8 elements of a row at a time, zero past the end.
+     << "    for (int e = threadIdx.x; e < " << TK * D / 8 << "; e += "
+     << kWarps * 32 << ") {\n"
+     << "      const int r = e / " << D / 8 << ", c = e % " << D / 8 << " * 8;\n"
+     << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
+     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in1 + (b * "
+     << L(g.skv) << " + j0 + r) * " << L(D) << " + c);\n"
+     << "      *(uint4 *)(ks + r * " << KS << " + c) = v;\n    }\n"
+     << "    for (int e = threadIdx.x; e < " << TK * DV / 8 << "; e += "
+     << kWarps * 32 << ") {\n"
+     << "      const int r = e / " << DV / 8 << ", c = e % " << DV / 8 << " * 8;\n"
+     << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
+     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in2 + (b * "
+     << L(g.skv) << " + j0 + r) * " << L(DV) << " + c);\n"
+     << "      *(uint4 *)(vs + r * " << VS << " + c) = v;\n    }\n"
+     << "    __syncthreads();\n"
+     // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
+     << "    float sc[" << TK / 8 << "][4];\n"
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n) {\n"
+     << "      for (int f = 0; f < 4; ++f) sc[n][f] = 0.0f;\n"
+     << "      const " << T << " *krow = ks + (n * 8 + g) * " << KS << " + 2 * t;\n"
+     << "      for (int kt = 0; kt < " << D / 16 << "; ++kt) {\n"
+     << "        const unsigned kb[2] = {*(const unsigned *)(krow + kt * 16), "
+        "*(const unsigned *)(krow + kt * 16 + 8)};\n"
+     << "        mma_16816<" << T << ">(sc[n], qf[kt], kb);\n      }\n    }\n"
+     // Scale, mask, bias; the two rows' maxima over the quad.
+     << "    float mx[2] = {m[0], m[1]};\n"
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) {\n"
+     << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
+     << "        float v = -INFINITY;\n"
+     << "        if (i < " << L(g.sq) << " && j < " << L(g.skv)
+     << (causal ? " && j <= i + " + L(g.skv - g.sq) : std::string()) << ") {\n"
+     << "          v = " << flt((float)s.getFloat("scale", 1.0)) << " * sc[n][f];\n";
+  if (hasBias)
+    os << "          " << biasOffset(g, val(s.inputs[3]).shape)
+       << "\n          v += ld(in3, off);\n";
+  os << "        }\n        sc[n][f] = v;\n"
+     << "        mx[f >> 1] = fmaxf(mx[f >> 1], v);\n      }\n"
+     << "    float c[2];\n"
+     << "    for (int h = 0; h < 2; ++h) {\n"
+     << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));\n"
+     << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));\n"
+     << "      c[h] = mx[h] == -INFINITY ? 1.0f : expf(m[h] - mx[h]);\n"
+     << "      m[h] = mx[h];\n      l[h] *= c[h];\n    }\n"
+     << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) o[n][f] *= c[f >> 1];\n"
+     // P, summed in FP32 (each lane its part of the row), then packed
+     // into A fragments: keys 16kt.. are score tiles 2kt and 2kt+1.
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) {\n"
+     << "        const float p = sc[n][f] == -INFINITY ? 0.0f : expf(sc[n][f] - m[f >> 1]);\n"
+     << "        sc[n][f] = p;\n        l[f >> 1] += p;\n      }\n"
+     << "    for (int kt = 0; kt < " << TK / 16 << "; ++kt) {\n"
+     << "      const unsigned pa[4] = {\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt][0]), " << T << "(sc[2 * kt][1])),\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt][2]), " << T << "(sc[2 * kt][3])),\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt + 1][0]), " << T << "(sc[2 * kt + 1][1])),\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt + 1][2]), " << T << "(sc[2 * kt + 1][3]))};\n"
+     // B(k, n) = V[key k][dim n]: a pair along keys, two rows apart.
+     << "      const " << T << " *vcol = vs + (kt * 16 + 2 * t) * " << VS << " + g;\n"
+     << "      for (int n = 0; n < " << DV / 8 << "; ++n) {\n"
+     << "        const " << T << " *v0 = vcol + n * 8;\n"
+     << "        const unsigned vb[2] = {mpc_pack2(v0[0], v0[" << VS << "]), "
+     << "mpc_pack2(v0[" << 8 * VS << "], v0[" << 9 * VS << "])};\n"
+     << "        mma_16816<" << T << ">(o[n], pa, vb);\n      }\n    }\n"
+     << "  }\n"
+     // The rows' sums over the quad; lanes write their columns.
+     << "  for (int h = 0; h < 2; ++h) {\n"
+     << "    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);\n"
+     << "    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);\n"
+     << "    const i64 i = rows[h];\n"
+     << "    if (i >= " << L(g.sq) << ") continue;\n"
+     << "    const bool none = l[h] == 0.0f;\n"
+     << "    const i64 row = b * " << L(g.sq) << " + i;\n"
+     << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
+     << "      for (int e = 0; e < 2; ++e)\n"
+     << "        st(out0, row * " << L(DV) << " + n * 8 + 2 * t + e, "
+     << (zeroMasked ? "none ? 0.0f : " : "") << "o[n][2 * h + e] / l[h]);\n"
+     << "    if (t == 0) st(out1, row, none ? "
+     << (zeroMasked ? "-INFINITY" : "nanf(\"\")") << " : m[h] + logf(l[h]));\n"
+     << "  }\n}\n\n";
+  cu << os.str();
+  barrier = true;
+  launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kWarps * 32, 1, 1});
   double flops = 2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) *
                  (causal ? 0.5 : 1.0);
   mod.flops += flops;

@@ -203,6 +203,7 @@ public:
   // CudaAttentionKernels.cpp
   bool attention(Step &s, const std::string &name);
   void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
+  void attentionMma(Step &s, const std::string &name, int64_t keys);
   bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp

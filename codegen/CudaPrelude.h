@@ -17,6 +17,7 @@ inline constexpr const char *kCudaPrelude = R"CUDA(
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <mma.h>
+#include <type_traits>
 using namespace nvcuda;
 #endif
 typedef long long i64;
@@ -43,7 +44,44 @@ __device__ __forceinline__ i64 global_index() { return (i64)blockIdx.x * blockDi
 // to the target's range, then truncated.
 __device__ __forceinline__ i64 mpc_f2i(float v, double lo, double hi) { return v != v ? 0 : (i64)fmin(fmax((double)v, lo), hi); }
 
+// Two fp16/bf16 values as one 32-bit register (lo in the low half), the
+// operand form of mma.sync.
+template <typename T>
+__device__ __forceinline__ unsigned mpc_pack2(T lo, T hi) {
+  unsigned short a, b;
+  memcpy(&a, &lo, 2);
+  memcpy(&b, &hi, 2);
+  return (unsigned)a | ((unsigned)b << 16);
+}
+
 #ifndef MPC_HOST_EMULATION
+// d += A B for one m16n8k16 tile on the tensor cores: A 16x16 and B 16x8
+// fp16/bf16 in packed pairs, d 16x8 FP32, in the PTX ISA's layout (lane =
+// 4 g + t): A {(g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8)}, B {(2t, g),
+// (2t+8, g)}, d {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)}; each A and B
+// register holds the element named and its right (A) or lower (B)
+// neighbour. sm_75 has no k16 form: two k8 products.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same<T, __half>::value)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[2]), "r"(a[3]), "r"(b[1]));
+#endif
+}
+
 // C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per
 // block of warps (32x32 each), K in steps of BK through shared memory,
 // FP32 accumulators; the epilogue gets each FP32 sum once.

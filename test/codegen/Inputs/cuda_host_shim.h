@@ -13,6 +13,7 @@
 #include "runtime/cuda/KernelConfig.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <algorithm>
 #include <pthread.h>
@@ -53,6 +54,13 @@ inline unsigned long long atomicAdd(unsigned long long *p,
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
 
+struct uint4 {
+  unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return {x, y, z, w};
+}
+
 struct __half {
   uint16_t bits = 0;
   __half() = default;
@@ -83,6 +91,68 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
         acc += float(la(m, k)) * float(lb(k, n));
       ep(m, n, acc);
     }
+}
+
+/// What the lanes of each warp exchange in warp-collective operations
+/// (shuffles, mma.sync): each lane writes its part, the warp meets, each
+/// lane reads what it needs, the warp meets again before the next write.
+struct MpcWarpExchange {
+  unsigned a[32][4], b[32][2];
+  float c[32][4], x[32];
+};
+inline MpcWarpExchange mpc_exchange[32]; // per warp of the running block
+
+inline float __shfl_xor_sync(unsigned, float v, int laneMask) {
+  unsigned tid = mpc_linear_thread();
+  MpcWarpExchange &e = mpc_exchange[tid / 32];
+  e.x[tid % 32] = v;
+  __syncwarp();
+  float r = e.x[(tid % 32) ^ laneMask];
+  __syncwarp();
+  return r;
+}
+
+/// mma.sync m16n8k16 in the PTX ISA's register layout (CudaPrelude.h's
+/// mma_16816): the warp's A, B and C are assembled from every lane's
+/// registers, and each lane takes its four results (FP32 sums of exact
+/// products).
+template <typename T>
+void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
+  unsigned tid = mpc_linear_thread(), lane = tid % 32;
+  MpcWarpExchange &e = mpc_exchange[tid / 32];
+  for (int i = 0; i < 4; ++i)
+    e.a[lane][i] = a[i], e.c[lane][i] = d[i];
+  e.b[lane][0] = b[0], e.b[lane][1] = b[1];
+  __syncwarp();
+  auto half = [](unsigned reg, int hi) {
+    T v;
+    uint16_t bits = hi ? reg >> 16 : reg & 0xffff;
+    std::memcpy(&v, &bits, 2);
+    return float(v);
+  };
+  float A[16][16], B[16][8], C[16][8];
+  for (int l = 0; l < 32; ++l) {
+    int g = l / 4, t = l % 4;
+    for (int h = 0; h < 2; ++h) {
+      A[g][2 * t + h] = half(e.a[l][0], h);
+      A[g + 8][2 * t + h] = half(e.a[l][1], h);
+      A[g][2 * t + 8 + h] = half(e.a[l][2], h);
+      A[g + 8][2 * t + 8 + h] = half(e.a[l][3], h);
+      B[2 * t + h][g] = half(e.b[l][0], h);
+      B[2 * t + 8 + h][g] = half(e.b[l][1], h);
+      C[g][2 * t + h] = e.c[l][h];
+      C[g + 8][2 * t + h] = e.c[l][2 + h];
+    }
+  }
+  __syncwarp();
+  int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    int r = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
+    float acc = C[r][n];
+    for (int k = 0; k < 16; ++k)
+      acc += A[r][k] * B[k][n];
+    d[i] = acc;
+  }
 }
 
 namespace nvcuda::wmma {
