@@ -464,6 +464,15 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   // Operands: dy, q, k, v, y, lse[, bias].
   Dims g = dimsOf(val(s.inputs[1]).shape, val(s.inputs[2]).shape,
                   val(s.inputs[3]).shape);
+  DType t = val(s.inputs[1]).dtype;
+  bool sameType = true;
+  for (int k : {0, 2, 3, 4})
+    sameType &= val(s.inputs[k]).dtype == t;
+  if ((t == DType::F16 || t == DType::BF16) && sameType && g.d % 16 == 0 &&
+      g.dv % 16 == 0 && g.d <= 64 && g.dv <= 64) {
+    attentionGradMma(s, name);
+    return true;
+  }
   bool hasBias = s.inputs.size() > 6 && s.inputs[6] >= 0;
   const Shape *bias = hasBias ? &val(s.inputs[6]).shape : nullptr;
   std::string qType = ctype(val(s.inputs[1]).dtype);
@@ -519,6 +528,228 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
      << "LL + t, dv[t]);\n  }\n}\n\n";
   launch1d(s, name, n);
   return true;
+}
+
+/// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
+/// register layout), without atomics: blocks with blockIdx.z == 0 own 64
+/// keys (16 a warp) and loop over the queries that see them, computing
+/// S^T = K Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T =
+/// P^T (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
+/// registers; blocks with blockIdx.z == 1 own 64 queries and loop over
+/// keys for dQ += dS K (the scores once more: recomputing is cheaper than
+/// storing them). D = rowsum(dO y) in FP32. P and dS are rounded to the
+/// operand type for the products, as FlashAttention does; every sum is
+/// FP32.
+void Emitter::attentionGradMma(Step &s, const std::string &name) {
+  Dims g = dimsOf(val(s.inputs[1]).shape, val(s.inputs[2]).shape,
+                  val(s.inputs[3]).shape);
+  bool hasBias = s.inputs.size() > 6 && s.inputs[6] >= 0;
+  bool causal = s.getInt("causal", 0) != 0;
+  std::string T = ctype(val(s.inputs[1]).dtype);
+  std::string scale = flt((float)s.getFloat("scale", 1.0));
+  constexpr int64_t TQ = 32, TK = 32, kRows = 64, kThreads = 128;
+  const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
+  const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  // Score (i, j) into v from the accumulator `acc`, or -inf when masked.
+  std::string score =
+      "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " + L(g.skv) +
+      (causal ? " && j <= i + " + L(off) : std::string()) + ") { v = " +
+      scale + " * acc;" +
+      (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
+                     " v += ld(in6, off);"
+               : std::string()) +
+      " }";
+  // p from the score and the row's lse (an all-masked row's -inf: 0).
+  std::string prob = "const float p = lse == -INFINITY ? 0.0f : expf(v - lse);";
+  auto loadTile = [&](const std::string &dst, int64_t pitch,
+                      const std::string &src, int64_t width, int64_t rows,
+                      const std::string &first, int64_t limit) {
+    std::ostringstream os;
+    os << "    for (int e = threadIdx.x; e < " << rows * width / 8 << "; e += "
+       << kThreads << ") {\n"
+       << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
+       << " * 8;\n      uint4 x = make_uint4(0, 0, 0, 0);\n"
+       << "      if (" << first << " + r < " << L(limit) << ") x = *(const uint4 *)("
+       << src << " + (b * " << L(limit) << " + " << first << " + r) * " << L(width)
+       << " + c);\n      *(uint4 *)(" << dst << " + r * " << pitch << " + c) = x;\n    }\n";
+    return os.str();
+  };
+  // A fragments of 16 rows of a [rows, width] global tensor.
+  auto rowFragments = [&](const std::string &frag, const std::string &src,
+                          int64_t width, int64_t limit) {
+    std::ostringstream os;
+    os << "    unsigned " << frag << "[" << width / 16 << "][4];\n"
+       << "    for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
+       << "      for (int f = 0; f < 4; ++f) {\n"
+       << "        const i64 r = rows[f & 1];\n"
+       << "        const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+       << "        " << frag << "[kt][f] = r < " << L(limit) << " ? *(const unsigned *)("
+       << src << " + (b * " << L(limit) << " + r) * " << L(width) << " + c) : 0u;\n      }\n";
+    return os.str();
+  };
+  // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is read as
+  // a pair along k from two rows of a shared tile (pitch p): rows
+  // kt*16+2t (+1, +8, +9), column n*8+g.
+  auto pairsAlongRows = [&](const std::string &acc, const std::string &a,
+                            const std::string &tile, int64_t pitch,
+                            int64_t ktiles, int64_t cols) {
+    std::ostringstream os;
+    os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
+       << "      const " << T << " *col = " << tile << " + (kt * 16 + 2 * t) * "
+       << pitch << " + g;\n"
+       << "      for (int n = 0; n < " << cols / 8 << "; ++n) {\n"
+       << "        const " << T << " *x = col + n * 8;\n"
+       << "        const unsigned bb[2] = {mpc_pack2(x[0], x[" << pitch
+       << "]), mpc_pack2(x[" << 8 * pitch << "], x[" << 9 * pitch << "])};\n"
+       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+       << "      }\n    }\n";
+    return os.str();
+  };
+  // acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
+  // a pair along k within row n*8+g.
+  auto pairsAlongCols = [&](const std::string &acc, const std::string &a,
+                            const std::string &tile, int64_t pitch,
+                            int64_t width, int64_t ncols) {
+    std::ostringstream os;
+    os << "    float " << acc << "[" << ncols / 8 << "][4];\n"
+       << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
+       << "      for (int f = 0; f < 4; ++f) " << acc << "[n][f] = 0.0f;\n"
+       << "      const " << T << " *row = " << tile << " + (n * 8 + g) * " << pitch
+       << " + 2 * t;\n"
+       << "      for (int kt = 0; kt < " << width / 16 << "; ++kt) {\n"
+       << "        const unsigned bb[2] = {*(const unsigned *)(row + kt * 16), "
+          "*(const unsigned *)(row + kt * 16 + 8)};\n"
+       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+       << "      }\n    }\n";
+    return os.str();
+  };
+  // Packs accumulator tiles (16 x cols, FP32) into A fragments.
+  auto packA = [&](const std::string &frag, const std::string &acc, int64_t cols) {
+    std::ostringstream os;
+    os << "    unsigned " << frag << "[" << cols / 16 << "][4];\n"
+       << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
+       << "      " << frag << "[kt][0] = mpc_pack2(" << T << "(" << acc << "[2 * kt][0]), "
+       << T << "(" << acc << "[2 * kt][1]));\n"
+       << "      " << frag << "[kt][1] = mpc_pack2(" << T << "(" << acc << "[2 * kt][2]), "
+       << T << "(" << acc << "[2 * kt][3]));\n"
+       << "      " << frag << "[kt][2] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][0]), "
+       << T << "(" << acc << "[2 * kt + 1][1]));\n"
+       << "      " << frag << "[kt][3] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][2]), "
+       << T << "(" << acc << "[2 * kt + 1][3]));\n    }\n";
+    return os.str();
+  };
+  auto store = [&](const std::string &out, const std::string &acc,
+                   int64_t width, int64_t limit, const std::string &factor) {
+    std::ostringstream os;
+    os << "    for (int h = 0; h < 2; ++h) {\n"
+       << "      if (rows[h] >= " << L(limit) << ") continue;\n"
+       << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
+       << "        for (int e = 0; e < 2; ++e)\n"
+       << "          st(" << out << ", (b * " << L(limit) << " + rows[h]) * " << L(width)
+       << " + n * 8 + 2 * t + e, " << factor << acc << "[n][2 * h + e]);\n    }\n";
+    return os.str();
+  };
+
+  std::ostringstream os;
+  os << header(s, name, kThreads) << " {\n"
+     << "  __shared__ __align__(16) " << T << " ta[" << std::max(TQ * P, TK * P)
+     << "], tb[" << std::max(TQ * PV, TK * PV) << "];\n"
+     << "  __shared__ float rowLse[" << TQ << "], rowD[" << TQ << "];\n"
+     << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
+     << "  const i64 b = blockIdx.y, w0 = (i64)blockIdx.x * " << L(kRows)
+     << " + (threadIdx.x / 32) * 16;\n"
+     << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
+     << "  if (blockIdx.z == 0) {\n"
+     << "    // dK and dV for 64 keys: rows are keys.\n"
+     << "    if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
+     << rowFragments("kf", "in2", D, g.skv) << rowFragments("vf", "in3", DV, g.skv)
+     << "    float dk[" << D / 8 << "][4], dv[" << DV / 8 << "][4];\n"
+     << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n"
+     << "    for (int n = 0; n < " << DV / 8 << "; ++n) for (int f = 0; f < 4; ++f) dv[n][f] = 0.0f;\n";
+  // Queries before qStart see none of the block's keys.
+  std::string qStart = causal ? "((i64)blockIdx.x * " + L(kRows) + " - " + L(off) +
+                                    " > 0 ? ((i64)blockIdx.x * " + L(kRows) + " - " +
+                                    L(off) + ") / " + L(TQ) + " * " + L(TQ) + " : 0LL)"
+                              : "0LL";
+  os << "    for (i64 q0 = " << qStart << "; q0 < " << L(g.sq) << "; q0 += " << L(TQ) << ") {\n"
+     << "      __syncthreads();\n"
+     << loadTile("ta", P, "in1", D, TQ, "q0", g.sq)
+     << loadTile("tb", PV, "in0", DV, TQ, "q0", g.sq)
+     << "      for (int r = threadIdx.x; r < " << TQ << "; r += " << kThreads << ") {\n"
+     << "        const i64 i = q0 + r;\n        float dd = 0.0f, lse = 0.0f;\n"
+     << "        if (i < " << L(g.sq) << ") {\n"
+     << "          for (int c = 0; c < " << DV << "; ++c) dd += ld(in0, (b * " << L(g.sq)
+     << " + i) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + i) * " << L(DV)
+     << " + c);\n          lse = ld(in5, b * " << L(g.sq) << " + i);\n        }\n"
+     << "        rowD[r] = dd;\n        rowLse[r] = lse;\n      }\n"
+     << "      __syncthreads();\n"
+     << pairsAlongCols("st", "kf", "ta", P, D, TQ)
+     << pairsAlongCols("dpt", "vf", "tb", PV, DV, TQ)
+     << "    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) {\n"
+     << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
+     << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
+     << "        " << score << "\n        " << prob << "\n"
+     << "        st[n][f] = p;\n"
+     << "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n      }\n"
+     << packA("pt", "st", TQ) << packA("dst", "dpt", TQ)
+     << pairsAlongRows("dv", "pt", "tb", PV, TQ / 16, DV)
+     << pairsAlongRows("dk", "dst", "ta", P, TQ / 16, D)
+     << "    }\n"
+     << store("out1", "dk", D, g.skv, scale + " * ")
+     << store("out2", "dv", DV, g.skv, "")
+     << "    return;\n  }\n"
+     << "  // dQ for 64 queries: rows are queries.\n"
+     << "  if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.sq) << ") return;\n"
+     << rowFragments("qf", "in1", D, g.sq) << rowFragments("of", "in0", DV, g.sq)
+     << "  float dq[" << D / 8 << "][4];\n"
+     << "  for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dq[n][f] = 0.0f;\n"
+     // D and lse of the lane's two rows: a quarter of the sum per lane.
+     << "  float rd[2], rl[2];\n"
+     << "  for (int h = 0; h < 2; ++h) {\n"
+     << "    float dd = 0.0f;\n"
+     << "    if (rows[h] < " << L(g.sq) << ")\n"
+     << "      for (int c = t; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
+     << " + rows[h]) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + rows[h]) * "
+     << L(DV) << " + c);\n"
+     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
+     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
+     << "    rd[h] = dd;\n"
+     << "    rl[h] = rows[h] < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + rows[h]) : 0.0f;\n  }\n";
+  std::string jEnd = causal ? "((i64)blockIdx.x * " + L(kRows) + " + " + L(kRows + off) +
+                                  " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(kRows) +
+                                  " + " + L(kRows + off) + " : " + L(g.skv) + ")"
+                            : L(g.skv);
+  os << "  const i64 jEnd = " << jEnd << ";\n"
+     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
+     << "    __syncthreads();\n"
+     << loadTile("ta", P, "in2", D, TK, "j0", g.skv)
+     << loadTile("tb", PV, "in3", DV, TK, "j0", g.skv)
+     << "    __syncthreads();\n"
+     << pairsAlongCols("sc", "qf", "ta", P, D, TK)
+     << pairsAlongCols("dp", "of", "tb", PV, DV, TK)
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) {\n"
+     << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
+     << "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
+     << "        " << score << "\n        " << prob << "\n"
+     << "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n"
+     << packA("ds", "dp", TK)
+     << pairsAlongRows("dq", "ds", "ta", P, TK / 16, D)
+     << "  }\n"
+     << store("out0", "dq", D, g.sq, scale + " * ")
+     << "}\n\n";
+  cu << os.str();
+  barrier = true;
+  int64_t blocks = std::max((g.sq + kRows - 1) / kRows, (g.skv + kRows - 1) / kRows);
+  launch(s, name, {blocks, g.batch, 2}, {kThreads, 1, 1});
+  // S twice, P^T dO, dP twice, dS^T Q, dS K.
+  double flops = 2.0 * g.batch * g.sq * g.skv * (3 * g.d + 4 * g.dv) *
+                 (causal ? 0.5 : 1.0);
+  mod.flops += flops;
+  mod.tensorCoreFlops += flops;
+  gemmOnTensorCores = true;
 }
 
 void registerAttentionEmitters(EmitterTable &t) {

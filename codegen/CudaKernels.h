@@ -204,6 +204,7 @@ public:
   bool attention(Step &s, const std::string &name);
   void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
   void attentionMma(Step &s, const std::string &name, int64_t keys);
+  void attentionGradMma(Step &s, const std::string &name);
   bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp

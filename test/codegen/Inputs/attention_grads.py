@@ -1,0 +1,88 @@
+"""Gradients of the fused attention (the tensor-core backward kernel) as
+one SGD step shows them: q, k and v are a model's initializers, the loss
+is sum(Attention(q, k, v) * target) (target scaled by 1e-3 so the loss
+scale keeps it in fp16), and after `mpc train ... --steps 1 --optimizer
+sgd --lr 1 -o trained.onnx` each initializer has moved by minus its
+gradient. `check` compares that with a float64 NumPy backward on the
+fp16-rounded q, k and v (normwise per tensor).
+
+usage: attention_grads.py make DIR
+       attention_grads.py check DIR CASE TRAINED.onnx --rtol R
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+# name: (q shape, k shape, v shape, causal, with an additive mask)
+CASES = {
+    "causal_40": ((1, 3, 40, 32), (1, 3, 40, 32), (1, 3, 40, 32), 1, False),
+    "causal_offset": ((1, 2, 24, 64), (1, 2, 56, 64), (1, 2, 56, 64), 1, False),
+    "mask_33": ((1, 2, 33, 64), (1, 2, 33, 64), (1, 2, 33, 64), 0, True),
+    "value_48": ((1, 2, 20, 32), (1, 2, 36, 32), (1, 2, 36, 48), 0, False),
+}
+
+
+def make(d):
+    rng = np.random.default_rng(5)
+    for name, (qs, ks, vs, causal, masked) in CASES.items():
+        init = {n: rng.standard_normal(s).astype(np.float32)
+                for n, s in (("q", qs), ("k", ks), ("v", vs))}
+        if masked:
+            init["mask"] = rng.standard_normal((qs[2], ks[2])).astype(np.float32)
+        ins = ["q", "k", "v"] + (["mask"] if masked else [])
+        yshape = list(qs[:3]) + [vs[3]]
+        nodes = [helper.make_node("Attention", ins, ["y"], is_causal=causal),
+                 helper.make_node("Mul", ["y", "target"], ["yt"]),
+                 helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0)]
+        g = helper.make_graph(
+            nodes, name,
+            [helper.make_tensor_value_info("target", TensorProto.FLOAT, yshape)],
+            [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+            [numpy_helper.from_array(v, n) for n, v in init.items()])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+                  f"{d}/{name}.onnx")
+        np.save(f"{d}/{name}.target.npy",
+                (1e-3 * rng.standard_normal(yshape)).astype(np.float32))
+
+
+def reference(name, w, target):
+    _, _, _, causal, masked = CASES[name]
+    q, k, v = (w[n].astype(np.float16).astype(np.float64) for n in "qkv")
+    scale = 1 / np.sqrt(q.shape[-1])
+    s = scale * q @ np.swapaxes(k, -1, -2)
+    if masked:
+        s = s + w["mask"]
+    if causal:
+        sq, skv = s.shape[-2:]
+        s = np.where(np.arange(skv)[None, :] <= np.arange(sq)[:, None], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    dy = target.astype(np.float64)
+    dv = np.swapaxes(p, -1, -2) @ dy
+    dp = dy @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    return {"q": scale * ds @ k, "k": scale * np.swapaxes(ds, -1, -2) @ q, "v": dv}
+
+
+def check(d, name, trained, rtol):
+    before = {t.name: numpy_helper.to_array(t) for t in onnx.load(f"{d}/{name}.onnx").graph.initializer}
+    after = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
+    want = reference(name, before, np.load(f"{d}/{name}.target.npy"))
+    ok = True
+    for n in "qkv":
+        got = before[n].astype(np.float64) - after[n].astype(np.float64)  # lr 1
+        err = float(np.max(np.abs(got - want[n])) / np.max(np.abs(want[n])))
+        good = err <= rtol
+        ok &= good
+        print(f"{name} d{n}: {err:.2e} {'ok' if good else 'FAIL'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+    else:
+        check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[sys.argv.index("--rtol") + 1]))
