@@ -101,8 +101,36 @@ PY
 "$mpc" compile "$work/models/attention.onnx" -o "$work/art/attention-fp16" --arch "$arch" | tail -1
 (cd "$work" && "$mpc" run art/attention-fp16 --input q=inputs/attention.q.npy --input k=inputs/attention.k.npy --input v=inputs/attention.v.npy --output-dir expected/attention-fp16 > /dev/null)
 echo "attention fp16 art/attention-fp16 q=inputs/attention.q.npy k=inputs/attention.k.npy v=inputs/attention.v.npy" >> "$work/manifest.txt"
+# The same attention trained (forward and backward kernels): q, k and v
+# are the model's initializers, the loss sum(y * target); 3 steps (the
+# CPU backend's reference takes seconds a step at this size).
+python3 - "$work" <<'PY'
+import sys
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+work = sys.argv[1]
+shape = [2, 12, 1024, 64]
+rng = np.random.default_rng(1)
+inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n) for n in "qkv"]
+nodes = [helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1),
+         helper.make_node("Mul", ["y", "target"], ["yt"]),
+         helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0)]
+g = helper.make_graph(nodes, "attention_train",
+    [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape)],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+          f"{work}/models/attention_train.onnx")
+np.save(f"{work}/inputs/attention_train.target.npy",
+        (1e-3 * rng.standard_normal(shape)).astype(np.float32))
+PY
+"$mpc" compile "$work/models/attention_train.onnx" -o "$work/art/attention-fp16-train" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" | tail -1
+(cd "$work" && "$mpc" train models/attention_train.onnx --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --metrics expected/attention-fp16-train.jsonl > /dev/null)
+echo "attention fp16 art/attention-fp16-train steps=3 target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 fi
 echo "$steps" > "$work/steps.txt"
+# The GPU machine needs the artifacts and inputs, not the models (the
+# attention model alone is 18 MiB of initializers).
+rm -f "$work/models/attention_train.onnx"
 # The runtime-only build on the GPU machine (no MLIR, so no tblgen) takes
 # the op list this build generated from the ODS.
 cp "$(dirname "$mpc")/../ir/MpcOpList.h.inc" "$work/MpcOpList.h.inc"

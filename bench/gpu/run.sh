@@ -53,26 +53,29 @@ done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")
 {
   echo
-  echo "| model | precision | mpc train step (ms) | losses over $steps steps: max rel diff vs CPU backend | the same with \`--gemm mpc\` (ms) | its losses' diff |"
+  echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3): max rel diff vs CPU backend | the same with \`--gemm mpc\` (ms) | its losses' diff |"
   echo "|---|---|---|---|---|---|"
 } >> "$results"
 # Each train step twice: GEMMs as the artifact chose (cuBLASLt where it
 # loads) and on mpc's own kernels.
 while read -r model prec art ins; do
   args=()
-  for i in $ins; do args+=("${i%%=*}=$work/${i#*=}"); done
+  n=$steps # an entry's steps=N overrides
+  for i in $ins; do
+    if [[ $i == steps=* ]]; then n=${i#steps=}; else args+=("${i%%=*}=$work/${i#*=}"); fi
+  done
   row="| $model | $prec |"
   for choice in auto mpc; do
-    line=$(cd "$work" && "$run" "$art" --gemm $choice --steps "$steps" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+    line=$(cd "$work" && "$run" "$art" --gemm $choice --steps "$n" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
     echo "$model $prec train (--gemm $choice): $line" | tr '\n' ' '; echo
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
     row="$row ${ms:-n/a} | ${diff:-n/a} |"
   done
   echo "$row" >> "$results"
-  last=("$art" "${args[@]}")
+  [[ $model-$prec == transformer-fp16 ]] && last=("$art" "${args[@]}")
 done < "$work/train-manifest.txt"
-# compute-sanitizer memcheck over two steps of the last train artifact,
+# compute-sanitizer memcheck over two steps of the fp16 Transformer's,
 # where the machine has it.
 if command -v compute-sanitizer > /dev/null && [[ -n ${last:-} ]]; then
   san=$(cd "$work" && timeout 120 compute-sanitizer --tool memcheck "$run" "${last[0]}" --steps 2 --lr 0.01 "${last[@]:1}" 2>&1 | grep -E "ERROR SUMMARY|^=========.*(Invalid|error)" | head -5)

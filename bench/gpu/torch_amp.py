@@ -92,3 +92,9 @@ q, k, v = (torch.randn(2, 12, 1024, 64, device=dev, dtype=torch.float16)
 if hasattr(F, "scaled_dot_product_attention"):
     sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
     print(f"torch attention sdpa-causal-2x12x1024x64 {timed(sdpa):.4f}")
+    # Forward and backward, as the attention train step runs them.
+    qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
+    dy = torch.randn_like(q)
+    def fwd_bwd():
+        F.scaled_dot_product_attention(qg, kg, vg, is_causal=True).backward(dy)
+    print(f"torch attention sdpa-causal-fwd-bwd-2x12x1024x64 {timed(fwd_bwd):.4f}")
