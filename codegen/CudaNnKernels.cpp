@@ -144,9 +144,10 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
 
 /// A reduction: `kind` is the op name without "reduce_" (sum, mean, max,
 /// min, prod, l1, l2, sum_square, log_sum, log_sum_exp, the last shifted
-/// by the max); a thread per output accumulates in double as the CPU
-/// backend does (memory-bound either way), NaN handling alike. No axes
-/// with noop_with_empty_axes copies.
+/// by the max), accumulated in double as the CPU backend does, NaN handling
+/// alike: a thread per output, or for a few long rows (a loss summed over a
+/// whole tensor) a block per output whose threads combine their shares in
+/// a tree. No axes with noop_with_empty_axes copies.
 bool Emitter::reduce(Step &s, const std::string &name) {
   std::string kind = std::string(opName(s.op)).substr(7); // reduce_<kind>
   const ValueInfo &x = val(s.inputs[0]);
@@ -188,28 +189,62 @@ bool Emitter::reduce(Step &s, const std::string &name) {
   if (fold == folds.end())
     return fail(s, "no CUDA kernel for mpc." + std::string(opName(s.op)) +
                        " yet");
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << outN << "LL) return;\n"
-     << offsetsCode(kept, {keptStrides})
-     << "  double acc = " << fold->second.first << ", mx = -INFINITY;\n";
-  auto loop = [&](const std::string &body) {
-    cu << "  for (i64 j = 0; j < " << redN
-       << "LL; ++j) {\n    i64 q = j, off = o0;\n";
-    for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
-      cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
-         << "LL; q /= " << rdims[d] << "LL;\n";
-    cu << "    double v = ld(in0, off);\n    " << body << "\n  }\n";
-  };
-  if (kind == "log_sum_exp")
-    loop("mx = fmax(mx, v);");
-  loop(std::string("acc = ") + fold->second.second + ";");
   std::string result = kind == "mean"          ? "acc / " + dbl((double)redN)
                        : kind == "l2"          ? "sqrt(acc)"
                        : kind == "log_sum"     ? "log(acc)"
                        : kind == "log_sum_exp" ? "log(acc) + mx"
                                                : "acc";
+  // Long rows and few of them (a loss summed over a whole tensor): a
+  // block of 256 threads per output, each a strided share in double, then
+  // a tree over shared memory; else a thread per output.
+  bool wide = redN >= 4096 && outN <= 4096;
+  int64_t threads = wide ? 256 : 1;
+  auto loop = [&](const std::string &body) {
+    cu << "  for (i64 j = " << (wide ? "threadIdx.x" : "0") << "; j < " << redN
+       << "LL; j += " << threads << ") {\n    i64 q = j, off = o0;\n";
+    for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
+      cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
+         << "LL; q /= " << rdims[d] << "LL;\n";
+    cu << "    double v = ld(in0, off);\n    " << body << "\n  }\n";
+  };
+  // Partials combine as the fold does, except that l1/l2/sum_square and
+  // the sums of exponentials add what is already transformed.
+  std::string combine = kind == "max" || kind == "min" || kind == "prod"
+                            ? std::string(fold->second.second)
+                            : "acc + v";
+  auto blockReduce = [&](const std::string &var, const std::string &expr) {
+    cu << "  part[threadIdx.x] = " << var << ";\n  __syncthreads();\n"
+       << "  for (int h = 128; h > 0; h >>= 1) {\n"
+       << "    if (threadIdx.x < h) { double acc = part[threadIdx.x], v = "
+          "part[threadIdx.x + h]; part[threadIdx.x] = " << expr << "; }\n"
+       << "    __syncthreads();\n  }\n  " << var << " = part[0];\n"
+       << "  __syncthreads();\n";
+  };
+  if (wide)
+    cu << header(s, name, 256) << " {\n  __shared__ double part[256];\n"
+       << "  const i64 i = blockIdx.x;\n";
+  else
+    cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+       << outN << "LL) return;\n";
+  cu << offsetsCode(kept, {keptStrides})
+     << "  double acc = " << fold->second.first << ", mx = -INFINITY;\n";
+  if (kind == "log_sum_exp") {
+    loop("mx = fmax(mx, v);");
+    if (wide)
+      blockReduce("mx", "fmax(acc, v)");
+  }
+  loop(std::string("acc = ") + fold->second.second + ";");
+  if (wide) {
+    blockReduce("acc", combine);
+    cu << "  if (threadIdx.x != 0) return;\n";
+  }
   cu << "  st(out0, i, (float)(" << result << "));\n}\n\n";
-  launch1d(s, name, outN);
+  if (wide) {
+    barrier = true;
+    launch(s, name, {outN, 1, 1}, {256, 1, 1});
+  } else {
+    launch1d(s, name, outN);
+  }
   return true;
 }
 
