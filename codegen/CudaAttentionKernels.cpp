@@ -676,13 +676,19 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "      __syncthreads();\n"
      << loadTile("ta", P, "in1", D, TQ, "q0", g.sq)
      << loadTile("tb", PV, "in0", DV, TQ, "q0", g.sq)
-     << "      for (int r = threadIdx.x; r < " << TQ << "; r += " << kThreads << ") {\n"
-     << "        const i64 i = q0 + r;\n        float dd = 0.0f, lse = 0.0f;\n"
-     << "        if (i < " << L(g.sq) << ") {\n"
-     << "          for (int c = 0; c < " << DV << "; ++c) dd += ld(in0, (b * " << L(g.sq)
+     // D of the tile's queries: 4 consecutive lanes a query, a quarter
+     // of the dims each, combined by shuffles.
+     << "      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n"
+     << "        const i64 i = q0 + r;\n        float dd = 0.0f;\n"
+     << "        if (i < " << L(g.sq) << ")\n"
+     << "          for (int c = part; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
      << " + i) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + i) * " << L(DV)
-     << " + c);\n          lse = ld(in5, b * " << L(g.sq) << " + i);\n        }\n"
-     << "        rowD[r] = dd;\n        rowLse[r] = lse;\n      }\n"
+     << " + c);\n"
+     << "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
+     << "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
+     << "        if (part == 0) {\n          rowD[r] = dd;\n"
+     << "          rowLse[r] = i < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + i) : 0.0f;\n"
+     << "        }\n      }\n"
      << "      __syncthreads();\n"
      << pairsAlongCols("st", "kf", "ta", P, D, TQ)
      << pairsAlongCols("dpt", "vf", "tb", PV, DV, TQ)

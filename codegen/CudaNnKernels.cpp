@@ -146,8 +146,8 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
 /// min, prod, l1, l2, sum_square, log_sum, log_sum_exp, the last shifted
 /// by the max), accumulated in double as the CPU backend does, NaN handling
 /// alike: a thread per output, or for a few long rows (a loss summed over a
-/// whole tensor) a block per output whose threads combine their shares in
-/// a tree. No axes with noop_with_empty_axes copies.
+/// whole tensor) a block of 1024 threads per output whose shares combine
+/// in a tree. No axes with noop_with_empty_axes copies.
 bool Emitter::reduce(Step &s, const std::string &name) {
   std::string kind = std::string(opName(s.op)).substr(7); // reduce_<kind>
   const ValueInfo &x = val(s.inputs[0]);
@@ -198,13 +198,23 @@ bool Emitter::reduce(Step &s, const std::string &name) {
   // block of 256 threads per output, each a strided share in double, then
   // a tree over shared memory; else a thread per output.
   bool wide = redN >= 4096 && outN <= 4096;
-  int64_t threads = wide ? 256 : 1;
+  int64_t threads = wide ? 1024 : 1;
+  // Reduced elements that lie next to each other in memory are at o0 + j
+  // (no index arithmetic per element).
+  bool contiguous = true;
+  for (int64_t d = (int64_t)rdims.size() - 1, stride = 1; d >= 0; --d) {
+    contiguous &= rstrides[d] == stride || rdims[d] == 1;
+    stride *= rdims[d];
+  }
   auto loop = [&](const std::string &body) {
     cu << "  for (i64 j = " << (wide ? "threadIdx.x" : "0") << "; j < " << redN
        << "LL; j += " << threads << ") {\n    i64 q = j, off = o0;\n";
-    for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
-      cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
-         << "LL; q /= " << rdims[d] << "LL;\n";
+    if (contiguous)
+      cu << "    off += q;\n";
+    else
+      for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
+        cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
+           << "LL; q /= " << rdims[d] << "LL;\n";
     cu << "    double v = ld(in0, off);\n    " << body << "\n  }\n";
   };
   // Partials combine as the fold does, except that l1/l2/sum_square and
@@ -214,14 +224,15 @@ bool Emitter::reduce(Step &s, const std::string &name) {
                             : "acc + v";
   auto blockReduce = [&](const std::string &var, const std::string &expr) {
     cu << "  part[threadIdx.x] = " << var << ";\n  __syncthreads();\n"
-       << "  for (int h = 128; h > 0; h >>= 1) {\n"
+       << "  for (int h = " << threads / 2 << "; h > 0; h >>= 1) {\n"
        << "    if (threadIdx.x < h) { double acc = part[threadIdx.x], v = "
           "part[threadIdx.x + h]; part[threadIdx.x] = " << expr << "; }\n"
        << "    __syncthreads();\n  }\n  " << var << " = part[0];\n"
        << "  __syncthreads();\n";
   };
   if (wide)
-    cu << header(s, name, 256) << " {\n  __shared__ double part[256];\n"
+    cu << header(s, name, threads) << " {\n  __shared__ double part["
+       << threads << "];\n"
        << "  const i64 i = blockIdx.x;\n";
   else
     cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
@@ -241,7 +252,7 @@ bool Emitter::reduce(Step &s, const std::string &name) {
   cu << "  st(out0, i, (float)(" << result << "));\n}\n\n";
   if (wide) {
     barrier = true;
-    launch(s, name, {outN, 1, 1}, {256, 1, 1});
+    launch(s, name, {outN, 1, 1}, {threads, 1, 1});
   } else {
     launch1d(s, name, outN);
   }
