@@ -53,8 +53,8 @@ done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")
 {
   echo
-  echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3): max rel diff vs CPU backend | the same with \`--gemm mpc\` (ms) | its losses' diff |"
-  echo "|---|---|---|---|---|---|"
+  echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3): max rel diff vs CPU backend | the same with \`--gemm mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
+  echo "|---|---|---|---|---|---|---|"
 } >> "$results"
 # Each train step twice: GEMMs as the artifact chose (cuBLASLt where it
 # loads) and on mpc's own kernels.
@@ -71,7 +71,9 @@ while read -r model prec art ins; do
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
     row="$row ${ms:-n/a} | ${diff:-n/a} |"
+    [[ $choice == auto ]] && dev=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
   done
+  row="$row ${dev:-n/a} |"
   echo "$row" >> "$results"
   [[ $model-$prec == transformer-fp16 ]] && last=("$art" "${args[@]}")
 done < "$work/train-manifest.txt"
