@@ -292,6 +292,24 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
   int64_t C = g.C, H = g.H, W = g.W, Co = g.Co, OH = g.OH, OW = g.OW,
           KH = g.KH, KW = g.KW, Nb = g.Nb, Cg = g.Cg, Mg = g.Mg,
           groups = g.groups;
+  // cuDNN's legacy convolution takes symmetric padding and computes the
+  // output size itself: where both hold, the step gets a LibraryConv.
+  auto outSize = [](int64_t in, int64_t pad, int64_t k, int64_t stride,
+                    int64_t dil) { return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1; };
+  if (dy.dtype == other.dtype && dy.dtype == out.dtype &&
+      (dy.dtype == DType::F16 || dy.dtype == DType::BF16 ||
+       dy.dtype == DType::F32) &&
+      win.padBegin == win.padEnd &&
+      OH == outSize(H, win.padBegin[0], KH, win.strides[0], win.dilations[0]) &&
+      OW == outSize(W, win.padBegin[1], KW, win.strides[1], win.dilations[1])) {
+    LibraryConv v;
+    v.kind = weight ? LibraryConv::BackwardFilter : LibraryConv::BackwardData;
+    v.n = Nb, v.c = C, v.h = H, v.w = W, v.k = Co, v.r = KH, v.s = KW;
+    v.padH = win.padBegin[0], v.padW = win.padBegin[1];
+    v.strideH = win.strides[0], v.strideW = win.strides[1];
+    v.dilH = win.dilations[0], v.dilW = win.dilations[1], v.groups = groups;
+    s.cuda.conv = v;
+  }
   std::string T = ctype(dy.dtype);
   bool f32 = dy.dtype == DType::F32;
   std::string Z = f32 ? "0.0f" : T + "(0.0f)";

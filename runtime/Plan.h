@@ -44,6 +44,20 @@ struct LibraryGemm {
   bool valid() const { return m > 0; }
 };
 
+/// A convolution gradient step the runtime may hand to cuDNN instead of its
+/// kernel (which stays as the fallback): NCHW, 2-D, symmetric padding.
+/// Operands by position: data gradient (dy, w) -> dx, filter gradient
+/// (dy, x) -> dw.
+struct LibraryConv {
+  enum Kind { None, BackwardData, BackwardFilter } kind = None;
+  int64_t n = 0, c = 0, h = 0, w = 0;  // the forward input
+  int64_t k = 0, r = 0, s = 0;         // filters and their size
+  int64_t padH = 0, padW = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
+  int64_t groups = 1;
+
+  bool valid() const { return kind != None; }
+};
+
 /// How the CUDA backend runs a step, decided by codegen (CudaFusion.cpp,
 /// CudaEmitter.cpp) and read by the memory plan, the CUDA session and the
 /// host emulation. Default (no kernel, no alias) for CPU-only plans.
@@ -58,6 +72,7 @@ struct CudaLaunch {
   bool fusedRelu = false;  // a GEMM/conv applying its reader's Relu
   bool underflowCounter = false; // the kernel takes the counter, last
   LibraryGemm gemm;               // valid(): cuBLASLt can run the step
+  LibraryConv conv;               // valid(): cuDNN can run the step
 
   /// No kernel of its own: aliased, or computed in another step's kernel.
   bool inOtherKernel() const { return alias >= 0 || fusedInto >= 0; }
@@ -130,6 +145,8 @@ struct Plan {
   /// Who runs the GEMMs that have a LibraryGemm: "auto" (cuBLASLt where
   /// its library loads, else the kernels), "cublaslt" or "mpc".
   std::string cudaGemm = "auto";
+  /// The same for convolution gradients and cuDNN: "auto", "cudnn", "mpc".
+  std::string cudaConv = "auto";
 };
 
 } // namespace mpc::rt

@@ -145,6 +145,12 @@ std::string cudaText(const CudaLaunch &c) {
            i(g.b) + i(g.c) + i(g.bias) + hexFloat(g.alpha) + "," +
            hexFloat(g.beta);
   }
+  if (const LibraryConv &v = c.conv; v.valid()) {
+    out += " conv=" + std::to_string((int)v.kind);
+    for (int64_t x : {v.n, v.c, v.h, v.w, v.k, v.r, v.s, v.padH, v.padW,
+                      v.strideH, v.strideW, v.dilH, v.dilW, v.groups})
+      out += "," + std::to_string(x);
+  }
   return out;
 }
 
@@ -191,6 +197,8 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     }) << "\n";
   if (plan.cudaGemm != "auto")
     os << "cuda-gemm " << escape(plan.cudaGemm) << "\n";
+  if (plan.cudaConv != "auto")
+    os << "cuda-conv " << escape(plan.cudaConv) << "\n";
   if (const auto &t = plan.train) {
     os << "train loss=" << t->loss << " loss-scale-init=" << hexFloat(t->lossScaleInit)
        << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2)

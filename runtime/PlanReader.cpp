@@ -67,6 +67,30 @@ bool parseLibraryGemm(const std::string &text, LibraryGemm &g) {
   return g.valid() && g.n > 0 && g.k > 0 && g.batch > 0;
 }
 
+/// conv=KIND,N,C,H,W,K,R,S,PH,PW,SH,SW,DH,DW,GROUPS.
+bool parseLibraryConv(const std::string &text, LibraryConv &v) {
+  std::vector<std::string> f = splitList(text);
+  if (f.size() != 15)
+    return false;
+  int64_t x[15];
+  try {
+    for (int i = 0; i < 15; ++i)
+      x[i] = std::stoll(f[i]);
+  } catch (...) {
+    return false;
+  }
+  if (x[0] != LibraryConv::BackwardData && x[0] != LibraryConv::BackwardFilter)
+    return false;
+  for (int i = 1; i < 15; ++i)
+    if (x[i] < (i == 8 || i == 9 ? 0 : 1)) // pads may be 0, the rest >= 1
+      return false;
+  v.kind = (LibraryConv::Kind)x[0];
+  v.n = x[1], v.c = x[2], v.h = x[3], v.w = x[4], v.k = x[5], v.r = x[6],
+  v.s = x[7], v.padH = x[8], v.padW = x[9], v.strideH = x[10],
+  v.strideW = x[11], v.dilH = x[12], v.dilW = x[13], v.groups = x[14];
+  return true;
+}
+
 /// Reads the tokens of a `cuda` record; false on an unknown or bad one.
 bool parseCuda(std::istream &is, CudaLaunch &c) {
   auto intList = [](const std::string &s, std::vector<int> &out) {
@@ -109,6 +133,8 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.underflowCounter = true;
     else if (key == "gemm")
       ok = parseLibraryGemm(value, c.gemm);
+    else if (key == "conv")
+      ok = parseLibraryConv(value, c.conv);
     else
       ok = false;
     if (!ok)
@@ -206,6 +232,11 @@ private:
         return "bad cuda-arch record";
       for (const std::string &a : splitList(list))
         plan.cudaArch.push_back(unescape(a));
+    } else if (kind == "cuda-conv") {
+      std::string mode;
+      if (!(is >> mode) || (mode != "auto" && mode != "cudnn" && mode != "mpc"))
+        return "bad cuda-conv record";
+      plan.cudaConv = mode;
     } else if (kind == "cuda-gemm") {
       std::string mode;
       if (!(is >> mode) || (mode != "auto" && mode != "cublaslt" && mode != "mpc"))
@@ -274,6 +305,10 @@ private:
           (g.bias != -1 && !operand(g.bias)) || step->outputs.size() != 1)
         return "gemm record names a value that is not the step's operand";
     }
+    if (step->cuda.conv.valid() &&
+        (step->inputs.size() < 2 || step->inputs[0] < 0 ||
+         step->inputs[1] < 0 || step->outputs.size() != 1))
+      return "conv record on a step without its operands";
     return "";
   }
 

@@ -75,6 +75,8 @@ config.substitutions.append(("%cxx", shutil.which("g++") or "g++"))
 config.substitutions.append(("%cuda_include", os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")))
 # The CUDA driver double (test/codegen/FakeCudaDriver.cpp): MPC_CUDA_DRIVER
 # pointed at it runs --device cuda on the host.
-# With it, MPC_CUBLASLT names the cuBLASLt double
-# (test/codegen/FakeCublasLt.cpp), so GEMM steps take the library path.
-config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(config.mpc_obj_root, "lib", "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(config.mpc_obj_root, "lib", "libmpc-fake-cublaslt.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))
+# With it, MPC_CUBLASLT and MPC_CUDNN name the library doubles
+# (test/codegen/FakeCublasLt.cpp, FakeCudnn.cpp), so GEMMs and convolution
+# gradients take the library path.
+lib_dir = os.path.join(config.mpc_obj_root, "lib")
+config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))

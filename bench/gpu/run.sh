@@ -53,11 +53,11 @@ done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")
 {
   echo
-  echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3): max rel diff vs CPU backend | the same with \`--gemm mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
+  echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3): max rel diff vs CPU backend | on mpc's kernels only, \`--gemm mpc --conv mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
   echo "|---|---|---|---|---|---|---|"
 } >> "$results"
-# Each train step twice: GEMMs as the artifact chose (cuBLASLt where it
-# loads) and on mpc's own kernels.
+# Each train step twice: GEMMs and convolution gradients as the artifact
+# chose (cuBLASLt and cuDNN where they load) and on mpc's own kernels.
 while read -r model prec art ins; do
   args=()
   n=$steps # an entry's steps=N overrides
@@ -66,8 +66,8 @@ while read -r model prec art ins; do
   done
   row="| $model | $prec |"
   for choice in auto mpc; do
-    line=$(cd "$work" && "$run" "$art" --gemm $choice --steps "$n" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
-    echo "$model $prec train (--gemm $choice): $line" | tr '\n' ' '; echo
+    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+    echo "$model $prec train (--gemm/--conv $choice): $line" | tr '\n' ' '; echo
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
     row="$row ${ms:-n/a} | ${diff:-n/a} |"

@@ -12,6 +12,7 @@
 #include "runtime/OpTrace.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/LibraryConvs.h"
 #include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
 
@@ -68,13 +69,15 @@ public:
            !function(s.cuda.prologue, prologues[i], error)))
         return false;
     }
-    if (!gemms.open(plan, gemmSummary, error))
+    if (!gemms.open(plan, gemmSummary, error) ||
+        !convs.open(plan, stream, convSummary, error))
       return false;
     int64_t arena = planDeviceMemory(plan, offsets);
     for (const Step &s : plan.steps)
       if (s.cuda.underflowCounter && counter < 0)
         counter = arena, arena += 256; // one u64, after the values
-    if (size_t w = gemms.workspaceBytes(); w > 0) // the libraries' scratch
+    // The libraries' scratch, shared: their calls run one after another.
+    if (size_t w = std::max(gemms.workspaceBytes(), convs.workspaceBytes()))
       workspace = (arena + 255) / 256 * 256, arena = workspace + (int64_t)w;
     if (!check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
                "allocating " + std::to_string(arena) + " bytes", error))
@@ -176,7 +179,11 @@ public:
 
   int64_t underflow() const override { return underflowed; }
 
-  std::string describe() const override { return gemmSummary; }
+  std::string describe() const override {
+    if (gemmSummary.empty() || convSummary.empty())
+      return gemmSummary + convSummary;
+    return gemmSummary + "; " + convSummary;
+  }
 
 private:
   const Plan &plan;
@@ -189,7 +196,8 @@ private:
   std::vector<Handle> fns, prologues; // per step; prologues run first
   std::vector<int64_t> offsets;
   LibraryGemms gemms;      // the steps cuBLASLt runs
-  std::string gemmSummary; // who runs the GEMMs, in one line
+  LibraryConvs convs;      // the steps cuDNN runs
+  std::string gemmSummary, convSummary; // who runs them, a line each
   int64_t workspace = -1;  // arena offset of the library workspace
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t underflowed = 0; // the last run's count
@@ -270,10 +278,15 @@ private:
   }
   bool launchAll(std::string &error) {
     for (size_t i = 0; i < plan.steps.size(); ++i) {
+      auto address = [&](int v) { return base + offsets[v]; };
+      DevicePtr work = workspace >= 0 ? base + workspace : 0;
       if (gemms.runs(i)) {
-        auto address = [&](int v) { return base + offsets[v]; };
-        if (!gemms.launch(i, address, workspace >= 0 ? base + workspace : 0,
-                          stream, error))
+        if (!gemms.launch(i, address, work, stream, error))
+          return false;
+        continue;
+      }
+      if (convs.runs(i)) {
+        if (!convs.launch(i, address, work, error))
           return false;
         continue;
       }

@@ -66,7 +66,7 @@ static int train(const Plan &plan, const std::string &dir,
   if (!s)
     return fail(error);
   if (!s->describe().empty())
-    std::printf("gemm: %s\n", s->describe().c_str());
+    std::printf("libraries: %s\n", s->describe().c_str());
   // The same batch every step (it is uploaded every step, as in training).
   TrainerOptions o;
   o.steps = steps;
@@ -131,11 +131,12 @@ int main(int argc, char **argv) {
     std::fprintf(stderr,
                  "usage: mpc-gpu-run DIR [--repeat N | --steps N [--lr LR] "
                  "[--expect-losses FILE.jsonl]] [--gemm auto|cublaslt|mpc] "
+                 "[--conv auto|cudnn|mpc] "
                  "[--expect NAME=FILE.npy]... "
                  "NAME=FILE.npy...\n");
     return 2;
   }
-  std::string dir = argv[1], error, expectLosses, gemmMode;
+  std::string dir = argv[1], error, expectLosses, gemmMode, convMode;
   int repeat = 0, steps = 0;
   float lr = 0.01f;
   std::map<std::string, Tensor> inputs, expected;
@@ -156,6 +157,10 @@ int main(int argc, char **argv) {
     }
     if (a == "--gemm" && value) { // overrides the artifact's choice
       gemmMode = argv[++i];
+      continue;
+    }
+    if (a == "--conv" && value) {
+      convMode = argv[++i];
       continue;
     }
     if (a == "--expect-losses" && value) {
@@ -183,6 +188,11 @@ int main(int argc, char **argv) {
       return fail("--gemm must be auto, cublaslt or mpc");
     plan.cudaGemm = gemmMode;
   }
+  if (!convMode.empty()) {
+    if (convMode != "auto" && convMode != "cudnn" && convMode != "mpc")
+      return fail("--conv must be auto, cudnn or mpc");
+    plan.cudaConv = convMode;
+  }
   std::printf("gpu: %s\n", gpu.devices[0].c_str());
   if (steps > 0)
     return train(plan, dir, inputs, steps, lr, expectLosses);
@@ -192,7 +202,7 @@ int main(int argc, char **argv) {
   if (!runPlanCuda(plan, dir, inputs, outputs, error, repeat, &ms, &gemms))
     return fail(error);
   if (!gemms.empty())
-    std::printf("gemm: %s\n", gemms.c_str());
+    std::printf("libraries: %s\n", gemms.c_str());
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     auto it = expected.find(plan.outputs[k].name);
     if (it == expected.end())

@@ -85,6 +85,12 @@ static cl::opt<std::string> gemmChoice(
     cl::desc("Who runs the GEMMs on the GPU: auto (cuBLASLt where its "
              "library loads, else mpc's kernels; default) | cublaslt | mpc"),
     cl::init("auto"), cl::sub(compileCommand));
+static cl::opt<std::string> convChoice(
+    "conv",
+    cl::desc("Who runs the convolution gradients on the GPU: auto (cuDNN "
+             "where its library loads, else mpc's kernels; default) | cudnn "
+             "| mpc"),
+    cl::init("auto"), cl::sub(compileCommand));
 static cl::opt<bool> noNvcc("no-nvcc",
                             cl::desc("Emit kernels.cu without compiling it"),
                             cl::sub(compileCommand));
@@ -282,6 +288,9 @@ int runCompile() {
   if (gemmChoice != "auto" && gemmChoice != "cublaslt" && gemmChoice != "mpc")
     return reportError("--gemm must be auto, cublaslt or mpc, got '" +
                        gemmChoice + "'");
+  if (convChoice != "auto" && convChoice != "cudnn" && convChoice != "mpc")
+    return reportError("--conv must be auto, cudnn or mpc, got '" +
+                       convChoice + "'");
   if (!compilePrecision.validate(error))
     return reportError(error);
   if (batch <= 0)
@@ -306,6 +315,7 @@ int runCompile() {
   if (target == "cuda")
     plan.cudaArch = info.arch;
   plan.cudaGemm = gemmChoice;
+  plan.cudaConv = convChoice;
   mlir::mpc::CudaModule cuda;
   if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error, fuse))
     return reportError(model + ": " + error);

@@ -271,7 +271,7 @@ static int runArtifact(mlir::MLIRContext &ctx) {
   if (!ok)
     return reportError(modelPath + ": " + error);
   if (!gemms.empty())
-    outs() << "gemm: " << gemms << "\n";
+    outs() << "libraries: " << gemms << "\n";
   if (repeat > 0 && device == "cuda")
     outs() << format("time: median %.3f ms over %d runs (cuda)\n", ms,
                      (int)repeat);

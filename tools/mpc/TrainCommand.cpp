@@ -124,6 +124,12 @@ static cl::opt<std::string> trainGemm(
              "its library loads, else mpc's kernels; default) | cublaslt | "
              "mpc"),
     cl::init("auto"), cl::sub(trainCommand));
+static cl::opt<std::string> trainConv(
+    "conv",
+    cl::desc("With --device cuda, who runs the convolution gradients: auto "
+             "(cuDNN where its library loads, else mpc's kernels; default) | "
+             "cudnn | mpc"),
+    cl::init("auto"), cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -418,6 +424,10 @@ int runTrain() {
     return reportError("--gemm must be auto, cublaslt or mpc, got '" +
                        trainGemm + "'");
   plan.cudaGemm = trainGemm;
+  if (trainConv != "auto" && trainConv != "cudnn" && trainConv != "mpc")
+    return reportError("--conv must be auto, cudnn or mpc, got '" +
+                       trainConv + "'");
+  plan.cudaConv = trainConv;
   if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
     return reportError(model + ": " + error);
   std::unique_ptr<rt::Session> session =
@@ -426,7 +436,7 @@ int runTrain() {
   if (!session)
     return reportError(model + ": " + error);
   if (!session->describe().empty())
-    outs() << "gemm: " << session->describe() << "\n";
+    outs() << "libraries: " << session->describe() << "\n";
 
   rt::Trainer trainer(plan, *session, trainerOptions());
   // FP32 master weights, from the model's initializers (or a checkpoint).

@@ -1,0 +1,212 @@
+//===- LibraryConvs.cpp - a session's convolution gradients through cuDNN -===//
+
+#include "runtime/cuda/LibraryConvs.h"
+
+#include <algorithm>
+
+namespace mpc::rt {
+namespace {
+
+/// The most workspace an algorithm may take.
+constexpr size_t kMaxWorkspace = 64ull << 20;
+
+int dataType(DType t) {
+  return t == DType::F16 ? dnn::kHalf : t == DType::BF16 ? dnn::kBfloat16 : dnn::kFloat;
+}
+
+std::string where(const Step &s) {
+  return "node '" + s.name + "' (" + opName(s.op) + ")";
+}
+
+/// The output size cuDNN computes for a spatial dimension.
+int64_t outSize(int64_t in, int64_t pad, int64_t k, int64_t stride,
+                int64_t dil) {
+  return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+}
+
+std::string keyOf(const Plan &plan, const Step &s) {
+  const LibraryConv &v = s.cuda.conv;
+  std::string k;
+  for (int64_t x : {(int64_t)v.kind, v.n, v.c, v.h, v.w, v.k, v.r, v.s, v.padH,
+                    v.padW, v.strideH, v.strideW, v.dilH, v.dilW, v.groups,
+                    (int64_t)plan.values[s.outputs[0]].dtype})
+    k += std::to_string(x) + ",";
+  return k;
+}
+
+/// Whether the record agrees with its operands' shapes and types.
+bool fits(const Plan &plan, const Step &s) {
+  const LibraryConv &v = s.cuda.conv;
+  if (v.c % v.groups || v.k % v.groups)
+    return false;
+  Shape x = {v.n, v.c, v.h, v.w}, w = {v.k, v.c / v.groups, v.r, v.s};
+  Shape dy = {v.n, v.k, outSize(v.h, v.padH, v.r, v.strideH, v.dilH),
+              outSize(v.w, v.padW, v.s, v.strideW, v.dilW)};
+  const ValueInfo &a = plan.values[s.inputs[0]], &b = plan.values[s.inputs[1]],
+                  &o = plan.values[s.outputs[0]];
+  bool data = v.kind == LibraryConv::BackwardData;
+  return a.shape == dy && b.shape == (data ? w : x) &&
+         o.shape == (data ? x : w) && a.dtype == b.dtype && a.dtype == o.dtype;
+}
+
+} // namespace
+
+LibraryConvs::~LibraryConvs() {
+  for (Prepared &p : prepared) {
+    for (dnn::Handle t : {p.x, p.dy})
+      if (t)
+        lib->destroyTensor(t);
+    if (p.filter)
+      lib->destroyFilter(p.filter);
+    if (p.conv)
+      lib->destroyConv(p.conv);
+  }
+  if (handle)
+    lib->destroy(handle);
+}
+
+bool LibraryConvs::open(const Plan &plan, void *stream, std::string &summary,
+                        std::string &error) {
+  this->plan = &plan;
+  byStep.assign(plan.steps.size(), -1);
+  size_t total = 0;
+  for (const Step &s : plan.steps)
+    total += s.cuda.conv.valid();
+  if (total == 0)
+    return true;
+  std::string count = std::to_string(total) + " convolution gradient" +
+                      (total == 1 ? "" : "s");
+  if (plan.cudaConv == "mpc")
+    return summary = count + " on mpc's kernels (--conv mpc)", true;
+  bool required = plan.cudaConv == "cudnn";
+  lib = &dnn::library();
+  std::string why = lib->load();
+  if (why.empty()) {
+    if (dnn::Status st = lib->create(&handle); st != 0)
+      handle = nullptr, why = "cudnnCreate: " + lib->statusName(st);
+    else if (dnn::Status st = lib->setStream(handle, stream); st != 0)
+      why = "cudnnSetStream: " + lib->statusName(st);
+  }
+  if (!why.empty()) {
+    if (required)
+      return (error = "--conv cudnn: " + why, false);
+    if (!handle)
+      lib = nullptr;
+    return summary = count + " on mpc's kernels (cuDNN: " + why + ")", true;
+  }
+  size_t onLibrary = 0;
+  std::string firstRefusal;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    if (!s.cuda.conv.valid())
+      continue;
+    if (!fits(plan, s))
+      return (error = where(s) + ": its conv record does not fit its operands",
+              false);
+    std::string key = keyOf(plan, s);
+    auto it = byKey.find(key);
+    if (it == byKey.end()) {
+      Prepared p;
+      std::string refusal;
+      bool ok = prepare(s, p, refusal);
+      prepared.push_back(p);
+      if (!ok && required)
+        return (error = where(s) + ": cuDNN " + refusal, false);
+      if (!ok && firstRefusal.empty())
+        firstRefusal = where(s) + ": " + refusal;
+      it = byKey.emplace(key, ok ? (int)prepared.size() - 1 : -1).first;
+      if (ok)
+        workspace = std::max(workspace, p.workspace);
+    }
+    byStep[i] = it->second;
+    onLibrary += it->second >= 0;
+  }
+  summary = std::to_string(onLibrary) + " of " + count + " through " +
+            lib->describe() + ", " + std::to_string(byKey.size()) + " distinct";
+  if (!firstRefusal.empty())
+    summary += "; the rest on mpc's kernels (" + firstRefusal + ")";
+  return true;
+}
+
+bool LibraryConvs::prepare(const Step &s, Prepared &p, std::string &why) {
+  const LibraryConv &v = s.cuda.conv;
+  DType t = plan->values[s.outputs[0]].dtype;
+  int type = dataType(t);
+  auto ok = [&](dnn::Status st, const char *what) {
+    if (st != 0)
+      why = std::string(what) + ": " + lib->statusName(st);
+    return st == 0;
+  };
+  int oh = (int)outSize(v.h, v.padH, v.r, v.strideH, v.dilH),
+      ow = (int)outSize(v.w, v.padW, v.s, v.strideW, v.dilW);
+  if (!ok(lib->createTensor(&p.x), "cudnnCreateTensorDescriptor") ||
+      !ok(lib->setTensor4d(p.x, dnn::kNchw, type, (int)v.n, (int)v.c,
+                           (int)v.h, (int)v.w),
+          "describing the input") ||
+      !ok(lib->createTensor(&p.dy), "cudnnCreateTensorDescriptor") ||
+      !ok(lib->setTensor4d(p.dy, dnn::kNchw, type, (int)v.n, (int)v.k, oh, ow),
+          "describing the output gradient") ||
+      !ok(lib->createFilter(&p.filter), "cudnnCreateFilterDescriptor") ||
+      !ok(lib->setFilter4d(p.filter, type, dnn::kNchw, (int)v.k,
+                           (int)(v.c / v.groups), (int)v.r, (int)v.s),
+          "describing the filter") ||
+      !ok(lib->createConv(&p.conv), "cudnnCreateConvolutionDescriptor") ||
+      !ok(lib->setConv2d(p.conv, (int)v.padH, (int)v.padW, (int)v.strideH,
+                         (int)v.strideW, (int)v.dilH, (int)v.dilW,
+                         dnn::kCrossCorrelation, dnn::kFloat),
+          "describing the convolution") ||
+      !ok(lib->setConvGroups(p.conv, (int)v.groups), "setting the groups") ||
+      !ok(lib->setConvMath(p.conv, t == DType::F32 ? dnn::kFmaMath
+                                                   : dnn::kTensorOpMath),
+          "setting the math type"))
+    return false;
+  // cuDNN's heuristics rank the algorithms; the first that runs within the
+  // workspace limit is kept.
+  dnn::AlgoPerf perf[8];
+  int returned = 0;
+  bool data = v.kind == LibraryConv::BackwardData;
+  if (!ok(data ? lib->dataAlgorithms(handle, p.filter, p.dy, p.conv, p.x, 8,
+                                     &returned, perf)
+               : lib->filterAlgorithms(handle, p.x, p.dy, p.conv, p.filter, 8,
+                                       &returned, perf),
+          "ranking the algorithms"))
+    return false;
+  for (int i = 0; i < returned; ++i)
+    if (perf[i].status == 0 && perf[i].memory <= kMaxWorkspace) {
+      size_t bytes = 0;
+      if (!ok(data ? lib->dataWorkspace(handle, p.filter, p.dy, p.conv, p.x,
+                                        perf[i].algo, &bytes)
+                   : lib->filterWorkspace(handle, p.x, p.dy, p.conv, p.filter,
+                                          perf[i].algo, &bytes),
+              "sizing the workspace"))
+        return false;
+      if (bytes > kMaxWorkspace)
+        continue;
+      p.algo = perf[i].algo;
+      p.workspace = bytes;
+      return true;
+    }
+  return why = "has no algorithm for this convolution", false;
+}
+
+bool LibraryConvs::enqueue(size_t i, unsigned long long in0,
+                           unsigned long long in1, unsigned long long out,
+                           unsigned long long work, std::string &error) const {
+  const Prepared &p = prepared[byStep[i]];
+  const Step &s = plan->steps[i];
+  const float one = 1.0f, zero = 0.0f;
+  void *ws = p.workspace ? (void *)work : nullptr;
+  dnn::Status st =
+      s.cuda.conv.kind == LibraryConv::BackwardData
+          ? lib->backwardData(handle, &one, p.filter, (const void *)in1, p.dy,
+                              (const void *)in0, p.conv, p.algo, ws,
+                              p.workspace, &zero, p.x, (void *)out)
+          : lib->backwardFilter(handle, &one, p.x, (const void *)in1, p.dy,
+                                (const void *)in0, p.conv, p.algo, ws,
+                                p.workspace, &zero, p.filter, (void *)out);
+  if (st != 0)
+    error = where(s) + ": cuDNN: " + lib->statusName(st);
+  return st == 0;
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,68 @@
+//===- LibraryConvs.h - a session's convolution gradients through cuDNN -*- C++ -*-===//
+//
+// Private to runtime/cuda/. For the steps codegen marked with a
+// LibraryConv, when the plan's choice allows and cuDNN loads: tensor,
+// filter and convolution descriptors and an algorithm per distinct
+// convolution (cuDNN's heuristics, once, when the session opens), and a
+// cudnnConvolutionBackwardData/Filter per step on the session's stream
+// (captured in its CUDA graph like the kernels). Tensor cores for
+// fp16/bf16 (FP32 accumulation); FP32 as FP32 (no TF32).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_LIBRARYCONVS_H
+#define MPC_RUNTIME_CUDA_LIBRARYCONVS_H
+
+#include "runtime/Plan.h"
+#include "runtime/cuda/Cudnn.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::rt {
+
+class LibraryConvs {
+public:
+  LibraryConvs() = default;
+  LibraryConvs(const LibraryConvs &) = delete;
+  ~LibraryConvs();
+
+  /// As LibraryGemms::open, for plan.cudaConv ("auto", "cudnn", "mpc");
+  /// `stream` is the session's.
+  bool open(const Plan &plan, void *stream, std::string &summary,
+            std::string &error);
+  size_t workspaceBytes() const { return workspace; }
+  bool runs(size_t i) const { return i < byStep.size() && byStep[i] >= 0; }
+  /// Enqueues step `i`; `address(v)` is value v's device address.
+  template <typename Address>
+  bool launch(size_t i, const Address &address, unsigned long long work,
+              std::string &error) const {
+    const Step &s = plan->steps[i];
+    return enqueue(i, address(s.inputs[0]), address(s.inputs[1]),
+                   address(s.outputs[0]), work, error);
+  }
+
+private:
+  struct Prepared {
+    dnn::Handle x = nullptr, dy = nullptr, filter = nullptr, conv = nullptr;
+    int algo = 0;
+    size_t workspace = 0;
+  };
+  const Plan *plan = nullptr;
+  dnn::Library *lib = nullptr;
+  dnn::Handle handle = nullptr;
+  std::vector<Prepared> prepared;
+  std::map<std::string, int> byKey;
+  std::vector<int> byStep;
+  size_t workspace = 0;
+
+  bool prepare(const Step &s, Prepared &p, std::string &why);
+  bool enqueue(size_t i, unsigned long long in0, unsigned long long in1,
+               unsigned long long out, unsigned long long work,
+               std::string &error) const;
+};
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_CUDA_LIBRARYCONVS_H

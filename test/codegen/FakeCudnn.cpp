@@ -1,0 +1,267 @@
+//===- FakeCudnn.cpp - cuDNN's convolution gradients on the host ------------===//
+//
+// libmpc-fake-cudnn.so exports the cuDNN 9 legacy entry points mpc's
+// runtime uses (runtime/cuda/Cudnn.h), computing on the host memory the
+// CUDA driver double (FakeCudaDriver.cpp) hands out: NCHW tensors,
+// grouped 2-D cross-correlation with padding, strides and dilations, its
+// data and filter gradients with FP32 accumulation and alpha/beta. Strict
+// where cuDNN is: a gradient tensor whose size is not the one the
+// convolution gives, mismatched types or channels, a missing workspace
+// are CUDNN_STATUS_BAD_PARAM. Calls are enqueued on the driver double's
+// stream (mpcFakeCudaEnqueue), so graph capture records them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Half.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <vector>
+
+namespace {
+
+using Status = int;
+constexpr Status kOk = 0, kBadParam = 3, kNotSupported = 9;
+constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;
+constexpr size_t kWorkspace = 4096; // what the first "algorithm" asks for
+
+struct Tensor {
+  int type = -1, n = 0, c = 0, h = 0, w = 0;
+};
+struct Conv {
+  int padH = 0, padW = 0, u = 1, v = 1, dilH = 1, dilW = 1, groups = 1;
+  int math = -1;
+  bool set = false;
+};
+struct Perf {
+  int algo;
+  Status status;
+  float time;
+  size_t memory;
+  int determinism, mathType, reserved[3];
+};
+
+float load(int type, const void *p, int64_t i) {
+  if (type == kFloat)
+    return static_cast<const float *>(p)[i];
+  uint16_t h = static_cast<const uint16_t *>(p)[i];
+  return type == kHalf ? mpc::rt::halfToFloat(h) : mpc::rt::bf16ToFloat(h);
+}
+void store(int type, void *p, int64_t i, float v) {
+  if (type == kFloat)
+    static_cast<float *>(p)[i] = v;
+  else
+    static_cast<uint16_t *>(p)[i] =
+        type == kHalf ? mpc::rt::floatToHalf(v) : mpc::rt::floatToBf16(v);
+}
+
+/// x, filter (as a Tensor: k, c per group, r, s), dy agree with `conv`.
+bool consistent(const Tensor &x, const Tensor &f, const Conv &cv,
+                const Tensor &dy) {
+  auto out = [](int in, int pad, int k, int stride, int dil) {
+    return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+  };
+  return cv.set && cv.math >= 0 && x.type >= 0 && x.type == f.type &&
+         x.type == dy.type && x.n == dy.n && f.n == dy.c &&
+         x.c == f.c * cv.groups && f.n % cv.groups == 0 &&
+         dy.h == out(x.h, cv.padH, f.h, cv.u, cv.dilH) &&
+         dy.w == out(x.w, cv.padW, f.w, cv.v, cv.dilW) && dy.h > 0 && dy.w > 0;
+}
+
+/// One gradient call's arguments.
+struct Call {
+  bool data;
+  Tensor x, f, dy;
+  Conv cv;
+  const void *a, *b; // data: w, dy; filter: x, dy
+  void *out;
+  float alpha, beta;
+};
+
+/// Visits every (image, output channel, output position, input channel in
+/// the group, kernel tap) with its x and w indices.
+template <typename F> void forEachTap(const Call &k, F f) {
+  int cg = k.f.c, mg = k.f.n / k.cv.groups;
+  for (int b = 0; b < k.x.n; ++b)
+    for (int m = 0; m < k.f.n; ++m) {
+      int g = m / mg;
+      for (int oh = 0; oh < k.dy.h; ++oh)
+        for (int ow = 0; ow < k.dy.w; ++ow) {
+          int64_t dyi = (((int64_t)b * k.dy.c + m) * k.dy.h + oh) * k.dy.w + ow;
+          for (int ci = 0; ci < cg; ++ci)
+            for (int r = 0; r < k.f.h; ++r)
+              for (int s = 0; s < k.f.w; ++s) {
+                int ih = oh * k.cv.u - k.cv.padH + r * k.cv.dilH,
+                    iw = ow * k.cv.v - k.cv.padW + s * k.cv.dilW;
+                if (ih < 0 || ih >= k.x.h || iw < 0 || iw >= k.x.w)
+                  continue;
+                int64_t xi = (((int64_t)b * k.x.c + g * cg + ci) * k.x.h + ih) *
+                                 k.x.w + iw,
+                        wi = (((int64_t)m * cg + ci) * k.f.h + r) * k.f.w + s;
+                f(dyi, xi, wi);
+              }
+        }
+    }
+}
+
+void compute(void *arg) {
+  const Call &k = *static_cast<const Call *>(arg);
+  const Tensor &o = k.data ? k.x : k.f;
+  std::vector<float> acc((size_t)o.n * o.c * o.h * o.w, 0.0f);
+  int t = k.x.type;
+  forEachTap(k, [&](int64_t dyi, int64_t xi, int64_t wi) {
+    float g = load(t, k.b, dyi);
+    if (k.data)
+      acc[xi] += g * load(t, k.a, wi);
+    else
+      acc[wi] += g * load(t, k.a, xi);
+  });
+  for (size_t i = 0; i < acc.size(); ++i)
+    store(t, k.out, i,
+          k.alpha * acc[i] + (k.beta != 0 ? k.beta * load(t, k.out, i) : 0.0f));
+}
+
+Status enqueue(void *stream, Call *call) {
+  using Enqueue = int (*)(void *, void (*)(void *), void *);
+  const char *driver = std::getenv("MPC_CUDA_DRIVER");
+  void *lib = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  auto fn = lib ? (Enqueue)dlsym(lib, "mpcFakeCudaEnqueue") : nullptr;
+  if (!fn)
+    return delete call, kNotSupported;
+  return fn(stream, compute, call) == 0 ? kOk : kBadParam;
+}
+
+struct Handle {
+  void *stream = nullptr;
+};
+
+Status perf(int requested, int *returned, Perf *results) {
+  if (requested < 1 || !returned || !results)
+    return kBadParam;
+  results[0] = Perf{};
+  results[0].algo = 1; // the one that needs a workspace
+  results[0].memory = kWorkspace;
+  *returned = 1;
+  if (requested > 1) {
+    results[1] = Perf{};
+    results[1].algo = 0;
+    *returned = 2;
+  }
+  return kOk;
+}
+
+} // namespace
+
+extern "C" {
+
+size_t cudnnGetVersion() { return 91900; }
+const char *cudnnGetErrorString(Status s) {
+  return s == kOk         ? "CUDNN_STATUS_SUCCESS"
+         : s == kBadParam ? "CUDNN_STATUS_BAD_PARAM"
+                          : "CUDNN_STATUS_NOT_SUPPORTED";
+}
+Status cudnnCreate(void **h) { return *h = new Handle, kOk; }
+Status cudnnDestroy(void *h) { return delete (Handle *)h, kOk; }
+Status cudnnSetStream(void *h, void *s) {
+  return static_cast<Handle *>(h)->stream = s, kOk;
+}
+
+Status cudnnCreateTensorDescriptor(void **t) { return *t = new Tensor, kOk; }
+Status cudnnSetTensor4dDescriptor(void *t, int format, int type, int n, int c,
+                                  int h, int w) {
+  if (format != 0 || (type != kFloat && type != kHalf && type != kBfloat16) ||
+      n < 1 || c < 1 || h < 1 || w < 1)
+    return kBadParam;
+  *static_cast<Tensor *>(t) = Tensor{type, n, c, h, w};
+  return kOk;
+}
+Status cudnnDestroyTensorDescriptor(void *t) { return delete (Tensor *)t, kOk; }
+Status cudnnCreateFilterDescriptor(void **f) { return *f = new Tensor, kOk; }
+Status cudnnSetFilter4dDescriptor(void *f, int type, int format, int k, int c,
+                                  int h, int w) {
+  return cudnnSetTensor4dDescriptor(f, format, type, k, c, h, w);
+}
+Status cudnnDestroyFilterDescriptor(void *f) { return delete (Tensor *)f, kOk; }
+
+Status cudnnCreateConvolutionDescriptor(void **c) { return *c = new Conv, kOk; }
+Status cudnnSetConvolution2dDescriptor(void *c, int padH, int padW, int u,
+                                       int v, int dilH, int dilW, int mode,
+                                       int computeType) {
+  if (padH < 0 || padW < 0 || u < 1 || v < 1 || dilH < 1 || dilW < 1 ||
+      mode != 1 || computeType != kFloat)
+    return kBadParam;
+  Conv &cv = *static_cast<Conv *>(c);
+  cv.padH = padH, cv.padW = padW, cv.u = u, cv.v = v, cv.dilH = dilH,
+  cv.dilW = dilW, cv.set = true;
+  return kOk;
+}
+Status cudnnSetConvolutionGroupCount(void *c, int groups) {
+  if (groups < 1)
+    return kBadParam;
+  return static_cast<Conv *>(c)->groups = groups, kOk;
+}
+Status cudnnSetConvolutionMathType(void *c, int math) {
+  if (math < 0 || math > 3)
+    return kBadParam;
+  return static_cast<Conv *>(c)->math = math, kOk;
+}
+Status cudnnDestroyConvolutionDescriptor(void *c) { return delete (Conv *)c, kOk; }
+
+Status cudnnGetConvolutionBackwardDataAlgorithm_v7(void *, void *w, void *dy,
+                                                   void *conv, void *dx,
+                                                   int requested, int *returned,
+                                                   Perf *results) {
+  if (!consistent(*(Tensor *)dx, *(Tensor *)w, *(Conv *)conv, *(Tensor *)dy))
+    return kBadParam;
+  return perf(requested, returned, results);
+}
+Status cudnnGetConvolutionBackwardFilterAlgorithm_v7(void *, void *x, void *dy,
+                                                     void *conv, void *dw,
+                                                     int requested,
+                                                     int *returned,
+                                                     Perf *results) {
+  if (!consistent(*(Tensor *)x, *(Tensor *)dw, *(Conv *)conv, *(Tensor *)dy))
+    return kBadParam;
+  return perf(requested, returned, results);
+}
+Status cudnnGetConvolutionBackwardDataWorkspaceSize(void *, void *, void *,
+                                                    void *, void *, int algo,
+                                                    size_t *bytes) {
+  return *bytes = algo == 1 ? kWorkspace : 0, kOk;
+}
+Status cudnnGetConvolutionBackwardFilterWorkspaceSize(void *, void *, void *,
+                                                      void *, void *, int algo,
+                                                      size_t *bytes) {
+  return *bytes = algo == 1 ? kWorkspace : 0, kOk;
+}
+
+Status cudnnConvolutionBackwardData(void *h, const void *alpha, void *w,
+                                    const void *wp, void *dy, const void *dyp,
+                                    void *conv, int algo, void *ws,
+                                    size_t wsBytes, const void *beta, void *dx,
+                                    void *dxp) {
+  if (!consistent(*(Tensor *)dx, *(Tensor *)w, *(Conv *)conv, *(Tensor *)dy) ||
+      (algo == 1 && (!ws || wsBytes < kWorkspace)) || !wp || !dyp || !dxp)
+    return kBadParam;
+  return enqueue(static_cast<Handle *>(h)->stream,
+                 new Call{true, *(Tensor *)dx, *(Tensor *)w, *(Tensor *)dy,
+                          *(Conv *)conv, wp, dyp, dxp, *(const float *)alpha,
+                          *(const float *)beta});
+}
+Status cudnnConvolutionBackwardFilter(void *h, const void *alpha, void *x,
+                                      const void *xp, void *dy, const void *dyp,
+                                      void *conv, int algo, void *ws,
+                                      size_t wsBytes, const void *beta,
+                                      void *dw, void *dwp) {
+  if (!consistent(*(Tensor *)x, *(Tensor *)dw, *(Conv *)conv, *(Tensor *)dy) ||
+      (algo == 1 && (!ws || wsBytes < kWorkspace)) || !xp || !dyp || !dwp)
+    return kBadParam;
+  return enqueue(static_cast<Handle *>(h)->stream,
+                 new Call{false, *(Tensor *)x, *(Tensor *)dw, *(Tensor *)dy,
+                          *(Conv *)conv, xp, dyp, dwp, *(const float *)alpha,
+                          *(const float *)beta});
+}
+
+} // extern "C"
