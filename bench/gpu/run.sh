@@ -26,6 +26,11 @@ if [[ -z $run ]]; then
     || { echo "runtime build failed"; exit 1; }
   run=$root/build-gpu/bin/mpc-gpu-run
 fi
+# cuDNN from NVIDIA's wheel loads its sub-libraries by name: put the
+# wheel's folder on the loader's path (mpc finds libcudnn.so.9 there too).
+tpy=${TORCH_PYTHON:-python3}
+dnn=$("$tpy" -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
+[[ -n $dnn && -d $dnn ]] && export LD_LIBRARY_PATH=$dnn${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 gpu=$("$run" --probe 2>&1 | sed -n 's/^gpu: //p')
 mkdir -p "$out"
 results=$out/gpu-results.md
@@ -99,7 +104,6 @@ echo "gemm (cuBLASLt): $gemm" | tr '\n' ' '; echo
 gemmk=$(cd "$work" && "$run" art/gemm-fp16 --gemm mpc --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
 echo "gemm (mpc kernel): $gemmk" | tr '\n' ' '; echo
 fi
-tpy=${TORCH_PYTHON:-python3}
 "$tpy" -c "import torch" 2>/dev/null || tpy=/usr/bin/python3
 torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" 2>&1)
 gemm=${gemm:-} gemmk=${gemmk:-}
