@@ -9,7 +9,8 @@
 // the DEFAULT/RELU/BIAS/RELU_BIAS epilogues, with FP32 accumulation. It is
 // strict where cuBLASLt is: attribute sizes, operand shapes and types that
 // do not agree are INVALID_VALUE, so a layout mistake in mpc fails a test
-// rather than the first GPU run. A matmul is enqueued on the driver
+// rather than the first GPU run. MPC_FAKE_CUBLASLT_FAIL makes every matmul
+// fail as a GPU fault would. A matmul is enqueued on the driver
 // double's stream (mpcFakeCudaEnqueue), so graph capture records it and
 // each replay computes it again.
 //
@@ -27,7 +28,8 @@
 namespace {
 
 using Status = int;
-constexpr Status kOk = 0, kInvalidValue = 7, kNotSupported = 15;
+constexpr Status kOk = 0, kInvalidValue = 7, kExecutionFailed = 13,
+                 kNotSupported = 15;
 constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68;
 constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
 constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
@@ -155,6 +157,7 @@ const char *cublasLtGetStatusString(Status s) {
   return s == kOk             ? "the operation completed successfully"
          : s == kInvalidValue ? "an invalid value was used as an argument"
          : s == kNotSupported ? "the functionality requested is not supported"
+         : s == kExecutionFailed ? "the GPU program failed to execute"
                               : "an unknown cuBLAS status";
 }
 Status cublasLtCreate(void **h) { return *h = new int(0), kOk; }
@@ -231,6 +234,8 @@ Status cublasLtMatmul(void *, void *desc, const void *alpha, const void *pa,
                       const void *algo, void *workspace, size_t workspaceBytes,
                       void *stream) {
   const Desc &ds = *static_cast<Desc *>(desc);
+  if (std::getenv("MPC_FAKE_CUBLASLT_FAIL")) // a library failing at run time
+    return kExecutionFailed;
   if (!consistent(ds, *(Layout *)a, *(Layout *)b, *(Layout *)c, *(Layout *)d) ||
       !algo || static_cast<const Algo *>(algo)->data[0] != kAlgoMark ||
       !workspace || workspaceBytes < kWorkspace || !pa || !pb || !pd ||

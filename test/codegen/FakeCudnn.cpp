@@ -7,7 +7,8 @@
 // data and filter gradients with FP32 accumulation and alpha/beta. Strict
 // where cuDNN is: a gradient tensor whose size is not the one the
 // convolution gives, mismatched types or channels, a missing workspace
-// are CUDNN_STATUS_BAD_PARAM. Calls are enqueued on the driver double's
+// are CUDNN_STATUS_BAD_PARAM; MPC_FAKE_CUDNN_FAIL makes every call fail
+// as a GPU fault would. Calls are enqueued on the driver double's
 // stream (mpcFakeCudaEnqueue), so graph capture records them.
 //
 //===----------------------------------------------------------------------===//
@@ -23,7 +24,8 @@
 namespace {
 
 using Status = int;
-constexpr Status kOk = 0, kBadParam = 3, kNotSupported = 9;
+constexpr Status kOk = 0, kBadParam = 3, kNotSupported = 9,
+                 kExecutionFailed = 8;
 constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;
 constexpr size_t kWorkspace = 4096; // what the first "algorithm" asks for
 
@@ -124,6 +126,8 @@ void compute(void *arg) {
 }
 
 Status enqueue(void *stream, Call *call) {
+  if (std::getenv("MPC_FAKE_CUDNN_FAIL")) // a library failing at run time
+    return delete call, kExecutionFailed;
   using Enqueue = int (*)(void *, void (*)(void *), void *);
   const char *driver = std::getenv("MPC_CUDA_DRIVER");
   void *lib = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
@@ -160,6 +164,7 @@ size_t cudnnGetVersion() { return 91900; }
 const char *cudnnGetErrorString(Status s) {
   return s == kOk         ? "CUDNN_STATUS_SUCCESS"
          : s == kBadParam ? "CUDNN_STATUS_BAD_PARAM"
+         : s == kExecutionFailed ? "CUDNN_STATUS_EXECUTION_FAILED"
                           : "CUDNN_STATUS_NOT_SUPPORTED";
 }
 Status cudnnCreate(void **h) { return *h = new Handle, kOk; }
