@@ -201,6 +201,8 @@ public:
   bool poolGrad(Step &s, const std::string &name);
 
   // CudaAttentionKernels.cpp
+  std::string warpRow(int64_t rows, int64_t n);
+  void warpRowLaunch(Step &s, const std::string &name, int64_t rows);
   bool attention(Step &s, const std::string &name);
   void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
   void attentionMma(Step &s, const std::string &name, int64_t keys);

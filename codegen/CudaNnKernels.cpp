@@ -16,12 +16,45 @@ using namespace ::mpc::rt;
 
 namespace mlir::mpc::cuda {
 
+/// Rows at least this long get a warp each (a thread each below: the
+/// shuffles would cost more than they save).
+constexpr int64_t kWarpRowMin = 64, kRowThreads = 256;
+
+/// The prologue of a warp-per-row kernel: row `i` of `rows` rows of `n`,
+/// at `base`; the warps past the last row leave together.
+std::string Emitter::warpRow(int64_t rows, int64_t n) {
+  return "  const i64 i = (i64)blockIdx.x * " + std::to_string(kRowThreads / 32) +
+         "LL + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n"
+         "  if (i >= " + std::to_string(rows) + "LL) return;\n  const i64 n = " +
+         std::to_string(n) + "LL, base = i * n;\n";
+}
+
+void Emitter::warpRowLaunch(Step &s, const std::string &name, int64_t rows) {
+  barrier = true; // the warp's lanes meet in the shuffles (host emulation)
+  launch(s, name, {(rows + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
+         {kRowThreads, 1, 1});
+}
+
 bool Emitter::softmax(Step &s, const std::string &name) {
   bool logForm = s.op == OpId::LogSoftmax;
   const ValueInfo &x = val(s.inputs[0]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
   axis = axis < 0 ? axis + rank : axis;
   AxisSplit sp = splitAt(x.shape, axis);
+  if (sp.inner == 1 && sp.dim >= kWarpRowMin) {
+    // A warp per row: lanes stride along it, shuffles combine.
+    std::string out = logForm ? "v - logf(sum)" : "expf(v) / sum";
+    cu << header(s, name, kRowThreads) << " {\n" << warpRow(sp.outer, sp.dim)
+       << "  float mx = -INFINITY, sum = 0.0f;\n"
+       << "  for (i64 j = lane; j < n; j += 32) mx = fmaxf(mx, ld(in0, base + j));\n"
+       << "  mx = mpc_warp_max(mx);\n"
+       << "  for (i64 j = lane; j < n; j += 32) sum += expf(ld(in0, base + j) - mx);\n"
+       << "  sum = mpc_warp_sum(sum);\n"
+       << "  for (i64 j = lane; j < n; j += 32) { float v = ld(in0, base + j) - mx; "
+          "st(out0, base + j, " << out << "); }\n}\n\n";
+    warpRowLaunch(s, name, sp.outer);
+    return true;
+  }
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << sp.outer * sp.inner << "LL) return;\n  i64 base = (i / " << sp.inner
      << "LL) * " << sp.dim * sp.inner << "LL + i % " << sp.inner
@@ -50,6 +83,25 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
   int64_t sc = numElements(val(s.inputs[1]).shape);
   bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
   double eps = s.getFloat("epsilon", 1e-5);
+  std::string affine = " * ld(in1, j % " + std::to_string(sc) + "LL)" +
+                       (bias ? " + ld(in2, j % " + std::to_string(sc) + "LL)" : "");
+  if (cols >= kWarpRowMin) {
+    cu << header(s, name, kRowThreads) << " {\n" << warpRow(rows, cols)
+       << "  float mean = 0.0f, var = 0.0f;\n"
+       << "  for (i64 j = lane; j < n; j += 32) mean += ld(in0, base + j);\n"
+       << "  mean = mpc_warp_sum(mean) / n;\n"
+       << "  for (i64 j = lane; j < n; j += 32) { float d = ld(in0, base + j) - mean; var += d * d; }\n"
+       << "  const float inv = rsqrtf(mpc_warp_sum(var) / n + " << flt(eps) << ");\n"
+       << "  for (i64 j = lane; j < n; j += 32) st(out0, base + j, (ld(in0, base + j) - mean) * inv"
+       << affine << ");\n";
+    if (s.outputs.size() > 1)
+      cu << "  if (lane == 0) st(out1, i, mean);\n";
+    if (s.outputs.size() > 2)
+      cu << "  if (lane == 0) st(out2, i, inv);\n";
+    cu << "}\n\n";
+    warpRowLaunch(s, name, rows);
+    return true;
+  }
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << rows << "LL) return;\n  const i64 n = " << cols
      << "LL, base = i * n;\n  float mean = 0.0f, var = 0.0f;\n"
@@ -79,6 +131,20 @@ bool Emitter::rmsNorm(Step &s, const std::string &name) {
   for (int64_t i = 0; i < rank; ++i)
     (i < axis ? rows : cols) *= x.shape[i];
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[1]).shape), 1);
+  if (cols >= kWarpRowMin) {
+    cu << header(s, name, kRowThreads) << " {\n" << warpRow(rows, cols)
+       << "  float sq = 0.0f;\n"
+       << "  for (i64 j = lane; j < n; j += 32) { float v = ld(in0, base + j); sq += v * v; }\n"
+       << "  const float inv = 1.0f / sqrtf(mpc_warp_sum(sq) / (float)n + "
+       << flt((float)s.getFloat("epsilon", 1e-5)) << ");\n"
+       << "  for (i64 j = lane; j < n; j += 32) st(out0, base + j, ld(in0, base + j) * inv * ld(in1, j % "
+       << sc << "LL));\n";
+    if (s.outputs.size() > 1)
+      cu << "  if (lane == 0) st(out1, i, inv);\n";
+    cu << "}\n\n";
+    warpRowLaunch(s, name, rows);
+    return true;
+  }
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << rows << "LL) return;\n  const i64 n = " << cols
      << "LL, base = i * n;\n  float sq = 0.0f;\n"

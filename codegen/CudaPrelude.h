@@ -44,6 +44,18 @@ __device__ __forceinline__ i64 global_index() { return (i64)blockIdx.x * blockDi
 // to the target's range, then truncated.
 __device__ __forceinline__ i64 mpc_f2i(float v, double lo, double hi) { return v != v ? 0 : (i64)fmin(fmax((double)v, lo), hi); }
 
+// A warp's sum or max of v, in every lane: the butterfly adds the same two
+// values in both lanes of each pair (addition commutes), so all lanes end
+// with the same bits.
+__device__ __forceinline__ float mpc_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float mpc_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
 // Two fp16/bf16 values as one 32-bit register (lo in the low half), the
 // operand form of mma.sync.
 template <typename T>
