@@ -32,6 +32,8 @@ std::string Driver::load() {
       sym(moduleUnload, "cuModuleUnload") &&
       sym(moduleGetFunction, "cuModuleGetFunction") &&
       sym(memAlloc, "cuMemAlloc_v2") && sym(memFree, "cuMemFree_v2") &&
+      sym(memHostAlloc, "cuMemHostAlloc") &&
+      sym(memFreeHost, "cuMemFreeHost") &&
       sym(memcpyHtoD, "cuMemcpyHtoDAsync_v2") &&
       sym(memcpyDtoH, "cuMemcpyDtoHAsync_v2") &&
       sym(memcpyDtoD, "cuMemcpyDtoDAsync_v2") &&

@@ -35,6 +35,8 @@ struct Driver {
   Result (*moduleGetFunction)(Handle *, Handle, const char *);
   Result (*memAlloc)(DevicePtr *, size_t);
   Result (*memFree)(DevicePtr);
+  Result (*memHostAlloc)(void **, size_t, unsigned);
+  Result (*memFreeHost)(void *);
   Result (*memcpyHtoD)(DevicePtr, const void *, size_t, Handle);
   Result (*memcpyDtoH)(void *, DevicePtr, size_t, Handle);
   Result (*memcpyDtoD)(DevicePtr, DevicePtr, size_t, Handle);

@@ -54,16 +54,17 @@ struct Module {
 
 struct Stats {
   long long launches = 0, graphLaunches = 0, htod = 0, dtoh = 0, dtod = 0,
-            missedLookups = 0, libraryCalls = 0;
+            missedLookups = 0, libraryCalls = 0, pinnedAllocs = 0;
   ~Stats() {
     if (const char *log = std::getenv("MPC_FAKE_CUDA_LOG"))
       if (FILE *f = std::fopen(log, "a")) {
         std::fprintf(f,
                      "kernel launches %lld, graph launches %lld, bytes to "
                      "device %lld, to host %lld, device to device %lld, "
-                     "kernel lookups missed %lld, library calls %lld\n",
+                     "kernel lookups missed %lld, library calls %lld, "
+                     "pinned buffers %lld\n",
                      launches, graphLaunches, htod, dtoh, dtod,
-                     missedLookups, libraryCalls);
+                     missedLookups, libraryCalls, pinnedAllocs);
         std::fclose(f);
       }
   }
@@ -159,6 +160,12 @@ Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
   return *p = (DevicePtr)m, kOk;
 }
 Result cuMemFree_v2(DevicePtr p) { return std::free((void *)p), kOk; }
+// Page-locked host memory is host memory; counted, to show it is used.
+Result cuMemHostAlloc(void **p, size_t bytes, unsigned) {
+  *p = std::malloc(bytes ? bytes : 1);
+  return *p ? (++stats.pinnedAllocs, kOk) : 2;
+}
+Result cuMemFreeHost(void *p) { return std::free(p), kOk; }
 Result cuMemcpyHtoDAsync_v2(DevicePtr to, const void *from, size_t n, void *s) {
   if (capturing && s == capturing)
     return kCaptureUnsupported;
