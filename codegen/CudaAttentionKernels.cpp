@@ -469,7 +469,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   for (int k : {0, 2, 3, 4})
     sameType &= val(s.inputs[k]).dtype == t;
   if ((t == DType::F16 || t == DType::BF16) && sameType && g.d % 16 == 0 &&
-      g.dv % 16 == 0 && g.d <= 64 && g.dv <= 64) {
+      g.dv % 16 == 0 && g.d <= 128 && g.dv <= 128) {
     attentionGradMma(s, name);
     return true;
   }
@@ -532,7 +532,8 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
 
 /// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
 /// register layout), without atomics: blocks with blockIdx.z == 0 own 64
-/// keys (16 a warp) and loop over the queries that see them, computing
+/// keys (16 a warp; past head size 64, z == 0 computes dK and z == 2 dV,
+/// so neither spills) and loop over the queries that see them, computing
 /// S^T = K Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T =
 /// P^T (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
 /// registers; blocks with blockIdx.z == 1 own 64 queries and loop over
@@ -651,6 +652,70 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     return os.str();
   };
 
+  // A key role: 64 keys a block (rows are keys), accumulating dK and/or
+  // dV over the queries that see them.
+  auto keyRole = [&](bool wantK, bool wantV) {
+    std::ostringstream os;
+    os << "    // " << (wantK && wantV ? "dK and dV" : wantK ? "dK" : "dV")
+       << " for 64 keys: rows are keys.\n"
+       << "    if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
+       << rowFragments("kf", "in2", D, g.skv)
+       << (wantK ? rowFragments("vf", "in3", DV, g.skv) : std::string());
+    if (wantK)
+      os << "    float dk[" << D / 8 << "][4];\n"
+         << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n";
+    if (wantV)
+      os << "    float dv[" << DV / 8 << "][4];\n"
+         << "    for (int n = 0; n < " << DV / 8 << "; ++n) for (int f = 0; f < 4; ++f) dv[n][f] = 0.0f;\n";
+    // Queries before qStart see none of the block's keys.
+    std::string qStart = causal ? "((i64)blockIdx.x * " + L(kRows) + " - " + L(off) +
+                                      " > 0 ? ((i64)blockIdx.x * " + L(kRows) + " - " +
+                                      L(off) + ") / " + L(TQ) + " * " + L(TQ) + " : 0LL)"
+                                : "0LL";
+    os << "    for (i64 q0 = " << qStart << "; q0 < " << L(g.sq) << "; q0 += " << L(TQ) << ") {\n"
+       << "      __syncthreads();\n"
+       << loadTile("ta", P, "in1", D, TQ, "q0", g.sq)
+       << loadTile("tb", PV, "in0", DV, TQ, "q0", g.sq)
+       // D of the tile's queries: 4 consecutive lanes a query, a quarter
+       // of the dims each, combined by shuffles.
+       << "      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n"
+       << "        const i64 i = q0 + r;\n        float dd = 0.0f;\n"
+       << "        if (" << (wantK ? "" : "false && ") << "i < " << L(g.sq) << ")\n"
+       << "          for (int c = part; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
+       << " + i) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + i) * " << L(DV)
+       << " + c);\n"
+       << "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
+       << "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
+       << "        if (part == 0) {\n          rowD[r] = dd;\n"
+       << "          rowLse[r] = i < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + i) : 0.0f;\n"
+       << "        }\n      }\n"
+       << "      __syncthreads();\n"
+       << pairsAlongCols("st", "kf", "ta", P, D, TQ)
+       << (wantK ? pairsAlongCols("dpt", "vf", "tb", PV, DV, TQ) : std::string())
+       << "    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+       << "      for (int f = 0; f < 4; ++f) {\n"
+       << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
+       << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
+       << "        " << score << "\n        " << prob << "\n"
+       << "        st[n][f] = p;\n"
+       << (wantK ? "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+                 : "")
+       << "      }\n";
+    if (wantV)
+      os << packA("pt", "st", TQ) << pairsAlongRows("dv", "pt", "tb", PV, TQ / 16, DV);
+    if (wantK)
+      os << packA("dst", "dpt", TQ) << pairsAlongRows("dk", "dst", "ta", P, TQ / 16, D);
+    os << "    }\n";
+    if (wantK)
+      os << store("out1", "dk", D, g.skv, scale + " * ");
+    if (wantV)
+      os << store("out2", "dv", DV, g.skv, "");
+    os << "    return;\n";
+    return os.str();
+  };
+  // Past head size 64, dK and dV are separate roles (z = 0 and 2): both
+  // accumulators at once would spill.
+  bool split = D > 64 || DV > 64;
   std::ostringstream os;
   os << header(s, name, kThreads) << " {\n"
      << "  __shared__ __align__(16) " << T << " ta[" << std::max(TQ * P, TK * P)
@@ -660,52 +725,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "  const i64 b = blockIdx.y, w0 = (i64)blockIdx.x * " << L(kRows)
      << " + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
-     << "  if (blockIdx.z == 0) {\n"
-     << "    // dK and dV for 64 keys: rows are keys.\n"
-     << "    if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
-     << rowFragments("kf", "in2", D, g.skv) << rowFragments("vf", "in3", DV, g.skv)
-     << "    float dk[" << D / 8 << "][4], dv[" << DV / 8 << "][4];\n"
-     << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n"
-     << "    for (int n = 0; n < " << DV / 8 << "; ++n) for (int f = 0; f < 4; ++f) dv[n][f] = 0.0f;\n";
-  // Queries before qStart see none of the block's keys.
-  std::string qStart = causal ? "((i64)blockIdx.x * " + L(kRows) + " - " + L(off) +
-                                    " > 0 ? ((i64)blockIdx.x * " + L(kRows) + " - " +
-                                    L(off) + ") / " + L(TQ) + " * " + L(TQ) + " : 0LL)"
-                              : "0LL";
-  os << "    for (i64 q0 = " << qStart << "; q0 < " << L(g.sq) << "; q0 += " << L(TQ) << ") {\n"
-     << "      __syncthreads();\n"
-     << loadTile("ta", P, "in1", D, TQ, "q0", g.sq)
-     << loadTile("tb", PV, "in0", DV, TQ, "q0", g.sq)
-     // D of the tile's queries: 4 consecutive lanes a query, a quarter
-     // of the dims each, combined by shuffles.
-     << "      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n"
-     << "        const i64 i = q0 + r;\n        float dd = 0.0f;\n"
-     << "        if (i < " << L(g.sq) << ")\n"
-     << "          for (int c = part; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
-     << " + i) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + i) * " << L(DV)
-     << " + c);\n"
-     << "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
-     << "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
-     << "        if (part == 0) {\n          rowD[r] = dd;\n"
-     << "          rowLse[r] = i < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + i) : 0.0f;\n"
-     << "        }\n      }\n"
-     << "      __syncthreads();\n"
-     << pairsAlongCols("st", "kf", "ta", P, D, TQ)
-     << pairsAlongCols("dpt", "vf", "tb", PV, DV, TQ)
-     << "    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
-     << "      for (int f = 0; f < 4; ++f) {\n"
-     << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
-     << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
-     << "        " << score << "\n        " << prob << "\n"
-     << "        st[n][f] = p;\n"
-     << "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n      }\n"
-     << packA("pt", "st", TQ) << packA("dst", "dpt", TQ)
-     << pairsAlongRows("dv", "pt", "tb", PV, TQ / 16, DV)
-     << pairsAlongRows("dk", "dst", "ta", P, TQ / 16, D)
-     << "    }\n"
-     << store("out1", "dk", D, g.skv, scale + " * ")
-     << store("out2", "dv", DV, g.skv, "")
-     << "    return;\n  }\n"
+     << "  if (blockIdx.z == 0) {\n" << keyRole(true, !split) << "  }\n"
+     << (split ? "  if (blockIdx.z == 2) {\n" + keyRole(false, true) + "  }\n"
+               : std::string())
      << "  // dQ for 64 queries: rows are queries.\n"
      << "  if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.sq) << ") return;\n"
      << rowFragments("qf", "in1", D, g.sq) << rowFragments("of", "in0", DV, g.sq)
@@ -749,7 +771,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   cu << os.str();
   barrier = true;
   int64_t blocks = std::max((g.sq + kRows - 1) / kRows, (g.skv + kRows - 1) / kRows);
-  launch(s, name, {blocks, g.batch, 2}, {kThreads, 1, 1});
+  launch(s, name, {blocks, g.batch, split ? 3 : 2}, {kThreads, 1, 1});
   // S twice, P^T dO, dP twice, dS^T Q, dS K.
   double flops = 2.0 * g.batch * g.sq * g.skv * (3 * g.d + 4 * g.dv) *
                  (causal ? 0.5 : 1.0);
