@@ -1,0 +1,68 @@
+//===- CudaAttention.h - what the attention kernel files share --*- C++ -*-===//
+//
+// Private to codegen/: the attention geometry (batch of heads, query and
+// key lengths, head sizes) and the bias-offset code of both attention
+// kernel files (CudaAttentionKernels.cpp: SIMT and WMMA;
+// CudaFlashAttention.cpp: mma.sync).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_CODEGEN_CUDAATTENTION_H
+#define MPC_CODEGEN_CUDAATTENTION_H
+
+#include "codegen/CudaKernels.h"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace mlir::mpc::cuda {
+
+struct Dims {
+  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0;
+  Shape lead;
+};
+
+inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
+  Dims g;
+  size_t r = q.size();
+  g.lead.assign(q.begin(), q.end() - 2);
+  for (int64_t x : g.lead)
+    g.batch *= x;
+  g.sq = q[r - 2];
+  g.d = q[r - 1];
+  g.skv = k[r - 2];
+  g.dv = v[r - 1];
+  return g;
+}
+
+/// Statements setting `off`, the bias element of score (b, i, j), with
+/// the bias's broadcast strides folded in as literals.
+inline std::string biasOffset(const Dims &g, const Shape &bias) {
+  std::ostringstream os;
+  size_t r = g.lead.size() + 2;
+  Shape scores = g.lead;
+  scores.push_back(g.sq);
+  scores.push_back(g.skv);
+  std::vector<int64_t> bs(r, 0);
+  int64_t stride = 1;
+  for (int64_t i = (int64_t)bias.size() - 1; i >= 0; --i) {
+    size_t a = r - bias.size() + i;
+    bs[a] = bias[i] == 1 && scores[a] != 1 ? 0 : stride;
+    stride *= bias[i];
+  }
+  os << "i64 off = i * " << bs[r - 2] << "LL + j * " << bs[r - 1]
+     << "LL, rest = b;";
+  for (int64_t a = (int64_t)g.lead.size() - 1; a >= 0; --a)
+    os << " off += (rest % " << g.lead[a] << "LL) * " << bs[a]
+       << "LL; rest /= " << g.lead[a] << "LL;";
+  return os.str();
+}
+
+/// Keys per shared-memory tile of the mma.sync forward; 0 when the head
+/// sizes do not suit it (CudaFlashAttention.cpp).
+int64_t mmaKeys(const Dims &g);
+
+} // namespace mlir::mpc::cuda
+
+#endif // MPC_CODEGEN_CUDAATTENTION_H

@@ -1,0 +1,419 @@
+//===- CudaFlashAttention.cpp - attention on mma.sync, FlashAttention-2 ---===//
+//
+// The tensor-core attention kernels for fp16/bf16 with head sizes that are
+// multiples of 16 up to 128: the forward and the backward keep their
+// fragments in registers in mma.sync's m16n8k16 layout (mma_16816 in the
+// prelude), as FlashAttention-2 does. CudaAttentionKernels.cpp picks them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaAttention.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace mlir::mpc::cuda {
+
+/// Keys per shared-memory tile of the register-resident (mma.sync)
+/// forward: K and V rows padded by 8 elements (no bank conflicts in the
+/// fragment loads) within 48 KiB; 0 when the head sizes do not suit it
+/// (multiples of 16, at most 128: the fragments live in registers).
+int64_t mmaKeys(const Dims &g) {
+  if (g.d % 16 || g.dv % 16 || g.d > 128 || g.dv > 128)
+    return 0;
+  for (int64_t keys : {64, 32, 16})
+    if (keys * (g.d + 8 + g.dv + 8) * 2 <= 48 * 1024)
+      return keys;
+  return 0;
+}
+
+/// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16
+/// query rows each; the warp's Q fragments, scores, probabilities and O
+/// accumulators stay in registers in mma.sync's m16n8k16 layout (lane = 4g
+/// + t holds rows g and g+8), so the row max and sum need only shuffles
+/// among the 4 lanes of a quad, the rescale by exp(m_old - m_new) is a
+/// multiply of the lane's own accumulators, and P feeds the second product
+/// straight from the first one's accumulators (rounded to the operand
+/// type, as FlashAttention does). K and V stream through shared memory
+/// `keys` at a time in 16-byte loads; causal blocks stop at the last key
+/// any of their rows sees.
+void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
+  Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
+                  val(s.inputs[2]).shape);
+  bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
+  bool causal = s.getInt("causal", 0) != 0;
+  bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
+  std::string T = ctype(val(s.inputs[0]).dtype);
+  const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
+  constexpr int64_t kWarps = 4, kRows = 64;
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  std::ostringstream os;
+  os << header(s, name, kWarps * 32) << " {\n"
+     << "  __shared__ __align__(16) " << T << " ks[" << TK * KS << "], vs["
+     << TK * VS << "];\n"
+     << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
+     << "  const i64 b = blockIdx.y, i0 = (i64)blockIdx.x * " << L(kRows)
+     << ", w0 = i0 + (threadIdx.x / 32) * 16;\n"
+     << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
+     // Q fragments: row r's pair at column c (zero past the last row).
+     << "  unsigned qf[" << D / 16 << "][4];\n"
+     << "  for (int kt = 0; kt < " << D / 16 << "; ++kt)\n"
+     << "    for (int f = 0; f < 4; ++f) {\n"
+     << "      const i64 r = rows[f & 1];\n"
+     << "      const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+     << "      qf[kt][f] = r < " << L(g.sq) << " ? *(const unsigned *)(in0 + (b * "
+     << L(g.sq) << " + r) * " << L(D) << " + c) : 0u;\n    }\n"
+     << "  float o[" << DV / 8 << "][4];\n"
+     << "  for (int n = 0; n < " << DV / 8
+     << "; ++n) for (int f = 0; f < 4; ++f) o[n][f] = 0.0f;\n"
+     << "  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};\n";
+  std::string jEnd = causal ? "(i0 + " + L(kRows + g.skv - g.sq) + " < " +
+                                  L(g.skv) + " ? i0 + " +
+                                  L(kRows + g.skv - g.sq) + " : " + L(g.skv) + ")"
+                            : L(g.skv);
+  os << "  const i64 jEnd = " << jEnd << ";\n"
+     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
+     << "    __syncthreads();\n"
+     // 16-byte loads: 8 elements of a row at a time, zero past the end.
+     << "    for (int e = threadIdx.x; e < " << TK * D / 8 << "; e += "
+     << kWarps * 32 << ") {\n"
+     << "      const int r = e / " << D / 8 << ", c = e % " << D / 8 << " * 8;\n"
+     << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
+     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in1 + (b * "
+     << L(g.skv) << " + j0 + r) * " << L(D) << " + c);\n"
+     << "      *(uint4 *)(ks + r * " << KS << " + c) = v;\n    }\n"
+     << "    for (int e = threadIdx.x; e < " << TK * DV / 8 << "; e += "
+     << kWarps * 32 << ") {\n"
+     << "      const int r = e / " << DV / 8 << ", c = e % " << DV / 8 << " * 8;\n"
+     << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
+     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in2 + (b * "
+     << L(g.skv) << " + j0 + r) * " << L(DV) << " + c);\n"
+     << "      *(uint4 *)(vs + r * " << VS << " + c) = v;\n    }\n"
+     << "    __syncthreads();\n"
+     // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
+     << "    float sc[" << TK / 8 << "][4];\n"
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n) {\n"
+     << "      for (int f = 0; f < 4; ++f) sc[n][f] = 0.0f;\n"
+     << "      const " << T << " *krow = ks + (n * 8 + g) * " << KS << " + 2 * t;\n"
+     << "      for (int kt = 0; kt < " << D / 16 << "; ++kt) {\n"
+     << "        const unsigned kb[2] = {*(const unsigned *)(krow + kt * 16), "
+        "*(const unsigned *)(krow + kt * 16 + 8)};\n"
+     << "        mma_16816<" << T << ">(sc[n], qf[kt], kb);\n      }\n    }\n"
+     // Scale, mask, bias; the two rows' maxima over the quad.
+     << "    float mx[2] = {m[0], m[1]};\n"
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) {\n"
+     << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
+     << "        float v = -INFINITY;\n"
+     << "        if (i < " << L(g.sq) << " && j < " << L(g.skv)
+     << (causal ? " && j <= i + " + L(g.skv - g.sq) : std::string()) << ") {\n"
+     << "          v = " << flt((float)s.getFloat("scale", 1.0)) << " * sc[n][f];\n";
+  if (hasBias)
+    os << "          " << biasOffset(g, val(s.inputs[3]).shape)
+       << "\n          v += ld(in3, off);\n";
+  os << "        }\n        sc[n][f] = v;\n"
+     << "        mx[f >> 1] = fmaxf(mx[f >> 1], v);\n      }\n"
+     << "    float c[2];\n"
+     << "    for (int h = 0; h < 2; ++h) {\n"
+     << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));\n"
+     << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));\n"
+     << "      c[h] = mx[h] == -INFINITY ? 1.0f : expf(m[h] - mx[h]);\n"
+     << "      m[h] = mx[h];\n      l[h] *= c[h];\n    }\n"
+     << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) o[n][f] *= c[f >> 1];\n"
+     // P, summed in FP32 (each lane its part of the row), then packed
+     // into A fragments: keys 16kt.. are score tiles 2kt and 2kt+1.
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) {\n"
+     << "        const float p = sc[n][f] == -INFINITY ? 0.0f : expf(sc[n][f] - m[f >> 1]);\n"
+     << "        sc[n][f] = p;\n        l[f >> 1] += p;\n      }\n"
+     << "    for (int kt = 0; kt < " << TK / 16 << "; ++kt) {\n"
+     << "      const unsigned pa[4] = {\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt][0]), " << T << "(sc[2 * kt][1])),\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt][2]), " << T << "(sc[2 * kt][3])),\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt + 1][0]), " << T << "(sc[2 * kt + 1][1])),\n"
+     << "        mpc_pack2(" << T << "(sc[2 * kt + 1][2]), " << T << "(sc[2 * kt + 1][3]))};\n"
+     // B(k, n) = V[key k][dim n]: a pair along keys, two rows apart.
+     << "      const " << T << " *vcol = vs + (kt * 16 + 2 * t) * " << VS << " + g;\n"
+     << "      for (int n = 0; n < " << DV / 8 << "; ++n) {\n"
+     << "        const " << T << " *v0 = vcol + n * 8;\n"
+     << "        const unsigned vb[2] = {mpc_pack2(v0[0], v0[" << VS << "]), "
+     << "mpc_pack2(v0[" << 8 * VS << "], v0[" << 9 * VS << "])};\n"
+     << "        mma_16816<" << T << ">(o[n], pa, vb);\n      }\n    }\n"
+     << "  }\n"
+     // The rows' sums over the quad; lanes write their columns.
+     << "  for (int h = 0; h < 2; ++h) {\n"
+     << "    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);\n"
+     << "    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);\n"
+     << "    const i64 i = rows[h];\n"
+     << "    if (i >= " << L(g.sq) << ") continue;\n"
+     << "    const bool none = l[h] == 0.0f;\n"
+     << "    const i64 row = b * " << L(g.sq) << " + i;\n"
+     << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
+     << "      for (int e = 0; e < 2; ++e)\n"
+     << "        st(out0, row * " << L(DV) << " + n * 8 + 2 * t + e, "
+     << (zeroMasked ? "none ? 0.0f : " : "") << "o[n][2 * h + e] / l[h]);\n"
+     << "    if (t == 0) st(out1, row, none ? "
+     << (zeroMasked ? "-INFINITY" : "nanf(\"\")") << " : m[h] + logf(l[h]));\n"
+     << "  }\n}\n\n";
+  cu << os.str();
+  barrier = true;
+  launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kWarps * 32, 1, 1});
+  double flops = 2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) *
+                 (causal ? 0.5 : 1.0);
+  mod.flops += flops;
+  mod.tensorCoreFlops += flops;
+  gemmOnTensorCores = true;
+}
+
+/// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
+/// register layout), without atomics: blocks with blockIdx.z == 0 own 64
+/// keys (16 a warp; past head size 64, z == 0 computes dK and z == 2 dV,
+/// so neither spills) and loop over the queries that see them, computing
+/// S^T = K Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T =
+/// P^T (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
+/// registers; blocks with blockIdx.z == 1 own 64 queries and loop over
+/// keys for dQ += dS K (the scores once more: recomputing is cheaper than
+/// storing them). D = rowsum(dO y) in FP32. P and dS are rounded to the
+/// operand type for the products, as FlashAttention does; every sum is
+/// FP32.
+void Emitter::attentionGradMma(Step &s, const std::string &name) {
+  Dims g = dimsOf(val(s.inputs[1]).shape, val(s.inputs[2]).shape,
+                  val(s.inputs[3]).shape);
+  bool hasBias = s.inputs.size() > 6 && s.inputs[6] >= 0;
+  bool causal = s.getInt("causal", 0) != 0;
+  std::string T = ctype(val(s.inputs[1]).dtype);
+  std::string scale = flt((float)s.getFloat("scale", 1.0));
+  constexpr int64_t TQ = 32, TK = 32, kRows = 64, kThreads = 128;
+  const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
+  const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  // Score (i, j) into v from the accumulator `acc`, or -inf when masked.
+  std::string score =
+      "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " + L(g.skv) +
+      (causal ? " && j <= i + " + L(off) : std::string()) + ") { v = " +
+      scale + " * acc;" +
+      (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
+                     " v += ld(in6, off);"
+               : std::string()) +
+      " }";
+  // p from the score and the row's lse (an all-masked row's -inf: 0).
+  std::string prob = "const float p = lse == -INFINITY ? 0.0f : expf(v - lse);";
+  auto loadTile = [&](const std::string &dst, int64_t pitch,
+                      const std::string &src, int64_t width, int64_t rows,
+                      const std::string &first, int64_t limit) {
+    std::ostringstream os;
+    os << "    for (int e = threadIdx.x; e < " << rows * width / 8 << "; e += "
+       << kThreads << ") {\n"
+       << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
+       << " * 8;\n      uint4 x = make_uint4(0, 0, 0, 0);\n"
+       << "      if (" << first << " + r < " << L(limit) << ") x = *(const uint4 *)("
+       << src << " + (b * " << L(limit) << " + " << first << " + r) * " << L(width)
+       << " + c);\n      *(uint4 *)(" << dst << " + r * " << pitch << " + c) = x;\n    }\n";
+    return os.str();
+  };
+  // A fragments of 16 rows of a [rows, width] global tensor.
+  auto rowFragments = [&](const std::string &frag, const std::string &src,
+                          int64_t width, int64_t limit) {
+    std::ostringstream os;
+    os << "    unsigned " << frag << "[" << width / 16 << "][4];\n"
+       << "    for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
+       << "      for (int f = 0; f < 4; ++f) {\n"
+       << "        const i64 r = rows[f & 1];\n"
+       << "        const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+       << "        " << frag << "[kt][f] = r < " << L(limit) << " ? *(const unsigned *)("
+       << src << " + (b * " << L(limit) << " + r) * " << L(width) << " + c) : 0u;\n      }\n";
+    return os.str();
+  };
+  // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is read as
+  // a pair along k from two rows of a shared tile (pitch p): rows
+  // kt*16+2t (+1, +8, +9), column n*8+g.
+  auto pairsAlongRows = [&](const std::string &acc, const std::string &a,
+                            const std::string &tile, int64_t pitch,
+                            int64_t ktiles, int64_t cols) {
+    std::ostringstream os;
+    os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
+       << "      const " << T << " *col = " << tile << " + (kt * 16 + 2 * t) * "
+       << pitch << " + g;\n"
+       << "      for (int n = 0; n < " << cols / 8 << "; ++n) {\n"
+       << "        const " << T << " *x = col + n * 8;\n"
+       << "        const unsigned bb[2] = {mpc_pack2(x[0], x[" << pitch
+       << "]), mpc_pack2(x[" << 8 * pitch << "], x[" << 9 * pitch << "])};\n"
+       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+       << "      }\n    }\n";
+    return os.str();
+  };
+  // acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
+  // a pair along k within row n*8+g.
+  auto pairsAlongCols = [&](const std::string &acc, const std::string &a,
+                            const std::string &tile, int64_t pitch,
+                            int64_t width, int64_t ncols) {
+    std::ostringstream os;
+    os << "    float " << acc << "[" << ncols / 8 << "][4];\n"
+       << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
+       << "      for (int f = 0; f < 4; ++f) " << acc << "[n][f] = 0.0f;\n"
+       << "      const " << T << " *row = " << tile << " + (n * 8 + g) * " << pitch
+       << " + 2 * t;\n"
+       << "      for (int kt = 0; kt < " << width / 16 << "; ++kt) {\n"
+       << "        const unsigned bb[2] = {*(const unsigned *)(row + kt * 16), "
+          "*(const unsigned *)(row + kt * 16 + 8)};\n"
+       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+       << "      }\n    }\n";
+    return os.str();
+  };
+  // Packs accumulator tiles (16 x cols, FP32) into A fragments.
+  auto packA = [&](const std::string &frag, const std::string &acc, int64_t cols) {
+    std::ostringstream os;
+    os << "    unsigned " << frag << "[" << cols / 16 << "][4];\n"
+       << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
+       << "      " << frag << "[kt][0] = mpc_pack2(" << T << "(" << acc << "[2 * kt][0]), "
+       << T << "(" << acc << "[2 * kt][1]));\n"
+       << "      " << frag << "[kt][1] = mpc_pack2(" << T << "(" << acc << "[2 * kt][2]), "
+       << T << "(" << acc << "[2 * kt][3]));\n"
+       << "      " << frag << "[kt][2] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][0]), "
+       << T << "(" << acc << "[2 * kt + 1][1]));\n"
+       << "      " << frag << "[kt][3] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][2]), "
+       << T << "(" << acc << "[2 * kt + 1][3]));\n    }\n";
+    return os.str();
+  };
+  auto store = [&](const std::string &out, const std::string &acc,
+                   int64_t width, int64_t limit, const std::string &factor) {
+    std::ostringstream os;
+    os << "    for (int h = 0; h < 2; ++h) {\n"
+       << "      if (rows[h] >= " << L(limit) << ") continue;\n"
+       << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
+       << "        for (int e = 0; e < 2; ++e)\n"
+       << "          st(" << out << ", (b * " << L(limit) << " + rows[h]) * " << L(width)
+       << " + n * 8 + 2 * t + e, " << factor << acc << "[n][2 * h + e]);\n    }\n";
+    return os.str();
+  };
+
+  // A key role: 64 keys a block (rows are keys), accumulating dK and/or
+  // dV over the queries that see them.
+  auto keyRole = [&](bool wantK, bool wantV) {
+    std::ostringstream os;
+    os << "    // " << (wantK && wantV ? "dK and dV" : wantK ? "dK" : "dV")
+       << " for 64 keys: rows are keys.\n"
+       << "    if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
+       << rowFragments("kf", "in2", D, g.skv)
+       << (wantK ? rowFragments("vf", "in3", DV, g.skv) : std::string());
+    if (wantK)
+      os << "    float dk[" << D / 8 << "][4];\n"
+         << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n";
+    if (wantV)
+      os << "    float dv[" << DV / 8 << "][4];\n"
+         << "    for (int n = 0; n < " << DV / 8 << "; ++n) for (int f = 0; f < 4; ++f) dv[n][f] = 0.0f;\n";
+    // Queries before qStart see none of the block's keys.
+    std::string qStart = causal ? "((i64)blockIdx.x * " + L(kRows) + " - " + L(off) +
+                                      " > 0 ? ((i64)blockIdx.x * " + L(kRows) + " - " +
+                                      L(off) + ") / " + L(TQ) + " * " + L(TQ) + " : 0LL)"
+                                : "0LL";
+    os << "    for (i64 q0 = " << qStart << "; q0 < " << L(g.sq) << "; q0 += " << L(TQ) << ") {\n"
+       << "      __syncthreads();\n"
+       << loadTile("ta", P, "in1", D, TQ, "q0", g.sq)
+       << loadTile("tb", PV, "in0", DV, TQ, "q0", g.sq)
+       // D of the tile's queries: 4 consecutive lanes a query, a quarter
+       // of the dims each, combined by shuffles.
+       << "      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n"
+       << "        const i64 i = q0 + r;\n        float dd = 0.0f;\n"
+       << "        if (" << (wantK ? "" : "false && ") << "i < " << L(g.sq) << ")\n"
+       << "          for (int c = part; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
+       << " + i) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + i) * " << L(DV)
+       << " + c);\n"
+       << "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
+       << "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
+       << "        if (part == 0) {\n          rowD[r] = dd;\n"
+       << "          rowLse[r] = i < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + i) : 0.0f;\n"
+       << "        }\n      }\n"
+       << "      __syncthreads();\n"
+       << pairsAlongCols("st", "kf", "ta", P, D, TQ)
+       << (wantK ? pairsAlongCols("dpt", "vf", "tb", PV, DV, TQ) : std::string())
+       << "    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+       << "      for (int f = 0; f < 4; ++f) {\n"
+       << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
+       << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
+       << "        " << score << "\n        " << prob << "\n"
+       << "        st[n][f] = p;\n"
+       << (wantK ? "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+                 : "")
+       << "      }\n";
+    if (wantV)
+      os << packA("pt", "st", TQ) << pairsAlongRows("dv", "pt", "tb", PV, TQ / 16, DV);
+    if (wantK)
+      os << packA("dst", "dpt", TQ) << pairsAlongRows("dk", "dst", "ta", P, TQ / 16, D);
+    os << "    }\n";
+    if (wantK)
+      os << store("out1", "dk", D, g.skv, scale + " * ");
+    if (wantV)
+      os << store("out2", "dv", DV, g.skv, "");
+    os << "    return;\n";
+    return os.str();
+  };
+  // Past head size 64, dK and dV are separate roles (z = 0 and 2): both
+  // accumulators at once would spill.
+  bool split = D > 64 || DV > 64;
+  std::ostringstream os;
+  os << header(s, name, kThreads) << " {\n"
+     << "  __shared__ __align__(16) " << T << " ta[" << std::max(TQ * P, TK * P)
+     << "], tb[" << std::max(TQ * PV, TK * PV) << "];\n"
+     << "  __shared__ float rowLse[" << TQ << "], rowD[" << TQ << "];\n"
+     << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
+     << "  const i64 b = blockIdx.y, w0 = (i64)blockIdx.x * " << L(kRows)
+     << " + (threadIdx.x / 32) * 16;\n"
+     << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
+     << "  if (blockIdx.z == 0) {\n" << keyRole(true, !split) << "  }\n"
+     << (split ? "  if (blockIdx.z == 2) {\n" + keyRole(false, true) + "  }\n"
+               : std::string())
+     << "  // dQ for 64 queries: rows are queries.\n"
+     << "  if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.sq) << ") return;\n"
+     << rowFragments("qf", "in1", D, g.sq) << rowFragments("of", "in0", DV, g.sq)
+     << "  float dq[" << D / 8 << "][4];\n"
+     << "  for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dq[n][f] = 0.0f;\n"
+     // D and lse of the lane's two rows: a quarter of the sum per lane.
+     << "  float rd[2], rl[2];\n"
+     << "  for (int h = 0; h < 2; ++h) {\n"
+     << "    float dd = 0.0f;\n"
+     << "    if (rows[h] < " << L(g.sq) << ")\n"
+     << "      for (int c = t; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
+     << " + rows[h]) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + rows[h]) * "
+     << L(DV) << " + c);\n"
+     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
+     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
+     << "    rd[h] = dd;\n"
+     << "    rl[h] = rows[h] < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + rows[h]) : 0.0f;\n  }\n";
+  std::string jEnd = causal ? "((i64)blockIdx.x * " + L(kRows) + " + " + L(kRows + off) +
+                                  " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(kRows) +
+                                  " + " + L(kRows + off) + " : " + L(g.skv) + ")"
+                            : L(g.skv);
+  os << "  const i64 jEnd = " << jEnd << ";\n"
+     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
+     << "    __syncthreads();\n"
+     << loadTile("ta", P, "in2", D, TK, "j0", g.skv)
+     << loadTile("tb", PV, "in3", DV, TK, "j0", g.skv)
+     << "    __syncthreads();\n"
+     << pairsAlongCols("sc", "qf", "ta", P, D, TK)
+     << pairsAlongCols("dp", "of", "tb", PV, DV, TK)
+     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "      for (int f = 0; f < 4; ++f) {\n"
+     << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
+     << "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
+     << "        " << score << "\n        " << prob << "\n"
+     << "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n"
+     << packA("ds", "dp", TK)
+     << pairsAlongRows("dq", "ds", "ta", P, TK / 16, D)
+     << "  }\n"
+     << store("out0", "dq", D, g.sq, scale + " * ")
+     << "}\n\n";
+  cu << os.str();
+  barrier = true;
+  int64_t blocks = std::max((g.sq + kRows - 1) / kRows, (g.skv + kRows - 1) / kRows);
+  launch(s, name, {blocks, g.batch, split ? 3 : 2}, {kThreads, 1, 1});
+  // S twice, P^T dO, dP twice, dS^T Q, dS K.
+  double flops = 2.0 * g.batch * g.sq * g.skv * (3 * g.d + 4 * g.dv) *
+                 (causal ? 0.5 : 1.0);
+  mod.flops += flops;
+  mod.tensorCoreFlops += flops;
+  gemmOnTensorCores = true;
+}
+
+} // namespace mlir::mpc::cuda
