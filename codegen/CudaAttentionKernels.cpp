@@ -259,11 +259,8 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
   cu << os.str();
   barrier = true;
   launch(s, name, {(g.sq + rows - 1) / rows, g.batch, 1}, {warps * 32, 1, 1});
-  double flops = 2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) *
-                 (causal ? 0.5 : 1.0);
-  mod.flops += flops;
-  mod.tensorCoreFlops += flops;
-  gemmOnTensorCores = true;
+  countFlops(2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) * (causal ? 0.5 : 1.0),
+             true);
 }
 
 /// dq, dk and dv. Thread t computes query row t's dq and key row t's dk

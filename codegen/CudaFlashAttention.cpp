@@ -159,11 +159,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   cu << os.str();
   barrier = true;
   launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kWarps * 32, 1, 1});
-  double flops = 2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) *
-                 (causal ? 0.5 : 1.0);
-  mod.flops += flops;
-  mod.tensorCoreFlops += flops;
-  gemmOnTensorCores = true;
+  countFlops(2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) * (causal ? 0.5 : 1.0),
+             true);
 }
 
 /// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
@@ -409,11 +406,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   int64_t blocks = std::max((g.sq + kRows - 1) / kRows, (g.skv + kRows - 1) / kRows);
   launch(s, name, {blocks, g.batch, split ? 3 : 2}, {kThreads, 1, 1});
   // S twice, P^T dO, dP twice, dS^T Q, dS K.
-  double flops = 2.0 * g.batch * g.sq * g.skv * (3 * g.d + 4 * g.dv) *
-                 (causal ? 0.5 : 1.0);
-  mod.flops += flops;
-  mod.tensorCoreFlops += flops;
-  gemmOnTensorCores = true;
+  countFlops(2.0 * g.batch * g.sq * g.skv * (3 * g.d + 4 * g.dv) *
+                 (causal ? 0.5 : 1.0),
+             true);
 }
 
 } // namespace mlir::mpc::cuda

@@ -82,11 +82,14 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
   int64_t tileM = tc ? ::mpc::rt::cuda::kTcTileM : ::mpc::rt::cuda::kSimtTile;
   launch(s, name, {(N + tileN - 1) / tileN, (M + tileM - 1) / tileM, batch},
          {threads, 1, 1});
-  double flops = 2.0 * M * N * K * batch;
+  countFlops(2.0 * M * N * K * batch, tc);
+}
+
+void Emitter::countFlops(double flops, bool tensorCores) {
   mod.flops += flops;
-  if (tc)
+  if (tensorCores)
     mod.tensorCoreFlops += flops;
-  gemmOnTensorCores = tc;
+  gemmOnTensorCores = tensorCores;
 }
 
 bool Emitter::gemm(Step &s, const std::string &name) {

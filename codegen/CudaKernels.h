@@ -201,8 +201,17 @@ public:
   bool poolGrad(Step &s, const std::string &name);
 
   // CudaAttentionKernels.cpp
-  std::string warpRow(int64_t rows, int64_t n);
-  void warpRowLaunch(Step &s, const std::string &name, int64_t rows);
+  /// Adds a step's FLOPs to the module's count (and to its tensor-core
+  /// share), and marks its kernel as one that must show HMMA or must not.
+  void countFlops(double flops, bool tensorCores);
+  /// How a row kernel walks its rows (CudaNnKernels.cpp: rowLoop).
+  struct RowLoop {
+    std::string prologue, stride, sum, max;
+    bool warp;
+  };
+  RowLoop rowLoop(int64_t rows, int64_t n);
+  void rowLaunch(Step &s, const std::string &name, const RowLoop &r,
+                 int64_t rows);
   bool attention(Step &s, const std::string &name);
   void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
   void attentionMma(Step &s, const std::string &name, int64_t keys);

@@ -20,16 +20,29 @@ namespace mlir::mpc::cuda {
 /// shuffles would cost more than they save).
 constexpr int64_t kWarpRowMin = 64, kRowThreads = 256;
 
-/// The prologue of a warp-per-row kernel: row `i` of `rows` rows of `n`,
-/// at `base`; the warps past the last row leave together.
-std::string Emitter::warpRow(int64_t rows, int64_t n) {
-  return "  const i64 i = (i64)blockIdx.x * " + std::to_string(kRowThreads / 32) +
-         "LL + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n"
-         "  if (i >= " + std::to_string(rows) + "LL) return;\n  const i64 n = " +
-         std::to_string(n) + "LL, base = i * n;\n";
+/// A kernel over `rows` contiguous rows of `n`: a warp per row when they
+/// are long (lanes stride along it, `sum`/`max` combine the lanes with
+/// butterfly shuffles), else a thread per row (lane 0, stride 1, the
+/// combines the identity). The prologue defines i, lane, n and base; the
+/// rows past the last leave (a warp together).
+Emitter::RowLoop Emitter::rowLoop(int64_t rows, int64_t n) {
+  std::string tail = "  if (i >= " + std::to_string(rows) +
+                     "LL) return;\n  const i64 n = " + std::to_string(n) +
+                     "LL, base = i * n;\n";
+  if (n >= kWarpRowMin)
+    return {"  const i64 i = (i64)blockIdx.x * " +
+                std::to_string(kRowThreads / 32) +
+                "LL + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n" +
+                tail,
+            "32", "mpc_warp_sum", "mpc_warp_max", true};
+  return {"  const i64 i = global_index();\n  const int lane = 0;\n" + tail, "1",
+          "", "", false};
 }
 
-void Emitter::warpRowLaunch(Step &s, const std::string &name, int64_t rows) {
+void Emitter::rowLaunch(Step &s, const std::string &name, const RowLoop &r,
+                        int64_t rows) {
+  if (!r.warp)
+    return launch1d(s, name, rows);
   barrier = true; // the warp's lanes meet in the shuffles (host emulation)
   launch(s, name, {(rows + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
          {kRowThreads, 1, 1});
@@ -41,18 +54,19 @@ bool Emitter::softmax(Step &s, const std::string &name) {
   int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
   axis = axis < 0 ? axis + rank : axis;
   AxisSplit sp = splitAt(x.shape, axis);
-  if (sp.inner == 1 && sp.dim >= kWarpRowMin) {
-    // A warp per row: lanes stride along it, shuffles combine.
+  if (sp.inner == 1) { // contiguous rows
+    RowLoop r = rowLoop(sp.outer, sp.dim);
+    std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
     std::string out = logForm ? "v - logf(sum)" : "expf(v) / sum";
-    cu << header(s, name, kRowThreads) << " {\n" << warpRow(sp.outer, sp.dim)
+    cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
        << "  float mx = -INFINITY, sum = 0.0f;\n"
-       << "  for (i64 j = lane; j < n; j += 32) mx = fmaxf(mx, ld(in0, base + j));\n"
-       << "  mx = mpc_warp_max(mx);\n"
-       << "  for (i64 j = lane; j < n; j += 32) sum += expf(ld(in0, base + j) - mx);\n"
-       << "  sum = mpc_warp_sum(sum);\n"
-       << "  for (i64 j = lane; j < n; j += 32) { float v = ld(in0, base + j) - mx; "
-          "st(out0, base + j, " << out << "); }\n}\n\n";
-    warpRowLaunch(s, name, sp.outer);
+       << loop << "mx = fmaxf(mx, ld(in0, base + j));\n"
+       << "  mx = " << r.max << "(mx);\n"
+       << loop << "sum += expf(ld(in0, base + j) - mx);\n"
+       << "  sum = " << r.sum << "(sum);\n"
+       << loop << "{ float v = ld(in0, base + j) - mx; st(out0, base + j, "
+       << out << "); }\n}\n\n";
+    rowLaunch(s, name, r, sp.outer);
     return true;
   }
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
@@ -85,44 +99,26 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
   double eps = s.getFloat("epsilon", 1e-5);
   std::string affine = " * ld(in1, j % " + std::to_string(sc) + "LL)" +
                        (bias ? " + ld(in2, j % " + std::to_string(sc) + "LL)" : "");
-  if (cols >= kWarpRowMin) {
-    cu << header(s, name, kRowThreads) << " {\n" << warpRow(rows, cols)
-       << "  float mean = 0.0f, var = 0.0f;\n"
-       << "  for (i64 j = lane; j < n; j += 32) mean += ld(in0, base + j);\n"
-       << "  mean = mpc_warp_sum(mean) / n;\n"
-       << "  for (i64 j = lane; j < n; j += 32) { float d = ld(in0, base + j) - mean; var += d * d; }\n"
-       << "  const float inv = rsqrtf(mpc_warp_sum(var) / n + " << flt(eps) << ");\n"
-       << "  for (i64 j = lane; j < n; j += 32) st(out0, base + j, (ld(in0, base + j) - mean) * inv"
-       << affine << ");\n";
-    if (s.outputs.size() > 1)
-      cu << "  if (lane == 0) st(out1, i, mean);\n";
-    if (s.outputs.size() > 2)
-      cu << "  if (lane == 0) st(out2, i, inv);\n";
-    cu << "}\n\n";
-    warpRowLaunch(s, name, rows);
-    return true;
-  }
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << rows << "LL) return;\n  const i64 n = " << cols
-     << "LL, base = i * n;\n  float mean = 0.0f, var = 0.0f;\n"
-     << "  for (i64 j = 0; j < n; ++j) mean += ld(in0, base + j);\n"
-     << "  mean /= n;\n  for (i64 j = 0; j < n; ++j) { float d = ld(in0, "
-        "base + j) - mean; var += d * d; }\n"
-     << "  float inv = rsqrtf(var / n + " << flt(eps) << ");\n"
-     << "  for (i64 j = 0; j < n; ++j) st(out0, base + j, (ld(in0, base + j) "
-        "- mean) * inv * ld(in1, j % "
-     << sc << "LL)" << (bias ? " + ld(in2, j % " + std::to_string(sc) + "LL)" : "")
+  RowLoop r = rowLoop(rows, cols);
+  std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
+  cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
+     << "  float mean = 0.0f, var = 0.0f;\n"
+     << loop << "mean += ld(in0, base + j);\n"
+     << "  mean = " << r.sum << "(mean) / n;\n"
+     << loop << "{ float d = ld(in0, base + j) - mean; var += d * d; }\n"
+     << "  const float inv = rsqrtf(" << r.sum << "(var) / n + " << flt(eps) << ");\n"
+     << loop << "st(out0, base + j, (ld(in0, base + j) - mean) * inv" << affine
      << ");\n";
   if (s.outputs.size() > 1)
-    cu << "  st(out1, i, mean);\n";
+    cu << "  if (lane == 0) st(out1, i, mean);\n";
   if (s.outputs.size() > 2)
-    cu << "  st(out2, i, inv);\n";
+    cu << "  if (lane == 0) st(out2, i, inv);\n";
   cu << "}\n\n";
-  launch1d(s, name, rows);
+  rowLaunch(s, name, r, rows);
   return true;
 }
 
-/// RMSNormalization, a thread per row, summing as the CPU backend does.
+/// RMSNormalization, a warp or a thread per row (rowLoop).
 bool Emitter::rmsNorm(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
@@ -131,32 +127,19 @@ bool Emitter::rmsNorm(Step &s, const std::string &name) {
   for (int64_t i = 0; i < rank; ++i)
     (i < axis ? rows : cols) *= x.shape[i];
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[1]).shape), 1);
-  if (cols >= kWarpRowMin) {
-    cu << header(s, name, kRowThreads) << " {\n" << warpRow(rows, cols)
-       << "  float sq = 0.0f;\n"
-       << "  for (i64 j = lane; j < n; j += 32) { float v = ld(in0, base + j); sq += v * v; }\n"
-       << "  const float inv = 1.0f / sqrtf(mpc_warp_sum(sq) / (float)n + "
-       << flt((float)s.getFloat("epsilon", 1e-5)) << ");\n"
-       << "  for (i64 j = lane; j < n; j += 32) st(out0, base + j, ld(in0, base + j) * inv * ld(in1, j % "
-       << sc << "LL));\n";
-    if (s.outputs.size() > 1)
-      cu << "  if (lane == 0) st(out1, i, inv);\n";
-    cu << "}\n\n";
-    warpRowLaunch(s, name, rows);
-    return true;
-  }
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << rows << "LL) return;\n  const i64 n = " << cols
-     << "LL, base = i * n;\n  float sq = 0.0f;\n"
-     << "  for (i64 j = 0; j < n; ++j) { float v = ld(in0, base + j); sq += v * v; }\n"
-     << "  float inv = 1.0f / sqrtf(sq / (float)n + "
+  RowLoop r = rowLoop(rows, cols);
+  std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
+  cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
+     << "  float sq = 0.0f;\n"
+     << loop << "{ float v = ld(in0, base + j); sq += v * v; }\n"
+     << "  const float inv = 1.0f / sqrtf(" << r.sum << "(sq) / (float)n + "
      << flt((float)s.getFloat("epsilon", 1e-5)) << ");\n"
-     << "  for (i64 j = 0; j < n; ++j) st(out0, base + j, ld(in0, base + j) * inv * ld(in1, j % "
+     << loop << "st(out0, base + j, ld(in0, base + j) * inv * ld(in1, j % "
      << sc << "LL));\n";
   if (s.outputs.size() > 1)
-    cu << "  st(out1, i, inv);\n";
+    cu << "  if (lane == 0) st(out1, i, inv);\n";
   cu << "}\n\n";
-  launch1d(s, name, rows);
+  rowLaunch(s, name, r, rows);
   return true;
 }
 
