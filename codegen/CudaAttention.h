@@ -59,6 +59,20 @@ inline std::string biasOffset(const Dims &g, const Shape &bias) {
   return os.str();
 }
 
+/// The forward's outputs for a row with running max `m` and sum `l`, where
+/// `none` (l == 0) means every key was masked: y = acc / l, or 0 under
+/// ONNX's zero-masked-rows rule; lse = m + log(l), or -inf there (NaN
+/// otherwise, as the CPU backend).
+inline std::string attentionY(bool zeroMasked, const std::string &acc,
+                              const std::string &l) {
+  return (zeroMasked ? "none ? 0.0f : " : "") + acc + " / " + l;
+}
+inline std::string attentionLse(bool zeroMasked, const std::string &m,
+                                const std::string &l) {
+  return std::string("none ? ") + (zeroMasked ? "-INFINITY" : "nanf(\"\")") +
+         " : " + m + " + logf(" + l + ")";
+}
+
 /// Keys per shared-memory tile of the mma.sync forward; 0 when the head
 /// sizes do not suit it (CudaFlashAttention.cpp).
 int64_t mmaKeys(const Dims &g);

@@ -121,9 +121,8 @@ bool Emitter::attention(Step &s, const std::string &name) {
      << "  if (!live) return;\n"
      << "  const bool none = sum == 0.0f;\n"
      << "  for (i64 t = 0; t < " << g.dv << "LL; ++t) st(out0, row * " << g.dv
-     << "LL + t, " << (zeroMasked ? "none ? 0.0f : " : "") << "acc[t] / sum);\n"
-     << "  st(out1, row, none ? " << (zeroMasked ? "-INFINITY" : "nanf(\"\")")
-     << " : mx + logf(sum));\n}\n\n";
+     << "LL + t, " << attentionY(zeroMasked, "acc[t]", "sum") << ");\n"
+     << "  st(out1, row, " << attentionLse(zeroMasked, "mx", "sum") << ");\n}\n\n";
   barrier = true;
   launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kRows, 1, 1});
   return true;
@@ -251,10 +250,11 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
      << "      const float l = lrow[r];\n      const bool none = l == 0.0f;\n"
      << "      const i64 row = b * " << L(g.sq) << " + i;\n"
      << "      for (int t = 0; t < " << DV << "; ++t) st(out0, row * " << L(DV)
-     << " + t, " << (zeroMasked ? "none ? 0.0f : " : "") << "os[r * " << DV
-     << " + t] / l);\n"
-     << "      st(out1, row, none ? "
-     << (zeroMasked ? "-INFINITY" : "nanf(\"\")") << " : mrow[r] + logf(l));\n"
+     << " + t, "
+     << attentionY(zeroMasked, "os[r * " + std::to_string(DV) + " + t]", "l")
+     << ");\n"
+     << "      st(out1, row, " << attentionLse(zeroMasked, "mrow[r]", "l")
+     << ");\n"
      << "    }\n  }\n}\n\n";
   cu << os.str();
   barrier = true;

@@ -152,9 +152,9 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
      << "      for (int e = 0; e < 2; ++e)\n"
      << "        st(out0, row * " << L(DV) << " + n * 8 + 2 * t + e, "
-     << (zeroMasked ? "none ? 0.0f : " : "") << "o[n][2 * h + e] / l[h]);\n"
-     << "    if (t == 0) st(out1, row, none ? "
-     << (zeroMasked ? "-INFINITY" : "nanf(\"\")") << " : m[h] + logf(l[h]));\n"
+     << attentionY(zeroMasked, "o[n][2 * h + e]", "l[h]") << ");\n"
+     << "    if (t == 0) st(out1, row, " << attentionLse(zeroMasked, "m[h]", "l[h]")
+     << ");\n"
      << "  }\n}\n\n";
   cu << os.str();
   barrier = true;

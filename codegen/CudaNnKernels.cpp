@@ -90,10 +90,8 @@ bool Emitter::softmax(Step &s, const std::string &name) {
 bool Emitter::layerNorm(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
-  axis = axis < 0 ? axis + rank : axis;
-  int64_t rows = 1, cols = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    (i < axis ? rows : cols) *= x.shape[i];
+  AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
+  int64_t rows = sp.outer, cols = sp.dim * sp.inner; // rows of the axes from `axis` on
   int64_t sc = numElements(val(s.inputs[1]).shape);
   bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
   double eps = s.getFloat("epsilon", 1e-5);
@@ -122,10 +120,8 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
 bool Emitter::rmsNorm(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
-  axis = axis < 0 ? axis + rank : axis;
-  int64_t rows = 1, cols = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    (i < axis ? rows : cols) *= x.shape[i];
+  AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
+  int64_t rows = sp.outer, cols = sp.dim * sp.inner; // rows of the axes from `axis` on
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[1]).shape), 1);
   RowLoop r = rowLoop(rows, cols);
   std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
