@@ -282,9 +282,12 @@ bool Emitter::conv(Step &s, const std::string &name) {
 /// Weight: dW[co, (ci,kh,kw)] = sum over (b,oh,ow) of dY * im2col(x).
 /// Input: dX[ci, (b,ih,iw)] = sum over (co,kh,kw) of W * dY taken where
 /// (ih + pad - kh*d) / stride lands on an output position (a gather, so
-/// no atomics).
+/// no atomics). ConvTranspose is the input gradient with X as dY, plus a
+/// bias in the epilogue.
 bool Emitter::convGrad(Step &s, const std::string &name) {
   bool weight = s.op == OpId::ConvGradWeight;
+  bool bias = s.op == OpId::ConvTranspose && s.inputs.size() > 2 &&
+              s.inputs[2] >= 0;
   const ValueInfo &dy = val(s.inputs[0]), &other = val(s.inputs[1]);
   const ValueInfo &out = val(s.outputs[0]);
   const ValueInfo &x = weight ? other : out, &w = weight ? out : other;
@@ -299,7 +302,7 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
   // output size itself: where both hold, the step gets a LibraryConv.
   auto outSize = [](int64_t in, int64_t pad, int64_t k, int64_t stride,
                     int64_t dil) { return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1; };
-  if (dy.dtype == other.dtype && dy.dtype == out.dtype &&
+  if (!bias && dy.dtype == other.dtype && dy.dtype == out.dtype &&
       (dy.dtype == DType::F16 || dy.dtype == DType::BF16 ||
        dy.dtype == DType::F32) &&
       win.padBegin == win.padEnd &&
@@ -319,9 +322,14 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
   auto rd = [&](const std::string &p, const std::string &idx) {
     return f32 ? "ld(" + p + ", " + idx + ")" : p + "[" + idx + "]";
   };
-  std::string members = "  const " + T + " *G; const " + T + " *O; " +
-                        ctype(out.dtype) + " *Y;\n";
-  std::string prologue = "  c.G = in0; c.O = in1; c.Y = out0;\n";
+  std::string members =
+      "  const " + T + " *G; const " + T + " *O; " + ctype(out.dtype) +
+      " *Y;\n" +
+      (bias ? "  const " + std::string(ctype(val(s.inputs[2]).dtype)) +
+                  " *Bias;\n"
+            : "");
+  std::string prologue = "  c.G = in0; c.O = in1; c.Y = out0;\n" +
+                         std::string(bias ? "  c.Bias = in2;\n" : "");
   if (weight) {
     int64_t K = Cg * KH * KW, N = Nb * OH * OW;
     std::string loadA = // dY[b, z*Mg + m, sp] for column kk = (b, sp)
@@ -357,7 +365,9 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
                     S(OH) + " + oh) * " + S(OW) + " + ow") + ";";
     std::string epi = "int b = n / " + S(H * W) + ", sp = n % " + S(H * W) +
                       "; st(Y, ((i64)b * " + S(C) + " + z * " + S(Cg) +
-                      " + m) * " + S(H * W) + " + sp, acc);";
+                      " + m) * " + S(H * W) + " + sp, acc" +
+                      (bias ? " + ld(Bias, z * " + S(Cg) + " + m)" : "") +
+                      ");";
     gemmKernel(s, name, dy.dtype, Cg, N, K, groups, prologue, loadA, loadB,
                epi, members);
   }
@@ -370,6 +380,7 @@ void registerGemmEmitters(EmitterTable &t) {
   t.emit(OpId::Conv, &Emitter::conv);
   t.emit(OpId::ConvGradInput, &Emitter::convGrad);
   t.emit(OpId::ConvGradWeight, &Emitter::convGrad);
+  t.emit(OpId::ConvTranspose, &Emitter::convGrad);
 }
 
 } // namespace mlir::mpc::cuda

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "frontend/Composer.h"
 #include "frontend/ImporterImpl.h"
 #include "ir/MpcOps.h"
 
@@ -22,80 +23,6 @@ using namespace mlir::mpc;
 using namespace mlir::mpc::importer;
 
 namespace {
-
-/// Builds a definition op by op; after the first error every call returns
-/// null and the node's error says what failed.
-struct Composer {
-  NodeContext &c;
-
-  Value op(StringRef name, ValueRange operands,
-           ArrayRef<NamedAttribute> attrs = {},
-           ArrayRef<int32_t> segments = {}) {
-    if (c.failed() || llvm::any_of(operands, [](Value v) { return !v; }))
-      return {};
-    auto results = c.build(name, operands, attrs, segments);
-    return failed(results) ? Value() : (*results)[0];
-  }
-  Value constant(DenseElementsAttr value) {
-    return c.failed() ? Value() : c.constant(value);
-  }
-  Value i64s(ArrayRef<int64_t> values, ArrayRef<int64_t> shape) {
-    return constant(DenseElementsAttr::get(
-        RankedTensorType::get(shape, c.b.getI64Type()), values));
-  }
-  Value i64s(ArrayRef<int64_t> values) {
-    return i64s(values, {(int64_t)values.size()});
-  }
-  /// A tensor of `shape` whose elements are `value` or, where `minusInf`
-  /// says so, -inf, in float type `type`.
-  Value floats(Type type, ArrayRef<int64_t> shape, double value,
-               ArrayRef<bool> minusInf = {}) {
-    const llvm::fltSemantics &sem = llvm::cast<FloatType>(type).getFloatSemantics();
-    APFloat v(value);
-    bool lost;
-    v.convert(sem, APFloat::rmNearestTiesToEven, &lost);
-    APFloat inf = APFloat::getInf(sem, /*Negative=*/true);
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    SmallVector<APFloat> values;
-    for (int64_t i = 0; i < n; ++i)
-      values.push_back(!minusInf.empty() && minusInf[i] ? inf : v);
-    return constant(
-        DenseElementsAttr::get(RankedTensorType::get(shape, type), values));
-  }
-  Value scalar(Type type, double value) { return floats(type, {}, value); }
-  Value cast(Value x, Type element) {
-    if (!x || c.failed())
-      return {};
-    auto t = llvm::cast<RankedTensorType>(x.getType());
-    return t.getElementType() == element ? x : c.buildCast(x, element);
-  }
-  Value reshape(Value x, ArrayRef<int64_t> shape) {
-    return op("mpc.reshape", {x, i64s(shape)});
-  }
-  Value transpose(Value x, ArrayRef<int64_t> perm) {
-    return op("mpc.transpose", {x},
-              {c.named("perm", c.b.getDenseI64ArrayAttr(perm))});
-  }
-  Value concat(ValueRange xs, int64_t axis) {
-    return op("mpc.concat", xs, {c.named("axis", c.b.getI64IntegerAttr(axis))});
-  }
-  Value bin(StringRef name, Value a, Value b) { return op(name, {a, b}); }
-  Value where(Value cond, Value a, Value b) {
-    return op("mpc.where", {cond, a, b});
-  }
-  Value unsqueeze(Value x, ArrayRef<int64_t> axes) {
-    return op("mpc.unsqueeze", {x},
-              {c.named("axes", c.b.getDenseI64ArrayAttr(axes))});
-  }
-  Value slice(Value x, int64_t axis, int64_t start, int64_t end,
-              int64_t step = 1) {
-    return op("mpc.slice",
-              {x, i64s({start}), i64s({end}), i64s({axis}), i64s({step})}, {},
-              {1, 1, 1, 1, 1});
-  }
-};
 
 RankedTensorType typeOf(Value v) {
   return llvm::cast<RankedTensorType>(v.getType());
@@ -490,7 +417,9 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
   static const llvm::StringMap<NodeImportFn> table = {
       {"Attention", importAttention},
       {"RMSNormalization", importRMSNorm},
-      {"RotaryEmbedding", importRotaryEmbedding}};
+      {"RotaryEmbedding", importRotaryEmbedding},
+      {"InstanceNormalization", importInstanceNorm},
+      {"GroupNormalization", importGroupNorm}};
   return table;
 }
 

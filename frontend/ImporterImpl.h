@@ -47,6 +47,13 @@ void listTrainingOps(std::vector<std::string> &ops);
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
+/// ONNX ConvTranspose, its padding rules resolved (ConvTransposeImporter.cpp).
+mlir::LogicalResult importConvTranspose(NodeContext &c);
+/// InstanceNormalization and GroupNormalization as layer_norm over a view
+/// of X plus the affine part (NormImporters.cpp).
+mlir::LogicalResult importInstanceNorm(NodeContext &c);
+mlir::LogicalResult importGroupNorm(NodeContext &c);
+
 /// Operands up to the last given input; a gap in the middle is an error
 /// (mpc ops take their optional operands positionally).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> denseOperands(NodeContext &c);

@@ -436,6 +436,7 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"Squeeze", importSqueeze},
       {"Unsqueeze", importSqueeze},
       {"Pad", importPad},
+      {"ConvTranspose", importConvTranspose},
       {"ConstantOfShape", importConstantOfShape},
       {"Range", importRange}};
   return table;

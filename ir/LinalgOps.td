@@ -75,6 +75,33 @@ def Mpc_ConvOp : Mpc_Op<"conv", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_FloatTensor:$y);
 }
 
+def Mpc_ConvTransposeOp : Mpc_Op<"conv_transpose", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
+  let onnxName = "ConvTranspose";
+  let summary = "N-d transposed convolution (ONNX ConvTranspose)";
+  let description = [{
+    The adjoint of conv: each input element scatters W (C x M/group x
+    k1..kn) over a window of the output, plus an optional bias of M
+    elements. The importer resolves auto_pad and output_shape into explicit
+    `pads` and `output_padding` (extra rows at the end of each spatial
+    dimension), so the output size is
+    `stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads`.
+
+    Example:
+    ```mlir
+    %y = mpc.conv_transpose %x, %w {output_padding = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<8x64x7x7xf16>, tensor<64x32x3x3xf16>) -> tensor<8x32x14x14xf16>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$w,
+                       Optional<Mpc_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "1">:$group,
+                       OptionalAttr<DenseI64ArrayAttr>:$kernel_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides,
+                       OptionalAttr<DenseI64ArrayAttr>:$pads,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilations,
+                       OptionalAttr<DenseI64ArrayAttr>:$output_padding);
+  let results = (outs Mpc_FloatTensor:$y);
+}
+
 def Mpc_MaxPoolOp : Mpc_Op<"max_pool", [Mpc_Clear, Pure, Mpc_InferCustom]> {
   let onnxName = "MaxPool";
   let summary = "max pooling (ONNX MaxPool)";

@@ -169,6 +169,67 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   return success();
 }
 
+LogicalResult ConvTransposeOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &types) {
+  auto x = rankedOf(adaptor.getX()), w = rankedOf(adaptor.getW());
+  if (x.getRank() < 3 || w.getRank() != x.getRank())
+    return shapeError(loc, "conv_transpose expects X (N x C x D1..Dn) and W "
+                           "of the same rank >= 3, got ",
+                      x, " and ", w);
+  int64_t group = adaptor.getGroup();
+  if (group < 1)
+    return shapeError(loc, "conv_transpose group must be positive");
+  int64_t c = x.getDimSize(1), wc = w.getDimSize(0), wm = w.getDimSize(1);
+  if (c != kDyn && wc != kDyn && c != wc)
+    return shapeError(loc, "conv_transpose input has ", c,
+                      " channels but W has ", wc);
+  if (c != kDyn && c % group)
+    return shapeError(loc, "conv_transpose input channels ", c,
+                      " not divisible by group ", group);
+  int64_t m = wm == kDyn ? kDyn : wm * group;
+  if (Value b = adaptor.getBias()) {
+    auto bt = rankedOf(b);
+    if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && m != kDyn &&
+                              bt.getDimSize(0) != m))
+      return shapeError(loc, "conv_transpose bias must be 1-D of size ", m);
+  }
+  size_t spatial = x.getRank() - 2;
+  Window win;
+  win.autoPad = "NOTSET";
+  SmallVector<int64_t> kernel(w.getShape().drop_front(2));
+  auto k = adaptor.getKernelShape();
+  if (failed(win.init(loc, spatial, k ? *k : ArrayRef(kernel),
+                      adaptor.getStrides(), adaptor.getDilations(),
+                      adaptor.getPads())))
+    return failure();
+  SmallVector<int64_t> extra(spatial, 0);
+  if (auto op = adaptor.getOutputPadding())
+    extra.assign(op->begin(), op->end());
+  if (extra.size() != spatial || llvm::any_of(extra, [](int64_t e) {
+        return e < 0;
+      }))
+    return shapeError(loc, "conv_transpose output_padding must hold ",
+                      spatial, " non-negative values");
+  SmallVector<int64_t> shape{x.getDimSize(0), m};
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = x.getDimSize(2 + i);
+    if (in == kDyn) {
+      shape.push_back(kDyn);
+      continue;
+    }
+    int64_t out = win.strides[i] * (in - 1) + extra[i] +
+                  (win.kernel[i] - 1) * win.dilations[i] + 1 - win.pads[i] -
+                  win.pads[spatial + i];
+    if (out < 1)
+      return shapeError(loc, "conv_transpose pads leave spatial dimension ",
+                        i, " empty");
+    shape.push_back(out);
+  }
+  types.push_back(x.clone(shape));
+  return success();
+}
+
 template <typename Adaptor>
 static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
                                SmallVectorImpl<Type> &types) {

@@ -157,6 +157,10 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
         set(&op, f32, "kept fp32 by --amp-keep-fp32");
         continue;
       }
+      if (auto why = op.getAttrOfType<StringAttr>("mpc.amp_fp32")) {
+        set(&op, f32, "kept fp32: " + why.getValue());
+        continue;
+      }
       if (!info) {
         set(&op, f32, "not on the AMP lists, so kept fp32 (the safe default)");
         continue;

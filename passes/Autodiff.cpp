@@ -5,6 +5,9 @@
 #include "passes/DeadOps.h"
 #include "passes/Passes.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
@@ -70,13 +73,26 @@ struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Value lossValue = ret.getOperand(*lossIndex);
 
-    // Trainable parameters.
+    // Trainable parameters (those `params` matches, when given).
+    std::string only = this->params;
+    llvm::Regex pattern("^(" + only + ")$");
     SmallVector<BlockArgument> params;
+    SmallVector<StringRef> fixed;
     for (BlockArgument arg : body.getArguments())
       if (auto sym = step.getArgAttrOfType<FlatSymbolRefAttr>(
               arg.getArgNumber(), "mpc.param"))
-        if (module.lookupSymbol<ParamOp>(sym).getTrainable())
-          params.push_back(arg);
+        if (module.lookupSymbol<ParamOp>(sym).getTrainable()) {
+          if (only.empty() || pattern.match(sym.getValue()))
+            params.push_back(arg);
+          else
+            fixed.push_back(sym.getValue());
+        }
+    if (params.empty() && !only.empty()) {
+      step.erase();
+      return emitError(UnknownLoc::get(module.getContext()), "--train-params '")
+             << only << "' matches no trainable parameter (they are: "
+             << llvm::join(fixed, ", ") << ")";
+    }
 
     // Reverse sweep, accumulating gradients before the return.
     b.setInsertionPoint(ret);

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/GradientRules.h"
+#include "passes/AmpLists.h"
 #include "passes/gradients/GradientBuilder.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -36,6 +37,7 @@ Value mpc::unbroadcast(OpBuilder &b, Location loc, Value grad, Type type) {
 void mpc::registerGradientInterfaces(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, MpcDialect *) {
     grad::attachElementwiseRules(ctx);
+    grad::attachActivationRules(ctx);
     grad::attachLinalgRules(ctx);
     grad::attachNnRules(ctx);
     grad::attachShapeRules(ctx);
@@ -52,8 +54,15 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
       !isa<SoftmaxCrossEntropyLossOp>(op))
     return success();
   auto rule = dyn_cast<GradientOpInterface>(op);
-  if (!rule)
-    return op->emitError("no gradient rule for ") << op->getName() << " yet";
+  if (!rule) {
+    const AmpOpInfo *facts = opFacts(op->getName().stripDialect());
+    auto diag = op->emitError("no gradient rule for ");
+    if (facts && !facts->onnx.empty())
+      diag << facts->onnx << " (" << op->getName() << ")";
+    else
+      diag << op->getName();
+    return diag << " yet";
+  }
   return rule.buildGradients(b, resultGrads, grads);
 }
 

@@ -38,7 +38,10 @@ def Autodiff : Pass<"mpc-autodiff", "::mlir::ModuleOp"> {
     returns the forward results followed by d(loss)/d(param) for every
     trainable `mpc.param` argument (result attribute `mpc.gradient = @p`),
     by a reverse sweep with one gradient rule per op (passes/GradientRules).
-    The loss is the result named by `loss`, else the first f32 scalar.
+    The loss is the result named by `loss`, else the first f32 scalar;
+    `params` (a regular expression matching whole names) limits the
+    parameters differentiated, as a phase of a GAN step updates one
+    network while backpropagating through the other.
 
     Before:
     ```mlir
@@ -53,7 +56,11 @@ def Autodiff : Pass<"mpc-autodiff", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"loss", "loss", "std::string", /*default=*/"\"\"",
-           "Name (mpc.output) of the loss result">
+           "Name (mpc.output) of the loss result">,
+    Option<"params", "params", "std::string", /*default=*/"\"\"",
+           "Differentiate only the trainable parameters whose name matches "
+           "this regular expression (whole name); the others stay fixed, "
+           "gradients still flow through them">
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
@@ -125,6 +132,31 @@ def FuseDecomposed : Pass<"mpc-fuse-decomposed", "::mlir::ModuleOp"> {
     After:
     ```mlir
     %n, %mean, %rstd = mpc.layer_norm %x, %ones {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def StableLogs : Pass<"mpc-stable-logs", "::mlir::ModuleOp"> {
+  let summary = "Rewrite log(sigmoid), log(1 - sigmoid) and log(softmax) to "
+                "forms that stay finite";
+  let description = [{
+    torch exports BCE-with-logits as Log(Sigmoid(x)) and Log(1 - Sigmoid(x));
+    once the sigmoid rounds to 1 (logits above about 7.6 in fp16) the loss
+    is NaN. This pass rewrites them to log-sigmoid forms, -softplus(-x) and
+    -softplus(x), with the softplus marked `mpc.amp_fp32` so that
+    mpc-amp-classify keeps it in FP32, and log(softmax) to log_softmax.
+
+    Before:
+    ```mlir
+    %s = mpc.sigmoid %x : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %l = mpc.log %s : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    ```
+    After:
+    ```mlir
+    %n = mpc.neg %x : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %p = mpc.softplus %n {mpc.amp_fp32 = "a log-sigmoid (mpc-stable-logs)"} : (tensor<8x1xf32>) -> tensor<8x1xf32>
+    %l = mpc.neg %p : (tensor<8x1xf32>) -> tensor<8x1xf32>
     ```
   }];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];

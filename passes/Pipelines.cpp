@@ -10,6 +10,7 @@
 
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
 
 namespace mlir::mpc {
 
@@ -93,6 +94,12 @@ bool validate(const PrecisionOptions<Derived> &o, std::string &error) {
 bool validate(const TrainPipelineOptions &o, std::string &error) {
   LossScaleSpec spec;
   StringRef kind = o.optimizer;
+  if (std::string why; !o.trainParams.empty() &&
+                       !llvm::Regex(o.trainParams).isValid(why)) {
+    error = "--train-params '" + o.trainParams + "' is not a regular "
+            "expression: " + why;
+    return false;
+  }
   if (!validate<TrainPipelineOptions>(o, error) ||
       !parseLossScale(o.lossScale, o.precision, spec, error))
     return false;
@@ -139,6 +146,7 @@ namespace {
 template <typename Derived>
 void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
   pm.addPass(createFuseDecomposed());
+  pm.addPass(createStableLogs());
   if (o.fuseAttention)
     pm.addPass(createFuseAttention());
   if (!o.isLow())
@@ -182,6 +190,7 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   addForwardPasses(pm, o);
   AutodiffOptions autodiff;
   autodiff.loss = o.loss;
+  autodiff.params = o.trainParams;
   pm.addPass(createAutodiff(autodiff));
   if (o.isLow())
     pm.addPass(createMasterWeights());

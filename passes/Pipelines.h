@@ -58,6 +58,10 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
   Option<std::string> loss{
       *this, "loss",
       llvm::cl::desc("Name of the loss output (default: first f32 scalar)")};
+  Option<std::string> trainParams{
+      *this, "params",
+      llvm::cl::desc("Regular expression: train only the parameters whose "
+                     "whole name matches")};
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("none | static:S | dynamic[:init=65536,growth=2,"

@@ -255,7 +255,11 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     skippedInARow = r.skipped ? skippedInARow + 1 : 0;
     underflowTotal += r.underflow;
     log += metricsLine(r);
-    report(r, first, std::chrono::duration<double>(t1 - start).count());
+    double seconds = std::chrono::duration<double>(t1 - start).count();
+    report(r, first, seconds);
+    if (options_.onStep)
+      options_.onStep(r, (r.step - first) * options_.batch /
+                             std::max(seconds, 1e-9));
     if (!options_.checkpointDir.empty() &&
         ((s + 1) % options_.checkpointEvery == 0 || s + 1 == options_.steps) &&
         (!fromSession(params, error) || !fromSession(state_, error) ||

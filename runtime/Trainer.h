@@ -24,6 +24,8 @@
 
 namespace mpc::rt {
 
+struct StepRecord;
+
 struct TrainerOptions {
   int64_t steps = 100;
   int64_t batch = 32;
@@ -44,6 +46,9 @@ struct TrainerOptions {
   std::string precision = "fp32";
   /// The loss-scale mode the step was built with ("none" when unscaled).
   std::string lossScaleMode = "none";
+  /// Called after every step with its record and the samples per second
+  /// since the run started (`mpc train --tensorboard`).
+  std::function<void(const StepRecord &, double samplesPerSecond)> onStep;
   /// Where progress lines go (default: stdout, flushed).
   std::function<void(const std::string &)> print = [](const std::string &s) {
     std::fputs(s.c_str(), stdout);

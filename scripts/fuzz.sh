@@ -73,7 +73,7 @@ run_target() {
   local t=$1 log=$fuzz/$1.log runs cov
   mkdir -p "$fuzz/corpus/$t" "$fuzz/crashes/$t"
   if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      nice -n 10 "$fuzz/bin/mpc-fuzz-$t" -max_total_time="$seconds" \
+      nice -n 19 "$fuzz/bin/mpc-fuzz-$t" -max_total_time="$seconds" \
       -timeout=30 -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="$fuzz/crashes/$t/" "$fuzz/corpus/$t" "$seeds/$t" \
       >"$log" 2>&1; then

@@ -20,8 +20,10 @@ APT_PACKAGES=(
 # onnx is pinned: its node tests (scripts/gen_onnx_node_tests.py) and newest
 # opset are what the conformance suite pins its counts on.
 ONNX_PIN=1.23
+# tensorboard: its descriptors generate mpc's event writer at build time,
+# and its reader checks the event files in the tests.
 PIP_PACKAGES=("onnx==$ONNX_PIN.*" numpy lit onnxruntime scikit-learn onnxconverter-common
-  nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
+  tensorboard nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -39,7 +41,7 @@ fi
 PY=${PYTHON:-python3}
 # cuobjdump/nvdisasm (SASS checks of the CUDA artifacts) come as PyPI wheels
 # under nvidia/cu13/bin; the CUDA toolkit here has no copy.
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, nvidia, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi

@@ -155,6 +155,50 @@ LogicalResult castGrad(Context &c, CastOp) {
   return success();
 }
 
+LogicalResult absGrad(Context &c, AbsOp) {
+  c.grads[0] = c.times(c.make<SignOp>(c.x(0)));
+  return success();
+}
+
+LogicalResult reciprocalGrad(Context &c, ReciprocalOp) { // -y^2
+  c.grads[0] = c.times(c.make<NegOp>(c.make<MulOp>({c.y, c.y})));
+  return success();
+}
+
+/// Floor, Ceil, Round, Sign: zero almost everywhere, so no gradient flows
+/// (PyTorch's zeros).
+template <typename OpTy> LogicalResult stepGrad(Context &, OpTy) {
+  return success();
+}
+
+/// Max, Min: g goes to the inputs equal to the result, split evenly where
+/// several are (PyTorch's maximum/minimum).
+template <typename OpTy> LogicalResult extremumGrad(Context &c, OpTy op) {
+  unsigned n = op->getNumOperands();
+  SmallVector<Value> hits;
+  Value count;
+  for (unsigned i = 0; i < n; ++i) {
+    Value hit = c.make<EqualOp>({c.x(i), c.y});
+    hits.push_back(hit);
+    Value one = c.b.create<CastOp>(c.loc, typeOf(hit).clone(c.elem), hit);
+    count = count ? c.make<AddOp>({count, one}) : one;
+  }
+  Value share = n > 1 ? c.make<DivOp>({c.g, count}) : c.g;
+  for (unsigned i = 0; i < n; ++i)
+    c.grads[i] = c.un(c.make<WhereOp>({hits[i], share, c.scalar(0)}), i);
+  return success();
+}
+
+template <typename OpTy> LogicalResult sumGrad(Context &c, OpTy op) {
+  unsigned n = op->getNumOperands();
+  Value g = std::is_same_v<OpTy, MeanOp> && n > 1
+                ? c.make<DivOp>({c.g, c.scalar(n)})
+                : c.g;
+  for (unsigned i = 0; i < n; ++i)
+    c.grads[i] = c.un(g, i);
+  return success();
+}
+
 } // namespace
 
 void attachElementwiseRules(MLIRContext *ctx) {
@@ -178,6 +222,16 @@ void attachElementwiseRules(MLIRContext *ctx) {
   attachRule<PowOp, powGrad>(ctx);
   attachRule<WhereOp, whereGrad>(ctx);
   attachRule<CastOp, castGrad>(ctx);
+  attachRule<AbsOp, absGrad>(ctx);
+  attachRule<ReciprocalOp, reciprocalGrad>(ctx);
+  attachRule<FloorOp, stepGrad<FloorOp>>(ctx);
+  attachRule<CeilOp, stepGrad<CeilOp>>(ctx);
+  attachRule<RoundOp, stepGrad<RoundOp>>(ctx);
+  attachRule<SignOp, stepGrad<SignOp>>(ctx);
+  attachRule<MaxOp, extremumGrad<MaxOp>>(ctx);
+  attachRule<MinOp, extremumGrad<MinOp>>(ctx);
+  attachRule<SumOp, sumGrad<SumOp>>(ctx);
+  attachRule<MeanOp, sumGrad<MeanOp>>(ctx);
 }
 
 } // namespace mlir::mpc::grad

@@ -93,6 +93,7 @@ template <typename OpTy, Rule<OpTy> rule> void attachRule(MLIRContext *ctx) {
 
 // One registration per family file, called by registerGradientInterfaces.
 void attachElementwiseRules(MLIRContext *ctx); // ElementwiseGradients.cpp
+void attachActivationRules(MLIRContext *ctx);  // ActivationGradients.cpp
 void attachLinalgRules(MLIRContext *ctx);      // LinalgGradients.cpp
 void attachNnRules(MLIRContext *ctx);          // NnGradients.cpp
 void attachShapeRules(MLIRContext *ctx);       // ShapeGradients.cpp

@@ -70,6 +70,16 @@ LogicalResult matmulGrad(Context &c, MatMulOp mm) {
   return success();
 }
 
+/// Sums g over every dimension but the channels (a conv bias's gradient).
+Value channelSum(Context &c) {
+  SmallVector<int64_t> axes{0};
+  for (int64_t i = 2; i < typeOf(c.g).getRank(); ++i)
+    axes.push_back(i);
+  return c.make<ReduceSumOp>(
+      c.g, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+            c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+}
+
 LogicalResult convGrad(Context &c, ConvOp conv) {
   // Window attributes carry over to the grad ops unchanged.
   const StringRef window[] = {"group",   "auto_pad", "kernel_shape",
@@ -78,14 +88,29 @@ LogicalResult convGrad(Context &c, ConvOp conv) {
                       {c.g, conv.getW()}, conv.getX().getType(), window);
   c.grads[1] = gradOp(c, ConvGradWeightOp::getOperationName(),
                       {c.g, conv.getX()}, conv.getW().getType(), window);
-  if (conv.getBias()) {
-    SmallVector<int64_t> axes{0};
-    for (int64_t i = 2; i < typeOf(c.g).getRank(); ++i)
-      axes.push_back(i);
-    c.grads[2] = c.make<ReduceSumOp>(
-        c.g, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
-              c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
-  }
+  if (conv.getBias())
+    c.grads[2] = channelSum(c);
+  return success();
+}
+
+LogicalResult convTransposeGrad(Context &c, ConvTransposeOp ct) {
+  // conv_transpose(X, W) is conv's input gradient, so its own gradients are
+  // conv(dY, W) and conv's weight gradient with X and dY in swapped roles.
+  const StringRef window[] = {"group", "kernel_shape", "strides", "pads",
+                              "dilations"};
+  SmallVector<NamedAttribute> attrs;
+  for (StringRef n : window)
+    if (Attribute a = ct->getAttr(n))
+      attrs.push_back(c.b.getNamedAttr(n, a));
+  Value dx = c.make<ConvOp>({c.g, ct.getW()}, attrs);
+  if (dx.getType() != ct.getX().getType())
+    return ct->emitError("gradient of conv_transpose with output_padding "
+                         "not smaller than the stride is not supported yet");
+  c.grads[0] = dx;
+  c.grads[1] = gradOp(c, ConvGradWeightOp::getOperationName(),
+                      {ct.getX(), c.g}, ct.getW().getType(), window);
+  if (ct.getBias())
+    c.grads[2] = channelSum(c);
   return success();
 }
 
@@ -119,6 +144,7 @@ void attachLinalgRules(MLIRContext *ctx) {
   attachRule<GemmOp, gemmGrad>(ctx);
   attachRule<MatMulOp, matmulGrad>(ctx);
   attachRule<ConvOp, convGrad>(ctx);
+  attachRule<ConvTransposeOp, convTransposeGrad>(ctx);
   attachRule<MaxPoolOp, maxPoolGrad>(ctx);
   attachRule<AveragePoolOp, averagePoolGrad>(ctx);
   attachRule<GlobalAveragePoolOp, globalAveragePoolGrad>(ctx);

@@ -32,6 +32,106 @@ template <typename OpTy> LogicalResult sumGrad(Context &c, OpTy red) {
   return success();
 }
 
+/// y and g of a reduction reshaped to its keepdims shape, so they
+/// broadcast against the input.
+template <typename OpTy> std::pair<Value, Value> kept(Context &c, OpTy red) {
+  auto k = keptType(typeOf(c.x(0)), red.getAxes());
+  return {reshapeTo(c.b, c.loc, c.y, k), reshapeTo(c.b, c.loc, c.g, k)};
+}
+
+/// ReduceMax, ReduceMin: g to the elements equal to the result, split
+/// evenly among ties (PyTorch's amax/amin).
+template <typename OpTy> LogicalResult extremumGrad(Context &c, OpTy red) {
+  auto [yk, gk] = kept(c, red);
+  Value hit = c.make<EqualOp>({c.x(0), yk});
+  Value one = c.b.create<CastOp>(c.loc, typeOf(hit).clone(c.elem), hit);
+  SmallVector<int64_t> axes;
+  if (auto a = red.getAxes())
+    axes.assign(a->begin(), a->end());
+  else
+    for (int64_t i = 0; i < typeOf(c.x(0)).getRank(); ++i)
+      axes.push_back(i);
+  Value count = reduceKeep<ReduceSumOp>(c, one, axes);
+  c.grads[0] = c.make<MulOp>({one, c.make<DivOp>({gk, count})});
+  return success();
+}
+
+LogicalResult l1Grad(Context &c, ReduceL1Op red) { // sign(x) g
+  c.grads[0] = c.make<MulOp>({c.make<SignOp>(c.x(0)), kept(c, red).second});
+  return success();
+}
+
+LogicalResult l2Grad(Context &c, ReduceL2Op red) { // x g / y, 0 where y = 0
+  auto [yk, gk] = kept(c, red);
+  Value zero = c.scalar(0);
+  Value nz = c.make<GreaterOp>({yk, zero});
+  Value safe = c.make<WhereOp>({nz, yk, c.scalar(1)});
+  Value d = c.make<MulOp>({c.x(0), c.make<DivOp>({gk, safe})});
+  c.grads[0] = c.make<WhereOp>({nz, d, zero});
+  return success();
+}
+
+LogicalResult sumSquareGrad(Context &c, ReduceSumSquareOp red) { // 2 x g
+  Value two = c.make<MulOp>({kept(c, red).second, c.scalar(2)});
+  c.grads[0] = c.make<MulOp>({c.x(0), two});
+  return success();
+}
+
+LogicalResult logSumGrad(Context &c, ReduceLogSumOp red) { // g / sum(x)
+  auto [yk, gk] = kept(c, red);
+  Value d = c.make<DivOp>({gk, c.make<ExpOp>(yk)});
+  c.grads[0] = c.make<ExpandOp>(
+      {d, ints(c.b, c.loc, typeOf(c.x(0)).getShape())});
+  return success();
+}
+
+/// d(prod)/dx_i is the product of the others: y / x_i where no element of
+/// the reduction is 0; where exactly one is, the product of the rest for
+/// it and 0 for the others; 0 where two or more are.
+LogicalResult prodGrad(Context &c, ReduceProdOp red) {
+  auto [yk, gk] = kept(c, red);
+  Value x = c.x(0), zero = c.scalar(0), one = c.scalar(1);
+  SmallVector<int64_t> axes;
+  if (auto a = red.getAxes())
+    axes.assign(a->begin(), a->end());
+  else
+    for (int64_t i = 0; i < typeOf(x).getRank(); ++i)
+      axes.push_back(i);
+  Value isZero = c.make<EqualOp>({x, zero});
+  Value zeros = reduceKeep<ReduceSumOp>(
+      c, c.b.create<CastOp>(c.loc, typeOf(isZero).clone(c.elem), isZero),
+      axes);
+  Value nonZero = c.make<WhereOp>({isZero, one, x});
+  Value rest = c.make<ReduceProdOp>(
+      nonZero, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+                c.b.getNamedAttr("keepdims", c.b.getBoolAttr(true))});
+  Value none = c.make<EqualOp>({zeros, zero});
+  Value single = c.make<AndOp>({c.make<EqualOp>({zeros, one}), isZero});
+  Value d = c.make<WhereOp>(
+      {none, c.make<DivOp>({yk, nonZero}),
+       c.make<WhereOp>({single, rest, zero})});
+  c.grads[0] = c.make<MulOp>({d, gk});
+  return success();
+}
+
+/// The gradient of a cumulative sum is the cumulative sum of g the other
+/// way, with the same exclusivity.
+LogicalResult cumSumGrad(Context &c, CumSumOp cs) {
+  c.grads[0] = c.make<CumSumOp>(
+      c.g, {c.b.getNamedAttr("axis", cs.getAxisAttr()),
+            c.b.getNamedAttr("exclusive", cs.getExclusiveAttr()),
+            c.b.getNamedAttr("reverse", c.b.getBoolAttr(!cs.getReverse()))});
+  return success();
+}
+
+/// Trilu keeps a triangle: g flows back through the same one.
+LogicalResult triluGrad(Context &c, TriluOp t) {
+  c.grads[0] = c.make<TriluOp>(
+      c.g, {c.b.getNamedAttr("k", t.getKAttr()),
+            c.b.getNamedAttr("upper", t.getUpperAttr())});
+  return success();
+}
+
 LogicalResult softmaxGrad(Context &c, SoftmaxOp sm) { // y (g - sum(g y))
   int64_t axis = sm.getAxis();
   Value s = reduceKeep<ReduceSumOp>(c, c.make<MulOp>({c.g, c.y}), {axis});
@@ -271,6 +371,15 @@ void attachNnRules(MLIRContext *ctx) {
   attachRule<AttentionOp, attentionGrad>(ctx);
   attachRule<ReduceSumOp, sumGrad<ReduceSumOp>>(ctx);
   attachRule<ReduceMeanOp, sumGrad<ReduceMeanOp>>(ctx);
+  attachRule<ReduceMaxOp, extremumGrad<ReduceMaxOp>>(ctx);
+  attachRule<ReduceMinOp, extremumGrad<ReduceMinOp>>(ctx);
+  attachRule<ReduceL1Op, l1Grad>(ctx);
+  attachRule<ReduceL2Op, l2Grad>(ctx);
+  attachRule<ReduceSumSquareOp, sumSquareGrad>(ctx);
+  attachRule<ReduceLogSumOp, logSumGrad>(ctx);
+  attachRule<ReduceProdOp, prodGrad>(ctx);
+  attachRule<CumSumOp, cumSumGrad>(ctx);
+  attachRule<TriluOp, triluGrad>(ctx);
   attachRule<SoftmaxOp, softmaxGrad>(ctx);
   attachRule<LogSoftmaxOp, logSoftmaxGrad>(ctx);
   attachRule<ReduceLogSumExpOp, logSumExpGrad>(ctx);

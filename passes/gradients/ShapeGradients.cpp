@@ -9,6 +9,7 @@
 #include "passes/gradients/GradientBuilder.h"
 #include "ir/ShapeRules.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 
 #include <algorithm>
@@ -168,6 +169,27 @@ LogicalResult padGrad(Context &c, PadOp pad) {
   return success();
 }
 
+/// Tile: the sum over the copies, g viewed as (r0, d0, r1, d1, ...).
+LogicalResult tileGrad(Context &c, TileOp tile) {
+  DenseElementsAttr reps;
+  if (!matchPattern(tile.getRepeats(), m_Constant(&reps)))
+    return tile->emitError("gradient of tile with repeats computed at run "
+                           "time is not supported");
+  auto in = typeOf(c.x(0));
+  SmallVector<int64_t> view, axes;
+  int64_t i = 0;
+  for (APInt r : reps.getValues<APInt>()) {
+    axes.push_back(view.size());
+    view.push_back(r.getSExtValue());
+    view.push_back(in.getDimSize(i++));
+  }
+  Value v = reshapeTo(c.b, c.loc, c.g, in.clone(view));
+  c.grads[0] = c.make<ReduceSumOp>(
+      v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+          c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+  return success();
+}
+
 } // namespace
 
 void attachShapeRules(MLIRContext *ctx) {
@@ -182,6 +204,7 @@ void attachShapeRules(MLIRContext *ctx) {
   attachRule<ConcatOp, concatGrad>(ctx);
   attachRule<SliceOp, sliceGrad>(ctx);
   attachRule<PadOp, padGrad>(ctx);
+  attachRule<TileOp, tileGrad>(ctx);
 }
 
 } // namespace mlir::mpc::grad

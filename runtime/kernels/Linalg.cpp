@@ -199,7 +199,7 @@ void convK(KernelContext &c) {
 
 /// Gradients of conv: per image and group, dW += dY col^T and
 /// dcol = W^T dY scattered back (col2im). Accumulation in FP32.
-void convGrad(KernelContext &c, bool wrtInput) {
+void convGrad(KernelContext &c, bool wrtInput, const Tensor *bias = nullptr) {
   const Tensor &dy = c.in(0), &other = c.in(1);
   Tensor &out = c.output(0);
   const Tensor &x = wrtInput ? out : other;   // shapes only when wrtInput
@@ -242,11 +242,24 @@ void convGrad(KernelContext &c, bool wrtInput) {
               1.0f, acc.data() + g * mg * rows, rows);
       }
     }
+  if (bias) {
+    int64_t plane = acc.size() / (batch * cin);
+    for (int64_t r = 0; r < batch * cin; ++r) {
+      float bv = bias->getFloat(r % cin);
+      for (int64_t i = r * plane; i < (r + 1) * plane; ++i)
+        acc[i] += bv;
+    }
+  }
   storeFloats(out, acc.data());
 }
 
 void convGradInputK(KernelContext &c) { convGrad(c, true); }
 void convGradWeightK(KernelContext &c) { convGrad(c, false); }
+
+/// ConvTranspose is conv's input gradient with X in dY's place (W is
+/// C x M/group x k, conv's layout with the roles of C and M swapped); the
+/// bias is added in FP32 before the one rounding, as conv's is.
+void convTransposeK(KernelContext &c) { convGrad(c, true, c.input(2)); }
 
 } // namespace
 
@@ -256,6 +269,7 @@ void registerLinalgKernels(KernelTable &t) {
   t.add(OpId::Conv, convK);
   t.add(OpId::ConvGradInput, convGradInputK);
   t.add(OpId::ConvGradWeight, convGradWeightK);
+  t.add(OpId::ConvTranspose, convTransposeK);
 }
 
 } // namespace mpc::rt

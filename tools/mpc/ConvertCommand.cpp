@@ -15,6 +15,7 @@
 
 #include "codegen/PlanBuilder.h"
 #include "frontend/MixedPrecisionRewrite.h"
+#include "frontend/StableLogsRewrite.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/MpcOps.h"
@@ -86,6 +87,35 @@ static cl::opt<double> atol("atol", cl::desc("--auto absolute tolerance"),
                             cl::init(1e-3), cl::sub(convertCommand));
 
 namespace {
+
+/// mpc-stable-logs on the ONNX nodes (log(sigmoid), log(1 - sigmoid),
+/// log(softmax)); the Softplus nodes it adds join `keep` (FP32). Types come
+/// from an import of the model's skeleton.
+bool rewriteLogs(mlir::MLIRContext &ctx, onnx::ModelProto &proto,
+                 std::vector<std::string> &keep, int &rewritten,
+                 std::string &error) {
+  rewritten = 0;
+  bool any = false;
+  for (const auto &n : proto.graph().node())
+    any |= n.op_type() == "Log";
+  if (!any)
+    return true;
+  onnx::ModelProto skeleton = mlir::mpc::skeletonOf(proto);
+  mlir::mpc::ImportOptions options;
+  options.modelPath = model;
+  std::map<std::string, mlir::Type> types;
+  options.tensorTypes = &types;
+  if (!mlir::mpc::importModel(ctx, skeleton, options, error))
+    return false;
+  auto sameType = [&](const std::string &a, const std::string &b) {
+    auto ia = types.find(a), ib = types.find(b);
+    return ia != types.end() && ib != types.end() && ia->second == ib->second;
+  };
+  for (std::string &sp : mlir::mpc::rewriteStableLogs(*proto.mutable_graph(),
+                                                      sameType, rewritten))
+    keep.push_back(std::move(sp));
+  return true;
+}
 
 /// Runs mpc-amp-classify (and mpc-insert-casts when `retype`) on `module`
 /// with the block lists plus `keep`.
@@ -404,8 +434,11 @@ int runConvert() {
 
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
-  AutoResult autoResult;
   std::vector<std::string> keep(blockNodes.begin(), blockNodes.end());
+  int stableLogs = 0;
+  if (!rewriteLogs(ctx, proto, keep, stableLogs, error))
+    return reportError(model + ": " + error);
+  AutoResult autoResult;
   if (autoMode) {
     if (!searchKeepSet(ctx, autoResult, error))
       return error.empty() ? 1 : reportError(model + ": " + error);
@@ -458,6 +491,10 @@ int runConvert() {
                     output, low, lowNodes.size(), precision,
                     report.castsAdded.size(), report.storedLow.size(),
                     saturated, flushed, secs);
+  if (stableLogs)
+    outs() << stableLogs
+           << " Log node(s) of a sigmoid or softmax rewritten to forms that "
+              "stay finite (log-sigmoid in fp32, LogSoftmax)\n";
   if (autoMode)
     outs() << formatv("--auto: kept {0} of {1} low-precision nodes in fp32 "
                       "({2} CPU-backend runs); outputs within {3:f2} of the "

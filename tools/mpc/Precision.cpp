@@ -36,6 +36,12 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "interval=2000,min=1,max=16777216] (default: dynamic for "
                  "fp16, none otherwise)"),
         cl::sub(sub));
+    trainParams = std::make_unique<cl::opt<std::string>>(
+        "train-params",
+        cl::desc("Train only the parameters whose whole name matches this "
+                 "regular expression; the others stay fixed (gradients "
+                 "still flow through them)"),
+        cl::value_desc("regex"), cl::sub(sub));
 }
 
 template <typename Derived>
@@ -57,6 +63,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
   applyShared(*this, o);
   if (lossScale)
     o.lossScale = lossScale->getValue();
+  if (trainParams)
+    o.trainParams = trainParams->getValue();
 }
 
 bool PrecisionFlags::validate(std::string &error) const {

@@ -23,7 +23,7 @@ struct PrecisionFlags {
   llvm::cl::opt<std::string> ampConfig;
   llvm::cl::opt<bool> fuseAttention;
   /// Only for commands that run a backward pass.
-  std::unique_ptr<llvm::cl::opt<std::string>> lossScale;
+  std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
 
   bool isLow() const { return precision != "fp32"; }
   /// Checks the flag values; false with a one-line `error`.

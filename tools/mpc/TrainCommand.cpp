@@ -9,6 +9,7 @@
 #include "Commands.h"
 #include "KernelBuild.h"
 #include "Precision.h"
+#include "TensorBoard.h"
 #include "TrainStep.h"
 
 #include "codegen/CudaEmitter.h"
@@ -83,6 +84,11 @@ static cl::opt<std::string> metrics("metrics",
                                     cl::desc("Write one JSON object per step"),
                                     cl::value_desc("file.jsonl"),
                                     cl::sub(trainCommand));
+static cl::opt<std::string> tensorboardDir(
+    "tensorboard",
+    cl::desc("Write TensorBoard event files here: loss, loss scale, skipped "
+             "steps, gradient underflow/overflow, learning rate, samples/s"),
+    cl::value_desc("dir"), cl::sub(trainCommand));
 static cl::opt<std::string> outputModel("o",
                                         cl::desc("Write the model with the "
                                                  "trained FP32 weights"),
@@ -438,7 +444,28 @@ int runTrain() {
   if (!session->describe().empty())
     outs() << "libraries: " << session->describe() << "\n";
 
-  rt::Trainer trainer(plan, *session, trainerOptions());
+  rt::TrainerOptions trainOptions = trainerOptions();
+  TensorBoardWriter tensorboard;
+  std::string tensorboardError;
+  if (!tensorboardDir.empty()) {
+    if (!tensorboard.open(tensorboardDir, error))
+      return reportError(error);
+    int64_t skippedSteps = 0;
+    trainOptions.onStep = [&, skippedSteps](const rt::StepRecord &r,
+                                            double samplesPerSecond) mutable {
+      skippedSteps += r.skipped;
+      tensorboard.scalar("loss", r.step, r.loss);
+      tensorboard.scalar("loss_scale", r.step, r.lossScale);
+      tensorboard.scalar("skipped_steps", r.step, (double)skippedSteps);
+      tensorboard.scalar("grad_underflow", r.step, (double)r.underflow);
+      tensorboard.scalar("grad_overflow", r.step, (double)r.overflow);
+      tensorboard.scalar("learning_rate", r.step, lr.getValue());
+      tensorboard.scalar("samples_per_second", r.step, samplesPerSecond);
+      if (r.step % 10 == 0 && tensorboardError.empty())
+        tensorboard.flush(tensorboardError);
+    };
+  }
+  rt::Trainer trainer(plan, *session, trainOptions);
   // FP32 master weights, from the model's initializers (or a checkpoint).
   std::map<std::string, rt::Tensor> params;
   for (const rt::Parameter &p : plan.params) {
@@ -448,8 +475,16 @@ int runTrain() {
   }
   if (algorithm && !setUpAlgorithm(*module, step, params, trainer, error))
     return reportError(model + ": " + error);
-  if (!trainer.train(arrays, params, error))
+  bool trained = trainer.train(arrays, params, error);
+  // What the run logged stays readable when it fails part way.
+  if ((!tensorboardDir.empty() && tensorboardError.empty() &&
+       !tensorboard.flush(tensorboardError)) ||
+      !tensorboardError.empty())
+    return reportError(tensorboardError);
+  if (!trained)
     return reportError(model + ": " + error);
+  if (!tensorboardDir.empty())
+    outs() << "tensorboard: wrote " << tensorboard.path() << "\n";
   if (!outputModel.empty()) {
     if (!trainer.readWeights(params, error))
       return reportError(model + ": " + error);

@@ -20,10 +20,15 @@ rng = np.random.default_rng(0)
 
 
 def case(name, op_nodes, w, x=None, labels=None, extra=None, loss="weighted",
-         opset=13):
-    """op_nodes compute Y from W (and X); loss = sum(Y * R) unless 'direct'."""
+         opset=13, want=None, fd32=False):
+    """op_nodes compute Y from W (and X); loss = sum(Y * R) unless 'direct'.
+    want: the expected gradient where no difference quotient exists (ties
+    of Max/Min, which PyTorch splits evenly; loss = sum(Y)).
+    fd32: differences in float32 even where onnxruntime runs doubles
+    (GroupNormalization-21 computes its statistics in float whatever X is)."""
     return dict(name=name, nodes=op_nodes, w=w, x=x, labels=labels,
-                extra=extra or {}, loss=loss, opset=opset)
+                extra=extra or {}, loss=loss, opset=opset, want=want,
+                fd32=fd32)
 
 
 def build(c, dtype):
@@ -70,8 +75,13 @@ def run64(c, w, dtype=np.float64):
 def fd_grad(c):
     """Central differences in float64; in float32 (looser) for the ops
     onnxruntime has no double kernel for (Erf, Gelu)."""
+    if c["want"] is not None:
+        c["tol"] = 1e-6
+        return c["want"]
     dtype, eps = np.float64, 1e-6
     try:
+        if c["fd32"]:
+            raise TypeError("float32 differences asked for")
         run64(c, c["w"].astype(dtype))
     except Exception:  # NOT_IMPLEMENTED for double
         dtype, eps = np.float32, 1e-2
@@ -94,6 +104,15 @@ def pos(*shape):
     return (rng.random(shape) + 0.5).astype(np.float32)
 
 
+def kinked(*shape, at=(0.0,), scale=1.0):
+    """Normal values (times scale) at least 0.05 away from each kink in at."""
+    x = rng.standard_normal(shape) * scale
+    for k in at:
+        near = np.abs(x - k) < 0.05
+        x[near] = k + np.where(x[near] >= k, 0.05, -0.05)
+    return x.astype(np.float32)
+
+
 mk = helper.make_node
 cases = [
     case("add_bcast", [mk("Add", ["X", "W"], ["Y"])], n(3), x=n(2, 3)),
@@ -109,6 +128,73 @@ cases = [
     case("log", [mk("Log", ["W"], ["Y"])], pos(5)),
     case("sqrt", [mk("Sqrt", ["W"], ["Y"])], pos(5)),
     case("identity", [mk("Identity", ["W"], ["Y"])], n(3)),
+    # Piecewise activations: inputs kept off the kinks, where the
+    # difference quotient straddles two pieces.
+    case("leaky_relu", [mk("LeakyRelu", ["W"], ["Y"], alpha=0.2)], kinked(7)),
+    case("elu", [mk("Elu", ["W"], ["Y"], alpha=0.7)], kinked(7)),
+    case("celu", [mk("Celu", ["W"], ["Y"], alpha=1.5)], kinked(7), opset=12),
+    case("selu", [mk("Selu", ["W"], ["Y"])], kinked(7)),
+    case("hard_sigmoid", [mk("HardSigmoid", ["W"], ["Y"], alpha=0.3,
+                             beta=0.4)], kinked(9, at=(-4 / 3, 2))),
+    case("hard_swish", [mk("HardSwish", ["W"], ["Y"])],
+         kinked(9, at=(-3, 3), scale=4), opset=14),
+    case("thresholded_relu", [mk("ThresholdedRelu", ["W"], ["Y"],
+                                 alpha=0.5)], kinked(7, at=(0.5,)), opset=10),
+    case("softsign", [mk("Softsign", ["W"], ["Y"])], n(6)),
+    case("prelu_x", [mk("PRelu", ["W", "S"], ["Y"])], kinked(2, 3, 1),
+         extra={"S": n(3, 1)}),
+    case("prelu_slope", [mk("PRelu", ["X", "W"], ["Y"])], n(3, 1),
+         x=kinked(2, 3, 4)),
+    case("clip", [mk("Clip", ["W", "Lo", "Hi"], ["Y"])],
+         kinked(8, at=(-0.5, 0.7)),
+         extra={"Lo": np.array(-0.5, np.float32),
+                "Hi": np.array(0.7, np.float32)}),
+    case("clip_max_only", [mk("Clip", ["W", "", "Hi"], ["Y"])],
+         kinked(8, at=(0.2,)), extra={"Hi": np.array(0.2, np.float32)}),
+    case("abs", [mk("Abs", ["W"], ["Y"])], kinked(6)),
+    case("reciprocal", [mk("Reciprocal", ["W"], ["Y"])], pos(5)),
+    case("max_variadic", [mk("Max", ["W", "X", "K"], ["Y"])], n(2, 3),
+         x=n(3), extra={"K": n(1, 3)}),
+    case("min_bcast", [mk("Min", ["X", "W"], ["Y"])], n(3), x=n(2, 3)),
+    case("sum_variadic", [mk("Sum", ["W", "X", "W"], ["Y"])], n(3),
+         x=n(2, 3)),
+    case("mean_variadic", [mk("Mean", ["X", "W", "K"], ["Y"])], n(2, 3),
+         x=n(2, 3), extra={"K": n(3)}),
+    case("floor_zero", [mk("Floor", ["W"], ["F"]),
+                        mk("Add", ["F", "W"], ["Y"])], kinked(5, at=(0, 1), scale=2)),
+    case("max_ties", [mk("Max", ["W", "X", "K"], ["Y"])],
+         np.array([1, 2, 3], np.float32), x=np.array([1, 0, 3], np.float32),
+         extra={"K": np.array([1, 0, 0], np.float32)},
+         want=np.array([1 / 3, 1, 0.5])),
+    case("reduce_max_ties", [mk("ReduceMax", ["W"], ["Y"], axes=[1])],
+         np.array([[2, 2, 1], [0, 5, 5]], np.float32),
+         want=np.array([[0.5, 0.5, 0], [0, 0.5, 0.5]])),
+    case("reduce_max", [mk("ReduceMax", ["W"], ["Y"], axes=[1])], n(2, 4, 3)),
+    case("reduce_min_all", [mk("ReduceMin", ["W"], ["Y"], keepdims=0)],
+         n(3, 4)),
+    case("reduce_l1", [mk("ReduceL1", ["W"], ["Y"], axes=[0, 2])],
+         kinked(2, 3, 4)),
+    case("reduce_l2", [mk("ReduceL2", ["W"], ["Y"], axes=[-1], keepdims=0)],
+         n(3, 5)),
+    case("reduce_sum_square", [mk("ReduceSumSquare", ["W"], ["Y"],
+                                  axes=[1])], n(3, 4)),
+    case("reduce_prod", [mk("ReduceProd", ["W"], ["Y"], axes=[1])],
+         pos(3, 4)),
+    case("reduce_prod_zeros", [mk("ReduceProd", ["W"], ["Y"], axes=[1],
+                                  keepdims=0)],
+         np.array([[0, 2, 3], [0, 0, 5], [1, 2, 3]], np.float32),
+         want=np.array([[6, 0, 0], [0, 0, 0], [6, 3, 2]])),
+    case("cum_sum", [mk("CumSum", ["W", "Ax"], ["Y"])], n(3, 4),
+         extra={"Ax": np.array(1, np.int64)}),
+    case("cum_sum_reverse_exclusive", [mk("CumSum", ["W", "Ax"], ["Y"],
+                                          reverse=1, exclusive=1)], n(4, 3),
+         extra={"Ax": np.array(0, np.int64)}),
+    case("trilu", [mk("Trilu", ["W", "K"], ["Y"], upper=0)], n(2, 3, 4),
+         extra={"K": np.array(1, np.int64)}, opset=14),
+    case("tile", [mk("Tile", ["W", "Rp"], ["Y"])], n(2, 3),
+         extra={"Rp": np.array([2, 3], np.int64)}),
+    case("reduce_log_sum", [mk("ReduceLogSum", ["W"], ["Y"], axes=[1])],
+         pos(3, 4)),
     case("gemm_nn", [mk("Gemm", ["X", "W", "B"], ["Y"], alpha=0.5, beta=2.0)],
          n(3, 4), x=n(2, 3), extra={"B": n(4)}),
     case("gemm_nt", [mk("Gemm", ["X", "W"], ["Y"], transB=1)], n(4, 3),
@@ -236,6 +322,18 @@ cases = [
          extra={"K": n(6, 2, 3, 2)}),
     case("conv_bias", [mk("Conv", ["X", "K", "W"], ["Y"])], n(3),
          x=n(2, 2, 4, 4), extra={"K": n(3, 2, 3, 3)}),
+    case("conv_transpose_x", [mk("ConvTranspose", ["W", "K"], ["Y"],
+                                 strides=[2, 2], pads=[1, 0, 1, 1],
+                                 output_padding=[1, 0], dilations=[1, 2],
+                                 group=2)], n(2, 4, 3, 3),
+         extra={"K": n(4, 3, 3, 2)}),
+    case("conv_transpose_w", [mk("ConvTranspose", ["X", "W", "Bc"], ["Y"],
+                                 strides=[2, 3], output_shape=[8, 8],
+                                 auto_pad="SAME_UPPER")], n(3, 2, 4, 3),
+         x=n(2, 3, 4, 3), extra={"Bc": n(2)}),
+    case("conv_transpose_bias", [mk("ConvTranspose", ["X", "K", "W"], ["Y"],
+                                    strides=[2, 2], pads=[1, 1, 1, 1])],
+         n(4), x=n(2, 2, 3, 3), extra={"K": n(2, 4, 4, 4)}, opset=11),
     case("max_pool", [mk("MaxPool", ["W"], ["Y"], kernel_shape=[2, 2],
                          strides=[2, 2], pads=[0, 0, 1, 1])], n(2, 2, 5, 5)),
     case("average_pool", [mk("AveragePool", ["W"], ["Y"], kernel_shape=[3, 3],
@@ -255,6 +353,21 @@ cases = [
                                  ["Y", "RM", "RV"], training_mode=1)],
          pos(2), x=n(3, 2, 2, 3),
          extra={"Bb": n(2), "M": n(2), "V": pos(2)}, opset=15),
+    case("instance_norm_x", [mk("InstanceNormalization", ["W", "G", "Bb"],
+                                ["Y"], epsilon=1e-3)], n(2, 3, 4, 2),
+         extra={"G": pos(3), "Bb": n(3)}),
+    case("instance_norm_scale", [mk("InstanceNormalization", ["X", "W", "Bb"],
+                                    ["Y"])], pos(3),
+         x=n(2, 3, 5), extra={"Bb": n(3)}),
+    case("group_norm_x", [mk("GroupNormalization", ["W", "G", "Bb"], ["Y"],
+                             num_groups=2)], n(2, 4, 3, 2),
+         extra={"G": pos(4), "Bb": n(4)}, opset=21, fd32=True),
+    case("group_norm_bias", [mk("GroupNormalization", ["X", "G", "W"], ["Y"],
+                                num_groups=3, epsilon=1e-2)], n(6),
+         x=n(2, 6, 4), extra={"G": pos(6)}, opset=21, fd32=True),
+    case("group_norm_18", [mk("GroupNormalization", ["W", "G", "Bb"], ["Y"],
+                              num_groups=2)], n(2, 4, 3),
+         extra={"G": pos(2), "Bb": n(2)}, opset=18),
     case("sce_mean", [mk("SoftmaxCrossEntropyLoss", ["W", "L"], ["loss"])],
          n(4, 5), labels=np.array([0, 3, 1, 4]), loss="direct"),
     case("sce_ignore", [mk("SoftmaxCrossEntropyLoss", ["W", "L"], ["loss"],
@@ -283,6 +396,8 @@ for c in cases:
             providers=["CPUExecutionProvider"]).run(None, feeds)[0].shape
         c["r"] = n(*shape) if shape else np.array(rng.standard_normal(),
                                                   np.float32)
+        if c["want"] is not None:
+            c["r"] = np.ones(shape, np.float32)
     model = build(c, np.float32)
     path = os.path.join(work, c["name"] + ".onnx")
     open(path, "wb").write(model.SerializeToString())
