@@ -144,11 +144,67 @@ LogicalResult sliceGrad(Context &c, SliceOp slice) {
   return success();
 }
 
+/// mpc.slice of `v` along one axis with a step.
+Value stepSlice(Context &c, Value v, int64_t axis, int64_t start, int64_t end,
+                int64_t step) {
+  return makeOp(c.b, c.loc, SliceOp::getOperationName(),
+                {v, ints(c.b, c.loc, {start}), ints(c.b, c.loc, {end}),
+                 ints(c.b, c.loc, {axis}), ints(c.b, c.loc, {step})},
+                {c.b.getNamedAttr("operandSegmentSizes",
+                                  c.b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))})
+      ->getResult(0);
+}
+
+/// `v` zero-padded by `before` and `after` along `axis`.
+Value zeroPad(Context &c, Value v, int64_t axis, int64_t before,
+              int64_t after) {
+  int64_t rank = typeOf(v).getRank();
+  SmallVector<int64_t> pads(2 * rank, 0);
+  pads[axis] = before;
+  pads[rank + axis] = after;
+  return c.make<PadOp>(
+      {v, c.scalar(0.0)},
+      {c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(pads))});
+}
+
+/// One axis of a reflect or edge pad's gradient: g (n + p + q along `axis`)
+/// back to n. The padded rows are copies of input rows, so their gradients
+/// add onto those rows: reflect mirrors rows 1..p and n-1-q..n-2, edge
+/// repeats rows 0 and n-1.
+Value unpadAxis(Context &c, Value g, StringRef mode, int64_t axis, int64_t n,
+                int64_t p, int64_t q) {
+  Value sum = stepSlice(c, g, axis, p, p + n, 1);
+  int64_t dim = n + p + q;
+  if (mode == "reflect") {
+    if (p)
+      sum = c.make<AddOp>(
+          {sum, zeroPad(c, stepSlice(c, g, axis, p - 1, -(dim + 1), -1), axis,
+                        1, n - 1 - p)});
+    if (q)
+      sum = c.make<AddOp>(
+          {sum, zeroPad(c, stepSlice(c, g, axis, dim - 1, p + n - 1, -1),
+                        axis, n - 1 - q, 1)});
+    return sum;
+  }
+  auto edgeSum = [&](int64_t start, int64_t end) {
+    return c.make<ReduceSumOp>(
+        stepSlice(c, g, axis, start, end, 1),
+        {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({axis})),
+         c.b.getNamedAttr("keepdims", c.b.getBoolAttr(true))});
+  };
+  if (p)
+    sum = c.make<AddOp>({sum, zeroPad(c, edgeSum(0, p), axis, 0, n - 1)});
+  if (q)
+    sum = c.make<AddOp>(
+        {sum, zeroPad(c, edgeSum(p + n, dim), axis, n - 1, 0)});
+  return sum;
+}
+
 LogicalResult padGrad(Context &c, PadOp pad) {
-  if (pad.getMode() != "constant")
+  StringRef mode = pad.getMode();
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
     return pad->emitError("gradient of ")
-           << pad.getMode() << " padding is not supported yet";
-  // The interior of g: a unit-step slice over the padded axes.
+           << mode << " padding is not supported yet";
   auto in = typeOf(c.x(0));
   int64_t rank = in.getRank();
   SmallVector<int64_t> padAxes;
@@ -158,8 +214,25 @@ LogicalResult padGrad(Context &c, PadOp pad) {
     for (int64_t i = 0; i < rank; ++i)
       padAxes.push_back(i);
   ArrayRef<int64_t> pads = pad.getPads();
+  size_t k = padAxes.size();
+  if (mode != "constant") {
+    // Reflect and edge pads are separable: undo them one axis at a time.
+    Value g = c.g;
+    for (size_t i = 0; i < k; ++i) {
+      int64_t a = padAxes[i] < 0 ? padAxes[i] + rank : padAxes[i];
+      int64_t p = pads[i], q = pads[k + i], n = in.getDimSize(a);
+      if (p < 0 || q < 0)
+        return pad->emitError("gradient of ")
+               << mode << " padding with negative pads is not supported yet";
+      if (p || q)
+        g = unpadAxis(c, g, mode, a, n, p, q);
+    }
+    c.grads[0] = g;
+    return success();
+  }
+  // The interior of g: a unit-step slice over the padded axes.
   SmallVector<int64_t> starts, ends, axes;
-  for (size_t i = 0; i < padAxes.size(); ++i) {
+  for (size_t i = 0; i < k; ++i) {
     int64_t a = padAxes[i] < 0 ? padAxes[i] + rank : padAxes[i];
     axes.push_back(a);
     starts.push_back(pads[i]);
