@@ -1,7 +1,7 @@
 //===- ExplainCommand.cpp - `mpc explain`: why each op got its precision --===//
 //
-// Runs the forward mixed-precision passes (mpc-amp-classify,
-// mpc-insert-casts, mpc-master-weights) and reports, per node, the chosen
+// Runs the forward mixed-precision passes (mpc-stable-logs,
+// mpc-amp-classify, mpc-insert-casts, mpc-master-weights) and reports, per node, the chosen
 // precision, the rule that decided it and the casts feeding it; then the
 // share of FLOPs in low precision, the casts and the master copies.
 //
@@ -171,6 +171,8 @@ int runExplain() {
   mlir::PassManager paintOnly(&ctx);
   mlir::mpc::PrecisionPipelineOptions precision;
   explainPrecision.apply(precision);
+  // As compile does: losses rewritten to stay finite before painting.
+  paintOnly.addPass(mlir::mpc::createStableLogs());
   mlir::mpc::addClassifyPass(paintOnly, precision);
   if (!runPasses(paintOnly, *module, error))
     return reportError(model + ": " + error);
