@@ -18,7 +18,10 @@
 #   8. transformers: an opset-23 block (RMSNormalization, RotaryEmbedding,
 #      grouped-query causal Attention) checked against onnxruntime and
 #      finite differences and trained in fp32/fp16/bf16, then the memory
-#      plan of a 4k-token GPT-2 train step with attention fused and not.
+#      plan of a 4k-token GPT-2 train step with attention fused and not;
+#   9. GAN losses: BCE-with-logits as torch exports it, with logits of
+#      +-20, finite in fp16 and bf16 (mpc-stable-logs), in mpc and in the
+#      ONNX mpc convert writes; step 4's fp16 run is logged for TensorBoard.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -n ${MPC_DEMO_NO_BUILD:-} ]] || bash "$root/scripts/build.sh" >/dev/null
@@ -72,7 +75,8 @@ for p in fp16 bf16; do
   "$mpc" train "$model" --data x="$work/digits_train_x.npy" \
     --data labels="$work/digits_train_y.npy" --steps 200 --batch 64 \
     --optimizer sgd --lr 0.1 --no-shuffle --precision $p \
-    --metrics "$work/$p.jsonl" -o "$work/trained-$p.onnx" | grep "^precision"
+    --metrics "$work/$p.jsonl" -o "$work/trained-$p.onnx" \
+    --tensorboard "$work/runs/$p" | grep -E "^precision|^tensorboard"
 done
 "$py" - "$work" <<'PY'
 import json, sys
@@ -127,3 +131,7 @@ echo "== 8. transformers: opset-23 Attention, RMSNormalization, RotaryEmbedding;
 "$py" "$root/test/models/Inputs/opset23_block.py" "$mpc" "$work"
 echo "-- a GPT-2 block at 4096 tokens, fp16 train step: attention fused (mpc.attention) and not"
 /usr/bin/python3 "$root/test/codegen/Inputs/attention_memory.py" "$mpc" "$work"
+
+echo
+echo "== 9. GAN losses: BCE-with-logits and cross-entropy with logits of +-20"
+"$py" "$root/test/models/Inputs/stable_losses.py" "$mpc" "$work"
