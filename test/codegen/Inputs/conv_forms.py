@@ -5,7 +5,12 @@ run), and a third with asymmetric padding (which cuDNN's legacy API cannot
 take: mpc's kernel). Initializers are the weights; the loss is
 sum(y * target).
 
+`make-transpose` writes a DCGAN-like pair of ConvTransposes instead: a
+grouped, strided one with output padding and no bias (cuDNN's data
+gradient runs it forward), then one with a bias (mpc's kernel).
+
 usage: conv_forms.py make DIR
+       conv_forms.py make-transpose DIR
        conv_forms.py compare A.onnx B.onnx --rtol R   (the initializers)
 """
 import sys
@@ -40,6 +45,32 @@ def make(d):
     np.save(f"{d}/target.npy", (0.01 * rng.standard_normal((2, 6, 6, 5))).astype(np.float32))
 
 
+def make_transpose(d):
+    rng = np.random.default_rng(12)
+    w = lambda *s: numpy_helper.from_array((0.3 * rng.standard_normal(s)).astype(np.float32))
+    inits = [w(8, 3, 3, 3), w(6, 2, 4, 4), w(2)]
+    for t, n in zip(inits, ["t1", "t2", "tb"]):
+        t.name = n
+    nodes = [
+        helper.make_node("ConvTranspose", ["z", "t1"], ["a"], group=2,
+                         strides=[2, 2], pads=[1, 1, 1, 1],
+                         output_padding=[1, 1]),
+        helper.make_node("ConvTranspose", ["a", "t2", "tb"], ["y"],
+                         strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Mul", ["y", "target"], ["yt"]),
+        helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0),
+    ]
+    g = helper.make_graph(
+        nodes, "conv_transpose_forms",
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 8, 4, 4]),
+         helper.make_tensor_value_info("target", TensorProto.FLOAT, [2, 2, 16, 16])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+              f"{d}/conv_transpose.onnx")
+    np.save(f"{d}/z.npy", rng.standard_normal((2, 8, 4, 4)).astype(np.float32))
+    np.save(f"{d}/ttarget.npy", (0.01 * rng.standard_normal((2, 2, 16, 16))).astype(np.float32))
+
+
 def compare(a, b, rtol):
     before = {t.name: numpy_helper.to_array(t) for t in onnx.load(a).graph.initializer}
     after = {t.name: numpy_helper.to_array(t) for t in onnx.load(b).graph.initializer}
@@ -55,5 +86,7 @@ def compare(a, b, rtol):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
+    elif sys.argv[1] == "make-transpose":
+        make_transpose(sys.argv[2])
     else:
         compare(sys.argv[2], sys.argv[3], float(sys.argv[sys.argv.index("--rtol") + 1]))
