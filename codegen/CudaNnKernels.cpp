@@ -396,9 +396,11 @@ bool Emitter::poolGrad(Step &s, const std::string &name) {
      << n << "LL) return;\n  i64 p = i / " << H * W << "LL; int sp = i % "
      << H * W << "LL, ih = sp / " << W << ", iw = sp % " << W
      << ";\n  float acc = 0.0f;\n";
-  if (max) {
-    // The grad op carries only the argmax indices (no window): scan the
-    // plane's outputs for the ones that picked this element.
+  // The windows that cover this element, in increasing output order:
+  // max_pool_grad adds the gradients of those whose argmax it is,
+  // average_pool_grad shares each window's among its counted elements.
+  // A max_pool_grad without its forward window scans the whole plane.
+  if (max && !s.getInts("kernel_shape")) {
     cu << "  for (int o = 0; o < " << OH * OW << "; ++o)\n    if (in1[p * "
        << OH * OW << "LL + o] == i) acc += ld(in0, p * " << OH * OW
        << "LL + o);\n";
@@ -410,8 +412,12 @@ bool Emitter::poolGrad(Step &s, const std::string &name) {
        << "    for (int kw = " << win.kernel[1] - 1 << "; kw >= 0; --kw) {\n"
        << "      int tw = iw + " << win.padBegin[1] << " - kw * " << win.dilations[1]
        << "; if (tw < 0 || tw % " << win.strides[1] << ") continue; int ow = tw / "
-       << win.strides[1] << "; if (ow >= " << OW << ") continue;\n"
-       << "      int cnt = 0;\n"
+       << win.strides[1] << "; if (ow >= " << OW << ") continue;\n";
+    if (max) {
+      cu << "      i64 o = p * " << OH * OW << "LL + oh * " << OW
+         << " + ow; if (in1[o] == i) acc += ld(in0, o);\n    }\n  }\n";
+    } else {
+      cu << "      int cnt = 0;\n"
        << "      for (int a = 0; a < " << win.kernel[0] << "; ++a) for (int b = 0; b < "
        << win.kernel[1] << "; ++b) { int y = oh * " << win.strides[0] << " - "
        << win.padBegin[0] << " + a * " << win.dilations[0] << ", x = ow * "
@@ -426,6 +432,7 @@ bool Emitter::poolGrad(Step &s, const std::string &name) {
        << "; }\n"
        << "      if (cnt) acc += ld(in0, p * " << OH * OW << "LL + oh * " << OW
        << " + ow) / (float)cnt;\n    }\n  }\n";
+    }
   }
   cu << "  st(out0, i, acc);\n}\n\n";
   launch1d(s, name, n);

@@ -135,13 +135,16 @@ def Mpc_ConvGradWeightOp : Mpc_Op<"conv_grad_weight", [Pure]> {
 
 def Mpc_MaxPoolGradOp : Mpc_Op<"max_pool_grad", [Pure]> {
   let summary = "gradient of max_pool: route dY to the argmax indices";
+  // The forward op's window, when given, bounds the outputs whose argmax
+  // an input element can be (the CUDA kernel gathers over those only).
   let description = [{
     Example:
     ```mlir
     %dx = mpc.max_pool_grad %dy, %idx : (tensor<8x6x14x14xf32>, tensor<8x6x14x14xi64>) -> tensor<8x6x28x28xf32>
     ```
   }];
-  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_I64Tensor:$indices);
+  let arguments = !con((ins Mpc_FloatTensor:$grad, Mpc_I64Tensor:$indices),
+                       Mpc_GradWindowAttrs);
   let results = (outs Mpc_FloatTensor:$x_grad);
 }
 

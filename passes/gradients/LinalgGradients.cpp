@@ -115,8 +115,10 @@ LogicalResult convTransposeGrad(Context &c, ConvTransposeOp ct) {
 }
 
 LogicalResult maxPoolGrad(Context &c, MaxPoolOp pool) {
-  c.grads[0] = c.b.create<MaxPoolGradOp>(c.loc, c.x(0).getType(), c.g,
-                                         pool.getIndices());
+  c.grads[0] = gradOp(c, MaxPoolGradOp::getOperationName(),
+                      {c.g, pool.getIndices()}, c.x(0).getType(),
+                      {"auto_pad", "kernel_shape", "strides", "pads",
+                       "dilations"});
   return success();
 }
 
