@@ -147,6 +147,10 @@ struct Plan {
   std::string cudaGemm = "auto";
   /// The same for convolution gradients and cuDNN: "auto", "cudnn", "mpc".
   std::string cudaConv = "auto";
+  /// FP32 GEMMs through cuBLASLt may round their operands to TF32 on tensor
+  /// cores (CUBLAS_COMPUTE_32F_FAST_TF32; `--allow-tf32`). Off: FP32 is
+  /// FP32, as PyTorch's default for matmuls.
+  bool cudaTf32 = false;
 };
 
 } // namespace mpc::rt

@@ -237,6 +237,11 @@ private:
       if (!(is >> mode) || (mode != "auto" && mode != "cudnn" && mode != "mpc"))
         return "bad cuda-conv record";
       plan.cudaConv = mode;
+    } else if (kind == "cuda-tf32") {
+      std::string extra;
+      if (is >> extra)
+        return "bad cuda-tf32 record";
+      plan.cudaTf32 = true;
     } else if (kind == "cuda-gemm") {
       std::string mode;
       if (!(is >> mode) || (mode != "auto" && mode != "cublaslt" && mode != "mpc"))

@@ -24,7 +24,7 @@ using Handle = void *;
 
 // cudaDataType_t, cublasComputeType_t, cublasOperation_t.
 constexpr int kR16F = 2, kR16BF = 14, kR32F = 0;
-constexpr int kCompute32F = 68;
+constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77;
 constexpr int kOpN = 0, kOpT = 1;
 // cublasLtMatmulDescAttributes_t.
 constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,

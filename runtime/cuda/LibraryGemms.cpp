@@ -121,7 +121,7 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
   }
   summary = std::to_string(onLibrary) + " of " + count + " through " +
             lib->describe() + ", " + std::to_string(byKey.size()) +
-            " distinct";
+            " distinct" + (plan.cudaTf32 ? ", FP32 ones in TF32" : "");
   if (!firstRefusal.empty())
     summary += "; the rest on mpc's kernels (" + firstRefusal + ")";
   return true;
@@ -143,7 +143,9 @@ bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
                             : (g.bias >= 0 ? lt::kEpilogueBias
                                            : lt::kEpilogueDefault);
   int32_t biasType = dataType(out);
-  if (!ok(lib->descCreate(&p.desc, lt::kCompute32F, lt::kR32F),
+  int compute = in == DType::F32 && plan->cudaTf32 ? lt::kCompute32FFastTf32
+                                                   : lt::kCompute32F;
+  if (!ok(lib->descCreate(&p.desc, compute, lt::kR32F),
           "cublasLtMatmulDescCreate") ||
       !ok(lib->descSetAttribute(p.desc, lt::kDescTransA, &opA, sizeof opA),
           "setting TRANSA") ||

@@ -30,11 +30,13 @@ namespace {
 using Status = int;
 constexpr Status kOk = 0, kInvalidValue = 7, kExecutionFailed = 13,
                  kNotSupported = 15;
-constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68;
+constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68,
+              kCompute32FFastTf32 = 77;
 constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
 constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
 
 struct Desc {
+  bool tf32 = false; // FAST_TF32: operands rounded to a 10-bit mantissa
   int32_t transA = 0, transB = 0;
   uint32_t epilogue = 1;
   const void *bias = nullptr;
@@ -106,7 +108,7 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
          b.batch == o.batch && c.batch == o.batch &&
          (d.epilogue == 1 || d.epilogue == 2 || bias) &&
          (!bias || d.biasType == o.type) &&
-         (a.type == kR32F ? o.type == kR32F : true);
+         (a.type == kR32F ? o.type == kR32F : !d.tf32);
 }
 
 /// One matmul's arguments, read when it is called (host pointer mode).
@@ -118,6 +120,17 @@ struct Call {
   float alpha, beta;
 };
 
+/// An FP32 value rounded to TF32 (8-bit exponent, 10-bit mantissa; to
+/// nearest, ties to even), as tensor cores read FAST_TF32 operands.
+float tf32(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  if ((u & 0x7f800000u) != 0x7f800000u) // finite
+    u = (u + 0xfffu + ((u >> 13) & 1u)) & ~0x1fffu;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+
 void compute(void *arg) {
   const Call &k = *static_cast<const Call *>(arg);
   View a{k.a, k.pa, k.desc.transA != 0}, b{k.b, k.pb, k.desc.transB != 0};
@@ -128,7 +141,8 @@ void compute(void *arg) {
       for (uint64_t i = 0; i < k.d.rows; ++i) {
         float acc = 0;
         for (uint64_t p = 0; p < a.cols(); ++p)
-          acc += a.at(z, i, p) * b.at(z, p, j);
+          acc += k.desc.tf32 ? tf32(a.at(z, i, p)) * tf32(b.at(z, p, j))
+                             : a.at(z, i, p) * b.at(z, p, j);
         float v = k.alpha * acc;
         if (k.beta != 0)
           v += k.beta * load(k.c.type, k.pc,
@@ -164,9 +178,12 @@ Status cublasLtCreate(void **h) { return *h = new int(0), kOk; }
 Status cublasLtDestroy(void *h) { return delete (int *)h, kOk; }
 
 Status cublasLtMatmulDescCreate(void **d, int compute, int scale) {
-  if (compute != kCompute32F || scale != kR32F)
+  if ((compute != kCompute32F && compute != kCompute32FFastTf32) ||
+      scale != kR32F)
     return kNotSupported;
-  return *d = new Desc, kOk;
+  Desc *desc = new Desc;
+  desc->tf32 = compute == kCompute32FFastTf32;
+  return *d = desc, kOk;
 }
 Status cublasLtMatmulDescSetAttribute(void *h, int attr, const void *buf,
                                       size_t size) {

@@ -8,6 +8,7 @@ namespace lt = mpc::rt::lt;
 static_assert(lt::kR16F == CUDA_R_16F && lt::kR16BF == CUDA_R_16BF &&
               lt::kR32F == CUDA_R_32F);
 static_assert(lt::kCompute32F == CUBLAS_COMPUTE_32F);
+static_assert(lt::kCompute32FFastTf32 == CUBLAS_COMPUTE_32F_FAST_TF32);
 static_assert(lt::kOpN == CUBLAS_OP_N && lt::kOpT == CUBLAS_OP_T);
 static_assert(lt::kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
               lt::kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB &&

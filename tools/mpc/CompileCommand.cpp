@@ -85,6 +85,12 @@ static cl::opt<std::string> gemmChoice(
     cl::desc("Who runs the GEMMs on the GPU: auto (cuBLASLt where its "
              "library loads, else mpc's kernels; default) | cublaslt | mpc"),
     cl::init("auto"), cl::sub(compileCommand));
+static cl::opt<bool> allowTf32(
+    "allow-tf32",
+    cl::desc("Let FP32 GEMMs round their operands to TF32 on tensor cores "
+             "(cuBLASLt; 10-bit mantissa, FP32 accumulation), as PyTorch's "
+             "allow_tf32; default off"),
+    cl::sub(compileCommand));
 static cl::opt<std::string> convChoice(
     "conv",
     cl::desc("Who runs the convolution gradients on the GPU: auto (cuDNN "
@@ -316,6 +322,7 @@ int runCompile() {
     plan.cudaArch = info.arch;
   plan.cudaGemm = gemmChoice;
   plan.cudaConv = convChoice;
+  plan.cudaTf32 = allowTf32;
   mlir::mpc::CudaModule cuda;
   if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error, fuse))
     return reportError(model + ": " + error);

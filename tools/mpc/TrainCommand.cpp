@@ -136,6 +136,11 @@ static cl::opt<std::string> trainConv(
              "(cuDNN where its library loads, else mpc's kernels; default) | "
              "cudnn | mpc"),
     cl::init("auto"), cl::sub(trainCommand));
+static cl::opt<bool> trainTf32(
+    "allow-tf32",
+    cl::desc("With --device cuda, let FP32 GEMMs round their operands to "
+             "TF32 on tensor cores (cuBLASLt); default off"),
+    cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -434,6 +439,7 @@ int runTrain() {
     return reportError("--conv must be auto, cudnn or mpc, got '" +
                        trainConv + "'");
   plan.cudaConv = trainConv;
+  plan.cudaTf32 = trainTf32;
   if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
     return reportError(model + ": " + error);
   std::unique_ptr<rt::Session> session =
