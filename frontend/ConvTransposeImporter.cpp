@@ -22,7 +22,7 @@ LogicalResult importConvTranspose(NodeContext &c) {
   auto x = llvm::dyn_cast<RankedTensorType>(c.input(0).getType());
   auto w = llvm::dyn_cast<RankedTensorType>(c.input(1).getType());
   if (!x || !w || x.getRank() < 3 || w.getRank() != x.getRank())
-    return c.fail("ConvTranspose needs X (N x C x D1..Dn) and W of the same "
+    return c.fail("needs X (N x C x D1..Dn) and W of the same "
                   "rank >= 3");
   size_t n = x.getRank() - 2;
   auto ints = [&](StringRef name, size_t size, int64_t dflt,
@@ -30,7 +30,7 @@ LogicalResult importConvTranspose(NodeContext &c) {
     out.assign(size, dflt);
     if (auto v = c.getInts(name)) {
       if (v->size() != size)
-        return c.fail("ConvTranspose attribute " + name + " must have " +
+        return c.fail("attribute " + name + " must have " +
                       Twine(size) + " values, got " + Twine(v->size()));
       out = *v;
     }
@@ -45,22 +45,22 @@ LogicalResult importConvTranspose(NodeContext &c) {
     return failure();
   kernel = c.getInts("kernel_shape").value_or(fromW);
   if (kernel.size() != n)
-    return c.fail("ConvTranspose kernel_shape must have " + Twine(n) +
+    return c.fail("kernel_shape must have " + Twine(n) +
                   " values");
   for (size_t i = 0; i < n; ++i)
     if (kernel[i] != fromW[i] && fromW[i] != ShapedType::kDynamic)
-      return c.fail("ConvTranspose kernel_shape disagrees with W's shape");
+      return c.fail("kernel_shape disagrees with W's shape");
   std::string autoPad = c.getString("auto_pad", "NOTSET");
   if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
       autoPad != "SAME_LOWER")
-    return c.fail("ConvTranspose has unknown auto_pad '" + autoPad + "'");
+    return c.fail("unknown auto_pad '" + autoPad + "'");
   auto outputShape = c.getInts("output_shape");
   if (c.failed())
     return failure();
   if (outputShape && outputShape->size() == n + 2) // N, C given too
     outputShape->erase(outputShape->begin(), outputShape->begin() + 2);
   if (outputShape && outputShape->size() != n)
-    return c.fail("ConvTranspose output_shape must have " + Twine(n) +
+    return c.fail("output_shape must have " + Twine(n) +
                   " spatial values");
   bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
   // The size without padding; pads (given, or split from the total as ONNX's
@@ -75,7 +75,7 @@ LogicalResult importConvTranspose(NodeContext &c) {
   if ((outputShape || same) && !explicitPads && autoPad != "VALID") {
     for (size_t i = 0; i < n; ++i) {
       if (x.isDynamicDim(2 + i))
-        return c.fail("ConvTranspose with output_shape or auto_pad needs a "
+        return c.fail("output_shape and auto_pad need a "
                       "static input size");
       int64_t want = outputShape ? (*outputShape)[i]
                                  : x.getDimSize(2 + i) * strides[i];
@@ -90,16 +90,18 @@ LogicalResult importConvTranspose(NodeContext &c) {
         pads[n + i] = 0;
       }
       if (pads[i] < 0)
-        return c.fail("ConvTranspose output_shape " + Twine(want) +
+        return c.fail("output_shape " + Twine(want) +
                       " needs a negative begin pad, which is not supported");
     }
   } else if (outputShape) {
     // Pads given as well: the rows output_shape asks beyond them are more
     // output padding.
     for (size_t i = 0; i < n; ++i) {
+      if (x.isDynamicDim(2 + i))
+        return c.fail("output_shape and auto_pad need a static input size");
       int64_t got = natural(i) - pads[i] - pads[n + i];
       if ((*outputShape)[i] < got)
-        return c.fail("ConvTranspose output_shape " +
+        return c.fail("output_shape " +
                       Twine((*outputShape)[i]) +
                       " is smaller than its pads give (" + Twine(got) + ")");
       extra[i] += (*outputShape)[i] - got;
