@@ -293,6 +293,96 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
          writeFileAtomically(options_.metricsPath, log, error);
 }
 
+bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
+                          const std::vector<std::string> &names,
+                          const std::map<std::string, Tensor> &data,
+                          std::map<std::string, Tensor> &params,
+                          std::string &error) {
+  const TrainerOptions &o = phases.front()->options_;
+  if (!o.checkpointDir.empty())
+    return (error = "--checkpoint with phases is not supported yet", false);
+  int64_t samples = data.empty() ? o.batch : data.begin()->second.dim(0);
+  if (samples < o.batch)
+    return (error = "need at least one full batch of " +
+                    std::to_string(o.batch) + " samples",
+            false);
+  for (size_t k = 0; k < phases.size(); ++k) {
+    int64_t first;
+    if (!phases[k]->setUp(data, params, first, error))
+      return (error = "phase " + names[k] + ": " + error, false);
+  }
+  int64_t perEpoch = samples / o.batch;
+  std::vector<int64_t> order(samples);
+  std::string log;
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t s = 0; s < o.steps; ++s) {
+    int64_t epoch = s / perEpoch, k = s % perEpoch;
+    if (k == 0) {
+      std::iota(order.begin(), order.end(), 0);
+      if (o.shuffle) {
+        std::mt19937_64 rng(o.seed + epoch);
+        std::shuffle(order.begin(), order.end(), rng);
+      }
+    }
+    std::map<std::string, Tensor> batch;
+    for (const auto &[name, t] : data)
+      batch[name] = gatherRows(t, order.data() + k * o.batch, o.batch);
+    std::string line = format("step %lld/%lld", (long long)s + 1,
+                              (long long)o.steps);
+    for (size_t p = 0; p < phases.size(); ++p) {
+      Trainer &t = *phases[p];
+      auto t0 = std::chrono::steady_clock::now();
+      std::map<std::string, Tensor> feeds = optimizerScalars(
+          t.plan_, t.state_["mpc.opt.t"].getInt(0) + 1, t.options_.lr);
+      for (const auto &[name, v] : batch)
+        feeds[name] = v;
+      StepRecord r;
+      if (!t.step(s, feeds, r, error))
+        return (error = "phase " + names[p] + ": " + error, false);
+      r.ms = std::chrono::duration<double, std::milli>(
+                 std::chrono::steady_clock::now() - t0)
+                 .count();
+      t.history_.push_back(r);
+      // The parameters this phase updated, into the other phases.
+      for (const auto &[index, name] : t.protocol_.weights) {
+        Tensor w;
+        if (!t.session_.get(name, w, error))
+          return false;
+        for (Trainer *other : phases)
+          if (other != &t && valueOfName(other->plan_, name) >= 0 &&
+              !other->session_.set(name, w, error))
+            return false;
+      }
+      std::string m = metricsLine(r);
+      log += "{\"phase\": \"" + names[p] + "\", " + m.substr(1);
+      line += format("  %s %.6f", names[p].c_str(), r.loss);
+      if (t.scaling_)
+        line += format(" (scale %g%s)", r.lossScale,
+                       r.skipped ? ", skipped" : "");
+      if (t.options_.onStep)
+        t.options_.onStep(r, (s + 1) * o.batch /
+                                 std::max(std::chrono::duration<double>(
+                                              std::chrono::steady_clock::now() -
+                                              start)
+                                              .count(),
+                                          1e-9));
+      if (!t.scaling_ && !std::isfinite(r.loss))
+        return (error = "phase " + names[p] + ": loss is not finite at step " +
+                        std::to_string(s + 1) + "; lower --lr",
+                false);
+    }
+    if (o.progress && (s == 0 || (s + 1) % 10 == 0 || s + 1 == o.steps))
+      o.print(line + "\n");
+  }
+  // Every parameter as the last phase that updated it left it.
+  for (Trainer *t : phases)
+    for (const auto &[index, name] : t->protocol_.weights)
+      if (!t->session_.get(name, params[name], error))
+        return false;
+  return o.metricsPath.empty() ||
+         writeFileAtomically(o.metricsPath, log, error);
+}
+
 bool Trainer::readWeights(std::map<std::string, Tensor> &params,
                           std::string &error) {
   return fromSession(params, error);

@@ -89,6 +89,19 @@ public:
 
   const std::vector<StepRecord> &history() const { return history_; }
 
+  /// Phases (`mpc train --phase`): each trainer runs one train step over
+  /// shared parameters (a GAN's discriminator step, then its generator
+  /// step); every training step runs them in order on the same batch, and
+  /// the parameters a phase updates are copied into the later phases'
+  /// sessions before they run. The first trainer's options (steps, batch,
+  /// order, metrics with a "phase" field, progress) drive the loop;
+  /// checkpoints are not supported yet. `names` label the phases.
+  static bool trainPhases(const std::vector<Trainer *> &phases,
+                          const std::vector<std::string> &names,
+                          const std::map<std::string, Tensor> &data,
+                          std::map<std::string, Tensor> &params,
+                          std::string &error);
+
 private:
   bool setUp(const std::map<std::string, Tensor> &data,
              std::map<std::string, Tensor> &params, int64_t &first,

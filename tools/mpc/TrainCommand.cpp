@@ -141,6 +141,13 @@ static cl::opt<bool> trainTf32(
     cl::desc("With --device cuda, let FP32 GEMMs round their operands to "
              "TF32 on tensor cores (cuBLASLt); default off"),
     cl::sub(trainCommand));
+static cl::list<std::string> phaseSpecs(
+    "phase",
+    cl::desc("A phase of each step, in order: loss=OUTPUT,params=REGEX "
+             "(a GAN: the discriminator's loss and parameters, then the "
+             "generator's); later phases see the parameters earlier ones "
+             "updated"),
+    cl::value_desc("loss=NAME,params=REGEX"), cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -378,6 +385,107 @@ static rt::TrainerOptions trainerOptions() {
   return o;
 }
 
+namespace {
+
+struct PhaseSpec {
+  std::string loss, params;
+};
+
+bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
+  llvm::SmallVector<llvm::StringRef> items;
+  llvm::StringRef(spec).split(items, ',');
+  for (llvm::StringRef item : items) {
+    auto [key, value] = item.split('=');
+    if (key == "loss")
+      out.loss = value.str();
+    else if (key == "params")
+      out.params = value.str();
+    else
+      return (error = "--phase '" + spec +
+                      "': expected loss=OUTPUT,params=REGEX",
+              false);
+  }
+  if (out.loss.empty() || out.params.empty())
+    return (error = "--phase '" + spec + "' needs both loss= and params=",
+            false);
+  return true;
+}
+
+/// `mpc train --phase ...`: one train step per phase (its loss, the
+/// parameters it updates, the shared optimizer flags), run in order each
+/// step over shared parameters.
+int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
+                std::map<std::string, rt::Tensor> &arrays) {
+  std::string error;
+  std::vector<PhaseSpec> specs(phaseSpecs.size());
+  for (size_t k = 0; k < specs.size(); ++k)
+    if (!parsePhase(phaseSpecs[k], specs[k], error))
+      return reportError(error);
+  std::vector<rt::Plan> plans(specs.size());
+  std::vector<std::unique_ptr<rt::Session>> sessions;
+  std::vector<std::unique_ptr<rt::Trainer>> trainers;
+  std::vector<rt::Trainer *> phases;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+    mlir::mpc::TrainPipelineOptions pipeline;
+    pipelineOptions(pipeline);
+    pipeline.loss = specs[k].loss;
+    pipeline.trainParams = specs[k].params;
+    mlir::func::FuncOp step = buildTrainStep(*copy, pipeline, error);
+    if (!step || !mlir::mpc::buildPlan(step, plans[k], error))
+      return reportError(model + ": phase " + specs[k].loss + ": " + error);
+    std::string cudaDir;
+    plans[k].cudaGemm = trainGemm;
+    plans[k].cudaConv = trainConv;
+    plans[k].cudaTf32 = trainTf32;
+    if (trainDevice == "cuda" &&
+        !buildDeviceCode(plans[k], gpu, cudaDir, error))
+      return reportError(model + ": " + error);
+    sessions.push_back(cudaDir.empty() ? rt::openCpuSession(plans[k])
+                                       : rt::openCudaSession(plans[k], cudaDir,
+                                                             cudaGraph, error));
+    if (!sessions.back())
+      return reportError(model + ": " + error);
+    trainers.push_back(
+        std::make_unique<rt::Trainer>(plans[k], *sessions.back(),
+                                      trainerOptions()));
+    phases.push_back(trainers.back().get());
+    names.push_back(specs[k].loss);
+  }
+  // Each parameter belongs to one phase: two optimizers over one weight
+  // would each keep their own state of it.
+  std::map<std::string, std::string> owner;
+  for (size_t k = 0; k < plans.size(); ++k)
+    for (const auto &[index, param] : plans[k].train->gradients)
+      if (!owner.emplace(param, specs[k].loss).second)
+        return reportError("parameter '" + param + "' is trained by phases " +
+                           owner[param] + " and " + specs[k].loss +
+                           "; give each phase its own parameters");
+  std::map<std::string, rt::Tensor> params;
+  for (const rt::Plan &plan : plans)
+    for (const rt::Parameter &p : plan.params)
+      if (!params.count(p.name)) {
+        rt::Tensor copy(p.init.dtype(), p.init.shape());
+        std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
+        params[p.name] = std::move(copy);
+      }
+  if (!rt::Trainer::trainPhases(phases, names, arrays, params, error))
+    return reportError(model + ": " + error);
+  if (!outputModel.empty()) {
+    std::map<std::string, std::vector<float>> weights;
+    for (const auto &[name, t] : params)
+      weights[name] = std::vector<float>(t.data<float>(),
+                                         t.data<float>() + t.size());
+    if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights, error))
+      return reportError(error);
+    outs() << "wrote " << outputModel << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
 int runTrain() {
   rt::CudaInfo gpu;
   if (trainDevice == "cuda") {
@@ -414,6 +522,12 @@ int runTrain() {
       !appendLoss(mlir::mpc::entryFunction(*module), lossKind, labelName,
                   error))
     return reportError(model + ": " + error);
+  if (!phaseSpecs.empty()) {
+    if (!lossName.empty() || !lossKind.empty() || !tensorboardDir.empty())
+      return reportError("--phase names each phase's loss; --loss-output, "
+                         "--loss and --tensorboard do not combine with it yet");
+    return trainPhases(*module, gpu, arrays);
+  }
   // A model with a TrainingInfoProto trains as its algorithm says, unless
   // an --optimizer is asked for.
   mlir::func::FuncOp step;
