@@ -19,9 +19,11 @@
 #      grouped-query causal Attention) checked against onnxruntime and
 #      finite differences and trained in fp32/fp16/bf16, then the memory
 #      plan of a 4k-token GPT-2 train step with attention fused and not;
-#   9. GAN losses: BCE-with-logits as torch exports it, with logits of
-#      +-20, finite in fp16 and bf16 (mpc-stable-logs), in mpc and in the
-#      ONNX mpc convert writes; step 4's fp16 run is logged for TensorBoard.
+#   9. GANs: BCE-with-logits as torch exports it, with logits of +-20,
+#      finite in fp16 and bf16 (mpc-stable-logs), in mpc and in the ONNX
+#      mpc convert writes; a tiny torch-exported GAN trained in phases
+#      (discriminator, then generator) in fp16, against torch's loop; step
+#      4's fp16 run is logged for TensorBoard.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [[ -n ${MPC_DEMO_NO_BUILD:-} ]] || bash "$root/scripts/build.sh" >/dev/null
@@ -133,5 +135,13 @@ echo "-- a GPT-2 block at 4096 tokens, fp16 train step: attention fused (mpc.att
 /usr/bin/python3 "$root/test/codegen/Inputs/attention_memory.py" "$mpc" "$work"
 
 echo
-echo "== 9. GAN losses: BCE-with-logits and cross-entropy with logits of +-20"
+echo "== 9. GANs: BCE-with-logits and cross-entropy with logits of +-20; training in phases"
 "$py" "$root/test/models/Inputs/stable_losses.py" "$mpc" "$work"
+echo "-- a tiny GAN trained in phases (discriminator, then generator), fp16, vs torch's fp32 loop"
+/usr/bin/python3 "$root/test/tools/Inputs/tiny_gan.py" make "$work"
+/usr/bin/python3 "$root/test/tools/Inputs/tiny_gan.py" reference "$work" 8 0.01 adam > "$work/gan-torch.jsonl"
+"$mpc" train "$work/gan.onnx" --data x="$work/x.npy" --data z="$work/z.npy" --batch 8 \
+  --steps 8 --no-shuffle --optimizer adam --adam-betas 0.5,0.999 --lr 0.01 \
+  --precision fp16 --phase 'loss=d_loss,params=D\..*' --phase 'loss=g_loss,params=G\..*' \
+  --metrics "$work/gan-fp16.jsonl"
+"$py" "$root/test/tools/Inputs/tiny_gan.py" compare "$work/gan-fp16.jsonl" "$work/gan-torch.jsonl" --rtol 2e-3
