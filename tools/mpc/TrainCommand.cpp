@@ -37,6 +37,7 @@
 #include <cstring>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -389,21 +390,64 @@ namespace {
 
 struct PhaseSpec {
   std::string loss, params;
+  /// Optional: overrides of the shared optimizer flags for this phase.
+  std::string optimizer;
+  std::optional<double> lr, momentum, weightDecay;
+  std::vector<double> betas;
 };
 
+/// loss=OUTPUT,params=REGEX[,optimizer=K][,lr=X][,momentum=X]
+/// [,weight-decay=X][,betas=B1/B2]. A comma not followed by a known key
+/// belongs to the value before it (regular expressions may hold commas).
 bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
-  llvm::SmallVector<llvm::StringRef> items;
-  llvm::StringRef(spec).split(items, ',');
-  for (llvm::StringRef item : items) {
-    auto [key, value] = item.split('=');
-    if (key == "loss")
-      out.loss = value.str();
-    else if (key == "params")
-      out.params = value.str();
+  static const char *keys[] = {"loss", "params", "optimizer", "lr",
+                               "momentum", "weight-decay", "betas"};
+  llvm::SmallVector<std::pair<std::string, std::string>> items;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(spec).split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    auto [key, value] = part.split('=');
+    if (part.contains('=') && llvm::is_contained(keys, key))
+      items.emplace_back(key.str(), value.str());
+    else if (!items.empty())
+      items.back().second += "," + part.str();
     else
-      return (error = "--phase '" + spec +
-                      "': expected loss=OUTPUT,params=REGEX",
+      return (error = "--phase '" + spec + "': expected loss=OUTPUT,"
+                      "params=REGEX[,optimizer=K,lr=X,momentum=X,"
+                      "weight-decay=X,betas=B1/B2]",
               false);
+  }
+  auto number = [&](const std::string &key, const std::string &v,
+                    std::optional<double> &to) {
+    double d;
+    if (llvm::StringRef(v).getAsDouble(d))
+      return (error = "--phase '" + spec + "': " + key + " must be a number",
+              false);
+    return to = d, true;
+  };
+  for (auto &[key, value] : items) {
+    bool ok = true;
+    if (key == "loss")
+      out.loss = value;
+    else if (key == "params")
+      out.params = value;
+    else if (key == "optimizer")
+      out.optimizer = value;
+    else if (key == "lr")
+      ok = number(key, value, out.lr);
+    else if (key == "momentum")
+      ok = number(key, value, out.momentum);
+    else if (key == "weight-decay")
+      ok = number(key, value, out.weightDecay);
+    else if (key == "betas") {
+      auto [b1, b2] = llvm::StringRef(value).split('/');
+      std::optional<double> x, y;
+      ok = number(key, b1.str(), x) && number(key, b2.str(), y);
+      if (ok)
+        out.betas = {*x, *y};
+    }
+    if (!ok)
+      return false;
   }
   if (out.loss.empty() || out.params.empty())
     return (error = "--phase '" + spec + "' needs both loss= and params=",
@@ -432,6 +476,19 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     pipelineOptions(pipeline);
     pipeline.loss = specs[k].loss;
     pipeline.trainParams = specs[k].params;
+    const PhaseSpec &ps = specs[k];
+    if (!ps.optimizer.empty())
+      pipeline.optimizer = ps.optimizer;
+    if (ps.lr)
+      pipeline.lr = *ps.lr;
+    if (ps.momentum)
+      pipeline.momentum = *ps.momentum;
+    if (ps.weightDecay)
+      pipeline.weightDecay = *ps.weightDecay;
+    if (!ps.betas.empty())
+      pipeline.adamBetas = ps.betas;
+    if (!mlir::mpc::validate(pipeline, error))
+      return reportError("--phase '" + phaseSpecs[k] + "': " + error);
     mlir::func::FuncOp step = buildTrainStep(*copy, pipeline, error);
     if (!step || !mlir::mpc::buildPlan(step, plans[k], error))
       return reportError(model + ": phase " + specs[k].loss + ": " + error);
@@ -447,9 +504,11 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
                                                              cudaGraph, error));
     if (!sessions.back())
       return reportError(model + ": " + error);
-    trainers.push_back(
-        std::make_unique<rt::Trainer>(plans[k], *sessions.back(),
-                                      trainerOptions()));
+    rt::TrainerOptions options = trainerOptions();
+    if (ps.lr)
+      options.lr = (float)*ps.lr;
+    trainers.push_back(std::make_unique<rt::Trainer>(plans[k], *sessions.back(),
+                                                     options));
     phases.push_back(trainers.back().get());
     names.push_back(specs[k].loss);
   }

@@ -3,7 +3,7 @@ Linear-LeakyRelu-Linear, BCE-with-logits losses), and torch's own
 alternating training of it, to check `mpc train --phase`.
 
 `make DIR`: DIR/gan.onnx with outputs d_loss and g_loss, DIR/x.npy (real
-samples) and DIR/z.npy (noise). `reference DIR STEPS LR [adam]`: torch's loop:
+samples) and DIR/z.npy (noise). `reference DIR STEPS LR [adam [LR_G]]`: torch's loop:
 each step, on rows in file order, an SGD step of the discriminator on
 d_loss, then (seeing the updated discriminator) one of the generator on
 g_loss; JSONL like mpc's --metrics. `compare A B --rtol R`: the losses of
@@ -53,14 +53,15 @@ def make(d):
     np.save(f"{d}/z.npy", rng.standard_normal((32, 4)).astype(np.float32))
 
 
-def reference(d, steps, lr, kind="sgd"):
+def reference(d, steps, lr, kind="sgd", lr_g=None):
     import torch
     m = model()
     x, z = torch.tensor(np.load(f"{d}/x.npy")), torch.tensor(np.load(f"{d}/z.npy"))
     # DCGAN's Adam: betas 0.5, 0.999.
-    make_opt = (lambda p: torch.optim.SGD(p, lr=lr)) if kind == "sgd" else \
-        (lambda p: torch.optim.Adam(p, lr=lr, betas=(0.5, 0.999)))
-    opt_d, opt_g = make_opt(m.D.parameters()), make_opt(m.G.parameters())
+    make_opt = (lambda p, r: torch.optim.SGD(p, lr=r)) if kind == "sgd" else \
+        (lambda p, r: torch.optim.Adam(p, lr=r, betas=(0.5, 0.999)))
+    opt_d = make_opt(m.D.parameters(), lr)
+    opt_g = make_opt(m.G.parameters(), lr if lr_g is None else lr_g)
     for s in range(steps):
         k = s % (len(x) // BATCH)
         xb, zb = x[k * BATCH:(k + 1) * BATCH], z[k * BATCH:(k + 1) * BATCH]
@@ -93,6 +94,6 @@ if __name__ == "__main__":
         make(sys.argv[2])
     elif sys.argv[1] == "reference":
         reference(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
-                  *sys.argv[5:6])
+                  *sys.argv[5:6], *map(float, sys.argv[6:7]))
     else:
         compare(sys.argv[2], sys.argv[3], float(sys.argv[sys.argv.index("--rtol") + 1]))
