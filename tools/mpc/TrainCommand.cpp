@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -388,6 +389,28 @@ static rt::TrainerOptions trainerOptions() {
 
 namespace {
 
+/// The scalars `--tensorboard` logs after each step, tags prefixed by
+/// `prefix` (a phase's "d_loss/"); write errors land in `error`.
+std::function<void(const rt::StepRecord &, double)>
+tensorboardHook(TensorBoardWriter &tb, std::string prefix, double lr,
+                std::string &error) {
+  int64_t skippedSteps = 0;
+  return [&tb, prefix, lr, &error,
+          skippedSteps](const rt::StepRecord &r,
+                        double samplesPerSecond) mutable {
+    skippedSteps += r.skipped;
+    tb.scalar(prefix + "loss", r.step, r.loss);
+    tb.scalar(prefix + "loss_scale", r.step, r.lossScale);
+    tb.scalar(prefix + "skipped_steps", r.step, (double)skippedSteps);
+    tb.scalar(prefix + "grad_underflow", r.step, (double)r.underflow);
+    tb.scalar(prefix + "grad_overflow", r.step, (double)r.overflow);
+    tb.scalar(prefix + "learning_rate", r.step, lr);
+    tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);
+    if (r.step % 10 == 0 && error.empty())
+      tb.flush(error);
+  };
+}
+
 struct PhaseSpec {
   std::string loss, params;
   /// Optional: overrides of the shared optimizer flags for this phase.
@@ -465,6 +488,10 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   for (size_t k = 0; k < specs.size(); ++k)
     if (!parsePhase(phaseSpecs[k], specs[k], error))
       return reportError(error);
+  TensorBoardWriter tensorboard;
+  std::string tensorboardError;
+  if (!tensorboardDir.empty() && !tensorboard.open(tensorboardDir, error))
+    return reportError(error);
   std::vector<rt::Plan> plans(specs.size());
   std::vector<std::unique_ptr<rt::Session>> sessions;
   std::vector<std::unique_ptr<rt::Trainer>> trainers;
@@ -507,6 +534,9 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     rt::TrainerOptions options = trainerOptions();
     if (ps.lr)
       options.lr = (float)*ps.lr;
+    if (!tensorboardDir.empty())
+      options.onStep = tensorboardHook(tensorboard, ps.loss + "/", options.lr,
+                                       tensorboardError);
     trainers.push_back(std::make_unique<rt::Trainer>(plans[k], *sessions.back(),
                                                      options));
     phases.push_back(trainers.back().get());
@@ -529,8 +559,15 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
         std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
         params[p.name] = std::move(copy);
       }
-  if (!rt::Trainer::trainPhases(phases, names, arrays, params, error))
+  bool trained = rt::Trainer::trainPhases(phases, names, arrays, params, error);
+  if ((!tensorboardDir.empty() && tensorboardError.empty() &&
+       !tensorboard.flush(tensorboardError)) ||
+      !tensorboardError.empty())
+    return reportError(tensorboardError);
+  if (!trained)
     return reportError(model + ": " + error);
+  if (!tensorboardDir.empty())
+    outs() << "tensorboard: wrote " << tensorboard.path() << "\n";
   if (!outputModel.empty()) {
     std::map<std::string, std::vector<float>> weights;
     for (const auto &[name, t] : params)
@@ -582,9 +619,9 @@ int runTrain() {
                   error))
     return reportError(model + ": " + error);
   if (!phaseSpecs.empty()) {
-    if (!lossName.empty() || !lossKind.empty() || !tensorboardDir.empty())
-      return reportError("--phase names each phase's loss; --loss-output, "
-                         "--loss and --tensorboard do not combine with it yet");
+    if (!lossName.empty() || !lossKind.empty())
+      return reportError("--phase names each phase's loss; --loss-output "
+                         "and --loss do not combine with it");
     return trainPhases(*module, gpu, arrays);
   }
   // A model with a TrainingInfoProto trains as its algorithm says, unless
@@ -629,20 +666,8 @@ int runTrain() {
   if (!tensorboardDir.empty()) {
     if (!tensorboard.open(tensorboardDir, error))
       return reportError(error);
-    int64_t skippedSteps = 0;
-    trainOptions.onStep = [&, skippedSteps](const rt::StepRecord &r,
-                                            double samplesPerSecond) mutable {
-      skippedSteps += r.skipped;
-      tensorboard.scalar("loss", r.step, r.loss);
-      tensorboard.scalar("loss_scale", r.step, r.lossScale);
-      tensorboard.scalar("skipped_steps", r.step, (double)skippedSteps);
-      tensorboard.scalar("grad_underflow", r.step, (double)r.underflow);
-      tensorboard.scalar("grad_overflow", r.step, (double)r.overflow);
-      tensorboard.scalar("learning_rate", r.step, lr.getValue());
-      tensorboard.scalar("samples_per_second", r.step, samplesPerSecond);
-      if (r.step % 10 == 0 && tensorboardError.empty())
-        tensorboard.flush(tensorboardError);
-    };
+    trainOptions.onStep =
+        tensorboardHook(tensorboard, "", lr.getValue(), tensorboardError);
   }
   rt::Trainer trainer(plan, *session, trainOptions);
   // FP32 master weights, from the model's initializers (or a checkpoint).

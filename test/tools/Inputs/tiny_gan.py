@@ -7,7 +7,8 @@ samples) and DIR/z.npy (noise). `reference DIR STEPS LR [adam [LR_G]]`: torch's 
 each step, on rows in file order, an SGD step of the discriminator on
 d_loss, then (seeing the updated discriminator) one of the generator on
 g_loss; JSONL like mpc's --metrics. `compare A B --rtol R`: the losses of
-each phase and step.
+each phase and step. `tensorboard DIR METRICS`: the per-phase loss tags of
+an event directory against --metrics.
 """
 import json
 import sys
@@ -75,6 +76,20 @@ def reference(d, steps, lr, kind="sgd", lr_g=None):
                               "loss": float(loss)}))
 
 
+def tensorboard(d, metrics):
+    """Per-phase tags of `mpc train --phase --tensorboard` against --metrics."""
+    from tensorboard.backend.event_processing import event_accumulator
+    acc = event_accumulator.EventAccumulator(d)
+    acc.Reload()
+    tags = sorted(t for t in acc.Tags()["scalars"] if t.endswith("/loss"))
+    got = {(t[:-5], e.step): e.value for t in tags for e in acc.Scalars(t)}
+    rows = [json.loads(l) for l in open(metrics)]
+    same = all(abs(got[(r["phase"], r["step"])] - r["loss"]) <= 1e-6 * abs(r["loss"])
+               for r in rows)
+    print("loss tags:", " ".join(tags), "; equal to --metrics:", same)
+    sys.exit(0 if same else 1)
+
+
 def compare(a, b, rtol):
     la = [json.loads(l) for l in open(a)]
     lb = [json.loads(l) for l in open(b)]
@@ -92,6 +107,8 @@ def compare(a, b, rtol):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
+    elif sys.argv[1] == "tensorboard":
+        tensorboard(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "reference":
         reference(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]),
                   *sys.argv[5:6], *map(float, sys.argv[6:7]))
