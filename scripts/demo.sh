@@ -22,7 +22,8 @@
 #   9. GANs: BCE-with-logits as torch exports it, with logits of +-20,
 #      finite in fp16 and bf16 (mpc-stable-logs), in mpc and in the ONNX
 #      mpc convert writes; a tiny torch-exported GAN trained in phases
-#      (discriminator, then generator) in fp16, against torch's loop; step
+#      (discriminator, then generator) in fp16, against torch's loop, and
+#      a DCGAN on the digits with its Frechet-distance score; step
 #      4's fp16 run is logged for TensorBoard.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -145,3 +146,5 @@ echo "-- a tiny GAN trained in phases (discriminator, then generator), fp16, vs 
   --precision fp16 --phase 'loss=d_loss,params=D\..*' --phase 'loss=g_loss,params=G\..*' \
   --metrics "$work/gan-fp16.jsonl"
 "$py" "$root/test/tools/Inputs/tiny_gan.py" compare "$work/gan-fp16.jsonl" "$work/gan-torch.jsonl" --rtol 2e-3
+echo "-- a DCGAN on the 8x8 digits (ConvTranspose generator) trained in phases, fp16, 100 steps"
+"$py" "$root/scripts/dcgan_digits.py" "$mpc" "$work/dcgan" --steps 100 --precisions fp16 --seeds 0
