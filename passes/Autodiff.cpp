@@ -62,6 +62,15 @@ struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
       return entry.emitError(loss.empty()
                                  ? "no scalar f32 result to use as the loss"
                                  : "no result named '" + loss + "'");
+    // A named loss must be a float scalar too: the backward is seeded with
+    // d(loss)/d(loss) = 1.
+    auto lossType =
+        llvm::dyn_cast<RankedTensorType>(entry.getResultTypes()[*lossIndex]);
+    if (!lossType || lossType.getRank() != 0 ||
+        !llvm::isa<FloatType>(lossType.getElementType()))
+      return entry.emitError("loss '")
+             << loss << "' is " << entry.getResultTypes()[*lossIndex]
+             << ", not a float scalar";
     OpBuilder b(entry);
     b.setInsertionPointAfter(entry);
     auto step = cast<func::FuncOp>(b.clone(*entry));
