@@ -411,6 +411,44 @@ tensorboardHook(TensorBoardWriter &tb, std::string prefix, double lr,
   };
 }
 
+/// A copy of each of `plan`'s parameters `params` lacks (the FP32 masters,
+/// from the model's initializers).
+void addInitialParams(const rt::Plan &plan,
+                      std::map<std::string, rt::Tensor> &params) {
+  for (const rt::Parameter &p : plan.params)
+    if (!params.count(p.name)) {
+      rt::Tensor copy(p.init.dtype(), p.init.shape());
+      std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
+      params[p.name] = std::move(copy);
+    }
+}
+
+/// After training: the TensorBoard file flushed first (what a failed run
+/// logged stays readable), then the training error, then `-o`.
+int finishTraining(bool trained, const std::string &error,
+                   TensorBoardWriter &tb, std::string &tbError,
+                   const std::map<std::string, rt::Tensor> &params) {
+  if ((!tensorboardDir.empty() && tbError.empty() && !tb.flush(tbError)) ||
+      !tbError.empty())
+    return reportError(tbError);
+  if (!trained)
+    return reportError(model + ": " + error);
+  if (!tensorboardDir.empty())
+    outs() << "tensorboard: wrote " << tb.path() << "\n";
+  if (outputModel.empty())
+    return 0;
+  std::map<std::string, std::vector<float>> weights;
+  for (const auto &[name, t] : params)
+    weights[name] =
+        std::vector<float>(t.data<float>(), t.data<float>() + t.size());
+  std::string writeError;
+  if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights,
+                                        writeError))
+    return reportError(writeError);
+  outs() << "wrote " << outputModel << "\n";
+  return 0;
+}
+
 struct PhaseSpec {
   std::string loss, params;
   /// Optional: overrides of the shared optimizer flags for this phase.
@@ -553,31 +591,9 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
                            "; give each phase its own parameters");
   std::map<std::string, rt::Tensor> params;
   for (const rt::Plan &plan : plans)
-    for (const rt::Parameter &p : plan.params)
-      if (!params.count(p.name)) {
-        rt::Tensor copy(p.init.dtype(), p.init.shape());
-        std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
-        params[p.name] = std::move(copy);
-      }
+    addInitialParams(plan, params);
   bool trained = rt::Trainer::trainPhases(phases, names, arrays, params, error);
-  if ((!tensorboardDir.empty() && tensorboardError.empty() &&
-       !tensorboard.flush(tensorboardError)) ||
-      !tensorboardError.empty())
-    return reportError(tensorboardError);
-  if (!trained)
-    return reportError(model + ": " + error);
-  if (!tensorboardDir.empty())
-    outs() << "tensorboard: wrote " << tensorboard.path() << "\n";
-  if (!outputModel.empty()) {
-    std::map<std::string, std::vector<float>> weights;
-    for (const auto &[name, t] : params)
-      weights[name] = std::vector<float>(t.data<float>(),
-                                         t.data<float>() + t.size());
-    if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights, error))
-      return reportError(error);
-    outs() << "wrote " << outputModel << "\n";
-  }
-  return 0;
+  return finishTraining(trained, error, tensorboard, tensorboardError, params);
 }
 
 } // namespace
@@ -602,6 +618,12 @@ int runTrain() {
     return reportError("--batch and --steps must be positive");
   if (resume && checkpoint.empty())
     return reportError("--resume needs --checkpoint DIR");
+  if (trainGemm != "auto" && trainGemm != "cublaslt" && trainGemm != "mpc")
+    return reportError("--gemm must be auto, cublaslt or mpc, got '" +
+                       trainGemm + "'");
+  if (trainConv != "auto" && trainConv != "cudnn" && trainConv != "mpc")
+    return reportError("--conv must be auto, cudnn or mpc, got '" +
+                       trainConv + "'");
   std::map<std::string, rt::Tensor> arrays;
   mlir::mpc::ImportOptions options;
   options.modelPath = model;
@@ -641,13 +663,7 @@ int runTrain() {
   if (!step || !mlir::mpc::buildPlan(step, plan, error))
     return reportError(model + ": " + error);
   std::string cudaDir;
-  if (trainGemm != "auto" && trainGemm != "cublaslt" && trainGemm != "mpc")
-    return reportError("--gemm must be auto, cublaslt or mpc, got '" +
-                       trainGemm + "'");
   plan.cudaGemm = trainGemm;
-  if (trainConv != "auto" && trainConv != "cudnn" && trainConv != "mpc")
-    return reportError("--conv must be auto, cudnn or mpc, got '" +
-                       trainConv + "'");
   plan.cudaConv = trainConv;
   plan.cudaTf32 = trainTf32;
   if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
@@ -672,35 +688,12 @@ int runTrain() {
   rt::Trainer trainer(plan, *session, trainOptions);
   // FP32 master weights, from the model's initializers (or a checkpoint).
   std::map<std::string, rt::Tensor> params;
-  for (const rt::Parameter &p : plan.params) {
-    rt::Tensor copy(p.init.dtype(), p.init.shape());
-    std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
-    params[p.name] = std::move(copy);
-  }
+  addInitialParams(plan, params);
   if (algorithm && !setUpAlgorithm(*module, step, params, trainer, error))
     return reportError(model + ": " + error);
-  bool trained = trainer.train(arrays, params, error);
-  // What the run logged stays readable when it fails part way.
-  if ((!tensorboardDir.empty() && tensorboardError.empty() &&
-       !tensorboard.flush(tensorboardError)) ||
-      !tensorboardError.empty())
-    return reportError(tensorboardError);
-  if (!trained)
-    return reportError(model + ": " + error);
-  if (!tensorboardDir.empty())
-    outs() << "tensorboard: wrote " << tensorboard.path() << "\n";
-  if (!outputModel.empty()) {
-    if (!trainer.readWeights(params, error))
-      return reportError(model + ": " + error);
-    std::map<std::string, std::vector<float>> weights;
-    for (const auto &[name, t] : params)
-      weights[name] = std::vector<float>(t.data<float>(),
-                                         t.data<float>() + t.size());
-    if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights, error))
-      return reportError(error);
-    outs() << "wrote " << outputModel << "\n";
-  }
-  return 0;
+  bool trained = trainer.train(arrays, params, error) &&
+                 (outputModel.empty() || trainer.readWeights(params, error));
+  return finishTraining(trained, error, tensorboard, tensorboardError, params);
 }
 
 } // namespace mpc
