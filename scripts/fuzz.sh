@@ -28,7 +28,8 @@ if [[ ! -f $fuzz/build.ninja ]]; then
   cmake -G Ninja -S "$root" -B "$fuzz" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
     -DMPC_ENABLE_FUZZERS=ON -DMPC_ENABLE_SANITIZED_IMPORTER=OFF \
-    -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir >/dev/null
+    -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir \
+    -DPython3_EXECUTABLE="$(command -v "${PYTHON:-python3}")" >/dev/null
 fi
 ninja -C "$fuzz" "${targets[@]/#/mpc-fuzz-}"
 
