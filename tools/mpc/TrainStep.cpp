@@ -1,12 +1,151 @@
-//===- TrainStep.cpp - run the pipelines on an imported model -------------===//
+//===- TrainStep.cpp - build the train step of an imported model ----------===//
 
 #include "TrainStep.h"
 
+#include "codegen/PlanBuilder.h"
+#include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "runtime/Executor.h"
 
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace mpc {
+
+/// Appends `kind` (cross_entropy: softmax cross-entropy on class axis 1
+/// against i64 labels; mse: mean squared error against a tensor like the
+/// output) on the entry function's first output, with a new graph input
+/// `label`; the loss becomes the first result, named "loss".
+bool appendLoss(mlir::func::FuncOp func, llvm::StringRef kind,
+                llvm::StringRef label, std::string &error) {
+  auto out = llvm::cast<mlir::RankedTensorType>(func.getResultTypes()[0]);
+  mlir::OpBuilder b(func.getContext());
+  mlir::Block &body = func.getBody().front();
+  auto ret = llvm::cast<mlir::func::ReturnOp>(body.getTerminator());
+  b.setInsertionPoint(ret);
+  mlir::Location loc = mlir::NameLoc::get(b.getStringAttr("loss"));
+  mlir::Type labelType;
+  if (kind == "cross_entropy") {
+    if (out.getRank() < 2) {
+      error = "--loss cross_entropy needs an output with a class axis 1, "
+              "got " + llvm::formatv("{0}", out).str();
+      return false;
+    }
+    llvm::SmallVector<int64_t> shape(out.getShape());
+    shape.erase(shape.begin() + 1);
+    labelType = mlir::RankedTensorType::get(shape, b.getI64Type());
+  } else if (kind == "mse") {
+    labelType = out;
+  } else {
+    error = "unknown --loss '" + kind.str() + "' (cross_entropy, mse)";
+    return false;
+  }
+  unsigned index = func.getNumArguments();
+  func.insertArgument(index, labelType,
+                      b.getDictionaryAttr(b.getNamedAttr(
+                          "mpc.input", b.getStringAttr(label))),
+                      loc);
+  mlir::Value arg = body.getArgument(index);
+  mlir::Value loss;
+  if (kind == "cross_entropy") {
+    loss = (*mlir::mpc::createInferred(
+                b, loc, mlir::mpc::SoftmaxCrossEntropyLossOp::getOperationName(),
+                {ret.getOperand(0), arg}))
+               ->getResult(0);
+  } else {
+    mlir::Value d = (*mlir::mpc::createInferred(
+                         b, loc, mlir::mpc::SubOp::getOperationName(),
+                         {ret.getOperand(0), arg}))
+                        ->getResult(0);
+    mlir::Value sq = (*mlir::mpc::createInferred(
+                          b, loc, mlir::mpc::MulOp::getOperationName(), {d, d}))
+                         ->getResult(0);
+    loss = (*mlir::mpc::createInferred(
+                b, loc, mlir::mpc::ReduceMeanOp::getOperationName(), {sq},
+                {b.getNamedAttr("keepdims", b.getBoolAttr(false))}))
+               ->getResult(0);
+  }
+  llvm::SmallVector<mlir::Value> results{loss};
+  llvm::append_range(results, ret.getOperands());
+  llvm::SmallVector<mlir::DictionaryAttr> attrs{b.getDictionaryAttr(
+      b.getNamedAttr("mpc.output", b.getStringAttr("loss")))};
+  func.getAllResultAttrs(attrs);
+  b.create<mlir::func::ReturnOp>(ret.getLoc(), results);
+  ret.erase();
+  func.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
+                                         mlir::ValueRange(results).getTypes()));
+  func.setAllResultAttrs(attrs);
+  return true;
+}
+
+/// The (initializer, result index) pairs of `f`'s binding attribute
+/// `key` (initializer name -> output name).
+static bool bindOutputs(mlir::func::FuncOp f, llvm::StringRef key,
+                        std::vector<std::pair<std::string, size_t>> &out,
+                        std::string &error) {
+  auto dict = f->getAttrOfType<mlir::DictionaryAttr>(key);
+  for (mlir::NamedAttribute b : dict) {
+    auto output = llvm::cast<mlir::StringAttr>(b.getValue()).getValue();
+    bool found = false;
+    for (unsigned i = 0; i < f.getNumResults() && !found; ++i)
+      if (auto n = f.getResultAttrOfType<mlir::StringAttr>(i, "mpc.output");
+          n && n.getValue() == output) {
+        out.emplace_back(b.getName().str(), i);
+        found = true;
+      }
+    if (!found) {
+      error = "binding of '" + b.getName().str() + "' names '" +
+              output.str() + "', which the graph does not output";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// A TrainingInfoProto algorithm: the outputs bound to initializers after
+/// each step, the first f32 scalar inference output as the loss, and the
+/// initialization graph run once into `params`.
+bool setUpAlgorithm(mlir::ModuleOp module, mlir::func::FuncOp step,
+                    std::map<std::string, rt::Tensor> &params,
+                    rt::Trainer &trainer, std::string &error) {
+  int64_t inferenceOutputs =
+      step->getAttrOfType<mlir::IntegerAttr>("mpc.inference_outputs").getInt();
+  int lossIndex = -1;
+  for (unsigned i = step.getNumResults() - inferenceOutputs;
+       i < step.getNumResults() && lossIndex < 0; ++i)
+    if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(step.getResultTypes()[i]);
+        t && t.getRank() == 0 && t.getElementType().isF32())
+      lossIndex = i;
+  if (lossIndex < 0)
+    return (error = "the inference graph has no f32 scalar output to report "
+                    "as the loss",
+            false);
+  std::vector<std::pair<std::string, size_t>> bindings;
+  if (!bindOutputs(step, "mpc.update_binding", bindings, error))
+    return false;
+  trainer.useBindings(std::move(bindings), lossIndex);
+  for (auto init : module.getOps<mlir::func::FuncOp>()) {
+    if (!init->hasAttr("mpc.initialization_binding"))
+      continue;
+    std::vector<std::pair<std::string, size_t>> initBindings;
+    rt::Plan initPlan;
+    std::vector<rt::Tensor> initOut;
+    if (!bindOutputs(init, "mpc.initialization_binding", initBindings,
+                     error) ||
+        !mlir::mpc::buildPlan(init, initPlan, error) ||
+        !rt::runPlan(initPlan, {}, initOut, error))
+      return (error = "initialization graph: " + error, false);
+    for (const auto &[name, index] : initBindings) {
+      if (!params.count(name))
+        return (error = "initialization binds '" + name +
+                        "', which is not a float initializer",
+                false);
+      params[name] = initOut[index];
+    }
+  }
+  return true;
+}
+
 
 bool runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
                std::string &error) {

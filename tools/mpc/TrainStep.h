@@ -1,4 +1,4 @@
-//===- TrainStep.h - run the pipelines on an imported model ------*- C++ -*-===//
+//===- TrainStep.h - build the train step of an imported model --*- C++ -*-===//
 
 #ifndef MPC_TOOLS_MPC_TRAINSTEP_H
 #define MPC_TOOLS_MPC_TRAINSTEP_H
@@ -8,6 +8,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include "runtime/Trainer.h"
+
+#include <map>
 #include <string>
 
 namespace mpc {
@@ -22,6 +25,18 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
 /// mpc-lower-gradient; returns the algorithm function (null with `error`).
 mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
                                       std::string &error);
+
+/// Appends `kind` (cross_entropy or mse) on the entry function's first
+/// output with a new graph input `label` (`mpc train --loss`); the loss
+/// becomes the first result, named "loss".
+bool appendLoss(mlir::func::FuncOp func, llvm::StringRef kind,
+                llvm::StringRef label, std::string &error);
+
+/// A TrainingInfoProto algorithm `step` on `trainer`: its update bindings,
+/// its loss, and the initialization graphs run once into `params`.
+bool setUpAlgorithm(mlir::ModuleOp module, mlir::func::FuncOp step,
+                    std::map<std::string, ::mpc::rt::Tensor> &params,
+                    ::mpc::rt::Trainer &trainer, std::string &error);
 
 /// Runs `pm` on `module`; false with the first diagnostic in `error`
 /// ("node 'NAME': message" when it has a node location).
