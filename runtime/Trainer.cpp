@@ -30,6 +30,49 @@ Tensor gatherRows(const Tensor &t, const int64_t *rows, int64_t n) {
   return out;
 }
 
+/// The batch of each step: rows in file order, or in a permutation per
+/// epoch seeded by seed + epoch, so the batch depends only on the step
+/// (resuming mid-epoch rebuilds the same permutation).
+class Batches {
+public:
+  Batches(const std::map<std::string, Tensor> &data, const TrainerOptions &o)
+      : data_(data), options_(o),
+        order_(data.empty() ? o.batch : data.begin()->second.dim(0)) {}
+
+  /// False with `error` when there is less than one full batch.
+  bool check(std::string &error) const {
+    if ((int64_t)order_.size() >= options_.batch)
+      return true;
+    return (error = "need at least one full batch of " +
+                    std::to_string(options_.batch) + " samples",
+            false);
+  }
+
+  std::map<std::string, Tensor> at(int64_t step) {
+    int64_t perEpoch = (int64_t)order_.size() / options_.batch;
+    int64_t epoch = step / perEpoch, k = step % perEpoch;
+    if (epoch != epoch_) {
+      std::iota(order_.begin(), order_.end(), 0);
+      if (options_.shuffle) {
+        std::mt19937_64 rng(options_.seed + epoch);
+        std::shuffle(order_.begin(), order_.end(), rng);
+      }
+      epoch_ = epoch;
+    }
+    std::map<std::string, Tensor> batch;
+    for (const auto &[name, t] : data_)
+      batch[name] =
+          gatherRows(t, order_.data() + k * options_.batch, options_.batch);
+    return batch;
+  }
+
+private:
+  const std::map<std::string, Tensor> &data_;
+  const TrainerOptions &options_;
+  std::vector<int64_t> order_;
+  int64_t epoch_ = -1;
+};
+
 Tensor scalar(DType t, double v) {
   Tensor s(t, {});
   if (isFloat(t))
@@ -210,41 +253,24 @@ void Trainer::report(const StepRecord &r, int64_t first,
 bool Trainer::train(const std::map<std::string, Tensor> &data,
                     std::map<std::string, Tensor> &params,
                     std::string &error) {
-  int64_t samples = data.empty() ? options_.batch : data.begin()->second.dim(0);
-  if (samples < options_.batch)
-    return (error = "need at least one full batch of " +
-                    std::to_string(options_.batch) + " samples",
-            false);
+  Batches batches(data, options_);
+  if (!batches.check(error))
+    return false;
   int64_t first;
   if (!setUp(data, params, first, error))
     return false;
   double firstScale = scale_;
-  int64_t perEpoch = samples / options_.batch;
-  std::vector<int64_t> order(samples);
   std::string log;
   int64_t skipped = 0, skippedInARow = 0, underflowTotal = 0;
   auto start = std::chrono::steady_clock::now();
   for (int64_t s = first; s < options_.steps; ++s) {
     auto t0 = std::chrono::steady_clock::now();
-    int64_t epoch = s / perEpoch, k = s % perEpoch;
-    // The batch order depends only on the step: resuming mid-epoch rebuilds
-    // the same permutation.
-    if (k == 0 || s == first) {
-      std::iota(order.begin(), order.end(), 0);
-      if (options_.shuffle) {
-        std::mt19937_64 rng(options_.seed + epoch);
-        std::shuffle(order.begin(), order.end(), rng);
-      }
-    }
     // Per-step inputs: the optimizer's scalars and the batch (weights and
     // state already live in the session).
-    std::map<std::string, Tensor> feeds;
+    std::map<std::string, Tensor> feeds = batches.at(s);
     if (!algorithm_)
-      feeds = optimizerScalars(plan_, state_["mpc.opt.t"].getInt(0) + 1,
-                               options_.lr);
-    for (const auto &[name, t] : data)
-      feeds[name] = gatherRows(t, order.data() + k * options_.batch,
-                               options_.batch);
+      feeds.merge(optimizerScalars(
+          plan_, state_["mpc.opt.t"].getInt(0) + 1, options_.lr));
     StepRecord r;
     if (!step(s, feeds, r, error))
       return false;
@@ -301,41 +327,26 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
   const TrainerOptions &o = phases.front()->options_;
   if (!o.checkpointDir.empty())
     return (error = "--checkpoint with phases is not supported yet", false);
-  int64_t samples = data.empty() ? o.batch : data.begin()->second.dim(0);
-  if (samples < o.batch)
-    return (error = "need at least one full batch of " +
-                    std::to_string(o.batch) + " samples",
-            false);
+  Batches batches(data, o);
+  if (!batches.check(error))
+    return false;
   for (size_t k = 0; k < phases.size(); ++k) {
     int64_t first;
     if (!phases[k]->setUp(data, params, first, error))
       return (error = "phase " + names[k] + ": " + error, false);
   }
-  int64_t perEpoch = samples / o.batch;
-  std::vector<int64_t> order(samples);
   std::string log;
   auto start = std::chrono::steady_clock::now();
   for (int64_t s = 0; s < o.steps; ++s) {
-    int64_t epoch = s / perEpoch, k = s % perEpoch;
-    if (k == 0) {
-      std::iota(order.begin(), order.end(), 0);
-      if (o.shuffle) {
-        std::mt19937_64 rng(o.seed + epoch);
-        std::shuffle(order.begin(), order.end(), rng);
-      }
-    }
-    std::map<std::string, Tensor> batch;
-    for (const auto &[name, t] : data)
-      batch[name] = gatherRows(t, order.data() + k * o.batch, o.batch);
+    std::map<std::string, Tensor> batch = batches.at(s);
     std::string line = format("step %lld/%lld", (long long)s + 1,
                               (long long)o.steps);
     for (size_t p = 0; p < phases.size(); ++p) {
       Trainer &t = *phases[p];
       auto t0 = std::chrono::steady_clock::now();
-      std::map<std::string, Tensor> feeds = optimizerScalars(
-          t.plan_, t.state_["mpc.opt.t"].getInt(0) + 1, t.options_.lr);
-      for (const auto &[name, v] : batch)
-        feeds[name] = v;
+      std::map<std::string, Tensor> feeds = batch;
+      feeds.merge(optimizerScalars(
+          t.plan_, t.state_["mpc.opt.t"].getInt(0) + 1, t.options_.lr));
       StepRecord r;
       if (!t.step(s, feeds, r, error))
         return (error = "phase " + names[p] + ": " + error, false);
@@ -343,6 +354,9 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
                  std::chrono::steady_clock::now() - t0)
                  .count();
       t.history_.push_back(r);
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
       // The parameters this phase updated, into the other phases.
       for (const auto &[index, name] : t.protocol_.weights) {
         Tensor w;
@@ -360,12 +374,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
         line += format(" (scale %g%s)", r.lossScale,
                        r.skipped ? ", skipped" : "");
       if (t.options_.onStep)
-        t.options_.onStep(r, (s + 1) * o.batch /
-                                 std::max(std::chrono::duration<double>(
-                                              std::chrono::steady_clock::now() -
-                                              start)
-                                              .count(),
-                                          1e-9));
+        t.options_.onStep(r, (s + 1) * o.batch / std::max(seconds, 1e-9));
       if (!t.scaling_ && !std::isfinite(r.loss))
         return (error = "phase " + names[p] + ": loss is not finite at step " +
                         std::to_string(s + 1) + "; lower --lr",
