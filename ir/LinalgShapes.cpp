@@ -130,17 +130,39 @@ struct Window {
 };
 } // namespace
 
+/// What conv and conv_transpose both require: X and W of one rank >= 3 and
+/// a positive group.
+static LogicalResult checkConvOperands(std::optional<Location> loc,
+                                       StringRef op, RankedTensorType x,
+                                       RankedTensorType w, int64_t group) {
+  if (x.getRank() < 3 || w.getRank() != x.getRank())
+    return shapeError(loc, op, " expects X (N x C x D1..Dn) and W of the same "
+                               "rank >= 3, got ",
+                      x, " and ", w);
+  if (group < 1)
+    return shapeError(loc, op, " group must be positive");
+  return success();
+}
+
+/// An optional bias of `channels` elements.
+static LogicalResult checkConvBias(std::optional<Location> loc, StringRef op,
+                                   Value bias, int64_t channels) {
+  if (!bias)
+    return success();
+  auto bt = rankedOf(bias);
+  if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && channels != kDyn &&
+                            bt.getDimSize(0) != channels))
+    return shapeError(loc, op, " bias must be 1-D of size ", channels);
+  return success();
+}
+
 LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
   auto x = rankedOf(adaptor.getX()), w = rankedOf(adaptor.getW());
-  if (x.getRank() < 3 || w.getRank() != x.getRank())
-    return shapeError(loc, "conv expects X (N x C x D1..Dn) and W of the same "
-                           "rank >= 3, got ",
-                      x, " and ", w);
   int64_t group = adaptor.getGroup();
-  if (group < 1)
-    return shapeError(loc, "conv group must be positive");
+  if (failed(checkConvOperands(loc, "conv", x, w, group)))
+    return failure();
   int64_t c = x.getDimSize(1), wc = w.getDimSize(1), m = w.getDimSize(0);
   if (c != kDyn && wc != kDyn && c != wc * group)
     return shapeError(loc, "conv input has ", c, " channels but W expects ",
@@ -148,12 +170,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   if (m != kDyn && m % group)
     return shapeError(loc, "conv output channels ", m,
                       " not divisible by group ", group);
-  if (Value b = adaptor.getBias()) {
-    auto bt = rankedOf(b);
-    if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && m != kDyn &&
-                              bt.getDimSize(0) != m))
-      return shapeError(loc, "conv bias must be 1-D of size ", m);
-  }
+  if (failed(checkConvBias(loc, "conv", adaptor.getBias(), m)))
+    return failure();
   Window win;
   win.autoPad = adaptor.getAutoPad();
   SmallVector<int64_t> kernel(w.getShape().drop_front(2));
@@ -173,13 +191,9 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
     MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
     SmallVectorImpl<Type> &types) {
   auto x = rankedOf(adaptor.getX()), w = rankedOf(adaptor.getW());
-  if (x.getRank() < 3 || w.getRank() != x.getRank())
-    return shapeError(loc, "conv_transpose expects X (N x C x D1..Dn) and W "
-                           "of the same rank >= 3, got ",
-                      x, " and ", w);
   int64_t group = adaptor.getGroup();
-  if (group < 1)
-    return shapeError(loc, "conv_transpose group must be positive");
+  if (failed(checkConvOperands(loc, "conv_transpose", x, w, group)))
+    return failure();
   int64_t c = x.getDimSize(1), wc = w.getDimSize(0), wm = w.getDimSize(1);
   if (c != kDyn && wc != kDyn && c != wc)
     return shapeError(loc, "conv_transpose input has ", c,
@@ -188,12 +202,8 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
     return shapeError(loc, "conv_transpose input channels ", c,
                       " not divisible by group ", group);
   int64_t m = wm == kDyn ? kDyn : wm * group;
-  if (Value b = adaptor.getBias()) {
-    auto bt = rankedOf(b);
-    if (bt.getRank() != 1 || (bt.getDimSize(0) != kDyn && m != kDyn &&
-                              bt.getDimSize(0) != m))
-      return shapeError(loc, "conv_transpose bias must be 1-D of size ", m);
-  }
+  if (failed(checkConvBias(loc, "conv_transpose", adaptor.getBias(), m)))
+    return failure();
   size_t spatial = x.getRank() - 2;
   Window win;
   win.autoPad = "NOTSET";
