@@ -221,6 +221,7 @@ public:
   // CudaTrainKernels.cpp
   bool crossEntropy(Step &s, const std::string &name); // and nll_loss
   bool crossEntropyGrad(Step &s, const std::string &name);
+  bool allReduce(Step &s, const std::string &name);
   bool unscaleGrads(Step &s, const std::string &name);
   bool updateLossScale(Step &s, const std::string &name);
   bool onnxOptimizer(Step &s, const std::string &name);

@@ -126,6 +126,25 @@ bool Emitter::unscaleGrads(Step &s, const std::string &name) {
   return true;
 }
 
+/// A gradient bucket's all-reduce as one rank computes it: the identity.
+/// With several ranks the session hands the step to NCCL instead
+/// (runtime/cuda/Nccl.cpp), out of place from the same buffers.
+bool Emitter::allReduce(Step &s, const std::string &name) {
+  int64_t largest = 1;
+  for (int v : s.inputs)
+    largest = std::max(largest, numElements(val(v).shape));
+  int64_t blocks = std::min<int64_t>((largest + 255) / 256, 1024);
+  cu << header(s, name, 256) << " {\n"
+     << "  i64 first = (i64)blockIdx.x * 256 + threadIdx.x, stride = "
+        "(i64)gridDim.x * 256;\n";
+  for (size_t k = 0; k < s.inputs.size(); ++k)
+    cu << "  for (i64 i = first; i < " << numElements(val(s.inputs[k]).shape)
+       << "LL; i += stride) st(out" << k << ", i, ld(in" << k << ", i));\n";
+  cu << "}\n\n";
+  launch(s, name, {blocks, 1, 1}, {256, 1, 1});
+  return true;
+}
+
 /// ai.onnx.preview.training Momentum / Adagrad / Adam as runtime/kernels/
 /// Training.cpp computes them: operands (R, T, X..., G..., state...), a
 /// thread per element index across the optimized tensors.
@@ -206,6 +225,7 @@ void registerTrainEmitters(EmitterTable &t) {
   t.emit(OpId::SoftmaxCrossEntropyLossGrad, &Emitter::crossEntropyGrad);
   t.emit(OpId::NegativeLogLikelihoodLossGrad, &Emitter::crossEntropyGrad);
   t.emit(OpId::UnscaleGrads, &Emitter::unscaleGrads);
+  t.emit(OpId::AllReduce, &Emitter::allReduce);
   t.emit(OpId::UpdateLossScale, &Emitter::updateLossScale);
   for (OpId op : {OpId::Momentum, OpId::Adagrad, OpId::Adam})
     t.emit(op, &Emitter::onnxOptimizer);

@@ -55,4 +55,25 @@ def Mpc_UpdateLossScaleOp : Mpc_Op<"update_loss_scale", [Pure]> {
   let results = (outs Mpc_F32Scalar:$new_scale, Mpc_I64Scalar:$new_good_steps);
 }
 
+def Mpc_AllReduceOp : Mpc_Op<"all_reduce"> {
+  let summary = "average gradients over the ranks of a data-parallel job";
+  let description = [{
+    One bucket of gradients (mpc-data-parallel): each result is the mean
+    over the job's ranks of its operand (summed in FP32 or `wire`
+    precision, multiplied by 1/ranks once); every rank gets the same bits.
+    In a single process it is the identity. Not pure: it communicates, and
+    runs where it stands, as soon as its bucket is ready, so the runtime
+    can overlap it with the rest of the backward pass.
+
+    Example:
+    ```mlir
+    %g0, %g1 = mpc.all_reduce %dw, %db {bucket = 0 : i64, wire = "f32"} : (tensor<4x3xf32>, tensor<3xf32>) -> (tensor<4x3xf32>, tensor<3xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<Mpc_FloatTensor>:$grads, I64Attr:$bucket,
+                   StrAttr:$wire);
+  let results = (outs Variadic<Mpc_FloatTensor>:$reduced);
+  let hasVerifier = 1;
+}
+
 #endif // MPC_MIXED_PRECISION_OPS_TD

@@ -221,6 +221,20 @@ LogicalResult GatherGradOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  if (getGrads().size() != getReduced().size() || getGrads().empty())
+    return emitOpError("expects one result per gradient, got ")
+           << getReduced().size() << " for " << getGrads().size();
+  for (auto [g, r] : llvm::zip(getGrads(), getReduced()))
+    if (g.getType() != r.getType())
+      return emitOpError("result type ")
+             << r.getType() << " differs from its gradient's " << g.getType();
+  if (getWire() != "f32" && getWire() != "f16" && getWire() != "bf16")
+    return emitOpError("wire must be f32, f16 or bf16, got '")
+           << getWire() << "'";
+  return success();
+}
+
 LogicalResult UnscaleGradsOp::verify() {
   if (getGrads().size() != getUnscaled().size())
     return emitOpError("expects one result per gradient, got ")

@@ -295,6 +295,35 @@ def MasterWeights : Pass<"mpc-master-weights", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def DataParallel : Pass<"mpc-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Average gradients over the ranks in buckets, as soon as ready";
+  let description = [{
+    For data-parallel training (PyTorch DDP's gradient buckets): the train
+    step's gradient results, in the order the backward pass computes them,
+    are grouped into buckets of about `bucket-mb` MiB; each bucket gets one
+    `mpc.all_reduce` placed right after its last gradient is computed, so
+    the runtime can start its communication while the rest of the backward
+    pass runs. Runs after mpc-master-weights (gradients are FP32) and before
+    mpc-loss-scaling, so the unscale and its all-finite check see the
+    averaged gradients and every rank skips the same steps.
+
+    After (`bucket-mb=25`), for parameters @w and @b:
+    ```mlir
+    %db = mpc.reduce_sum ...
+    %dw = mpc.matmul ...
+    %r:2 = mpc.all_reduce %db, %dw {bucket = 0 : i64, wire = "f32"} : ...
+    return ..., %r#1, %r#0 : ... {mpc.gradient = @w}, {mpc.gradient = @b}
+    ```
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Bucket size in MiB (FP32 bytes of the gradients)">,
+    Option<"wire", "wire", "std::string", /*default=*/"\"f32\"",
+           "Type the gradients travel in: f32, f16 or bf16">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def LossScaling : Pass<"mpc-loss-scaling", "::mlir::ModuleOp"> {
   let summary = "Scale the loss, unscale gradients in FP32, update the scale";
   let description = [{

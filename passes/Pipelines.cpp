@@ -103,6 +103,14 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
   if (!validate<TrainPipelineOptions>(o, error) ||
       !parseLossScale(o.lossScale, o.precision, spec, error))
     return false;
+  if (!llvm::is_contained({"f32", "f16", "bf16"}, StringRef(o.gradWire))) {
+    error = "--grad-wire must be fp32, fp16 or bf16";
+    return false;
+  }
+  if (!(o.bucketMb > 0)) {
+    error = "--bucket-mb must be positive";
+    return false;
+  }
   if (!o.adamBetas.empty() &&
       (o.adamBetas.size() != 2 ||
        llvm::any_of(o.adamBetas, [](double b) { return !(b >= 0 && b < 1); }))) {
@@ -194,6 +202,12 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   pm.addPass(createAutodiff(autodiff));
   if (o.isLow())
     pm.addPass(createMasterWeights());
+  if (o.dataParallel) {
+    DataParallelOptions dp;
+    dp.bucketMb = o.bucketMb;
+    dp.wire = o.gradWire;
+    pm.addPass(createDataParallel(dp));
+  }
   LossScaleSpec spec;
   std::string error; // validated before
   if (parseLossScale(o.lossScale, o.precision, spec, error)) {

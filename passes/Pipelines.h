@@ -87,6 +87,18 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
   ListOption<double> adamBetas{
       *this, "adam-betas",
       llvm::cl::desc("Adam/AdamW beta1,beta2 (default 0.9,0.999)")};
+  Option<bool> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Average the gradients over the ranks of a job "
+                     "(mpc-data-parallel)"),
+      llvm::cl::init(false)};
+  Option<double> bucketMb{*this, "bucket-mb",
+                          llvm::cl::desc("Gradient bucket size in MiB"),
+                          llvm::cl::init(25.0)};
+  Option<std::string> gradWire{
+      *this, "grad-wire",
+      llvm::cl::desc("Type gradients travel in: f32, f16 or bf16"),
+      llvm::cl::init("f32")};
 };
 
 /// A --loss-scale value resolved for a precision.

@@ -3,6 +3,7 @@
 #include "runtime/Trainer.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/PlanIO.h"
+#include "runtime/dist/ProcessGroup.h"
 
 #include <algorithm>
 #include <chrono>
@@ -32,24 +33,33 @@ Tensor gatherRows(const Tensor &t, const int64_t *rows, int64_t n) {
 
 /// The batch of each step: rows in file order, or in a permutation per
 /// epoch seeded by seed + epoch, so the batch depends only on the step
-/// (resuming mid-epoch rebuilds the same permutation).
+/// (resuming mid-epoch rebuilds the same permutation). With R ranks the
+/// step's global batch is R x batch rows and rank r takes its r-th slice:
+/// together the ranks see what one process with the global batch sees.
 class Batches {
 public:
   Batches(const std::map<std::string, Tensor> &data, const TrainerOptions &o)
       : data_(data), options_(o),
-        order_(data.empty() ? o.batch : data.begin()->second.dim(0)) {}
+        order_(data.empty() ? o.batch : data.begin()->second.dim(0)) {
+    if (o.group)
+      ranks_ = o.group->size(), rank_ = o.group->rank();
+  }
 
-  /// False with `error` when there is less than one full batch.
+  /// False with `error` when there is less than one full global batch.
   bool check(std::string &error) const {
-    if ((int64_t)order_.size() >= options_.batch)
+    if ((int64_t)order_.size() >= options_.batch * ranks_)
       return true;
     return (error = "need at least one full batch of " +
-                    std::to_string(options_.batch) + " samples",
+                    std::to_string(options_.batch) + " samples" +
+                    (ranks_ > 1 ? " for each of the " +
+                                      std::to_string(ranks_) + " ranks"
+                                : ""),
             false);
   }
 
   std::map<std::string, Tensor> at(int64_t step) {
-    int64_t perEpoch = (int64_t)order_.size() / options_.batch;
+    int64_t global = options_.batch * ranks_;
+    int64_t perEpoch = (int64_t)order_.size() / global;
     int64_t epoch = step / perEpoch, k = step % perEpoch;
     if (epoch != epoch_) {
       std::iota(order_.begin(), order_.end(), 0);
@@ -60,9 +70,9 @@ public:
       epoch_ = epoch;
     }
     std::map<std::string, Tensor> batch;
+    const int64_t *rows = order_.data() + k * global + rank_ * options_.batch;
     for (const auto &[name, t] : data_)
-      batch[name] =
-          gatherRows(t, order_.data() + k * options_.batch, options_.batch);
+      batch[name] = gatherRows(t, rows, options_.batch);
     return batch;
   }
 
@@ -71,7 +81,16 @@ private:
   const TrainerOptions &options_;
   std::vector<int64_t> order_;
   int64_t epoch_ = -1;
+  int64_t ranks_ = 1, rank_ = 0;
 };
+
+/// FNV-1a over bytes: the ranks compare their weights by it.
+uint64_t fnv1a(const void *data, size_t n, uint64_t h) {
+  const auto *p = static_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
 
 Tensor scalar(DType t, double v) {
   Tensor s(t, {});
@@ -94,14 +113,18 @@ std::string format(const char *fmt, ...) {
 
 /// One JSON object of the metrics file (JSON has no NaN or infinity: a
 /// non-finite loss is null).
-std::string metricsLine(const StepRecord &r) {
+std::string metricsLine(const StepRecord &r, bool distributed = false) {
   std::string loss = std::isfinite(r.loss) ? format("%.9g", r.loss) : "null";
+  std::string comm =
+      distributed ? format(", \"step_ms\": %.3f, \"comm_ms\": %.3f", r.ms,
+                           r.commMs)
+                  : "";
   return format("{\"step\": %lld, \"loss\": %s, \"loss_scale\": %.9g, "
                 "\"skipped\": %s, \"grad_underflow\": %lld, "
-                "\"grad_overflow\": %lld}\n",
+                "\"grad_overflow\": %lld%s}\n",
                 (long long)r.step, loss.c_str(), r.lossScale,
                 r.skipped ? "true" : "false", (long long)r.underflow,
-                (long long)r.overflow);
+                (long long)r.overflow, comm.c_str());
 }
 
 } // namespace
@@ -177,7 +200,51 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
                                           : scale;
   // Weights and state live in the session from here on (on the GPU for a
   // CUDA session); read back for checkpoints and at the end.
+  if (!broadcastWeights(params, error))
+    return false;
+  if (options_.group)
+    options_.group->takeCommSeconds(); // steps report their own
   return toSession(params, error) && toSession(state_, error);
+}
+
+bool Trainer::broadcastWeights(std::map<std::string, Tensor> &params,
+                               std::string &error) {
+  dist::ProcessGroup *g = options_.group;
+  if (!g || g->size() == 1)
+    return true;
+  for (auto &[name, t] : params) // the same order on every rank
+    if (valueOfName(plan_, name) >= 0 && !g->broadcast(t.raw(), t.bytes(), 0, error))
+      return false;
+  return true;
+}
+
+bool Trainer::checkRanksAgree(std::string &error) {
+  dist::ProcessGroup *g = options_.group;
+  if (!g || g->size() == 1)
+    return true;
+  std::map<std::string, Tensor> weights;
+  for (const auto &[index, name] : protocol_.weights)
+    weights[name];
+  if (!fromSession(weights, error))
+    return false;
+  uint64_t h = 1469598103934665603ull;
+  for (const auto &[name, t] : weights)
+    h = fnv1a(t.raw(), t.bytes(), h);
+  uint64_t lead = h;
+  if (!g->broadcast(&lead, sizeof lead, 0, error))
+    return false;
+  int64_t differ = lead != h;
+  if (!g->allReduce(&differ, 1, error))
+    return false;
+  if (differ)
+    return (error = "the weights of " + std::to_string(differ) + " of " +
+                    std::to_string(g->size()) +
+                    " ranks differ from rank 0's after training",
+            false);
+  if (options_.progress)
+    options_.print(format("weights identical on all %d ranks (fnv1a %016llx)\n",
+                          g->size(), (unsigned long long)h));
+  return true;
 }
 
 /// Runs step `s` (0-based) on `feeds` and moves the state on: the loss
@@ -227,6 +294,16 @@ bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
   if (state_.count("mpc.loss_scale"))
     scale_ = state_["mpc.loss_scale"].getFloat(0);
   r.underflow = session_.underflow();
+  // The ranks' gradients, flag and loss scale agree (the plan averaged
+  // them); the loss and the flushed-to-zero count are each rank's own.
+  if (dist::ProcessGroup *g = options_.group; g && g->size() > 1) {
+    double sums[2] = {r.loss, (double)r.underflow}; // one collective
+    if (!g->allReduce(sums, 2, error))
+      return (error = "step " + std::to_string(s + 1) + ": " + error, false);
+    r.loss = (float)(sums[0] / g->size());
+    r.underflow = (int64_t)sums[1];
+    r.commMs = g->takeCommSeconds() * 1e3;
+  }
   return true;
 }
 
@@ -242,9 +319,11 @@ void Trainer::report(const StepRecord &r, int64_t first,
     line = "\r[" + std::string(filled, '#') + std::string(24 - filled, '.') +
            "] ";
   }
+  int ranks = options_.group ? options_.group->size() : 1;
   line += format("step %lld/%lld  loss %.6f  %.0f samples/s",
                  (long long)r.step, (long long)options_.steps, r.loss,
-                 (r.step - first) * options_.batch / std::max(seconds, 1e-9));
+                 (r.step - first) * options_.batch * ranks /
+                     std::max(seconds, 1e-9));
   if (scaling_)
     line += format("  scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
   options_.print(line + (tty && !last ? "" : "\n"));
@@ -280,13 +359,15 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     skipped += r.skipped;
     skippedInARow = r.skipped ? skippedInARow + 1 : 0;
     underflowTotal += r.underflow;
-    log += metricsLine(r);
+    log += metricsLine(r, options_.group != nullptr);
     double seconds = std::chrono::duration<double>(t1 - start).count();
     report(r, first, seconds);
     if (options_.onStep)
       options_.onStep(r, (r.step - first) * options_.batch /
                              std::max(seconds, 1e-9));
-    if (!options_.checkpointDir.empty() &&
+    // Rank 0 writes the checkpoints: every rank holds the same state.
+    bool lead = !options_.group || options_.group->rank() == 0;
+    if (lead && !options_.checkpointDir.empty() &&
         ((s + 1) % options_.checkpointEvery == 0 || s + 1 == options_.steps) &&
         (!fromSession(params, error) || !fromSession(state_, error) ||
          !saveCheckpoint(options_.checkpointDir, s + 1, params, state_, error)))
@@ -315,8 +396,9 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
         options_.precision.c_str(), (long long)skipped,
         (long long)(options_.steps - first), firstScale, scale_,
         (long long)underflowTotal));
-  return options_.metricsPath.empty() ||
-         writeFileAtomically(options_.metricsPath, log, error);
+  return checkRanksAgree(error) &&
+         (options_.metricsPath.empty() ||
+          writeFileAtomically(options_.metricsPath, log, error));
 }
 
 bool Trainer::trainPhases(const std::vector<Trainer *> &phases,

@@ -24,6 +24,9 @@
 
 namespace mpc::rt {
 
+namespace dist {
+class ProcessGroup;
+}
 struct StepRecord;
 
 struct TrainerOptions {
@@ -49,6 +52,12 @@ struct TrainerOptions {
   /// Called after every step with its record and the samples per second
   /// since the run started (`mpc train --tensorboard`).
   std::function<void(const StepRecord &, double samplesPerSecond)> onStep;
+  /// Data parallelism: this process is one rank of `group` (null: the only
+  /// one). Each step takes its rank's `batch` rows of a global batch of
+  /// ranks x batch, in the order one process with the global batch takes
+  /// them; the loss logged is the global mean; only rank 0 writes
+  /// checkpoints and metrics.
+  dist::ProcessGroup *group = nullptr;
   /// Where progress lines go (default: stdout, flushed).
   std::function<void(const std::string &)> print = [](const std::string &s) {
     std::fputs(s.c_str(), stdout);
@@ -64,6 +73,7 @@ struct StepRecord {
   bool skipped;     // inf/NaN gradients: weights and optimizer state kept
   int64_t underflow, overflow;
   double ms; // wall time of the step (inputs in, kernels, scalars out)
+  double commMs = 0; // of which in collectives (data-parallel ranks)
 };
 
 class Trainer {
@@ -110,6 +120,11 @@ private:
             StepRecord &record, std::string &error);
   void report(const StepRecord &r, int64_t first, double seconds) const;
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
+  /// Rank 0's weights on every rank (they start equal; this makes sure).
+  bool broadcastWeights(std::map<std::string, Tensor> &params,
+                        std::string &error);
+  /// After training: false when the ranks' weights differ in any bit.
+  bool checkRanksAgree(std::string &error);
   bool fromSession(std::map<std::string, Tensor> &m, std::string &error);
 
   const Plan &plan_;

@@ -16,6 +16,8 @@ APT_PACKAGES=(
   libonnx-testdata
   # Sanitizer runtimes for the malformed-model corpus under ASan + UBSan.
   libasan8 libubsan1
+  # Data-parallel CPU ranks: gloo's TCP all-reduce (docs/distributed.md).
+  libgloo-dev
 )
 # onnx is pinned: its node tests (scripts/gen_onnx_node_tests.py) and newest
 # opset are what the conformance suite pins its counts on.

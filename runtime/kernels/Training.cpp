@@ -1,11 +1,14 @@
 //===- Training.cpp - ai.onnx.preview.training optimizer kernels ----------===//
 //
 // Momentum, Adagrad and Adam exactly as the ONNX operator specifications
-// write them, on FP32 state.
+// write them, on FP32 state; the loss-scaling steps; the gradient
+// all-reduce of data-parallel ranks.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Half.h"
 #include "runtime/Kernel.h"
+#include "runtime/dist/ProcessGroup.h"
 
 #include <algorithm>
 #include <cmath>
@@ -102,6 +105,44 @@ void unscaleGradsK(KernelContext &c) {
   c.output(n).data<uint8_t>()[0] = foundInf;
 }
 
+/// The mean over the job's ranks (the identity in one process). The bucket
+/// is packed into one buffer, in its wire type, for one collective.
+void allReduceK(KernelContext &c) {
+  size_t total = 0;
+  for (size_t k = 0; k < c.numInputs(); ++k)
+    total += (size_t)c.in(k).size();
+  dist::ProcessGroup *group = dist::currentGroup();
+  std::string wire = c.step.getString("wire", "f32");
+  std::vector<float> packed(total);
+  size_t at = 0;
+  for (size_t k = 0; k < c.numInputs(); ++k)
+    for (int64_t i = 0; i < c.in(k).size(); ++i)
+      packed[at++] = c.in(k).getFloat(i);
+  std::string error;
+  if (group && group->size() > 1) {
+    bool ok;
+    if (wire == "f32") {
+      ok = group->allReduce(packed.data(), total, true, error);
+    } else {
+      bool bf16 = wire == "bf16";
+      std::vector<uint16_t> bits(total);
+      for (size_t i = 0; i < total; ++i)
+        bits[i] = bf16 ? floatToBf16(packed[i]) : floatToHalf(packed[i]);
+      ok = group->allReduce16(bits.data(), total, bf16, true, error);
+      for (size_t i = 0; i < total; ++i)
+        packed[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
+    }
+    if (!ok)
+      throw KernelError(error);
+  }
+  at = 0;
+  for (size_t k = 0; k < c.numOutputs(); ++k) {
+    Tensor &out = c.output(k);
+    for (int64_t i = 0; i < out.size(); ++i)
+      out.setFloat(i, packed[at++]);
+  }
+}
+
 void updateLossScaleK(KernelContext &c) {
   double scale = c.in(0).getFloat(0);
   int64_t good = c.in(1).getInt(0);
@@ -125,6 +166,7 @@ void registerTrainingKernels(KernelTable &t) {
   t.add(OpId::Adagrad, adagradK);
   t.add(OpId::Adam, adamK);
   t.add(OpId::UnscaleGrads, unscaleGradsK);
+  t.add(OpId::AllReduce, allReduceK);
   t.add(OpId::UpdateLossScale, updateLossScaleK);
 }
 

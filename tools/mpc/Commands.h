@@ -35,6 +35,8 @@ extern llvm::cl::SubCommand compileCommand;
 int runCompile();
 extern llvm::cl::SubCommand doctorCommand;
 int runDoctor();
+extern llvm::cl::SubCommand launchCommand;
+int runLaunch();
 
 /// nvcc, cuobjdump...: on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin;
 /// "" when absent.

@@ -23,6 +23,7 @@
 #include "runtime/Checkpoint.h"
 #include "runtime/Trainer.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/dist/ProcessGroup.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -148,6 +149,21 @@ static cl::list<std::string> phaseSpecs(
              "generator's); later phases see the parameters earlier ones "
              "updated"),
     cl::value_desc("loss=NAME,params=REGEX"), cl::sub(trainCommand));
+static cl::opt<double> collectiveTimeout(
+    "collective-timeout",
+    cl::desc("Data-parallel ranks: seconds a collective may wait for the "
+             "others before every rank stops, naming the missing ones"),
+    cl::init(300), cl::sub(trainCommand));
+static cl::opt<double> bucketMb(
+    "bucket-mb",
+    cl::desc("Data-parallel ranks: gradient bucket size in MiB (each bucket "
+             "is all-reduced as soon as the backward pass fills it)"),
+    cl::init(25), cl::sub(trainCommand));
+static cl::opt<std::string> gradWire(
+    "grad-wire",
+    cl::desc("Data-parallel ranks: type the gradients travel in: fp32 "
+             "(default) | fp16 | bf16 (half the bytes, rounded sums)"),
+    cl::init("fp32"), cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -229,6 +245,11 @@ static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
   pipeline.weightDecay = weightDecay.getValue();
   std::vector<double> betas(adamBetas.begin(), adamBetas.end());
   pipeline.adamBetas = betas;
+  pipeline.bucketMb = bucketMb.getValue();
+  pipeline.gradWire = gradWire == "fp32"   ? "f32"
+                      : gradWire == "fp16" ? "f16"
+                      : gradWire == "bf16" ? "bf16"
+                                           : std::string(gradWire.getValue());
 }
 
 static rt::TrainerOptions trainerOptions() {
@@ -488,6 +509,32 @@ int runTrain() {
   if (trainConv != "auto" && trainConv != "cudnn" && trainConv != "mpc")
     return reportError("--conv must be auto, cudnn or mpc, got '" +
                        trainConv + "'");
+  if (gradWire != "fp32" && gradWire != "fp16" && gradWire != "bf16")
+    return reportError("--grad-wire must be fp32, fp16 or bf16, got '" +
+                       gradWire + "'");
+  // One rank of a data-parallel job (torchrun's or mpirun's environment):
+  // meet the others first, so a rank that fails later is named by them.
+  rt::dist::JobEnv job;
+  if (!rt::dist::readJobEnv(job, error))
+    return reportError(error);
+  std::unique_ptr<rt::dist::ProcessGroup> group;
+  if (job.distributed()) {
+    if (!phaseSpecs.empty())
+      return reportError("--phase does not run on several ranks yet; train "
+                         "the phases in one process");
+    if (!(collectiveTimeout > 0))
+      return reportError("--collective-timeout must be positive");
+    if (trainDevice == "cuda")
+      return reportError("GPU ranks (NCCL) are not supported yet; run the "
+                         "ranks with --device cpu");
+    auto timeout = std::chrono::milliseconds((int64_t)(collectiveTimeout * 1e3));
+    group = rt::dist::openGlooGroup(job, timeout, error);
+    if (!group)
+      return reportError(error);
+    rt::dist::setCurrentGroup(group.get());
+    pipeline.dataParallel = true;
+  }
+  bool lead = job.rank == 0; // writes metrics, checkpoints, outputs
   std::map<std::string, rt::Tensor> arrays;
   mlir::mpc::ImportOptions options;
   options.modelPath = model;
@@ -517,6 +564,10 @@ int runTrain() {
     if (f->hasAttr("mpc.update_binding"))
       step = f;
   bool algorithm = step && !optimizer.getNumOccurrences() && lossKind.empty();
+  if (algorithm && group)
+    return reportError(model + ": a TrainingInfoProto algorithm trains in one "
+                               "process for now (pass --optimizer to train "
+                               "with mpc's own step on several ranks)");
   if (algorithm && precisionFlags.isLow())
     return reportError(model + ": a TrainingInfoProto algorithm trains in "
                                "fp32 for now (drop --precision, or pass "
@@ -537,12 +588,31 @@ int runTrain() {
                       : rt::openCudaSession(plan, cudaDir, cudaGraph, error);
   if (!session)
     return reportError(model + ": " + error);
-  if (!session->describe().empty())
+  if (!session->describe().empty() && lead)
     outs() << "libraries: " << session->describe() << "\n";
 
   rt::TrainerOptions trainOptions = trainerOptions();
   TensorBoardWriter tensorboard;
   std::string tensorboardError;
+  if (group) {
+    trainOptions.group = group.get();
+    if (!lead) {
+      trainOptions.progress = false;
+      trainOptions.metricsPath.clear();
+      tensorboardDir.setValue("");
+      outputModel.setValue("");
+    } else {
+      int buckets = 0;
+      for (const rt::Step &s : plan.steps)
+        buckets += s.op == rt::OpId::AllReduce;
+      outs() << "data parallel: " << group->size() << " ranks ("
+             << group->name() << ", " << job.launcher << "), global batch "
+             << batch * group->size() << " = " << group->size() << " x "
+             << batch << ", " << buckets << " gradient bucket"
+             << (buckets == 1 ? "" : "s") << " on the wire in " << gradWire
+             << "\n";
+    }
+  }
   if (!tensorboardDir.empty()) {
     if (!tensorboard.open(tensorboardDir, error))
       return reportError(error);
@@ -557,7 +627,11 @@ int runTrain() {
     return reportError(model + ": " + error);
   bool trained = trainer.train(arrays, params, error) &&
                  (outputModel.empty() || trainer.readWeights(params, error));
-  return finishTraining(trained, error, tensorboard, tensorboardError, params);
+  int rc = finishTraining(trained, error, tensorboard, tensorboardError, params);
+  // Rank 0 serves the job's store: it leaves after the others.
+  if (group && rc == 0 && !group->finish(error))
+    return reportError(error);
+  return rc;
 }
 
 } // namespace mpc

@@ -71,6 +71,8 @@ int main(int argc, char **argv) {
     return mpc::runCompile();
   if (mpc::doctorCommand)
     return mpc::runDoctor();
+  if (mpc::launchCommand)
+    return mpc::runLaunch();
   llvm::errs() << "mpc: no command given; see `mpc --help`\n";
   return 1;
 }

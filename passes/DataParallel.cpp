@@ -1,0 +1,103 @@
+//===- DataParallel.cpp - gradient buckets averaged over the ranks ---------===//
+//
+// PyTorch DDP fills buckets in the order gradients become ready and
+// all-reduces a bucket as soon as it is full. Here the order is known at
+// compile time: the position of each gradient's defining op in the
+// straight-line train step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_DATAPARALLEL
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+struct DataParallel : public mpc::impl::DataParallelBase<DataParallel> {
+  using DataParallelBase::DataParallelBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (wire != "f32" && wire != "f16" && wire != "bf16") {
+      module.emitError("mpc-data-parallel: wire must be f32, f16 or bf16, "
+                       "got '")
+          << wire << "'";
+      return signalPassFailure();
+    }
+    if (!(bucketMb > 0)) {
+      module.emitError("mpc-data-parallel: bucket-mb must be positive");
+      return signalPassFailure();
+    }
+    for (auto f : module.getOps<func::FuncOp>())
+      run(f);
+  }
+
+  void run(func::FuncOp f) {
+    Block &body = f.getBody().front();
+    Operation *ret = body.getTerminator();
+    // Each distinct gradient value, with the results that return it.
+    llvm::MapVector<Value, SmallVector<unsigned>> grads;
+    for (unsigned i = 0; i < f.getNumResults(); ++i)
+      if (f.getResultAttr(i, "mpc.gradient"))
+        grads[ret->getOperand(i)].push_back(i);
+    if (grads.empty())
+      return;
+    // Ready order: where each gradient is computed (arguments first).
+    llvm::DenseMap<Operation *, int64_t> position;
+    int64_t n = 0;
+    for (Operation &op : body)
+      position[&op] = n++;
+    auto ready = [&](Value v) -> int64_t {
+      Operation *def = v.getDefiningOp();
+      return def ? position.lookup(def) : -1;
+    };
+    SmallVector<Value> order;
+    for (auto &entry : grads)
+      order.push_back(entry.first);
+    llvm::stable_sort(order,
+                      [&](Value a, Value c) { return ready(a) < ready(c); });
+
+    const double limit = bucketMb * 1024 * 1024;
+    SmallVector<SmallVector<Value>> buckets(1);
+    double bytes = 0;
+    for (Value g : order) {
+      auto type = cast<RankedTensorType>(g.getType());
+      double size = (double)type.getNumElements() * 4;
+      if (!buckets.back().empty() && bytes + size > limit) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().push_back(g);
+      bytes += size;
+    }
+
+    OpBuilder b(f.getContext());
+    for (auto [k, bucket] : llvm::enumerate(buckets)) {
+      Value last = bucket.back(); // the latest computed
+      if (Operation *def = last.getDefiningOp())
+        b.setInsertionPointAfter(def);
+      else
+        b.setInsertionPointToStart(&body);
+      SmallVector<Type> types(ValueRange(bucket).getTypes());
+      auto reduce = b.create<AllReduceOp>(last.getLoc(), types, bucket,
+                                          b.getI64IntegerAttr(k),
+                                          b.getStringAttr(wire));
+      for (auto [g, r] : llvm::zip(bucket, reduce.getReduced()))
+        for (unsigned i : grads[g])
+          ret->setOperand(i, r);
+    }
+  }
+};
+
+} // namespace

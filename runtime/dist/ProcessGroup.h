@@ -1,0 +1,116 @@
+//===- ProcessGroup.h - the ranks of a data-parallel job ----------*- C++ -*-===//
+//
+// One process per device, as PyTorch DDP and Horovod run: a rank learns
+// its place from the torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT) or from mpirun's (OMPI_COMM_WORLD_*, PMI_*),
+// meets the others at rank 0's TcpStore, and reduces gradients through a
+// collective library: gloo for CPU ranks (GlooGroup.cpp), NCCL for GPU
+// ranks (runtime/cuda/Nccl.cpp, on the device's own buffers).
+//
+// Failure is loud: a collective that fails or times out (the
+// --collective-timeout) makes every surviving rank check in at the store;
+// the error names the ranks that did not.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_DIST_PROCESSGROUP_H
+#define MPC_RUNTIME_DIST_PROCESSGROUP_H
+
+#include "runtime/dist/TcpStore.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <atomic>
+#include <string>
+#include <thread>
+
+namespace mpc::rt::dist {
+
+/// Where this process is in its job.
+struct JobEnv {
+  int rank = 0, size = 1, localRank = 0;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
+  std::string launcher; // "torchrun", "mpirun" or "" (a single process)
+
+  bool distributed() const { return !launcher.empty(); }
+};
+
+/// Reads the environment. False with a one-line `error` when it is
+/// inconsistent (RANK without WORLD_SIZE, a rank out of range...).
+bool readJobEnv(JobEnv &env, std::string &error);
+
+class ProcessGroup {
+public:
+  ProcessGroup(const JobEnv &env, std::unique_ptr<TcpStore> store,
+               std::chrono::milliseconds timeout)
+      : env_(env), store_(std::move(store)), timeout_(timeout) {}
+  virtual ~ProcessGroup();
+
+  /// Starts the watchdog: a thread on its own store connection that ends
+  /// this process with one line as soon as another rank's connection to
+  /// the store closes before it finished (it died: a collective with it
+  /// might otherwise wait for the whole timeout), or the store itself is
+  /// gone (rank 0 died). A hung rank is caught by the collective timeout.
+  bool startWatchdog(std::string &error);
+
+  int rank() const { return env_.rank; }
+  int size() const { return env_.size; }
+  const JobEnv &env() const { return env_; }
+  TcpStore &store() { return *store_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  virtual std::string name() const = 0; // "gloo", "nccl"
+
+  /// In place on host memory: the sum over ranks, times 1/size (rounded
+  /// to FP32 once) when `average`. Every rank gets the same bits.
+  virtual bool allReduce(float *data, size_t n, bool average,
+                         std::string &error) = 0;
+  /// The same on fp16 (`bf16` false) or bf16 bit patterns: half the bytes
+  /// on the wire, partial sums rounded to the 16-bit type.
+  virtual bool allReduce16(uint16_t *data, size_t n, bool bf16, bool average,
+                           std::string &error) = 0;
+  /// Integer sums (a mismatch count); double sums (the step's loss and
+  /// flushed-to-zero count, in one collective).
+  virtual bool allReduce(int64_t *data, size_t n, std::string &error) = 0;
+  virtual bool allReduce(double *data, size_t n, std::string &error) = 0;
+  virtual bool broadcast(void *data, size_t bytes, int root,
+                         std::string &error) = 0;
+
+  /// Seconds spent in collectives since the last call (per-step metrics).
+  double takeCommSeconds() {
+    double s = commSeconds_;
+    commSeconds_ = 0;
+    return s;
+  }
+  /// Every rank arrives here before rank 0's store goes away.
+  bool finish(std::string &error);
+
+protected:
+  /// The error after a failed collective: checks in at the store, waits a
+  /// little for the others, and names the ranks that did not come.
+  std::string failure(const std::string &what, const std::string &why);
+
+  void stopWatchdog();
+
+  JobEnv env_;
+  std::unique_ptr<TcpStore> store_;
+  std::unique_ptr<std::thread> watchdog_;
+  std::atomic<bool> stopping_{false};
+  std::chrono::milliseconds timeout_;
+  double commSeconds_ = 0;
+};
+
+/// The CPU ranks' group (gloo over TCP); null with `error` when mpc was
+/// built without gloo.
+std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
+                                            std::chrono::milliseconds timeout,
+                                            std::string &error);
+
+/// The group the CPU executor's all_reduce steps use (null: one process).
+ProcessGroup *currentGroup();
+void setCurrentGroup(ProcessGroup *group);
+
+} // namespace mpc::rt::dist
+
+#endif // MPC_RUNTIME_DIST_PROCESSGROUP_H

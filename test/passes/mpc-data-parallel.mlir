@@ -1,0 +1,49 @@
+// RUN: mpc-opt %s -mpc-data-parallel -mlir-print-debuginfo -mlir-print-local-scope | FileCheck %s
+// RUN: mpc-opt %s -mpc-data-parallel="bucket-mb=0.00003 wire=bf16" | FileCheck %s --check-prefix=SMALL
+// RUN: mpc-opt %s -mpc-data-parallel -mpc-loss-scaling | FileCheck %s --check-prefix=SCALED
+// RUN: mpc-opt %s -mpc-data-parallel -mpc-loss-scaling -mpc-optimizer | FileCheck %s --check-prefix=OPT
+// RUN: not mpc-opt %s -mpc-data-parallel=wire=f64 2>&1 | FileCheck %s --check-prefix=WIRE
+// RUN: not mpc-opt %s -mpc-data-parallel=bucket-mb=0 2>&1 | FileCheck %s --check-prefix=SIZE
+
+// One bucket (25 MiB by default), placed right after the last gradient the
+// backward pass computes (db after dw here), in ready order; the results
+// replace the returned gradients and keep the gemm's location.
+// CHECK-LABEL: func.func @f_train_step
+// CHECK: %[[DW:.*]] = mpc.gemm %{{.*}}, %{{.*}} {transA = true}
+// CHECK-NEXT: %[[DB:.*]] = mpc.reduce_sum
+// CHECK-NEXT: %[[R:.*]]:2 = mpc.all_reduce %[[DW]], %[[DB]] {bucket = 0 : i64, wire = "f32"} : (tensor<3x4xf32>, tensor<3xf32>) -> (tensor<3x4xf32>, tensor<3xf32>) loc("db")
+// CHECK: return %{{.*}}, %[[R]]#0, %[[R]]#1
+
+// 32 bytes a bucket: dw (48 bytes) fills one by itself, right after the
+// gemm, so its reduction can start while db is still being computed.
+// SMALL: %[[DW:.*]] = mpc.gemm %{{.*}}, %{{.*}} {transA = true}
+// SMALL-NEXT: %[[R0:.*]] = mpc.all_reduce %[[DW]] {bucket = 0 : i64, wire = "bf16"} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+// SMALL-NEXT: %[[DB:.*]] = mpc.reduce_sum
+// SMALL-NEXT: %[[R1:.*]] = mpc.all_reduce %[[DB]] {bucket = 1 : i64, wire = "bf16"}
+// SMALL: return %{{.*}}, %[[R0]], %[[R1]]
+
+// The unscale and its all-finite check see the averaged gradients, so
+// every rank skips the same steps.
+// SCALED: %[[R:.*]]:2 = mpc.all_reduce
+// SCALED: mpc.unscale_grads %[[R]]#0, %[[R]]#1,
+
+// The optimizer updates from the averaged gradients.
+// OPT: %[[R:.*]]:2 = mpc.all_reduce
+// OPT: mpc.unscale_grads %[[R]]#0, %[[R]]#1,
+
+// WIRE: mpc-data-parallel: wire must be f32, f16 or bf16, got 'f64'
+// SIZE: mpc-data-parallel: bucket-mb must be positive
+mpc.param @w trainable : tensor<3x4xf32> = dense<1.0> : tensor<3x4xf32>
+mpc.param @b trainable : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+func.func @f_train_step(%x: tensor<2x4xf32> {mpc.input = "x"}, %labels: tensor<2xi64> {mpc.input = "labels"},
+                        %w: tensor<3x4xf32> {mpc.param = @w}, %b: tensor<3xf32> {mpc.param = @b})
+    -> (tensor<f32> {mpc.output = "loss"}, tensor<3x4xf32> {mpc.gradient = @w}, tensor<3xf32> {mpc.gradient = @b})
+    attributes {mpc.loss_index = 0 : i64, mpc.train_step} {
+  %y = mpc.gemm %x, %w, %b {transB = true} : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %loss, %logp = mpc.softmax_cross_entropy_loss %y, %labels : (tensor<2x3xf32>, tensor<2xi64>) -> (tensor<f32>, tensor<2x3xf32>)
+  %one = mpc.constant {mpc.grad_seed} dense<1.0> : tensor<f32>
+  %dy = mpc.softmax_cross_entropy_loss_grad %one, %logp, %labels : (tensor<f32>, tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  %dw = mpc.gemm %dy, %x {transA = true} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<3x4xf32> loc("dw")
+  %db = mpc.reduce_sum %dy {axes = array<i64: 0>, keepdims = false} : (tensor<2x3xf32>) -> tensor<3xf32> loc("db")
+  return %loss, %dw, %db : tensor<f32>, tensor<3x4xf32>, tensor<3xf32>
+}
