@@ -79,4 +79,4 @@ config.substitutions.append(("%cuda_include", os.path.join(os.environ.get("CUDA_
 # (test/codegen/FakeCublasLt.cpp, FakeCudnn.cpp), so GEMMs and convolution
 # gradients take the library path.
 lib_dir = os.path.join(config.mpc_obj_root, "lib")
-config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))
+config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_NCCL=" + os.path.join(lib_dir, "libmpc-fake-nccl.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))

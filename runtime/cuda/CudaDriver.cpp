@@ -46,7 +46,11 @@ std::string Driver::load() {
       sym(graphLaunch, "cuGraphLaunch") &&
       sym(graphExecDestroy, "cuGraphExecDestroy") &&
       sym(graphDestroy, "cuGraphDestroy") && sym(launch, "cuLaunchKernel") &&
-      sym(errorString, "cuGetErrorString");
+      sym(errorString, "cuGetErrorString") &&
+      sym(eventCreate, "cuEventCreate") &&
+      sym(eventDestroy, "cuEventDestroy_v2") &&
+      sym(eventRecord, "cuEventRecord") &&
+      sym(streamWaitEvent, "cuStreamWaitEvent");
   if (!ok) {
     dlclose(lib);
     lib = nullptr;

@@ -52,6 +52,11 @@ struct Driver {
   Result (*launch)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned,
                    unsigned, unsigned, Handle, void **, void **);
   Result (*errorString)(Result, const char **);
+  // Events order a second stream (NCCL's) against the compute stream.
+  Result (*eventCreate)(Handle *, unsigned);
+  Result (*eventDestroy)(Handle);
+  Result (*eventRecord)(Handle, Handle);
+  Result (*streamWaitEvent)(Handle, Handle, unsigned);
 
   /// Loads the library and its symbols once; "" on success, else why not.
   std::string load();

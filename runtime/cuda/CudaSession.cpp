@@ -15,12 +15,15 @@
 #include "runtime/cuda/LibraryConvs.h"
 #include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
+#include "runtime/cuda/Nccl.h"
+#include "runtime/dist/ProcessGroup.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -35,6 +38,13 @@ public:
       : plan(plan), d(driver()), useGraph(useGraph) {}
 
   ~CudaSession() override {
+    if (comm)
+      nccl::library().commDestroy(comm);
+    for (Handle e : events)
+      if (e)
+        d.eventDestroy(e);
+    if (commStream)
+      d.streamDestroy(commStream);
     if (exec)
       d.graphExecDestroy(exec);
     if (stream)
@@ -50,20 +60,34 @@ public:
   bool open(const std::string &dir, std::string &error) {
     Device dev;
     Handle ctx;
-    if (!check(d.deviceGet(&dev, 0), "cuDeviceGet", error) ||
+    // A job's ranks on one machine take a GPU each (LOCAL_RANK).
+    dist::ProcessGroup *group = dist::currentGroup();
+    int ordinal = group ? group->env().localRank : 0, count = 0;
+    if (ordinal > 0 &&
+        (!check(d.deviceCount(&count), "cuDeviceGetCount", error) ||
+         ordinal >= count))
+      return (error = error.empty()
+                          ? "LOCAL_RANK " + std::to_string(ordinal) +
+                                " but this machine has " +
+                                std::to_string(count) + " GPUs"
+                          : error,
+              false);
+    if (!check(d.deviceGet(&dev, ordinal), "cuDeviceGet", error) ||
         !check(d.primaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain",
                error) ||
         !check(d.ctxSetCurrent(ctx), "cuCtxSetCurrent", error) ||
         !loadModules(dir, error) ||
-        !check(d.streamCreate(&stream, 0), "cuStreamCreate", error))
+        !check(d.streamCreate(&stream, 0), "cuStreamCreate", error) ||
+        !openCollectives(group, error))
       return false;
     fns.assign(plan.steps.size(), nullptr);
     prologues.assign(plan.steps.size(), nullptr);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
       const std::string &name = s.cuda.kernel;
-      if (name.empty() && s.cuda.inOtherKernel())
-        continue; // computed in another step's kernel, or none
+      if ((name.empty() && s.cuda.inOtherKernel()) ||
+          (comm && s.op == OpId::AllReduce))
+        continue; // computed in another step's kernel, or by NCCL
       if (name.empty())
         return (error = "step '" + s.name + "' (" + opName(s.op) +
                         ") has no CUDA kernel",
@@ -205,9 +229,11 @@ public:
   int64_t underflow() const override { return underflowed; }
 
   std::string describe() const override {
-    if (gemmSummary.empty() || convSummary.empty())
-      return gemmSummary + convSummary;
-    return gemmSummary + "; " + convSummary;
+    std::string line = gemmSummary;
+    for (const std::string *part : {&convSummary, &commSummary})
+      if (!part->empty())
+        line += (line.empty() ? "" : "; ") + *part;
+    return line;
   }
 
 private:
@@ -229,6 +255,110 @@ private:
   std::set<int> pendingSlots; // inputs whose staged copy may be in flight
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t underflowed = 0; // the last run's count
+  nccl::Comm comm = nullptr; // a data-parallel job's communicator
+  Handle commStream = nullptr;
+  std::vector<Handle> events; // per all_reduce step: ready, done
+  std::vector<int> waitAt;    // per step: the all_reduce it waits for first
+  std::string commSummary;
+
+  /// As a rank of a job, NCCL's communicator (its unique id through the
+  /// job's store), its stream and the events ordering it. Without a job
+  /// the all_reduce steps run their one-rank kernel (the identity).
+  bool openCollectives(dist::ProcessGroup *group, std::string &error) {
+    std::vector<size_t> reduces;
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      if (plan.steps[i].op == OpId::AllReduce)
+        reduces.push_back(i);
+    if (!group || reduces.empty())
+      return true;
+    for (size_t i : reduces)
+      if (plan.steps[i].getString("wire", "f32") != "f32")
+        return (error = "GPU ranks send gradients in fp32 only for now "
+                        "(drop --grad-wire)",
+                false);
+    nccl::Library &lib = nccl::library();
+    if (std::string why = lib.load(); !why.empty())
+      return (error = "GPU ranks need NCCL: " + why, false);
+    nccl::UniqueId id{};
+    std::vector<char> bytes;
+    if (group->rank() == 0) {
+      if (int r = lib.getUniqueId(&id))
+        return (error = std::string("ncclGetUniqueId: ") + lib.errorString(r),
+                false);
+      bytes.assign(id.internal, id.internal + sizeof id.internal);
+      if (!group->store().set("nccl/id", bytes, error))
+        return false;
+    } else {
+      if (!group->store().get("nccl/id", bytes, group->timeout(), error) ||
+          bytes.size() != sizeof id.internal)
+        return (error = "rank " + std::to_string(group->rank()) +
+                        ": no NCCL id from rank 0: " + error,
+                false);
+      std::memcpy(id.internal, bytes.data(), sizeof id.internal);
+    }
+    if (int r = lib.commInitRank(&comm, group->size(), id, group->rank())) {
+      comm = nullptr;
+      return (error = std::string("ncclCommInitRank: ") + lib.errorString(r),
+              false);
+    }
+    if (!check(d.streamCreate(&commStream, 1 /*NON_BLOCKING*/),
+               "cuStreamCreate", error))
+      return false;
+    events.assign(2 * plan.steps.size(), nullptr);
+    waitAt.assign(plan.steps.size() + 1, -1);
+    for (size_t i : reduces) {
+      if (!check(d.eventCreate(&events[2 * i], 2 /*DISABLE_TIMING*/),
+                 "cuEventCreate", error) ||
+          !check(d.eventCreate(&events[2 * i + 1], 2), "cuEventCreate", error))
+        return false;
+      int at = allReduceWait(plan, i);
+      // One wait per step: waiting for the latest bucket read there covers
+      // the earlier ones (NCCL's stream runs them in order).
+      waitAt[at] = std::max(waitAt[at], (int)i);
+    }
+    commSummary = std::to_string(reduces.size()) + " gradient bucket" +
+                  (reduces.size() == 1 ? "" : "s") + " averaged over " +
+                  std::to_string(group->size()) + " rank" +
+                  (group->size() == 1 ? "" : "s") + " by " + lib.describe() +
+                  " on its own stream";
+    return true;
+  }
+
+  /// Step `i`'s bucket averaged by NCCL on its stream, after what the
+  /// compute stream has queued so far.
+  bool launchAllReduce(size_t i, const std::function<DevicePtr(int)> &address,
+                       std::string &error) {
+    const Step &s = plan.steps[i];
+    nccl::Library &lib = nccl::library();
+    if (!check(d.eventRecord(events[2 * i], stream), "cuEventRecord", error) ||
+        !check(d.streamWaitEvent(commStream, events[2 * i], 0),
+               "cuStreamWaitEvent", error))
+      return false;
+    lib.groupStart();
+    for (size_t k = 0; k < s.inputs.size(); ++k)
+      if (int r = lib.allReduce(
+              (const void *)address(s.inputs[k]), (void *)address(s.outputs[k]),
+              (size_t)numElements(plan.values[s.inputs[k]].shape),
+              nccl::kFloat32, nccl::kAvg, comm, commStream)) {
+        lib.groupEnd();
+        return (error = std::string("ncclAllReduce: ") + lib.errorString(r),
+                false);
+      }
+    if (int r = lib.groupEnd())
+      return (error = std::string("ncclGroupEnd: ") + lib.errorString(r),
+              false);
+    return check(d.eventRecord(events[2 * i + 1], commStream), "cuEventRecord",
+                 error);
+  }
+
+  /// Before step `i` (steps.size(): the end of the run): the compute
+  /// stream waits for the bucket it reads.
+  bool joinAllReduce(size_t i, std::string &error) {
+    if (!comm || waitAt[i] < 0)
+      return true;
+    return check(d.streamWaitEvent(stream, events[2 * waitAt[i] + 1], 0),
+                 "cuStreamWaitEvent", error);
+  }
 
   /// Loads every kernels*.fatbin of the artifact (the kernel cache makes
   /// several; older artifacts have one kernels.fatbin) and reads
@@ -305,9 +435,18 @@ private:
            check(d.streamSynchronize(stream), "download", error);
   }
   bool launchAll(std::string &error) {
+    std::function<DevicePtr(int)> address = [&](int v) {
+      return base + offsets[v];
+    };
     for (size_t i = 0; i < plan.steps.size(); ++i) {
-      auto address = [&](int v) { return base + offsets[v]; };
       DevicePtr work = workspace >= 0 ? base + workspace : 0;
+      if (!joinAllReduce(i, error))
+        return false;
+      if (comm && plan.steps[i].op == OpId::AllReduce) {
+        if (!launchAllReduce(i, address, error))
+          return false;
+        continue;
+      }
       if (gemms.runs(i)) {
         if (!gemms.launch(i, address, work, stream, error))
           return false;
@@ -342,7 +481,8 @@ private:
                  "launching " + s.cuda.kernel, error))
         return false;
     }
-    return true;
+    // Buckets only the plan's outputs read: joined before the run ends.
+    return joinAllReduce(plan.steps.size(), error);
   }
 };
 

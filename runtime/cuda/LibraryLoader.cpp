@@ -17,13 +17,14 @@ std::vector<std::string> candidates(const std::string &soname) {
   paths.push_back("/usr/local/cuda/lib64/" + soname);
   paths.push_back("/usr/local/cuda/targets/x86_64-linux/lib/" + soname);
   // The wheels: nvidia-cublas (CUDA 13) under nvidia/cu13/lib, cuDNN's
-  // under nvidia/cudnn/lib.
+  // under nvidia/cudnn/lib, NCCL's under nvidia/nccl/lib.
   for (const char *site :
        {"/usr/local/lib/python3*/dist-packages", "/usr/lib/python3*/dist-packages",
         "/usr/local/lib/python3*/site-packages",
         "/opt/*/.venv/lib/python3*/site-packages",
         "/root/.pyenv/versions/*/lib/python3*/site-packages"})
-    for (const char *sub : {"/nvidia/cu13/lib/", "/nvidia/cudnn/lib/"}) {
+    for (const char *sub :
+         {"/nvidia/cu13/lib/", "/nvidia/cudnn/lib/", "/nvidia/nccl/lib/"}) {
       glob_t g;
       std::string pattern = std::string(site) + sub + soname;
       if (glob(pattern.c_str(), 0, nullptr, &g) == 0)

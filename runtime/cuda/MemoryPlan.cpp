@@ -8,6 +8,20 @@
 
 namespace mpc::rt {
 
+int allReduceWait(const Plan &plan, size_t step) {
+  const std::vector<int> &outs = plan.steps[step].outputs;
+  for (size_t j = step + 1; j < plan.steps.size(); ++j) {
+    const Step &s = plan.steps[j];
+    if (s.cuda.fusedInto >= 0)
+      continue; // its chain's last step reads for it
+    for (const std::vector<int> *reads : {&s.inputs, &kernelInputs(s)})
+      for (int v : *reads)
+        if (v >= 0 && std::find(outs.begin(), outs.end(), v) != outs.end())
+          return (int)j;
+  }
+  return (int)plan.steps.size();
+}
+
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   size_t n = plan.values.size();
   std::vector<int> root(n);
@@ -26,6 +40,16 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
     for (int v : kernelInputs(plan.steps[i]))
       if (v >= 0)
         lastUse[root[v]] = (int)i;
+  }
+  // An all_reduce runs on NCCL's stream until the first step reading its
+  // results: its inputs stay untouched until then.
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    if (s.op != OpId::AllReduce)
+      continue;
+    int wait = allReduceWait(plan, i);
+    for (int v : s.inputs)
+      lastUse[root[v]] = std::max(lastUse[root[v]], wait);
   }
   std::vector<bool> pinned(n, false);
   for (const Binding &b : plan.inputs)

@@ -18,6 +18,11 @@ namespace mpc::rt {
 /// (offset -1). Returns the arena size.
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 
+/// The step before which the session waits for all_reduce step `step`
+/// (NCCL runs it on its own stream): the first that reads one of its
+/// results, or steps.size() when only the plan's outputs do.
+int allReduceWait(const Plan &plan, size_t step);
+
 /// The values a step's kernel reads: for the last step of a fused
 /// elementwise chain, what its members read from outside the chain; else
 /// the step's own inputs (-1 for an absent optional one).

@@ -107,7 +107,16 @@ std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
                                             std::chrono::milliseconds timeout,
                                             std::string &error);
 
-/// The group the CPU executor's all_reduce steps use (null: one process).
+/// GPU ranks' group: their host-side reductions (a few scalars a step)
+/// through the job's store; the gradients go through NCCL on the device,
+/// in the CUDA session, which takes the store for NCCL's unique id.
+std::unique_ptr<ProcessGroup> openStoreGroup(const JobEnv &env,
+                                             std::chrono::milliseconds timeout,
+                                             std::string &error);
+
+/// The job this process is a rank of: the CPU executor's all_reduce steps
+/// reduce through it, a CUDA session opens its NCCL communicator from it
+/// (null: one process).
 ProcessGroup *currentGroup();
 void setCurrentGroup(ProcessGroup *group);
 

@@ -23,7 +23,7 @@
 namespace mpc::rt::dist {
 namespace {
 
-enum Op : char { Set = 's', Get = 'g', Has = 'h', Add = 'a', Hello = 'r' };
+enum Op : char { Set = 's', Get = 'g', Has = 'h', Add = 'a', Hello = 'r', Erase = 'e' };
 enum Status : char { Ok = 0, Missing = 1 };
 
 bool sendAll(int fd, const void *data, size_t n) {
@@ -158,6 +158,8 @@ private:
             reply = data_[k];
           else
             status = Missing;
+        } else if (op == Erase) {
+          data_.erase(k);
         } else if (op == Hello) {
           rank = (int)arg;
         } else if (op == Has) {
@@ -269,6 +271,11 @@ bool TcpStore::get(const std::string &key, std::vector<char> &value,
     error = "timed out after " + std::to_string(timeout.count() / 1000) +
             " s waiting for '" + key + "' in the job's store";
   return false;
+}
+
+bool TcpStore::erase(const std::string &key, std::string &error) {
+  std::vector<char> reply;
+  return call(Erase, key, {}, 0, reply, error);
 }
 
 bool TcpStore::hello(int rank, std::string &error) {

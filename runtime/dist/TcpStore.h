@@ -39,6 +39,7 @@ public:
   /// server is gone.
   bool get(const std::string &key, std::vector<char> &value,
            std::chrono::milliseconds timeout, std::string &error);
+  bool erase(const std::string &key, std::string &error);
   /// Whether `key` exists now (no waiting).
   bool has(const std::string &key, bool &exists, std::string &error);
   /// Adds `delta` to the integer at `key` (0 when absent); its new value.

@@ -71,6 +71,16 @@ struct Stats {
 } stats;
 void *capturing = nullptr; // the stream being captured
 Graph *recording = nullptr;
+/// Streams that joined the capture by waiting on an event recorded in it
+/// (CUDA's fork/join capture): their work is recorded too, in call order,
+/// which is one valid order of the forked graph.
+std::set<void *> joined;
+bool captured(void *stream) {
+  return capturing && (stream == capturing || joined.count(stream));
+}
+struct Event {
+  bool inCapture = false;
+};
 
 void run(const Launch &l) {
   if (l.host) {
@@ -199,6 +209,7 @@ Result cuStreamEndCapture(void *s, void **graph) {
   if (s != capturing)
     return kInvalidValue;
   capturing = nullptr;
+  joined.clear();
   *graph = recording;
   recording = nullptr;
   return kOk;
@@ -221,7 +232,7 @@ Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
   Launch l{k, {}};
   for (int i = 0; i < k->params; ++i) // each param points at a DevicePtr
     l.args.push_back((void *)*(DevicePtr *)params[i]);
-  if (capturing && stream == capturing) {
+  if (captured(stream)) {
     recording->push_back(std::move(l));
     return kOk;
   }
@@ -233,11 +244,25 @@ Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
 /// the graph being captured there.
 int mpcFakeCudaEnqueue(void *stream, void (*fn)(void *), void *arg) {
   Launch l{nullptr, {}, fn, arg};
-  if (capturing && stream == capturing) {
+  if (captured(stream)) {
     recording->push_back(std::move(l));
     return kOk;
   }
   run(l);
+  return kOk;
+}
+
+// Work runs in call order on the host, so an event only carries whether it
+// was recorded inside the capture.
+Result cuEventCreate(void **e, unsigned) { return *e = new Event, kOk; }
+Result cuEventDestroy_v2(void *e) { return delete (Event *)e, kOk; }
+Result cuEventRecord(void *e, void *stream) {
+  ((Event *)e)->inCapture = captured(stream);
+  return kOk;
+}
+Result cuStreamWaitEvent(void *stream, void *e, unsigned) {
+  if (((Event *)e)->inCapture && stream != capturing)
+    joined.insert(stream);
   return kOk;
 }
 

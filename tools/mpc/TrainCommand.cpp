@@ -524,11 +524,12 @@ int runTrain() {
                          "the phases in one process");
     if (!(collectiveTimeout > 0))
       return reportError("--collective-timeout must be positive");
-    if (trainDevice == "cuda")
-      return reportError("GPU ranks (NCCL) are not supported yet; run the "
-                         "ranks with --device cpu");
+    // CPU ranks reduce through gloo; GPU ranks through NCCL on the device
+    // (the CUDA session), with the loop's few host scalars via the store.
     auto timeout = std::chrono::milliseconds((int64_t)(collectiveTimeout * 1e3));
-    group = rt::dist::openGlooGroup(job, timeout, error);
+    group = trainDevice == "cuda"
+                ? rt::dist::openStoreGroup(job, timeout, error)
+                : rt::dist::openGlooGroup(job, timeout, error);
     if (!group)
       return reportError(error);
     rt::dist::setCurrentGroup(group.get());
@@ -605,7 +606,8 @@ int runTrain() {
       int buckets = 0;
       for (const rt::Step &s : plan.steps)
         buckets += s.op == rt::OpId::AllReduce;
-      outs() << "data parallel: " << group->size() << " ranks ("
+      outs() << "data parallel: " << group->size() << " rank"
+             << (group->size() == 1 ? "" : "s") << " ("
              << group->name() << ", " << job.launcher << "), global batch "
              << batch * group->size() << " = " << group->size() << " x "
              << batch << ", " << buckets << " gradient bucket"
