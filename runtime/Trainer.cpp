@@ -200,36 +200,26 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
                                           : scale;
   // Weights and state live in the session from here on (on the GPU for a
   // CUDA session); read back for checkpoints and at the end.
-  if (!broadcastWeights(params, error))
+  // Every rank starts from the same model or checkpoint: checked by hash
+  // (cheaper than DDP's broadcast of the weights, and it catches a rank
+  // given another file).
+  if (!sameWeights(params, "at the start (another model or checkpoint?)",
+                   error))
     return false;
   if (options_.group)
     options_.group->takeCommSeconds(); // steps report their own
   return toSession(params, error) && toSession(state_, error);
 }
 
-bool Trainer::broadcastWeights(std::map<std::string, Tensor> &params,
-                               std::string &error) {
+bool Trainer::sameWeights(const std::map<std::string, Tensor> &weights,
+                          const char *when, std::string &error) {
   dist::ProcessGroup *g = options_.group;
   if (!g || g->size() == 1)
     return true;
-  for (auto &[name, t] : params) // the same order on every rank
-    if (valueOfName(plan_, name) >= 0 && !g->broadcast(t.raw(), t.bytes(), 0, error))
-      return false;
-  return true;
-}
-
-bool Trainer::checkRanksAgree(std::string &error) {
-  dist::ProcessGroup *g = options_.group;
-  if (!g || g->size() == 1)
-    return true;
-  std::map<std::string, Tensor> weights;
-  for (const auto &[index, name] : protocol_.weights)
-    weights[name];
-  if (!fromSession(weights, error))
-    return false;
   uint64_t h = 1469598103934665603ull;
-  for (const auto &[name, t] : weights)
-    h = fnv1a(t.raw(), t.bytes(), h);
+  for (const auto &[name, t] : weights) // the same order on every rank
+    if (valueOfName(plan_, name) >= 0)
+      h = fnv1a(t.raw(), t.bytes(), h);
   uint64_t lead = h;
   if (!g->broadcast(&lead, sizeof lead, 0, error))
     return false;
@@ -238,13 +228,23 @@ bool Trainer::checkRanksAgree(std::string &error) {
     return false;
   if (differ)
     return (error = "the weights of " + std::to_string(differ) + " of " +
-                    std::to_string(g->size()) +
-                    " ranks differ from rank 0's after training",
+                    std::to_string(g->size()) + " ranks differ from rank 0's " +
+                    when,
             false);
-  if (options_.progress)
+  if (options_.progress && std::string(when) == "after training")
     options_.print(format("weights identical on all %d ranks (fnv1a %016llx)\n",
                           g->size(), (unsigned long long)h));
   return true;
+}
+
+bool Trainer::checkRanksAgree(std::string &error) {
+  if (!options_.group || options_.group->size() == 1)
+    return true;
+  std::map<std::string, Tensor> weights;
+  for (const auto &[index, name] : protocol_.weights)
+    weights[name];
+  return fromSession(weights, error) &&
+         sameWeights(weights, "after training", error);
 }
 
 /// Runs step `s` (0-based) on `feeds` and moves the state on: the loss

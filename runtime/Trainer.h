@@ -120,9 +120,9 @@ private:
             StepRecord &record, std::string &error);
   void report(const StepRecord &r, int64_t first, double seconds) const;
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
-  /// Rank 0's weights on every rank (they start equal; this makes sure).
-  bool broadcastWeights(std::map<std::string, Tensor> &params,
-                        std::string &error);
+  /// False when some rank's `weights` differ from rank 0's in any bit.
+  bool sameWeights(const std::map<std::string, Tensor> &weights,
+                   const char *when, std::string &error);
   /// After training: false when the ranks' weights differ in any bit.
   bool checkRanksAgree(std::string &error);
   bool fromSession(std::map<std::string, Tensor> &m, std::string &error);

@@ -96,8 +96,16 @@ extern "C" {
 
 Result cuInit(unsigned) { return kOk; }
 Result cuDriverGetVersion(int *v) { return *v = 13000, kOk; }
-Result cuDeviceGetCount(int *n) { return *n = 1, kOk; }
-Result cuDeviceGet(int *d, int i) { return *d = i, i == 0 ? kOk : kInvalidValue; }
+/// MPC_FAKE_CUDA_DEVICES GPUs (default 1), all alike: the ranks of a fake
+/// GPU job on one machine take one each.
+static int deviceCount() {
+  const char *n = std::getenv("MPC_FAKE_CUDA_DEVICES");
+  return n && std::atoi(n) > 0 ? std::atoi(n) : 1;
+}
+Result cuDeviceGetCount(int *n) { return *n = deviceCount(), kOk; }
+Result cuDeviceGet(int *d, int i) {
+  return *d = i, i >= 0 && i < deviceCount() ? kOk : kInvalidValue;
+}
 Result cuDeviceGetName(char *name, int len, int) {
   std::snprintf(name, len, "mpc host emulation");
   return kOk;

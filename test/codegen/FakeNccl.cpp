@@ -1,33 +1,48 @@
 //===- FakeNccl.cpp - an NCCL double on the CUDA driver double ------------===//
 //
 // libmpc-fake-nccl.so exports the NCCL entry points runtime/cuda/Nccl.cpp
-// loads (MPC_NCCL points at it). A communicator of one rank, as a job of
-// WORLD_SIZE=1 has: the all-reduce averages over that one rank, i.e.
-// copies, and runs on the stream it is given through the driver double
-// (mpcFakeCudaEnqueue), so graph capture and the stream order it is
-// issued in are exercised as on a GPU. A communicator of more ranks is
-// refused: the processes of a fake GPU job share no memory.
+// loads (MPC_NCCL points at it). Its all-reduce runs on the stream it is
+// given through the driver double (mpcFakeCudaEnqueue), so graph capture
+// and stream order are exercised as on a GPU; FP32 only, as mpc sends. The ranks of a fake GPU job
+// are processes whose "device memory" is their own: they meet in a
+// directory under /dev/shm named by the unique id (which must travel
+// through the job's store intact): each posts its buffer for the
+// operation's sequence number, waits for every rank's, and sums them in
+// rank order (then x 1/ranks for ncclAvg), so every rank gets the same
+// bits, as NCCL's ring gives them.
 //
 //===----------------------------------------------------------------------===//
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
 
 namespace {
 
-constexpr int kSuccess = 0, kInvalidArgument = 4, kInvalidUsage = 5;
+constexpr int kSuccess = 0, kSystemError = 2, kInvalidArgument = 4,
+              kInvalidUsage = 5;
 struct UniqueId {
   char internal[128];
 };
 struct Comm {
   int ranks, rank;
+  std::string dir;
+  long long seq = 0; // all-reduces issued, in the same order on every rank
 };
-struct Copy {
+struct Reduce {
+  Comm *comm;
   const void *from;
   void *to;
-  size_t bytes;
+  size_t count;
+  int op;
 };
 int groupDepth = 0;
 long long calls = 0;
@@ -42,10 +57,53 @@ struct Log {
   }
 } logAtExit;
 
-void copy(void *arg) {
-  auto *c = static_cast<Copy *>(arg);
-  if (c->from != c->to)
-    std::memmove(c->to, c->from, c->bytes);
+/// Runs when the stream reaches the all-reduce (at each graph replay).
+void reduce(void *arg) {
+  auto *r = static_cast<Reduce *>(arg);
+  Comm &c = *r->comm;
+  long long seq = c.seq++;
+  size_t size = 4;
+  std::vector<char> mine(static_cast<const char *>(r->from),
+                         static_cast<const char *>(r->from) + r->count * size);
+  auto file = [&](long long s, int rank) {
+    return c.dir + "/" + std::to_string(s) + "." + std::to_string(rank);
+  };
+  std::string tmp = file(seq, c.rank) + ".tmp";
+  if (FILE *f = std::fopen(tmp.c_str(), "wb")) {
+    std::fwrite(mine.data(), 1, mine.size(), f);
+    std::fclose(f);
+    std::rename(tmp.c_str(), file(seq, c.rank).c_str());
+  }
+  std::vector<float> total(r->count, 0.0f);
+  for (int k = 0; k < c.ranks; ++k) {
+    std::vector<char> theirs;
+    for (int tries = 0; tries < 60000; ++tries) { // a minute
+      if (FILE *f = std::fopen(file(seq, k).c_str(), "rb")) {
+        theirs.resize(mine.size());
+        size_t got = std::fread(theirs.data(), 1, theirs.size(), f);
+        std::fclose(f);
+        if (got == theirs.size())
+          break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (theirs.size() != mine.size()) {
+      std::fprintf(stderr, "fake NCCL: rank %d never posted all-reduce %lld\n",
+                   k, seq);
+      std::_Exit(1);
+    }
+    for (size_t i = 0; i < r->count; ++i)
+      total[i] = k == 0 ? reinterpret_cast<const float *>(theirs.data())[i]
+                        : total[i] + reinterpret_cast<const float *>(theirs.data())[i];
+  }
+  if (r->op == 4)
+    for (float &v : total)
+      v *= (float)(1.0 / c.ranks);
+  std::memcpy(r->to, total.data(), r->count * 4);
+  // A rank in all-reduce seq has seen every rank post seq - 1, so every
+  // rank has read seq - 2.
+  if (seq >= 2)
+    std::remove(file(seq - 2, c.rank).c_str());
 }
 
 } // namespace
@@ -58,30 +116,42 @@ const char *ncclGetErrorString(int r) {
 }
 int ncclGetUniqueId(UniqueId *id) {
   std::memset(id->internal, 0, sizeof id->internal);
-  std::strcpy(id->internal, "mpc-fake-nccl");
+  std::snprintf(id->internal, sizeof id->internal, "mpc-fake-nccl-%d-%lld",
+                (int)getpid(),
+                (long long)std::chrono::steady_clock::now()
+                    .time_since_epoch()
+                    .count());
   return kSuccess;
 }
 int ncclCommInitRank(Comm **comm, int ranks, UniqueId id, int rank) {
-  if (std::strcmp(id.internal, "mpc-fake-nccl") != 0)
+  if (std::strncmp(id.internal, "mpc-fake-nccl-", 14) != 0)
     return kInvalidArgument; // the id did not travel intact
-  if (ranks != 1 || rank != 0) {
-    std::fprintf(stderr, "fake NCCL: a communicator of %d ranks (only 1 is "
-                         "emulated)\n", ranks);
-    return kInvalidUsage;
-  }
-  *comm = new Comm{ranks, rank};
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    return kInvalidArgument;
+  std::string dir = std::string("/dev/shm/") + id.internal;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return kSystemError;
+  *comm = new Comm{ranks, rank, dir};
   return kSuccess;
 }
-int ncclCommDestroy(Comm *c) { return delete c, kSuccess; }
-int ncclCommAbort(Comm *c) { return delete c, kSuccess; }
+int ncclCommDestroy(Comm *c) {
+  // The last files stay until every rank is done: rank 0 removes the
+  // directory once the others' files of the last two operations are read.
+  for (long long s = c->seq - 2; s < c->seq; ++s)
+    if (s >= 0)
+      std::remove((c->dir + "/" + std::to_string(s) + "." +
+                   std::to_string(c->rank)).c_str());
+  ::rmdir(c->dir.c_str()); // succeeds for the last rank out
+  return delete c, kSuccess;
+}
+int ncclCommAbort(Comm *c) { return ncclCommDestroy(c); }
 int ncclGroupStart() { return ++groupDepth, kSuccess; }
 int ncclGroupEnd() { return groupDepth ? (--groupDepth, kSuccess) : kInvalidUsage; }
 
 int ncclAllReduce(const void *send, void *recv, size_t count, int type,
                   int op, Comm *comm, void *stream) {
-  size_t size = type == 7 ? 4 : (type == 6 || type == 9) ? 2 : 0;
-  if (!comm || !size || (op != 0 && op != 4))
-    return kInvalidArgument;
+  if (!comm || type != 7 || (op != 0 && op != 4))
+    return kInvalidArgument; // mpc sends FP32 gradients
   using Enqueue = int (*)(void *, void (*)(void *), void *);
   const char *driver = std::getenv("MPC_CUDA_DRIVER");
   void *lib = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
@@ -89,8 +159,8 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type,
   if (!enqueue)
     return kInvalidUsage; // not on the driver double
   ++calls;
-  // Kept for the graph's replays (a few per run).
-  return enqueue(stream, copy, new Copy{send, recv, count * size}) == 0
+  // Kept for the graph's replays.
+  return enqueue(stream, reduce, new Reduce{comm, send, recv, count, op}) == 0
              ? kSuccess
              : kInvalidArgument;
 }
