@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 
 namespace mlir::mpc {
 #define GEN_PASS_DEF_DATAPARALLEL
@@ -82,9 +83,24 @@ struct DataParallel : public mpc::impl::DataParallelBase<DataParallel> {
       bytes += size;
     }
 
+    // The loss rides in the last bucket: the loss each rank reports is the
+    // job's mean, with no collective of its own.
+    Value loss;
+    auto lossIndex = f->getAttrOfType<IntegerAttr>("mpc.loss_index");
+    if (lossIndex && lossIndex.getInt() < (int64_t)ret->getNumOperands()) {
+      loss = ret->getOperand(lossIndex.getInt());
+      if (grads.count(loss) || !getElementTypeOrSelf(loss).isF32())
+        loss = Value();
+      else
+        buckets.back().push_back(loss);
+    }
+
     OpBuilder b(f.getContext());
     for (auto [k, bucket] : llvm::enumerate(buckets)) {
-      Value last = bucket.back(); // the latest computed
+      Value last = bucket.front(); // the latest computed
+      for (Value g : bucket)
+        if (ready(g) >= ready(last))
+          last = g;
       if (Operation *def = last.getDefiningOp())
         b.setInsertionPointAfter(def);
       else
@@ -93,9 +109,12 @@ struct DataParallel : public mpc::impl::DataParallelBase<DataParallel> {
       auto reduce = b.create<AllReduceOp>(last.getLoc(), types, bucket,
                                           b.getI64IntegerAttr(k),
                                           b.getStringAttr(wire));
-      for (auto [g, r] : llvm::zip(bucket, reduce.getReduced()))
-        for (unsigned i : grads[g])
+      for (auto [g, r] : llvm::zip(bucket, reduce.getReduced())) {
+        if (g == loss)
+          ret->setOperand(lossIndex.getInt(), r);
+        for (unsigned i : grads.lookup(g))
           ret->setOperand(i, r);
+      }
     }
   }
 };

@@ -296,12 +296,24 @@ bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
   r.underflow = session_.underflow();
   // The ranks' gradients, flag and loss scale agree (the plan averaged
   // them); the loss and the flushed-to-zero count are each rank's own.
+  // The plan averages the loss with the last gradient bucket; what is
+  // left is the flushed-to-zero count of a low-precision step.
   if (dist::ProcessGroup *g = options_.group; g && g->size() > 1) {
-    double sums[2] = {r.loss, (double)r.underflow}; // one collective
-    if (!g->allReduce(sums, 2, error))
-      return (error = "step " + std::to_string(s + 1) + ": " + error, false);
-    r.loss = (float)(sums[0] / g->size());
-    r.underflow = (int64_t)sums[1];
+    bool lossAveraged = false, counts = false;
+    for (const Step &st : plan_.steps) {
+      counts |= st.countUnderflow;
+      if (st.op == OpId::AllReduce)
+        for (int v : st.outputs)
+          lossAveraged |= v == plan_.outputs[lossOutput_].value;
+    }
+    if (!lossAveraged || counts) {
+      double sums[2] = {r.loss, (double)r.underflow}; // one collective
+      if (!g->allReduce(sums, 2, error))
+        return (error = "step " + std::to_string(s + 1) + ": " + error, false);
+      if (!lossAveraged)
+        r.loss = (float)(sums[0] / g->size());
+      r.underflow = (int64_t)sums[1];
+    }
     r.commMs = g->takeCommSeconds() * 1e3;
   }
   return true;

@@ -6,29 +6,31 @@
 // RUN: not mpc-opt %s -mpc-data-parallel=bucket-mb=0 2>&1 | FileCheck %s --check-prefix=SIZE
 
 // One bucket (25 MiB by default), placed right after the last gradient the
-// backward pass computes (db after dw here), in ready order; the results
-// replace the returned gradients and keep the gemm's location.
+// backward pass computes (db after dw here), in ready order, with the loss
+// riding along (each rank reports the job's mean loss); the results
+// replace the returned values and keep the reduce_sum's location.
 // CHECK-LABEL: func.func @f_train_step
+// CHECK: %[[LOSS:[a-z0-9]+]], %{{.*}} = mpc.softmax_cross_entropy_loss
 // CHECK: %[[DW:.*]] = mpc.gemm %{{.*}}, %{{.*}} {transA = true}
 // CHECK-NEXT: %[[DB:.*]] = mpc.reduce_sum
-// CHECK-NEXT: %[[R:.*]]:2 = mpc.all_reduce %[[DW]], %[[DB]] {bucket = 0 : i64, wire = "f32"} : (tensor<3x4xf32>, tensor<3xf32>) -> (tensor<3x4xf32>, tensor<3xf32>) loc("db")
-// CHECK: return %{{.*}}, %[[R]]#0, %[[R]]#1
+// CHECK-NEXT: %[[R:.*]]:3 = mpc.all_reduce %[[DW]], %[[DB]], %[[LOSS]] {bucket = 0 : i64, wire = "f32"} : (tensor<3x4xf32>, tensor<3xf32>, tensor<f32>) -> (tensor<3x4xf32>, tensor<3xf32>, tensor<f32>) loc("db")
+// CHECK: return %[[R]]#2, %[[R]]#0, %[[R]]#1
 
 // 32 bytes a bucket: dw (48 bytes) fills one by itself, right after the
 // gemm, so its reduction can start while db is still being computed.
 // SMALL: %[[DW:.*]] = mpc.gemm %{{.*}}, %{{.*}} {transA = true}
 // SMALL-NEXT: %[[R0:.*]] = mpc.all_reduce %[[DW]] {bucket = 0 : i64, wire = "bf16"} : (tensor<3x4xf32>) -> tensor<3x4xf32>
 // SMALL-NEXT: %[[DB:.*]] = mpc.reduce_sum
-// SMALL-NEXT: %[[R1:.*]] = mpc.all_reduce %[[DB]] {bucket = 1 : i64, wire = "bf16"}
-// SMALL: return %{{.*}}, %[[R0]], %[[R1]]
+// SMALL-NEXT: %[[R1:.*]]:2 = mpc.all_reduce %[[DB]], %{{.*}} {bucket = 1 : i64, wire = "bf16"}
+// SMALL: return %[[R1]]#1, %[[R0]], %[[R1]]#0
 
 // The unscale and its all-finite check see the averaged gradients, so
 // every rank skips the same steps.
-// SCALED: %[[R:.*]]:2 = mpc.all_reduce
+// SCALED: %[[R:.*]]:3 = mpc.all_reduce
 // SCALED: mpc.unscale_grads %[[R]]#0, %[[R]]#1,
 
 // The optimizer updates from the averaged gradients.
-// OPT: %[[R:.*]]:2 = mpc.all_reduce
+// OPT: %[[R:.*]]:3 = mpc.all_reduce
 // OPT: mpc.unscale_grads %[[R]]#0, %[[R]]#1,
 
 // WIRE: mpc-data-parallel: wire must be f32, f16 or bf16, got 'f64'
