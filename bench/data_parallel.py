@@ -5,10 +5,10 @@ usage: data_parallel.py [--mpc build/bin/mpc] [--steps 200] [--write docs/perfor
 The digits MLP (examples/mlp.onnx: 64-128-64-10, SGD) at a global batch of
 256: one process, then 2 ranks x 128 on this machine, for mpc train (under
 mpc launch) and for torch.nn.parallel.DistributedDataParallel with the gloo
-backend (torchrun's environment, Debian's torch). The time per step is the
-difference between a run of 2N and a run of N steps over N (start-up and
-compilation cancel out); mpc's own metrics add the communication share
-(comm_ms) of its steps. Each rank gets an equal share of the cores
+backend (torchrun's environment, Debian's torch). The time per step is
+the mean after 20 warm-up steps, measured in the process (mpc's metrics,
+step_ms and its communication share comm_ms; rank 0's clock in the torch
+script). Each rank gets an equal share of the cores
 (MPC_NUM_THREADS / torch.set_num_threads), as mpc launch and torchrun do.
 """
 import argparse
@@ -40,12 +40,17 @@ x = torch.from_numpy(np.load(os.environ["X"]))
 y = torch.from_numpy(np.load(os.environ["Y"]))
 n = x.shape[0] // (batch * world)
 for s in range(steps):
+    if s == 20:  # after warm-up, with the ranks in step
+        dist.barrier()
+        start = time.perf_counter()
     k = s % n
     rows = slice((k * world + rank) * batch, (k * world + rank + 1) * batch)
     loss = torch.nn.functional.cross_entropy(ddp(x[rows]), y[rows])
     opt.zero_grad()
     loss.backward()
     opt.step()
+if rank == 0:
+    print((time.perf_counter() - start) / (steps - 20) * 1e3)
 dist.destroy_process_group()
 '''
 
@@ -60,31 +65,42 @@ def free_port():
         return s.getsockname()[1]
 
 
-def timed(cmds):
-    """Starts the commands (env, argv) together; seconds until all end."""
-    start = time.perf_counter()
-    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE) for env, argv in cmds]
+def run_all(cmds):
+    """Runs the commands (env, argv) together; the first one's stdout."""
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for env, argv in cmds]
+    outs = []
     for p in procs:
-        _, err = p.communicate()
+        out, err = p.communicate()
         if p.returncode:
-            sys.exit(f"failed: {err.decode()[-2000:]}")
-    return time.perf_counter() - start
+            sys.exit(f"failed: {err[-2000:]}")
+        outs.append(out)
+    return outs[0]
 
 
 def mpc_run(mpc, work, ranks, batch, steps):
+    """ms per step after 20 warm-up steps (mean), and the comm share."""
     metrics = os.path.join(work, f"m{ranks}.jsonl")
     argv = [mpc, "train", os.path.join(ROOT, "examples", "mlp.onnx"),
             "--data", "x=" + os.path.join(work, "x.npy"),
             "--data", "labels=" + os.path.join(work, "y.npy"),
             "--batch", str(batch), "--steps", str(steps), "--no-shuffle",
             "--optimizer", "sgd", "--metrics", metrics]
+    env = dict(os.environ)
     if ranks > 1:
         argv = [mpc, "launch", "--nproc", str(ranks), "--"] + argv
-    return timed([(dict(os.environ), argv)]), metrics
+    else:
+        env.setdefault("MPC_NUM_THREADS", str(os.cpu_count()))
+    run_all([(env, argv)])
+    recs = [json.loads(line) for line in open(metrics)][20:]
+    step = sum(r["step_ms"] for r in recs) / len(recs)
+    comm = sum(r.get("comm_ms", 0) for r in recs) / len(recs)
+    return step, comm if ranks > 1 else None
 
 
 def torch_run(work, ranks, batch, steps):
+    """ms per step after 20 warm-up steps, as rank 0 measures it."""
     script = os.path.join(work, "ddp_rank.py")
     with open(script, "w") as f:
         f.write(TORCH_RANK)
@@ -96,13 +112,13 @@ def torch_run(work, ranks, batch, steps):
                    THREADS=str(max(1, os.cpu_count() // ranks)),
                    X=os.path.join(work, "x.npy"), Y=os.path.join(work, "y.npy"))
         cmds.append((env, [TORCH_PYTHON, script, str(steps), str(batch)]))
-    return timed(cmds)
+    return float(run_all(cmds))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpc", default=os.path.join(ROOT, "build", "bin", "mpc"))
-    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--global-batch", type=int, default=256)
     ap.add_argument("--write")
     args = ap.parse_args()
@@ -117,21 +133,9 @@ def main():
     rows = []
     for ranks in (1, 2):
         batch = args.global_batch // ranks
-        env_threads = os.environ.get("MPC_NUM_THREADS")
-        if ranks == 1 and env_threads is None:
-            os.environ["MPC_NUM_THREADS"] = str(os.cpu_count())
-        t1, _ = mpc_run(args.mpc, work, ranks, batch, n)
-        t2, metrics = mpc_run(args.mpc, work, ranks, batch, 2 * n)
-        if env_threads is None:
-            os.environ.pop("MPC_NUM_THREADS", None)
-        mpc_ms = (t2 - t1) / n * 1e3
-        comm = ""
-        if ranks > 1:
-            recs = [json.loads(line) for line in open(metrics)][n:]
-            comm = f"{sum(r['comm_ms'] for r in recs) / len(recs):.3f}"
-        u1 = torch_run(work, ranks, batch, n)
-        u2 = torch_run(work, ranks, batch, 2 * n)
-        torch_ms = (u2 - u1) / n * 1e3
+        mpc_ms, comm = mpc_run(args.mpc, work, ranks, batch, n)
+        torch_ms = torch_run(work, ranks, batch, n)
+        comm = f"{comm:.3f}" if comm is not None else ""
         rows.append((ranks, batch, mpc_ms, comm, torch_ms))
         print(f"{ranks} rank(s) x {batch}: mpc {mpc_ms:.3f} ms/step "
               f"(comm {comm or '-'}), torch DDP {torch_ms:.3f} ms/step",
@@ -140,7 +144,7 @@ def main():
     torch_version = subprocess.run(
         [TORCH_PYTHON, "-c", "import torch; print(torch.__version__)"],
         capture_output=True, text=True).stdout.strip()
-    table = ["| ranks x batch | mpc (ms/step) | of which comm (ms) | "
+    table = ["| ranks x batch | mpc (ms/step) | mpc in collectives (ms, partly overlapped) | "
              "torch DDP (ms/step) | mpc / torch |", "|---|---|---|---|---|"]
     for ranks, batch, mpc_ms, comm, torch_ms in rows:
         table.append(f"| {ranks} x {batch} | {mpc_ms:.3f} | {comm or '-'} | "
@@ -153,7 +157,7 @@ def main():
         f"Measured {datetime.date.today()} on {cpu_name()}, "
         f"{os.cpu_count()} cores shared by the ranks, the digits MLP "
         f"(64-128-64-10, SGD), global batch {args.global_batch}, "
-        f"{n} steps timed (a {2 * n}-step run minus a {n}-step run). "
+        f"mean time per step over {n - 20} steps after 20 of warm-up. "
         f"torch {torch_version} (Debian), gloo backend, DDP's default 25 MB "
         "buckets; mpc 25 MiB buckets (one here).",
         "",

@@ -3,6 +3,10 @@
 #include "runtime/Executor.h"
 #include "runtime/OpTrace.h"
 #include "runtime/Kernel.h"
+#include "runtime/dist/ProcessGroup.h"
+
+#include <algorithm>
+#include <future>
 
 #include <chrono>
 #include <cstdio>
@@ -43,6 +47,88 @@ BufferPool &bufferPool() {
 }
 
 constexpr size_t kMaxCachedBytes = size_t(2) << 30;
+
+/// Data-parallel gradient buckets: with several ranks, an all_reduce step
+/// runs on a communication thread, started where it stands (right after
+/// its bucket's last gradient) so that it overlaps the rest of the
+/// backward pass; the first step reading its results waits for it. Its
+/// inputs are kept (not recycled) until then. Each bucket's task first
+/// waits for the previous one: every rank issues its collectives in the
+/// same order, as gloo requires.
+class Buckets {
+public:
+  Buckets(const Plan &plan, std::vector<int> &lastUse)
+      : plan_(plan), group_(dist::currentGroup()) {
+    if (!group_ || group_->size() == 1)
+      return;
+    waitAt_.assign(plan.steps.size() + 1, {});
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (plan.steps[i].op != OpId::AllReduce)
+        continue;
+      const std::vector<int> &outs = plan.steps[i].outputs;
+      size_t at = plan.steps.size();
+      for (size_t j = i + 1; j < plan.steps.size() && at == plan.steps.size();
+           ++j)
+        for (int v : plan.steps[j].inputs)
+          if (std::find(outs.begin(), outs.end(), v) != outs.end())
+            at = j;
+      waitAt_[at].push_back(i);
+      for (int v : plan.steps[i].inputs)
+        lastUse[v] = std::max(lastUse[v], (int)at);
+    }
+  }
+  ~Buckets() { // an error left tasks running: they end before values do
+    for (auto &[step, task] : running_)
+      task.wait();
+  }
+
+  /// Starts step `index` on the communication thread if it is a bucket to
+  /// reduce across ranks (its outputs allocated here); false otherwise.
+  bool start(size_t index, KernelContext &ctx) {
+    const Step &s = plan_.steps[index];
+    if (waitAt_.empty() || s.op != OpId::AllReduce)
+      return false;
+    std::vector<const Tensor *> in;
+    std::vector<Tensor *> out;
+    for (size_t k = 0; k < ctx.numInputs(); ++k)
+      in.push_back(&ctx.in(k));
+    for (size_t k = 0; k < ctx.numOutputs(); ++k)
+      out.push_back(&ctx.output(k));
+    std::shared_future<std::string> previous = last_;
+    last_ = std::async(std::launch::async, [=, group = group_,
+                                            wire = s.getString("wire", "f32")] {
+              if (previous.valid() && !previous.get().empty())
+                return std::string("an earlier bucket failed");
+              std::string error;
+              allReduceBucket(in, out, wire, group, error);
+              return error;
+            }).share();
+    running_[index] = last_;
+    return true;
+  }
+
+  /// Waits for the buckets step `index` reads (steps.size(): all of them).
+  bool waitBefore(size_t index, std::string &error) {
+    if (waitAt_.empty())
+      return true;
+    for (size_t step : waitAt_[index]) {
+      std::string e = running_[step].get();
+      running_.erase(step);
+      if (!e.empty())
+        return (error = "node '" + plan_.steps[step].name + "' (" +
+                        opName(OpId::AllReduce) + "): " + e,
+                false);
+    }
+    return true;
+  }
+
+private:
+  const Plan &plan_;
+  dist::ProcessGroup *group_;
+  std::vector<std::vector<size_t>> waitAt_; // per step: buckets to wait for
+  std::map<size_t, std::shared_future<std::string>> running_;
+  std::shared_future<std::string> last_;
+};
 
 } // namespace
 
@@ -128,12 +214,16 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
   for (const auto &[id, t] : plan.constants)
     pinned[id] = true;
   BufferPool &pool = bufferPool();
+  Buckets buckets(plan, lastUse);
   for (size_t index = 0; index < plan.steps.size(); ++index) {
     const Step &step = plan.steps[index];
     auto start = std::chrono::steady_clock::now();
     KernelContext ctx(step, plan, values, &pool);
+    if (!buckets.waitBefore(index, error))
+      return false;
     try {
-      findKernel(step.op)(ctx);
+      if (!buckets.start(index, ctx))
+        findKernel(step.op)(ctx);
     } catch (const std::exception &e) {
       error = "node '" + step.name + "' (" + opName(step.op) + "): " + e.what();
       return false;
@@ -156,6 +246,8 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
       if (v >= 0 && lastUse[v] == (int)index && !pinned[v])
         pool.give(values[v]);
   }
+  if (!buckets.waitBefore(plan.steps.size(), error))
+    return false;
   for (const auto &[op, ms] : spent)
     std::fprintf(stderr, "profile: %-28s %10.3f ms\n", op.c_str(), ms);
   outputs.clear();

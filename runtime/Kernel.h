@@ -97,6 +97,15 @@ private:
 /// The kernel of `op` (complete for every op in plans).
 Kernel findKernel(OpId op);
 
+namespace dist {
+class ProcessGroup;
+}
+/// An all_reduce step's work on allocated outputs: the mean over `group`'s
+/// ranks of each input (the identity without a group), in `wire` type.
+bool allReduceBucket(const std::vector<const Tensor *> &in,
+                     const std::vector<Tensor *> &out, const std::string &wire,
+                     dist::ProcessGroup *group, std::string &error);
+
 // Registration, one function per kernel file (op family).
 void registerElementwiseKernels(KernelTable &t);
 void registerLinalgKernels(KernelTable &t);

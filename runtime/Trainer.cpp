@@ -115,16 +115,15 @@ std::string format(const char *fmt, ...) {
 /// non-finite loss is null).
 std::string metricsLine(const StepRecord &r, bool distributed = false) {
   std::string loss = std::isfinite(r.loss) ? format("%.9g", r.loss) : "null";
-  std::string comm =
-      distributed ? format(", \"step_ms\": %.3f, \"comm_ms\": %.3f", r.ms,
-                           r.commMs)
-                  : "";
+  std::string time = format(", \"step_ms\": %.3f", r.ms);
+  if (distributed)
+    time += format(", \"comm_ms\": %.3f", r.commMs);
   return format("{\"step\": %lld, \"loss\": %s, \"loss_scale\": %.9g, "
                 "\"skipped\": %s, \"grad_underflow\": %lld, "
                 "\"grad_overflow\": %lld%s}\n",
                 (long long)r.step, loss.c_str(), r.lossScale,
                 r.skipped ? "true" : "false", (long long)r.underflow,
-                (long long)r.overflow, comm.c_str());
+                (long long)r.overflow, time.c_str());
 }
 
 } // namespace

@@ -105,42 +105,20 @@ void unscaleGradsK(KernelContext &c) {
   c.output(n).data<uint8_t>()[0] = foundInf;
 }
 
-/// The mean over the job's ranks (the identity in one process). The bucket
-/// is packed into one buffer, in its wire type, for one collective.
+/// The all_reduce step: its outputs allocated, then the bucket averaged
+/// (runtime/Executor.cpp may run allReduceBucket on its communication
+/// thread instead, overlapping the rest of the backward pass).
 void allReduceK(KernelContext &c) {
-  size_t total = 0;
+  std::vector<const Tensor *> in;
+  std::vector<Tensor *> out;
   for (size_t k = 0; k < c.numInputs(); ++k)
-    total += (size_t)c.in(k).size();
-  dist::ProcessGroup *group = dist::currentGroup();
-  std::string wire = c.step.getString("wire", "f32");
-  std::vector<float> packed(total);
-  size_t at = 0;
-  for (size_t k = 0; k < c.numInputs(); ++k)
-    for (int64_t i = 0; i < c.in(k).size(); ++i)
-      packed[at++] = c.in(k).getFloat(i);
+    in.push_back(&c.in(k));
+  for (size_t k = 0; k < c.numOutputs(); ++k)
+    out.push_back(&c.output(k));
   std::string error;
-  if (group && group->size() > 1) {
-    bool ok;
-    if (wire == "f32") {
-      ok = group->allReduce(packed.data(), total, true, error);
-    } else {
-      bool bf16 = wire == "bf16";
-      std::vector<uint16_t> bits(total);
-      for (size_t i = 0; i < total; ++i)
-        bits[i] = bf16 ? floatToBf16(packed[i]) : floatToHalf(packed[i]);
-      ok = group->allReduce16(bits.data(), total, bf16, true, error);
-      for (size_t i = 0; i < total; ++i)
-        packed[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
-    }
-    if (!ok)
-      throw KernelError(error);
-  }
-  at = 0;
-  for (size_t k = 0; k < c.numOutputs(); ++k) {
-    Tensor &out = c.output(k);
-    for (int64_t i = 0; i < out.size(); ++i)
-      out.setFloat(i, packed[at++]);
-  }
+  if (!allReduceBucket(in, out, c.step.getString("wire", "f32"),
+                       dist::currentGroup(), error))
+    throw KernelError(error);
 }
 
 void updateLossScaleK(KernelContext &c) {
@@ -160,6 +138,41 @@ void updateLossScaleK(KernelContext &c) {
 }
 
 } // namespace
+
+bool allReduceBucket(const std::vector<const Tensor *> &in,
+                     const std::vector<Tensor *> &out, const std::string &wire,
+                     dist::ProcessGroup *group, std::string &error) {
+  size_t total = 0;
+  for (const Tensor *t : in)
+    total += (size_t)t->size();
+  // Packed into one buffer, in the wire type, for one collective.
+  std::vector<float> packed(total);
+  size_t at = 0;
+  for (const Tensor *t : in)
+    for (int64_t i = 0; i < t->size(); ++i)
+      packed[at++] = t->getFloat(i);
+  if (group && group->size() > 1) {
+    bool ok;
+    if (wire == "f32") {
+      ok = group->allReduce(packed.data(), total, true, error);
+    } else {
+      bool bf16 = wire == "bf16";
+      std::vector<uint16_t> bits(total);
+      for (size_t i = 0; i < total; ++i)
+        bits[i] = bf16 ? floatToBf16(packed[i]) : floatToHalf(packed[i]);
+      ok = group->allReduce16(bits.data(), total, bf16, true, error);
+      for (size_t i = 0; i < total; ++i)
+        packed[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
+    }
+    if (!ok)
+      return false;
+  }
+  at = 0;
+  for (Tensor *t : out)
+    for (int64_t i = 0; i < t->size(); ++i)
+      t->setFloat(i, packed[at++]);
+  return true;
+}
 
 void registerTrainingKernels(KernelTable &t) {
   t.add(OpId::Momentum, momentumK);
