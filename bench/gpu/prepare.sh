@@ -68,6 +68,12 @@ for m in $models; do
     echo "$m $p art/$m-$p-train $ins" >> "$work/train-manifest.txt"
   done
 done
+# The fp16 MLP step as one rank of a data-parallel job (run.sh runs it
+# with WORLD_SIZE=1: its gradient bucket goes through NCCL on its own
+# stream, and its losses must be the single process's).
+if [[ " $models " == *" mlp "* ]]; then
+  "$mpc" compile "$work/models/mlp.onnx" -o "$work/art/mlp-fp16-dp-train" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --data-parallel | tail -1
+fi
 # Causal attention alone (2 x 12 heads x 1024 x 64, fp16), written as
 # exports write it; mpc-fuse-attention makes it one mpc.attention kernel.
 # Its output is named logits so run.sh's table reads its difference.

@@ -82,6 +82,18 @@ while read -r model prec art ins; do
   echo "$row" >> "$results"
   [[ $model-$prec == transformer-fp16 ]] && last=("$art" "${args[@]}")
 done < "$work/train-manifest.txt"
+# One data-parallel rank (WORLD_SIZE=1): NCCL (libnccl.so.2, the wheel's
+# or the toolkit's) averages the bucket on its own stream; the losses must
+# be the single process's.
+if [[ -d $work/art/mlp-fp16-dp-train ]]; then
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  dp=$(cd "$work" && RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$run" art/mlp-fp16-dp-train --steps "$steps" --lr 0.01 --expect-losses expected/mlp-fp16-train.jsonl x=inputs/mlp.x.npy labels=inputs/mlp.labels.npy 2>&1)
+  echo "mlp fp16 data-parallel rank (NCCL): $dp" | tr '\n' ' '; echo
+  ms=$(echo "$dp" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
+  diff=$(echo "$dp" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
+  lib=$(echo "$dp" | sed -n 's/.*averaged over 1 rank by \(NCCL [0-9.]*\).*/\1/p')
+  { echo; echo "mlp fp16 train step as one data-parallel rank (${lib:-NCCL not loaded}): ${ms:-n/a} ms, losses vs CPU backend ${diff:-n/a}"; } >> "$results"
+fi
 # compute-sanitizer memcheck over two steps of the fp16 Transformer's,
 # where the machine has it.
 if command -v compute-sanitizer > /dev/null && [[ -n ${last:-} ]]; then

@@ -21,6 +21,7 @@
 #include "runtime/PlanIO.h"
 #include "runtime/Trainer.h"
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/dist/ProcessGroup.h"
 
 #include <algorithm>
 #include <chrono>
@@ -62,6 +63,18 @@ static int train(const Plan &plan, const std::string &dir,
     return fail(dir + " is not a train-step artifact (mpc compile --train)");
   if (inputs.empty())
     return fail("no batch given (NAME=FILE.npy for each data input)");
+  // One rank of a data-parallel job (torchrun's environment): the CUDA
+  // session averages the gradient buckets through NCCL.
+  dist::JobEnv job;
+  std::unique_ptr<dist::ProcessGroup> group;
+  if (!dist::readJobEnv(job, error))
+    return fail(error);
+  if (job.distributed()) {
+    group = dist::openStoreGroup(job, std::chrono::minutes(5), error);
+    if (!group)
+      return fail(error);
+    dist::setCurrentGroup(group.get());
+  }
   auto s = openCudaSession(plan, dir, /*graph=*/true, error);
   if (!s)
     return fail(error);
@@ -74,6 +87,7 @@ static int train(const Plan &plan, const std::string &dir,
   o.shuffle = false;
   o.lr = lr;
   o.progress = false;
+  o.group = group.get();
   Trainer trainer(plan, *s, o);
   std::map<std::string, Tensor> params;
   for (const Parameter &p : plan.params)
@@ -123,6 +137,8 @@ static int train(const Plan &plan, const std::string &dir,
   std::printf("device: median %.4f ms per step without the batch upload "
               "(10 graph replays)\n",
               device[device.size() / 2]);
+  if (group && !group->finish(error))
+    return fail(error);
   return 0;
 }
 

@@ -127,6 +127,14 @@ static cl::list<double> adamBetas(
     cl::desc("Adam/AdamW beta1,beta2 (default 0.9,0.999; DCGAN uses "
              "0.5,0.999)"),
     cl::value_desc("b1,b2"), cl::sub(compileCommand));
+static cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("--train: average the gradients over the ranks of a job "
+             "(mpc-data-parallel; run as ranks with torchrun's environment)"),
+    cl::sub(compileCommand));
+static cl::opt<double> compileBucketMb(
+    "bucket-mb", cl::desc("--data-parallel: gradient bucket size in MiB"),
+    cl::init(25), cl::sub(compileCommand));
 static PrecisionFlags compilePrecision(compileCommand, /*training=*/true);
 
 std::string findCudaTool(StringRef name) {
@@ -148,6 +156,8 @@ std::string findCudaTool(StringRef name) {
 /// to build the plan from (null with `error`).
 static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
                                       std::string &error) {
+  if (dataParallel && !train)
+    return (error = "--data-parallel needs --train", nullptr);
   if (train) {
     mlir::mpc::TrainPipelineOptions pipeline;
     compilePrecision.apply(pipeline);
@@ -155,8 +165,12 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
     pipeline.lr = lr.getValue();
     pipeline.momentum = momentum.getValue();
     pipeline.weightDecay = weightDecay.getValue();
-  std::vector<double> betas(adamBetas.begin(), adamBetas.end());
-  pipeline.adamBetas = betas;
+    std::vector<double> betas(adamBetas.begin(), adamBetas.end());
+    pipeline.adamBetas = betas;
+    pipeline.dataParallel = dataParallel.getValue();
+    pipeline.bucketMb = compileBucketMb.getValue();
+    if (!mlir::mpc::validate(pipeline, error))
+      return nullptr;
     return buildTrainStep(module, pipeline, error);
   }
   {
