@@ -59,8 +59,9 @@ def Mpc_AllReduceOp : Mpc_Op<"all_reduce"> {
   let summary = "average gradients over the ranks of a data-parallel job";
   let description = [{
     One bucket of gradients (mpc-data-parallel): each result is the mean
-    over the job's ranks of its operand (summed in FP32 or `wire`
-    precision, multiplied by 1/ranks once); every rank gets the same bits.
+    over the job's ranks of its operand, summed in the `wire` type the
+    operands have (f32, or f16/bf16 to halve the bytes), multiplied by
+    1/ranks once; every rank gets the same bits.
     In a single process it is the identity. Not pure: it communicates, and
     runs where it stands, as soon as its bucket is ready, so the runtime
     can overlap it with the rest of the backward pass.

@@ -232,6 +232,15 @@ LogicalResult AllReduceOp::verify() {
   if (getWire() != "f32" && getWire() != "f16" && getWire() != "bf16")
     return emitOpError("wire must be f32, f16 or bf16, got '")
            << getWire() << "'";
+  // What travels is what the operands hold (mpc-data-parallel casts).
+  for (Value g : getGrads()) {
+    Type e = getElementTypeOrSelf(g);
+    if (!(getWire() == "f32"   ? e.isF32()
+          : getWire() == "f16" ? e.isF16()
+                               : e.isBF16()))
+      return emitOpError("operand of type ")
+             << g.getType() << " on a " << getWire() << " wire";
+  }
   return success();
 }
 

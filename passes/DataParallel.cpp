@@ -85,9 +85,11 @@ struct DataParallel : public mpc::impl::DataParallelBase<DataParallel> {
 
     // The loss rides in the last bucket: the loss each rank reports is the
     // job's mean, with no collective of its own.
+    // (Not on a 16-bit wire: the loss would be rounded.)
     Value loss;
     auto lossIndex = f->getAttrOfType<IntegerAttr>("mpc.loss_index");
-    if (lossIndex && lossIndex.getInt() < (int64_t)ret->getNumOperands()) {
+    if (wire == "f32" && lossIndex &&
+        lossIndex.getInt() < (int64_t)ret->getNumOperands()) {
       loss = ret->getOperand(lossIndex.getInt());
       if (grads.count(loss) || !getElementTypeOrSelf(loss).isF32())
         loss = Value();
@@ -96,6 +98,16 @@ struct DataParallel : public mpc::impl::DataParallelBase<DataParallel> {
     }
 
     OpBuilder b(f.getContext());
+    // A 16-bit wire is a cast before the all-reduce and one back after it,
+    // in the IR: the collective sends the narrow type (half the bytes) and
+    // the optimizer still gets FP32 gradients.
+    Type wireType = wire == "f16"    ? Type(b.getF16Type())
+                    : wire == "bf16" ? Type(b.getBF16Type())
+                                     : Type(b.getF32Type());
+    auto onWire = [&](Value v) {
+      auto t = cast<RankedTensorType>(v.getType());
+      return t.clone(wireType);
+    };
     for (auto [k, bucket] : llvm::enumerate(buckets)) {
       Value last = bucket.front(); // the latest computed
       for (Value g : bucket)
@@ -105,15 +117,23 @@ struct DataParallel : public mpc::impl::DataParallelBase<DataParallel> {
         b.setInsertionPointAfter(def);
       else
         b.setInsertionPointToStart(&body);
-      SmallVector<Type> types(ValueRange(bucket).getTypes());
-      auto reduce = b.create<AllReduceOp>(last.getLoc(), types, bucket,
+      SmallVector<Value> sent;
+      for (Value g : bucket)
+        sent.push_back(g.getType() == onWire(g)
+                           ? g
+                           : Value(b.create<CastOp>(g.getLoc(), onWire(g), g)));
+      SmallVector<Type> types(ValueRange(sent).getTypes());
+      auto reduce = b.create<AllReduceOp>(last.getLoc(), types, sent,
                                           b.getI64IntegerAttr(k),
                                           b.getStringAttr(wire));
       for (auto [g, r] : llvm::zip(bucket, reduce.getReduced())) {
+        Value back = r.getType() == g.getType()
+                         ? Value(r)
+                         : Value(b.create<CastOp>(g.getLoc(), g.getType(), r));
         if (g == loss)
-          ret->setOperand(lossIndex.getInt(), r);
+          ret->setOperand(lossIndex.getInt(), back);
         for (unsigned i : grads.lookup(g))
-          ret->setOperand(i, r);
+          ret->setOperand(i, back);
       }
     }
   }

@@ -271,11 +271,6 @@ private:
         reduces.push_back(i);
     if (!group || reduces.empty())
       return true;
-    for (size_t i : reduces)
-      if (plan.steps[i].getString("wire", "f32") != "f32")
-        return (error = "GPU ranks send gradients in fp32 only for now "
-                        "(drop --grad-wire)",
-                false);
     nccl::Library &lib = nccl::library();
     if (std::string why = lib.load(); !why.empty())
       return (error = "GPU ranks need NCCL: " + why, false);
@@ -335,15 +330,20 @@ private:
                "cuStreamWaitEvent", error))
       return false;
     lib.groupStart();
-    for (size_t k = 0; k < s.inputs.size(); ++k)
-      if (int r = lib.allReduce(
-              (const void *)address(s.inputs[k]), (void *)address(s.outputs[k]),
-              (size_t)numElements(plan.values[s.inputs[k]].shape),
-              nccl::kFloat32, nccl::kAvg, comm, commStream)) {
+    for (size_t k = 0; k < s.inputs.size(); ++k) {
+      const ValueInfo &v = plan.values[s.inputs[k]];
+      int type = v.dtype == DType::F16    ? nccl::kFloat16
+                 : v.dtype == DType::BF16 ? nccl::kBfloat16
+                                          : nccl::kFloat32;
+      if (int r = lib.allReduce((const void *)address(s.inputs[k]),
+                                (void *)address(s.outputs[k]),
+                                (size_t)numElements(v.shape), type,
+                                nccl::kAvg, comm, commStream)) {
         lib.groupEnd();
         return (error = std::string("ncclAllReduce: ") + lib.errorString(r),
                 false);
       }
+    }
     if (int r = lib.groupEnd())
       return (error = std::string("ncclGroupEnd: ") + lib.errorString(r),
               false);

@@ -3,7 +3,7 @@
 // libmpc-fake-nccl.so exports the NCCL entry points runtime/cuda/Nccl.cpp
 // loads (MPC_NCCL points at it). Its all-reduce runs on the stream it is
 // given through the driver double (mpcFakeCudaEnqueue), so graph capture
-// and stream order are exercised as on a GPU; FP32 only, as mpc sends. The ranks of a fake GPU job
+// and stream order are exercised as on a GPU; FP32, fp16 and bf16. The ranks of a fake GPU job
 // are processes whose "device memory" is their own: they meet in a
 // directory under /dev/shm named by the unique id (which must travel
 // through the job's store intact): each posts its buffer for the
@@ -12,6 +12,8 @@
 // bits, as NCCL's ring gives them.
 //
 //===----------------------------------------------------------------------===//
+
+#include "runtime/Half.h"
 
 #include <cerrno>
 #include <chrono>
@@ -42,7 +44,7 @@ struct Reduce {
   const void *from;
   void *to;
   size_t count;
-  int op;
+  int type, op;
 };
 int groupDepth = 0;
 long long calls = 0;
@@ -57,12 +59,34 @@ struct Log {
   }
 } logAtExit;
 
+/// fp16 / bf16 bits to and from float, as mpc's CPU backend rounds.
+float widen(uint16_t h, bool bf16) {
+  return bf16 ? mpc::rt::bf16ToFloat(h) : mpc::rt::halfToFloat(h);
+}
+uint16_t narrow(float f, bool bf16) {
+  return bf16 ? mpc::rt::floatToBf16(f) : mpc::rt::floatToHalf(f);
+}
+float element(const char *p, size_t i, int type) {
+  if (type == 7) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return widen(h, type == 9);
+}
+/// The value stored in `type` (16-bit types round).
+float rounded(float f, int type) {
+  return type == 7 ? f : widen(narrow(f, type == 9), type == 9);
+}
+
 /// Runs when the stream reaches the all-reduce (at each graph replay).
 void reduce(void *arg) {
   auto *r = static_cast<Reduce *>(arg);
   Comm &c = *r->comm;
   long long seq = c.seq++;
-  size_t size = 4;
+  size_t size = r->type == 7 ? 4 : 2;
   std::vector<char> mine(static_cast<const char *>(r->from),
                          static_cast<const char *>(r->from) + r->count * size);
   auto file = [&](long long s, int rank) {
@@ -92,14 +116,23 @@ void reduce(void *arg) {
                    k, seq);
       std::_Exit(1);
     }
-    for (size_t i = 0; i < r->count; ++i)
-      total[i] = k == 0 ? reinterpret_cast<const float *>(theirs.data())[i]
-                        : total[i] + reinterpret_cast<const float *>(theirs.data())[i];
+    // Partial sums in the data type, as gloo's and NCCL's are.
+    for (size_t i = 0; i < r->count; ++i) {
+      float x = element(theirs.data(), i, r->type);
+      total[i] = k == 0 ? x : rounded(total[i] + x, r->type);
+    }
   }
   if (r->op == 4)
     for (float &v : total)
-      v *= (float)(1.0 / c.ranks);
-  std::memcpy(r->to, total.data(), r->count * 4);
+      v = rounded(v * (float)(1.0 / c.ranks), r->type);
+  for (size_t i = 0; i < r->count; ++i) {
+    if (r->type == 7) {
+      std::memcpy(static_cast<char *>(r->to) + 4 * i, &total[i], 4);
+    } else {
+      uint16_t h = narrow(total[i], r->type == 9);
+      std::memcpy(static_cast<char *>(r->to) + 2 * i, &h, 2);
+    }
+  }
   // A rank in all-reduce seq has seen every rank post seq - 1, so every
   // rank has read seq - 2.
   if (seq >= 2)
@@ -150,8 +183,8 @@ int ncclGroupEnd() { return groupDepth ? (--groupDepth, kSuccess) : kInvalidUsag
 
 int ncclAllReduce(const void *send, void *recv, size_t count, int type,
                   int op, Comm *comm, void *stream) {
-  if (!comm || type != 7 || (op != 0 && op != 4))
-    return kInvalidArgument; // mpc sends FP32 gradients
+  if (!comm || (type != 7 && type != 6 && type != 9) || (op != 0 && op != 4))
+    return kInvalidArgument; // FP32, fp16 or bf16 sums and means
   using Enqueue = int (*)(void *, void (*)(void *), void *);
   const char *driver = std::getenv("MPC_CUDA_DRIVER");
   void *lib = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
@@ -160,7 +193,7 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type,
     return kInvalidUsage; // not on the driver double
   ++calls;
   // Kept for the graph's replays.
-  return enqueue(stream, reduce, new Reduce{comm, send, recv, count, op}) == 0
+  return enqueue(stream, reduce, new Reduce{comm, send, recv, count, type, op}) == 0
              ? kSuccess
              : kInvalidArgument;
 }

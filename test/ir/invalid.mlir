@@ -257,3 +257,27 @@ func.func @attention_bias(%q: tensor<2x4x8xf32>, %b: tensor<3x4xf32>) {
   %y, %lse = mpc.attention %q, %q, %q, %b {scale = 1.0 : f32} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<3x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
   return
 }
+
+// -----
+
+func.func @all_reduce_wire(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'mpc.all_reduce' op operand of type 'tensor<4xf32>' on a bf16 wire}}
+  %r = mpc.all_reduce %g {bucket = 0 : i64, wire = "bf16"} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_kind(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'mpc.all_reduce' op wire must be f32, f16 or bf16, got 'f8'}}
+  %r = mpc.all_reduce %g {bucket = 0 : i64, wire = "f8"} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_results(%g: tensor<4xf32>) {
+  // expected-error @+1 {{'mpc.all_reduce' op result type 'tensor<3xf32>' differs from its gradient's 'tensor<4xf32>'}}
+  %r = mpc.all_reduce %g {bucket = 0 : i64, wire = "f32"} : (tensor<4xf32>) -> tensor<3xf32>
+  return
+}

@@ -17,12 +17,18 @@
 // CHECK: return %[[R]]#2, %[[R]]#0, %[[R]]#1
 
 // 32 bytes a bucket: dw (48 bytes) fills one by itself, right after the
-// gemm, so its reduction can start while db is still being computed.
+// gemm, so its reduction can start while db is still being computed. On a
+// bf16 wire each gradient is cast to bf16 for the collective and back to
+// FP32 for the optimizer, and the loss stays out (it would be rounded).
 // SMALL: %[[DW:.*]] = mpc.gemm %{{.*}}, %{{.*}} {transA = true}
-// SMALL-NEXT: %[[R0:.*]] = mpc.all_reduce %[[DW]] {bucket = 0 : i64, wire = "bf16"} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+// SMALL-NEXT: %[[S0:.*]] = mpc.cast %[[DW]] : (tensor<3x4xf32>) -> tensor<3x4xbf16>
+// SMALL-NEXT: %[[R0:.*]] = mpc.all_reduce %[[S0]] {bucket = 0 : i64, wire = "bf16"} : (tensor<3x4xbf16>) -> tensor<3x4xbf16>
+// SMALL-NEXT: %[[B0:.*]] = mpc.cast %[[R0]] : (tensor<3x4xbf16>) -> tensor<3x4xf32>
 // SMALL-NEXT: %[[DB:.*]] = mpc.reduce_sum
-// SMALL-NEXT: %[[R1:.*]]:2 = mpc.all_reduce %[[DB]], %{{.*}} {bucket = 1 : i64, wire = "bf16"}
-// SMALL: return %[[R1]]#1, %[[R0]], %[[R1]]#0
+// SMALL-NEXT: %[[S1:.*]] = mpc.cast %[[DB]]
+// SMALL-NEXT: %[[R1:.*]] = mpc.all_reduce %[[S1]] {bucket = 1 : i64, wire = "bf16"}
+// SMALL-NEXT: %[[B1:.*]] = mpc.cast %[[R1]]
+// SMALL: return %loss, %[[B0]], %[[B1]]
 
 // The unscale and its all-finite check see the averaged gradients, so
 // every rank skips the same steps.
