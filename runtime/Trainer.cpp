@@ -250,6 +250,16 @@ bool Trainer::checkRanksAgree(std::string &error) {
 /// scale always, weights and optimizer state unless the step is skipped.
 bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
                    StepRecord &r, std::string &error) {
+  if (options_.group)
+    options_.group->stepStarted(s + 1);
+  bool ok = runStep(s, feeds, r, error);
+  if (options_.group)
+    options_.group->stepEnded();
+  return ok;
+}
+
+bool Trainer::runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
+                      StepRecord &r, std::string &error) {
   if (!toSession(feeds, error))
     return false;
   if (!session_.run(error))

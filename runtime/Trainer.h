@@ -118,6 +118,8 @@ private:
              std::string &error);
   bool step(int64_t s, const std::map<std::string, Tensor> &feeds,
             StepRecord &record, std::string &error);
+  bool runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
+               StepRecord &record, std::string &error);
   void report(const StepRecord &r, int64_t first, double seconds) const;
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
   /// False when some rank's `weights` differ from rank 0's in any bit.

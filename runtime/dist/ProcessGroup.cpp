@@ -23,6 +23,38 @@ bool envInt(const char *name, int &out, bool &bad) {
 
 ProcessGroup *current = nullptr;
 
+/// Checks in as `key`/<rank> and waits a few seconds for the others: the
+/// ranks that did not come ("" when all did), or `error` when the store is
+/// gone. The survivors of a lost or hung rank reach this within moments of
+/// each other; a rank not here after a few seconds is dead or hung.
+std::string missingRanks(TcpStore &store, const std::string &key,
+                                int rank, int size, std::string &error) {
+  if (!store.set(key + "/" + std::to_string(rank), {1}, error))
+    return "";
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  std::string missing;
+  for (;;) {
+    missing.clear();
+    int count = 0;
+    for (int r = 0; r < size; ++r) {
+      bool here = false;
+      if (r != rank && (!store.has(key + "/" + std::to_string(r), here, error) ||
+                        !here))
+        missing += (count++ ? ", " : "") + std::to_string(r);
+    }
+    if (!error.empty() || missing.empty() ||
+        std::chrono::steady_clock::now() > deadline)
+      return missing;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::string naming(const std::string &missing) {
+  return "rank " + missing +
+         (missing.find(',') != std::string::npos ? " are" : " is") +
+         " gone or hung";
+}
+
 /// Set by the first path that reports a failure (the watchdog or a failed
 /// collective), so that one line is printed.
 std::atomic<bool> reported{false};
@@ -103,6 +135,26 @@ bool ProcessGroup::startWatchdog(std::string &error) {
             std::fprintf(stderr, "%s%s; stopping\n", head.c_str(), e.c_str());
             std::_Exit(1);
           }
+          // A step past the timeout: a rank hung inside a collective that
+          // has no timeout of its own (NCCL's kernels wait forever).
+          int64_t start = stepStart_;
+          int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+          if (start >= 0 && now - start > timeout_.count()) {
+            if (stopping_ || reported.exchange(true))
+              return;
+            std::string why,
+                missing = missingRanks(*store, "stuck/" + std::to_string(step_),
+                                       rank(), size(), why);
+            std::fprintf(stderr, "%sstep %lld did not finish in %lld s: %s; "
+                         "stopping\n", head.c_str(), (long long)step_.load(),
+                         (long long)(timeout_.count() / 1000),
+                         !why.empty()       ? why.c_str()
+                         : missing.empty() ? "every rank is stuck"
+                                           : naming(missing).c_str());
+            std::_Exit(1);
+          }
         }
       });
   return true;
@@ -123,33 +175,22 @@ std::string ProcessGroup::failure(const std::string &what,
   std::string head = "rank " + std::to_string(rank()) + ": " + what +
                      " failed";
   std::string e;
-  if (!store_->set("failed/" + std::to_string(rank()), {1}, e))
+  std::string missing = missingRanks(*store_, "failed", rank(), size(), e);
+  if (!e.empty())
     return head + ": " + e + " (" + why + ")";
-  // The survivors of a lost rank see their collective fail within moments
-  // of each other; a rank not here after a few seconds is dead or hung.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  std::string missing;
-  for (;;) {
-    missing.clear();
-    int count = 0;
-    for (int r = 0; r < size(); ++r) {
-      bool here = false;
-      if (r != rank() &&
-          (!store_->has("failed/" + std::to_string(r), here, e) || !here))
-        missing += (count++ ? ", " : "") + std::to_string(r);
-    }
-    if (!e.empty())
-      return head + ": " + e + " (" + why + ")";
-    if (missing.empty() || std::chrono::steady_clock::now() > deadline)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
   if (missing.empty())
     return head + " on every rank: " + why;
-  return head + ": rank " + missing +
-         (missing.find(',') != std::string::npos ? " are" : " is") +
-         " gone or hung (" + why + ")";
+  return head + ": " + naming(missing) + " (" + why + ")";
 }
+
+void ProcessGroup::stepStarted(int64_t step) {
+  step_ = step;
+  stepStart_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+                   .count();
+}
+
+void ProcessGroup::stepEnded() { stepStart_ = -1; }
 
 bool ProcessGroup::finish(std::string &error) {
   stopWatchdog();

@@ -85,6 +85,10 @@ public:
   }
   /// Every rank arrives here before rank 0's store goes away.
   bool finish(std::string &error);
+  /// Bracket a training step: the watchdog ends the process, naming the
+  /// ranks that hung, when one runs past the timeout.
+  void stepStarted(int64_t step);
+  void stepEnded();
 
 protected:
   /// The error after a failed collective: checks in at the store, waits a
@@ -97,6 +101,7 @@ protected:
   std::unique_ptr<TcpStore> store_;
   std::unique_ptr<std::thread> watchdog_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> stepStart_{-1}, step_{0}; // ms on the steady clock
   std::chrono::milliseconds timeout_;
   double commSeconds_ = 0;
 };

@@ -180,6 +180,30 @@ def kill():
     print(f"by hand: {last[at:last.find(' (', at)]}")
     procs[1].wait()
 
+    # A hung rank (stopped, its connections open): the others' collective
+    # times out (--collective-timeout 3) and they name it.
+    procs = []
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hung = [a if a != "60" else "3" for a in base]
+    for r in (0, 1):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(hung, env=env, stdout=open(logs[r], "w"),
+                                      stderr=subprocess.STDOUT))
+    wait_for(logs[0], "step 20/")
+    procs[1].send_signal(signal.SIGSTOP)
+    start = time.time()
+    code = procs[0].wait(timeout=120)
+    took = time.time() - start
+    last = open(logs[0]).read().strip().splitlines()[-1]
+    at = last.find("rank 0:")
+    print(f"hung: rank 0 exit {code} within 15 s: {took < 15}")
+    print(f"hung: {last[at:last.find(' (', at)]}")
+    procs[1].kill()
+    procs[1].wait()
+
     # Under mpc launch, with checkpoints every 5 steps: kill rank 1.
     ck = os.path.join(WORK, "kill-ck")
     log = os.path.join(WORK, "launch.log")
