@@ -491,6 +491,9 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
     for (const auto &[index, name] : t->protocol_.weights)
       if (!t->session_.get(name, params[name], error))
         return false;
+  for (Trainer *t : phases)
+    if (!t->checkRanksAgree(error))
+      return false;
   return o.metricsPath.empty() ||
          writeFileAtomically(o.metricsPath, log, error);
 }

@@ -405,7 +405,13 @@ bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
 /// parameters it updates, the shared optimizer flags), run in order each
 /// step over shared parameters.
 int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
-                std::map<std::string, rt::Tensor> &arrays) {
+                std::map<std::string, rt::Tensor> &arrays,
+                rt::dist::ProcessGroup *group) {
+  bool lead = !group || group->rank() == 0;
+  if (!lead) { // rank 0 writes what the job produces
+    tensorboardDir.setValue("");
+    outputModel.setValue("");
+  }
   std::string error;
   std::vector<PhaseSpec> specs(phaseSpecs.size());
   for (size_t k = 0; k < specs.size(); ++k)
@@ -426,6 +432,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     pipelineOptions(pipeline);
     pipeline.loss = specs[k].loss;
     pipeline.trainParams = specs[k].params;
+    pipeline.dataParallel = group != nullptr;
     const PhaseSpec &ps = specs[k];
     if (!ps.optimizer.empty())
       pipeline.optimizer = ps.optimizer;
@@ -455,6 +462,11 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     if (!sessions.back())
       return reportError(model + ": " + error);
     rt::TrainerOptions options = trainerOptions();
+    options.group = group;
+    if (!lead) {
+      options.progress = false;
+      options.metricsPath.clear();
+    }
     if (ps.lr)
       options.lr = (float)*ps.lr;
     if (!tensorboardDir.empty())
@@ -478,7 +490,10 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   for (const rt::Plan &plan : plans)
     addInitialParams(plan, params);
   bool trained = rt::Trainer::trainPhases(phases, names, arrays, params, error);
-  return finishTraining(trained, error, tensorboard, tensorboardError, params);
+  int rc = finishTraining(trained, error, tensorboard, tensorboardError, params);
+  if (group && rc == 0 && !group->finish(error))
+    return reportError(error);
+  return rc;
 }
 
 } // namespace
@@ -519,9 +534,6 @@ int runTrain() {
     return reportError(error);
   std::unique_ptr<rt::dist::ProcessGroup> group;
   if (job.distributed()) {
-    if (!phaseSpecs.empty())
-      return reportError("--phase does not run on several ranks yet; train "
-                         "the phases in one process");
     if (!(collectiveTimeout > 0))
       return reportError("--collective-timeout must be positive");
     // CPU ranks reduce through gloo; GPU ranks through NCCL on the device
@@ -556,7 +568,7 @@ int runTrain() {
     if (!lossName.empty() || !lossKind.empty())
       return reportError("--phase names each phase's loss; --loss-output "
                          "and --loss do not combine with it");
-    return trainPhases(*module, gpu, arrays);
+    return trainPhases(*module, gpu, arrays, group.get());
   }
   // A model with a TrainingInfoProto trains as its algorithm says, unless
   // an --optimizer is asked for.

@@ -47,7 +47,8 @@ def make(d):
     x = torch.zeros(BATCH, 8)
     z = torch.zeros(BATCH, 4)
     torch.onnx.export(m, (x, z), f"{d}/gan.onnx", input_names=["x", "z"],
-                      output_names=["d_loss", "g_loss"], opset_version=13)
+                      output_names=["d_loss", "g_loss"], opset_version=13,
+                      dynamic_axes={"x": {0: "batch"}, "z": {0: "batch"}})
     rng = np.random.default_rng(5)
     np.save(f"{d}/x.npy", (0.5 + 0.3 * rng.standard_normal((32, 8)))
             .astype(np.float32))
