@@ -428,19 +428,49 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
                           std::map<std::string, Tensor> &params,
                           std::string &error) {
   const TrainerOptions &o = phases.front()->options_;
-  if (!o.checkpointDir.empty())
-    return (error = "--checkpoint with phases is not supported yet", false);
   Batches batches(data, o);
   if (!batches.check(error))
     return false;
+  // One checkpoint holds every phase: the parameters (each phase owns its
+  // own) and each phase's state under "phase<k>." (the optimizer's step
+  // count and the loss scale have the same names in every phase).
+  bool resume = o.resume;
+  for (Trainer *t : phases)
+    t->options_.resume = false;
   for (size_t k = 0; k < phases.size(); ++k) {
     int64_t first;
     if (!phases[k]->setUp(data, params, first, error))
       return (error = "phase " + names[k] + ": " + error, false);
   }
+  auto phaseState = [&](std::map<std::string, Tensor> &all) {
+    for (size_t k = 0; k < phases.size(); ++k)
+      for (auto &[name, t] : phases[k]->state_)
+        all["phase" + std::to_string(k) + "." + name] = t;
+  };
+  int64_t first = 0;
+  if (resume) {
+    std::map<std::string, Tensor> state;
+    phaseState(state);
+    if (!loadCheckpoint(o.checkpointDir, first, params, state, error))
+      return (error = "cannot resume from " + o.checkpointDir + ": " + error,
+              false);
+    for (size_t k = 0; k < phases.size(); ++k) {
+      Trainer &t = *phases[k];
+      for (auto &[name, v] : t.state_)
+        v = state["phase" + std::to_string(k) + "." + name];
+      if (t.state_.count("mpc.loss_scale"))
+        t.scale_ = t.state_["mpc.loss_scale"].getFloat(0);
+      if (!t.toSession(params, error) || !t.toSession(t.state_, error))
+        return false;
+    }
+    if (o.progress)
+      o.print("resumed from " + o.checkpointDir + " at step " +
+              std::to_string(first) + "\n");
+  }
+  bool lead = !o.group || o.group->rank() == 0;
   std::string log;
   auto start = std::chrono::steady_clock::now();
-  for (int64_t s = 0; s < o.steps; ++s) {
+  for (int64_t s = first; s < o.steps; ++s) {
     std::map<std::string, Tensor> batch = batches.at(s);
     std::string line = format("step %lld/%lld", (long long)s + 1,
                               (long long)o.steps);
@@ -470,7 +500,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
               !other->session_.set(name, w, error))
             return false;
       }
-      std::string m = metricsLine(r);
+      std::string m = metricsLine(r, o.group != nullptr);
       log += "{\"phase\": \"" + names[p] + "\", " + m.substr(1);
       line += format("  %s %.6f", names[p].c_str(), r.loss);
       if (t.scaling_)
@@ -485,6 +515,21 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
     }
     if (o.progress && (s == 0 || (s + 1) % 10 == 0 || s + 1 == o.steps))
       o.print(line + "\n");
+    if (lead && !o.checkpointDir.empty() &&
+        ((s + 1) % o.checkpointEvery == 0 || s + 1 == o.steps)) {
+      // Every parameter (frozen ones as they started), as phases left them.
+      std::map<std::string, Tensor> weights = params, state;
+      for (Trainer *t : phases)
+        for (const auto &[index, name] : t->protocol_.weights)
+          if (!t->session_.get(name, weights[name], error))
+            return false;
+      for (Trainer *t : phases)
+        if (!t->fromSession(t->state_, error))
+          return false;
+      phaseState(state);
+      if (!saveCheckpoint(o.checkpointDir, s + 1, weights, state, error))
+        return false;
+    }
   }
   // Every parameter as the last phase that updated it left it.
   for (Trainer *t : phases)

@@ -104,8 +104,9 @@ public:
   /// step); every training step runs them in order on the same batch, and
   /// the parameters a phase updates are copied into the later phases'
   /// sessions before they run. The first trainer's options (steps, batch,
-  /// order, metrics with a "phase" field, progress) drive the loop;
-  /// checkpoints are not supported yet. `names` label the phases.
+  /// order, metrics with a "phase" field, progress, checkpoints of every
+  /// phase's parameters and state) drive the loop. `names` label the
+  /// phases.
   static bool trainPhases(const std::vector<Trainer *> &phases,
                           const std::vector<std::string> &names,
                           const std::map<std::string, Tensor> &data,
