@@ -422,6 +422,52 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
           writeFileAtomically(options_.metricsPath, log, error));
 }
 
+bool Trainer::SharedScaler::init(const std::vector<Trainer *> &phases,
+                                 std::string &error) {
+  // GradScaler.update's settings, from the first phase's update step (the
+  // phases are built with the same --loss-scale).
+  for (const Step &st : phases.front()->plan_.steps)
+    if (st.op == OpId::UpdateLossScale) {
+      growth = st.getFloat("growth", 2.0);
+      backoff = st.getFloat("backoff", 0.5);
+      interval = st.getInt("interval", 2000);
+      minScale = st.getFloat("min_scale", 1.0);
+      maxScale = st.getFloat("max_scale", 16777216.0);
+      Trainer &first = *phases.front();
+      scale = first.scale_;
+      good = first.state_["mpc.loss_scale_good_steps"].getInt(0);
+      return true;
+    }
+  return (error = "--loss-scaler shared needs dynamic loss scaling "
+                  "(--loss-scale dynamic, the fp16 default)",
+          false);
+}
+
+std::map<std::string, Tensor>
+Trainer::SharedScaler::state(Trainer &t) const {
+  t.scale_ = scale; // what this phase's record reports
+  return {{"mpc.loss_scale", scalar(DType::F32, scale)},
+          {"mpc.loss_scale_good_steps", scalar(DType::I64, (double)good)}};
+}
+
+void Trainer::SharedScaler::update(const std::vector<Trainer *> &phases,
+                                   bool overflow) {
+  if (overflow) {
+    scale *= backoff;
+    good = 0;
+  } else if (++good >= interval) {
+    scale *= growth;
+    good = 0;
+  }
+  scale = std::clamp(scale, minScale, maxScale);
+  scale = (float)scale; // the plan holds it in FP32
+  for (Trainer *t : phases) { // what checkpoints save
+    t->state_["mpc.loss_scale"] = scalar(DType::F32, scale);
+    t->state_["mpc.loss_scale_good_steps"] = scalar(DType::I64, (double)good);
+    t->scale_ = scale;
+  }
+}
+
 bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
                           const std::vector<std::string> &names,
                           const std::map<std::string, Tensor> &data,
@@ -468,21 +514,28 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
               std::to_string(first) + "\n");
   }
   bool lead = !o.group || o.group->rank() == 0;
+  SharedScaler shared;
+  if (o.sharedLossScale && !shared.init(phases, error))
+    return false;
   std::string log;
   auto start = std::chrono::steady_clock::now();
   for (int64_t s = first; s < o.steps; ++s) {
     std::map<std::string, Tensor> batch = batches.at(s);
     std::string line = format("step %lld/%lld", (long long)s + 1,
                               (long long)o.steps);
+    bool anyOverflow = false;
     for (size_t p = 0; p < phases.size(); ++p) {
       Trainer &t = *phases[p];
       auto t0 = std::chrono::steady_clock::now();
       std::map<std::string, Tensor> feeds = batch;
+      if (o.sharedLossScale)
+        feeds.merge(shared.state(t));
       feeds.merge(optimizerScalars(
           t.plan_, t.state_["mpc.opt.t"].getInt(0) + 1, t.options_.lr));
       StepRecord r;
       if (!t.step(s, feeds, r, error))
         return (error = "phase " + names[p] + ": " + error, false);
+      anyOverflow |= r.skipped;
       r.ms = std::chrono::duration<double, std::milli>(
                  std::chrono::steady_clock::now() - t0)
                  .count();
@@ -513,6 +566,8 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
                         std::to_string(s + 1) + "; lower --lr",
                 false);
     }
+    if (o.sharedLossScale)
+      shared.update(phases, anyOverflow);
     if (o.progress && (s == 0 || (s + 1) % 10 == 0 || s + 1 == o.steps))
       o.print(line + "\n");
     if (lead && !o.checkpointDir.empty() &&

@@ -49,6 +49,10 @@ struct TrainerOptions {
   std::string precision = "fp32";
   /// The loss-scale mode the step was built with ("none" when unscaled).
   std::string lossScaleMode = "none";
+  /// Phases: one dynamic loss scale for all of them, as PyTorch's
+  /// multi-model AMP recipe uses one GradScaler: every phase runs at it, and
+  /// it is updated once per step from whether any phase overflowed.
+  bool sharedLossScale = false;
   /// Called after every step with its record and the samples per second
   /// since the run started (`mpc train --tensorboard`).
   std::function<void(const StepRecord &, double samplesPerSecond)> onStep;
@@ -129,6 +133,16 @@ private:
   /// After training: false when the ranks' weights differ in any bit.
   bool checkRanksAgree(std::string &error);
   bool fromSession(std::map<std::string, Tensor> &m, std::string &error);
+
+  /// The one loss scale of --loss-scaler shared (GradScaler's update).
+  struct SharedScaler {
+    double scale = 1, growth = 2, backoff = 0.5, minScale = 1, maxScale = 1;
+    int64_t good = 0, interval = 2000;
+    bool init(const std::vector<Trainer *> &phases, std::string &error);
+    /// The scale state phase `t` runs at.
+    std::map<std::string, Tensor> state(Trainer &t) const;
+    void update(const std::vector<Trainer *> &phases, bool overflow);
+  };
 
   const Plan &plan_;
   Session &session_;

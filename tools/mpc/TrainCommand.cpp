@@ -8,6 +8,7 @@
 
 #include "Commands.h"
 #include "KernelBuild.h"
+#include "PhaseSpecs.h"
 #include "Precision.h"
 #include "TensorBoard.h"
 #include "TrainStep.h"
@@ -149,6 +150,19 @@ static cl::list<std::string> phaseSpecs(
              "generator's); later phases see the parameters earlier ones "
              "updated"),
     cl::value_desc("loss=NAME,params=REGEX"), cl::sub(trainCommand));
+static cl::opt<std::string> recipe(
+    "recipe",
+    cl::desc("The phases as a JSON file: {\"phases\": [{\"loss\": ..., "
+             "\"params\": ..., \"optimizer\": ..., \"lr\": ..., \"betas\": "
+             "[b1, b2]}, ...], \"loss_scaler\": \"shared\"} (instead of "
+             "--phase)"),
+    cl::value_desc("recipe.json"), cl::sub(trainCommand));
+static cl::opt<std::string> lossScaler(
+    "loss-scaler",
+    cl::desc("Phases: per-phase (a dynamic loss scale each; default) | "
+             "shared (one, as PyTorch's multi-model AMP recipe's one "
+             "GradScaler)"),
+    cl::init("per-phase"), cl::sub(trainCommand));
 static cl::opt<double> collectiveTimeout(
     "collective-timeout",
     cl::desc("Data-parallel ranks: seconds a collective may wait for the "
@@ -334,73 +348,6 @@ int finishTraining(bool trained, const std::string &error,
   return 0;
 }
 
-struct PhaseSpec {
-  std::string loss, params;
-  /// Optional: overrides of the shared optimizer flags for this phase.
-  std::string optimizer;
-  std::optional<double> lr, momentum, weightDecay;
-  std::vector<double> betas;
-};
-
-/// loss=OUTPUT,params=REGEX[,optimizer=K][,lr=X][,momentum=X]
-/// [,weight-decay=X][,betas=B1/B2]. A comma not followed by a known key
-/// belongs to the value before it (regular expressions may hold commas).
-bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
-  static const char *keys[] = {"loss", "params", "optimizer", "lr",
-                               "momentum", "weight-decay", "betas"};
-  llvm::SmallVector<std::pair<std::string, std::string>> items;
-  llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(spec).split(parts, ',');
-  for (llvm::StringRef part : parts) {
-    auto [key, value] = part.split('=');
-    if (part.contains('=') && llvm::is_contained(keys, key))
-      items.emplace_back(key.str(), value.str());
-    else if (!items.empty())
-      items.back().second += "," + part.str();
-    else
-      return (error = "--phase '" + spec + "': expected loss=OUTPUT,"
-                      "params=REGEX[,optimizer=K,lr=X,momentum=X,"
-                      "weight-decay=X,betas=B1/B2]",
-              false);
-  }
-  auto number = [&](const std::string &key, const std::string &v,
-                    std::optional<double> &to) {
-    double d;
-    if (llvm::StringRef(v).getAsDouble(d))
-      return (error = "--phase '" + spec + "': " + key + " must be a number",
-              false);
-    return to = d, true;
-  };
-  for (auto &[key, value] : items) {
-    bool ok = true;
-    if (key == "loss")
-      out.loss = value;
-    else if (key == "params")
-      out.params = value;
-    else if (key == "optimizer")
-      out.optimizer = value;
-    else if (key == "lr")
-      ok = number(key, value, out.lr);
-    else if (key == "momentum")
-      ok = number(key, value, out.momentum);
-    else if (key == "weight-decay")
-      ok = number(key, value, out.weightDecay);
-    else if (key == "betas") {
-      auto [b1, b2] = llvm::StringRef(value).split('/');
-      std::optional<double> x, y;
-      ok = number(key, b1.str(), x) && number(key, b2.str(), y);
-      if (ok)
-        out.betas = {*x, *y};
-    }
-    if (!ok)
-      return false;
-  }
-  if (out.loss.empty() || out.params.empty())
-    return (error = "--phase '" + spec + "' needs both loss= and params=",
-            false);
-  return true;
-}
-
 /// `mpc train --phase ...`: one train step per phase (its loss, the
 /// parameters it updates, the shared optimizer flags), run in order each
 /// step over shared parameters.
@@ -417,6 +364,24 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   for (size_t k = 0; k < specs.size(); ++k)
     if (!parsePhase(phaseSpecs[k], specs[k], error))
       return reportError(error);
+  std::string scaler = lossScaler;
+  if (!recipe.empty()) {
+    if (!specs.empty())
+      return reportError("give the phases with --phase or in --recipe, not "
+                         "both");
+    std::string fromFile;
+    if (!readRecipe(recipe, specs, fromFile, error))
+      return reportError(error);
+    if (!fromFile.empty() && !lossScaler.getNumOccurrences())
+      scaler = fromFile;
+  }
+  // How each phase is named where it is reported: the --phase text, or
+  // the recipe's entry.
+  auto spelled = [&](size_t k) {
+    return k < phaseSpecs.size() ? "--phase '" + phaseSpecs[k] + "'"
+                                 : recipe + ": phases[" + std::to_string(k) +
+                                       "]";
+  };
   TensorBoardWriter tensorboard;
   std::string tensorboardError;
   if (!tensorboardDir.empty() && !tensorboard.open(tensorboardDir, error))
@@ -445,7 +410,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     if (!ps.betas.empty())
       pipeline.adamBetas = ps.betas;
     if (!mlir::mpc::validate(pipeline, error))
-      return reportError("--phase '" + phaseSpecs[k] + "': " + error);
+      return reportError(spelled(k) + ": " + error);
     mlir::func::FuncOp step = buildTrainStep(*copy, pipeline, error);
     if (!step || !mlir::mpc::buildPlan(step, plans[k], error))
       return reportError(model + ": phase " + specs[k].loss + ": " + error);
@@ -463,6 +428,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
       return reportError(model + ": " + error);
     rt::TrainerOptions options = trainerOptions();
     options.group = group;
+    options.sharedLossScale = scaler == "shared";
     if (!lead) {
       options.progress = false;
       options.metricsPath.clear();
@@ -564,7 +530,12 @@ int runTrain() {
       !appendLoss(mlir::mpc::entryFunction(*module), lossKind, labelName,
                   error))
     return reportError(model + ": " + error);
-  if (!phaseSpecs.empty()) {
+  if (lossScaler != "per-phase" && lossScaler != "shared")
+    return reportError("--loss-scaler must be per-phase or shared, got '" +
+                       lossScaler + "'");
+  if (lossScaler.getNumOccurrences() && phaseSpecs.empty() && recipe.empty())
+    return reportError("--loss-scaler is for phases (--phase or --recipe)");
+  if (!phaseSpecs.empty() || !recipe.empty()) {
     if (!lossName.empty() || !lossKind.empty())
       return reportError("--phase names each phase's loss; --loss-output "
                          "and --loss do not combine with it");

@@ -1,0 +1,41 @@
+//===- PhaseSpecs.h - the phases of a GAN-style train step --------*- C++ -*-===//
+//
+// What `mpc train --phase` and `--recipe` describe: per phase, the loss (a
+// model output), the parameters it updates (a regular expression) and,
+// optionally, its own optimizer and hyper-parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_TOOLS_MPC_PHASESPECS_H
+#define MPC_TOOLS_MPC_PHASESPECS_H
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mpc {
+
+struct PhaseSpec {
+  std::string loss, params;
+  /// Optional: overrides of the shared optimizer flags for this phase.
+  std::string optimizer;
+  std::optional<double> lr, momentum, weightDecay;
+  std::vector<double> betas;
+};
+
+/// One --phase value: loss=OUTPUT,params=REGEX[,optimizer=K][,lr=X]
+/// [,momentum=X][,weight-decay=X][,betas=B1/B2].
+bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error);
+
+/// A recipe file (JSON):
+///   {"loss_scaler": "shared" | "per-phase",
+///    "phases": [{"loss": "d_loss", "params": "D\\..*",
+///                "optimizer": "adam", "lr": 2e-4, "betas": [0.5, 0.999],
+///                "momentum": 0.9, "weight_decay": 0}, ...]}
+/// False with a one-line `error` naming the file and the field.
+bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
+                std::string &lossScaler, std::string &error);
+
+} // namespace mpc
+
+#endif // MPC_TOOLS_MPC_PHASESPECS_H
