@@ -520,13 +520,18 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
   std::string log;
   auto start = std::chrono::steady_clock::now();
   for (int64_t s = first; s < o.steps; ++s) {
+    // A phase's step_ms counts its share of the loop as train()'s does:
+    // the first phase's includes slicing the batch, each phase's includes
+    // handing its updated weights to the other phases.
+    auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, Tensor> batch = batches.at(s);
     std::string line = format("step %lld/%lld", (long long)s + 1,
                               (long long)o.steps);
     bool anyOverflow = false;
     for (size_t p = 0; p < phases.size(); ++p) {
       Trainer &t = *phases[p];
-      auto t0 = std::chrono::steady_clock::now();
+      if (p > 0)
+        t0 = std::chrono::steady_clock::now();
       std::map<std::string, Tensor> feeds = batch;
       if (o.sharedLossScale)
         feeds.merge(shared.state(t));
@@ -536,13 +541,6 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
       if (!t.step(s, feeds, r, error))
         return (error = "phase " + names[p] + ": " + error, false);
       anyOverflow |= r.skipped;
-      r.ms = std::chrono::duration<double, std::milli>(
-                 std::chrono::steady_clock::now() - t0)
-                 .count();
-      t.history_.push_back(r);
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
       // The parameters this phase updated, into the other phases.
       for (const auto &[index, name] : t.protocol_.weights) {
         Tensor w;
@@ -553,6 +551,13 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
               !other->session_.set(name, w, error))
             return false;
       }
+      r.ms = std::chrono::duration<double, std::milli>(
+                 std::chrono::steady_clock::now() - t0)
+                 .count();
+      t.history_.push_back(r);
+      double seconds = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
       std::string m = metricsLine(r, o.group != nullptr);
       log += "{\"phase\": \"" + names[p] + "\", " + m.substr(1);
       line += format("  %s %.6f", names[p].c_str(), r.loss);
