@@ -206,6 +206,8 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
                    error))
     return false;
   if (options_.group)
+    options_.group->beginTraining(); // --collective-timeout from here
+  if (options_.group)
     options_.group->takeCommSeconds(); // steps report their own
   return toSession(params, error) && toSession(state_, error);
 }

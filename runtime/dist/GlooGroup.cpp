@@ -97,11 +97,11 @@ public:
     }
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
-      glooStore_ = std::make_unique<GlooStore>(*store_, timeout_);
+      glooStore_ = std::make_unique<GlooStore>(*store_, startTimeout());
       prefixed_ = std::make_unique<gloo::rendezvous::PrefixStore>("gloo",
                                                                   *glooStore_);
       context_ = std::make_shared<gloo::rendezvous::Context>(rank(), size());
-      context_->setTimeout(timeout_);
+      context_->setTimeout(startTimeout());
       context_->connectFullMesh(*prefixed_, device_);
     } catch (const std::exception &e) {
       return (error = failure("connecting the ranks", e.what()), false);
@@ -110,6 +110,11 @@ public:
   }
 
   std::string name() const override { return "gloo"; }
+
+  void beginTraining() override {
+    ProcessGroup::beginTraining();
+    context_->setTimeout(timeout_);
+  }
 
   bool allReduce(float *data, size_t n, bool average,
                  std::string &error) override {
@@ -207,6 +212,7 @@ private:
 
 std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
                                             std::chrono::milliseconds timeout,
+                                            std::chrono::milliseconds start,
                                             std::string &error) {
 #ifdef MPC_HAVE_GLOO
   // A write to a rank that died raises SIGPIPE, whose default (and LLVM's
@@ -218,16 +224,18 @@ std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   auto store = TcpStore::open(env.masterAddr, env.masterPort, env.rank == 0,
-                              timeout, error);
+                              std::max(timeout, start),
+                              error);
   if (!store)
     return (error = "rank " + std::to_string(env.rank) + ": " + error,
             nullptr);
-  auto group = std::make_unique<GlooGroup>(env, std::move(store), timeout);
+  auto group = std::make_unique<GlooGroup>(env, std::move(store), timeout,
+                                            start);
   if (!group->connect(error) || !group->startWatchdog(error))
     return nullptr;
   return group;
 #else
-  (void)env, (void)timeout;
+  (void)env, (void)timeout, (void)start;
   error = "this mpc was built without gloo (libgloo-dev), so it cannot run "
           "CPU ranks; install it and rebuild";
   return nullptr;

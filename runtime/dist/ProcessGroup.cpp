@@ -111,8 +111,8 @@ ProcessGroup::~ProcessGroup() {
 bool ProcessGroup::startWatchdog(std::string &error) {
   if (size() == 1)
     return true;
-  auto own = TcpStore::open(env_.masterAddr, env_.masterPort, false, timeout_,
-                            error);
+  auto own = TcpStore::open(env_.masterAddr, env_.masterPort, false,
+                            startTimeout_, error);
   if (!own || !store_->hello(rank(), error))
     return false;
   watchdog_ = std::make_unique<std::thread>(

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -44,8 +45,10 @@ bool readJobEnv(JobEnv &env, std::string &error);
 class ProcessGroup {
 public:
   ProcessGroup(const JobEnv &env, std::unique_ptr<TcpStore> store,
-               std::chrono::milliseconds timeout)
-      : env_(env), store_(std::move(store)), timeout_(timeout) {}
+               std::chrono::milliseconds timeout,
+               std::chrono::milliseconds startTimeout)
+      : env_(env), store_(std::move(store)), timeout_(timeout),
+        startTimeout_(std::max(timeout, startTimeout)) {}
   virtual ~ProcessGroup();
 
   /// Starts the watchdog: a thread on its own store connection that ends
@@ -60,6 +63,16 @@ public:
   const JobEnv &env() const { return env_; }
   TcpStore &store() { return *store_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  /// Until the ranks have met once (each imports and compiles the model at
+  /// its own pace first), the store and collectives wait up to
+  /// `startTimeout()` (--rendezvous-timeout, as torchrun's); then
+  /// `timeout()` (--collective-timeout).
+  std::chrono::milliseconds startTimeout() const { return startTimeout_; }
+  /// The ranks have met: collectives wait `timeout()` from here on.
+  virtual void beginTraining() { started_ = true; }
+  std::chrono::milliseconds collectiveTimeout() const {
+    return started_ ? timeout_ : startTimeout();
+  }
   virtual std::string name() const = 0; // "gloo", "nccl"
 
   /// In place on host memory: the sum over ranks, times 1/size (rounded
@@ -102,7 +115,8 @@ protected:
   std::unique_ptr<std::thread> watchdog_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> stepStart_{-1}, step_{0}; // ms on the steady clock
-  std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds timeout_, startTimeout_;
+  bool started_ = false;
   double commSeconds_ = 0;
 };
 
@@ -110,6 +124,7 @@ protected:
 /// built without gloo.
 std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
                                             std::chrono::milliseconds timeout,
+                                            std::chrono::milliseconds start,
                                             std::string &error);
 
 /// GPU ranks' group: their host-side reductions (a few scalars a step)
@@ -117,6 +132,7 @@ std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
 /// in the CUDA session, which takes the store for NCCL's unique id.
 std::unique_ptr<ProcessGroup> openStoreGroup(const JobEnv &env,
                                              std::chrono::milliseconds timeout,
+                                             std::chrono::milliseconds start,
                                              std::string &error);
 
 /// The job this process is a rank of: the CPU executor's all_reduce steps

@@ -77,7 +77,8 @@ private:
     std::vector<T> total(n);
     for (int r = 0; r < size(); ++r) {
       std::vector<char> v;
-      if (!store_->get(key + "/" + std::to_string(r), v, timeout_, error) ||
+      if (!store_->get(key + "/" + std::to_string(r), v, collectiveTimeout(),
+                       error) ||
           v.size() != n * sizeof(T))
         return (error = failure("all-reduce", error), false);
       const T *x = reinterpret_cast<const T *>(v.data());
@@ -109,14 +110,17 @@ private:
 } // namespace
 
 std::unique_ptr<ProcessGroup> openStoreGroup(const JobEnv &env,
-                                             std::chrono::milliseconds timeout,
-                                             std::string &error) {
+                                            std::chrono::milliseconds timeout,
+                                            std::chrono::milliseconds start,
+                                            std::string &error) {
   auto store = TcpStore::open(env.masterAddr, env.masterPort, env.rank == 0,
-                              timeout, error);
+                              std::max(timeout, start),
+                              error);
   if (!store)
     return (error = "rank " + std::to_string(env.rank) + ": " + error,
             nullptr);
-  auto group = std::make_unique<StoreGroup>(env, std::move(store), timeout);
+  auto group = std::make_unique<StoreGroup>(env, std::move(store), timeout,
+                                            start);
   if (!group->startWatchdog(error))
     return nullptr;
   return group;

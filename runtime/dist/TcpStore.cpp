@@ -9,6 +9,7 @@
 
 #include "runtime/dist/TcpStore.h"
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -83,6 +84,15 @@ addrinfo *resolve(const std::string &host, int port, bool passive,
 } // namespace
 
 class StoreServer {
+  /// The keys and what guards them, owned jointly by the server and its
+  /// connection threads: a thread still serving a client when the server
+  /// goes (the process is ending) keeps them alive.
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::map<std::string, std::vector<char>> data;
+  };
+
 public:
   ~StoreServer() {
     stopping_ = true;
@@ -90,8 +100,6 @@ public:
       ::shutdown(listen_, SHUT_RDWR), ::close(listen_);
     if (acceptor_.joinable())
       acceptor_.join();
-    // Connection threads are detached: a client may still be blocked in a
-    // wait; the process is ending.
   }
 
   bool start(int port, std::string &error) {
@@ -126,11 +134,11 @@ private:
           continue;
         return;
       }
-      std::thread([this, fd] { serve(fd); }).detach();
+      std::thread([state = state_, fd] { serve(*state, fd); }).detach();
     }
   }
 
-  void serve(int fd) {
+  static void serve(State &st, int fd) {
     int rank = -1; // whose connection, once it says hello
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -145,35 +153,35 @@ private:
       char status = Ok;
       std::vector<char> reply;
       {
-        std::unique_lock<std::mutex> lock(mutex_);
+        std::unique_lock<std::mutex> lock(st.mutex);
         if (op == Set) {
-          data_[k] = value;
-          changed_.notify_all();
+          st.data[k] = value;
+          st.changed.notify_all();
         } else if (op == Get) {
           auto until = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(arg);
-          bool found = changed_.wait_until(
-              lock, until, [&] { return data_.count(k) > 0; });
+          bool found = st.changed.wait_until(
+              lock, until, [&] { return st.data.count(k) > 0; });
           if (found)
-            reply = data_[k];
+            reply = st.data[k];
           else
             status = Missing;
         } else if (op == Erase) {
-          data_.erase(k);
+          st.data.erase(k);
         } else if (op == Hello) {
           rank = (int)arg;
         } else if (op == Has) {
-          status = data_.count(k) ? Ok : Missing;
+          status = st.data.count(k) ? Ok : Missing;
         } else if (op == Add) {
           int64_t v = 0;
-          auto it = data_.find(k);
-          if (it != data_.end() && it->second.size() == 8)
+          auto it = st.data.find(k);
+          if (it != st.data.end() && it->second.size() == 8)
             std::memcpy(&v, it->second.data(), 8);
           v += arg;
           reply.resize(8);
           std::memcpy(reply.data(), &v, 8);
-          data_[k] = reply;
-          changed_.notify_all();
+          st.data[k] = reply;
+          st.changed.notify_all();
         }
       }
       if (!sendAll(fd, &status, 1) ||
@@ -182,21 +190,19 @@ private:
     }
     ::close(fd);
     // A rank's connection closed before it finished: it died.
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (rank >= 0 && !data_.count("finished/" + std::to_string(rank)) &&
-        !data_.count("lost")) {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (rank >= 0 && !st.data.count("finished/" + std::to_string(rank)) &&
+        !st.data.count("lost")) {
       std::string r = std::to_string(rank);
-      data_["lost"] = std::vector<char>(r.begin(), r.end());
-      changed_.notify_all();
+      st.data["lost"] = std::vector<char>(r.begin(), r.end());
+      st.changed.notify_all();
     }
   }
 
   int listen_ = -1;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};
   std::thread acceptor_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<std::string, std::vector<char>> data_;
+  std::shared_ptr<State> state_ = std::make_shared<State>();
 };
 
 std::unique_ptr<TcpStore> TcpStore::open(const std::string &host, int port,

@@ -70,7 +70,8 @@ static int train(const Plan &plan, const std::string &dir,
   if (!dist::readJobEnv(job, error))
     return fail(error);
   if (job.distributed()) {
-    group = dist::openStoreGroup(job, std::chrono::minutes(5), error);
+    group = dist::openStoreGroup(job, std::chrono::minutes(5),
+                                 std::chrono::minutes(10), error);
     if (!group)
       return fail(error);
     dist::setCurrentGroup(group.get());

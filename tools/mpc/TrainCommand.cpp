@@ -168,6 +168,12 @@ static cl::opt<double> collectiveTimeout(
     cl::desc("Data-parallel ranks: seconds a collective may wait for the "
              "others before every rank stops, naming the missing ones"),
     cl::init(300), cl::sub(trainCommand));
+static cl::opt<double> rendezvousTimeout(
+    "rendezvous-timeout",
+    cl::desc("Data-parallel ranks: seconds to wait for the job's store and "
+             "for every rank to be ready (they import and compile at their "
+             "own pace) before training starts"),
+    cl::init(600), cl::sub(trainCommand));
 static cl::opt<double> bucketMb(
     "bucket-mb",
     cl::desc("Data-parallel ranks: gradient bucket size in MiB (each bucket "
@@ -500,14 +506,16 @@ int runTrain() {
     return reportError(error);
   std::unique_ptr<rt::dist::ProcessGroup> group;
   if (job.distributed()) {
-    if (!(collectiveTimeout > 0))
-      return reportError("--collective-timeout must be positive");
+    if (!(collectiveTimeout > 0) || !(rendezvousTimeout > 0))
+      return reportError("--collective-timeout and --rendezvous-timeout must "
+                         "be positive");
     // CPU ranks reduce through gloo; GPU ranks through NCCL on the device
     // (the CUDA session), with the loop's few host scalars via the store.
     auto timeout = std::chrono::milliseconds((int64_t)(collectiveTimeout * 1e3));
+    auto start = std::chrono::milliseconds((int64_t)(rendezvousTimeout * 1e3));
     group = trainDevice == "cuda"
-                ? rt::dist::openStoreGroup(job, timeout, error)
-                : rt::dist::openGlooGroup(job, timeout, error);
+                ? rt::dist::openStoreGroup(job, timeout, start, error)
+                : rt::dist::openGlooGroup(job, timeout, start, error);
     if (!group)
       return reportError(error);
     rt::dist::setCurrentGroup(group.get());
