@@ -1,6 +1,9 @@
 //===- CudaDevice.cpp - run an artifact on an NVIDIA GPU ------------------===//
 
 #include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/Cudnn.h"
+#include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include <algorithm>
@@ -110,6 +113,19 @@ bool runPlanCuda(const Plan &plan, const std::string &dir,
     if (!s->output(k, outputs[k], error))
       return false;
   return true;
+}
+
+std::vector<std::string> describeCudaLibraries() {
+  std::vector<std::string> lines;
+  auto line = [&](const char *role, auto &lib) {
+    std::string why = lib.load(); // describe() needs it loaded
+    lines.push_back(std::string(role) + ": " +
+                    (why.empty() ? lib.describe() : why));
+  };
+  line("GEMMs", lt::library());
+  line("convolution gradients", dnn::library());
+  line("GPU ranks' gradients", nccl::library());
+  return lines;
 }
 
 } // namespace mpc::rt

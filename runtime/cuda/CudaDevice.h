@@ -28,6 +28,10 @@ struct CudaInfo {
 /// Looks for the driver and a device; never fails loudly.
 CudaInfo probeCuda();
 
+/// One line per NVIDIA library mpc loads at run time (cuBLASLt, cuDNN,
+/// NCCL): its version and path, or why it does not load (`mpc doctor`).
+std::vector<std::string> describeCudaLibraries();
+
 /// The sm_XY of a device description ("NVIDIA H200 (sm_90)").
 std::string deviceArch(const std::string &device);
 

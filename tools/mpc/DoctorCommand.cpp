@@ -94,6 +94,8 @@ int runDoctor() {
   } else {
     outs() << "GPU: none (" << gpu.reason << "); mpc runs on the CPU backend\n";
   }
+  for (const std::string &line : rt::describeCudaLibraries())
+    outs() << line << "\n";
   std::string nvcc = findCudaTool("nvcc");
   std::string version;
   if (!nvcc.empty() && capture(nvcc, {"--version"}, version)) {
