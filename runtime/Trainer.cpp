@@ -1,6 +1,7 @@
 //===- Trainer.cpp - the training loop over a train-step plan -------------===//
 
 #include "runtime/Trainer.h"
+#include "runtime/TrainerParts.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/PlanIO.h"
 #include "runtime/dist/ProcessGroup.h"
@@ -31,65 +32,54 @@ Tensor gatherRows(const Tensor &t, const int64_t *rows, int64_t n) {
   return out;
 }
 
-/// The batch of each step: rows in file order, or in a permutation per
-/// epoch seeded by seed + epoch, so the batch depends only on the step
-/// (resuming mid-epoch rebuilds the same permutation). With R ranks the
-/// step's global batch is R x batch rows and rank r takes its r-th slice:
-/// together the ranks see what one process with the global batch sees.
-class Batches {
-public:
-  Batches(const std::map<std::string, Tensor> &data, const TrainerOptions &o)
-      : data_(data), options_(o),
-        order_(data.empty() ? o.batch : data.begin()->second.dim(0)) {
-    if (o.group)
-      ranks_ = o.group->size(), rank_ = o.group->rank();
-  }
-
-  /// False with `error` when there is less than one full global batch.
-  bool check(std::string &error) const {
-    if ((int64_t)order_.size() >= options_.batch * ranks_)
-      return true;
-    return (error = "need at least one full batch of " +
-                    std::to_string(options_.batch) + " samples" +
-                    (ranks_ > 1 ? " for each of the " +
-                                      std::to_string(ranks_) + " ranks"
-                                : ""),
-            false);
-  }
-
-  std::map<std::string, Tensor> at(int64_t step) {
-    int64_t global = options_.batch * ranks_;
-    int64_t perEpoch = (int64_t)order_.size() / global;
-    int64_t epoch = step / perEpoch, k = step % perEpoch;
-    if (epoch != epoch_) {
-      std::iota(order_.begin(), order_.end(), 0);
-      if (options_.shuffle) {
-        std::mt19937_64 rng(options_.seed + epoch);
-        std::shuffle(order_.begin(), order_.end(), rng);
-      }
-      epoch_ = epoch;
-    }
-    std::map<std::string, Tensor> batch;
-    const int64_t *rows = order_.data() + k * global + rank_ * options_.batch;
-    for (const auto &[name, t] : data_)
-      batch[name] = gatherRows(t, rows, options_.batch);
-    return batch;
-  }
-
-private:
-  const std::map<std::string, Tensor> &data_;
-  const TrainerOptions &options_;
-  std::vector<int64_t> order_;
-  int64_t epoch_ = -1;
-  int64_t ranks_ = 1, rank_ = 0;
-};
-
 /// FNV-1a over bytes: the ranks compare their weights by it.
 uint64_t fnv1a(const void *data, size_t n, uint64_t h) {
   const auto *p = static_cast<const unsigned char *>(data);
   for (size_t i = 0; i < n; ++i)
     h = (h ^ p[i]) * 1099511628211ull;
   return h;
+}
+
+} // namespace
+
+namespace detail {
+
+Batches::Batches(const std::map<std::string, Tensor> &data,
+                 const TrainerOptions &o)
+    : data_(data), options_(o),
+      order_(data.empty() ? o.batch : data.begin()->second.dim(0)) {
+  if (o.group)
+    ranks_ = o.group->size(), rank_ = o.group->rank();
+}
+
+bool Batches::check(std::string &error) const {
+  if ((int64_t)order_.size() >= options_.batch * ranks_)
+    return true;
+  return (error = "need at least one full batch of " +
+                  std::to_string(options_.batch) + " samples" +
+                  (ranks_ > 1 ? " for each of the " + std::to_string(ranks_) +
+                                    " ranks"
+                              : ""),
+          false);
+}
+
+std::map<std::string, Tensor> Batches::at(int64_t step) {
+  int64_t global = options_.batch * ranks_;
+  int64_t perEpoch = (int64_t)order_.size() / global;
+  int64_t epoch = step / perEpoch, k = step % perEpoch;
+  if (epoch != epoch_) {
+    std::iota(order_.begin(), order_.end(), 0);
+    if (options_.shuffle) {
+      std::mt19937_64 rng(options_.seed + epoch);
+      std::shuffle(order_.begin(), order_.end(), rng);
+    }
+    epoch_ = epoch;
+  }
+  std::map<std::string, Tensor> batch;
+  const int64_t *rows = order_.data() + k * global + rank_ * options_.batch;
+  for (const auto &[name, t] : data_)
+    batch[name] = gatherRows(t, rows, options_.batch);
+  return batch;
 }
 
 Tensor scalar(DType t, double v) {
@@ -101,7 +91,6 @@ Tensor scalar(DType t, double v) {
   return s;
 }
 
-std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char *fmt, ...) {
   char buf[512];
   va_list args;
@@ -111,9 +100,7 @@ std::string format(const char *fmt, ...) {
   return buf;
 }
 
-/// One JSON object of the metrics file (JSON has no NaN or infinity: a
-/// non-finite loss is null).
-std::string metricsLine(const StepRecord &r, bool distributed = false) {
+std::string metricsLine(const StepRecord &r, bool distributed) {
   std::string loss = std::isfinite(r.loss) ? format("%.9g", r.loss) : "null";
   std::string time = format(", \"step_ms\": %.3f", r.ms);
   if (distributed)
@@ -126,7 +113,9 @@ std::string metricsLine(const StepRecord &r, bool distributed = false) {
                 (long long)r.overflow, time.c_str());
 }
 
-} // namespace
+} // namespace detail
+
+using namespace detail;
 
 Trainer::Trainer(const Plan &plan, Session &session, TrainerOptions options)
     : plan_(plan), session_(session), options_(std::move(options)),
@@ -422,187 +411,6 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
   return checkRanksAgree(error) &&
          (options_.metricsPath.empty() ||
           writeFileAtomically(options_.metricsPath, log, error));
-}
-
-bool Trainer::SharedScaler::init(const std::vector<Trainer *> &phases,
-                                 std::string &error) {
-  // GradScaler.update's settings, from the first phase's update step (the
-  // phases are built with the same --loss-scale).
-  for (const Step &st : phases.front()->plan_.steps)
-    if (st.op == OpId::UpdateLossScale) {
-      growth = st.getFloat("growth", 2.0);
-      backoff = st.getFloat("backoff", 0.5);
-      interval = st.getInt("interval", 2000);
-      minScale = st.getFloat("min_scale", 1.0);
-      maxScale = st.getFloat("max_scale", 16777216.0);
-      Trainer &first = *phases.front();
-      scale = first.scale_;
-      good = first.state_["mpc.loss_scale_good_steps"].getInt(0);
-      return true;
-    }
-  return (error = "--loss-scaler shared needs dynamic loss scaling "
-                  "(--loss-scale dynamic, the fp16 default)",
-          false);
-}
-
-std::map<std::string, Tensor>
-Trainer::SharedScaler::state(Trainer &t) const {
-  t.scale_ = scale; // what this phase's record reports
-  return {{"mpc.loss_scale", scalar(DType::F32, scale)},
-          {"mpc.loss_scale_good_steps", scalar(DType::I64, (double)good)}};
-}
-
-void Trainer::SharedScaler::update(const std::vector<Trainer *> &phases,
-                                   bool overflow) {
-  if (overflow) {
-    scale *= backoff;
-    good = 0;
-  } else if (++good >= interval) {
-    scale *= growth;
-    good = 0;
-  }
-  scale = std::clamp(scale, minScale, maxScale);
-  scale = (float)scale; // the plan holds it in FP32
-  for (Trainer *t : phases) { // what checkpoints save
-    t->state_["mpc.loss_scale"] = scalar(DType::F32, scale);
-    t->state_["mpc.loss_scale_good_steps"] = scalar(DType::I64, (double)good);
-    t->scale_ = scale;
-  }
-}
-
-bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
-                          const std::vector<std::string> &names,
-                          const std::map<std::string, Tensor> &data,
-                          std::map<std::string, Tensor> &params,
-                          std::string &error) {
-  const TrainerOptions &o = phases.front()->options_;
-  Batches batches(data, o);
-  if (!batches.check(error))
-    return false;
-  // One checkpoint holds every phase: the parameters (each phase owns its
-  // own) and each phase's state under "phase<k>." (the optimizer's step
-  // count and the loss scale have the same names in every phase).
-  bool resume = o.resume;
-  for (Trainer *t : phases)
-    t->options_.resume = false;
-  for (size_t k = 0; k < phases.size(); ++k) {
-    int64_t first;
-    if (!phases[k]->setUp(data, params, first, error))
-      return (error = "phase " + names[k] + ": " + error, false);
-  }
-  auto phaseState = [&](std::map<std::string, Tensor> &all) {
-    for (size_t k = 0; k < phases.size(); ++k)
-      for (auto &[name, t] : phases[k]->state_)
-        all["phase" + std::to_string(k) + "." + name] = t;
-  };
-  int64_t first = 0;
-  if (resume) {
-    std::map<std::string, Tensor> state;
-    phaseState(state);
-    if (!loadCheckpoint(o.checkpointDir, first, params, state, error))
-      return (error = "cannot resume from " + o.checkpointDir + ": " + error,
-              false);
-    for (size_t k = 0; k < phases.size(); ++k) {
-      Trainer &t = *phases[k];
-      for (auto &[name, v] : t.state_)
-        v = state["phase" + std::to_string(k) + "." + name];
-      if (t.state_.count("mpc.loss_scale"))
-        t.scale_ = t.state_["mpc.loss_scale"].getFloat(0);
-      if (!t.toSession(params, error) || !t.toSession(t.state_, error))
-        return false;
-    }
-    if (o.progress)
-      o.print("resumed from " + o.checkpointDir + " at step " +
-              std::to_string(first) + "\n");
-  }
-  bool lead = !o.group || o.group->rank() == 0;
-  SharedScaler shared;
-  if (o.sharedLossScale && !shared.init(phases, error))
-    return false;
-  std::string log;
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t s = first; s < o.steps; ++s) {
-    // A phase's step_ms counts its share of the loop as train()'s does:
-    // the first phase's includes slicing the batch, each phase's includes
-    // handing its updated weights to the other phases.
-    auto t0 = std::chrono::steady_clock::now();
-    std::map<std::string, Tensor> batch = batches.at(s);
-    std::string line = format("step %lld/%lld", (long long)s + 1,
-                              (long long)o.steps);
-    bool anyOverflow = false;
-    for (size_t p = 0; p < phases.size(); ++p) {
-      Trainer &t = *phases[p];
-      if (p > 0)
-        t0 = std::chrono::steady_clock::now();
-      std::map<std::string, Tensor> feeds = batch;
-      if (o.sharedLossScale)
-        feeds.merge(shared.state(t));
-      feeds.merge(optimizerScalars(
-          t.plan_, t.state_["mpc.opt.t"].getInt(0) + 1, t.options_.lr));
-      StepRecord r;
-      if (!t.step(s, feeds, r, error))
-        return (error = "phase " + names[p] + ": " + error, false);
-      anyOverflow |= r.skipped;
-      // The parameters this phase updated, into the other phases.
-      for (const auto &[index, name] : t.protocol_.weights) {
-        Tensor w;
-        if (!t.session_.get(name, w, error))
-          return false;
-        for (Trainer *other : phases)
-          if (other != &t && valueOfName(other->plan_, name) >= 0 &&
-              !other->session_.set(name, w, error))
-            return false;
-      }
-      r.ms = std::chrono::duration<double, std::milli>(
-                 std::chrono::steady_clock::now() - t0)
-                 .count();
-      t.history_.push_back(r);
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-      std::string m = metricsLine(r, o.group != nullptr);
-      log += "{\"phase\": \"" + names[p] + "\", " + m.substr(1);
-      line += format("  %s %.6f", names[p].c_str(), r.loss);
-      if (t.scaling_)
-        line += format(" (scale %g%s)", r.lossScale,
-                       r.skipped ? ", skipped" : "");
-      if (t.options_.onStep)
-        t.options_.onStep(r, (s + 1) * o.batch / std::max(seconds, 1e-9));
-      if (!t.scaling_ && !std::isfinite(r.loss))
-        return (error = "phase " + names[p] + ": loss is not finite at step " +
-                        std::to_string(s + 1) + "; lower --lr",
-                false);
-    }
-    if (o.sharedLossScale)
-      shared.update(phases, anyOverflow);
-    if (o.progress && (s == 0 || (s + 1) % 10 == 0 || s + 1 == o.steps))
-      o.print(line + "\n");
-    if (lead && !o.checkpointDir.empty() &&
-        ((s + 1) % o.checkpointEvery == 0 || s + 1 == o.steps)) {
-      // Every parameter (frozen ones as they started), as phases left them.
-      std::map<std::string, Tensor> weights = params, state;
-      for (Trainer *t : phases)
-        for (const auto &[index, name] : t->protocol_.weights)
-          if (!t->session_.get(name, weights[name], error))
-            return false;
-      for (Trainer *t : phases)
-        if (!t->fromSession(t->state_, error))
-          return false;
-      phaseState(state);
-      if (!saveCheckpoint(o.checkpointDir, s + 1, weights, state, error))
-        return false;
-    }
-  }
-  // Every parameter as the last phase that updated it left it.
-  for (Trainer *t : phases)
-    for (const auto &[index, name] : t->protocol_.weights)
-      if (!t->session_.get(name, params[name], error))
-        return false;
-  for (Trainer *t : phases)
-    if (!t->checkRanksAgree(error))
-      return false;
-  return o.metricsPath.empty() ||
-         writeFileAtomically(o.metricsPath, log, error);
 }
 
 bool Trainer::readWeights(std::map<std::string, Tensor> &params,

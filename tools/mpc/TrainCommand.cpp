@@ -11,6 +11,7 @@
 #include "PhaseSpecs.h"
 #include "Precision.h"
 #include "TensorBoard.h"
+#include "TrainRanks.h"
 #include "TrainStep.h"
 
 #include "codegen/CudaEmitter.h"
@@ -119,6 +120,7 @@ static cl::opt<std::string>
                        "by --data NAME=...)"),
               cl::init("label"), cl::sub(trainCommand));
 static PrecisionFlags precisionFlags(trainCommand, /*training=*/true);
+static RankFlags rankFlags(trainCommand);
 static cl::opt<std::string> trainDevice("device", cl::desc("cpu | cuda"),
                                         cl::init("cpu"), cl::sub(trainCommand));
 static cl::opt<bool> cudaGraph(
@@ -163,27 +165,6 @@ static cl::opt<std::string> lossScaler(
              "shared (one, as PyTorch's multi-model AMP recipe's one "
              "GradScaler)"),
     cl::init("per-phase"), cl::sub(trainCommand));
-static cl::opt<double> collectiveTimeout(
-    "collective-timeout",
-    cl::desc("Data-parallel ranks: seconds a collective may wait for the "
-             "others before every rank stops, naming the missing ones"),
-    cl::init(300), cl::sub(trainCommand));
-static cl::opt<double> rendezvousTimeout(
-    "rendezvous-timeout",
-    cl::desc("Data-parallel ranks: seconds to wait for the job's store and "
-             "for every rank to be ready (they import and compile at their "
-             "own pace) before training starts"),
-    cl::init(600), cl::sub(trainCommand));
-static cl::opt<double> bucketMb(
-    "bucket-mb",
-    cl::desc("Data-parallel ranks: gradient bucket size in MiB (each bucket "
-             "is all-reduced as soon as the backward pass fills it)"),
-    cl::init(25), cl::sub(trainCommand));
-static cl::opt<std::string> gradWire(
-    "grad-wire",
-    cl::desc("Data-parallel ranks: type the gradients travel in: fp32 "
-             "(default) | fp16 | bf16 (half the bytes, rounded sums)"),
-    cl::init("fp32"), cl::sub(trainCommand));
 static cl::opt<std::string> lossName("loss-output",
                                      cl::desc("Graph output to minimise "
                                               "(default: first f32 scalar)"),
@@ -265,11 +246,7 @@ static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
   pipeline.weightDecay = weightDecay.getValue();
   std::vector<double> betas(adamBetas.begin(), adamBetas.end());
   pipeline.adamBetas = betas;
-  pipeline.bucketMb = bucketMb.getValue();
-  pipeline.gradWire = gradWire == "fp32"   ? "f32"
-                      : gradWire == "fp16" ? "f16"
-                      : gradWire == "bf16" ? "bf16"
-                                           : std::string(gradWire.getValue());
+  rankFlags.apply(pipeline);
 }
 
 static rt::TrainerOptions trainerOptions() {
@@ -496,31 +473,14 @@ int runTrain() {
   if (trainConv != "auto" && trainConv != "cudnn" && trainConv != "mpc")
     return reportError("--conv must be auto, cudnn or mpc, got '" +
                        trainConv + "'");
-  if (gradWire != "fp32" && gradWire != "fp16" && gradWire != "bf16")
-    return reportError("--grad-wire must be fp32, fp16 or bf16, got '" +
-                       gradWire + "'");
   // One rank of a data-parallel job (torchrun's or mpirun's environment):
   // meet the others first, so a rank that fails later is named by them.
   rt::dist::JobEnv job;
-  if (!rt::dist::readJobEnv(job, error))
-    return reportError(error);
   std::unique_ptr<rt::dist::ProcessGroup> group;
-  if (job.distributed()) {
-    if (!(collectiveTimeout > 0) || !(rendezvousTimeout > 0))
-      return reportError("--collective-timeout and --rendezvous-timeout must "
-                         "be positive");
-    // CPU ranks reduce through gloo; GPU ranks through NCCL on the device
-    // (the CUDA session), with the loop's few host scalars via the store.
-    auto timeout = std::chrono::milliseconds((int64_t)(collectiveTimeout * 1e3));
-    auto start = std::chrono::milliseconds((int64_t)(rendezvousTimeout * 1e3));
-    group = trainDevice == "cuda"
-                ? rt::dist::openStoreGroup(job, timeout, start, error)
-                : rt::dist::openGlooGroup(job, timeout, start, error);
-    if (!group)
-      return reportError(error);
-    rt::dist::setCurrentGroup(group.get());
+  if (!rankFlags.joinJob(trainDevice == "cuda", job, group, error))
+    return reportError(error);
+  if (group)
     pipeline.dataParallel = true;
-  }
   bool lead = job.rank == 0; // writes metrics, checkpoints, outputs
   std::map<std::string, rt::Tensor> arrays;
   mlir::mpc::ImportOptions options;
@@ -594,16 +554,7 @@ int runTrain() {
       tensorboardDir.setValue("");
       outputModel.setValue("");
     } else {
-      int buckets = 0;
-      for (const rt::Step &s : plan.steps)
-        buckets += s.op == rt::OpId::AllReduce;
-      outs() << "data parallel: " << group->size() << " rank"
-             << (group->size() == 1 ? "" : "s") << " ("
-             << group->name() << ", " << job.launcher << "), global batch "
-             << batch * group->size() << " = " << group->size() << " x "
-             << batch << ", " << buckets << " gradient bucket"
-             << (buckets == 1 ? "" : "s") << " on the wire in " << gradWire
-             << "\n";
+      outs() << rankFlags.describe(*group, plan, batch) << "\n";
     }
   }
   if (!tensorboardDir.empty()) {
