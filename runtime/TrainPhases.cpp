@@ -172,6 +172,9 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
     }
     if (o.sharedLossScale)
       shared.update(phases, anyOverflow);
+    // Samples from the last phase's forward pass.
+    if (!phases.back()->sample(s + 1, error))
+      return false;
     if (o.progress && (s == 0 || (s + 1) % 10 == 0 || s + 1 == o.steps))
       o.print(line + "\n");
     if (lead && !o.checkpointDir.empty() &&

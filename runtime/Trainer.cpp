@@ -374,6 +374,8 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     log += metricsLine(r, options_.group != nullptr);
     double seconds = std::chrono::duration<double>(t1 - start).count();
     report(r, first, seconds);
+    if (!sample(r.step, error))
+      return false;
     if (options_.onStep)
       options_.onStep(r, (r.step - first) * options_.batch /
                              std::max(seconds, 1e-9));
@@ -411,6 +413,22 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
   return checkRanksAgree(error) &&
          (options_.metricsPath.empty() ||
           writeFileAtomically(options_.metricsPath, log, error));
+}
+
+bool Trainer::sample(int64_t step, std::string &error) {
+  if (!options_.onSample || options_.sampleEvery <= 0 ||
+      (step != 1 && step % options_.sampleEvery != 0 &&
+       step != options_.steps))
+    return true;
+  for (const std::string &name : options_.sampleOutputs)
+    for (size_t i = 0; i < plan_.outputs.size(); ++i)
+      if (plan_.outputs[i].name == name) {
+        Tensor t;
+        if (!session_.output(i, t, error) ||
+            !options_.onSample(step, name, t, error))
+          return false;
+      }
+  return true;
 }
 
 bool Trainer::readWeights(std::map<std::string, Tensor> &params,

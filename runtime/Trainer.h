@@ -62,6 +62,14 @@ struct TrainerOptions {
   /// them; the loss logged is the global mean; only rank 0 writes
   /// checkpoints and metrics.
   dist::ProcessGroup *group = nullptr;
+  /// After the first step, every `sampleEvery` and the last: `onSample(step, name,
+  /// value)` for each plan output named in `sampleOutputs` (the image
+  /// outputs `mpc train --samples` and `--tensorboard` show).
+  std::vector<std::string> sampleOutputs;
+  int64_t sampleEvery = 0;
+  std::function<bool(int64_t, const std::string &, const Tensor &,
+                     std::string &)>
+      onSample;
   /// Where progress lines go (default: stdout, flushed).
   std::function<void(const std::string &)> print = [](const std::string &s) {
     std::fputs(s.c_str(), stdout);
@@ -127,6 +135,8 @@ private:
                StepRecord &record, std::string &error);
   void report(const StepRecord &r, int64_t first, double seconds) const;
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
+  /// The samples of step `step` (1-based), when it is a sampling step.
+  bool sample(int64_t step, std::string &error);
   /// False when some rank's `weights` differ from rank 0's in any bit.
   bool sameWeights(const std::map<std::string, Tensor> &weights,
                    const char *when, std::string &error);

@@ -60,14 +60,18 @@ def export(d, seed):
         def forward(self, x, z):
             bce = nn.functional.binary_cross_entropy_with_logits
             real = self.D(x.reshape(-1, 1, 8, 8))
-            fake = self.D(self.G(z))
+            images = self.G(z)
+            fake = self.D(images)
             ones = torch.ones_like(real)
-            return bce(real, ones) + bce(fake, 0 * ones), bce(fake, ones)
+            # The generated images too: mpc train --samples shows them.
+            return (bce(real, ones) + bce(fake, 0 * ones), bce(fake, ones),
+                    images)
 
     m = Gan()
     torch.onnx.export(m, (torch.zeros(32, 64), torch.zeros(32, 16)),
                       f"{d}/dcgan.onnx", input_names=["x", "z"],
-                      output_names=["d_loss", "g_loss"], opset_version=13)
+                      output_names=["d_loss", "g_loss", "fake"],
+                      opset_version=13)
     torch.onnx.export(m.G, (torch.zeros(500, 16),), f"{d}/generator.onnx",
                       input_names=["z"], output_names=["image"],
                       opset_version=13)

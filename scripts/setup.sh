@@ -18,6 +18,8 @@ APT_PACKAGES=(
   libasan8 libubsan1
   # Data-parallel CPU ranks: gloo's TCP all-reduce (docs/distributed.md).
   libgloo-dev
+  # Sample grids of image outputs as PNG (mpc train --samples).
+  libpng-dev
 )
 # onnx is pinned: its node tests (scripts/gen_onnx_node_tests.py) and newest
 # opset are what the conformance suite pins its counts on.
@@ -25,7 +27,7 @@ ONNX_PIN=1.23
 # tensorboard: its descriptors generate mpc's event writer at build time,
 # and its reader checks the event files in the tests.
 PIP_PACKAGES=("onnx==$ONNX_PIN.*" numpy lit onnxruntime scikit-learn onnxconverter-common
-  tensorboard nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
+  tensorboard nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm pillow)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -43,7 +45,7 @@ fi
 PY=${PYTHON:-python3}
 # cuobjdump/nvdisasm (SASS checks of the CUDA artifacts) come as PyPI wheels
 # under nvidia/cu13/bin; the CUDA toolkit here has no copy.
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, PIL, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi

@@ -85,6 +85,22 @@ void TensorBoardWriter::scalar(const std::string &tag, int64_t step,
   record(event.SerializeAsString());
 }
 
+void TensorBoardWriter::image(const std::string &tag, int64_t step,
+                              const std::string &png, int width, int height,
+                              int channels) {
+  tensorboard::Event event;
+  event.set_wall_time(wallTime());
+  event.set_step(step);
+  tensorboard::Summary::Value *v = event.mutable_summary()->add_value();
+  v->set_tag(tag);
+  tensorboard::Summary::Image *image = v->mutable_image();
+  image->set_width(width);
+  image->set_height(height);
+  image->set_colorspace(channels);
+  image->set_encoded_image_string(png);
+  record(event.SerializeAsString());
+}
+
 void TensorBoardWriter::record(const std::string &bytes) {
   if (!file_)
     return;

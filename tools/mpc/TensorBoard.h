@@ -33,6 +33,9 @@ public:
   /// One scalar at `step`. Records are appended as they come (TensorBoard
   /// reads a run while it trains); `flush` pushes them to the file.
   void scalar(const std::string &tag, int64_t step, double value);
+  /// One image at `step`: `png` encoded, `channels` 1 (grey), 3 or 4.
+  void image(const std::string &tag, int64_t step, const std::string &png,
+             int width, int height, int channels);
   bool flush(std::string &error);
   const std::string &path() const { return path_; }
 
