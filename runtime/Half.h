@@ -91,6 +91,22 @@ inline uint16_t floatToBf16(float f) {
 /// bfloat16 -> FP32 (exact).
 inline float bf16ToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
 
+/// Arithmetic on fp16 (`bf16` false) or bf16 bit patterns, as a 16-bit
+/// collective does it: computed in FP32 (exact for one operation), rounded
+/// once to the 16-bit type.
+inline float widen16(uint16_t v, bool bf16) {
+  return bf16 ? bf16ToFloat(v) : halfToFloat(v);
+}
+inline uint16_t narrow16(float v, bool bf16) {
+  return bf16 ? floatToBf16(v) : floatToHalf(v);
+}
+inline uint16_t add16(uint16_t a, uint16_t b, bool bf16) {
+  return narrow16(widen16(a, bf16) + widen16(b, bf16), bf16);
+}
+inline uint16_t scale16(uint16_t v, float s, bool bf16) {
+  return narrow16(widen16(v, bf16) * s, bf16);
+}
+
 /// Bulk fp16 <-> FP32 (F16C where the CPU has it: the same bits as the
 /// conversions above, round to nearest even, subnormals kept).
 void halfToFloats(const uint16_t *in, float *out, int64_t n);

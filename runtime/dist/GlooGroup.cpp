@@ -73,8 +73,7 @@ void sum16(void *c, const void *a, const void *b, size_t n) {
   auto *out = static_cast<uint16_t *>(c);
   auto *x = static_cast<const uint16_t *>(a), *y = static_cast<const uint16_t *>(b);
   for (size_t i = 0; i < n; ++i)
-    out[i] = Bf16 ? floatToBf16(bf16ToFloat(x[i]) + bf16ToFloat(y[i]))
-                  : floatToHalf(halfToFloat(x[i]) + halfToFloat(y[i]));
+    out[i] = add16(x[i], y[i], Bf16);
 }
 
 class GlooGroup : public ProcessGroup {
@@ -146,12 +145,9 @@ public:
           gloo::allreduce(o);
         }))
       return false;
-    if (average) {
-      float inv = (float)(1.0 / size());
+    if (average)
       for (size_t i = 0; i < n; ++i)
-        data[i] = bf16 ? floatToBf16(bf16ToFloat(data[i]) * inv)
-                       : floatToHalf(halfToFloat(data[i]) * inv);
-    }
+        data[i] = scale16(data[i], (float)(1.0 / size()), bf16);
     return true;
   }
 

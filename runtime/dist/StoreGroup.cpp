@@ -34,16 +34,12 @@ public:
   }
   bool allReduce16(uint16_t *data, size_t n, bool bf16, bool average,
                    std::string &error) override {
-    auto add = [bf16](uint16_t a, uint16_t b) -> uint16_t {
-      return bf16 ? floatToBf16(bf16ToFloat(a) + bf16ToFloat(b))
-                  : floatToHalf(halfToFloat(a) + halfToFloat(b));
-    };
-    if (!sum(data, n, error, add))
+    if (!sum(data, n, error,
+             [bf16](uint16_t a, uint16_t b) { return add16(a, b, bf16); }))
       return false;
     if (average)
       for (size_t i = 0; i < n; ++i)
-        data[i] = bf16 ? floatToBf16(bf16ToFloat(data[i]) * (float)(1.0 / size()))
-                       : floatToHalf(halfToFloat(data[i]) * (float)(1.0 / size()));
+        data[i] = scale16(data[i], (float)(1.0 / size()), bf16);
     return true;
   }
   bool allReduce(int64_t *data, size_t n, std::string &error) override {

@@ -159,10 +159,10 @@ bool allReduceBucket(const std::vector<const Tensor *> &in,
       bool bf16 = wire == "bf16";
       std::vector<uint16_t> bits(total);
       for (size_t i = 0; i < total; ++i)
-        bits[i] = bf16 ? floatToBf16(packed[i]) : floatToHalf(packed[i]);
+        bits[i] = narrow16(packed[i], bf16);
       ok = group->allReduce16(bits.data(), total, bf16, true, error);
       for (size_t i = 0; i < total; ++i)
-        packed[i] = bf16 ? bf16ToFloat(bits[i]) : halfToFloat(bits[i]);
+        packed[i] = widen16(bits[i], bf16);
     }
     if (!ok)
       return false;

@@ -60,12 +60,8 @@ struct Log {
 } logAtExit;
 
 /// fp16 / bf16 bits to and from float, as mpc's CPU backend rounds.
-float widen(uint16_t h, bool bf16) {
-  return bf16 ? mpc::rt::bf16ToFloat(h) : mpc::rt::halfToFloat(h);
-}
-uint16_t narrow(float f, bool bf16) {
-  return bf16 ? mpc::rt::floatToBf16(f) : mpc::rt::floatToHalf(f);
-}
+float widen(uint16_t h, bool bf16) { return mpc::rt::widen16(h, bf16); }
+uint16_t narrow(float f, bool bf16) { return mpc::rt::narrow16(f, bf16); }
 float element(const char *p, size_t i, int type) {
   if (type == 7) {
     float f;
