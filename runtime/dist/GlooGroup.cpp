@@ -69,7 +69,7 @@ private:
 
 /// c = a + b on fp16 / bf16 bit patterns (gloo's reduce function shape).
 template <bool Bf16>
-void sum16(void *c, const void *a, const void *b, size_t n) {
+void add16s(void *c, const void *a, const void *b, size_t n) {
   auto *out = static_cast<uint16_t *>(c);
   auto *x = static_cast<const uint16_t *>(a), *y = static_cast<const uint16_t *>(b);
   for (size_t i = 0; i < n; ++i)
@@ -115,47 +115,11 @@ public:
     context_->setTimeout(timeout_);
   }
 
-  bool allReduce(float *data, size_t n, bool average,
-                 std::string &error) override {
-    if (!run("all-reduce", error, [&] {
-          gloo::AllreduceOptions o(context_);
-          o.setOutput(data, n);
-          o.setReduceFunction(
-              static_cast<void (*)(void *, const void *, const void *, size_t)>(
-                  &gloo::sum<float>));
-          o.setTag(tag_++);
-          gloo::allreduce(o);
-        }))
-      return false;
-    if (average) {
-      float inv = (float)(1.0 / size());
-      for (size_t i = 0; i < n; ++i)
-        data[i] *= inv;
-    }
-    return true;
-  }
-
-  bool allReduce16(uint16_t *data, size_t n, bool bf16, bool average,
-                   std::string &error) override {
-    if (!run("all-reduce", error, [&] {
-          gloo::AllreduceOptions o(context_);
-          o.setOutput(data, n);
-          o.setReduceFunction(bf16 ? &sum16<true> : &sum16<false>);
-          o.setTag(tag_++);
-          gloo::allreduce(o);
-        }))
-      return false;
-    if (average)
-      for (size_t i = 0; i < n; ++i)
-        data[i] = scale16(data[i], (float)(1.0 / size()), bf16);
-    return true;
-  }
-
   bool allReduce(int64_t *data, size_t n, std::string &error) override {
-    return sum(data, n, error);
+    return sumOf(data, n, error);
   }
   bool allReduce(double *data, size_t n, std::string &error) override {
-    return sum(data, n, error);
+    return sumOf(data, n, error);
   }
 
   bool broadcast(void *data, size_t bytes, int root,
@@ -169,8 +133,23 @@ public:
     });
   }
 
+protected:
+  bool sum(float *data, size_t n, std::string &error) override {
+    return sumOf(data, n, error);
+  }
+  bool sum16(uint16_t *data, size_t n, bool bf16,
+             std::string &error) override {
+    return run("all-reduce", error, [&] {
+      gloo::AllreduceOptions o(context_);
+      o.setOutput(data, n);
+      o.setReduceFunction(bf16 ? &add16s<true> : &add16s<false>);
+      o.setTag(tag_++);
+      gloo::allreduce(o);
+    });
+  }
+
 private:
-  template <typename T> bool sum(T *data, size_t n, std::string &error) {
+  template <typename T> bool sumOf(T *data, size_t n, std::string &error) {
     return run("all-reduce", error, [&] {
       gloo::AllreduceOptions o(context_);
       o.setOutput(data, n);

@@ -1,6 +1,7 @@
 //===- ProcessGroup.cpp - job environment, check-in after a failure -------===//
 
 #include "runtime/dist/ProcessGroup.h"
+#include "runtime/Half.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -191,6 +192,26 @@ void ProcessGroup::stepStarted(int64_t step) {
 }
 
 void ProcessGroup::stepEnded() { stepStart_ = -1; }
+
+bool ProcessGroup::allReduce(float *data, size_t n, bool average,
+                             std::string &error) {
+  if (!sum(data, n, error))
+    return false;
+  if (average) // once, after the sum
+    for (size_t i = 0; i < n; ++i)
+      data[i] *= (float)(1.0 / size());
+  return true;
+}
+
+bool ProcessGroup::allReduce16(uint16_t *data, size_t n, bool bf16,
+                               bool average, std::string &error) {
+  if (!sum16(data, n, bf16, error))
+    return false;
+  if (average)
+    for (size_t i = 0; i < n; ++i)
+      data[i] = scale16(data[i], (float)(1.0 / size()), bf16);
+  return true;
+}
 
 bool ProcessGroup::finish(std::string &error) {
   stopWatchdog();

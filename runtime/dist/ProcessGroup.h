@@ -77,12 +77,11 @@ public:
 
   /// In place on host memory: the sum over ranks, times 1/size (rounded
   /// to FP32 once) when `average`. Every rank gets the same bits.
-  virtual bool allReduce(float *data, size_t n, bool average,
-                         std::string &error) = 0;
+  bool allReduce(float *data, size_t n, bool average, std::string &error);
   /// The same on fp16 (`bf16` false) or bf16 bit patterns: half the bytes
   /// on the wire, partial sums rounded to the 16-bit type.
-  virtual bool allReduce16(uint16_t *data, size_t n, bool bf16, bool average,
-                           std::string &error) = 0;
+  bool allReduce16(uint16_t *data, size_t n, bool bf16, bool average,
+                   std::string &error);
   /// Integer sums (a mismatch count); double sums (the step's loss and
   /// flushed-to-zero count, in one collective).
   virtual bool allReduce(int64_t *data, size_t n, std::string &error) = 0;
@@ -104,6 +103,10 @@ public:
   void stepEnded();
 
 protected:
+  /// The sums the averaging all-reduces above are made of.
+  virtual bool sum(float *data, size_t n, std::string &error) = 0;
+  virtual bool sum16(uint16_t *data, size_t n, bool bf16,
+                     std::string &error) = 0;
   /// The error after a failed collective: checks in at the store, waits a
   /// little for the others, and names the ranks that did not come.
   std::string failure(const std::string &what, const std::string &why);

@@ -23,30 +23,11 @@ public:
 
   std::string name() const override { return "nccl"; }
 
-  bool allReduce(float *data, size_t n, bool average,
-                 std::string &error) override {
-    if (!sum(data, n, error, [](float a, float b) { return a + b; }))
-      return false;
-    if (average)
-      for (size_t i = 0; i < n; ++i)
-        data[i] *= (float)(1.0 / size());
-    return true;
-  }
-  bool allReduce16(uint16_t *data, size_t n, bool bf16, bool average,
-                   std::string &error) override {
-    if (!sum(data, n, error,
-             [bf16](uint16_t a, uint16_t b) { return add16(a, b, bf16); }))
-      return false;
-    if (average)
-      for (size_t i = 0; i < n; ++i)
-        data[i] = scale16(data[i], (float)(1.0 / size()), bf16);
-    return true;
-  }
   bool allReduce(int64_t *data, size_t n, std::string &error) override {
-    return sum(data, n, error, [](int64_t a, int64_t b) { return a + b; });
+    return fold(data, n, error, [](int64_t a, int64_t b) { return a + b; });
   }
   bool allReduce(double *data, size_t n, std::string &error) override {
-    return sum(data, n, error, [](double a, double b) { return a + b; });
+    return fold(data, n, error, [](double a, double b) { return a + b; });
   }
   /// As a sum in which only the root's bytes are nonzero: every rank
   /// posts, so the collective synchronizes like the others.
@@ -55,15 +36,25 @@ public:
     auto *p = static_cast<uint8_t *>(data);
     if (rank() != root)
       std::memset(p, 0, bytes);
-    return sum(p, bytes, error, [](uint8_t a, uint8_t b) -> uint8_t {
+    return fold(p, bytes, error, [](uint8_t a, uint8_t b) -> uint8_t {
       return a | b;
     });
+  }
+
+protected:
+  bool sum(float *data, size_t n, std::string &error) override {
+    return fold(data, n, error, [](float a, float b) { return a + b; });
+  }
+  bool sum16(uint16_t *data, size_t n, bool bf16,
+             std::string &error) override {
+    return fold(data, n, error,
+                [bf16](uint16_t a, uint16_t b) { return add16(a, b, bf16); });
   }
 
 private:
   /// Posts this rank's bytes, reads every rank's, folds them in rank order.
   template <typename T, typename Add>
-  bool sum(T *data, size_t n, std::string &error, Add add) {
+  bool fold(T *data, size_t n, std::string &error, Add add) {
     auto t0 = std::chrono::steady_clock::now();
     std::string key = "r/" + std::to_string(seq_++);
     std::vector<char> mine(reinterpret_cast<char *>(data),

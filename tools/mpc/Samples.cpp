@@ -5,6 +5,10 @@
 
 #include "runtime/PlanIO.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <png.h>
 
 #include <algorithm>
@@ -132,6 +136,37 @@ void sampleImages(const rt::Plan &plan, int64_t every, const std::string &dir,
     return rt::writeFileAtomically(dir + "/" + file + suffix, grid.png,
                                    error);
   };
+}
+
+SampleFlags::SampleFlags(llvm::cl::SubCommand &sub)
+    : dir("samples",
+          llvm::cl::desc(
+              "Write a grid of each image output (N x C x H x W, C 1 or 3: a "
+              "GAN generator's samples) as DIR/<output>-<step>.png after "
+              "step 1, every --sample-every steps and the last; "
+              "--tensorboard shows the same grids"),
+          llvm::cl::value_desc("dir"), llvm::cl::sub(sub)),
+      every("sample-every", llvm::cl::desc("Steps between sample grids"),
+            llvm::cl::init(100), llvm::cl::sub(sub)) {}
+
+bool SampleFlags::setUp(const rt::Plan &plan, TensorBoardWriter *tb,
+                        rt::TrainerOptions &options,
+                        std::string &error) const {
+  if (every <= 0)
+    return (error = "--sample-every must be positive", false);
+  if (!dir.empty() && llvm::sys::fs::create_directories(dir.getValue()))
+    return (error = "cannot create --samples directory " + dir, false);
+  std::vector<std::string> sampled;
+  sampleImages(plan, every, dir, tb, options, sampled);
+  if (sampled.empty() && !dir.empty())
+    return (error = "--samples: the model has no image output (N x C x H x "
+                    "W with C 1 or 3) to sample; export the generator's "
+                    "images as a graph output",
+            false);
+  if (!sampled.empty() && !dir.empty())
+    llvm::outs() << "samples: " << llvm::join(sampled, ", ") << " every "
+                 << every << " steps into " << dir << "\n";
+  return true;
 }
 
 } // namespace mpc

@@ -13,6 +13,8 @@
 #include "runtime/Tensor.h"
 #include "runtime/Trainer.h"
 
+#include "llvm/Support/CommandLine.h"
+
 #include <string>
 
 namespace mpc {
@@ -32,6 +34,20 @@ struct SampleGrid {
 /// [0, 1]. False with `error` when libpng fails.
 bool sampleGrid(const ::mpc::rt::Tensor &images, SampleGrid &grid,
                 std::string &error);
+
+/// `mpc train --samples DIR --sample-every N`, constructed beside the
+/// subcommand (as PrecisionFlags).
+struct SampleFlags {
+  explicit SampleFlags(llvm::cl::SubCommand &sub);
+  /// The image outputs' sample grids into `options` (--samples, and
+  /// --tensorboard's images when `tb` is given); false with `error` when
+  /// --samples names a model without one.
+  bool setUp(const ::mpc::rt::Plan &plan, TensorBoardWriter *tb,
+             ::mpc::rt::TrainerOptions &options, std::string &error) const;
+
+  llvm::cl::opt<std::string> dir;
+  llvm::cl::opt<int64_t> every;
+};
 
 /// Makes `options` sample every image output of `plan` (its forward
 /// results of N x C x H x W, C 1 or 3) every `every` steps: a grid as

@@ -30,7 +30,6 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -123,38 +122,7 @@ static cl::opt<std::string>
               cl::init("label"), cl::sub(trainCommand));
 static PrecisionFlags precisionFlags(trainCommand, /*training=*/true);
 static RankFlags rankFlags(trainCommand);
-static cl::opt<std::string> samplesDir(
-    "samples",
-    cl::desc("Write a grid of each image output (N x C x H x W, C 1 or 3: a "
-             "GAN generator's samples) as DIR/<output>-<step>.png after "
-             "step 1, every --sample-every steps and the last; "
-             "--tensorboard shows the same grids"),
-    cl::value_desc("dir"), cl::sub(trainCommand));
-static cl::opt<int64_t> sampleEvery(
-    "sample-every", cl::desc("Steps between sample grids"),
-    cl::init(100), cl::sub(trainCommand));
-
-/// The image outputs' sample grids into `options` (--samples, and
-/// --tensorboard's images); false when --samples names none.
-static bool setUpSamples(const rt::Plan &plan, TensorBoardWriter *tb,
-                         rt::TrainerOptions &options, std::string &error) {
-  if (sampleEvery <= 0)
-    return (error = "--sample-every must be positive", false);
-  if (!samplesDir.empty() &&
-      sys::fs::create_directories(samplesDir.getValue()))
-    return (error = "cannot create --samples directory " + samplesDir, false);
-  std::vector<std::string> sampled;
-  sampleImages(plan, sampleEvery, samplesDir, tb, options, sampled);
-  if (sampled.empty() && !samplesDir.empty())
-    return (error = "--samples: the model has no image output (N x C x H x "
-                    "W with C 1 or 3) to sample; export the generator's "
-                    "images as a graph output",
-            false);
-  if (!sampled.empty() && !samplesDir.empty())
-    outs() << "samples: " << llvm::join(sampled, ", ") << " every "
-           << sampleEvery << " steps into " << samplesDir << "\n";
-  return true;
-}
+static SampleFlags sampleFlags(trainCommand);
 static cl::opt<std::string> trainDevice("device", cl::desc("cpu | cuda"),
                                         cl::init("cpu"), cl::sub(trainCommand));
 static cl::opt<bool> cudaGraph(
@@ -457,8 +425,9 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
                                        tensorboardError);
     // The last phase's forward pass gives the samples of a step.
     if (k + 1 == specs.size() && lead &&
-        !setUpSamples(plans[k], tensorboardDir.empty() ? nullptr : &tensorboard,
-                      options, error))
+        !sampleFlags.setUp(plans[k],
+                           tensorboardDir.empty() ? nullptr : &tensorboard,
+                           options, error))
       return reportError(model + ": " + error);
     trainers.push_back(std::make_unique<rt::Trainer>(plans[k], *sessions.back(),
                                                      options));
@@ -603,8 +572,8 @@ int runTrain() {
         tensorboardHook(tensorboard, "", lr.getValue(), tensorboardError);
   }
   if (lead &&
-      !setUpSamples(plan, tensorboardDir.empty() ? nullptr : &tensorboard,
-                    trainOptions, error))
+      !sampleFlags.setUp(plan, tensorboardDir.empty() ? nullptr : &tensorboard,
+                         trainOptions, error))
     return reportError(model + ": " + error);
   rt::Trainer trainer(plan, *session, trainOptions);
   // FP32 master weights, from the model's initializers (or a checkpoint).
