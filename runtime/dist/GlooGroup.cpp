@@ -198,12 +198,9 @@ std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-  auto store = TcpStore::open(env.masterAddr, env.masterPort, env.rank == 0,
-                              std::max(timeout, start),
-                              error);
+  auto store = openJobStore(env, timeout, start, error);
   if (!store)
-    return (error = "rank " + std::to_string(env.rank) + ": " + error,
-            nullptr);
+    return nullptr;
   auto group = std::make_unique<GlooGroup>(env, std::move(store), timeout,
                                             start);
   if (!group->connect(error) || !group->startWatchdog(error))

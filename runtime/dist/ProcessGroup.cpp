@@ -103,6 +103,17 @@ bool readJobEnv(JobEnv &env, std::string &error) {
   return true;
 }
 
+std::unique_ptr<TcpStore> openJobStore(const JobEnv &env,
+                                       std::chrono::milliseconds timeout,
+                                       std::chrono::milliseconds start,
+                                       std::string &error) {
+  auto store = TcpStore::open(env.masterAddr, env.masterPort, env.rank == 0,
+                              std::max(timeout, start), error);
+  if (!store)
+    error = "rank " + std::to_string(env.rank) + ": " + error;
+  return store;
+}
+
 ProcessGroup::~ProcessGroup() {
   stopWatchdog();
   if (current == this)

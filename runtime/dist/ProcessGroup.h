@@ -123,6 +123,13 @@ protected:
   double commSeconds_ = 0;
 };
 
+/// The job's store: served here when this is rank 0, reached within the
+/// rendezvous timeout; null with a one-line `error` naming the rank.
+std::unique_ptr<TcpStore> openJobStore(const JobEnv &env,
+                                       std::chrono::milliseconds timeout,
+                                       std::chrono::milliseconds start,
+                                       std::string &error);
+
 /// The CPU ranks' group (gloo over TCP); null with `error` when mpc was
 /// built without gloo.
 std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,

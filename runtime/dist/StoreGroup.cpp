@@ -100,12 +100,9 @@ std::unique_ptr<ProcessGroup> openStoreGroup(const JobEnv &env,
                                             std::chrono::milliseconds timeout,
                                             std::chrono::milliseconds start,
                                             std::string &error) {
-  auto store = TcpStore::open(env.masterAddr, env.masterPort, env.rank == 0,
-                              std::max(timeout, start),
-                              error);
+  auto store = openJobStore(env, timeout, start, error);
   if (!store)
-    return (error = "rank " + std::to_string(env.rank) + ": " + error,
-            nullptr);
+    return nullptr;
   auto group = std::make_unique<StoreGroup>(env, std::move(store), timeout,
                                             start);
   if (!group->startWatchdog(error))

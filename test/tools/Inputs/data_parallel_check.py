@@ -18,6 +18,7 @@ Prints one line per fact, for FileCheck.
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -153,56 +154,58 @@ def wait_for(path, text, limit=60):
     return False
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def two_ranks(cmd, upset):
+    """Rank 0 and 1 of `cmd` by hand (torchrun's environment); once rank 0
+    has trained 20 steps, `upset(rank 1's process)`. Rank 0's exit code,
+    seconds until it exited, and its last line."""
+    logs = [os.path.join(WORK, f"k{r}.log") for r in (0, 1)]
+    port = free_port()
+    procs = []
+    for r in (0, 1):
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen(cmd, env=env, stdout=open(logs[r], "w"),
+                                      stderr=subprocess.STDOUT))
+    wait_for(logs[0], "step 20/")
+    upset(procs[1])
+    start = time.time()
+    code = procs[0].wait(timeout=120)
+    took = time.time() - start
+    procs[1].kill()
+    procs[1].wait()
+    return code, took, open(logs[0]).read().strip().splitlines()[-1]
+
+
+def named(line):
+    """The part of an error line from "rank 0:" to its parenthesis (the
+    error comes from the step, its all_reduce or the watchdog)."""
+    at = line.find("rank 0:")
+    end = line.find(" (", at)
+    return line[at:end if end >= 0 else len(line)]
+
+
 def kill():
     long = ["--steps", "10000000", "--batch", "8", "--collective-timeout", "60"]
     base = [MPC, "train", MODEL] + data_flags() + long
     # By hand, torchrun's environment: rank 1 dies, rank 0 names it.
-    logs = [os.path.join(WORK, f"k{r}.log") for r in (0, 1)]
-    procs = []
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    for r in (0, 1):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen(base, env=env, stdout=open(logs[r], "w"),
-                                      stderr=subprocess.STDOUT))
-    wait_for(logs[0], "step 20/")
-    procs[1].kill()
-    start = time.time()
-    code = procs[0].wait(timeout=120)
-    took = time.time() - start
-    last = open(logs[0]).read().strip().splitlines()[-1]
+    code, took, last = two_ranks(base, lambda p: p.kill())
     print(f"by hand: rank 0 exit {code} within 10 s: {took < 10}"
           + ("" if took < 10 else f" ({took:.1f} s)"))
-    at = last.find("rank 0:")  # from the step, or from its all_reduce
-    print(f"by hand: {last[at:last.find(' (', at)]}")
-    procs[1].wait()
+    print(f"by hand: {named(last)}")
 
     # A hung rank (stopped, its connections open): the others' collective
     # times out (--collective-timeout 3) and they name it.
-    procs = []
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     hung = [a if a != "60" else "3" for a in base]
-    for r in (0, 1):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen(hung, env=env, stdout=open(logs[r], "w"),
-                                      stderr=subprocess.STDOUT))
-    wait_for(logs[0], "step 20/")
-    procs[1].send_signal(signal.SIGSTOP)
-    start = time.time()
-    code = procs[0].wait(timeout=120)
-    took = time.time() - start
-    last = open(logs[0]).read().strip().splitlines()[-1]
-    at = last.find("rank 0:")
+    code, took, last = two_ranks(hung,
+                                 lambda p: p.send_signal(signal.SIGSTOP))
     print(f"hung: rank 0 exit {code} within 15 s: {took < 15}")
-    print(f"hung: {last[at:last.find(' (', at)]}")
-    procs[1].kill()
-    procs[1].wait()
+    print(f"hung: {named(last)}")
 
     # Under mpc launch, with checkpoints every 5 steps: kill rank 1.
     ck = os.path.join(WORK, "kill-ck")
@@ -222,8 +225,7 @@ def kill():
             print("launch: " + line[:line.find(" (")])
     for line in lines:
         if "rank 0:" in line:  # from the step, its all_reduce, the watchdog
-            at = line.find("rank 0:")
-            print("launch: " + line[at:line.find(" (", at)])
+            print("launch: " + named(line))
     resumed = subprocess.run(
         [MPC, "train", MODEL] + data_flags() +
         ["--batch", "16", "--steps", "1", "--checkpoint", ck, "--resume"],
