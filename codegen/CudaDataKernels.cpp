@@ -2,8 +2,8 @@
 //
 // Kernels that move or select elements without arithmetic: strided copies
 // (transpose, slice, expand), gathers and the embedding gradient's
-// scatter-add, concat/split, trilu, pad; and the reshape-like ops, whose
-// outputs alias their inputs.
+// scatter-add, concat/split, trilu, pad, resize (weighted taps); and the
+// reshape-like ops, whose outputs alias their inputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -238,6 +238,41 @@ bool Emitter::expand(Step &s, const std::string &name) {
   return stridedCopy(s, name, 0, broadcastStrides(x.shape, y.shape));
 }
 
+/// Resize along one axis: the tap table as device arrays beside the kernel,
+/// one thread per output element, taps summed in table order in FP32 (as
+/// the CPU kernel does), zero weights skipped.
+bool Emitter::resizeAxis(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  int64_t axis = s.getInt("axis", 0), size = s.getInt("size", 1);
+  std::vector<int64_t> idx = s.getInts("indices").value_or(std::vector<int64_t>{});
+  const Tensor *w = s.getTensor("weights"), *fill = s.getTensor("fill");
+  int64_t taps = idx.size() / size;
+  AxisSplit in = splitAt(x.shape, axis);
+  auto table = [&](const char *type, const std::string &suffix, int64_t n,
+                   auto value) {
+    cu << "__device__ const " << type << " " << name << suffix << "[] = {";
+    for (int64_t i = 0; i < n; ++i)
+      cu << (i ? (i % 8 ? ", " : ",\n  ") : "") << value(i);
+    cu << "};\n";
+  };
+  table("int", "_idx", idx.size(), [&](int64_t i) { return std::to_string(idx[i]); });
+  table("float", "_w", idx.size(), [&](int64_t i) { return flt(w->data<float>()[i]); });
+  if (fill)
+    table("float", "_fill", size, [&](int64_t i) { return flt(fill->data<float>()[i]); });
+  int64_t n = numElements(y.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 inner = i % " << in.inner << "LL, r = i / "
+     << in.inner << "LL;\n  int o = (int)(r % " << size << "LL);\n  i64 base = (r / "
+     << size << "LL) * " << in.dim * in.inner << "LL + inner;\n  float acc = "
+     << (fill ? name + "_fill[o]" : std::string("0.0f")) << ";\n  for (int t = 0; t < "
+     << taps << "; ++t) {\n    float wt = " << name << "_w[o * " << taps
+     << " + t];\n    if (wt != 0.0f)\n      acc += wt * ld(in0, base + (i64)"
+     << name << "_idx[o * " << taps << " + t] * " << in.inner
+     << "LL);\n  }\n  st(out0, i, acc);\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
 void registerDataEmitters(EmitterTable &t) {
   for (OpId op : {OpId::Reshape, OpId::Flatten, OpId::Squeeze,
                   OpId::Unsqueeze})
@@ -252,6 +287,7 @@ void registerDataEmitters(EmitterTable &t) {
   t.emit(OpId::Split, &Emitter::axisParts);
   t.emit(OpId::Trilu, &Emitter::trilu);
   t.emit(OpId::Pad, &Emitter::pad);
+  t.emit(OpId::ResizeAxis, &Emitter::resizeAxis);
   for (OpId op : {OpId::Tile, OpId::GatherND, OpId::OneHot})
     t.unsupported(op);
   // Range with computed bounds (a constant one folds at import).

@@ -177,6 +177,7 @@ public:
   bool axisParts(Step &s, const std::string &name); // concat, split
   bool trilu(Step &s, const std::string &name);
   bool pad(Step &s, const std::string &name);
+  bool resizeAxis(Step &s, const std::string &name);
 
   // CudaGemmKernels.cpp
   void gemmKernel(Step &s, const std::string &name, DType t, int64_t M,

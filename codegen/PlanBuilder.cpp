@@ -56,6 +56,12 @@ bool toAttrValue(Attribute a, rt::AttrValue &out) {
     out = std::vector<int64_t>(v.asArrayRef().begin(), v.asArrayRef().end());
     return true;
   }
+  if (auto v = llvm::dyn_cast<DenseF32ArrayAttr>(a)) { // a rank-1 f32 tensor
+    rt::Tensor t(rt::DType::F32, {(int64_t)v.size()});
+    std::copy(v.asArrayRef().begin(), v.asArrayRef().end(), t.data<float>());
+    out = std::move(t);
+    return true;
+  }
   if (auto e = llvm::dyn_cast<ElementsAttr>(a)) {
     out = toTensor(e);
     return true;

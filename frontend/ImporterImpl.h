@@ -49,6 +49,10 @@ void listCompositeOps(std::vector<std::string> &ops);
 
 /// ONNX ConvTranspose, its padding rules resolved (ConvTransposeImporter.cpp).
 mlir::LogicalResult importConvTranspose(NodeContext &c);
+/// Resize and Upsample as one mpc.resize_axis per resized axis, the ONNX
+/// modes resolved into tap tables (ResizeImporter.cpp).
+mlir::LogicalResult importResize(NodeContext &c);
+mlir::LogicalResult importUpsample(NodeContext &c);
 /// InstanceNormalization and GroupNormalization as layer_norm over a view
 /// of X plus the affine part (NormImporters.cpp).
 mlir::LogicalResult importInstanceNorm(NodeContext &c);

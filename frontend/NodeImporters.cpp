@@ -437,6 +437,8 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"Unsqueeze", importSqueeze},
       {"Pad", importPad},
       {"ConvTranspose", importConvTranspose},
+      {"Resize", importResize},
+      {"Upsample", importUpsample},
       {"ConstantOfShape", importConstantOfShape},
       {"Range", importRange}};
   return table;

@@ -42,8 +42,9 @@ constexpr int64_t kMinOpset = 1, kMaxOpset = 28;
 
 /// The first opset whose version of `op` mpc implements: multidirectional
 /// broadcasting arrived in 7 (8 for the variadic ops), Cast's `to` became an
-/// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4;
-/// Attention, RMSNormalization and RotaryEmbedding arrived in 23.
+/// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4,
+/// Upsample's scales an attribute in 7; Attention, RMSNormalization and
+/// RotaryEmbedding arrived in 23.
 int64_t minOpsetOf(llvm::StringRef op) {
   return llvm::StringSwitch<int64_t>(op)
       .Cases("Add", "Sub", "Mul", "Div", "Pow", "PRelu", 7)
@@ -53,6 +54,7 @@ int64_t minOpsetOf(llvm::StringRef op) {
       .Case("Cast", 6)
       .Case("Reshape", 5)
       .Case("Concat", 4)
+      .Case("Upsample", 7) // scales as an attribute, not width/height_scale
       .Cases("Attention", "RMSNormalization", "RotaryEmbedding", 23)
       .Default(1);
 }
@@ -208,6 +210,24 @@ ModelImporter::readFrozenInput(StringRef name, const std::string &path,
                 " does not match the input type " +
                 llvm::formatv("{0}", declared).str());
   return *value;
+}
+
+/// Whether every use of `init` is an input that configures its op rather
+/// than data (Resize's roi and scales, Upsample's scales): such float
+/// initializers are constants, which those importers read.
+static bool onlyConfiguresOps(const onnx::GraphProto &graph,
+                              const onnx::TensorProto &init) {
+  bool used = false;
+  for (const auto &node : graph.node())
+    for (int i = 0; i < node.input_size(); ++i)
+      if (node.input(i) == init.name()) {
+        used = true;
+        bool config = (node.op_type() == "Resize" && (i == 1 || i == 2)) ||
+                      (node.op_type() == "Upsample" && i == 1);
+        if (!config)
+          return false;
+      }
+  return used;
 }
 
 /// Float initializers are model state. They are trainable unless they are
@@ -383,7 +403,8 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
       mainScope.inputs[info.name()] = *type;
   }
 
-  // Initializers: float state -> mpc.param + argument, the rest constants.
+  // Initializers: float state -> mpc.param + argument, the rest (and the
+  // float settings of ops such as Resize's scales) constants.
   for (const auto &init : graph.initializer()) {
     std::string err;
     auto value = readTensor(init, &ctx, modelDir, err);
@@ -391,7 +412,7 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
       return fail("initializer '" + init.name() + "' " + err);
     Location loc = NameLoc::get(b.getStringAttr(init.name()));
     if (!isMain || !llvm::isa<FloatType>(value->getElementType()) ||
-        value->getType().getRank() == 0) {
+        value->getType().getRank() == 0 || onlyConfiguresOps(graph, init)) {
       values[init.name()] =
           constBuilder.create<mpc::ConstantOp>(loc, *value).getResult();
       continue;

@@ -287,6 +287,35 @@ def Mpc_OneHotOp : Mpc_Op<"one_hot", [Pure, Mpc_InferCustom]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Resampling
+//===----------------------------------------------------------------------===//
+
+def Mpc_ResizeAxisOp : Mpc_Op<"resize_axis", [Mpc_Infer, Pure, Mpc_InferCustom]> {
+  let onnxName = "Resize";
+  let summary = "resample one axis by a table of taps (ONNX Resize, Upsample)";
+  let description = [{
+    The output has `size` positions along `axis`, each with T taps
+    (T = |indices| / size): position `o` is `sum_t weights[o*T+t] *
+    x[.., indices[o*T+t], ..] + fill[o]` in FP32, rounded once; taps with
+    weight 0 are skipped, so a position given by `fill` alone (Resize's
+    extrapolation value) never reads `x`. The importer builds the table from
+    Resize's modes (nearest, linear, cubic, antialias, every coordinate
+    transformation, roi) as onnx's reference computes it, one op per resized
+    axis. The gradient is the same op along the same axis with the
+    transposed table.
+
+    Example (nearest, 2x):
+    ```mlir
+    %y = mpc.resize_axis %x {axis = 2 : i64, size = 4 : i64, indices = array<i64: 0, 0, 1, 1>, weights = array<f32: 1.0, 1.0, 1.0, 1.0>} : (tensor<1x3x2x2xf32>) -> tensor<1x3x4x2xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, I64Attr:$axis, I64Attr:$size,
+                   DenseI64ArrayAttr:$indices, DenseF32ArrayAttr:$weights,
+                   OptionalAttr<DenseF32ArrayAttr>:$fill);
+  let results = (outs Mpc_FloatTensor:$y);
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 

@@ -254,3 +254,35 @@ LogicalResult UnscaleGradsOp::verify() {
              << u.getType() << " differs from its gradient's " << g.getType();
   return success();
 }
+
+LogicalResult ResizeAxisOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &types) {
+  auto x = rankedOf(adaptor.getX());
+  int64_t axis = adaptor.getAxis(); // I64Attr's getter is unsigned
+  if (axis < 0 || axis >= x.getRank())
+    return shapeError(loc, "resize_axis axis ", axis,
+                      " is out of range for rank ", x.getRank());
+  ArrayRef<int64_t> idx = adaptor.getIndices();
+  ArrayRef<float> w = adaptor.getWeights();
+  if (w.size() != idx.size())
+    return shapeError(loc, "resize_axis has ", idx.size(), " indices and ",
+                      w.size(), " weights");
+  int64_t rows = adaptor.getSize();
+  if (rows <= 0 || idx.empty() || (int64_t)idx.size() % rows != 0)
+    return shapeError(loc, "resize_axis table of ", idx.size(),
+                      " taps does not split into ", rows, " rows");
+  if (adaptor.getFill() && (int64_t)adaptor.getFill()->size() != rows)
+    return shapeError(loc, "resize_axis fill has ", adaptor.getFill()->size(),
+                      " values for ", rows, " rows");
+  int64_t dim = x.getDimSize(axis);
+  for (int64_t i : idx)
+    if (i < 0 || (dim != ShapedType::kDynamic && i >= dim))
+      return shapeError(loc, "resize_axis index ", i,
+                        " is out of range for dimension ", dim);
+  SmallVector<int64_t> shape(x.getShape());
+  shape[axis] = rows;
+  types.push_back(x.clone(shape));
+  return success();
+}

@@ -22,6 +22,7 @@ const KernelTable &kernels() {
     registerLinalgKernels(t);
     registerNnKernels(t);
     registerShapeKernels(t);
+    registerResizeKernels(t);
     registerReduceKernels(t);
     registerTrainingKernels(t);
     registerAttentionKernels(t);

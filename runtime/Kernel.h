@@ -114,6 +114,7 @@ void registerShapeKernels(KernelTable &t);
 void registerReduceKernels(KernelTable &t);
 void registerTrainingKernels(KernelTable &t);
 void registerAttentionKernels(KernelTable &t);
+void registerResizeKernels(KernelTable &t);
 
 } // namespace mpc::rt
 

@@ -2,6 +2,8 @@
 
 #include "runtime/Npy.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -122,14 +124,25 @@ bool parseNpy(const std::string &bytes, const std::string &path,
     long long d = std::strtoll(item.c_str() + a, &end, 10);
     while (end && *end == ' ')
       ++end;
-    if (errno || !end || *end || d < 0 ||
-        (d > 0 && numel > available / (uint64_t)d)) {
+    if (errno || !end || *end || d < 0) {
       error = "'" + path + "' has an invalid shape (" + printable(shapeText) + ")";
       return false;
     }
-    numel *= (uint64_t)d;
     shape.push_back(d);
   }
+  // The element count, refused as soon as it passes the bytes present (so
+  // it cannot overflow); an array with a 0 dimension holds no bytes.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end())
+    numel = 0;
+  else
+    for (int64_t d : shape) {
+      if (numel > available / (uint64_t)d) {
+        error = "'" + path + "' has an invalid shape (" +
+                printable(shapeText) + ")";
+        return false;
+      }
+      numel *= (uint64_t)d;
+    }
   uint64_t needed = numel * dtypeSize(dtype);
   if (available != needed) {
     error = "'" + path + "' holds " + std::to_string(available) +

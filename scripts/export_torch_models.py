@@ -83,6 +83,27 @@ class ResCnn(nn.Module):
         return self.head(x.mean(dim=(2, 3)))
 
 
+class UNet(nn.Module):
+    """A two-level U-Net classifier: nearest and bilinear upsampling
+    (exported as Resize) with a skip connection."""
+
+    def __init__(self, ch=4, classes=10):
+        super().__init__()
+        self.down = nn.Conv2d(3, ch, 3, padding=1)
+        self.mid = nn.Conv2d(ch, ch, 3, padding=1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.smooth = nn.Upsample(scale_factor=1.5, mode="bilinear",
+                                  align_corners=False)
+        self.out = nn.Conv2d(2 * ch, ch, 3, padding=1)
+        self.head = nn.Linear(ch, classes)
+
+    def forward(self, x):
+        d = F.relu(self.down(x))
+        m = self.up(F.relu(self.mid(F.max_pool2d(d, 2))))
+        y = self.smooth(F.relu(self.out(torch.cat([d, m], 1))))
+        return self.head(y.mean(dim=(2, 3)))
+
+
 class Encoder(nn.Module):
     """nn.TransformerEncoder classifier over token embeddings."""
 
@@ -284,6 +305,10 @@ def main():
     if want("digits_transformer"):
         export(WithCrossEntropy(DigitsTransformer()), digits, xy,
                p("digits_transformer"), 17)
+    if want("unet"):
+        torch.manual_seed(3)
+        export(WithCrossEntropy(UNet()), (torch.randn(2, 3, 8, 8), lbl(2)),
+               xy, p("unet"), 17)
     if want("mlp_small_loss"):
         torch.manual_seed(2)
         export(WithSmallCrossEntropy(Mlp()), digits, xy, p("mlp_small_loss"),

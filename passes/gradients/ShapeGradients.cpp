@@ -2,7 +2,8 @@
 //
 // Each rule moves the gradient back where the forward op took its data
 // from: the inverse permutation, the input's shape, a zero padding around
-// a slice, a slice out of a concatenation, a scatter-add for a gather.
+// a slice, a slice out of a concatenation, a scatter-add for a gather, the
+// transposed table of a resize.
 //
 //===----------------------------------------------------------------------===//
 
@@ -263,6 +264,39 @@ LogicalResult tileGrad(Context &c, TileOp tile) {
   return success();
 }
 
+/// Resize along one axis is linear with a constant table: its gradient is
+/// the same op with the transposed table (each input position gathers the
+/// output positions that read it, in output order).
+LogicalResult resizeAxisGrad(Context &c, ResizeAxisOp r) {
+  int64_t in = typeOf(c.x(0)).getDimSize(r.getAxis());
+  ArrayRef<int64_t> idx = r.getIndices();
+  ArrayRef<float> w = r.getWeights();
+  int64_t size = r.getSize(), taps = idx.size() / size;
+  std::vector<std::vector<std::pair<int64_t, float>>> rows(in);
+  for (int64_t o = 0; o < size; ++o)
+    for (int64_t t = 0; t < taps; ++t)
+      if (w[o * taps + t] != 0.0f)
+        rows[idx[o * taps + t]].emplace_back(o, w[o * taps + t]);
+  size_t width = 1;
+  for (const auto &row : rows)
+    width = std::max(width, row.size());
+  SmallVector<int64_t> tIdx;
+  SmallVector<float> tW;
+  for (auto &row : rows) {
+    row.resize(width, {0, 0.0f}); // padding taps: weight 0, never read
+    for (auto [o, weight] : row) {
+      tIdx.push_back(o);
+      tW.push_back(weight);
+    }
+  }
+  c.grads[0] = c.make<ResizeAxisOp>(
+      c.g, {c.b.getNamedAttr("axis", r.getAxisAttr()),
+            c.b.getNamedAttr("size", c.b.getI64IntegerAttr(in)),
+            c.b.getNamedAttr("indices", c.b.getDenseI64ArrayAttr(tIdx)),
+            c.b.getNamedAttr("weights", c.b.getDenseF32ArrayAttr(tW))});
+  return success();
+}
+
 } // namespace
 
 void attachShapeRules(MLIRContext *ctx) {
@@ -278,6 +312,7 @@ void attachShapeRules(MLIRContext *ctx) {
   attachRule<SliceOp, sliceGrad>(ctx);
   attachRule<PadOp, padGrad>(ctx);
   attachRule<TileOp, tileGrad>(ctx);
+  attachRule<ResizeAxisOp, resizeAxisGrad>(ctx);
 }
 
 } // namespace mlir::mpc::grad

@@ -281,3 +281,30 @@ func.func @all_reduce_results(%g: tensor<4xf32>) {
   %r = mpc.all_reduce %g {bucket = 0 : i64, wire = "f32"} : (tensor<4xf32>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @resize_axis_index(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{resize_axis index 3 is out of range for dimension 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = mpc.resize_axis %x {axis = 1 : i64, size = 2 : i64, indices = array<i64: 0, 3>, weights = array<f32: 1.0, 1.0>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @resize_axis_rows(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{resize_axis table of 3 taps does not split into 2 rows}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = mpc.resize_axis %x {axis = 1 : i64, size = 2 : i64, indices = array<i64: 0, 1, 2>, weights = array<f32: 1.0, 1.0, 1.0>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @resize_axis_fill(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{resize_axis fill has 1 values for 2 rows}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = mpc.resize_axis %x {axis = 1 : i64, size = 2 : i64, indices = array<i64: 0, 1>, weights = array<f32: 1.0, 1.0>, fill = array<f32: 0.0>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}

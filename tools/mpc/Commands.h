@@ -49,11 +49,12 @@ bool parseFreezeSpecs(const std::vector<std::string> &specs,
                       std::string &error);
 
 /// Imports `model` into `ctx` (the mpc dialect loaded) with a batch of
-/// `batch` bound (0: symbolic); null with a one-line `error`.
-mlir::OwningOpRef<mlir::ModuleOp> importWithBatch(mlir::MLIRContext &ctx,
-                                                  const std::string &model,
-                                                  int64_t batch,
-                                                  std::string &error);
+/// `batch` bound (0: symbolic) and the --freeze specs given; null with a
+/// one-line `error`.
+mlir::OwningOpRef<mlir::ModuleOp>
+importWithBatch(mlir::MLIRContext &ctx, const std::string &model,
+                int64_t batch, std::string &error,
+                const std::vector<std::string> &freezeSpecs = {});
 
 /// Writes `module` as MLIR text to `path` (atomically; "-": stdout).
 bool writeModule(mlir::ModuleOp module, const std::string &path,

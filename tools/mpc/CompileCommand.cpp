@@ -78,6 +78,11 @@ static cl::opt<bool> noCache("no-cache",
 static cl::opt<unsigned> jobs(
     "j", cl::desc("nvcc processes at once (default: the core count)"),
     cl::init(0), cl::sub(compileCommand));
+static cl::list<std::string> freeze(
+    "freeze",
+    cl::desc("Replace graph input NAME by the constant in FILE.pb (inputs "
+             "that must be constant: Resize scales, axes): --freeze NAME=FILE"),
+    cl::sub(compileCommand));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
                               cl::sub(compileCommand));
 static cl::opt<std::string> gemmChoice(
@@ -321,7 +326,7 @@ int runCompile() {
     return reportError(error);
 
   mlir::MLIRContext ctx;
-  auto module = importWithBatch(ctx, model, batch, error);
+  auto module = importWithBatch(ctx, model, batch, error, freeze);
   if (!module)
     return reportError(error);
   mlir::func::FuncOp func = runPipeline(*module, error);

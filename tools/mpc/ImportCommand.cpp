@@ -149,15 +149,17 @@ int runImport() {
                                                        : reportError(error);
 }
 
-mlir::OwningOpRef<mlir::ModuleOp> importWithBatch(mlir::MLIRContext &ctx,
-                                                  const std::string &model,
-                                                  int64_t batch,
-                                                  std::string &error) {
+mlir::OwningOpRef<mlir::ModuleOp>
+importWithBatch(mlir::MLIRContext &ctx, const std::string &model,
+                int64_t batch, std::string &error,
+                const std::vector<std::string> &freezeSpecs) {
   ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
   mlir::mpc::ImportOptions options;
   options.modelPath = model;
   if (batch > 0)
     options.batch = batch;
+  if (!parseFreezeSpecs(freezeSpecs, options.frozenInputs, error))
+    return nullptr;
   return mlir::mpc::importModelFile(ctx, options, error);
 }
 

@@ -31,12 +31,17 @@ def case(name, op_nodes, w, x=None, labels=None, extra=None, loss="weighted",
                 fd32=fd32)
 
 
+# Inputs whose type the op fixes (Resize's scales are float whatever X is).
+KEEP_DTYPE = ("E", "Sc", "Ro")
+
+
 def build(c, dtype):
     T = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
     inits = [numpy_helper.from_array(c["w"].astype(dtype), "W")]
     for k, v in c["extra"].items():
         inits.append(numpy_helper.from_array(
-            v.astype(dtype) if v.dtype.kind == "f" and k != "E" else v, k))
+            v.astype(dtype) if v.dtype.kind == "f" and k not in KEEP_DTYPE
+            else v, k))
     inputs = []
     if c["x"] is not None:
         inputs.append(helper.make_tensor_value_info("X", T, c["x"].shape))
@@ -319,6 +324,31 @@ cases = [
     case("pad_edge", [mk("Pad", ["W", "P0", "", "Ax"], ["Y"], mode="edge")],
          n(2, 3, 4), extra={"P0": np.array([3, 1, 0, 2], np.int64),
                             "Ax": np.array([2, 1], np.int64)}, opset=18),
+    # Resize: one table per resized axis; its gradient, the transposed table.
+    case("resize_nearest", [mk("Resize", ["W", "", "Sc"], ["Y"],
+                               coordinate_transformation_mode="asymmetric",
+                               nearest_mode="floor")], n(1, 2, 3, 2),
+         extra={"Sc": np.array([1, 1, 2, 3], np.float32)}),
+    case("resize_linear", [mk("Resize", ["W", "", "Sc"], ["Y"], mode="linear",
+                              coordinate_transformation_mode="pytorch_half_pixel")],
+         n(2, 1, 4, 5), extra={"Sc": np.array([1, 1, 1.5, 0.6], np.float32)}),
+    case("resize_cubic_sizes", [mk("Resize", ["W", "", "", "Sz"], ["Y"],
+                                   mode="cubic",
+                                   coordinate_transformation_mode="align_corners")],
+         n(1, 1, 4, 4), extra={"Sz": np.array([1, 1, 7, 3], np.int64)}),
+    case("resize_linear_antialias", [mk("Resize", ["W", "", "Sc"], ["Y"],
+                                        mode="linear", antialias=1)],
+         n(1, 2, 8, 6), extra={"Sc": np.array([1, 1, 0.4, 0.5], np.float32)},
+         opset=18),
+    case("resize_crop_extrapolate", [mk("Resize", ["W", "Ro", "", "Sz"], ["Y"],
+                                        mode="linear",
+                                        coordinate_transformation_mode="tf_crop_and_resize",
+                                        extrapolation_value=2.5, axes=[3, 2])],
+         n(1, 1, 4, 4), extra={"Ro": np.array([-0.2, 0.1, 0.9, 1.2], np.float32),
+                               "Sz": np.array([5, 3], np.int64)}, opset=18),
+    case("upsample_linear", [mk("Upsample", ["W", "Sc"], ["Y"], mode="linear")],
+         n(1, 1, 3, 2), extra={"Sc": np.array([1, 1, 2, 2.5], np.float32)},
+         opset=9),
     case("conv_w", [mk("Conv", ["X", "W", "Bc"], ["Y"], pads=[1, 0, 1, 2],
                        strides=[2, 1])], n(4, 2, 3, 2), x=n(2, 2, 5, 4),
          extra={"Bc": n(4)}),
