@@ -58,6 +58,12 @@ mlir::LogicalResult importUpsample(NodeContext &c);
 mlir::LogicalResult importInstanceNorm(NodeContext &c);
 mlir::LogicalResult importGroupNorm(NodeContext &c);
 
+/// What a main-graph initializer imports as (InitializerRoles.cpp): a
+/// constant, or state (mpc.param), trainable or not.
+enum class InitializerRole { Constant, State, Trainable };
+InitializerRole initializerRole(const onnx::ModelProto &model,
+                                const onnx::TensorProto &init, mlir::Type type);
+
 /// Operands up to the last given input; a gap in the middle is an error
 /// (mpc ops take their optional operands positionally).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> denseOperands(NodeContext &c);

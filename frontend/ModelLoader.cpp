@@ -146,8 +146,7 @@ bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
 
 bool writeModelWithWeights(
     const std::string &modelPath, const std::string &outPath,
-    const std::map<std::string, std::vector<float>> &weights,
-    std::string &error) {
+    const std::map<std::string, std::string> &weights, std::string &error) {
   onnx::ModelProto model;
   if (!loadModel(modelPath, model, error))
     return false;
@@ -157,11 +156,13 @@ bool writeModelWithWeights(
     if (it == weights.end())
       continue;
     init.clear_float_data();
+    init.clear_int32_data();
+    init.clear_int64_data();
+    init.clear_double_data();
+    init.clear_uint64_data();
     init.clear_external_data();
     init.set_data_location(onnx::TensorProto::DEFAULT);
-    init.set_raw_data(std::string(
-        reinterpret_cast<const char *>(it->second.data()),
-        it->second.size() * sizeof(float)));
+    init.set_raw_data(it->second);
     ++replaced;
   }
   if (replaced != weights.size()) {

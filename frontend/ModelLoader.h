@@ -41,12 +41,13 @@ std::string oneLine(const std::string &message);
 bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
                 std::string &error);
 
-/// Writes `modelPath`'s model to `outPath` with the FP32 initializers named
-/// in `weights` replaced (raw data, little-endian), atomically (temporary
-/// file + rename). Other fields, opsets and metadata are kept.
+/// Writes `modelPath`'s model to `outPath` with the initializers named in
+/// `weights` replaced by the given little-endian bytes of their own element
+/// type (FP32 weights, an int64 step counter), atomically (temporary file
+/// + rename). Other fields, opsets and metadata are kept.
 bool writeModelWithWeights(const std::string &modelPath,
                            const std::string &outPath,
-                           const std::map<std::string, std::vector<float>> &weights,
+                           const std::map<std::string, std::string> &weights,
                            std::string &error);
 
 /// Parses ONNX text syntax.

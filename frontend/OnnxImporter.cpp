@@ -92,8 +92,6 @@ private:
   FailureOr<DenseElementsAttr> readFrozenInput(StringRef name,
                                                const std::string &path,
                                                Type declared);
-  bool isTrainable(const onnx::GraphProto &graph,
-                   const onnx::TensorProto &init, Type type);
   LogicalResult importNodes(const onnx::GraphProto &graph,
                             llvm::StringMap<Value> &values,
                             llvm::function_ref<Value(StringRef)> resolveOuter);
@@ -210,40 +208,6 @@ ModelImporter::readFrozenInput(StringRef name, const std::string &path,
                 " does not match the input type " +
                 llvm::formatv("{0}", declared).str());
   return *value;
-}
-
-/// Whether every use of `init` is an input that configures its op rather
-/// than data (Resize's roi and scales, Upsample's scales): such float
-/// initializers are constants, which those importers read.
-static bool onlyConfiguresOps(const onnx::GraphProto &graph,
-                              const onnx::TensorProto &init) {
-  bool used = false;
-  for (const auto &node : graph.node())
-    for (int i = 0; i < node.input_size(); ++i)
-      if (node.input(i) == init.name()) {
-        used = true;
-        bool config = (node.op_type() == "Resize" && (i == 1 || i == 2)) ||
-                      (node.op_type() == "Upsample" && i == 1);
-        if (!config)
-          return false;
-      }
-  return used;
-}
-
-/// Float initializers are model state. They are trainable unless they are
-/// scalars (folded constants) or only BatchNormalization running statistics.
-bool ModelImporter::isTrainable(const onnx::GraphProto &graph,
-                                const onnx::TensorProto &init, Type type) {
-  if (llvm::cast<RankedTensorType>(type).getRank() == 0)
-    return false;
-  bool onlyStats = true, used = false;
-  for (const auto &node : graph.node())
-    for (int i = 0; i < node.input_size(); ++i)
-      if (node.input(i) == init.name()) {
-        used = true;
-        onlyStats &= node.op_type() == "BatchNormalization" && i >= 3;
-      }
-  return used && !onlyStats;
 }
 
 LogicalResult ModelImporter::importNodes(
@@ -403,16 +367,19 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
       mainScope.inputs[info.name()] = *type;
   }
 
-  // Initializers: float state -> mpc.param + argument, the rest (and the
-  // float settings of ops such as Resize's scales) constants.
+  // Initializers: state (float, or written by an update binding) ->
+  // mpc.param + argument; the rest (and the float settings of ops such as
+  // Resize's scales) constants.
   for (const auto &init : graph.initializer()) {
     std::string err;
     auto value = readTensor(init, &ctx, modelDir, err);
     if (mlir::failed(value))
       return fail("initializer '" + init.name() + "' " + err);
     Location loc = NameLoc::get(b.getStringAttr(init.name()));
-    if (!isMain || !llvm::isa<FloatType>(value->getElementType()) ||
-        value->getType().getRank() == 0 || onlyConfiguresOps(graph, init)) {
+    InitializerRole role =
+        isMain ? initializerRole(model, init, value->getType())
+               : InitializerRole::Constant;
+    if (role == InitializerRole::Constant) {
       values[init.name()] =
           constBuilder.create<mpc::ConstantOp>(loc, *value).getResult();
       continue;
@@ -421,7 +388,7 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
     OpBuilder moduleBuilder(&ctx);
     moduleBuilder.setInsertionPoint(func);
     auto param = moduleBuilder.create<mpc::ParamOp>(
-        loc, init.name(), isTrainable(graph, init, value->getType()),
+        loc, init.name(), role == InitializerRole::Trainable,
         llvm::cast<RankedTensorType>(value->getType()),
         llvm::cast<ElementsAttr>(*value));
     paramSymbols[init.name()] = param.getSymNameAttr();

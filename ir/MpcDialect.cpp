@@ -65,6 +65,9 @@ LogicalResult ParamOp::verify() {
            << getType();
   if (!llvm::cast<RankedTensorType>(getType()).hasStaticShape())
     return emitOpError("parameter type must be static, got ") << getType();
+  if (getTrainable() && !isFloatTensor(getType()))
+    return emitOpError("a trainable parameter must be a float tensor, got ")
+           << getType();
   return success();
 }
 

@@ -33,7 +33,9 @@ def Mpc_ParamOp : Op<Mpc_Dialect, "param", [Symbol, HasParent<"::mlir::ModuleOp"
   let description = [{
     One per float initializer that is model state: trainable weights, or
     (without `trainable`) running statistics such as BatchNormalization's
-    mean and variance. Functions receive the value as an argument tagged
+    mean and variance; and one per initializer of any type that a
+    TrainingInfoProto update binding writes (an integer step counter).
+    Functions receive the value as an argument tagged
     `mpc.param = @name`, so master weights, optimizer state and loss-scale
     state stay visible in the IR.
 
@@ -43,7 +45,7 @@ def Mpc_ParamOp : Op<Mpc_Dialect, "param", [Symbol, HasParent<"::mlir::ModuleOp"
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, UnitAttr:$trainable,
-                   TypeAttrOf<Mpc_FloatTensor>:$type, ElementsAttr:$value);
+                   TypeAttrOf<Mpc_AnyTensor>:$type, ElementsAttr:$value);
   let assemblyFormat = [{
     $sym_name (`trainable` $trainable^)? attr-dict `:` $type `=` $value
   }];

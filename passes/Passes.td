@@ -184,6 +184,30 @@ def InlineInference : Pass<"mpc-inline-inference", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def ChainAlgorithms : Pass<"mpc-chain-algorithms", "::mlir::ModuleOp"> {
+  let summary = "Run several TrainingInfoProto algorithms as one step, in order";
+  let description = [{
+    ONNX defines one training iteration as running every TrainingInfoProto
+    algorithm in order, each one's update bindings assigned before the next
+    runs. With more than one function tagged `mpc.update_binding` (after
+    `mpc-inline-inference` and `mpc-lower-gradient`), this pass clones them
+    in order into one function `@training_algorithms`: an algorithm reads
+    the values earlier ones bound (not the step's inputs), results are the
+    last value bound to each initializer (outputs `mpc.updated.<name>`,
+    the merged `mpc.update_binding`) followed by the first algorithm's
+    inference outputs (the loss). The originals are erased. One algorithm:
+    no change.
+
+    After, for algorithm 0 binding W and algorithm 1 binding T:
+    ```mlir
+    func.func @training_algorithms(%w: tensor<2xf32> {mpc.param = @W}, %t: tensor<i64> {mpc.param = @T}, ...)
+        -> (tensor<2xf32> {mpc.output = "mpc.updated.W"}, tensor<i64> {mpc.output = "mpc.updated.T"}, tensor<f32> {mpc.output = "Loss"})
+        attributes {mpc.inference_outputs = 1 : i64, mpc.update_binding = {T = "mpc.updated.T", W = "mpc.updated.W"}}
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def Optimizer : Pass<"mpc-optimizer", "::mlir::ModuleOp"> {
   let summary = "Append the optimizer update of every parameter to the train step";
   let description = [{

@@ -321,10 +321,9 @@ int finishTraining(bool trained, const std::string &error,
     outs() << "tensorboard: wrote " << tb.path() << "\n";
   if (outputModel.empty())
     return 0;
-  std::map<std::string, std::vector<float>> weights;
+  std::map<std::string, std::string> weights; // FP32 masters, integer state
   for (const auto &[name, t] : params)
-    weights[name] =
-        std::vector<float>(t.data<float>(), t.data<float>() + t.size());
+    weights[name].assign(static_cast<const char *>(t.raw()), t.bytes());
   std::string writeError;
   if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights,
                                         writeError))

@@ -179,6 +179,7 @@ mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
   mlir::PassManager pm(module.getContext());
   pm.addPass(mlir::mpc::createInlineInference());
   pm.addPass(mlir::mpc::createLowerGradient());
+  pm.addPass(mlir::mpc::createChainAlgorithms());
   if (!runPasses(pm, module, error))
     return {};
   for (auto f : module.getOps<mlir::func::FuncOp>())
