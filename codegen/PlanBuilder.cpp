@@ -85,6 +85,8 @@ rt::TrainInfo trainInfo(func::FuncOp func) {
     info.loss = i.getInt();
   if (auto s = func->getAttrOfType<FloatAttr>("mpc.loss_scale_init"))
     info.lossScaleInit = s.getValueAsDouble();
+  if (auto lr = func->getAttrOfType<FloatAttr>("mpc.lr"))
+    info.lr = (float)lr.getValueAsDouble();
   if (auto betas = func->getAttrOfType<DenseF32ArrayAttr>("mpc.adam_betas")) {
     info.adamBeta1 = betas[0];
     info.adamBeta2 = betas[1];

@@ -170,6 +170,8 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
                                          ValueRange(results).getTypes()));
     f.setAllResultAttrs(attrs);
     f->setAttr("mpc.optimizer", b->getStringAttr(kind));
+    // The loop needs it for Adam's step size; an artifact carries it.
+    f->setAttr("mpc.lr", b->getF32FloatAttr(lrF));
     if (adam) // the host computes the bias corrections from these (FP32)
       f->setAttr("mpc.adam_betas",
                  b->getDenseF32ArrayAttr({(float)beta1, (float)beta2}));

@@ -126,6 +126,8 @@ struct TrainInfo {
   double lossScaleInit = 1.0; // where a dynamic loss scale starts
   /// Adam's betas (FP32 values) for the per-step bias corrections.
   float adamBeta1 = 0.9f, adamBeta2 = 0.999f;
+  /// The optimizer's learning rate (absent: no optimizer in the step).
+  std::optional<float> lr;
   /// (output index, parameter): d(loss)/d(parameter), read back to count
   /// the inf/NaN elements of a skipped step.
   std::vector<std::pair<int, std::string>> gradients;

@@ -203,8 +203,10 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     os << "cuda-tf32\n";
   if (const auto &t = plan.train) {
     os << "train loss=" << t->loss << " loss-scale-init=" << hexFloat(t->lossScaleInit)
-       << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2)
-       << "\n";
+       << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2);
+    if (t->lr)
+      os << " lr=" << hexFloat(*t->lr);
+    os << "\n";
     for (const auto &[output, param] : t->gradients)
       os << "gradient " << output << " " << escape(param) << "\n";
   }

@@ -42,6 +42,8 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
         return false;
       t.adamBeta1 = (float)std::strtod(b[0].c_str(), nullptr);
       t.adamBeta2 = (float)std::strtod(b[1].c_str(), nullptr);
+    } else if (key == "lr") {
+      t.lr = (float)std::strtod(value.c_str(), nullptr);
     } else {
       return false;
     }

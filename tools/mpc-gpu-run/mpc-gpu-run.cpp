@@ -8,7 +8,8 @@
 //   Trains a train-step artifact (mpc compile --train) for N steps on the
 //   given batch with mpc train's loop (runtime/Trainer.h): weights and
 //   state stay on the device, optimizer state starts at zero, the loss
-//   scale where the artifact says. Prints the losses' largest relative
+//   scale and learning rate where the artifact says. A phased artifact
+//   (--phase: DIR/phases.txt) runs its phases in order each step. Prints the losses' largest relative
 //   difference from an `mpc train --metrics` file and the median step time
 //   (the batch uploaded, the captured graph, loss and all-finite flag read
 //   back).
@@ -31,6 +32,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -55,12 +58,51 @@ static std::vector<double> readLosses(const std::string &path) {
   return losses;
 }
 
-static int train(const Plan &plan, const std::string &dir,
+/// One train step of an artifact: a plan and the directory of its kernels
+/// (a phased artifact, mpc compile --train --phase, has one per phase).
+struct PhaseArtifact {
+  std::string name, dir;
+  Plan plan;
+};
+
+/// DIR/phases.txt ("loss-scaler shared|per-phase", then "phase SUBDIR
+/// LOSS" per phase, in order): the phases of a phased artifact; false with
+/// `error` when it is malformed. No file: one phase, DIR itself.
+static bool readPhases(const std::string &dir, std::vector<PhaseArtifact> &out,
+                       bool &sharedScaler, std::string &error) {
+  std::ifstream in(dir + "/phases.txt");
+  if (!in) {
+    out.push_back({"", dir, {}});
+    return loadPlan(dir, out.back().plan, error);
+  }
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string key, a, b;
+    words >> key >> a;
+    std::getline(words >> std::ws, b);
+    if (key == "loss-scaler" && (a == "shared" || a == "per-phase")) {
+      sharedScaler = a == "shared";
+    } else if (key == "phase" && !a.empty() && !b.empty() &&
+               a.find('/') == std::string::npos && a != "..") {
+      out.push_back({b, dir + "/" + a, {}});
+      if (!loadPlan(out.back().dir, out.back().plan, error))
+        return false;
+    } else {
+      return (error = dir + "/phases.txt: bad line '" + line + "'", false);
+    }
+  }
+  if (out.empty())
+    return (error = dir + "/phases.txt names no phase", false);
+  return true;
+}
+
+static int train(std::vector<PhaseArtifact> &phases, bool sharedScaler,
                  const std::map<std::string, Tensor> &inputs, int steps,
-                 float lr, const std::string &expectLosses) {
+                 std::optional<float> lr, const std::string &expectLosses) {
   std::string error;
-  if (!plan.train)
-    return fail(dir + " is not a train-step artifact (mpc compile --train)");
+  for (const PhaseArtifact &p : phases)
+    if (!p.plan.train)
+      return fail(p.dir + " is not a train-step artifact (mpc compile --train)");
   if (inputs.empty())
     return fail("no batch given (NAME=FILE.npy for each data input)");
   // One rank of a data-parallel job (torchrun's environment): the CUDA
@@ -76,50 +118,72 @@ static int train(const Plan &plan, const std::string &dir,
       return fail(error);
     dist::setCurrentGroup(group.get());
   }
-  auto s = openCudaSession(plan, dir, /*graph=*/true, error);
-  if (!s)
-    return fail(error);
-  if (!s->describe().empty())
-    std::printf("libraries: %s\n", s->describe().c_str());
-  // The same batch every step (it is uploaded every step, as in training).
-  TrainerOptions o;
-  o.steps = steps;
-  o.batch = inputs.begin()->second.dim(0);
-  o.shuffle = false;
-  o.lr = lr;
-  o.progress = false;
-  o.group = group.get();
-  Trainer trainer(plan, *s, o);
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  std::vector<Trainer *> order;
+  std::vector<std::string> names;
   std::map<std::string, Tensor> params;
-  for (const Parameter &p : plan.params)
-    params[p.name] = p.init;
-  if (!trainer.train(inputs, params, error))
+  for (PhaseArtifact &p : phases) {
+    sessions.push_back(openCudaSession(p.plan, p.dir, /*graph=*/true, error));
+    if (!sessions.back())
+      return fail(error);
+    if (!sessions.back()->describe().empty() && sessions.size() == 1)
+      std::printf("libraries: %s\n", sessions.back()->describe().c_str());
+    // The same batch every step (it is uploaded every step, as in
+    // training); the learning rate the artifact was compiled with.
+    TrainerOptions o;
+    o.steps = steps;
+    o.batch = inputs.begin()->second.dim(0);
+    o.shuffle = false;
+    o.lr = lr.value_or(p.plan.train->lr.value_or(o.lr));
+    o.progress = false;
+    o.group = group.get();
+    o.sharedLossScale = sharedScaler;
+    trainers.push_back(std::make_unique<Trainer>(p.plan, *sessions.back(), o));
+    order.push_back(trainers.back().get());
+    names.push_back(p.name);
+    for (const Parameter &param : p.plan.params)
+      params.emplace(param.name, param.init);
+  }
+  bool ok = order.size() == 1
+                ? order[0]->train(inputs, params, error)
+                : Trainer::trainPhases(order, names, inputs, params, error);
+  if (!ok)
     return fail(error);
-  const std::vector<StepRecord> &h = trainer.history();
-  int64_t skipped = 0;
-  for (const StepRecord &r : h)
-    skipped += r.skipped;
-  std::printf("train: %d steps (%lld skipped), loss %.6f -> %.6f, loss scale "
-              "%g -> %g\n",
-              steps, (long long)skipped, h.front().loss, h.back().loss,
-              h.front().lossScale, h.back().lossScale);
+  // Losses in the order `mpc train --metrics` writes them: step by step,
+  // phase by phase.
+  std::vector<double> losses, stepMs(steps, 0.0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const std::vector<StepRecord> &h = order[k]->history();
+    int64_t skipped = 0;
+    for (const StepRecord &r : h)
+      skipped += r.skipped;
+    std::printf("train%s%s: %d steps (%lld skipped), loss %.6f -> %.6f, loss "
+                "scale %g -> %g\n",
+                names[k].empty() ? "" : " phase ", names[k].c_str(), steps,
+                (long long)skipped, h.front().loss, h.back().loss,
+                h.front().lossScale, h.back().lossScale);
+    for (size_t i = 0; i < h.size() && i < stepMs.size(); ++i)
+      stepMs[i] += h[i].ms;
+  }
+  for (int s = 0; s < steps; ++s)
+    for (Trainer *t : order)
+      losses.push_back(t->history()[s].loss);
   if (!expectLosses.empty()) {
     std::vector<double> want = readLosses(expectLosses);
-    if (want.size() < h.size())
+    if (want.size() < losses.size())
       return fail(expectLosses + " has " + std::to_string(want.size()) +
-                  " losses, need " + std::to_string(h.size()));
+                  " losses, need " + std::to_string(losses.size()));
     double diff = 0;
-    for (size_t i = 0; i < h.size(); ++i)
-      diff = std::max(diff, std::isfinite(h[i].loss)
-                                ? std::fabs(h[i].loss - want[i]) /
+    for (size_t i = 0; i < losses.size(); ++i)
+      diff = std::max(diff, std::isfinite(losses[i])
+                                ? std::fabs(losses[i] - want[i]) /
                                       std::max(std::fabs(want[i]), 1e-30)
                                 : INFINITY);
     std::printf("losses: max relative difference vs CPU backend %.3g\n", diff);
   }
   // The first step captures the graph: timed from the second.
-  std::vector<double> timed;
-  for (size_t i = h.size() > 1; i < h.size(); ++i)
-    timed.push_back(h[i].ms);
+  std::vector<double> timed(stepMs.begin() + (stepMs.size() > 1), stepMs.end());
   std::sort(timed.begin(), timed.end());
   std::printf("time: median %.4f ms per train step over %zu steps\n",
               timed[timed.size() / 2], timed.size());
@@ -128,8 +192,9 @@ static int train(const Plan &plan, const std::string &dir,
   std::vector<double> device;
   for (int r = 0; r < 10; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    if (!s->run(error))
-      return fail(error);
+    for (auto &s : sessions)
+      if (!s->run(error))
+        return fail(error);
     device.push_back(std::chrono::duration<double, std::milli>(
                          std::chrono::steady_clock::now() - t0)
                          .count());
@@ -155,7 +220,7 @@ int main(int argc, char **argv) {
   }
   std::string dir = argv[1], error, expectLosses, gemmMode, convMode;
   int repeat = 0, steps = 0;
-  float lr = 0.01f;
+  std::optional<float> lr; // default: the artifact's
   std::map<std::string, Tensor> inputs, expected;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -197,22 +262,28 @@ int main(int argc, char **argv) {
     return fail("no CUDA GPU here (" + gpu.reason + ")");
   if (dir == "--probe")
     return std::printf("gpu: %s\n", gpu.devices[0].c_str()), 0;
-  Plan plan;
-  if (!loadPlan(dir, plan, error))
+  std::vector<PhaseArtifact> phases;
+  bool sharedScaler = false;
+  if (!readPhases(dir, phases, sharedScaler, error))
     return fail(error);
-  if (!gemmMode.empty()) {
-    if (gemmMode != "auto" && gemmMode != "cublaslt" && gemmMode != "mpc")
-      return fail("--gemm must be auto, cublaslt or mpc");
-    plan.cudaGemm = gemmMode;
-  }
-  if (!convMode.empty()) {
-    if (convMode != "auto" && convMode != "cudnn" && convMode != "mpc")
-      return fail("--conv must be auto, cudnn or mpc");
-    plan.cudaConv = convMode;
+  if (!gemmMode.empty() && gemmMode != "auto" && gemmMode != "cublaslt" &&
+      gemmMode != "mpc")
+    return fail("--gemm must be auto, cublaslt or mpc");
+  if (!convMode.empty() && convMode != "auto" && convMode != "cudnn" &&
+      convMode != "mpc")
+    return fail("--conv must be auto, cudnn or mpc");
+  for (PhaseArtifact &p : phases) { // overrides of the artifact's choice
+    if (!gemmMode.empty())
+      p.plan.cudaGemm = gemmMode;
+    if (!convMode.empty())
+      p.plan.cudaConv = convMode;
   }
   std::printf("gpu: %s\n", gpu.devices[0].c_str());
   if (steps > 0)
-    return train(plan, dir, inputs, steps, lr, expectLosses);
+    return train(phases, sharedScaler, inputs, steps, lr, expectLosses);
+  if (phases.size() > 1)
+    return fail(dir + " is a phased train-step artifact: run it with --steps");
+  const Plan &plan = phases[0].plan;
   std::vector<Tensor> outputs;
   double ms = 0;
   std::string gemms;

@@ -34,6 +34,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <thread>
 
@@ -140,6 +141,19 @@ static cl::opt<bool> dataParallel(
 static cl::opt<double> compileBucketMb(
     "bucket-mb", cl::desc("--data-parallel: gradient bucket size in MiB"),
     cl::init(25), cl::sub(compileCommand));
+static cl::list<std::string> phaseFlags(
+    "phase",
+    cl::desc("--train: one phase of a GAN-style step, in order (as mpc "
+             "train): loss=OUTPUT,params=REGEX[,optimizer=,lr=,momentum=,"
+             "weight-decay=,betas=B1/B2]; DIR gets one train step per phase"),
+    cl::sub(compileCommand));
+static cl::opt<std::string> recipe(
+    "recipe", cl::desc("--train: the phases from a JSON file (as mpc train)"),
+    cl::value_desc("file"), cl::sub(compileCommand));
+static cl::opt<std::string> lossScaler(
+    "loss-scaler",
+    cl::desc("Phases: per-phase (default) | shared (one dynamic scale)"),
+    cl::init("per-phase"), cl::sub(compileCommand));
 static PrecisionFlags compilePrecision(compileCommand, /*training=*/true);
 
 std::string findCudaTool(StringRef name) {
@@ -160,7 +174,8 @@ std::string findCudaTool(StringRef name) {
 /// Runs the pipeline --train or --precision asks for; returns the function
 /// to build the plan from (null with `error`).
 static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
-                                      std::string &error) {
+                                      std::string &error,
+                                      const PhaseSpec *phase = nullptr) {
   if (dataParallel && !train)
     return (error = "--data-parallel needs --train", nullptr);
   if (train) {
@@ -174,7 +189,8 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
     pipeline.adamBetas = betas;
     pipeline.dataParallel = dataParallel.getValue();
     pipeline.bucketMb = compileBucketMb.getValue();
-    if (!mlir::mpc::validate(pipeline, error))
+    if (phase ? !phasePipeline(*phase, pipeline, error)
+              : !mlir::mpc::validate(pipeline, error))
       return nullptr;
     return buildTrainStep(module, pipeline, error);
   }
@@ -227,17 +243,12 @@ static bool resolveArchs(std::vector<std::string> &arch, std::string &error) {
   return true;
 }
 
-/// Writes DIR.tmp (plan, weights, kernels.cu, kernels.fatbin,
-/// summary.json) and renames it over DIR, so DIR is whole or untouched.
-static bool writeArtifact(const rt::Plan &plan,
-                          const mlir::mpc::CudaModule &cuda,
-                          ArtifactInfo &info, std::string &error) {
-  std::string tmp = outDir + ".tmp";
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  if (ec)
-    return (error = "cannot create " + tmp + ": " + ec.message(), false);
+/// Writes one train step or forward pass into the existing directory `tmp`:
+/// plan, weights, kernels.cu, kernels.fatbin, summary.json.
+static bool writeArtifactFiles(const rt::Plan &plan,
+                               const mlir::mpc::CudaModule &cuda,
+                               ArtifactInfo &info, const std::string &tmp,
+                               std::string &error) {
   std::vector<int64_t> offsets;
   info.arena = rt::planDeviceMemory(plan, offsets);
   bool ok = rt::savePlan(plan, tmp, error);
@@ -278,8 +289,21 @@ static bool writeArtifact(const rt::Plan &plan,
                     {"kernels_from_cache", (int64_t)info.build.cached},
                     {"translation_units", (int64_t)info.build.units},
                     {"modules", (int64_t)info.build.modules}}}};
-  ok = ok && writeJsonFile(tmp + "/summary.json",
-                           json::Value(std::move(summary)), error);
+  return ok && writeJsonFile(tmp + "/summary.json",
+                             json::Value(std::move(summary)), error);
+}
+
+/// Runs `write(tmp)` on a fresh DIR.tmp and renames it over DIR, so DIR is
+/// whole or untouched.
+static bool writeAtomically(const std::function<bool(const std::string &)> &write,
+                            std::string &error) {
+  std::string tmp = outDir + ".tmp";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec)
+    return (error = "cannot create " + tmp + ": " + ec.message(), false);
+  bool ok = write(tmp);
   if (ok) {
     fs::remove_all(outDir.getValue(), ec);
     fs::rename(tmp, outDir.getValue(), ec);
@@ -329,39 +353,107 @@ int runCompile() {
   auto module = importWithBatch(ctx, model, batch, error, freeze);
   if (!module)
     return reportError(error);
-  mlir::func::FuncOp func = runPipeline(*module, error);
-  if (!func)
-    return reportError(model + ": " + error);
-  if (emit == "mlir") // the IR the plan is built from
-    return writeModule(*module, outDir, error) ? 0 : reportError(error);
-  rt::Plan plan;
-  if (!mlir::mpc::buildPlan(func, plan, error))
-    return reportError(model + ": " + error);
-  if (target == "cuda")
-    plan.cudaArch = info.arch;
-  plan.cudaGemm = gemmChoice;
-  plan.cudaConv = convChoice;
-  plan.cudaTf32 = allowTf32;
-  mlir::mpc::CudaModule cuda;
-  if (target == "cuda" && !mlir::mpc::emitCuda(plan, cuda, error, fuse))
-    return reportError(model + ": " + error);
-  if (!writeArtifact(plan, cuda, info, error))
+  PhaseList phases;
+  if (!readPhaseList(phaseFlags, recipe, lossScaler,
+                     lossScaler.getNumOccurrences() > 0, phases, error))
+    return reportError(error);
+  if (!phases.specs.empty() && (!train || emit == "mlir"))
+    return reportError(train ? "--phase writes an artifact, not --emit mlir"
+                             : "--phase and --recipe need --train");
+  if (phases.specs.empty() && lossScaler.getNumOccurrences())
+    return reportError("--loss-scaler is for phases (--phase or --recipe)");
+  mlir::func::FuncOp single; // the step (or forward pass) without phases
+  if (phases.specs.empty()) {
+    mlir::func::FuncOp func = single = runPipeline(*module, error);
+    if (!func)
+      return reportError(model + ": " + error);
+    if (emit == "mlir") // the IR the plan is built from
+      return writeModule(*module, outDir, error) ? 0 : reportError(error);
+  }
+  // One train step per phase (or the one step / forward pass), each a
+  // complete artifact: phased ones in DIR/phase<k>, with DIR/phases.txt
+  // saying their order and scaler (what mpc-gpu-run reads).
+  size_t units = std::max<size_t>(phases.specs.size(), 1);
+  std::vector<rt::Plan> plans(units);
+  std::vector<mlir::mpc::CudaModule> modules(units);
+  std::vector<std::vector<std::string>> owned;
+  for (size_t k = 0; k < units; ++k) {
+    mlir::func::FuncOp func = single;
+    mlir::OwningOpRef<mlir::ModuleOp> copy;
+    if (!phases.specs.empty()) {
+      copy = module->clone();
+      func = runPipeline(*copy, error, &phases.specs[k]);
+      if (!func)
+        return reportError(model + ": phase " + phases.specs[k].loss + ": " +
+                           error);
+    }
+    rt::Plan &plan = plans[k];
+    if (!mlir::mpc::buildPlan(func, plan, error))
+      return reportError(model + ": " + error);
+    if (target == "cuda")
+      plan.cudaArch = info.arch;
+    plan.cudaGemm = gemmChoice;
+    plan.cudaConv = convChoice;
+    plan.cudaTf32 = allowTf32;
+    if (target == "cuda" && !mlir::mpc::emitCuda(plan, modules[k], error, fuse))
+      return reportError(model + ": " + error);
+    if (phases.scaler == "shared" &&
+        llvm::none_of(plan.steps, [](const rt::Step &st) {
+          return st.op == rt::OpId::UpdateLossScale;
+        }))
+      return reportError(model + ": --loss-scaler shared needs dynamic loss "
+                                 "scaling (--loss-scale dynamic, the fp16 "
+                                 "default)");
+    owned.emplace_back();
+    if (plan.train)
+      for (const auto &[index, param] : plan.train->gradients)
+        owned.back().push_back(param);
+  }
+  if (!phases.specs.empty() && !checkPhaseOwners(phases, owned, error))
+    return reportError(error);
+  std::vector<ArtifactInfo> infos(units, info);
+  bool ok = writeAtomically(
+      [&](const std::string &tmp) {
+        if (phases.specs.empty())
+          return writeArtifactFiles(plans[0], modules[0], infos[0], tmp, error);
+        std::string manifest = "loss-scaler " + phases.scaler + "\n";
+        for (size_t k = 0; k < units; ++k) {
+          std::string dir = tmp + "/phase" + std::to_string(k);
+          std::error_code ec;
+          fs::create_directories(dir, ec);
+          if (ec)
+            return (error = "cannot create " + dir + ": " + ec.message(), false);
+          if (!writeArtifactFiles(plans[k], modules[k], infos[k], dir, error))
+            return false;
+          manifest += "phase phase" + std::to_string(k) + " " +
+                      phases.specs[k].loss + "\n";
+        }
+        return rt::writeFileAtomically(tmp + "/phases.txt", manifest, error);
+      },
+      error);
+  if (!ok)
     return reportError(error);
 
   double secs = std::chrono::duration<double>(
                     std::chrono::steady_clock::now() - start)
                     .count();
-  double flops = cuda.flops, tc = cuda.tensorCoreFlops;
-  outs() << formatv("wrote {0}: {1} steps", outDir, plan.steps.size());
-  if (target == "cuda")
-    outs() << formatv(", {0} kernel launches, {1} distinct CUDA kernels ({2} "
-                      "GEMM/conv on tensor cores, {3} in FP32), memory plan "
-                      "{4:f2} MiB, {5:f1}% of FLOPs on tensor cores, {6}",
-                      cuda.launches.size(), cuda.kernels.size(),
-                      cuda.gemmKernels.size(),
-                      cuda.fp32GemmKernels.size(), info.arena / 1048576.0,
-                      flops > 0 ? 100 * tc / flops : 0.0,
-                      deviceCodeText(info));
+  outs() << "wrote " << outDir << ":";
+  for (size_t k = 0; k < units; ++k) {
+    const mlir::mpc::CudaModule &cuda = modules[k];
+    double flops = cuda.flops, tc = cuda.tensorCoreFlops;
+    if (!phases.specs.empty())
+      outs() << (k ? ";" : "") << " phase " << phases.specs[k].loss << ":";
+    outs() << formatv(" {0} steps", plans[k].steps.size());
+    if (target == "cuda")
+      outs() << formatv(", {0} kernel launches, {1} distinct CUDA kernels ({2} "
+                        "GEMM/conv on tensor cores, {3} in FP32), memory plan "
+                        "{4:f2} MiB, {5:f1}% of FLOPs on tensor cores, {6}",
+                        cuda.launches.size(), cuda.kernels.size(),
+                        cuda.gemmKernels.size(), cuda.fp32GemmKernels.size(),
+                        infos[k].arena / 1048576.0,
+                        flops > 0 ? 100 * tc / flops : 0.0,
+                        deviceCodeText(infos[k]));
+  }
   outs() << formatv(" ({0:f1} s)\n", secs);
   return 0;
 }

@@ -2,6 +2,8 @@
 
 #include "PhaseSpecs.h"
 
+#include <map>
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -148,6 +150,50 @@ bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
       return bad(at, "needs both \"loss\" and \"params\"");
     phases.push_back(std::move(spec));
   }
+  return true;
+}
+
+bool readPhaseList(const std::vector<std::string> &flags,
+                   const std::string &recipe, const std::string &scaler,
+                   bool scalerGiven, PhaseList &out, std::string &error) {
+  out.specs.resize(flags.size());
+  for (size_t k = 0; k < flags.size(); ++k) {
+    if (!parsePhase(flags[k], out.specs[k], error))
+      return false;
+    out.spelled.push_back("--phase '" + flags[k] + "'");
+  }
+  if (!recipe.empty()) {
+    if (!flags.empty())
+      return (error = "give the phases with --phase or in --recipe, not both",
+              false);
+    std::string fromFile;
+    if (!readRecipe(recipe, out.specs, fromFile, error))
+      return false;
+    for (size_t k = 0; k < out.specs.size(); ++k)
+      out.spelled.push_back(recipe + ": phases[" + std::to_string(k) + "]");
+    if (!fromFile.empty())
+      out.scaler = fromFile;
+  }
+  if (scalerGiven)
+    out.scaler = scaler;
+  if (out.scaler != "per-phase" && out.scaler != "shared")
+    return (error = "--loss-scaler must be per-phase or shared, got '" +
+                    out.scaler + "'",
+            false);
+  return true;
+}
+
+bool checkPhaseOwners(const PhaseList &phases,
+                      const std::vector<std::vector<std::string>> &gradients,
+                      std::string &error) {
+  std::map<std::string, std::string> owner;
+  for (size_t k = 0; k < gradients.size(); ++k)
+    for (const std::string &param : gradients[k])
+      if (!owner.emplace(param, phases.specs[k].loss).second)
+        return (error = "parameter '" + param + "' is trained by phases " +
+                        owner[param] + " and " + phases.specs[k].loss +
+                        "; give each phase its own parameters",
+                false);
   return true;
 }
 

@@ -36,6 +36,25 @@ bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error);
 bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
                 std::string &lossScaler, std::string &error);
 
+/// The phases given to a command: `flags` (each --phase) or `recipe` (a
+/// file), never both; `scaler` is --loss-scaler when `scalerGiven`, else
+/// the recipe's or "per-phase". `spelled[k]` names phase k in messages.
+struct PhaseList {
+  std::vector<PhaseSpec> specs;
+  std::vector<std::string> spelled;
+  std::string scaler = "per-phase";
+};
+bool readPhaseList(const std::vector<std::string> &flags,
+                   const std::string &recipe, const std::string &scaler,
+                   bool scalerGiven, PhaseList &out, std::string &error);
+
+/// Each parameter belongs to one phase: two optimizers over one weight
+/// would each keep their own state of it. `gradients[k]` lists the
+/// parameters phase k trains.
+bool checkPhaseOwners(const PhaseList &phases,
+                      const std::vector<std::vector<std::string>> &gradients,
+                      std::string &error);
+
 } // namespace mpc
 
 #endif // MPC_TOOLS_MPC_PHASESPECS_H

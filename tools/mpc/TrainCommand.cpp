@@ -344,28 +344,11 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     outputModel.setValue("");
   }
   std::string error;
-  std::vector<PhaseSpec> specs(phaseSpecs.size());
-  for (size_t k = 0; k < specs.size(); ++k)
-    if (!parsePhase(phaseSpecs[k], specs[k], error))
-      return reportError(error);
-  std::string scaler = lossScaler;
-  if (!recipe.empty()) {
-    if (!specs.empty())
-      return reportError("give the phases with --phase or in --recipe, not "
-                         "both");
-    std::string fromFile;
-    if (!readRecipe(recipe, specs, fromFile, error))
-      return reportError(error);
-    if (!fromFile.empty() && !lossScaler.getNumOccurrences())
-      scaler = fromFile;
-  }
-  // How each phase is named where it is reported: the --phase text, or
-  // the recipe's entry.
-  auto spelled = [&](size_t k) {
-    return k < phaseSpecs.size() ? "--phase '" + phaseSpecs[k] + "'"
-                                 : recipe + ": phases[" + std::to_string(k) +
-                                       "]";
-  };
+  PhaseList list;
+  if (!readPhaseList(phaseSpecs, recipe, lossScaler,
+                     lossScaler.getNumOccurrences() > 0, list, error))
+    return reportError(error);
+  const std::vector<PhaseSpec> &specs = list.specs;
   TensorBoardWriter tensorboard;
   std::string tensorboardError;
   if (!tensorboardDir.empty() && !tensorboard.open(tensorboardDir, error))
@@ -379,22 +362,10 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
     mlir::mpc::TrainPipelineOptions pipeline;
     pipelineOptions(pipeline);
-    pipeline.loss = specs[k].loss;
-    pipeline.trainParams = specs[k].params;
     pipeline.dataParallel = group != nullptr;
     const PhaseSpec &ps = specs[k];
-    if (!ps.optimizer.empty())
-      pipeline.optimizer = ps.optimizer;
-    if (ps.lr)
-      pipeline.lr = *ps.lr;
-    if (ps.momentum)
-      pipeline.momentum = *ps.momentum;
-    if (ps.weightDecay)
-      pipeline.weightDecay = *ps.weightDecay;
-    if (!ps.betas.empty())
-      pipeline.adamBetas = ps.betas;
-    if (!mlir::mpc::validate(pipeline, error))
-      return reportError(spelled(k) + ": " + error);
+    if (!phasePipeline(ps, pipeline, error))
+      return reportError(list.spelled[k] + ": " + error);
     mlir::func::FuncOp step = buildTrainStep(*copy, pipeline, error);
     if (!step || !mlir::mpc::buildPlan(step, plans[k], error))
       return reportError(model + ": phase " + specs[k].loss + ": " + error);
@@ -412,7 +383,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
       return reportError(model + ": " + error);
     rt::TrainerOptions options = trainerOptions();
     options.group = group;
-    options.sharedLossScale = scaler == "shared";
+    options.sharedLossScale = list.scaler == "shared";
     if (!lead) {
       options.progress = false;
       options.metricsPath.clear();
@@ -433,15 +404,14 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     phases.push_back(trainers.back().get());
     names.push_back(specs[k].loss);
   }
-  // Each parameter belongs to one phase: two optimizers over one weight
-  // would each keep their own state of it.
-  std::map<std::string, std::string> owner;
-  for (size_t k = 0; k < plans.size(); ++k)
-    for (const auto &[index, param] : plans[k].train->gradients)
-      if (!owner.emplace(param, specs[k].loss).second)
-        return reportError("parameter '" + param + "' is trained by phases " +
-                           owner[param] + " and " + specs[k].loss +
-                           "; give each phase its own parameters");
+  std::vector<std::vector<std::string>> owned;
+  for (const rt::Plan &plan : plans) {
+    owned.emplace_back();
+    for (const auto &[index, param] : plan.train->gradients)
+      owned.back().push_back(param);
+  }
+  if (!checkPhaseOwners(list, owned, error))
+    return reportError(error);
   std::map<std::string, rt::Tensor> params;
   for (const rt::Plan &plan : plans)
     addInitialParams(plan, params);

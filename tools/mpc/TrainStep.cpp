@@ -174,6 +174,23 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
   return {};
 }
 
+bool phasePipeline(const PhaseSpec &ps, mlir::mpc::TrainPipelineOptions &p,
+                   std::string &error) {
+  p.loss = ps.loss;
+  p.trainParams = ps.params;
+  if (!ps.optimizer.empty())
+    p.optimizer = ps.optimizer;
+  if (ps.lr)
+    p.lr = *ps.lr;
+  if (ps.momentum)
+    p.momentum = *ps.momentum;
+  if (ps.weightDecay)
+    p.weightDecay = *ps.weightDecay;
+  if (!ps.betas.empty())
+    p.adamBetas = ps.betas;
+  return mlir::mpc::validate(p, error);
+}
+
 mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
                                       std::string &error) {
   mlir::PassManager pm(module.getContext());

@@ -3,6 +3,7 @@
 #ifndef MPC_TOOLS_MPC_TRAINSTEP_H
 #define MPC_TOOLS_MPC_TRAINSTEP_H
 
+#include "PhaseSpecs.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,8 +22,15 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
                                   const mlir::mpc::TrainPipelineOptions &o,
                                   std::string &error);
 
-/// For a model with a TrainingInfoProto: mpc-inline-inference then
-/// mpc-lower-gradient; returns the algorithm function (null with `error`).
+/// `base` (the shared optimizer flags) specialised to phase `phase`: its
+/// loss, the parameters it trains and its optimizer overrides; false with
+/// `error` when the result is invalid.
+bool phasePipeline(const PhaseSpec &phase, mlir::mpc::TrainPipelineOptions &base,
+                   std::string &error);
+
+/// For a model with a TrainingInfoProto: mpc-inline-inference,
+/// mpc-lower-gradient, mpc-chain-algorithms; returns the one algorithm
+/// function (null with `error`).
 mlir::func::FuncOp buildAlgorithmStep(mlir::ModuleOp module,
                                       std::string &error);
 
