@@ -194,6 +194,7 @@ public:
   bool softmax(Step &s, const std::string &name); // and log_softmax
   bool layerNorm(Step &s, const std::string &name);
   bool rmsNorm(Step &s, const std::string &name);
+  bool normGrad(Step &s, const std::string &name);
   bool batchNorm(Step &s, const std::string &name); // inference, training
   bool reduce(Step &s, const std::string &name);
   bool argExtreme(Step &s, const std::string &name); // arg_max, arg_min

@@ -139,6 +139,31 @@ bool Emitter::rmsNorm(Step &s, const std::string &name) {
   return true;
 }
 
+/// norm_grad: both row sums in one pass, then dx (a warp or a thread per
+/// row, rowLoop); xhat and dxhat recomputed rather than stored.
+bool Emitter::normGrad(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[1]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
+  AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
+  int64_t rows = sp.outer, cols = sp.dim * sp.inner;
+  int64_t sc = std::max<int64_t>(numElements(val(s.inputs[2]).shape), 1);
+  bool layer = s.inputs.size() > 4 && s.inputs[4] >= 0;
+  RowLoop r = rowLoop(rows, cols);
+  std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
+  std::string terms = "{ const float xh = (ld(in1, base + j) - m) * k, dh = "
+                      "ld(in0, base + j) * ld(in2, j % " +
+                      std::to_string(sc) + "LL); ";
+  cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
+     << "  const float m = " << (layer ? "ld(in4, i)" : "0.0f")
+     << ", k = ld(in3, i);\n  float a = 0.0f, p = 0.0f;\n"
+     << loop << terms << "a += dh; p += dh * xh; }\n"
+     << "  a = " << (layer ? r.sum + "(a) / (float)n" : std::string("0.0f"))
+     << ";\n  p = " << r.sum << "(p) / (float)n;\n"
+     << loop << terms << "st(out0, base + j, k * (dh - a - xh * p)); }\n}\n\n";
+  rowLaunch(s, name, r, rows);
+  return true;
+}
+
 /// BatchNormalization. Inference (`train` false): a thread per element
 /// with the running statistics. Training: a block per channel sums the
 /// batch in double (as the CPU backend: population variance from the sum
@@ -444,6 +469,7 @@ void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::LogSoftmax, &Emitter::softmax);
   t.emit(OpId::LayerNorm, &Emitter::layerNorm);
   t.emit(OpId::RmsNorm, &Emitter::rmsNorm);
+  t.emit(OpId::NormGrad, &Emitter::normGrad);
   t.emit(OpId::BatchNorm, &Emitter::batchNorm);
   t.emit(OpId::BatchNormTrain, &Emitter::batchNorm);
   for (OpId op : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax,

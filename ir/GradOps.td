@@ -133,6 +133,28 @@ def Mpc_ConvGradWeightOp : Mpc_Op<"conv_grad_weight", [Pure]> {
   let results = (outs Mpc_FloatTensor:$w_grad);
 }
 
+def Mpc_NormGradOp : Mpc_Op<"norm_grad", [Pure, Mpc_InferByRule<"typeOfSecond">]> {
+  let summary = "input gradient of layer_norm or rms_norm, one pass per row";
+  let description = [{
+    Rows are x's elements from `axis` on (n of them). With `mean` (layer
+    norm): xhat = (x - mean) * inv, else (RMS norm) xhat = x * inv; dxhat =
+    grad * scale (scale repeats along the row); then
+    dx = inv * (dxhat - sum(dxhat)/n - xhat * sum(dxhat * xhat)/n), the
+    sum(dxhat) term only with `mean`. Both row sums come from one pass (a
+    warp per row on the GPU) instead of a chain of elementwise and
+    reduction kernels; the scale and bias gradients stay column sums.
+
+    Example:
+    ```mlir
+    %dx = mpc.norm_grad %g, %x, %scale, %inv, %mean {axis = 2 : i64} : (tensor<4x16x64xf32>, tensor<4x16x64xf32>, tensor<64xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>) -> tensor<4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$x,
+                   Mpc_FloatTensor:$scale, Mpc_FloatTensor:$inv_std_dev,
+                   Optional<Mpc_FloatTensor>:$mean, I64Attr:$axis);
+  let results = (outs Mpc_FloatTensor:$x_grad);
+}
+
 def Mpc_MaxPoolGradOp : Mpc_Op<"max_pool_grad", [Pure]> {
   let summary = "gradient of max_pool: route dY to the argmax indices";
   // The forward op's window, when given, bounds the outputs whose argmax

@@ -255,15 +255,12 @@ LogicalResult layerNormGrad(Context &c, LayerNormOp ln) {
   auto in = typeOf(c.x(0));
   int64_t axis = ln.getAxisAttr().getInt();
   axis = axis < 0 ? axis + in.getRank() : axis;
-  SmallVector<int64_t> axes;
-  for (int64_t i = axis; i < in.getRank(); ++i)
-    axes.push_back(i);
-  auto meanKeep = [&](Value v) { return reduceKeep<ReduceMeanOp>(c, v, axes); };
-  // xhat = (x - mean) * inv; dxhat = g * scale.
+  // dx in one row pass (mpc.norm_grad); dscale = sum(g * xhat) over rows.
+  c.grads[0] = c.make<NormGradOp>(
+      {c.g, c.x(0), ln.getScale(), ln.getInvStdDev(), ln.getMean()},
+      {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis))});
   Value xhat = c.make<MulOp>(
       {c.make<SubOp>({c.x(0), ln.getMean()}), ln.getInvStdDev()});
-  Value dxhat = c.make<MulOp>({c.g, ln.getScale()});
-  c.grads[0] = normInputGrad(c, ln.getInvStdDev(), xhat, dxhat, meanKeep);
   c.grads[1] = c.un(c.make<MulOp>({c.g, xhat}), 1);
   if (ln.getBias())
     c.grads[2] = c.un(c.g, 2);
@@ -277,16 +274,12 @@ LogicalResult rmsNormGrad(Context &c, RmsNormOp rn) {
   auto in = typeOf(c.x(0));
   int64_t axis = rn.getAxisAttr().getInt();
   axis = axis < 0 ? axis + in.getRank() : axis;
-  SmallVector<int64_t> axes;
-  for (int64_t i = axis; i < in.getRank(); ++i)
-    axes.push_back(i);
-  // xhat = x * inv; dx = inv * (dxhat - xhat * mean(dxhat * xhat)).
+  // xhat = x * inv; dx = inv * (dxhat - xhat * mean(dxhat * xhat)) in one
+  // row pass (mpc.norm_grad without a mean).
+  c.grads[0] = c.make<NormGradOp>(
+      {c.g, c.x(0), rn.getScale(), rn.getInvRms()},
+      {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis))});
   Value xhat = c.make<MulOp>({c.x(0), rn.getInvRms()});
-  Value dxhat = c.make<MulOp>({c.g, rn.getScale()});
-  Value proj = reduceKeep<ReduceMeanOp>(c, c.make<MulOp>({dxhat, xhat}), axes);
-  c.grads[0] = c.make<MulOp>(
-      {rn.getInvRms(),
-       c.make<SubOp>({dxhat, c.make<MulOp>({xhat, proj})})});
   c.grads[1] = c.un(c.make<MulOp>({c.g, xhat}), 1);
   return success();
 }

@@ -260,6 +260,45 @@ void rmsNormK(KernelContext &c) {
   finishFloatOut(y, yBuf);
 }
 
+/// The input gradient of layer_norm (with a mean) or rms_norm, a row at a
+/// time: xhat and dxhat = g * scale in FP32, the two row sums in double,
+/// dx = inv * (dxhat - sum(dxhat)/n - xhat * sum(dxhat * xhat)/n) rounded
+/// once (the first sum only for layer norm).
+void normGradK(KernelContext &c) {
+  const Tensor &g = c.in(0), &x = c.in(1), &scale = c.in(2), &inv = c.in(3);
+  const Tensor *mean = c.input(4);
+  int64_t axis = normAxis(c.step.getInt("axis", -1), x.rank());
+  int64_t inner = 1;
+  for (int64_t i = axis; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  int64_t outer = x.size() / std::max<int64_t>(inner, 1);
+  int64_t sc = std::max<int64_t>(scale.size(), 1);
+  Tensor &dx = c.output(0);
+  std::vector<float> gBuf, xBuf, sBuf, dBuf;
+  const float *gp = floatData(g, gBuf), *xp = floatData(x, xBuf),
+              *sp = floatData(scale, sBuf);
+  float *dp = floatOut(dx, dBuf);
+  parallelFor(outer, 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float m = mean ? mean->getFloat(r) : 0.0f, k = inv.getFloat(r);
+      const float *gr = gp + r * inner, *xr = xp + r * inner;
+      double sumD = 0, sumDX = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        float xhat = (xr[i] - m) * k, dxhat = gr[i] * sp[i % sc];
+        sumD += dxhat;
+        sumDX += (double)dxhat * xhat;
+      }
+      float a = mean ? (float)(sumD / inner) : 0.0f,
+            p = (float)(sumDX / inner);
+      for (int64_t i = 0; i < inner; ++i) {
+        float xhat = (xr[i] - m) * k, dxhat = gr[i] * sp[i % sc];
+        dp[r * inner + i] = k * (dxhat - a - xhat * p);
+      }
+    }
+  });
+  finishFloatOut(dx, dBuf);
+}
+
 //===----------------------------------------------------------------------===//
 // Softmax
 //===----------------------------------------------------------------------===//
@@ -490,6 +529,7 @@ void registerNnKernels(KernelTable &t) {
   t.add(OpId::BatchNormTrain, batchNormTrainK);
   t.add(OpId::LayerNorm, layerNormK);
   t.add(OpId::RmsNorm, rmsNormK);
+  t.add(OpId::NormGrad, normGradK);
   t.add(OpId::Softmax, softmaxK<false>);
   t.add(OpId::LogSoftmax, softmaxK<true>);
   t.add(OpId::Dropout, dropoutK);
