@@ -83,6 +83,16 @@ LogicalResult sqrtGrad(Context &c, SqrtOp) { // 1 / (2 y)
   return success();
 }
 
+LogicalResult sinGrad(Context &c, SinOp) { // cos x
+  c.grads[0] = c.times(c.make<CosOp>(c.x(0)));
+  return success();
+}
+
+LogicalResult cosGrad(Context &c, CosOp) { // -sin x
+  c.grads[0] = c.times(c.make<NegOp>(c.make<SinOp>(c.x(0))));
+  return success();
+}
+
 LogicalResult atanGrad(Context &c, AtanOp) { // 1 / (1 + x^2)
   Value sq = c.make<MulOp>({c.x(0), c.x(0)});
   c.grads[0] = c.make<DivOp>({c.g, c.make<AddOp>({c.scalar(1.0), sq})});
@@ -215,6 +225,8 @@ void attachElementwiseRules(MLIRContext *ctx) {
   attachRule<LogOp, logGrad>(ctx);
   attachRule<SqrtOp, sqrtGrad>(ctx);
   attachRule<AtanOp, atanGrad>(ctx);
+  attachRule<SinOp, sinGrad>(ctx);
+  attachRule<CosOp, cosGrad>(ctx);
   attachRule<SoftplusOp, softplusGrad>(ctx);
   attachRule<MishOp, mishGrad>(ctx);
   attachRule<ErfOp, erfGrad>(ctx);

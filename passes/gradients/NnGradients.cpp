@@ -56,6 +56,19 @@ template <typename OpTy> LogicalResult extremumGrad(Context &c, OpTy red) {
   return success();
 }
 
+/// GlobalMaxPool: g to the elements equal to their channel's max, split
+/// evenly among ties (as ReduceMax).
+LogicalResult globalMaxPoolGrad(Context &c, GlobalMaxPoolOp) {
+  Value hit = c.make<EqualOp>({c.x(0), c.y});
+  Value one = c.b.create<CastOp>(c.loc, typeOf(hit).clone(c.elem), hit);
+  SmallVector<int64_t> axes;
+  for (int64_t i = 2; i < typeOf(c.x(0)).getRank(); ++i)
+    axes.push_back(i);
+  Value count = reduceKeep<ReduceSumOp>(c, one, axes);
+  c.grads[0] = c.make<MulOp>({one, c.make<DivOp>({c.g, count})});
+  return success();
+}
+
 LogicalResult l1Grad(Context &c, ReduceL1Op red) { // sign(x) g
   c.grads[0] = c.make<MulOp>({c.make<SignOp>(c.x(0)), kept(c, red).second});
   return success();
@@ -248,6 +261,36 @@ LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
   return success();
 }
 
+/// BatchNormalization with running statistics (inference form, e.g. a
+/// frozen backbone being fine-tuned): an affine map per channel, so
+/// dx = g * scale * inv, dscale = sum(g * xhat), dbias = sum(g); the
+/// statistics are not trained.
+LogicalResult batchNormGrad(Context &c, BatchNormOp bn) {
+  if (!c.elem.isF32())
+    return bn->emitError("batch_norm gradient needs f32");
+  auto in = typeOf(c.x(0));
+  SmallVector<int64_t> axes{0}, bshape(in.getRank(), 1);
+  for (int64_t i = 2; i < in.getRank(); ++i)
+    axes.push_back(i);
+  bshape[1] = in.getDimSize(1);
+  auto chan = RankedTensorType::get(bshape, c.elem);
+  auto perChannel = [&](Value v) { return reshapeTo(c.b, c.loc, v, chan); };
+  Value eps = c.scalar(bn.getEpsilon().convertToDouble());
+  Value inv = perChannel(c.make<ReciprocalOp>(
+      c.make<SqrtOp>(c.make<AddOp>({bn.getVar(), eps}))));
+  c.grads[0] = c.make<MulOp>({c.g, c.make<MulOp>({perChannel(bn.getScale()), inv})});
+  Value xhat =
+      c.make<MulOp>({c.make<SubOp>({c.x(0), perChannel(bn.getMean())}), inv});
+  auto sumToChannel = [&](Value v) { // [N, C, ...] -> [C]
+    return c.make<ReduceSumOp>(
+        v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+            c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+  };
+  c.grads[1] = sumToChannel(c.make<MulOp>({c.g, xhat}));
+  c.grads[2] = sumToChannel(c.g);
+  return success();
+}
+
 LogicalResult layerNormGrad(Context &c, LayerNormOp ln) {
   if (!c.elem.isF32())
     return ln->emitError("layer_norm gradient needs f32 (casts around "
@@ -365,6 +408,8 @@ void attachNnRules(MLIRContext *ctx) {
   attachRule<ReduceSumOp, sumGrad<ReduceSumOp>>(ctx);
   attachRule<ReduceMeanOp, sumGrad<ReduceMeanOp>>(ctx);
   attachRule<ReduceMaxOp, extremumGrad<ReduceMaxOp>>(ctx);
+  attachRule<GlobalMaxPoolOp, globalMaxPoolGrad>(ctx);
+  attachRule<BatchNormOp, batchNormGrad>(ctx);
   attachRule<ReduceMinOp, extremumGrad<ReduceMinOp>>(ctx);
   attachRule<ReduceL1Op, l1Grad>(ctx);
   attachRule<ReduceL2Op, l2Grad>(ctx);
