@@ -335,9 +335,40 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   return true;
 }
 
+/// RotaryEmbedding (mpc.rotary): a thread per element, as the CPU kernel.
+bool Emitter::rotary(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &c = val(s.inputs[1]);
+  int64_t seqAxis = s.getInt("seq_axis", 1), R = s.getInt("rotary_dim", 0);
+  bool interleaved = s.getInt("interleaved", 0) != 0;
+  int64_t A1 = x.shape[1], A2 = x.shape[2], D = x.shape[3], half = R / 2;
+  int64_t S = x.shape[seqAxis], Bc = c.shape[0];
+  int64_t n = ::mpc::rt::numElements(x.shape);
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << L(n) << ") return;\n  const i64 d = i % " << L(D) << ", r = i / "
+     << L(D) << ", a2 = r % " << L(A2) << ", a1 = (r / " << L(A2) << ") % "
+     << L(A1) << ", b = r / " << L(A1 * A2) << ", s = "
+     << (seqAxis == 1 ? "a1" : "a2") << ";\n  if (d >= " << L(R)
+     << ") { st(out0, i, ld(in0, i)); return; }\n";
+  if (interleaved)
+    cu << "  const bool first = d % 2 == 0;\n  const i64 p = d / 2, partner = "
+          "first ? i + 1 : i - 1;\n";
+  else
+    cu << "  const bool first = d < " << L(half) << ";\n  const i64 p = first "
+       << "? d : d - " << L(half) << ", partner = first ? i + " << L(half)
+       << " : i - " << L(half) << ";\n";
+  cu << "  const i64 k = ((b % " << L(Bc) << ") * " << L(S) << " + s) * "
+     << L(half) << " + p;\n  const float co = ld(in1, k), si = ld(in2, k);\n"
+     << "  st(out0, i, first ? co * ld(in0, i) - si * ld(in0, partner)\n"
+     << "                    : si * ld(in0, partner) + co * ld(in0, i));\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
 void registerAttentionEmitters(EmitterTable &t) {
   t.emit(OpId::Attention, &Emitter::attention);
   t.emit(OpId::AttentionGrad, &Emitter::attentionGrad);
+  t.emit(OpId::Rotary, &Emitter::rotary);
 }
 
 } // namespace mlir::mpc::cuda

@@ -195,6 +195,7 @@ public:
   bool layerNorm(Step &s, const std::string &name);
   bool rmsNorm(Step &s, const std::string &name);
   bool normGrad(Step &s, const std::string &name);
+  bool rotary(Step &s, const std::string &name);
   bool batchNorm(Step &s, const std::string &name); // inference, training
   bool reduce(Step &s, const std::string &name);
   bool argExtreme(Step &s, const std::string &name); // arg_max, arg_min

@@ -353,8 +353,9 @@ LogicalResult importRotaryEmbedding(NodeContext &c) {
   int64_t rank = typeOf(x).getRank();
   if (rank != 3 && rank != 4)
     return c.fail("X must be 3-D or 4-D");
-  // Work as (batch, sequence, heads, head size).
-  Value h = rank == 4 ? m.transpose(x, {0, 2, 1, 3}) : Value();
+  // 4-D X is (batch, heads, sequence, head size) and rotates where it is;
+  // 3-D X is (batch, sequence, heads * head size), viewed as 4-D.
+  Value h = x;
   if (rank == 3) {
     int64_t heads = c.getInt("num_heads", 0);
     if (heads <= 0)
@@ -386,28 +387,14 @@ LogicalResult importRotaryEmbedding(NodeContext &c) {
       return c.fail("the cos and sin caches' last dimension must be "
                     "rotary_embedding_dim / 2 = " + Twine(dim / 2));
   }
-  cosC = m.unsqueeze(cosC, {-2});
-  sinC = m.unsqueeze(sinC, {-2});
-  Value rotate = dim == head ? h : m.slice(h, 3, 0, dim);
-  bool interleaved = c.getInt("interleaved", 0) != 0;
-  Value x1 = interleaved ? m.slice(rotate, 3, 0, dim, 2)
-                         : m.slice(rotate, 3, 0, dim / 2);
-  Value x2 = interleaved ? m.slice(rotate, 3, 1, dim, 2)
-                         : m.slice(rotate, 3, dim / 2, dim);
-  Value real = m.bin("mpc.sub", m.bin("mpc.mul", cosC, x1),
-                     m.bin("mpc.mul", sinC, x2));
-  Value imag = m.bin("mpc.add", m.bin("mpc.mul", sinC, x1),
-                     m.bin("mpc.mul", cosC, x2));
-  Value rotated =
-      interleaved
-          ? m.reshape(m.concat({m.unsqueeze(real, {-1}),
-                                m.unsqueeze(imag, {-1})},
-                               -1),
-                      {0, 0, 0, dim})
-          : m.concat({real, imag}, -1);
-  Value out = dim == head ? rotated
-                          : m.concat({rotated, m.slice(h, 3, dim, head)}, -1);
-  out = rank == 4 ? m.transpose(out, {0, 2, 1, 3}) : m.reshape(out, {0, 0, -1});
+  // One pass over X (mpc.rotary): no transposes, slices or concatenations.
+  Value out = m.op("mpc.rotary", {h, cosC, sinC},
+                   {c.named("seq_axis", c.b.getI64IntegerAttr(rank == 4 ? 2 : 1)),
+                    c.named("rotary_dim", c.b.getI64IntegerAttr(dim)),
+                    c.named("interleaved",
+                            c.b.getBoolAttr(c.getInt("interleaved", 0) != 0))});
+  if (rank == 3)
+    out = m.reshape(out, {0, 0, -1});
   if (c.failed())
     return failure();
   return c.setOutputs({out});

@@ -287,6 +287,34 @@ def Mpc_OneHotOp : Mpc_Op<"one_hot", [Pure, Mpc_InferCustom]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Position encodings
+//===----------------------------------------------------------------------===//
+
+def Mpc_RotaryOp : Mpc_Op<"rotary", [Mpc_Infer, Pure, Mpc_InferCustom]> {
+  let onnxName = "RotaryEmbedding";
+  let summary = "rotary position embedding in one pass (ONNX RotaryEmbedding)";
+  let description = [{
+    x is (batch, sequence, heads, head) with `seq_axis` 1, or (batch,
+    heads, sequence, head) with `seq_axis` 2; cos and sin are (batch or 1,
+    sequence, rotary_dim / 2). The first `rotary_dim` elements of each
+    head rotate in pairs - (i, i + rotary_dim/2), or (2i, 2i + 1) when
+    `interleaved` - by the angle of their position: (a, b) -> (a cos - b
+    sin, a sin + b cos); the rest pass through. Computed in FP32, rounded
+    once; no transposes, slices or concatenations around it. Its gradient
+    w.r.t. x is the same op with -sin.
+
+    Example:
+    ```mlir
+    %y = mpc.rotary %x, %cos, %sin {interleaved = false, rotary_dim = 64 : i64, seq_axis = 2 : i64} : (tensor<2x8x16x64xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>) -> tensor<2x8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$cos,
+                   Mpc_FloatTensor:$sin, I64Attr:$seq_axis, I64Attr:$rotary_dim,
+                   DefaultValuedAttr<BoolAttr, "false">:$interleaved);
+  let results = (outs Mpc_FloatTensor:$y);
+}
+
+//===----------------------------------------------------------------------===//
 // Resampling
 //===----------------------------------------------------------------------===//
 

@@ -286,3 +286,32 @@ LogicalResult ResizeAxisOp::inferReturnTypes(MLIRContext *,
   types.push_back(x.clone(shape));
   return success();
 }
+
+LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto x = rankedOf(adaptor.getX());
+  int64_t seqAxis = adaptor.getSeqAxis(), dim = adaptor.getRotaryDim();
+  if (x.getRank() != 4 || (seqAxis != 1 && seqAxis != 2))
+    return shapeError(loc, "rotary needs a 4-D x with the sequence on axis 1 "
+                           "or 2");
+  int64_t head = x.getDimSize(3);
+  if (dim <= 0 || dim % 2 || (head != ShapedType::kDynamic && dim > head))
+    return shapeError(loc, "rotary_dim ", dim,
+                      " must be even, positive and at most the head size ",
+                      head);
+  for (Value cache : {adaptor.getCos(), adaptor.getSin()}) {
+    auto c = rankedOf(cache);
+    auto compatible = [](int64_t a, int64_t b) {
+      return a == b || a == ShapedType::kDynamic || b == ShapedType::kDynamic;
+    };
+    if (c.getRank() != 3 || !compatible(c.getDimSize(2), dim / 2) ||
+        !compatible(c.getDimSize(1), x.getDimSize(seqAxis)) ||
+        !(c.getDimSize(0) == 1 || compatible(c.getDimSize(0), x.getDimSize(0))))
+      return shapeError(loc, "rotary caches must be (batch or 1, sequence, ",
+                        dim / 2, "), got ", c);
+  }
+  types.push_back(x);
+  return success();
+}

@@ -261,6 +261,45 @@ LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
   return success();
 }
 
+/// RotaryEmbedding: a rotation per pair, so dx is the rotation by -angle
+/// (the same op with -sin). The caches get the sum over heads of the
+/// pairs' products (zero work unless something trains them: unused
+/// results are dropped).
+LogicalResult rotaryGrad(Context &c, RotaryOp rot) {
+  NamedAttrList attrs(rot->getAttrDictionary());
+  c.grads[0] = c.make<RotaryOp>({c.g, rot.getCos(), c.make<NegOp>(rot.getSin())},
+                                attrs.getAttrs());
+  int64_t R = rot.getRotaryDim(), half = R / 2;
+  bool inter = rot.getInterleaved();
+  // The two elements of every pair along the head axis (3), as views.
+  auto part = [&](Value v, bool second) {
+    int64_t start = inter ? (second ? 1 : 0) : (second ? half : 0);
+    int64_t end = inter ? R : start + half;
+    return makeOp(c.b, c.loc, SliceOp::getOperationName(),
+                  {v, ints(c.b, c.loc, {start}), ints(c.b, c.loc, {end}),
+                   ints(c.b, c.loc, {3}), ints(c.b, c.loc, {inter ? 2 : 1})},
+                  {c.b.getNamedAttr("operandSegmentSizes",
+                                    c.b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))})
+        ->getResult(0);
+  };
+  Value x1 = part(c.x(0), false), x2 = part(c.x(0), true);
+  Value g1 = part(c.g, false), g2 = part(c.g, true);
+  // (b, a1, a2, p) summed over the heads axis -> (b, s, p), then to the
+  // cache's (batch or 1) shape.
+  int64_t heads = rot.getSeqAxis() == 1 ? 2 : 1;
+  auto toCache = [&](Value v, unsigned operand) {
+    Value summed = c.make<ReduceSumOp>(
+        v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({heads})),
+            c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+    return c.un(summed, operand);
+  };
+  c.grads[1] = toCache(c.make<AddOp>({c.make<MulOp>({g1, x1}),
+                                      c.make<MulOp>({g2, x2})}), 1);
+  c.grads[2] = toCache(c.make<SubOp>({c.make<MulOp>({g2, x1}),
+                                      c.make<MulOp>({g1, x2})}), 2);
+  return success();
+}
+
 /// BatchNormalization with running statistics (inference form, e.g. a
 /// frozen backbone being fine-tuned): an affine map per channel, so
 /// dx = g * scale * inv, dscale = sum(g * xhat), dbias = sum(g); the
@@ -405,6 +444,7 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
 
 void attachNnRules(MLIRContext *ctx) {
   attachRule<AttentionOp, attentionGrad>(ctx);
+  attachRule<RotaryOp, rotaryGrad>(ctx);
   attachRule<ReduceSumOp, sumGrad<ReduceSumOp>>(ctx);
   attachRule<ReduceMeanOp, sumGrad<ReduceMeanOp>>(ctx);
   attachRule<ReduceMaxOp, extremumGrad<ReduceMaxOp>>(ctx);

@@ -225,11 +225,48 @@ void attentionGradK(KernelContext &c) {
   finishFloatOut(dv, dvB);
 }
 
+/// RotaryEmbedding in one pass (mpc.rotary): element i pairs with its
+/// partner (i +- rotary_dim/2, or i +- 1 interleaved); the first of a pair
+/// becomes a cos - b sin, the second a sin + b cos, in FP32, rounded once,
+/// in the CUDA kernel's arithmetic order.
+void rotaryK(KernelContext &c) {
+  const Tensor &x = c.in(0), &cosT = c.in(1), &sinT = c.in(2);
+  Tensor &y = c.output(0);
+  int64_t seqAxis = c.step.getInt("seq_axis", 1), R = c.step.getInt("rotary_dim", 0);
+  bool interleaved = c.step.getInt("interleaved", 0) != 0;
+  int64_t A1 = x.dim(1), A2 = x.dim(2), D = x.dim(3), half = R / 2;
+  int64_t S = x.dim(seqAxis), Bc = cosT.dim(0);
+  std::vector<float> xb, cb, sb, yb;
+  const float *xp = floatData(x, xb), *cp = floatData(cosT, cb),
+              *sp = floatData(sinT, sb);
+  float *yp = floatOut(y, yb);
+  parallelFor(x.size(), 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t d = i % D, r = i / D, a2 = r % A2, a1 = (r / A2) % A1,
+              b = r / (A2 * A1), s = seqAxis == 1 ? a1 : a2;
+      if (d >= R) {
+        yp[i] = xp[i];
+        continue;
+      }
+      bool first = interleaved ? d % 2 == 0 : d < half;
+      int64_t p = interleaved ? d / 2 : (first ? d : d - half);
+      int64_t partner = interleaved ? (first ? i + 1 : i - 1)
+                                    : (first ? i + half : i - half);
+      int64_t k = ((b % Bc) * S + s) * half + p;
+      float co = cp[k], si = sp[k];
+      yp[i] = first ? co * xp[i] - si * xp[partner]
+                    : si * xp[partner] + co * xp[i];
+    }
+  });
+  finishFloatOut(y, yb);
+}
+
 } // namespace
 
 void registerAttentionKernels(KernelTable &t) {
   t.add(OpId::Attention, attentionK);
   t.add(OpId::AttentionGrad, attentionGradK);
+  t.add(OpId::Rotary, rotaryK);
 }
 
 } // namespace mpc::rt

@@ -308,3 +308,21 @@ func.func @resize_axis_fill(%x: tensor<2x3xf32>) {
   %y = mpc.resize_axis %x {axis = 1 : i64, size = 2 : i64, indices = array<i64: 0, 1>, weights = array<f32: 1.0, 1.0>, fill = array<f32: 0.0>} : (tensor<2x3xf32>) -> tensor<2x2xf32>
   return
 }
+
+// -----
+
+func.func @rotary_cache(%x: tensor<2x4x8x16xf32>, %c: tensor<2x8x4xf32>) {
+  // expected-error @+2 {{rotary caches must be (batch or 1, sequence, 8), got 'tensor<2x8x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = mpc.rotary %x, %c, %c {rotary_dim = 16 : i64, seq_axis = 2 : i64} : (tensor<2x4x8x16xf32>, tensor<2x8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_dim(%x: tensor<2x4x8x16xf32>, %c: tensor<2x8x9xf32>) {
+  // expected-error @+2 {{rotary_dim 18 must be even, positive and at most the head size 16}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = mpc.rotary %x, %c, %c {rotary_dim = 18 : i64, seq_axis = 2 : i64} : (tensor<2x4x8x16xf32>, tensor<2x8x9xf32>, tensor<2x8x9xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
