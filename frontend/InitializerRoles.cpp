@@ -45,17 +45,22 @@ InitializerRole initializerRole(const onnx::ModelProto &model,
   if (!llvm::isa<FloatType>(t.getElementType()) || t.getRank() == 0)
     return bound ? InitializerRole::State
                  : InitializerRole::Constant; // folded into their readers
+  // State the model reads but nothing trains: BatchNormalization's running
+  // statistics, a loss's class weights.
   bool used = false, onlyConfig = true, onlyStats = true;
   forEachUse(model.graph(), init.name(),
              [&](const onnx::NodeProto &node, int i) {
                used = true;
                onlyConfig &= configures(node, i);
-               onlyStats &= node.op_type() == "BatchNormalization" && i >= 3;
+               onlyStats &= (node.op_type() == "BatchNormalization" && i >= 3) ||
+                            ((node.op_type() == "SoftmaxCrossEntropyLoss" ||
+                              node.op_type() == "NegativeLogLikelihoodLoss") &&
+                             i == 2);
              });
   if (used && onlyConfig)
     return bound ? InitializerRole::State : InitializerRole::Constant;
-  // Float tensors are state; trainable unless unused or only running
-  // statistics of BatchNormalization.
+  // Float tensors are state; trainable unless unused or only read as
+  // statistics or class weights.
   return used && !onlyStats ? InitializerRole::Trainable
                             : InitializerRole::State;
 }

@@ -97,7 +97,16 @@ LogicalResult mpc::reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
     SmallVector<Value> operandGrads;
     if (failed(buildOperandGradients(b, op, resultGrads, operandGrads)))
       return failure();
-    for (auto [v, gv] : llvm::zip(op->getOperands(), operandGrads)) {
+    for (auto [i, v, gv] : llvm::enumerate(op->getOperands(), operandGrads)) {
+      // A float operand that depends on what is differentiated must get a
+      // gradient: a rule that leaves it null would train it with zeros.
+      // (Floor, Ceil, Round and Sign are flat almost everywhere: nothing
+      // flows through them, as in PyTorch.)
+      bool flat = isa<FloorOp, CeilOp, RoundOp, SignOp>(op);
+      if (!gv && !flat && needsGrad.contains(v) && isFloatTensor(v.getType()))
+        return op->emitError("no gradient for operand ")
+               << i << " of " << op->getName()
+               << ", which depends on a trained parameter";
       if (!gv || !needsGrad.contains(v))
         continue;
       Value &acc = grads[v];

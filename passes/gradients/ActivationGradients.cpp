@@ -97,16 +97,25 @@ LogicalResult preluGrad(Context &c, PReluOp) {
 }
 
 LogicalResult clipGrad(Context &c, ClipOp clip) {
-  // Passes g where min <= x <= max (PyTorch's clamp); the bounds are
-  // treated as constants.
+  // Passes g where min <= x <= max (PyTorch's clamp); a bound gets the sum
+  // of g where it clamped (x < min, x > max), as torch.clamp with tensor
+  // bounds (unused, and dropped, when the bounds are constants).
   Value keep;
   auto both = [&](Value cond) {
     keep = keep ? c.make<AndOp>({keep, cond}) : cond;
   };
-  if (Value lo = clip.getMin())
+  unsigned bound = 1; // operand number of the next bound present
+  if (Value lo = clip.getMin()) {
     both(c.make<GreaterOrEqualOp>({c.x(0), lo}));
-  if (Value hi = clip.getMax())
+    c.grads[bound] = c.un(
+        select(c, c.make<LessOp>({c.x(0), lo}), c.g, c.scalar(0)), bound);
+    ++bound;
+  }
+  if (Value hi = clip.getMax()) {
     both(c.make<LessOrEqualOp>({c.x(0), hi}));
+    c.grads[bound] = c.un(
+        select(c, c.make<GreaterOp>({c.x(0), hi}), c.g, c.scalar(0)), bound);
+  }
   c.grads[0] = keep ? select(c, keep, c.g, c.scalar(0)) : c.g;
   return success();
 }

@@ -57,6 +57,19 @@ func.func @no_rule(%w: tensor<4xf32> {mpc.param = @w}) -> tensor<f32> attributes
 
 // -----
 
+// A rule that gives no gradient to a float operand depending on a trained
+// parameter would train it with zeros: refused (Pad's value here).
+mpc.param @w trainable : tensor<4xf32> = dense<1.0> : tensor<4xf32>
+func.func @dropped_gradient(%w: tensor<4xf32> {mpc.param = @w}) -> tensor<f32> attributes {mpc.entry} {
+  %m = mpc.reduce_mean %w {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
+  // expected-error @+1 {{no gradient for operand 1 of mpc.pad, which depends on a trained parameter}}
+  %p = mpc.pad %w, %m {pads = array<i64: 1, 1>} : (tensor<4xf32>, tensor<f32>) -> tensor<6xf32>
+  %s = mpc.reduce_sum %p {keepdims = false} : (tensor<6xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // expected-error @+1 {{no scalar f32 result to use as the loss}}
 func.func @no_loss(%x: tensor<4xf32> {mpc.input = "x"}) -> tensor<4xf32> attributes {mpc.entry} {
   return %x : tensor<4xf32>

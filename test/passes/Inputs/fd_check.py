@@ -349,6 +349,10 @@ cases = [
     case("upsample_linear", [mk("Upsample", ["W", "Sc"], ["Y"], mode="linear")],
          n(1, 1, 3, 2), extra={"Sc": np.array([1, 1, 2, 2.5], np.float32)},
          opset=9),
+    # Clip's bound depends on W: it gets the gradient where it clamped.
+    case("clip_trained_bound", [mk("ReduceMean", ["W"], ["Lo"], keepdims=0),
+                                mk("Clip", ["X", "Lo"], ["Y"])],
+         n(4), x=n(3, 4)),
     case("sin", [mk("Sin", ["W"], ["Y"])], n(3, 4)),
     case("cos", [mk("Cos", ["W"], ["Y"])], n(3, 4)),
     case("global_maxpool", [mk("GlobalMaxPool", ["W"], ["Y"])],
