@@ -19,7 +19,13 @@ using namespace ::mpc::rt;
 
 namespace mlir::mpc::cuda {
 
-/// softmax_cross_entropy_loss (scores) or nll_loss (`fromLogProb`).
+/// Rows of at least this many classes get a warp each (lanes stride along
+/// the row, coalesced; shuffles combine), shorter rows a thread each.
+constexpr int64_t kWarpClassesMin = 64;
+
+/// softmax_cross_entropy_loss (scores) or nll_loss (`fromLogProb`): one
+/// block, so the loss is summed in one fixed order; a warp per row for
+/// long rows (vocabularies), a thread per row for short ones.
 bool Emitter::crossEntropy(Step &s, const std::string &name) {
   bool fromLogProb = s.op == OpId::NegativeLogLikelihoodLoss;
   const ValueInfo &x = val(s.inputs[0]);
@@ -30,29 +36,41 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
   bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
   bool ignore = s.has("ignore_index");
   int64_t ig = s.getInt("ignore_index", 0);
-  // One block: each thread takes samples, then a shared-memory sum.
+  // (nll_loss reads one element a row: a thread per row.)
+  bool warp = !fromLogProb && C >= kWarpClassesMin;
+  // Workers: 8 warps (lanes stride the classes) or 256 threads.
+  std::string workers = warp ? "8" : "256", stride = warp ? "32" : "1";
+  std::string first = warp ? "lane" : "0";
+  std::string wsumF = warp ? "mpc_warp_sum" : "", wmaxF = warp ? "mpc_warp_max" : "";
+  std::string row = "n * " + std::to_string(C) + "LL + c";
+  std::string loop = "    for (i64 c = " + first + "; c < " + std::to_string(C) +
+                     "LL; c += " + stride + ") ";
   cu << header(s, name, 256) << " {\n  __shared__ float ls[256], ws[256];\n"
+     << "  const int worker = threadIdx.x" << (warp ? " / 32" : "")
+     << ", lane = threadIdx.x" << (warp ? " % 32" : " * 0") << ";\n"
      << "  float lsum = 0.0f, wsum = 0.0f;\n"
-     << "  for (i64 n = threadIdx.x; n < " << N << "; n += 256) {\n"
+     << "  for (i64 n = worker; n < " << N << "LL; n += " << workers << ") {\n"
      << "    float mx = -INFINITY, sum = 0.0f, lse = 0.0f;\n";
   if (!fromLogProb)
-    cu << "    for (i64 c = 0; c < " << C << "; ++c) mx = fmaxf(mx, ld(in0, n * " << C << " + c));\n"
-       << "    for (i64 c = 0; c < " << C << "; ++c) sum += expf(ld(in0, n * " << C << " + c) - mx);\n"
-       << "    lse = mx + logf(sum);\n";
+    cu << loop << "mx = fmaxf(mx, ld(in0, " << row << "));\n"
+       << "    mx = " << wmaxF << "(mx);\n"
+       << loop << "sum += expf(ld(in0, " << row << ") - mx);\n"
+       << "    lse = mx + logf(" << wsumF << "(sum));\n";
   if (!fromLogProb && s.outputs.size() > 1)
-    cu << "    for (i64 c = 0; c < " << C << "; ++c) st(out1, n * " << C
-       << " + c, ld(in0, n * " << C << " + c) - lse);\n";
+    cu << loop << "st(out1, " << row << ", ld(in0, " << row << ") - lse);\n";
   cu << "    i64 label = in1[n];\n"
      << "    if (" << (ignore ? "label == " + std::to_string(ig) + "LL" : "false")
-     << ") { " << (red == "none" ? "st(out0, n, 0.0f); " : "") << "continue; }\n"
+     << ") { " << (red == "none" ? "if (lane == 0) st(out0, n, 0.0f); " : "")
+     << "continue; }\n"
      << "    float w = " << (weights ? "ld(in2, label)" : "1.0f") << ";\n"
-     << "    float l = -w * (ld(in0, n * " << C << " + label) - lse);\n"
-     << (red == "none" ? "    st(out0, n, l);\n" : "")
+     << "    float l = -w * (ld(in0, n * " << C << "LL + label) - lse);\n"
+     << (red == "none" ? "    if (lane == 0) st(out0, n, l);\n" : "")
      << "    lsum += l; wsum += w;\n  }\n"
-     << "  ls[threadIdx.x] = lsum; ws[threadIdx.x] = wsum; __syncthreads();\n"
-     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
-        "ls[threadIdx.x] += ls[threadIdx.x + h]; ws[threadIdx.x] += "
-        "ws[threadIdx.x + h]; } __syncthreads(); }\n";
+     << "  if (lane == 0) { ls[worker] = lsum; ws[worker] = wsum; }\n"
+     << "  __syncthreads();\n"
+     << "  for (int h = " << (warp ? 4 : 128) << "; h > 0; h >>= 1) { if "
+        "(threadIdx.x < h) { ls[threadIdx.x] += ls[threadIdx.x + h]; "
+        "ws[threadIdx.x] += ws[threadIdx.x + h]; } __syncthreads(); }\n";
   if (red != "none")
     cu << "  if (threadIdx.x == 0) st(out0, 0, ls[0]"
        << (red == "mean" ? " / ws[0]" : "") << ");\n";
@@ -63,12 +81,12 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
   return true;
 }
 
-/// d(loss)/d(scores) of softmax cross-entropy: one block; the weight sum
-/// ("mean") first, then every row.
 /// softmax_cross_entropy_loss_grad (`withSoftmax`: softmax(logp) * scale
 /// everywhere, minus scale at the label) or nll_loss_grad (-scale at the
 /// label only); scale = weight[label] * dloss / denom, as the CPU backend.
-/// A thread per row; every block sums the weights for `denom` itself.
+/// Every block sums the weights for `denom` itself; then a warp per row
+/// (lanes along the classes, coalesced) for long rows, a thread per row
+/// for short ones.
 bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   bool withSoftmax = s.op == OpId::SoftmaxCrossEntropyLossGrad;
   const ValueInfo &lp = val(s.inputs[1]);
@@ -78,10 +96,12 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   std::string red = s.getString("reduction", "mean");
   bool weights = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool ignore = s.has("ignore_index");
+  bool warp = C >= kWarpClassesMin;
+  int64_t rowsPerBlock = warp ? 8 : 256;
   std::string skip = ignore ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
                             : std::string("false");
   std::string w = weights ? "ld(in3, label)" : "1.0f";
-  std::string at = "n * " + std::to_string(C) + " + c";
+  std::string at = "n * " + std::to_string(C) + "LL + c";
   cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"
      << "  float wsum = 0.0f;\n  for (i64 n = threadIdx.x; n < " << N
      << "; n += 256) { i64 label = in2[n]; if (!(" << skip << ")) wsum += "
@@ -89,16 +109,18 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
      << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) "
         "ws[threadIdx.x] += ws[threadIdx.x + h]; __syncthreads(); }\n"
      << "  float denom = " << (red == "mean" ? "ws[0]" : "1.0f") << ";\n"
-     << "  i64 n = (i64)blockIdx.x * 256 + threadIdx.x;\n"
+     << "  i64 n = (i64)blockIdx.x * " << rowsPerBlock << " + threadIdx.x"
+     << (warp ? " / 32" : "") << ";\n"
      << "  if (n < " << N << "LL) {\n"
      << "    i64 label = in2[n];\n"
      << "    float scale = (" << skip << ") ? 0.0f : " << w << " * ld(in0, "
      << (red == "none" ? "n" : "0") << ") / denom;\n"
-     << "    for (i64 c = 0; c < " << C << "; ++c) st(out0, " << at << ", "
+     << "    for (i64 c = " << (warp ? "threadIdx.x % 32" : "0") << "; c < "
+     << C << "LL; c += " << (warp ? 32 : 1) << ") st(out0, " << at << ", "
      << (withSoftmax ? "expf(ld(in1, " + at + ")) * scale - " : "-")
      << "(c == label ? scale : 0.0f));\n  }\n}\n\n";
   barrier = true;
-  launch(s, name, {(N + 255) / 256, 1, 1}, {256, 1, 1});
+  launch(s, name, {(N + rowsPerBlock - 1) / rowsPerBlock, 1, 1}, {256, 1, 1});
   return true;
 }
 

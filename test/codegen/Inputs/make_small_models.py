@@ -12,6 +12,9 @@ the Relu gradient fuse into one CUDA kernel.
 smooth_act.onnx: x @ W, Mish, Atan, Softplus, @ W2, softmax cross-entropy
 (opset 18): the smooth activations' kernels and gradients.
 
+wide_classes.onnx: x @ W over 300 classes, softmax cross-entropy: the
+loss and its gradient take a warp per row (classes of 64 or more).
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -61,6 +64,10 @@ save("gather_rows", [
     helper.make_node("MatMul", ["g2", "W2"], ["scores"], name="head"),
 ], [weight("W", (8, 30)), weight("W2", (20, 10)), ints("shape3", [4, 3, 10]),
     ints("shape2", [4, 20]), ints("pick", [1, 1])])
+
+save("wide_classes", [
+    helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
+], [weight("W", (8, 300))])
 
 save("gap_relu", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
