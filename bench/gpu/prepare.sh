@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # GPU benchmark, part 1, on the machine that builds mpc (MLIR, no GPU):
-# exports the MLP, a residual CNN (ResNet-style, BatchNorm folded) and a
-# TransformerEncoder with their losses, compiles fp32 and fp16 CUDA
+# exports the MLP, a residual CNN (ResNet-style, BatchNorm folded), a
+# TransformerEncoder and a U-Net (Resize nearest and bilinear) with their
+# losses, compiles fp32 and fp16 CUDA
 # artifacts for sm_90 (`mpc compile`), runs each artifact on the CPU backend
 # for the reference outputs, and adds a GEMM-only artifact (4096^3, fp16)
 # for the cuBLASLt-vs-mpc-kernel-vs-torch comparison. For training, each
 # model also gets a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
 # PyTorch step) and its losses over $STEPS steps on the batch from `mpc
-# train` on the CPU backend. MODELS (default "mlp rescnn transformer") and
+# train` on the CPU backend; and the digits DCGAN as a phased fp16 step
+# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer unet") and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
@@ -17,7 +19,7 @@ mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
-models=${MODELS:-mlp rescnn transformer}
+models=${MODELS:-mlp rescnn transformer unet}
 work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
 /usr/bin/python3 - "$work/models" "$root/scripts" <<'PY'
@@ -31,6 +33,7 @@ xy = (["x", "labels"], ["loss", "logits"])
 zoo.export(zoo.WithCrossEntropy(zoo.Mlp()), (torch.randn(4, 64), lbl(4)), xy, f"{out}/mlp.onnx", 14)
 zoo.export(zoo.WithCrossEntropy(zoo.ResCnn()), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/rescnn.onnx", 17)
 zoo.export(zoo.WithCrossEntropy(zoo.Encoder()), (torch.randint(0, 100, (4, 16)), lbl(4)), xy, f"{out}/transformer.onnx", 17)
+zoo.export(zoo.WithCrossEntropy(zoo.UNet(ch=16)), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/unet.onnx", 17)
 PY
 python3 - "$work" "$batch" <<'PY'
 import os, sys
@@ -39,7 +42,7 @@ from onnx import helper, TensorProto
 work, batch = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(0)
 shapes = {"mlp": {"x": (batch, 64)}, "rescnn": {"x": (batch, 3, 32, 32)},
-          "transformer": {"x": (batch, 16)}}
+          "transformer": {"x": (batch, 16)}, "unet": {"x": (batch, 3, 32, 32)}}
 for name, inp in shapes.items():
     for k, shape in inp.items():
         v = (rng.integers(0, 100, shape) if name == "transformer"
@@ -132,6 +135,29 @@ PY
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/art/attention-fp16-train" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" | tail -1
 (cd "$work" && "$mpc" train models/attention_train.onnx --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --metrics expected/attention-fp16-train.jsonl > /dev/null)
 echo "attention fp16 art/attention-fp16-train steps=3 target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+fi
+# The digits DCGAN as a phased fp16 step (discriminator, then generator,
+# each with DCGAN's Adam): `mpc compile --train --phase`, one artifact per
+# phase, which mpc-gpu-run runs in order; references from `mpc train
+# --phase` on the same batch.
+if [[ ${GAN:-1} != 0 ]]; then
+  /usr/bin/python3 "$root/scripts/dcgan_digits.py" "$mpc" "$work/models/gan" --export-only --seeds 0 > /dev/null
+  gbatch=32 # the export's batch
+  python3 - "$work" "$gbatch" <<'PY'
+import sys
+import numpy as np
+work, batch = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(9)
+# "Real" 8x8 images in [0, 1]: the step's cost and numerics, not a GAN's
+# quality (that is scripts/dcgan_digits.py).
+np.save(f"{work}/inputs/dcgan.x.npy", rng.random((batch, 64)).astype(np.float32))
+np.save(f"{work}/inputs/dcgan.z.npy", rng.standard_normal((batch, 16)).astype(np.float32))
+PY
+  gan=(--optimizer adam --adam-betas 0.5,0.999 --lr 0.002 --precision fp16 --phase 'loss=d_loss,params=D\..*' --phase 'loss=g_loss,params=G\..*')
+  "$mpc" compile "$work/models/gan/seed0/dcgan.onnx" -o "$work/art/dcgan-fp16-train" --train --batch "$gbatch" --arch "$arch" "${gan[@]}" | tail -1
+  (cd "$work" && "$mpc" train models/gan/seed0/dcgan.onnx --data x=inputs/dcgan.x.npy --data z=inputs/dcgan.z.npy --batch "$gbatch" --steps "$steps" --no-shuffle "${gan[@]}" --metrics expected/dcgan-fp16-train.jsonl > /dev/null)
+  echo "dcgan fp16 art/dcgan-fp16-train x=inputs/dcgan.x.npy z=inputs/dcgan.z.npy" >> "$work/train-manifest.txt"
+  rm -rf "$work/models/gan"
 fi
 echo "$steps" > "$work/steps.txt"
 # The GPU machine needs the artifacts and inputs, not the models (the

@@ -71,7 +71,7 @@ while read -r model prec art ins; do
   done
   row="| $model | $prec |"
   for choice in auto mpc; do
-    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --lr 0.01 --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
     echo "$model $prec train (--gemm/--conv $choice): $line" | tr '\n' ' '; echo
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
@@ -87,7 +87,7 @@ done < "$work/train-manifest.txt"
 # be the single process's.
 if [[ -d $work/art/mlp-fp16-dp-train ]]; then
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  dp=$(cd "$work" && RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$run" art/mlp-fp16-dp-train --steps "$steps" --lr 0.01 --expect-losses expected/mlp-fp16-train.jsonl x=inputs/mlp.x.npy labels=inputs/mlp.labels.npy 2>&1)
+  dp=$(cd "$work" && RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$run" art/mlp-fp16-dp-train --steps "$steps" --expect-losses expected/mlp-fp16-train.jsonl x=inputs/mlp.x.npy labels=inputs/mlp.labels.npy 2>&1)
   echo "mlp fp16 data-parallel rank (NCCL): $dp" | tr '\n' ' '; echo
   ms=$(echo "$dp" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   diff=$(echo "$dp" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
@@ -97,7 +97,7 @@ fi
 # compute-sanitizer memcheck over two steps of the fp16 Transformer's,
 # where the machine has it.
 if command -v compute-sanitizer > /dev/null && [[ -n ${last:-} ]]; then
-  san=$(cd "$work" && timeout 120 compute-sanitizer --tool memcheck "$run" "${last[0]}" --steps 2 --lr 0.01 "${last[@]:1}" 2>&1 | grep -E "ERROR SUMMARY|^=========.*(Invalid|error)" | head -5)
+  san=$(cd "$work" && timeout 120 compute-sanitizer --tool memcheck "$run" "${last[0]}" --steps 2 "${last[@]:1}" 2>&1 | grep -E "ERROR SUMMARY|^=========.*(Invalid|error)" | head -5)
   echo "memcheck (${last[0]}, 2 steps): ${san:-no summary}"
   { echo; echo "compute-sanitizer memcheck, ${last[0]}, 2 train steps: ${san:-no summary}"; } >> "$results"
 fi
