@@ -149,6 +149,11 @@ echo "-- a tiny GAN trained in phases (discriminator, then generator), fp16, vs 
   --precision fp16 --phase 'loss=d_loss,params=D\..*' --phase 'loss=g_loss,params=G\..*' \
   --metrics "$work/gan-fp16.jsonl"
 "$py" "$root/test/tools/Inputs/tiny_gan.py" compare "$work/gan-fp16.jsonl" "$work/gan-torch.jsonl" --rtol 2e-3
+echo "-- the same phased step for CUDA: an artifact per phase, run in order by mpc-gpu-run"
+"$mpc" compile "$work/gan.onnx" -o "$work/gan-art" --train --batch 8 --optimizer adam \
+  --adam-betas 0.5,0.999 --lr 0.01 --precision fp16 --phase 'loss=d_loss,params=D\..*' \
+  --phase 'loss=g_loss,params=G\..*' --arch sm_90 | sed 's/, memory plan[^;]*//g'
+cat "$work/gan-art/phases.txt"
 echo "-- a DCGAN on the 8x8 digits (ConvTranspose generator) trained in phases, fp16, 100 steps"
 "$py" "$root/scripts/dcgan_digits.py" "$mpc" "$work/dcgan" --steps 100 --precisions fp16 --seeds 0
 
