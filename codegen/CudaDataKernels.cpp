@@ -153,6 +153,33 @@ bool Emitter::gatherGrad(Step &s, const std::string &name) {
   return true;
 }
 
+/// GatherElements' data gradient: a thread per data element sums, in index
+/// order, the grad elements of its column (same coordinates but the axis)
+/// whose index points at it; positions outside the gathered shape get 0.
+bool Emitter::gatherElementsGrad(Step &s, const std::string &name) {
+  const ValueInfo &idx = val(s.inputs[1]), &y = val(s.outputs[0]);
+  int64_t rank = y.shape.size(), axis = s.getInt("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  Shape ist = stridesOf(idx.shape);
+  int64_t n = numElements(y.shape);
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+     << n << "LL) return;\n  i64 r = i, col = 0, k = 0; bool inside = true;\n";
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    cu << "  { i64 c = r % " << y.shape[d] << "LL; r /= " << y.shape[d] << "LL; ";
+    if (d == axis)
+      cu << "k = c; }\n";
+    else
+      cu << "inside = inside && c < " << idx.shape[d] << "LL; col += c * "
+         << ist[d] << "LL; }\n";
+  }
+  cu << "  float acc = 0.0f;\n  if (inside)\n    for (i64 j = 0; j < "
+     << idx.shape[axis] << "LL; ++j) { i64 e = col + j * " << ist[axis]
+     << "LL, kj = in1[e]; if (kj < 0) kj += " << y.shape[axis]
+     << "LL; if (kj == k) acc += ld(in0, e); }\n  st(out0, i, acc);\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
 /// Concat or Split along the axis: over the elements of the whole, find
 /// the part owning the coordinate and move the element there.
 bool Emitter::axisParts(Step &s, const std::string &name) {
@@ -283,6 +310,7 @@ void registerDataEmitters(EmitterTable &t) {
   t.emit(OpId::Gather, &Emitter::gather);
   t.emit(OpId::GatherElements, &Emitter::gatherElements);
   t.emit(OpId::GatherGrad, &Emitter::gatherGrad);
+  t.emit(OpId::GatherElementsGrad, &Emitter::gatherElementsGrad);
   t.emit(OpId::Concat, &Emitter::axisParts);
   t.emit(OpId::Split, &Emitter::axisParts);
   t.emit(OpId::Trilu, &Emitter::trilu);

@@ -178,6 +178,7 @@ public:
   bool trilu(Step &s, const std::string &name);
   bool pad(Step &s, const std::string &name);
   bool resizeAxis(Step &s, const std::string &name);
+  bool gatherElementsGrad(Step &s, const std::string &name);
 
   // CudaGemmKernels.cpp
   void gemmKernel(Step &s, const std::string &name, DType t, int64_t M,

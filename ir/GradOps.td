@@ -133,6 +133,26 @@ def Mpc_ConvGradWeightOp : Mpc_Op<"conv_grad_weight", [Pure]> {
   let results = (outs Mpc_FloatTensor:$w_grad);
 }
 
+def Mpc_GatherElementsGradOp : Mpc_Op<"gather_elements_grad", [Pure]> {
+  let summary = "gradient of gather_elements w.r.t. its data (scatter-add)";
+  let description = [{
+    grad and indices have the gathered shape; each grad element is added
+    at its own coordinates with the `axis` coordinate replaced by its index
+    (repeated indices accumulate, in index order); elements no index
+    reaches get 0. The result has the forward data's type, given
+    explicitly.
+
+    Example:
+    ```mlir
+    %dx = mpc.gather_elements_grad %g, %idx {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xi64>) -> tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_IntTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Mpc_FloatTensor:$data_grad);
+  let hasVerifier = 1;
+}
+
 def Mpc_NormGradOp : Mpc_Op<"norm_grad", [Pure, Mpc_InferByRule<"typeOfSecond">]> {
   let summary = "input gradient of layer_norm or rms_norm, one pass per row";
   let description = [{

@@ -206,6 +206,20 @@ LogicalResult MomentumOp::verify() {
 LogicalResult AdagradOp::verify() { return verifyOptimizer(*this, 3); }
 LogicalResult AdamOp::verify() { return verifyOptimizer(*this, 4); }
 
+LogicalResult GatherElementsGradOp::verify() {
+  auto data = rankedOf(getDataGrad()), idx = rankedOf(getIndices());
+  auto axis = normalizeAxis(getAxis(), data.getRank());
+  if (!axis)
+    return emitOpError("axis out of range");
+  if (!areCompatibleTypes(idx.clone(getElementTypeOrSelf(data)),
+                          getGrad().getType()) ||
+      idx.getRank() != data.getRank())
+    return emitOpError("grad type ")
+           << getGrad().getType() << " is not what gather_elements of " << data
+           << " with indices " << idx << " gives";
+  return success();
+}
+
 LogicalResult GatherGradOp::verify() {
   auto data = rankedOf(getDataGrad()), idx = rankedOf(getIndices());
   auto axis = normalizeAxis(getAxis(), data.getRank());

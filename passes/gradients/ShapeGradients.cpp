@@ -201,9 +201,34 @@ Value unpadAxis(Context &c, Value g, StringRef mode, int64_t axis, int64_t n,
   return sum;
 }
 
+/// Wrap padding undone along `axis`: input position i gets every padded
+/// position o with (o - p) mod n == i, as a resize_axis table of ones.
+Value unwrapAxis(Context &c, Value g, int64_t axis, int64_t n, int64_t p,
+                 int64_t q) {
+  std::vector<SmallVector<int64_t>> rows(n);
+  for (int64_t o = 0; o < p + n + q; ++o)
+    rows[((o - p) % n + n) % n].push_back(o);
+  size_t taps = 1;
+  for (const auto &r : rows)
+    taps = std::max(taps, r.size());
+  SmallVector<int64_t> idx;
+  SmallVector<float> w;
+  for (auto &r : rows)
+    for (size_t t = 0; t < taps; ++t) {
+      idx.push_back(t < r.size() ? r[t] : 0);
+      w.push_back(t < r.size() ? 1.0f : 0.0f); // weight 0: never read
+    }
+  return c.make<ResizeAxisOp>(
+      g, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis)),
+          c.b.getNamedAttr("size", c.b.getI64IntegerAttr(n)),
+          c.b.getNamedAttr("indices", c.b.getDenseI64ArrayAttr(idx)),
+          c.b.getNamedAttr("weights", c.b.getDenseF32ArrayAttr(w))});
+}
+
 LogicalResult padGrad(Context &c, PadOp pad) {
   StringRef mode = pad.getMode();
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
+  if (mode != "constant" && mode != "reflect" && mode != "edge" &&
+      mode != "wrap")
     return pad->emitError("gradient of ")
            << mode << " padding is not supported yet";
   auto in = typeOf(c.x(0));
@@ -217,7 +242,8 @@ LogicalResult padGrad(Context &c, PadOp pad) {
   ArrayRef<int64_t> pads = pad.getPads();
   size_t k = padAxes.size();
   if (mode != "constant") {
-    // Reflect and edge pads are separable: undo them one axis at a time.
+    // Reflect, edge and wrap pads are separable: undo them one axis at a
+    // time.
     Value g = c.g;
     for (size_t i = 0; i < k; ++i) {
       int64_t a = padAxes[i] < 0 ? padAxes[i] + rank : padAxes[i];
@@ -225,7 +251,9 @@ LogicalResult padGrad(Context &c, PadOp pad) {
       if (p < 0 || q < 0)
         return pad->emitError("gradient of ")
                << mode << " padding with negative pads is not supported yet";
-      if (p || q)
+      if ((p || q) && mode == "wrap")
+        g = unwrapAxis(c, g, a, n, p, q);
+      else if (p || q)
         g = unpadAxis(c, g, mode, a, n, p, q);
     }
     c.grads[0] = g;
@@ -261,6 +289,14 @@ LogicalResult tileGrad(Context &c, TileOp tile) {
   c.grads[0] = c.make<ReduceSumOp>(
       v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
           c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+  return success();
+}
+
+/// GatherElements: each gathered element's gradient goes back where it
+/// came from (a scatter-add; repeated indices accumulate).
+LogicalResult gatherElementsGrad(Context &c, GatherElementsOp ge) {
+  c.grads[0] = c.b.create<GatherElementsGradOp>(
+      c.loc, typeOf(c.x(0)), c.g, ge.getIndices(), ge.getAxisAttr());
   return success();
 }
 
@@ -313,6 +349,7 @@ void attachShapeRules(MLIRContext *ctx) {
   attachRule<PadOp, padGrad>(ctx);
   attachRule<TileOp, tileGrad>(ctx);
   attachRule<ResizeAxisOp, resizeAxisGrad>(ctx);
+  attachRule<GatherElementsOp, gatherElementsGrad>(ctx);
 }
 
 } // namespace mlir::mpc::grad

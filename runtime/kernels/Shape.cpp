@@ -280,6 +280,29 @@ void gatherGradK(KernelContext &c) {
   storeFloats(y, acc.data());
 }
 
+/// GatherElements' data gradient: every grad element added where its
+/// forward element came from, in index order (as the CUDA kernel sums).
+void gatherElementsGradK(KernelContext &c) {
+  const Tensor &g = c.in(0), &idx = c.in(1);
+  Tensor &y = c.output(0);
+  int64_t axis = normAxis(c.step.getInt("axis", 0), y.rank());
+  auto ys = stridesOf(y.shape());
+  const Shape &is = idx.shape();
+  std::vector<float> acc(y.size(), 0.0f);
+  for (int64_t i = 0; i < idx.size(); ++i) {
+    int64_t off = 0;
+    for (int64_t d = idx.rank() - 1, r = i; d >= 0; --d) {
+      int64_t pos = r % is[d];
+      r /= is[d];
+      if (d == axis)
+        pos = checkedIndex(idx.getInt(i), y.dim(d));
+      off += pos * ys[d];
+    }
+    acc[off] += g.getFloat(i);
+  }
+  storeFloats(y, acc.data());
+}
+
 void gatherElementsK(KernelContext &c) {
   const Tensor &data = c.in(0), &idx = c.in(1);
   Tensor &y = c.output(0);
@@ -349,6 +372,7 @@ void registerShapeKernels(KernelTable &t) {
   t.add(OpId::Pad, padK);
   t.add(OpId::Gather, gatherK);
   t.add(OpId::GatherElements, gatherElementsK);
+  t.add(OpId::GatherElementsGrad, gatherElementsGradK);
   t.add(OpId::GatherGrad, gatherGradK);
   t.add(OpId::GatherND, gatherNdK);
   t.add(OpId::Range, rangeK);

@@ -12,6 +12,10 @@ the Relu gradient fuse into one CUDA kernel.
 smooth_act.onnx: x @ W, Mish, Atan, Softplus, @ W2, softmax cross-entropy
 (opset 18): the smooth activations' kernels and gradients.
 
+pick_elements.onnx: x @ W [4, 30], GatherElements along axis 1 with
+repeated indices -> scores [4, 10]: its gradient is a scatter-add
+(gather_elements_grad).
+
 wide_classes.onnx: x @ W over 300 classes, softmax cross-entropy: the
 loss and its gradient take a warp per row (classes of 64 or more).
 
@@ -64,6 +68,14 @@ save("gather_rows", [
     helper.make_node("MatMul", ["g2", "W2"], ["scores"], name="head"),
 ], [weight("W", (8, 30)), weight("W2", (20, 10)), ints("shape3", [4, 3, 10]),
     ints("shape2", [4, 20]), ints("pick", [1, 1])])
+
+save("pick_elements", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("GatherElements", ["h", "pick"], ["scores"],
+                     name="pick", axis=1),
+], [weight("W", (8, 30)),
+    ints("pick", [[(3 * r + 7 * c) % 30 if c < 8 else 5 for c in range(10)]
+                  for r in range(4)])])
 
 save("wide_classes", [
     helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
