@@ -227,18 +227,35 @@ Value normInputGrad(Context &c, Value inv, Value xhat, Value dxhat,
   return c.make<MulOp>({inv, inner});
 }
 
+/// BatchNormalization's channel view of x = [N, C, ...]: the axes its
+/// statistics reduce over (all but 1), a [1, C, 1...] type for values per
+/// channel, and the sum of a value over those axes down to [C].
+struct ChannelView {
+  SmallVector<int64_t> axes{0};
+  RankedTensorType chan;
+  ChannelView(Context &c, RankedTensorType in) {
+    SmallVector<int64_t> bshape(in.getRank(), 1);
+    for (int64_t i = 2; i < in.getRank(); ++i)
+      axes.push_back(i);
+    bshape[1] = in.getDimSize(1);
+    chan = RankedTensorType::get(bshape, c.elem);
+  }
+  Value sum(Context &c, Value v) const {
+    return c.make<ReduceSumOp>(
+        v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
+            c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+  }
+};
+
 LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
   if (!c.elem.isF32())
     return bn->emitError("batch_norm_train gradient needs f32");
   // Batch statistics over every axis but the channel (1), recomputed here;
   // then the layer-norm formula with per-channel scale.
-  auto in = typeOf(c.x(0));
-  SmallVector<int64_t> axes{0}, bshape(in.getRank(), 1);
-  for (int64_t i = 2; i < in.getRank(); ++i)
-    axes.push_back(i);
-  bshape[1] = in.getDimSize(1);
-  auto chan = RankedTensorType::get(bshape, c.elem);
-  auto meanKeep = [&](Value v) { return reduceKeep<ReduceMeanOp>(c, v, axes); };
+  ChannelView view(c, typeOf(c.x(0)));
+  auto meanKeep = [&](Value v) {
+    return reduceKeep<ReduceMeanOp>(c, v, view.axes);
+  };
   if (!c.g)
     return success();
   Value mean = meanKeep(c.x(0));
@@ -248,16 +265,11 @@ LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
   Value inv = c.make<ReciprocalOp>(
       c.make<SqrtOp>(c.make<AddOp>({var, eps})));
   Value xhat = c.make<MulOp>({centered, inv});
-  Value scale = reshapeTo(c.b, c.loc, bn.getScale(), chan);
+  Value scale = reshapeTo(c.b, c.loc, bn.getScale(), view.chan);
   Value dxhat = c.make<MulOp>({c.g, scale});
   c.grads[0] = normInputGrad(c, inv, xhat, dxhat, meanKeep);
-  auto sumToChannel = [&](Value v) { // [N, C, ...] -> [C]
-    return c.make<ReduceSumOp>(
-        v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
-            c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
-  };
-  c.grads[1] = sumToChannel(c.make<MulOp>({c.g, xhat}));
-  c.grads[2] = sumToChannel(c.g);
+  c.grads[1] = view.sum(c, c.make<MulOp>({c.g, xhat}));
+  c.grads[2] = view.sum(c, c.g);
   return success();
 }
 
@@ -307,26 +319,18 @@ LogicalResult rotaryGrad(Context &c, RotaryOp rot) {
 LogicalResult batchNormGrad(Context &c, BatchNormOp bn) {
   if (!c.elem.isF32())
     return bn->emitError("batch_norm gradient needs f32");
-  auto in = typeOf(c.x(0));
-  SmallVector<int64_t> axes{0}, bshape(in.getRank(), 1);
-  for (int64_t i = 2; i < in.getRank(); ++i)
-    axes.push_back(i);
-  bshape[1] = in.getDimSize(1);
-  auto chan = RankedTensorType::get(bshape, c.elem);
-  auto perChannel = [&](Value v) { return reshapeTo(c.b, c.loc, v, chan); };
+  ChannelView view(c, typeOf(c.x(0)));
+  auto perChannel = [&](Value v) {
+    return reshapeTo(c.b, c.loc, v, view.chan);
+  };
   Value eps = c.scalar(bn.getEpsilon().convertToDouble());
   Value inv = perChannel(c.make<ReciprocalOp>(
       c.make<SqrtOp>(c.make<AddOp>({bn.getVar(), eps}))));
   c.grads[0] = c.make<MulOp>({c.g, c.make<MulOp>({perChannel(bn.getScale()), inv})});
   Value xhat =
       c.make<MulOp>({c.make<SubOp>({c.x(0), perChannel(bn.getMean())}), inv});
-  auto sumToChannel = [&](Value v) { // [N, C, ...] -> [C]
-    return c.make<ReduceSumOp>(
-        v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
-            c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
-  };
-  c.grads[1] = sumToChannel(c.make<MulOp>({c.g, xhat}));
-  c.grads[2] = sumToChannel(c.g);
+  c.grads[1] = view.sum(c, c.make<MulOp>({c.g, xhat}));
+  c.grads[2] = view.sum(c, c.g);
   return success();
 }
 

@@ -191,15 +191,24 @@ void batchNormTrainK(KernelContext &c) {
   }
 }
 
+/// The rows a normalization works on: x's elements from `axis` on form a
+/// row (inner), rows = the rest (outer). Callers copy them into plain
+/// variables, which their parallelFor lambdas capture (C++17 does not
+/// capture structured bindings).
+std::pair<int64_t, int64_t> normRows(const Tensor &x, int64_t axis) {
+  axis = normAxis(axis, x.rank());
+  int64_t inner = 1;
+  for (int64_t i = axis; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  return {x.size() / std::max<int64_t>(inner, 1), inner};
+}
+
 void layerNormK(KernelContext &c) {
   const Tensor &x = c.in(0), &scale = c.in(1);
   const Tensor *bias = c.input(2);
   float eps = (float)c.step.getFloat("epsilon", 1e-5);
-  int64_t axis = normAxis(c.step.getInt("axis", -1), x.rank());
-  int64_t inner = 1;
-  for (int64_t i = axis; i < x.rank(); ++i)
-    inner *= x.dim(i);
-  int64_t outer = x.size() / std::max<int64_t>(inner, 1);
+  const auto rows = normRows(x, c.step.getInt("axis", -1));
+  const int64_t outer = rows.first, inner = rows.second;
   Tensor &y = c.output(0), &meanOut = c.output(1), &invOut = c.output(2);
   std::vector<float> xBuf, sBuf, bBuf, yBuf;
   const float *xp = floatData(x, xBuf), *sp = floatData(scale, sBuf);
@@ -234,11 +243,8 @@ void layerNormK(KernelContext &c) {
 void rmsNormK(KernelContext &c) {
   const Tensor &x = c.in(0), &scale = c.in(1);
   float eps = (float)c.step.getFloat("epsilon", 1e-5);
-  int64_t axis = normAxis(c.step.getInt("axis", -1), x.rank());
-  int64_t inner = 1;
-  for (int64_t i = axis; i < x.rank(); ++i)
-    inner *= x.dim(i);
-  int64_t outer = x.size() / std::max<int64_t>(inner, 1);
+  const auto rows = normRows(x, c.step.getInt("axis", -1));
+  const int64_t outer = rows.first, inner = rows.second;
   int64_t sc = std::max<int64_t>(scale.size(), 1);
   Tensor &y = c.output(0), &invOut = c.output(1);
   std::vector<float> xBuf, sBuf, yBuf;
@@ -267,11 +273,8 @@ void rmsNormK(KernelContext &c) {
 void normGradK(KernelContext &c) {
   const Tensor &g = c.in(0), &x = c.in(1), &scale = c.in(2), &inv = c.in(3);
   const Tensor *mean = c.input(4);
-  int64_t axis = normAxis(c.step.getInt("axis", -1), x.rank());
-  int64_t inner = 1;
-  for (int64_t i = axis; i < x.rank(); ++i)
-    inner *= x.dim(i);
-  int64_t outer = x.size() / std::max<int64_t>(inner, 1);
+  const auto rows = normRows(x, c.step.getInt("axis", -1));
+  const int64_t outer = rows.first, inner = rows.second;
   int64_t sc = std::max<int64_t>(scale.size(), 1);
   Tensor &dx = c.output(0);
   std::vector<float> gBuf, xBuf, sBuf, dBuf;

@@ -280,6 +280,22 @@ void gatherGradK(KernelContext &c) {
   storeFloats(y, acc.data());
 }
 
+/// GatherElements' element i: the offset in data (shape `data`, strides
+/// `ds`) it reads, its index replacing its coordinate along `axis`.
+int64_t elementSource(const Tensor &idx, int64_t i, int64_t axis,
+                      const Shape &data, const std::vector<int64_t> &ds) {
+  const Shape &is = idx.shape();
+  int64_t off = 0;
+  for (int64_t d = idx.rank() - 1, r = i; d >= 0; --d) {
+    int64_t pos = r % is[d];
+    r /= is[d];
+    if (d == axis)
+      pos = checkedIndex(idx.getInt(i), data[d]);
+    off += pos * ds[d];
+  }
+  return off;
+}
+
 /// GatherElements' data gradient: every grad element added where its
 /// forward element came from, in index order (as the CUDA kernel sums).
 void gatherElementsGradK(KernelContext &c) {
@@ -287,19 +303,9 @@ void gatherElementsGradK(KernelContext &c) {
   Tensor &y = c.output(0);
   int64_t axis = normAxis(c.step.getInt("axis", 0), y.rank());
   auto ys = stridesOf(y.shape());
-  const Shape &is = idx.shape();
   std::vector<float> acc(y.size(), 0.0f);
-  for (int64_t i = 0; i < idx.size(); ++i) {
-    int64_t off = 0;
-    for (int64_t d = idx.rank() - 1, r = i; d >= 0; --d) {
-      int64_t pos = r % is[d];
-      r /= is[d];
-      if (d == axis)
-        pos = checkedIndex(idx.getInt(i), y.dim(d));
-      off += pos * ys[d];
-    }
-    acc[off] += g.getFloat(i);
-  }
+  for (int64_t i = 0; i < idx.size(); ++i)
+    acc[elementSource(idx, i, axis, y.shape(), ys)] += g.getFloat(i);
   storeFloats(y, acc.data());
 }
 
@@ -308,17 +314,8 @@ void gatherElementsK(KernelContext &c) {
   Tensor &y = c.output(0);
   int64_t axis = normAxis(c.step.getInt("axis", 0), data.rank());
   auto ds = stridesOf(data.shape());
-  const Shape &is = idx.shape();
   gatherInto(y, data, [&](int64_t i) {
-    int64_t off = 0;
-    for (int64_t d = idx.rank() - 1, r = i; d >= 0; --d) {
-      int64_t pos = r % is[d];
-      r /= is[d];
-      if (d == axis)
-        pos = checkedIndex(idx.getInt(i), data.dim(d));
-      off += pos * ds[d];
-    }
-    return off;
+    return elementSource(idx, i, axis, data.shape(), ds);
   });
 }
 
