@@ -201,28 +201,36 @@ Value unpadAxis(Context &c, Value g, StringRef mode, int64_t axis, int64_t n,
   return sum;
 }
 
-/// Wrap padding undone along `axis`: input position i gets every padded
-/// position o with (o - p) mod n == i, as a resize_axis table of ones.
-Value unwrapAxis(Context &c, Value g, int64_t axis, int64_t n, int64_t p,
-                 int64_t q) {
-  std::vector<SmallVector<int64_t>> rows(n);
-  for (int64_t o = 0; o < p + n + q; ++o)
-    rows[((o - p) % n + n) % n].push_back(o);
+/// mpc.resize_axis of `g` along `axis` with one row of (index, weight) taps
+/// per output position, padded to the longest row with weight-0 taps
+/// (never read).
+Value resizeByRows(Context &c, Value g, int64_t axis,
+                   ArrayRef<SmallVector<std::pair<int64_t, float>>> rows) {
   size_t taps = 1;
   for (const auto &r : rows)
     taps = std::max(taps, r.size());
   SmallVector<int64_t> idx;
   SmallVector<float> w;
-  for (auto &r : rows)
+  for (const auto &r : rows)
     for (size_t t = 0; t < taps; ++t) {
-      idx.push_back(t < r.size() ? r[t] : 0);
-      w.push_back(t < r.size() ? 1.0f : 0.0f); // weight 0: never read
+      idx.push_back(t < r.size() ? r[t].first : 0);
+      w.push_back(t < r.size() ? r[t].second : 0.0f);
     }
   return c.make<ResizeAxisOp>(
       g, {c.b.getNamedAttr("axis", c.b.getI64IntegerAttr(axis)),
-          c.b.getNamedAttr("size", c.b.getI64IntegerAttr(n)),
+          c.b.getNamedAttr("size", c.b.getI64IntegerAttr(rows.size())),
           c.b.getNamedAttr("indices", c.b.getDenseI64ArrayAttr(idx)),
           c.b.getNamedAttr("weights", c.b.getDenseF32ArrayAttr(w))});
+}
+
+/// Wrap padding undone along `axis`: input position i gets every padded
+/// position o with (o - p) mod n == i, as a resize_axis table of ones.
+Value unwrapAxis(Context &c, Value g, int64_t axis, int64_t n, int64_t p,
+                 int64_t q) {
+  std::vector<SmallVector<std::pair<int64_t, float>>> rows(n);
+  for (int64_t o = 0; o < p + n + q; ++o)
+    rows[((o - p) % n + n) % n].emplace_back(o, 1.0f);
+  return resizeByRows(c, g, axis, rows);
 }
 
 LogicalResult padGrad(Context &c, PadOp pad) {
@@ -308,28 +316,12 @@ LogicalResult resizeAxisGrad(Context &c, ResizeAxisOp r) {
   ArrayRef<int64_t> idx = r.getIndices();
   ArrayRef<float> w = r.getWeights();
   int64_t size = r.getSize(), taps = idx.size() / size;
-  std::vector<std::vector<std::pair<int64_t, float>>> rows(in);
+  std::vector<SmallVector<std::pair<int64_t, float>>> rows(in);
   for (int64_t o = 0; o < size; ++o)
     for (int64_t t = 0; t < taps; ++t)
       if (w[o * taps + t] != 0.0f)
         rows[idx[o * taps + t]].emplace_back(o, w[o * taps + t]);
-  size_t width = 1;
-  for (const auto &row : rows)
-    width = std::max(width, row.size());
-  SmallVector<int64_t> tIdx;
-  SmallVector<float> tW;
-  for (auto &row : rows) {
-    row.resize(width, {0, 0.0f}); // padding taps: weight 0, never read
-    for (auto [o, weight] : row) {
-      tIdx.push_back(o);
-      tW.push_back(weight);
-    }
-  }
-  c.grads[0] = c.make<ResizeAxisOp>(
-      c.g, {c.b.getNamedAttr("axis", r.getAxisAttr()),
-            c.b.getNamedAttr("size", c.b.getI64IntegerAttr(in)),
-            c.b.getNamedAttr("indices", c.b.getDenseI64ArrayAttr(tIdx)),
-            c.b.getNamedAttr("weights", c.b.getDenseF32ArrayAttr(tW))});
+  c.grads[0] = resizeByRows(c, c.g, r.getAxis(), rows);
   return success();
 }
 
