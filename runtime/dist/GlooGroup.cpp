@@ -198,7 +198,7 @@ std::unique_ptr<ProcessGroup> openGlooGroup(const JobEnv &env,
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-  auto store = openJobStore(env, timeout, start, error);
+  auto store = openJobStore(env, start, error);
   if (!store)
     return nullptr;
   auto group = std::make_unique<GlooGroup>(env, std::move(store), timeout,

@@ -104,11 +104,10 @@ bool readJobEnv(JobEnv &env, std::string &error) {
 }
 
 std::unique_ptr<TcpStore> openJobStore(const JobEnv &env,
-                                       std::chrono::milliseconds timeout,
                                        std::chrono::milliseconds start,
                                        std::string &error) {
   auto store = TcpStore::open(env.masterAddr, env.masterPort, env.rank == 0,
-                              std::max(timeout, start), error);
+                              start, error);
   if (!store)
     error = "rank " + std::to_string(env.rank) + ": " + error;
   return store;

@@ -124,9 +124,9 @@ protected:
 };
 
 /// The job's store: served here when this is rank 0, reached within the
-/// rendezvous timeout; null with a one-line `error` naming the rank.
+/// rendezvous timeout `start` (--rendezvous-timeout); null with a one-line
+/// `error` naming the rank.
 std::unique_ptr<TcpStore> openJobStore(const JobEnv &env,
-                                       std::chrono::milliseconds timeout,
                                        std::chrono::milliseconds start,
                                        std::string &error);
 

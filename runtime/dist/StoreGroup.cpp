@@ -100,7 +100,7 @@ std::unique_ptr<ProcessGroup> openStoreGroup(const JobEnv &env,
                                             std::chrono::milliseconds timeout,
                                             std::chrono::milliseconds start,
                                             std::string &error) {
-  auto store = openJobStore(env, timeout, start, error);
+  auto store = openJobStore(env, start, error);
   if (!store)
     return nullptr;
   auto group = std::make_unique<StoreGroup>(env, std::move(store), timeout,
