@@ -1,10 +1,11 @@
 """How `mpc compile` scales with depth: GPT-2 style decoders of 1, 12 and 48
 blocks (scripts/export_torch_models.py, gpt_l<N>), each compiled to its fp16
 Adam train step for one architecture. For each: ONNX nodes, import + passes
-+ plan (`--target cpu`), the whole compile with a cold kernel cache and again
-with the warm cache, nvcc's share, peak memory of mpc, launches and distinct
-kernels, and each time as a ratio to the 1-block model. Writes the table to
-docs/performance.md.
++ plan (`--target cpu`), the whole compile with a cold kernel cache (NVRTC
+and nvcc side by side) and again with the warm cache, the device compiler's
+share, a recompile at another batch, peak memory of mpc, launches and
+distinct kernels, and each time as a ratio to the 1-block model. Writes the
+table to docs/performance.md.
 
 usage: python3 bench/compile_scale.py [--layers 1,12,48] [--arch sm_90]
                                       [--out docs/performance.md]
@@ -42,9 +43,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", default="1,12,48")
     ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--mpc", default=MPC, help="the mpc binary to measure")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs",
                                                   "performance.md"))
     a = ap.parse_args()
+    mpc = a.mpc
     layers = [int(n) for n in a.layers.split(",")]
     work = tempfile.mkdtemp()
     names = ",".join(f"gpt_l{n}" for n in layers)
@@ -57,24 +60,34 @@ def main():
     for n in layers:
         model = os.path.join(work, f"gpt_l{n}.onnx")
         nodes = len(onnx.load(model, load_external_data=False).graph.node)
-        common = [MPC, "compile", model, "--train", "--precision", "fp16",
-                  "--optimizer", "adam", "--batch", "4"]
-        plan_s, plan_mb = run(common + ["--target", "cpu", "-o",
-                                        os.path.join(work, f"cpu{n}")])
-        cache = os.path.join(work, f"cache{n}")
-        art = os.path.join(work, f"art{n}")
-        cuda = common + ["--arch", a.arch, "--cache-dir", cache, "-o", art]
-        cold_s, cold_mb = run(cuda)
-        summary = json.load(open(os.path.join(art, "summary.json")))
-        nvcc_s = summary["device_compile"]["seconds"]
-        warm_s, _ = run(cuda)
-        base = base or (plan_s, cold_s, warm_s)
+        common = [mpc, "compile", model, "--train", "--precision", "fp16",
+                  "--optimizer", "adam"]
+        plan_s, plan_mb = run(common + ["--batch", "4", "--target", "cpu",
+                                        "-o", os.path.join(work, f"cpu{n}")])
+        times, peak = {}, plan_mb
+        for compiler in ("nvrtc", "nvcc"):
+            cache = os.path.join(work, f"cache{n}{compiler}")
+            art = os.path.join(work, f"art{n}{compiler}")
+            cuda = common + ["--arch", a.arch, "--cache-dir", cache, "-o", art,
+                             "--device-compiler", compiler]
+            cold, mb = run(cuda + ["--batch", "4"])
+            summary = json.load(open(os.path.join(art, "summary.json")))
+            device = summary["device_compile"]["seconds"]
+            warm, _ = run(cuda + ["--batch", "4"])
+            # Another batch: the elementwise kernels (count argument) are
+            # found, the rest compile.
+            other, _ = run(cuda + ["--batch", "8"])
+            times[compiler] = (cold, device, warm, other)
+            peak = max(peak, mb)
+        cold, device, warm, other = times["nvrtc"]
+        base = base or (plan_s, cold, warm)
         rows.append(
             f"| {n} | {nodes} | {len(summary['launches'])} | "
             f"{len(summary['kernels'])} | {plan_s:.2f} ({plan_s / base[0]:.1f}x) "
-            f"| {cold_s:.1f} ({cold_s / base[1]:.1f}x) | {nvcc_s:.1f} | "
-            f"{warm_s:.2f} ({warm_s / base[2]:.1f}x) | "
-            f"{max(plan_mb, cold_mb):.0f} |")
+            f"| {cold:.1f} ({cold / base[1]:.1f}x) | {device:.1f} | "
+            f"{times['nvcc'][0]:.1f} | {times['nvcc'][1]:.1f} | "
+            f"{warm:.2f} ({warm / base[2]:.1f}x) | {other:.1f} / "
+            f"{times['nvcc'][3]:.1f} | {peak:.0f} |")
         print(rows[-1], flush=True)
     shutil.rmtree(work, ignore_errors=True)
     section = (
@@ -86,14 +99,19 @@ def main():
         "vocabulary 128, context 16) compiled to their fp16 Adam train step "
         f"for {a.arch} at batch 4. Import + plan is `mpc compile --target "
         "cpu` (import, passes, plan, artifact); cold and warm are the whole "
-        "CUDA compile with an empty and with a filled kernel cache; nvcc is "
-        "the device-code part of the cold compile (parallel nvcc "
-        "processes). Kernels are named by what they compute, so distinct "
-        "kernels do not grow with depth, and the warm cache compiles none. "
-        "Peak memory is mpc's own (nvcc runs as separate processes).\n\n"
+        "CUDA compile with an empty and with a filled kernel cache, by NVRTC "
+        "in process (the default) and by nvcc processes side by side; "
+        "device s is the device-code part of the cold compile. Batch 8 is a "
+        "compile at batch 8 after the batch-4 ones, into the same cache "
+        "(NVRTC / nvcc): the elementwise kernels take their element count "
+        "as an argument and come from the cache, the rest compile. Kernels "
+        "are named by what they compute, so distinct kernels do not grow "
+        "with depth, and the warm cache compiles none. Peak memory is mpc's "
+        "own (nvcc runs as separate processes).\n\n"
         "| blocks | ONNX nodes | kernel launches | distinct kernels | "
-        "import + plan s | cold compile s | of which nvcc s | warm compile s "
-        "| peak MiB |\n|---|---|---|---|---|---|---|---|---|\n"
+        "import + plan s | cold compile s (NVRTC) | device s | cold compile "
+        "s (nvcc) | device s | warm compile s | batch 8 s (NVRTC / nvcc) "
+        "| peak MiB |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
         + "\n".join(rows) + "\n")
     write_section(a.out, "## Compile at scale", section)
     print("wrote", a.out)

@@ -142,12 +142,31 @@ std::string offsetsCode(const Shape &out, const std::vector<Shape> &strides) {
     return os.str();
   const char *t = numElements(out) < (int64_t(1) << 31) ? "int" : "i64";
   os << "  " << t << " r = (" << t << ")i;\n";
-  for (int64_t d = (int64_t)out.size() - 1; d >= 0; --d) {
-    os << "  { " << t << " c = r % " << out[d] << "; r /= " << out[d] << ";";
+  // Coordinates from the innermost out to the outermost any input moves
+  // along; the outermost is what remains of r (i < the element count), so
+  // the outer size appears nowhere and steps that differ only in it share
+  // the kernel (the count is an argument).
+  auto uses = [&](int64_t d) {
+    std::ostringstream os;
     for (size_t k = 0; k < strides.size(); ++k)
       if (strides[k] != own && strides[k][d])
         os << " o" << k << " += (i64)c * " << strides[k][d] << "LL;";
-    os << " }\n";
+    return os.str();
+  };
+  int64_t top = 0;
+  while (uses(top).empty())
+    ++top;
+  for (int64_t d = (int64_t)out.size() - 1; d >= top; --d) {
+    std::string u = uses(d);
+    if (d == 0)
+      os << "  { " << t << " c = r;" << u << " }\n";
+    else if (d == top)
+      os << "  { " << t << " c = r % " << out[d] << ";" << u << " }\n";
+    else if (u.empty())
+      os << "  r /= " << out[d] << ";\n";
+    else
+      os << "  { " << t << " c = r % " << out[d] << "; r /= " << out[d] << ";"
+         << u << " }\n";
   }
   return os.str();
 }
@@ -168,15 +187,20 @@ std::string Emitter::header(const Step &s, const std::string &name, int threads)
   for (size_t k = 0; k < s.outputs.size(); ++k)
     os << (n++ ? ", " : "") << ctype(val(s.outputs[k]).dtype)
        << " *__restrict__ out" << k;
-  if (s.countUnderflow) // the session's counter, last
+  for (size_t k = 0; k < s.cuda.stores.size(); ++k) // a chain's other results
+    os << ", " << ctype(val(s.cuda.stores[k]).dtype) << " *__restrict__ out"
+       << s.outputs.size() + k;
+  if (s.countUnderflow) // the session's counter
     os << ", unsigned long long *__restrict__ underflow";
+  if (s.cuda.count >= 0) // the element count, last
+    os << ", const i64 count";
   os << ")";
   return os.str();
 }
 
 void Emitter::launch(Step &s, const std::string &name,
                      std::array<int64_t, 3> grid, std::array<int64_t, 3> block,
-                     bool prologue) {
+                     bool prologue, int64_t perBlock) {
   if (prologue) { // one thread, before the step's kernel
     s.cuda.prologue = name;
     grid = block = {1, 1, 1};
@@ -186,28 +210,42 @@ void Emitter::launch(Step &s, const std::string &name,
     s.cuda.block = block;
   }
   // The host launcher the emulation test runs (same arguments).
-  emu << "extern \"C\" void emu_" << name << "(void **p) {\n  mpc_emulate({"
-      << grid[0] << ", " << grid[1] << ", " << grid[2] << "}, {" << block[0]
-      << ", " << block[1] << ", " << block[2] << "}, "
-      << (barrier ? "true" : "false") << ", [&] { " << name << "(";
+  std::ostringstream args;
   size_t k = 0;
   for (int v : ::mpc::rt::kernelInputs(s)) {
-    emu << (k ? ", " : "") << "(const "
-        << ctype(v >= 0 ? val(v).dtype : DType::F32) << " *)p[" << k << "]";
+    args << (k ? ", " : "") << "(const "
+         << ctype(v >= 0 ? val(v).dtype : DType::F32) << " *)p[" << k << "]";
     ++k;
   }
-  for (int v : s.outputs) {
-    emu << (k ? ", " : "") << "(" << ctype(val(v).dtype) << " *)p[" << k
-        << "]";
+  std::vector<int> written = s.outputs;
+  written.insert(written.end(), s.cuda.stores.begin(), s.cuda.stores.end());
+  for (int v : written) {
+    args << (k ? ", " : "") << "(" << ctype(val(v).dtype) << " *)p[" << k
+         << "]";
     ++k;
   }
   if (s.countUnderflow) {
     s.cuda.underflowCounter = true;
-    emu << (k ? ", " : "") << "(unsigned long long *)p[" << k << "]";
+    args << (k ? ", " : "") << "(unsigned long long *)p[" << k << "]";
     ++k;
   }
-  emu << "); });\n}\nextern \"C\" { int emu_" << name << "_nparams = " << k
-      << "; }\n";
+  // A kernel shared by steps of several sizes: its grid from the count.
+  std::string grid0 = std::to_string(grid[0]);
+  if (s.cuda.count >= 0 && !prologue) {
+    // Launchers get each parameter's value (as the driver copies it).
+    std::string count = "(i64)(intptr_t)p[" + std::to_string(k) + "]";
+    args << (k ? ", " : "") << count;
+    ++k;
+    std::string per = std::to_string(perBlock > 0 ? perBlock : block[0]);
+    grid0 = "(unsigned)std::max<i64>((" + count + " + " + per + " - 1) / " + per +
+            ", 1)";
+  }
+  emu << "extern \"C\" void emu_" << name << "(void **p) {\n  mpc_emulate({"
+      << grid0 << ", " << grid[1] << ", " << grid[2] << "}, {" << block[0]
+      << ", " << block[1] << ", " << block[2] << "}, "
+      << (barrier ? "true" : "false") << ", [&] { " << name << "("
+      << args.str() << "); });\n}\nextern \"C\" { int emu_" << name
+      << "_nparams = " << k << "; }\n";
   barrier = false;
 }
 
@@ -238,8 +276,9 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
   for (int in : s.inputs)
     strides.push_back(broadcastStrides(val(in).shape, y.shape));
   int64_t n = numElements(y.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n"
+  s.cuda.count = n;
+  cu << header(s, name, 256)
+     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n"
      << offsetsCode(y.shape, strides);
   for (size_t k = 0; k < s.inputs.size(); ++k)
     cu << "  float " << kOperandNames[k] << " = ld(in" << k << ", o" << k
@@ -253,7 +292,8 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
 }
 
 /// A fused elementwise chain (CudaFusion.cpp): each member in plan order
-/// into a register, rounded to its type unless FP32; the last one stored.
+/// into a register, rounded to its type unless FP32; the last one stored,
+/// and the members in `cuda.stores` as they are computed.
 bool Emitter::chain(Step &s, const std::string &name) {
   const ValueInfo &y = val(s.outputs[0]);
   const std::vector<int> &ext = ::mpc::rt::kernelInputs(s);
@@ -264,8 +304,9 @@ bool Emitter::chain(Step &s, const std::string &name) {
     reg[ext[k]] = "x" + std::to_string(k);
   }
   int64_t n = numElements(y.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n"
+  s.cuda.count = n;
+  cu << header(s, name, 256)
+     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n"
      << offsetsCode(y.shape, strides);
   for (size_t k = 0; k < ext.size(); ++k)
     cu << "  float x" << k << " = ld(in" << k << ", o" << k << ");\n";
@@ -287,6 +328,10 @@ bool Emitter::chain(Step &s, const std::string &name) {
        << "; }\n";
     reg[out] = t;
     mod.flops += n;
+    const std::vector<int> &stores = s.cuda.stores;
+    if (auto at = std::find(stores.begin(), stores.end(), out); at != stores.end())
+      cu << "  st(out" << s.outputs.size() + (at - stores.begin()) << ", i, " << t
+         << ");\n";
   }
   cu << "  st(out0, i, " << reg.at(s.outputs[0]) << ");\n}\n\n";
   launch1d(s, name, n);
@@ -307,9 +352,10 @@ bool Emitter::integerCast(Step &s, const std::string &name) {
                       : "-9223372036854775808.0, 9223372036854774784.0") +
                 ")"
           : "in0[i]";
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  out0[i] = (" << ctype(y.dtype) << ")" << value
-     << ";\n}\n\n";
+  s.cuda.count = n;
+  cu << header(s, name, 256)
+     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n  out0[i] = ("
+     << ctype(y.dtype) << ")" << value << ";\n}\n\n";
   launch1d(s, name, n);
   return true;
 }
@@ -325,8 +371,9 @@ bool Emitter::clip(Step &s, const std::string &name) {
   if (!isFloat(y.dtype))
     return fail(s, "integer arithmetic has no CUDA kernel yet");
   int64_t n = numElements(y.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  st(out0, i, mpc_clip(ld(in0, i), "
+  s.cuda.count = n;
+  cu << header(s, name, 256)
+     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n  st(out0, i, mpc_clip(ld(in0, i), "
      << bound(1, "-INFINITY") << ", " << bound(2, "INFINITY") << "));\n}\n\n";
   launch1d(s, name, n);
   return true;

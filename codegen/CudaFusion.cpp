@@ -10,8 +10,14 @@
 //   rounded to its own type as a store and load would (an Expand member
 //   reads its data with broadcast strides); members record the last step
 //   in `cuda.fusedInto`. Greedy, from the last step back: a producer joins when
-//   its result has the chain's shape, is no plan output, and every reader
-//   is already in the chain.
+//   its result has the chain's shape and every reader is in the chain or
+//   comes after the last step; such a result, or a plan output, is also
+//   stored (`cuda.stores`). A reader outside the chain that comes before
+//   the last step would run before the kernel: it joins too when it can
+//   (a sibling: same shape, chainable, its own result read only inside or
+//   after), else the producer stays out. So an optimizer's moment updates,
+//   their skip-step selects and the parameter update of one tensor become
+//   one kernel with three stores (Adam: five launches to one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,33 +84,73 @@ void fuseSteps(Emitter &e) {
   }
 
   std::vector<bool> taken(plan.steps.size(), false);
+  constexpr size_t kMaxStores = 4, kMaxMembers = 32;
   for (size_t root = plan.steps.size(); root-- > 0;) {
     Step &last = plan.steps[root];
     if (taken[root] || !chainable(e, last))
       continue;
     const Shape &shape = e.val(last.outputs[0]).shape;
     std::set<size_t> chain = {root};
+    std::set<int> stored; // member results the kernel also writes
     std::priority_queue<size_t> candidates; // latest first: readers decided
     auto consider = [&](const Step &s) {
       for (int v : chainOperands(s))
         if (auto p = producer.find(v); p != producer.end())
           candidates.push(p->second);
     };
+    // Whether step `m` may compute in the chain; `early`: its readers
+    // outside the chain that run before the kernel; `store`: its result
+    // is read after the kernel.
+    auto fits = [&](size_t m, std::set<size_t> &early, bool &store) {
+      const Step &s = plan.steps[m];
+      if (chain.count(m) || taken[m] || !chainable(e, s) ||
+          e.val(s.outputs[0]).shape != shape)
+        return false;
+      int v = s.outputs[0];
+      store = outputs.count(v) != 0;
+      for (size_t r : readers[v]) {
+        if (chain.count(r))
+          continue;
+        if (r > root)
+          store = true;
+        else
+          early.insert(r);
+      }
+      return true;
+    };
     consider(last);
-    while (!candidates.empty() && chain.size() < 32) {
+    while (!candidates.empty() && chain.size() < kMaxMembers) {
       size_t p = candidates.top();
       candidates.pop();
-      const Step &s = plan.steps[p];
-      if (chain.count(p) || taken[p] || !chainable(e, s))
+      std::set<size_t> early;
+      bool store = false;
+      if (!fits(p, early, store))
         continue;
-      int v = s.outputs[0];
-      bool inside = true;
-      for (size_t r : readers[v])
-        inside = inside && chain.count(r);
-      if (!inside || outputs.count(v) || e.val(v).shape != shape)
+      // Each early reader joins as a sibling, or the producer stays out.
+      std::vector<std::pair<size_t, bool>> siblings;
+      bool ok = true;
+      for (size_t r : early) {
+        std::set<size_t> further;
+        bool rStore = false;
+        ok = ok && fits(r, further, rStore) && further.empty();
+        siblings.push_back({r, rStore});
+      }
+      size_t stores = stored.size() + store;
+      for (auto &[r, rStore] : siblings)
+        stores += rStore;
+      if (!ok || stores > kMaxStores ||
+          chain.size() + 1 + siblings.size() > kMaxMembers)
         continue;
       chain.insert(p);
-      consider(s);
+      if (store)
+        stored.insert(plan.steps[p].outputs[0]);
+      consider(plan.steps[p]);
+      for (auto &[r, rStore] : siblings) {
+        chain.insert(r);
+        if (rStore)
+          stored.insert(plan.steps[r].outputs[0]);
+        consider(plan.steps[r]);
+      }
     }
     if (chain.size() < 2)
       continue;
@@ -122,6 +168,7 @@ void fuseSteps(Emitter &e) {
     }
     last.cuda.chain = members;
     last.cuda.inputs = external;
+    last.cuda.stores.assign(stored.begin(), stored.end());
   }
 }
 

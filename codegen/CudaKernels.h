@@ -135,8 +135,12 @@ struct Emitter {
   /// same arguments) runs before the step's kernel. Generators name their
   /// kernels kKernelName (and derived names): emitStep renames them after
   /// what they compute and keeps one copy of each.
+  /// A kernel that takes its element count (`s.cuda.count`) handles
+  /// `perBlock` items a block (default: a thread each): the emulated
+  /// launch derives its grid from the count.
   void launch(Step &s, const std::string &name, std::array<int64_t, 3> grid,
-              std::array<int64_t, 3> block, bool prologue = false);
+              std::array<int64_t, 3> block, bool prologue = false,
+              int64_t perBlock = 0);
   void launch1d(Step &s, const std::string &name, int64_t n) {
     int64_t t = ::mpc::rt::cuda::kThreads;
     launch(s, name, {std::max<int64_t>((n + t - 1) / t, 1), 1, 1}, {t, 1, 1});
@@ -213,7 +217,7 @@ public:
     std::string prologue, stride, sum, max;
     bool warp;
   };
-  RowLoop rowLoop(int64_t rows, int64_t n);
+  RowLoop rowLoop(Step &s, int64_t rows, int64_t n);
   void rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                  int64_t rows);
   bool attention(Step &s, const std::string &name);

@@ -24,11 +24,13 @@ constexpr int64_t kWarpRowMin = 64, kRowThreads = 256;
 /// are long (lanes stride along it, `sum`/`max` combine the lanes with
 /// butterfly shuffles), else a thread per row (lane 0, stride 1, the
 /// combines the identity). The prologue defines i, lane, n and base; the
-/// rows past the last leave (a warp together).
-Emitter::RowLoop Emitter::rowLoop(int64_t rows, int64_t n) {
-  std::string tail = "  if (i >= " + std::to_string(rows) +
-                     "LL) return;\n  const i64 n = " + std::to_string(n) +
-                     "LL, base = i * n;\n";
+/// rows past the last leave (a warp together). The row count is the
+/// kernel's `count` argument, so steps that differ only in it share the
+/// kernel.
+Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
+  s.cuda.count = rows;
+  std::string tail = "  if (i >= count) return;\n  const i64 n = " +
+                     std::to_string(n) + "LL, base = i * n;\n";
   if (n >= kWarpRowMin)
     return {"  const i64 i = (i64)blockIdx.x * " +
                 std::to_string(kRowThreads / 32) +
@@ -45,7 +47,7 @@ void Emitter::rowLaunch(Step &s, const std::string &name, const RowLoop &r,
     return launch1d(s, name, rows);
   barrier = true; // the warp's lanes meet in the shuffles (host emulation)
   launch(s, name, {(rows + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
-         {kRowThreads, 1, 1});
+         {kRowThreads, 1, 1}, false, kRowThreads / 32);
 }
 
 bool Emitter::softmax(Step &s, const std::string &name) {
@@ -55,7 +57,7 @@ bool Emitter::softmax(Step &s, const std::string &name) {
   axis = axis < 0 ? axis + rank : axis;
   AxisSplit sp = splitAt(x.shape, axis);
   if (sp.inner == 1) { // contiguous rows
-    RowLoop r = rowLoop(sp.outer, sp.dim);
+    RowLoop r = rowLoop(s, sp.outer, sp.dim);
     std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
     std::string out = logForm ? "v - logf(sum)" : "expf(v) / sum";
     cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
@@ -97,7 +99,7 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
   double eps = s.getFloat("epsilon", 1e-5);
   std::string affine = " * ld(in1, j % " + std::to_string(sc) + "LL)" +
                        (bias ? " + ld(in2, j % " + std::to_string(sc) + "LL)" : "");
-  RowLoop r = rowLoop(rows, cols);
+  RowLoop r = rowLoop(s, rows, cols);
   std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
   cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
      << "  float mean = 0.0f, var = 0.0f;\n"
@@ -123,7 +125,7 @@ bool Emitter::rmsNorm(Step &s, const std::string &name) {
   AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
   int64_t rows = sp.outer, cols = sp.dim * sp.inner; // rows of the axes from `axis` on
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[1]).shape), 1);
-  RowLoop r = rowLoop(rows, cols);
+  RowLoop r = rowLoop(s, rows, cols);
   std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
   cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
      << "  float sq = 0.0f;\n"
@@ -148,7 +150,7 @@ bool Emitter::normGrad(Step &s, const std::string &name) {
   int64_t rows = sp.outer, cols = sp.dim * sp.inner;
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[2]).shape), 1);
   bool layer = s.inputs.size() > 4 && s.inputs[4] >= 0;
-  RowLoop r = rowLoop(rows, cols);
+  RowLoop r = rowLoop(s, rows, cols);
   std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
   std::string terms = "{ const float xh = (ld(in1, base + j) - m) * k, dh = "
                       "ld(in0, base + j) * ld(in2, j % " +

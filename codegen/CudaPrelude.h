@@ -17,9 +17,15 @@ inline constexpr const char *kCudaPrelude = R"CUDA(
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <mma.h>
-#include <type_traits>
 using namespace nvcuda;
 #endif
+#ifdef __CUDACC_RTC__ // NVRTC has no C library headers
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#endif
+// std::is_same without <type_traits> (which NVRTC lacks).
+template <typename A, typename B> struct mpc_same { static constexpr bool value = false; };
+template <typename A> struct mpc_same<A, A> { static constexpr bool value = true; };
 typedef long long i64;
 
 __device__ __forceinline__ float ld(const float *p, i64 i) { return p[i]; }
@@ -76,7 +82,7 @@ __device__ __forceinline__ unsigned mpc_pack2(T lo, T hi) {
 template <typename T>
 __device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
 #if __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same<T, __half>::value)
+  if constexpr (mpc_same<T, __half>::value)
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

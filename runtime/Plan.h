@@ -69,8 +69,13 @@ struct CudaLaunch {
   int fusedInto = -1; // computed inside the chain kernel of this step
   std::vector<int> chain;  // a chain's last step: its member steps, in order
   std::vector<int> inputs; // a chain's last step: what its kernel reads
+  std::vector<int> stores; // a chain's last step: member results it writes
+                           // besides its own (kernel arguments after it)
   bool fusedRelu = false;  // a GEMM/conv applying its reader's Relu
   bool underflowCounter = false; // the kernel takes the counter, last
+  /// >= 0: the kernel takes this element count as its last argument (its
+  /// code names no outer size, so steps that differ only in size share it).
+  int64_t count = -1;
   LibraryGemm gemm;               // valid(): cuBLASLt can run the step
   LibraryConv conv;               // valid(): cuDNN can run the step
 

@@ -134,10 +134,14 @@ std::string cudaText(const CudaLaunch &c) {
     out += " fused-into=" + std::to_string(c.fusedInto);
   if (c.isChain())
     out += " chain=" + ints(c.chain) + " inputs=" + ints(c.inputs);
+  if (!c.stores.empty())
+    out += " stores=" + ints(c.stores);
   if (c.fusedRelu)
     out += " fused-relu";
   if (c.underflowCounter)
     out += " underflow-counter";
+  if (c.count >= 0)
+    out += " count=" + std::to_string(c.count);
   if (const LibraryGemm &g = c.gemm; g.valid()) {
     auto i = [](int64_t v) { return std::to_string(v) + ","; };
     out += " gemm=" + i(g.m) + i(g.n) + i(g.k) + i(g.batch) + i(g.transA) +

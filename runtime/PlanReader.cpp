@@ -129,10 +129,14 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       ok = intList(value, c.chain);
     else if (key == "inputs")
       ok = intList(value, c.inputs);
+    else if (key == "stores")
+      ok = intList(value, c.stores);
     else if (key == "fused-relu")
       c.fusedRelu = true;
     else if (key == "underflow-counter")
       c.underflowCounter = true;
+    else if (key == "count")
+      ok = !value.empty() && (c.count = std::stoll(value)) >= 0;
     else if (key == "gemm")
       ok = parseLibraryGemm(value, c.gemm);
     else if (key == "conv")

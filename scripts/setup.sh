@@ -26,8 +26,10 @@ APT_PACKAGES=(
 ONNX_PIN=1.23
 # tensorboard: its descriptors generate mpc's event writer at build time,
 # and its reader checks the event files in the tests.
+# nvidia-nvfatbin: with the toolkit's NVRTC, mpc compiles kernels in
+# process (tools/mpc/Nvrtc.h); the toolkit has no libnvfatbin.
 PIP_PACKAGES=("onnx==$ONNX_PIN.*" numpy lit onnxruntime scikit-learn onnxconverter-common
-  tensorboard nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm pillow)
+  tensorboard nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm pillow "nvidia-nvfatbin==13.0.*")
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -45,7 +47,7 @@ fi
 PY=${PYTHON:-python3}
 # cuobjdump/nvdisasm (SASS checks of the CUDA artifacts) come as PyPI wheels
 # under nvidia/cu13/bin; the CUDA toolkit here has no copy.
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, PIL, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")))' 2>/dev/null; then
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, PIL, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")) or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "lib", "libnvfatbin.so.13")))' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi
@@ -58,6 +60,6 @@ if ! command -v nvcc >/dev/null && [[ ! -x ${CUDA_HOME:-/usr/local/cuda}/bin/nvc
     && [[ ! -x /usr/local/cuda/bin/nvcc ]] && [[ ! -x $wheel_bin/nvcc ]]; then
   echo "setup: no CUDA toolkit; installing the CUDA 13.0 compiler wheels"
   "$PY" -m pip install -q "nvidia-cuda-nvcc==13.0.*" "nvidia-cuda-runtime==13.0.*" \
-    "nvidia-cuda-crt==13.0.*" "nvidia-nvvm==13.0.*"
+    "nvidia-cuda-crt==13.0.*" "nvidia-nvvm==13.0.*" "nvidia-cuda-nvrtc==13.0.*"
 fi
 echo "setup: all build and test dependencies present"

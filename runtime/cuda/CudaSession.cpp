@@ -465,11 +465,16 @@ private:
         ptrs.push_back(v >= 0 ? base + offsets[v] : 0);
       for (int v : s.outputs)
         ptrs.push_back(base + offsets[v]);
+      for (int v : s.cuda.stores)
+        ptrs.push_back(base + offsets[v]);
       if (s.cuda.underflowCounter)
         ptrs.push_back(base + counter);
       std::vector<void *> args;
       for (DevicePtr &p : ptrs)
         args.push_back(&p);
+      int64_t count = s.cuda.count;
+      if (count >= 0)
+        args.push_back(&count);
       const auto &grid = s.cuda.grid, &block = s.cuda.block;
       if (prologues[i] &&
           !check(d.launch(prologues[i], 1, 1, 1, 1, 1, 1, 0, stream,

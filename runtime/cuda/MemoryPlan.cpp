@@ -32,9 +32,11 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   std::vector<int> lastUse(n, -1);
   std::vector<bool> inRegisters(n, false);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    if (plan.steps[i].cuda.fusedInto >= 0) {
-      for (int v : plan.steps[i].outputs)
-        inRegisters[v] = true;
+    if (int root = plan.steps[i].cuda.fusedInto; root >= 0) {
+      const std::vector<int> &stores = plan.steps[root].cuda.stores;
+      for (int v : plan.steps[i].outputs) // unless the chain stores it
+        inRegisters[v] =
+            std::find(stores.begin(), stores.end(), v) == stores.end();
       continue; // read by the chain's kernel, at its last step
     }
     for (int v : kernelInputs(plan.steps[i]))

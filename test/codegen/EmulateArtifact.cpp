@@ -99,8 +99,12 @@ int main(int argc, char **argv) {
       args.push_back(v >= 0 ? mem.data() + offsets[v] : nullptr);
     for (int v : s.outputs)
       args.push_back(mem.data() + offsets[v]);
+    for (int v : s.cuda.stores)
+      args.push_back(mem.data() + offsets[v]);
     if (s.cuda.underflowCounter)
       args.push_back(&underflow);
+    if (s.cuda.count >= 0) // launchers get each parameter's value
+      args.push_back((void *)(intptr_t)s.cuda.count);
     if (!s.cuda.prologue.empty()) {
       auto first = (void (*)(void **))dlsym(
           lib, ("emu_" + s.cuda.prologue).c_str());

@@ -65,7 +65,8 @@ static cl::opt<std::string> target("target", cl::desc("cuda | cpu"),
                                    cl::init("cuda"), cl::sub(compileCommand));
 static cl::list<std::string> archs(
     "arch", cl::CommaSeparated,
-    cl::desc("GPU architectures: sm_75 ... as the installed nvcc supports, "
+    cl::desc("GPU architectures: sm_75 ... as the installed compiler "
+             "supports, "
              "or native (this machine's GPU); PTX for the newest goes along "
              "(default sm_80,sm_90)"),
     cl::value_desc("sm_80,sm_90"), cl::sub(compileCommand));
@@ -77,8 +78,15 @@ static cl::opt<bool> noCache("no-cache",
                              cl::desc("Compile every kernel; use no cache"),
                              cl::sub(compileCommand));
 static cl::opt<unsigned> jobs(
-    "j", cl::desc("nvcc processes at once (default: the core count)"),
+    "j", cl::desc("Translation units compiled at once (default: the core "
+                  "count)"),
     cl::init(0), cl::sub(compileCommand));
+static cl::opt<std::string> deviceCompiler(
+    "device-compiler",
+    cl::desc("Who compiles kernels.cu: auto (NVRTC in process where "
+             "libnvrtc and libnvfatbin load, else nvcc; default) | nvrtc | "
+             "nvcc"),
+    cl::init("auto"), cl::sub(compileCommand));
 static cl::list<std::string> freeze(
     "freeze",
     cl::desc("Replace graph input NAME by the constant in FILE.pb (inputs "
@@ -104,7 +112,8 @@ static cl::opt<std::string> convChoice(
              "| mpc"),
     cl::init("auto"), cl::sub(compileCommand));
 static cl::opt<bool> noNvcc("no-nvcc",
-                            cl::desc("Emit kernels.cu without compiling it"),
+                            cl::desc("Emit kernels.cu without compiling it "
+                                     "(by NVRTC or nvcc)"),
                             cl::sub(compileCommand));
 static cl::opt<bool> fuse(
     "fuse",
@@ -208,7 +217,7 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
 /// What an artifact holds besides the plan, for its summary.
 struct ArtifactInfo {
   std::vector<std::string> arch;
-  KernelBuildResult build; // build.nvcc empty: kernels.cu not compiled
+  KernelBuildResult build; // build.compiler empty: kernels.cu not compiled
   int64_t arena = 0;       // device memory plan bytes
 };
 
@@ -258,6 +267,7 @@ static bool writeArtifactFiles(const rt::Plan &plan,
     build.cacheDir = noCache ? "" : cacheDir.empty() ? defaultKernelCacheDir()
                                                      : cacheDir.getValue();
     build.jobs = jobs ? jobs : std::max(1u, std::thread::hardware_concurrency());
+    build.compiler = deviceCompiler;
     ok = rt::writeFileAtomically(tmp + "/kernels.cu", cuda.source, error) &&
          (noNvcc || buildKernels(cuda, tmp, build, info.build, error));
     for (const std::string &w : info.build.warnings)
@@ -282,9 +292,10 @@ static bool writeArtifactFiles(const rt::Plan &plan,
       {"memory_plan_bytes", info.arena},
       {"flops", flops},
       {"tensor_core_flop_share", flops > 0 ? tc / flops : 0.0},
-      {"nvcc", info.build.nvcc},
       {"device_compile",
-       json::Object{{"seconds", info.build.nvccSeconds},
+       json::Object{{"compiler", info.build.compiler},
+                    {"version", info.build.compilerVersion},
+                    {"seconds", info.build.seconds},
                     {"kernels_compiled", (int64_t)info.build.compiled},
                     {"kernels_from_cache", (int64_t)info.build.cached},
                     {"translation_units", (int64_t)info.build.units},
@@ -317,13 +328,15 @@ static bool writeAtomically(const std::function<bool(const std::string &)> &writ
 
 /// What the summary line says of the device code.
 static std::string deviceCodeText(const ArtifactInfo &info) {
-  if (info.build.nvcc.empty())
-    return "kernels.cu not compiled (no nvcc)";
+  if (noNvcc)
+    return "kernels.cu not compiled (--no-nvcc)";
+  if (info.build.compiler.empty())
+    return "kernels.cu not compiled (neither NVRTC nor nvcc found)";
   const KernelBuildResult &b = info.build;
-  return formatv("device code for {0} ({1} compiled in {2} nvcc runs, {3} "
-                 "from the cache; {4:f1} s)",
-                 llvm::join(info.arch, ","), b.compiled, b.units, b.cached,
-                 b.nvccSeconds)
+  return formatv("device code for {0} ({1} compiled by {2} in {3} units, {4} "
+                 "from the cache; {5:f1} s)",
+                 llvm::join(info.arch, ","), b.compiled, b.compiler, b.units,
+                 b.cached, b.seconds)
       .str();
 }
 
@@ -334,6 +347,10 @@ int runCompile() {
     return reportError("--target must be cuda or cpu, got '" + target + "'");
   if (emit != "artifact" && emit != "mlir")
     return reportError("--emit must be artifact or mlir, got '" + emit + "'");
+  if (deviceCompiler != "auto" && deviceCompiler != "nvrtc" &&
+      deviceCompiler != "nvcc")
+    return reportError("--device-compiler must be auto, nvrtc or nvcc, got '" +
+                       deviceCompiler + "'");
   if (gemmChoice != "auto" && gemmChoice != "cublaslt" && gemmChoice != "mpc")
     return reportError("--gemm must be auto, cublaslt or mpc, got '" +
                        gemmChoice + "'");

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "Nvrtc.h"
 
 #include "runtime/cuda/CudaDevice.h"
 
@@ -102,9 +103,18 @@ int runDoctor() {
     StringRef last = StringRef(version).rtrim().rsplit('\n').second;
     outs() << "CUDA toolkit: " << nvcc << " (" << last.trim() << ")\n";
   } else {
-    outs() << "CUDA toolkit: nvcc not found (kernels.cu is emitted but not "
-              "compiled)\n";
+    outs() << "CUDA toolkit: nvcc not found\n";
   }
+  std::string why;
+  if (const Nvrtc *nvrtc = Nvrtc::open(why))
+    outs() << "NVRTC: " << nvrtc->path() << " (" << nvrtc->version()
+           << "; compiles the kernels in process)\n";
+  else
+    outs() << "NVRTC: " << why << " (pip install nvidia-nvfatbin "
+           << "nvidia-cuda-nvrtc; until then "
+           << (nvcc.empty() ? "kernels.cu is emitted but not compiled)"
+                            : "nvcc compiles the kernels)")
+           << "\n";
   std::string cuobjdump =
       sys::Process::GetEnv("MPC_CUOBJDUMP").value_or(findCudaTool("cuobjdump"));
   outs() << "cuobjdump: "

@@ -1,4 +1,4 @@
-//===- KernelBuild.cpp - device code for an artifact: cache, nvcc in parallel -===//
+//===- KernelBuild.cpp - device code for an artifact: cache, parallel units -===//
 //
 // Cache layout (version 1), all written as a temporary file renamed into
 // place, so concurrent compiles and crashes never leave a half entry:
@@ -11,6 +11,7 @@
 
 #include "KernelBuild.h"
 #include "Commands.h"
+#include "Nvrtc.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -22,9 +23,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 using namespace llvm;
 
@@ -188,14 +191,18 @@ std::vector<std::string> entryPoints(const mlir::mpc::CudaKernel &k) {
   return names;
 }
 
-/// Splits `kernels` into at most `jobs` translation units of at least
-/// ~32 kernels each (nvcc's start-up is worth ~40 kernels), balanced by
-/// code size.
+/// Splits `kernels` into translation units balanced by code size. nvcc:
+/// at most `jobs`, of at least 32 kernels each (its start-up is worth ~40
+/// kernels). NVRTC (`inProcess`): a unit costs only the prelude (~0.1 s),
+/// so at least one per job and up to 4 per job of 8+ kernels, so a thread
+/// that draws large kernels does not hold up the rest.
 std::vector<std::vector<const mlir::mpc::CudaKernel *>>
 splitUnits(const std::vector<const mlir::mpc::CudaKernel *> &kernels,
-           unsigned jobs) {
-  size_t n = std::max<size_t>(
-      1, std::min<size_t>(jobs, (kernels.size() + 31) / 32));
+           unsigned jobs, bool inProcess) {
+  size_t k = kernels.size();
+  size_t n = inProcess ? std::clamp<size_t>((k + 7) / 8, jobs, 4 * jobs)
+                       : std::min<size_t>(jobs, (k + 31) / 32);
+  n = std::max<size_t>(1, std::min(n, k));
   std::vector<std::vector<const mlir::mpc::CudaKernel *>> units(n);
   std::vector<size_t> size(n, 0);
   std::vector<const mlir::mpc::CudaKernel *> bySize(kernels);
@@ -223,8 +230,11 @@ std::string defaultKernelCacheDir() {
 std::vector<std::string> supportedArchs() {
   std::string nvcc = findCudaTool("nvcc");
   std::vector<std::string> archs;
-  if (nvcc.empty())
-    return archs;
+  if (nvcc.empty()) {
+    std::string why;
+    const Nvrtc *nvrtc = Nvrtc::open(why);
+    return nvrtc ? nvrtc->supportedArchs() : archs;
+  }
   std::string list = capture({nvcc, "--list-gpu-code"});
   SmallVector<StringRef> tokens;
   StringRef(list).split(tokens, '\n', -1, false);
@@ -238,17 +248,116 @@ std::vector<std::string> supportedArchs() {
   return archs;
 }
 
+/// The device compiler `options` ask for: NVRTC in process when "auto"
+/// finds it, else nvcc; `result.compiler` stays empty when there is
+/// neither. False with `error` when the one asked for is missing.
+static bool chooseCompiler(const KernelBuildOptions &options,
+                           KernelBuildResult &result, const Nvrtc *&nvrtc,
+                           std::string &error) {
+  std::string why;
+  nvrtc = options.compiler == "nvcc" ? nullptr : Nvrtc::open(why);
+  if (options.compiler == "nvrtc" && !nvrtc)
+    return (error = "--device-compiler nvrtc: " + why, false);
+  if (nvrtc) {
+    result.compiler = "nvrtc";
+    result.compilerVersion = nvrtc->version();
+    return true;
+  }
+  std::string nvcc = findCudaTool("nvcc");
+  if (nvcc.empty())
+    return options.compiler != "nvcc" ||
+           (error = "--device-compiler nvcc: nvcc not found", false);
+  result.compiler = "nvcc";
+  result.compilerVersion = nvccVersion(nvcc);
+  result.nvcc = nvcc;
+  return true;
+}
+
+/// Compiles each unit's source to a fatbin (empty on failure, `failure`
+/// the first error): NVRTC on `jobs` threads, or nvcc processes at once.
+static std::vector<std::string>
+compileUnits(const std::vector<std::string> &sources, const Nvrtc *nvrtc,
+             const std::string &nvcc, const std::vector<std::string> &arch,
+             const std::string &dir, unsigned jobs, std::string &failure) {
+  std::vector<std::string> fatbins(sources.size());
+  std::vector<std::string> errors(sources.size());
+  if (nvrtc) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t u; (u = next++) < sources.size();)
+        if (!nvrtc->compile(sources[u], arch, fatbins[u], errors[u]))
+          fatbins[u].clear();
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 1; t < std::min<size_t>(jobs, sources.size()); ++t)
+      threads.emplace_back(work);
+    work();
+    for (std::thread &t : threads)
+      t.join();
+  } else {
+    std::vector<std::string> flags = gencodes(arch);
+    std::vector<sys::ProcessInfo> running;
+    for (size_t u = 0; u < sources.size(); ++u) {
+      std::string base = dir + "/unit." + std::to_string(u);
+      if (!writeAtomically(base + ".cu", sources[u])) {
+        errors[u] = "cannot write " + base + ".cu";
+        running.emplace_back();
+        continue;
+      }
+      std::vector<std::string> args = {nvcc};
+      for (StringRef f : split(kFlags, ' '))
+        args.push_back(f.str());
+      args.insert(args.end(), {"-o", base + ".fatbin"});
+      args.insert(args.end(), flags.begin(), flags.end());
+      args.push_back(base + ".cu");
+      std::vector<StringRef> argv(args.begin(), args.end());
+      std::string log = base + ".log";
+      std::optional<StringRef> redirects[] = {std::nullopt, StringRef(log),
+                                              StringRef(log)};
+      running.push_back(sys::ExecuteNoWait(nvcc, argv, std::nullopt, redirects,
+                                           0, &errors[u]));
+      if (!running.back().Pid)
+        errors[u] = "cannot run nvcc: " + errors[u];
+    }
+    for (size_t u = 0; u < running.size(); ++u) {
+      std::string base = dir + "/unit." + std::to_string(u);
+      if (!running[u].Pid)
+        continue;
+      sys::ProcessInfo done = sys::Wait(running[u], std::nullopt, &errors[u]);
+      std::optional<std::string> data = readFile(base + ".fatbin");
+      if (done.ReturnCode == 0 && data) {
+        fatbins[u] = std::move(*data);
+      } else { // the first error line (nvcc warns first)
+        std::string log = readFile(base + ".log").value_or("");
+        for (StringRef l : split(log, '\n'))
+          if (l.contains("error")) {
+            errors[u] = l.trim().str();
+            break;
+          }
+      }
+      for (const char *ext : {".cu", ".fatbin", ".log"})
+        sys::fs::remove(base + ext);
+    }
+  }
+  for (size_t u = 0; u < sources.size() && failure.empty(); ++u)
+    if (fatbins[u].empty())
+      failure = errors[u].empty() ? "no output" : errors[u];
+  return fatbins;
+}
+
 bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
                   const KernelBuildOptions &options, KernelBuildResult &result,
                   std::string &error) {
-  result.nvcc = findCudaTool("nvcc");
-  if (result.nvcc.empty())
+  const Nvrtc *nvrtc = nullptr;
+  if (!chooseCompiler(options, result, nvrtc, error))
+    return false;
+  if (result.compiler.empty())
     return true; // kernels.cu stays uncompiled
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> flags = gencodes(options.arch);
   // What every kernel's device code depends on besides its own code.
-  std::string context = sha256(nvccVersion(result.nvcc) + kFlags +
-                               join(flags, " ") + module.prelude);
+  std::string context =
+      sha256(result.compilerVersion + (nvrtc ? Nvrtc::flags() : kFlags) +
+             join(gencodes(options.arch), " ") + module.prelude);
   KernelCache cache(options.cacheDir, result);
   std::vector<std::string> modules; // paths to copy into DIR
   std::set<std::string> seen;
@@ -270,68 +379,38 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
           std::find(modules.begin(), modules.end(), path) - modules.begin();
   }
 
-  // The missing kernels: translation units compiled by parallel nvccs.
-  auto units = splitUnits(missing, std::max(1u, options.jobs));
+  // The missing kernels: translation units compiled in parallel.
+  unsigned jobs = std::max(1u, options.jobs);
+  auto units = splitUnits(missing, jobs, nvrtc != nullptr);
   if (missing.empty())
     units.clear();
-  std::vector<sys::ProcessInfo> running;
-  std::vector<std::string> outputs, logs;
-  for (size_t u = 0; u < units.size(); ++u) {
-    std::string base = dir + "/unit." + std::to_string(u);
-    std::string source = module.prelude;
-    for (const mlir::mpc::CudaKernel *k : units[u])
-      source += k->code;
-    if (!writeAtomically(base + ".cu", source))
-      return (error = "cannot write " + base + ".cu", false);
-    std::vector<std::string> args = {result.nvcc};
-    for (StringRef f : split(kFlags, ' '))
-      args.push_back(f.str());
-    args.insert(args.end(), {"-o", base + ".fatbin"});
-    args.insert(args.end(), flags.begin(), flags.end());
-    args.push_back(base + ".cu");
-    std::vector<StringRef> argv(args.begin(), args.end());
-    logs.push_back(base + ".log");
-    std::optional<StringRef> redirects[] = {std::nullopt, StringRef(logs[u]),
-                                            StringRef(logs[u])};
-    std::string why;
-    running.push_back(sys::ExecuteNoWait(result.nvcc, argv, std::nullopt,
-                                         redirects, 0, &why));
-    if (!running.back().Pid)
-      return (error = "cannot run nvcc: " + why, false);
-    outputs.push_back(base + ".fatbin");
+  std::vector<std::string> sources;
+  for (const auto &unit : units) {
+    sources.push_back(module.prelude);
+    for (const mlir::mpc::CudaKernel *k : unit)
+      sources.back() += k->code;
   }
   std::string failure;
-  for (size_t u = 0; u < running.size(); ++u) {
-    std::string why;
-    sys::ProcessInfo done = sys::Wait(running[u], std::nullopt, &why);
-    std::optional<std::string> data = readFile(outputs[u]);
-    if (done.ReturnCode != 0 || !data) {
-      if (failure.empty()) { // the first error line (nvcc warns first)
-        failure = why;
-        SmallVector<StringRef> lines;
-        std::string log = readFile(logs[u]).value_or("");
-        StringRef(log).split(lines, '\n');
-        for (StringRef l : lines)
-          if (l.contains("error")) {
-            failure = l.trim().str();
-            break;
-          }
-      }
-      continue;
-    }
+  std::vector<std::string> fatbins = compileUnits(
+      sources, nvrtc, result.nvcc, options.arch, dir, jobs, failure);
+  if (!failure.empty())
+    return (error = result.compiler + " failed on the emitted kernels (" +
+                    failure + ")",
+            false);
+  for (size_t u = 0; u < units.size(); ++u) {
     std::vector<std::string> unitKeys;
     for (const mlir::mpc::CudaKernel *k : units[u])
       unitKeys.push_back(keys[k]);
-    cache.store(*data, unitKeys);
+    cache.store(fatbins[u], unitKeys);
+    std::string path = dir + "/unit." + std::to_string(u) + ".fatbin";
+    if (!writeAtomically(path, fatbins[u]))
+      return (error = "cannot write " + path, false);
     for (const mlir::mpc::CudaKernel *k : units[u])
       for (const std::string &entry : entryPoints(*k))
         moduleOf[entry] = modules.size();
-    modules.push_back(outputs[u]);
+    modules.push_back(path);
     result.compiled += units[u].size();
   }
-  if (!failure.empty())
-    return (error = "nvcc failed on the emitted kernels (" + failure + ")",
-            false);
   result.units = units.size();
 
   // DIR gets the modules as kernels.<i>.fatbin; the units' files go.
@@ -348,12 +427,11 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
   if (!writeAtomically(dir + "/kernels.index", index))
     return (error = "cannot write " + dir + "/kernels.index", false);
   for (size_t u = 0; u < units.size(); ++u)
-    for (const char *ext : {".cu", ".fatbin", ".log"})
-      sys::fs::remove(dir + "/unit." + std::to_string(u) + ext);
+    sys::fs::remove(dir + "/unit." + std::to_string(u) + ".fatbin");
   result.modules = modules.size();
-  result.nvccSeconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+  result.seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
   return true;
 }
 

@@ -227,8 +227,9 @@ static bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
     return false;
   for (const std::string &w : built.warnings)
     errs() << "mpc: warning: " << w << "\n";
-  if (built.nvcc.empty())
-    return (error = "--device cuda needs nvcc to build the kernels", false);
+  if (built.compiler.empty())
+    return (error = "--device cuda needs NVRTC or nvcc to build the kernels",
+            false);
   outs() << "training on " << gpu.devices[0] << " (" << cuda.launches.size()
          << " kernel launches a step, " << cuda.kernels.size()
          << " distinct CUDA kernels in " << dir << ")\n";
