@@ -19,6 +19,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace mlir::mpc::importer {
@@ -61,8 +63,18 @@ mlir::LogicalResult importGroupNorm(NodeContext &c);
 /// What a main-graph initializer imports as (InitializerRoles.cpp): a
 /// constant, or state (mpc.param), trainable or not.
 enum class InitializerRole { Constant, State, Trainable };
-InitializerRole initializerRole(const onnx::ModelProto &model,
-                                const onnx::TensorProto &init, mlir::Type type);
+class InitializerRoles {
+public:
+  explicit InitializerRoles(const onnx::ModelProto &model);
+  InitializerRole role(const onnx::TensorProto &init, mlir::Type type) const;
+
+private:
+  // Each value's readers (node, input index); what update bindings write.
+  std::unordered_map<std::string,
+                     std::vector<std::pair<const onnx::NodeProto *, int>>>
+      uses;
+  std::unordered_set<std::string> bound;
+};
 
 /// Operands up to the last given input; a gap in the middle is an error
 /// (mpc ops take their optional operands positionally).

@@ -14,16 +14,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-/// The (node, input index) pairs of `graph` that read `name`.
-template <typename Fn>
-void forEachUse(const onnx::GraphProto &graph, const std::string &name,
-                Fn fn) {
-  for (const auto &node : graph.node())
-    for (int i = 0; i < node.input_size(); ++i)
-      if (node.input(i) == name)
-        fn(node, i);
-}
-
 /// Inputs that configure their op rather than carry data (Resize's roi
 /// and scales, Upsample's scales): the importers read them as constants.
 bool configures(const onnx::NodeProto &node, int input) {
@@ -33,32 +23,40 @@ bool configures(const onnx::NodeProto &node, int input) {
 
 } // namespace
 
-InitializerRole initializerRole(const onnx::ModelProto &model,
-                                const onnx::TensorProto &init, Type type) {
-  // What an update binding writes is state whatever its type (an integer
-  // step counter, a scalar).
-  bool bound = false;
+// One pass over the model, so a role costs its initializer's uses, not a
+// walk of every node (13k-node models have thousands of initializers).
+InitializerRoles::InitializerRoles(const onnx::ModelProto &model) {
+  for (const auto &node : model.graph().node())
+    for (int i = 0; i < node.input_size(); ++i)
+      uses[node.input(i)].push_back({&node, i});
   for (const auto &info : model.training_info())
     for (const auto &binding : info.update_binding())
-      bound |= binding.key() == init.name();
+      bound.insert(binding.key());
+}
+
+InitializerRole InitializerRoles::role(const onnx::TensorProto &init,
+                                       Type type) const {
+  // What an update binding writes is state whatever its type (an integer
+  // step counter, a scalar).
+  bool isBound = bound.count(init.name()) != 0;
   auto t = llvm::cast<RankedTensorType>(type);
   if (!llvm::isa<FloatType>(t.getElementType()) || t.getRank() == 0)
-    return bound ? InitializerRole::State
-                 : InitializerRole::Constant; // folded into their readers
+    return isBound ? InitializerRole::State
+                   : InitializerRole::Constant; // folded into their readers
   // State the model reads but nothing trains: BatchNormalization's running
   // statistics, a loss's class weights.
   bool used = false, onlyConfig = true, onlyStats = true;
-  forEachUse(model.graph(), init.name(),
-             [&](const onnx::NodeProto &node, int i) {
-               used = true;
-               onlyConfig &= configures(node, i);
-               onlyStats &= (node.op_type() == "BatchNormalization" && i >= 3) ||
-                            ((node.op_type() == "SoftmaxCrossEntropyLoss" ||
-                              node.op_type() == "NegativeLogLikelihoodLoss") &&
-                             i == 2);
-             });
+  if (auto it = uses.find(init.name()); it != uses.end())
+    for (const auto &[node, i] : it->second) {
+      used = true;
+      onlyConfig &= configures(*node, i);
+      onlyStats &= (node->op_type() == "BatchNormalization" && i >= 3) ||
+                   ((node->op_type() == "SoftmaxCrossEntropyLoss" ||
+                     node->op_type() == "NegativeLogLikelihoodLoss") &&
+                    i == 2);
+    }
   if (used && onlyConfig)
-    return bound ? InitializerRole::State : InitializerRole::Constant;
+    return isBound ? InitializerRole::State : InitializerRole::Constant;
   // Float tensors are state; trainable unless unused or only read as
   // statistics or class weights.
   return used && !onlyStats ? InitializerRole::Trainable

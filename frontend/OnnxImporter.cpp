@@ -370,6 +370,9 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
   // Initializers: state (float, or written by an update binding) ->
   // mpc.param + argument; the rest (and the float settings of ops such as
   // Resize's scales) constants.
+  std::optional<InitializerRoles> roles;
+  if (isMain && graph.initializer_size())
+    roles.emplace(model);
   for (const auto &init : graph.initializer()) {
     std::string err;
     auto value = readTensor(init, &ctx, modelDir, err);
@@ -377,7 +380,7 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
       return fail("initializer '" + init.name() + "' " + err);
     Location loc = NameLoc::get(b.getStringAttr(init.name()));
     InitializerRole role =
-        isMain ? initializerRole(model, init, value->getType())
+        isMain ? roles->role(init, value->getType())
                : InitializerRole::Constant;
     if (role == InitializerRole::Constant) {
       values[init.name()] =
