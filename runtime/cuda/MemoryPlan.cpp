@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 namespace mpc::rt {
 
@@ -74,22 +75,42 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
       offsets[v] = top;
       top += bytes(v);
     }
-  // First fit over the free ranges above the pinned area.
-  std::map<int64_t, int64_t> freeRanges; // offset -> size
+  // First fit over the free ranges above the pinned area: the lowest
+  // offset among the ranges large enough, found per distinct size (a
+  // model has few) rather than by a scan of every range (13k-node models
+  // free thousands).
+  std::map<int64_t, int64_t> freeRanges;                 // offset -> size
+  std::map<int64_t, std::set<int64_t>> freeBySize;      // size -> offsets
+  auto release = [&](int64_t at, int64_t size) {
+    if (auto old = freeRanges.find(at); old != freeRanges.end()) {
+      auto &same = freeBySize[old->second];
+      same.erase(at);
+      if (same.empty())
+        freeBySize.erase(old->second);
+    }
+    freeRanges[at] = size;
+    freeBySize[size].insert(at);
+  };
   int64_t arena = top;
   auto allocate = [&](int v) {
     int64_t size = bytes(v);
-    for (auto it = freeRanges.begin(); it != freeRanges.end(); ++it)
-      if (it->second >= size) {
-        int64_t at = it->first;
-        int64_t rest = it->second - size;
-        freeRanges.erase(it);
-        if (rest)
-          freeRanges[at + size] = rest;
-        return at;
-      }
-    int64_t at = arena;
-    arena += size;
+    int64_t at = -1;
+    for (auto it = freeBySize.lower_bound(size); it != freeBySize.end(); ++it)
+      if (at < 0 || *it->second.begin() < at)
+        at = *it->second.begin();
+    if (at < 0) {
+      at = arena;
+      arena += size;
+      return at;
+    }
+    int64_t have = freeRanges[at];
+    freeRanges.erase(at);
+    auto &same = freeBySize[have];
+    same.erase(at);
+    if (same.empty())
+      freeBySize.erase(have);
+    if (have > size)
+      release(at + size, have - size);
     return at;
   };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -100,7 +121,7 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
     for (int v : kernelInputs(s))
       if (v >= 0 && lastUse[root[v]] == (int)i && !pinned[root[v]] &&
           offsets[root[v]] >= 0)
-        freeRanges[offsets[root[v]]] = bytes(root[v]);
+        release(offsets[root[v]], bytes(root[v]));
   }
   for (size_t v = 0; v < n; ++v)
     if (offsets[v] < 0 && !inRegisters[v])
