@@ -327,13 +327,9 @@ compileUnits(const std::vector<std::string> &sources, const Nvrtc *nvrtc,
       std::optional<std::string> data = readFile(base + ".fatbin");
       if (done.ReturnCode == 0 && data) {
         fatbins[u] = std::move(*data);
-      } else { // the first error line (nvcc warns first)
-        std::string log = readFile(base + ".log").value_or("");
-        for (StringRef l : split(log, '\n'))
-          if (l.contains("error")) {
-            errors[u] = l.trim().str();
-            break;
-          }
+      } else {
+        errors[u] =
+            firstErrorLine(readFile(base + ".log").value_or(""), errors[u]);
       }
       for (const char *ext : {".cu", ".fatbin", ".log"})
         sys::fs::remove(base + ext);

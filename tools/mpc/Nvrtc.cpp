@@ -69,6 +69,14 @@ struct Nvrtc::Api {
   int (*fbVersion)(unsigned *, unsigned *);
 };
 
+std::string firstErrorLine(const std::string &log,
+                           const std::string &otherwise) {
+  for (llvm::StringRef line : llvm::split(log, '\n'))
+    if (line.contains("error"))
+      return line.trim().str();
+  return otherwise;
+}
+
 const char *Nvrtc::flags() { return kFlags; }
 
 const Nvrtc *Nvrtc::open(std::string &why) {
@@ -178,12 +186,7 @@ bool Nvrtc::compile(const std::string &source,
       api_->logSize(p, &n);
       std::string log(n, '\0');
       api_->log(p, log.data());
-      error = "NVRTC failed for " + a;
-      for (llvm::StringRef line : llvm::split(log, '\n'))
-        if (line.contains("error")) {
-          error = line.trim().str();
-          break;
-        }
+      error = firstErrorLine(log, "NVRTC failed for " + a);
       ok = false;
     }
     std::string target = a.substr(3); // "90a"

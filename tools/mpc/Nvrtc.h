@@ -19,6 +19,10 @@
 
 namespace mpc {
 
+/// The first line of a compiler's log that names an error (nvcc and NVRTC
+/// warn before they fail), trimmed; `otherwise` when there is none.
+std::string firstErrorLine(const std::string &log, const std::string &otherwise);
+
 class Nvrtc {
 public:
   /// The libraries, opened once per process; null with `why` when NVRTC,
