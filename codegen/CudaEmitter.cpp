@@ -259,6 +259,12 @@ std::optional<std::string> Emitter::expr(const Step &s) {
   return fn ? fn(s) : std::nullopt;
 }
 
+std::string Emitter::countedHead(Step &s, const std::string &name, int64_t n) {
+  s.cuda.count = n;
+  return header(s, name, 256) +
+         " {\n  i64 i = global_index();\n  if (i >= count) return;\n";
+}
+
 /// One thread per element: the op's expression (CudaExpressions.cpp) on
 /// the operands widened to FP32, rounded once on store.
 bool Emitter::elementwise(Step &s, const std::string &name) {
@@ -276,10 +282,7 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
   for (int in : s.inputs)
     strides.push_back(broadcastStrides(val(in).shape, y.shape));
   int64_t n = numElements(y.shape);
-  s.cuda.count = n;
-  cu << header(s, name, 256)
-     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n"
-     << offsetsCode(y.shape, strides);
+  cu << countedHead(s, name, n) << offsetsCode(y.shape, strides);
   for (size_t k = 0; k < s.inputs.size(); ++k)
     cu << "  float " << kOperandNames[k] << " = ld(in" << k << ", o" << k
        << ");\n";
@@ -304,10 +307,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
     reg[ext[k]] = "x" + std::to_string(k);
   }
   int64_t n = numElements(y.shape);
-  s.cuda.count = n;
-  cu << header(s, name, 256)
-     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n"
-     << offsetsCode(y.shape, strides);
+  cu << countedHead(s, name, n) << offsetsCode(y.shape, strides);
   for (size_t k = 0; k < ext.size(); ++k)
     cu << "  float x" << k << " = ld(in" << k << ", o" << k << ");\n";
   for (int m : s.cuda.chain) {
@@ -352,10 +352,8 @@ bool Emitter::integerCast(Step &s, const std::string &name) {
                       : "-9223372036854775808.0, 9223372036854774784.0") +
                 ")"
           : "in0[i]";
-  s.cuda.count = n;
-  cu << header(s, name, 256)
-     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n  out0[i] = ("
-     << ctype(y.dtype) << ")" << value << ";\n}\n\n";
+  cu << countedHead(s, name, n) << "  out0[i] = (" << ctype(y.dtype) << ")"
+     << value << ";\n}\n\n";
   launch1d(s, name, n);
   return true;
 }
@@ -371,9 +369,7 @@ bool Emitter::clip(Step &s, const std::string &name) {
   if (!isFloat(y.dtype))
     return fail(s, "integer arithmetic has no CUDA kernel yet");
   int64_t n = numElements(y.shape);
-  s.cuda.count = n;
-  cu << header(s, name, 256)
-     << " {\n  i64 i = global_index();\n  if (i >= count) return;\n  st(out0, i, mpc_clip(ld(in0, i), "
+  cu << countedHead(s, name, n) << "  st(out0, i, mpc_clip(ld(in0, i), "
      << bound(1, "-INFINITY") << ", " << bound(2, "INFINITY") << "));\n}\n\n";
   launch1d(s, name, n);
   return true;

@@ -141,6 +141,9 @@ struct Emitter {
   void launch(Step &s, const std::string &name, std::array<int64_t, 3> grid,
               std::array<int64_t, 3> block, bool prologue = false,
               int64_t perBlock = 0);
+  /// A thread-per-element kernel's header and first lines: `n` becomes
+  /// its `count` argument, `i` the element, threads past the count leave.
+  std::string countedHead(Step &s, const std::string &name, int64_t n);
   void launch1d(Step &s, const std::string &name, int64_t n) {
     int64_t t = ::mpc::rt::cuda::kThreads;
     launch(s, name, {std::max<int64_t>((n + t - 1) / t, 1), 1, 1}, {t, 1, 1});
