@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
+#include "runtime/cuda/KernelCalls.h"
 #include "codegen/CudaPrelude.h"
 #include "runtime/Formulas.h"
 #include "runtime/kernels/Common.h"
@@ -171,29 +172,40 @@ std::string offsetsCode(const Shape &out, const std::vector<Shape> &strides) {
   return os.str();
 }
 
-/// Kernel header: extern "C" with typed pointer params for inputs then
-/// outputs (absent optional inputs are null pointers).
+/// A step's kernel parameters: typed pointers for inputs then outputs
+/// (absent optional inputs are null pointers), a chain's other results,
+/// the underflow counter, the element count.
+std::vector<std::pair<std::string, std::string>> Emitter::params(const Step &s) {
+  std::vector<std::pair<std::string, std::string>> ps; // declaration, name
+  auto add = [&](const std::string &type, const std::string &name) {
+    ps.push_back({type + name, name});
+  };
+  std::vector<int> inputs = ::mpc::rt::kernelInputs(s);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    DType t = inputs[k] >= 0 ? val(inputs[k]).dtype : DType::F32;
+    add(std::string("const ") + ctype(t) + " *__restrict__ ", "in" + std::to_string(k));
+  }
+  for (size_t k = 0; k < s.outputs.size(); ++k)
+    add(std::string(ctype(val(s.outputs[k]).dtype)) + " *__restrict__ ",
+        "out" + std::to_string(k));
+  for (size_t k = 0; k < s.cuda.stores.size(); ++k) // a chain's other results
+    add(std::string(ctype(val(s.cuda.stores[k]).dtype)) + " *__restrict__ ",
+        "out" + std::to_string(s.outputs.size() + k));
+  if (s.countUnderflow) // the session's counter
+    add("unsigned long long *__restrict__ ", "underflow");
+  if (s.cuda.count >= 0) // the element count, last
+    add("const i64 ", "count");
+  return ps;
+}
+
+/// Kernel header: extern "C" with the step's parameters.
 std::string Emitter::header(const Step &s, const std::string &name, int threads) {
   std::ostringstream os;
   os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") "
      << name << "(";
   int n = 0;
-  std::vector<int> inputs = ::mpc::rt::kernelInputs(s);
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    DType t = inputs[k] >= 0 ? val(inputs[k]).dtype : DType::F32;
-    os << (n++ ? ", " : "") << "const " << ctype(t) << " *__restrict__ in"
-       << k;
-  }
-  for (size_t k = 0; k < s.outputs.size(); ++k)
-    os << (n++ ? ", " : "") << ctype(val(s.outputs[k]).dtype)
-       << " *__restrict__ out" << k;
-  for (size_t k = 0; k < s.cuda.stores.size(); ++k) // a chain's other results
-    os << ", " << ctype(val(s.cuda.stores[k]).dtype) << " *__restrict__ out"
-       << s.outputs.size() + k;
-  if (s.countUnderflow) // the session's counter
-    os << ", unsigned long long *__restrict__ underflow";
-  if (s.cuda.count >= 0) // the element count, last
-    os << ", const i64 count";
+  for (const auto &p : params(s))
+    os << (n++ ? ", " : "") << p.first;
   os << ")";
   return os.str();
 }
@@ -201,9 +213,24 @@ std::string Emitter::header(const Step &s, const std::string &name, int threads)
 void Emitter::launch(Step &s, const std::string &name,
                      std::array<int64_t, 3> grid, std::array<int64_t, 3> block,
                      bool prologue, int64_t perBlock) {
-  if (prologue) { // one thread, before the step's kernel
+  if (counted && !prologue) {
+    // The element function countedHead began (now complete in `cu`), kept
+    // for batched launches; the step's kernel runs it for its thread's
+    // element.
+    counted = false;
+    element = {cu.str(), params(s)};
+    std::string call;
+    for (const auto &p : element.params)
+      call += ", " + p.second;
+    cu << header(s, name, (int)block[0]) << " {\n  " << name
+       << "_at(global_index()" << call << ");\n}\n\n";
+  }
+  if (prologue) { // before the step's kernel: one thread unless given
     s.cuda.prologue = name;
-    grid = block = {1, 1, 1};
+    if (grid[0] <= 0 || block[0] <= 0)
+      grid = block = {1, 1, 1};
+    s.cuda.prologueGrid = grid;
+    s.cuda.prologueBlock = block;
   } else {
     s.cuda.kernel = name;
     s.cuda.grid = grid;
@@ -250,6 +277,30 @@ void Emitter::launch(Step &s, const std::string &name,
 }
 
 
+std::string packedLauncher(const std::string &fn, const std::string &args,
+                           size_t words, const std::vector<size_t> &countWords,
+                           int64_t threads) {
+  std::string w = std::to_string(words), t = std::to_string(threads);
+  std::string code =
+      "extern \"C\" void emu_" + fn + "(void **p) {\n  static_assert(sizeof(" +
+      args + ") == " + w + " * 8, \"packed arguments\");\n  " + args +
+      " a;\n  for (int k = 0; k < " + w +
+      "; ++k) { const i64 v = (i64)(intptr_t)p[k]; std::memcpy((char *)&a + 8 * "
+      "k, &v, 8); }\n  unsigned blocks = 1;\n";
+  if (!countWords.empty()) { // the grid as KernelCalls gives it
+    code += "  i64 largest = 0;\n";
+    for (size_t c : countWords)
+      code += "  largest = std::max<i64>(largest, (i64)(intptr_t)p[" +
+              std::to_string(c) + "]);\n";
+    code += "  blocks = (unsigned)std::min<i64>(std::max<i64>((largest + " + t +
+            " - 1) / " + t + ", 1), " + std::to_string(::mpc::rt::kListMaxBlocks) +
+            ");\n";
+  }
+  return code + "  mpc_emulate({blocks, 1, 1}, {" + t + ", 1, 1}, false, [&] { " +
+         fn + "(a); });\n}\nextern \"C\" { int emu_" + fn + "_nparams = " + w +
+         "; int emu_" + fn + "_packed = 1; }\n";
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise kernels and fused chains
 //===----------------------------------------------------------------------===//
@@ -261,8 +312,12 @@ std::optional<std::string> Emitter::expr(const Step &s) {
 
 std::string Emitter::countedHead(Step &s, const std::string &name, int64_t n) {
   s.cuda.count = n;
-  return header(s, name, 256) +
-         " {\n  i64 i = global_index();\n  if (i >= count) return;\n";
+  counted = true;
+  std::string head = "static __device__ __forceinline__ void " + name +
+                     "_at(const i64 i";
+  for (const auto &p : params(s))
+    head += ", " + p.first;
+  return head + ") {\n  if (i >= count) return;\n";
 }
 
 /// One thread per element: the op's expression (CudaExpressions.cpp) on
@@ -429,15 +484,25 @@ void Emitter::finish(Step &s, const std::string &stem, std::string code,
          at += name.size())
       text.replace(at, std::strlen(kKernelName), name);
   };
+  ElementFn fn = std::move(element);
+  element = {};
   rename(s.cuda.kernel);
   rename(s.cuda.prologue);
+  for (std::string &k : s.cuda.lists.kernels)
+    rename(k);
   if (!s.cuda.prologue.empty())
     mod.launches.push_back(s.cuda.prologue);
-  mod.launches.push_back(s.cuda.kernel);
+  if (s.cuda.lists.valid())
+    mod.launches.insert(mod.launches.end(), s.cuda.lists.kernels.begin(),
+                        s.cuda.lists.kernels.end());
+  else
+    mod.launches.push_back(s.cuda.kernel);
   if (!named.insert(name).second)
     return; // the same kernel as an earlier step's
   rename(code);
   rename(launcher);
+  if (!fn.code.empty())
+    elements[name] = std::move(fn); // placeholder-named: batches rename it
   mod.kernels.push_back({name, std::move(code), std::move(launcher)});
   if (gemmOnTensorCores)
     (*gemmOnTensorCores ? mod.gemmKernels : mod.fp32GemmKernels)
@@ -476,6 +541,8 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
   for (Step &s : plan.steps)
     if (!e.emitStep(s))
       return false;
+  if (fuse)
+    cuda::batchLaunches(e);
   out.prelude = "// Emitted by mpc: the kernels of an execution plan, one per "
                 "distinct step or\n// fused chain of steps.\n" +
                 cudaPreludeConstants() + kCudaPrelude + kFormulaSource +

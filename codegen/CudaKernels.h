@@ -55,6 +55,8 @@ std::string offsetsCode(const ::mpc::rt::Shape &out,
 /// Names of an elementwise expression's operands, in order.
 inline constexpr const char *kOperandNames = "abcdefgh";
 inline constexpr size_t kMaxOperands = 8;
+/// Threads of the warp-per-row kernels' blocks (a row per warp).
+inline constexpr int64_t kRowThreads = 256;
 
 struct Emitter;
 
@@ -109,6 +111,20 @@ void registerNnEmitters(EmitterTable &t);          // CudaNnKernels.cpp
 void registerTrainEmitters(EmitterTable &t);       // CudaTrainKernels.cpp
 void registerAttentionEmitters(EmitterTable &t);   // CudaAttentionKernels.cpp
 
+/// The host launcher of a kernel taking one struct `args` of `words`
+/// 8-byte words (KernelCall::packed): the launcher's words copied into the
+/// struct, the grid from the largest of the counts at `countWords` (one
+/// block without), `threads` a block.
+std::string packedLauncher(const std::string &fn, const std::string &args,
+                           size_t words, const std::vector<size_t> &countWords,
+                           int64_t threads);
+
+struct Emitter;
+/// Runs of launches of one thread-per-element kernel over independent
+/// steps (an optimizer's update of each parameter) become multi-tensor
+/// launches of a batched kernel (CudaBatching.cpp).
+void batchLaunches(Emitter &e);
+
 struct Emitter {
   Plan &plan;
   CudaModule &mod;
@@ -127,12 +143,16 @@ struct Emitter {
     return false;
   }
 
-  /// Kernel header: extern "C" with typed pointer params for inputs then
-  /// outputs (absent optional inputs are null pointers).
+  /// A step's kernel parameters (declaration, name): typed pointers for
+  /// inputs then outputs (absent optional inputs are null pointers), then
+  /// a chain's other results, the underflow counter, the element count.
+  std::vector<std::pair<std::string, std::string>> params(const Step &s);
+  /// Kernel header: extern "C" with the step's parameters.
   std::string header(const Step &s, const std::string &name, int threads);
   /// Records the kernel and launch shape on the step, and its host
-  /// launcher for the emulation test. A `prologue` kernel (one thread, the
-  /// same arguments) runs before the step's kernel. Generators name their
+  /// launcher for the emulation test. A `prologue` kernel (the same
+  /// arguments; one thread unless `grid` and `block` are given) runs
+  /// before the step's kernel. Generators name their
   /// kernels kKernelName (and derived names): emitStep renames them after
   /// what they compute and keeps one copy of each.
   /// A kernel that takes its element count (`s.cuda.count`) handles
@@ -149,6 +169,16 @@ struct Emitter {
     launch(s, name, {std::max<int64_t>((n + t - 1) / t, 1), 1, 1}, {t, 1, 1});
   }
   bool emitStep(Step &s);
+  /// A thread-per-element kernel's body as a device function of its element
+  /// (countedHead's `<name>_at`), so a batched launch (CudaBatching.cpp)
+  /// can run it for the slots of several steps.
+  struct ElementFn {
+    std::string code; // named with the placeholder
+    std::vector<std::pair<std::string, std::string>> params;
+  };
+  bool counted = false; // countedHead began an element function
+  ElementFn element;    // the current step's, until finish()
+  std::map<std::string, ElementFn> elements; // by kernel name
   /// The placeholder generators name their kernel with.
   static constexpr const char *kKernelName = "MPC_KERNEL_";
   std::set<std::string> named;       // distinct kernels so far
@@ -230,7 +260,15 @@ public:
   bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp
+  /// The code of a multi-tensor kernel (Emitter::tensorLists).
+  struct TensorListCode {
+    std::array<int, 4> shared; // TensorLists::shared
+    int outGroups;             // per-tensor output groups
+    std::string setup, body, end, prologue;
+  };
+  bool tensorLists(Step &s, const std::string &name, const TensorListCode &c);
   bool crossEntropy(Step &s, const std::string &name); // and nll_loss
+  bool crossEntropyRows(Step &s, const std::string &name);
   bool crossEntropyGrad(Step &s, const std::string &name);
   bool allReduce(Step &s, const std::string &name);
   bool unscaleGrads(Step &s, const std::string &name);

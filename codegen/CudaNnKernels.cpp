@@ -18,7 +18,7 @@ namespace mlir::mpc::cuda {
 
 /// Rows at least this long get a warp each (a thread each below: the
 /// shuffles would cost more than they save).
-constexpr int64_t kWarpRowMin = 64, kRowThreads = 256;
+constexpr int64_t kWarpRowMin = 64;
 
 /// A kernel over `rows` contiguous rows of `n`: a warp per row when they
 /// are long (lanes stride along it, `sum`/`max` combine the lanes with

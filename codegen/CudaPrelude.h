@@ -26,6 +26,8 @@ using namespace nvcuda;
 // std::is_same without <type_traits> (which NVRTC lacks).
 template <typename A, typename B> struct mpc_same { static constexpr bool value = false; };
 template <typename A> struct mpc_same<A, A> { static constexpr bool value = true; };
+// W elements moved as one 16-byte-aligned access (multi-tensor kernels).
+template <typename T, int W> struct alignas(16) mpc_vec { T v[W]; };
 typedef long long i64;
 
 __device__ __forceinline__ float ld(const float *p, i64 i) { return p[i]; }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
+#include "runtime/cuda/KernelCalls.h"
 #include "runtime/kernels/Common.h"
 #include "runtime/kernels/Window.h"
 
@@ -38,6 +39,8 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
   int64_t ig = s.getInt("ignore_index", 0);
   // (nll_loss reads one element a row: a thread per row.)
   bool warp = !fromLogProb && C >= kWarpClassesMin;
+  if (warp && s.outputs.size() > 1 && val(s.outputs[1]).dtype == DType::F32)
+    return crossEntropyRows(s, name);
   // Workers: 8 warps (lanes stride the classes) or 256 threads.
   std::string workers = warp ? "8" : "256", stride = warp ? "32" : "1";
   std::string first = warp ? "lane" : "0";
@@ -71,6 +74,60 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
      << "  for (int h = " << (warp ? 4 : 128) << "; h > 0; h >>= 1) { if "
         "(threadIdx.x < h) { ls[threadIdx.x] += ls[threadIdx.x + h]; "
         "ws[threadIdx.x] += ws[threadIdx.x + h]; } __syncthreads(); }\n";
+  if (red != "none")
+    cu << "  if (threadIdx.x == 0) st(out0, 0, ls[0]"
+       << (red == "mean" ? " / ws[0]" : "") << ");\n";
+  cu << "}\n\n";
+  barrier = true;
+  launch(s, name, {1, 1, 1}, {256, 1, 1});
+  mod.flops += 4.0 * N * C;
+  return true;
+}
+
+/// softmax_cross_entropy_loss with its log-probabilities as an FP32 output
+/// (a train step) over long rows (vocabularies): the rows over as many
+/// blocks as they need (a prologue: a warp per row writes x - lse), then
+/// one block sums -w * logp[label] in a fixed order. Each row's loss has
+/// the bits of the one-kernel form; only the sum's order differs.
+bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t N = x.shape[0], C = x.shape[1];
+  std::string red = s.getString("reduction", "mean");
+  bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
+  std::string skip = s.has("ignore_index")
+                         ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
+                         : std::string("false");
+  std::string rows = std::to_string(kRowThreads / 32);
+  std::string row = "n * " + std::to_string(C) + "LL + c";
+  std::string loop = "  for (i64 c = lane; c < " + std::to_string(C) +
+                     "LL; c += 32) ";
+  cu << header(s, name + "_rows", kRowThreads) << " {\n"
+     << "  const i64 n = (i64)blockIdx.x * " << rows
+     << " + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n"
+     << "  if (n >= " << N << "LL) return;\n"
+     << "  float mx = -INFINITY, sum = 0.0f;\n"
+     << loop << "mx = fmaxf(mx, ld(in0, " << row << "));\n"
+     << "  mx = mpc_warp_max(mx);\n"
+     << loop << "sum += expf(ld(in0, " << row << ") - mx);\n"
+     << "  const float lse = mx + logf(mpc_warp_sum(sum));\n"
+     << loop << "st(out1, " << row << ", ld(in0, " << row << ") - lse);\n}\n\n";
+  barrier = true; // the warp's lanes meet in the shuffles (host emulation)
+  launch(s, name + "_rows", {(N + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
+         {kRowThreads, 1, 1}, /*prologue=*/true);
+  cu << header(s, name, 256) << " {\n  __shared__ float ls[256], ws[256];\n"
+     << "  float lsum = 0.0f, wsum = 0.0f;\n"
+     << "  for (i64 n = threadIdx.x; n < " << N << "LL; n += 256) {\n"
+     << "    i64 label = in1[n];\n"
+     << "    if (" << skip << ") { "
+     << (red == "none" ? "st(out0, n, 0.0f); " : "") << "continue; }\n"
+     << "    float w = " << (weights ? "ld(in2, label)" : "1.0f") << ";\n"
+     << "    float l = -w * ld(out1, n * " << C << "LL + label);\n"
+     << (red == "none" ? "    st(out0, n, l);\n" : "")
+     << "    lsum += l; wsum += w;\n  }\n"
+     << "  ls[threadIdx.x] = lsum; ws[threadIdx.x] = wsum;\n  __syncthreads();\n"
+     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
+        "ls[threadIdx.x] += ls[threadIdx.x + h]; ws[threadIdx.x] += "
+        "ws[threadIdx.x + h]; } __syncthreads(); }\n";
   if (red != "none")
     cu << "  if (threadIdx.x == 0) st(out0, 0, ls[0]"
        << (red == "mean" ? " / ws[0]" : "") << ");\n";
@@ -124,108 +181,215 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   return true;
 }
 
-/// Every gradient times 1/scale, and one all-finite flag: a one-thread
-/// prologue clears the flag, then every block strides over all gradients
-/// and a thread that meets inf/NaN sets it (all writers write 1).
-bool Emitter::unscaleGrads(Step &s, const std::string &name) {
-  size_t n = s.inputs.size() - 1;
-  int64_t largest = 1;
-  for (size_t k = 0; k < n; ++k)
-    largest = std::max(largest, numElements(val(s.inputs[k]).shape));
-  int64_t blocks = std::min<int64_t>((largest + 255) / 256, 1024);
-  cu << header(s, name + "_clear", 1) << " {\n  out" << n << "[0] = 0;\n}\n\n";
-  launch(s, name + "_clear", {}, {}, /*prologue=*/true);
-  cu << header(s, name, 256) << " {\n"
-     << "  float inv = (float)(1.0 / (double)ld(in" << n << ", 0));\n"
-     << "  i64 first = (i64)blockIdx.x * 256 + threadIdx.x, stride = "
-        "(i64)gridDim.x * 256;\n  int bad = 0;\n";
-  for (size_t k = 0; k < n; ++k)
-    cu << "  for (i64 i = first; i < " << numElements(val(s.inputs[k]).shape)
-       << "LL; i += stride) { float v = ld(in" << k
-       << ", i); bad |= !isfinite(v); st(out" << k << ", i, v * inv); }\n";
-  cu << "  if (bad) out" << n << "[0] = 1;\n}\n\n";
-  launch(s, name, {blocks, 1, 1}, {256, 1, 1});
+/// Tensors a multi-tensor launch takes at most (apex's multi_tensor_apply
+/// takes ~110 by value; 32 keep the parameter struct under 1 KiB).
+constexpr int kTensorsPerLaunch = 32;
+
+/// A multi-tensor step (TensorLists in runtime/Plan.h): tensors grouped by
+/// their operands' types, each group in launches of `perLaunch` slots; a
+/// kernel per group taking one struct (KernelCalls' packed layout) whose
+/// slot array it walks, each slot's elements grid-strided, its bulk in
+/// 16-byte vectors (the arena's buffers are 256-byte aligned). In
+/// `c.body`, `$X<g>, i` and `$Y<g>, i` address input and output group g's
+/// operand at element i; shared operands are in<j> and out<j> (leading
+/// then trailing).
+bool Emitter::tensorLists(Step &s, const std::string &name,
+                          const Emitter::TensorListCode &c) {
+  TensorLists &l = s.cuda.lists;
+  l.shared = c.shared;
+  int inShared = c.shared[0] + c.shared[1], outShared = c.shared[2] + c.shared[3];
+  int outGroups = c.outGroups;
+  int64_t outs = (int64_t)s.outputs.size() - outShared,
+          ins = (int64_t)s.inputs.size() - inShared;
+  int n = outs > 0 && outs % outGroups == 0 ? (int)(outs / outGroups) : 0;
+  if (!n || ins < 0 || ins % n)
+    return fail(s, "operands that do not form tensor lists");
+  int inGroups = (int)(ins / n);
+  auto input = [&](int g, int t) { return s.inputs[c.shared[0] + g * n + t]; };
+  auto output = [&](int g, int t) { return s.outputs[c.shared[2] + g * n + t]; };
+  // Tensors whose operands have the same types share a kernel.
+  std::vector<std::string> kinds;
+  std::map<std::string, std::vector<int>> members;
+  for (int t = 0; t < n; ++t) {
+    std::string kind;
+    for (int g = 0; g < inGroups; ++g)
+      kind += std::string(ctype(val(input(g, t)).dtype)) + ",";
+    for (int g = 0; g < outGroups; ++g)
+      kind += std::string(ctype(val(output(g, t)).dtype)) + ",";
+    if (!members.count(kind))
+      kinds.push_back(kind);
+    members[kind].push_back(t);
+  }
+  int per = 1;
+  for (auto &[kind, ts] : members)
+    per = std::max(per, std::min<int>((int)ts.size(), kTensorsPerLaunch));
+  l.tensors = n;
+  l.perLaunch = per;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    const std::vector<int> &ts = members[kinds[k]];
+    std::string kernel = name + (k ? "_" + std::to_string(k) : "");
+    int t0 = ts[0]; // the types of the group, from its first tensor
+    // The struct, in KernelCalls' order: shared inputs (leading, trailing),
+    // shared outputs alike, then the slots. `local` names the shared
+    // operands for the code.
+    std::string shared, local, slot, vectors, stores;
+    auto sharedOperands = [&](bool in) {
+      const std::vector<int> &vs = in ? s.inputs : s.outputs;
+      int lead = c.shared[in ? 0 : 2], trail = c.shared[in ? 1 : 3];
+      for (int j = 0; j < lead + trail; ++j) {
+        int v = j < lead ? vs[j] : vs[vs.size() - (lead + trail) + j];
+        std::string type = std::string(in ? "const " : "") +
+                           ctype(v >= 0 ? val(v).dtype : DType::F32) + " *";
+        std::string field = (in ? "in" : "out") + std::to_string(j);
+        shared += "  " + type + field + ";\n";
+        local += "  " + type + "__restrict__ " + field + " = a." + field + ";\n";
+      }
+    };
+    sharedOperands(true);
+    sharedOperands(false);
+    // Each slot's bulk: `width` elements of its narrowest operand (16 bytes).
+    int64_t narrowest = 8;
+    for (bool in : {true, false})
+      for (int g = 0; g < (in ? inGroups : outGroups); ++g)
+        narrowest = std::min<int64_t>(
+            narrowest, dtypeSize(val(in ? input(g, t0) : output(g, t0)).dtype));
+    std::string width = std::to_string(16 / narrowest);
+    std::string bulk = c.body, tail = c.body;
+    for (bool in : {true, false})
+      for (int g = 0; g < (in ? inGroups : outGroups); ++g) {
+        DType dt = val(in ? input(g, t0) : output(g, t0)).dtype;
+        std::string field = (in ? "x" : "y") + std::to_string(g);
+        std::string vec = "mpc_vec<" + std::string(ctype(dt)) + ", " + width + ">";
+        slot += std::string("    ") + (in ? "const " : "") + ctype(dt) + " *" +
+                field + ";\n";
+        if (in) {
+          vectors += "      const " + vec + " v" + field + " = ((const " + vec +
+                     " *)q." + field + ")[b];\n";
+        } else {
+          vectors += "      " + vec + " v" + field + ";\n";
+          stores += "      ((" + vec + " *)q." + field + ")[b] = v" + field + ";\n";
+        }
+        std::string mark = (in ? "$X" : "$Y") + std::to_string(g);
+        for (auto [text, to] : {std::pair{&bulk, "v" + field + ".v, u"},
+                                std::pair{&tail, "q." + field + ", i"}})
+          for (size_t at = 0; (at = text->find(mark + ", i", at)) != std::string::npos;
+               at += to.size())
+            text->replace(at, mark.size() + 3, to);
+      }
+    std::string args = kernel + "_args";
+    cu << "struct " << args << " {\n" << shared << "  struct {\n" << slot
+       << "    i64 n;\n  } s[" << per << "];\n};\n\n";
+    auto head = [&](const std::string &fn, int64_t threads) {
+      return "extern \"C\" __global__ void __launch_bounds__(" +
+             std::to_string(threads) + ") " + fn + "(const __grid_constant__ " +
+             args + " a) {\n" + local;
+    };
+    size_t words = (size_t)(inShared + outShared) +
+                   (size_t)per * (inGroups + outGroups + 1);
+    std::vector<size_t> countWords;
+    for (int t = 0; t < per; ++t)
+      countWords.push_back(inShared + outShared + t * (inGroups + outGroups + 1) +
+                           inGroups + outGroups);
+    if (k == 0 && !c.prologue.empty()) { // once a step, before its launches
+      s.cuda.prologue = name + "_first";
+      cu << head(s.cuda.prologue, 1) << c.prologue << "}\n\n";
+      emu << packedLauncher(s.cuda.prologue, args, words, {}, 1);
+    }
+    std::string threads = std::to_string(kListThreads);
+    cu << head(kernel, kListThreads)
+       << "  const i64 first = (i64)blockIdx.x * " << threads
+       << " + threadIdx.x, stride = (i64)gridDim.x * " << threads << ";\n"
+       << c.setup << "#pragma unroll 1\n  for (int t = 0; t < " << per
+       << "; ++t) {\n    const auto &q = a.s[t];\n"
+       << "    for (i64 b = first; b < q.n / " << width << "; b += stride) {\n"
+       << vectors << "#pragma unroll\n      for (int u = 0; u < " << width
+       << "; ++u) {\n" << bulk << "      }\n" << stores << "    }\n"
+       << "    for (i64 i = q.n / " << width << " * " << width
+       << " + first; i < q.n; i += stride) {\n" << tail << "    }\n  }\n"
+       << c.end << "}\n\n";
+    emu << packedLauncher(kernel, args, words, countWords, kListThreads);
+    for (size_t at = 0; at < ts.size(); at += per) {
+      std::vector<int> slots(per, -1);
+      for (int j = 0; j < per && at + j < ts.size(); ++j)
+        slots[j] = ts[at + j];
+      l.kernels.push_back(kernel);
+      l.slots.push_back(std::move(slots));
+    }
+  }
+  s.cuda.kernel = l.kernels.front();
+  s.cuda.grid = {1, 1, 1}; // per launch: KernelCalls
+  s.cuda.block = {kListThreads, 1, 1};
+  barrier = false;
   return true;
+}
+
+/// Every gradient times 1/scale, and one all-finite flag: a one-thread
+/// prologue clears the flag, then each launch's blocks stride over its
+/// gradients and a thread that meets inf/NaN sets it (all writers write 1).
+bool Emitter::unscaleGrads(Step &s, const std::string &name) {
+  return tensorLists(
+      s, name,
+      {{0, 1, 0, 1},
+       1,
+       "  const float inv = (float)(1.0 / (double)ld(in0, 0));\n  int bad = 0;\n",
+       "    float v = ld($X0, i); bad |= !isfinite(v); st($Y0, i, v * inv);\n",
+       "  if (bad) out0[0] = 1;\n",
+       "  out0[0] = 0;\n"});
 }
 
 /// A gradient bucket's all-reduce as one rank computes it: the identity.
 /// With several ranks the session hands the step to NCCL instead
 /// (runtime/cuda/Nccl.cpp), out of place from the same buffers.
 bool Emitter::allReduce(Step &s, const std::string &name) {
-  int64_t largest = 1;
-  for (int v : s.inputs)
-    largest = std::max(largest, numElements(val(v).shape));
-  int64_t blocks = std::min<int64_t>((largest + 255) / 256, 1024);
-  cu << header(s, name, 256) << " {\n"
-     << "  i64 first = (i64)blockIdx.x * 256 + threadIdx.x, stride = "
-        "(i64)gridDim.x * 256;\n";
-  for (size_t k = 0; k < s.inputs.size(); ++k)
-    cu << "  for (i64 i = first; i < " << numElements(val(s.inputs[k]).shape)
-       << "LL; i += stride) st(out" << k << ", i, ld(in" << k << ", i));\n";
-  cu << "}\n\n";
-  launch(s, name, {blocks, 1, 1}, {256, 1, 1});
-  return true;
+  return tensorLists(s, name,
+                     {{0, 0, 0, 0}, 1, "", "    st($Y0, i, ld($X0, i));\n", "", ""});
 }
 
 /// ai.onnx.preview.training Momentum / Adagrad / Adam as runtime/kernels/
 /// Training.cpp computes them: operands (R, T, X..., G..., state...), a
-/// thread per element index across the optimized tensors.
+/// multi-tensor kernel over the optimized tensors.
 bool Emitter::onnxOptimizer(Step &s, const std::string &name) {
   OpId op = s.op;
-  int groups = op == OpId::Adam ? 4 : 3;
-  size_t n = (s.inputs.size() - 2) / groups;
-  int64_t largest = 1;
-  for (size_t k = 0; k < n; ++k)
-    largest = std::max(largest, numElements(val(s.inputs[2 + k]).shape));
-  auto in = [&](size_t group, size_t k) {
-    return "ld(in" + std::to_string(2 + group * n + k) + ", i)";
-  };
-  auto out = [&](size_t group, size_t k) {
-    return "out" + std::to_string(group * n + k);
-  };
   float lambda = (float)s.getFloat("norm_coefficient", 0);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n"
-     << "  float r = ld(in0, 0); i64 t = in1[0];\n";
+  std::ostringstream setup, body;
+  setup << "  const float r = ld(in0, 0); const i64 t = in1[0];\n";
   if (op == OpId::Momentum)
-    cu << "  float alpha = " << flt((float)s.getFloat("alpha", 0))
-       << ", beta = t > 0 ? " << flt((float)s.getFloat("beta", 0))
-       << " : 1.0f;\n";
+    setup << "  const float alpha = " << flt((float)s.getFloat("alpha", 0))
+          << ", beta = t > 0 ? " << flt((float)s.getFloat("beta", 0))
+          << " : 1.0f;\n";
   else if (op == OpId::Adagrad)
-    cu << "  float rate = r / (1.0f + (float)t * "
-       << flt((float)s.getFloat("decay_factor", 0)) << ");\n";
+    setup << "  const float rate = r / (1.0f + (float)t * "
+          << flt((float)s.getFloat("decay_factor", 0)) << ");\n";
   else
-    cu << "  float alpha = " << flt((float)s.getFloat("alpha", 0.9))
-       << ", beta = " << flt((float)s.getFloat("beta", 0.999))
-       << ";\n  float rate = t > 0 ? (float)(r * sqrt(1.0 - pow((double)beta, "
-          "(double)t)) / (1.0 - pow((double)alpha, (double)t))) : r;\n";
-  for (size_t k = 0; k < n; ++k) {
-    cu << "  if (i < " << numElements(val(s.inputs[2 + k]).shape)
-       << "LL) {\n    float x = " << in(0, k) << ", gr = " << flt(lambda)
-       << " * x + " << in(1, k) << ";\n";
-    if (op == OpId::Momentum)
-      cu << "    float vn = alpha * " << in(2, k) << " + beta * gr;\n    st("
-         << out(1, k) << ", i, vn);\n    st(" << out(0, k) << ", i, "
+    setup << "  const float alpha = " << flt((float)s.getFloat("alpha", 0.9))
+          << ", beta = " << flt((float)s.getFloat("beta", 0.999))
+          << ";\n  const float rate = t > 0 ? (float)(r * sqrt(1.0 - "
+             "pow((double)beta, (double)t)) / (1.0 - pow((double)alpha, "
+             "(double)t))) : r;\n";
+  body << "    float x = ld($X0, i), gr = " << flt(lambda)
+       << " * x + ld($X1, i);\n";
+  if (op == OpId::Momentum)
+    body << "    float vn = alpha * ld($X2, i) + beta * gr;\n"
+         << "    st($Y1, i, vn);\n    st($Y0, i, "
          << (s.getString("mode", "standard") == "nesterov"
                  ? "x - r * (gr + alpha * vn)"
                  : "x - r * vn")
          << ");\n";
-    else if (op == OpId::Adagrad)
-      cu << "    float hn = " << in(2, k) << " + gr * gr;\n    st(" << out(1, k)
-         << ", i, hn);\n    st(" << out(0, k) << ", i, x - rate * gr / (sqrtf(hn) + "
+  else if (op == OpId::Adagrad)
+    body << "    float hn = ld($X2, i) + gr * gr;\n    st($Y1, i, hn);\n"
+         << "    st($Y0, i, x - rate * gr / (sqrtf(hn) + "
          << flt((float)s.getFloat("epsilon", 1e-6)) << "));\n";
-    else
-      cu << "    float vn = alpha * " << in(2, k) << " + (1 - alpha) * gr;\n"
-         << "    float hn = beta * " << in(3, k) << " + (1 - beta) * gr * gr;\n"
-         << "    st(" << out(1, k) << ", i, vn); st(" << out(2, k)
-         << ", i, hn);\n    st(" << out(0, k) << ", i, (1 - "
+  else
+    body << "    float vn = alpha * ld($X2, i) + (1 - alpha) * gr;\n"
+         << "    float hn = beta * ld($X3, i) + (1 - beta) * gr * gr;\n"
+         << "    st($Y1, i, vn); st($Y2, i, hn);\n"
+         << "    st($Y0, i, (1 - "
          << flt((float)s.getFloat("norm_coefficient_post", 0))
          << ") * (x - rate * (vn / (sqrtf(hn) + "
          << flt((float)s.getFloat("epsilon", 1e-6)) << "))));\n";
-    cu << "  }\n";
-  }
-  cu << "}\n\n";
-  launch1d(s, name, largest);
-  return true;
+  return tensorLists(s, name,
+                     {{2, 0, 0, 0}, op == OpId::Adam ? 3 : 2, setup.str(),
+                      body.str(), "", ""});
 }
 
 bool Emitter::updateLossScale(Step &s, const std::string &name) {

@@ -61,9 +61,40 @@ struct LibraryConv {
 /// How the CUDA backend runs a step, decided by codegen (CudaFusion.cpp,
 /// CudaEmitter.cpp) and read by the memory plan, the CUDA session and the
 /// host emulation. Default (no kernel, no alias) for CPU-only plans.
+/// A multi-tensor step (apex's multi_tensor_apply): one kernel launch per
+/// `perLaunch` of its `tensors` tensors, so the code does not grow with the
+/// model. Its inputs are `shared[0]` shared operands, then groups of
+/// `tensors` per-tensor operands (group-major), then `shared[1]` shared
+/// operands; its outputs likewise with `shared[2]` and `shared[3]`. A
+/// launch's arguments are one struct (runtime/cuda/KernelCalls): the
+/// shared inputs, the shared outputs, then per slot its operand of each
+/// input group and each output group and its element count.
+struct TensorLists {
+  int tensors = 0, perLaunch = 0;
+  std::array<int, 4> shared{};
+  std::vector<std::string> kernels;      // per launch
+  std::vector<std::vector<int>> slots;   // per launch: tensor indexes, -1 empty
+
+  bool valid() const { return perLaunch > 0; }
+};
+
+/// Steps whose launches of one thread-per-element kernel run as
+/// multi-tensor launches of a batched kernel: `perLaunch` steps a launch,
+/// its argument one struct of slots, each a step's own arguments (count
+/// last); empty slots get null pointers and count 0. Kept on the batch's last step; the others
+/// have `CudaLaunch::batchedInto`.
+struct StepBatch {
+  std::string kernel;
+  int perLaunch = 0;
+  std::vector<int> steps; // in plan order, the last one the owner
+
+  bool valid() const { return perLaunch > 0; }
+};
+
 struct CudaLaunch {
   std::string kernel;   // the step's kernel; empty when it has none
-  std::string prologue; // a one-thread kernel, same arguments, run first
+  std::string prologue; // a kernel with the same arguments, run first
+  std::array<int64_t, 3> prologueGrid{1, 1, 1}, prologueBlock{1, 1, 1};
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int alias = -1;     // the output shares this value's buffer (no kernel)
   int fusedInto = -1; // computed inside the chain kernel of this step
@@ -76,6 +107,9 @@ struct CudaLaunch {
   /// >= 0: the kernel takes this element count as its last argument (its
   /// code names no outer size, so steps that differ only in size share it).
   int64_t count = -1;
+  TensorLists lists;              // valid(): a multi-tensor step
+  StepBatch batch;                // valid(): launches these steps' kernels
+  int batchedInto = -1;           // launched in this step's batch
   LibraryGemm gemm;               // valid(): cuBLASLt can run the step
   LibraryConv conv;               // valid(): cuDNN can run the step
 

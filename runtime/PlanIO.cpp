@@ -128,6 +128,10 @@ std::string cudaText(const CudaLaunch &c) {
            " block=" + triple(c.block);
   if (!c.prologue.empty())
     out += " prologue=" + escape(c.prologue);
+  if (c.prologueGrid != std::array<int64_t, 3>{1, 1, 1} ||
+      c.prologueBlock != std::array<int64_t, 3>{1, 1, 1})
+    out += " prologue-grid=" + triple(c.prologueGrid) +
+           " prologue-block=" + triple(c.prologueBlock);
   if (c.alias >= 0)
     out += " alias=" + std::to_string(c.alias);
   if (c.fusedInto >= 0)
@@ -142,6 +146,19 @@ std::string cudaText(const CudaLaunch &c) {
     out += " underflow-counter";
   if (c.count >= 0)
     out += " count=" + std::to_string(c.count);
+  if (const StepBatch &b = c.batch; b.valid())
+    out += " batch=" + std::to_string(b.perLaunch) + ":" + ints(b.steps) + "@" +
+           escape(b.kernel);
+  if (c.batchedInto >= 0)
+    out += " batched-into=" + std::to_string(c.batchedInto);
+  if (const TensorLists &l = c.lists; l.valid()) {
+    out += " lists=" + std::to_string(l.tensors) + "," +
+           std::to_string(l.perLaunch);
+    for (int x : l.shared)
+      out += "," + std::to_string(x);
+    for (size_t k = 0; k < l.kernels.size(); ++k)
+      out += " launch=" + ints(l.slots[k]) + "@" + escape(l.kernels[k]);
+  }
   if (const LibraryGemm &g = c.gemm; g.valid()) {
     auto i = [](int64_t v) { return std::to_string(v) + ","; };
     out += " gemm=" + i(g.m) + i(g.n) + i(g.k) + i(g.batch) + i(g.transA) +

@@ -7,6 +7,7 @@
 
 #include "runtime/PlanIO.h"
 #include "runtime/PlanText.h"
+#include "runtime/cuda/KernelCalls.h"
 
 #include <algorithm>
 #include <cstring>
@@ -93,6 +94,18 @@ bool parseLibraryConv(const std::string &text, LibraryConv &v) {
   return true;
 }
 
+/// lists=TENSORS,PER_LAUNCH,LEAD_IN,TRAIL_IN,LEAD_OUT,TRAIL_OUT.
+bool parseTensorLists(const std::string &text, TensorLists &l) {
+  std::vector<std::string> f = splitList(text);
+  if (f.size() != 6)
+    return false;
+  l.tensors = std::stoi(f[0]);
+  l.perLaunch = std::stoi(f[1]);
+  for (int i = 0; i < 4; ++i)
+    l.shared[i] = std::stoi(f[2 + i]);
+  return l.tensors > 0 && l.perLaunch > 0;
+}
+
 /// Reads the tokens of a `cuda` record; false on an unknown or bad one.
 bool parseCuda(std::istream &is, CudaLaunch &c) {
   auto intList = [](const std::string &s, std::vector<int> &out) {
@@ -119,6 +132,10 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.prologue = unescape(value);
     else if (key == "grid")
       ok = triple(value, c.grid);
+    else if (key == "prologue-grid")
+      ok = triple(value, c.prologueGrid);
+    else if (key == "prologue-block")
+      ok = triple(value, c.prologueBlock);
     else if (key == "block")
       ok = triple(value, c.block);
     else if (key == "alias")
@@ -137,7 +154,26 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.underflowCounter = true;
     else if (key == "count")
       ok = !value.empty() && (c.count = std::stoll(value)) >= 0;
-    else if (key == "gemm")
+    else if (key == "batch") {
+      size_t colon = value.find(':'), at = value.find('@');
+      ok = colon != std::string::npos && at != std::string::npos && colon < at &&
+           (c.batch.perLaunch = std::stoi(value.substr(0, colon))) > 0 &&
+           intList(value.substr(colon + 1, at - colon - 1), c.batch.steps) &&
+           !c.batch.steps.empty();
+      c.batch.kernel = unescape(value.substr(at + 1));
+    } else if (key == "batched-into")
+      ok = (c.batchedInto = std::stoi(value)) >= 0;
+    else if (key == "lists")
+      ok = parseTensorLists(value, c.lists);
+    else if (key == "launch") {
+      size_t at = value.find('@');
+      c.lists.slots.emplace_back();
+      ok = at != std::string::npos && c.lists.valid() &&
+           intList(value.substr(0, at), c.lists.slots.back()) &&
+           (int)c.lists.slots.back().size() == c.lists.perLaunch;
+      if (ok)
+        c.lists.kernels.push_back(unescape(value.substr(at + 1)));
+    } else if (key == "gemm")
       ok = parseLibraryGemm(value, c.gemm);
     else if (key == "conv")
       ok = parseLibraryConv(value, c.conv);
@@ -316,6 +352,8 @@ private:
           (g.bias != -1 && !operand(g.bias)) || step->outputs.size() != 1)
         return "gemm record names a value that is not the step's operand";
     }
+    if (std::string why = checkTensorLists(*step); !why.empty())
+      return why;
     if (step->cuda.conv.valid() &&
         (step->inputs.size() < 2 || step->inputs[0] < 0 ||
          step->inputs[1] < 0 || step->outputs.size() != 1))
@@ -412,6 +450,10 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
   }
   if (lineNo == 0) {
     error = dir + "/plan.txt is empty";
+    return false;
+  }
+  if (std::string why = checkStepBatches(plan); !why.empty()) {
+    error = dir + "/plan.txt: " + why;
     return false;
   }
   // Train records name outputs by index: they must exist.

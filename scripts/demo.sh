@@ -127,9 +127,10 @@ echo "== 7. mpc compile --train: the whole fp16 train step as CUDA kernels"
 "$mpc" compile "$model" -o "$work/mlp-train" --precision fp16 --batch 64 --arch sm_80 --train --optimizer adam --lr 0.01
 echo "-- fused elementwise chains (chain<steps>_<last op>_<hash of what it computes>):"
 grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_[a-z_]*_[0-9a-f]*" | tr '\n' ' '; echo
-echo "-- Adam's update of a weight in one kernel: both moments, the skip-step selects and the weight (intermediates in registers, three stores; every weight's update shares it):"
-kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_where_[0-9a-f]*" | tail -1)
-sed -n "/void __launch_bounds__(256) $kernel(/,/^}/p" "$work/mlp-train/kernels.cu" | grep -E "^  (float t|\{ float|st\()" | cut -c1-150
+echo "-- Adam's update of a weight in one kernel: both moments, the skip-step selects and the weight (intermediates in registers, three stores); all six weights' updates are one multi-tensor launch (_x6):"
+kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_where_[0-9a-f]*_x[0-9]*" | tail -1)
+echo "$kernel"
+sed -n "/void ${kernel}_at(/,/^}/p" "$work/mlp-train/kernels.cu" | grep -E "^  (float t|\{ float|st\()" | cut -c1-150
 echo "-- on a GPU: mpc train $model --device cuda ... (weights stay on the device, one CUDA graph per step)"
 
 echo

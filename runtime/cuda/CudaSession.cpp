@@ -12,6 +12,7 @@
 #include "runtime/OpTrace.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/KernelCalls.h"
 #include "runtime/cuda/LibraryConvs.h"
 #include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
@@ -80,22 +81,17 @@ public:
         !check(d.streamCreate(&stream, 0), "cuStreamCreate", error) ||
         !openCollectives(group, error))
       return false;
-    fns.assign(plan.steps.size(), nullptr);
-    prologues.assign(plan.steps.size(), nullptr);
+    std::vector<bool> launched(plan.steps.size(), false);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
-      const std::string &name = s.cuda.kernel;
-      if ((name.empty() && s.cuda.inOtherKernel()) ||
+      if ((s.cuda.kernel.empty() && s.cuda.inOtherKernel()) ||
           (comm && s.op == OpId::AllReduce))
         continue; // computed in another step's kernel, or by NCCL
-      if (name.empty())
+      if (s.cuda.kernel.empty())
         return (error = "step '" + s.name + "' (" + opName(s.op) +
                         ") has no CUDA kernel",
                 false);
-      if (!function(name, fns[i], error) ||
-          (!s.cuda.prologue.empty() &&
-           !function(s.cuda.prologue, prologues[i], error)))
-        return false;
+      launched[i] = true;
     }
     if (!gemms.open(plan, gemmSummary, error) ||
         !convs.open(plan, stream, convSummary, error))
@@ -110,6 +106,27 @@ public:
     if (!check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
                "allocating " + std::to_string(arena) + " bytes", error))
       return false;
+    // Every kernel launch with its arguments: arena addresses, fixed for
+    // the session.
+    launches.resize(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (!launched[i])
+        continue;
+      for (KernelCall &c : kernelCalls(
+               plan, plan.steps[i],
+               [&](int v) { return (uint64_t)(base + offsets[v]); },
+               (uint64_t)(base + counter))) {
+        Launch &l = launches[i].emplace_back();
+        if (!function(*c.kernel, l.fn, error))
+          return false;
+        l.call = std::move(c);
+        if (l.call.packed) // one struct: its bytes are the words in order
+          l.params.push_back(l.call.args.data());
+        else
+          for (uint64_t &a : l.call.args)
+            l.params.push_back(&a);
+      }
+    }
     // Page-locked staging for the inputs fed every step (the batch): the
     // copy engine reads pinned memory at full speed, pageable memory goes
     // through the driver's bounce buffers. Without it, copies go direct.
@@ -244,7 +261,12 @@ private:
   std::map<std::string, Handle> moduleByFile, moduleOf; // file, kernel name
   Handle stream = nullptr, exec = nullptr;
   DevicePtr base = 0;
-  std::vector<Handle> fns, prologues; // per step; prologues run first
+  struct Launch {
+    Handle fn = nullptr;
+    KernelCall call;
+    std::vector<void *> params; // into call.args, as cuLaunchKernel takes them
+  };
+  std::vector<std::vector<Launch>> launches; // per step, prologue first
   std::vector<int64_t> offsets;
   LibraryGemms gemms;      // the steps cuBLASLt runs
   LibraryConvs convs;      // the steps cuDNN runs
@@ -400,6 +422,18 @@ private:
 
   /// The kernel `name`: from the module kernels.index names, else (older
   /// artifacts) from whichever module has it.
+  /// Step `i`'s kernels on the stream.
+  bool launchKernels(size_t i, std::string &error) {
+    for (Launch &l : launches[i]) {
+      const auto &grid = l.call.grid, &block = l.call.block;
+      if (!check(d.launch(l.fn, grid[0], grid[1], grid[2], block[0], block[1],
+                          block[2], 0, stream, l.params.data(), nullptr),
+                 "launching " + *l.call.kernel, error))
+        return false;
+    }
+    return true;
+  }
+
   bool function(const std::string &name, Handle &fn, std::string &error) {
     if (auto it = moduleOf.find(name); it != moduleOf.end()) {
       if (d.moduleGetFunction(&fn, it->second, name.c_str()) == 0)
@@ -457,33 +491,7 @@ private:
           return false;
         continue;
       }
-      if (!fns[i])
-        continue;
-      const Step &s = plan.steps[i];
-      std::vector<DevicePtr> ptrs;
-      for (int v : kernelInputs(s))
-        ptrs.push_back(v >= 0 ? base + offsets[v] : 0);
-      for (int v : s.outputs)
-        ptrs.push_back(base + offsets[v]);
-      for (int v : s.cuda.stores)
-        ptrs.push_back(base + offsets[v]);
-      if (s.cuda.underflowCounter)
-        ptrs.push_back(base + counter);
-      std::vector<void *> args;
-      for (DevicePtr &p : ptrs)
-        args.push_back(&p);
-      int64_t count = s.cuda.count;
-      if (count >= 0)
-        args.push_back(&count);
-      const auto &grid = s.cuda.grid, &block = s.cuda.block;
-      if (prologues[i] &&
-          !check(d.launch(prologues[i], 1, 1, 1, 1, 1, 1, 0, stream,
-                          args.data(), nullptr),
-                 "launching " + s.cuda.prologue, error))
-        return false;
-      if (!check(d.launch(fns[i], grid[0], grid[1], grid[2], block[0],
-                          block[1], block[2], 0, stream, args.data(), nullptr),
-                 "launching " + s.cuda.kernel, error))
+      if (!launchKernels(i, error))
         return false;
     }
     // Buckets only the plan's outputs read: joined before the run ends.

@@ -40,9 +40,11 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
             std::find(stores.begin(), stores.end(), v) == stores.end();
       continue; // read by the chain's kernel, at its last step
     }
+    // A batched step reads when its batch launches.
+    int at = std::max((int)i, plan.steps[i].cuda.batchedInto);
     for (int v : kernelInputs(plan.steps[i]))
       if (v >= 0)
-        lastUse[root[v]] = (int)i;
+        lastUse[root[v]] = std::max(lastUse[root[v]], at);
   }
   // An all_reduce runs on NCCL's stream until the first step reading its
   // results: its inputs stay untouched until then.
@@ -118,10 +120,14 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
     for (int v : s.outputs)
       if (root[v] == v && offsets[v] < 0 && !inRegisters[v])
         offsets[v] = allocate(v);
-    for (int v : kernelInputs(s))
-      if (v >= 0 && lastUse[root[v]] == (int)i && !pinned[root[v]] &&
-          offsets[root[v]] >= 0)
-        release(offsets[root[v]], bytes(root[v]));
+    std::vector<int> readers{(int)i}; // a batch: every member reads here
+    if (s.cuda.batch.valid())
+      readers = s.cuda.batch.steps;
+    for (int r : readers)
+      for (int v : kernelInputs(plan.steps[r]))
+        if (v >= 0 && lastUse[root[v]] == (int)i && !pinned[root[v]] &&
+            offsets[root[v]] >= 0)
+          release(offsets[root[v]], bytes(root[v]));
   }
   for (size_t v = 0; v < n; ++v)
     if (offsets[v] < 0 && !inRegisters[v])

@@ -17,6 +17,7 @@
 #include "runtime/Npy.h"
 #include "runtime/OpTrace.h"
 #include "runtime/PlanIO.h"
+#include "runtime/cuda/KernelCalls.h"
 #include "runtime/cuda/MemoryPlan.h"
 
 #include <cmath>
@@ -87,37 +88,23 @@ int main(int argc, char **argv) {
   for (const Step &s : plan.steps) {
     if (s.cuda.inOtherKernel())
       continue;
-    const std::string &kernel = s.cuda.kernel;
-    auto fn = (void (*)(void **))dlsym(lib, ("emu_" + kernel).c_str());
-    if (!fn) {
-      std::fprintf(stderr, "error: no emulated kernel for step '%s' (%s)\n",
-                   s.name.c_str(), opName(s.op));
-      return 1;
-    }
-    std::vector<void *> args;
-    for (int v : kernelInputs(s))
-      args.push_back(v >= 0 ? mem.data() + offsets[v] : nullptr);
-    for (int v : s.outputs)
-      args.push_back(mem.data() + offsets[v]);
-    for (int v : s.cuda.stores)
-      args.push_back(mem.data() + offsets[v]);
-    if (s.cuda.underflowCounter)
-      args.push_back(&underflow);
-    if (s.cuda.count >= 0) // launchers get each parameter's value
-      args.push_back((void *)(intptr_t)s.cuda.count);
-    if (!s.cuda.prologue.empty()) {
-      auto first = (void (*)(void **))dlsym(
-          lib, ("emu_" + s.cuda.prologue).c_str());
-      if (!first) {
-        std::fprintf(stderr, "error: no emulated prologue for step '%s'\n",
-                     s.name.c_str());
+    for (const KernelCall &c : kernelCalls(
+             plan, s,
+             [&](int v) { return (uint64_t)(uintptr_t)(mem.data() + offsets[v]); },
+             (uint64_t)(uintptr_t)&underflow)) {
+      auto fn = (void (*)(void **))dlsym(lib, ("emu_" + *c.kernel).c_str());
+      if (!fn) {
+        std::fprintf(stderr, "error: no emulated kernel %s for step '%s' (%s)\n",
+                     c.kernel->c_str(), s.name.c_str(), opName(s.op));
         return 1;
       }
-      first(args.data());
+      // Launchers get each parameter's value (as the driver copies it).
+      std::vector<void *> args;
+      for (uint64_t a : c.args)
+        args.push_back((void *)(uintptr_t)a);
+      fn(args.data());
       ++launched;
     }
-    fn(args.data());
-    ++launched;
   }
   std::vector<Tensor> cpu;
   RunStats stats;

@@ -33,6 +33,7 @@ constexpr Result kOk = 0, kInvalidValue = 1, kNotFound = 301,
 struct Kernel {
   void (*fn)(void **);
   int params;
+  bool packed; // one struct parameter of `params` 8-byte words
 };
 /// A kernel launch, or a host function a library double enqueued
 /// (mpcFakeCudaEnqueue: the cuBLASLt double's matmuls).
@@ -166,7 +167,8 @@ Result cuModuleGetFunction(void **fn, void *module, const char *name) {
   // An empty image (a test's stand-in fatbin) holds every kernel.
   if (!f || !n || (!m->image.empty() && m->image.find(name) == std::string::npos))
     return ++stats.missedLookups, kNotFound;
-  *fn = new Kernel{f, *n};
+  auto packed = (int *)dlsym(m->lib, (emu + "_packed").c_str());
+  *fn = new Kernel{f, *n, packed && *packed};
   return kOk;
 }
 
@@ -239,7 +241,8 @@ Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
   auto *k = (const Kernel *)f;
   Launch l{k, {}};
   for (int i = 0; i < k->params; ++i) // each param points at a DevicePtr
-    l.args.push_back((void *)*(DevicePtr *)params[i]);
+    l.args.push_back(k->packed ? (void *)((DevicePtr *)params[0])[i]
+                               : (void *)*(DevicePtr *)params[i]);
   if (captured(stream)) {
     recording->push_back(std::move(l));
     return kOk;

@@ -18,6 +18,8 @@ repeated indices -> scores [4, 10]: its gradient is a scatter-add
 
 wide_classes.onnx: x @ W over 300 classes, softmax cross-entropy: the
 loss and its gradient take a warp per row (classes of 64 or more).
+wide_rows.onnx: the same over 36 rows, so a train step's loss rows span
+five blocks.
 
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
@@ -46,13 +48,13 @@ def ints(name, values):
     return numpy_helper.from_array(np.array(values, np.int64), name)
 
 
-def save(name, nodes, inits, opset=17):
+def save(name, nodes, inits, opset=17, rows=4):
     graph = helper.make_graph(
         nodes + [helper.make_node("SoftmaxCrossEntropyLoss",
                                   ["scores", "labels"], ["loss"], name="loss")],
         name,
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8]),
-         helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, 8]),
+         helper.make_tensor_value_info("labels", TensorProto.INT64, [rows])],
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
     model = helper.make_model(graph,
                               opset_imports=[helper.make_opsetid("", opset)])
@@ -80,6 +82,9 @@ save("pick_elements", [
 save("wide_classes", [
     helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
 ], [weight("W", (8, 300))])
+save("wide_rows", [
+    helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
+], [weight("W", (8, 300))], rows=36)
 
 save("gap_relu", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),

@@ -1,0 +1,180 @@
+//===- CudaBatching.cpp - one launch for many steps of one kernel ---------===//
+//
+// After every step has its kernel: a run of launches of the same
+// thread-per-element kernel (its size an argument) over steps that do not
+// read each other's results - an optimizer's update of each parameter,
+// one fused chain per tensor - becomes multi-tensor launches of a batched
+// kernel, as apex's multi_tensor_apply and torch's fused Adam do: each
+// launch runs the kernel's element function for up to `perLaunch` steps,
+// a grid-strided loop per slot. Recorded on the run's last step
+// (`cuda.batch`); the others get `cuda.batchedInto`, and the memory plan
+// keeps every member's inputs until the batch launches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaKernels.h"
+#include "runtime/cuda/KernelCalls.h"
+
+#include <algorithm>
+#include <set>
+
+namespace mlir::mpc::cuda {
+
+using ::mpc::rt::CudaLaunch;
+
+/// Slots a batched launch takes at most, and the parameter bytes its
+/// slots may fill (the 4 KiB every CUDA architecture accepts).
+constexpr int kMaxSlots = 32;
+constexpr int64_t kParamBytes = 4096;
+
+namespace {
+
+/// The batched kernel `name` with `slots` slots: the element function
+/// (renamed) and a kernel taking one struct (KernelCall::packed) whose
+/// slots - each a step's own arguments, its count last - it walks, running
+/// the element function grid-strided over each.
+CudaKernel batchedKernel(const std::string &name, const Emitter::ElementFn &fn,
+                         int slots) {
+  auto named = [&](std::string text) {
+    const std::string from = Emitter::kKernelName;
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos;
+         at += name.size())
+      text.replace(at, from.size(), name);
+    return text;
+  };
+  std::string threads = std::to_string(::mpc::rt::kListThreads);
+  std::string fields, call;
+  size_t w = fn.params.size();
+  for (const auto &[decl, pname] : fn.params) {
+    // A field of the parameter's type ("const T *__restrict__ x" loses the
+    // qualifier a field cannot use; the count is a plain i64).
+    size_t star = decl.find('*');
+    fields += "    " +
+              (star == std::string::npos ? std::string("i64 ")
+                                         : decl.substr(0, star + 1)) +
+              pname + ";\n";
+    call += ", q." + pname;
+  }
+  std::string args = name + "_args";
+  CudaKernel k;
+  k.name = name;
+  k.code = named(fn.code) + "struct " + args + " {\n  struct {\n" + fields +
+           "  } s[" + std::to_string(slots) + "];\n};\n\n" +
+           "extern \"C\" __global__ void __launch_bounds__(" + threads + ") " +
+           name + "(const __grid_constant__ " + args + " a) {\n" +
+           "  const i64 first = (i64)blockIdx.x * " + threads +
+           " + threadIdx.x, stride = (i64)gridDim.x * " + threads + ";\n" +
+           "#pragma unroll 1\n  for (int t = 0; t < " + std::to_string(slots) +
+           "; ++t) {\n    const auto &q = a.s[t];\n" +
+           "    for (i64 i = first; i < q.count; i += stride) " + name + "_at(i" +
+           call + ");\n  }\n}\n\n";
+  std::vector<size_t> counts; // every slot's last word
+  for (int t = 0; t < slots; ++t)
+    counts.push_back(t * w + w - 1);
+  k.launcher = packedLauncher(name, args, slots * w, counts,
+                              ::mpc::rt::kListThreads);
+  return k;
+}
+
+} // namespace
+
+void batchLaunches(Emitter &e) {
+  Plan &plan = e.plan;
+  std::vector<int> launches; // steps with a kernel launch, in order
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (!plan.steps[i].cuda.inOtherKernel() && !plan.steps[i].cuda.kernel.empty())
+      launches.push_back((int)i);
+  auto batchable = [&](int i) {
+    const CudaLaunch &c = plan.steps[i].cuda;
+    return c.count >= 0 && c.prologue.empty() && !c.lists.valid() &&
+           e.elements.count(c.kernel);
+  };
+  // Runs: consecutive launches of one kernel, nothing but their own fused
+  // members between them, none reading what an earlier one writes.
+  std::vector<std::vector<int>> runs;
+  for (size_t k = 0; k < launches.size();) {
+    int first = launches[k];
+    std::vector<int> run{first};
+    std::set<int> written;
+    auto write = [&](int i) {
+      const Step &s = plan.steps[i];
+      written.insert(s.outputs.begin(), s.outputs.end());
+      written.insert(s.cuda.stores.begin(), s.cuda.stores.end());
+    };
+    write(first);
+    size_t next = k + 1;
+    for (; batchable(first) && next < launches.size(); ++next) {
+      int j = launches[next];
+      const Step &s = plan.steps[j];
+      bool ok = s.cuda.kernel == plan.steps[first].cuda.kernel && batchable(j);
+      for (int t = run.back() + 1; ok && t < j; ++t)
+        ok = plan.steps[t].cuda.fusedInto == j;
+      for (int v : ::mpc::rt::kernelInputs(s))
+        ok = ok && !written.count(v);
+      if (!ok)
+        break;
+      run.push_back(j);
+      write(j);
+    }
+    if (run.size() > 1)
+      runs.push_back(run);
+    k = next;
+  }
+  // Slots per kernel: as many as its longest run and its parameters allow.
+  std::map<std::string, int> slots;
+  for (const std::vector<int> &run : runs) {
+    const std::string &k = plan.steps[run[0]].cuda.kernel;
+    int64_t bytes = 8 * (int64_t)e.elements[k].params.size();
+    int cap = (int)std::max<int64_t>(1, std::min<int64_t>(kMaxSlots, kParamBytes / bytes));
+    slots[k] = std::max(slots[k], std::min(cap, (int)run.size()));
+  }
+  std::map<std::string, std::string> batchedName;
+  for (const auto &[k, n] : slots) {
+    std::string name = k + "_x" + std::to_string(n);
+    batchedName[k] = name;
+    e.mod.kernels.push_back(batchedKernel(name, e.elements[k], n));
+  }
+  for (const std::vector<int> &run : runs) {
+    Step &owner = plan.steps[run.back()];
+    const std::string &k = owner.cuda.kernel;
+    owner.cuda.batch = {batchedName[k], slots[k], run};
+    for (int m : run)
+      if (m != run.back())
+        plan.steps[m].cuda.batchedInto = run.back();
+  }
+  // What is launched now; kernels no launch uses any more are dropped.
+  e.mod.launches.clear();
+  std::set<std::string> used;
+  for (const Step &s : plan.steps) {
+    const CudaLaunch &c = s.cuda;
+    if (c.inOtherKernel() || c.kernel.empty() || c.batchedInto >= 0)
+      continue;
+    std::vector<std::string> names;
+    if (!c.prologue.empty())
+      names.push_back(c.prologue);
+    if (c.batch.valid())
+      names.insert(names.end(),
+                   (c.batch.steps.size() + c.batch.perLaunch - 1) / c.batch.perLaunch,
+                   c.batch.kernel);
+    else if (c.lists.valid())
+      names.insert(names.end(), c.lists.kernels.begin(), c.lists.kernels.end());
+    else
+      names.push_back(c.kernel);
+    for (std::string &n : names) {
+      used.insert(n);
+      e.mod.launches.push_back(std::move(n));
+    }
+  }
+  auto &kernels = e.mod.kernels;
+  kernels.erase(std::remove_if(kernels.begin(), kernels.end(),
+                               [&](const CudaKernel &k) {
+                                 // A kernel file holds a step's kernels
+                                 // together (prologue, lists): kept
+                                 // while any of them launches.
+                                 return e.elements.count(k.name) &&
+                                        !used.count(k.name);
+                               }),
+                kernels.end());
+}
+
+} // namespace mlir::mpc::cuda

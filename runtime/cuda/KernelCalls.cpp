@@ -1,0 +1,185 @@
+//===- KernelCalls.cpp - the kernel launches of a plan step ----------------===//
+
+#include "runtime/cuda/KernelCalls.h"
+
+#include "runtime/Tensor.h"
+#include "runtime/cuda/MemoryPlan.h"
+
+#include <algorithm>
+
+namespace mpc::rt {
+
+namespace {
+
+/// The per-tensor groups of a multi-tensor step's inputs or outputs.
+int groups(const TensorLists &l, size_t operands, int lead, int trail) {
+  int64_t rest = (int64_t)operands - lead - trail;
+  return l.tensors > 0 && rest >= 0 && rest % l.tensors == 0
+             ? (int)(rest / l.tensors)
+             : -1;
+}
+
+/// One launch of a multi-tensor step, its arguments one struct: the shared
+/// inputs (leading, trailing), the shared outputs alike, then per slot its
+/// operand of each input group, of each output group, and its count
+/// (empty slots: null and 0).
+KernelCall listCall(const Plan &plan, const Step &s, size_t k,
+                    const std::function<uint64_t(int)> &address) {
+  const TensorLists &l = s.cuda.lists;
+  KernelCall c{&l.kernels[k], {}, {kListThreads, 1, 1}, {}, /*packed=*/true};
+  auto ptr = [&](int v) { return v >= 0 ? address(v) : 0; };
+  auto shared = [&](const std::vector<int> &values, int lead, int trail) {
+    for (int j = 0; j < lead; ++j)
+      c.args.push_back(ptr(values[j]));
+    for (int j = (int)values.size() - trail; j < (int)values.size(); ++j)
+      c.args.push_back(ptr(values[j]));
+  };
+  shared(s.inputs, l.shared[0], l.shared[1]);
+  shared(s.outputs, l.shared[2], l.shared[3]);
+  int in = groups(l, s.inputs.size(), l.shared[0], l.shared[1]);
+  int out = groups(l, s.outputs.size(), l.shared[2], l.shared[3]);
+  int64_t largest = 0;
+  for (int t : l.slots[k]) {
+    for (int g = 0; g < in; ++g)
+      c.args.push_back(t >= 0 ? ptr(s.inputs[l.shared[0] + g * l.tensors + t]) : 0);
+    for (int g = 0; g < out; ++g)
+      c.args.push_back(t >= 0 ? ptr(s.outputs[l.shared[2] + g * l.tensors + t]) : 0);
+    // A slot's count: its first per-tensor output's elements.
+    int64_t n = t >= 0 ? numElements(plan.values[s.outputs[l.shared[2] + t]].shape)
+                       : 0;
+    largest = std::max(largest, n);
+    c.args.push_back((uint64_t)n);
+  }
+  c.grid = {tensorListBlocks(largest), 1, 1};
+  return c;
+}
+
+/// A step's own launch (no batch, no lists).
+KernelCall ownCall(const Step &s, const std::function<uint64_t(int)> &address,
+                   uint64_t counter) {
+  KernelCall c{&s.cuda.kernel, s.cuda.grid, s.cuda.block, {}};
+  for (int v : kernelInputs(s))
+    c.args.push_back(v >= 0 ? address(v) : 0);
+  for (int v : s.outputs)
+    c.args.push_back(address(v));
+  for (int v : s.cuda.stores)
+    c.args.push_back(address(v));
+  if (s.cuda.underflowCounter)
+    c.args.push_back(counter);
+  if (s.cuda.count >= 0)
+    c.args.push_back((uint64_t)s.cuda.count);
+  return c;
+}
+
+/// A batch's launches: each slot a step's own arguments (its count last),
+/// empty slots zeros.
+std::vector<KernelCall> batchCalls(const Plan &plan, const StepBatch &b,
+                                   const std::function<uint64_t(int)> &address,
+                                   uint64_t counter) {
+  std::vector<KernelCall> calls;
+  size_t per = (size_t)b.perLaunch;
+  for (size_t first = 0; first < b.steps.size(); first += per) {
+    KernelCall c{&b.kernel, {}, {kListThreads, 1, 1}, {}, /*packed=*/true};
+    size_t width = 0;
+    int64_t largest = 0;
+    for (size_t k = first; k < first + per; ++k) {
+      if (k >= b.steps.size()) { // empty: as wide as the others
+        c.args.insert(c.args.end(), width, 0);
+        continue;
+      }
+      const Step &s = plan.steps[b.steps[k]];
+      KernelCall own = ownCall(s, address, counter);
+      width = own.args.size();
+      largest = std::max(largest, s.cuda.count);
+      c.args.insert(c.args.end(), own.args.begin(), own.args.end());
+    }
+    c.grid = {tensorListBlocks(largest), 1, 1};
+    calls.push_back(std::move(c));
+  }
+  return calls;
+}
+
+} // namespace
+
+std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
+                                    const std::function<uint64_t(int)> &address,
+                                    uint64_t counter) {
+  std::vector<KernelCall> calls;
+  if (s.cuda.batchedInto >= 0)
+    return calls; // launched with its batch
+  if (s.cuda.batch.valid())
+    calls = batchCalls(plan, s.cuda.batch, address, counter);
+  else if (s.cuda.lists.valid())
+    for (size_t k = 0; k < s.cuda.lists.kernels.size(); ++k)
+      calls.push_back(listCall(plan, s, k, address));
+  else
+    calls.push_back(ownCall(s, address, counter));
+  if (!s.cuda.prologue.empty() && !calls.empty()) // the same arguments
+    calls.insert(calls.begin(),
+                 {&s.cuda.prologue, s.cuda.prologueGrid, s.cuda.prologueBlock,
+                  calls.front().args, calls.front().packed});
+  return calls;
+}
+
+std::string checkTensorLists(const Step &s) {
+  const TensorLists &l = s.cuda.lists;
+  if (!l.valid())
+    return "";
+  if (l.tensors < 1 || l.kernels.empty() || l.kernels.size() != l.slots.size())
+    return "tensor lists without launches";
+  for (int x : l.shared)
+    if (x < 0)
+      return "tensor lists with a negative operand count";
+  int in = groups(l, s.inputs.size(), l.shared[0], l.shared[1]);
+  int out = groups(l, s.outputs.size(), l.shared[2], l.shared[3]);
+  if (in < 0 || out < 1)
+    return "tensor lists that do not divide the step's operands";
+  std::vector<bool> seen(l.tensors, false);
+  for (const std::vector<int> &slots : l.slots)
+    for (int t : slots) {
+      if (t < -1 || t >= l.tensors || (t >= 0 && seen[t]))
+        return "tensor lists with a slot out of range or repeated";
+      if (t >= 0)
+        seen[t] = true;
+    }
+  if (std::find(seen.begin(), seen.end(), false) != seen.end())
+    return "tensor lists that leave a tensor out";
+  return "";
+}
+
+std::string checkStepBatches(const Plan &plan) {
+  const std::vector<Step> &steps = plan.steps;
+  auto name = [&](size_t i) { return "step " + std::to_string(i); };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const CudaLaunch &c = steps[i].cuda;
+    if (int j = c.batchedInto; j >= 0) {
+      const std::vector<int> *owner =
+          j < (int)steps.size() ? &steps[j].cuda.batch.steps : nullptr;
+      if (!owner || (int)i >= j ||
+          std::find(owner->begin(), owner->end(), (int)i) == owner->end())
+        return name(i) + " is batched into a step whose batch does not list it";
+    }
+    if (!c.batch.valid())
+      continue;
+    const std::vector<int> &members = c.batch.steps;
+    if (members.back() != (int)i || c.batchedInto >= 0 || c.lists.valid())
+      return name(i) + "'s batch does not end with it";
+    size_t width = 0;
+    for (size_t k = 0; k < members.size(); ++k) {
+      int m = members[k];
+      if (m < 0 || m > (int)i || (k && m <= members[k - 1]))
+        return name(i) + "'s batch names steps out of order";
+      const CudaLaunch &mc = steps[m].cuda;
+      size_t w = ownCall(steps[m], [](int) { return 0; }, 0).args.size();
+      if (mc.count < 0 || mc.kernel.empty() || !mc.prologue.empty() ||
+          mc.lists.valid() || (m != (int)i && mc.batchedInto != (int)i) ||
+          (k && w != width))
+        return name(i) + "'s batch names " + name(m) +
+               ", which is not a counted kernel launched with it";
+      width = w;
+    }
+  }
+  return "";
+}
+
+} // namespace mpc::rt

@@ -1,0 +1,59 @@
+//===- KernelCalls.h - the kernel launches of a plan step ---------*- C++ -*-===//
+//
+// One definition of what a step's kernels are launched with, shared by the
+// CUDA session and the host emulation: buffer addresses and element counts
+// as 8-byte argument values, in the order the emitted kernels declare them.
+// MLIR-free.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_KERNELCALLS_H
+#define MPC_RUNTIME_CUDA_KERNELCALLS_H
+
+#include "runtime/Plan.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mpc::rt {
+
+/// One kernel launch: its kernel, grid and block, and its arguments' values
+/// (device addresses and counts, each passed as 8 bytes).
+struct KernelCall {
+  const std::string *kernel;
+  std::array<int64_t, 3> grid, block;
+  std::vector<uint64_t> args;
+  /// The arguments are one struct parameter (multi-tensor kernels: their
+  /// slots are an array the kernel indexes), not one parameter each.
+  bool packed = false;
+};
+
+/// Blocks of a multi-tensor launch whose largest slot has `largest`
+/// elements: a thread per element up to a grid-stride cap.
+inline constexpr int64_t kListThreads = 256, kListMaxBlocks = 1024;
+inline int64_t tensorListBlocks(int64_t largest) {
+  int64_t b = (largest + kListThreads - 1) / kListThreads;
+  return b < 1 ? 1 : b > kListMaxBlocks ? kListMaxBlocks : b;
+}
+
+/// The launches of step `s` in order (its prologue first): `address` gives
+/// a value's device address, `counter` the underflow counter's.
+std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
+                                    const std::function<uint64_t(int)> &address,
+                                    uint64_t counter);
+
+/// "" or what is inconsistent in a multi-tensor step's lists (read from a
+/// plan that may be corrupt): operand counts, slots out of range.
+std::string checkTensorLists(const Step &s);
+
+/// "" or what is inconsistent in the plan's step batches: a batch that
+/// names a step without its kernel or count, a step batched into a step
+/// whose batch does not list it.
+std::string checkStepBatches(const Plan &plan);
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_CUDA_KERNELCALLS_H
