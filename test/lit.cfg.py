@@ -79,4 +79,7 @@ config.substitutions.append(("%cuda_include", os.path.join(os.environ.get("CUDA_
 # (test/codegen/FakeCublasLt.cpp, FakeCudnn.cpp), so GEMMs and convolution
 # gradients take the library path.
 lib_dir = os.path.join(config.mpc_obj_root, "lib")
-config.substitutions.append(("%fake_cuda", "env MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_NCCL=" + os.path.join(lib_dir, "libmpc-fake-nccl.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))
+# The doubles time nothing (every candidate ties): sessions on them skip
+# --gemm auto's timing unless a test asks for it (library-tuning.test), so
+# their call counts are the steps' own.
+config.substitutions.append(("%fake_cuda", "env MPC_TUNING=off MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_NCCL=" + os.path.join(lib_dir, "libmpc-fake-nccl.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))

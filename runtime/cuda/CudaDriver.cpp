@@ -50,7 +50,9 @@ std::string Driver::load() {
       sym(eventCreate, "cuEventCreate") &&
       sym(eventDestroy, "cuEventDestroy_v2") &&
       sym(eventRecord, "cuEventRecord") &&
-      sym(streamWaitEvent, "cuStreamWaitEvent");
+      sym(streamWaitEvent, "cuStreamWaitEvent") &&
+      sym(eventSynchronize, "cuEventSynchronize") &&
+      sym(eventElapsedTime, "cuEventElapsedTime");
   if (!ok) {
     dlclose(lib);
     lib = nullptr;

@@ -57,6 +57,9 @@ struct Driver {
   Result (*eventDestroy)(Handle);
   Result (*eventRecord)(Handle, Handle);
   Result (*streamWaitEvent)(Handle, Handle, unsigned);
+  // ...and time the candidates of a library step (Tuning.cpp).
+  Result (*eventSynchronize)(Handle);
+  Result (*eventElapsedTime)(float *, Handle, Handle);
 
   /// Loads the library and its symbols once; "" on success, else why not.
   std::string load();

@@ -17,10 +17,12 @@
 #include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
 #include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/Tuning.h"
 #include "runtime/dist/ProcessGroup.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +143,22 @@ public:
     for (const auto &[id, t] : plan.constants)
       if (!upload(id, t, error))
         return false;
+    // --gemm/--conv auto: the library or mpc's kernel, whichever is faster
+    // for each distinct shape (timed on these buffers before the first
+    // run, whose kernels overwrite what the timing wrote).
+    // MPC_TUNING=off keeps the library wherever it applies, untimed.
+    const char *tuning = std::getenv("MPC_TUNING");
+    bool timing = !(tuning && std::string(tuning) == "off");
+    auto kernel = [&](size_t i, std::string &e) { return timeStep(i, false, e); };
+    auto library = [&](size_t i, std::string &e) { return timeStep(i, true, e); };
+    if (timing && plan.cudaGemm == "auto" &&
+        !chooseFastest(gemms, kGemmTuning, tuningFile(dir), library, kernel,
+                       gemmSummary, error))
+      return false;
+    if (timing && plan.cudaConv == "auto" &&
+        !chooseFastest(convs, kConvTuning, tuningFile(dir), library, kernel,
+                       convSummary, error))
+      return false;
     traceOps("cuda", plan);
     return true;
   }
@@ -432,6 +450,35 @@ private:
         return false;
     }
     return true;
+  }
+
+  /// Milliseconds a run of step `i` takes through its library (`library`:
+  /// cuBLASLt or cuDNN) or its own kernels: one warm-up, then the mean of
+  /// a few between events.
+  double timeStep(size_t i, bool library, std::string &error) {
+    constexpr int kRuns = 5;
+    auto once = [&] {
+      DevicePtr work = workspace >= 0 ? base + workspace : 0;
+      auto address = [&](int v) { return base + offsets[v]; };
+      if (!library)
+        return launchKernels(i, error);
+      return gemms.runs(i) ? gemms.launch(i, address, work, stream, error)
+                           : convs.launch(i, address, work, error);
+    };
+    Handle start = nullptr, end = nullptr;
+    float ms = 0;
+    bool ok = check(d.eventCreate(&start, 0), "cuEventCreate", error) &&
+              check(d.eventCreate(&end, 0), "cuEventCreate", error) && once() &&
+              check(d.eventRecord(start, stream), "cuEventRecord", error);
+    for (int r = 0; ok && r < kRuns; ++r)
+      ok = once();
+    ok = ok && check(d.eventRecord(end, stream), "cuEventRecord", error) &&
+         check(d.eventSynchronize(end), "cuEventSynchronize", error) &&
+         check(d.eventElapsedTime(&ms, start, end), "cuEventElapsedTime", error);
+    for (Handle e : {start, end})
+      if (e)
+        d.eventDestroy(e);
+    return ok ? ms / kRuns : -1.0;
   }
 
   bool function(const std::string &name, Handle &fn, std::string &error) {

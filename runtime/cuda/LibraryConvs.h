@@ -15,6 +15,7 @@
 
 #include "runtime/Plan.h"
 #include "runtime/cuda/Cudnn.h"
+#include "runtime/cuda/LibrarySteps.h"
 
 #include <map>
 #include <string>
@@ -22,7 +23,7 @@
 
 namespace mpc::rt {
 
-class LibraryConvs {
+class LibraryConvs : public LibrarySteps {
 public:
   LibraryConvs() = default;
   LibraryConvs(const LibraryConvs &) = delete;
@@ -33,7 +34,6 @@ public:
   bool open(const Plan &plan, void *stream, std::string &summary,
             std::string &error);
   size_t workspaceBytes() const { return workspace; }
-  bool runs(size_t i) const { return i < byStep.size() && byStep[i] >= 0; }
   /// Enqueues step `i`; `address(v)` is value v's device address.
   template <typename Address>
   bool launch(size_t i, const Address &address, unsigned long long work,
@@ -53,8 +53,6 @@ private:
   dnn::Library *lib = nullptr;
   dnn::Handle handle = nullptr;
   std::vector<Prepared> prepared;
-  std::map<std::string, int> byKey;
-  std::vector<int> byStep;
   size_t workspace = 0;
 
   bool prepare(const Step &s, Prepared &p, std::string &why);

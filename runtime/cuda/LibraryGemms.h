@@ -15,6 +15,7 @@
 
 #include "runtime/Plan.h"
 #include "runtime/cuda/CublasLt.h"
+#include "runtime/cuda/LibrarySteps.h"
 
 #include <map>
 #include <string>
@@ -22,7 +23,7 @@
 
 namespace mpc::rt {
 
-class LibraryGemms {
+class LibraryGemms : public LibrarySteps {
 public:
   LibraryGemms() = default;
   LibraryGemms(const LibraryGemms &) = delete;
@@ -37,8 +38,6 @@ public:
 
   /// Device workspace the chosen algorithms need (one, shared).
   size_t workspaceBytes() const { return workspace; }
-  /// Whether cuBLASLt runs step `i`.
-  bool runs(size_t i) const { return i < byStep.size() && byStep[i] >= 0; }
   /// Enqueues step `i` on `stream`; `address(v)` is value v's device
   /// address.
   template <typename Address>
@@ -64,8 +63,6 @@ private:
   lt::Library *lib = nullptr;
   lt::Handle handle = nullptr;
   std::vector<Prepared> prepared;
-  std::map<std::string, int> byKey; // distinct GEMM -> prepared index
-  std::vector<int> byStep;          // step -> prepared index or -1
   size_t workspace = 0;
 
   /// Descriptors and algorithm for step `s`'s GEMM; false with `why`.
