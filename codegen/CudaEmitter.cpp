@@ -547,12 +547,14 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
                 "distinct step or\n// fused chain of steps.\n" +
                 cudaPreludeConstants() + kCudaPrelude + kFormulaSource +
                 "\n";
+  // Each kernel's code and launcher under a marker line, so tools can
+  // take kernels.cu apart (the node tests' emulation merges artifacts).
   out.source = out.prelude;
   for (const CudaKernel &k : out.kernels)
-    out.source += k.code;
+    out.source += "// kernel " + k.name + "\n" + k.code;
   out.source += "#ifdef MPC_HOST_EMULATION\n";
   for (const CudaKernel &k : out.kernels)
-    out.source += k.launcher;
+    out.source += "// launcher " + k.name + "\n" + k.launcher;
   out.source += "#endif\n";
   return true;
 }

@@ -1,7 +1,8 @@
 """Runs ONNX backend node tests through the emitted CUDA kernels on the host:
 every test whose model `mpc compile --no-nvcc` accepts (fp32 artifact; the
 rest stop with a one-line error), its input_*.pb as .npy, kernels.cu built
-with cuda_host_shim.h, mpc-emulate-artifact against the CPU backend (which
+with cuda_host_shim.h (the distinct kernels of 48 tests in one host
+library), mpc-emulate-artifact against the CPU backend (which
 scripts/conformance.py checks against the tests' expected outputs). Prints
 the failures and a summary; exit 1 if any emulated test differs by more
 than 1e-5 (fp16/bf16: two ulps) or fewer than --min tests ran. With
@@ -31,14 +32,15 @@ ap.add_argument("--precision", default="fp32")
 ap.add_argument("tests", nargs="*")
 a = ap.parse_args()
 mpc = os.path.join(a.tools, "mpc")
-from host_emulation import RTOL, differences, emulate, precompile_shim, ulps  # noqa: E402
+from host_emulation import RTOL, build, differences, precompile_shim, run_emulated, ulps  # noqa: E402
 rtol = RTOL[a.precision]
 NPY_TYPES = [np.dtype(t) for t in
              (np.float32, np.float16, np.int64, np.int32, np.bool_)]
 
 
-def run_test(test):
-    """None when mpc compile refuses the model, else (ok, line)."""
+def prepare(test):
+    """None when mpc compile refuses the model (or, with --precision, it
+    has no low-precision kernel), else (test, artifact, NAME=FILE args)."""
     path = os.path.join(a.data, test)
     model = onnx.load(os.path.join(path, "model.onnx"))
     art = os.path.join(a.work, test)
@@ -75,7 +77,44 @@ def run_test(test):
         npy = os.path.join(art, f"in.{len(args)}.npy")
         np.save(npy, value)
         args.append(f"{name}={npy}")
-    run = emulate(a.tools, a.cxx, a.src, shim, art, args)
+    return test, art, args
+
+
+def split_kernels(art):
+    """An artifact's kernels.cu as (prelude, {name: code}, {name: launcher})
+    by the emitter's `// kernel NAME` and `// launcher NAME` lines."""
+    src = open(os.path.join(art, "kernels.cu")).read()
+    body, launchers = src.split("#ifdef MPC_HOST_EMULATION\n", 1)
+    launchers = launchers.rsplit("#endif", 1)[0]
+    prelude, *blocks = re.split(r"^// kernel (\S+)\n", body, flags=re.M)
+    code = dict(zip(blocks[0::2], blocks[1::2]))
+    _, *blocks = re.split(r"^// launcher (\S+)\n", launchers, flags=re.M)
+    return prelude, code, dict(zip(blocks[0::2], blocks[1::2]))
+
+
+def build_batch(index, batch):
+    """One host library for a batch of artifacts: the shared prelude, then
+    each distinct kernel once (names hash the code, so a name is one
+    kernel), so g++ and the shim's header load once per batch instead of
+    once per test. Returns the library's path."""
+    prelude, code, launch = None, {}, {}
+    for _, art, _ in batch:
+        p, c, l = split_kernels(art)
+        if prelude is not None and p != prelude:
+            sys.exit(f"{art}: a prelude unlike the batch's")
+        prelude = p
+        code.update(c)
+        launch.update(l)
+    cu = os.path.join(a.work, f"batch{index}.cu")
+    with open(cu, "w") as f:
+        f.write(prelude + "".join(code.values()) + "#ifdef MPC_HOST_EMULATION\n"
+                + "".join(launch.values()) + "#endif\n")
+    return build(a.cxx, a.src, shim, cu, os.path.join(a.work, f"batch{index}.so"))
+
+
+def run_test(item, lib):
+    test, art, args = item
+    run = run_emulated(a.tools, art, lib, args)
     if run.returncode:
         return False, f"{test}: FAIL ({run.stderr.strip()})", False
     diffs = differences(run.stdout)
@@ -87,8 +126,13 @@ def run_test(test):
 
 shim = precompile_shim(a.cxx, a.src, a.work)
 tests = a.tests or sorted(os.listdir(a.data))
+BATCH = 48  # tests a host library takes
 with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-    results = [r for r in pool.map(run_test, tests) if r is not None]
+    items = [r for r in pool.map(prepare, tests) if r is not None]
+    batches = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
+    libs = list(pool.map(build_batch, range(len(batches)), batches))
+    results = list(pool.map(run_test, items,
+                            [libs[i // BATCH] for i in range(len(items))]))
 failed = [line for ok, line, _ in results if not ok]
 exact = sum(1 for _, _, e in results if e)
 for line in failed:

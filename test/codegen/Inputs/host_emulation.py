@@ -11,33 +11,46 @@ import subprocess
 # computing type.
 RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}
 # No FMA contraction, as the CPU backend and nvcc (-fmad=false) compute.
-FLAGS = ["-O1", "-std=c++17", "-ffp-contract=off", "-fPIC",
-         "-DMPC_HOST_EMULATION"]
+# -O0 builds large generated files in half the time and computes the same
+# (SSE arithmetic, no contraction); -O1 runs the kernels faster.
+FLAGS = ["-std=c++17", "-ffp-contract=off", "-fPIC", "-DMPC_HOST_EMULATION"]
 
 
-def precompile_shim(cxx, src, work):
+def precompile_shim(cxx, src, work, opt="-O1"):
     """The shim as a precompiled header in WORK (most of a small kernels.cu's
-    build time); returns what to -include."""
+    build time), for builds at OPT; returns what to -include."""
     shim = os.path.join(work, "pch", "shim.h")
     os.makedirs(os.path.dirname(shim), exist_ok=True)
     with open(shim, "w") as f:
         f.write('#include "%s"\n' % os.path.join(
             src, "test/codegen/Inputs/cuda_host_shim.h"))
-    subprocess.run([cxx] + FLAGS + ["-I" + src, "-x", "c++-header", shim,
+    subprocess.run([cxx, opt] + FLAGS + ["-I" + src, "-x", "c++-header", shim,
                                     "-o", shim + ".gch"], check=True)
     return shim
 
 
-def emulate(tools, cxx, src, shim, art, args):
-    """Builds ART/emu.so and runs it on ARGS (NAME=FILE.npy); returns the
-    finished mpc-emulate-artifact process."""
-    subprocess.run([cxx] + FLAGS + ["-I" + src, "-shared", "-include", shim,
-                                    "-x", "c++", os.path.join(art, "kernels.cu"),
-                                    "-o", os.path.join(art, "emu.so"),
-                                    "-lpthread"], check=True)
+def build(cxx, src, shim, cu, lib, opt="-O1"):
+    """Builds CU (a kernels.cu) into the host library LIB at OPT (the shim's
+    header's); returns LIB."""
+    subprocess.run([cxx, opt] + FLAGS + ["-I" + src, "-shared", "-include", shim,
+                                    "-x", "c++", cu, "-o", lib, "-lpthread"],
+                   check=True)
+    return lib
+
+
+def run_emulated(tools, art, lib, args):
+    """mpc-emulate-artifact on ART with kernels from LIB and ARGS
+    (NAME=FILE.npy); returns the finished process."""
     return subprocess.run([os.path.join(tools, "mpc-emulate-artifact"), art,
-                           os.path.join(art, "emu.so")] + args,
-                          capture_output=True, text=True)
+                           lib] + args, capture_output=True, text=True)
+
+
+def emulate(tools, cxx, src, shim, art, args, opt="-O1"):
+    """Builds ART/emu.so at OPT and runs it on ARGS (NAME=FILE.npy); returns
+    the finished mpc-emulate-artifact process."""
+    lib = build(cxx, src, shim, os.path.join(art, "kernels.cu"),
+                os.path.join(art, "emu.so"), opt)
+    return run_emulated(tools, art, lib, args)
 
 
 def differences(out):

@@ -134,7 +134,7 @@ SUM_ULPS = {"fp32": 16, "fp16": 2 << 13, "bf16": 2 << 16}
 
 rng = np.random.default_rng(a.seed)
 os.makedirs(a.work, exist_ok=True)
-shim = precompile_shim(a.cxx, a.src, a.work)
+shim = precompile_shim(a.cxx, a.src, a.work, "-O0")
 totals = {"elementwise": 0, "exact-reduce": 0, "sum-reduce": 0}
 failures = []
 for g in range(a.graphs):
@@ -150,7 +150,7 @@ for g in range(a.graphs):
                         art, "--precision", prec, "--no-nvcc"], check=True,
                        stdout=subprocess.DEVNULL)
         run = emulate(a.tools, a.cxx, a.src, shim, art,
-                      [f"x={a.work}/x{g}.npy", f"y={a.work}/y{g}.npy"])
+                      [f"x={a.work}/x{g}.npy", f"y={a.work}/y{g}.npy"], "-O0")
         if run.returncode:
             sys.exit(f"property{g} {prec}: {run.stderr.strip()}")
         got = ulps(run.stdout)
