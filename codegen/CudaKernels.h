@@ -269,6 +269,7 @@ public:
   bool tensorLists(Step &s, const std::string &name, const TensorListCode &c);
   bool crossEntropy(Step &s, const std::string &name); // and nll_loss
   bool crossEntropyRows(Step &s, const std::string &name);
+  void lossSum(Step &s, const std::string &name, int half, int64_t elements);
   bool crossEntropyGrad(Step &s, const std::string &name);
   bool allReduce(Step &s, const std::string &name);
   bool unscaleGrads(Step &s, const std::string &name);

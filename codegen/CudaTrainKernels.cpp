@@ -24,6 +24,25 @@ namespace mlir::mpc::cuda {
 /// the row, coalesced; shuffles combine), shorter rows a thread each.
 constexpr int64_t kWarpClassesMin = 64;
 
+/// The end of a one-block loss kernel whose workers left their sums of
+/// losses and weights in ls[] and ws[]: a tree from `half` down (a fixed
+/// order), the reduced loss stored unless "none", then its launch.
+void Emitter::lossSum(Step &s, const std::string &name, int half,
+                      int64_t elements) {
+  std::string red = s.getString("reduction", "mean");
+  cu << "  __syncthreads();\n"
+     << "  for (int h = " << half << "; h > 0; h >>= 1) { if "
+        "(threadIdx.x < h) { ls[threadIdx.x] += ls[threadIdx.x + h]; "
+        "ws[threadIdx.x] += ws[threadIdx.x + h]; } __syncthreads(); }\n";
+  if (red != "none")
+    cu << "  if (threadIdx.x == 0) st(out0, 0, ls[0]"
+       << (red == "mean" ? " / ws[0]" : "") << ");\n";
+  cu << "}\n\n";
+  barrier = true;
+  launch(s, name, {1, 1, 1}, {256, 1, 1});
+  mod.flops += 4.0 * elements;
+}
+
 /// softmax_cross_entropy_loss (scores) or nll_loss (`fromLogProb`): one
 /// block, so the loss is summed in one fixed order; a warp per row for
 /// long rows (vocabularies), a thread per row for short ones.
@@ -69,18 +88,8 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
      << "    float l = -w * (ld(in0, n * " << C << "LL + label) - lse);\n"
      << (red == "none" ? "    if (lane == 0) st(out0, n, l);\n" : "")
      << "    lsum += l; wsum += w;\n  }\n"
-     << "  if (lane == 0) { ls[worker] = lsum; ws[worker] = wsum; }\n"
-     << "  __syncthreads();\n"
-     << "  for (int h = " << (warp ? 4 : 128) << "; h > 0; h >>= 1) { if "
-        "(threadIdx.x < h) { ls[threadIdx.x] += ls[threadIdx.x + h]; "
-        "ws[threadIdx.x] += ws[threadIdx.x + h]; } __syncthreads(); }\n";
-  if (red != "none")
-    cu << "  if (threadIdx.x == 0) st(out0, 0, ls[0]"
-       << (red == "mean" ? " / ws[0]" : "") << ");\n";
-  cu << "}\n\n";
-  barrier = true;
-  launch(s, name, {1, 1, 1}, {256, 1, 1});
-  mod.flops += 4.0 * N * C;
+     << "  if (lane == 0) { ls[worker] = lsum; ws[worker] = wsum; }\n";
+  lossSum(s, name, warp ? 4 : 128, N * C);
   return true;
 }
 
@@ -124,17 +133,8 @@ bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
      << "    float l = -w * ld(out1, n * " << C << "LL + label);\n"
      << (red == "none" ? "    st(out0, n, l);\n" : "")
      << "    lsum += l; wsum += w;\n  }\n"
-     << "  ls[threadIdx.x] = lsum; ws[threadIdx.x] = wsum;\n  __syncthreads();\n"
-     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
-        "ls[threadIdx.x] += ls[threadIdx.x + h]; ws[threadIdx.x] += "
-        "ws[threadIdx.x + h]; } __syncthreads(); }\n";
-  if (red != "none")
-    cu << "  if (threadIdx.x == 0) st(out0, 0, ls[0]"
-       << (red == "mean" ? " / ws[0]" : "") << ");\n";
-  cu << "}\n\n";
-  barrier = true;
-  launch(s, name, {1, 1, 1}, {256, 1, 1});
-  mod.flops += 4.0 * N * C;
+     << "  ls[threadIdx.x] = lsum; ws[threadIdx.x] = wsum;\n";
+  lossSum(s, name, 128, N * C);
   return true;
 }
 
