@@ -454,14 +454,24 @@ bool Emitter::emitStep(Step &s) {
     return fail(s, "no CUDA kernel for mpc." + op + " yet" +
                        (why.empty() ? "" : " (" + why + ")"));
   }
-  // Generated into fresh streams under the placeholder name.
+  // Generated into fresh streams under the placeholder name. A step whose
+  // results are all empty has nothing to compute: an empty kernel (the
+  // generators' index arithmetic would divide by the zero sizes).
+  bool empty = std::all_of(s.outputs.begin(), s.outputs.end(), [&](int v) {
+    return numElements(val(v).shape) == 0;
+  });
   std::ostringstream code, launcher;
   std::swap(cu, code);
   std::swap(emu, launcher);
   gemmOnTensorCores.reset();
-  bool ok = s.cuda.isChain() ? chain(s, kKernelName)
-            : how.emit       ? (this->*how.emit)(s, kKernelName)
-                             : elementwise(s, kKernelName);
+  if (empty) {
+    cu << header(s, kKernelName, 1) << " {}\n\n";
+    launch(s, kKernelName, {1, 1, 1}, {1, 1, 1});
+  }
+  bool ok = empty              ? true
+            : s.cuda.isChain() ? chain(s, kKernelName)
+            : how.emit         ? (this->*how.emit)(s, kKernelName)
+                               : elementwise(s, kKernelName);
   std::swap(cu, code);
   std::swap(emu, launcher);
   if (!ok)
