@@ -355,7 +355,9 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
       sha256(result.compilerVersion + (nvrtc ? Nvrtc::flags() : kFlags) +
              join(gencodes(options.arch), " ") + module.prelude);
   KernelCache cache(options.cacheDir, result);
-  std::vector<std::string> modules; // paths to copy into DIR
+  // DIR gets the modules as kernels.<i>.fatbin: cached ones copied from
+  // these paths, new ones ("" here) written there as they compile.
+  std::vector<std::string> modules;
   std::set<std::string> seen;
   std::vector<const mlir::mpc::CudaKernel *> missing;
   std::map<const mlir::mpc::CudaKernel *, std::string> keys;
@@ -398,21 +400,19 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
     for (const mlir::mpc::CudaKernel *k : units[u])
       unitKeys.push_back(keys[k]);
     cache.store(fatbins[u], unitKeys);
-    std::string path = dir + "/unit." + std::to_string(u) + ".fatbin";
+    std::string path = dir + "/kernels." + std::to_string(modules.size()) + ".fatbin";
     if (!writeAtomically(path, fatbins[u]))
       return (error = "cannot write " + path, false);
     for (const mlir::mpc::CudaKernel *k : units[u])
       for (const std::string &entry : entryPoints(*k))
         moduleOf[entry] = modules.size();
-    modules.push_back(path);
+    modules.push_back("");
     result.compiled += units[u].size();
   }
   result.units = units.size();
-
-  // DIR gets the modules as kernels.<i>.fatbin; the units' files go.
   for (size_t i = 0; i < modules.size(); ++i) {
     std::string to = dir + "/kernels." + std::to_string(i) + ".fatbin";
-    if (sys::fs::copy_file(modules[i], to))
+    if (!modules[i].empty() && sys::fs::copy_file(modules[i], to))
       return (error = "cannot write " + to, false);
   }
   // kernels.index: the module of each kernel, so the runtime asks only
@@ -422,8 +422,6 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
     index += name + " " + std::to_string(i) + "\n";
   if (!writeAtomically(dir + "/kernels.index", index))
     return (error = "cannot write " + dir + "/kernels.index", false);
-  for (size_t u = 0; u < units.size(); ++u)
-    sys::fs::remove(dir + "/unit." + std::to_string(u) + ".fatbin");
   result.modules = modules.size();
   result.seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
