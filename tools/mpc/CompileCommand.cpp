@@ -96,8 +96,10 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
                               cl::sub(compileCommand));
 static cl::opt<std::string> gemmChoice(
     "gemm",
-    cl::desc("Who runs the GEMMs on the GPU: auto (cuBLASLt where its "
-             "library loads, else mpc's kernels; default) | cublaslt | mpc"),
+    cl::desc("Who runs the GEMMs on the GPU: auto (per shape the faster of "
+             "cuBLASLt and mpc's kernel, timed at the first session and kept "
+             "in tuning.txt; mpc's kernels where cuBLASLt does not load; "
+             "default) | cublaslt | mpc"),
     cl::init("auto"), cl::sub(compileCommand));
 static cl::opt<bool> allowTf32(
     "allow-tf32",
@@ -107,9 +109,10 @@ static cl::opt<bool> allowTf32(
     cl::sub(compileCommand));
 static cl::opt<std::string> convChoice(
     "conv",
-    cl::desc("Who runs the convolution gradients on the GPU: auto (cuDNN "
-             "where its library loads, else mpc's kernels; default) | cudnn "
-             "| mpc"),
+    cl::desc("Who runs the convolution gradients on the GPU: auto (per "
+             "shape the faster of cuDNN and mpc's kernel, timed at the first "
+             "session and kept in tuning.txt; mpc's kernels where cuDNN does "
+             "not load; default) | cudnn | mpc"),
     cl::init("auto"), cl::sub(compileCommand));
 static cl::opt<bool> noNvcc("no-nvcc",
                             cl::desc("Emit kernels.cu without compiling it "

@@ -132,15 +132,17 @@ static cl::opt<bool> cudaGraph(
     cl::init(true), cl::sub(trainCommand));
 static cl::opt<std::string> trainGemm(
     "gemm",
-    cl::desc("With --device cuda, who runs the GEMMs: auto (cuBLASLt where "
-             "its library loads, else mpc's kernels; default) | cublaslt | "
-             "mpc"),
+    cl::desc("With --device cuda, who runs the GEMMs: auto (per shape the "
+             "faster of cuBLASLt and mpc's kernel, timed when the session "
+             "opens; mpc's kernels where cuBLASLt does not load; default) | "
+             "cublaslt | mpc"),
     cl::init("auto"), cl::sub(trainCommand));
 static cl::opt<std::string> trainConv(
     "conv",
     cl::desc("With --device cuda, who runs the convolution gradients: auto "
-             "(cuDNN where its library loads, else mpc's kernels; default) | "
-             "cudnn | mpc"),
+             "(per shape the faster of cuDNN and mpc's kernel, timed when the "
+             "session opens; mpc's kernels where cuDNN does not load; "
+             "default) | cudnn | mpc"),
     cl::init("auto"), cl::sub(trainCommand));
 static cl::opt<bool> trainTf32(
     "allow-tf32",
