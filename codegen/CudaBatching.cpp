@@ -142,14 +142,14 @@ void batchLaunches(Emitter &e) {
       if (m != run.back())
         plan.steps[m].cuda.batchedInto = run.back();
   }
-  // What is launched now; kernels no launch uses any more are dropped.
-  e.mod.launches.clear();
-  std::set<std::string> used;
+}
+
+std::vector<std::string> launchedKernels(const Plan &plan) {
+  std::vector<std::string> names;
   for (const Step &s : plan.steps) {
     const CudaLaunch &c = s.cuda;
     if (c.inOtherKernel() || c.kernel.empty() || c.batchedInto >= 0)
       continue;
-    std::vector<std::string> names;
     if (!c.prologue.empty())
       names.push_back(c.prologue);
     if (c.batch.valid())
@@ -160,21 +160,8 @@ void batchLaunches(Emitter &e) {
       names.insert(names.end(), c.lists.kernels.begin(), c.lists.kernels.end());
     else
       names.push_back(c.kernel);
-    for (std::string &n : names) {
-      used.insert(n);
-      e.mod.launches.push_back(std::move(n));
-    }
   }
-  auto &kernels = e.mod.kernels;
-  kernels.erase(std::remove_if(kernels.begin(), kernels.end(),
-                               [&](const CudaKernel &k) {
-                                 // A kernel file holds a step's kernels
-                                 // together (prologue, lists): kept
-                                 // while any of them launches.
-                                 return e.elements.count(k.name) &&
-                                        !used.count(k.name);
-                               }),
-                kernels.end());
+  return names;
 }
 
 } // namespace mlir::mpc::cuda

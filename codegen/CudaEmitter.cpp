@@ -16,6 +16,7 @@
 #include "llvm/Support/SHA256.h"
 
 #include <algorithm>
+#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -500,13 +501,6 @@ void Emitter::finish(Step &s, const std::string &stem, std::string code,
   rename(s.cuda.prologue);
   for (std::string &k : s.cuda.lists.kernels)
     rename(k);
-  if (!s.cuda.prologue.empty())
-    mod.launches.push_back(s.cuda.prologue);
-  if (s.cuda.lists.valid())
-    mod.launches.insert(mod.launches.end(), s.cuda.lists.kernels.begin(),
-                        s.cuda.lists.kernels.end());
-  else
-    mod.launches.push_back(s.cuda.kernel);
   if (!named.insert(name).second)
     return; // the same kernel as an earlier step's
   rename(code);
@@ -553,6 +547,16 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
       return false;
   if (fuse)
     cuda::batchLaunches(e);
+  out.launches = cuda::launchedKernels(plan);
+  // A kernel whose every launch was batched is gone (its element function
+  // lives on in the batched kernel).
+  std::set<std::string> used(out.launches.begin(), out.launches.end());
+  out.kernels.erase(std::remove_if(out.kernels.begin(), out.kernels.end(),
+                                   [&](const CudaKernel &k) {
+                                     return e.elements.count(k.name) &&
+                                            !used.count(k.name);
+                                   }),
+                    out.kernels.end());
   out.prelude = "// Emitted by mpc: the kernels of an execution plan, one per "
                 "distinct step or\n// fused chain of steps.\n" +
                 cudaPreludeConstants() + kCudaPrelude + kFormulaSource +

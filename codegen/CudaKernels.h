@@ -124,6 +124,8 @@ struct Emitter;
 /// steps (an optimizer's update of each parameter) become multi-tensor
 /// launches of a batched kernel (CudaBatching.cpp).
 void batchLaunches(Emitter &e);
+/// The kernels the plan's steps launch, in order (CudaBatching.cpp).
+std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);
 
 struct Emitter {
   Plan &plan;
