@@ -24,6 +24,13 @@ namespace mlir::mpc::cuda {
 /// the row, coalesced; shuffles combine), shorter rows a thread each.
 constexpr int64_t kWarpClassesMin = 64;
 
+/// The condition under which a row's `label` is ignored (ignore_index).
+static std::string ignoredLabel(const Step &s) {
+  return s.has("ignore_index")
+             ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
+             : std::string("false");
+}
+
 /// The end of a one-block loss kernel whose workers left their sums of
 /// losses and weights in ls[] and ws[]: a tree from `half` down (a fixed
 /// order), the reduced loss stored unless "none", then its launch.
@@ -54,8 +61,6 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
   int64_t N = x.shape[0], C = x.shape[1];
   std::string red = s.getString("reduction", "mean");
   bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
-  bool ignore = s.has("ignore_index");
-  int64_t ig = s.getInt("ignore_index", 0);
   // (nll_loss reads one element a row: a thread per row.)
   bool warp = !fromLogProb && C >= kWarpClassesMin;
   if (warp && s.outputs.size() > 1 && val(s.outputs[1]).dtype == DType::F32)
@@ -81,7 +86,7 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
   if (!fromLogProb && s.outputs.size() > 1)
     cu << loop << "st(out1, " << row << ", ld(in0, " << row << ") - lse);\n";
   cu << "    i64 label = in1[n];\n"
-     << "    if (" << (ignore ? "label == " + std::to_string(ig) + "LL" : "false")
+     << "    if (" << ignoredLabel(s)
      << ") { " << (red == "none" ? "if (lane == 0) st(out0, n, 0.0f); " : "")
      << "continue; }\n"
      << "    float w = " << (weights ? "ld(in2, label)" : "1.0f") << ";\n"
@@ -103,9 +108,7 @@ bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
   int64_t N = x.shape[0], C = x.shape[1];
   std::string red = s.getString("reduction", "mean");
   bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
-  std::string skip = s.has("ignore_index")
-                         ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
-                         : std::string("false");
+  std::string skip = ignoredLabel(s);
   std::string rows = std::to_string(kRowThreads / 32);
   std::string row = "n * " + std::to_string(C) + "LL + c";
   std::string loop = "  for (i64 c = lane; c < " + std::to_string(C) +
@@ -152,11 +155,9 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   int64_t N = lp.shape[0], C = lp.shape[1];
   std::string red = s.getString("reduction", "mean");
   bool weights = s.inputs.size() > 3 && s.inputs[3] >= 0;
-  bool ignore = s.has("ignore_index");
   bool warp = C >= kWarpClassesMin;
   int64_t rowsPerBlock = warp ? 8 : 256;
-  std::string skip = ignore ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
-                            : std::string("false");
+  std::string skip = ignoredLabel(s);
   std::string w = weights ? "ld(in3, label)" : "1.0f";
   std::string at = "n * " + std::to_string(C) + "LL + c";
   cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"

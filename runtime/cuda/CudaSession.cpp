@@ -438,8 +438,6 @@ private:
     return true;
   }
 
-  /// The kernel `name`: from the module kernels.index names, else (older
-  /// artifacts) from whichever module has it.
   /// Step `i`'s kernels on the stream.
   bool launchKernels(size_t i, std::string &error) {
     for (Launch &l : launches[i]) {
@@ -481,6 +479,8 @@ private:
     return ok ? ms / kRuns : -1.0;
   }
 
+  /// The kernel `name`: from the module kernels.index names, else (older
+  /// artifacts) from whichever module has it.
   bool function(const std::string &name, Handle &fn, std::string &error) {
     if (auto it = moduleOf.find(name); it != moduleOf.end()) {
       if (d.moduleGetFunction(&fn, it->second, name.c_str()) == 0)
