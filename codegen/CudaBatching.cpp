@@ -56,6 +56,12 @@ CudaKernel batchedKernel(const std::string &name, const Emitter::ElementFn &fn,
     call += ", q." + pname;
   }
   std::string args = name + "_args";
+  // Each slot's elements: one at a time, or as the element function's
+  // vector groups.
+  std::string loop =
+      fn.vector > 1 ? "    " + name + "_run(first, stride" + call
+                    : "    for (i64 i = first; i < q.count; i += stride) " +
+                          name + "_at(i" + call;
   CudaKernel k;
   k.name = name;
   k.code = named(fn.code) + "struct " + args + " {\n  struct {\n" + fields +
@@ -66,8 +72,7 @@ CudaKernel batchedKernel(const std::string &name, const Emitter::ElementFn &fn,
            " + threadIdx.x, stride = (i64)gridDim.x * " + threads + ";\n" +
            "#pragma unroll 1\n  for (int t = 0; t < " + std::to_string(slots) +
            "; ++t) {\n    const auto &q = a.s[t];\n" +
-           "    for (i64 i = first; i < q.count; i += stride) " + name + "_at(i" +
-           call + ");\n  }\n}\n\n";
+           loop + ");\n  }\n}\n\n";
   std::vector<size_t> counts; // every slot's last word
   for (int t = 0; t < slots; ++t)
     counts.push_back(t * w + w - 1);

@@ -200,9 +200,11 @@ std::vector<std::pair<std::string, std::string>> Emitter::params(const Step &s) 
 }
 
 /// Kernel header: extern "C" with the step's parameters.
-std::string Emitter::header(const Step &s, const std::string &name, int threads) {
+std::string Emitter::header(const Step &s, const std::string &name, int threads,
+                            int minBlocks) {
   std::ostringstream os;
-  os << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") "
+  os << "extern \"C\" __global__ void __launch_bounds__(" << threads
+     << (minBlocks > 0 ? ", " + std::to_string(minBlocks) : "") << ") "
      << name << "(";
   int n = 0;
   for (const auto &p : params(s))
@@ -219,12 +221,16 @@ void Emitter::launch(Step &s, const std::string &name,
     // for batched launches; the step's kernel runs it for its thread's
     // element.
     counted = false;
-    element = {cu.str(), params(s)};
+    element = {cu.str(), params(s), vectorWidth};
     std::string call;
     for (const auto &p : element.params)
       call += ", " + p.second;
-    cu << header(s, name, (int)block[0]) << " {\n  " << name
-       << "_at(global_index()" << call << ");\n}\n\n";
+    cu << header(s, name, (int)block[0]) << " {\n";
+    if (vectorWidth > 1)
+      cu << "  " << name << "_run(global_index(), (i64)gridDim.x * blockDim.x"
+         << call << ");\n}\n\n";
+    else
+      cu << "  " << name << "_at(global_index()" << call << ");\n}\n\n";
   }
   if (prologue) { // before the step's kernel: one thread unless given
     s.cuda.prologue = name;
@@ -265,9 +271,14 @@ void Emitter::launch(Step &s, const std::string &name,
     args << (k ? ", " : "") << count;
     ++k;
     std::string per = std::to_string(perBlock > 0 ? perBlock : block[0]);
-    grid0 = "(unsigned)std::max<i64>((" + count + " + " + per + " - 1) / " + per +
-            ", 1)";
+    grid0 = "std::max<i64>((" + count + " + " + per + " - 1) / " + per + ", 1)";
+    grid0 = vectorWidth > 1 // grid-strided, as launch1d caps it
+                ? "(unsigned)std::min<i64>(" + grid0 + ", " +
+                      std::to_string(::mpc::rt::kListMaxBlocks) + ")"
+                : "(unsigned)" + grid0;
   }
+  if (!prologue)
+    vectorWidth = 1;
   emu << "extern \"C\" void emu_" << name << "(void **p) {\n  mpc_emulate({"
       << grid0 << ", " << grid[1] << ", " << grid[2] << "}, {" << block[0]
       << ", " << block[1] << ", " << block[2] << "}, "
@@ -321,6 +332,127 @@ std::string Emitter::countedHead(Step &s, const std::string &name, int64_t n) {
   return head + ") {\n  if (i >= count) return;\n";
 }
 
+void Emitter::launch1d(Step &s, const std::string &name, int64_t n) {
+  int64_t t = ::mpc::rt::cuda::kThreads, per = t * vectorWidth;
+  int64_t blocks = std::max<int64_t>((n + per - 1) / per, 1);
+  if (vectorWidth > 1)
+    blocks = std::min(blocks, ::mpc::rt::kListMaxBlocks);
+  launch(s, name, {blocks, 1, 1}, {t, 1, 1}, false, per);
+}
+
+namespace {
+
+/// How a vector group reads an input: as V consecutive elements, as one
+/// value for the whole group, or not at all (no vector path).
+enum class GroupRead { Lanes, Once, None };
+
+GroupRead groupRead(const Shape &out, const Shape &strides, int64_t width) {
+  if (strides == stridesOf(out))
+    return GroupRead::Lanes;
+  if (std::all_of(strides.begin(), strides.end(), [](int64_t v) { return v == 0; }))
+    return GroupRead::Once;
+  // A group of V elements lies in one innermost row when the row's length
+  // is a multiple of V; along it the input moves by its innermost stride.
+  if (out.empty() || out.back() % width != 0)
+    return GroupRead::None;
+  return strides.back() == 1   ? GroupRead::Lanes
+         : strides.back() == 0 ? GroupRead::Once
+                               : GroupRead::None;
+}
+
+bool laneType(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
+         t == DType::I1;
+}
+
+} // namespace
+
+void Emitter::elementFunctions(
+    Step &s, const std::string &name, int64_t n, const Shape &out,
+    const std::vector<Shape> &strides, const std::vector<std::string> &names,
+    const std::function<std::string(const Store &)> &body) {
+  cu << countedHead(s, name, n) << offsetsCode(out, strides);
+  for (size_t k = 0; k < names.size(); ++k)
+    cu << "  float " << names[k] << " = ld(in" << k << ", o" << k << ");\n";
+  cu << body([](size_t k, const std::string &v) {
+    return "  st(out" + std::to_string(k) + ", i, " + v + ");\n";
+  }) << "}\n\n";
+  // The width: 16 bytes of the narrowest operand moved as lanes, at most 8.
+  std::vector<int> ins = ::mpc::rt::kernelInputs(s);
+  std::vector<int> outs = s.outputs;
+  outs.insert(outs.end(), s.cuda.stores.begin(), s.cuda.stores.end());
+  int64_t narrowest = 16;
+  bool ok = ins.size() == names.size();
+  for (int v : outs) {
+    ok = ok && laneType(val(v).dtype);
+    narrowest = std::min<int64_t>(narrowest, dtypeSize(val(v).dtype));
+  }
+  int64_t width = std::min<int64_t>(8, 16 / narrowest);
+  std::vector<GroupRead> reads;
+  for (size_t k = 0; ok && k < ins.size(); ++k) {
+    reads.push_back(ins[k] < 0 ? GroupRead::None
+                               : groupRead(out, strides[k], width));
+    ok = reads[k] != GroupRead::None &&
+         (reads[k] == GroupRead::Once || laneType(val(ins[k]).dtype));
+    if (ok && reads[k] == GroupRead::Lanes)
+      narrowest = std::min<int64_t>(narrowest, dtypeSize(val(ins[k]).dtype));
+  }
+  width = std::min<int64_t>(8, 16 / narrowest);
+  // A narrower input may widen the group past a broadcast row's length.
+  for (size_t k = 0; ok && k < ins.size(); ++k)
+    ok = groupRead(out, strides[k], width) == reads[k];
+  if (!ok || width < 2)
+    return;
+  vectorWidth = (int)width;
+  std::string W = std::to_string(width), decl, call, aligned;
+  for (const auto &p : params(s))
+    decl += ", " + p.first, call += ", " + p.second;
+  auto align = [&](const std::string &p) {
+    aligned += " && mpc_aligned<" + W + ">(" + p + ")";
+  };
+  std::ostringstream v;
+  v << "static __device__ __forceinline__ void " << name << "_vec(const i64 i"
+    << decl << ") {\n" << offsetsCode(out, strides);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string in = "in" + std::to_string(k), x = "vx" + std::to_string(k);
+    if (reads[k] == GroupRead::Lanes) {
+      v << "  float " << x << "[" << W << "]; ldv<" << W << ">(" << in
+        << " + o" << k << ", " << x << ");\n";
+      align(in);
+    } else {
+      v << "  const float " << x << " = ld(" << in << ", o" << k << ");\n";
+    }
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    v << "  float vy" << k << "[" << W << "];\n";
+    align("out" + std::to_string(k));
+  }
+  v << "#pragma unroll\n  for (int e = 0; e < " << W << "; ++e) {\n";
+  for (size_t k = 0; k < ins.size(); ++k)
+    v << "    float " << names[k] << " = vx" << k
+      << (reads[k] == GroupRead::Lanes ? "[e]" : "") << ";\n";
+  std::string lanes = body([](size_t k, const std::string &x) {
+    return "  vy" + std::to_string(k) + "[e] = " + x + ";\n";
+  });
+  for (size_t at = 0; (at = lanes.find("\n  ", at)) != std::string::npos; at += 3)
+    lanes.insert(at + 1, "  "); // the loop's indentation
+  v << "  " << lanes << "  }\n";
+  for (size_t k = 0; k < outs.size(); ++k)
+    v << "  stv<" << W << ">(out" << k << " + i, vy" << k << ");\n";
+  v << "}\n\n";
+  // A thread's share: whole groups as vectors when every pointer is
+  // aligned (else none), the rest one element at a time, both strided by
+  // the grid.
+  v << "static __device__ __forceinline__ void " << name
+    << "_run(const i64 first, const i64 stride" << decl
+    << ") {\n  const i64 whole = " << aligned.substr(4) << " ? count / " << W
+    << " * " << W << " : 0;\n  for (i64 i = first * " << W
+    << "; i < whole; i += stride * " << W << ") " << name << "_vec(i" << call
+    << ");\n  for (i64 i = whole + first; i < count; i += stride) " << name
+    << "_at(i" << call << ");\n}\n\n";
+  cu << v.str();
+}
+
 /// One thread per element: the op's expression (CudaExpressions.cpp) on
 /// the operands widened to FP32, rounded once on store.
 bool Emitter::elementwise(Step &s, const std::string &name) {
@@ -338,14 +470,20 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
   for (int in : s.inputs)
     strides.push_back(broadcastStrides(val(in).shape, y.shape));
   int64_t n = numElements(y.shape);
-  cu << countedHead(s, name, n) << offsetsCode(y.shape, strides);
+  std::vector<std::string> names;
   for (size_t k = 0; k < s.inputs.size(); ++k)
-    cu << "  float " << kOperandNames[k] << " = ld(in" << k << ", o" << k
-       << ");\n";
-  cu << "  st(out0, i, " << *e << ");\n";
-  if (s.countUnderflow) // a gradient flushed to zero
-    cu << "  if (a != 0.0f && ld(out0, i) == 0.0f) atomicAdd(underflow, 1ULL);\n";
-  cu << "}\n\n";
+    names.push_back(std::string(1, kOperandNames[k]));
+  elementFunctions(s, name, n, y.shape, strides, names, [&](const Store &st) {
+    if (!s.countUnderflow)
+      return st(0, *e);
+    // A gradient flushed to zero: nonzero, zero once stored.
+    std::string stored = y.dtype == DType::F16    ? "rnd_f16(u)"
+                         : y.dtype == DType::BF16 ? "rnd_bf16(u)"
+                                                  : "u";
+    return "  const float u = " + *e + ";\n" + st(0, "u") +
+           "  if (a != 0.0f && " + stored +
+           " == 0.0f) atomicAdd(underflow, 1ULL);\n";
+  });
   launch1d(s, name, n);
   return true;
 }
@@ -363,33 +501,36 @@ bool Emitter::chain(Step &s, const std::string &name) {
     reg[ext[k]] = "x" + std::to_string(k);
   }
   int64_t n = numElements(y.shape);
-  cu << countedHead(s, name, n) << offsetsCode(y.shape, strides);
+  mod.flops += (double)n * s.cuda.chain.size();
+  std::vector<std::string> names;
   for (size_t k = 0; k < ext.size(); ++k)
-    cu << "  float x" << k << " = ld(in" << k << ", o" << k << ");\n";
-  for (int m : s.cuda.chain) {
-    const Step &member = plan.steps[m];
-    int out = member.outputs[0];
-    std::string t = "t" + std::to_string(reg.size() - ext.size());
-    cu << "  float " << t << ";\n  { ";
-    std::vector<int> operands = chainOperands(member);
-    for (size_t k = 0; k < operands.size(); ++k)
-      cu << "float " << kOperandNames[k] << " = " << reg.at(operands[k]) << "; ";
-    std::string e = member.op == OpId::Expand ? "a" : *expr(member);
-    DType dt = val(out).dtype;
-    cu << t << " = "
-       << (dt == DType::F16    ? "rnd_f16(" + e + ")"
-           : dt == DType::BF16 ? "rnd_bf16(" + e + ")"
-           : dt == DType::I1   ? "rnd_i1(" + e + ")"
-                               : e)
-       << "; }\n";
-    reg[out] = t;
-    mod.flops += n;
-    const std::vector<int> &stores = s.cuda.stores;
-    if (auto at = std::find(stores.begin(), stores.end(), out); at != stores.end())
-      cu << "  st(out" << s.outputs.size() + (at - stores.begin()) << ", i, " << t
-         << ");\n";
-  }
-  cu << "  st(out0, i, " << reg.at(s.outputs[0]) << ");\n}\n\n";
+    names.push_back("x" + std::to_string(k));
+  elementFunctions(s, name, n, y.shape, strides, names, [&](const Store &st) {
+    std::map<int, std::string> regs = reg;
+    std::ostringstream os;
+    for (int m : s.cuda.chain) {
+      const Step &member = plan.steps[m];
+      int out = member.outputs[0];
+      std::string t = "t" + std::to_string(regs.size() - ext.size());
+      os << "  float " << t << ";\n  { ";
+      std::vector<int> operands = chainOperands(member);
+      for (size_t k = 0; k < operands.size(); ++k)
+        os << "float " << kOperandNames[k] << " = " << regs.at(operands[k]) << "; ";
+      std::string e = member.op == OpId::Expand ? "a" : *expr(member);
+      DType dt = val(out).dtype;
+      os << t << " = "
+         << (dt == DType::F16    ? "rnd_f16(" + e + ")"
+             : dt == DType::BF16 ? "rnd_bf16(" + e + ")"
+             : dt == DType::I1   ? "rnd_i1(" + e + ")"
+                                 : e)
+         << "; }\n";
+      regs[out] = t;
+      const std::vector<int> &stores = s.cuda.stores;
+      if (auto at = std::find(stores.begin(), stores.end(), out); at != stores.end())
+        os << st(s.outputs.size() + (at - stores.begin()), t);
+    }
+    return os.str() + st(0, regs.at(s.outputs[0]));
+  });
   launch1d(s, name, n);
   return true;
 }
@@ -545,8 +686,11 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
   for (Step &s : plan.steps)
     if (!e.emitStep(s))
       return false;
-  if (fuse)
+  if (fuse) {
+    if (plan.cudaGemm != "mpc")
+      cuda::fuseBiasGradients(plan);
     cuda::batchLaunches(e);
+  }
   out.launches = cuda::launchedKernels(plan);
   // A kernel whose every launch was batched is gone (its element function
   // lives on in the batched kernel).

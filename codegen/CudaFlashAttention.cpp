@@ -48,7 +48,9 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   constexpr int64_t kWarps = 4, kRows = 64;
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   std::ostringstream os;
-  os << header(s, name, kWarps * 32) << " {\n"
+  // Two blocks an SM asked for (no register limit below 255): ptxas
+  // otherwise held this kernel to 32 registers on sm_80 and spilled.
+  os << header(s, name, kWarps * 32, 2) << " {\n"
      << "  __shared__ __align__(16) " << T << " ks[" << TK * KS << "], vs["
      << TK * VS << "];\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"

@@ -10,6 +10,8 @@
 #include "runtime/kernels/Window.h"
 
 #include <functional>
+#include <map>
+#include <optional>
 
 #include <algorithm>
 #include <set>
@@ -242,6 +244,30 @@ std::string im2colLoad(const ConvGeometry &g, const std::string &row,
          ";";
 }
 
+/// The LibraryConv record of a convolution of geometry `g` when cuDNN's
+/// legacy API computes it as written: symmetric padding, the output size
+/// it derives itself, one float type `t` for every operand (`oneType`).
+std::optional<LibraryConv> cudnnForm(LibraryConv::Kind kind,
+                                     const ConvGeometry &g, bool oneType,
+                                     DType t) {
+  const Window &win = g.win;
+  auto outSize = [](int64_t in, int64_t pad, int64_t k, int64_t stride,
+                    int64_t dil) { return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1; };
+  if (!oneType || (t != DType::F16 && t != DType::BF16 && t != DType::F32) ||
+      win.padBegin != win.padEnd ||
+      g.OH != outSize(g.H, win.padBegin[0], g.KH, win.strides[0], win.dilations[0]) ||
+      g.OW != outSize(g.W, win.padBegin[1], g.KW, win.strides[1], win.dilations[1]))
+    return std::nullopt;
+  LibraryConv v;
+  v.kind = kind;
+  v.n = g.Nb, v.c = g.C, v.h = g.H, v.w = g.W, v.k = g.Co, v.r = g.KH,
+  v.s = g.KW;
+  v.padH = win.padBegin[0], v.padW = win.padBegin[1];
+  v.strideH = win.strides[0], v.strideW = win.strides[1];
+  v.dilH = win.dilations[0], v.dilW = win.dilations[1], v.groups = g.groups;
+  return v;
+}
+
 } // namespace
 
 bool Emitter::conv(Step &s, const std::string &name) {
@@ -253,6 +279,16 @@ bool Emitter::conv(Step &s, const std::string &name) {
   int64_t Mg = g.Mg, OH = g.OH, OW = g.OW, Co = g.Co;
   int64_t N = g.Nb * OH * OW, K = g.Cg * g.KH * g.KW;
   bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
+  // cuDNN: the convolution, then an FP32 bias added (cudnnAddTensor). A
+  // fp16/bf16 bias stays with mpc's kernel, which adds it before the one
+  // rounding (after cuDNN's it would round twice); so does a fused Relu
+  // (the legacy API would need a third call).
+  if (!s.cuda.fusedRelu && (!bias || x.dtype == DType::F32))
+    if (auto v = cudnnForm(LibraryConv::Forward, g,
+                           w.dtype == x.dtype && y.dtype == x.dtype &&
+                               (!bias || val(s.inputs[2]).dtype == x.dtype),
+                           x.dtype))
+      s.cuda.conv = *v;
   std::string T = ctype(x.dtype), Z = x.dtype == DType::F32 ? "0.0f" : T + "(0.0f)";
   bool f32 = x.dtype == DType::F32;
   std::string members = "  const " + T + " *X; const " + T + " *Wt; const " +
@@ -298,24 +334,12 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
   int64_t C = g.C, H = g.H, W = g.W, Co = g.Co, OH = g.OH, OW = g.OW,
           KH = g.KH, KW = g.KW, Nb = g.Nb, Cg = g.Cg, Mg = g.Mg,
           groups = g.groups;
-  // cuDNN's legacy convolution takes symmetric padding and computes the
-  // output size itself: where both hold, the step gets a LibraryConv.
-  auto outSize = [](int64_t in, int64_t pad, int64_t k, int64_t stride,
-                    int64_t dil) { return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1; };
-  if (!bias && dy.dtype == other.dtype && dy.dtype == out.dtype &&
-      (dy.dtype == DType::F16 || dy.dtype == DType::BF16 ||
-       dy.dtype == DType::F32) &&
-      win.padBegin == win.padEnd &&
-      OH == outSize(H, win.padBegin[0], KH, win.strides[0], win.dilations[0]) &&
-      OW == outSize(W, win.padBegin[1], KW, win.strides[1], win.dilations[1])) {
-    LibraryConv v;
-    v.kind = weight ? LibraryConv::BackwardFilter : LibraryConv::BackwardData;
-    v.n = Nb, v.c = C, v.h = H, v.w = W, v.k = Co, v.r = KH, v.s = KW;
-    v.padH = win.padBegin[0], v.padW = win.padBegin[1];
-    v.strideH = win.strides[0], v.strideW = win.strides[1];
-    v.dilH = win.dilations[0], v.dilW = win.dilations[1], v.groups = groups;
-    s.cuda.conv = v;
-  }
+  if (!bias)
+    if (auto v = cudnnForm(weight ? LibraryConv::BackwardFilter
+                                  : LibraryConv::BackwardData,
+                           g, dy.dtype == other.dtype && dy.dtype == out.dtype,
+                           dy.dtype))
+      s.cuda.conv = *v;
   std::string T = ctype(dy.dtype);
   bool f32 = dy.dtype == DType::F32;
   std::string Z = f32 ? "0.0f" : T + "(0.0f)";
@@ -381,6 +405,47 @@ void registerGemmEmitters(EmitterTable &t) {
   t.emit(OpId::ConvGradInput, &Emitter::convGrad);
   t.emit(OpId::ConvGradWeight, &Emitter::convGrad);
   t.emit(OpId::ConvTranspose, &Emitter::convGrad);
+}
+
+} // namespace mlir::mpc::cuda
+
+namespace mlir::mpc::cuda {
+
+/// A train step's bias gradient, reduce_sum(dY, axes 0) of a 2-D dY, is
+/// what cuBLASLt's BGRADB epilogue computes alongside the weight gradient
+/// dW = dY^T X (the sums over k of op(A)), as PyTorch's fused linear and
+/// Transformer Engine do: the GEMM step records it (LibraryGemm::biasGrad)
+/// and the reduction is marked computed there (libraryFusedInto), its own
+/// kernel kept for when the library runs the GEMM without it.
+void fuseBiasGradients(Plan &plan) {
+  std::map<int, int> dwGemmOf; // dY value -> the first GEMM reading it as A^T
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    const LibraryGemm &g = plan.steps[j].cuda.gemm;
+    if (g.valid() && g.transA && g.batch == 1 && g.alpha == 1.0 && g.c < 0 &&
+        g.bias < 0 && !g.relu && g.biasGrad < 0)
+      dwGemmOf.emplace(g.a, (int)j);
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Step &r = plan.steps[i];
+    if (r.op != OpId::ReduceSum || r.inputs.size() != 1 ||
+        r.cuda.kernel.empty() || r.cuda.inOtherKernel() ||
+        r.cuda.batchedInto >= 0)
+      continue;
+    const ValueInfo &x = plan.values[r.inputs[0]];
+    auto axes = r.getInts("axes").value_or(std::vector<int64_t>{});
+    if (x.shape.size() != 2 || axes.size() != 1 || (axes[0] != 0 && axes[0] != -2))
+      continue;
+    auto it = dwGemmOf.find(r.inputs[0]);
+    if (it == dwGemmOf.end() || it->second >= (int)i)
+      continue;
+    Step &gemm = plan.steps[it->second];
+    if (plan.values[r.outputs[0]].dtype != plan.values[gemm.outputs[0]].dtype ||
+        numElements(plan.values[r.outputs[0]].shape) != gemm.cuda.gemm.m)
+      continue;
+    gemm.cuda.gemm.biasGrad = r.outputs[0];
+    r.cuda.libraryFusedInto = it->second;
+    dwGemmOf.erase(it);
+  }
 }
 
 } // namespace mlir::mpc::cuda

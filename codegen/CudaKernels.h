@@ -124,6 +124,9 @@ struct Emitter;
 /// steps (an optimizer's update of each parameter) become multi-tensor
 /// launches of a batched kernel (CudaBatching.cpp).
 void batchLaunches(Emitter &e);
+/// Marks the bias-gradient reductions cuBLASLt's BGRADB epilogue can
+/// compute with the weight-gradient GEMM (CudaGemmKernels.cpp).
+void fuseBiasGradients(Plan &plan);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp).
 std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);
 
@@ -149,8 +152,10 @@ struct Emitter {
   /// inputs then outputs (absent optional inputs are null pointers), then
   /// a chain's other results, the underflow counter, the element count.
   std::vector<std::pair<std::string, std::string>> params(const Step &s);
-  /// Kernel header: extern "C" with the step's parameters.
-  std::string header(const Step &s, const std::string &name, int threads);
+  /// Kernel header: extern "C" with the step's parameters; `minBlocks`
+  /// (> 0) goes to __launch_bounds__.
+  std::string header(const Step &s, const std::string &name, int threads,
+                     int minBlocks = 0);
   /// Records the kernel and launch shape on the step, and its host
   /// launcher for the emulation test. A `prologue` kernel (the same
   /// arguments; one thread unless `grid` and `block` are given) runs
@@ -166,10 +171,27 @@ struct Emitter {
   /// A thread-per-element kernel's header and first lines: `n` becomes
   /// its `count` argument, `i` the element, threads past the count leave.
   std::string countedHead(Step &s, const std::string &name, int64_t n);
-  void launch1d(Step &s, const std::string &name, int64_t n) {
-    int64_t t = ::mpc::rt::cuda::kThreads;
-    launch(s, name, {std::max<int64_t>((n + t - 1) / t, 1), 1, 1}, {t, 1, 1});
-  }
+  /// A counted kernel's launch: a thread per element, or with a vector
+  /// path (elementFunctions) `vectorWidth` elements a thread, grid-strided
+  /// over at most kListMaxBlocks blocks (one wave of 2048-thread SMs on a
+  /// 128-SM GPU).
+  void launch1d(Step &s, const std::string &name, int64_t n);
+  /// The statement storing `value` as a counted kernel's `k`-th result
+  /// (its outputs, then a chain's other stores).
+  using Store = std::function<std::string(size_t k, const std::string &value)>;
+  /// A counted kernel's element functions: countedHead's `<name>_at`
+  /// (loading input k into the register `names[k]`, then `body`), and
+  /// where every input is read contiguously or as one value per group,
+  /// `<name>_vec` (the same body for `vectorWidth` elements whose operands
+  /// move as one access each: 16 bytes of the narrowest type) and
+  /// `<name>_run` (a thread's share of the elements, grid-strided: whole
+  /// groups as vectors when the pointers are aligned, the rest one at a
+  /// time).
+  void elementFunctions(Step &s, const std::string &name, int64_t n,
+                        const Shape &out, const std::vector<Shape> &strides,
+                        const std::vector<std::string> &names,
+                        const std::function<std::string(const Store &)> &body);
+  int vectorWidth = 1; // of the counted kernel being emitted
   bool emitStep(Step &s);
   /// A thread-per-element kernel's body as a device function of its element
   /// (countedHead's `<name>_at`), so a batched launch (CudaBatching.cpp)
@@ -177,6 +199,7 @@ struct Emitter {
   struct ElementFn {
     std::string code; // named with the placeholder
     std::vector<std::pair<std::string, std::string>> params;
+    int vector = 1; // > 1: `<name>_run` moves groups of this many elements
   };
   bool counted = false; // countedHead began an element function
   ElementFn element;    // the current step's, until finish()
@@ -253,6 +276,14 @@ public:
     bool warp;
   };
   RowLoop rowLoop(Step &s, int64_t rows, int64_t n);
+  /// The loop of a row kernel running `body` for each j of the lane's
+  /// share of the row. A warp's lanes take V consecutive elements at a
+  /// time where the row allows (n a multiple of V: 16 bytes of the
+  /// narrowest row operand, at most 8), the body's `ld(inK, base + j)` and
+  /// `st(outK, base + j, v)` becoming one vector load or store each (the
+  /// arena's buffers are 256-byte aligned); else one element a lane.
+  std::string rowEach(const Step &s, const RowLoop &r, int64_t n,
+                      const std::string &body);
   void rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                  int64_t rows);
   bool attention(Step &s, const std::string &name);

@@ -41,6 +41,69 @@ Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
           "", "", false};
 }
 
+std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
+                             const std::string &body) {
+  std::string scalar = "  for (i64 j = lane; j < n; j += " + r.stride + ") " +
+                       body + "\n";
+  if (!r.warp)
+    return scalar;
+  // The row operands the body reads or writes at base + j.
+  std::vector<size_t> loads, stores;
+  int64_t narrowest = 16;
+  for (size_t k = 0; k < s.inputs.size(); ++k)
+    if (s.inputs[k] >= 0 &&
+        body.find("ld(in" + std::to_string(k) + ", base + j)") != std::string::npos) {
+      loads.push_back(k);
+      narrowest = std::min<int64_t>(narrowest, dtypeSize(val(s.inputs[k]).dtype));
+    }
+  for (size_t k = 0; k < s.outputs.size(); ++k)
+    if (body.find("st(out" + std::to_string(k) + ", base + j, ") != std::string::npos) {
+      stores.push_back(k);
+      narrowest = std::min<int64_t>(narrowest, dtypeSize(val(s.outputs[k]).dtype));
+    }
+  int64_t width = std::min<int64_t>(8, 16 / narrowest);
+  if (width < 2 || n % width != 0 || (loads.empty() && stores.empty()))
+    return scalar;
+  std::string W = std::to_string(width), lanes = body;
+  auto replaceAll = [&](const std::string &from, const std::string &to) {
+    for (size_t at = 0; (at = lanes.find(from, at)) != std::string::npos;
+         at += to.size())
+      lanes.replace(at, from.size(), to);
+  };
+  for (size_t k : loads)
+    replaceAll("ld(in" + std::to_string(k) + ", base + j)",
+               "vx" + std::to_string(k) + "[e]");
+  for (size_t k : stores) { // st(outK, base + j, EXPR); -> vyK[e] = EXPR;
+    std::string from = "st(out" + std::to_string(k) + ", base + j, ";
+    for (size_t at; (at = lanes.find(from)) != std::string::npos;) {
+      size_t end = at + from.size();
+      for (int depth = 0; end < lanes.size(); ++end) {
+        if (lanes[end] == '(')
+          ++depth;
+        else if (lanes[end] == ')' && depth-- == 0)
+          break;
+      }
+      lanes.replace(at, end + 1 - at,
+                    "vy" + std::to_string(k) + "[e] = " +
+                        lanes.substr(at + from.size(), end - at - from.size()));
+    }
+  }
+  std::ostringstream os;
+  os << "  for (i64 j0 = lane * " << W << "; j0 < n; j0 += 32 * " << W
+     << ") {\n";
+  for (size_t k : loads)
+    os << "    float vx" << k << "[" << W << "]; ldv<" << W << ">(in" << k
+       << " + base + j0, vx" << k << ");\n";
+  for (size_t k : stores)
+    os << "    float vy" << k << "[" << W << "];\n";
+  os << "#pragma unroll\n    for (int e = 0; e < " << W
+     << "; ++e) { const i64 j = j0 + e; " << lanes << " }\n";
+  for (size_t k : stores)
+    os << "    stv<" << W << ">(out" << k << " + base + j0, vy" << k << ");\n";
+  os << "  }\n";
+  return os.str();
+}
+
 void Emitter::rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                         int64_t rows) {
   if (!r.warp)
@@ -58,16 +121,17 @@ bool Emitter::softmax(Step &s, const std::string &name) {
   AxisSplit sp = splitAt(x.shape, axis);
   if (sp.inner == 1) { // contiguous rows
     RowLoop r = rowLoop(s, sp.outer, sp.dim);
-    std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
+    int64_t n = sp.dim;
     std::string out = logForm ? "v - logf(sum)" : "expf(v) / sum";
     cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
        << "  float mx = -INFINITY, sum = 0.0f;\n"
-       << loop << "mx = fmaxf(mx, ld(in0, base + j));\n"
+       << rowEach(s, r, n, "mx = fmaxf(mx, ld(in0, base + j));")
        << "  mx = " << r.max << "(mx);\n"
-       << loop << "sum += expf(ld(in0, base + j) - mx);\n"
+       << rowEach(s, r, n, "sum += expf(ld(in0, base + j) - mx);")
        << "  sum = " << r.sum << "(sum);\n"
-       << loop << "{ float v = ld(in0, base + j) - mx; st(out0, base + j, "
-       << out << "); }\n}\n\n";
+       << rowEach(s, r, n, "{ float v = ld(in0, base + j) - mx; st(out0, base + j, " +
+                            out + "); }")
+       << "}\n\n";
     rowLaunch(s, name, r, sp.outer);
     return true;
   }
@@ -100,15 +164,14 @@ bool Emitter::layerNorm(Step &s, const std::string &name) {
   std::string affine = " * ld(in1, j % " + std::to_string(sc) + "LL)" +
                        (bias ? " + ld(in2, j % " + std::to_string(sc) + "LL)" : "");
   RowLoop r = rowLoop(s, rows, cols);
-  std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
   cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
      << "  float mean = 0.0f, var = 0.0f;\n"
-     << loop << "mean += ld(in0, base + j);\n"
+     << rowEach(s, r, cols, "mean += ld(in0, base + j);")
      << "  mean = " << r.sum << "(mean) / n;\n"
-     << loop << "{ float d = ld(in0, base + j) - mean; var += d * d; }\n"
+     << rowEach(s, r, cols, "{ float d = ld(in0, base + j) - mean; var += d * d; }")
      << "  const float inv = rsqrtf(" << r.sum << "(var) / n + " << flt(eps) << ");\n"
-     << loop << "st(out0, base + j, (ld(in0, base + j) - mean) * inv" << affine
-     << ");\n";
+     << rowEach(s, r, cols, "st(out0, base + j, (ld(in0, base + j) - mean) * inv" +
+                             affine + ");");
   if (s.outputs.size() > 1)
     cu << "  if (lane == 0) st(out1, i, mean);\n";
   if (s.outputs.size() > 2)
@@ -126,14 +189,13 @@ bool Emitter::rmsNorm(Step &s, const std::string &name) {
   int64_t rows = sp.outer, cols = sp.dim * sp.inner; // rows of the axes from `axis` on
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[1]).shape), 1);
   RowLoop r = rowLoop(s, rows, cols);
-  std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
   cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
      << "  float sq = 0.0f;\n"
-     << loop << "{ float v = ld(in0, base + j); sq += v * v; }\n"
+     << rowEach(s, r, cols, "{ float v = ld(in0, base + j); sq += v * v; }")
      << "  const float inv = 1.0f / sqrtf(" << r.sum << "(sq) / (float)n + "
      << flt((float)s.getFloat("epsilon", 1e-5)) << ");\n"
-     << loop << "st(out0, base + j, ld(in0, base + j) * inv * ld(in1, j % "
-     << sc << "LL));\n";
+     << rowEach(s, r, cols, "st(out0, base + j, ld(in0, base + j) * inv * ld(in1, j % " +
+                             std::to_string(sc) + "LL));");
   if (s.outputs.size() > 1)
     cu << "  if (lane == 0) st(out1, i, inv);\n";
   cu << "}\n\n";
@@ -151,17 +213,17 @@ bool Emitter::normGrad(Step &s, const std::string &name) {
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[2]).shape), 1);
   bool layer = s.inputs.size() > 4 && s.inputs[4] >= 0;
   RowLoop r = rowLoop(s, rows, cols);
-  std::string loop = "  for (i64 j = lane; j < n; j += " + r.stride + ") ";
   std::string terms = "{ const float xh = (ld(in1, base + j) - m) * k, dh = "
                       "ld(in0, base + j) * ld(in2, j % " +
                       std::to_string(sc) + "LL); ";
   cu << header(s, name, r.warp ? kRowThreads : 256) << " {\n" << r.prologue
      << "  const float m = " << (layer ? "ld(in4, i)" : "0.0f")
      << ", k = ld(in3, i);\n  float a = 0.0f, p = 0.0f;\n"
-     << loop << terms << "a += dh; p += dh * xh; }\n"
+     << rowEach(s, r, cols, terms + "a += dh; p += dh * xh; }")
      << "  a = " << (layer ? r.sum + "(a) / (float)n" : std::string("0.0f"))
      << ";\n  p = " << r.sum << "(p) / (float)n;\n"
-     << loop << terms << "st(out0, base + j, k * (dh - a - xh * p)); }\n}\n\n";
+     << rowEach(s, r, cols, terms + "st(out0, base + j, k * (dh - a - xh * p)); }")
+     << "}\n\n";
   rowLaunch(s, name, r, rows);
   return true;
 }

@@ -42,6 +42,44 @@ __device__ __forceinline__ void st(__nv_bfloat16 *p, i64 i, float v) { p[i] = __
 __device__ __forceinline__ void st(i64 *p, i64 i, float v) { p[i] = (i64)v; }
 __device__ __forceinline__ void st(int *p, i64 i, float v) { p[i] = (int)v; }
 __device__ __forceinline__ void st(unsigned char *p, i64 i, float v) { p[i] = v != 0.0f; }
+// V consecutive elements of an operand as one access of up to 16 bytes
+// (elementwise kernels' vector path; the caller checks mpc_aligned), each
+// element converted by ld/st as the scalar path converts it.
+template <typename T, int V>
+struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) mpc_lanes { T v[V]; };
+template <int V, typename T> __device__ __forceinline__ bool mpc_aligned(const T *p) {
+  return (unsigned long long)p % alignof(mpc_lanes<T, V>) == 0;
+}
+template <int V, typename T> __device__ __forceinline__ void ldv(const T *p, float *x) {
+  const mpc_lanes<T, V> q = *(const mpc_lanes<T, V> *)p;
+#pragma unroll
+  for (int e = 0; e < V; ++e) x[e] = ld(q.v, e);
+}
+// 16 bytes stored as one access. In PTX: NVVM split a struct copy into
+// 4-byte stores in the row kernels' loops over a row of constant length.
+__device__ __forceinline__ void mpc_st16(void *p, const uint4 &v) {
+#if defined(MPC_HOST_EMULATION) // (not "#ifdef": tools split kernels.cu there)
+  memcpy(p, &v, 16);
+#else
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+#endif
+}
+template <int V, typename T> __device__ __forceinline__ void stv(T *p, const float *x) {
+  mpc_lanes<T, V> q;
+#pragma unroll
+  for (int e = 0; e < V; ++e) st(q.v, e, x[e]);
+  if (sizeof(q) % 16 == 0) {
+#pragma unroll
+    for (int k = 0; k < (int)sizeof(q) / 16; ++k) {
+      uint4 w;
+      memcpy(&w, (const char *)&q + 16 * k, 16);
+      mpc_st16((char *)p + 16 * k, w);
+    }
+  } else {
+    *(mpc_lanes<T, V> *)p = q;
+  }
+}
 // A value rounded to a storage type and widened back (a fused chain's
 // intermediates round as a store and load would).
 __device__ __forceinline__ float rnd_f16(float v) { return __half2float(__float2half_rn(v)); }

@@ -40,16 +40,21 @@ struct LibraryGemm {
   int64_t strideA = 0, strideB = 0; // elements between batches; 0: shared
   double alpha = 1.0, beta = 0.0;
   int a = -1, b = -1, c = -1, bias = -1;
+  /// >= 0: the bias gradient the library computes alongside (cuBLASLt's
+  /// BGRADB epilogue): biasGrad[i] = sum over k of op(A)[i][k], as the
+  /// reduce_sum step naming this one in `libraryFusedInto` would; its
+  /// type is Y's. Only with transA, one batch, alpha 1, no C, no bias.
+  int biasGrad = -1;
 
   bool valid() const { return m > 0; }
 };
 
-/// A convolution gradient step the runtime may hand to cuDNN instead of its
-/// kernel (which stays as the fallback): NCHW, 2-D, symmetric padding.
-/// Operands by position: data gradient (dy, w) -> dx, filter gradient
-/// (dy, x) -> dw.
+/// A convolution step the runtime may hand to cuDNN instead of its kernel
+/// (which stays as the fallback): NCHW, 2-D, symmetric padding. Operands
+/// by position: data gradient (dy, w) -> dx, filter gradient (dy, x) ->
+/// dw, forward (x, w[, bias]) -> y (the bias added by cudnnAddTensor).
 struct LibraryConv {
-  enum Kind { None, BackwardData, BackwardFilter } kind = None;
+  enum Kind { None, BackwardData, BackwardFilter, Forward } kind = None;
   int64_t n = 0, c = 0, h = 0, w = 0;  // the forward input
   int64_t k = 0, r = 0, s = 0;         // filters and their size
   int64_t padH = 0, padW = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
@@ -110,6 +115,10 @@ struct CudaLaunch {
   TensorLists lists;              // valid(): a multi-tensor step
   StepBatch batch;                // valid(): launches these steps' kernels
   int batchedInto = -1;           // launched in this step's batch
+  /// >= 0: when the library runs that GEMM step with its epilogue, it
+  /// computes this step's result (LibraryGemm::biasGrad) and this step
+  /// launches nothing; else this step's kernel runs as usual.
+  int libraryFusedInto = -1;
   LibraryGemm gemm;               // valid(): cuBLASLt can run the step
   LibraryConv conv;               // valid(): cuDNN can run the step
 
@@ -186,7 +195,7 @@ struct Plan {
   /// Who runs the GEMMs that have a LibraryGemm: "auto" (cuBLASLt where
   /// its library loads, else the kernels), "cublaslt" or "mpc".
   std::string cudaGemm = "auto";
-  /// The same for convolution gradients and cuDNN: "auto", "cudnn", "mpc".
+  /// The same for convolutions and cuDNN: "auto", "cudnn", "mpc".
   std::string cudaConv = "auto";
   /// FP32 GEMMs through cuBLASLt may round their operands to TF32 on tensor
   /// cores (CUBLAS_COMPUTE_32F_FAST_TF32; `--allow-tf32`). Off: FP32 is

@@ -165,7 +165,11 @@ std::string cudaText(const CudaLaunch &c) {
            i(g.transB) + i(g.relu) + i(g.strideA) + i(g.strideB) + i(g.a) +
            i(g.b) + i(g.c) + i(g.bias) + hexFloat(g.alpha) + "," +
            hexFloat(g.beta);
+    if (g.biasGrad >= 0)
+      out += " bias-grad=" + std::to_string(g.biasGrad);
   }
+  if (c.libraryFusedInto >= 0)
+    out += " library-fused-into=" + std::to_string(c.libraryFusedInto);
   if (const LibraryConv &v = c.conv; v.valid()) {
     out += " conv=" + std::to_string((int)v.kind);
     for (int64_t x : {v.n, v.c, v.h, v.w, v.k, v.r, v.s, v.padH, v.padW,

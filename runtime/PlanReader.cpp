@@ -82,7 +82,8 @@ bool parseLibraryConv(const std::string &text, LibraryConv &v) {
   } catch (...) {
     return false;
   }
-  if (x[0] != LibraryConv::BackwardData && x[0] != LibraryConv::BackwardFilter)
+  if (x[0] != LibraryConv::BackwardData && x[0] != LibraryConv::BackwardFilter &&
+      x[0] != LibraryConv::Forward)
     return false;
   for (int i = 1; i < 15; ++i)
     if (x[i] < (i == 8 || i == 9 ? 0 : 1)) // pads may be 0, the rest >= 1
@@ -175,6 +176,10 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
         c.lists.kernels.push_back(unescape(value.substr(at + 1)));
     } else if (key == "gemm")
       ok = parseLibraryGemm(value, c.gemm);
+    else if (key == "bias-grad")
+      ok = c.gemm.valid() && (c.gemm.biasGrad = std::stoi(value)) >= 0;
+    else if (key == "library-fused-into")
+      ok = (c.libraryFusedInto = std::stoi(value)) >= 0;
     else if (key == "conv")
       ok = parseLibraryConv(value, c.conv);
     else
@@ -183,6 +188,30 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       return false;
   }
   return true;
+}
+
+/// "" or what is inconsistent in the results a library computes for
+/// other steps: a step fused into an earlier GEMM step whose bias
+/// gradient is not that step's single result, or a bias gradient no step
+/// is fused for.
+std::string checkLibraryFusions(const Plan &plan) {
+  std::vector<int> fusedFor(plan.steps.size(), -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    int j = s.cuda.libraryFusedInto;
+    if (j < 0)
+      continue;
+    if (j >= (int)i || s.outputs.size() != 1 ||
+        plan.steps[j].cuda.gemm.biasGrad != s.outputs[0] || fusedFor[j] >= 0)
+      return "step " + std::to_string(i) + " is fused into step " +
+             std::to_string(j) + ", whose GEMM does not compute its result";
+    fusedFor[j] = (int)i;
+  }
+  for (size_t j = 0; j < plan.steps.size(); ++j)
+    if (plan.steps[j].cuda.gemm.biasGrad >= 0 && fusedFor[j] < 0)
+      return "step " + std::to_string(j) +
+             "'s GEMM computes a bias gradient no step is fused for";
+  return "";
 }
 
 /// Reads plan.txt's records into `plan`; each returns "" or what is wrong
@@ -453,6 +482,10 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
     return false;
   }
   if (std::string why = checkStepBatches(plan); !why.empty()) {
+    error = dir + "/plan.txt: " + why;
+    return false;
+  }
+  if (std::string why = checkLibraryFusions(plan); !why.empty()) {
     error = dir + "/plan.txt: " + why;
     return false;
   }

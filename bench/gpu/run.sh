@@ -61,7 +61,7 @@ steps=$(cat "$work/steps.txt")
   echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3): max rel diff vs CPU backend | on mpc's kernels only, \`--gemm mpc --conv mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
   echo "|---|---|---|---|---|---|---|"
 } >> "$results"
-# Each train step twice: GEMMs and convolution gradients as the artifact
+# Each train step twice: GEMMs and convolutions as the artifact
 # chose (cuBLASLt and cuDNN where they load) and on mpc's own kernels.
 while read -r model prec art ins; do
   args=()

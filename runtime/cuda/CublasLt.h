@@ -35,7 +35,7 @@ constexpr int kLayoutBatchCount = 5, kLayoutStridedBatchOffset = 6;
 constexpr int kPrefMaxWorkspaceBytes = 1;
 // cublasLtEpilogue_t.
 constexpr int kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4,
-              kEpilogueReluBias = 6;
+              kEpilogueReluBias = 6, kEpilogueBgradB = 512;
 
 /// cublasLtMatmulHeuristicResult_t.
 struct HeuristicResult {

@@ -123,7 +123,7 @@ std::vector<std::string> describeCudaLibraries() {
                     (why.empty() ? lib.describe() : why));
   };
   line("GEMMs", lt::library());
-  line("convolution gradients", dnn::library());
+  line("convolutions", dnn::library());
   line("GPU ranks' gradients", nccl::library());
   return lines;
 }

@@ -84,8 +84,11 @@ public:
         !openCollectives(group, error))
       return false;
     std::vector<bool> launched(plan.steps.size(), false);
+    fusedFor.assign(plan.steps.size(), -1);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
+      if (s.cuda.libraryFusedInto >= 0)
+        fusedFor[s.cuda.libraryFusedInto] = (int)i;
       if ((s.cuda.kernel.empty() && s.cuda.inOtherKernel()) ||
           (comm && s.op == OpId::AllReduce))
         continue; // computed in another step's kernel, or by NCCL
@@ -287,6 +290,7 @@ private:
   std::vector<std::vector<Launch>> launches; // per step, prologue first
   std::vector<int64_t> offsets;
   LibraryGemms gemms;      // the steps cuBLASLt runs
+  std::vector<int> fusedFor; // GEMM step -> the step its epilogue computes
   LibraryConvs convs;      // the steps cuDNN runs
   std::string gemmSummary, convSummary; // who runs them, a line each
   int64_t workspace = -1;  // arena offset of the library workspace
@@ -458,8 +462,10 @@ private:
     auto once = [&] {
       DevicePtr work = workspace >= 0 ? base + workspace : 0;
       auto address = [&](int v) { return base + offsets[v]; };
-      if (!library)
-        return launchKernels(i, error);
+      if (!library) // with the step the library call would compute
+        return launchKernels(i, error) &&
+               (fusedFor[i] < 0 || !gemms.computesBiasGrad(i) ||
+                launchKernels(fusedFor[i], error));
       return gemms.runs(i) ? gemms.launch(i, address, work, stream, error)
                            : convs.launch(i, address, work, error);
     };
@@ -533,6 +539,8 @@ private:
           return false;
         continue;
       }
+      if (gemms.fusedAway(i)) // its GEMM's library call computed it
+        continue;
       if (convs.runs(i)) {
         if (!convs.launch(i, address, work, error))
           return false;

@@ -35,6 +35,10 @@ std::string Library::load() {
       sym(setConvGroups, "cudnnSetConvolutionGroupCount") &&
       sym(setConvMath, "cudnnSetConvolutionMathType") &&
       sym(destroyConv, "cudnnDestroyConvolutionDescriptor") &&
+      sym(forwardAlgorithms, "cudnnGetConvolutionForwardAlgorithm_v7") &&
+      sym(forwardWorkspace, "cudnnGetConvolutionForwardWorkspaceSize") &&
+      sym(forward, "cudnnConvolutionForward") &&
+      sym(addTensor, "cudnnAddTensor") &&
       sym(dataAlgorithms, "cudnnGetConvolutionBackwardDataAlgorithm_v7") &&
       sym(dataWorkspace, "cudnnGetConvolutionBackwardDataWorkspaceSize") &&
       sym(backwardData, "cudnnConvolutionBackwardData") &&

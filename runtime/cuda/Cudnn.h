@@ -1,7 +1,8 @@
 //===- Cudnn.h - cuDNN's convolution API, loaded at run time ------*- C++ -*-===//
 //
 // Private to runtime/cuda/. The legacy convolution entry points of cuDNN 9
-// mpc uses (backward data and filter), looked up with dlsym in
+// mpc uses (forward, bias add, backward data and filter), looked up with
+// dlsym in
 // libcudnn.so.9 (which loads its sub-libraries itself): the library
 // MPC_CUDNN names (the tests point it at a host implementation,
 // test/codegen/FakeCudnn.cpp), else the loader's path, the toolkit, or
@@ -28,8 +29,8 @@ constexpr int kNchw = 0;
 constexpr int kCrossCorrelation = 1;
 constexpr int kDefaultMath = 0, kTensorOpMath = 1, kFmaMath = 3;
 
-/// cudnnConvolutionBwdDataAlgoPerf_t and ...BwdFilterAlgoPerf_t (one
-/// layout).
+/// cudnnConvolutionFwdAlgoPerf_t, ...BwdDataAlgoPerf_t and
+/// ...BwdFilterAlgoPerf_t (one layout).
 struct AlgoPerf {
   int algo;
   Status status;
@@ -62,6 +63,18 @@ struct Library {
   Status (*setConvGroups)(Handle, int);
   Status (*setConvMath)(Handle, int);
   Status (*destroyConv)(Handle);
+  // Forward: (handle, xDesc, wDesc, conv, yDesc, ...).
+  Status (*forwardAlgorithms)(Handle, Handle, Handle, Handle, Handle, int,
+                              int *, AlgoPerf *);
+  Status (*forwardWorkspace)(Handle, Handle, Handle, Handle, Handle, int,
+                             size_t *);
+  Status (*forward)(Handle, const void *alpha, Handle xDesc, const void *x,
+                    Handle wDesc, const void *w, Handle conv, int algo,
+                    void *workspace, size_t bytes, const void *beta,
+                    Handle yDesc, void *y);
+  /// C = alpha A + beta C, A broadcast along C's size-1 dimensions.
+  Status (*addTensor)(Handle, const void *alpha, Handle aDesc, const void *a,
+                      const void *beta, Handle cDesc, void *c);
   // Backward data: (handle, wDesc, dyDesc, conv, dxDesc, ...).
   Status (*dataAlgorithms)(Handle, Handle, Handle, Handle, Handle, int, int *,
                            AlgoPerf *);

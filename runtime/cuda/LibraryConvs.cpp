@@ -1,4 +1,4 @@
-//===- LibraryConvs.cpp - a session's convolution gradients through cuDNN -===//
+//===- LibraryConvs.cpp - a session's convolutions through cuDNN -----------===//
 
 #include "runtime/cuda/LibraryConvs.h"
 
@@ -24,12 +24,20 @@ int64_t outSize(int64_t in, int64_t pad, int64_t k, int64_t stride,
   return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
 }
 
+/// A forward step's bias (-1 when none).
+int biasOf(const Step &s) {
+  return s.cuda.conv.kind == LibraryConv::Forward && s.inputs.size() > 2
+             ? s.inputs[2]
+             : -1;
+}
+
 std::string keyOf(const Plan &plan, const Step &s) {
   const LibraryConv &v = s.cuda.conv;
   std::string k;
   for (int64_t x : {(int64_t)v.kind, v.n, v.c, v.h, v.w, v.k, v.r, v.s, v.padH,
                     v.padW, v.strideH, v.strideW, v.dilH, v.dilW, v.groups,
-                    (int64_t)plan.values[s.outputs[0]].dtype})
+                    (int64_t)plan.values[s.outputs[0]].dtype,
+                    (int64_t)(biasOf(s) >= 0)})
     k += std::to_string(x) + ",";
   return k;
 }
@@ -44,16 +52,23 @@ bool fits(const Plan &plan, const Step &s) {
               outSize(v.w, v.padW, v.s, v.strideW, v.dilW)};
   const ValueInfo &a = plan.values[s.inputs[0]], &b = plan.values[s.inputs[1]],
                   &o = plan.values[s.outputs[0]];
+  bool types = a.dtype == b.dtype && a.dtype == o.dtype;
+  if (v.kind == LibraryConv::Forward) {
+    int bias = biasOf(s);
+    return types && a.shape == x && b.shape == w && o.shape == dy &&
+           (bias < 0 || (numElements(plan.values[bias].shape) == v.k &&
+                         plan.values[bias].dtype == o.dtype));
+  }
   bool data = v.kind == LibraryConv::BackwardData;
-  return a.shape == dy && b.shape == (data ? w : x) &&
-         o.shape == (data ? x : w) && a.dtype == b.dtype && a.dtype == o.dtype;
+  return types && a.shape == dy && b.shape == (data ? w : x) &&
+         o.shape == (data ? x : w);
 }
 
 } // namespace
 
 LibraryConvs::~LibraryConvs() {
   for (Prepared &p : prepared) {
-    for (dnn::Handle t : {p.x, p.dy})
+    for (dnn::Handle t : {p.x, p.dy, p.bias})
       if (t)
         lib->destroyTensor(t);
     if (p.filter)
@@ -74,7 +89,7 @@ bool LibraryConvs::open(const Plan &plan, void *stream, std::string &summary,
     total += s.cuda.conv.valid();
   if (total == 0)
     return true;
-  std::string count = std::to_string(total) + " convolution gradient" +
+  std::string count = std::to_string(total) + " convolution" +
                       (total == 1 ? "" : "s");
   if (plan.cudaConv == "mpc")
     return summary = count + " on mpc's kernels (--conv mpc)", true;
@@ -160,25 +175,47 @@ bool LibraryConvs::prepare(const Step &s, Prepared &p, std::string &why) {
                                                    : dnn::kTensorOpMath),
           "setting the math type"))
     return false;
+  if (biasOf(s) >= 0 &&
+      (!ok(lib->createTensor(&p.bias), "cudnnCreateTensorDescriptor") ||
+       !ok(lib->setTensor4d(p.bias, dnn::kNchw, type, 1, (int)v.k, 1, 1),
+           "describing the bias")))
+    return false;
   // cuDNN's heuristics rank the algorithms; the first that runs within the
   // workspace limit is kept.
   dnn::AlgoPerf perf[8];
   int returned = 0;
-  bool data = v.kind == LibraryConv::BackwardData;
-  if (!ok(data ? lib->dataAlgorithms(handle, p.filter, p.dy, p.conv, p.x, 8,
-                                     &returned, perf)
-               : lib->filterAlgorithms(handle, p.x, p.dy, p.conv, p.filter, 8,
-                                       &returned, perf),
-          "ranking the algorithms"))
+  auto rank = [&] {
+    switch (v.kind) {
+    case LibraryConv::Forward:
+      return lib->forwardAlgorithms(handle, p.x, p.filter, p.conv, p.dy, 8,
+                                    &returned, perf);
+    case LibraryConv::BackwardData:
+      return lib->dataAlgorithms(handle, p.filter, p.dy, p.conv, p.x, 8,
+                                 &returned, perf);
+    default:
+      return lib->filterAlgorithms(handle, p.x, p.dy, p.conv, p.filter, 8,
+                                   &returned, perf);
+    }
+  };
+  auto size = [&](int algo, size_t *bytes) {
+    switch (v.kind) {
+    case LibraryConv::Forward:
+      return lib->forwardWorkspace(handle, p.x, p.filter, p.conv, p.dy, algo,
+                                   bytes);
+    case LibraryConv::BackwardData:
+      return lib->dataWorkspace(handle, p.filter, p.dy, p.conv, p.x, algo,
+                                bytes);
+    default:
+      return lib->filterWorkspace(handle, p.x, p.dy, p.conv, p.filter, algo,
+                                  bytes);
+    }
+  };
+  if (!ok(rank(), "ranking the algorithms"))
     return false;
   for (int i = 0; i < returned; ++i)
     if (perf[i].status == 0 && perf[i].memory <= kMaxWorkspace) {
       size_t bytes = 0;
-      if (!ok(data ? lib->dataWorkspace(handle, p.filter, p.dy, p.conv, p.x,
-                                        perf[i].algo, &bytes)
-                   : lib->filterWorkspace(handle, p.x, p.dy, p.conv, p.filter,
-                                          perf[i].algo, &bytes),
-              "sizing the workspace"))
+      if (!ok(size(perf[i].algo, &bytes), "sizing the workspace"))
         return false;
       if (bytes > kMaxWorkspace)
         continue;
@@ -190,20 +227,28 @@ bool LibraryConvs::prepare(const Step &s, Prepared &p, std::string &why) {
 }
 
 bool LibraryConvs::enqueue(size_t i, unsigned long long in0,
-                           unsigned long long in1, unsigned long long out,
-                           unsigned long long work, std::string &error) const {
+                           unsigned long long in1, unsigned long long bias,
+                           unsigned long long out, unsigned long long work,
+                           std::string &error) const {
   const Prepared &p = prepared[byStep[i]];
   const Step &s = plan->steps[i];
   const float one = 1.0f, zero = 0.0f;
   void *ws = p.workspace ? (void *)work : nullptr;
   dnn::Status st =
-      s.cuda.conv.kind == LibraryConv::BackwardData
+      s.cuda.conv.kind == LibraryConv::Forward
+          ? lib->forward(handle, &one, p.x, (const void *)in0, p.filter,
+                         (const void *)in1, p.conv, p.algo, ws, p.workspace,
+                         &zero, p.dy, (void *)out)
+      : s.cuda.conv.kind == LibraryConv::BackwardData
           ? lib->backwardData(handle, &one, p.filter, (const void *)in1, p.dy,
                               (const void *)in0, p.conv, p.algo, ws,
                               p.workspace, &zero, p.x, (void *)out)
           : lib->backwardFilter(handle, &one, p.x, (const void *)in1, p.dy,
                                 (const void *)in0, p.conv, p.algo, ws,
                                 p.workspace, &zero, p.filter, (void *)out);
+  if (st == 0 && p.bias) // y += bias, broadcast over images and positions
+    st = lib->addTensor(handle, &one, p.bias, (const void *)bias, &one, p.dy,
+                        (void *)out);
   if (st != 0)
     error = where(s) + ": cuDNN: " + lib->statusName(st);
   return st == 0;

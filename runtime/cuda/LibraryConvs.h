@@ -1,9 +1,10 @@
-//===- LibraryConvs.h - a session's convolution gradients through cuDNN -*- C++ -*-===//
+//===- LibraryConvs.h - a session's convolutions through cuDNN ---*- C++ -*-===//
 //
 // Private to runtime/cuda/. For the steps codegen marked with a
 // LibraryConv, when the plan's choice allows and cuDNN loads: tensor,
 // filter and convolution descriptors and an algorithm per distinct
 // convolution (cuDNN's heuristics, once, when the session opens), and a
+// cudnnConvolutionForward (then cudnnAddTensor for a bias) or
 // cudnnConvolutionBackwardData/Filter per step on the session's stream
 // (captured in its CUDA graph like the kernels). Tensor cores for
 // fp16/bf16 (FP32 accumulation); FP32 as FP32 (no TF32).
@@ -39,13 +40,18 @@ public:
   bool launch(size_t i, const Address &address, unsigned long long work,
               std::string &error) const {
     const Step &s = plan->steps[i];
+    bool bias = s.cuda.conv.kind == LibraryConv::Forward &&
+                s.inputs.size() > 2 && s.inputs[2] >= 0;
     return enqueue(i, address(s.inputs[0]), address(s.inputs[1]),
-                   address(s.outputs[0]), work, error);
+                   bias ? address(s.inputs[2]) : 0, address(s.outputs[0]),
+                   work, error);
   }
 
 private:
   struct Prepared {
-    dnn::Handle x = nullptr, dy = nullptr, filter = nullptr, conv = nullptr;
+    // Forward: x the input, dy the output, bias [1, K, 1, 1] if any.
+    dnn::Handle x = nullptr, dy = nullptr, filter = nullptr, conv = nullptr,
+                bias = nullptr;
     int algo = 0;
     size_t workspace = 0;
   };
@@ -57,8 +63,8 @@ private:
 
   bool prepare(const Step &s, Prepared &p, std::string &why);
   bool enqueue(size_t i, unsigned long long in0, unsigned long long in1,
-               unsigned long long out, unsigned long long work,
-               std::string &error) const;
+               unsigned long long bias, unsigned long long out,
+               unsigned long long work, std::string &error) const;
 };
 
 } // namespace mpc::rt

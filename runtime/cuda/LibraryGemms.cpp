@@ -26,6 +26,7 @@ std::string keyOf(const Plan &plan, const Step &s) {
   for (int64_t v : {g.m, g.n, g.k, g.batch, (int64_t)g.transA,
                     (int64_t)g.transB, (int64_t)g.relu, g.strideA, g.strideB,
                     (int64_t)(g.c >= 0), (int64_t)(g.bias >= 0),
+                    (int64_t)(g.biasGrad >= 0),
                     (int64_t)plan.values[g.a].dtype,
                     (int64_t)plan.values[s.outputs[0]].dtype})
     k += std::to_string(v) + ",";
@@ -45,19 +46,18 @@ bool fits(const Plan &plan, const Step &s) {
          (g.c < 0 || (g.batch == 1 && size(g.c) == g.m * g.n &&
                       plan.values[g.c].dtype == plan.values[s.outputs[0]].dtype)) &&
          (g.bias < 0 || (size(g.bias) == g.n &&
-                         plan.values[g.bias].dtype == plan.values[s.outputs[0]].dtype));
+                         plan.values[g.bias].dtype == plan.values[s.outputs[0]].dtype)) &&
+         (g.biasGrad < 0 ||
+          (g.transA && g.batch == 1 && g.c < 0 && g.bias < 0 && !g.relu &&
+           g.alpha == 1.0 && size(g.biasGrad) == g.m &&
+           plan.values[g.biasGrad].dtype == plan.values[s.outputs[0]].dtype));
 }
 
 } // namespace
 
 LibraryGemms::~LibraryGemms() {
-  for (Prepared &p : prepared) {
-    for (lt::Handle l : {p.a, p.b, p.c, p.d})
-      if (l)
-        lib->layoutDestroy(l);
-    if (p.desc)
-      lib->descDestroy(p.desc);
-  }
+  for (Prepared &p : prepared)
+    release(p);
   if (handle)
     lib->destroy(handle);
 }
@@ -119,15 +119,42 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
     byStep[i] = it->second;
     onLibrary += it->second >= 0;
   }
+  size_t biasGrads = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    biasGrads += computesBiasGrad(i);
   summary = std::to_string(onLibrary) + " of " + count + " through " +
             lib->describe() + ", " + std::to_string(byKey.size()) +
-            " distinct" + (plan.cudaTf32 ? ", FP32 ones in TF32" : "");
+            " distinct" + (plan.cudaTf32 ? ", FP32 ones in TF32" : "") +
+            (biasGrads ? ", " + std::to_string(biasGrads) +
+                             " with the bias gradient (BGRADB)"
+                       : "");
   if (!firstRefusal.empty())
     summary += "; the rest on mpc's kernels (" + firstRefusal + ")";
   return true;
 }
 
 bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
+  // With the bias gradient's epilogue where cuBLASLt has an algorithm for
+  // it, else the plain GEMM (the reduction's own kernel then runs).
+  if (s.cuda.gemm.biasGrad >= 0) {
+    if (prepare(s, true, p, why))
+      return true;
+    release(p);
+    p = Prepared{};
+  }
+  return prepare(s, false, p, why);
+}
+
+void LibraryGemms::release(Prepared &p) {
+  for (lt::Handle l : {p.a, p.b, p.c, p.d})
+    if (l)
+      lib->layoutDestroy(l);
+  if (p.desc)
+    lib->descDestroy(p.desc);
+}
+
+bool LibraryGemms::prepare(const Step &s, bool withBiasGrad, Prepared &p,
+                           std::string &why) {
   const LibraryGemm &g = s.cuda.gemm;
   DType in = plan->values[g.a].dtype, out = plan->values[s.outputs[0]].dtype;
   auto ok = [&](lt::Status st, const char *what) {
@@ -138,10 +165,12 @@ bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
   // Column-major: D (N x M) = op(B view) (N x K) * op(A view) (K x M).
   int32_t opA = g.transB ? lt::kOpT : lt::kOpN,
           opB = g.transA ? lt::kOpT : lt::kOpN;
-  int32_t epilogue = g.relu ? (g.bias >= 0 ? lt::kEpilogueReluBias
-                                           : lt::kEpilogueRelu)
-                            : (g.bias >= 0 ? lt::kEpilogueBias
-                                           : lt::kEpilogueDefault);
+  // The bias gradient: the sums over k of op(A) (cuBLASLt's B operand).
+  int32_t epilogue = withBiasGrad ? lt::kEpilogueBgradB
+                     : g.relu     ? (g.bias >= 0 ? lt::kEpilogueReluBias
+                                                 : lt::kEpilogueRelu)
+                                  : (g.bias >= 0 ? lt::kEpilogueBias
+                                                 : lt::kEpilogueDefault);
   int32_t biasType = dataType(out);
   int compute = in == DType::F32 && plan->cudaTf32 ? lt::kCompute32FFastTf32
                                                    : lt::kCompute32F;
@@ -154,7 +183,7 @@ bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
       !ok(lib->descSetAttribute(p.desc, lt::kDescEpilogue, &epilogue,
                                 sizeof epilogue),
           "setting the epilogue") ||
-      (g.bias >= 0 &&
+      ((g.bias >= 0 || withBiasGrad) &&
        !ok(lib->descSetAttribute(p.desc, lt::kDescBiasDataType, &biasType,
                                  sizeof biasType),
            "setting the bias type")))
@@ -196,7 +225,8 @@ bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
     return why = "has no algorithm for this GEMM", false;
   p.alpha = (float)g.alpha;
   p.beta = g.c >= 0 ? (float)g.beta : 0.0f;
-  p.bias = g.bias >= 0;
+  p.bias = g.bias >= 0 || withBiasGrad;
+  p.biasGrad = withBiasGrad;
   return found;
 }
 

@@ -44,10 +44,20 @@ public:
   bool launch(size_t i, const Address &address, unsigned long long work,
               void *stream, std::string &error) const {
     const LibraryGemm &g = plan->steps[i].cuda.gemm;
+    int bias = computesBiasGrad(i) ? g.biasGrad : g.bias;
     return enqueue(i, address(g.a), address(g.b),
-                   g.c >= 0 ? address(g.c) : 0,
-                   g.bias >= 0 ? address(g.bias) : 0,
+                   g.c >= 0 ? address(g.c) : 0, bias >= 0 ? address(bias) : 0,
                    address(plan->steps[i].outputs[0]), work, stream, error);
+  }
+  /// Whether the library runs GEMM step `i` with its bias gradient
+  /// epilogue (then the step fused into it launches nothing).
+  bool computesBiasGrad(size_t i) const {
+    return runs(i) && prepared[byStep[i]].biasGrad;
+  }
+  /// Whether step `i` is computed by its GEMM's library call.
+  bool fusedAway(size_t i) const {
+    int j = plan ? plan->steps[i].cuda.libraryFusedInto : -1;
+    return j >= 0 && computesBiasGrad((size_t)j);
   }
 
 private:
@@ -57,7 +67,8 @@ private:
                d = nullptr;
     lt::HeuristicResult algo{};
     float alpha = 1, beta = 0;
-    bool bias = false;
+    bool bias = false;     // the bias pointer is set per call
+    bool biasGrad = false; // ... and it receives the bias gradient
   };
   const Plan *plan = nullptr;
   lt::Library *lib = nullptr;
@@ -67,6 +78,9 @@ private:
 
   /// Descriptors and algorithm for step `s`'s GEMM; false with `why`.
   bool prepare(const Step &s, Prepared &p, std::string &why);
+  bool prepare(const Step &s, bool withBiasGrad, Prepared &p,
+               std::string &why);
+  void release(Prepared &p);
   bool enqueue(size_t i, unsigned long long a, unsigned long long b,
                unsigned long long c, unsigned long long bias,
                unsigned long long y, unsigned long long work, void *stream,

@@ -117,7 +117,10 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
-    for (int v : s.outputs)
+    std::vector<int> written = s.outputs;
+    if (s.cuda.gemm.biasGrad >= 0) // the library may write it here
+      written.push_back(s.cuda.gemm.biasGrad);
+    for (int v : written)
       if (root[v] == v && offsets[v] < 0 && !inRegisters[v])
         offsets[v] = allocate(v);
     std::vector<int> readers{(int)i}; // a batch: every member reads here

@@ -15,7 +15,8 @@ namespace mpc::rt {
 /// buffer is reused once the last kernel reading it ran (first fit); an
 /// aliasing step's output shares its alias's range; the intermediates of a
 /// fused chain (`cuda.fusedInto`) live in registers and get no range
-/// (offset -1). Returns the arena size.
+/// (offset -1); a GEMM's library-computed bias gradient has its range from
+/// the GEMM on. Returns the arena size.
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 
 /// The step before which the session waits for all_reduce step `step`

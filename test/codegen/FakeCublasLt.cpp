@@ -6,11 +6,14 @@
 // at with MPC_CUBLASLT, it lets the tests run the GEMM steps through the
 // library path without a GPU: column-major layouts with their leading
 // dimensions, transposes, strided batches, alpha/beta, the C matrix, and
-// the DEFAULT/RELU/BIAS/RELU_BIAS epilogues, with FP32 accumulation. It is
+// the DEFAULT/RELU/BIAS/RELU_BIAS epilogues and BGRADB (the bias gradient:
+// op(B)'s sums over k, as Transformer Engine's weight-gradient GEMM asks
+// for it: B transposed, one batch), with FP32 accumulation. It is
 // strict where cuBLASLt is: attribute sizes, operand shapes and types that
 // do not agree are INVALID_VALUE, so a layout mistake in mpc fails a test
 // rather than the first GPU run. MPC_FAKE_CUBLASLT_FAIL makes every matmul
-// fail as a GPU fault would. A matmul is enqueued on the driver
+// fail as a GPU fault would; MPC_FAKE_CUBLASLT_NO_BGRAD makes the
+// heuristic find no algorithm for BGRADB. A matmul is enqueued on the driver
 // double's stream (mpcFakeCudaEnqueue), so graph capture records it and
 // each replay computes it again.
 //
@@ -32,6 +35,7 @@ constexpr Status kOk = 0, kInvalidValue = 7, kExecutionFailed = 13,
                  kNotSupported = 15;
 constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68,
               kCompute32FFastTf32 = 77;
+constexpr uint32_t kBgradB = 512;
 constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
 constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
 
@@ -97,7 +101,8 @@ struct View {
 bool consistent(const Desc &d, const Layout &a, const Layout &b,
                 const Layout &c, const Layout &o) {
   View va{a, nullptr, d.transA != 0}, vb{b, nullptr, d.transB != 0};
-  bool bias = d.epilogue == 4 || d.epilogue == 6;
+  bool bgrad = d.epilogue == kBgradB;
+  bool bias = d.epilogue == 4 || d.epilogue == 6 || bgrad;
   bool layoutsOk = true;
   for (const Layout *l : {&a, &b, &c, &o})
     layoutsOk &= knownType(l->type) && l->ld >= (int64_t)l->rows &&
@@ -107,6 +112,7 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
          c.rows == o.rows && c.cols == o.cols && a.batch == o.batch &&
          b.batch == o.batch && c.batch == o.batch &&
          (d.epilogue == 1 || d.epilogue == 2 || bias) &&
+         (!bgrad || (d.transB != 0 && o.batch == 1)) &&
          (!bias || d.biasType == o.type) &&
          (a.type == kR32F ? o.type == kR32F : !d.tf32);
 }
@@ -136,6 +142,13 @@ void compute(void *arg) {
   View a{k.a, k.pa, k.desc.transA != 0}, b{k.b, k.pb, k.desc.transB != 0};
   bool bias = k.desc.epilogue == 4 || k.desc.epilogue == 6;
   bool relu = k.desc.epilogue == 2 || k.desc.epilogue == 6;
+  if (k.desc.epilogue == kBgradB) // into the bias pointer, D's type
+    for (uint64_t j = 0; j < k.d.cols; ++j) {
+      float sum = 0;
+      for (uint64_t p = 0; p < b.rows(); ++p)
+        sum += b.at(0, p, j);
+      store(k.d.type, const_cast<void *>(k.desc.bias), (int64_t)j, sum);
+    }
   for (int32_t z = 0; z < k.d.batch; ++z)
     for (uint64_t j = 0; j < k.d.cols; ++j)
       for (uint64_t i = 0; i < k.d.rows; ++i) {
@@ -235,7 +248,9 @@ Status cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   if (!consistent(*(Desc *)desc, *(Layout *)a, *(Layout *)b, *(Layout *)c,
                   *(Layout *)d))
     return kInvalidValue;
-  if (static_cast<Pref *>(pref)->maxWorkspace < kWorkspace)
+  if (static_cast<Pref *>(pref)->maxWorkspace < kWorkspace ||
+      (static_cast<Desc *>(desc)->epilogue == kBgradB &&
+       std::getenv("MPC_FAKE_CUBLASLT_NO_BGRAD")))
     return kNotSupported;
   results[0] = HeuristicResult{};
   results[0].algo.data[0] = kAlgoMark;
@@ -256,7 +271,8 @@ Status cublasLtMatmul(void *, void *desc, const void *alpha, const void *pa,
   if (!consistent(ds, *(Layout *)a, *(Layout *)b, *(Layout *)c, *(Layout *)d) ||
       !algo || static_cast<const Algo *>(algo)->data[0] != kAlgoMark ||
       !workspace || workspaceBytes < kWorkspace || !pa || !pb || !pd ||
-      ((ds.epilogue == 4 || ds.epilogue == 6) && !ds.bias))
+      ((ds.epilogue == 4 || ds.epilogue == 6 || ds.epilogue == kBgradB) &&
+       !ds.bias))
     return kInvalidValue;
   auto *call = new Call{ds,  *(Layout *)a, *(Layout *)b, *(Layout *)c,
                         *(Layout *)d, pa, pb, pc, pd,

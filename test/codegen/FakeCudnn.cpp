@@ -1,10 +1,11 @@
-//===- FakeCudnn.cpp - cuDNN's convolution gradients on the host ------------===//
+//===- FakeCudnn.cpp - cuDNN's convolutions on the host ---------------------===//
 //
 // libmpc-fake-cudnn.so exports the cuDNN 9 legacy entry points mpc's
 // runtime uses (runtime/cuda/Cudnn.h), computing on the host memory the
 // CUDA driver double (FakeCudaDriver.cpp) hands out: NCHW tensors,
 // grouped 2-D cross-correlation with padding, strides and dilations, its
-// data and filter gradients with FP32 accumulation and alpha/beta. Strict
+// data and filter gradients with FP32 accumulation and alpha/beta, and
+// cudnnAddTensor's broadcast add (a [1, C, 1, 1] bias into NCHW). Strict
 // where cuDNN is: a gradient tensor whose size is not the one the
 // convolution gives, mismatched types or channels, a missing workspace
 // are CUDNN_STATUS_BAD_PARAM; MPC_FAKE_CUDNN_FAIL makes every call fail
@@ -72,12 +73,12 @@ bool consistent(const Tensor &x, const Tensor &f, const Conv &cv,
          dy.w == out(x.w, cv.padW, f.w, cv.v, cv.dilW) && dy.h > 0 && dy.w > 0;
 }
 
-/// One gradient call's arguments.
+/// One convolution call's arguments.
 struct Call {
-  bool data;
+  enum Kind { Forward, Data, Filter } kind;
   Tensor x, f, dy;
   Conv cv;
-  const void *a, *b; // data: w, dy; filter: x, dy
+  const void *a, *b; // forward: x, w; data: w, dy; filter: x, dy
   void *out;
   float alpha, beta;
 };
@@ -110,12 +111,18 @@ template <typename F> void forEachTap(const Call &k, F f) {
 
 void compute(void *arg) {
   const Call &k = *static_cast<const Call *>(arg);
-  const Tensor &o = k.data ? k.x : k.f;
+  const Tensor &o = k.kind == Call::Forward ? k.dy
+                    : k.kind == Call::Data  ? k.x
+                                            : k.f;
   std::vector<float> acc((size_t)o.n * o.c * o.h * o.w, 0.0f);
   int t = k.x.type;
   forEachTap(k, [&](int64_t dyi, int64_t xi, int64_t wi) {
+    if (k.kind == Call::Forward) {
+      acc[dyi] += load(t, k.a, xi) * load(t, k.b, wi);
+      return;
+    }
     float g = load(t, k.b, dyi);
-    if (k.data)
+    if (k.kind == Call::Data)
       acc[xi] += g * load(t, k.a, wi);
     else
       acc[wi] += g * load(t, k.a, xi);
@@ -125,7 +132,25 @@ void compute(void *arg) {
           k.alpha * acc[i] + (k.beta != 0 ? k.beta * load(t, k.out, i) : 0.0f));
 }
 
-Status enqueue(void *stream, Call *call) {
+/// cudnnAddTensor's arguments: c = alpha a + beta c, a [1, C, 1, 1].
+struct Add {
+  Tensor a, c;
+  const void *pa;
+  void *pc;
+  float alpha, beta;
+};
+
+void add(void *arg) {
+  const Add &k = *static_cast<const Add *>(arg);
+  int64_t plane = (int64_t)k.c.h * k.c.w;
+  for (int64_t i = 0; i < (int64_t)k.c.n * k.c.c * plane; ++i)
+    store(k.c.type, k.pc, i,
+          k.alpha * load(k.a.type, k.pa, i / plane % k.c.c) +
+              k.beta * load(k.c.type, k.pc, i));
+}
+
+template <typename C> Status enqueue(void *stream, C *call,
+                                     void (*run)(void *)) {
   if (std::getenv("MPC_FAKE_CUDNN_FAIL")) // a library failing at run time
     return delete call, kExecutionFailed;
   using Enqueue = int (*)(void *, void (*)(void *), void *);
@@ -134,7 +159,7 @@ Status enqueue(void *stream, Call *call) {
   auto fn = lib ? (Enqueue)dlsym(lib, "mpcFakeCudaEnqueue") : nullptr;
   if (!fn)
     return delete call, kNotSupported;
-  return fn(stream, compute, call) == 0 ? kOk : kBadParam;
+  return fn(stream, run, call) == 0 ? kOk : kBadParam;
 }
 
 struct Handle {
@@ -214,6 +239,45 @@ Status cudnnSetConvolutionMathType(void *c, int math) {
 }
 Status cudnnDestroyConvolutionDescriptor(void *c) { return delete (Conv *)c, kOk; }
 
+Status cudnnGetConvolutionForwardAlgorithm_v7(void *, void *x, void *w,
+                                              void *conv, void *y,
+                                              int requested, int *returned,
+                                              Perf *results) {
+  if (!consistent(*(Tensor *)x, *(Tensor *)w, *(Conv *)conv, *(Tensor *)y))
+    return kBadParam;
+  return perf(requested, returned, results);
+}
+Status cudnnGetConvolutionForwardWorkspaceSize(void *, void *, void *, void *,
+                                               void *, int algo,
+                                               size_t *bytes) {
+  return *bytes = algo == 1 ? kWorkspace : 0, kOk;
+}
+Status cudnnConvolutionForward(void *h, const void *alpha, void *x,
+                               const void *xp, void *w, const void *wp,
+                               void *conv, int algo, void *ws, size_t wsBytes,
+                               const void *beta, void *y, void *yp) {
+  if (!consistent(*(Tensor *)x, *(Tensor *)w, *(Conv *)conv, *(Tensor *)y) ||
+      (algo == 1 && (!ws || wsBytes < kWorkspace)) || !xp || !wp || !yp)
+    return kBadParam;
+  return enqueue(static_cast<Handle *>(h)->stream,
+                 new Call{Call::Forward, *(Tensor *)x, *(Tensor *)w,
+                          *(Tensor *)y, *(Conv *)conv, xp, wp, yp,
+                          *(const float *)alpha, *(const float *)beta},
+                 compute);
+}
+Status cudnnAddTensor(void *h, const void *alpha, void *a, const void *ap,
+                      const void *beta, void *c, void *cp) {
+  const Tensor &ta = *(Tensor *)a, &tc = *(Tensor *)c;
+  // The broadcast mpc asks for: a per-channel [1, C, 1, 1] of C's type.
+  if (ta.type != tc.type || ta.n != 1 || ta.c != tc.c || ta.h != 1 ||
+      ta.w != 1 || !ap || !cp)
+    return kBadParam;
+  return enqueue(static_cast<Handle *>(h)->stream,
+                 new Add{ta, tc, ap, cp, *(const float *)alpha,
+                         *(const float *)beta},
+                 add);
+}
+
 Status cudnnGetConvolutionBackwardDataAlgorithm_v7(void *, void *w, void *dy,
                                                    void *conv, void *dx,
                                                    int requested, int *returned,
@@ -251,9 +315,10 @@ Status cudnnConvolutionBackwardData(void *h, const void *alpha, void *w,
       (algo == 1 && (!ws || wsBytes < kWorkspace)) || !wp || !dyp || !dxp)
     return kBadParam;
   return enqueue(static_cast<Handle *>(h)->stream,
-                 new Call{true, *(Tensor *)dx, *(Tensor *)w, *(Tensor *)dy,
+                 new Call{Call::Data, *(Tensor *)dx, *(Tensor *)w, *(Tensor *)dy,
                           *(Conv *)conv, wp, dyp, dxp, *(const float *)alpha,
-                          *(const float *)beta});
+                          *(const float *)beta},
+                 compute);
 }
 Status cudnnConvolutionBackwardFilter(void *h, const void *alpha, void *x,
                                       const void *xp, void *dy, const void *dyp,
@@ -264,9 +329,10 @@ Status cudnnConvolutionBackwardFilter(void *h, const void *alpha, void *x,
       (algo == 1 && (!ws || wsBytes < kWorkspace)) || !xp || !dyp || !dwp)
     return kBadParam;
   return enqueue(static_cast<Handle *>(h)->stream,
-                 new Call{false, *(Tensor *)x, *(Tensor *)dw, *(Tensor *)dy,
+                 new Call{Call::Filter, *(Tensor *)x, *(Tensor *)dw, *(Tensor *)dy,
                           *(Conv *)conv, xp, dyp, dwp, *(const float *)alpha,
-                          *(const float *)beta});
+                          *(const float *)beta},
+                 compute);
 }
 
 } // extern "C"

@@ -20,3 +20,4 @@ template <typename P> constexpr bool sameLayout() {
 }
 static_assert(sameLayout<cudnnConvolutionBwdDataAlgoPerf_t>());
 static_assert(sameLayout<cudnnConvolutionBwdFilterAlgoPerf_t>());
+static_assert(sameLayout<cudnnConvolutionFwdAlgoPerf_t>());

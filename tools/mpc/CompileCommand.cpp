@@ -109,7 +109,8 @@ static cl::opt<bool> allowTf32(
     cl::sub(compileCommand));
 static cl::opt<std::string> convChoice(
     "conv",
-    cl::desc("Who runs the convolution gradients on the GPU: auto (per "
+    cl::desc("Who runs the convolutions on the GPU (forward without a fused "
+             "Relu, and the gradients): auto (per "
              "shape the faster of cuDNN and mpc's kernel, timed at the first "
              "session and kept in tuning.txt; mpc's kernels where cuDNN does "
              "not load; default) | cudnn | mpc"),

@@ -139,7 +139,7 @@ static cl::opt<std::string> trainGemm(
     cl::init("auto"), cl::sub(trainCommand));
 static cl::opt<std::string> trainConv(
     "conv",
-    cl::desc("With --device cuda, who runs the convolution gradients: auto "
+    cl::desc("With --device cuda, who runs the convolutions: auto "
              "(per shape the faster of cuDNN and mpc's kernel, timed when the "
              "session opens; mpc's kernels where cuDNN does not load; "
              "default) | cudnn | mpc"),

@@ -9,7 +9,11 @@ an ordinary-core instruction.
 With --opcodes OP,OP...: prints, per kernel and architecture, how many
 instructions start with each OP (e.g. FFMA,FMUL,FADD) instead.
 
-usage: check_sass.py ARTIFACT_DIR [--opcodes OP,OP...]
+With --local: checks from cuobjdump -res-usage that no kernel has a stack
+frame or local memory (what ptxas spills, or an array it could not keep in
+registers); prints each that has, then a summary, and fails if any has.
+
+usage: check_sass.py ARTIFACT_DIR [--opcodes OP,OP... | --local]
 """
 import glob
 import json
@@ -22,6 +26,29 @@ summary = json.load(open(f"{d}/summary.json"))
 images = sorted(glob.glob(f"{d}/kernels*.fatbin"))
 if not images:
     sys.exit(f"{d} has no device code (kernels*.fatbin)")
+if sys.argv[2:3] == ["--local"]:
+    ours, frames, arch, fn = set(summary["kernels"]), {}, "cubin", None
+    for image in images:
+        out = subprocess.run(["cuobjdump", "-res-usage", image],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
+        for line in out.stdout.splitlines():
+            t = line.strip()
+            if t.startswith("arch = "):
+                arch = t.split("=")[1].strip()
+            elif t.startswith("Function "):
+                fn = t[len("Function "):].rstrip(":")
+            elif fn in ours and t.startswith("REG:"):
+                use = dict(f.split(":", 1) for f in t.split())
+                frames[(fn, arch)] = (int(use["STACK"]), int(use["LOCAL"]))
+    bad = sorted((k, a, f) for (k, a), f in frames.items() if sum(f))
+    for k, a, (stack, local) in bad:
+        print(f"{k} {a}: STACK={stack} LOCAL={local}")
+    archs = sorted({a for (k, a) in frames})
+    print(f"{len({k for (k, a) in frames})} kernels on {','.join(archs)}: " +
+          (f"{len(bad)} use local memory" if bad else "no local memory"))
+    sys.exit(1 if bad else 0)
 sass = ""
 for image in images:
     out = subprocess.run(["cuobjdump", "-sass", image], capture_output=True,

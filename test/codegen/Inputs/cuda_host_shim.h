@@ -32,7 +32,7 @@ inline thread_local bool mpc_threaded = false; // a block's threads are real
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __grid_constant__
 #define __restrict__
 #define __shared__ static

@@ -84,7 +84,7 @@ def split_kernels(art):
     """An artifact's kernels.cu as (prelude, {name: code}, {name: launcher})
     by the emitter's `// kernel NAME` and `// launcher NAME` lines."""
     src = open(os.path.join(art, "kernels.cu")).read()
-    body, launchers = src.split("#ifdef MPC_HOST_EMULATION\n", 1)
+    body, launchers = src.rsplit("#ifdef MPC_HOST_EMULATION\n", 1)
     launchers = launchers.rsplit("#endif", 1)[0]
     prelude, *blocks = re.split(r"^// kernel (\S+)\n", body, flags=re.M)
     code = dict(zip(blocks[0::2], blocks[1::2]))
