@@ -282,8 +282,9 @@ public:
   /// narrowest row operand, at most 8), the body's `ld(inK, base + j)` and
   /// `st(outK, base + j, v)` becoming one vector load or store each (the
   /// arena's buffers are 256-byte aligned); else one element a lane.
+  /// `len` is the code naming the row's length (RowLoop's prologue: n).
   std::string rowEach(const Step &s, const RowLoop &r, int64_t n,
-                      const std::string &body);
+                      const std::string &body, const std::string &len = "n");
   void rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                  int64_t rows);
   bool attention(Step &s, const std::string &name);

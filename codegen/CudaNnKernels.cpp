@@ -42,9 +42,9 @@ Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
 }
 
 std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
-                             const std::string &body) {
-  std::string scalar = "  for (i64 j = lane; j < n; j += " + r.stride + ") " +
-                       body + "\n";
+                             const std::string &body, const std::string &len) {
+  std::string scalar = "  for (i64 j = lane; j < " + len + "; j += " +
+                       r.stride + ") " + body + "\n";
   if (!r.warp)
     return scalar;
   // The row operands the body reads or writes at base + j.
@@ -89,8 +89,8 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
     }
   }
   std::ostringstream os;
-  os << "  for (i64 j0 = lane * " << W << "; j0 < n; j0 += 32 * " << W
-     << ") {\n";
+  os << "  for (i64 j0 = lane * " << W << "; j0 < " << len << "; j0 += 32 * "
+     << W << ") {\n";
   for (size_t k : loads)
     os << "    float vx" << k << "[" << W << "]; ldv<" << W << ">(in" << k
        << " + base + j0, vx" << k << ");\n";

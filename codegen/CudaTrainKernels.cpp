@@ -67,24 +67,25 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
     return crossEntropyRows(s, name);
   // Workers: 8 warps (lanes stride the classes) or 256 threads.
   std::string workers = warp ? "8" : "256", stride = warp ? "32" : "1";
-  std::string first = warp ? "lane" : "0";
   std::string wsumF = warp ? "mpc_warp_sum" : "", wmaxF = warp ? "mpc_warp_max" : "";
-  std::string row = "n * " + std::to_string(C) + "LL + c";
-  std::string loop = "    for (i64 c = " + first + "; c < " + std::to_string(C) +
-                     "LL; c += " + stride + ") ";
+  // The row's loops as the row kernels run them (rowEach: lanes of 16
+  // bytes where the row allows), so both forms give a row the same bits.
+  RowLoop r{"", stride, wsumF, wmaxF, warp};
+  std::string len = std::to_string(C) + "LL";
   cu << header(s, name, 256) << " {\n  __shared__ float ls[256], ws[256];\n"
      << "  const int worker = threadIdx.x" << (warp ? " / 32" : "")
      << ", lane = threadIdx.x" << (warp ? " % 32" : " * 0") << ";\n"
      << "  float lsum = 0.0f, wsum = 0.0f;\n"
      << "  for (i64 n = worker; n < " << N << "LL; n += " << workers << ") {\n"
+     << "    const i64 base = n * " << len << ";\n"
      << "    float mx = -INFINITY, sum = 0.0f, lse = 0.0f;\n";
   if (!fromLogProb)
-    cu << loop << "mx = fmaxf(mx, ld(in0, " << row << "));\n"
+    cu << rowEach(s, r, C, "mx = fmaxf(mx, ld(in0, base + j));", len)
        << "    mx = " << wmaxF << "(mx);\n"
-       << loop << "sum += expf(ld(in0, " << row << ") - mx);\n"
+       << rowEach(s, r, C, "sum += expf(ld(in0, base + j) - mx);", len)
        << "    lse = mx + logf(" << wsumF << "(sum));\n";
   if (!fromLogProb && s.outputs.size() > 1)
-    cu << loop << "st(out1, " << row << ", ld(in0, " << row << ") - lse);\n";
+    cu << rowEach(s, r, C, "st(out1, base + j, ld(in0, base + j) - lse);", len);
   cu << "    i64 label = in1[n];\n"
      << "    if (" << ignoredLabel(s)
      << ") { " << (red == "none" ? "if (lane == 0) st(out0, n, 0.0f); " : "")
@@ -110,19 +111,20 @@ bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
   bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
   std::string skip = ignoredLabel(s);
   std::string rows = std::to_string(kRowThreads / 32);
-  std::string row = "n * " + std::to_string(C) + "LL + c";
-  std::string loop = "  for (i64 c = lane; c < " + std::to_string(C) +
-                     "LL; c += 32) ";
+  RowLoop r{"", "32", "mpc_warp_sum", "mpc_warp_max", true};
+  std::string len = std::to_string(C) + "LL";
   cu << header(s, name + "_rows", kRowThreads) << " {\n"
      << "  const i64 n = (i64)blockIdx.x * " << rows
      << " + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n"
      << "  if (n >= " << N << "LL) return;\n"
+     << "  const i64 base = n * " << len << ";\n"
      << "  float mx = -INFINITY, sum = 0.0f;\n"
-     << loop << "mx = fmaxf(mx, ld(in0, " << row << "));\n"
+     << rowEach(s, r, C, "mx = fmaxf(mx, ld(in0, base + j));", len)
      << "  mx = mpc_warp_max(mx);\n"
-     << loop << "sum += expf(ld(in0, " << row << ") - mx);\n"
+     << rowEach(s, r, C, "sum += expf(ld(in0, base + j) - mx);", len)
      << "  const float lse = mx + logf(mpc_warp_sum(sum));\n"
-     << loop << "st(out1, " << row << ", ld(in0, " << row << ") - lse);\n}\n\n";
+     << rowEach(s, r, C, "st(out1, base + j, ld(in0, base + j) - lse);", len)
+     << "}\n\n";
   barrier = true; // the warp's lanes meet in the shuffles (host emulation)
   launch(s, name + "_rows", {(N + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
          {kRowThreads, 1, 1}, /*prologue=*/true);
@@ -159,7 +161,6 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   int64_t rowsPerBlock = warp ? 8 : 256;
   std::string skip = ignoredLabel(s);
   std::string w = weights ? "ld(in3, label)" : "1.0f";
-  std::string at = "n * " + std::to_string(C) + "LL + c";
   cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"
      << "  float wsum = 0.0f;\n  for (i64 n = threadIdx.x; n < " << N
      << "; n += 256) { i64 label = in2[n]; if (!(" << skip << ")) wsum += "
@@ -173,10 +174,15 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
      << "    i64 label = in2[n];\n"
      << "    float scale = (" << skip << ") ? 0.0f : " << w << " * ld(in0, "
      << (red == "none" ? "n" : "0") << ") / denom;\n"
-     << "    for (i64 c = " << (warp ? "threadIdx.x % 32" : "0") << "; c < "
-     << C << "LL; c += " << (warp ? 32 : 1) << ") st(out0, " << at << ", "
-     << (withSoftmax ? "expf(ld(in1, " + at + ")) * scale - " : "-")
-     << "(c == label ? scale : 0.0f));\n  }\n}\n\n";
+     << "    const i64 base = n * " << C << "LL;\n"
+     << "    const int lane = " << (warp ? "threadIdx.x % 32" : "0") << ";\n"
+     << rowEach(s, RowLoop{"", warp ? "32" : "1", "", "", warp}, C,
+                "st(out0, base + j, " +
+                    (withSoftmax ? "expf(ld(in1, base + j)) * scale - "
+                                 : std::string("-")) +
+                    "(j == label ? scale : 0.0f));",
+                std::to_string(C) + "LL")
+     << "  }\n}\n\n";
   barrier = true;
   launch(s, name, {(N + rowsPerBlock - 1) / rowsPerBlock, 1, 1}, {256, 1, 1});
   return true;

@@ -130,7 +130,7 @@ grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_[a-z_]*_[0
 echo "-- Adam's update of a weight in one kernel: both moments, the skip-step selects and the weight (intermediates in registers, three stores); all six weights' updates are one multi-tensor launch (_x6):"
 kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_where_[0-9a-f]*_x[0-9]*" | tail -1)
 echo "$kernel"
-sed -n "/void ${kernel}_at(/,/^}/p" "$work/mlp-train/kernels.cu" | grep -E "^  (float t|\{ float|st\()" | cut -c1-150
+sed -n "/void ${kernel}_op(/,/^}/p" "$work/mlp-train/kernels.cu" | grep -E "^  (float t|\{ float|y[0-9]+ = )" | cut -c1-150
 echo "-- on a GPU: mpc train $model --device cuda ... (weights stay on the device, one CUDA graph per step)"
 
 echo

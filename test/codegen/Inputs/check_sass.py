@@ -26,8 +26,10 @@ summary = json.load(open(f"{d}/summary.json"))
 images = sorted(glob.glob(f"{d}/kernels*.fatbin"))
 if not images:
     sys.exit(f"{d} has no device code (kernels*.fatbin)")
+# Our kernels: the distinct ones and what the steps launch (prologues).
+launched = set(summary["kernels"]) | set(summary.get("launches", []))
 if sys.argv[2:3] == ["--local"]:
-    ours, frames, arch, fn = set(summary["kernels"]), {}, "cubin", None
+    ours, frames, arch, fn = launched, {}, "cubin", None
     for image in images:
         out = subprocess.run(["cuobjdump", "-res-usage", image],
                              capture_output=True, text=True)
@@ -78,7 +80,7 @@ for line in sass.splitlines():
                 c[op] += 1
 if opcodes:
     for (k, a), c in sorted(ops.items()):
-        if k in set(summary["kernels"]):
+        if k in launched:
             print(f"{k} {a}: " + " ".join(f"{o}={c[o]}" for o in opcodes))
     sys.exit(0)
 # A cached module can hold other models' kernels too: only ours count.

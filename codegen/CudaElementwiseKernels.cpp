@@ -1,0 +1,312 @@
+//===- CudaElementwiseKernels.cpp - elementwise kernels and fused chains ---===//
+//
+// A thread-per-element kernel is a device function of its element
+// (`<k>_at`), where its operands allow a vector form (`<k>_vec`, `<k>_run`:
+// 16 bytes of the narrowest operand at a time, grid-strided), and a kernel
+// calling them; the batched launches (CudaBatching.cpp) call the same
+// functions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaKernels.h"
+#include "runtime/cuda/KernelCalls.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+using namespace ::mpc::rt;
+
+namespace mlir::mpc::cuda {
+
+std::optional<std::string> Emitter::expr(const Step &s) {
+  const EmitterTable::Expr &fn = emitters()[s.op].expr;
+  return fn ? fn(s) : std::nullopt;
+}
+
+std::string Emitter::countedHead(Step &s, const std::string &name, int64_t n) {
+  s.cuda.count = n;
+  counted = true;
+  std::string head = "static __device__ __forceinline__ void " + name +
+                     "_at(const i64 i";
+  for (const auto &p : params(s))
+    head += ", " + p.first;
+  return head + ") {\n  if (i >= count) return;\n";
+}
+
+void Emitter::launch1d(Step &s, const std::string &name, int64_t n) {
+  int64_t t = ::mpc::rt::cuda::kThreads, per = t * vectorWidth;
+  int64_t blocks = std::max<int64_t>((n + per - 1) / per, 1);
+  if (vectorWidth > 1)
+    blocks = std::min(blocks, ::mpc::rt::kListMaxBlocks);
+  launch(s, name, {blocks, 1, 1}, {t, 1, 1}, false, per);
+}
+
+namespace {
+
+/// How a vector group reads an input: as V consecutive elements, as one
+/// value for the whole group, or not at all (no vector path).
+enum class GroupRead { Lanes, Once, None };
+
+GroupRead groupRead(const Shape &out, const Shape &strides, int64_t width) {
+  if (strides == stridesOf(out))
+    return GroupRead::Lanes;
+  if (std::all_of(strides.begin(), strides.end(), [](int64_t v) { return v == 0; }))
+    return GroupRead::Once;
+  // A group of V elements lies in one innermost row when the row's length
+  // is a multiple of V; along it the input moves by its innermost stride.
+  if (out.empty() || out.back() % width != 0)
+    return GroupRead::None;
+  return strides.back() == 1   ? GroupRead::Lanes
+         : strides.back() == 0 ? GroupRead::Once
+                               : GroupRead::None;
+}
+
+bool laneType(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 ||
+         t == DType::I1;
+}
+
+} // namespace
+
+void Emitter::elementFunctions(
+    Step &s, const std::string &name, int64_t n, const Shape &out,
+    const std::vector<Shape> &strides, const std::vector<std::string> &names,
+    const std::function<std::string(const Store &)> &body) {
+  std::vector<int> ins = ::mpc::rt::kernelInputs(s);
+  std::vector<int> outs = s.outputs;
+  outs.insert(outs.end(), s.cuda.stores.begin(), s.cuda.stores.end());
+  // The arithmetic once, `<name>_op`: the operands in, the results out
+  // (the scalar and the vector path call it; inlined, it costs nothing).
+  auto opCall = [&](const std::function<std::string(size_t)> &in,
+                    const std::function<std::string(size_t)> &result) {
+    std::string call = name + "_op(";
+    for (size_t k = 0; k < names.size(); ++k)
+      call += (k ? ", " : "") + in(k);
+    for (size_t k = 0; k < outs.size(); ++k)
+      call += (k || !names.empty() ? ", " : "") + result(k);
+    return call + (s.countUnderflow ? ", underflow);" : ");");
+  };
+  std::string decl;
+  for (size_t k = 0; k < names.size(); ++k)
+    decl += (k ? ", const float " : "const float ") + names[k];
+  for (size_t k = 0; k < outs.size(); ++k)
+    decl += std::string(k || !names.empty() ? ", " : "") + "float &y" +
+            std::to_string(k);
+  if (s.countUnderflow)
+    decl += ", unsigned long long *__restrict__ underflow";
+  cu << "static __device__ __forceinline__ void " << name << "_op(" << decl
+     << ") {\n"
+     << body([](size_t k, const std::string &v) {
+          return "  y" + std::to_string(k) + " = " + v + ";\n";
+        })
+     << "}\n\n";
+  cu << countedHead(s, name, n) << offsetsCode(out, strides);
+  for (size_t k = 0; k < names.size(); ++k)
+    cu << "  const float " << names[k] << " = ld(in" << k << ", o" << k << ");\n";
+  cu << "  float";
+  for (size_t k = 0; k < outs.size(); ++k)
+    cu << (k ? ", y" : " y") << k;
+  cu << ";\n  "
+     << opCall([&](size_t k) { return names[k]; },
+               [](size_t k) { return "y" + std::to_string(k); })
+     << "\n";
+  for (size_t k = 0; k < outs.size(); ++k)
+    cu << "  st(out" << k << ", i, y" << k << ");\n";
+  cu << "}\n\n";
+  // The width: 16 bytes of the narrowest operand moved as lanes, at most 8.
+  int64_t narrowest = 16;
+  bool ok = ins.size() == names.size();
+  for (int v : outs) {
+    ok = ok && laneType(val(v).dtype);
+    narrowest = std::min<int64_t>(narrowest, dtypeSize(val(v).dtype));
+  }
+  int64_t width = std::min<int64_t>(8, 16 / narrowest);
+  std::vector<GroupRead> reads;
+  for (size_t k = 0; ok && k < ins.size(); ++k) {
+    reads.push_back(ins[k] < 0 ? GroupRead::None
+                               : groupRead(out, strides[k], width));
+    ok = reads[k] != GroupRead::None &&
+         (reads[k] == GroupRead::Once || laneType(val(ins[k]).dtype));
+    if (ok && reads[k] == GroupRead::Lanes)
+      narrowest = std::min<int64_t>(narrowest, dtypeSize(val(ins[k]).dtype));
+  }
+  width = std::min<int64_t>(8, 16 / narrowest);
+  // A narrower input may widen the group past a broadcast row's length.
+  for (size_t k = 0; ok && k < ins.size(); ++k)
+    ok = groupRead(out, strides[k], width) == reads[k];
+  if (!ok || width < 2)
+    return;
+  vectorWidth = (int)width;
+  std::string W = std::to_string(width), call, aligned;
+  decl.clear();
+  for (const auto &p : params(s))
+    decl += ", " + p.first, call += ", " + p.second;
+  auto align = [&](const std::string &p) {
+    aligned += " && mpc_aligned<" + W + ">(" + p + ")";
+  };
+  std::ostringstream v;
+  v << "static __device__ __forceinline__ void " << name << "_vec(const i64 i"
+    << decl << ") {\n" << offsetsCode(out, strides);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    std::string in = "in" + std::to_string(k), x = "vx" + std::to_string(k);
+    if (reads[k] == GroupRead::Lanes) {
+      v << "  float " << x << "[" << W << "]; ldv<" << W << ">(" << in
+        << " + o" << k << ", " << x << ");\n";
+      align(in);
+    } else {
+      v << "  const float " << x << " = ld(" << in << ", o" << k << ");\n";
+    }
+  }
+  for (size_t k = 0; k < outs.size(); ++k) {
+    v << "  float vy" << k << "[" << W << "];\n";
+    align("out" + std::to_string(k));
+  }
+  v << "#pragma unroll\n  for (int e = 0; e < " << W << "; ++e) "
+    << opCall(
+           [&](size_t k) {
+             return "vx" + std::to_string(k) +
+                    (reads[k] == GroupRead::Lanes ? "[e]" : "");
+           },
+           [](size_t k) { return "vy" + std::to_string(k) + "[e]"; })
+    << "\n";
+  for (size_t k = 0; k < outs.size(); ++k)
+    v << "  stv<" << W << ">(out" << k << " + i, vy" << k << ");\n";
+  v << "}\n\n";
+  // A thread's share: whole groups as vectors when every pointer is
+  // aligned (else none), the rest one element at a time, both strided by
+  // the grid.
+  v << "static __device__ __forceinline__ void " << name
+    << "_run(const i64 first, const i64 stride" << decl
+    << ") {\n  const i64 whole = " << aligned.substr(4) << " ? count / " << W
+    << " * " << W << " : 0;\n  for (i64 i = first * " << W
+    << "; i < whole; i += stride * " << W << ") " << name << "_vec(i" << call
+    << ");\n  for (i64 i = whole + first; i < count; i += stride) " << name
+    << "_at(i" << call << ");\n}\n\n";
+  cu << v.str();
+}
+
+/// One thread per element: the op's expression (CudaExpressions.cpp) on
+/// the operands widened to FP32, rounded once on store.
+bool Emitter::elementwise(Step &s, const std::string &name) {
+  std::optional<std::string> e = expr(s);
+  if (!e)
+    return fail(s, "no CUDA kernel for this form of mpc." +
+                       std::string(opName(s.op)) + " yet");
+  const ValueInfo &y = val(s.outputs[0]);
+  if (!isFloat(y.dtype) && y.dtype != DType::I1 && s.op != OpId::Cast)
+    return fail(s, "integer arithmetic has no CUDA kernel yet");
+  if (s.op == OpId::Cast && !isFloat(y.dtype) && y.dtype != DType::I1)
+    return integerCast(s, name);
+  mod.flops += numElements(y.shape);
+  std::vector<Shape> strides;
+  for (int in : s.inputs)
+    strides.push_back(broadcastStrides(val(in).shape, y.shape));
+  int64_t n = numElements(y.shape);
+  std::vector<std::string> names;
+  for (size_t k = 0; k < s.inputs.size(); ++k)
+    names.push_back(std::string(1, kOperandNames[k]));
+  elementFunctions(s, name, n, y.shape, strides, names, [&](const Store &st) {
+    if (!s.countUnderflow)
+      return st(0, *e);
+    // A gradient flushed to zero: nonzero, zero once stored.
+    std::string stored = y.dtype == DType::F16    ? "rnd_f16(u)"
+                         : y.dtype == DType::BF16 ? "rnd_bf16(u)"
+                                                  : "u";
+    return "  const float u = " + *e + ";\n" + st(0, "u") +
+           "  if (a != 0.0f && " + stored +
+           " == 0.0f) atomicAdd(underflow, 1ULL);\n";
+  });
+  launch1d(s, name, n);
+  return true;
+}
+
+/// A fused elementwise chain (CudaFusion.cpp): each member in plan order
+/// into a register, rounded to its type unless FP32; the last one stored,
+/// and the members in `cuda.stores` as they are computed.
+bool Emitter::chain(Step &s, const std::string &name) {
+  const ValueInfo &y = val(s.outputs[0]);
+  const std::vector<int> &ext = ::mpc::rt::kernelInputs(s);
+  std::map<int, std::string> reg; // value -> C++ expression holding it
+  std::vector<Shape> strides;
+  for (size_t k = 0; k < ext.size(); ++k) {
+    strides.push_back(broadcastStrides(val(ext[k]).shape, y.shape));
+    reg[ext[k]] = "x" + std::to_string(k);
+  }
+  int64_t n = numElements(y.shape);
+  mod.flops += (double)n * s.cuda.chain.size();
+  std::vector<std::string> names;
+  for (size_t k = 0; k < ext.size(); ++k)
+    names.push_back("x" + std::to_string(k));
+  elementFunctions(s, name, n, y.shape, strides, names, [&](const Store &st) {
+    std::map<int, std::string> regs = reg;
+    std::ostringstream os;
+    for (int m : s.cuda.chain) {
+      const Step &member = plan.steps[m];
+      int out = member.outputs[0];
+      std::string t = "t" + std::to_string(regs.size() - ext.size());
+      os << "  float " << t << ";\n  { ";
+      std::vector<int> operands = chainOperands(member);
+      for (size_t k = 0; k < operands.size(); ++k)
+        os << "float " << kOperandNames[k] << " = " << regs.at(operands[k]) << "; ";
+      std::string e = member.op == OpId::Expand ? "a" : *expr(member);
+      DType dt = val(out).dtype;
+      os << t << " = "
+         << (dt == DType::F16    ? "rnd_f16(" + e + ")"
+             : dt == DType::BF16 ? "rnd_bf16(" + e + ")"
+             : dt == DType::I1   ? "rnd_i1(" + e + ")"
+                                 : e)
+         << "; }\n";
+      regs[out] = t;
+      const std::vector<int> &stores = s.cuda.stores;
+      if (auto at = std::find(stores.begin(), stores.end(), out); at != stores.end())
+        os << st(s.outputs.size() + (at - stores.begin()), t);
+    }
+    return os.str() + st(0, regs.at(s.outputs[0]));
+  });
+  launch1d(s, name, n);
+  return true;
+}
+
+/// A cast to i64/i32, exact: an integer source is converted as an integer
+/// (a float would lose everything above 2^24), a float one as the CPU
+/// backend does (mpc_f2i).
+bool Emitter::integerCast(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  int64_t n = numElements(y.shape);
+  bool to32 = y.dtype == DType::I32;
+  std::string value =
+      isFloat(x.dtype)
+          ? std::string("mpc_f2i(ld(in0, i), ") +
+                (to32 ? "-2147483648.0, 2147483647.0"
+                      : "-9223372036854775808.0, 9223372036854774784.0") +
+                ")"
+          : "in0[i]";
+  cu << countedHead(s, name, n) << "  out0[i] = (" << ctype(y.dtype) << ")"
+     << value << ";\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// Clip: min and max are optional scalar operands.
+bool Emitter::clip(Step &s, const std::string &name) {
+  auto bound = [&](size_t k, const char *none) {
+    return s.inputs.size() > k && s.inputs[k] >= 0
+               ? "ld(in" + std::to_string(k) + ", 0)"
+               : std::string(none);
+  };
+  const ValueInfo &y = val(s.outputs[0]);
+  if (!isFloat(y.dtype))
+    return fail(s, "integer arithmetic has no CUDA kernel yet");
+  int64_t n = numElements(y.shape);
+  cu << countedHead(s, name, n) << "  st(out0, i, mpc_clip(ld(in0, i), "
+     << bound(1, "-INFINITY") << ", " << bound(2, "INFINITY") << "));\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+void registerElementwiseEmitters(EmitterTable &t) {
+  t.emit(OpId::Clip, &Emitter::clip);
+}
+
+} // namespace mlir::mpc::cuda
