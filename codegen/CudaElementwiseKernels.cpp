@@ -87,16 +87,16 @@ void Emitter::elementFunctions(
       call += (k || !names.empty() ? ", " : "") + result(k);
     return call + (s.countUnderflow ? ", underflow);" : ");");
   };
-  std::string decl;
+  std::string opParams;
   for (size_t k = 0; k < names.size(); ++k)
-    decl += (k ? ", const float " : "const float ") + names[k];
+    opParams += (k ? ", const float " : "const float ") + names[k];
   for (size_t k = 0; k < outs.size(); ++k)
-    decl += std::string(k || !names.empty() ? ", " : "") + "float &y" +
-            std::to_string(k);
+    opParams += std::string(k || !names.empty() ? ", " : "") + "float &y" +
+                std::to_string(k);
   if (s.countUnderflow)
-    decl += ", unsigned long long *__restrict__ underflow";
-  cu << "static __device__ __forceinline__ void " << name << "_op(" << decl
-     << ") {\n"
+    opParams += ", unsigned long long *__restrict__ underflow";
+  cu << "static __device__ __forceinline__ void " << name << "_op("
+     << opParams << ") {\n"
      << body([](size_t k, const std::string &v) {
           return "  y" + std::to_string(k) + " = " + v + ";\n";
         })
@@ -138,8 +138,7 @@ void Emitter::elementFunctions(
   if (!ok || width < 2)
     return;
   vectorWidth = (int)width;
-  std::string W = std::to_string(width), call, aligned;
-  decl.clear();
+  std::string W = std::to_string(width), decl, call, aligned;
   for (const auto &p : params(s))
     decl += ", " + p.first, call += ", " + p.second;
   auto align = [&](const std::string &p) {

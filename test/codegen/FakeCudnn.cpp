@@ -166,8 +166,13 @@ struct Handle {
   void *stream = nullptr;
 };
 
-Status perf(int requested, int *returned, Perf *results) {
-  if (requested < 1 || !returned || !results)
+/// The "algorithms" for a convolution of x, filter f and dy (its output or
+/// output gradient), once they agree.
+Status perf(const void *x, const void *f, const void *conv, const void *dy,
+            int requested, int *returned, Perf *results) {
+  if (!consistent(*(const Tensor *)x, *(const Tensor *)f, *(const Conv *)conv,
+                  *(const Tensor *)dy) ||
+      requested < 1 || !returned || !results)
     return kBadParam;
   results[0] = Perf{};
   results[0].algo = 1; // the one that needs a workspace
@@ -243,9 +248,7 @@ Status cudnnGetConvolutionForwardAlgorithm_v7(void *, void *x, void *w,
                                               void *conv, void *y,
                                               int requested, int *returned,
                                               Perf *results) {
-  if (!consistent(*(Tensor *)x, *(Tensor *)w, *(Conv *)conv, *(Tensor *)y))
-    return kBadParam;
-  return perf(requested, returned, results);
+  return perf(x, w, conv, y, requested, returned, results);
 }
 Status cudnnGetConvolutionForwardWorkspaceSize(void *, void *, void *, void *,
                                                void *, int algo,
@@ -282,18 +285,14 @@ Status cudnnGetConvolutionBackwardDataAlgorithm_v7(void *, void *w, void *dy,
                                                    void *conv, void *dx,
                                                    int requested, int *returned,
                                                    Perf *results) {
-  if (!consistent(*(Tensor *)dx, *(Tensor *)w, *(Conv *)conv, *(Tensor *)dy))
-    return kBadParam;
-  return perf(requested, returned, results);
+  return perf(dx, w, conv, dy, requested, returned, results);
 }
 Status cudnnGetConvolutionBackwardFilterAlgorithm_v7(void *, void *x, void *dy,
                                                      void *conv, void *dw,
                                                      int requested,
                                                      int *returned,
                                                      Perf *results) {
-  if (!consistent(*(Tensor *)x, *(Tensor *)dw, *(Conv *)conv, *(Tensor *)dy))
-    return kBadParam;
-  return perf(requested, returned, results);
+  return perf(x, dw, conv, dy, requested, returned, results);
 }
 Status cudnnGetConvolutionBackwardDataWorkspaceSize(void *, void *, void *,
                                                     void *, void *, int algo,
