@@ -77,7 +77,7 @@ CudaKernel batchedKernel(const std::string &name, const Emitter::ElementFn &fn,
   for (int t = 0; t < slots; ++t)
     counts.push_back(t * w + w - 1);
   k.launcher = packedLauncher(name, args, slots * w, counts,
-                              ::mpc::rt::kListThreads);
+                              ::mpc::rt::kListThreads, fn.vector);
   return k;
 }
 
@@ -142,7 +142,8 @@ void batchLaunches(Emitter &e) {
   for (const std::vector<int> &run : runs) {
     Step &owner = plan.steps[run.back()];
     const std::string &k = owner.cuda.kernel;
-    owner.cuda.batch = {batchedName[k], slots[k], run};
+    owner.cuda.batch = {batchedName[k], slots[k], run,
+                        std::max(1, e.elements[k].vector)};
     for (int m : run)
       if (m != run.back())
         plan.steps[m].cuda.batchedInto = run.back();

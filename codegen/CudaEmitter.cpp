@@ -292,8 +292,9 @@ void Emitter::launch(Step &s, const std::string &name,
 
 std::string packedLauncher(const std::string &fn, const std::string &args,
                            size_t words, const std::vector<size_t> &countWords,
-                           int64_t threads) {
+                           int64_t threads, int64_t perThread) {
   std::string w = std::to_string(words), t = std::to_string(threads);
+  std::string per = std::to_string(perThread);
   std::string code =
       "extern \"C\" void emu_" + fn + "(void **p) {\n  static_assert(sizeof(" +
       args + ") == " + w + " * 8, \"packed arguments\");\n  " + args +
@@ -305,7 +306,8 @@ std::string packedLauncher(const std::string &fn, const std::string &args,
     for (size_t c : countWords)
       code += "  largest = std::max<i64>(largest, (i64)(intptr_t)p[" +
               std::to_string(c) + "]);\n";
-    code += "  blocks = (unsigned)std::min<i64>(std::max<i64>((largest + " + t +
+    code += "  largest = (largest + " + per + " - 1) / " + per + ";\n" +
+            "  blocks = (unsigned)std::min<i64>(std::max<i64>((largest + " + t +
             " - 1) / " + t + ", 1), " + std::to_string(::mpc::rt::kListMaxBlocks) +
             ");\n";
   }

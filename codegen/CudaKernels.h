@@ -114,10 +114,10 @@ void registerAttentionEmitters(EmitterTable &t);   // CudaAttentionKernels.cpp
 /// The host launcher of a kernel taking one struct `args` of `words`
 /// 8-byte words (KernelCall::packed): the launcher's words copied into the
 /// struct, the grid from the largest of the counts at `countWords` (one
-/// block without), `threads` a block.
+/// block without; a thread per `perThread` elements), `threads` a block.
 std::string packedLauncher(const std::string &fn, const std::string &args,
                            size_t words, const std::vector<size_t> &countWords,
-                           int64_t threads);
+                           int64_t threads, int64_t perThread = 1);
 
 struct Emitter;
 /// Runs of launches of one thread-per-element kernel over independent

@@ -92,6 +92,7 @@ struct StepBatch {
   std::string kernel;
   int perLaunch = 0;
   std::vector<int> steps; // in plan order, the last one the owner
+  int perThread = 1; // elements a thread moves at a time (vector lanes)
 
   bool valid() const { return perLaunch > 0; }
 };

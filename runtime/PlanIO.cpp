@@ -147,8 +147,9 @@ std::string cudaText(const CudaLaunch &c) {
   if (c.count >= 0)
     out += " count=" + std::to_string(c.count);
   if (const StepBatch &b = c.batch; b.valid())
-    out += " batch=" + std::to_string(b.perLaunch) + ":" + ints(b.steps) + "@" +
-           escape(b.kernel);
+    out += " batch=" + std::to_string(b.perLaunch) +
+           (b.perThread > 1 ? "x" + std::to_string(b.perThread) : "") + ":" +
+           ints(b.steps) + "@" + escape(b.kernel);
   if (c.batchedInto >= 0)
     out += " batched-into=" + std::to_string(c.batchedInto);
   if (const TensorLists &l = c.lists; l.valid()) {

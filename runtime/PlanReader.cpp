@@ -156,9 +156,12 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
     else if (key == "count")
       ok = !value.empty() && (c.count = std::stoll(value)) >= 0;
     else if (key == "batch") {
-      size_t colon = value.find(':'), at = value.find('@');
+      // PER_LAUNCH[xPER_THREAD]:STEPS@KERNEL
+      size_t colon = value.find(':'), at = value.find('@'), x = value.find('x');
       ok = colon != std::string::npos && at != std::string::npos && colon < at &&
            (c.batch.perLaunch = std::stoi(value.substr(0, colon))) > 0 &&
+           (x > colon ||
+            (c.batch.perThread = std::stoi(value.substr(x + 1, colon - x - 1))) > 0) &&
            intList(value.substr(colon + 1, at - colon - 1), c.batch.steps) &&
            !c.batch.steps.empty();
       c.batch.kernel = unescape(value.substr(at + 1));

@@ -93,7 +93,8 @@ std::vector<KernelCall> batchCalls(const Plan &plan, const StepBatch &b,
       largest = std::max(largest, s.cuda.count);
       c.args.insert(c.args.end(), own.args.begin(), own.args.end());
     }
-    c.grid = {tensorListBlocks(largest), 1, 1};
+    // A thread per perThread elements of the largest slot.
+    c.grid = {tensorListBlocks((largest + b.perThread - 1) / b.perThread), 1, 1};
     calls.push_back(std::move(c));
   }
   return calls;
