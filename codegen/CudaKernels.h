@@ -303,6 +303,11 @@ public:
   bool tensorLists(Step &s, const std::string &name, const TensorListCode &c);
   bool crossEntropy(Step &s, const std::string &name); // and nll_loss
   bool crossEntropyRows(Step &s, const std::string &name);
+  /// A row's log-sum-exp `lse` of in0 at `base` (C classes), and with
+  /// `store` x - lse into out1: the one code both cross-entropy forms run,
+  /// so a row's loss has the same bits in either.
+  std::string rowLogSoftmax(const Step &s, const RowLoop &r, int64_t C,
+                            bool store);
   void lossSum(Step &s, const std::string &name, int half, int64_t elements);
   bool crossEntropyGrad(Step &s, const std::string &name);
   bool allReduce(Step &s, const std::string &name);

@@ -67,10 +67,8 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
     return crossEntropyRows(s, name);
   // Workers: 8 warps (lanes stride the classes) or 256 threads.
   std::string workers = warp ? "8" : "256", stride = warp ? "32" : "1";
-  std::string wsumF = warp ? "mpc_warp_sum" : "", wmaxF = warp ? "mpc_warp_max" : "";
-  // The row's loops as the row kernels run them (rowEach: lanes of 16
-  // bytes where the row allows), so both forms give a row the same bits.
-  RowLoop r{"", stride, wsumF, wmaxF, warp};
+  RowLoop r{"", stride, warp ? "mpc_warp_sum" : "",
+            warp ? "mpc_warp_max" : "", warp};
   std::string len = std::to_string(C) + "LL";
   cu << header(s, name, 256) << " {\n  __shared__ float ls[256], ws[256];\n"
      << "  const int worker = threadIdx.x" << (warp ? " / 32" : "")
@@ -78,14 +76,8 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
      << "  float lsum = 0.0f, wsum = 0.0f;\n"
      << "  for (i64 n = worker; n < " << N << "LL; n += " << workers << ") {\n"
      << "    const i64 base = n * " << len << ";\n"
-     << "    float mx = -INFINITY, sum = 0.0f, lse = 0.0f;\n";
-  if (!fromLogProb)
-    cu << rowEach(s, r, C, "mx = fmaxf(mx, ld(in0, base + j));", len)
-       << "    mx = " << wmaxF << "(mx);\n"
-       << rowEach(s, r, C, "sum += expf(ld(in0, base + j) - mx);", len)
-       << "    lse = mx + logf(" << wsumF << "(sum));\n";
-  if (!fromLogProb && s.outputs.size() > 1)
-    cu << rowEach(s, r, C, "st(out1, base + j, ld(in0, base + j) - lse);", len);
+     << (fromLogProb ? "    const float lse = 0.0f;\n"
+                     : rowLogSoftmax(s, r, C, s.outputs.size() > 1));
   cu << "    i64 label = in1[n];\n"
      << "    if (" << ignoredLabel(s)
      << ") { " << (red == "none" ? "if (lane == 0) st(out0, n, 0.0f); " : "")
@@ -97,6 +89,19 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
      << "  if (lane == 0) { ls[worker] = lsum; ws[worker] = wsum; }\n";
   lossSum(s, name, warp ? 4 : 128, N * C);
   return true;
+}
+
+std::string Emitter::rowLogSoftmax(const Step &s, const RowLoop &r,
+                                   int64_t C, bool store) {
+  std::string len = std::to_string(C) + "LL";
+  return "  float mx = -INFINITY, sum = 0.0f;\n" +
+         rowEach(s, r, C, "mx = fmaxf(mx, ld(in0, base + j));", len) +
+         "  mx = " + r.max + "(mx);\n" +
+         rowEach(s, r, C, "sum += expf(ld(in0, base + j) - mx);", len) +
+         "  const float lse = mx + logf(" + r.sum + "(sum));\n" +
+         (store ? rowEach(s, r, C, "st(out1, base + j, ld(in0, base + j) - lse);",
+                          len)
+                : "");
 }
 
 /// softmax_cross_entropy_loss with its log-probabilities as an FP32 output
@@ -118,13 +123,7 @@ bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
      << " + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n"
      << "  if (n >= " << N << "LL) return;\n"
      << "  const i64 base = n * " << len << ";\n"
-     << "  float mx = -INFINITY, sum = 0.0f;\n"
-     << rowEach(s, r, C, "mx = fmaxf(mx, ld(in0, base + j));", len)
-     << "  mx = mpc_warp_max(mx);\n"
-     << rowEach(s, r, C, "sum += expf(ld(in0, base + j) - mx);", len)
-     << "  const float lse = mx + logf(mpc_warp_sum(sum));\n"
-     << rowEach(s, r, C, "st(out1, base + j, ld(in0, base + j) - lse);", len)
-     << "}\n\n";
+     << rowLogSoftmax(s, r, C, true) << "}\n\n";
   barrier = true; // the warp's lanes meet in the shuffles (host emulation)
   launch(s, name + "_rows", {(N + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
          {kRowThreads, 1, 1}, /*prologue=*/true);

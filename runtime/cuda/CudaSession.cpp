@@ -84,11 +84,8 @@ public:
         !openCollectives(group, error))
       return false;
     std::vector<bool> launched(plan.steps.size(), false);
-    fusedFor.assign(plan.steps.size(), -1);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
-      if (s.cuda.libraryFusedInto >= 0)
-        fusedFor[s.cuda.libraryFusedInto] = (int)i;
       if ((s.cuda.kernel.empty() && s.cuda.inOtherKernel()) ||
           (comm && s.op == OpId::AllReduce))
         continue; // computed in another step's kernel, or by NCCL
@@ -290,7 +287,6 @@ private:
   std::vector<std::vector<Launch>> launches; // per step, prologue first
   std::vector<int64_t> offsets;
   LibraryGemms gemms;      // the steps cuBLASLt runs
-  std::vector<int> fusedFor; // GEMM step -> the step its epilogue computes
   LibraryConvs convs;      // the steps cuDNN runs
   std::string gemmSummary, convSummary; // who runs them, a line each
   int64_t workspace = -1;  // arena offset of the library workspace
@@ -462,10 +458,10 @@ private:
     auto once = [&] {
       DevicePtr work = workspace >= 0 ? base + workspace : 0;
       auto address = [&](int v) { return base + offsets[v]; };
-      if (!library) // with the step the library call would compute
+      int fused = gemms.biasGradStep(i); // the library call computes it
+      if (!library)
         return launchKernels(i, error) &&
-               (fusedFor[i] < 0 || !gemms.computesBiasGrad(i) ||
-                launchKernels(fusedFor[i], error));
+               (fused < 0 || launchKernels((size_t)fused, error));
       return gemms.runs(i) ? gemms.launch(i, address, work, stream, error)
                            : convs.launch(i, address, work, error);
     };

@@ -66,6 +66,10 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
                         std::string &error) {
   this->plan = &plan;
   byStep.assign(plan.steps.size(), -1);
+  fusedFor.assign(plan.steps.size(), -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (int j = plan.steps[i].cuda.libraryFusedInto; j >= 0)
+      fusedFor[j] = (int)i;
   size_t total = 0;
   for (const Step &s : plan.steps)
     total += s.cuda.gemm.valid();

@@ -54,6 +54,10 @@ public:
   bool computesBiasGrad(size_t i) const {
     return runs(i) && prepared[byStep[i]].biasGrad;
   }
+  /// The step whose result GEMM step `i`'s library call computes, or -1.
+  int biasGradStep(size_t i) const {
+    return computesBiasGrad(i) ? fusedFor[i] : -1;
+  }
   /// Whether step `i` is computed by its GEMM's library call.
   bool fusedAway(size_t i) const {
     int j = plan ? plan->steps[i].cuda.libraryFusedInto : -1;
@@ -74,6 +78,7 @@ private:
   lt::Library *lib = nullptr;
   lt::Handle handle = nullptr;
   std::vector<Prepared> prepared;
+  std::vector<int> fusedFor; // GEMM step -> the step its BGRADB computes
   size_t workspace = 0;
 
   /// Descriptors and algorithm for step `s`'s GEMM; false with `why`.
