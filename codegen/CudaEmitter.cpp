@@ -56,6 +56,7 @@ const EmitterTable &emitters() {
     registerDataEmitters(t);
     registerGemmEmitters(t);
     registerNnEmitters(t);
+    registerReduceEmitters(t);
     registerTrainEmitters(t);
     registerAttentionEmitters(t);
     ::mpc::rt::requireEveryOp(

@@ -108,6 +108,7 @@ void registerExpressions(EmitterTable &t);         // CudaExpressions.cpp
 void registerDataEmitters(EmitterTable &t);        // CudaDataKernels.cpp
 void registerGemmEmitters(EmitterTable &t);        // CudaGemmKernels.cpp
 void registerNnEmitters(EmitterTable &t);          // CudaNnKernels.cpp
+void registerReduceEmitters(EmitterTable &t);      // CudaReduceKernels.cpp
 void registerTrainEmitters(EmitterTable &t);       // CudaTrainKernels.cpp
 void registerAttentionEmitters(EmitterTable &t);   // CudaAttentionKernels.cpp
 
@@ -260,11 +261,16 @@ public:
   bool normGrad(Step &s, const std::string &name);
   bool rotary(Step &s, const std::string &name);
   bool batchNorm(Step &s, const std::string &name); // inference, training
+  bool pool(Step &s, const std::string &name);       // max, average
+  bool poolGrad(Step &s, const std::string &name);
+
+  // CudaReduceKernels.cpp
   bool reduce(Step &s, const std::string &name);
   bool argExtreme(Step &s, const std::string &name); // arg_max, arg_min
-  bool pool(Step &s, const std::string &name);       // max, average
-  bool globalAveragePool(Step &s, const std::string &name);
-  bool poolGrad(Step &s, const std::string &name);
+  bool globalPool(Step &s, const std::string &name); // average, max
+  /// `kind` (sum, mean, max, ...) over the axes `red` of input 0.
+  bool foldAxes(Step &s, const std::string &name, const std::string &kind,
+                const std::set<int64_t> &red);
 
   // CudaAttentionKernels.cpp
   /// Adds a step's FLOPs to the module's count (and to its tensor-core

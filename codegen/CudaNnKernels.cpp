@@ -1,4 +1,4 @@
-//===- CudaNnKernels.cpp - normalisation, reductions, pooling --------------===//
+//===- CudaNnKernels.cpp - normalisation, softmax, pooling -----------------===//
 //
 // Kernels that accumulate: all in FP32, rounding once to the output type.
 //
@@ -276,146 +276,6 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   return true;
 }
 
-/// A reduction: `kind` is the op name without "reduce_" (sum, mean, max,
-/// min, prod, l1, l2, sum_square, log_sum, log_sum_exp, the last shifted
-/// by the max), accumulated in double as the CPU backend does, NaN handling
-/// alike: a thread per output, or for a few long rows (a loss summed over a
-/// whole tensor) a block of 1024 threads per output whose shares combine
-/// in a tree. No axes with noop_with_empty_axes copies.
-bool Emitter::reduce(Step &s, const std::string &name) {
-  std::string kind = std::string(opName(s.op)).substr(7); // reduce_<kind>
-  const ValueInfo &x = val(s.inputs[0]);
-  if (!isFloat(x.dtype))
-    return fail(s, "integer arithmetic has no CUDA kernel yet");
-  int64_t rank = x.shape.size();
-  auto axes = s.getInts("axes").value_or(std::vector<int64_t>{});
-  if (axes.empty() && s.getInt("noop_with_empty_axes", 0))
-    return stridedCopy(s, name, 0, stridesOf(x.shape));
-  std::set<int64_t> red;
-  for (int64_t a : axes)
-    red.insert(a < 0 ? a + rank : a);
-  if (red.empty())
-    for (int64_t i = 0; i < rank; ++i)
-      red.insert(i);
-  Shape st = stridesOf(x.shape), kept, keptStrides, rdims, rstrides;
-  for (int64_t i = 0; i < rank; ++i)
-    if (red.count(i)) {
-      rdims.push_back(x.shape[i]);
-      rstrides.push_back(st[i]);
-    } else {
-      kept.push_back(x.shape[i]);
-      keptStrides.push_back(st[i]);
-    }
-  int64_t outN = numElements(kept), redN = numElements(rdims);
-  static const std::map<std::string, std::pair<const char *, const char *>>
-      folds = { // initial value, acc = f(acc, v)
-          {"sum", {"0.0f", "acc + v"}},
-          {"mean", {"0.0f", "acc + v"}},
-          {"log_sum", {"0.0f", "acc + v"}},
-          {"log_sum_exp", {"0.0f", "acc + exp(v - mx)"}},
-          {"max", {"-INFINITY", "(v != v || v > acc) ? v : acc"}},
-          {"min", {"INFINITY", "(v != v || v < acc) ? v : acc"}},
-          {"prod", {"1.0f", "acc * v"}},
-          {"l1", {"0.0f", "acc + fabs(v)"}},
-          {"l2", {"0.0f", "acc + v * v"}},
-          {"sum_square", {"0.0f", "acc + v * v"}}};
-  auto fold = folds.find(kind);
-  if (fold == folds.end())
-    return fail(s, "no CUDA kernel for mpc." + std::string(opName(s.op)) +
-                       " yet");
-  std::string result = kind == "mean"          ? "acc / " + dbl((double)redN)
-                       : kind == "l2"          ? "sqrt(acc)"
-                       : kind == "log_sum"     ? "log(acc)"
-                       : kind == "log_sum_exp" ? "log(acc) + mx"
-                                               : "acc";
-  // Long rows and few of them (a loss summed over a whole tensor): a
-  // block of 256 threads per output, each a strided share in double, then
-  // a tree over shared memory; else a thread per output.
-  bool wide = redN >= 4096 && outN <= 4096;
-  int64_t threads = wide ? 1024 : 1;
-  // Reduced elements that lie next to each other in memory are at o0 + j
-  // (no index arithmetic per element).
-  bool contiguous = true;
-  for (int64_t d = (int64_t)rdims.size() - 1, stride = 1; d >= 0; --d) {
-    contiguous &= rstrides[d] == stride || rdims[d] == 1;
-    stride *= rdims[d];
-  }
-  auto loop = [&](const std::string &body) {
-    cu << "  for (i64 j = " << (wide ? "threadIdx.x" : "0") << "; j < " << redN
-       << "LL; j += " << threads << ") {\n    i64 q = j, off = o0;\n";
-    if (contiguous)
-      cu << "    off += q;\n";
-    else
-      for (int64_t d = (int64_t)rdims.size() - 1; d >= 0; --d)
-        cu << "    off += (q % " << rdims[d] << "LL) * " << rstrides[d]
-           << "LL; q /= " << rdims[d] << "LL;\n";
-    cu << "    double v = ld(in0, off);\n    " << body << "\n  }\n";
-  };
-  // Partials combine as the fold does, except that l1/l2/sum_square and
-  // the sums of exponentials add what is already transformed.
-  std::string combine = kind == "max" || kind == "min" || kind == "prod"
-                            ? std::string(fold->second.second)
-                            : "acc + v";
-  auto blockReduce = [&](const std::string &var, const std::string &expr) {
-    cu << "  part[threadIdx.x] = " << var << ";\n  __syncthreads();\n"
-       << "  for (int h = " << threads / 2 << "; h > 0; h >>= 1) {\n"
-       << "    if (threadIdx.x < h) { double acc = part[threadIdx.x], v = "
-          "part[threadIdx.x + h]; part[threadIdx.x] = " << expr << "; }\n"
-       << "    __syncthreads();\n  }\n  " << var << " = part[0];\n"
-       << "  __syncthreads();\n";
-  };
-  if (wide)
-    cu << header(s, name, threads) << " {\n  __shared__ double part["
-       << threads << "];\n"
-       << "  const i64 i = blockIdx.x;\n";
-  else
-    cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-       << outN << "LL) return;\n";
-  cu << offsetsCode(kept, {keptStrides})
-     << "  double acc = " << fold->second.first << ", mx = -INFINITY;\n";
-  if (kind == "log_sum_exp") {
-    loop("mx = fmax(mx, v);");
-    if (wide)
-      blockReduce("mx", "fmax(acc, v)");
-  }
-  loop(std::string("acc = ") + fold->second.second + ";");
-  if (wide) {
-    blockReduce("acc", combine);
-    cu << "  if (threadIdx.x != 0) return;\n";
-  }
-  cu << "  st(out0, i, (float)(" << result << "));\n}\n\n";
-  if (wide) {
-    barrier = true;
-    launch(s, name, {outN, 1, 1}, {threads, 1, 1});
-  } else {
-    launch1d(s, name, outN);
-  }
-  return true;
-}
-
-/// ArgMax / ArgMin along `axis`: the first extreme (the last with
-/// select_last_index), as the CPU backend.
-bool Emitter::argExtreme(Step &s, const std::string &name) {
-  bool max = s.op == OpId::ArgMax;
-  const ValueInfo &x = val(s.inputs[0]);
-  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
-  AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
-  bool last = s.getInt("select_last_index", 0);
-  int64_t n = sp.outer * sp.inner;
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 o = i / " << sp.inner << "LL, in = i % "
-     << sp.inner << "LL, best = 0;\n  double bv = 0.0;\n  for (i64 j = 0; j < "
-     << sp.dim << "LL; ++j) {\n    double v = "
-     // integers exactly (a float loses everything above 2^24)
-     << (isFloat(x.dtype) ? "ld(in0, " : "(double)(in0[") << "(o * " << sp.dim
-     << "LL + j) * " << sp.inner << "LL + in" << (isFloat(x.dtype) ? ")" : "])")
-     << ";\n    if (j == 0 || v "
-     << (max ? ">" : "<") << " bv" << (last ? " || v == bv" : "")
-     << ") { best = j; bv = v; }\n  }\n  out0[i] = best;\n}\n\n";
-  launch1d(s, name, n);
-  return true;
-}
-
 bool Emitter::pool(Step &s, const std::string &name) {
   bool max = s.op == OpId::MaxPool;
   const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
@@ -455,17 +315,6 @@ bool Emitter::pool(Step &s, const std::string &name) {
        << ";\n";
   cu << "}\n\n";
   launch1d(s, name, n);
-  return true;
-}
-
-bool Emitter::globalAveragePool(Step &s, const std::string &name) {
-  const ValueInfo &x = val(s.inputs[0]);
-  int64_t planes = x.shape[0] * x.shape[1], sp = numElements(x.shape) / planes;
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << planes << "LL) return;\n  float acc = 0.0f;\n  for (i64 j = 0; j < "
-     << sp << "LL; ++j) acc += ld(in0, i * " << sp << "LL + j);\n  st(out0, i, acc / "
-     << sp << ".0f);\n}\n\n";
-  launch1d(s, name, planes);
   return true;
 }
 
@@ -536,19 +385,11 @@ void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::NormGrad, &Emitter::normGrad);
   t.emit(OpId::BatchNorm, &Emitter::batchNorm);
   t.emit(OpId::BatchNormTrain, &Emitter::batchNorm);
-  for (OpId op : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax,
-                  OpId::ReduceMin, OpId::ReduceProd, OpId::ReduceL1,
-                  OpId::ReduceL2, OpId::ReduceSumSquare, OpId::ReduceLogSum,
-                  OpId::ReduceLogSumExp})
-    t.emit(op, &Emitter::reduce);
-  t.emit(OpId::ArgMax, &Emitter::argExtreme);
-  t.emit(OpId::ArgMin, &Emitter::argExtreme);
   t.emit(OpId::MaxPool, &Emitter::pool);
   t.emit(OpId::AveragePool, &Emitter::pool);
-  t.emit(OpId::GlobalAveragePool, &Emitter::globalAveragePool);
   t.emit(OpId::MaxPoolGrad, &Emitter::poolGrad);
   t.emit(OpId::AveragePoolGrad, &Emitter::poolGrad);
-  for (OpId op : {OpId::CumSum, OpId::Dropout, OpId::GlobalMaxPool})
+  for (OpId op : {OpId::CumSum, OpId::Dropout})
     t.unsupported(op);
 }
 

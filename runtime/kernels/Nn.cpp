@@ -125,7 +125,8 @@ template <bool IsMax> void globalPoolK(KernelContext &c) {
     double acc = IsMax ? -std::numeric_limits<double>::infinity() : 0.0;
     for (int64_t i = 0; i < sp; ++i) {
       float v = x.getFloat(p * sp + i);
-      acc = IsMax ? std::max<double>(acc, v) : acc + v;
+      // max as reduce_max: NaN propagates (np.max, torch.amax)
+      acc = IsMax ? ((v != v || v > acc) ? (double)v : acc) : acc + v;
     }
     y.setFloat(p, IsMax ? (float)acc : (float)(acc / sp));
   }

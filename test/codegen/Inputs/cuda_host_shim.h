@@ -99,16 +99,19 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
 /// lane reads what it needs, the warp meets again before the next write.
 struct MpcWarpExchange {
   unsigned a[32][4], b[32][2];
-  float c[32][4], x[32];
+  float c[32][4];
+  unsigned char x[32][8]; // a shuffled value of up to 8 bytes
 };
 inline MpcWarpExchange mpc_exchange[32]; // per warp of the running block
 
-inline float __shfl_xor_sync(unsigned, float v, int laneMask) {
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int laneMask) {
+  static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
   unsigned tid = mpc_linear_thread();
   MpcWarpExchange &e = mpc_exchange[tid / 32];
-  e.x[tid % 32] = v;
+  std::memcpy(e.x[tid % 32], &v, sizeof v);
   __syncwarp();
-  float r = e.x[(tid % 32) ^ laneMask];
+  T r;
+  std::memcpy(&r, e.x[(tid % 32) ^ laneMask], sizeof r);
   __syncwarp();
   return r;
 }
