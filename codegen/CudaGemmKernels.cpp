@@ -168,6 +168,15 @@ bool Emitter::matmul(Step &s, const std::string &name) {
   Shape as = broadcastStrides(aBatch, outBatch),
         bs = broadcastStrides(bBatch, outBatch);
   int64_t batch = numElements(outBatch);
+  int64_t strideA = uniformStride(outBatch, as),
+          strideB = uniformStride(outBatch, bs);
+  if (batch > 1 && strideA == 1 && strideB == 0) {
+    // Batches of rows times one matrix (a linear over a sequence): one
+    // GEMM of all the rows, as torch's linear flattens them.
+    M *= batch;
+    batch = 1, strideA = 0;
+    outBatch.clear();
+  }
   // Batch offsets (in matrices) of A and B for output batch z.
   std::string offs = "i64 r = z, oa = 0, ob = 0;";
   for (int64_t d = (int64_t)outBatch.size() - 1; d >= 0; --d)
@@ -184,8 +193,6 @@ bool Emitter::matmul(Step &s, const std::string &name) {
   };
   std::string prologue = "  c.A = in0; c.B = in1; c.Y = out0;\n  { i64 z = blockIdx.z; " +
                          offs + " c.oa = oa; c.ob = ob; }\n";
-  int64_t strideA = uniformStride(outBatch, as),
-          strideB = uniformStride(outBatch, bs);
   if (libraryTypes(a.dtype, y.dtype) && b.dtype == a.dtype && strideA >= 0 &&
       strideB >= 0) {
     LibraryGemm g;
@@ -411,40 +418,83 @@ void registerGemmEmitters(EmitterTable &t) {
 
 namespace mlir::mpc::cuda {
 
-/// A train step's bias gradient, reduce_sum(dY, axes 0) of a 2-D dY, is
-/// what cuBLASLt's BGRADB epilogue computes alongside the weight gradient
-/// dW = dY^T X (the sums over k of op(A)), as PyTorch's fused linear and
-/// Transformer Engine do: the GEMM step records it (LibraryGemm::biasGrad)
-/// and the reduction is marked computed there (libraryFusedInto), its own
-/// kernel kept for when the library runs the GEMM without it.
+/// A train step's bias gradient, reduce_sum(dY) over every axis but the
+/// last, is what cuBLASLt computes alongside the weight gradient from the
+/// same dY, as PyTorch's fused linear and Transformer Engine do: for a
+/// Gemm-exported linear dW = dY^T X, the sums over k of op(A) (BGRADB);
+/// for a MatMul-exported one dW = X^T dY (its rows flattened by the
+/// gradient rule), the sums over k of op(B) (BGRADA). The GEMM step records
+/// it (LibraryGemm::biasGrad, biasGradOfB) and the reduction is marked
+/// computed there (libraryFusedInto), its own kernel kept for when the
+/// library runs the GEMM without it. The reduction may come first in the
+/// step order (the bias's Add is differentiated before its MatMul) when
+/// nothing reads its result before the GEMM.
 void fuseBiasGradients(Plan &plan) {
-  std::map<int, int> dwGemmOf; // dY value -> the first GEMM reading it as A^T
+  // The buffer a value lives in: reshapes (and fused Relus) share it.
+  std::vector<int> root(plan.values.size());
+  for (size_t v = 0; v < root.size(); ++v)
+    root[v] = (int)v;
+  std::vector<std::vector<size_t>> readers(plan.values.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    if (s.cuda.alias >= 0 && s.outputs.size() == 1)
+      root[s.outputs[0]] = root[s.cuda.alias];
+    for (int v : s.inputs)
+      if (v >= 0)
+        readers[v].push_back(i);
+  }
+  // dY's buffer -> the weight-gradient GEMMs that could sum it.
+  std::map<int, std::vector<size_t>> gemmsOf;
   for (size_t j = 0; j < plan.steps.size(); ++j) {
     const LibraryGemm &g = plan.steps[j].cuda.gemm;
-    if (g.valid() && g.transA && g.batch == 1 && g.alpha == 1.0 && g.c < 0 &&
-        g.bias < 0 && !g.relu && g.biasGrad < 0)
-      dwGemmOf.emplace(g.a, (int)j);
+    if (g.valid() && g.batch == 1 && g.alpha == 1.0 && g.c < 0 && g.bias < 0 &&
+        !g.relu && g.biasGrad < 0) {
+      if (g.transA)
+        gemmsOf[root[g.a]].push_back(j);
+      if (!g.transB)
+        gemmsOf[root[g.b]].push_back(j);
+    }
   }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Step &r = plan.steps[i];
     if (r.op != OpId::ReduceSum || r.inputs.size() != 1 ||
-        r.cuda.kernel.empty() || r.cuda.inOtherKernel() ||
-        r.cuda.batchedInto >= 0)
+        r.outputs.size() != 1 || r.cuda.kernel.empty() ||
+        r.cuda.inOtherKernel() || r.cuda.batchedInto >= 0)
       continue;
     const ValueInfo &x = plan.values[r.inputs[0]];
+    int64_t rank = x.shape.size();
     auto axes = r.getInts("axes").value_or(std::vector<int64_t>{});
-    if (x.shape.size() != 2 || axes.size() != 1 || (axes[0] != 0 && axes[0] != -2))
+    std::set<int64_t> red;
+    for (int64_t a : axes)
+      red.insert(a < 0 ? a + rank : a);
+    if (rank < 2 || (int64_t)red.size() != rank - 1 || red.count(rank - 1))
+      continue; // every axis but the last
+    int out = r.outputs[0];
+    int64_t n = x.shape.back(), size = numElements(x.shape);
+    auto it = gemmsOf.find(root[r.inputs[0]]);
+    if (it == gemmsOf.end())
       continue;
-    auto it = dwGemmOf.find(r.inputs[0]);
-    if (it == dwGemmOf.end() || it->second >= (int)i)
-      continue;
-    Step &gemm = plan.steps[it->second];
-    if (plan.values[r.outputs[0]].dtype != plan.values[gemm.outputs[0]].dtype ||
-        numElements(plan.values[r.outputs[0]].shape) != gemm.cuda.gemm.m)
-      continue;
-    gemm.cuda.gemm.biasGrad = r.outputs[0];
-    r.cuda.libraryFusedInto = it->second;
-    dwGemmOf.erase(it);
+    for (size_t j : it->second) {
+      Step &gemm = plan.steps[j];
+      LibraryGemm &g = gemm.cuda.gemm;
+      // dY as op(A) = [m, k] stored [k, m], or as B = [k, n]: its rows
+      // are the k the GEMM sums over.
+      bool ofA = g.transA && root[g.a] == root[r.inputs[0]] && g.m == n &&
+                 g.k * g.m == size;
+      bool ofB = !ofA && !g.transB && root[g.b] == root[r.inputs[0]] &&
+                 g.n == n && g.k * g.n == size;
+      bool unread = true; // nothing reads the result before the GEMM
+      for (size_t k : readers[out])
+        unread &= k > j;
+      if (g.biasGrad >= 0 || j == i || (!ofA && !ofB) || !unread ||
+          plan.values[out].dtype != plan.values[gemm.outputs[0]].dtype ||
+          numElements(plan.values[out].shape) != n)
+        continue;
+      g.biasGrad = out;
+      g.biasGradOfB = ofB;
+      r.cuda.libraryFusedInto = (int)j;
+      break;
+    }
   }
 }
 

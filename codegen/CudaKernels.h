@@ -125,8 +125,8 @@ struct Emitter;
 /// steps (an optimizer's update of each parameter) become multi-tensor
 /// launches of a batched kernel (CudaBatching.cpp).
 void batchLaunches(Emitter &e);
-/// Marks the bias-gradient reductions cuBLASLt's BGRADB epilogue can
-/// compute with the weight-gradient GEMM (CudaGemmKernels.cpp).
+/// Marks the bias-gradient reductions cuBLASLt's BGRADA/BGRADB epilogues
+/// can compute with the weight-gradient GEMM (CudaGemmKernels.cpp).
 void fuseBiasGradients(Plan &plan);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp).
 std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);

@@ -40,11 +40,14 @@ struct LibraryGemm {
   int64_t strideA = 0, strideB = 0; // elements between batches; 0: shared
   double alpha = 1.0, beta = 0.0;
   int a = -1, b = -1, c = -1, bias = -1;
-  /// >= 0: the bias gradient the library computes alongside (cuBLASLt's
-  /// BGRADB epilogue): biasGrad[i] = sum over k of op(A)[i][k], as the
+  /// >= 0: the bias gradient the library computes alongside, as the
   /// reduce_sum step naming this one in `libraryFusedInto` would; its
-  /// type is Y's. Only with transA, one batch, alpha 1, no C, no bias.
+  /// type is Y's. Only with one batch, alpha 1, no C, no bias, no Relu.
+  /// biasGrad[i] = sum over k of op(A)[i][k] (with transA; cuBLASLt's
+  /// BGRADB, its B being our A), or with `biasGradOfB` biasGrad[j] = sum
+  /// over k of B[k][j] (without transB; BGRADA).
   int biasGrad = -1;
+  bool biasGradOfB = false;
 
   bool valid() const { return m > 0; }
 };

@@ -167,7 +167,8 @@ std::string cudaText(const CudaLaunch &c) {
            i(g.b) + i(g.c) + i(g.bias) + hexFloat(g.alpha) + "," +
            hexFloat(g.beta);
     if (g.biasGrad >= 0)
-      out += " bias-grad=" + std::to_string(g.biasGrad);
+      out += (g.biasGradOfB ? " bias-grad-b=" : " bias-grad=") +
+             std::to_string(g.biasGrad);
   }
   if (c.libraryFusedInto >= 0)
     out += " library-fused-into=" + std::to_string(c.libraryFusedInto);

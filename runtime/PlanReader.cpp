@@ -179,8 +179,10 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
         c.lists.kernels.push_back(unescape(value.substr(at + 1)));
     } else if (key == "gemm")
       ok = parseLibraryGemm(value, c.gemm);
-    else if (key == "bias-grad")
-      ok = c.gemm.valid() && (c.gemm.biasGrad = std::stoi(value)) >= 0;
+    else if (key == "bias-grad" || key == "bias-grad-b")
+      ok = c.gemm.valid() && c.gemm.biasGrad < 0 &&
+           (c.gemm.biasGrad = std::stoi(value)) >= 0 &&
+           ((c.gemm.biasGradOfB = key == "bias-grad-b"), true);
     else if (key == "library-fused-into")
       ok = (c.libraryFusedInto = std::stoi(value)) >= 0;
     else if (key == "conv")
@@ -194,9 +196,9 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
 }
 
 /// "" or what is inconsistent in the results a library computes for
-/// other steps: a step fused into an earlier GEMM step whose bias
-/// gradient is not that step's single result, or a bias gradient no step
-/// is fused for.
+/// other steps: a step fused into a GEMM step whose bias gradient is not
+/// that step's single result, a result read before a later GEMM computes
+/// it, or a bias gradient no step is fused for.
 std::string checkLibraryFusions(const Plan &plan) {
   std::vector<int> fusedFor(plan.steps.size(), -1);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -204,10 +206,18 @@ std::string checkLibraryFusions(const Plan &plan) {
     int j = s.cuda.libraryFusedInto;
     if (j < 0)
       continue;
-    if (j >= (int)i || s.outputs.size() != 1 ||
-        plan.steps[j].cuda.gemm.biasGrad != s.outputs[0] || fusedFor[j] >= 0)
+    auto fused = [&] {
       return "step " + std::to_string(i) + " is fused into step " +
-             std::to_string(j) + ", whose GEMM does not compute its result";
+             std::to_string(j);
+    };
+    if (j == (int)i || j >= (int)plan.steps.size() || s.outputs.size() != 1 ||
+        plan.steps[j].cuda.gemm.biasGrad != s.outputs[0] || fusedFor[j] >= 0)
+      return fused() + ", whose GEMM does not compute its result";
+    for (int k = (int)i + 1; k <= j; ++k)
+      for (int v : plan.steps[k].inputs)
+        if (v == s.outputs[0])
+          return fused() + ", after step " + std::to_string(k) +
+                 " reads its result";
     fusedFor[j] = (int)i;
   }
   for (size_t j = 0; j < plan.steps.size(); ++j)

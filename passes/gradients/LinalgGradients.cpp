@@ -58,11 +58,37 @@ LogicalResult gemmGrad(Context &c, GemmOp gemm) {
   return success();
 }
 
+/// `v` reshaped to `shape`.
+Value reshaped(Context &c, Value v, ArrayRef<int64_t> shape) {
+  return c.make<ReshapeOp>({v, ints(c.b, c.loc, shape)});
+}
+
 LogicalResult matmulGrad(Context &c, MatMulOp mm) {
   auto at = typeOf(mm.getA()), bt = typeOf(mm.getB());
   if (at.getRank() < 2 || bt.getRank() < 2)
     return mm->emitError("gradient of 1-D matmul operands is not "
                          "supported yet");
+  if (at.getRank() > 2 && bt.getRank() == 2 && at.hasStaticShape() &&
+      typeOf(c.g).hasStaticShape()) {
+    // A linear layer over a batch of rows (torch exports x @ W^T as
+    // MatMul): the rows of every batch are one matrix, so both gradients
+    // are single GEMMs (the weight's sums over all rows in its K, as
+    // torch's addmm backward does) - no transposed copies, no per-batch
+    // partial products summed afterwards.
+    int64_t k = at.getShape().back(), n = bt.getShape().back();
+    int64_t rows = at.getNumElements() / std::max<int64_t>(k, 1);
+    Value a2 = reshaped(c, mm.getA(), {rows, k}),
+          g2 = reshaped(c, c.g, {rows, n});
+    auto trans = [&](bool ta, bool tb) {
+      return SmallVector<NamedAttribute>{
+          c.b.getNamedAttr("transA", c.b.getBoolAttr(ta)),
+          c.b.getNamedAttr("transB", c.b.getBoolAttr(tb))};
+    };
+    c.grads[0] = reshaped(
+        c, c.make<GemmOp>({g2, mm.getB()}, trans(false, true)), at.getShape());
+    c.grads[1] = c.make<GemmOp>({a2, g2}, trans(true, false));
+    return success();
+  }
   c.grads[0] = c.un(
       c.make<MatMulOp>({c.g, transposeLast2(c.b, c.loc, mm.getB())}), 0);
   c.grads[1] = c.un(

@@ -35,7 +35,8 @@ constexpr int kLayoutBatchCount = 5, kLayoutStridedBatchOffset = 6;
 constexpr int kPrefMaxWorkspaceBytes = 1;
 // cublasLtEpilogue_t.
 constexpr int kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4,
-              kEpilogueReluBias = 6, kEpilogueBgradB = 512;
+              kEpilogueReluBias = 6, kEpilogueBgradA = 256,
+              kEpilogueBgradB = 512;
 
 /// cublasLtMatmulHeuristicResult_t.
 struct HeuristicResult {

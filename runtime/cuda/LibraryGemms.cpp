@@ -26,7 +26,7 @@ std::string keyOf(const Plan &plan, const Step &s) {
   for (int64_t v : {g.m, g.n, g.k, g.batch, (int64_t)g.transA,
                     (int64_t)g.transB, (int64_t)g.relu, g.strideA, g.strideB,
                     (int64_t)(g.c >= 0), (int64_t)(g.bias >= 0),
-                    (int64_t)(g.biasGrad >= 0),
+                    (int64_t)(g.biasGrad >= 0), (int64_t)g.biasGradOfB,
                     (int64_t)plan.values[g.a].dtype,
                     (int64_t)plan.values[s.outputs[0]].dtype})
     k += std::to_string(v) + ",";
@@ -48,8 +48,10 @@ bool fits(const Plan &plan, const Step &s) {
          (g.bias < 0 || (size(g.bias) == g.n &&
                          plan.values[g.bias].dtype == plan.values[s.outputs[0]].dtype)) &&
          (g.biasGrad < 0 ||
-          (g.transA && g.batch == 1 && g.c < 0 && g.bias < 0 && !g.relu &&
-           g.alpha == 1.0 && size(g.biasGrad) == g.m &&
+          (g.batch == 1 && g.c < 0 && g.bias < 0 && !g.relu &&
+           g.alpha == 1.0 &&
+           (g.biasGradOfB ? !g.transB && size(g.biasGrad) == g.n
+                          : g.transA && size(g.biasGrad) == g.m) &&
            plan.values[g.biasGrad].dtype == plan.values[s.outputs[0]].dtype));
 }
 
@@ -130,7 +132,7 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
             lib->describe() + ", " + std::to_string(byKey.size()) +
             " distinct" + (plan.cudaTf32 ? ", FP32 ones in TF32" : "") +
             (biasGrads ? ", " + std::to_string(biasGrads) +
-                             " with the bias gradient (BGRADB)"
+                             " with the bias gradient (BGRADA/BGRADB)"
                        : "");
   if (!firstRefusal.empty())
     summary += "; the rest on mpc's kernels (" + firstRefusal + ")";
@@ -169,8 +171,10 @@ bool LibraryGemms::prepare(const Step &s, bool withBiasGrad, Prepared &p,
   // Column-major: D (N x M) = op(B view) (N x K) * op(A view) (K x M).
   int32_t opA = g.transB ? lt::kOpT : lt::kOpN,
           opB = g.transA ? lt::kOpT : lt::kOpN;
-  // The bias gradient: the sums over k of op(A) (cuBLASLt's B operand).
-  int32_t epilogue = withBiasGrad ? lt::kEpilogueBgradB
+  // The bias gradient: the sums over k of op(A) (cuBLASLt's B operand:
+  // BGRADB) or of B (its A operand: BGRADA).
+  int32_t epilogue = withBiasGrad ? (g.biasGradOfB ? lt::kEpilogueBgradA
+                                                   : lt::kEpilogueBgradB)
                      : g.relu     ? (g.bias >= 0 ? lt::kEpilogueReluBias
                                                  : lt::kEpilogueRelu)
                                   : (g.bias >= 0 ? lt::kEpilogueBias

@@ -6,14 +6,15 @@
 // at with MPC_CUBLASLT, it lets the tests run the GEMM steps through the
 // library path without a GPU: column-major layouts with their leading
 // dimensions, transposes, strided batches, alpha/beta, the C matrix, and
-// the DEFAULT/RELU/BIAS/RELU_BIAS epilogues and BGRADB (the bias gradient:
+// the DEFAULT/RELU/BIAS/RELU_BIAS epilogues, BGRADB (the bias gradient:
 // op(B)'s sums over k, as Transformer Engine's weight-gradient GEMM asks
-// for it: B transposed, one batch), with FP32 accumulation. It is
+// for it: B transposed, one batch) and BGRADA (op(A)'s sums over k: A not
+// transposed, one batch), with FP32 accumulation. It is
 // strict where cuBLASLt is: attribute sizes, operand shapes and types that
 // do not agree are INVALID_VALUE, so a layout mistake in mpc fails a test
 // rather than the first GPU run. MPC_FAKE_CUBLASLT_FAIL makes every matmul
 // fail as a GPU fault would; MPC_FAKE_CUBLASLT_NO_BGRAD makes the
-// heuristic find no algorithm for BGRADB. A matmul is enqueued on the driver
+// heuristic find no algorithm for BGRADA/BGRADB. A matmul is enqueued on the driver
 // double's stream (mpcFakeCudaEnqueue), so graph capture records it and
 // each replay computes it again.
 //
@@ -35,7 +36,7 @@ constexpr Status kOk = 0, kInvalidValue = 7, kExecutionFailed = 13,
                  kNotSupported = 15;
 constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68,
               kCompute32FFastTf32 = 77;
-constexpr uint32_t kBgradB = 512;
+constexpr uint32_t kBgradA = 256, kBgradB = 512;
 constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
 constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
 
@@ -101,8 +102,8 @@ struct View {
 bool consistent(const Desc &d, const Layout &a, const Layout &b,
                 const Layout &c, const Layout &o) {
   View va{a, nullptr, d.transA != 0}, vb{b, nullptr, d.transB != 0};
-  bool bgrad = d.epilogue == kBgradB;
-  bool bias = d.epilogue == 4 || d.epilogue == 6 || bgrad;
+  bool bgradA = d.epilogue == kBgradA, bgradB = d.epilogue == kBgradB;
+  bool bias = d.epilogue == 4 || d.epilogue == 6 || bgradA || bgradB;
   bool layoutsOk = true;
   for (const Layout *l : {&a, &b, &c, &o})
     layoutsOk &= knownType(l->type) && l->ld >= (int64_t)l->rows &&
@@ -112,7 +113,8 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
          c.rows == o.rows && c.cols == o.cols && a.batch == o.batch &&
          b.batch == o.batch && c.batch == o.batch &&
          (d.epilogue == 1 || d.epilogue == 2 || bias) &&
-         (!bgrad || (d.transB != 0 && o.batch == 1)) &&
+         (!bgradB || (d.transB != 0 && o.batch == 1)) &&
+         (!bgradA || (d.transA == 0 && o.batch == 1)) &&
          (!bias || d.biasType == o.type) &&
          (a.type == kR32F ? o.type == kR32F : !d.tf32);
 }
@@ -148,6 +150,13 @@ void compute(void *arg) {
       for (uint64_t p = 0; p < b.rows(); ++p)
         sum += b.at(0, p, j);
       store(k.d.type, const_cast<void *>(k.desc.bias), (int64_t)j, sum);
+    }
+  if (k.desc.epilogue == kBgradA) // the sums over k of op(A): D's rows
+    for (uint64_t i = 0; i < k.d.rows; ++i) {
+      float sum = 0;
+      for (uint64_t p = 0; p < a.cols(); ++p)
+        sum += a.at(0, i, p);
+      store(k.d.type, const_cast<void *>(k.desc.bias), (int64_t)i, sum);
     }
   for (int32_t z = 0; z < k.d.batch; ++z)
     for (uint64_t j = 0; j < k.d.cols; ++j)
@@ -249,7 +258,8 @@ Status cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
                   *(Layout *)d))
     return kInvalidValue;
   if (static_cast<Pref *>(pref)->maxWorkspace < kWorkspace ||
-      (static_cast<Desc *>(desc)->epilogue == kBgradB &&
+      ((static_cast<Desc *>(desc)->epilogue == kBgradA ||
+        static_cast<Desc *>(desc)->epilogue == kBgradB) &&
        std::getenv("MPC_FAKE_CUBLASLT_NO_BGRAD")))
     return kNotSupported;
   results[0] = HeuristicResult{};

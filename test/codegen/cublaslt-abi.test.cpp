@@ -24,7 +24,8 @@ static_assert(lt::kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               lt::kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
               lt::kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
               lt::kEpilogueReluBias == CUBLASLT_EPILOGUE_RELU_BIAS &&
-              lt::kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB);
+              lt::kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB &&
+              lt::kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA);
 static_assert(sizeof(lt::HeuristicResult) ==
               sizeof(cublasLtMatmulHeuristicResult_t));
 static_assert(offsetof(lt::HeuristicResult, workspaceSize) ==

@@ -21,6 +21,12 @@ loss and its gradient take a warp per row (classes of 64 or more).
 wide_rows.onnx: the same over 36 rows, so a train step's loss rows span
 five blocks.
 
+seq_linear.onnx: x reshaped [4, 2, 4] (a batch of 2-token sequences)
+through two linears exported as torch does (MatMul, then Add of the bias)
+with a Relu between, flattened to scores [4, 10]: the weight gradients are
+single GEMMs over all 8 rows, and cuBLASLt's BGRADA computes each bias
+gradient with its weight's.
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -103,6 +109,17 @@ save("smooth_act", [
     helper.make_node("Softplus", ["a"], ["s"], name="softplus"),
     helper.make_node("MatMul", ["s", "W2"], ["scores"], name="head"),
 ], [weight("W", (8, 16)), weight("W2", (16, 10))], opset=18)
+
+save("seq_linear", [
+    helper.make_node("Reshape", ["x", "shape3"], ["x3"], name="to_tokens"),
+    helper.make_node("MatMul", ["x3", "W"], ["h"], name="fc/MatMul"),
+    helper.make_node("Add", ["h", "b"], ["hb"], name="fc/Add"),
+    helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+    helper.make_node("MatMul", ["r", "W2"], ["o"], name="out/MatMul"),
+    helper.make_node("Add", ["o", "b2"], ["ob"], name="out/Add"),
+    helper.make_node("Reshape", ["ob", "shape2"], ["scores"], name="flatten"),
+], [weight("W", (4, 12)), weight("b", (12,)), weight("W2", (12, 5)),
+    weight("b2", (5,)), ints("shape3", [4, 2, 4]), ints("shape2", [4, 10])])
 
 big40 = (2 ** 40 + 12345 * np.arange(30, dtype=np.int64) * 3 + 1).reshape(10, 3)
 big30 = (2 ** 30 + 777 * np.arange(30, dtype=np.int64) * 5 + 3).reshape(10, 3)
