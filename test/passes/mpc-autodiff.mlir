@@ -74,3 +74,25 @@ func.func @dropped_gradient(%w: tensor<4xf32> {mpc.param = @w}) -> tensor<f32> a
 func.func @no_loss(%x: tensor<4xf32> {mpc.input = "x"}) -> tensor<4xf32> attributes {mpc.entry} {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A linear over a sequence, exported as torch does (x @ W with x of rank
+// 3): the weight's gradient is one GEMM over the flattened rows, summing
+// over all of them in its K (no transposed copy of x, no per-batch
+// products summed afterwards).
+mpc.param @w trainable : tensor<4x3xf32> = dense<1.0> : tensor<4x3xf32>
+// CHECK-LABEL: func.func @seq_train_step(
+// CHECK-NOT: mpc.transpose
+// CHECK: %[[X2:.*]] = mpc.reshape %arg0, %{{.*}} : (tensor<2x5x4xf32>, tensor<2xi64>) -> tensor<10x4xf32>
+// CHECK: %[[G2:.*]] = mpc.reshape %{{.*}}, %{{.*}} : (tensor<2x5x3xf32>, tensor<2xi64>) -> tensor<10x3xf32>
+// CHECK-NOT: mpc.reduce_sum
+// CHECK: %[[DW:.*]] = mpc.gemm %[[X2]], %[[G2]] {transA = true} : (tensor<10x4xf32>, tensor<10x3xf32>) -> tensor<4x3xf32>
+// CHECK: return %{{.*}}, %[[DW]]
+// LOC: mpc.gemm {{.*}}{transA = true}{{.*}} loc("proj")
+func.func @seq(%x: tensor<2x5x4xf32> {mpc.input = "x"}, %w: tensor<4x3xf32> {mpc.param = @w}) -> tensor<f32>
+    attributes {mpc.entry} {
+  %y = mpc.matmul %x, %w : (tensor<2x5x4xf32>, tensor<4x3xf32>) -> tensor<2x5x3xf32> loc("proj")
+  %s = mpc.reduce_sum %y {keepdims = false} : (tensor<2x5x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
