@@ -188,8 +188,9 @@ std::vector<std::pair<std::string, std::string>> Emitter::params(const Step &s) 
     DType t = inputs[k] >= 0 ? val(inputs[k]).dtype : DType::F32;
     add(std::string("const ") + ctype(t) + " *__restrict__ ", "in" + std::to_string(k));
   }
-  for (size_t k = 0; k < s.outputs.size(); ++k)
-    add(std::string(ctype(val(s.outputs[k]).dtype)) + " *__restrict__ ",
+  std::vector<int> outputs = ::mpc::rt::kernelOutputs(s);
+  for (size_t k = 0; k < outputs.size(); ++k)
+    add(std::string(ctype(val(outputs[k]).dtype)) + " *__restrict__ ",
         "out" + std::to_string(k));
   for (size_t k = 0; k < s.cuda.stores.size(); ++k) // a chain's other results
     add(std::string(ctype(val(s.cuda.stores[k]).dtype)) + " *__restrict__ ",
@@ -253,7 +254,7 @@ void Emitter::launch(Step &s, const std::string &name,
          << ctype(v >= 0 ? val(v).dtype : DType::F32) << " *)p[" << k << "]";
     ++k;
   }
-  std::vector<int> written = s.outputs;
+  std::vector<int> written = ::mpc::rt::kernelOutputs(s);
   written.insert(written.end(), s.cuda.stores.begin(), s.cuda.stores.end());
   for (int v : written) {
     args << (k ? ", " : "") << "(" << ctype(val(v).dtype) << " *)p[" << k

@@ -17,7 +17,11 @@
 //   (a sibling: same shape, chainable, its own result read only inside or
 //   after), else the producer stays out. So an optimizer's moment updates,
 //   their skip-step selects and the parameter update of one tensor become
-//   one kernel with three stores (Adam: five launches to one).
+//   one kernel with three stores (Adam: five launches to one);
+// - a normalisation or softmax whose result only a cast reads
+//   stores the cast's result instead (`cuda.storedAs`; the cast records
+//   the producer in `cuda.fusedInto`): a mixed-precision graph's FP32
+//   layer norm feeding fp16 GEMMs writes fp16 once, with the same bits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,6 +173,43 @@ void fuseSteps(Emitter &e) {
     last.cuda.chain = members;
     last.cuda.inputs = external;
     last.cuda.stores.assign(stored.begin(), stored.end());
+  }
+  fuseOutputCasts(plan, readers, outputs);
+}
+
+/// Producers whose kernels compute their output 0 in FP32 and store it
+/// through st(), so any float type takes the same value rounded once.
+/// Not reductions: their results are small, and a bias gradient's is
+/// better computed by its weight-gradient GEMM (fuseBiasGradients).
+static bool storesAnyFloat(OpId op) {
+  switch (op) {
+  case OpId::LayerNorm: case OpId::RmsNorm: case OpId::NormGrad:
+  case OpId::Softmax: case OpId::LogSoftmax:
+    return true;
+  default:
+    return false;
+  }
+}
+
+void fuseOutputCasts(Plan &plan,
+                     const std::map<int, std::vector<size_t>> &readers,
+                     const std::set<int> &outputs) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Step &s = plan.steps[i];
+    if (!storesAnyFloat(s.op) || s.cuda.inOtherKernel() || s.cuda.isChain() ||
+        s.outputs.empty() || outputs.count(s.outputs[0]))
+      continue;
+    auto r = readers.find(s.outputs[0]);
+    if (r == readers.end() || r->second.size() != 1)
+      continue;
+    Step &cast = plan.steps[r->second[0]];
+    if (cast.op != OpId::Cast || cast.cuda.inOtherKernel() ||
+        cast.cuda.isChain() || cast.countUnderflow ||
+        !isFloat(plan.values[cast.outputs[0]].dtype) ||
+        !isFloat(plan.values[s.outputs[0]].dtype))
+      continue;
+    s.cuda.storedAs = cast.outputs[0];
+    cast.cuda.fusedInto = (int)i;
   }
 }
 

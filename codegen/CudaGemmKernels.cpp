@@ -459,7 +459,8 @@ void fuseBiasGradients(Plan &plan) {
     Step &r = plan.steps[i];
     if (r.op != OpId::ReduceSum || r.inputs.size() != 1 ||
         r.outputs.size() != 1 || r.cuda.kernel.empty() ||
-        r.cuda.inOtherKernel() || r.cuda.batchedInto >= 0)
+        r.cuda.inOtherKernel() || r.cuda.batchedInto >= 0 ||
+        r.cuda.storedAs >= 0) // its kernel stores a cast's result
       continue;
     const ValueInfo &x = plan.values[r.inputs[0]];
     int64_t rank = x.shape.size();

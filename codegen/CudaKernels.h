@@ -125,6 +125,11 @@ struct Emitter;
 /// steps (an optimizer's update of each parameter) become multi-tensor
 /// launches of a batched kernel (CudaBatching.cpp).
 void batchLaunches(Emitter &e);
+/// Marks the casts a producer's kernel computes by storing as their result
+/// (CudaFusion.cpp; `readers`: each value's reading steps).
+void fuseOutputCasts(::mpc::rt::Plan &plan,
+                     const std::map<int, std::vector<size_t>> &readers,
+                     const std::set<int> &outputs);
 /// Marks the bias-gradient reductions cuBLASLt's BGRADA/BGRADB epilogues
 /// can compute with the weight-gradient GEMM (CudaGemmKernels.cpp).
 void fuseBiasGradients(Plan &plan);

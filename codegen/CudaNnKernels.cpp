@@ -59,7 +59,8 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
   for (size_t k = 0; k < s.outputs.size(); ++k)
     if (body.find("st(out" + std::to_string(k) + ", base + j, ") != std::string::npos) {
       stores.push_back(k);
-      narrowest = std::min<int64_t>(narrowest, dtypeSize(val(s.outputs[k]).dtype));
+      narrowest = std::min<int64_t>(
+          narrowest, dtypeSize(val(::mpc::rt::kernelOutputs(s)[k]).dtype));
     }
   int64_t width = std::min<int64_t>(8, 16 / narrowest);
   if (width < 2 || n % width != 0 || (loads.empty() && stores.empty()))

@@ -106,7 +106,13 @@ struct CudaLaunch {
   std::array<int64_t, 3> prologueGrid{1, 1, 1}, prologueBlock{1, 1, 1};
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int alias = -1;     // the output shares this value's buffer (no kernel)
-  int fusedInto = -1; // computed inside the chain kernel of this step
+  int fusedInto = -1; // computed inside the chain kernel of this step,
+                      // or (a cast) by the producer storing as its result
+  /// >= 0: output 0 is never stored; the kernel stores it rounded to this
+  /// value's type instead: the result of a cast, output 0's only reader,
+  /// whose step names this one in `fusedInto` (same bits: the kernel's
+  /// FP32 value rounded once either way).
+  int storedAs = -1;
   std::vector<int> chain;  // a chain's last step: its member steps, in order
   std::vector<int> inputs; // a chain's last step: what its kernel reads
   std::vector<int> stores; // a chain's last step: member results it writes

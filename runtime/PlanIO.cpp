@@ -136,6 +136,8 @@ std::string cudaText(const CudaLaunch &c) {
     out += " alias=" + std::to_string(c.alias);
   if (c.fusedInto >= 0)
     out += " fused-into=" + std::to_string(c.fusedInto);
+  if (c.storedAs >= 0)
+    out += " stored-as=" + std::to_string(c.storedAs);
   if (c.isChain())
     out += " chain=" + ints(c.chain) + " inputs=" + ints(c.inputs);
   if (!c.stores.empty())

@@ -143,6 +143,8 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.alias = std::stoi(value);
     else if (key == "fused-into")
       c.fusedInto = std::stoi(value);
+    else if (key == "stored-as")
+      ok = (c.storedAs = std::stoi(value)) >= 0;
     else if (key == "chain")
       ok = intList(value, c.chain);
     else if (key == "inputs")
@@ -224,6 +226,45 @@ std::string checkLibraryFusions(const Plan &plan) {
     if (plan.steps[j].cuda.gemm.biasGrad >= 0 && fusedFor[j] < 0)
       return "step " + std::to_string(j) +
              "'s GEMM computes a bias gradient no step is fused for";
+  return "";
+}
+
+/// "" or what is inconsistent in a cast fused into its producer: the
+/// producer must store as the cast's result, the cast read the producer's
+/// output 0 and nothing else read it.
+std::string checkStoredCasts(const Plan &plan) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    int j = s.cuda.fusedInto;
+    bool castIntoEarlier = j >= 0 && j < (int)i;
+    if (s.cuda.storedAs < 0 && !castIntoEarlier)
+      continue;
+    std::string bad = "step " + std::to_string(i) +
+                      " stores as a cast's result that is not its own";
+    if (castIntoEarlier) { // the cast: its producer stores its result
+      const Step &p = plan.steps[j];
+      if (s.op != OpId::Cast || s.inputs.size() != 1 || s.outputs.size() != 1 ||
+          p.outputs.empty() || s.inputs[0] != p.outputs[0] ||
+          p.cuda.storedAs != s.outputs[0])
+        return "step " + std::to_string(i) + " is fused into step " +
+               std::to_string(j) + ", which does not store its result";
+      continue;
+    }
+    int readers = 0, cast = -1; // the producer: one reader, the cast
+    for (size_t k = 0; k < plan.steps.size(); ++k)
+      for (int v : plan.steps[k].inputs)
+        if (!s.outputs.empty() && v == s.outputs[0]) {
+          ++readers;
+          cast = (int)k;
+        }
+    if (readers != 1 || plan.steps[cast].cuda.fusedInto != (int)i ||
+        plan.steps[cast].outputs[0] != s.cuda.storedAs ||
+        s.cuda.libraryFusedInto >= 0) // a library would write output 0
+      return bad;
+    for (const Binding &b : plan.outputs)
+      if (b.value == s.outputs[0])
+        return bad;
+  }
   return "";
 }
 
@@ -499,6 +540,10 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
     return false;
   }
   if (std::string why = checkLibraryFusions(plan); !why.empty()) {
+    error = dir + "/plan.txt: " + why;
+    return false;
+  }
+  if (std::string why = checkStoredCasts(plan); !why.empty()) {
     error = dir + "/plan.txt: " + why;
     return false;
   }

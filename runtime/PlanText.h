@@ -19,11 +19,12 @@
 //   count-underflow
 //   cuda [kernel=K grid=x,y,z block=x,y,z] [prologue=K]
 //        [prologue-grid=x,y,z prologue-block=x,y,z] [alias=V]
-//        [fused-into=S] [chain=S,S,...] [inputs=V,V,...] [stores=V,...]
-//        [fused-relu] [underflow-counter] [count=N]
+//        [fused-into=S] [stored-as=V] [chain=S,S,...] [inputs=V,V,...]
+//        [stores=V,...] [fused-relu] [underflow-counter] [count=N]
 //        [batch=PER:S,S,...@K] [batched-into=S]
 //        [lists=TENSORS,PER,LEAD_IN,TRAIL_IN,LEAD_OUT,TRAIL_OUT
-//         launch=T,T,...@K ...] [gemm=...] [conv=...]
+//         launch=T,T,...@K ...] [gemm=... [bias-grad=V|bias-grad-b=V]]
+//        [library-fused-into=S] [conv=...]
 // A plan of another version is refused in one line: its steps may not
 // mean the same.
 //

@@ -60,7 +60,7 @@ KernelCall ownCall(const Step &s, const std::function<uint64_t(int)> &address,
   KernelCall c{&s.cuda.kernel, s.cuda.grid, s.cuda.block, {}};
   for (int v : kernelInputs(s))
     c.args.push_back(v >= 0 ? address(v) : 0);
-  for (int v : s.outputs)
+  for (int v : kernelOutputs(s))
     c.args.push_back(address(v));
   for (int v : s.cuda.stores)
     c.args.push_back(address(v));

@@ -33,11 +33,14 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   std::vector<int> lastUse(n, -1);
   std::vector<bool> inRegisters(n, false);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].cuda.storedAs >= 0) // its cast's result instead
+      inRegisters[plan.steps[i].outputs[0]] = true;
     if (int root = plan.steps[i].cuda.fusedInto; root >= 0) {
       const std::vector<int> &stores = plan.steps[root].cuda.stores;
-      for (int v : plan.steps[i].outputs) // unless the chain stores it
+      for (int v : plan.steps[i].outputs) // unless the kernel stores it
         inRegisters[v] =
-            std::find(stores.begin(), stores.end(), v) == stores.end();
+            std::find(stores.begin(), stores.end(), v) == stores.end() &&
+            plan.steps[root].cuda.storedAs != v;
       continue; // read by the chain's kernel, at its last step
     }
     // A batched step reads when its batch launches.
@@ -117,7 +120,7 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
-    std::vector<int> written = s.outputs;
+    std::vector<int> written = kernelOutputs(s);
     if (s.cuda.gemm.biasGrad >= 0) // the library may write it here
       written.push_back(s.cuda.gemm.biasGrad);
     for (int v : written)
@@ -140,6 +143,13 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
 
 const std::vector<int> &kernelInputs(const Step &s) {
   return s.cuda.isChain() ? s.cuda.inputs : s.inputs;
+}
+
+std::vector<int> kernelOutputs(const Step &s) {
+  std::vector<int> out = s.outputs;
+  if (s.cuda.storedAs >= 0 && !out.empty())
+    out[0] = s.cuda.storedAs;
+  return out;
 }
 
 } // namespace mpc::rt

@@ -15,8 +15,9 @@ namespace mpc::rt {
 /// buffer is reused once the last kernel reading it ran (first fit); an
 /// aliasing step's output shares its alias's range; the intermediates of a
 /// fused chain (`cuda.fusedInto`) live in registers and get no range
-/// (offset -1); a GEMM's library-computed bias gradient has its range from
-/// the GEMM on. Returns the arena size.
+/// (offset -1), as does an output stored as a fused cast's result; a GEMM's
+/// library-computed bias gradient has its range from the GEMM on. Returns
+/// the arena size.
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 
 /// The step before which the session waits for all_reduce step `step`
@@ -28,6 +29,9 @@ int allReduceWait(const Plan &plan, size_t step);
 /// elementwise chain, what its members read from outside the chain; else
 /// the step's own inputs (-1 for an absent optional one).
 const std::vector<int> &kernelInputs(const Step &s);
+/// The values a step's kernel writes, in its output order: its outputs,
+/// output 0 replaced by `cuda.storedAs` where a cast is fused in.
+std::vector<int> kernelOutputs(const Step &s);
 
 } // namespace mpc::rt
 
