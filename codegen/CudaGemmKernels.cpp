@@ -286,11 +286,11 @@ bool Emitter::conv(Step &s, const std::string &name) {
   int64_t Mg = g.Mg, OH = g.OH, OW = g.OW, Co = g.Co;
   int64_t N = g.Nb * OH * OW, K = g.Cg * g.KH * g.KW;
   bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
-  // cuDNN: the convolution, then an FP32 bias added (cudnnAddTensor). A
-  // fp16/bf16 bias stays with mpc's kernel, which adds it before the one
-  // rounding (after cuDNN's it would round twice); so does a fused Relu
-  // (the legacy API would need a third call).
-  if (!s.cuda.fusedRelu && (!bias || x.dtype == DType::F32))
+  // cuDNN: the convolution, then an FP32 bias added (cudnnAddTensor); with
+  // a fp16/bf16 bias or a fused Relu, one fused call that adds the bias
+  // and applies the Relu before the one rounding, as mpc's kernel does. A
+  // Relu without a bias stays with mpc's kernel.
+  if (!s.cuda.fusedRelu || bias)
     if (auto v = cudnnForm(LibraryConv::Forward, g,
                            w.dtype == x.dtype && y.dtype == x.dtype &&
                                (!bias || val(s.inputs[2]).dtype == x.dtype),

@@ -39,6 +39,10 @@ std::string Library::load() {
       sym(forwardWorkspace, "cudnnGetConvolutionForwardWorkspaceSize") &&
       sym(forward, "cudnnConvolutionForward") &&
       sym(addTensor, "cudnnAddTensor") &&
+      sym(biasActivationForward, "cudnnConvolutionBiasActivationForward") &&
+      sym(createActivation, "cudnnCreateActivationDescriptor") &&
+      sym(setActivation, "cudnnSetActivationDescriptor") &&
+      sym(destroyActivation, "cudnnDestroyActivationDescriptor") &&
       sym(dataAlgorithms, "cudnnGetConvolutionBackwardDataAlgorithm_v7") &&
       sym(dataWorkspace, "cudnnGetConvolutionBackwardDataWorkspaceSize") &&
       sym(backwardData, "cudnnConvolutionBackwardData") &&

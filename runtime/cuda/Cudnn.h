@@ -1,7 +1,8 @@
 //===- Cudnn.h - cuDNN's convolution API, loaded at run time ------*- C++ -*-===//
 //
 // Private to runtime/cuda/. The legacy convolution entry points of cuDNN 9
-// mpc uses (forward, bias add, backward data and filter), looked up with
+// mpc uses (forward, bias add, forward with bias and activation in one
+// rounding, backward data and filter), looked up with
 // dlsym in
 // libcudnn.so.9 (which loads its sub-libraries itself): the library
 // MPC_CUDNN names (the tests point it at a host implementation,
@@ -28,6 +29,11 @@ constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;
 constexpr int kNchw = 0;
 constexpr int kCrossCorrelation = 1;
 constexpr int kDefaultMath = 0, kTensorOpMath = 1, kFmaMath = 3;
+// cudnnActivationMode_t, cudnnNanPropagation_t, and the one forward
+// algorithm cudnnConvolutionBiasActivationForward takes with IDENTITY.
+constexpr int kActivationRelu = 1, kActivationIdentity = 5;
+constexpr int kPropagateNan = 1;
+constexpr int kFwdImplicitPrecompGemm = 1;
 
 /// cudnnConvolutionFwdAlgoPerf_t, ...BwdDataAlgoPerf_t and
 /// ...BwdFilterAlgoPerf_t (one layout).
@@ -72,6 +78,15 @@ struct Library {
                     Handle wDesc, const void *w, Handle conv, int algo,
                     void *workspace, size_t bytes, const void *beta,
                     Handle yDesc, void *y);
+  /// y = act(alpha1 conv(x, w) + alpha2 z + bias), rounded once.
+  Status (*biasActivationForward)(
+      Handle, const void *alpha1, Handle xDesc, const void *x, Handle wDesc,
+      const void *w, Handle conv, int algo, void *workspace, size_t bytes,
+      const void *alpha2, Handle zDesc, const void *z, Handle biasDesc,
+      const void *bias, Handle activation, Handle yDesc, void *y);
+  Status (*createActivation)(Handle *);
+  Status (*setActivation)(Handle, int mode, int nan, double coef);
+  Status (*destroyActivation)(Handle);
   /// C = alpha A + beta C, A broadcast along C's size-1 dimensions.
   Status (*addTensor)(Handle, const void *alpha, Handle aDesc, const void *a,
                       const void *beta, Handle cDesc, void *c);

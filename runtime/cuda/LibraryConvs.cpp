@@ -31,13 +31,23 @@ int biasOf(const Step &s) {
              : -1;
 }
 
+/// Whether a forward step runs as cudnnConvolutionBiasActivationForward:
+/// with a fused Relu, or a fp16/bf16 bias (added before the one rounding,
+/// as mpc's kernel and the CPU backend do; after cuDNN's forward it would
+/// round twice). An FP32 bias alone is added by cudnnAddTensor.
+bool fusedForward(const Plan &plan, const Step &s) {
+  int bias = biasOf(s);
+  return bias >= 0 && (s.cuda.fusedRelu ||
+                       plan.values[bias].dtype != DType::F32);
+}
+
 std::string keyOf(const Plan &plan, const Step &s) {
   const LibraryConv &v = s.cuda.conv;
   std::string k;
   for (int64_t x : {(int64_t)v.kind, v.n, v.c, v.h, v.w, v.k, v.r, v.s, v.padH,
                     v.padW, v.strideH, v.strideW, v.dilH, v.dilW, v.groups,
                     (int64_t)plan.values[s.outputs[0]].dtype,
-                    (int64_t)(biasOf(s) >= 0)})
+                    (int64_t)(biasOf(s) >= 0), (int64_t)s.cuda.fusedRelu})
     k += std::to_string(x) + ",";
   return k;
 }
@@ -54,8 +64,9 @@ bool fits(const Plan &plan, const Step &s) {
                   &o = plan.values[s.outputs[0]];
   bool types = a.dtype == b.dtype && a.dtype == o.dtype;
   if (v.kind == LibraryConv::Forward) {
-    int bias = biasOf(s);
+    int bias = biasOf(s); // a Relu only with the bias (one fused call)
     return types && a.shape == x && b.shape == w && o.shape == dy &&
+           (!s.cuda.fusedRelu || bias >= 0) &&
            (bias < 0 || (numElements(plan.values[bias].shape) == v.k &&
                          plan.values[bias].dtype == o.dtype));
   }
@@ -71,6 +82,8 @@ LibraryConvs::~LibraryConvs() {
     for (dnn::Handle t : {p.x, p.dy, p.bias})
       if (t)
         lib->destroyTensor(t);
+    if (p.activation)
+      lib->destroyActivation(p.activation);
     if (p.filter)
       lib->destroyFilter(p.filter);
     if (p.conv)
@@ -180,6 +193,30 @@ bool LibraryConvs::prepare(const Step &s, Prepared &p, std::string &why) {
        !ok(lib->setTensor4d(p.bias, dnn::kNchw, type, 1, (int)v.k, 1, 1),
            "describing the bias")))
     return false;
+  // The fused call: Relu propagates NaN as mpc's relu does; without one,
+  // IDENTITY, which cuDNN runs only with IMPLICIT_PRECOMP_GEMM.
+  bool relu = s.cuda.fusedRelu;
+  if (fusedForward(*plan, s) &&
+      (!ok(lib->createActivation(&p.activation),
+           "cudnnCreateActivationDescriptor") ||
+       !ok(lib->setActivation(p.activation,
+                              relu ? dnn::kActivationRelu
+                                   : dnn::kActivationIdentity,
+                              dnn::kPropagateNan, 0.0),
+           "describing the activation")))
+    return false;
+  if (p.activation && !relu) {
+    size_t bytes = 0;
+    if (!ok(lib->forwardWorkspace(handle, p.x, p.filter, p.conv, p.dy,
+                                  dnn::kFwdImplicitPrecompGemm, &bytes),
+            "sizing the workspace"))
+      return false;
+    if (bytes > kMaxWorkspace)
+      return why = "has no algorithm for this convolution", false;
+    p.algo = dnn::kFwdImplicitPrecompGemm;
+    p.workspace = bytes;
+    return true;
+  }
   // cuDNN's heuristics rank the algorithms; the first that runs within the
   // workspace limit is kept.
   dnn::AlgoPerf perf[8];
@@ -234,6 +271,15 @@ bool LibraryConvs::enqueue(size_t i, unsigned long long in0,
   const Step &s = plan->steps[i];
   const float one = 1.0f, zero = 0.0f;
   void *ws = p.workspace ? (void *)work : nullptr;
+  if (p.activation) { // y = act(conv + bias); z is y, weighted 0
+    dnn::Status st = lib->biasActivationForward(
+        handle, &one, p.x, (const void *)in0, p.filter, (const void *)in1,
+        p.conv, p.algo, ws, p.workspace, &zero, p.dy, (const void *)out,
+        p.bias, (const void *)bias, p.activation, p.dy, (void *)out);
+    if (st != 0)
+      error = where(s) + ": cuDNN: " + lib->statusName(st);
+    return st == 0;
+  }
   dnn::Status st =
       s.cuda.conv.kind == LibraryConv::Forward
           ? lib->forward(handle, &one, p.x, (const void *)in0, p.filter,

@@ -4,7 +4,9 @@
 // LibraryConv, when the plan's choice allows and cuDNN loads: tensor,
 // filter and convolution descriptors and an algorithm per distinct
 // convolution (cuDNN's heuristics, once, when the session opens), and a
-// cudnnConvolutionForward (then cudnnAddTensor for a bias) or
+// cudnnConvolutionForward (then cudnnAddTensor for an FP32 bias; with a
+// fused Relu or a fp16/bf16 bias, cudnnConvolutionBiasActivationForward,
+// rounding once) or
 // cudnnConvolutionBackwardData/Filter per step on the session's stream
 // (captured in its CUDA graph like the kernels). Tensor cores for
 // fp16/bf16 (FP32 accumulation); FP32 as FP32 (no TF32).
@@ -52,6 +54,7 @@ private:
     // Forward: x the input, dy the output, bias [1, K, 1, 1] if any.
     dnn::Handle x = nullptr, dy = nullptr, filter = nullptr, conv = nullptr,
                 bias = nullptr;
+    dnn::Handle activation = nullptr; // the fused forward's (bias + Relu)
     int algo = 0;
     size_t workspace = 0;
   };

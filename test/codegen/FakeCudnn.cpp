@@ -5,7 +5,10 @@
 // CUDA driver double (FakeCudaDriver.cpp) hands out: NCHW tensors,
 // grouped 2-D cross-correlation with padding, strides and dilations, its
 // data and filter gradients with FP32 accumulation and alpha/beta, and
-// cudnnAddTensor's broadcast add (a [1, C, 1, 1] bias into NCHW). Strict
+// cudnnAddTensor's broadcast add (a [1, C, 1, 1] bias into NCHW), and
+// cudnnConvolutionBiasActivationForward (alpha1 conv + alpha2 z + bias,
+// then RELU or IDENTITY, rounded once; IDENTITY only with
+// IMPLICIT_PRECOMP_GEMM, as cuDNN documents). Strict
 // where cuDNN is: a gradient tensor whose size is not the one the
 // convolution gives, mismatched types or channels, a missing workspace
 // are CUDNN_STATUS_BAD_PARAM; MPC_FAKE_CUDNN_FAIL makes every call fail
@@ -38,6 +41,10 @@ struct Conv {
   int math = -1;
   bool set = false;
 };
+struct Activation {
+  int mode = -1, nan = 0;
+};
+constexpr int kRelu = 1, kIdentity = 5, kImplicitPrecompGemm = 1;
 struct Perf {
   int algo;
   Status status;
@@ -81,6 +88,10 @@ struct Call {
   const void *a, *b; // forward: x, w; data: w, dy; filter: x, dy
   void *out;
   float alpha, beta;
+  // The fused forward: + alpha2 z (beta above) + bias[channel], then
+  // `activation` (-1: none, the plain forward).
+  const void *z = nullptr, *bias = nullptr;
+  int activation = -1;
 };
 
 /// Visits every (image, output channel, output position, input channel in
@@ -127,6 +138,16 @@ void compute(void *arg) {
     else
       acc[wi] += g * load(t, k.a, xi);
   });
+  if (k.activation >= 0) { // one rounding after the bias and Relu
+    int64_t plane = (int64_t)o.h * o.w;
+    for (size_t i = 0; i < acc.size(); ++i) {
+      float v = k.alpha * acc[i] +
+                (k.beta != 0 ? k.beta * load(t, k.z, i) : 0.0f) +
+                load(t, k.bias, (int64_t)i / plane % o.c);
+      store(t, k.out, i, k.activation == kRelu && v < 0.0f ? 0.0f : v);
+    }
+    return;
+  }
   for (size_t i = 0; i < acc.size(); ++i)
     store(t, k.out, i,
           k.alpha * acc[i] + (k.beta != 0 ? k.beta * load(t, k.out, i) : 0.0f));
@@ -267,6 +288,39 @@ Status cudnnConvolutionForward(void *h, const void *alpha, void *x,
                           *(Tensor *)y, *(Conv *)conv, xp, wp, yp,
                           *(const float *)alpha, *(const float *)beta},
                  compute);
+}
+Status cudnnCreateActivationDescriptor(void **a) {
+  return *a = new Activation, kOk;
+}
+Status cudnnSetActivationDescriptor(void *a, int mode, int nan, double) {
+  if (mode != kRelu && mode != kIdentity) // what the fake implements
+    return kNotSupported;
+  *static_cast<Activation *>(a) = Activation{mode, nan};
+  return kOk;
+}
+Status cudnnDestroyActivationDescriptor(void *a) {
+  return delete (Activation *)a, kOk;
+}
+Status cudnnConvolutionBiasActivationForward(
+    void *h, const void *alpha1, void *x, const void *xp, void *w,
+    const void *wp, void *conv, int algo, void *ws, size_t wsBytes,
+    const void *alpha2, void *z, const void *zp, void *bias, const void *bp,
+    void *act, void *y, void *yp) {
+  const Tensor &ty = *(Tensor *)y, &tz = *(Tensor *)z, &tb = *(Tensor *)bias;
+  const Activation &a = *(Activation *)act;
+  if (!consistent(*(Tensor *)x, *(Tensor *)w, *(Conv *)conv, ty) ||
+      (algo == 1 && (!ws || wsBytes < kWorkspace)) || !xp || !wp || !yp ||
+      !zp || !bp || tz.type != ty.type || tz.n != ty.n || tz.c != ty.c ||
+      tz.h != ty.h || tz.w != ty.w || tb.type != ty.type || tb.n != 1 ||
+      tb.c != ty.c || tb.h != 1 || tb.w != 1 || a.mode < 0)
+    return kBadParam;
+  if (a.mode == kIdentity && algo != kImplicitPrecompGemm)
+    return kNotSupported;
+  Call *call = new Call{Call::Forward, *(Tensor *)x, *(Tensor *)w, ty,
+                        *(Conv *)conv, xp, wp, yp, *(const float *)alpha1,
+                        *(const float *)alpha2};
+  call->z = zp, call->bias = bp, call->activation = a.mode;
+  return enqueue(static_cast<Handle *>(h)->stream, call, compute);
 }
 Status cudnnAddTensor(void *h, const void *alpha, void *a, const void *ap,
                       const void *beta, void *c, void *cp) {

@@ -9,6 +9,11 @@ static_assert(dnn::kFloat == CUDNN_DATA_FLOAT && dnn::kHalf == CUDNN_DATA_HALF &
               dnn::kBfloat16 == CUDNN_DATA_BFLOAT16);
 static_assert(dnn::kNchw == CUDNN_TENSOR_NCHW);
 static_assert(dnn::kCrossCorrelation == CUDNN_CROSS_CORRELATION);
+static_assert(dnn::kActivationRelu == CUDNN_ACTIVATION_RELU &&
+              dnn::kActivationIdentity == CUDNN_ACTIVATION_IDENTITY &&
+              dnn::kPropagateNan == CUDNN_PROPAGATE_NAN &&
+              dnn::kFwdImplicitPrecompGemm ==
+                  CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
 static_assert(dnn::kDefaultMath == CUDNN_DEFAULT_MATH &&
               dnn::kTensorOpMath == CUDNN_TENSOR_OP_MATH &&
               dnn::kFmaMath == CUDNN_FMA_MATH);

@@ -1,9 +1,9 @@
 """Convolution forms for the cuDNN path, as one model trained one SGD
 step: a grouped, strided, dilated, padded convolution feeding a second one
-with a bias (so both forwards, both filter gradients and the second one's
-data gradient run), and a third with asymmetric padding (which cuDNN's
-legacy API cannot take: mpc's kernels). Initializers are the weights; the
-loss is sum(y * target).
+with a bias, a third with a bias and a Relu (so every forward, filter
+gradient and data gradient but the first's runs), and a fourth with
+asymmetric padding (which cuDNN's legacy API cannot take: mpc's kernels).
+Initializers are the weights; the loss is sum(y * target).
 
 `make-transpose` writes a DCGAN-like pair of ConvTransposes instead: a
 grouped, strided one with output padding and no bias (cuDNN's data
@@ -23,14 +23,17 @@ from onnx import TensorProto, helper, numpy_helper
 def make(d):
     rng = np.random.default_rng(11)
     w = lambda *s: numpy_helper.from_array((0.3 * rng.standard_normal(s)).astype(np.float32))
-    inits = [w(8, 2, 3, 3), w(6, 8, 3, 3), w(6, 6, 2, 2), w(6)]
-    for t, n in zip(inits, ["w1", "w2", "w3", "b2"]):
+    inits = [w(8, 2, 3, 3), w(6, 8, 3, 3), w(6, 6, 2, 2), w(6), w(6, 6, 3, 3),
+             w(6)]
+    for t, n in zip(inits, ["w1", "w2", "w3", "b2", "w4", "b4"]):
         t.name = n
     nodes = [
         helper.make_node("Conv", ["x", "w1"], ["a"], group=2, strides=[2, 2],
                          dilations=[2, 2], pads=[1, 1, 1, 1]),
         helper.make_node("Conv", ["a", "w2", "b2"], ["b"], pads=[1, 1, 1, 1]),
-        helper.make_node("Conv", ["b", "w3"], ["y"], pads=[0, 0, 1, 1]),
+        helper.make_node("Conv", ["b", "w4", "b4"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Conv", ["r", "w3"], ["y"], pads=[0, 0, 1, 1]),
         helper.make_node("Mul", ["y", "target"], ["yt"]),
         helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0),
     ]
