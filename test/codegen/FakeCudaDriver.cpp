@@ -10,7 +10,9 @@
 // launches into a graph that cuGraphLaunch replays; copies during a
 // capture are refused, as mpc never makes them. With MPC_FAKE_CUDA_LOG set,
 // appends what crossed the "bus" at exit: kernel and graph launches and
-// bytes copied each way.
+// bytes copied each way. With MPC_FAKE_CUDA_CACHE (the tests set it), host
+// builds are shared by every process through a cache keyed by the
+// preprocessed source.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,7 @@
 #include <set>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -91,6 +94,55 @@ void run(const Launch &l) {
   l.kernel->fn(const_cast<void **>(l.args.data()));
 }
 
+/// 64-bit FNV-1a of a file's bytes ("" when unreadable).
+std::string fileHash(const std::string &path) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return "";
+  uint64_t h = 1469598103934665603ull;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    for (size_t i = 0; i < n; ++i)
+      h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+  std::fclose(f);
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", (unsigned long long)h);
+  return out;
+}
+
+/// Builds dir/kernels.cu for the host into `lib` with g++. With
+/// MPC_FAKE_CUDA_CACHE (a directory), a build is kept there under the hash
+/// of the preprocessed source (kernels.cu, the shim and the headers it
+/// includes), so the many processes of a test run that load the same
+/// kernels compile them once.
+bool buildHostLibrary(const std::string &src, const std::string &dir,
+                      const std::string &lib) {
+  std::string flags = "g++ -O1 -std=c++17 -fPIC -DMPC_HOST_EMULATION -I" + src +
+                      " -include " + src +
+                      "/test/codegen/Inputs/cuda_host_shim.h -x c++ ";
+  const char *cache = std::getenv("MPC_FAKE_CUDA_CACHE");
+  if (!cache || !*cache)
+    return std::system((flags + dir + "/kernels.cu -shared -o " + lib +
+                        " -lpthread").c_str()) == 0;
+  std::string pre = dir + "/kernels.host.ii";
+  if (std::system((flags + "-E -P " + dir + "/kernels.cu -o " + pre).c_str()))
+    return false;
+  std::string key = fileHash(pre);
+  std::string cached = std::string(cache) + "/" + key + ".so";
+  struct stat st;
+  if (key.empty() || stat(cached.c_str(), &st) != 0) {
+    // Built beside the cache entry, then renamed: concurrent processes
+    // never load a half-written library.
+    std::string tmp = cached + "." + std::to_string(getpid());
+    std::system(("mkdir -p " + std::string(cache)).c_str());
+    if (std::system(("g++ -O1 -std=c++17 -fPIC -shared -x c++ " + pre +
+                     " -o " + tmp + " -lpthread").c_str()) != 0 ||
+        std::rename(tmp.c_str(), cached.c_str()) != 0)
+      return false;
+  }
+  return std::system(("cp " + cached + " " + lib).c_str()) == 0;
+}
+
 } // namespace
 
 extern "C" {
@@ -133,11 +185,7 @@ Result cuModuleLoad(void **module, const char *path) {
   // Every module of an artifact is its kernels.cu built for the host, once.
   std::string lib = dir + "/kernels.host.so";
   static std::set<std::string> built;
-  std::string cmd = "g++ -O1 -std=c++17 -shared -fPIC -DMPC_HOST_EMULATION -I" +
-                    std::string(src) + " -include " + src +
-                    "/test/codegen/Inputs/cuda_host_shim.h -x c++ " + dir +
-                    "/kernels.cu -o " + lib + " -lpthread";
-  if (!built.count(lib) && std::system(cmd.c_str()) != 0)
+  if (!built.count(lib) && !buildHostLibrary(src, dir, lib))
     return kInvalidImage;
   built.insert(lib);
   void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
