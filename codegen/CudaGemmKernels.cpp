@@ -430,19 +430,12 @@ namespace mlir::mpc::cuda {
 /// step order (the bias's Add is differentiated before its MatMul) when
 /// nothing reads its result before the GEMM.
 void fuseBiasGradients(Plan &plan) {
-  // The buffer a value lives in: reshapes (and fused Relus) share it.
-  std::vector<int> root(plan.values.size());
-  for (size_t v = 0; v < root.size(); ++v)
-    root[v] = (int)v;
+  std::vector<int> root = ::mpc::rt::bufferRoots(plan);
   std::vector<std::vector<size_t>> readers(plan.values.size());
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const Step &s = plan.steps[i];
-    if (s.cuda.alias >= 0 && s.outputs.size() == 1)
-      root[s.outputs[0]] = root[s.cuda.alias];
-    for (int v : s.inputs)
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (int v : plan.steps[i].inputs)
       if (v >= 0)
         readers[v].push_back(i);
-  }
   // dY's buffer -> the weight-gradient GEMMs that could sum it.
   std::map<int, std::vector<size_t>> gemmsOf;
   for (size_t j = 0; j < plan.steps.size(); ++j) {

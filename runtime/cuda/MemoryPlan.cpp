@@ -23,13 +23,18 @@ int allReduceWait(const Plan &plan, size_t step) {
   return (int)plan.steps.size();
 }
 
-int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
-  size_t n = plan.values.size();
-  std::vector<int> root(n);
+std::vector<int> bufferRoots(const Plan &plan) {
+  std::vector<int> root(plan.values.size());
   std::iota(root.begin(), root.end(), 0);
   for (const Step &s : plan.steps)
     if (s.cuda.alias >= 0)
       root[s.outputs[0]] = root[s.cuda.alias];
+  return root;
+}
+
+int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
+  size_t n = plan.values.size();
+  std::vector<int> root = bufferRoots(plan);
   std::vector<int> lastUse(n, -1);
   std::vector<bool> inRegisters(n, false);
   for (size_t i = 0; i < plan.steps.size(); ++i) {

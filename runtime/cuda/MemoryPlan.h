@@ -20,6 +20,10 @@ namespace mpc::rt {
 /// the arena size.
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 
+/// Per value, the value whose buffer it lives in: itself, or through
+/// aliasing steps (reshapes, a Relu fused into its GEMM) the first one.
+std::vector<int> bufferRoots(const Plan &plan);
+
 /// The step before which the session waits for all_reduce step `step`
 /// (NCCL runs it on its own stream): the first that reads one of its
 /// results, or steps.size() when only the plan's outputs do.
