@@ -138,9 +138,7 @@ struct FoldKernel {
     else
       os << "  const i64 i = blockIdx.x;\n  const int t = threadIdx.x, lane = "
             "t % 32;\n";
-    if (lanes == 1 && slices == 1)
-      os << "  if (i >= " << f.outN << "LL) return;\n";
-    else if (lanes == 32) // a warp's threads leave together
+    if ((lanes == 1 && slices == 1) || lanes == 32) // a warp leaves together
       os << "  if (i >= " << f.outN << "LL) return;\n";
     return os.str();
   }
