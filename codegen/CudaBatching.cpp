@@ -92,7 +92,7 @@ void batchLaunches(Emitter &e) {
   auto batchable = [&](int i) {
     const CudaLaunch &c = plan.steps[i].cuda;
     return c.count >= 0 && c.prologue.empty() && !c.lists.valid() &&
-           e.elements.count(c.kernel);
+           c.libraryFusedInto < 0 && e.elements.count(c.kernel);
   };
   // Runs: consecutive launches of one kernel, nothing but their own fused
   // members between them, none reading what an earlier one writes.

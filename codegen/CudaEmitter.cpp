@@ -429,8 +429,10 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
     if (!e.emitStep(s))
       return false;
   if (fuse) {
-    if (plan.cudaGemm != "mpc")
+    if (plan.cudaGemm != "mpc") {
       cuda::fuseBiasGradients(plan);
+      cuda::fuseGeluEpilogues(plan);
+    }
     cuda::batchLaunches(e);
   }
   out.launches = cuda::launchedKernels(plan);

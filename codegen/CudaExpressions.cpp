@@ -44,6 +44,12 @@ std::optional<std::string> gelu(const Step &s) {
              : std::string("mpc_gelu(a)");
 }
 
+std::optional<std::string> geluGrad(const Step &s) {
+  return s.getString("approximate", "none") == "tanh"
+             ? std::string("mpc_gelu_tanh_grad(a, b)")
+             : std::string("mpc_gelu_grad(a, b)");
+}
+
 std::optional<std::string> leakyRelu(const Step &s) {
   return "mpc_leaky_relu(a, " + attr(s, "alpha", 0.01) + ")";
 }
@@ -106,6 +112,7 @@ void registerExpressions(EmitterTable &t) {
   t.expr(OpId::IsNaN, "(float)(a != a)");
   t.expr(OpId::Cast, "a");
   t.expr(OpId::Gelu, gelu);
+  t.expr(OpId::GeluGrad, geluGrad);
   t.expr(OpId::LeakyRelu, leakyRelu);
   t.expr(OpId::Elu, elu);
   t.expr(OpId::Celu, celu);

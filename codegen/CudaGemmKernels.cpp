@@ -431,11 +431,13 @@ namespace mlir::mpc::cuda {
 /// nothing reads its result before the GEMM.
 void fuseBiasGradients(Plan &plan) {
   std::vector<int> root = ::mpc::rt::bufferRoots(plan);
+  // Each buffer's reading steps; a reshape's (an alias) reads nothing.
   std::vector<std::vector<size_t>> readers(plan.values.size());
   for (size_t i = 0; i < plan.steps.size(); ++i)
-    for (int v : plan.steps[i].inputs)
-      if (v >= 0)
-        readers[v].push_back(i);
+    if (plan.steps[i].cuda.alias < 0)
+      for (int v : plan.steps[i].inputs)
+        if (v >= 0)
+          readers[root[v]].push_back(i);
   // dY's buffer -> the weight-gradient GEMMs that could sum it.
   std::map<int, std::vector<size_t>> gemmsOf;
   for (size_t j = 0; j < plan.steps.size(); ++j) {
@@ -478,7 +480,7 @@ void fuseBiasGradients(Plan &plan) {
       bool ofB = !ofA && !g.transB && root[g.b] == root[r.inputs[0]] &&
                  g.n == n && g.k * g.n == size;
       bool unread = true; // nothing reads the result before the GEMM
-      for (size_t k : readers[out])
+      for (size_t k : readers[root[out]])
         unread &= k > j;
       if (g.biasGrad >= 0 || j == i || (!ofA && !ofB) || !unread ||
           plan.values[out].dtype != plan.values[gemm.outputs[0]].dtype ||
@@ -491,5 +493,65 @@ void fuseBiasGradients(Plan &plan) {
     }
   }
 }
+
+/// A tanh GELU after a GEMM (with its bias: an addmm-style linear) and its
+/// gradient after the GEMM that computes dY are what cuBLASLt's GELU_AUX
+/// and DGELU epilogues compute, as PyTorch's _addmm_activation and apex's
+/// fused dense use them: the forward GEMM writes the GELU's result and the
+/// pre-activation beside it; the backward one multiplies its product by
+/// gelu'(pre-activation) before the one rounding. The GEMM step records
+/// it (LibraryGemm::geluOut, dgeluOut + geluAux), the GELU step is marked
+/// computed there (libraryFusedInto), its own kernel kept for when the
+/// library runs the GEMM without it. Only cuBLASLt's GELU (the tanh
+/// approximation) qualifies: the erf form would change the results.
+void fuseGeluEpilogues(Plan &plan) {
+  // Buffers, not values: a linear over a sequence reshapes the GEMM's rows.
+  std::vector<int> root = ::mpc::rt::bufferRoots(plan);
+  std::vector<int> producer(plan.values.size(), -1);
+  std::vector<int> readers(plan.values.size(), 0); // of each buffer
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    for (int v : plan.steps[i].outputs)
+      producer[v] = (int)i;
+    if (plan.steps[i].cuda.alias < 0)
+      for (int v : plan.steps[i].inputs)
+        if (v >= 0)
+          ++readers[root[v]];
+  }
+  for (const ::mpc::rt::Binding &b : plan.outputs)
+    ++readers[root[b.value]];
+  for (Step &s : plan.steps) {
+    const CudaLaunch &c = s.cuda;
+    bool gelu = s.op == OpId::Gelu && s.inputs.size() == 1,
+         grad = s.op == OpId::GeluGrad && s.inputs.size() == 2;
+    if ((!gelu && !grad) || s.getString("approximate", "none") != "tanh" ||
+        c.kernel.empty() || c.inOtherKernel() || c.isChain() ||
+        c.batchedInto >= 0 || c.storedAs >= 0 || c.libraryFusedInto >= 0)
+      continue;
+    int y = root[s.inputs[0]], j = producer[y];
+    if (j < 0)
+      continue;
+    Step &gs = plan.steps[j];
+    LibraryGemm &g = gs.cuda.gemm;
+    DType t = plan.values[y].dtype;
+    if (!g.valid() || gs.outputs[0] != y || g.batch != 1 || g.alpha != 1.0 ||
+        g.c >= 0 || g.relu || g.biasGrad >= 0 || g.geluOut >= 0 ||
+        g.dgeluOut >= 0 || g.n % 8 != 0 ||
+        plan.values[s.outputs[0]].dtype != t)
+      continue;
+    if (gelu) {
+      g.geluOut = s.outputs[0];
+    } else {
+      int aux = s.inputs[1];
+      if (g.bias >= 0 || readers[y] != 1 || producer[root[aux]] < 0 ||
+          producer[root[aux]] >= j || plan.values[aux].dtype != t ||
+          numElements(plan.values[aux].shape) != g.m * g.n)
+        continue;
+      g.dgeluOut = s.outputs[0];
+      g.geluAux = aux;
+    }
+    s.cuda.libraryFusedInto = j;
+  }
+}
+
 
 } // namespace mlir::mpc::cuda

@@ -133,6 +133,9 @@ void fuseOutputCasts(::mpc::rt::Plan &plan,
 /// Marks the bias-gradient reductions cuBLASLt's BGRADA/BGRADB epilogues
 /// can compute with the weight-gradient GEMM (CudaGemmKernels.cpp).
 void fuseBiasGradients(Plan &plan);
+/// Marks tanh GELU steps (and their gradients) that a GEMM's cuBLASLt
+/// epilogue can compute: GELU_AUX[_BIAS] forward, DGELU backward.
+void fuseGeluEpilogues(Plan &plan);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp).
 std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);
 

@@ -153,6 +153,27 @@ def Mpc_GatherElementsGradOp : Mpc_Op<"gather_elements_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Mpc_GeluGradOp
+    : Mpc_Op<"gelu_grad", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let summary = "input gradient of gelu, one elementwise op";
+  let description = [{
+    `grad * gelu'(x)` in FP32 and rounded once, with gelu' the derivative of
+    the erf form (`approximate = "none"`: Phi(x) + x phi(x)) or of the tanh
+    approximation (`"tanh"`, GPT-2's gelu_new). One op rather than a chain of
+    forward ops, so the CPU and CUDA backends share one formula
+    (runtime/Formulas.h) and a GEMM's cuBLASLt DGELU epilogue can take it.
+
+    Example:
+    ```mlir
+    %dx = mpc.gelu_grad %g, %x {approximate = "tanh"} : (tensor<4x256xf16>, tensor<4x256xf16>) -> tensor<4x256xf16>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$x,
+                   DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Mpc_FloatTensor:$x_grad);
+  let hasVerifier = 1;
+}
+
 def Mpc_NormGradOp : Mpc_Op<"norm_grad", [Pure, Mpc_InferByRule<"typeOfSecond">]> {
   let summary = "input gradient of layer_norm or rms_norm, one pass per row";
   let description = [{

@@ -82,7 +82,13 @@ bool mlir::mpc::isFloatTensor(Type t) {
 std::string mlir::mpc::nodeNameOf(Location loc) {
   if (auto name = llvm::dyn_cast<NameLoc>(loc))
     return name.getName().str();
-  return "";
+  // An op folded from several nodes (mpc-fold-linear-bias): all of them.
+  std::string names;
+  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (std::string n = nodeNameOf(part); !n.empty())
+        names += (names.empty() ? "" : "+") + n;
+  return names;
 }
 
 std::string mlir::mpc::displayNameOf(Operation *op) {

@@ -130,6 +130,15 @@ LogicalResult GeluOp::verify() {
   return success();
 }
 
+LogicalResult GeluGradOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be 'none' or 'tanh', got '")
+           << getApproximate() << "'";
+  if (getGrad().getType() != getX().getType())
+    return emitOpError("grad and x must have one type");
+  return success();
+}
+
 LogicalResult ClipOp::verify() {
   for (Value bound : {getMin(), getMax()}) {
     if (!bound)

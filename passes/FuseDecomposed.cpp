@@ -14,6 +14,8 @@
 //   x * reciprocal(sqrt(...)), then * w
 //
 //   x * (erf(x / sqrt(2) | x * (1/sqrt(2))) + 1) * 0.5   gelu(x)
+//   x * (tanh(sqrt(2/pi) * (x + 0.044715 * (pow(x, 3) | x * x * x))) + 1)
+//     * 0.5                                  gelu(x) {approximate = "tanh"}
 //   (either product order, 0.5 applied first or last)
 //
 // Every intermediate must be used only inside the pattern; anything else
@@ -262,7 +264,9 @@ public:
     return true;
   }
 
-  /// x * (1 + erf(x / sqrt 2)) * 0.5, ending at `last` (the final Mul).
+  /// x * (1 + erf(x / sqrt 2)) * 0.5 or, GPT-2's gelu_new,
+  /// x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) * 0.5, ending at `last`
+  /// (the final Mul).
   bool gelu(MulOp last) {
     // One of the two products carries 0.5; the other is x * (1 + erf).
     auto halfOf = [](MulOp m) -> Value {
@@ -273,46 +277,38 @@ public:
       return {};
     };
     Value inner = halfOf(last);
-    SmallVector<Operation *> dead{last};
-    Value x, onePlus;
+    SmallVector<Operation *> dead{last}; // users before what they use
+    Value x;
+    std::optional<StringRef> form;
     if (inner) { // (x * (1 + erf)) * 0.5
       auto prod = inner.getDefiningOp<MulOp>();
       if (!prod || !prod->hasOneUse())
         return false;
       dead.push_back(prod);
       x = prod.getA();
-      onePlus = prod.getB();
-      if (!erfOf(onePlus, x)) {
-        std::swap(x, onePlus);
-        if (!erfOf(onePlus, x))
-          return false;
-      }
+      if (!(form = formOf(prod.getB(), x, dead)))
+        form = formOf(prod.getA(), x = prod.getB(), dead);
     } else { // (x * 0.5) * (1 + erf)
-      for (int side = 0; side < 2 && !x; ++side) {
+      for (int side = 0; side < 2 && !form; ++side) {
         Value h = side ? last.getB() : last.getA();
         Value rest = side ? last.getA() : last.getB();
         auto half = h.getDefiningOp<MulOp>();
         if (half && half->hasOneUse())
-          if (Value xv = halfOf(half); xv && erfOf(rest, xv)) {
+          if (Value xv = halfOf(half); xv && (form = formOf(rest, xv, dead))) {
             x = xv;
-            onePlus = rest;
             dead.push_back(half);
           }
       }
-      if (!x)
-        return false;
     }
-    if (typeOf(x) != typeOf(last))
+    if (!form || typeOf(x) != typeOf(last))
       return false;
-    auto add = onePlus.getDefiningOp<AddOp>();
-    dead.push_back(add);
-    Value e = near(splat(add.getB()), 1.0) ? add.getA() : add.getB();
-    dead.push_back(e.getDefiningOp());
-    dead.push_back(e.getDefiningOp()->getOperand(0).getDefiningOp());
     b.setInsertionPoint(last);
+    SmallVector<NamedAttribute> attrs;
+    if (*form == "tanh")
+      attrs.push_back(b.getNamedAttr("approximate", b.getStringAttr("tanh")));
     std::string diag;
     auto g = createInferred(b, last.getLoc(), GeluOp::getOperationName(), {x},
-                            {}, &diag);
+                            attrs, &diag);
     if (failed(g))
       return false;
     last.getResult().replaceAllUsesWith((*g)->getResult(0));
@@ -323,26 +319,71 @@ public:
   }
 
 private:
-  /// Whether `v` is 1 + erf(x / sqrt 2) (or x * 1/sqrt 2), each piece used
-  /// once.
-  bool erfOf(Value v, Value x) {
+  /// Which GELU `v` is the `1 + ...` of: "none" for 1 + erf(x / sqrt 2) (or
+  /// x * 1/sqrt 2), "tanh" for 1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)),
+  /// products and sums in either order, the cube as pow(x, 3) or x * x * x.
+  /// Each piece used once; on a match they are appended to `ops`.
+  std::optional<StringRef> formOf(Value v, Value x,
+                                  SmallVectorImpl<Operation *> &ops) {
+    SmallVector<Operation *> found;
     auto add = v.getDefiningOp<AddOp>();
     if (!add || !add->hasOneUse())
+      return std::nullopt;
+    found.push_back(add);
+    Value e = scaledBy(add, 1.0);
+    Operation *act = e ? e.getDefiningOp() : nullptr;
+    if (!act || !isa<ErfOp, TanhOp>(act) || !act->hasOneUse())
+      return std::nullopt;
+    found.push_back(act);
+    Operation *arg = act->getOperand(0).getDefiningOp();
+    if (!arg || !arg->hasOneUse())
+      return std::nullopt;
+    found.push_back(arg);
+    bool erf = isa<ErfOp>(act);
+    bool ok = false;
+    if (auto div = dyn_cast<DivOp>(arg))
+      ok = erf && div.getA() == x && near(splat(div.getB()), std::sqrt(2.0));
+    else if (auto mul = dyn_cast<MulOp>(arg))
+      ok = erf ? other(mul, x) && near(splat(other(mul, x)), std::sqrt(0.5))
+               : cubicOf(scaledBy(mul, std::sqrt(2.0 / M_PI)), x, found);
+    if (!ok)
+      return std::nullopt;
+    ops.append(found);
+    return erf ? StringRef("none") : StringRef("tanh");
+  }
+
+  /// Whether `v` is x + 0.044715 x^3 (the tanh GELU's inner polynomial).
+  bool cubicOf(Value v, Value x, SmallVectorImpl<Operation *> &found) {
+    auto add = v ? v.getDefiningOp<AddOp>() : AddOp();
+    if (!add || !add->hasOneUse())
       return false;
-    Value e = near(splat(add.getB()), 1.0)   ? add.getA()
-              : near(splat(add.getA()), 1.0) ? add.getB()
-                                             : Value();
-    auto erf = e ? e.getDefiningOp<ErfOp>() : ErfOp();
-    if (!erf || !erf->hasOneUse())
+    found.push_back(add);
+    auto term = other(add, x) ? other(add, x).getDefiningOp<MulOp>() : MulOp();
+    if (!term || !term->hasOneUse())
       return false;
-    Operation *scaled = erf.getX().getDefiningOp();
-    if (!scaled || !scaled->hasOneUse())
+    found.push_back(term);
+    Value cube = scaledBy(term, 0.044715);
+    Operation *op = cube ? cube.getDefiningOp() : nullptr;
+    if (!op || !op->hasOneUse())
       return false;
-    if (auto div = dyn_cast<DivOp>(scaled))
-      return div.getA() == x && near(splat(div.getB()), std::sqrt(2.0));
-    if (auto mul = dyn_cast<MulOp>(scaled))
-      return other(mul, x) && near(splat(other(mul, x)), std::sqrt(0.5));
-    return false;
+    found.push_back(op);
+    if (auto pw = dyn_cast<PowOp>(op))
+      return pw.getBase() == x && near(splat(pw.getExponent()), 3.0);
+    auto mul = dyn_cast<MulOp>(op); // x * (x * x), either order
+    auto square = mul && other(mul, x) ? other(mul, x).getDefiningOp<MulOp>()
+                                       : MulOp();
+    if (!square || !square->hasOneUse() || square.getA() != x ||
+        square.getB() != x)
+      return false;
+    found.push_back(square);
+    return true;
+  }
+
+  /// The other operand of `op` when one is a splat constant near `c`.
+  template <typename OpTy> static Value scaledBy(OpTy op, double c) {
+    return near(splat(op.getB()), c)   ? op.getA()
+           : near(splat(op.getA()), c) ? op.getB()
+                                       : Value();
   }
 
   Value ones(Location loc, RankedTensorType t) {

@@ -110,14 +110,15 @@ def FuseAttention : Pass<"mpc-fuse-attention", "::mlir::ModuleOp"> {
 }
 
 def FuseDecomposed : Pass<"mpc-fuse-decomposed", "::mlir::ModuleOp"> {
-  let summary = "Rewrite decomposed layer norm and Erf GELU to their ops";
+  let summary = "Rewrite decomposed layer norm and GELU (Erf or tanh) to their ops";
   let description = [{
     Exports below opset 17 spell LayerNormalization out as ReduceMean, Sub,
     Pow, ReduceMean, Add, Sqrt, Div (then Mul and Add by the affine
     parameters), and below opset 20 Gelu as Div, Erf, Add, Mul, Mul; this
     pass rebuilds `mpc.layer_norm` (FP32 statistics, one kernel, the deny
-    class) and `mpc.gelu`. Intermediates used outside the pattern keep it
-    as written.
+    class) and `mpc.gelu`, also from GPT-2's tanh approximation (gelu_new,
+    `{approximate = "tanh"}`). Intermediates used outside the pattern keep
+    it as written.
 
     Before:
     ```mlir
@@ -132,6 +133,32 @@ def FuseDecomposed : Pass<"mpc-fuse-decomposed", "::mlir::ModuleOp"> {
     After:
     ```mlir
     %n, %mean, %rstd = mpc.layer_norm %x, %ones {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def FoldLinearBias : Pass<"mpc-fold-linear-bias", "::mlir::ModuleOp"> {
+  let summary = "Fold MatMul + bias Add (a linear over a sequence) into one Gemm";
+  let description = [{
+    torch exports nn.Linear on [batch, tokens, features] as MatMul then Add
+    of the bias; its eager step runs one addmm. This pass rewrites the pair
+    to a Gemm of the flattened rows with the bias as C (reshapes around
+    it), so the bias rides in the GEMM's epilogue and is rounded once, as
+    torch's is. Runs after the precision passes: the three operands must
+    share one float type; a MatMul read elsewhere, a bias that is not a
+    vector of N, or dynamic shapes stay as written.
+
+    Before:
+    ```mlir
+    %m = mpc.matmul %x, %w : (tensor<2x16x64xf16>, tensor<64x256xf16>) -> tensor<2x16x256xf16>
+    %y = mpc.add %m, %b : (tensor<2x16x256xf16>, tensor<256xf16>) -> tensor<2x16x256xf16>
+    ```
+    After:
+    ```mlir
+    %x2 = mpc.reshape %x, %c : (tensor<2x16x64xf16>, tensor<2xi64>) -> tensor<32x64xf16>
+    %g = mpc.gemm %x2, %w, %b : (tensor<32x64xf16>, tensor<64x256xf16>, tensor<256xf16>) -> tensor<32x256xf16>
+    %y = mpc.reshape %g, %c2 : (tensor<32x256xf16>, tensor<3xi64>) -> tensor<2x16x256xf16>
     ```
   }];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];

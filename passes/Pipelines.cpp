@@ -157,10 +157,11 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
   pm.addPass(createStableLogs());
   if (o.fuseAttention)
     pm.addPass(createFuseAttention());
-  if (!o.isLow())
-    return;
-  addClassifyPass(pm, o);
-  pm.addPass(createInsertCasts());
+  if (o.isLow()) {
+    addClassifyPass(pm, o);
+    pm.addPass(createInsertCasts());
+  }
+  pm.addPass(createFoldLinearBias()); // once the types are decided
 }
 
 /// A pipeline that can refuse its options: PassPipelineRegistration's

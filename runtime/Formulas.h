@@ -48,6 +48,14 @@
   X(gelu, (float x), 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)))        \
   X(gelu_tanh, (float x),                                                      \
     0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))))\
+  /* gelu' = Phi(x) + x phi(x), times the incoming gradient. */              \
+  X(gelu_grad, (float dy, float x),                                            \
+    dy * (0.5f * (1.0f + erff(x * 0.7071067811865476f)) +                      \
+          x * expf(-0.5f * x * x) * 0.3989422804014327f))                       \
+  /* t = tanh(u), u = k (x + c x^3): 0.5 (1 + t) + 0.5 x (1 - t^2) u'. */     \
+  X(gelu_tanh_grad, (float dy, float x),                                       \
+    dy * mpc_gelu_tanh_slope(                                                  \
+             x, tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))))    \
   X(leaky_relu, (float x, float alpha), x < 0.0f ? alpha * x : x)              \
   X(elu, (float x, float alpha), x < 0.0f ? alpha * (expf(x) - 1.0f) : x)      \
   X(celu, (float x, float alpha),                                              \
@@ -72,6 +80,10 @@
   X(min, (float a, float b), (a != a || a < b) ? a : b)                        \
   X(clip, (float x, float lo, float hi),                                       \
     x != x ? x : mpc_min(mpc_max(x, lo), hi))                                  \
+  X(gelu_tanh_slope, (float x, float t),                                       \
+    0.5f * (1.0f + t) +                                                        \
+        0.5f * x * (1.0f - t * t) * 0.7978845608028654f *                      \
+            (1.0f + 0.134145f * x * x))                                        \
   X(to_divisor_sign, (float r, float y),                                       \
     r != 0.0f ? ((r < 0.0f) != (y < 0.0f) ? r + y : r) : copysignf(0.0f, y))
 

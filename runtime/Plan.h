@@ -48,6 +48,16 @@ struct LibraryGemm {
   /// over k of B[k][j] (without transB; BGRADA).
   int biasGrad = -1;
   bool biasGradOfB = false;
+  /// >= 0: the result of the tanh GELU step naming this one in
+  /// `libraryFusedInto`; the library writes gelu(Y) there and Y itself as
+  /// the auxiliary output (GELU_AUX[_BIAS]), as the two steps would. Only
+  /// with one batch, alpha 1, no C, no Relu, N a multiple of 8.
+  int geluOut = -1;
+  /// >= 0: the result of the tanh gelu_grad(Y, geluAux) step naming this
+  /// one in `libraryFusedInto`; the library writes gelu'(aux) * op(A)op(B)
+  /// there (DGELU) and Y, read by that step alone, is never written. Same
+  /// conditions, and no bias.
+  int dgeluOut = -1, geluAux = -1;
 
   bool valid() const { return m > 0; }
 };
@@ -126,8 +136,9 @@ struct CudaLaunch {
   StepBatch batch;                // valid(): launches these steps' kernels
   int batchedInto = -1;           // launched in this step's batch
   /// >= 0: when the library runs that GEMM step with its epilogue, it
-  /// computes this step's result (LibraryGemm::biasGrad) and this step
-  /// launches nothing; else this step's kernel runs as usual.
+  /// computes this step's result (LibraryGemm::biasGrad, geluOut or
+  /// dgeluOut) and this step launches nothing; else this step's kernel
+  /// runs as usual.
   int libraryFusedInto = -1;
   LibraryGemm gemm;               // valid(): cuBLASLt can run the step
   LibraryConv conv;               // valid(): cuDNN can run the step

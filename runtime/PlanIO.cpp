@@ -171,6 +171,11 @@ std::string cudaText(const CudaLaunch &c) {
     if (g.biasGrad >= 0)
       out += (g.biasGradOfB ? " bias-grad-b=" : " bias-grad=") +
              std::to_string(g.biasGrad);
+    if (g.geluOut >= 0)
+      out += " gelu-out=" + std::to_string(g.geluOut);
+    if (g.dgeluOut >= 0)
+      out += " dgelu-out=" + std::to_string(g.dgeluOut) +
+             " gelu-aux=" + std::to_string(g.geluAux);
   }
   if (c.libraryFusedInto >= 0)
     out += " library-fused-into=" + std::to_string(c.libraryFusedInto);

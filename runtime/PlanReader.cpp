@@ -8,6 +8,7 @@
 #include "runtime/PlanIO.h"
 #include "runtime/PlanText.h"
 #include "runtime/cuda/KernelCalls.h"
+#include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
 #include <cstring>
@@ -185,6 +186,15 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       ok = c.gemm.valid() && c.gemm.biasGrad < 0 &&
            (c.gemm.biasGrad = std::stoi(value)) >= 0 &&
            ((c.gemm.biasGradOfB = key == "bias-grad-b"), true);
+    else if (key == "gelu-out")
+      ok = c.gemm.valid() && c.gemm.geluOut < 0 &&
+           (c.gemm.geluOut = std::stoi(value)) >= 0;
+    else if (key == "dgelu-out")
+      ok = c.gemm.valid() && c.gemm.dgeluOut < 0 &&
+           (c.gemm.dgeluOut = std::stoi(value)) >= 0;
+    else if (key == "gelu-aux")
+      ok = c.gemm.valid() && c.gemm.geluAux < 0 &&
+           (c.gemm.geluAux = std::stoi(value)) >= 0;
     else if (key == "library-fused-into")
       ok = (c.libraryFusedInto = std::stoi(value)) >= 0;
     else if (key == "conv")
@@ -197,12 +207,59 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
   return true;
 }
 
+/// The value GEMM step `g` computes for the step fused into it (its bias
+/// gradient, GELU or GELU gradient), or -1; -2 when it names more than one.
+static int libraryResult(const LibraryGemm &g) {
+  int n = (g.biasGrad >= 0) + (g.geluOut >= 0) + (g.dgeluOut >= 0);
+  return n > 1 ? -2
+         : g.biasGrad >= 0 ? g.biasGrad
+         : g.geluOut >= 0  ? g.geluOut
+                           : g.dgeluOut;
+}
+
+/// "" or what is wrong with a tanh GELU (gradient) step `s` computed by
+/// GEMM step `gs` (index `j`): it must read what the library reads, and
+/// (the gradient) the GEMM's result must have no other reader, since the
+/// library never writes it.
+static std::string checkGeluFusion(const Plan &plan, const Step &s,
+                                   size_t j) {
+  const Step &gs = plan.steps[j];
+  const LibraryGemm &g = gs.cuda.gemm;
+  std::vector<int> root = bufferRoots(plan); // through reshapes
+  int y = gs.outputs[0];
+  bool tanh = s.getString("approximate", "none") == "tanh";
+  if (g.geluOut >= 0)
+    return s.op == OpId::Gelu && tanh && s.inputs.size() == 1 &&
+                   root[s.inputs[0]] == y
+               ? ""
+               : "is not the tanh GELU of its GEMM's result";
+  if (s.op != OpId::GeluGrad || !tanh || s.inputs.size() != 2 ||
+      root[s.inputs[0]] != y || root[s.inputs[1]] != root[g.geluAux])
+    return "is not the tanh GELU gradient of its GEMM's result";
+  const char *shared =
+      "shares its GEMM's result, which the library never writes";
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    for (int v : plan.steps[k].outputs)
+      if (root[v] == root[g.geluAux] && k >= j && plan.steps[k].cuda.alias < 0)
+        return "reads a GELU input written after its GEMM";
+    if (&plan.steps[k] != &s && plan.steps[k].cuda.alias < 0)
+      for (int v : plan.steps[k].inputs)
+        if (v >= 0 && root[v] == y)
+          return shared;
+  }
+  for (const Binding &b : plan.outputs)
+    if (root[b.value] == y)
+      return shared;
+  return "";
+}
+
 /// "" or what is inconsistent in the results a library computes for
-/// other steps: a step fused into a GEMM step whose bias gradient is not
-/// that step's single result, a result read before a later GEMM computes
-/// it, or a bias gradient no step is fused for.
+/// other steps: a step fused into a GEMM step that does not compute that
+/// step's single result, a result read before a later GEMM computes it, a
+/// GELU step that is not the GEMM's, or a result no step is fused for.
 std::string checkLibraryFusions(const Plan &plan) {
   std::vector<int> fusedFor(plan.steps.size(), -1);
+  std::vector<int> root = bufferRoots(plan); // a reshape reads nothing
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     int j = s.cuda.libraryFusedInto;
@@ -213,19 +270,33 @@ std::string checkLibraryFusions(const Plan &plan) {
              std::to_string(j);
     };
     if (j == (int)i || j >= (int)plan.steps.size() || s.outputs.size() != 1 ||
-        plan.steps[j].cuda.gemm.biasGrad != s.outputs[0] || fusedFor[j] >= 0)
+        libraryResult(plan.steps[j].cuda.gemm) != s.outputs[0] ||
+        fusedFor[j] >= 0)
       return fused() + ", whose GEMM does not compute its result";
     for (int k = (int)i + 1; k <= j; ++k)
       for (int v : plan.steps[k].inputs)
-        if (v == s.outputs[0])
+        if (plan.steps[k].cuda.alias < 0 && v >= 0 &&
+            root[v] == root[s.outputs[0]])
           return fused() + ", after step " + std::to_string(k) +
                  " reads its result";
+    const LibraryGemm &g = plan.steps[j].cuda.gemm;
+    if (g.geluOut >= 0 || g.dgeluOut >= 0)
+      if (std::string why = checkGeluFusion(plan, s, j); !why.empty())
+        return fused() + ", but " + why;
     fusedFor[j] = (int)i;
   }
-  for (size_t j = 0; j < plan.steps.size(); ++j)
-    if (plan.steps[j].cuda.gemm.biasGrad >= 0 && fusedFor[j] < 0)
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    const LibraryGemm &g = plan.steps[j].cuda.gemm;
+    if (libraryResult(g) == -2)
       return "step " + std::to_string(j) +
-             "'s GEMM computes a bias gradient no step is fused for";
+             "'s GEMM computes more than one other step's result";
+    if (libraryResult(g) >= 0 && fusedFor[j] < 0)
+      return "step " + std::to_string(j) +
+             "'s GEMM computes a result no step is fused for";
+    if ((g.dgeluOut >= 0) != (g.geluAux >= 0))
+      return "step " + std::to_string(j) +
+             "'s GEMM has a GELU gradient without its input, or the reverse";
+  }
   return "";
 }
 

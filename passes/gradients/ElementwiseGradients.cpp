@@ -121,18 +121,10 @@ LogicalResult erfGrad(Context &c, ErfOp) { // 2/sqrt(pi) exp(-x^2)
 }
 
 LogicalResult geluGrad(Context &c, GeluOp gelu) {
-  if (gelu.getApproximate() != "none")
-    return gelu->emitError("gradient of tanh-approximated gelu is not "
-                           "supported yet");
-  // Phi(x) + x phi(x) = 0.5 (1 + erf(x/sqrt2)) + x exp(-x^2/2)/sqrt(2pi)
-  Value xs = c.make<MulOp>({c.x(0), c.scalar(0.7071067811865476)});
-  Value cdf = c.make<MulOp>(
-      {c.scalar(0.5), c.make<AddOp>({c.scalar(1.0), c.make<ErfOp>(xs)})});
-  Value pdf = c.make<MulOp>(
-      {c.make<ExpOp>(c.make<NegOp>(c.make<MulOp>({xs, xs}))),
-       c.scalar(0.3989422804014327)});
-  c.grads[0] =
-      c.times(c.make<AddOp>({cdf, c.make<MulOp>({c.x(0), pdf})}));
+  // One op for either form: gelu' in FP32, rounded once (mpc.gelu_grad).
+  c.grads[0] = c.make<GeluGradOp>(
+      {c.g, c.x(0)},
+      {c.b.getNamedAttr("approximate", gelu.getApproximateAttr())});
   return success();
 }
 

@@ -28,15 +28,17 @@ constexpr int kCompute32F = 68, kCompute32FFastTf32 = 77;
 constexpr int kOpN = 0, kOpT = 1;
 // cublasLtMatmulDescAttributes_t.
 constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
-              kDescBiasPointer = 8, kDescBiasDataType = 26;
+              kDescBiasPointer = 8, kDescEpilogueAuxPointer = 11,
+              kDescEpilogueAuxLd = 12, kDescBiasDataType = 26;
 // cublasLtMatrixLayoutAttribute_t.
 constexpr int kLayoutBatchCount = 5, kLayoutStridedBatchOffset = 6;
 // cublasLtMatmulPreferenceAttributes_t.
 constexpr int kPrefMaxWorkspaceBytes = 1;
 // cublasLtEpilogue_t.
 constexpr int kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4,
-              kEpilogueReluBias = 6, kEpilogueBgradA = 256,
-              kEpilogueBgradB = 512;
+              kEpilogueReluBias = 6, kEpilogueGeluAux = 160,
+              kEpilogueGeluAuxBias = 164, kEpilogueDGelu = 192,
+              kEpilogueBgradA = 256, kEpilogueBgradB = 512;
 
 /// cublasLtMatmulHeuristicResult_t.
 struct HeuristicResult {

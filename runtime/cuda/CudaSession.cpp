@@ -458,7 +458,7 @@ private:
     auto once = [&] {
       DevicePtr work = workspace >= 0 ? base + workspace : 0;
       auto address = [&](int v) { return base + offsets[v]; };
-      int fused = gemms.biasGradStep(i); // the library call computes it
+      int fused = gemms.fusedStep(i); // the library call computes it
       if (!library)
         return launchKernels(i, error) &&
                (fused < 0 || launchKernels((size_t)fused, error));

@@ -3,6 +3,7 @@
 #include "runtime/cuda/LibraryGemms.h"
 
 #include <algorithm>
+#include <array>
 
 namespace mpc::rt {
 namespace {
@@ -27,6 +28,7 @@ std::string keyOf(const Plan &plan, const Step &s) {
                     (int64_t)g.transB, (int64_t)g.relu, g.strideA, g.strideB,
                     (int64_t)(g.c >= 0), (int64_t)(g.bias >= 0),
                     (int64_t)(g.biasGrad >= 0), (int64_t)g.biasGradOfB,
+                    (int64_t)(g.geluOut >= 0), (int64_t)(g.dgeluOut >= 0),
                     (int64_t)plan.values[g.a].dtype,
                     (int64_t)plan.values[s.outputs[0]].dtype})
     k += std::to_string(v) + ",";
@@ -37,6 +39,7 @@ std::string keyOf(const Plan &plan, const Step &s) {
 /// must not make the library read or write past them).
 bool fits(const Plan &plan, const Step &s) {
   const LibraryGemm &g = s.cuda.gemm;
+  std::array<int, 3> gelus{g.geluOut, g.dgeluOut, g.geluAux};
   auto size = [&](int v) { return numElements(plan.values[v].shape); };
   DType t = plan.values[g.a].dtype;
   return plan.values[g.b].dtype == t && g.strideA >= 0 && g.strideB >= 0 &&
@@ -52,7 +55,16 @@ bool fits(const Plan &plan, const Step &s) {
            g.alpha == 1.0 &&
            (g.biasGradOfB ? !g.transB && size(g.biasGrad) == g.n
                           : g.transA && size(g.biasGrad) == g.m) &&
-           plan.values[g.biasGrad].dtype == plan.values[s.outputs[0]].dtype));
+           plan.values[g.biasGrad].dtype == plan.values[s.outputs[0]].dtype)) &&
+         ((g.geluOut < 0 && g.dgeluOut < 0) ||
+          (g.batch == 1 && g.c < 0 && !g.relu && g.alpha == 1.0 &&
+           g.n % 8 == 0 && g.biasGrad < 0 && (g.geluOut < 0 || g.dgeluOut < 0) &&
+           (g.dgeluOut < 0 || (g.bias < 0 && g.geluAux >= 0)) &&
+           std::all_of(gelus.begin(), gelus.end(), [&](int v) {
+             return v < 0 || (size(v) == g.m * g.n &&
+                              plan.values[v].dtype ==
+                                  plan.values[s.outputs[0]].dtype);
+           })));
 }
 
 } // namespace
@@ -125,24 +137,30 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
     byStep[i] = it->second;
     onLibrary += it->second >= 0;
   }
-  size_t biasGrads = 0;
+  size_t biasGrads = 0, gelus = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i)
-    biasGrads += computesBiasGrad(i);
+    if (computesFused(i))
+      (plan.steps[i].cuda.gemm.biasGrad >= 0 ? biasGrads : gelus) += 1;
   summary = std::to_string(onLibrary) + " of " + count + " through " +
             lib->describe() + ", " + std::to_string(byKey.size()) +
             " distinct" + (plan.cudaTf32 ? ", FP32 ones in TF32" : "") +
             (biasGrads ? ", " + std::to_string(biasGrads) +
                              " with the bias gradient (BGRADA/BGRADB)"
-                       : "");
+                       : "") +
+            (gelus ? ", " + std::to_string(gelus) +
+                         " with the GELU or its gradient (GELU_AUX/DGELU)"
+                   : "");
   if (!firstRefusal.empty())
     summary += "; the rest on mpc's kernels (" + firstRefusal + ")";
   return true;
 }
 
 bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
-  // With the bias gradient's epilogue where cuBLASLt has an algorithm for
-  // it, else the plain GEMM (the reduction's own kernel then runs).
-  if (s.cuda.gemm.biasGrad >= 0) {
+  // With the epilogue computing another step's result (bias gradient,
+  // GELU, GELU gradient) where cuBLASLt has an algorithm for it, else the
+  // plain GEMM (that step's own kernel then runs).
+  const LibraryGemm &g = s.cuda.gemm;
+  if (g.biasGrad >= 0 || g.geluOut >= 0 || g.dgeluOut >= 0) {
     if (prepare(s, true, p, why))
       return true;
     release(p);
@@ -159,9 +177,12 @@ void LibraryGemms::release(Prepared &p) {
     lib->descDestroy(p.desc);
 }
 
-bool LibraryGemms::prepare(const Step &s, bool withBiasGrad, Prepared &p,
+bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
                            std::string &why) {
   const LibraryGemm &g = s.cuda.gemm;
+  bool withBiasGrad = withFused && g.biasGrad >= 0,
+       withGelu = withFused && g.geluOut >= 0,
+       withGeluGrad = withFused && g.dgeluOut >= 0;
   DType in = plan->values[g.a].dtype, out = plan->values[s.outputs[0]].dtype;
   auto ok = [&](lt::Status st, const char *what) {
     if (st != 0)
@@ -173,12 +194,17 @@ bool LibraryGemms::prepare(const Step &s, bool withBiasGrad, Prepared &p,
           opB = g.transA ? lt::kOpT : lt::kOpN;
   // The bias gradient: the sums over k of op(A) (cuBLASLt's B operand:
   // BGRADB) or of B (its A operand: BGRADA).
+  // GELU_AUX: D = gelu(Y), aux = Y; DGELU: D = gelu'(aux) * Y.
   int32_t epilogue = withBiasGrad ? (g.biasGradOfB ? lt::kEpilogueBgradA
                                                    : lt::kEpilogueBgradB)
+                     : withGelu   ? (g.bias >= 0 ? lt::kEpilogueGeluAuxBias
+                                                 : lt::kEpilogueGeluAux)
+                     : withGeluGrad ? lt::kEpilogueDGelu
                      : g.relu     ? (g.bias >= 0 ? lt::kEpilogueReluBias
                                                  : lt::kEpilogueRelu)
                                   : (g.bias >= 0 ? lt::kEpilogueBias
                                                  : lt::kEpilogueDefault);
+  int64_t auxLd = g.n; // the aux matrix is laid out as D
   int32_t biasType = dataType(out);
   int compute = in == DType::F32 && plan->cudaTf32 ? lt::kCompute32FFastTf32
                                                    : lt::kCompute32F;
@@ -194,7 +220,11 @@ bool LibraryGemms::prepare(const Step &s, bool withBiasGrad, Prepared &p,
       ((g.bias >= 0 || withBiasGrad) &&
        !ok(lib->descSetAttribute(p.desc, lt::kDescBiasDataType, &biasType,
                                  sizeof biasType),
-           "setting the bias type")))
+           "setting the bias type")) ||
+      ((withGelu || withGeluGrad) &&
+       !ok(lib->descSetAttribute(p.desc, lt::kDescEpilogueAuxLd, &auxLd,
+                                 sizeof auxLd),
+           "setting the aux leading dimension")))
     return false;
   auto layout = [&](lt::Handle &l, DType t, int64_t rows, int64_t cols,
                     int64_t ld, int64_t stride) {
@@ -234,22 +264,26 @@ bool LibraryGemms::prepare(const Step &s, bool withBiasGrad, Prepared &p,
   p.alpha = (float)g.alpha;
   p.beta = g.c >= 0 ? (float)g.beta : 0.0f;
   p.bias = g.bias >= 0 || withBiasGrad;
-  p.biasGrad = withBiasGrad;
+  p.aux = withGelu || withGeluGrad;
+  p.fused = withFused;
   return found;
 }
 
 bool LibraryGemms::enqueue(size_t i, unsigned long long a,
                            unsigned long long b, unsigned long long c,
-                           unsigned long long bias, unsigned long long y,
-                           unsigned long long work, void *stream,
-                           std::string &error) const {
+                           unsigned long long bias, unsigned long long aux,
+                           unsigned long long y, unsigned long long work,
+                           void *stream, std::string &error) const {
   const Prepared &p = prepared[byStep[i]];
   const Step &s = plan->steps[i];
-  void *biasPtr = (void *)bias;
+  void *biasPtr = (void *)bias, *auxPtr = (void *)aux;
   lt::Status st =
       p.bias ? lib->descSetAttribute(p.desc, lt::kDescBiasPointer, &biasPtr,
                                      sizeof biasPtr)
              : 0;
+  if (st == 0 && p.aux)
+    st = lib->descSetAttribute(p.desc, lt::kDescEpilogueAuxPointer, &auxPtr,
+                               sizeof auxPtr);
   if (st == 0)
     st = lib->matmul(handle, p.desc, &p.alpha, (const void *)b, p.a,
                      (const void *)a, p.b, &p.beta,

@@ -44,24 +44,35 @@ public:
   bool launch(size_t i, const Address &address, unsigned long long work,
               void *stream, std::string &error) const {
     const LibraryGemm &g = plan->steps[i].cuda.gemm;
-    int bias = computesBiasGrad(i) ? g.biasGrad : g.bias;
+    int y = plan->steps[i].outputs[0];
+    bool fused = computesFused(i);
+    // Fused: BGRAD writes the bias pointer; GELU_AUX writes the GELU's
+    // result as D and Y as aux; DGELU writes the gradient as D from aux.
+    int bias = fused && g.biasGrad >= 0 ? g.biasGrad : g.bias;
+    int d = fused && g.geluOut >= 0    ? g.geluOut
+            : fused && g.dgeluOut >= 0 ? g.dgeluOut
+                                       : y;
+    int aux = fused && g.geluOut >= 0    ? y
+              : fused && g.dgeluOut >= 0 ? g.geluAux
+                                         : -1;
     return enqueue(i, address(g.a), address(g.b),
                    g.c >= 0 ? address(g.c) : 0, bias >= 0 ? address(bias) : 0,
-                   address(plan->steps[i].outputs[0]), work, stream, error);
+                   aux >= 0 ? address(aux) : 0, address(d), work, stream,
+                   error);
   }
-  /// Whether the library runs GEMM step `i` with its bias gradient
-  /// epilogue (then the step fused into it launches nothing).
-  bool computesBiasGrad(size_t i) const {
-    return runs(i) && prepared[byStep[i]].biasGrad;
+  /// Whether the library runs GEMM step `i` with the epilogue that
+  /// computes another step's result (then that step launches nothing).
+  bool computesFused(size_t i) const {
+    return runs(i) && prepared[byStep[i]].fused;
   }
   /// The step whose result GEMM step `i`'s library call computes, or -1.
-  int biasGradStep(size_t i) const {
-    return computesBiasGrad(i) ? fusedFor[i] : -1;
+  int fusedStep(size_t i) const {
+    return computesFused(i) ? fusedFor[i] : -1;
   }
   /// Whether step `i` is computed by its GEMM's library call.
   bool fusedAway(size_t i) const {
     int j = plan ? plan->steps[i].cuda.libraryFusedInto : -1;
-    return j >= 0 && computesBiasGrad((size_t)j);
+    return j >= 0 && computesFused((size_t)j);
   }
 
 private:
@@ -71,24 +82,25 @@ private:
                d = nullptr;
     lt::HeuristicResult algo{};
     float alpha = 1, beta = 0;
-    bool bias = false;     // the bias pointer is set per call
-    bool biasGrad = false; // ... and it receives the bias gradient
+    bool bias = false;  // the bias pointer is set per call
+    bool aux = false;   // so is the GELU epilogue's aux pointer
+    bool fused = false; // the epilogue computes another step's result
   };
   const Plan *plan = nullptr;
   lt::Library *lib = nullptr;
   lt::Handle handle = nullptr;
   std::vector<Prepared> prepared;
-  std::vector<int> fusedFor; // GEMM step -> the step its BGRADB computes
+  std::vector<int> fusedFor; // GEMM step -> the step its epilogue computes
   size_t workspace = 0;
 
   /// Descriptors and algorithm for step `s`'s GEMM; false with `why`.
   bool prepare(const Step &s, Prepared &p, std::string &why);
-  bool prepare(const Step &s, bool withBiasGrad, Prepared &p,
-               std::string &why);
+  bool prepare(const Step &s, bool withFused, Prepared &p, std::string &why);
   void release(Prepared &p);
   bool enqueue(size_t i, unsigned long long a, unsigned long long b,
                unsigned long long c, unsigned long long bias,
-               unsigned long long y, unsigned long long work, void *stream,
+               unsigned long long aux, unsigned long long y,
+               unsigned long long work, void *stream,
                std::string &error) const;
 };
 

@@ -126,8 +126,10 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     std::vector<int> written = kernelOutputs(s);
-    if (s.cuda.gemm.biasGrad >= 0) // the library may write it here
-      written.push_back(s.cuda.gemm.biasGrad);
+    for (int v : {s.cuda.gemm.biasGrad, s.cuda.gemm.geluOut,
+                  s.cuda.gemm.dgeluOut})
+      if (v >= 0) // the library may write it here
+        written.push_back(v);
     for (int v : written)
       if (root[v] == v && offsets[v] < 0 && !inRegisters[v])
         offsets[v] = allocate(v);

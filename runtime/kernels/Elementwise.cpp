@@ -288,6 +288,15 @@ void preluK(KernelContext &c) {
   binary(c, [](float a, float b) { return formulas::mpc_prelu(a, b); },
          [](int64_t x, int64_t s) { return x < 0 ? s * x : x; });
 }
+void geluGradK(KernelContext &c) { // float operands only (the verifier)
+  auto noInts = [](int64_t, int64_t) -> int64_t { return 0; };
+  if (c.step.getString("approximate", "none") == "tanh")
+    return binary(
+        c, [](float g, float x) { return formulas::mpc_gelu_tanh_grad(g, x); },
+        noInts);
+  binary(c, [](float g, float x) { return formulas::mpc_gelu_grad(g, x); },
+         noInts);
+}
 void powK(KernelContext &c) {
   auto ins = allInputs(c);
   Tensor &y = c.output(0);
@@ -425,6 +434,7 @@ void registerElementwiseKernels(KernelTable &t) {
   t.add(OpId::Mish, mishK);
   t.add(OpId::Atan, atanK);
   t.add(OpId::Gelu, geluK);
+  t.add(OpId::GeluGrad, geluGradK);
   t.add(OpId::LeakyRelu, leakyReluK);
   t.add(OpId::Elu, eluK);
   t.add(OpId::Celu, celuK);

@@ -9,17 +9,21 @@
 // the DEFAULT/RELU/BIAS/RELU_BIAS epilogues, BGRADB (the bias gradient:
 // op(B)'s sums over k, as Transformer Engine's weight-gradient GEMM asks
 // for it: B transposed, one batch) and BGRADA (op(A)'s sums over k: A not
-// transposed, one batch), with FP32 accumulation. It is
+// transposed, one batch), GELU_AUX/GELU_AUX_BIAS (D = gelu(Y) with the tanh
+// approximation, aux = Y) and DGELU (D = gelu'(aux) * Y), the GELU from
+// mpc's own formulas (runtime/Formulas.h), with FP32 accumulation. It is
 // strict where cuBLASLt is: attribute sizes, operand shapes and types that
 // do not agree are INVALID_VALUE, so a layout mistake in mpc fails a test
 // rather than the first GPU run. MPC_FAKE_CUBLASLT_FAIL makes every matmul
 // fail as a GPU fault would; MPC_FAKE_CUBLASLT_NO_BGRAD makes the
-// heuristic find no algorithm for BGRADA/BGRADB. A matmul is enqueued on the driver
+// heuristic find no algorithm for BGRADA/BGRADB, MPC_FAKE_CUBLASLT_NO_GELU
+// none for the GELU epilogues. A matmul is enqueued on the driver
 // double's stream (mpcFakeCudaEnqueue), so graph capture records it and
 // each replay computes it again.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Formulas.h"
 #include "runtime/Half.h"
 
 #include <cstdint>
@@ -36,7 +40,8 @@ constexpr Status kOk = 0, kInvalidValue = 7, kExecutionFailed = 13,
                  kNotSupported = 15;
 constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68,
               kCompute32FFastTf32 = 77;
-constexpr uint32_t kBgradA = 256, kBgradB = 512;
+constexpr uint32_t kGeluAux = 160, kGeluAuxBias = 164, kDGelu = 192,
+                   kBgradA = 256, kBgradB = 512;
 constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
 constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
 
@@ -46,7 +51,13 @@ struct Desc {
   uint32_t epilogue = 1;
   const void *bias = nullptr;
   int32_t biasType = -1;
+  void *aux = nullptr;
+  int64_t auxLd = 0;
 };
+
+bool geluEpilogue(uint32_t e) {
+  return e == kGeluAux || e == kGeluAuxBias || e == kDGelu;
+}
 struct Layout {
   int type;
   uint64_t rows, cols;
@@ -103,7 +114,9 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
                 const Layout &c, const Layout &o) {
   View va{a, nullptr, d.transA != 0}, vb{b, nullptr, d.transB != 0};
   bool bgradA = d.epilogue == kBgradA, bgradB = d.epilogue == kBgradB;
-  bool bias = d.epilogue == 4 || d.epilogue == 6 || bgradA || bgradB;
+  bool bias = d.epilogue == 4 || d.epilogue == 6 || bgradA || bgradB ||
+              d.epilogue == kGeluAuxBias;
+  bool gelu = geluEpilogue(d.epilogue);
   bool layoutsOk = true;
   for (const Layout *l : {&a, &b, &c, &o})
     layoutsOk &= knownType(l->type) && l->ld >= (int64_t)l->rows &&
@@ -112,7 +125,9 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
          va.rows() == o.rows && vb.cols() == o.cols && va.cols() == vb.rows() &&
          c.rows == o.rows && c.cols == o.cols && a.batch == o.batch &&
          b.batch == o.batch && c.batch == o.batch &&
-         (d.epilogue == 1 || d.epilogue == 2 || bias) &&
+         (d.epilogue == 1 || d.epilogue == 2 || bias || gelu) &&
+         (!gelu || (d.auxLd >= (int64_t)o.rows && d.auxLd % 8 == 0 &&
+                    o.batch == 1)) &&
          (!bgradB || (d.transB != 0 && o.batch == 1)) &&
          (!bgradA || (d.transA == 0 && o.batch == 1)) &&
          (!bias || d.biasType == o.type) &&
@@ -142,8 +157,11 @@ float tf32(float v) {
 void compute(void *arg) {
   const Call &k = *static_cast<const Call *>(arg);
   View a{k.a, k.pa, k.desc.transA != 0}, b{k.b, k.pb, k.desc.transB != 0};
-  bool bias = k.desc.epilogue == 4 || k.desc.epilogue == 6;
+  bool bias = k.desc.epilogue == 4 || k.desc.epilogue == 6 ||
+              k.desc.epilogue == kGeluAuxBias;
   bool relu = k.desc.epilogue == 2 || k.desc.epilogue == 6;
+  bool gelu = k.desc.epilogue == kGeluAux || k.desc.epilogue == kGeluAuxBias,
+       dgelu = k.desc.epilogue == kDGelu;
   if (k.desc.epilogue == kBgradB) // into the bias pointer, D's type
     for (uint64_t j = 0; j < k.d.cols; ++j) {
       float sum = 0;
@@ -173,6 +191,13 @@ void compute(void *arg) {
           v += load(k.d.type, k.desc.bias, (int64_t)i);
         if (relu)
           v = v > 0 ? v : 0;
+        int64_t at = (int64_t)j * k.desc.auxLd + (int64_t)i;
+        if (gelu) { // the GELU's input to aux, its result to D
+          store(k.d.type, k.desc.aux, at, v);
+          v = mpc::formulas::mpc_gelu_tanh(v);
+        }
+        if (dgelu)
+          v = mpc::formulas::mpc_gelu_tanh_grad(v, load(k.d.type, k.desc.aux, at));
         store(k.d.type, k.pd, z * k.d.stride + (int64_t)j * k.d.ld + i, v);
       }
 }
@@ -215,6 +240,8 @@ Status cublasLtMatmulDescSetAttribute(void *h, int attr, const void *buf,
   case 4: return setValue(d.transB, buf, size);
   case 7: return setValue(d.epilogue, buf, size);
   case 8: return setValue(d.bias, buf, size);
+  case 11: return setValue(d.aux, buf, size);
+  case 12: return setValue(d.auxLd, buf, size);
   case 26: return setValue(d.biasType, buf, size);
   default: return kInvalidValue;
   }
@@ -260,7 +287,9 @@ Status cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
   if (static_cast<Pref *>(pref)->maxWorkspace < kWorkspace ||
       ((static_cast<Desc *>(desc)->epilogue == kBgradA ||
         static_cast<Desc *>(desc)->epilogue == kBgradB) &&
-       std::getenv("MPC_FAKE_CUBLASLT_NO_BGRAD")))
+       std::getenv("MPC_FAKE_CUBLASLT_NO_BGRAD")) ||
+      (geluEpilogue(static_cast<Desc *>(desc)->epilogue) &&
+       std::getenv("MPC_FAKE_CUBLASLT_NO_GELU")))
     return kNotSupported;
   results[0] = HeuristicResult{};
   results[0].algo.data[0] = kAlgoMark;
@@ -281,8 +310,10 @@ Status cublasLtMatmul(void *, void *desc, const void *alpha, const void *pa,
   if (!consistent(ds, *(Layout *)a, *(Layout *)b, *(Layout *)c, *(Layout *)d) ||
       !algo || static_cast<const Algo *>(algo)->data[0] != kAlgoMark ||
       !workspace || workspaceBytes < kWorkspace || !pa || !pb || !pd ||
-      ((ds.epilogue == 4 || ds.epilogue == 6 || ds.epilogue == kBgradB) &&
-       !ds.bias))
+      ((ds.epilogue == 4 || ds.epilogue == 6 || ds.epilogue == kBgradB ||
+        ds.epilogue == kBgradA || ds.epilogue == kGeluAuxBias) &&
+       !ds.bias) ||
+      (geluEpilogue(ds.epilogue) && !ds.aux))
     return kInvalidValue;
   auto *call = new Call{ds,  *(Layout *)a, *(Layout *)b, *(Layout *)c,
                         *(Layout *)d, pa, pb, pc, pd,

@@ -14,6 +14,9 @@ static_assert(lt::kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
               lt::kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB &&
               lt::kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE &&
               lt::kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
+              lt::kDescEpilogueAuxPointer ==
+                  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER &&
+              lt::kDescEpilogueAuxLd == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD &&
               lt::kDescBiasDataType == CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE);
 static_assert(lt::kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT &&
               lt::kLayoutStridedBatchOffset ==
@@ -24,6 +27,9 @@ static_assert(lt::kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               lt::kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
               lt::kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
               lt::kEpilogueReluBias == CUBLASLT_EPILOGUE_RELU_BIAS &&
+              lt::kEpilogueGeluAux == CUBLASLT_EPILOGUE_GELU_AUX &&
+              lt::kEpilogueGeluAuxBias == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+              lt::kEpilogueDGelu == CUBLASLT_EPILOGUE_DGELU &&
               lt::kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB &&
               lt::kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA);
 static_assert(sizeof(lt::HeuristicResult) ==

@@ -190,6 +190,22 @@ func.func @gelu_mode(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @gelu_grad_mode(%g: tensor<4xf16>, %x: tensor<4xf16>) {
+  // expected-error @+1 {{approximate must be 'none' or 'tanh', got 'fast'}}
+  %0 = mpc.gelu_grad %g, %x {approximate = "fast"} : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @gelu_grad_types(%g: tensor<4xf32>, %x: tensor<4xf16>) {
+  // expected-error @+1 {{grad and x must have one type}}
+  %0 = mpc.gelu_grad %g, %x : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @clip_bound(%x: tensor<4xf32>, %lo: tensor<2xf32>) {
   // expected-error @+1 {{min and max must be single elements of the input's element type}}
   %0 = mpc.clip %x min %lo : (tensor<4xf32>, tensor<2xf32>) -> tensor<4xf32>

@@ -115,6 +115,92 @@ func.func @not_gelu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   return %y : tensor<4x8xf32>
 }
 
+// GPT-2's gelu_new as torch 1.13 exports F.gelu(approximate="tanh") below
+// opset 20: x * (tanh(sqrt(2/pi) * (x + 0.044715 * x * (x * x))) + 1) * 0.5.
+// CHECK-LABEL: func.func @gelu_tanh_torch
+// CHECK: %[[G:.*]] = mpc.gelu %arg0 {approximate = "tanh"}
+// CHECK-NOT: mpc.tanh
+// CHECK-NOT: mpc.mul
+// CHECK: return %[[G]]
+func.func @gelu_tanh_torch(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %sq = mpc.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %cube = mpc.mul %x, %sq : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = mpc.constant dense<4.471500e-02> : tensor<f32>
+  %t3 = mpc.mul %cube, %c : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %in = mpc.add %x, %t3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %k = mpc.constant dense<0.797884583> : tensor<f32>
+  %u = mpc.mul %in, %k : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %t = mpc.tanh %u : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  %b = mpc.add %t, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %p = mpc.mul %x, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = mpc.constant dense<0.5> : tensor<f32>
+  %y = mpc.mul %p, %h : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// Hugging Face's NewGELUActivation: 0.5 * x * (1 + tanh(sqrt(2/pi) *
+// (x + 0.044715 * pow(x, 3)))), constants on the left.
+// CHECK-LABEL: func.func @gelu_tanh_pow
+// CHECK: mpc.gelu %arg0 {approximate = "tanh"}
+// CHECK-NOT: mpc.pow
+func.func @gelu_tanh_pow(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %h = mpc.constant dense<0.5> : tensor<f32>
+  %xh = mpc.mul %h, %x : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %three = mpc.constant dense<3.0> : tensor<f32>
+  %cube = mpc.pow %x, %three : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %c = mpc.constant dense<4.471500e-02> : tensor<f32>
+  %t3 = mpc.mul %c, %cube : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %in = mpc.add %t3, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %k = mpc.constant dense<0.797884583> : tensor<f32>
+  %u = mpc.mul %k, %in : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = mpc.tanh %u : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  %b = mpc.add %one, %t : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = mpc.mul %xh, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// Not GELU: x^2 where the cube belongs, and a cube read elsewhere; both
+// stay as written.
+// CHECK-LABEL: func.func @not_gelu_tanh
+// CHECK-NOT: mpc.gelu
+// CHECK: mpc.tanh
+// CHECK-LABEL: func.func @gelu_tanh_cube_used_twice
+// CHECK-NOT: mpc.gelu
+// CHECK: mpc.tanh
+func.func @not_gelu_tanh(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %sq = mpc.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c = mpc.constant dense<4.471500e-02> : tensor<f32>
+  %t3 = mpc.mul %sq, %c : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %in = mpc.add %x, %t3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %k = mpc.constant dense<0.797884583> : tensor<f32>
+  %u = mpc.mul %in, %k : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %t = mpc.tanh %u : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  %b = mpc.add %t, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %p = mpc.mul %x, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = mpc.constant dense<0.5> : tensor<f32>
+  %y = mpc.mul %p, %h : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+func.func @gelu_tanh_cube_used_twice(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %three = mpc.constant dense<3.0> : tensor<f32>
+  %cube = mpc.pow %x, %three : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %c = mpc.constant dense<4.471500e-02> : tensor<f32>
+  %t3 = mpc.mul %cube, %c : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %in = mpc.add %x, %t3 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %k = mpc.constant dense<0.797884583> : tensor<f32>
+  %u = mpc.mul %in, %k : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %t = mpc.tanh %u : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  %b = mpc.add %t, %one : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %p = mpc.mul %x, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %h = mpc.constant dense<0.5> : tensor<f32>
+  %y = mpc.mul %p, %h : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %y, %cube : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
 // RMS normalization as LLaMA-style code exports it: x * rsqrt(mean(x^2) +
 // eps) (Sqrt, Reciprocal), then times the weight.
 // CHECK-LABEL: func.func @rms_norm

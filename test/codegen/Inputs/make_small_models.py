@@ -27,6 +27,17 @@ with a Relu between, flattened to scores [4, 10]: the weight gradients are
 single GEMMs over all 8 rows, and cuBLASLt's BGRADA computes each bias
 gradient with its weight's.
 
+seq_linear_b3.onnx: seq_linear with biases shaped [1, 1, N], which
+mpc-fold-linear-bias leaves as MatMul and Add: the bias gradient is
+reduced before its weight gradient's GEMM in the step order and fused
+into it all the same.
+
+seq_gelu.onnx: the same sequence through a linear of 16 features, GPT-2's
+tanh GELU spelled out as Hugging Face's gelu_new exports it (Pow, Tanh...),
+and a second linear: mpc-fuse-decomposed makes it one gelu, mpc-fold-
+linear-bias makes each linear one Gemm, and cuBLASLt's GELU_AUX_BIAS and
+DGELU epilogues compute the GELU and its gradient with their GEMMs.
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -120,6 +131,42 @@ save("seq_linear", [
     helper.make_node("Reshape", ["ob", "shape2"], ["scores"], name="flatten"),
 ], [weight("W", (4, 12)), weight("b", (12,)), weight("W2", (12, 5)),
     weight("b2", (5,)), ints("shape3", [4, 2, 4]), ints("shape2", [4, 10])])
+
+save("seq_linear_b3", [
+    helper.make_node("Reshape", ["x", "shape3"], ["x3"], name="to_tokens"),
+    helper.make_node("MatMul", ["x3", "W"], ["h"], name="fc/MatMul"),
+    helper.make_node("Add", ["h", "b"], ["hb"], name="fc/Add"),
+    helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+    helper.make_node("MatMul", ["r", "W2"], ["o"], name="out/MatMul"),
+    helper.make_node("Add", ["o", "b2"], ["ob"], name="out/Add"),
+    helper.make_node("Reshape", ["ob", "shape2"], ["scores"], name="flatten"),
+], [weight("W", (4, 12)), weight("b", (1, 1, 12)), weight("W2", (12, 5)),
+    weight("b2", (1, 1, 5)), ints("shape3", [4, 2, 4]), ints("shape2", [4, 10])])
+
+
+def const(name, value):
+    return numpy_helper.from_array(np.array(value, np.float32), name)
+
+
+save("seq_gelu", [
+    helper.make_node("Reshape", ["x", "shape3"], ["x3"], name="to_tokens"),
+    helper.make_node("MatMul", ["x3", "W"], ["h"], name="fc/MatMul"),
+    helper.make_node("Add", ["b", "h"], ["z"], name="fc/Add"),
+    helper.make_node("Mul", ["half", "z"], ["zh"], name="gelu/half"),
+    helper.make_node("Pow", ["z", "three"], ["z3"], name="gelu/cube"),
+    helper.make_node("Mul", ["c", "z3"], ["cz3"], name="gelu/c"),
+    helper.make_node("Add", ["z", "cz3"], ["poly"], name="gelu/poly"),
+    helper.make_node("Mul", ["k", "poly"], ["u"], name="gelu/k"),
+    helper.make_node("Tanh", ["u"], ["t"], name="gelu/tanh"),
+    helper.make_node("Add", ["one", "t"], ["onet"], name="gelu/one"),
+    helper.make_node("Mul", ["zh", "onet"], ["g"], name="gelu/out"),
+    helper.make_node("MatMul", ["g", "W2"], ["o"], name="out/MatMul"),
+    helper.make_node("Add", ["o", "b2"], ["ob"], name="out/Add"),
+    helper.make_node("Reshape", ["ob", "shape2"], ["scores"], name="flatten"),
+], [weight("W", (4, 16)), weight("b", (16,)), weight("W2", (16, 5)),
+    weight("b2", (5,)), ints("shape3", [4, 2, 4]), ints("shape2", [4, 10]),
+    const("half", 0.5), const("three", 3.0), const("c", 0.044715),
+    const("k", np.sqrt(2 / np.pi)), const("one", 1.0)])
 
 big40 = (2 ** 40 + 12345 * np.arange(30, dtype=np.int64) * 3 + 1).reshape(10, 3)
 big30 = (2 ** 30 + 777 * np.arange(30, dtype=np.int64) * 5 + 3).reshape(10, 3)

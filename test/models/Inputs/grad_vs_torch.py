@@ -47,6 +47,10 @@ MODELS = {
                     (torch.randint(0, 128, (2, 16)),
                      torch.randint(0, 128, (2, 16))),
                     (["tokens", "targets"], ["loss", "logp"])),
+    "gpt_tanh": lambda: (zoo.Gpt(gelu="tanh"),
+                         (torch.randint(0, 128, (2, 16)),
+                          torch.randint(0, 128, (2, 16))),
+                         (["tokens", "targets"], ["loss", "logp"])),
 }
 
 worst = 0.0

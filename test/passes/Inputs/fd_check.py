@@ -231,6 +231,8 @@ cases = [
     case("softplus", [mk("Softplus", ["W"], ["Y"])], n(6) * 3),
     case("mish", [mk("Mish", ["W"], ["Y"])], n(6) * 3, opset=18),
     case("gelu", [mk("Gelu", ["W"], ["Y"])], n(5), opset=20),
+    case("gelu_tanh", [mk("Gelu", ["W"], ["Y"], approximate="tanh")], n(5),
+         opset=20),
     case("pow", [mk("Pow", ["W", "E"], ["Y"])], pos(4),
          extra={"E": np.array(3.0, np.float32)}),
     case("where", [mk("Where", ["C", "W", "X"], ["Y"])], n(2, 3), x=n(2, 3),
