@@ -498,7 +498,8 @@ void fuseBiasGradients(Plan &plan) {
 /// gradient after the GEMM that computes dY are what cuBLASLt's GELU_AUX
 /// and DGELU epilogues compute, as PyTorch's _addmm_activation and apex's
 /// fused dense use them: the forward GEMM writes the GELU's result and the
-/// pre-activation beside it; the backward one multiplies its product by
+/// pre-activation beside it (where the gradient reads it; inference
+/// writes the GELU's result alone); the backward one multiplies its product by
 /// gelu'(pre-activation) before the one rounding. The GEMM step records
 /// it (LibraryGemm::geluOut, dgeluOut + geluAux), the GELU step is marked
 /// computed there (libraryFusedInto), its own kernel kept for when the
@@ -540,6 +541,7 @@ void fuseGeluEpilogues(Plan &plan) {
       continue;
     if (gelu) {
       g.geluOut = s.outputs[0];
+      g.geluAux = readers[y] > 1 ? y : -1; // kept for the gradient
     } else {
       int aux = s.inputs[1];
       if (g.bias >= 0 || readers[y] != 1 || producer[root[aux]] < 0 ||

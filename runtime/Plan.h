@@ -49,15 +49,20 @@ struct LibraryGemm {
   int biasGrad = -1;
   bool biasGradOfB = false;
   /// >= 0: the result of the tanh GELU step naming this one in
-  /// `libraryFusedInto`; the library writes gelu(Y) there and Y itself as
-  /// the auxiliary output (GELU_AUX[_BIAS]), as the two steps would. Only
-  /// with one batch, alpha 1, no C, no Relu, N a multiple of 8.
+  /// `libraryFusedInto`; the library writes gelu(Y) there and, when
+  /// `geluAux` (then Y itself) is set, Y as the auxiliary output
+  /// (GELU_AUX[_BIAS]), as the two steps would; without it (nothing else
+  /// reads Y: inference) Y is never written (GELU[_BIAS]). Only with one
+  /// batch, alpha 1, no C, no Relu, N a multiple of 8.
   int geluOut = -1;
   /// >= 0: the result of the tanh gelu_grad(Y, geluAux) step naming this
   /// one in `libraryFusedInto`; the library writes gelu'(aux) * op(A)op(B)
   /// there (DGELU) and Y, read by that step alone, is never written. Same
   /// conditions, and no bias.
-  int dgeluOut = -1, geluAux = -1;
+  int dgeluOut = -1;
+  /// The auxiliary matrix: Y, written by a GELU_AUX, or the pre-activation
+  /// a DGELU reads; -1 when neither.
+  int geluAux = -1;
 
   bool valid() const { return m > 0; }
 };

@@ -174,8 +174,9 @@ std::string cudaText(const CudaLaunch &c) {
     if (g.geluOut >= 0)
       out += " gelu-out=" + std::to_string(g.geluOut);
     if (g.dgeluOut >= 0)
-      out += " dgelu-out=" + std::to_string(g.dgeluOut) +
-             " gelu-aux=" + std::to_string(g.geluAux);
+      out += " dgelu-out=" + std::to_string(g.dgeluOut);
+    if (g.geluAux >= 0)
+      out += " gelu-aux=" + std::to_string(g.geluAux);
   }
   if (c.libraryFusedInto >= 0)
     out += " library-fused-into=" + std::to_string(c.libraryFusedInto);

@@ -228,29 +228,35 @@ static std::string checkGeluFusion(const Plan &plan, const Step &s,
   std::vector<int> root = bufferRoots(plan); // through reshapes
   int y = gs.outputs[0];
   bool tanh = s.getString("approximate", "none") == "tanh";
-  if (g.geluOut >= 0)
-    return s.op == OpId::Gelu && tanh && s.inputs.size() == 1 &&
-                   root[s.inputs[0]] == y
-               ? ""
-               : "is not the tanh GELU of its GEMM's result";
+  const char *shared =
+      "shares its GEMM's result, which the library never writes";
+  auto onlyReader = [&]() -> std::string {
+    for (const Step &k : plan.steps)
+      if (&k != &s && k.cuda.alias < 0)
+        for (int v : k.inputs)
+          if (v >= 0 && root[v] == y)
+            return shared;
+    for (const Binding &b : plan.outputs)
+      if (root[b.value] == y)
+        return shared;
+    return "";
+  };
+  if (g.geluOut >= 0) {
+    if (s.op != OpId::Gelu || !tanh || s.inputs.size() != 1 ||
+        root[s.inputs[0]] != y)
+      return "is not the tanh GELU of its GEMM's result";
+    if (g.geluAux >= 0 && g.geluAux != y)
+      return "keeps a GELU input that is not its GEMM's result";
+    return g.geluAux >= 0 ? "" : onlyReader(); // else Y is never written
+  }
   if (s.op != OpId::GeluGrad || !tanh || s.inputs.size() != 2 ||
       root[s.inputs[0]] != y || root[s.inputs[1]] != root[g.geluAux])
     return "is not the tanh GELU gradient of its GEMM's result";
-  const char *shared =
-      "shares its GEMM's result, which the library never writes";
-  for (size_t k = 0; k < plan.steps.size(); ++k) {
+  for (size_t k = j; k < plan.steps.size(); ++k)
     for (int v : plan.steps[k].outputs)
-      if (root[v] == root[g.geluAux] && k >= j && plan.steps[k].cuda.alias < 0)
+      if (root[v] == root[g.geluAux] && plan.steps[k].cuda.alias < 0)
         return "reads a GELU input written after its GEMM";
-    if (&plan.steps[k] != &s && plan.steps[k].cuda.alias < 0)
-      for (int v : plan.steps[k].inputs)
-        if (v >= 0 && root[v] == y)
-          return shared;
-  }
-  for (const Binding &b : plan.outputs)
-    if (root[b.value] == y)
-      return shared;
-  return "";
+  return onlyReader();
 }
 
 /// "" or what is inconsistent in the results a library computes for
@@ -260,6 +266,15 @@ static std::string checkGeluFusion(const Plan &plan, const Step &s,
 std::string checkLibraryFusions(const Plan &plan) {
   std::vector<int> fusedFor(plan.steps.size(), -1);
   std::vector<int> root = bufferRoots(plan); // a reshape reads nothing
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    const LibraryGemm &g = plan.steps[j].cuda.gemm;
+    if (g.geluAux >= (int)plan.values.size() ||
+        (g.dgeluOut >= 0 && g.geluAux < 0) ||
+        (g.geluAux >= 0 && g.geluOut < 0 && g.dgeluOut < 0))
+      return "step " + std::to_string(j) +
+             "'s GEMM names a GELU aux matrix without a GELU, or a GELU "
+             "gradient without one";
+  }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     int j = s.cuda.libraryFusedInto;
@@ -293,9 +308,6 @@ std::string checkLibraryFusions(const Plan &plan) {
     if (libraryResult(g) >= 0 && fusedFor[j] < 0)
       return "step " + std::to_string(j) +
              "'s GEMM computes a result no step is fused for";
-    if ((g.dgeluOut >= 0) != (g.geluAux >= 0))
-      return "step " + std::to_string(j) +
-             "'s GEMM has a GELU gradient without its input, or the reverse";
   }
   return "";
 }

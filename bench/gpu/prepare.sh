@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # GPU benchmark, part 1, on the machine that builds mpc (MLIR, no GPU):
 # exports the MLP, a residual CNN (ResNet-style, BatchNorm folded), a
-# TransformerEncoder and a U-Net (Resize nearest and bilinear) with their
-# losses, compiles fp32 and fp16 CUDA
+# TransformerEncoder, a U-Net (Resize nearest and bilinear) and a GPT-2
+# style decoder (causal attention, GPT-2's tanh GELU, its own NLL loss)
+# with their losses, compiles fp32 and fp16 CUDA
 # artifacts for sm_90 (`mpc compile`), runs each artifact on the CPU backend
 # for the reference outputs, and adds a GEMM-only artifact (4096^3, fp16)
 # for the cuBLASLt-vs-mpc-kernel-vs-torch comparison. For training, each
 # model also gets a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
 # PyTorch step) and its losses over $STEPS steps on the batch from `mpc
 # train` on the CPU backend; and the digits DCGAN as a phased fp16 step
-# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer unet") and
+# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer unet gpt") and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
@@ -19,7 +20,7 @@ mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
-models=${MODELS:-mlp rescnn transformer unet}
+models=${MODELS:-mlp rescnn transformer unet gpt}
 work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
 /usr/bin/python3 - "$work/models" "$root/scripts" <<'PY'
@@ -34,6 +35,8 @@ zoo.export(zoo.WithCrossEntropy(zoo.Mlp()), (torch.randn(4, 64), lbl(4)), xy, f"
 zoo.export(zoo.WithCrossEntropy(zoo.ResCnn()), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/rescnn.onnx", 17)
 zoo.export(zoo.WithCrossEntropy(zoo.Encoder()), (torch.randint(0, 100, (4, 16)), lbl(4)), xy, f"{out}/transformer.onnx", 17)
 zoo.export(zoo.WithCrossEntropy(zoo.UNet(ch=16)), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/unet.onnx", 17)
+tok = lambda b: torch.randint(0, 128, (b, 16))
+zoo.export(zoo.Gpt(gelu="tanh"), (tok(4), tok(4)), (["tokens", "targets"], ["loss", "logp"]), f"{out}/gpt.onnx", 17)
 PY
 python3 - "$work" "$batch" <<'PY'
 import os, sys
@@ -49,6 +52,9 @@ for name, inp in shapes.items():
              else rng.standard_normal(shape).astype(np.float32))
         np.save(f"{work}/inputs/{name}.{k}.npy", v)
     np.save(f"{work}/inputs/{name}.labels.npy", rng.integers(0, 10, batch))
+# The decoder reads tokens and predicts the next ones (its targets).
+for k in ("tokens", "targets"):
+    np.save(f"{work}/inputs/gpt.{k}.npy", rng.integers(0, 128, (batch, 16)))
 # One 4096x4096x4096 fp16 MatMul: the GEMM alone (cuBLASLt or mpc's kernel).
 n = 4096
 g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"], name="gemm")], "gemm",
@@ -60,14 +66,16 @@ PY
 : > "$work/manifest.txt"
 : > "$work/train-manifest.txt"
 for m in $models; do
+  x=x y=labels # the decoder's inputs: tokens and next tokens
+  [[ $m == gpt ]] && x=tokens y=targets
   for p in fp32 fp16; do
     art=$work/art/$m-$p
     "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" | tail -1
-    ins="x=inputs/$m.x.npy labels=inputs/$m.labels.npy"
-    (cd "$work" && "$mpc" run "art/$m-$p" --input x=inputs/$m.x.npy --input labels=inputs/$m.labels.npy --output-dir "expected/$m-$p" > /dev/null)
+    ins="$x=inputs/$m.$x.npy $y=inputs/$m.$y.npy"
+    (cd "$work" && "$mpc" run "art/$m-$p" --input $x=inputs/$m.$x.npy --input $y=inputs/$m.$y.npy --output-dir "expected/$m-$p" > /dev/null)
     echo "$m $p art/$m-$p $ins" >> "$work/manifest.txt"
     "$mpc" compile "$work/models/$m.onnx" -o "$art-train" --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 | tail -1
-    (cd "$work" && "$mpc" train "models/$m.onnx" --data x=inputs/$m.x.npy --data labels=inputs/$m.labels.npy --batch "$batch" --steps "$steps" --no-shuffle --optimizer sgd --lr 0.01 --precision $p --metrics "expected/$m-$p-train.jsonl" > /dev/null)
+    (cd "$work" && "$mpc" train "models/$m.onnx" --data $x=inputs/$m.$x.npy --data $y=inputs/$m.$y.npy --batch "$batch" --steps "$steps" --no-shuffle --optimizer sgd --lr 0.01 --precision $p --metrics "expected/$m-$p-train.jsonl" > /dev/null)
     echo "$m $p art/$m-$p-train $ins" >> "$work/train-manifest.txt"
   done
 done

@@ -52,7 +52,7 @@ while read -r model prec art ins; do
   line=$(cd "$work" && "$run" "$art" --repeat "$repeat" $expect "${args[@]}" 2>&1)
   echo "$model $prec: $line" | tr '\n' ' '; echo
   ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
-  diff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
+  diff=$(echo "$line" | sed -n 's/^\(logits\|logp\): max relative difference vs CPU backend \(.*\)/\2/p')
   echo "| $model | $prec | ${ms:-n/a} | ${diff:-n/a} |" >> "$results"
 done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")

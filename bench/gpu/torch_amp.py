@@ -48,17 +48,24 @@ models = {
     "mlp": (zoo.Mlp(), torch.randn(b, 64)),
     "rescnn": (zoo.ResCnn(), torch.randn(b, 3, 32, 32)),
     "transformer": (zoo.Encoder(), torch.randint(0, 100, (b, 16))),
+    "gpt": (zoo.Gpt(gelu="tanh"), torch.randint(0, 128, (b, 16))),
 }
 for name, (model, x) in models.items():
     if only and name not in only:
         continue
     model = model.to(dev).eval()
-    x, y = x.to(dev), torch.randint(0, 10, (b,), device=dev)
+    x = x.to(dev)
+    if name == "gpt":  # its own loss over next-token targets
+        y = torch.randint(0, 128, (b, 16), device=dev)
+        loss_of = lambda: model(x, y)[0]
+    else:
+        y = torch.randint(0, 10, (b,), device=dev)
+        loss_of = lambda: F.cross_entropy(model(x), y)
     with torch.no_grad():
-        fp32 = timed(lambda: F.cross_entropy(model(x), y))
+        fp32 = timed(loss_of)
         def amp_fwd():
             with torch.autocast("cuda", dtype=torch.float16):
-                return F.cross_entropy(model(x), y)
+                return loss_of()
         amp = timed(amp_fwd)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -66,14 +73,14 @@ for name, (model, x) in models.items():
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16):
-            loss = F.cross_entropy(model(x), y)
+            loss = loss_of()
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
     train = timed(step)
     def fp32_step():
         opt.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y).backward()
+        loss_of().backward()
         opt.step()
     train32 = timed(fp32_step)
     print(f"torch {name} fp32-forward {fp32:.4f}")

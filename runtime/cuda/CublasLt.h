@@ -36,7 +36,8 @@ constexpr int kLayoutBatchCount = 5, kLayoutStridedBatchOffset = 6;
 constexpr int kPrefMaxWorkspaceBytes = 1;
 // cublasLtEpilogue_t.
 constexpr int kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4,
-              kEpilogueReluBias = 6, kEpilogueGeluAux = 160,
+              kEpilogueReluBias = 6, kEpilogueGelu = 32,
+              kEpilogueGeluBias = 36, kEpilogueGeluAux = 160,
               kEpilogueGeluAuxBias = 164, kEpilogueDGelu = 192,
               kEpilogueBgradA = 256, kEpilogueBgradB = 512;
 

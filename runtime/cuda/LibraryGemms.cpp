@@ -29,6 +29,7 @@ std::string keyOf(const Plan &plan, const Step &s) {
                     (int64_t)(g.c >= 0), (int64_t)(g.bias >= 0),
                     (int64_t)(g.biasGrad >= 0), (int64_t)g.biasGradOfB,
                     (int64_t)(g.geluOut >= 0), (int64_t)(g.dgeluOut >= 0),
+                    (int64_t)(g.geluAux >= 0),
                     (int64_t)plan.values[g.a].dtype,
                     (int64_t)plan.values[s.outputs[0]].dtype})
     k += std::to_string(v) + ",";
@@ -60,6 +61,7 @@ bool fits(const Plan &plan, const Step &s) {
           (g.batch == 1 && g.c < 0 && !g.relu && g.alpha == 1.0 &&
            g.n % 8 == 0 && g.biasGrad < 0 && (g.geluOut < 0 || g.dgeluOut < 0) &&
            (g.dgeluOut < 0 || (g.bias < 0 && g.geluAux >= 0)) &&
+           (g.geluOut < 0 || g.geluAux < 0 || g.geluAux == s.outputs[0]) &&
            std::all_of(gelus.begin(), gelus.end(), [&](int v) {
              return v < 0 || (size(v) == g.m * g.n &&
                               plan.values[v].dtype ==
@@ -182,7 +184,8 @@ bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
   const LibraryGemm &g = s.cuda.gemm;
   bool withBiasGrad = withFused && g.biasGrad >= 0,
        withGelu = withFused && g.geluOut >= 0,
-       withGeluGrad = withFused && g.dgeluOut >= 0;
+       withGeluGrad = withFused && g.dgeluOut >= 0,
+       withAux = (withGelu && g.geluAux >= 0) || withGeluGrad;
   DType in = plan->values[g.a].dtype, out = plan->values[s.outputs[0]].dtype;
   auto ok = [&](lt::Status st, const char *what) {
     if (st != 0)
@@ -194,11 +197,14 @@ bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
           opB = g.transA ? lt::kOpT : lt::kOpN;
   // The bias gradient: the sums over k of op(A) (cuBLASLt's B operand:
   // BGRADB) or of B (its A operand: BGRADA).
-  // GELU_AUX: D = gelu(Y), aux = Y; DGELU: D = gelu'(aux) * Y.
+  // GELU_AUX: D = gelu(Y), aux = Y (GELU: no aux); DGELU: D = gelu'(aux) * Y.
   int32_t epilogue = withBiasGrad ? (g.biasGradOfB ? lt::kEpilogueBgradA
                                                    : lt::kEpilogueBgradB)
-                     : withGelu   ? (g.bias >= 0 ? lt::kEpilogueGeluAuxBias
-                                                 : lt::kEpilogueGeluAux)
+                     : withGelu && withAux
+                         ? (g.bias >= 0 ? lt::kEpilogueGeluAuxBias
+                                        : lt::kEpilogueGeluAux)
+                     : withGelu   ? (g.bias >= 0 ? lt::kEpilogueGeluBias
+                                                 : lt::kEpilogueGelu)
                      : withGeluGrad ? lt::kEpilogueDGelu
                      : g.relu     ? (g.bias >= 0 ? lt::kEpilogueReluBias
                                                  : lt::kEpilogueRelu)
@@ -221,7 +227,7 @@ bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
        !ok(lib->descSetAttribute(p.desc, lt::kDescBiasDataType, &biasType,
                                  sizeof biasType),
            "setting the bias type")) ||
-      ((withGelu || withGeluGrad) &&
+      (withAux &&
        !ok(lib->descSetAttribute(p.desc, lt::kDescEpilogueAuxLd, &auxLd,
                                  sizeof auxLd),
            "setting the aux leading dimension")))
@@ -264,7 +270,7 @@ bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
   p.alpha = (float)g.alpha;
   p.beta = g.c >= 0 ? (float)g.beta : 0.0f;
   p.bias = g.bias >= 0 || withBiasGrad;
-  p.aux = withGelu || withGeluGrad;
+  p.aux = withAux;
   p.fused = withFused;
   return found;
 }

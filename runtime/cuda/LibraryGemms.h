@@ -47,14 +47,13 @@ public:
     int y = plan->steps[i].outputs[0];
     bool fused = computesFused(i);
     // Fused: BGRAD writes the bias pointer; GELU_AUX writes the GELU's
-    // result as D and Y as aux; DGELU writes the gradient as D from aux.
+    // result as D and Y as aux (GELU: no aux); DGELU writes the gradient
+    // as D from aux.
     int bias = fused && g.biasGrad >= 0 ? g.biasGrad : g.bias;
     int d = fused && g.geluOut >= 0    ? g.geluOut
             : fused && g.dgeluOut >= 0 ? g.dgeluOut
                                        : y;
-    int aux = fused && g.geluOut >= 0    ? y
-              : fused && g.dgeluOut >= 0 ? g.geluAux
-                                         : -1;
+    int aux = fused ? g.geluAux : -1;
     return enqueue(i, address(g.a), address(g.b),
                    g.c >= 0 ? address(g.c) : 0, bias >= 0 ? address(bias) : 0,
                    aux >= 0 ? address(aux) : 0, address(d), work, stream,

@@ -9,8 +9,9 @@
 // the DEFAULT/RELU/BIAS/RELU_BIAS epilogues, BGRADB (the bias gradient:
 // op(B)'s sums over k, as Transformer Engine's weight-gradient GEMM asks
 // for it: B transposed, one batch) and BGRADA (op(A)'s sums over k: A not
-// transposed, one batch), GELU_AUX/GELU_AUX_BIAS (D = gelu(Y) with the tanh
-// approximation, aux = Y) and DGELU (D = gelu'(aux) * Y), the GELU from
+// transposed, one batch), GELU/GELU_BIAS (D = gelu(Y), the tanh
+// approximation), GELU_AUX/GELU_AUX_BIAS (the same, aux = Y) and DGELU
+// (D = gelu'(aux) * Y), the GELU from
 // mpc's own formulas (runtime/Formulas.h), with FP32 accumulation. It is
 // strict where cuBLASLt is: attribute sizes, operand shapes and types that
 // do not agree are INVALID_VALUE, so a layout mistake in mpc fails a test
@@ -40,7 +41,8 @@ constexpr Status kOk = 0, kInvalidValue = 7, kExecutionFailed = 13,
                  kNotSupported = 15;
 constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68,
               kCompute32FFastTf32 = 77;
-constexpr uint32_t kGeluAux = 160, kGeluAuxBias = 164, kDGelu = 192,
+constexpr uint32_t kGelu = 32, kGeluBias = 36, kGeluAux = 160,
+                   kGeluAuxBias = 164, kDGelu = 192,
                    kBgradA = 256, kBgradB = 512;
 constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
 constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
@@ -55,8 +57,12 @@ struct Desc {
   int64_t auxLd = 0;
 };
 
-bool geluEpilogue(uint32_t e) {
+/// The epilogues with an aux matrix, and all the GELU ones.
+bool auxEpilogue(uint32_t e) {
   return e == kGeluAux || e == kGeluAuxBias || e == kDGelu;
+}
+bool geluEpilogue(uint32_t e) {
+  return auxEpilogue(e) || e == kGelu || e == kGeluBias;
 }
 struct Layout {
   int type;
@@ -115,8 +121,8 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
   View va{a, nullptr, d.transA != 0}, vb{b, nullptr, d.transB != 0};
   bool bgradA = d.epilogue == kBgradA, bgradB = d.epilogue == kBgradB;
   bool bias = d.epilogue == 4 || d.epilogue == 6 || bgradA || bgradB ||
-              d.epilogue == kGeluAuxBias;
-  bool gelu = geluEpilogue(d.epilogue);
+              d.epilogue == kGeluAuxBias || d.epilogue == kGeluBias;
+  bool gelu = geluEpilogue(d.epilogue), aux = auxEpilogue(d.epilogue);
   bool layoutsOk = true;
   for (const Layout *l : {&a, &b, &c, &o})
     layoutsOk &= knownType(l->type) && l->ld >= (int64_t)l->rows &&
@@ -126,8 +132,8 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
          c.rows == o.rows && c.cols == o.cols && a.batch == o.batch &&
          b.batch == o.batch && c.batch == o.batch &&
          (d.epilogue == 1 || d.epilogue == 2 || bias || gelu) &&
-         (!gelu || (d.auxLd >= (int64_t)o.rows && d.auxLd % 8 == 0 &&
-                    o.batch == 1)) &&
+         (!aux || (d.auxLd >= (int64_t)o.rows && d.auxLd % 8 == 0)) &&
+         (!gelu || o.batch == 1) &&
          (!bgradB || (d.transB != 0 && o.batch == 1)) &&
          (!bgradA || (d.transA == 0 && o.batch == 1)) &&
          (!bias || d.biasType == o.type) &&
@@ -157,11 +163,11 @@ float tf32(float v) {
 void compute(void *arg) {
   const Call &k = *static_cast<const Call *>(arg);
   View a{k.a, k.pa, k.desc.transA != 0}, b{k.b, k.pb, k.desc.transB != 0};
-  bool bias = k.desc.epilogue == 4 || k.desc.epilogue == 6 ||
-              k.desc.epilogue == kGeluAuxBias;
-  bool relu = k.desc.epilogue == 2 || k.desc.epilogue == 6;
-  bool gelu = k.desc.epilogue == kGeluAux || k.desc.epilogue == kGeluAuxBias,
-       dgelu = k.desc.epilogue == kDGelu;
+  uint32_t e = k.desc.epilogue;
+  bool bias = e == 4 || e == 6 || e == kGeluAuxBias || e == kGeluBias;
+  bool relu = e == 2 || e == 6;
+  bool gelu = geluEpilogue(e) && e != kDGelu, dgelu = e == kDGelu,
+       keep = e == kGeluAux || e == kGeluAuxBias; // the GELU's input to aux
   if (k.desc.epilogue == kBgradB) // into the bias pointer, D's type
     for (uint64_t j = 0; j < k.d.cols; ++j) {
       float sum = 0;
@@ -192,10 +198,10 @@ void compute(void *arg) {
         if (relu)
           v = v > 0 ? v : 0;
         int64_t at = (int64_t)j * k.desc.auxLd + (int64_t)i;
-        if (gelu) { // the GELU's input to aux, its result to D
+        if (keep)
           store(k.d.type, k.desc.aux, at, v);
+        if (gelu)
           v = mpc::formulas::mpc_gelu_tanh(v);
-        }
         if (dgelu)
           v = mpc::formulas::mpc_gelu_tanh_grad(v, load(k.d.type, k.desc.aux, at));
         store(k.d.type, k.pd, z * k.d.stride + (int64_t)j * k.d.ld + i, v);
@@ -311,9 +317,10 @@ Status cublasLtMatmul(void *, void *desc, const void *alpha, const void *pa,
       !algo || static_cast<const Algo *>(algo)->data[0] != kAlgoMark ||
       !workspace || workspaceBytes < kWorkspace || !pa || !pb || !pd ||
       ((ds.epilogue == 4 || ds.epilogue == 6 || ds.epilogue == kBgradB ||
-        ds.epilogue == kBgradA || ds.epilogue == kGeluAuxBias) &&
+        ds.epilogue == kBgradA || ds.epilogue == kGeluAuxBias ||
+        ds.epilogue == kGeluBias) &&
        !ds.bias) ||
-      (geluEpilogue(ds.epilogue) && !ds.aux))
+      (auxEpilogue(ds.epilogue) && !ds.aux))
     return kInvalidValue;
   auto *call = new Call{ds,  *(Layout *)a, *(Layout *)b, *(Layout *)c,
                         *(Layout *)d, pa, pb, pc, pd,

@@ -27,6 +27,8 @@ static_assert(lt::kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               lt::kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
               lt::kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
               lt::kEpilogueReluBias == CUBLASLT_EPILOGUE_RELU_BIAS &&
+              lt::kEpilogueGelu == CUBLASLT_EPILOGUE_GELU &&
+              lt::kEpilogueGeluBias == CUBLASLT_EPILOGUE_GELU_BIAS &&
               lt::kEpilogueGeluAux == CUBLASLT_EPILOGUE_GELU_AUX &&
               lt::kEpilogueGeluAuxBias == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
               lt::kEpilogueDGelu == CUBLASLT_EPILOGUE_DGELU &&
