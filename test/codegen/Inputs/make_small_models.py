@@ -121,27 +121,25 @@ save("smooth_act", [
     helper.make_node("MatMul", ["s", "W2"], ["scores"], name="head"),
 ], [weight("W", (8, 16)), weight("W2", (16, 10))], opset=18)
 
-save("seq_linear", [
-    helper.make_node("Reshape", ["x", "shape3"], ["x3"], name="to_tokens"),
-    helper.make_node("MatMul", ["x3", "W"], ["h"], name="fc/MatMul"),
-    helper.make_node("Add", ["h", "b"], ["hb"], name="fc/Add"),
-    helper.make_node("Relu", ["hb"], ["r"], name="relu"),
-    helper.make_node("MatMul", ["r", "W2"], ["o"], name="out/MatMul"),
-    helper.make_node("Add", ["o", "b2"], ["ob"], name="out/Add"),
-    helper.make_node("Reshape", ["ob", "shape2"], ["scores"], name="flatten"),
-], [weight("W", (4, 12)), weight("b", (12,)), weight("W2", (12, 5)),
-    weight("b2", (5,)), ints("shape3", [4, 2, 4]), ints("shape2", [4, 10])])
+def seq_linear(name, bias_shape):
+    """x as a batch of 2-token sequences through MatMul + Add, Relu, MatMul +
+    Add (a bias of N elements shaped `bias_shape(N)`), flattened."""
+    save(name, [
+        helper.make_node("Reshape", ["x", "shape3"], ["x3"], name="to_tokens"),
+        helper.make_node("MatMul", ["x3", "W"], ["h"], name="fc/MatMul"),
+        helper.make_node("Add", ["h", "b"], ["hb"], name="fc/Add"),
+        helper.make_node("Relu", ["hb"], ["r"], name="relu"),
+        helper.make_node("MatMul", ["r", "W2"], ["o"], name="out/MatMul"),
+        helper.make_node("Add", ["o", "b2"], ["ob"], name="out/Add"),
+        helper.make_node("Reshape", ["ob", "shape2"], ["scores"],
+                         name="flatten"),
+    ], [weight("W", (4, 12)), weight("b", bias_shape(12)),
+        weight("W2", (12, 5)), weight("b2", bias_shape(5)),
+        ints("shape3", [4, 2, 4]), ints("shape2", [4, 10])])
 
-save("seq_linear_b3", [
-    helper.make_node("Reshape", ["x", "shape3"], ["x3"], name="to_tokens"),
-    helper.make_node("MatMul", ["x3", "W"], ["h"], name="fc/MatMul"),
-    helper.make_node("Add", ["h", "b"], ["hb"], name="fc/Add"),
-    helper.make_node("Relu", ["hb"], ["r"], name="relu"),
-    helper.make_node("MatMul", ["r", "W2"], ["o"], name="out/MatMul"),
-    helper.make_node("Add", ["o", "b2"], ["ob"], name="out/Add"),
-    helper.make_node("Reshape", ["ob", "shape2"], ["scores"], name="flatten"),
-], [weight("W", (4, 12)), weight("b", (1, 1, 12)), weight("W2", (12, 5)),
-    weight("b2", (1, 1, 5)), ints("shape3", [4, 2, 4]), ints("shape2", [4, 10])])
+
+seq_linear("seq_linear", lambda n: (n,))
+seq_linear("seq_linear_b3", lambda n: (1, 1, n))
 
 
 def const(name, value):

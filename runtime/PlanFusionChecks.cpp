@@ -1,0 +1,165 @@
+//===- PlanFusionChecks.cpp - steps computed in another step's call -------===//
+//
+// A plan read from disk may pair steps wrongly: a step fused into a GEMM
+// that does not compute its result, a result read before it is written, a
+// cast stored by a producer that others read. Each check returns "" or one
+// line saying what is inconsistent; runtime/PlanReader.cpp reports it with
+// the file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/PlanFusionChecks.h"
+#include "runtime/cuda/MemoryPlan.h"
+
+#include <vector>
+
+namespace mpc::rt {
+namespace {
+
+/// The value GEMM step `g` computes for the step fused into it (its bias
+/// gradient, GELU or GELU gradient), or -1; -2 when it names more than one.
+int libraryResult(const LibraryGemm &g) {
+  int n = (g.biasGrad >= 0) + (g.geluOut >= 0) + (g.dgeluOut >= 0);
+  return n > 1 ? -2
+         : g.biasGrad >= 0 ? g.biasGrad
+         : g.geluOut >= 0  ? g.geluOut
+                           : g.dgeluOut;
+}
+
+/// "" or what is wrong with a tanh GELU (gradient) step `s` computed by
+/// GEMM step `gs` (index `j`): it must read what the library reads, and
+/// (the gradient) the GEMM's result must have no other reader, since the
+/// library never writes it.
+std::string checkGeluFusion(const Plan &plan, const Step &s,
+                                   size_t j) {
+  const Step &gs = plan.steps[j];
+  const LibraryGemm &g = gs.cuda.gemm;
+  std::vector<int> root = bufferRoots(plan); // through reshapes
+  int y = gs.outputs[0];
+  bool tanh = s.getString("approximate", "none") == "tanh";
+  const char *shared =
+      "shares its GEMM's result, which the library never writes";
+  auto onlyReader = [&]() -> std::string {
+    for (const Step &k : plan.steps)
+      if (&k != &s && k.cuda.alias < 0)
+        for (int v : k.inputs)
+          if (v >= 0 && root[v] == y)
+            return shared;
+    for (const Binding &b : plan.outputs)
+      if (root[b.value] == y)
+        return shared;
+    return "";
+  };
+  if (g.geluOut >= 0) {
+    if (s.op != OpId::Gelu || !tanh || s.inputs.size() != 1 ||
+        root[s.inputs[0]] != y)
+      return "is not the tanh GELU of its GEMM's result";
+    if (g.geluAux >= 0 && g.geluAux != y)
+      return "keeps a GELU input that is not its GEMM's result";
+    return g.geluAux >= 0 ? "" : onlyReader(); // else Y is never written
+  }
+  if (s.op != OpId::GeluGrad || !tanh || s.inputs.size() != 2 ||
+      root[s.inputs[0]] != y || root[s.inputs[1]] != root[g.geluAux])
+    return "is not the tanh GELU gradient of its GEMM's result";
+  for (size_t k = j; k < plan.steps.size(); ++k)
+    for (int v : plan.steps[k].outputs)
+      if (root[v] == root[g.geluAux] && plan.steps[k].cuda.alias < 0)
+        return "reads a GELU input written after its GEMM";
+  return onlyReader();
+}
+
+} // namespace
+
+/// "" or what is inconsistent in the results a library computes for
+/// other steps: a step fused into a GEMM step that does not compute that
+/// step's single result, a result read before a later GEMM computes it, a
+/// GELU step that is not the GEMM's, or a result no step is fused for.
+std::string checkLibraryFusions(const Plan &plan) {
+  std::vector<int> fusedFor(plan.steps.size(), -1);
+  std::vector<int> root = bufferRoots(plan); // a reshape reads nothing
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    const LibraryGemm &g = plan.steps[j].cuda.gemm;
+    if (g.geluAux >= (int)plan.values.size() ||
+        (g.dgeluOut >= 0 && g.geluAux < 0) ||
+        (g.geluAux >= 0 && g.geluOut < 0 && g.dgeluOut < 0))
+      return "step " + std::to_string(j) +
+             "'s GEMM names a GELU aux matrix without a GELU, or a GELU "
+             "gradient without one";
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    int j = s.cuda.libraryFusedInto;
+    if (j < 0)
+      continue;
+    auto fused = [&] {
+      return "step " + std::to_string(i) + " is fused into step " +
+             std::to_string(j);
+    };
+    if (j == (int)i || j >= (int)plan.steps.size() || s.outputs.size() != 1 ||
+        libraryResult(plan.steps[j].cuda.gemm) != s.outputs[0] ||
+        fusedFor[j] >= 0)
+      return fused() + ", whose GEMM does not compute its result";
+    for (int k = (int)i + 1; k <= j; ++k)
+      for (int v : plan.steps[k].inputs)
+        if (plan.steps[k].cuda.alias < 0 && v >= 0 &&
+            root[v] == root[s.outputs[0]])
+          return fused() + ", after step " + std::to_string(k) +
+                 " reads its result";
+    const LibraryGemm &g = plan.steps[j].cuda.gemm;
+    if (g.geluOut >= 0 || g.dgeluOut >= 0)
+      if (std::string why = checkGeluFusion(plan, s, j); !why.empty())
+        return fused() + ", but " + why;
+    fusedFor[j] = (int)i;
+  }
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    const LibraryGemm &g = plan.steps[j].cuda.gemm;
+    if (libraryResult(g) == -2)
+      return "step " + std::to_string(j) +
+             "'s GEMM computes more than one other step's result";
+    if (libraryResult(g) >= 0 && fusedFor[j] < 0)
+      return "step " + std::to_string(j) +
+             "'s GEMM computes a result no step is fused for";
+  }
+  return "";
+}
+
+/// "" or what is inconsistent in a cast fused into its producer: the
+/// producer must store as the cast's result, the cast read the producer's
+/// output 0 and nothing else read it.
+std::string checkStoredCasts(const Plan &plan) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    int j = s.cuda.fusedInto;
+    bool castIntoEarlier = j >= 0 && j < (int)i;
+    if (s.cuda.storedAs < 0 && !castIntoEarlier)
+      continue;
+    std::string bad = "step " + std::to_string(i) +
+                      " stores as a cast's result that is not its own";
+    if (castIntoEarlier) { // the cast: its producer stores its result
+      const Step &p = plan.steps[j];
+      if (s.op != OpId::Cast || s.inputs.size() != 1 || s.outputs.size() != 1 ||
+          p.outputs.empty() || s.inputs[0] != p.outputs[0] ||
+          p.cuda.storedAs != s.outputs[0])
+        return "step " + std::to_string(i) + " is fused into step " +
+               std::to_string(j) + ", which does not store its result";
+      continue;
+    }
+    int readers = 0, cast = -1; // the producer: one reader, the cast
+    for (size_t k = 0; k < plan.steps.size(); ++k)
+      for (int v : plan.steps[k].inputs)
+        if (!s.outputs.empty() && v == s.outputs[0]) {
+          ++readers;
+          cast = (int)k;
+        }
+    if (readers != 1 || plan.steps[cast].cuda.fusedInto != (int)i ||
+        plan.steps[cast].outputs[0] != s.cuda.storedAs ||
+        s.cuda.libraryFusedInto >= 0) // a library would write output 0
+      return bad;
+    for (const Binding &b : plan.outputs)
+      if (b.value == s.outputs[0])
+        return bad;
+  }
+  return "";
+}
+
+} // namespace mpc::rt

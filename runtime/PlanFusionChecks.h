@@ -1,0 +1,20 @@
+//===- PlanFusionChecks.h - steps computed in another step's call -*- C++ -*-===//
+
+#ifndef MPC_RUNTIME_PLANFUSIONCHECKS_H
+#define MPC_RUNTIME_PLANFUSIONCHECKS_H
+
+#include "runtime/Plan.h"
+
+#include <string>
+
+namespace mpc::rt {
+
+/// "" or what is inconsistent in the results a library computes for other
+/// steps (cuBLASLt's bias gradient, GELU and GELU gradient epilogues).
+std::string checkLibraryFusions(const Plan &plan);
+/// "" or what is inconsistent in a cast fused into its producer.
+std::string checkStoredCasts(const Plan &plan);
+
+} // namespace mpc::rt
+
+#endif // MPC_RUNTIME_PLANFUSIONCHECKS_H
