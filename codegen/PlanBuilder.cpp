@@ -217,6 +217,13 @@ private:
         auto param = module.lookupSymbol<ParamOp>(sym);
         plan.params.push_back({sym.getValue().str(), id, param.getTrainable(),
                                toTensor(param.getValue())});
+        // --weights seed:N drew it: [seed, mean, std] (tools/mpc).
+        if (auto s = param->getAttrOfType<ArrayAttr>("mpc.seeded");
+            s && s.size() == 3)
+          plan.params.back().seeded = rt::SeededInit{
+              (uint64_t)llvm::cast<IntegerAttr>(s[0]).getInt(),
+              llvm::cast<FloatAttr>(s[1]).getValueAsDouble(),
+              llvm::cast<FloatAttr>(s[2]).getValueAsDouble()};
       } else {
         auto name = func.getArgAttrOfType<StringAttr>(n, "mpc.input");
         plan.inputs.push_back(

@@ -12,6 +12,7 @@
 #define MPC_RUNTIME_PLAN_H
 
 #include "runtime/OpId.h"
+#include "runtime/SeededWeights.h"
 #include "runtime/Tensor.h"
 
 #include <array>
@@ -191,6 +192,9 @@ struct Parameter {
   int value;
   bool trainable;
   Tensor init;
+  /// Set: `init` is drawn from these (runtime/SeededWeights.h), and the
+  /// artifact records them instead of the bytes.
+  std::optional<SeededInit> seeded;
 };
 
 /// What a train step (mpc-autodiff, mpc-loss-scaling, mpc-optimizer) tells

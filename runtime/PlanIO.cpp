@@ -221,9 +221,15 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     os << "input " << escape(b.name) << " " << b.value << "\n";
   for (const Binding &b : plan.outputs)
     os << "output " << escape(b.name) << " " << b.value << "\n";
-  for (const Parameter &p : plan.params)
+  for (const Parameter &p : plan.params) {
     os << "param " << escape(p.name) << " " << p.value << " " << p.trainable
-       << " " << putTensor(blob, p.init) << "\n";
+       << " ";
+    if (p.seeded) // drawn where it is read: no bytes
+      os << "seed=" << p.seeded->seed << ":" << hexFloat(p.seeded->mean)
+         << ":" << hexFloat(p.seeded->std) << "\n";
+    else
+      os << putTensor(blob, p.init) << "\n";
+  }
   for (const auto &[id, t] : plan.constants)
     os << "const " << id << " " << putTensor(blob, t) << "\n";
   if (!plan.cudaArch.empty())

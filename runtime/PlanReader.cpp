@@ -9,9 +9,9 @@
 #include "runtime/PlanIO.h"
 #include "runtime/PlanText.h"
 #include "runtime/cuda/KernelCalls.h"
-#include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -279,8 +279,26 @@ private:
       int id, trainable;
       if (!(is >> name >> id >> trainable) || !validId(id))
         return "bad param";
-      Parameter p{unescape(name), id, trainable != 0, Tensor()};
-      if (!readTensor(is, plan.values[id].dtype, plan.values[id].shape, p.init))
+      Parameter p{unescape(name), id, trainable != 0, Tensor(), std::nullopt};
+      if (is >> std::ws; is.peek() == 's') { // seed=S:MEAN:STD
+        std::string rec;
+        is >> rec;
+        SeededInit s;
+        char *end = nullptr;
+        size_t a = rec.find(':'), b = rec.find(':', a + 1);
+        if (rec.rfind("seed=", 0) != 0 || b == std::string::npos ||
+            !isFloat(plan.values[id].dtype))
+          return "bad seeded param";
+        s.seed = std::strtoull(rec.c_str() + 5, &end, 10);
+        s.mean = std::strtod(rec.c_str() + a + 1, &end);
+        s.std = std::strtod(rec.c_str() + b + 1, &end);
+        if (*end || !(s.std >= 0))
+          return "bad seeded param";
+        p.init = Tensor(plan.values[id].dtype, plan.values[id].shape);
+        drawSeeded(p.init, p.name, s);
+        p.seeded = s;
+      } else if (!readTensor(is, plan.values[id].dtype, plan.values[id].shape,
+                             p.init))
         return "bad param data";
       plan.params.push_back(std::move(p));
     } else if (kind == "const") {

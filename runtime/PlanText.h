@@ -7,6 +7,8 @@
 //   input <name> <id>
 //   output <name> <id>
 //   param <name> <id> <trainable 0|1> <offset> <bytes>
+//   param <name> <id> <trainable 0|1> seed=<seed>:<mean hex>:<std hex>
+//                                           (drawn: runtime/SeededWeights.h)
 //   const <id> <offset> <bytes>
 //   step <op> <name> <in,in,...|-> <out,...|->
 //   cuda-arch <sm_XY,...>                    (artifacts with device code)

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # GPU benchmark, part 1, on the machine that builds mpc (MLIR, no GPU):
 # exports the MLP, a residual CNN (ResNet-style, BatchNorm folded), a
-# TransformerEncoder, a U-Net (Resize nearest and bilinear) and a GPT-2
-# style decoder (causal attention, GPT-2's tanh GELU, its own NLL loss)
-# with their losses, compiles fp32 and fp16 CUDA
+# TransformerEncoder, a U-Net (Resize nearest and bilinear), a GPT-2
+# style decoder (causal attention, GPT-2's tanh GELU, its own NLL loss) and
+# torchvision's ResNet-18 and ResNet-50 (64x64 images, batch norm in
+# training mode; their weights travel as seeds: `--weights seed:0` draws
+# them on both sides, runtime/SeededWeights.h) with their losses, compiles
+# fp32 and fp16 CUDA
 # artifacts for sm_90 (`mpc compile`), runs each artifact on the CPU backend
 # for the reference outputs, and adds a GEMM-only artifact (4096^3, fp16)
 # for the cuBLASLt-vs-mpc-kernel-vs-torch comparison. For training, each
 # model also gets a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
 # PyTorch step) and its losses over $STEPS steps on the batch from `mpc
 # train` on the CPU backend; and the digits DCGAN as a phased fp16 step
-# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer unet gpt") and
+# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer unet gpt
+# resnet18 resnet50") and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
@@ -20,10 +24,10 @@ mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
-models=${MODELS:-mlp rescnn transformer unet gpt}
+models=${MODELS:-mlp rescnn transformer unet gpt resnet18 resnet50}
 work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
-/usr/bin/python3 - "$work/models" "$root/scripts" <<'PY'
+/usr/bin/python3 - "$work/models" "$root/scripts" "$models" <<'PY'
 import sys, torch
 sys.path.insert(0, sys.argv[2])
 import export_torch_models as zoo
@@ -37,6 +41,11 @@ zoo.export(zoo.WithCrossEntropy(zoo.Encoder()), (torch.randint(0, 100, (4, 16)),
 zoo.export(zoo.WithCrossEntropy(zoo.UNet(ch=16)), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/unet.onnx", 17)
 tok = lambda b: torch.randint(0, 128, (b, 16))
 zoo.export(zoo.Gpt(gelu="tanh"), (tok(4), tok(4)), (["tokens", "targets"], ["loss", "logp"]), f"{out}/gpt.onnx", 17)
+for name in ("resnet18", "resnet50"):
+    if name in sys.argv[3].split():
+        import torchvision
+        net = getattr(torchvision.models, name)(num_classes=10)
+        zoo.export(zoo.WithCrossEntropy(net), (torch.randn(2, 3, 64, 64), lbl(2)), xy, f"{out}/{name}.onnx", 17, training=True)
 PY
 python3 - "$work" "$batch" <<'PY'
 import os, sys
@@ -45,7 +54,8 @@ from onnx import helper, TensorProto
 work, batch = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(0)
 shapes = {"mlp": {"x": (batch, 64)}, "rescnn": {"x": (batch, 3, 32, 32)},
-          "transformer": {"x": (batch, 16)}, "unet": {"x": (batch, 3, 32, 32)}}
+          "transformer": {"x": (batch, 16)}, "unet": {"x": (batch, 3, 32, 32)},
+          "resnet18": {"x": (batch, 3, 64, 64)}, "resnet50": {"x": (batch, 3, 64, 64)}}
 for name, inp in shapes.items():
     for k, shape in inp.items():
         v = (rng.integers(0, 100, shape) if name == "transformer"
@@ -68,15 +78,21 @@ PY
 for m in $models; do
   x=x y=labels # the decoder's inputs: tokens and next tokens
   [[ $m == gpt ]] && x=tokens y=targets
+  seed=() n=$steps # the ResNets: weights as seeds, fewer reference steps
+  [[ $m == resnet* ]] && seed=(--weights seed:0) && n=$((steps < 5 ? steps : 5))
   for p in fp32 fp16; do
+    # From fresh weights a ResNet's fp16 gradients overflow at 65536 for
+    # the first steps (every one of 5 skipped): start lower, on both sides.
+    ls=()
+    [[ $m == resnet* && $p == fp16 ]] && ls=(--loss-scale dynamic:init=1024)
     art=$work/art/$m-$p
-    "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" | tail -1
+    "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" "${seed[@]}" | tail -1
     ins="$x=inputs/$m.$x.npy $y=inputs/$m.$y.npy"
     (cd "$work" && "$mpc" run "art/$m-$p" --input $x=inputs/$m.$x.npy --input $y=inputs/$m.$y.npy --output-dir "expected/$m-$p" > /dev/null)
     echo "$m $p art/$m-$p $ins" >> "$work/manifest.txt"
-    "$mpc" compile "$work/models/$m.onnx" -o "$art-train" --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 | tail -1
-    (cd "$work" && "$mpc" train "models/$m.onnx" --data $x=inputs/$m.$x.npy --data $y=inputs/$m.$y.npy --batch "$batch" --steps "$steps" --no-shuffle --optimizer sgd --lr 0.01 --precision $p --metrics "expected/$m-$p-train.jsonl" > /dev/null)
-    echo "$m $p art/$m-$p-train $ins" >> "$work/train-manifest.txt"
+    "$mpc" compile "$work/models/$m.onnx" -o "$art-train" --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 "${seed[@]}" "${ls[@]}" | tail -1
+    (cd "$work" && "$mpc" train "models/$m.onnx" --data $x=inputs/$m.$x.npy --data $y=inputs/$m.$y.npy --batch "$batch" --steps "$n" --no-shuffle --optimizer sgd --lr 0.01 --precision $p "${seed[@]}" "${ls[@]}" --metrics "expected/$m-$p-train.jsonl" > /dev/null)
+    echo "$m $p art/$m-$p-train $ins$([[ $n != "$steps" ]] && echo " steps=$n")" >> "$work/train-manifest.txt"
   done
 done
 # The fp16 MLP step as one rank of a data-parallel job (run.sh runs it
@@ -169,8 +185,8 @@ PY
 fi
 echo "$steps" > "$work/steps.txt"
 # The GPU machine needs the artifacts and inputs, not the models (the
-# attention model alone is 18 MiB of initializers).
-rm -f "$work/models/attention_train.onnx"
+# attention model alone is 18 MiB of initializers, ResNet-50's 94 MiB).
+rm -f "$work/models/attention_train.onnx" "$work"/models/resnet*.onnx
 # The runtime-only build on the GPU machine (no MLIR, so no tblgen) takes
 # the op list this build generated from the ODS.
 cp "$(dirname "$mpc")/../ir/MpcOpList.h.inc" "$work/MpcOpList.h.inc"

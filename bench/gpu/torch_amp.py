@@ -50,6 +50,13 @@ models = {
     "transformer": (zoo.Encoder(), torch.randint(0, 100, (b, 16))),
     "gpt": (zoo.Gpt(gelu="tanh"), torch.randint(0, 128, (b, 16))),
 }
+try:  # torchvision's ResNets at prepare.sh's 64x64 images
+    import torchvision
+    for name in ("resnet18", "resnet50"):
+        models[name] = (getattr(torchvision.models, name)(num_classes=10),
+                        torch.randn(b, 3, 64, 64))
+except ImportError:
+    print("torch: no torchvision; the ResNets skipped")
 for name, (model, x) in models.items():
     if only and name not in only:
         continue
@@ -69,7 +76,9 @@ for name, (model, x) in models.items():
         amp = timed(amp_fwd)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    scaler = torch.amp.GradScaler("cuda")
+    # As prepare.sh: the ResNets' dynamic scale starts at 1024.
+    scaler = torch.amp.GradScaler(
+        "cuda", init_scale=1024.0 if name.startswith("resnet") else 65536.0)
     def step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16):

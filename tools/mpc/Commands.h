@@ -56,6 +56,14 @@ importWithBatch(mlir::MLIRContext &ctx, const std::string &model,
                 int64_t batch, std::string &error,
                 const std::vector<std::string> &freezeSpecs = {});
 
+/// --weights seed:N: every float mpc.param of rt::kSeededMinElements or
+/// more elements takes the runtime's draws (runtime/SeededWeights.h) with
+/// its own exported mean and std, and records them (`mpc.seeded`), so an
+/// artifact carries three numbers instead of its bytes. An empty `spec`
+/// changes nothing; false with `error` for one that is not seed:N.
+bool seedWeights(mlir::ModuleOp module, const std::string &spec,
+                 std::string &error);
+
 /// Writes `module` as MLIR text to `path` (atomically; "-": stdout).
 bool writeModule(mlir::ModuleOp module, const std::string &path,
                  std::string &error,

@@ -94,6 +94,14 @@ static cl::list<std::string> freeze(
     cl::sub(compileCommand));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
                               cl::sub(compileCommand));
+static cl::opt<std::string> weightsSpec(
+    "weights",
+    cl::desc("seed:N: draw every float parameter of 4096 or more elements "
+             "from seed N with its own mean and std "
+             "(runtime/SeededWeights.h), so the artifact holds three numbers "
+             "instead of its bytes; mpc train --weights seed:N trains from "
+             "the same values"),
+    cl::value_desc("seed:N"), cl::sub(compileCommand));
 static cl::opt<std::string> gemmChoice(
     "gemm",
     cl::desc("Who runs the GEMMs on the GPU: auto (per shape the faster of "
@@ -372,7 +380,7 @@ int runCompile() {
 
   mlir::MLIRContext ctx;
   auto module = importWithBatch(ctx, model, batch, error, freeze);
-  if (!module)
+  if (!module || !seedWeights(*module, weightsSpec, error))
     return reportError(error);
   PhaseList phases;
   if (!readPhaseList(phaseFlags, recipe, lossScaler,

@@ -8,6 +8,7 @@
 #include "passes/AmpLists.h"
 #include "passes/GradientRules.h"
 #include "runtime/OpId.h"
+#include "runtime/SeededWeights.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -161,6 +162,44 @@ importWithBatch(mlir::MLIRContext &ctx, const std::string &model,
   if (!parseFreezeSpecs(freezeSpecs, options.frozenInputs, error))
     return nullptr;
   return mlir::mpc::importModelFile(ctx, options, error);
+}
+
+bool seedWeights(mlir::ModuleOp module, const std::string &spec,
+                 std::string &error) {
+  if (spec.empty())
+    return true;
+  StringRef digits(spec);
+  uint64_t seed = 0;
+  if (!digits.consume_front("seed:") || digits.getAsInteger(10, seed) ||
+      seed >= (1ull << 63)) {
+    error = "--weights must be seed:N (N an integer below 2^63), got '" +
+            spec + "'";
+    return false;
+  }
+  mlir::Builder b(module.getContext());
+  for (auto param : module.getOps<mlir::mpc::ParamOp>()) {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(param.getType());
+    auto values = llvm::dyn_cast<mlir::DenseElementsAttr>(param.getValue());
+    if (!type || !values || !type.getElementType().isF32() ||
+        type.getNumElements() < mpc::rt::kSeededMinElements)
+      continue;
+    mpc::rt::Tensor t(mpc::rt::DType::F32,
+                      mpc::rt::Shape(type.getShape().begin(),
+                                     type.getShape().end()));
+    int64_t i = 0;
+    for (float v : values.getValues<float>())
+      t.setFloat(i++, v);
+    mpc::rt::SeededInit s = mpc::rt::seededStats(t, seed);
+    std::string name = param.getSymName().str();
+    mpc::rt::drawSeeded(t, name, s);
+    param.setValueAttr(mlir::DenseElementsAttr::get(
+        type, llvm::ArrayRef<float>(t.data<float>(), t.size())));
+    param->setAttr("mpc.seeded",
+                   b.getArrayAttr({b.getI64IntegerAttr((int64_t)seed),
+                                   b.getF64FloatAttr(s.mean),
+                                   b.getF64FloatAttr(s.std)}));
+  }
+  return true;
 }
 
 bool writeModule(mlir::ModuleOp module, const std::string &path,

@@ -62,6 +62,12 @@ static cl::list<std::string>
          cl::sub(trainCommand));
 static cl::opt<int64_t> steps("steps", cl::desc("Training steps"),
                               cl::init(100), cl::sub(trainCommand));
+static cl::opt<std::string> weightsSpec(
+    "weights",
+    cl::desc("seed:N: train from the parameters mpc compile --weights "
+             "seed:N draws (every float parameter of 4096 or more elements, "
+             "from seed N with its own mean and std)"),
+    cl::value_desc("seed:N"), cl::sub(trainCommand));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(32),
                               cl::sub(trainCommand));
 static cl::opt<std::string>
@@ -472,7 +478,7 @@ int runTrain() {
   mlir::MLIRContext ctx;
   ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
   auto module = mlir::mpc::importModelFile(ctx, options, error);
-  if (!module)
+  if (!module || !seedWeights(*module, weightsSpec, error))
     return reportError(error);
   if (!lossKind.empty() &&
       !appendLoss(mlir::mpc::entryFunction(*module), lossKind, labelName,
