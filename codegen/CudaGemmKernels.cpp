@@ -431,13 +431,7 @@ namespace mlir::mpc::cuda {
 /// nothing reads its result before the GEMM.
 void fuseBiasGradients(Plan &plan) {
   std::vector<int> root = ::mpc::rt::bufferRoots(plan);
-  // Each buffer's reading steps; a reshape's (an alias) reads nothing.
-  std::vector<std::vector<size_t>> readers(plan.values.size());
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    if (plan.steps[i].cuda.alias < 0)
-      for (int v : plan.steps[i].inputs)
-        if (v >= 0)
-          readers[root[v]].push_back(i);
+  auto readers = ::mpc::rt::bufferReaders(plan, root); // a reshape reads nothing
   // dY's buffer -> the weight-gradient GEMMs that could sum it.
   std::map<int, std::vector<size_t>> gemmsOf;
   for (size_t j = 0; j < plan.steps.size(); ++j) {
@@ -509,15 +503,14 @@ void fuseGeluEpilogues(Plan &plan) {
   // Buffers, not values: a linear over a sequence reshapes the GEMM's rows.
   std::vector<int> root = ::mpc::rt::bufferRoots(plan);
   std::vector<int> producer(plan.values.size(), -1);
-  std::vector<int> readers(plan.values.size(), 0); // of each buffer
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
+  for (size_t i = 0; i < plan.steps.size(); ++i)
     for (int v : plan.steps[i].outputs)
       producer[v] = (int)i;
-    if (plan.steps[i].cuda.alias < 0)
-      for (int v : plan.steps[i].inputs)
-        if (v >= 0)
-          ++readers[root[v]];
-  }
+  // Each buffer's readers: its steps and the plan's outputs.
+  std::vector<size_t> readers(plan.values.size(), 0);
+  auto steps = ::mpc::rt::bufferReaders(plan, root);
+  for (size_t v = 0; v < steps.size(); ++v)
+    readers[v] = steps[v].size();
   for (const ::mpc::rt::Binding &b : plan.outputs)
     ++readers[root[b.value]];
   for (Step &s : plan.steps) {
@@ -554,6 +547,5 @@ void fuseGeluEpilogues(Plan &plan) {
     s.cuda.libraryFusedInto = j;
   }
 }
-
 
 } // namespace mlir::mpc::cuda

@@ -26,25 +26,24 @@ int libraryResult(const LibraryGemm &g) {
                            : g.dgeluOut;
 }
 
-/// "" or what is wrong with a tanh GELU (gradient) step `s` computed by
-/// GEMM step `gs` (index `j`): it must read what the library reads, and
+/// "" or what is wrong with tanh GELU (gradient) step `i` computed by
+/// GEMM step `j`: it must read what the library reads, and
 /// (the gradient) the GEMM's result must have no other reader, since the
 /// library never writes it.
-std::string checkGeluFusion(const Plan &plan, const Step &s,
-                                   size_t j) {
+std::string checkGeluFusion(const Plan &plan, size_t i, size_t j,
+                            const std::vector<int> &root,
+                            const std::vector<std::vector<size_t>> &readers) {
+  const Step &s = plan.steps[i];
   const Step &gs = plan.steps[j];
   const LibraryGemm &g = gs.cuda.gemm;
-  std::vector<int> root = bufferRoots(plan); // through reshapes
   int y = gs.outputs[0];
   bool tanh = s.getString("approximate", "none") == "tanh";
   const char *shared =
       "shares its GEMM's result, which the library never writes";
   auto onlyReader = [&]() -> std::string {
-    for (const Step &k : plan.steps)
-      if (&k != &s && k.cuda.alias < 0)
-        for (int v : k.inputs)
-          if (v >= 0 && root[v] == y)
-            return shared;
+    for (size_t k : readers[y])
+      if (k != i)
+        return shared;
     for (const Binding &b : plan.outputs)
       if (root[b.value] == y)
         return shared;
@@ -76,7 +75,8 @@ std::string checkGeluFusion(const Plan &plan, const Step &s,
 /// GELU step that is not the GEMM's, or a result no step is fused for.
 std::string checkLibraryFusions(const Plan &plan) {
   std::vector<int> fusedFor(plan.steps.size(), -1);
-  std::vector<int> root = bufferRoots(plan); // a reshape reads nothing
+  std::vector<int> root = bufferRoots(plan);
+  auto readers = bufferReaders(plan, root); // a reshape reads nothing
   for (size_t j = 0; j < plan.steps.size(); ++j) {
     const LibraryGemm &g = plan.steps[j].cuda.gemm;
     if (g.geluAux >= (int)plan.values.size() ||
@@ -99,15 +99,14 @@ std::string checkLibraryFusions(const Plan &plan) {
         libraryResult(plan.steps[j].cuda.gemm) != s.outputs[0] ||
         fusedFor[j] >= 0)
       return fused() + ", whose GEMM does not compute its result";
-    for (int k = (int)i + 1; k <= j; ++k)
-      for (int v : plan.steps[k].inputs)
-        if (plan.steps[k].cuda.alias < 0 && v >= 0 &&
-            root[v] == root[s.outputs[0]])
-          return fused() + ", after step " + std::to_string(k) +
-                 " reads its result";
+    for (size_t k : readers[root[s.outputs[0]]])
+      if (k > i && (int)k <= j)
+        return fused() + ", after step " + std::to_string(k) +
+               " reads its result";
     const LibraryGemm &g = plan.steps[j].cuda.gemm;
     if (g.geluOut >= 0 || g.dgeluOut >= 0)
-      if (std::string why = checkGeluFusion(plan, s, j); !why.empty())
+      if (std::string why = checkGeluFusion(plan, i, j, root, readers);
+          !why.empty())
         return fused() + ", but " + why;
     fusedFor[j] = (int)i;
   }

@@ -32,6 +32,17 @@ std::vector<int> bufferRoots(const Plan &plan) {
   return root;
 }
 
+std::vector<std::vector<size_t>> bufferReaders(const Plan &plan,
+                                               const std::vector<int> &root) {
+  std::vector<std::vector<size_t>> readers(plan.values.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (plan.steps[i].cuda.alias < 0)
+      for (int v : plan.steps[i].inputs)
+        if (v >= 0)
+          readers[root[v]].push_back(i);
+  return readers;
+}
+
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   size_t n = plan.values.size();
   std::vector<int> root = bufferRoots(plan);

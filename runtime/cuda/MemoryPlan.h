@@ -24,6 +24,11 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 /// aliasing steps (reshapes, a Relu fused into its GEMM) the first one.
 std::vector<int> bufferRoots(const Plan &plan);
 
+/// Per buffer (`root` from bufferRoots), the steps that read it, in order
+/// (once per operand); an aliasing step reads nothing.
+std::vector<std::vector<size_t>> bufferReaders(const Plan &plan,
+                                               const std::vector<int> &root);
+
 /// The step before which the session waits for all_reduce step `step`
 /// (NCCL runs it on its own stream): the first that reads one of its
 /// results, or steps.size() when only the plan's outputs do.
