@@ -432,6 +432,7 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
     if (plan.cudaGemm != "mpc") {
       cuda::fuseBiasGradients(plan);
       cuda::fuseGeluEpilogues(plan);
+      cuda::fuseReluEpilogues(plan);
     }
     cuda::batchLaunches(e);
   }

@@ -113,6 +113,7 @@ void registerExpressions(EmitterTable &t) {
   t.expr(OpId::Cast, "a");
   t.expr(OpId::Gelu, gelu);
   t.expr(OpId::GeluGrad, geluGrad);
+  t.expr(OpId::ReluGrad, "mpc_relu_grad(a, b)");
   t.expr(OpId::LeakyRelu, leakyRelu);
   t.expr(OpId::Elu, elu);
   t.expr(OpId::Celu, celu);

@@ -2,8 +2,9 @@
 //
 // Decided on the plan before any code is emitted, and recorded on the
 // steps for the emitter, the memory plan and the runtime:
-// - a GEMM/conv whose result only a Relu reads applies the Relu in its
-//   epilogue (`cuda.fusedRelu`; the Relu step aliases its buffer);
+// - a GEMM/conv whose result only a Relu reads (directly or through a
+//   reshape) applies the Relu in its epilogue (`cuda.fusedRelu`; the Relu
+//   step aliases its buffer);
 // - a chain of elementwise steps computes in one kernel: its last step
 //   (`cuda.chain`: the member steps in plan order, `cuda.inputs`: the
 //   values they read from outside) keeps each intermediate in a register,
@@ -77,13 +78,21 @@ void fuseSteps(Emitter &e) {
   for (Step &s : plan.steps) {
     if (s.op != OpId::Gemm && s.op != OpId::MatMul && s.op != OpId::Conv)
       continue;
+    // The Relu reads the result directly, or through the reshape of a
+    // linear over a sequence (mpc-fold-linear-bias).
     int v = s.outputs[0];
-    auto &r = readers[v];
-    if (r.size() == 1 && plan.steps[r[0]].op == OpId::Relu &&
-        !outputs.count(v) &&
-        plan.values[plan.steps[r[0]].outputs[0]].dtype == plan.values[v].dtype) {
+    auto only = [&](int value) -> Step * {
+      auto &r = readers[value];
+      return r.size() == 1 && !outputs.count(value) ? &plan.steps[r[0]]
+                                                    : nullptr;
+    };
+    Step *relu = only(v);
+    if (relu && relu->op == OpId::Reshape && relu->inputs[0] == v)
+      relu = only(relu->outputs[0]);
+    if (relu && relu->op == OpId::Relu &&
+        plan.values[relu->outputs[0]].dtype == plan.values[v].dtype) {
       s.cuda.fusedRelu = true;
-      plan.steps[r[0]].cuda.alias = v;
+      relu->cuda.alias = relu->inputs[0];
     }
   }
 

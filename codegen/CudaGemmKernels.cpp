@@ -549,3 +549,63 @@ void fuseGeluEpilogues(Plan &plan) {
 }
 
 } // namespace mlir::mpc::cuda
+
+namespace mlir::mpc::cuda {
+
+/// A Relu fused into its GEMM (`cuda.fusedRelu`) and the relu_grad of its
+/// result after the GEMM that computes the incoming gradient are what
+/// cuBLASLt's RELU_AUX and DRELU epilogues compute: the forward GEMM also
+/// writes a bit mask of where its result is positive, the backward one
+/// keeps its product only there, before its one rounding. The mask is a
+/// buffer of codegen's own (LibraryGemm::reluMask, 1/16 of a fp16 result);
+/// the relu_grad step is marked computed by the backward GEMM
+/// (libraryFusedInto), its own kernel kept for when the library runs
+/// either GEMM without its epilogue.
+void fuseReluEpilogues(Plan &plan) {
+  std::vector<int> root = ::mpc::rt::bufferRoots(plan);
+  std::vector<int> producer(plan.values.size(), -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (int v : plan.steps[i].outputs)
+      producer[v] = (int)i;
+  std::vector<size_t> readers(plan.values.size(), 0);
+  auto steps = ::mpc::rt::bufferReaders(plan, root);
+  for (size_t v = 0; v < steps.size(); ++v)
+    readers[v] = steps[v].size();
+  for (const ::mpc::rt::Binding &b : plan.outputs)
+    ++readers[root[b.value]];
+  auto plainGemm = [](const LibraryGemm &g) {
+    return g.valid() && g.batch == 1 && g.alpha == 1.0 && g.c < 0 &&
+           g.biasGrad < 0 && g.geluOut < 0 && g.dgeluOut < 0 &&
+           g.dreluOut < 0;
+  };
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Step &s = plan.steps[i];
+    const CudaLaunch &c = s.cuda;
+    if (s.op != OpId::ReluGrad || s.inputs.size() != 2 || c.kernel.empty() ||
+        c.inOtherKernel() || c.isChain() || c.batchedInto >= 0 ||
+        c.storedAs >= 0 || c.libraryFusedInto >= 0)
+      continue;
+    int dy = root[s.inputs[0]], y = root[s.inputs[1]];
+    int j = producer[dy], w = producer[y];
+    if (j < 0 || w < 0 || w >= j)
+      continue;
+    Step &back = plan.steps[j], &fwd = plan.steps[w];
+    LibraryGemm &g = back.cuda.gemm, &f = fwd.cuda.gemm;
+    DType t = plan.values[dy].dtype;
+    if (!plainGemm(g) || g.relu || g.bias >= 0 || g.reluMask >= 0 ||
+        back.outputs[0] != dy || readers[dy] != 1 || !plainGemm(f) ||
+        !f.relu || fwd.outputs[0] != y || f.m != g.m || f.n != g.n ||
+        plan.values[s.outputs[0]].dtype != t)
+      continue;
+    if (f.reluMask < 0) {
+      f.reluMask = (int)plan.values.size();
+      plan.values.push_back(
+          {DType::I1, {f.m, ::mpc::rt::reluMaskLd(f.n) / 8}});
+    }
+    g.reluMask = f.reluMask;
+    g.dreluOut = s.outputs[0];
+    s.cuda.libraryFusedInto = (int)j;
+  }
+}
+
+} // namespace mlir::mpc::cuda

@@ -136,6 +136,10 @@ void fuseBiasGradients(Plan &plan);
 /// Marks tanh GELU steps (and their gradients) that a GEMM's cuBLASLt
 /// epilogue can compute: GELU_AUX[_BIAS] forward, DGELU backward.
 void fuseGeluEpilogues(Plan &plan);
+/// Marks Relu gradients that the GEMM computing their incoming gradient
+/// can compute from the forward GEMM's ReLU mask: RELU_AUX[_BIAS]
+/// forward, DRELU backward.
+void fuseReluEpilogues(Plan &plan);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp).
 std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);
 

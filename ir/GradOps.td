@@ -174,6 +174,26 @@ def Mpc_GeluGradOp
   let hasVerifier = 1;
 }
 
+def Mpc_ReluGradOp
+    : Mpc_Op<"relu_grad", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let summary = "input gradient of relu, read from relu's result";
+  let description = [{
+    `y > 0 ? grad : 0`, with `y` relu's result (as torch's
+    threshold_backward): y > 0 exactly where relu's input is, so the
+    gradient no longer keeps the input alive, a GEMM's Relu becomes its
+    epilogue in training too, and the GEMM that computes `grad` can apply
+    it through cuBLASLt's DRELU epilogue.
+
+    Example:
+    ```mlir
+    %dx = mpc.relu_grad %g, %y : (tensor<4x256xf16>, tensor<4x256xf16>) -> tensor<4x256xf16>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$y);
+  let results = (outs Mpc_FloatTensor:$y_grad);
+  let hasVerifier = 1;
+}
+
 def Mpc_NormGradOp : Mpc_Op<"norm_grad", [Pure, Mpc_InferByRule<"typeOfSecond">]> {
   let summary = "input gradient of layer_norm or rms_norm, one pass per row";
   let description = [{

@@ -139,6 +139,12 @@ LogicalResult GeluGradOp::verify() {
   return success();
 }
 
+LogicalResult ReluGradOp::verify() {
+  if (getGrad().getType() != getY().getType())
+    return emitOpError("grad and y must have one type");
+  return success();
+}
+
 LogicalResult ClipOp::verify() {
   for (Value bound : {getMin(), getMax()}) {
     if (!bound)

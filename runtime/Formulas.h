@@ -23,6 +23,8 @@
 #define MPC_FORMULAS(X)                                                        \
   /* NaN propagates, -0 stays -0 (as x < 0 ? 0 : x everywhere). */            \
   X(relu, (float x), x < 0.0f ? 0.0f : x)                                      \
+  /* From relu's result y: y > 0 exactly where relu's input is. */            \
+  X(relu_grad, (float dy, float y), y > 0.0f ? dy : 0.0f)                      \
   X(exp, (float x), expf(x))                                                   \
   X(log, (float x), logf(x))                                                   \
   X(sqrt, (float x), sqrtf(x))                                                 \

@@ -64,9 +64,25 @@ struct LibraryGemm {
   /// The auxiliary matrix: Y, written by a GELU_AUX, or the pre-activation
   /// a DGELU reads; -1 when neither.
   int geluAux = -1;
+  /// >= 0: a ReLU bit mask, a buffer of codegen's own (i1 [m, ld / 8],
+  /// ld = n rounded up to 128: one bit per element of Y, as cuBLASLt lays
+  /// out the column-major D). Written by a GEMM with its Relu fused
+  /// (`relu`; RELU_AUX[_BIAS]) when a later `dreluOut` GEMM reads it. One
+  /// batch only.
+  int reluMask = -1;
+  /// >= 0: the result of the relu_grad(Y, y) step naming this one in
+  /// `libraryFusedInto`, y the result of the GEMM that writes `reluMask`;
+  /// the library writes op(A)op(B) where the mask is set, else 0 (DRELU),
+  /// and Y, read by that step alone, is never written. Same conditions as
+  /// `dgeluOut`.
+  int dreluOut = -1;
 
   bool valid() const { return m > 0; }
 };
+
+/// The ReLU mask's leading dimension in bits for a GEMM of `n` columns
+/// (cuBLASLt: a multiple of 128, at least D's rows).
+inline int64_t reluMaskLd(int64_t n) { return (n + 127) / 128 * 128; }
 
 /// A convolution step the runtime may hand to cuDNN instead of its kernel
 /// (which stays as the fallback): NCHW, 2-D, symmetric padding. Operands

@@ -19,11 +19,52 @@ namespace {
 /// The value GEMM step `g` computes for the step fused into it (its bias
 /// gradient, GELU or GELU gradient), or -1; -2 when it names more than one.
 int libraryResult(const LibraryGemm &g) {
-  int n = (g.biasGrad >= 0) + (g.geluOut >= 0) + (g.dgeluOut >= 0);
+  int n = (g.biasGrad >= 0) + (g.geluOut >= 0) + (g.dgeluOut >= 0) +
+          (g.dreluOut >= 0);
   return n > 1 ? -2
          : g.biasGrad >= 0 ? g.biasGrad
          : g.geluOut >= 0  ? g.geluOut
-                           : g.dgeluOut;
+         : g.dgeluOut >= 0 ? g.dgeluOut
+                           : g.dreluOut;
+}
+
+/// The step before `before` whose GEMM writes ReLU mask `mask` (its Relu
+/// fused), -1 when none does, -2 when more than one.
+int maskWriter(const Plan &plan, int mask, size_t before) {
+  int found = -1;
+  for (size_t k = 0; k < before; ++k) {
+    const LibraryGemm &g = plan.steps[k].cuda.gemm;
+    if (g.reluMask == mask && g.dreluOut < 0)
+      found = found == -1 ? (int)k : -2;
+  }
+  return found;
+}
+
+/// "" or what is wrong with ReLU gradient step `i` computed by GEMM step
+/// `j` (DRELU): it must read the GEMM's result, which nothing else reads
+/// (the library never writes it), and the result of the GEMM that wrote
+/// the mask, whose shape is this GEMM's.
+std::string checkReluFusion(const Plan &plan, size_t i, size_t j,
+                            const std::vector<int> &root,
+                            const std::vector<std::vector<size_t>> &readers) {
+  const Step &s = plan.steps[i];
+  const LibraryGemm &g = plan.steps[j].cuda.gemm;
+  int y = plan.steps[j].outputs[0];
+  int w = maskWriter(plan, g.reluMask, j);
+  if (w < 0)
+    return "its ReLU mask has no single earlier GEMM writing it";
+  const LibraryGemm &f = plan.steps[w].cuda.gemm;
+  if (s.op != OpId::ReluGrad || s.inputs.size() != 2 || root[s.inputs[0]] != y ||
+      root[s.inputs[1]] != root[plan.steps[w].outputs[0]] || f.m != g.m ||
+      f.n != g.n)
+    return "is not the ReLU gradient of its GEMM's result at the mask's Relu";
+  for (size_t k : readers[y])
+    if (k != i)
+      return "shares its GEMM's result, which the library never writes";
+  for (const Binding &b : plan.outputs)
+    if (root[b.value] == y)
+      return "shares its GEMM's result, which the library never writes";
+  return "";
 }
 
 /// "" or what is wrong with tanh GELU (gradient) step `i` computed by
@@ -72,7 +113,8 @@ std::string checkGeluFusion(const Plan &plan, size_t i, size_t j,
 /// "" or what is inconsistent in the results a library computes for
 /// other steps: a step fused into a GEMM step that does not compute that
 /// step's single result, a result read before a later GEMM computes it, a
-/// GELU step that is not the GEMM's, or a result no step is fused for.
+/// GELU or ReLU gradient step that is not the GEMM's, or a result no step
+/// is fused for.
 std::string checkLibraryFusions(const Plan &plan) {
   std::vector<int> fusedFor(plan.steps.size(), -1);
   std::vector<int> root = bufferRoots(plan);
@@ -85,7 +127,33 @@ std::string checkLibraryFusions(const Plan &plan) {
       return "step " + std::to_string(j) +
              "'s GEMM names a GELU aux matrix without a GELU, or a GELU "
              "gradient without one";
+    if (g.reluMask >= (int)plan.values.size() ||
+        g.dreluOut >= (int)plan.values.size() ||
+        (g.dreluOut >= 0 && g.reluMask < 0) ||
+        (g.reluMask >= 0 && g.dreluOut < 0 && !g.relu))
+      return "step " + std::to_string(j) +
+             "'s GEMM names a ReLU mask without a Relu, or a ReLU gradient "
+             "without one";
   }
+  // A ReLU mask is the library's alone: no step or binding touches it.
+  std::vector<bool> isMask(plan.values.size(), false);
+  for (const Step &s : plan.steps)
+    if (s.cuda.gemm.reluMask >= 0)
+      isMask[s.cuda.gemm.reluMask] = true;
+  auto touched = [&](int v) { return v >= 0 && isMask[v]; };
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (const std::vector<int> *vs :
+         {&plan.steps[i].inputs, &plan.steps[i].outputs})
+      for (int v : *vs)
+        if (touched(v))
+          return "step " + std::to_string(i) + " reads or writes a ReLU mask";
+  for (const std::vector<Binding> *bs : {&plan.inputs, &plan.outputs})
+    for (const Binding &b : *bs)
+      if (touched(b.value))
+        return "a ReLU mask is bound as '" + b.name + "'";
+  for (const Parameter &p : plan.params)
+    if (touched(p.value))
+      return "a ReLU mask is the parameter '" + p.name + "'";
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     int j = s.cuda.libraryFusedInto;
@@ -106,6 +174,10 @@ std::string checkLibraryFusions(const Plan &plan) {
     const LibraryGemm &g = plan.steps[j].cuda.gemm;
     if (g.geluOut >= 0 || g.dgeluOut >= 0)
       if (std::string why = checkGeluFusion(plan, i, j, root, readers);
+          !why.empty())
+        return fused() + ", but " + why;
+    if (g.dreluOut >= 0)
+      if (std::string why = checkReluFusion(plan, i, j, root, readers);
           !why.empty())
         return fused() + ", but " + why;
     fusedFor[j] = (int)i;

@@ -177,6 +177,10 @@ std::string cudaText(const CudaLaunch &c) {
       out += " dgelu-out=" + std::to_string(g.dgeluOut);
     if (g.geluAux >= 0)
       out += " gelu-aux=" + std::to_string(g.geluAux);
+    if (g.reluMask >= 0)
+      out += " relu-mask=" + std::to_string(g.reluMask);
+    if (g.dreluOut >= 0)
+      out += " drelu-out=" + std::to_string(g.dreluOut);
   }
   if (c.libraryFusedInto >= 0)
     out += " library-fused-into=" + std::to_string(c.libraryFusedInto);

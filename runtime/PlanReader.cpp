@@ -196,6 +196,12 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
     else if (key == "gelu-aux")
       ok = c.gemm.valid() && c.gemm.geluAux < 0 &&
            (c.gemm.geluAux = std::stoi(value)) >= 0;
+    else if (key == "relu-mask")
+      ok = c.gemm.valid() && c.gemm.reluMask < 0 &&
+           (c.gemm.reluMask = std::stoi(value)) >= 0;
+    else if (key == "drelu-out")
+      ok = c.gemm.valid() && c.gemm.dreluOut < 0 &&
+           (c.gemm.dreluOut = std::stoi(value)) >= 0;
     else if (key == "library-fused-into")
       ok = (c.libraryFusedInto = std::stoi(value)) >= 0;
     else if (key == "conv")

@@ -26,7 +26,8 @@
 //        [batch=PER:S,S,...@K] [batched-into=S]
 //        [lists=TENSORS,PER,LEAD_IN,TRAIL_IN,LEAD_OUT,TRAIL_OUT
 //         launch=T,T,...@K ...] [gemm=... [bias-grad=V|bias-grad-b=V|
-//         gelu-out=V [gelu-aux=V]|dgelu-out=V gelu-aux=V]]
+//         gelu-out=V [gelu-aux=V]|dgelu-out=V gelu-aux=V] [relu-mask=V]
+//         [drelu-out=V]]
 //        [library-fused-into=S] [conv=...]
 // A plan of another version is refused in one line: its steps may not
 // mean the same.

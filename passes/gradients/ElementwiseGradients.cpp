@@ -49,9 +49,8 @@ LogicalResult identityGrad(Context &c, IdentityOp) {
 }
 
 LogicalResult reluGrad(Context &c, ReluOp) {
-  Value zero = c.scalar(0.0);
-  Value pos = c.make<GreaterOp>({c.x(0), zero});
-  c.grads[0] = c.make<WhereOp>({pos, c.g, zero});
+  // From the result, not the input: see mpc.relu_grad.
+  c.grads[0] = c.make<ReluGradOp>({c.g, c.y});
   return success();
 }
 

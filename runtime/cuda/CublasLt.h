@@ -39,6 +39,8 @@ constexpr int kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4,
               kEpilogueReluBias = 6, kEpilogueGelu = 32,
               kEpilogueGeluBias = 36, kEpilogueGeluAux = 160,
               kEpilogueGeluAuxBias = 164, kEpilogueDGelu = 192,
+              kEpilogueReluAux = 130, kEpilogueReluAuxBias = 134,
+              kEpilogueDRelu = 136,
               kEpilogueBgradA = 256, kEpilogueBgradB = 512;
 
 /// cublasLtMatmulHeuristicResult_t.

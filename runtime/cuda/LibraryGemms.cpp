@@ -29,7 +29,8 @@ std::string keyOf(const Plan &plan, const Step &s) {
                     (int64_t)(g.c >= 0), (int64_t)(g.bias >= 0),
                     (int64_t)(g.biasGrad >= 0), (int64_t)g.biasGradOfB,
                     (int64_t)(g.geluOut >= 0), (int64_t)(g.dgeluOut >= 0),
-                    (int64_t)(g.geluAux >= 0),
+                    (int64_t)(g.geluAux >= 0), (int64_t)(g.reluMask >= 0),
+                    (int64_t)(g.dreluOut >= 0),
                     (int64_t)plan.values[g.a].dtype,
                     (int64_t)plan.values[s.outputs[0]].dtype})
     k += std::to_string(v) + ",";
@@ -40,6 +41,22 @@ std::string keyOf(const Plan &plan, const Step &s) {
 /// must not make the library read or write past them).
 bool fits(const Plan &plan, const Step &s) {
   const LibraryGemm &g = s.cuda.gemm;
+  // The ReLU mask (codegen's buffer) and the DRELU epilogue's conditions.
+  bool masks =
+      (g.reluMask < 0 ||
+       (g.batch == 1 && plan.values[g.reluMask].dtype == DType::I1 &&
+        numElements(plan.values[g.reluMask].shape) ==
+            g.m * reluMaskLd(g.n) / 8 &&
+        (g.relu || g.dreluOut >= 0))) &&
+      (g.dreluOut < 0 ||
+       (g.reluMask >= 0 && g.c < 0 && g.bias < 0 && !g.relu &&
+        g.alpha == 1.0 && g.biasGrad < 0 && g.geluOut < 0 &&
+        g.dgeluOut < 0 && g.geluAux < 0 &&
+        numElements(plan.values[g.dreluOut].shape) == g.m * g.n &&
+        plan.values[g.dreluOut].dtype == plan.values[s.outputs[0]].dtype)) &&
+      (g.reluMask < 0 || (g.geluOut < 0 && g.dgeluOut < 0));
+  if (!masks)
+    return false;
   std::array<int, 3> gelus{g.geluOut, g.dgeluOut, g.geluAux};
   auto size = [&](int v) { return numElements(plan.values[v].shape); };
   DType t = plan.values[g.a].dtype;
@@ -83,9 +100,17 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
   this->plan = &plan;
   byStep.assign(plan.steps.size(), -1);
   fusedFor.assign(plan.steps.size(), -1);
-  for (size_t i = 0; i < plan.steps.size(); ++i)
+  maskFrom.assign(plan.steps.size(), -1);
+  std::map<int, int> maskWriter;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (int j = plan.steps[i].cuda.libraryFusedInto; j >= 0)
       fusedFor[j] = (int)i;
+    const LibraryGemm &g = plan.steps[i].cuda.gemm;
+    if (g.reluMask >= 0 && g.dreluOut < 0)
+      maskWriter[g.reluMask] = (int)i;
+    else if (g.dreluOut >= 0 && maskWriter.count(g.reluMask))
+      maskFrom[i] = maskWriter[g.reluMask];
+  }
   size_t total = 0;
   for (const Step &s : plan.steps)
     total += s.cuda.gemm.valid();
@@ -120,12 +145,15 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
       return (error = where(s) + ": its gemm record does not fit its "
                                  "operands",
               false);
-    std::string key = keyOf(plan, s);
+    // DRELU only where the GEMM writing the mask runs with RELU_AUX.
+    const LibraryGemm &g = s.cuda.gemm;
+    bool maskOk = g.dreluOut < 0 || maskWritten(i);
+    std::string key = keyOf(plan, s) + (maskOk ? "" : ",unmasked");
     auto it = byKey.find(key);
     if (it == byKey.end()) {
       Prepared p;
       std::string why;
-      bool ok = prepare(s, p, why);
+      bool ok = maskOk ? prepare(s, p, why) : prepare(s, false, p, why);
       prepared.push_back(p); // destroyed with the rest, usable or not
       int index = ok ? (int)prepared.size() - 1 : -1;
       if (!ok && required)
@@ -139,10 +167,15 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
     byStep[i] = it->second;
     onLibrary += it->second >= 0;
   }
-  size_t biasGrads = 0, gelus = 0;
+  size_t biasGrads = 0, gelus = 0, masks = 0, reluGrads = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i)
-    if (computesFused(i))
-      (plan.steps[i].cuda.gemm.biasGrad >= 0 ? biasGrads : gelus) += 1;
+    if (computesFused(i)) {
+      const LibraryGemm &g = plan.steps[i].cuda.gemm;
+      (g.biasGrad >= 0   ? biasGrads
+       : g.dreluOut >= 0 ? reluGrads
+       : g.reluMask >= 0 ? masks
+                         : gelus) += 1;
+    }
   summary = std::to_string(onLibrary) + " of " + count + " through " +
             lib->describe() + ", " + std::to_string(byKey.size()) +
             " distinct" + (plan.cudaTf32 ? ", FP32 ones in TF32" : "") +
@@ -151,18 +184,38 @@ bool LibraryGemms::open(const Plan &plan, std::string &summary,
                        : "") +
             (gelus ? ", " + std::to_string(gelus) +
                          " with the GELU or its gradient (GELU_AUX/DGELU)"
-                   : "");
+                   : "") +
+            (masks ? ", " + std::to_string(masks) +
+                         " writing the ReLU mask (RELU_AUX)"
+                   : "") +
+            (reluGrads ? ", " + std::to_string(reluGrads) +
+                             " with the ReLU gradient (DRELU)"
+                       : "");
   if (!firstRefusal.empty())
     summary += "; the rest on mpc's kernels (" + firstRefusal + ")";
   return true;
 }
 
+bool LibraryGemms::maskWritten(size_t i) const {
+  return maskFrom[i] >= 0 && computesFused((size_t)maskFrom[i]);
+}
+
+void LibraryGemms::useKernel(const std::string &key) {
+  LibrarySteps::useKernel(key);
+  for (size_t i = 0; i < byStep.size(); ++i)
+    if (plan->steps[i].cuda.gemm.dreluOut >= 0 && computesFused(i) &&
+        !maskWritten(i))
+      byStep[i] = -1; // mpc's GEMM, then the relu_grad kernel
+}
+
 bool LibraryGemms::prepare(const Step &s, Prepared &p, std::string &why) {
   // With the epilogue computing another step's result (bias gradient,
-  // GELU, GELU gradient) where cuBLASLt has an algorithm for it, else the
-  // plain GEMM (that step's own kernel then runs).
+  // GELU, GELU or ReLU gradient) or the ReLU mask a later DRELU reads,
+  // where cuBLASLt has an algorithm for it, else the plain GEMM (that
+  // step's own kernel then runs; a mask goes unwritten).
   const LibraryGemm &g = s.cuda.gemm;
-  if (g.biasGrad >= 0 || g.geluOut >= 0 || g.dgeluOut >= 0) {
+  if (g.biasGrad >= 0 || g.geluOut >= 0 || g.dgeluOut >= 0 ||
+      g.reluMask >= 0) {
     if (prepare(s, true, p, why))
       return true;
     release(p);
@@ -185,7 +238,10 @@ bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
   bool withBiasGrad = withFused && g.biasGrad >= 0,
        withGelu = withFused && g.geluOut >= 0,
        withGeluGrad = withFused && g.dgeluOut >= 0,
-       withAux = (withGelu && g.geluAux >= 0) || withGeluGrad;
+       withMask = withFused && g.reluMask >= 0 && g.dreluOut < 0,
+       withReluGrad = withFused && g.dreluOut >= 0,
+       withAux = (withGelu && g.geluAux >= 0) || withGeluGrad || withMask ||
+                 withReluGrad;
   DType in = plan->values[g.a].dtype, out = plan->values[s.outputs[0]].dtype;
   auto ok = [&](lt::Status st, const char *what) {
     if (st != 0)
@@ -198,6 +254,7 @@ bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
   // The bias gradient: the sums over k of op(A) (cuBLASLt's B operand:
   // BGRADB) or of B (its A operand: BGRADA).
   // GELU_AUX: D = gelu(Y), aux = Y (GELU: no aux); DGELU: D = gelu'(aux) * Y.
+  // RELU_AUX: D = relu(Y), aux = the mask Y > 0; DRELU: D = mask ? Y : 0.
   int32_t epilogue = withBiasGrad ? (g.biasGradOfB ? lt::kEpilogueBgradA
                                                    : lt::kEpilogueBgradB)
                      : withGelu && withAux
@@ -206,11 +263,15 @@ bool LibraryGemms::prepare(const Step &s, bool withFused, Prepared &p,
                      : withGelu   ? (g.bias >= 0 ? lt::kEpilogueGeluBias
                                                  : lt::kEpilogueGelu)
                      : withGeluGrad ? lt::kEpilogueDGelu
+                     : withMask ? (g.bias >= 0 ? lt::kEpilogueReluAuxBias
+                                               : lt::kEpilogueReluAux)
+                     : withReluGrad ? lt::kEpilogueDRelu
                      : g.relu     ? (g.bias >= 0 ? lt::kEpilogueReluBias
                                                  : lt::kEpilogueRelu)
                                   : (g.bias >= 0 ? lt::kEpilogueBias
                                                  : lt::kEpilogueDefault);
-  int64_t auxLd = g.n; // the aux matrix is laid out as D
+  // The aux matrix is laid out as D: elements, or bits for the ReLU mask.
+  int64_t auxLd = g.reluMask >= 0 ? reluMaskLd(g.n) : g.n;
   int32_t biasType = dataType(out);
   int compute = in == DType::F32 && plan->cudaTf32 ? lt::kCompute32FFastTf32
                                                    : lt::kCompute32F;

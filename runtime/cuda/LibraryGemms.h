@@ -52,8 +52,10 @@ public:
     int bias = fused && g.biasGrad >= 0 ? g.biasGrad : g.bias;
     int d = fused && g.geluOut >= 0    ? g.geluOut
             : fused && g.dgeluOut >= 0 ? g.dgeluOut
+            : fused && g.dreluOut >= 0 ? g.dreluOut
                                        : y;
-    int aux = fused ? g.geluAux : -1;
+    // RELU_AUX writes the mask, DRELU reads it.
+    int aux = !fused ? -1 : g.reluMask >= 0 ? g.reluMask : g.geluAux;
     return enqueue(i, address(g.a), address(g.b),
                    g.c >= 0 ? address(g.c) : 0, bias >= 0 ? address(bias) : 0,
                    aux >= 0 ? address(aux) : 0, address(d), work, stream,
@@ -68,6 +70,12 @@ public:
   int fusedStep(size_t i) const {
     return computesFused(i) ? fusedFor[i] : -1;
   }
+  /// Whether the ReLU mask DRELU GEMM step `i` reads is written: the GEMM
+  /// with the mask's Relu runs through the library with RELU_AUX.
+  bool maskWritten(size_t i) const;
+  /// Also takes off the library the DRELU GEMMs whose mask that leaves
+  /// unwritten.
+  void useKernel(const std::string &key) override;
   /// Whether step `i` is computed by its GEMM's library call.
   bool fusedAway(size_t i) const {
     int j = plan ? plan->steps[i].cuda.libraryFusedInto : -1;
@@ -82,7 +90,7 @@ private:
     lt::HeuristicResult algo{};
     float alpha = 1, beta = 0;
     bool bias = false;  // the bias pointer is set per call
-    bool aux = false;   // so is the GELU epilogue's aux pointer
+    bool aux = false;   // so is the GELU/ReLU epilogue's aux pointer
     bool fused = false; // the epilogue computes another step's result
   };
   const Plan *plan = nullptr;
@@ -90,6 +98,7 @@ private:
   lt::Handle handle = nullptr;
   std::vector<Prepared> prepared;
   std::vector<int> fusedFor; // GEMM step -> the step its epilogue computes
+  std::vector<int> maskFrom; // DRELU GEMM step -> the GEMM writing its mask
   size_t workspace = 0;
 
   /// Descriptors and algorithm for step `s`'s GEMM; false with `why`.

@@ -30,8 +30,10 @@ public:
     return out;
   }
 
+  virtual ~LibrarySteps() = default;
+
   /// Runs shape `key`'s steps on mpc's kernel instead (timed faster).
-  void useKernel(const std::string &key) {
+  virtual void useKernel(const std::string &key) {
     auto it = byKey.find(key);
     if (it == byKey.end() || it->second < 0)
       return;

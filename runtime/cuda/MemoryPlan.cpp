@@ -64,6 +64,9 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
     for (int v : kernelInputs(plan.steps[i]))
       if (v >= 0)
         lastUse[root[v]] = std::max(lastUse[root[v]], at);
+    // A ReLU mask lives from the GEMM writing it to the last reading it.
+    if (int mask = plan.steps[i].cuda.gemm.reluMask; mask >= 0)
+      lastUse[root[mask]] = std::max(lastUse[root[mask]], (int)i);
   }
   // An all_reduce runs on NCCL's stream until the first step reading its
   // results: its inputs stay untouched until then.
@@ -137,8 +140,8 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     std::vector<int> written = kernelOutputs(s);
-    for (int v : {s.cuda.gemm.biasGrad, s.cuda.gemm.geluOut,
-                  s.cuda.gemm.dgeluOut})
+    const LibraryGemm &g = s.cuda.gemm;
+    for (int v : {g.biasGrad, g.geluOut, g.dgeluOut, g.dreluOut, g.reluMask})
       if (v >= 0) // the library may write it here
         written.push_back(v);
     for (int v : written)
@@ -152,6 +155,9 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
         if (v >= 0 && lastUse[root[v]] == (int)i && !pinned[root[v]] &&
             offsets[root[v]] >= 0)
           release(offsets[root[v]], bytes(root[v]));
+    if (g.reluMask >= 0 && lastUse[root[g.reluMask]] == (int)i &&
+        !pinned[root[g.reluMask]] && offsets[root[g.reluMask]] >= 0)
+      release(offsets[root[g.reluMask]], bytes(root[g.reluMask]));
   }
   for (size_t v = 0; v < n; ++v)
     if (offsets[v] < 0 && !inRegisters[v])

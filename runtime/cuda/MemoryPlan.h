@@ -16,7 +16,8 @@ namespace mpc::rt {
 /// aliasing step's output shares its alias's range; the intermediates of a
 /// fused chain (`cuda.fusedInto`) live in registers and get no range
 /// (offset -1), as does an output stored as a fused cast's result; a GEMM's
-/// library-computed bias gradient has its range from the GEMM on. Returns
+/// library-computed bias gradient has its range from the GEMM on, a ReLU
+/// mask from the GEMM writing it to the last GEMM reading it. Returns
 /// the arena size.
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 

@@ -288,6 +288,10 @@ void preluK(KernelContext &c) {
   binary(c, [](float a, float b) { return formulas::mpc_prelu(a, b); },
          [](int64_t x, int64_t s) { return x < 0 ? s * x : x; });
 }
+void reluGradK(KernelContext &c) { // float operands only (the verifier)
+  binary(c, [](float g, float y) { return formulas::mpc_relu_grad(g, y); },
+         [](int64_t, int64_t) -> int64_t { return 0; });
+}
 void geluGradK(KernelContext &c) { // float operands only (the verifier)
   auto noInts = [](int64_t, int64_t) -> int64_t { return 0; };
   if (c.step.getString("approximate", "none") == "tanh")
@@ -435,6 +439,7 @@ void registerElementwiseKernels(KernelTable &t) {
   t.add(OpId::Atan, atanK);
   t.add(OpId::Gelu, geluK);
   t.add(OpId::GeluGrad, geluGradK);
+  t.add(OpId::ReluGrad, reluGradK);
   t.add(OpId::LeakyRelu, leakyReluK);
   t.add(OpId::Elu, eluK);
   t.add(OpId::Celu, celuK);

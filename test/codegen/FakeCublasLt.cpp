@@ -12,13 +12,18 @@
 // transposed, one batch), GELU/GELU_BIAS (D = gelu(Y), the tanh
 // approximation), GELU_AUX/GELU_AUX_BIAS (the same, aux = Y) and DGELU
 // (D = gelu'(aux) * Y), the GELU from
-// mpc's own formulas (runtime/Formulas.h), with FP32 accumulation. It is
+// mpc's own formulas (runtime/Formulas.h), RELU_AUX/RELU_AUX_BIAS (aux: a
+// bit per element of D, set where the FP32 result before rounding is
+// positive, column j's bits from bit j * ld) and DRELU (D = Y where the
+// bit is set, else 0), with FP32 accumulation. It is
 // strict where cuBLASLt is: attribute sizes, operand shapes and types that
 // do not agree are INVALID_VALUE, so a layout mistake in mpc fails a test
 // rather than the first GPU run. MPC_FAKE_CUBLASLT_FAIL makes every matmul
 // fail as a GPU fault would; MPC_FAKE_CUBLASLT_NO_BGRAD makes the
 // heuristic find no algorithm for BGRADA/BGRADB, MPC_FAKE_CUBLASLT_NO_GELU
-// none for the GELU epilogues. A matmul is enqueued on the driver
+// none for the GELU epilogues, MPC_FAKE_CUBLASLT_NO_RELU_AUX none for
+// RELU_AUX[_BIAS] and MPC_FAKE_CUBLASLT_NO_DRELU none for DRELU. A
+// matmul is enqueued on the driver
 // double's stream (mpcFakeCudaEnqueue), so graph capture records it and
 // each replay computes it again.
 //
@@ -43,6 +48,7 @@ constexpr int kR16F = 2, kR16BF = 14, kR32F = 0, kCompute32F = 68,
               kCompute32FFastTf32 = 77;
 constexpr uint32_t kGelu = 32, kGeluBias = 36, kGeluAux = 160,
                    kGeluAuxBias = 164, kDGelu = 192,
+                   kReluAux = 130, kReluAuxBias = 134, kDRelu = 136,
                    kBgradA = 256, kBgradB = 512;
 constexpr uint64_t kAlgoMark = 0x6d70632d6c74ull; // "mpc-lt"
 constexpr size_t kWorkspace = 4096; // what every "algorithm" asks for
@@ -57,12 +63,20 @@ struct Desc {
   int64_t auxLd = 0;
 };
 
-/// The epilogues with an aux matrix, and all the GELU ones.
+/// The epilogues with an aux matrix (the ReLU ones: a bit mask), and all
+/// the GELU ones.
+bool maskEpilogue(uint32_t e) {
+  return e == kReluAux || e == kReluAuxBias || e == kDRelu;
+}
 bool auxEpilogue(uint32_t e) {
-  return e == kGeluAux || e == kGeluAuxBias || e == kDGelu;
+  return e == kGeluAux || e == kGeluAuxBias || e == kDGelu || maskEpilogue(e);
+}
+bool biasEpilogue(uint32_t e) {
+  return e == 4 || e == 6 || e == kGeluAuxBias || e == kGeluBias ||
+         e == kReluAuxBias;
 }
 bool geluEpilogue(uint32_t e) {
-  return auxEpilogue(e) || e == kGelu || e == kGeluBias;
+  return (auxEpilogue(e) && !maskEpilogue(e)) || e == kGelu || e == kGeluBias;
 }
 struct Layout {
   int type;
@@ -120,9 +134,9 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
                 const Layout &c, const Layout &o) {
   View va{a, nullptr, d.transA != 0}, vb{b, nullptr, d.transB != 0};
   bool bgradA = d.epilogue == kBgradA, bgradB = d.epilogue == kBgradB;
-  bool bias = d.epilogue == 4 || d.epilogue == 6 || bgradA || bgradB ||
-              d.epilogue == kGeluAuxBias || d.epilogue == kGeluBias;
-  bool gelu = geluEpilogue(d.epilogue), aux = auxEpilogue(d.epilogue);
+  bool bias = biasEpilogue(d.epilogue) || bgradA || bgradB;
+  bool gelu = geluEpilogue(d.epilogue), aux = auxEpilogue(d.epilogue),
+       mask = maskEpilogue(d.epilogue);
   bool layoutsOk = true;
   for (const Layout *l : {&a, &b, &c, &o})
     layoutsOk &= knownType(l->type) && l->ld >= (int64_t)l->rows &&
@@ -131,9 +145,10 @@ bool consistent(const Desc &d, const Layout &a, const Layout &b,
          va.rows() == o.rows && vb.cols() == o.cols && va.cols() == vb.rows() &&
          c.rows == o.rows && c.cols == o.cols && a.batch == o.batch &&
          b.batch == o.batch && c.batch == o.batch &&
-         (d.epilogue == 1 || d.epilogue == 2 || bias || gelu) &&
-         (!aux || (d.auxLd >= (int64_t)o.rows && d.auxLd % 8 == 0)) &&
-         (!gelu || o.batch == 1) &&
+         (d.epilogue == 1 || d.epilogue == 2 || bias || gelu || mask) &&
+         (!aux || (d.auxLd >= (int64_t)o.rows &&
+                   d.auxLd % (mask ? 128 : 8) == 0)) &&
+         (!gelu || o.batch == 1) && (!mask || o.batch == 1) &&
          (!bgradB || (d.transB != 0 && o.batch == 1)) &&
          (!bgradA || (d.transA == 0 && o.batch == 1)) &&
          (!bias || d.biasType == o.type) &&
@@ -164,8 +179,10 @@ void compute(void *arg) {
   const Call &k = *static_cast<const Call *>(arg);
   View a{k.a, k.pa, k.desc.transA != 0}, b{k.b, k.pb, k.desc.transB != 0};
   uint32_t e = k.desc.epilogue;
-  bool bias = e == 4 || e == 6 || e == kGeluAuxBias || e == kGeluBias;
-  bool relu = e == 2 || e == 6;
+  bool bias = biasEpilogue(e);
+  bool relu = e == 2 || e == 6 || e == kReluAux || e == kReluAuxBias;
+  bool writeMask = e == kReluAux || e == kReluAuxBias, readMask = e == kDRelu;
+  auto *bits = static_cast<uint8_t *>(k.desc.aux);
   bool gelu = geluEpilogue(e) && e != kDGelu, dgelu = e == kDGelu,
        keep = e == kGeluAux || e == kGeluAuxBias; // the GELU's input to aux
   if (k.desc.epilogue == kBgradB) // into the bias pointer, D's type
@@ -195,9 +212,14 @@ void compute(void *arg) {
                              z * k.c.stride + (int64_t)j * k.c.ld + i);
         if (bias)
           v += load(k.d.type, k.desc.bias, (int64_t)i);
+        int64_t at = (int64_t)j * k.desc.auxLd + (int64_t)i;
+        uint8_t bit = (uint8_t)(1u << (at & 7));
+        if (writeMask)
+          bits[at >> 3] = v > 0 ? bits[at >> 3] | bit : bits[at >> 3] & ~bit;
+        if (readMask && !(bits[at >> 3] & bit))
+          v = 0;
         if (relu)
           v = v > 0 ? v : 0;
-        int64_t at = (int64_t)j * k.desc.auxLd + (int64_t)i;
         if (keep)
           store(k.d.type, k.desc.aux, at, v);
         if (gelu)
@@ -295,7 +317,12 @@ Status cublasLtMatmulAlgoGetHeuristic(void *, void *desc, void *a, void *b,
         static_cast<Desc *>(desc)->epilogue == kBgradB) &&
        std::getenv("MPC_FAKE_CUBLASLT_NO_BGRAD")) ||
       (geluEpilogue(static_cast<Desc *>(desc)->epilogue) &&
-       std::getenv("MPC_FAKE_CUBLASLT_NO_GELU")))
+       std::getenv("MPC_FAKE_CUBLASLT_NO_GELU")) ||
+      ((static_cast<Desc *>(desc)->epilogue == kReluAux ||
+        static_cast<Desc *>(desc)->epilogue == kReluAuxBias) &&
+       std::getenv("MPC_FAKE_CUBLASLT_NO_RELU_AUX")) ||
+      (static_cast<Desc *>(desc)->epilogue == kDRelu &&
+       std::getenv("MPC_FAKE_CUBLASLT_NO_DRELU")))
     return kNotSupported;
   results[0] = HeuristicResult{};
   results[0].algo.data[0] = kAlgoMark;
@@ -316,9 +343,8 @@ Status cublasLtMatmul(void *, void *desc, const void *alpha, const void *pa,
   if (!consistent(ds, *(Layout *)a, *(Layout *)b, *(Layout *)c, *(Layout *)d) ||
       !algo || static_cast<const Algo *>(algo)->data[0] != kAlgoMark ||
       !workspace || workspaceBytes < kWorkspace || !pa || !pb || !pd ||
-      ((ds.epilogue == 4 || ds.epilogue == 6 || ds.epilogue == kBgradB ||
-        ds.epilogue == kBgradA || ds.epilogue == kGeluAuxBias ||
-        ds.epilogue == kGeluBias) &&
+      ((biasEpilogue(ds.epilogue) || ds.epilogue == kBgradB ||
+        ds.epilogue == kBgradA) &&
        !ds.bias) ||
       (auxEpilogue(ds.epilogue) && !ds.aux))
     return kInvalidValue;

@@ -32,6 +32,9 @@ static_assert(lt::kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
               lt::kEpilogueGeluAux == CUBLASLT_EPILOGUE_GELU_AUX &&
               lt::kEpilogueGeluAuxBias == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
               lt::kEpilogueDGelu == CUBLASLT_EPILOGUE_DGELU &&
+              lt::kEpilogueReluAux == CUBLASLT_EPILOGUE_RELU_AUX &&
+              lt::kEpilogueReluAuxBias == CUBLASLT_EPILOGUE_RELU_AUX_BIAS &&
+              lt::kEpilogueDRelu == CUBLASLT_EPILOGUE_DRELU &&
               lt::kEpilogueBgradB == CUBLASLT_EPILOGUE_BGRADB &&
               lt::kEpilogueBgradA == CUBLASLT_EPILOGUE_BGRADA);
 static_assert(sizeof(lt::HeuristicResult) ==

@@ -206,6 +206,14 @@ func.func @gelu_grad_types(%g: tensor<4xf32>, %x: tensor<4xf16>) {
 
 // -----
 
+func.func @relu_grad_types(%g: tensor<4xf32>, %y: tensor<4xf16>) {
+  // expected-error @+1 {{grad and y must have one type}}
+  %0 = mpc.relu_grad %g, %y : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @clip_bound(%x: tensor<4xf32>, %lo: tensor<2xf32>) {
   // expected-error @+1 {{min and max must be single elements of the input's element type}}
   %0 = mpc.clip %x min %lo : (tensor<4xf32>, tensor<2xf32>) -> tensor<4xf32>

@@ -12,6 +12,8 @@ func.func @elementwise(%x: tensor<2x3xf16>, %y: tensor<3xf16>, %i: tensor<2x3xi6
   %1 = mpc.gelu %x {approximate = "tanh"} : (tensor<2x3xf16>) -> tensor<2x3xf16>
   // CHECK: mpc.gelu_grad %{{.*}}, %{{.*}} {approximate = "tanh"} : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
   %g1 = mpc.gelu_grad %x, %x {approximate = "tanh"} : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+  // CHECK: mpc.relu_grad %{{.*}}, %{{.*}} : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+  %r1 = mpc.relu_grad %x, %x : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
   // CHECK: mpc.leaky_relu %{{.*}} {alpha = 2.000000e-01 : f32}
   %2 = mpc.leaky_relu %x {alpha = 0.2 : f32} : (tensor<2x3xf16>) -> tensor<2x3xf16>
   // CHECK: mpc.add %{{.*}}, %{{.*}} : (tensor<2x3xf16>, tensor<3xf16>) -> tensor<2x3xf16>

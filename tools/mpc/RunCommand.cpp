@@ -68,6 +68,12 @@ static cl::opt<int> repeat("repeat",
 static cl::opt<int> threads("threads", cl::desc("Worker threads (default: all)"),
                             cl::init(0), cl::sub(runCommand));
 static PrecisionFlags runPrecision(runCommand, /*training=*/false);
+static cl::opt<std::string> runWeights(
+    "weights",
+    cl::desc("seed:N: draw every float parameter of 4096 or more elements "
+             "from seed N, as mpc compile and mpc train --weights seed:N "
+             "do (an ONNX model; an artifact carries its own)"),
+    cl::value_desc("seed:N"), cl::sub(runCommand));
 static cl::opt<std::string> device("device",
                                    cl::desc("cpu | cuda (cuda runs an artifact "
                                             "directory from mpc compile)"),
@@ -284,8 +290,12 @@ int runRun() {
     rt::setNumThreads(threads);
   if (device != "cpu" && device != "cuda")
     return reportError("--device must be cpu or cuda, got '" + device + "'");
-  if (sys::fs::is_directory(modelPath))
+  if (sys::fs::is_directory(modelPath)) {
+    if (!runWeights.empty())
+      return reportError("--weights applies to an ONNX model; " + modelPath +
+                         " is an artifact, whose plan records its weights");
     return runArtifact(ctx);
+  }
   if (device == "cuda")
     return reportError("--device cuda runs an artifact: mpc compile " +
                        modelPath + " -o DIR, then mpc run DIR --device cuda");
@@ -295,6 +305,8 @@ int runRun() {
     return reportError(error);
   if (!prepare(ctx, modelPath, inputs, freeze, batch, prep))
     return 1;
+  if (!seedWeights(*prep.module, runWeights, error))
+    return reportError(error);
   {
     mlir::PassManager pm(&ctx);
     mlir::mpc::PrecisionPipelineOptions precision;

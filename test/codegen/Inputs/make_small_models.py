@@ -38,6 +38,10 @@ and a second linear: mpc-fuse-decomposed makes it one gelu, mpc-fold-
 linear-bias makes each linear one Gemm, and cuBLASLt's GELU_AUX_BIAS and
 DGELU epilogues compute the GELU and its gradient with their GEMMs.
 
+leaky_mlp.onnx: x through a Gemm, LeakyRelu (alpha 0.1) and a Gemm: the
+LeakyRelu's gradient (greater, mul, where) is an elementwise chain, one
+kernel.
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -140,6 +144,13 @@ def seq_linear(name, bias_shape):
 
 seq_linear("seq_linear", lambda n: (n,))
 seq_linear("seq_linear_b3", lambda n: (1, 1, n))
+
+
+save("leaky_mlp", [
+    helper.make_node("Gemm", ["x", "W", "b"], ["h"], name="fc"),
+    helper.make_node("LeakyRelu", ["h"], ["a"], name="act", alpha=0.1),
+    helper.make_node("Gemm", ["a", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 16)), weight("b", (16,)), weight("W2", (16, 10))])
 
 
 def const(name, value):
