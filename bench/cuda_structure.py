@@ -24,7 +24,8 @@ SIZE = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i1": 1}
 
 
 def kernel_traffic(plan_path):
-    """Bytes of every launched kernel's arguments (inputs, then outputs)."""
+    """Bytes of every launched kernel's arguments (inputs, outputs and the
+    chain members' results it stores)."""
     values, steps = [], []
     for line in open(plan_path):
         f = line.split()
@@ -46,7 +47,9 @@ def kernel_traffic(plan_path):
         ins = s["in"]
         if "inputs" in cuda:
             ins = [int(v) for v in cuda["inputs"].split(",")]
-        total += sum(values[v] for v in ins + s["out"])
+        # A chain's kernel also writes its members' results read later.
+        stores = [int(v) for v in cuda.get("stores", "").split(",") if v]
+        total += sum(values[v] for v in ins + s["out"] + stores)
     return total
 
 

@@ -4,7 +4,8 @@
 // steps for the emitter, the memory plan and the runtime:
 // - a GEMM/conv whose result only a Relu reads (directly or through a
 //   reshape) applies the Relu in its epilogue (`cuda.fusedRelu`; the Relu
-//   step aliases its buffer);
+//   step aliases its buffer); the gradient of another Relu may read its
+//   input instead of its result (readReluInputs);
 // - a chain of elementwise steps computes in one kernel: its last step
 //   (`cuda.chain`: the member steps in plan order, `cuda.inputs`: the
 //   values they read from outside) keeps each intermediate in a register,
@@ -61,17 +62,59 @@ std::vector<int> chainOperands(const Step &s) {
   return s.inputs;
 }
 
-void fuseSteps(Emitter &e) {
+/// relu_grad(dy, y) reads the Relu's result y, which a GEMM's fused Relu
+/// writes in place of its input. A standalone Relu's input x is a buffer of
+/// its own when a kernel that cannot chain wrote it (a batch norm), while
+/// y, read otherwise only by elementwise steps (a cast), may live in
+/// registers: there relu_grad reads x instead (x > 0 exactly where y > 0,
+/// so the result is the same), sparing the store of y.
+static void readReluInputs(Emitter &e,
+                           const std::map<int, std::vector<size_t>> &readers,
+                           const std::map<int, size_t> &producer,
+                           const std::set<int> &outputs) {
   Plan &plan = e.plan;
-  std::map<int, std::vector<size_t>> readers;
-  std::map<int, size_t> producer;
-  std::set<int> outputs;
+  for (Step &r : plan.steps) {
+    if (r.op != OpId::ReluGrad || r.inputs.size() != 2)
+      continue;
+    int y = r.inputs[1];
+    auto p = producer.find(y);
+    if (p == producer.end() || outputs.count(y))
+      continue;
+    const Step &relu = plan.steps[p->second];
+    if (relu.op != OpId::Relu || relu.cuda.alias >= 0)
+      continue;
+    int x = relu.inputs[0];
+    auto xp = producer.find(x);
+    bool xStored = xp == producer.end() ||
+                   !(plan.steps[xp->second].outputs.size() == 1 &&
+                     e.expr(plan.steps[xp->second]));
+    bool yElementwise = true;
+    for (size_t k : readers.at(y))
+      yElementwise &= &plan.steps[k] == &r || e.expr(plan.steps[k]).has_value();
+    if (xStored && yElementwise)
+      r.inputs[1] = x;
+  }
+}
+
+static void indexSteps(const Plan &plan,
+                       std::map<int, std::vector<size_t>> &readers,
+                       std::map<int, size_t> &producer) {
+  readers.clear();
+  producer.clear();
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     for (int v : plan.steps[i].inputs)
       readers[v].push_back(i);
     for (int v : plan.steps[i].outputs)
       producer[v] = i;
   }
+}
+
+void fuseSteps(Emitter &e) {
+  Plan &plan = e.plan;
+  std::map<int, std::vector<size_t>> readers;
+  std::map<int, size_t> producer;
+  std::set<int> outputs;
+  indexSteps(plan, readers, producer);
   for (const Binding &b : plan.outputs)
     outputs.insert(b.value);
 
@@ -95,6 +138,8 @@ void fuseSteps(Emitter &e) {
       relu->cuda.alias = relu->inputs[0];
     }
   }
+  readReluInputs(e, readers, producer, outputs);
+  indexSteps(plan, readers, producer);
 
   std::vector<bool> taken(plan.steps.size(), false);
   constexpr size_t kMaxStores = 4, kMaxMembers = 32;

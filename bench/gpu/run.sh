@@ -7,8 +7,9 @@
 # the GEMM kernel against torch.matmul (cuBLASLt); trains each train-step
 # artifact for the prepared number of steps (weights on the device, one
 # CUDA graph a step), compares its losses with `mpc train` on the CPU
-# backend and times a step. RUN names a built mpc-gpu-run (skips the
-# build). Writes the table to
+# backend and times a step (and REPLAYS, default 10, replays of it on the
+# device alone). RUN names a built mpc-gpu-run (skips the build). Writes
+# the table to
 # ${OUT:-bench/gpu/work}/gpu-results.md and prints it.
 # Without a GPU it builds, says so in one line per artifact, and exits 0.
 set -uo pipefail
@@ -16,6 +17,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=${WORK:-$root/bench/gpu/work}
 out=${OUT:-$work}
 repeat=${REPEAT:-50}
+replays=${REPLAYS:-10} # the train step replayed on the device alone
 batch=${BATCH:-64}
 [[ -f $work/manifest.txt ]] || { echo "run bench/gpu/prepare.sh first"; exit 1; }
 run=${RUN:-}
@@ -71,7 +73,7 @@ while read -r model prec art ins; do
   done
   row="| $model | $prec |"
   for choice in auto mpc; do
-    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --replays "$replays" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
     echo "$model $prec train (--gemm/--conv $choice): $line" | tr '\n' ' '; echo
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')

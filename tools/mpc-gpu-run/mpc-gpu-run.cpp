@@ -4,7 +4,8 @@
 //   Runs an `mpc compile` artifact with the CUDA runtime, prints each
 //   output's largest difference from an expected .npy (relative to its
 //   largest magnitude) and the median time of N more runs.
-// mpc-gpu-run DIR --steps N [--lr LR] [--expect-losses FILE.jsonl] NAME=FILE.npy...
+// mpc-gpu-run DIR --steps N [--lr LR] [--expect-losses FILE.jsonl]
+//             [--replays N] NAME=FILE.npy...
 //   Trains a train-step artifact (mpc compile --train) for N steps on the
 //   given batch with mpc train's loop (runtime/Trainer.h): weights and
 //   state stay on the device, optimizer state starts at zero, the loss
@@ -12,7 +13,8 @@
 //   (--phase: DIR/phases.txt) runs its phases in order each step. Prints the losses' largest relative
 //   difference from an `mpc train --metrics` file and the median step time
 //   (the batch uploaded, the captured graph, loss and all-finite flag read
-//   back).
+//   back), and the median of --replays (default 10) replays of the step on
+//   the device alone.
 // mpc-gpu-run --probe: prints "gpu: NAME (sm_XY)".
 // Without a GPU: one line, exit 1. Built alone with -DMPC_RUNTIME_ONLY=ON.
 //
@@ -98,7 +100,8 @@ static bool readPhases(const std::string &dir, std::vector<PhaseArtifact> &out,
 
 static int train(std::vector<PhaseArtifact> &phases, bool sharedScaler,
                  const std::map<std::string, Tensor> &inputs, int steps,
-                 std::optional<float> lr, const std::string &expectLosses) {
+                 int replays, std::optional<float> lr,
+                 const std::string &expectLosses) {
   std::string error;
   for (const PhaseArtifact &p : phases)
     if (!p.plan.train)
@@ -190,7 +193,7 @@ static int train(std::vector<PhaseArtifact> &phases, bool sharedScaler,
   // The step on the device alone: graph replays on the batch already
   // there (the trainer uploads the batch and reads scalars back per step).
   std::vector<double> device;
-  for (int r = 0; r < 10; ++r) {
+  for (int r = 0; r < replays; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     for (auto &s : sessions)
       if (!s->run(error))
@@ -201,8 +204,8 @@ static int train(std::vector<PhaseArtifact> &phases, bool sharedScaler,
   }
   std::sort(device.begin(), device.end());
   std::printf("device: median %.4f ms per step without the batch upload "
-              "(10 graph replays)\n",
-              device[device.size() / 2]);
+              "(%d graph replays)\n",
+              device[device.size() / 2], replays);
   if (group && !group->finish(error))
     return fail(error);
   return 0;
@@ -212,14 +215,15 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: mpc-gpu-run DIR [--repeat N | --steps N [--lr LR] "
-                 "[--expect-losses FILE.jsonl]] [--gemm auto|cublaslt|mpc] "
+                 "[--expect-losses FILE.jsonl] [--replays N]] "
+                 "[--gemm auto|cublaslt|mpc] "
                  "[--conv auto|cudnn|mpc] "
                  "[--expect NAME=FILE.npy]... "
                  "NAME=FILE.npy...\n");
     return 2;
   }
   std::string dir = argv[1], error, expectLosses, gemmMode, convMode;
-  int repeat = 0, steps = 0;
+  int repeat = 0, steps = 0, replays = 10;
   std::optional<float> lr; // default: the artifact's
   std::map<std::string, Tensor> inputs, expected;
   for (int i = 2; i < argc; ++i) {
@@ -227,6 +231,11 @@ int main(int argc, char **argv) {
     bool value = i + 1 < argc;
     if (a == "--repeat" && value) {
       repeat = std::atoi(argv[++i]);
+      continue;
+    }
+    if (a == "--replays" && value) {
+      if ((replays = std::atoi(argv[++i])) < 1)
+        return fail("--replays must be at least 1");
       continue;
     }
     if (a == "--steps" && value) {
@@ -280,7 +289,8 @@ int main(int argc, char **argv) {
   }
   std::printf("gpu: %s\n", gpu.devices[0].c_str());
   if (steps > 0)
-    return train(phases, sharedScaler, inputs, steps, lr, expectLosses);
+    return train(phases, sharedScaler, inputs, steps, replays, lr,
+                 expectLosses);
   if (phases.size() > 1)
     return fail(dir + " is a phased train-step artifact: run it with --steps");
   const Plan &plan = phases[0].plan;
