@@ -273,6 +273,7 @@ public:
   bool normGrad(Step &s, const std::string &name);
   bool rotary(Step &s, const std::string &name);
   bool batchNorm(Step &s, const std::string &name); // inference, training
+  bool batchNormGrad(Step &s, const std::string &name);
   bool pool(Step &s, const std::string &name);       // max, average
   bool poolGrad(Step &s, const std::string &name);
 

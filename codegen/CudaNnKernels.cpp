@@ -277,6 +277,53 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   return true;
 }
 
+/// batch_norm_grad: a block per channel, three passes over it, as the CPU
+/// backend's kernel: the batch statistics (double sums, as the forward),
+/// then the sums of dy and dy * xhat (double), then dx, each result
+/// rounded once.
+bool Emitter::batchNormGrad(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[1]);
+  if (x.shape.size() < 2)
+    return fail(s, "batch normalization needs an [N, C, ...] input");
+  int64_t N = x.shape[0], C = x.shape[1];
+  int64_t sp = numElements(x.shape) / std::max<int64_t>(N * C, 1);
+  std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
+  std::string each = "  for (i64 j = threadIdx.x; j < count; j += 256) { "
+                     "i64 e = (j / " + std::to_string(sp) + "LL * " +
+                     std::to_string(C) + "LL + c) * " + std::to_string(sp) +
+                     "LL + j % " + std::to_string(sp) + "LL; ";
+  // Both shared sums of a block in double, tree-reduced.
+  std::string reduce =
+      "  a[threadIdx.x] = u; b[threadIdx.x] = w; __syncthreads();\n"
+      "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
+      "a[threadIdx.x] += a[threadIdx.x + h]; b[threadIdx.x] += "
+      "b[threadIdx.x + h]; } __syncthreads(); }\n";
+  cu << header(s, name, 256)
+     << " {\n  __shared__ double a[256], b[256];\n"
+     << "  const i64 c = blockIdx.x, count = " << N * sp << "LL;\n"
+     << "  double u = 0.0, w = 0.0;\n"
+     << each << "double v = ld(in1, e); u += v; w += v * v; }\n"
+     << reduce
+     << "  double m = a[0] / (double)count;\n"
+     << "  float mean = (float)m, var = (float)fmax(b[0] / (double)count - m "
+        "* m, 0.0);\n"
+     << "  float inv = 1.0f / sqrtf(var + " << eps << ");\n"
+     << "  __syncthreads();\n  u = 0.0, w = 0.0;\n"
+     << each << "double g = ld(in0, e); float xhat = (ld(in1, e) - mean) * "
+        "inv; u += g; w += g * xhat; }\n"
+     << reduce
+     << "  double sumDy = a[0], sumDyXhat = b[0], k = (double)ld(in2, c) * "
+        "inv;\n"
+     << each << "float xhat = (ld(in1, e) - mean) * inv; st(out0, e, k * "
+        "(ld(in0, e) - sumDy / (double)count - xhat * sumDyXhat / "
+        "(double)count)); }\n"
+     << "  if (threadIdx.x == 0) { st(out1, c, sumDyXhat); st(out2, c, sumDy); "
+        "}\n}\n\n";
+  barrier = true;
+  launch(s, name, {C, 1, 1}, {256, 1, 1});
+  return true;
+}
+
 bool Emitter::pool(Step &s, const std::string &name) {
   bool max = s.op == OpId::MaxPool;
   const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
@@ -386,6 +433,7 @@ void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::NormGrad, &Emitter::normGrad);
   t.emit(OpId::BatchNorm, &Emitter::batchNorm);
   t.emit(OpId::BatchNormTrain, &Emitter::batchNorm);
+  t.emit(OpId::BatchNormGrad, &Emitter::batchNormGrad);
   t.emit(OpId::MaxPool, &Emitter::pool);
   t.emit(OpId::AveragePool, &Emitter::pool);
   t.emit(OpId::MaxPoolGrad, &Emitter::poolGrad);

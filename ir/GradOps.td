@@ -194,6 +194,33 @@ def Mpc_ReluGradOp
   let hasVerifier = 1;
 }
 
+def Mpc_BatchNormGradOp
+    : Mpc_Op<"batch_norm_grad", [Pure, Mpc_InferByRule<"batchNormGrad">]> {
+  let summary = "gradients of batch_norm_train, one kernel per channel";
+  let description = [{
+    x is [N, C, ...]; per channel, over its M = N x spatial elements: the
+    batch statistics as batch_norm_train computes them (sums in double,
+    mean and population variance rounded to FP32, inv = 1 / sqrt(var +
+    epsilon)), xhat = (x - mean) inv, then dbias = sum(grad), dscale =
+    sum(grad xhat) and dx = scale inv (grad - dbias / M - xhat dscale / M),
+    accumulated in double and rounded once. One op rather than the ten
+    elementwise and reduction ops of the formula (four passes over the
+    channel each): the CUDA backend runs it as one block per channel, as
+    cuDNN's batch-norm backward does.
+
+    Example:
+    ```mlir
+    %dx, %ds, %db = mpc.batch_norm_grad %g, %x, %s {epsilon = 1.0e-05 : f32} : (tensor<8x64x4x4xf32>, tensor<8x64x4x4xf32>, tensor<64xf32>) -> (tensor<8x64x4x4xf32>, tensor<64xf32>, tensor<64xf32>)
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$x,
+                   Mpc_FloatTensor:$scale,
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Mpc_FloatTensor:$x_grad, Mpc_FloatTensor:$scale_grad,
+                 Mpc_FloatTensor:$bias_grad);
+  let hasVerifier = 1;
+}
+
 def Mpc_NormGradOp : Mpc_Op<"norm_grad", [Pure, Mpc_InferByRule<"typeOfSecond">]> {
   let summary = "input gradient of layer_norm or rms_norm, one pass per row";
   let description = [{

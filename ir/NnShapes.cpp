@@ -139,6 +139,18 @@ LogicalResult GeluGradOp::verify() {
   return success();
 }
 
+LogicalResult BatchNormGradOp::verify() {
+  auto x = rankedOf(getX()), scale = rankedOf(getScale());
+  if (getGrad().getType() != getX().getType())
+    return emitOpError("grad and x must have one type");
+  if (x.getRank() < 2 || scale.getRank() != 1 ||
+      (!x.isDynamicDim(1) && !scale.isDynamicDim(0) &&
+       scale.getDimSize(0) != x.getDimSize(1)))
+    return emitOpError("expected x [N, C, ...] and scale [C], got ")
+           << x << " and " << scale;
+  return success();
+}
+
 LogicalResult ReluGradOp::verify() {
   if (getGrad().getType() != getY().getType())
     return emitOpError("grad and y must have one type");

@@ -200,6 +200,15 @@ LogicalResult batchNormTrain(std::optional<Location>, ValueRange operands,
   return success();
 }
 
+/// (grad, x, scale) -> (dx: x's type, dscale and dbias: scale's).
+LogicalResult batchNormGrad(std::optional<Location>, ValueRange operands,
+                            SmallVectorImpl<Type> &types) {
+  types.push_back(operands[1].getType());
+  types.push_back(operands[2].getType());
+  types.push_back(operands[2].getType());
+  return success();
+}
+
 LogicalResult dropout(std::optional<Location> loc, ValueRange operands,
                       SmallVectorImpl<Type> &types) {
   types.push_back(operands[0].getType());

@@ -59,6 +59,8 @@ LogicalResult globalPool(std::optional<Location>, ValueRange,
                          SmallVectorImpl<Type> &);
 LogicalResult batchNormTrain(std::optional<Location>, ValueRange,
                              SmallVectorImpl<Type> &);
+LogicalResult batchNormGrad(std::optional<Location>, ValueRange,
+                            SmallVectorImpl<Type> &);
 LogicalResult dropout(std::optional<Location>, ValueRange,
                       SmallVectorImpl<Type> &);
 LogicalResult scalarI64(std::optional<Location>, ValueRange,
@@ -100,6 +102,7 @@ MPC_OPERAND_RULE(broadcastToBool)
 MPC_OPERAND_RULE(where)
 MPC_OPERAND_RULE(globalPool)
 MPC_OPERAND_RULE(batchNormTrain)
+MPC_OPERAND_RULE(batchNormGrad)
 MPC_OPERAND_RULE(dropout)
 MPC_OPERAND_RULE(scalarI64)
 MPC_OPERAND_RULE(typeOfSecond)

@@ -216,17 +216,6 @@ LogicalResult dropoutGrad(Context &c, DropoutOp d) {
   return success();
 }
 
-/// dx = inv * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), the
-/// normalisation's gradient with `meanKeep` over its axes.
-template <typename MeanKeep>
-Value normInputGrad(Context &c, Value inv, Value xhat, Value dxhat,
-                    MeanKeep meanKeep) {
-  Value inner = c.make<SubOp>(
-      {c.make<SubOp>({dxhat, meanKeep(dxhat)}),
-       c.make<MulOp>({xhat, meanKeep(c.make<MulOp>({dxhat, xhat}))})});
-  return c.make<MulOp>({inv, inner});
-}
-
 /// BatchNormalization's channel view of x = [N, C, ...]: the axes its
 /// statistics reduce over (all but 1), a [1, C, 1...] type for values per
 /// channel, and the sum of a value over those axes down to [C].
@@ -250,26 +239,16 @@ struct ChannelView {
 LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
   if (!c.elem.isF32())
     return bn->emitError("batch_norm_train gradient needs f32");
-  // Batch statistics over every axis but the channel (1), recomputed here;
-  // then the layer-norm formula with per-channel scale.
-  ChannelView view(c, typeOf(c.x(0)));
-  auto meanKeep = [&](Value v) {
-    return reduceKeep<ReduceMeanOp>(c, v, view.axes);
-  };
+  // The batch statistics recomputed and all three gradients in one op
+  // (mpc.batch_norm_grad), the layer-norm formula per channel.
   if (!c.g)
     return success();
-  Value mean = meanKeep(c.x(0));
-  Value centered = c.make<SubOp>({c.x(0), mean});
-  Value var = meanKeep(c.make<MulOp>({centered, centered}));
-  Value eps = c.scalar(bn.getEpsilon().convertToDouble());
-  Value inv = c.make<ReciprocalOp>(
-      c.make<SqrtOp>(c.make<AddOp>({var, eps})));
-  Value xhat = c.make<MulOp>({centered, inv});
-  Value scale = reshapeTo(c.b, c.loc, bn.getScale(), view.chan);
-  Value dxhat = c.make<MulOp>({c.g, scale});
-  c.grads[0] = normInputGrad(c, inv, xhat, dxhat, meanKeep);
-  c.grads[1] = view.sum(c, c.make<MulOp>({c.g, xhat}));
-  c.grads[2] = view.sum(c, c.g);
+  Operation *grad = makeOp(
+      c.b, c.loc, BatchNormGradOp::getOperationName(),
+      {c.g, c.x(0), bn.getScale()},
+      {c.b.getNamedAttr("epsilon", bn.getEpsilonAttr())});
+  for (unsigned i = 0; i < 3; ++i)
+    c.grads[i] = grad->getResult(i);
   return success();
 }
 

@@ -165,12 +165,14 @@ void batchNormK(KernelContext &c) {
   normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
 }
 
-void batchNormTrainK(KernelContext &c) {
-  const Tensor &x = c.in(0);
-  float eps = (float)c.step.getFloat("epsilon", 1e-5);
-  float momentum = (float)c.step.getFloat("momentum", 0.9);
+/// x [N, C, ...]'s batch statistics per channel: sums in double, mean
+/// and population variance rounded to FP32, inv = 1 / sqrt(var + eps).
+/// batch_norm_train and batch_norm_grad share them (so does the CUDA
+/// backend's formula).
+void channelStats(const Tensor &x, float eps, std::vector<float> &mean,
+                  std::vector<float> &var, std::vector<float> &inv) {
   int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
-  std::vector<float> mean(ch), var(ch), inv(ch);
+  mean.assign(ch, 0), var.assign(ch, 0), inv.assign(ch, 0);
   for (int64_t cidx = 0; cidx < ch; ++cidx) {
     double sum = 0, sq = 0;
     for (int64_t img = 0; img < n; ++img)
@@ -184,12 +186,54 @@ void batchNormTrainK(KernelContext &c) {
     var[cidx] = (float)std::max(sq / cnt - m * m, 0.0);
     inv[cidx] = 1.0f / std::sqrt(var[cidx] + eps);
   }
+}
+
+void batchNormTrainK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  float momentum = (float)c.step.getFloat("momentum", 0.9);
+  int64_t ch = x.dim(1);
+  std::vector<float> mean, var, inv;
+  channelStats(x, eps, mean, var, inv);
   normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
   Tensor &rm = c.output(1), &rv = c.output(2);
   for (int64_t i = 0; i < ch; ++i) {
     rm.setFloat(i, c.in(3).getFloat(i) * momentum + mean[i] * (1 - momentum));
     rv.setFloat(i, c.in(4).getFloat(i) * momentum + var[i] * (1 - momentum));
   }
+}
+
+/// dbias = sum(dy), dscale = sum(dy xhat) per channel, dx = scale inv (dy
+/// - dbias / M - xhat dscale / M): double sums, each result rounded once.
+/// xhat is the forward's FP32 (x - mean) * inv.
+void batchNormGradK(KernelContext &c) {
+  const Tensor &dy = c.in(0), &x = c.in(1), &scale = c.in(2);
+  std::vector<float> mean, var, inv;
+  channelStats(x, (float)c.step.getFloat("epsilon", 1e-5), mean, var, inv);
+  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+  Tensor &dx = c.output(0), &dscale = c.output(1), &dbias = c.output(2);
+  parallelFor(ch, 1, [&](int64_t s, int64_t e) {
+    for (int64_t cidx = s; cidx < e; ++cidx) {
+      auto at = [&](int64_t img, int64_t i) { return (img * ch + cidx) * sp + i; };
+      double sumDy = 0, sumDyXhat = 0;
+      for (int64_t img = 0; img < n; ++img)
+        for (int64_t i = 0; i < sp; ++i) {
+          double g = dy.getFloat(at(img, i));
+          float xhat = (x.getFloat(at(img, i)) - mean[cidx]) * inv[cidx];
+          sumDy += g;
+          sumDyXhat += g * xhat;
+        }
+      double cnt = (double)n * sp, k = (double)scale.getFloat(cidx) * inv[cidx];
+      for (int64_t img = 0; img < n; ++img)
+        for (int64_t i = 0; i < sp; ++i) {
+          float xhat = (x.getFloat(at(img, i)) - mean[cidx]) * inv[cidx];
+          dx.setFloat(at(img, i), k * (dy.getFloat(at(img, i)) - sumDy / cnt -
+                                       xhat * sumDyXhat / cnt));
+        }
+      dscale.setFloat(cidx, sumDyXhat);
+      dbias.setFloat(cidx, sumDy);
+    }
+  });
 }
 
 /// The rows a normalization works on: x's elements from `axis` on form a
@@ -531,6 +575,7 @@ void registerNnKernels(KernelTable &t) {
   t.add(OpId::GlobalMaxPool, globalPoolK<true>);
   t.add(OpId::BatchNorm, batchNormK);
   t.add(OpId::BatchNormTrain, batchNormTrainK);
+  t.add(OpId::BatchNormGrad, batchNormGradK);
   t.add(OpId::LayerNorm, layerNormK);
   t.add(OpId::RmsNorm, rmsNormK);
   t.add(OpId::NormGrad, normGradK);

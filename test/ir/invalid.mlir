@@ -206,6 +206,14 @@ func.func @gelu_grad_types(%g: tensor<4xf32>, %x: tensor<4xf16>) {
 
 // -----
 
+func.func @batch_norm_grad_channels(%g: tensor<2x4x3xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{expected x [N, C, ...] and scale [C], got 'tensor<2x4x3xf32>' and 'tensor<3xf32>'}}
+  %0:3 = mpc.batch_norm_grad %g, %g, %s : (tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<3xf32>) -> (tensor<2x4x3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
 func.func @relu_grad_types(%g: tensor<4xf32>, %y: tensor<4xf16>) {
   // expected-error @+1 {{grad and y must have one type}}
   %0 = mpc.relu_grad %g, %y : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>

@@ -42,6 +42,10 @@ leaky_mlp.onnx: x through a Gemm, LeakyRelu (alpha 0.1) and a Gemm: the
 LeakyRelu's gradient (greater, mul, where) is an elementwise chain, one
 kernel.
 
+bn_gap.onnx: x @ W reshaped [N,3,4,4], BatchNormalization in training
+mode, Relu, GlobalAveragePool, @ W2: the batch norm's three gradients in
+one kernel a channel (batch_norm_grad).
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -116,6 +120,23 @@ save("gap_relu", [
     helper.make_node("MatMul", ["p2", "W2"], ["scores"], name="head"),
 ], [weight("W", (8, 48)), weight("W2", (3, 10)), ints("shape4", [4, 3, 4, 4]),
     ints("shape2", [4, 3])])
+
+save("bn_gap", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Reshape", ["h", "shape4"], ["h4"], name="to_image"),
+    helper.make_node("BatchNormalization", ["h4", "gamma", "beta", "mean", "var"],
+                     ["n", "running_mean", "running_var"], name="bn",
+                     training_mode=1),
+    helper.make_node("Relu", ["n"], ["r"], name="relu"),
+    helper.make_node("GlobalAveragePool", ["r"], ["p"], name="pool"),
+    helper.make_node("Reshape", ["p", "shape2"], ["p2"], name="flatten"),
+    helper.make_node("MatMul", ["p2", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 48)), weight("W2", (3, 10)), ints("shape4", [4, 3, 4, 4]),
+    ints("shape2", [4, 3]), numpy_helper.from_array(
+        np.array([1.0, 0.5, 2.0], np.float32), "gamma"),
+    numpy_helper.from_array(np.array([0.1, -0.2, 0.0], np.float32), "beta"),
+    numpy_helper.from_array(np.zeros(3, np.float32), "mean"),
+    numpy_helper.from_array(np.ones(3, np.float32), "var")], opset=15)
 
 save("smooth_act", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
