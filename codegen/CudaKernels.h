@@ -8,6 +8,7 @@
 // movement), CudaGemmKernels.cpp (tensor-core GEMMs, convolutions and
 // their gradients), CudaNnKernels.cpp (normalisation, reductions, pooling)
 // and CudaTrainKernels.cpp (losses, loss scaling, optimizers).
+// CudaLibraryFusion.cpp marks what cuBLASLt's epilogues compute.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,7 +132,7 @@ void fuseOutputCasts(::mpc::rt::Plan &plan,
                      const std::map<int, std::vector<size_t>> &readers,
                      const std::set<int> &outputs);
 /// Marks the bias-gradient reductions cuBLASLt's BGRADA/BGRADB epilogues
-/// can compute with the weight-gradient GEMM (CudaGemmKernels.cpp).
+/// can compute with the weight-gradient GEMM (CudaLibraryFusion.cpp).
 void fuseBiasGradients(Plan &plan);
 /// Marks tanh GELU steps (and their gradients) that a GEMM's cuBLASLt
 /// epilogue can compute: GELU_AUX[_BIAS] forward, DGELU backward.
