@@ -19,6 +19,29 @@
 using namespace ::mpc::rt;
 
 namespace mlir::mpc::cuda {
+namespace {
+
+/// Per buffer (values, not through reshapes: a linear over a sequence
+/// reshapes the GEMM's rows): its root, the step writing each value, and
+/// how many steps and plan outputs read the buffer.
+struct BufferUse {
+  std::vector<int> root, producer;
+  std::vector<size_t> readers;
+  explicit BufferUse(const Plan &plan)
+      : root(bufferRoots(plan)), producer(plan.values.size(), -1),
+        readers(plan.values.size(), 0) {
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      for (int v : plan.steps[i].outputs)
+        producer[v] = (int)i;
+    auto steps = bufferReaders(plan, root);
+    for (size_t v = 0; v < steps.size(); ++v)
+      readers[v] = steps[v].size();
+    for (const Binding &b : plan.outputs)
+      ++readers[root[b.value]];
+  }
+};
+
+} // namespace
 
 /// A train step's bias gradient, reduce_sum(dY) over every axis but the
 /// last, is what cuBLASLt computes alongside the weight gradient from the
@@ -102,19 +125,9 @@ void fuseBiasGradients(Plan &plan) {
 /// library runs the GEMM without it. Only cuBLASLt's GELU (the tanh
 /// approximation) qualifies: the erf form would change the results.
 void fuseGeluEpilogues(Plan &plan) {
-  // Buffers, not values: a linear over a sequence reshapes the GEMM's rows.
-  std::vector<int> root = ::mpc::rt::bufferRoots(plan);
-  std::vector<int> producer(plan.values.size(), -1);
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    for (int v : plan.steps[i].outputs)
-      producer[v] = (int)i;
-  // Each buffer's readers: its steps and the plan's outputs.
-  std::vector<size_t> readers(plan.values.size(), 0);
-  auto steps = ::mpc::rt::bufferReaders(plan, root);
-  for (size_t v = 0; v < steps.size(); ++v)
-    readers[v] = steps[v].size();
-  for (const ::mpc::rt::Binding &b : plan.outputs)
-    ++readers[root[b.value]];
+  BufferUse use(plan);
+  const std::vector<int> &root = use.root, &producer = use.producer;
+  const std::vector<size_t> &readers = use.readers;
   for (Step &s : plan.steps) {
     const CudaLaunch &c = s.cuda;
     bool gelu = s.op == OpId::Gelu && s.inputs.size() == 1,
@@ -161,17 +174,9 @@ void fuseGeluEpilogues(Plan &plan) {
 /// (libraryFusedInto), its own kernel kept for when the library runs
 /// either GEMM without its epilogue.
 void fuseReluEpilogues(Plan &plan) {
-  std::vector<int> root = ::mpc::rt::bufferRoots(plan);
-  std::vector<int> producer(plan.values.size(), -1);
-  for (size_t i = 0; i < plan.steps.size(); ++i)
-    for (int v : plan.steps[i].outputs)
-      producer[v] = (int)i;
-  std::vector<size_t> readers(plan.values.size(), 0);
-  auto steps = ::mpc::rt::bufferReaders(plan, root);
-  for (size_t v = 0; v < steps.size(); ++v)
-    readers[v] = steps[v].size();
-  for (const ::mpc::rt::Binding &b : plan.outputs)
-    ++readers[root[b.value]];
+  BufferUse use(plan);
+  const std::vector<int> &root = use.root, &producer = use.producer;
+  const std::vector<size_t> &readers = use.readers;
   auto plainGemm = [](const LibraryGemm &g) {
     return g.valid() && g.batch == 1 && g.alpha == 1.0 && g.c < 0 &&
            g.biasGrad < 0 && g.geluOut < 0 && g.dgeluOut < 0 &&

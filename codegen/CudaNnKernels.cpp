@@ -229,6 +229,38 @@ bool Emitter::normGrad(Step &s, const std::string &name) {
   return true;
 }
 
+namespace {
+
+/// The code batch_norm_train and batch_norm_grad share, a block (256
+/// threads) per channel c of x [N, C, sp...]: `each` opens a loop over the
+/// channel's elements with `e` the element's index (the caller closes
+/// it); `reduce` tree-sums the two doubles u and w of every thread into
+/// a[0] and b[0]; `stats(x)` sums x (input `x`) into the batch statistics
+/// mean, var and inv as the CPU backend's channelStats.
+struct ChannelCode {
+  std::string each, reduce;
+  ChannelCode(int64_t C, int64_t sp) {
+    std::string S = std::to_string(sp);
+    each = "  for (i64 j = threadIdx.x; j < count; j += 256) { i64 e = (j / " +
+           S + "LL * " + std::to_string(C) + "LL + c) * " + S + "LL + j % " +
+           S + "LL; ";
+    reduce = "  a[threadIdx.x] = u; b[threadIdx.x] = w; __syncthreads();\n"
+             "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
+             "a[threadIdx.x] += a[threadIdx.x + h]; b[threadIdx.x] += "
+             "b[threadIdx.x + h]; } __syncthreads(); }\n";
+  }
+  std::string stats(const std::string &x, const std::string &eps) const {
+    return "  double u = 0.0, w = 0.0;\n" + each + "double v = ld(" + x +
+           ", e); u += v; w += v * v; }\n" + reduce +
+           "  double m = a[0] / (double)count;\n"
+           "  float mean = (float)m, var = (float)fmax(b[0] / (double)count - "
+           "m * m, 0.0);\n"
+           "  float inv = 1.0f / sqrtf(var + " + eps + ");\n";
+  }
+};
+
+} // namespace
+
 /// BatchNormalization. Inference (`train` false): a thread per element
 /// with the running statistics. Training: a block per channel sums the
 /// batch in double (as the CPU backend: population variance from the sum
@@ -252,23 +284,10 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
     return true;
   }
   std::string momentum = flt((float)s.getFloat("momentum", 0.9));
-  cu << header(s, name, 256) << " {\n  __shared__ double sums[256], squares[256];\n"
+  ChannelCode ch(C, sp);
+  cu << header(s, name, 256) << " {\n  __shared__ double a[256], b[256];\n"
      << "  const i64 c = blockIdx.x, count = " << N * sp << "LL;\n"
-     << "  double sum = 0.0, sq = 0.0;\n"
-     << "  for (i64 j = threadIdx.x; j < count; j += 256) { i64 e = (j / " << sp
-     << "LL * " << C << "LL + c) * " << sp << "LL + j % " << sp
-     << "LL; double v = ld(in0, e); sum += v; sq += v * v; }\n"
-     << "  sums[threadIdx.x] = sum; squares[threadIdx.x] = sq; __syncthreads();\n"
-     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
-        "sums[threadIdx.x] += sums[threadIdx.x + h]; squares[threadIdx.x] += "
-        "squares[threadIdx.x + h]; } __syncthreads(); }\n"
-     << "  double m = sums[0] / (double)count;\n"
-     << "  float mean = (float)m, var = (float)fmax(squares[0] / (double)count - "
-        "m * m, 0.0);\n"
-     << "  float inv = 1.0f / sqrtf(var + " << eps << ");\n"
-     << "  for (i64 j = threadIdx.x; j < count; j += 256) { i64 e = (j / " << sp
-     << "LL * " << C << "LL + c) * " << sp << "LL + j % " << sp
-     << "LL; st(out0, e, " << norm << "); }\n"
+     << ch.stats("in0", eps) << ch.each << "st(out0, e, " << norm << "); }\n"
      << "  if (threadIdx.x == 0) {\n    st(out1, c, ld(in3, c) * " << momentum
      << " + mean * (1 - " << momentum << "));\n    st(out2, c, ld(in4, c) * "
      << momentum << " + var * (1 - " << momentum << "));\n  }\n}\n\n";
@@ -288,33 +307,17 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
   int64_t N = x.shape[0], C = x.shape[1];
   int64_t sp = numElements(x.shape) / std::max<int64_t>(N * C, 1);
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
-  std::string each = "  for (i64 j = threadIdx.x; j < count; j += 256) { "
-                     "i64 e = (j / " + std::to_string(sp) + "LL * " +
-                     std::to_string(C) + "LL + c) * " + std::to_string(sp) +
-                     "LL + j % " + std::to_string(sp) + "LL; ";
-  // Both shared sums of a block in double, tree-reduced.
-  std::string reduce =
-      "  a[threadIdx.x] = u; b[threadIdx.x] = w; __syncthreads();\n"
-      "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
-      "a[threadIdx.x] += a[threadIdx.x + h]; b[threadIdx.x] += "
-      "b[threadIdx.x + h]; } __syncthreads(); }\n";
+  ChannelCode ch(C, sp);
   cu << header(s, name, 256)
      << " {\n  __shared__ double a[256], b[256];\n"
      << "  const i64 c = blockIdx.x, count = " << N * sp << "LL;\n"
-     << "  double u = 0.0, w = 0.0;\n"
-     << each << "double v = ld(in1, e); u += v; w += v * v; }\n"
-     << reduce
-     << "  double m = a[0] / (double)count;\n"
-     << "  float mean = (float)m, var = (float)fmax(b[0] / (double)count - m "
-        "* m, 0.0);\n"
-     << "  float inv = 1.0f / sqrtf(var + " << eps << ");\n"
-     << "  __syncthreads();\n  u = 0.0, w = 0.0;\n"
-     << each << "double g = ld(in0, e); float xhat = (ld(in1, e) - mean) * "
+     << ch.stats("in1", eps) << "  __syncthreads();\n  u = 0.0, w = 0.0;\n"
+     << ch.each << "double g = ld(in0, e); float xhat = (ld(in1, e) - mean) * "
         "inv; u += g; w += g * xhat; }\n"
-     << reduce
+     << ch.reduce
      << "  double sumDy = a[0], sumDyXhat = b[0], k = (double)ld(in2, c) * "
         "inv;\n"
-     << each << "float xhat = (ld(in1, e) - mean) * inv; st(out0, e, k * "
+     << ch.each << "float xhat = (ld(in1, e) - mean) * inv; st(out0, e, k * "
         "(ld(in0, e) - sumDy / (double)count - xhat * sumDyXhat / "
         "(double)count)); }\n"
      << "  if (threadIdx.x == 0) { st(out1, c, sumDyXhat); st(out2, c, sumDy); "
