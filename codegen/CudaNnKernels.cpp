@@ -231,16 +231,23 @@ bool Emitter::normGrad(Step &s, const std::string &name) {
 
 namespace {
 
-/// The code batch_norm_train and batch_norm_grad share, a block (256
-/// threads) per channel c of x [N, C, sp...]: `each` opens a loop over the
-/// channel's elements with `e` the element's index (the caller closes
-/// it); `reduce` tree-sums the two doubles u and w of every thread into
-/// a[0] and b[0]; `stats(x)` sums x (input `x`) into the batch statistics
-/// mean, var and inv as the CPU backend's channelStats.
+/// What the batch norm kernels share for x [N, C, sp...] (rank 2 or
+/// more): C and sp, and for a block (256 threads) per channel c:
+/// `prologue` declares the block's sums a and b, c and the channel's
+/// element count; `each` opens a loop over the channel's elements with `e`
+/// the element's index (the caller closes it); `reduce` tree-sums the two
+/// doubles u and w of every thread into a[0] and b[0]; `stats(x)` sums x
+/// (input `x`) into the batch statistics mean, var and inv as the CPU
+/// backend's channelStats.
 struct ChannelCode {
-  std::string each, reduce;
-  ChannelCode(int64_t C, int64_t sp) {
+  int64_t C, sp;
+  std::string prologue, each, reduce;
+  explicit ChannelCode(const Shape &x)
+      : C(x[1]), sp(numElements(x) / std::max<int64_t>(x[0] * x[1], 1)) {
     std::string S = std::to_string(sp);
+    prologue = "  __shared__ double a[256], b[256];\n"
+               "  const i64 c = blockIdx.x, count = " +
+               std::to_string(x[0] * sp) + "LL;\n";
     each = "  for (i64 j = threadIdx.x; j < count; j += 256) { i64 e = (j / " +
            S + "LL * " + std::to_string(C) + "LL + c) * " + S + "LL + j % " +
            S + "LL; ";
@@ -270,8 +277,8 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]);
   if (x.shape.size() < 2)
     return fail(s, "batch normalization needs an [N, C, ...] input");
-  int64_t N = x.shape[0], C = x.shape[1];
-  int64_t sp = numElements(x.shape) / std::max<int64_t>(N * C, 1);
+  ChannelCode ch(x.shape);
+  int64_t C = ch.C, sp = ch.sp;
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
   std::string norm = "(ld(in0, e) - mean) * inv * ld(in1, c) + ld(in2, c)";
   if (!train) {
@@ -284,10 +291,7 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
     return true;
   }
   std::string momentum = flt((float)s.getFloat("momentum", 0.9));
-  ChannelCode ch(C, sp);
-  cu << header(s, name, 256) << " {\n  __shared__ double a[256], b[256];\n"
-     << "  const i64 c = blockIdx.x, count = " << N * sp << "LL;\n"
-     << ch.stats("in0", eps) << ch.each << "st(out0, e, " << norm << "); }\n"
+  cu << header(s, name, 256) << " {\n" << ch.prologue << ch.stats("in0", eps) << ch.each << "st(out0, e, " << norm << "); }\n"
      << "  if (threadIdx.x == 0) {\n    st(out1, c, ld(in3, c) * " << momentum
      << " + mean * (1 - " << momentum << "));\n    st(out2, c, ld(in4, c) * "
      << momentum << " + var * (1 - " << momentum << "));\n  }\n}\n\n";
@@ -304,14 +308,9 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[1]);
   if (x.shape.size() < 2)
     return fail(s, "batch normalization needs an [N, C, ...] input");
-  int64_t N = x.shape[0], C = x.shape[1];
-  int64_t sp = numElements(x.shape) / std::max<int64_t>(N * C, 1);
+  ChannelCode ch(x.shape);
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
-  ChannelCode ch(C, sp);
-  cu << header(s, name, 256)
-     << " {\n  __shared__ double a[256], b[256];\n"
-     << "  const i64 c = blockIdx.x, count = " << N * sp << "LL;\n"
-     << ch.stats("in1", eps) << "  __syncthreads();\n  u = 0.0, w = 0.0;\n"
+  cu << header(s, name, 256) << " {\n" << ch.prologue << ch.stats("in1", eps) << "  __syncthreads();\n  u = 0.0, w = 0.0;\n"
      << ch.each << "double g = ld(in0, e); float xhat = (ld(in1, e) - mean) * "
         "inv; u += g; w += g * xhat; }\n"
      << ch.reduce
@@ -323,7 +322,7 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
      << "  if (threadIdx.x == 0) { st(out1, c, sumDyXhat); st(out2, c, sumDy); "
         "}\n}\n\n";
   barrier = true;
-  launch(s, name, {C, 1, 1}, {256, 1, 1});
+  launch(s, name, {ch.C, 1, 1}, {256, 1, 1});
   return true;
 }
 
