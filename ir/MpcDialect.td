@@ -120,6 +120,10 @@ def Mpc_DenyRange
 def Mpc_DenySoftmax
     : Mpc_Amp<"Deny", "exponentials and a normalising sum need FP32">;
 def Mpc_DenyNorm : Mpc_Amp<"Deny", "mean and variance statistics need FP32">;
+def Mpc_InferBatchNorm
+    : Mpc_Amp<"Infer", "reads and writes its input's type; statistics, "
+                       "scale and bias in FP32 (as cuDNN's batch norm under "
+                       "autocast)">;
 def Mpc_DenyLoss : Mpc_Amp<"Deny", "the loss is computed in FP32">;
 def Mpc_DenyTranscendental
     : Mpc_Amp<"Deny", "a transcendental approximation kept in FP32">;
@@ -127,6 +131,13 @@ def Mpc_Infer
     : Mpc_Amp<"Infer", "safe in low precision, but follows its inputs">;
 def Mpc_Clear
     : Mpc_Amp<"Clear", "exact in any precision (moves or selects values)">;
+
+// Only operand 0 takes the op's precision: the other float operands are
+// per-channel parameters and statistics, kept FP32 (mpc-amp-classify
+// follows operand 0 alone, mpc-insert-casts casts the rest to f32).
+def Mpc_Fp32Parameters : NativeOpTrait<"Fp32Parameters"> {
+  let cppNamespace = "::mlir::mpc";
+}
 
 //===----------------------------------------------------------------------===//
 // Op base classes

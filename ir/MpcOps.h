@@ -51,6 +51,10 @@ template <typename ConcreteOp>
 class AmpClear : public OpTrait::TraitBase<ConcreteOp, AmpClear> {};
 template <typename ConcreteOp>
 class AmpDeny : public OpTrait::TraitBase<ConcreteOp, AmpDeny> {};
+/// Operands after the first stay FP32 in mixed precision (ODS
+/// Mpc_Fp32Parameters).
+template <typename ConcreteOp>
+class Fp32Parameters : public OpTrait::TraitBase<ConcreteOp, Fp32Parameters> {};
 } // namespace mlir::mpc
 
 #include "ir/MpcInterfaces.h.inc"

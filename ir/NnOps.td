@@ -9,11 +9,14 @@ include "ir/MpcDialect.td"
 // Normalization
 //===----------------------------------------------------------------------===//
 
-def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Mpc_DenyNorm, Pure, Mpc_InferByRule<"sameAsFirst">]> {
+def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Mpc_InferBatchNorm, Mpc_Fp32Parameters, Pure, Mpc_InferByRule<"sameAsFirst">]> {
   let onnxName = "BatchNormalization";
   let summary = "batch normalization with running statistics (ONNX BatchNormalization, inference)";
   let description = [{
-    `y = scale * (x - mean) / sqrt(var + epsilon) + bias` per channel (axis 1).
+    `y = scale * (x - mean) / sqrt(var + epsilon) + bias` per channel (axis 1),
+    computed in FP32. Under mixed precision x and y may be fp16/bf16 while
+    scale, bias, mean and var stay FP32 (as cuDNN's batch norm under
+    autocast).
 
     Example:
     ```mlir
@@ -29,14 +32,16 @@ def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Mpc_DenyNorm, Pure, Mpc_InferByRule<
 }
 
 def Mpc_BatchNormTrainOp
-    : Mpc_Op<"batch_norm_train", [Mpc_DenyNorm, Pure, Mpc_InferByRule<"batchNormTrain">]> {
+    : Mpc_Op<"batch_norm_train", [Mpc_InferBatchNorm, Mpc_Fp32Parameters, Pure, Mpc_InferByRule<"batchNormTrain">]> {
   let onnxName = "BatchNormalization";
   let summary = "batch normalization with batch statistics (ONNX BatchNormalization, training_mode=1)";
   let description = [{
     Normalizes with the statistics of the batch and returns the updated
     running statistics `running = momentum * running + (1 - momentum) * batch`
     (population variance throughout, as ONNX specifies; PyTorch's running
-    variance uses the unbiased one).
+    variance uses the unbiased one). Statistics are summed in double and
+    kept FP32; x and y may be fp16/bf16 with FP32 parameters, as in
+    batch_norm.
 
     Example:
     ```mlir

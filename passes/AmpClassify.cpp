@@ -182,9 +182,18 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
         set(&op, f32, prefix + (info->cls == cls ? info->why : "forced to fp32"));
         continue;
       }
-      // Infer / clear: follow the float inputs.
+      if (op.hasTrait<Fp32Parameters>() && !mixedTypeOps) {
+        set(&op, f32, prefix + "kept fp32 by mixed-type-ops=false (its "
+                               "parameters are FP32)");
+        continue;
+      }
+      // Infer / clear: follow the float inputs (an op with FP32 parameters:
+      // its data input alone).
       Operation *fp32From = nullptr, *lowFrom = nullptr;
-      for (Value v : op.getOperands()) {
+      auto followed = op.hasTrait<Fp32Parameters>()
+                          ? op.getOperands().take_front(1)
+                          : op.getOperands();
+      for (Value v : followed) {
         Type p = paintedOf(v);
         if (!p || !isFloatTensor(v.getType()))
           continue;

@@ -106,9 +106,14 @@ struct InsertCasts : public mpc::impl::InsertCastsBase<InsertCasts> {
         painted.push_back(&op);
     for (Operation *op : painted) {
       Type t = op->getAttrOfType<TypeAttr>("mpc.precision").getValue();
+      // Ops with FP32 parameters take `t` on their data operand alone.
+      bool fp32Params = op->hasTrait<Fp32Parameters>();
+      Type f32 = Float32Type::get(op->getContext());
       for (OpOperand &use : op->getOpOperands())
         if (isFloatTensor(use.get().getType()))
-          use.set(casts.castTo(use.get(), t));
+          use.set(casts.castTo(use.get(), fp32Params && use.getOperandNumber()
+                                              ? f32
+                                              : t));
       // Results take `t`, except those the op defines in another type
       // whatever its operands' (attention's FP32 log-sum-exp).
       SmallVector<Type> inferred;

@@ -278,7 +278,12 @@ def AmpClassify : Pass<"mpc-amp-classify", "::mlir::ModuleOp"> {
     ops in FP32; infer and clear ops follow their float inputs (FP32 if any
     input is computed in FP32, low if any is low, else FP32); then clear
     ops whose users are all low become low too (they are exact, so moving
-    the cast above them changes no value). Types are not changed here; see
+    the cast above them changes no value). Batch norm (infer, with FP32
+    parameters) follows its data input alone: fed low precision, it reads
+    and writes the low type while its scale, bias and statistics stay FP32,
+    as cuDNN's batch norm under autocast (`mixed-type-ops=false` keeps it
+    FP32: `mpc convert`, since ONNX gives BatchNormalization one type
+    before opset 15). Types are not changed here; see
     `mpc-insert-casts`. Overrides: `allow` and `deny` take ONNX op types,
     `keep-fp32` node names, `config` a file with `allow = ...`,
     `deny = ...`, `keep-fp32 = ...` lines.
@@ -299,7 +304,9 @@ def AmpClassify : Pass<"mpc-amp-classify", "::mlir::ModuleOp"> {
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "Node names to keep in FP32">,
     Option<"config", "config", "std::string", /*default=*/"\"\"",
-           "File with allow/deny/keep-fp32 lines">
+           "File with allow/deny/keep-fp32 lines">,
+    Option<"mixedTypeOps", "mixed-type-ops", "bool", /*default=*/"true",
+           "Let ops with FP32 parameters (batch norm) take low-precision data">
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }

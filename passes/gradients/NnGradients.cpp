@@ -237,10 +237,9 @@ struct ChannelView {
 };
 
 LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
-  if (!c.elem.isF32())
-    return bn->emitError("batch_norm_train gradient needs f32");
   // The batch statistics recomputed and all three gradients in one op
-  // (mpc.batch_norm_grad), the layer-norm formula per channel.
+  // (mpc.batch_norm_grad), the layer-norm formula per channel: dx in x's
+  // type (low under mixed precision), the parameters' in FP32.
   if (!c.g)
     return success();
   Operation *grad = makeOp(
@@ -296,20 +295,32 @@ LogicalResult rotaryGrad(Context &c, RotaryOp rot) {
 /// dx = g * scale * inv, dscale = sum(g * xhat), dbias = sum(g); the
 /// statistics are not trained.
 LogicalResult batchNormGrad(Context &c, BatchNormOp bn) {
-  if (!c.elem.isF32())
-    return bn->emitError("batch_norm gradient needs f32");
-  ChannelView view(c, typeOf(c.x(0)));
+  // Low-precision data (mixed precision; the parameters stay FP32): the
+  // formula in FP32 on the widened g and x, dx rounded once to x's type.
+  Type f32 = c.b.getF32Type();
+  auto wide = [&](Value v) {
+    auto t = typeOf(v);
+    return t.getElementType().isF32()
+               ? v
+               : c.b.create<CastOp>(c.loc, t.clone(f32), v).getResult();
+  };
+  Value g = wide(c.g), x = wide(c.x(0));
+  ChannelView view(c, typeOf(x));
+  view.chan = view.chan.clone(f32);
   auto perChannel = [&](Value v) {
     return reshapeTo(c.b, c.loc, v, view.chan);
   };
-  Value eps = c.scalar(bn.getEpsilon().convertToDouble());
+  Value eps = grad::scalar(c.b, c.loc, f32, bn.getEpsilon().convertToDouble());
   Value inv = perChannel(c.make<ReciprocalOp>(
       c.make<SqrtOp>(c.make<AddOp>({bn.getVar(), eps}))));
-  c.grads[0] = c.make<MulOp>({c.g, c.make<MulOp>({perChannel(bn.getScale()), inv})});
+  Value dx = c.make<MulOp>({g, c.make<MulOp>({perChannel(bn.getScale()), inv})});
+  c.grads[0] = dx.getType() == c.x(0).getType()
+                   ? dx
+                   : c.b.create<CastOp>(c.loc, typeOf(c.x(0)), dx).getResult();
   Value xhat =
-      c.make<MulOp>({c.make<SubOp>({c.x(0), perChannel(bn.getMean())}), inv});
-  c.grads[1] = view.sum(c, c.make<MulOp>({c.g, xhat}));
-  c.grads[2] = view.sum(c, c.g);
+      c.make<MulOp>({c.make<SubOp>({x, perChannel(bn.getMean())}), inv});
+  c.grads[1] = view.sum(c, c.make<MulOp>({g, xhat}));
+  c.grads[2] = view.sum(c, g);
   return success();
 }
 

@@ -2,6 +2,7 @@
 // RUN: mpc-opt %s -mpc-amp-classify=precision=bf16 -verify-diagnostics | FileCheck %s --check-prefix=BF16
 // RUN: mpc-opt %s -mpc-amp-classify="deny=Gemm allow=Softmax keep-fp32=act" -verify-diagnostics | FileCheck %s --check-prefix=OVERRIDE
 // RUN: mpc-opt %s -mpc-amp-classify=config=%S/Inputs/amp.cfg -verify-diagnostics | FileCheck %s --check-prefix=OVERRIDE
+// RUN: mpc-opt %s -mpc-amp-classify=mixed-type-ops=false -verify-diagnostics | FileCheck %s --check-prefix=NOMIX
 // RUN: mpc-opt %s -mpc-amp-classify -verify-diagnostics --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
 
 // allow (gemm) is low; clear (relu) and infer (add) follow their low input;
@@ -48,3 +49,20 @@ func.func @mlp(%x: tensor<2x2x2xf32> {mpc.input = "x"}, %w: tensor<3x4xf32> {mpc
   return %y, %q, %t, %dims : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<3xi64>
 }
 
+
+// Batch norm follows its data input alone (its scale, bias and statistics
+// are FP32 arguments either way): after a low conv it is low, on the FP32
+// graph input FP32; mixed-type-ops=false (mpc convert) keeps it FP32.
+// CHECK-LABEL: func.func @bn
+// CHECK: mpc.batch_norm_train {{.*}}mpc.amp = "infer (BatchNormalization): follows its input from 'conv', computed in fp16", mpc.precision = f16
+// CHECK: mpc.batch_norm {{.*}}mpc.amp = "infer (BatchNormalization): no input is computed in low precision", mpc.precision = f32
+// NOMIX-LABEL: func.func @bn
+// NOMIX: mpc.batch_norm_train {{.*}}mpc.amp = "infer (BatchNormalization): kept fp32 by mixed-type-ops=false (its parameters are FP32)", mpc.precision = f32
+// NOMIX: mpc.batch_norm {{.*}}mpc.amp = "infer (BatchNormalization): kept fp32 by mixed-type-ops=false (its parameters are FP32)", mpc.precision = f32
+func.func @bn(%x: tensor<2x3x4x4xf32>, %w: tensor<3x3x1x1xf32>, %s: tensor<3xf32>)
+    -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xf32>) {
+  %c = mpc.conv %x, %w : (tensor<2x3x4x4xf32>, tensor<3x3x1x1xf32>) -> tensor<2x3x4x4xf32> loc("conv")
+  %y, %rm, %rv = mpc.batch_norm_train %c, %s, %s, %s, %s : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>) loc("bn")
+  %z = mpc.batch_norm %x, %s, %s, %s, %s : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32> loc("bn_in")
+  return %y, %rm, %rv, %z : tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xf32>
+}

@@ -73,3 +73,21 @@ func.func @chains(%h: tensor<4xf16>, %f: tensor<4xf32>) -> (tensor<4xf32>, tenso
   %c = mpc.relu %r {mpc.precision = f32} : (tensor<4xf32>) -> tensor<4xf32>
   return %a, %b, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// An op with FP32 parameters (batch norm) takes the low type on its data
+// operand alone: the scale, bias and statistics are cast to f32 if
+// anything (here they are f32 already), y is low, the running statistics
+// keep their FP32 type.
+// CHECK-LABEL: func.func @fp32_parameters
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4x4xf32>, %[[S:.*]]: tensor<3xf32>, %[[H:.*]]: tensor<3xf16>)
+// CHECK-NEXT: %[[XL:.*]] = mpc.cast %[[X]] : (tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf16>
+// CHECK-NEXT: %[[HW:.*]] = mpc.cast %[[H]] : (tensor<3xf16>) -> tensor<3xf32>
+// CHECK-NEXT: mpc.batch_norm_train %[[XL]], %[[S]], %[[HW]], %[[S]], %[[S]] {{.*}}: (tensor<2x3x4x4xf16>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf16>, tensor<3xf32>, tensor<3xf32>)
+func.func @fp32_parameters(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %h: tensor<3xf16>)
+    -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+  %hw = mpc.cast %h : (tensor<3xf16>) -> tensor<3xf32>
+  %y, %rm, %rv = mpc.batch_norm_train %x, %s, %hw, %s, %s {mpc.precision = f16} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %y, %rm, %rv : tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>
+}

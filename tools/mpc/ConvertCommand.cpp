@@ -127,6 +127,9 @@ bool classify(mlir::ModuleOp module, const std::vector<std::string> &keep,
   std::vector<std::string> deny(blockOps.begin(), blockOps.end());
   options.deny = deny;
   options.keepFp32 = keep;
+  // The rewrite casts all of a low node's float inputs, and ONNX gives
+  // BatchNormalization one type before opset 15: batch norm stays FP32.
+  options.mixedTypeOps = false;
   pm.addPass(mlir::mpc::createAmpClassify(options));
   if (retype)
     pm.addPass(mlir::mpc::createInsertCasts());
