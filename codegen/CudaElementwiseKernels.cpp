@@ -225,7 +225,7 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
 /// and the members in `cuda.stores` as they are computed.
 bool Emitter::chain(Step &s, const std::string &name) {
   const ValueInfo &y = val(s.outputs[0]);
-  const std::vector<int> &ext = ::mpc::rt::kernelInputs(s);
+  const std::vector<int> ext = ::mpc::rt::kernelInputs(s);
   std::map<int, std::string> reg; // value -> C++ expression holding it
   std::vector<Shape> strides;
   for (size_t k = 0; k < ext.size(); ++k) {

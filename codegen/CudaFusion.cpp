@@ -2,10 +2,12 @@
 //
 // Decided on the plan before any code is emitted, and recorded on the
 // steps for the emitter, the memory plan and the runtime:
-// - a GEMM/conv whose result only a Relu reads (directly or through a
-//   reshape) applies the Relu in its epilogue (`cuda.fusedRelu`; the Relu
-//   step aliases its buffer); the gradient of another Relu may read its
-//   input instead of its result (readReluInputs);
+// - a GEMM/conv/batch norm whose result only a Relu reads (directly or
+//   through a reshape) applies the Relu in its epilogue (`cuda.fusedRelu`;
+//   the Relu step aliases its buffer); the gradient of another Relu may
+//   read its input instead of its result (readReluInputs); a Relu gradient
+//   only a batch norm gradient reads is taken inside its kernel
+//   (foldReluGradsIntoBatchNorm);
 // - a chain of elementwise steps computes in one kernel: its last step
 //   (`cuda.chain`: the member steps in plan order, `cuda.inputs`: the
 //   values they read from outside) keeps each intermediate in a register,
@@ -41,7 +43,7 @@ using ::mpc::rt::Binding;
 /// floats (or a comparison's bool), or an Expand (its data read with
 /// broadcast strides); not an alias, not counting underflow.
 static bool chainable(Emitter &e, const Step &s) {
-  if (s.outputs.size() != 1 || s.cuda.alias >= 0 || s.countUnderflow ||
+  if (s.outputs.size() != 1 || s.cuda.inOtherKernel() || s.countUnderflow ||
       !(s.op == OpId::Expand || e.expr(s)))
     return false;
   if (s.op == OpId::Expand && !isFloat(e.val(s.inputs[0]).dtype))
@@ -96,6 +98,59 @@ static void readReluInputs(Emitter &e,
   }
 }
 
+/// A relu_grad whose result only a batch_norm_grad reads (the Relu after
+/// a batch norm, the first of a ResNet block) launches nothing: the batch
+/// norm's kernel reads dy and the Relu's result y instead and takes the
+/// gradient where y > 0 as it reads (inputs [dy, x, scale, y]; the
+/// relu_grad records it in `cuda.fusedInto`). The same values: relu_grad
+/// only selects.
+static void
+foldReluGradsIntoBatchNorm(Plan &plan,
+                           const std::map<int, std::vector<size_t>> &readers,
+                           const std::map<int, size_t> &producer,
+                           const std::set<int> &outputs) {
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    Step &bn = plan.steps[j];
+    if (bn.op != OpId::BatchNormGrad || bn.inputs.size() != 3)
+      continue;
+    int g = bn.inputs[0];
+    auto p = producer.find(g);
+    if (p == producer.end() || outputs.count(g) || readers.at(g).size() != 1)
+      continue;
+    Step &r = plan.steps[p->second];
+    if (r.op != OpId::ReluGrad || r.inputs.size() != 2 ||
+        r.cuda.inOtherKernel() ||
+        plan.values[r.inputs[0]].dtype != plan.values[g].dtype)
+      continue;
+    bn.inputs = {r.inputs[0], bn.inputs[1], bn.inputs[2], r.inputs[1]};
+    r.cuda.fusedInto = (int)j;
+  }
+}
+
+static bool isBatchNorm(OpId op) {
+  return op == OpId::BatchNormTrain || op == OpId::BatchNorm;
+}
+
+/// Whether batch norm `bn`'s kernel can compute `add`, its result's only
+/// reader: an Add of two same-typed operands of the result's shape (no
+/// broadcast), the other one written before the batch norm runs.
+static bool addsInKernel(const Plan &plan,
+                         const std::map<int, size_t> &producer, size_t bnStep,
+                         const Step &add) {
+  int y = plan.steps[bnStep].outputs[0];
+  if (add.op != OpId::Add || add.inputs.size() != 2 ||
+      add.inputs[0] == add.inputs[1] || add.cuda.inOtherKernel() ||
+      (add.inputs[0] != y && add.inputs[1] != y))
+    return false;
+  int z = add.inputs[add.inputs[0] == y ? 1 : 0];
+  const ValueInfo &yv = plan.values[y];
+  for (int v : {z, add.outputs[0]})
+    if (plan.values[v].dtype != yv.dtype || plan.values[v].shape != yv.shape)
+      return false;
+  auto p = producer.find(z);
+  return p == producer.end() || p->second < bnStep;
+}
+
 static void indexSteps(const Plan &plan,
                        std::map<int, std::vector<size_t>> &readers,
                        std::map<int, size_t> &producer) {
@@ -118,8 +173,10 @@ void fuseSteps(Emitter &e) {
   for (const Binding &b : plan.outputs)
     outputs.insert(b.value);
 
-  for (Step &s : plan.steps) {
-    if (s.op != OpId::Gemm && s.op != OpId::MatMul && s.op != OpId::Conv)
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Step &s = plan.steps[i];
+    if (s.op != OpId::Gemm && s.op != OpId::MatMul && s.op != OpId::Conv &&
+        !isBatchNorm(s.op))
       continue;
     // The Relu reads the result directly, or through the reshape of a
     // linear over a sequence (mpc-fold-linear-bias).
@@ -132,6 +189,14 @@ void fuseSteps(Emitter &e) {
     Step *relu = only(v);
     if (relu && relu->op == OpId::Reshape && relu->inputs[0] == v)
       relu = only(relu->outputs[0]);
+    if (Step *add = relu;
+        add && isBatchNorm(s.op) && addsInKernel(plan, producer, i, *add)) {
+      // The residual Add goes into the batch norm, and its Relu after it.
+      s.cuda.epilogueAdd = add->inputs[add->inputs[0] == v ? 1 : 0];
+      add->cuda.alias = v;
+      v = add->outputs[0];
+      relu = only(v);
+    }
     if (relu && relu->op == OpId::Relu &&
         plan.values[relu->outputs[0]].dtype == plan.values[v].dtype) {
       s.cuda.fusedRelu = true;
@@ -139,6 +204,8 @@ void fuseSteps(Emitter &e) {
     }
   }
   readReluInputs(e, readers, producer, outputs);
+  indexSteps(plan, readers, producer);
+  foldReluGradsIntoBatchNorm(plan, readers, producer, outputs);
   indexSteps(plan, readers, producer);
 
   std::vector<bool> taken(plan.steps.size(), false);

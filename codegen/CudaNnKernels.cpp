@@ -232,39 +232,88 @@ bool Emitter::normGrad(Step &s, const std::string &name) {
 namespace {
 
 /// What the batch norm kernels share for x [N, C, sp...] (rank 2 or
-/// more): C and sp, and for a block (256 threads) per channel c:
-/// `prologue` declares the block's sums a and b, c and the channel's
-/// element count; `each` opens a loop over the channel's elements with `e`
-/// the element's index (the caller closes it); `reduce` tree-sums the two
-/// doubles u and w of every thread into a[0] and b[0]; `stats(x)` sums x
-/// (input `x`) into the batch statistics mean, var and inv as the CPU
-/// backend's channelStats.
+/// more), a block of kThreads per channel c. A channel is N runs of sp
+/// contiguous elements; where sp is a multiple of the 16-byte lane count
+/// of the data type, a thread moves V = 16 / size elements per access (the
+/// arena aligns every buffer to 256 bytes), and the compiler unrolls the
+/// loop, so a block keeps many loads in flight: one block per channel must
+/// draw an SM's share of DRAM bandwidth on its own.
+/// - `prologue` declares the block's sums a and b, c and the channel's
+///   element count;
+/// - `loop(ins, body, out)` walks the channel's groups: each input `inK`
+///   loaded into `inK_v[V]`, `body` run per lane `l`, and with `out` the
+///   lanes' `y[l]` stored;
+/// - `reduce` tree-sums the doubles u and w of every thread into a[0] and
+///   b[0];
+/// - `stats(x)` sums input x into the batch statistics mean, var and inv
+///   as the CPU backend's channelStats (in double; the order of the sums
+///   differs, the rounded results agree but for ties).
 struct ChannelCode {
-  int64_t C, sp;
-  std::string prologue, each, reduce;
-  explicit ChannelCode(const Shape &x)
-      : C(x[1]), sp(numElements(x) / std::max<int64_t>(x[0] * x[1], 1)) {
-    std::string S = std::to_string(sp);
-    prologue = "  __shared__ double a[256], b[256];\n"
-               "  const i64 c = blockIdx.x, count = " +
-               std::to_string(x[0] * sp) + "LL;\n";
-    each = "  for (i64 j = threadIdx.x; j < count; j += 256) { i64 e = (j / " +
-           S + "LL * " + std::to_string(C) + "LL + c) * " + S + "LL + j % " +
-           S + "LL; ";
+  static constexpr int kThreads = 512;
+  int64_t C, sp, count, V;
+  std::string prologue, reduce;
+  ChannelCode(const Shape &x, DType t)
+      : C(x[1]), sp(numElements(x) / std::max<int64_t>(x[0] * x[1], 1)),
+        count(x[0] * sp) {
+    int64_t lanes = 16 / (int64_t)dtypeSize(t);
+    V = sp % lanes == 0 ? lanes : 1;
+    std::string T = std::to_string(kThreads);
+    prologue = "  __shared__ double a[" + T + "], b[" + T + "];\n"
+               "  const i64 c = blockIdx.x, count = " + std::to_string(count) +
+               "LL;\n";
     reduce = "  a[threadIdx.x] = u; b[threadIdx.x] = w; __syncthreads();\n"
-             "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) { "
+             "  for (int h = " + std::to_string(kThreads / 2) +
+             "; h > 0; h >>= 1) { if (threadIdx.x < h) { "
              "a[threadIdx.x] += a[threadIdx.x + h]; b[threadIdx.x] += "
              "b[threadIdx.x + h]; } __syncthreads(); }\n";
   }
+  std::string loop(const std::vector<std::string> &ins, const std::string &body,
+                   const std::string &out = "") const {
+    std::string v = std::to_string(V), per = std::to_string(sp / V);
+    std::string code = "  for (i64 g = threadIdx.x; g < " +
+                       std::to_string(count / V) + "LL; g += " +
+                       std::to_string(kThreads) + ") {\n    const i64 e = (g / " +
+                       per + "LL * " + std::to_string(C) + "LL + c) * " +
+                       std::to_string(sp) + "LL + g % " + per + "LL * " + v +
+                       ";\n";
+    for (const std::string &in : ins)
+      code += "    float " + in + "_v[" + v + "]; ldv<" + v + ">(" + in +
+              " + e, " + in + "_v);\n";
+    if (!out.empty())
+      code += "    float y[" + v + "];\n";
+    code += "#pragma unroll\n    for (int l = 0; l < " + v + "; ++l) { " + body +
+            " }\n";
+    if (!out.empty())
+      code += "    stv<" + v + ">(" + out + " + e, y);\n";
+    return code + "  }\n";
+  }
   std::string stats(const std::string &x, const std::string &eps) const {
-    return "  double u = 0.0, w = 0.0;\n" + each + "double v = ld(" + x +
-           ", e); u += v; w += v * v; }\n" + reduce +
+    return "  double u = 0.0, w = 0.0;\n" +
+           loop({x}, "double v = " + x + "_v[l]; u += v; w += v * v;") +
+           reduce +
            "  double m = a[0] / (double)count;\n"
            "  float mean = (float)m, var = (float)fmax(b[0] / (double)count - "
            "m * m, 0.0);\n"
            "  float inv = 1.0f / sqrtf(var + " + eps + ");\n";
   }
 };
+
+/// The batch norm's output expression from x's value `xv` (mean, inv, and
+/// the channel's scale `sc` and bias `bi` in scope): its reader Add's sum
+/// with `z` rounded as the Add rounds (cuda.epilogueAdd), then its
+/// reader's Relu (cuda.fusedRelu), before the one rounding on store.
+std::string normalized(const Step &s, DType t, const std::string &xv,
+                       const std::string &z) {
+  std::string v = "(" + xv + " - mean) * inv * sc + bi";
+  if (s.cuda.epilogueAdd >= 0) {
+    auto rnd = [&](const std::string &e) {
+      return t == DType::F16 ? "rnd_f16(" + e + ")"
+             : t == DType::BF16 ? "rnd_bf16(" + e + ")" : e;
+    };
+    v = rnd(rnd(v) + " + " + z);
+  }
+  return s.cuda.fusedRelu ? "mpc_relu(" + v + ")" : v;
+}
 
 } // namespace
 
@@ -277,26 +326,35 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]);
   if (x.shape.size() < 2)
     return fail(s, "batch normalization needs an [N, C, ...] input");
-  ChannelCode ch(x.shape);
-  int64_t C = ch.C, sp = ch.sp;
+  DType t = val(s.outputs[0]).dtype;
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
-  std::string norm = "(ld(in0, e) - mean) * inv * ld(in1, c) + ld(in2, c)";
+  std::string z = "in" + std::to_string(s.inputs.size()); // the addend, last
   if (!train) {
-    int64_t n = numElements(x.shape);
+    int64_t n = numElements(x.shape), C = x.shape[1],
+            sp = n / std::max<int64_t>(x.shape[0] * C, 1);
     cu << header(s, name, 256) << " {\n  i64 e = global_index();\n  if (e >= "
        << n << "LL) return;\n  i64 c = e / " << sp << "LL % " << C
        << "LL;\n  float mean = ld(in3, c), inv = 1.0f / sqrtf(ld(in4, c) + "
-       << eps << ");\n  st(out0, e, " << norm << ");\n}\n\n";
+       << eps << "), sc = ld(in1, c), bi = ld(in2, c);\n  st(out0, e, "
+       << normalized(s, t, "ld(in0, e)", "ld(" + z + ", e)") << ");\n}\n\n";
     launch1d(s, name, n);
     return true;
   }
+  ChannelCode ch(x.shape, x.dtype);
+  std::vector<std::string> ins{"in0"};
+  if (s.cuda.epilogueAdd >= 0)
+    ins.push_back(z);
   std::string momentum = flt((float)s.getFloat("momentum", 0.9));
-  cu << header(s, name, 256) << " {\n" << ch.prologue << ch.stats("in0", eps) << ch.each << "st(out0, e, " << norm << "); }\n"
+  cu << header(s, name, ChannelCode::kThreads) << " {\n" << ch.prologue
+     << ch.stats("in0", eps)
+     << "  const float sc = ld(in1, c), bi = ld(in2, c);\n"
+     << ch.loop(ins, "y[l] = " + normalized(s, t, "in0_v[l]", z + "_v[l]") + ";",
+                "out0")
      << "  if (threadIdx.x == 0) {\n    st(out1, c, ld(in3, c) * " << momentum
      << " + mean * (1 - " << momentum << "));\n    st(out2, c, ld(in4, c) * "
      << momentum << " + var * (1 - " << momentum << "));\n  }\n}\n\n";
   barrier = true;
-  launch(s, name, {C, 1, 1}, {256, 1, 1});
+  launch(s, name, {ch.C, 1, 1}, {ChannelCode::kThreads, 1, 1});
   return true;
 }
 
@@ -308,21 +366,31 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[1]);
   if (x.shape.size() < 2)
     return fail(s, "batch normalization needs an [N, C, ...] input");
-  ChannelCode ch(x.shape);
+  ChannelCode ch(x.shape, x.dtype);
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
-  cu << header(s, name, 256) << " {\n" << ch.prologue << ch.stats("in1", eps) << "  __syncthreads();\n  u = 0.0, w = 0.0;\n"
-     << ch.each << "double g = ld(in0, e); float xhat = (ld(in1, e) - mean) * "
-        "inv; u += g; w += g * xhat; }\n"
+  // A folded Relu gradient (foldReluGradsIntoBatchNorm): dy where the
+  // Relu's result (input 3) is positive.
+  bool relu = s.inputs.size() > 3;
+  std::vector<std::string> ins{"in0", "in1"};
+  if (relu)
+    ins.push_back("in3");
+  std::string dy = relu ? "mpc_relu_grad(in0_v[l], in3_v[l])" : "in0_v[l]";
+  std::string xhat = "const float xhat = (in1_v[l] - mean) * inv; ";
+  cu << header(s, name, ChannelCode::kThreads) << " {\n" << ch.prologue
+     << ch.stats("in1", eps) << "  __syncthreads();\n  u = 0.0, w = 0.0;\n"
+     << ch.loop(ins, "const double g = " + dy + "; " + xhat +
+                         "u += g; w += g * xhat;")
      << ch.reduce
      << "  double sumDy = a[0], sumDyXhat = b[0], k = (double)ld(in2, c) * "
-        "inv;\n"
-     << ch.each << "float xhat = (ld(in1, e) - mean) * inv; st(out0, e, k * "
-        "(ld(in0, e) - sumDy / (double)count - xhat * sumDyXhat / "
-        "(double)count)); }\n"
+        "inv;\n  const double meanDy = sumDy / (double)count, meanDyXhat = "
+        "sumDyXhat / (double)count;\n"
+     << ch.loop(ins, xhat + "y[l] = k * (" + dy +
+                         " - meanDy - xhat * meanDyXhat);",
+                "out0")
      << "  if (threadIdx.x == 0) { st(out1, c, sumDyXhat); st(out2, c, sumDy); "
         "}\n}\n\n";
   barrier = true;
-  launch(s, name, {ch.C, 1, 1}, {256, 1, 1});
+  launch(s, name, {ch.C, 1, 1}, {ChannelCode::kThreads, 1, 1});
   return true;
 }
 

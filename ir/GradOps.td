@@ -206,7 +206,11 @@ def Mpc_BatchNormGradOp
     accumulated in double and rounded once. One op rather than the ten
     elementwise and reduction ops of the formula (four passes over the
     channel each): the CUDA backend runs it as one block per channel, as
-    cuDNN's batch-norm backward does.
+    cuDNN's batch-norm backward does. grad, x and dx share x's type (low
+    under mixed precision); scale and its gradients are FP32. With
+    `relu_out`, grad is the gradient of that Relu's result and the op takes
+    it where relu_out > 0 (relu_grad folded in: the CUDA backend's fusion
+    makes this form, so a Relu after a batch norm costs no kernel).
 
     Example:
     ```mlir
@@ -215,6 +219,7 @@ def Mpc_BatchNormGradOp
   }];
   let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$x,
                    Mpc_FloatTensor:$scale,
+                   Optional<Mpc_FloatTensor>:$relu_out,
                    DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
   let results = (outs Mpc_FloatTensor:$x_grad, Mpc_FloatTensor:$scale_grad,
                  Mpc_FloatTensor:$bias_grad);

@@ -21,8 +21,9 @@ def Mpc_UnscaleGradsOp : Mpc_Op<"unscale_grads", [Pure]> {
   let description = [{
     Multiplies every gradient by `1/scale` (the reciprocal taken in double
     and rounded to FP32, as GradScaler does) in FP32 and returns them with
-    their own types, followed by `found_inf`: true when any element of any
-    gradient is inf or NaN (before or after unscaling).
+    their own types or, for a fp16/bf16 gradient, in FP32 (the widening
+    cast to an FP32 master folded in), followed by `found_inf`: true when
+    any element of any gradient is inf or NaN (before or after unscaling).
 
     Example:
     ```mlir

@@ -141,8 +141,9 @@ LogicalResult GeluGradOp::verify() {
 
 LogicalResult BatchNormGradOp::verify() {
   auto x = rankedOf(getX()), scale = rankedOf(getScale());
-  if (getGrad().getType() != getX().getType())
-    return emitOpError("grad and x must have one type");
+  if (getGrad().getType() != getX().getType() ||
+      (getReluOut() && getReluOut().getType() != getX().getType()))
+    return emitOpError("grad, x and relu_out must have one type");
   if (x.getRank() < 2 || scale.getRank() != 1 ||
       (!x.isDynamicDim(1) && !scale.isDynamicDim(0) &&
        scale.getDimSize(0) != x.getDimSize(1)))
@@ -289,10 +290,18 @@ LogicalResult UnscaleGradsOp::verify() {
   if (getGrads().size() != getUnscaled().size())
     return emitOpError("expects one result per gradient, got ")
            << getUnscaled().size() << " for " << getGrads().size();
-  for (auto [g, u] : llvm::zip(getGrads(), getUnscaled()))
-    if (g.getType() != u.getType())
+  // A result has its gradient's type, or its shape in FP32 (the exact
+  // widening of a fp16/bf16 gradient).
+  for (auto [g, u] : llvm::zip(getGrads(), getUnscaled())) {
+    auto gt = rankedOf(g), ut = rankedOf(u);
+    bool widened = ut.getElementType().isF32() &&
+                   !gt.getElementType().isF32() &&
+                   gt.clone(ut.getElementType()) == ut;
+    if (g.getType() != u.getType() && !widened)
       return emitOpError("result type ")
-             << u.getType() << " differs from its gradient's " << g.getType();
+             << u.getType() << " is neither its gradient's " << g.getType()
+             << " nor its FP32 widening";
+  }
   return success();
 }
 

@@ -105,13 +105,31 @@ struct LossScaling : public mpc::impl::LossScalingBase<LossScaling> {
         gradIndex.push_back(i);
         grads.push_back(ret->getOperand(i));
       }
-    SmallVector<Value> operands(grads);
+    // A low-precision gradient widened by a cast read nowhere else (a
+    // weight gradient going to its FP32 master) is unscaled from the low
+    // type directly: the widening is exact, so the values are the same,
+    // and the FP32 copy is neither written nor read again.
+    SmallVector<Value> operands;
+    SmallVector<CastOp> widened;
+    for (Value g : grads) {
+      auto cast = g.getDefiningOp<CastOp>();
+      Type from = cast ? getElementTypeOrSelf(cast.getX()) : Type();
+      if (cast && cast->hasOneUse() && getElementTypeOrSelf(g).isF32() &&
+          (from.isF16() || from.isBF16())) {
+        operands.push_back(cast.getX());
+        widened.push_back(cast);
+      } else {
+        operands.push_back(g);
+      }
+    }
     operands.push_back(s);
     SmallVector<Type> types(ValueRange(grads).getTypes());
     types.push_back(i1);
     auto unscale = b.create<UnscaleGradsOp>(ret->getLoc(), types, operands);
     for (auto [k, i] : llvm::enumerate(gradIndex))
       ret->setOperand(i, unscale.getUnscaled()[k]);
+    for (CastOp cast : widened)
+      cast.erase();
     Value foundInf = unscale.getFoundInf();
 
     SmallVector<Value> results(ret->getOperands());

@@ -149,7 +149,12 @@ struct CudaLaunch {
   std::vector<int> inputs; // a chain's last step: what its kernel reads
   std::vector<int> stores; // a chain's last step: member results it writes
                            // besides its own (kernel arguments after it)
-  bool fusedRelu = false;  // a GEMM/conv applying its reader's Relu
+  bool fusedRelu = false;  // a GEMM/conv/batch norm applying its reader's Relu
+  /// >= 0 (a batch norm): the kernel also reads this value (last) and adds
+  /// it to its result, as the Add reading output 0 would (each rounded to
+  /// the output's type), before a fused Relu; that Add aliases output 0
+  /// (a residual block's batch norm -> add -> Relu in one kernel).
+  int epilogueAdd = -1;
   bool underflowCounter = false; // the kernel takes the counter, last
   /// >= 0: the kernel takes this element count as its last argument (its
   /// code names no outer size, so steps that differ only in size share it).

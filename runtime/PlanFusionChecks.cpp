@@ -11,6 +11,7 @@
 #include "runtime/PlanFusionChecks.h"
 #include "runtime/cuda/MemoryPlan.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace mpc::rt {
@@ -229,6 +230,94 @@ std::string checkStoredCasts(const Plan &plan) {
     for (const Binding &b : plan.outputs)
       if (b.value == s.outputs[0])
         return bad;
+  }
+  return "";
+}
+
+/// "" or what is inconsistent in a step computed in a later step's kernel:
+/// a chain's member, or a relu_grad folded into the batch_norm_grad that
+/// alone read its result (which then reads dy and the Relu's result).
+std::string checkLaterFusions(const Plan &plan) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    int j = s.cuda.fusedInto;
+    if (j <= (int)i)
+      continue;
+    std::string bad = "step " + std::to_string(i) + " is fused into step " +
+                      std::to_string(j) + ", ";
+    if (j >= (int)plan.steps.size())
+      return bad + "which does not exist";
+    const Step &k = plan.steps[j];
+    if (k.cuda.isChain()) {
+      if (std::find(k.cuda.chain.begin(), k.cuda.chain.end(), (int)i) ==
+          k.cuda.chain.end())
+        return bad + "whose chain does not list it";
+      continue;
+    }
+    if (s.op != OpId::ReluGrad || k.op != OpId::BatchNormGrad ||
+        s.inputs.size() != 2 || s.outputs.size() != 1 || k.inputs.size() != 4 ||
+        k.inputs[0] != s.inputs[0] || k.inputs[3] != s.inputs[1])
+      return bad + "which neither chains it nor reads its dy and Relu result";
+    for (const Step &r : plan.steps)
+      for (int v : r.inputs)
+        if (v == s.outputs[0])
+          return bad + "but another step reads its result";
+    for (const Binding &b : plan.outputs)
+      if (b.value == s.outputs[0])
+        return bad + "but its result is a plan output";
+  }
+  return "";
+}
+
+/// "" or what is inconsistent in a batch norm computing its reader Add
+/// (`cuda.epilogueAdd`): the Add must read its result and the addend and
+/// alias the result, nothing else read the result, and the addend be
+/// written before the batch norm runs.
+std::string checkEpilogueAdds(const Plan &plan) {
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    const Step &bn = plan.steps[j];
+    int z = bn.cuda.epilogueAdd;
+    if (z < 0)
+      continue;
+    std::string bad = "step " + std::to_string(j) + " adds value " +
+                      std::to_string(z) + " in its kernel, ";
+    if ((bn.op != OpId::BatchNormTrain && bn.op != OpId::BatchNorm) ||
+        bn.outputs.empty() || z >= (int)plan.values.size())
+      return bad + "but it is no batch norm";
+    int y = bn.outputs[0], adds = 0;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+      const Step &r = plan.steps[k];
+      for (int v : r.outputs)
+        if (v == z && k >= j)
+          return bad + "which step " + std::to_string(k) + " writes after it";
+      if (std::find(r.inputs.begin(), r.inputs.end(), y) == r.inputs.end())
+        continue;
+      bool add = r.op == OpId::Add && r.inputs.size() == 2 &&
+                 r.cuda.alias == y &&
+                 std::find(r.inputs.begin(), r.inputs.end(), z) != r.inputs.end();
+      if (!add)
+        return bad + "but step " + std::to_string(k) +
+               " reads its result, which holds the sum";
+      ++adds;
+    }
+    if (adds != 1)
+      return bad + "but no Add aliasing its result reads it";
+    for (const Binding &b : plan.outputs)
+      if (b.value == y)
+        return bad + "but its result, which holds the sum, is a plan output";
+  }
+  // An Add computes nothing of its own only inside such a batch norm.
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const Step &a = plan.steps[k];
+    if (a.op != OpId::Add || a.cuda.alias < 0)
+      continue;
+    bool ok = false;
+    for (const Step &bn : plan.steps)
+      ok |= bn.cuda.epilogueAdd >= 0 && !bn.outputs.empty() &&
+            bn.outputs[0] == a.cuda.alias;
+    if (!ok)
+      return "step " + std::to_string(k) +
+             " is an Add aliasing a value no batch norm adds into";
   }
   return "";
 }

@@ -14,6 +14,11 @@ namespace mpc::rt {
 std::string checkLibraryFusions(const Plan &plan);
 /// "" or what is inconsistent in a cast fused into its producer.
 std::string checkStoredCasts(const Plan &plan);
+/// "" or what is inconsistent in a step computed in a later step's kernel
+/// (a chain member, a relu_grad folded into a batch_norm_grad).
+std::string checkLaterFusions(const Plan &plan);
+/// "" or what is inconsistent in a batch norm computing its reader Add.
+std::string checkEpilogueAdds(const Plan &plan);
 
 } // namespace mpc::rt
 

@@ -144,6 +144,8 @@ std::string cudaText(const CudaLaunch &c) {
     out += " stores=" + ints(c.stores);
   if (c.fusedRelu)
     out += " fused-relu";
+  if (c.epilogueAdd >= 0)
+    out += " epilogue-add=" + std::to_string(c.epilogueAdd);
   if (c.underflowCounter)
     out += " underflow-counter";
   if (c.count >= 0)

@@ -155,6 +155,8 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       ok = intList(value, c.stores);
     else if (key == "fused-relu")
       c.fusedRelu = true;
+    else if (key == "epilogue-add")
+      ok = (c.epilogueAdd = std::stoi(value)) >= 0;
     else if (key == "underflow-counter")
       c.underflowCounter = true;
     else if (key == "count")
@@ -499,18 +501,13 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
     error = dir + "/plan.txt is empty";
     return false;
   }
-  if (std::string why = checkStepBatches(plan); !why.empty()) {
-    error = dir + "/plan.txt: " + why;
-    return false;
-  }
-  if (std::string why = checkLibraryFusions(plan); !why.empty()) {
-    error = dir + "/plan.txt: " + why;
-    return false;
-  }
-  if (std::string why = checkStoredCasts(plan); !why.empty()) {
-    error = dir + "/plan.txt: " + why;
-    return false;
-  }
+  // Steps computed in another step's kernel or call must pair up.
+  for (auto check : {checkStepBatches, checkLibraryFusions, checkStoredCasts,
+                     checkLaterFusions, checkEpilogueAdds})
+    if (std::string why = check(plan); !why.empty()) {
+      error = dir + "/plan.txt: " + why;
+      return false;
+    }
   // Train records name outputs by index: they must exist.
   if (plan.train) {
     auto isOutput = [&](int k) {

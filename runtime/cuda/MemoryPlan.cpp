@@ -15,7 +15,8 @@ int allReduceWait(const Plan &plan, size_t step) {
     const Step &s = plan.steps[j];
     if (s.cuda.fusedInto >= 0)
       continue; // its chain's last step reads for it
-    for (const std::vector<int> *reads : {&s.inputs, &kernelInputs(s)})
+    const std::vector<int> kernelReads = kernelInputs(s);
+    for (const std::vector<int> *reads : {&s.inputs, &kernelReads})
       for (int v : *reads)
         if (v >= 0 && std::find(outs.begin(), outs.end(), v) != outs.end())
           return (int)j;
@@ -165,8 +166,11 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   return arena;
 }
 
-const std::vector<int> &kernelInputs(const Step &s) {
-  return s.cuda.isChain() ? s.cuda.inputs : s.inputs;
+std::vector<int> kernelInputs(const Step &s) {
+  std::vector<int> in = s.cuda.isChain() ? s.cuda.inputs : s.inputs;
+  if (s.cuda.epilogueAdd >= 0)
+    in.push_back(s.cuda.epilogueAdd);
+  return in;
 }
 
 std::vector<int> kernelOutputs(const Step &s) {

@@ -37,8 +37,9 @@ int allReduceWait(const Plan &plan, size_t step);
 
 /// The values a step's kernel reads: for the last step of a fused
 /// elementwise chain, what its members read from outside the chain; else
-/// the step's own inputs (-1 for an absent optional one).
-const std::vector<int> &kernelInputs(const Step &s);
+/// the step's own inputs (-1 for an absent optional one), then a batch
+/// norm's epilogue addend.
+std::vector<int> kernelInputs(const Step &s);
 /// The values a step's kernel writes, in its output order: its outputs,
 /// output 0 replaced by `cuda.storedAs` where a cast is fused in.
 std::vector<int> kernelOutputs(const Step &s);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Formulas.h"
 #include "runtime/Kernel.h"
 #include "runtime/Parallel.h"
 #include "runtime/kernels/Common.h"
@@ -205,9 +206,18 @@ void batchNormTrainK(KernelContext &c) {
 
 /// dbias = sum(dy), dscale = sum(dy xhat) per channel, dx = scale inv (dy
 /// - dbias / M - xhat dscale / M): double sums, each result rounded once.
-/// xhat is the forward's FP32 (x - mean) * inv.
+/// xhat is the forward's FP32 (x - mean) * inv. With a Relu's result
+/// (input 3), dy is relu_grad(input 0, it).
 void batchNormGradK(KernelContext &c) {
-  const Tensor &dy = c.in(0), &x = c.in(1), &scale = c.in(2);
+  const Tensor &x = c.in(1), &scale = c.in(2);
+  const Tensor *reluOut = c.input(3);
+  struct {
+    const Tensor &g, *y;
+    float getFloat(int64_t i) const {
+      float v = g.getFloat(i);
+      return y ? formulas::mpc_relu_grad(v, y->getFloat(i)) : v;
+    }
+  } dy{c.in(0), reluOut};
   std::vector<float> mean, var, inv;
   channelStats(x, (float)c.step.getFloat("epsilon", 1e-5), mean, var, inv);
   int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
@@ -223,12 +233,15 @@ void batchNormGradK(KernelContext &c) {
           sumDy += g;
           sumDyXhat += g * xhat;
         }
+      // The two means once per channel (the CUDA kernel hoists them too:
+      // a double division in its loop costs a stack frame).
       double cnt = (double)n * sp, k = (double)scale.getFloat(cidx) * inv[cidx];
+      double meanDy = sumDy / cnt, meanDyXhat = sumDyXhat / cnt;
       for (int64_t img = 0; img < n; ++img)
         for (int64_t i = 0; i < sp; ++i) {
           float xhat = (x.getFloat(at(img, i)) - mean[cidx]) * inv[cidx];
-          dx.setFloat(at(img, i), k * (dy.getFloat(at(img, i)) - sumDy / cnt -
-                                       xhat * sumDyXhat / cnt));
+          dx.setFloat(at(img, i), k * (dy.getFloat(at(img, i)) - meanDy -
+                                       xhat * meanDyXhat));
         }
       dscale.setFloat(cidx, sumDyXhat);
       dbias.setFloat(cidx, sumDy);

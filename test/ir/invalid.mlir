@@ -206,6 +206,14 @@ func.func @gelu_grad_types(%g: tensor<4xf32>, %x: tensor<4xf16>) {
 
 // -----
 
+func.func @batch_norm_grad_relu_type(%g: tensor<2x3x4xf16>, %y: tensor<2x3x4xf32>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{grad, x and relu_out must have one type}}
+  %0:3 = mpc.batch_norm_grad %g, %g, %s, %y : (tensor<2x3x4xf16>, tensor<2x3x4xf16>, tensor<3xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf16>, tensor<3xf32>, tensor<3xf32>)
+  return
+}
+
+// -----
+
 func.func @batch_norm_grad_channels(%g: tensor<2x4x3xf32>, %s: tensor<3xf32>) {
   // expected-error @+1 {{expected x [N, C, ...] and scale [C], got 'tensor<2x4x3xf32>' and 'tensor<3xf32>'}}
   %0:3 = mpc.batch_norm_grad %g, %g, %s : (tensor<2x4x3xf32>, tensor<2x4x3xf32>, tensor<3xf32>) -> (tensor<2x4x3xf32>, tensor<3xf32>, tensor<3xf32>)
@@ -356,5 +364,13 @@ func.func @rotary_dim(%x: tensor<2x4x8x16xf32>, %c: tensor<2x8x9xf32>) {
   // expected-error @+2 {{rotary_dim 18 must be even, positive and at most the head size 16}}
   // expected-error @+1 {{failed to infer returned types}}
   %y = mpc.rotary %x, %c, %c {rotary_dim = 18 : i64, seq_axis = 2 : i64} : (tensor<2x4x8x16xf32>, tensor<2x8x9xf32>, tensor<2x8x9xf32>) -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @unscale_grads_narrowing(%g: tensor<3xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{result type 'tensor<3xf16>' is neither its gradient's 'tensor<3xf32>' nor its FP32 widening}}
+  %u, %inf = mpc.unscale_grads %g, %s : (tensor<3xf32>, tensor<f32>) -> (tensor<3xf16>, tensor<i1>)
   return
 }

@@ -76,6 +76,9 @@ func.func @nn(%x: tensor<8x64x4x4xf32>, %c: tensor<64xf32>, %s: tensor<4x16x64xf
   %1:3 = mpc.batch_norm_train %x, %c, %c, %c, %c {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32} : (tensor<8x64x4x4xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<8x64x4x4xf32>, tensor<64xf32>, tensor<64xf32>)
   // CHECK: mpc.batch_norm_grad {{.*}} -> (tensor<8x64x4x4xf32>, tensor<64xf32>, tensor<64xf32>)
   %bg:3 = mpc.batch_norm_grad %x, %x, %c {epsilon = 1.0e-05 : f32} : (tensor<8x64x4x4xf32>, tensor<8x64x4x4xf32>, tensor<64xf32>) -> (tensor<8x64x4x4xf32>, tensor<64xf32>, tensor<64xf32>)
+  // CHECK: mpc.batch_norm_grad {{.*}} : (tensor<8x64x4x4xf16>, tensor<8x64x4x4xf16>, tensor<64xf32>, tensor<8x64x4x4xf16>) -> (tensor<8x64x4x4xf16>, tensor<64xf32>, tensor<64xf32>)
+  %xh = mpc.cast %x : (tensor<8x64x4x4xf32>) -> tensor<8x64x4x4xf16>
+  %br:3 = mpc.batch_norm_grad %xh, %xh, %c, %xh : (tensor<8x64x4x4xf16>, tensor<8x64x4x4xf16>, tensor<64xf32>, tensor<8x64x4x4xf16>) -> (tensor<8x64x4x4xf16>, tensor<64xf32>, tensor<64xf32>)
   // CHECK: mpc.layer_norm {{.*}} -> (tensor<4x16x64xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>)
   %2:3 = mpc.layer_norm %s, %g, %g {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<4x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<4x16x64xf32>, tensor<4x16x1xf32>, tensor<4x16x1xf32>)
   // CHECK: mpc.softmax {{.*}} {axis = 1 : i64}

@@ -46,6 +46,33 @@ func.func @f_train_step(%x: tensor<2x4xf32> {mpc.input = "x"}, %labels: tensor<2
 
 // -----
 
+// A fp16 gradient widened to its FP32 master by a cast read nowhere else
+// is unscaled from fp16 directly (the cast goes; the result is FP32); a
+// widening cast read elsewhere too stays.
+// DYN-LABEL: func.func @widened_train_step
+// DYN: %[[DW:.*]] = mpc.gemm
+// DYN: %[[DB:.*]] = mpc.cast %{{.*}} : (tensor<3xf16>) -> tensor<3xf32>
+// DYN-NOT: mpc.cast
+// DYN: mpc.unscale_grads %[[DW]], %[[DB]], %{{.*}} : (tensor<3x4xf16>, tensor<3xf32>, tensor<f32>) -> (tensor<3x4xf32>, tensor<3xf32>, tensor<i1>)
+mpc.param @w2 trainable : tensor<3x4xf32> = dense<1.0> : tensor<3x4xf32>
+mpc.param @b2 trainable : tensor<3xf32> = dense<0.0> : tensor<3xf32>
+func.func @widened_train_step(%x: tensor<2x4xf16> {mpc.input = "x"}, %l: tensor<f32> {mpc.input = "l"},
+                              %w: tensor<3x4xf32> {mpc.param = @w2}, %b: tensor<3xf32> {mpc.param = @b2})
+    -> (tensor<f32> {mpc.output = "loss"}, tensor<3x4xf32> {mpc.gradient = @w2}, tensor<3xf32> {mpc.gradient = @b2}, tensor<3xf32> {mpc.output = "db"})
+    attributes {mpc.loss_index = 0 : i64, mpc.train_step} {
+  %shape = mpc.constant dense<[2, 3]> : tensor<2xi64>
+  %one = mpc.constant {mpc.grad_seed} dense<1.0> : tensor<f32>
+  %seed = mpc.cast %one : (tensor<f32>) -> tensor<f16>
+  %dy = mpc.expand %seed, %shape : (tensor<f16>, tensor<2xi64>) -> tensor<2x3xf16>
+  %dw16 = mpc.gemm %dy, %x {transA = true} : (tensor<2x3xf16>, tensor<2x4xf16>) -> tensor<3x4xf16>
+  %db16 = mpc.reduce_sum %dy {axes = array<i64: 0>, keepdims = false} : (tensor<2x3xf16>) -> tensor<3xf16>
+  %dw = mpc.cast %dw16 : (tensor<3x4xf16>) -> tensor<3x4xf32>
+  %db = mpc.cast %db16 : (tensor<3xf16>) -> tensor<3xf32>
+  return %l, %dw, %db, %db : tensor<f32>, tensor<3x4xf32>, tensor<3xf32>, tensor<3xf32>
+}
+
+// -----
+
 // expected-error @+1 {{no train step to scale (run mpc-autodiff first)}}
 module {
   func.func @forward(%a: tensor<4xf32>) -> tensor<4xf32> {

@@ -46,6 +46,13 @@ bn_gap.onnx: x @ W reshaped [N,3,4,4], BatchNormalization in training
 mode, Relu, GlobalAveragePool, @ W2: the batch norm's three gradients in
 one kernel a channel (batch_norm_grad).
 
+bn_res.onnx: a residual block on x @ W reshaped [N,2,3,4]: r1 =
+Relu(BN1(h)), then Relu(BN2(r1) + r1), GlobalAveragePool, @ W2: the
+CUDA backend runs BN1 with its Relu, BN2 with the residual Add and its
+Relu, and takes BN1's Relu gradient in BN1's gradient kernel. Its maps
+of 12 elements take the batch norm kernels' scalar path in fp16 (bn_gap's
+of 16, the 16-byte one).
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -137,6 +144,26 @@ save("bn_gap", [
     numpy_helper.from_array(np.array([0.1, -0.2, 0.0], np.float32), "beta"),
     numpy_helper.from_array(np.zeros(3, np.float32), "mean"),
     numpy_helper.from_array(np.ones(3, np.float32), "var")], opset=15)
+
+bn_params = lambda k: [numpy_helper.from_array(np.array(v, np.float32), n + k)
+                       for n, v in (("gamma", [1.0, 0.5]), ("beta", [0.1, -0.2]),
+                                    ("mean", [0.0] * 2), ("var", [1.0] * 2))]
+bn_node = lambda k, x, y: helper.make_node(
+    "BatchNormalization", [x] + [n + k for n in ("gamma", "beta", "mean", "var")],
+    [y, "running_mean" + k, "running_var" + k], name="bn" + k, training_mode=1)
+save("bn_res", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Reshape", ["h", "shape4"], ["h4"], name="to_image"),
+    bn_node("1", "h4", "n1"),
+    helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+    bn_node("2", "r1", "n2"),
+    helper.make_node("Add", ["n2", "r1"], ["s"], name="residual"),
+    helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+    helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
+    helper.make_node("Reshape", ["p", "shape2"], ["p2"], name="flatten"),
+    helper.make_node("MatMul", ["p2", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 24)), weight("W2", (2, 10)), ints("shape4", [4, 2, 3, 4]),
+    ints("shape2", [4, 2])] + bn_params("1") + bn_params("2"), opset=15)
 
 save("smooth_act", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
