@@ -209,11 +209,8 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
     if (!s.countUnderflow)
       return st(0, *e);
     // A gradient flushed to zero: nonzero, zero once stored.
-    std::string stored = y.dtype == DType::F16    ? "rnd_f16(u)"
-                         : y.dtype == DType::BF16 ? "rnd_bf16(u)"
-                                                  : "u";
     return "  const float u = " + *e + ";\n" + st(0, "u") +
-           "  if (a != 0.0f && " + stored +
+           "  if (a != 0.0f && " + roundedAs(y.dtype, "u") +
            " == 0.0f) atomicAdd(underflow, 1ULL);\n";
   });
   launch1d(s, name, n);
@@ -250,12 +247,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
         os << "float " << kOperandNames[k] << " = " << regs.at(operands[k]) << "; ";
       std::string e = member.op == OpId::Expand ? "a" : *expr(member);
       DType dt = val(out).dtype;
-      os << t << " = "
-         << (dt == DType::F16    ? "rnd_f16(" + e + ")"
-             : dt == DType::BF16 ? "rnd_bf16(" + e + ")"
-             : dt == DType::I1   ? "rnd_i1(" + e + ")"
-                                 : e)
-         << "; }\n";
+      os << t << " = " << roundedAs(dt, e) << "; }\n";
       regs[out] = t;
       const std::vector<int> &stores = s.cuda.stores;
       if (auto at = std::find(stores.begin(), stores.end(), out); at != stores.end())

@@ -108,6 +108,19 @@ Shape broadcastStrides(const Shape &in, const Shape &out) {
 }
 
 /// Literals that keep every bit: a float (`f` suffix) or a double.
+std::string roundedAs(DType t, const std::string &e) {
+  switch (t) {
+  case DType::F16:
+    return "rnd_f16(" + e + ")";
+  case DType::BF16:
+    return "rnd_bf16(" + e + ")";
+  case DType::I1:
+    return "rnd_i1(" + e + ")";
+  default:
+    return e;
+  }
+}
+
 std::string flt(double v) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.9gf", v);

@@ -45,6 +45,9 @@ const char *ctype(::mpc::rt::DType t);
 /// along broadcast dims, right-aligned).
 ::mpc::rt::Shape broadcastStrides(const ::mpc::rt::Shape &in,
                                   const ::mpc::rt::Shape &out);
+/// FP32 expression `e` rounded to `t` and widened back, as a store and a
+/// load would (rnd_f16, rnd_bf16, rnd_i1; FP32 and integers unchanged).
+std::string roundedAs(::mpc::rt::DType t, const std::string &e);
 /// Literals that keep every bit: a float (`f` suffix) or a double.
 std::string flt(double v);
 std::string dbl(double v);

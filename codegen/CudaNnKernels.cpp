@@ -305,13 +305,8 @@ struct ChannelCode {
 std::string normalized(const Step &s, DType t, const std::string &xv,
                        const std::string &z) {
   std::string v = "(" + xv + " - mean) * inv * sc + bi";
-  if (s.cuda.epilogueAdd >= 0) {
-    auto rnd = [&](const std::string &e) {
-      return t == DType::F16 ? "rnd_f16(" + e + ")"
-             : t == DType::BF16 ? "rnd_bf16(" + e + ")" : e;
-    };
-    v = rnd(rnd(v) + " + " + z);
-  }
+  if (s.cuda.epilogueAdd >= 0)
+    v = roundedAs(t, roundedAs(t, v) + " + " + z);
   return s.cuda.fusedRelu ? "mpc_relu(" + v + ")" : v;
 }
 
