@@ -202,12 +202,17 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
         if (!p.isF32() && !lowFrom)
           lowFrom = v.getDefiningOp();
       }
+      // An op with FP32 parameters says what stays FP32 in low precision.
+      std::string params = op.hasTrait<Fp32Parameters>()
+                               ? " (statistics and parameters in fp32)"
+                               : "";
       if (fp32From)
         set(&op, f32, prefix + "follows its input from '" +
                           displayNameOf(fp32From) + "', computed in fp32");
       else if (lowFrom)
         set(&op, low, prefix + "follows its input from '" +
-                          displayNameOf(lowFrom) + "', computed in " + lowName());
+                          displayNameOf(lowFrom) + "', computed in " +
+                          lowName() + params);
       else {
         set(&op, f32, prefix + kNoLowInput);
         if (cls == AmpClass::Clear)

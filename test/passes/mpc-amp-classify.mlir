@@ -54,7 +54,7 @@ func.func @mlp(%x: tensor<2x2x2xf32> {mpc.input = "x"}, %w: tensor<3x4xf32> {mpc
 // are FP32 arguments either way): after a low conv it is low, on the FP32
 // graph input FP32; mixed-type-ops=false (mpc convert) keeps it FP32.
 // CHECK-LABEL: func.func @bn
-// CHECK: mpc.batch_norm_train {{.*}}mpc.amp = "infer (BatchNormalization): follows its input from 'conv', computed in fp16", mpc.precision = f16
+// CHECK: mpc.batch_norm_train {{.*}}mpc.amp = "infer (BatchNormalization): follows its input from 'conv', computed in fp16 (statistics and parameters in fp32)", mpc.precision = f16
 // CHECK: mpc.batch_norm {{.*}}mpc.amp = "infer (BatchNormalization): no input is computed in low precision", mpc.precision = f32
 // NOMIX-LABEL: func.func @bn
 // NOMIX: mpc.batch_norm_train {{.*}}mpc.amp = "infer (BatchNormalization): kept fp32 by mixed-type-ops=false (its parameters are FP32)", mpc.precision = f32
