@@ -21,6 +21,7 @@ const KernelTable &kernels() {
     registerElementwiseKernels(t);
     registerLinalgKernels(t);
     registerNnKernels(t);
+    registerNormKernels(t);
     registerShapeKernels(t);
     registerResizeKernels(t);
     registerReduceKernels(t);

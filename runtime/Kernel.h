@@ -110,6 +110,7 @@ bool allReduceBucket(const std::vector<const Tensor *> &in,
 void registerElementwiseKernels(KernelTable &t);
 void registerLinalgKernels(KernelTable &t);
 void registerNnKernels(KernelTable &t);
+void registerNormKernels(KernelTable &t);
 void registerShapeKernels(KernelTable &t);
 void registerReduceKernels(KernelTable &t);
 void registerTrainingKernels(KernelTable &t);

@@ -1,0 +1,255 @@
+//===- Norm.cpp - batch, layer and RMS normalization ----------------------===//
+//
+// Statistics are computed in FP32 or better (sums in double), whatever the
+// storage type, and each result is rounded once on store.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Formulas.h"
+#include "runtime/Kernel.h"
+#include "runtime/Parallel.h"
+#include "runtime/kernels/Common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace mpc::rt {
+namespace {
+
+/// y = (x - mean) * invStd * scale + bias per channel (axis 1).
+void normalizeChannels(const Tensor &x, Tensor &y, const Tensor &scale,
+                       const Tensor &bias, const std::vector<float> &mean,
+                       const std::vector<float> &invStd) {
+  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+  parallelFor(n * ch, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      int64_t cidx = p % ch;
+      float s = scale.getFloat(cidx), bi = bias.getFloat(cidx);
+      for (int64_t i = 0; i < sp; ++i)
+        y.setFloat(p * sp + i,
+                   (x.getFloat(p * sp + i) - mean[cidx]) * invStd[cidx] * s +
+                       bi);
+    }
+  });
+}
+
+void batchNormK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  int64_t ch = x.dim(1);
+  std::vector<float> mean(ch), inv(ch);
+  for (int64_t i = 0; i < ch; ++i) {
+    mean[i] = c.in(3).getFloat(i);
+    inv[i] = 1.0f / std::sqrt(c.in(4).getFloat(i) + eps);
+  }
+  normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
+}
+
+/// x [N, C, ...]'s batch statistics per channel: sums in double, mean
+/// and population variance rounded to FP32, inv = 1 / sqrt(var + eps).
+/// batch_norm_train and batch_norm_grad share them (so does the CUDA
+/// backend's formula).
+void channelStats(const Tensor &x, float eps, std::vector<float> &mean,
+                  std::vector<float> &var, std::vector<float> &inv) {
+  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+  mean.assign(ch, 0), var.assign(ch, 0), inv.assign(ch, 0);
+  for (int64_t cidx = 0; cidx < ch; ++cidx) {
+    double sum = 0, sq = 0;
+    for (int64_t img = 0; img < n; ++img)
+      for (int64_t i = 0; i < sp; ++i) {
+        double v = x.getFloat((img * ch + cidx) * sp + i);
+        sum += v;
+        sq += v * v;
+      }
+    double cnt = (double)n * sp, m = sum / cnt;
+    mean[cidx] = (float)m;
+    var[cidx] = (float)std::max(sq / cnt - m * m, 0.0);
+    inv[cidx] = 1.0f / std::sqrt(var[cidx] + eps);
+  }
+}
+
+void batchNormTrainK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  float momentum = (float)c.step.getFloat("momentum", 0.9);
+  int64_t ch = x.dim(1);
+  std::vector<float> mean, var, inv;
+  channelStats(x, eps, mean, var, inv);
+  normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
+  Tensor &rm = c.output(1), &rv = c.output(2);
+  for (int64_t i = 0; i < ch; ++i) {
+    rm.setFloat(i, c.in(3).getFloat(i) * momentum + mean[i] * (1 - momentum));
+    rv.setFloat(i, c.in(4).getFloat(i) * momentum + var[i] * (1 - momentum));
+  }
+}
+
+/// dbias = sum(dy), dscale = sum(dy xhat) per channel, dx = scale inv (dy
+/// - dbias / M - xhat dscale / M): double sums, each result rounded once.
+/// xhat is the forward's FP32 (x - mean) * inv. With a Relu's result
+/// (input 3), dy is relu_grad(input 0, it).
+void batchNormGradK(KernelContext &c) {
+  const Tensor &x = c.in(1), &scale = c.in(2);
+  const Tensor *reluOut = c.input(3);
+  struct {
+    const Tensor &g, *y;
+    float getFloat(int64_t i) const {
+      float v = g.getFloat(i);
+      return y ? formulas::mpc_relu_grad(v, y->getFloat(i)) : v;
+    }
+  } dy{c.in(0), reluOut};
+  std::vector<float> mean, var, inv;
+  channelStats(x, (float)c.step.getFloat("epsilon", 1e-5), mean, var, inv);
+  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+  Tensor &dx = c.output(0), &dscale = c.output(1), &dbias = c.output(2);
+  parallelFor(ch, 1, [&](int64_t s, int64_t e) {
+    for (int64_t cidx = s; cidx < e; ++cidx) {
+      auto at = [&](int64_t img, int64_t i) { return (img * ch + cidx) * sp + i; };
+      double sumDy = 0, sumDyXhat = 0;
+      for (int64_t img = 0; img < n; ++img)
+        for (int64_t i = 0; i < sp; ++i) {
+          double g = dy.getFloat(at(img, i));
+          float xhat = (x.getFloat(at(img, i)) - mean[cidx]) * inv[cidx];
+          sumDy += g;
+          sumDyXhat += g * xhat;
+        }
+      // The two means once per channel (the CUDA kernel hoists them too:
+      // a double division in its loop costs a stack frame).
+      double cnt = (double)n * sp, k = (double)scale.getFloat(cidx) * inv[cidx];
+      double meanDy = sumDy / cnt, meanDyXhat = sumDyXhat / cnt;
+      for (int64_t img = 0; img < n; ++img)
+        for (int64_t i = 0; i < sp; ++i) {
+          float xhat = (x.getFloat(at(img, i)) - mean[cidx]) * inv[cidx];
+          dx.setFloat(at(img, i), k * (dy.getFloat(at(img, i)) - meanDy -
+                                       xhat * meanDyXhat));
+        }
+      dscale.setFloat(cidx, sumDyXhat);
+      dbias.setFloat(cidx, sumDy);
+    }
+  });
+}
+
+/// The rows a normalization works on: x's elements from `axis` on form a
+/// row (inner), rows = the rest (outer). Callers copy them into plain
+/// variables, which their parallelFor lambdas capture (C++17 does not
+/// capture structured bindings).
+std::pair<int64_t, int64_t> normRows(const Tensor &x, int64_t axis) {
+  axis = normAxis(axis, x.rank());
+  int64_t inner = 1;
+  for (int64_t i = axis; i < x.rank(); ++i)
+    inner *= x.dim(i);
+  return {x.size() / std::max<int64_t>(inner, 1), inner};
+}
+
+void layerNormK(KernelContext &c) {
+  const Tensor &x = c.in(0), &scale = c.in(1);
+  const Tensor *bias = c.input(2);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  const auto rows = normRows(x, c.step.getInt("axis", -1));
+  const int64_t outer = rows.first, inner = rows.second;
+  Tensor &y = c.output(0), &meanOut = c.output(1), &invOut = c.output(2);
+  std::vector<float> xBuf, sBuf, bBuf, yBuf;
+  const float *xp = floatData(x, xBuf), *sp = floatData(scale, sBuf);
+  const float *bp = bias ? floatData(*bias, bBuf) : nullptr;
+  float *yp = floatOut(y, yBuf);
+  parallelFor(outer, 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *row = xp + r * inner;
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        sum += row[i];
+        sq += (double)row[i] * row[i];
+      }
+      double m = sum / inner;
+      float mean = (float)m;
+      float inv =
+          1.0f / std::sqrt((float)std::max(sq / inner - m * m, 0.0) + eps);
+      float *out = yp + r * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        float v = (row[i] - mean) * inv * sp[i];
+        out[i] = bp ? v + bp[i] : v;
+      }
+      meanOut.setFloat(r, mean);
+      invOut.setFloat(r, inv);
+    }
+  });
+  finishFloatOut(y, yBuf);
+}
+
+/// RMSNormalization in FP32: the mean square summed in index order (as the
+/// CUDA kernel sums it), y = x * inv * scale, rounded once.
+void rmsNormK(KernelContext &c) {
+  const Tensor &x = c.in(0), &scale = c.in(1);
+  float eps = (float)c.step.getFloat("epsilon", 1e-5);
+  const auto rows = normRows(x, c.step.getInt("axis", -1));
+  const int64_t outer = rows.first, inner = rows.second;
+  int64_t sc = std::max<int64_t>(scale.size(), 1);
+  Tensor &y = c.output(0), &invOut = c.output(1);
+  std::vector<float> xBuf, sBuf, yBuf;
+  const float *xp = floatData(x, xBuf), *sp = floatData(scale, sBuf);
+  float *yp = floatOut(y, yBuf);
+  parallelFor(outer, 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float *row = xp + r * inner;
+      float sq = 0.0f;
+      for (int64_t i = 0; i < inner; ++i)
+        sq += row[i] * row[i];
+      float inv = 1.0f / std::sqrt(sq / (float)inner + eps);
+      float *out = yp + r * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        out[i] = row[i] * inv * sp[i % sc];
+      invOut.setFloat(r, inv);
+    }
+  });
+  finishFloatOut(y, yBuf);
+}
+
+/// The input gradient of layer_norm (with a mean) or rms_norm, a row at a
+/// time: xhat and dxhat = g * scale in FP32, the two row sums in double,
+/// dx = inv * (dxhat - sum(dxhat)/n - xhat * sum(dxhat * xhat)/n) rounded
+/// once (the first sum only for layer norm).
+void normGradK(KernelContext &c) {
+  const Tensor &g = c.in(0), &x = c.in(1), &scale = c.in(2), &inv = c.in(3);
+  const Tensor *mean = c.input(4);
+  const auto rows = normRows(x, c.step.getInt("axis", -1));
+  const int64_t outer = rows.first, inner = rows.second;
+  int64_t sc = std::max<int64_t>(scale.size(), 1);
+  Tensor &dx = c.output(0);
+  std::vector<float> gBuf, xBuf, sBuf, dBuf;
+  const float *gp = floatData(g, gBuf), *xp = floatData(x, xBuf),
+              *sp = floatData(scale, sBuf);
+  float *dp = floatOut(dx, dBuf);
+  parallelFor(outer, 4, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float m = mean ? mean->getFloat(r) : 0.0f, k = inv.getFloat(r);
+      const float *gr = gp + r * inner, *xr = xp + r * inner;
+      double sumD = 0, sumDX = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        float xhat = (xr[i] - m) * k, dxhat = gr[i] * sp[i % sc];
+        sumD += dxhat;
+        sumDX += (double)dxhat * xhat;
+      }
+      float a = mean ? (float)(sumD / inner) : 0.0f,
+            p = (float)(sumDX / inner);
+      for (int64_t i = 0; i < inner; ++i) {
+        float xhat = (xr[i] - m) * k, dxhat = gr[i] * sp[i % sc];
+        dp[r * inner + i] = k * (dxhat - a - xhat * p);
+      }
+    }
+  });
+  finishFloatOut(dx, dBuf);
+}
+
+} // namespace
+
+void registerNormKernels(KernelTable &t) {
+  t.add(OpId::BatchNorm, batchNormK);
+  t.add(OpId::BatchNormTrain, batchNormTrainK);
+  t.add(OpId::BatchNormGrad, batchNormGradK);
+  t.add(OpId::LayerNorm, layerNormK);
+  t.add(OpId::RmsNorm, rmsNormK);
+  t.add(OpId::NormGrad, normGradK);
+}
+
+} // namespace mpc::rt
