@@ -324,18 +324,17 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   DType t = val(s.outputs[0]).dtype;
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
   std::string z = "in" + std::to_string(s.inputs.size()); // the addend, last
+  ChannelCode ch(x.shape, x.dtype);
   if (!train) {
-    int64_t n = numElements(x.shape), C = x.shape[1],
-            sp = n / std::max<int64_t>(x.shape[0] * C, 1);
+    int64_t n = numElements(x.shape);
     cu << header(s, name, 256) << " {\n  i64 e = global_index();\n  if (e >= "
-       << n << "LL) return;\n  i64 c = e / " << sp << "LL % " << C
+       << n << "LL) return;\n  i64 c = e / " << ch.sp << "LL % " << ch.C
        << "LL;\n  float mean = ld(in3, c), inv = 1.0f / sqrtf(ld(in4, c) + "
        << eps << "), sc = ld(in1, c), bi = ld(in2, c);\n  st(out0, e, "
        << normalized(s, t, "ld(in0, e)", "ld(" + z + ", e)") << ");\n}\n\n";
     launch1d(s, name, n);
     return true;
   }
-  ChannelCode ch(x.shape, x.dtype);
   std::vector<std::string> ins{"in0"};
   if (s.cuda.epilogueAdd >= 0)
     ins.push_back(z);
