@@ -210,6 +210,8 @@ std::vector<std::pair<std::string, std::string>> Emitter::params(const Step &s) 
         "out" + std::to_string(s.outputs.size() + k));
   if (s.countUnderflow) // the session's counter
     add("unsigned long long *__restrict__ ", "underflow");
+  if (s.cuda.scratch > 0) // the session's kernel scratch
+    add("double *__restrict__ ", "scratch");
   if (s.cuda.count >= 0) // the element count, last
     add("const i64 ", "count");
   return ps;
@@ -277,6 +279,10 @@ void Emitter::launch(Step &s, const std::string &name,
   if (s.countUnderflow) {
     s.cuda.underflowCounter = true;
     args << (k ? ", " : "") << "(unsigned long long *)p[" << k << "]";
+    ++k;
+  }
+  if (s.cuda.scratch > 0) {
+    args << (k ? ", " : "") << "(double *)p[" << k << "]";
     ++k;
   }
   // A kernel shared by steps of several sizes: its grid from the count.

@@ -156,6 +156,12 @@ struct CudaLaunch {
   /// (a residual block's batch norm -> add -> Relu in one kernel).
   int epilogueAdd = -1;
   bool underflowCounter = false; // the kernel takes the counter, last
+  /// > 0: the step's kernels (and prologue) take the session's kernel
+  /// scratch, a `double *` of at least this many bytes, after the counter
+  /// (partial sums passed from a prologue to its kernel: a batch norm
+  /// channel split over blocks). One range serves every step: steps run in
+  /// order on one stream.
+  int64_t scratch = 0;
   /// >= 0: the kernel takes this element count as its last argument (its
   /// code names no outer size, so steps that differ only in size share it).
   int64_t count = -1;

@@ -148,6 +148,8 @@ std::string cudaText(const CudaLaunch &c) {
     out += " epilogue-add=" + std::to_string(c.epilogueAdd);
   if (c.underflowCounter)
     out += " underflow-counter";
+  if (c.scratch > 0)
+    out += " scratch=" + std::to_string(c.scratch);
   if (c.count >= 0)
     out += " count=" + std::to_string(c.count);
   if (const StepBatch &b = c.batch; b.valid())

@@ -159,6 +159,9 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       ok = (c.epilogueAdd = std::stoi(value)) >= 0;
     else if (key == "underflow-counter")
       c.underflowCounter = true;
+    else if (key == "scratch") // bytes; a kernel's partial sums are small
+      ok = !value.empty() && (c.scratch = std::stoll(value)) > 0 &&
+           c.scratch <= (int64_t(1) << 30);
     else if (key == "count")
       ok = !value.empty() && (c.count = std::stoll(value)) >= 0;
     else if (key == "batch") {
@@ -402,6 +405,8 @@ private:
         return "gemm record names a value that is not the step's operand";
     }
     if (std::string why = checkTensorLists(*step); !why.empty())
+      return why;
+    if (std::string why = checkKernelScratch(plan, *step); !why.empty())
       return why;
     if (step->cuda.conv.valid() &&
         (step->inputs.size() < 2 || step->inputs[0] < 0 ||

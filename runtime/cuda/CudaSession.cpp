@@ -102,6 +102,9 @@ public:
     for (const Step &s : plan.steps)
       if (s.cuda.underflowCounter && counter < 0)
         counter = arena, arena += 256; // one u64, after the values
+    // The kernels' scratch (partial sums a prologue hands its kernel).
+    if (int64_t k = kernelScratchBytes(plan))
+      scratch = arena, arena += (k + 255) / 256 * 256;
     // The libraries' scratch, shared: their calls run one after another.
     if (size_t w = std::max(gemms.workspaceBytes(), convs.workspaceBytes()))
       workspace = (arena + 255) / 256 * 256, arena = workspace + (int64_t)w;
@@ -117,7 +120,7 @@ public:
       for (KernelCall &c : kernelCalls(
                plan, plan.steps[i],
                [&](int v) { return (uint64_t)(base + offsets[v]); },
-               (uint64_t)(base + counter))) {
+               (uint64_t)(base + counter), (uint64_t)(base + scratch))) {
         Launch &l = launches[i].emplace_back();
         if (!function(*c.kernel, l.fn, error))
           return false;
@@ -294,6 +297,7 @@ private:
   std::map<int, size_t> stagingOffset;
   std::set<int> pendingSlots; // inputs whose staged copy may be in flight
   int64_t counter = -1;    // arena offset of the underflow counter
+  int64_t scratch = -1;    // arena offset of the kernel scratch
   int64_t underflowed = 0; // the last run's count
   nccl::Comm comm = nullptr; // a data-parallel job's communicator
   Handle commStream = nullptr;

@@ -56,7 +56,7 @@ KernelCall listCall(const Plan &plan, const Step &s, size_t k,
 
 /// A step's own launch (no batch, no lists).
 KernelCall ownCall(const Step &s, const std::function<uint64_t(int)> &address,
-                   uint64_t counter) {
+                   uint64_t counter, uint64_t scratch = 0) {
   KernelCall c{&s.cuda.kernel, s.cuda.grid, s.cuda.block, {}};
   for (int v : kernelInputs(s))
     c.args.push_back(v >= 0 ? address(v) : 0);
@@ -66,6 +66,8 @@ KernelCall ownCall(const Step &s, const std::function<uint64_t(int)> &address,
     c.args.push_back(address(v));
   if (s.cuda.underflowCounter)
     c.args.push_back(counter);
+  if (s.cuda.scratch > 0)
+    c.args.push_back(scratch);
   if (s.cuda.count >= 0)
     c.args.push_back((uint64_t)s.cuda.count);
   return c;
@@ -104,7 +106,7 @@ std::vector<KernelCall> batchCalls(const Plan &plan, const StepBatch &b,
 
 std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
                                     const std::function<uint64_t(int)> &address,
-                                    uint64_t counter) {
+                                    uint64_t counter, uint64_t scratch) {
   std::vector<KernelCall> calls;
   if (s.cuda.batchedInto >= 0)
     return calls; // launched with its batch
@@ -114,12 +116,40 @@ std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
     for (size_t k = 0; k < s.cuda.lists.kernels.size(); ++k)
       calls.push_back(listCall(plan, s, k, address));
   else
-    calls.push_back(ownCall(s, address, counter));
+    calls.push_back(ownCall(s, address, counter, scratch));
   if (!s.cuda.prologue.empty() && !calls.empty()) // the same arguments
     calls.insert(calls.begin(),
                  {&s.cuda.prologue, s.cuda.prologueGrid, s.cuda.prologueBlock,
                   calls.front().args, calls.front().packed});
   return calls;
+}
+
+int64_t kernelScratchBytes(const Plan &plan) {
+  int64_t bytes = 0;
+  for (const Step &s : plan.steps)
+    bytes = std::max(bytes, s.cuda.scratch);
+  return bytes;
+}
+
+std::string checkKernelScratch(const Plan &plan, const Step &s) {
+  bool train = s.op == OpId::BatchNormTrain, grad = s.op == OpId::BatchNormGrad;
+  if ((!train && !grad) || s.cuda.kernel.empty())
+    return "";
+  size_t x = train ? 0 : 1;
+  if (s.inputs.size() <= x || s.inputs[x] < 0 ||
+      s.inputs[x] >= (int)plan.values.size() ||
+      plan.values[s.inputs[x]].shape.size() < 2)
+    return "batch norm without an [N, C, ...] input";
+  int64_t C = plan.values[s.inputs[x]].shape[1], split = s.cuda.grid[1];
+  if (s.cuda.grid[0] != C || split < 1)
+    return "batch norm kernel's grid is not its channels";
+  int64_t need = split > 1 ? C * split * (train ? 2 : 4) * 8 : 0;
+  if (s.cuda.scratch < need)
+    return "batch norm splits a channel over " + std::to_string(split) +
+           " blocks with " + std::to_string(s.cuda.scratch) +
+           " bytes of scratch for their sums (needs " + std::to_string(need) +
+           ")";
+  return "";
 }
 
 std::string checkTensorLists(const Step &s) {

@@ -40,10 +40,21 @@ inline int64_t tensorListBlocks(int64_t largest) {
 }
 
 /// The launches of step `s` in order (its prologue first): `address` gives
-/// a value's device address, `counter` the underflow counter's.
+/// a value's device address, `counter` the underflow counter's, `scratch`
+/// the kernel scratch's (steps with `cuda.scratch`).
 std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
                                     const std::function<uint64_t(int)> &address,
-                                    uint64_t counter);
+                                    uint64_t counter, uint64_t scratch);
+
+/// The kernel scratch the plan's steps need: the largest `cuda.scratch`
+/// (one range, shared; 0 when no step takes it).
+int64_t kernelScratchBytes(const Plan &plan);
+
+/// "" or why a step's kernels cannot run on the scratch it declares: a
+/// batch norm whose grid splits a channel over blocks needs room for
+/// their partial sums (checked when a plan is read; the values' shapes
+/// must be known).
+std::string checkKernelScratch(const Plan &plan, const Step &s);
 
 /// "" or what is inconsistent in a multi-tensor step's lists (read from a
 /// plan that may be corrupt): operand counts, slots out of range.

@@ -63,9 +63,11 @@ void channelStats(const Tensor &x, float eps, std::vector<float> &mean,
         sum += v;
         sq += v * v;
       }
-    double cnt = (double)n * sp, m = sum / cnt;
+    // Means multiply by 1 / count, as the CUDA kernels do (a double
+    // division there brings a slow path with a stack frame).
+    double rcount = 1.0 / std::max((double)n * sp, 1.0), m = sum * rcount;
     mean[cidx] = (float)m;
-    var[cidx] = (float)std::max(sq / cnt - m * m, 0.0);
+    var[cidx] = (float)std::max(sq * rcount - m * m, 0.0);
     inv[cidx] = 1.0f / std::sqrt(var[cidx] + eps);
   }
 }
@@ -87,8 +89,11 @@ void batchNormTrainK(KernelContext &c) {
 
 /// dbias = sum(dy), dscale = sum(dy xhat) per channel, dx = scale inv (dy
 /// - dbias / M - xhat dscale / M): double sums, each result rounded once.
-/// xhat is the forward's FP32 (x - mean) * inv. With a Relu's result
-/// (input 3), dy is relu_grad(input 0, it).
+/// xhat is the forward's FP32 (x - mean) * inv; its sum against dy is
+/// taken as inv (sum(dy x) - mean sum(dy)) (each dy x exact in double), so
+/// the sums need one pass, as the CUDA kernel takes them alongside the
+/// statistics. With a Relu's result (input 3), dy is relu_grad(input 0,
+/// it).
 void batchNormGradK(KernelContext &c) {
   const Tensor &x = c.in(1), &scale = c.in(2);
   const Tensor *reluOut = c.input(3);
@@ -106,18 +111,18 @@ void batchNormGradK(KernelContext &c) {
   parallelFor(ch, 1, [&](int64_t s, int64_t e) {
     for (int64_t cidx = s; cidx < e; ++cidx) {
       auto at = [&](int64_t img, int64_t i) { return (img * ch + cidx) * sp + i; };
-      double sumDy = 0, sumDyXhat = 0;
+      double sumDy = 0, sumDyX = 0;
       for (int64_t img = 0; img < n; ++img)
         for (int64_t i = 0; i < sp; ++i) {
           double g = dy.getFloat(at(img, i));
-          float xhat = (x.getFloat(at(img, i)) - mean[cidx]) * inv[cidx];
           sumDy += g;
-          sumDyXhat += g * xhat;
+          sumDyX += g * x.getFloat(at(img, i));
         }
-      // The two means once per channel (the CUDA kernel hoists them too:
-      // a double division in its loop costs a stack frame).
-      double cnt = (double)n * sp, k = (double)scale.getFloat(cidx) * inv[cidx];
-      double meanDy = sumDy / cnt, meanDyXhat = sumDyXhat / cnt;
+      double sumDyXhat = (double)inv[cidx] * (sumDyX - (double)mean[cidx] * sumDy);
+      // The two means once per channel, times 1 / count (as channelStats).
+      double rcount = 1.0 / std::max((double)n * sp, 1.0);
+      double k = (double)scale.getFloat(cidx) * inv[cidx];
+      double meanDy = sumDy * rcount, meanDyXhat = sumDyXhat * rcount;
       for (int64_t img = 0; img < n; ++img)
         for (int64_t i = 0; i < sp; ++i) {
           float xhat = (x.getFloat(at(img, i)) - mean[cidx]) * inv[cidx];

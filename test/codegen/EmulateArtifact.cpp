@@ -85,13 +85,17 @@ int main(int argc, char **argv) {
     put(b.value, inputs.at(b.name));
   int launched = 0;
   unsigned long long underflow = 0;
+  // NaN, so a kernel reading partial sums no prologue wrote shows.
+  std::vector<double> scratch(kernelScratchBytes(plan) / sizeof(double) + 1,
+                              std::nan(""));
   for (const Step &s : plan.steps) {
     if (s.cuda.inOtherKernel())
       continue;
     for (const KernelCall &c : kernelCalls(
              plan, s,
              [&](int v) { return (uint64_t)(uintptr_t)(mem.data() + offsets[v]); },
-             (uint64_t)(uintptr_t)&underflow)) {
+             (uint64_t)(uintptr_t)&underflow,
+             (uint64_t)(uintptr_t)scratch.data())) {
       auto fn = (void (*)(void **))dlsym(lib, ("emu_" + *c.kernel).c_str());
       if (!fn) {
         std::fprintf(stderr, "error: no emulated kernel %s for step '%s' (%s)\n",

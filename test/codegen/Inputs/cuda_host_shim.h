@@ -2,7 +2,8 @@
 // GPU: included (with -DMPC_HOST_EMULATION) before an artifact's
 // kernels.cu compiled by g++. Blocks and threads run one after another;
 // kernels with __syncthreads run their threads as real threads meeting at
-// a barrier, and the threads of each warp meet at __syncwarp. tc_gemm is
+// a barrier (fibers on one OS thread: each barrier switches to the next
+// thread of the block), and the threads of each warp meet at __syncwarp. tc_gemm is
 // replaced by a plain FP32-accumulating product with the same loaders,
 // tile mapping and epilogue. WMMA fragments (the attention kernel) are
 // emulated whole in every lane: each lane loads and multiplies the full
@@ -16,18 +17,45 @@
 #include <cstring>
 #include <cstdint>
 #include <algorithm>
-#include <pthread.h>
+#include <cstdio>
+#include <cstdlib>
+#include <sys/mman.h>
 #include <type_traits>
-#include <thread>
+#include <ucontext.h>
 #include <vector>
 
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 inline thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
-inline pthread_barrier_t mpc_barrier;
-inline std::vector<pthread_barrier_t> mpc_warp_barriers; // one per warp
-inline thread_local bool mpc_threaded = false; // a block's threads are real
+inline thread_local bool mpc_threaded = false; // a block's threads are fibers
+
+/// A kernel with barriers runs a block's threads as fibers on the calling
+/// thread: each runs until it waits at a barrier, then the scheduler
+/// resumes the next one (in thread order) whose barrier has opened.
+struct MpcBarrier {
+  unsigned n = 0, count = 0;
+  unsigned long generation = 0;
+};
+struct MpcFiber {
+  ucontext_t ctx;
+  dim3 idx;
+  bool done = false;
+};
+inline MpcBarrier mpc_barrier;
+inline std::vector<MpcBarrier> mpc_warp_barriers; // one per warp
+inline ucontext_t mpc_scheduler;
+inline MpcFiber *mpc_current = nullptr;
+inline unsigned long mpc_progress = 0; // barriers opened, fibers finished
+inline void mpc_barrier_wait(MpcBarrier &b) {
+  unsigned long g = b.generation;
+  if (++b.count == b.n) {
+    b.count = 0, ++b.generation, ++mpc_progress;
+    return;
+  }
+  while (b.generation == g)
+    swapcontext(&mpc_current->ctx, &mpc_scheduler);
+}
 
 #define __global__
 #define __device__
@@ -37,17 +65,17 @@ inline thread_local bool mpc_threaded = false; // a block's threads are real
 #define __restrict__
 #define __shared__ static
 #define __align__(n)
-inline void __syncthreads() { pthread_barrier_wait(&mpc_barrier); }
+inline void __syncthreads() { mpc_barrier_wait(mpc_barrier); }
 inline unsigned mpc_linear_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 inline void __syncwarp() {
   if (mpc_threaded)
-    pthread_barrier_wait(&mpc_warp_barriers[mpc_linear_thread() / 32]);
+    mpc_barrier_wait(mpc_warp_barriers[mpc_linear_thread() / 32]);
 }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 using std::isfinite;
-inline int atomicOr(int *p, int v) { // threads of a block are real threads
+inline int atomicOr(int *p, int v) { // (one OS thread runs the fibers)
   return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
 inline unsigned long long atomicAdd(unsigned long long *p,
@@ -223,38 +251,85 @@ void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
 } // namespace nvcuda::wmma
 using namespace nvcuda;
 
+/// The fibers' stacks, kept across launches: reserved address space, so
+/// only the pages a kernel touches are ever backed.
+inline char *mpc_fiber_stack(unsigned t) {
+  constexpr size_t kStack = 1 << 20;
+  static std::vector<char *> stacks;
+  while (stacks.size() <= t) {
+    void *p = mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      std::fprintf(stderr, "host emulation: no memory for a fiber stack\n");
+      std::abort();
+    }
+    stacks.push_back((char *)p);
+  }
+  return stacks[t];
+}
+inline void (*mpc_fiber_body)(void *);
+inline void *mpc_fiber_arg;
+inline void mpc_fiber_entry() {
+  mpc_fiber_body(mpc_fiber_arg);
+  mpc_current->done = true, ++mpc_progress; // uc_link: back to the scheduler
+}
+
+/// Runs `kernel` for every thread of every block, blocks one after another
+/// (so `__shared__`, a static, is the running block's). A kernel with
+/// barriers runs each block's threads as fibers; a round in which no
+/// barrier opens and no thread finishes is a deadlock (a barrier some
+/// threads skip), reported rather than hung.
 template <typename F>
 void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
   unsigned threads = block.x * block.y * block.z;
-  for (unsigned z = 0; z < grid.z; ++z)
-    for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        auto run = [&](unsigned t) {
-          mpc_threaded = barrier;
-          gridDim = grid;
-          blockDim = block;
-          blockIdx = {x, y, z};
-          threadIdx = {t % block.x, t / block.x % block.y,
-                       t / (block.x * block.y)};
-          kernel();
-        };
+  dim3 at;
+  auto run = [&](unsigned t) {
+    mpc_threaded = barrier;
+    gridDim = grid;
+    blockDim = block;
+    blockIdx = at;
+    threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+  };
+  auto body = [](void *k) { (*(F *)k)(); };
+  std::vector<MpcFiber> fibers(barrier ? threads : 0);
+  for (at.z = 0; at.z < grid.z; ++at.z)
+    for (at.y = 0; at.y < grid.y; ++at.y)
+      for (at.x = 0; at.x < grid.x; ++at.x) {
         if (!barrier) {
           for (unsigned t = 0; t < threads; ++t)
-            run(t);
+            run(t), kernel();
           continue;
         }
-        pthread_barrier_init(&mpc_barrier, nullptr, threads);
-        mpc_warp_barriers.resize((threads + 31) / 32);
+        mpc_barrier = {threads, 0, 0};
+        mpc_warp_barriers.assign((threads + 31) / 32, {});
         for (unsigned w = 0; w < mpc_warp_barriers.size(); ++w)
-          pthread_barrier_init(&mpc_warp_barriers[w], nullptr,
-                               std::min(32u, threads - 32 * w));
-        std::vector<std::thread> pool;
-        for (unsigned t = 0; t < threads; ++t)
-          pool.emplace_back(run, t);
-        for (auto &th : pool)
-          th.join();
-        pthread_barrier_destroy(&mpc_barrier);
-        for (pthread_barrier_t &b : mpc_warp_barriers)
-          pthread_barrier_destroy(&b);
+          mpc_warp_barriers[w].n = std::min(32u, threads - 32 * w);
+        mpc_fiber_body = body, mpc_fiber_arg = &kernel;
+        for (unsigned t = 0; t < threads; ++t) {
+          MpcFiber &f = fibers[t];
+          f.done = false;
+          run(t), f.idx = threadIdx;
+          getcontext(&f.ctx);
+          f.ctx.uc_stack.ss_sp = mpc_fiber_stack(t);
+          f.ctx.uc_stack.ss_size = 1 << 20;
+          f.ctx.uc_link = &mpc_scheduler;
+          makecontext(&f.ctx, mpc_fiber_entry, 0);
+        }
+        for (unsigned live = threads; live > 0;) {
+          unsigned long before = mpc_progress;
+          for (unsigned t = 0; t < threads; ++t) {
+            if (fibers[t].done)
+              continue;
+            mpc_current = &fibers[t];
+            threadIdx = fibers[t].idx;
+            swapcontext(&mpc_scheduler, &fibers[t].ctx);
+            live -= fibers[t].done;
+          }
+          if (live > 0 && mpc_progress == before) {
+            std::fprintf(stderr, "host emulation: block (%u, %u, %u) "
+                         "deadlocks at a barrier\n", at.x, at.y, at.z);
+            std::abort();
+          }
+        }
       }
 }

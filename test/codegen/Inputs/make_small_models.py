@@ -53,6 +53,10 @@ Relu, and takes BN1's Relu gradient in BN1's gradient kernel. Its maps
 of 12 elements take the batch norm kernels' scalar path in fp16 (bn_gap's
 of 16, the 16-byte one).
 
+bn_wide.onnx: bn_res with maps of 8 x 769: at batch 4 a channel of 24608
+elements is split over three blocks (partial sums in a prologue; the last
+block's share is shorter), 16-byte accesses in fp16 and fp32.
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -151,19 +155,27 @@ bn_params = lambda k: [numpy_helper.from_array(np.array(v, np.float32), n + k)
 bn_node = lambda k, x, y: helper.make_node(
     "BatchNormalization", [x] + [n + k for n in ("gamma", "beta", "mean", "var")],
     [y, "running_mean" + k, "running_var" + k], name="bn" + k, training_mode=1)
-save("bn_res", [
-    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
-    helper.make_node("Reshape", ["h", "shape4"], ["h4"], name="to_image"),
-    bn_node("1", "h4", "n1"),
-    helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
-    bn_node("2", "r1", "n2"),
-    helper.make_node("Add", ["n2", "r1"], ["s"], name="residual"),
-    helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
-    helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
-    helper.make_node("Reshape", ["p", "shape2"], ["p2"], name="flatten"),
-    helper.make_node("MatMul", ["p2", "W2"], ["scores"], name="head"),
-], [weight("W", (8, 24)), weight("W2", (2, 10)), ints("shape4", [4, 2, 3, 4]),
-    ints("shape2", [4, 2])] + bn_params("1") + bn_params("2"), opset=15)
+def residual_block(name, maps):
+    """x @ W reshaped [4, 2, *maps], Relu(BN1), Relu(BN2(r1) + r1), pooled,
+    @ W2."""
+    size = 2 * int(np.prod(maps))
+    save(name, [
+        helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+        helper.make_node("Reshape", ["h", "shape4"], ["h4"], name="to_image"),
+        bn_node("1", "h4", "n1"),
+        helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+        bn_node("2", "r1", "n2"),
+        helper.make_node("Add", ["n2", "r1"], ["s"], name="residual"),
+        helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
+        helper.make_node("Reshape", ["p", "shape2"], ["p2"], name="flatten"),
+        helper.make_node("MatMul", ["p2", "W2"], ["scores"], name="head"),
+    ], [weight("W", (8, size)), weight("W2", (2, 10)),
+        ints("shape4", [4, 2] + list(maps)), ints("shape2", [4, 2])] +
+        bn_params("1") + bn_params("2"), opset=15)
+
+
+residual_block("bn_res", (3, 4))
 
 save("smooth_act", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
@@ -251,3 +263,6 @@ int_model = helper.make_model(int_graph,
                               opset_imports=[helper.make_opsetid("", 17)])
 onnx.checker.check_model(int_model)
 onnx.save(int_model, os.path.join(out, "int_paths.onnx"))
+
+# Last, so the models above keep their weights (one generator).
+residual_block("bn_wide", (8, 769))
