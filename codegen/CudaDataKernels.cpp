@@ -16,11 +16,32 @@ using namespace ::mpc::rt;
 
 namespace mlir::mpc::cuda {
 
-/// out[i] = in0[offset + sum c_d * stride_d] (raw element copy).
+/// out[i] = in0[offset + sum c_d * stride_d] (raw element copy). Where
+/// the innermost dim runs contiguously through the input and each run of
+/// V = 16 / size elements starts 16-byte aligned (offset, outer strides
+/// and the innermost size multiples of V; the arena aligns buffers to 256
+/// bytes), a thread moves V elements as one 16-byte access: a transpose
+/// that keeps the innermost dim (attention's heads), a slice of whole
+/// rows (a fused QKV projection's parts).
 bool Emitter::stridedCopy(Step &s, const std::string &name, int64_t offset,
                  const Shape &strides) {
   const ValueInfo &y = val(s.outputs[0]);
-  int64_t n = numElements(y.shape);
+  int64_t n = numElements(y.shape), V = 16 / (int64_t)dtypeSize(y.dtype);
+  size_t r = y.shape.size();
+  bool vec = r > 0 && V > 1 && val(s.inputs[0]).dtype == y.dtype &&
+             strides[r - 1] == 1 && y.shape[r - 1] % V == 0 && offset % V == 0;
+  for (size_t d = 0; vec && d + 1 < r; ++d)
+    vec = strides[d] % V == 0;
+  if (vec) {
+    Shape groups = y.shape, at = strides;
+    groups[r - 1] /= V, at[r - 1] = V;
+    cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+       << n / V << "LL) return;\n"
+       << offsetsCode(groups, {at}) << "  *(uint4 *)(out0 + i * " << V
+       << ") = *(const uint4 *)(in0 + " << offset << "LL + o0);\n}\n\n";
+    launch1d(s, name, n / V);
+    return true;
+  }
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << n << "LL) return;\n"
      << offsetsCode(y.shape, {strides}) << "  out0[i] = in0[" << offset
@@ -181,7 +202,9 @@ bool Emitter::gatherElementsGrad(Step &s, const std::string &name) {
 }
 
 /// Concat or Split along the axis: over the elements of the whole, find
-/// the part owning the coordinate and move the element there.
+/// the part owning the coordinate and move the element there; where the
+/// runs below the axis are a multiple of V = 16 / size elements, a thread
+/// moves V at a time (one 16-byte access: every run starts aligned).
 bool Emitter::axisParts(Step &s, const std::string &name) {
   bool concatenate = s.op == OpId::Concat;
   const ValueInfo &whole = val(concatenate ? s.outputs[0] : s.inputs[0]);
@@ -189,25 +212,30 @@ bool Emitter::axisParts(Step &s, const std::string &name) {
   int64_t rank = whole.shape.size(), axis = s.getInt("axis", 0);
   axis = axis < 0 ? axis + rank : axis;
   AxisSplit sp = splitAt(whole.shape, axis);
-  int64_t n = numElements(whole.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
+  int64_t n = numElements(whole.shape), V = 16 / (int64_t)dtypeSize(whole.dtype);
+  int64_t W = V > 1 && sp.inner % V == 0 ? V : 1; // elements a thread
+  cu << header(s, name, 256) << " {\n  i64 i = global_index()"
+     << (W > 1 ? " * " + std::to_string(W) : "") << ";\n  if (i >= " << n
+     << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
      << sp.inner << "LL, a = t % " << sp.dim << "LL, o = t / " << sp.dim
      << "LL;\n";
   int64_t begin = 0;
   for (size_t k = 0; k < parts.size(); ++k) {
     int64_t d = val(parts[k]).shape[axis];
-    std::string at = "[(o * " + std::to_string(d) + "LL + a - " +
+    std::string at = "(o * " + std::to_string(d) + "LL + a - " +
                      std::to_string(begin) + "LL) * " +
-                     std::to_string(sp.inner) + "LL + in]";
+                     std::to_string(sp.inner) + "LL + in";
+    std::string part = (concatenate ? "in" : "out") + std::to_string(k);
+    std::string from = concatenate ? part + " + " + at : "in0 + i";
+    std::string to = concatenate ? "out0 + i" : part + " + " + at;
     cu << "  if (a < " << begin + d << "LL) { "
-       << (concatenate ? "out0[i] = in" + std::to_string(k) + at
-                       : "out" + std::to_string(k) + at + " = in0[i]")
+       << (W > 1 ? "*(uint4 *)(" + to + ") = *(const uint4 *)(" + from + ")"
+                 : "*(" + to + ") = *(" + from + ")")
        << "; return; }\n";
     begin += d;
   }
   cu << "}\n\n";
-  launch1d(s, name, n);
+  launch1d(s, name, n / W);
   return true;
 }
 
@@ -241,21 +269,39 @@ bool Emitter::pad(Step &s, const std::string &name) {
     begin[axes[i] < 0 ? axes[i] + rank : axes[i]] = pads[i];
   bool value = s.inputs.size() > 1 && s.inputs[1] >= 0;
   Shape st = stridesOf(x.shape);
-  int64_t n = numElements(y.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 r = i, off = 0; bool inside = true;\n";
+  int64_t n = numElements(y.shape), last = rank - 1;
+  // Runs of V = 16 / size elements along the last dim lie wholly inside
+  // or wholly in the padding when its sizes and leading pad are multiples
+  // of V: a thread moves one run as a 16-byte access (raw bits; the
+  // padding value repeated).
+  int64_t V = 16 / (int64_t)dtypeSize(y.dtype);
+  int64_t W = rank > 0 && V > 1 && begin[last] % V == 0 &&
+                      x.shape[last] % V == 0 && y.shape[last] % V == 0
+                  ? V
+                  : 1;
+  cu << header(s, name, 256) << " {\n  i64 i = global_index()"
+     << (W > 1 ? " * " + std::to_string(W) : "") << ";\n  if (i >= " << n
+     << "LL) return;\n  i64 r = i, off = 0; bool inside = true;\n";
   for (int64_t d = rank - 1; d >= 0; --d)
     cu << "  { i64 c = r % " << y.shape[d] << "LL - " << begin[d]
        << "LL; r /= " << y.shape[d] << "LL; inside = inside && c >= 0 && c < "
        << x.shape[d] << "LL; off += c * " << st[d] << "LL; }\n";
-  if (isFloat(x.dtype))
+  std::string T = ctype(y.dtype);
+  if (W > 1) {
+    cu << "  uint4 w = make_uint4(0, 0, 0, 0);\n  if (inside) w = *(const uint4 "
+          "*)(in0 + off);\n";
+    if (value)
+      cu << "  else { " << T << " p[" << W << "]; for (int l = 0; l < " << W
+         << "; ++l) p[l] = in1[0]; memcpy(&w, p, 16); }\n";
+    cu << "  *(uint4 *)(out0 + i) = w;\n}\n\n";
+  } else if (isFloat(x.dtype)) {
     cu << "  st(out0, i, inside ? ld(in0, off) : "
        << (value ? "ld(in1, 0)" : "0.0f") << ");\n}\n\n";
-  else // integers and bools move as they are
+  } else { // integers and bools move as they are
     cu << "  out0[i] = inside ? in0[off] : "
-       << (value ? std::string("in1[0]") : "(" + std::string(ctype(y.dtype)) + ")0")
-       << ";\n}\n\n";
-  launch1d(s, name, n);
+       << (value ? std::string("in1[0]") : "(" + T + ")0") << ";\n}\n\n";
+  }
+  launch1d(s, name, n / W);
   return true;
 }
 

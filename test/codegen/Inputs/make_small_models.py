@@ -62,6 +62,11 @@ a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
 an integer the emulation compares exactly.
 
+data_moves.onnx: x @ W reshaped [4, 3, 32], then Transpose keeping the
+last dim, Slice of a middle run of it, Pad back with a constant 0.5,
+Split along axis 1 and Concat the parts swapped, @ W2: every copy moves
+16 bytes a thread in fp16 and fp32 (runs of 8 or 16 elements, aligned).
+
 usage: make_small_models.py OUT_DIR
 """
 import os
@@ -266,3 +271,20 @@ onnx.save(int_model, os.path.join(out, "int_paths.onnx"))
 
 # Last, so the models above keep their weights (one generator).
 residual_block("bn_wide", (8, 769))
+save("data_moves", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Reshape", ["h", "shape3"], ["h3"], name="to_rows"),
+    helper.make_node("Transpose", ["h3"], ["t"], name="swap", perm=[1, 0, 2]),
+    helper.make_node("Slice", ["t", "starts", "ends", "axes"], ["s"],
+                     name="middle"),
+    helper.make_node("Pad", ["s", "pads", "half"], ["p"], name="pad"),
+    helper.make_node("Split", ["p", "parts"], ["p1", "p2"], name="split",
+                     axis=1),
+    helper.make_node("Concat", ["p2", "p1"], ["c"], name="swap_parts", axis=1),
+    helper.make_node("Reshape", ["c", "shape2"], ["c2"], name="flatten"),
+    helper.make_node("MatMul", ["c2", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 96)), weight("W2", (96, 10)), ints("shape3", [4, 3, 32]),
+    ints("starts", [8]), ints("ends", [24]), ints("axes", [2]),
+    ints("pads", [0, 0, 8, 0, 0, 8]), ints("parts", [1, 3]),
+    numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+    ints("shape2", [4, 96])], opset=18)
