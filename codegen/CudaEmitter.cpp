@@ -56,6 +56,7 @@ const EmitterTable &emitters() {
     registerDataEmitters(t);
     registerGemmEmitters(t);
     registerNnEmitters(t);
+    registerBatchNormEmitters(t);
     registerReduceEmitters(t);
     registerTrainEmitters(t);
     registerAttentionEmitters(t);
@@ -371,10 +372,13 @@ bool Emitter::emitStep(Step &s) {
     cu << header(s, kKernelName, 1) << " {}\n\n";
     launch(s, kKernelName, {1, 1, 1}, {1, 1, 1});
   }
-  bool ok = empty              ? true
-            : s.cuda.isChain() ? chain(s, kKernelName)
-            : how.emit         ? (this->*how.emit)(s, kKernelName)
-                               : elementwise(s, kKernelName);
+  // A chain ending in a reduction is the reduction's kernel, loading
+  // through the chain (fuseChainsIntoReductions).
+  bool elementChain = s.cuda.isChain() && !reducesChain(s.op);
+  bool ok = empty          ? true
+            : elementChain ? chain(s, kKernelName)
+            : how.emit     ? (this->*how.emit)(s, kKernelName)
+                           : elementwise(s, kKernelName);
   std::swap(cu, code);
   std::swap(emu, launcher);
   if (!ok)

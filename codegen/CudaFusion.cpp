@@ -22,6 +22,14 @@
 //   after), else the producer stays out. So an optimizer's moment updates,
 //   their skip-step selects and the parameter update of one tensor become
 //   one kernel with three stores (Adam: five launches to one);
+// - a reduction whose input only it reads, and which an elementwise chain
+//   (or one elementwise step) of its own kernel computes, becomes that
+//   chain's last step: it computes the chain as it loads each element, and
+//   the chain's result is never stored (fuseChainsIntoReductions: a layer
+//   norm's scale gradient reduces dy * xhat straight from dy and x); a
+//   sum of one of that chain's inputs over the same axes (the bias
+//   gradient, sum(dy)) is a second accumulator of the same kernel
+//   (fuseSiblingSums);
 // - a normalisation or softmax whose result only a cast reads
 //   stores the cast's result instead (`cuda.storedAs`; the cast records
 //   the producer in `cuda.fusedInto`): a mixed-precision graph's FP32
@@ -31,6 +39,7 @@
 
 #include "codegen/CudaKernels.h"
 
+#include <algorithm>
 #include <map>
 #include <queue>
 #include <set>
@@ -161,6 +170,88 @@ static void indexSteps(const Plan &plan,
       readers[v].push_back(i);
     for (int v : plan.steps[i].outputs)
       producer[v] = i;
+  }
+}
+
+/// See the file comment. The chain's members (and the single step) record
+/// the reduction in `cuda.fusedInto`; it lists them, itself last, in
+/// `cuda.chain`, and what they read from outside in `cuda.inputs`.
+static void
+fuseChainsIntoReductions(Emitter &e, Plan &plan,
+                         const std::map<int, std::vector<size_t>> &readers,
+                         const std::map<int, size_t> &producer,
+                         const std::set<int> &outputs) {
+  for (size_t r = 0; r < plan.steps.size(); ++r) {
+    Step &red = plan.steps[r];
+    if (!reducesChain(red.op) || red.inputs.empty() || red.cuda.isChain() ||
+        red.cuda.inOtherKernel() || red.cuda.libraryFusedInto >= 0 ||
+        (!red.getInts("axes").value_or(std::vector<int64_t>{}).size() &&
+         red.getInt("noop_with_empty_axes", 0))) // a copy, not a fold
+      continue;
+    int v = red.inputs[0];
+    auto p = producer.find(v);
+    auto rd = readers.find(v);
+    if (outputs.count(v) || p == producer.end() || rd == readers.end() ||
+        rd->second.size() != 1)
+      continue;
+    Step &c = plan.steps[p->second];
+    if (c.cuda.inOtherKernel() || !c.cuda.stores.empty() ||
+        c.cuda.storedAs >= 0 || c.cuda.batch.valid() ||
+        c.cuda.batchedInto >= 0 || (!c.cuda.isChain() && !chainable(e, c)))
+      continue;
+    std::vector<int> members =
+        c.cuda.isChain() ? c.cuda.chain : std::vector<int>{(int)p->second};
+    std::vector<int> external =
+        c.cuda.isChain() ? c.cuda.inputs : chainOperands(c);
+    for (int m : members)
+      plan.steps[m].cuda.fusedInto = (int)r;
+    c.cuda.chain.clear();
+    c.cuda.inputs.clear();
+    members.push_back((int)r);
+    red.cuda.chain = members;
+    red.cuda.inputs = external;
+  }
+}
+
+/// A sum (or mean) over the same axes of a value that a chain-reduction
+/// (above) already reads from outside, and of the same shape, is added up
+/// in that kernel too (a second accumulator; its result one of the
+/// kernel's `cuda.stores`), when nothing reads it before that kernel: a
+/// layer norm's bias gradient, sum(dy), beside its scale gradient.
+static void
+fuseSiblingSums(Plan &plan, const std::map<int, std::vector<size_t>> &readers) {
+  auto linear = [](OpId op) {
+    return op == OpId::ReduceSum || op == OpId::ReduceMean;
+  };
+  for (size_t r = 0; r < plan.steps.size(); ++r) {
+    Step &red = plan.steps[r];
+    if (!linear(red.op) || !red.cuda.isChain())
+      continue;
+    const Shape &shape = plan.values[red.inputs[0]].shape;
+    for (size_t k = 0; k < plan.steps.size(); ++k) {
+      Step &sib = plan.steps[k];
+      if (k == r || sib.op != red.op || sib.inputs.empty() ||
+          sib.outputs.size() != 1 || sib.cuda.isChain() ||
+          sib.cuda.inOtherKernel() || sib.cuda.libraryFusedInto >= 0 ||
+          sib.getInts("axes") != red.getInts("axes") ||
+          sib.getInt("keepdims", 1) != red.getInt("keepdims", 1) ||
+          sib.getInt("noop_with_empty_axes", 0) !=
+              red.getInt("noop_with_empty_axes", 0) ||
+          sib.inputs.size() != 1 || plan.values[sib.inputs[0]].shape != shape ||
+          std::find(red.cuda.inputs.begin(), red.cuda.inputs.end(),
+                    sib.inputs[0]) == red.cuda.inputs.end() ||
+          red.cuda.stores.size() >= 2)
+        continue;
+      bool early = false; // a reader runs before the kernel
+      if (auto rd = readers.find(sib.outputs[0]); rd != readers.end())
+        for (size_t reader : rd->second)
+          early = early || reader <= r;
+      if (early)
+        continue;
+      sib.cuda.fusedInto = (int)r;
+      red.cuda.chain.push_back((int)k);
+      red.cuda.stores.push_back(sib.outputs[0]);
+    }
   }
 }
 
@@ -295,6 +386,8 @@ void fuseSteps(Emitter &e) {
     last.cuda.inputs = external;
     last.cuda.stores.assign(stored.begin(), stored.end());
   }
+  fuseChainsIntoReductions(e, plan, readers, producer, outputs);
+  fuseSiblingSums(plan, readers);
   fuseOutputCasts(plan, readers, outputs);
 }
 

@@ -6,7 +6,8 @@
 // (the walk, elementwise kernels and fused chains), CudaExpressions.cpp
 // (the elementwise ops' FP32 expressions), CudaDataKernels.cpp (data
 // movement), CudaGemmKernels.cpp (tensor-core GEMMs, convolutions and
-// their gradients), CudaNnKernels.cpp (normalisation, reductions, pooling)
+// their gradients), CudaNnKernels.cpp (normalisation, reductions, pooling),
+// CudaBatchNormKernels.cpp (batch normalization)
 // and CudaTrainKernels.cpp (losses, loss scaling, optimizers).
 // CudaLibraryFusion.cpp marks what cuBLASLt's epilogues compute.
 //
@@ -112,6 +113,7 @@ void registerExpressions(EmitterTable &t);         // CudaExpressions.cpp
 void registerDataEmitters(EmitterTable &t);        // CudaDataKernels.cpp
 void registerGemmEmitters(EmitterTable &t);        // CudaGemmKernels.cpp
 void registerNnEmitters(EmitterTable &t);          // CudaNnKernels.cpp
+void registerBatchNormEmitters(EmitterTable &t);   // CudaBatchNormKernels.cpp
 void registerReduceEmitters(EmitterTable &t);      // CudaReduceKernels.cpp
 void registerTrainEmitters(EmitterTable &t);       // CudaTrainKernels.cpp
 void registerAttentionEmitters(EmitterTable &t);   // CudaAttentionKernels.cpp
@@ -144,6 +146,9 @@ void fuseGeluEpilogues(Plan &plan);
 /// can compute from the forward GEMM's ReLU mask: RELU_AUX[_BIAS]
 /// forward, DRELU backward.
 void fuseReluEpilogues(Plan &plan);
+/// A reduction that can compute the elementwise chain producing its input
+/// as it loads it (CudaReduceKernels.cpp: the fold kernels).
+bool reducesChain(OpId op);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp).
 std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);
 
@@ -276,10 +281,12 @@ public:
   bool rmsNorm(Step &s, const std::string &name);
   bool normGrad(Step &s, const std::string &name);
   bool rotary(Step &s, const std::string &name);
-  bool batchNorm(Step &s, const std::string &name); // inference, training
-  bool batchNormGrad(Step &s, const std::string &name);
   bool pool(Step &s, const std::string &name);       // max, average
   bool poolGrad(Step &s, const std::string &name);
+
+  // CudaBatchNormKernels.cpp
+  bool batchNorm(Step &s, const std::string &name); // inference, training
+  bool batchNormGrad(Step &s, const std::string &name);
 
   // CudaReduceKernels.cpp
   bool reduce(Step &s, const std::string &name);

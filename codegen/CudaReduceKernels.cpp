@@ -14,6 +14,7 @@
 #include "codegen/CudaKernels.h"
 #include "runtime/kernels/Common.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -232,6 +233,48 @@ struct FoldKernel {
   }
 };
 
+/// For a reduction at the end of a chain (fuseChainsIntoReductions):
+/// writes `<name>_elem(i, params...)`, the chain's value at element i of
+/// the reduction's input (each member rounded to its type, as the chain
+/// kernel would have stored it), and returns the fold's load through it.
+std::string chainLoad(Emitter &e, const Step &s, const std::string &name) {
+  const Shape &shape = e.val(s.inputs[0]).shape;
+  const std::vector<int> ext = ::mpc::rt::kernelInputs(s);
+  std::vector<Shape> strides;
+  std::map<int, std::string> regs;
+  std::ostringstream os;
+  std::string call;
+  os << "static __device__ __forceinline__ float " << name
+     << "_elem(const i64 i";
+  for (const auto &p : e.params(s))
+    os << ", " << p.first, call += ", " + p.second;
+  os << ") {\n";
+  for (int v : ext)
+    strides.push_back(broadcastStrides(e.val(v).shape, shape));
+  os << offsetsCode(shape, strides);
+  for (size_t k = 0; k < ext.size(); ++k) {
+    std::string x = "x" + std::to_string(k);
+    regs[ext[k]] = x;
+    os << "  const float " << x << " = ld(in" << k << ", o" << k << ");\n";
+  }
+  int t = 0;
+  for (int m : s.cuda.chain) {
+    const Step &member = e.plan.steps[m];
+    if (reducesChain(member.op))
+      continue; // the reduction itself, or a sum fused in beside it
+    std::string r = "t" + std::to_string(t++);
+    os << "  float " << r << ";\n  { ";
+    std::vector<int> operands = chainOperands(member);
+    for (size_t k = 0; k < operands.size(); ++k)
+      os << "float " << kOperandNames[k] << " = " << regs.at(operands[k]) << "; ";
+    std::string x = member.op == OpId::Expand ? "a" : *e.expr(member);
+    os << r << " = " << roundedAs(e.val(member.outputs[0]).dtype, x) << "; }\n";
+    regs[member.outputs[0]] = r;
+  }
+  e.cu << os.str() << "  return " << regs.at(s.inputs[0]) << ";\n}\n\n";
+  return name + "_elem(off" + call + ")";
+}
+
 /// Replaces the variable `v` of a fold step with `to`.
 std::string renameV(std::string e, const std::string &to) {
   for (size_t at = 0; (at = e.find('v', at)) != std::string::npos;)
@@ -254,8 +297,11 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
   if (fold == folds().end())
     return fail(s, "no CUDA kernel for mpc." + std::string(opName(s.op)) +
                        " yet");
+  bool chained = s.cuda.isChain(); // loads through the chain, one at a time
   FoldKernel k(*this, s, name, foldShape(x.shape, red), dtypeSize(x.dtype),
-               true);
+               !chained);
+  if (chained)
+    k.load = chainLoad(*this, s, name);
   std::string result = kind == "mean" ? "acc / " + dbl((double)k.f.redN)
                        : kind == "l2" ? "sqrt(acc)"
                        : kind == "log_sum" ? "log(acc)"
@@ -268,16 +314,51 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
                             : "acc + v";
   FoldVar acc{"double", "acc", fold->second.init}, mx{"double", "mx", "-INFINITY"};
   bool lse = kind == "log_sum_exp"; // shifted by the max of its elements
-  cu << k.head(lse ? std::vector<FoldVar>{acc, mx} : std::vector<FoldVar>{acc})
-     << offsetsCode(k.f.kept, {k.f.keptStrides})
+  std::vector<FoldVar> vars{acc};
+  if (lse)
+    vars.push_back(mx);
+  // Sums of the chain's inputs fused in beside it (fuseSiblingSums): an
+  // accumulator each, stored as the kernel's extra outputs, in order.
+  std::string siblingDecl, siblingAdd, siblingCombine, siblingStore;
+  if (chained) {
+    std::vector<int> ext = ::mpc::rt::kernelInputs(s);
+    size_t n = 0;
+    for (int m : s.cuda.chain) {
+      const Step &sib = plan.steps[m];
+      if (&sib == &s || !reducesChain(sib.op))
+        continue;
+      std::string a = "acc" + std::to_string(++n);
+      size_t slot = std::find(ext.begin(), ext.end(), sib.inputs[0]) - ext.begin();
+      size_t out = std::find(s.cuda.stores.begin(), s.cuda.stores.end(),
+                             sib.outputs[0]) - s.cuda.stores.begin();
+      if (slot == ext.size() || out == s.cuda.stores.size() ||
+          !(kind == "sum" || kind == "mean"))
+        return fail(s, "a fused sum whose operand the kernel does not read");
+      vars.push_back({"double", a, "0.0"});
+      siblingDecl += ", " + a + " = 0.0";
+      siblingAdd += " " + a + " = " + a + " + (double)ld(in" +
+                    std::to_string(slot) + ", off);";
+      siblingCombine += " " + a + " = " + a + " + o_" + a + ";";
+      siblingStore += "  st(out" + std::to_string(s.outputs.size() + out) +
+                      ", i, (float)(" +
+                      (kind == "mean" ? a + " / " + dbl((double)k.f.redN) : a) +
+                      "));\n";
+    }
+  }
+  cu << k.head(vars) << offsetsCode(k.f.kept, {k.f.keptStrides})
      << "  double acc = " << fold->second.init
-     << (lse ? ", mx = -INFINITY" : "") << ";\n";
+     << (lse ? ", mx = -INFINITY" : "") << siblingDecl << ";\n";
   if (lse)
     cu << k.share("mx = fmax(mx, v);")
        << k.combine({mx}, "mx = fmax(mx, o_mx);");
-  cu << k.share(std::string("acc = ") + fold->second.step + ";")
-     << k.combine({acc}, "acc = " + renameV(combine, "o_acc") + ";")
-     << k.storer() << "  st(out0, i, (float)(" << result << "));\n}\n\n";
+  std::vector<FoldVar> sums = vars;
+  if (lse)
+    sums.erase(sums.begin() + 1);
+  cu << k.share(std::string("acc = ") + fold->second.step + ";" + siblingAdd)
+     << k.combine(sums, "acc = " + renameV(combine, "o_acc") + ";" +
+                            siblingCombine)
+     << k.storer() << "  st(out0, i, (float)(" << result << "));\n"
+     << siblingStore << "}\n\n";
   k.launch();
   return true;
 }
@@ -340,6 +421,19 @@ bool Emitter::argExtreme(Step &s, const std::string &name) {
      << "; out0[i] = v != v || best < 0 ? 0 : best; }\n}\n\n";
   k.launch();
   return true;
+}
+
+bool reducesChain(OpId op) {
+  switch (op) {
+  case OpId::ReduceSum: case OpId::ReduceMean: case OpId::ReduceMax:
+  case OpId::ReduceMin: case OpId::ReduceProd: case OpId::ReduceL1:
+  case OpId::ReduceL2: case OpId::ReduceSumSquare: case OpId::ReduceLogSum:
+  case OpId::ReduceLogSumExp: case OpId::GlobalAveragePool:
+  case OpId::GlobalMaxPool:
+    return true;
+  default:
+    return false;
+  }
 }
 
 void registerReduceEmitters(EmitterTable &t) {

@@ -197,7 +197,9 @@ std::string checkLibraryFusions(const Plan &plan) {
 
 /// "" or what is inconsistent in a cast fused into its producer: the
 /// producer must store as the cast's result, the cast read the producer's
-/// output 0 and nothing else read it.
+/// output 0 and nothing else read it. (A sum fused into an earlier
+/// chain-reduction's kernel must be listed in its chain, read there and
+/// stored by it.)
 std::string checkStoredCasts(const Plan &plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
@@ -209,6 +211,16 @@ std::string checkStoredCasts(const Plan &plan) {
                       " stores as a cast's result that is not its own";
     if (castIntoEarlier) { // the cast: its producer stores its result
       const Step &p = plan.steps[j];
+      auto has = [](const std::vector<int> &list, int v) {
+        return std::find(list.begin(), list.end(), v) != list.end();
+      };
+      // Or a sum the earlier chain-reduction adds up beside its own
+      // (fuseSiblingSums): listed in its chain, its operand read by that
+      // kernel, its result among the kernel's stores.
+      if (has(p.cuda.chain, (int)i) && s.inputs.size() == 1 &&
+          s.outputs.size() == 1 && has(p.cuda.inputs, s.inputs[0]) &&
+          has(p.cuda.stores, s.outputs[0]))
+        continue;
       if (s.op != OpId::Cast || s.inputs.size() != 1 || s.outputs.size() != 1 ||
           p.outputs.empty() || s.inputs[0] != p.outputs[0] ||
           p.cuda.storedAs != s.outputs[0])

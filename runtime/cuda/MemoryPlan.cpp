@@ -141,6 +141,9 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     std::vector<int> written = kernelOutputs(s);
+    // A kernel's other stores: chain members' results (allocated at the
+    // member already) and sums fused in from later steps (fuseSiblingSums).
+    written.insert(written.end(), s.cuda.stores.begin(), s.cuda.stores.end());
     const LibraryGemm &g = s.cuda.gemm;
     for (int v : {g.biasGrad, g.geluOut, g.dgeluOut, g.dreluOut, g.reluMask})
       if (v >= 0) // the library may write it here
