@@ -98,6 +98,9 @@ bool Emitter::slice(Step &s, const std::string &name) {
   return stridedCopy(s, name, offset, strides);
 }
 
+/// Gather along `axis`: each index picks a run of `inner` contiguous
+/// elements, which move 16 bytes a thread where the run is a multiple of
+/// V = 16 / size elements (an embedding's rows).
 bool Emitter::gather(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]);
   const ValueInfo &y = val(s.outputs[0]);
@@ -105,13 +108,21 @@ bool Emitter::gather(Step &s, const std::string &name) {
   axis = axis < 0 ? axis + rank : axis;
   AxisSplit sp = splitAt(x.shape, axis);
   int64_t ni = numElements(idx.shape), n = numElements(y.shape);
-  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
+  int64_t V = 16 / (int64_t)dtypeSize(y.dtype);
+  int64_t W = V > 1 && sp.inner % V == 0 ? V : 1; // elements a thread
+  cu << header(s, name, 256) << " {\n  i64 i = global_index()"
+     << (W > 1 ? " * " + std::to_string(W) : "") << ";\n  if (i >= " << n
+     << "LL) return;\n  i64 in = i % " << sp.inner << "LL, t = i / "
      << sp.inner << "LL, j = t % " << ni << "LL, o = t / " << ni
-     << "LL;\n  i64 k = in1[j]; if (k < 0) k += " << sp.dim
-     << "LL;\n  out0[i] = in0[(o * " << sp.dim << "LL + k) * " << sp.inner
-     << "LL + in];\n}\n\n";
-  launch1d(s, name, n);
+     << "LL;\n  i64 k = in1[j]; if (k < 0) k += " << sp.dim << "LL;\n";
+  std::string from = "(o * " + std::to_string(sp.dim) + "LL + k) * " +
+                     std::to_string(sp.inner) + "LL + in";
+  if (W > 1)
+    cu << "  *(uint4 *)(out0 + i) = *(const uint4 *)(in0 + " << from
+       << ");\n}\n\n";
+  else
+    cu << "  out0[i] = in0[" << from << "];\n}\n\n";
+  launch1d(s, name, n / W);
   return true;
 }
 
