@@ -228,18 +228,20 @@ fuseSiblingSums(Plan &plan, const std::map<int, std::vector<size_t>> &readers) {
     if (!linear(red.op) || !red.cuda.isChain())
       continue;
     const Shape &shape = plan.values[red.inputs[0]].shape;
-    for (size_t k = 0; k < plan.steps.size(); ++k) {
+    std::vector<size_t> candidates; // the readers of the chain's inputs
+    for (int v : red.cuda.inputs)
+      if (auto rd = readers.find(v); rd != readers.end())
+        candidates.insert(candidates.end(), rd->second.begin(), rd->second.end());
+    for (size_t k : candidates) {
       Step &sib = plan.steps[k];
-      if (k == r || sib.op != red.op || sib.inputs.empty() ||
+      if (k == r || sib.op != red.op || sib.inputs.size() != 1 ||
           sib.outputs.size() != 1 || sib.cuda.isChain() ||
           sib.cuda.inOtherKernel() || sib.cuda.libraryFusedInto >= 0 ||
           sib.getInts("axes") != red.getInts("axes") ||
           sib.getInt("keepdims", 1) != red.getInt("keepdims", 1) ||
           sib.getInt("noop_with_empty_axes", 0) !=
               red.getInt("noop_with_empty_axes", 0) ||
-          sib.inputs.size() != 1 || plan.values[sib.inputs[0]].shape != shape ||
-          std::find(red.cuda.inputs.begin(), red.cuda.inputs.end(),
-                    sib.inputs[0]) == red.cuda.inputs.end() ||
+          plan.values[sib.inputs[0]].shape != shape ||
           red.cuda.stores.size() >= 2)
         continue;
       bool early = false; // a reader runs before the kernel
