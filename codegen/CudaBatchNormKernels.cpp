@@ -142,6 +142,22 @@ struct ChannelCode {
   }
 };
 
+/// The step's scratch for its channels' partial sums and, where a channel
+/// is split (S > 1), the prologue kernel leaving each block's `sums` (as
+/// `accumulate` sums them) there.
+void splitSums(Emitter &e, Step &s, const std::string &name,
+               const ChannelCode &ch, const std::vector<std::string> &sums,
+               const std::string &accumulate) {
+  s.cuda.scratch = ch.scratch((int)sums.size());
+  if (ch.S == 1)
+    return;
+  e.cu << e.header(s, name + "_sums", ChannelCode::kThreads) << " {\n"
+       << ch.prologue() << ch.partialSums(sums, accumulate) << "}\n\n";
+  e.barrier = true;
+  e.launch(s, name + "_sums", ch.grid(), {ChannelCode::kThreads, 1, 1},
+           /*prologue=*/true);
+}
+
 /// The batch norm's output expression from x's value `xv` (mean, inv, and
 /// the channel's scale `sc` and bias `bi` in scope): its reader Add's sum
 /// with `z` rounded as the Add rounds (cuda.epilogueAdd), then its
@@ -187,14 +203,7 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   std::vector<std::string> sums{"u", "w"};
   std::string accumulate =
       ch.loop({"in0"}, "const double v = in0_v[l]; u += v; w += v * v;");
-  s.cuda.scratch = ch.scratch(2);
-  if (ch.S > 1) { // the channels' partial sums, a block each
-    cu << header(s, name + "_sums", ChannelCode::kThreads) << " {\n"
-       << ch.prologue() << ch.partialSums(sums, accumulate) << "}\n\n";
-    barrier = true;
-    launch(s, name + "_sums", ch.grid(), {ChannelCode::kThreads, 1, 1},
-           /*prologue=*/true);
-  }
+  splitSums(*this, s, name, ch, sums, accumulate);
   cu << header(s, name, ChannelCode::kThreads) << " {\n" << ch.prologue()
      << ch.channelSums(sums, accumulate) << ch.stats(eps)
      << "  const float sc = ld(in1, c), bi = ld(in2, c);\n"
@@ -230,14 +239,7 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
   std::string accumulate =
       ch.loop(ins, "const double v = in1_v[l], d = " + dy +
                        "; u += v; w += v * v; gs += d; gx += d * v;");
-  s.cuda.scratch = ch.scratch(4);
-  if (ch.S > 1) {
-    cu << header(s, name + "_sums", ChannelCode::kThreads) << " {\n"
-       << ch.prologue() << ch.partialSums(sums, accumulate) << "}\n\n";
-    barrier = true;
-    launch(s, name + "_sums", ch.grid(), {ChannelCode::kThreads, 1, 1},
-           /*prologue=*/true);
-  }
+  splitSums(*this, s, name, ch, sums, accumulate);
   cu << header(s, name, ChannelCode::kThreads) << " {\n" << ch.prologue()
      << ch.channelSums(sums, accumulate) << ch.stats(eps)
      << "  const double sumDy = gs, sumDyXhat = (double)inv * (gx - "
