@@ -133,8 +133,11 @@ int64_t kernelScratchBytes(const Plan &plan) {
 
 std::string checkKernelScratch(const Plan &plan, const Step &s) {
   bool train = s.op == OpId::BatchNormTrain, grad = s.op == OpId::BatchNormGrad;
+  // Only a split batch norm's kernels take the scratch: an argument that
+  // no other kernel declares would shift the ones after it (a count).
+  const char *none = "scratch on a step whose kernel takes none";
   if ((!train && !grad) || s.cuda.kernel.empty())
-    return "";
+    return s.cuda.scratch > 0 ? none : "";
   size_t x = train ? 0 : 1;
   if (s.inputs.size() <= x || s.inputs[x] < 0 ||
       s.inputs[x] >= (int)plan.values.size() ||
@@ -144,6 +147,8 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
   if (s.cuda.grid[0] != C || split < 1)
     return "batch norm kernel's grid is not its channels";
   int64_t need = split > 1 ? C * split * (train ? 2 : 4) * 8 : 0;
+  if (split == 1 && s.cuda.scratch > 0)
+    return none;
   if (s.cuda.scratch < need)
     return "batch norm splits a channel over " + std::to_string(split) +
            " blocks with " + std::to_string(s.cuda.scratch) +

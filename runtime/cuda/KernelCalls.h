@@ -52,8 +52,8 @@ int64_t kernelScratchBytes(const Plan &plan);
 
 /// "" or why a step's kernels cannot run on the scratch it declares: a
 /// batch norm whose grid splits a channel over blocks needs room for
-/// their partial sums (checked when a plan is read; the values' shapes
-/// must be known).
+/// their partial sums, and no other kernel takes the scratch argument
+/// (checked when a plan is read; the values' shapes must be known).
 std::string checkKernelScratch(const Plan &plan, const Step &s);
 
 /// "" or what is inconsistent in a multi-tensor step's lists (read from a
