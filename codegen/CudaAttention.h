@@ -77,6 +77,20 @@ inline std::string attentionLse(bool zeroMasked, const std::string &m,
 /// sizes do not suit it (CudaFlashAttention.cpp).
 int64_t mmaKeys(const Dims &g);
 
+// CudaAttentionLayouts.cpp: heads read and written in place.
+/// Whether operand `slot` (an input, or with `output` a result) of
+/// attention step `s` may be a transposed view: the step runs on the mma
+/// kernels, and the slot is Q, K, V or y (dy, q, k, v, y; dq, dk, dv).
+bool attentionOperandView(const Plan &plan, const Step &s, size_t slot,
+                          bool output);
+/// Value v's strides over its own dims when an aliased transpose makes it
+/// a view of another layout; empty when it is laid out row-major.
+Shape attentionViewStrides(const Plan &plan, int v);
+/// The offset of element (b, r, 0) of attention operand v, b running over
+/// its leading dims: row-major, or through its view strides.
+std::string rowOffset(const Plan &plan, int v, const std::string &b,
+                      const std::string &r);
+
 } // namespace mlir::mpc::cuda
 
 #endif // MPC_CODEGEN_CUDAATTENTION_H

@@ -47,6 +47,9 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
   constexpr int64_t kWarps = 4, kRows = 64;
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto at = [&](const std::string &operand, const std::string &row) {
+    return operandRow(s, operand, row);
+  };
   std::ostringstream os;
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
@@ -63,8 +66,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    for (int f = 0; f < 4; ++f) {\n"
      << "      const i64 r = rows[f & 1];\n"
      << "      const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
-     << "      qf[kt][f] = r < " << L(g.sq) << " ? *(const unsigned *)(in0 + (b * "
-     << L(g.sq) << " + r) * " << L(D) << " + c) : 0u;\n    }\n"
+     << "      qf[kt][f] = r < " << L(g.sq) << " ? *(const unsigned *)(in0 + "
+     << at("in0", "r") << " + c) : 0u;\n    }\n"
      << "  float o[" << DV / 8 << "][4];\n"
      << "  for (int n = 0; n < " << DV / 8
      << "; ++n) for (int f = 0; f < 4; ++f) o[n][f] = 0.0f;\n"
@@ -81,15 +84,15 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << kWarps * 32 << ") {\n"
      << "      const int r = e / " << D / 8 << ", c = e % " << D / 8 << " * 8;\n"
      << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
-     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in1 + (b * "
-     << L(g.skv) << " + j0 + r) * " << L(D) << " + c);\n"
+     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in1 + "
+     << at("in1", "j0 + r") << " + c);\n"
      << "      *(uint4 *)(ks + r * " << KS << " + c) = v;\n    }\n"
      << "    for (int e = threadIdx.x; e < " << TK * DV / 8 << "; e += "
      << kWarps * 32 << ") {\n"
      << "      const int r = e / " << DV / 8 << ", c = e % " << DV / 8 << " * 8;\n"
      << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
-     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in2 + (b * "
-     << L(g.skv) << " + j0 + r) * " << L(DV) << " + c);\n"
+     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in2 + "
+     << at("in2", "j0 + r") << " + c);\n"
      << "      *(uint4 *)(vs + r * " << VS << " + c) = v;\n    }\n"
      << "    __syncthreads();\n"
      // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
@@ -153,7 +156,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    const i64 row = b * " << L(g.sq) << " + i;\n"
      << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
      << "      for (int e = 0; e < 2; ++e)\n"
-     << "        st(out0, row * " << L(DV) << " + n * 8 + 2 * t + e, "
+     << "        st(out0, " << at("out0", "i") << " + n * 8 + 2 * t + e, "
      << attentionY(zeroMasked, "o[n][2 * h + e]", "l[h]") << ");\n"
      << "    if (t == 0) st(out1, row, " << attentionLse(zeroMasked, "m[h]", "l[h]")
      << ");\n"
@@ -187,6 +190,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
   const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto at = [&](const std::string &operand, const std::string &row) {
+    return operandRow(s, operand, row);
+  };
   // Score (i, j) into v from the accumulator `acc`, or -inf when masked.
   std::string score =
       "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " + L(g.skv) +
@@ -207,8 +213,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
        << " * 8;\n      uint4 x = make_uint4(0, 0, 0, 0);\n"
        << "      if (" << first << " + r < " << L(limit) << ") x = *(const uint4 *)("
-       << src << " + (b * " << L(limit) << " + " << first << " + r) * " << L(width)
-       << " + c);\n      *(uint4 *)(" << dst << " + r * " << pitch << " + c) = x;\n    }\n";
+       << src << " + " << at(src, first + " + r") << " + c);\n      *(uint4 *)(" << dst << " + r * " << pitch << " + c) = x;\n    }\n";
     return os.str();
   };
   // A fragments of 16 rows of a [rows, width] global tensor.
@@ -221,7 +226,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "        const i64 r = rows[f & 1];\n"
        << "        const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
        << "        " << frag << "[kt][f] = r < " << L(limit) << " ? *(const unsigned *)("
-       << src << " + (b * " << L(limit) << " + r) * " << L(width) << " + c) : 0u;\n      }\n";
+       << src << " + " << at(src, "r") << " + c) : 0u;\n      }\n";
     return os.str();
   };
   // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is read as
@@ -282,7 +287,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "      if (rows[h] >= " << L(limit) << ") continue;\n"
        << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
        << "        for (int e = 0; e < 2; ++e)\n"
-       << "          st(" << out << ", (b * " << L(limit) << " + rows[h]) * " << L(width)
+       << "          st(" << out << ", " << at(out, "rows[h]")
        << " + n * 8 + 2 * t + e, " << factor << acc << "[n][2 * h + e]);\n    }\n";
     return os.str();
   };
@@ -316,9 +321,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n"
        << "        const i64 i = q0 + r;\n        float dd = 0.0f;\n"
        << "        if (" << (wantK ? "" : "false && ") << "i < " << L(g.sq) << ")\n"
-       << "          for (int c = part; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
-       << " + i) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + i) * " << L(DV)
-       << " + c);\n"
+       << "          for (int c = part; c < " << DV << "; c += 4) dd += ld(in0, "
+       << at("in0", "i") << " + c) * ld(in4, " << at("in4", "i") << " + c);\n"
        << "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
        << "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
        << "        if (part == 0) {\n          rowD[r] = dd;\n"
@@ -373,9 +377,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "  for (int h = 0; h < 2; ++h) {\n"
      << "    float dd = 0.0f;\n"
      << "    if (rows[h] < " << L(g.sq) << ")\n"
-     << "      for (int c = t; c < " << DV << "; c += 4) dd += ld(in0, (b * " << L(g.sq)
-     << " + rows[h]) * " << L(DV) << " + c) * ld(in4, (b * " << L(g.sq) << " + rows[h]) * "
-     << L(DV) << " + c);\n"
+     << "      for (int c = t; c < " << DV << "; c += 4) dd += ld(in0, "
+     << at("in0", "rows[h]") << " + c) * ld(in4, " << at("in4", "rows[h]")
+     << " + c);\n"
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
      << "    rd[h] = dd;\n"

@@ -30,6 +30,9 @@
 //   sum of one of that chain's inputs over the same axes (the bias
 //   gradient, sum(dy)) is a second accumulator of the same kernel
 //   (fuseSiblingSums);
+// - a transpose around mma attention that keeps the innermost dim aliases
+//   its input; the attention kernels read or write the heads in place
+//   (fuseAttentionLayouts, CudaAttentionLayouts.cpp);
 // - a normalisation or softmax whose result only a cast reads
 //   stores the cast's result instead (`cuda.storedAs`; the cast records
 //   the producer in `cuda.fusedInto`): a mixed-precision graph's FP32
@@ -298,6 +301,7 @@ void fuseSteps(Emitter &e) {
   }
   readReluInputs(e, readers, producer, outputs);
   indexSteps(plan, readers, producer);
+  fuseAttentionLayouts(plan, readers, producer, outputs);
   foldReluGradsIntoBatchNorm(plan, readers, producer, outputs);
   indexSteps(plan, readers, producer);
 

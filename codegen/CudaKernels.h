@@ -149,6 +149,13 @@ void fuseReluEpilogues(Plan &plan);
 /// A reduction that can compute the elementwise chain producing its input
 /// as it loads it (CudaReduceKernels.cpp: the fold kernels).
 bool reducesChain(OpId op);
+/// Transposes around mma attention whose every view-side reader is an
+/// attention operand alias their input; the kernels address it in place
+/// (CudaAttentionLayouts.cpp).
+void fuseAttentionLayouts(Plan &plan,
+                          const std::map<int, std::vector<size_t>> &readers,
+                          const std::map<int, size_t> &producer,
+                          const std::set<int> &outputs);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp).
 std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);
 
@@ -321,6 +328,10 @@ public:
   void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
   void attentionMma(Step &s, const std::string &name, int64_t keys);
   void attentionGradMma(Step &s, const std::string &name);
+  /// The offset of row `row` of batch b of an attention kernel's operand
+  /// ("inK" or "outK"), through its view strides if it has them.
+  std::string operandRow(const Step &s, const std::string &operand,
+                         const std::string &row);
   bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp

@@ -334,4 +334,56 @@ std::string checkEpilogueAdds(const Plan &plan) {
   return "";
 }
 
+std::string checkAttentionViews(const Plan &plan) {
+  // Which operands may be views: inputs (or results) below these counts.
+  auto viewSlots = [](OpId op, bool output) -> size_t {
+    if (op == OpId::Attention)
+      return output ? 1 : 3;
+    if (op == OpId::AttentionGrad)
+      return output ? 3 : 5;
+    return 0;
+  };
+  std::vector<int> producer(plan.values.size(), -1);
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (size_t k = 0; k < plan.steps[i].outputs.size(); ++k)
+      if (int v = plan.steps[i].outputs[k];
+          v >= 0 && v < (int)plan.values.size() &&
+          k < viewSlots(plan.steps[i].op, true))
+        producer[v] = (int)i;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &t = plan.steps[i];
+    if (t.op != OpId::Transpose || t.cuda.alias < 0)
+      continue;
+    std::string bad = "step " + std::to_string(i) + " (transpose) aliases its input, ";
+    if (t.inputs.size() != 1 || t.outputs.size() != 1 || t.cuda.alias != t.inputs[0] ||
+        t.inputs[0] < 0 || t.inputs[0] >= (int)plan.values.size())
+      return bad + "which is not its one operand";
+    size_t rank = plan.values[t.inputs[0]].shape.size();
+    std::vector<int64_t> perm = t.getInts("perm").value_or(std::vector<int64_t>{});
+    if (rank < 3 || perm.size() != rank || perm.back() != (int64_t)rank - 1)
+      return bad + "but moves its innermost dim";
+    // The view side: the attention result it brings back, else its output.
+    int view = producer[t.inputs[0]] >= 0 ? t.inputs[0] : t.outputs[0];
+    size_t readers = 0;
+    for (size_t r = 0; r < plan.steps.size(); ++r) {
+      if (r == i)
+        continue;
+      const Step &s = plan.steps[r];
+      for (size_t k = 0; k < s.inputs.size(); ++k)
+        if (s.inputs[k] == view) {
+          ++readers;
+          if (k >= viewSlots(s.op, false))
+            return bad + "but step " + std::to_string(r) +
+                   " reads the view as no attention operand can";
+        }
+    }
+    for (const Binding &b : plan.outputs)
+      if (b.value == t.inputs[0] || b.value == t.outputs[0])
+        return bad + "but the plan outputs one side";
+    if (view == t.outputs[0] && readers == 0)
+      return bad + "but nothing reads its view";
+  }
+  return "";
+}
+
 } // namespace mpc::rt

@@ -19,6 +19,12 @@ std::string checkStoredCasts(const Plan &plan);
 std::string checkLaterFusions(const Plan &plan);
 /// "" or what is inconsistent in a batch norm computing its reader Add.
 std::string checkEpilogueAdds(const Plan &plan);
+/// "" or what is inconsistent in a transpose the attention kernels read or
+/// write in place (an aliased transpose): it keeps the innermost dim, and
+/// every reader of its view side is an attention operand that can be one
+/// (Q, K, V; dy, q, k, v, y), its input then written by an attention
+/// result (y; dq, dk, dv) where that is the view side.
+std::string checkAttentionViews(const Plan &plan);
 
 } // namespace mpc::rt
 

@@ -508,7 +508,7 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
   }
   // Steps computed in another step's kernel or call must pair up.
   for (auto check : {checkStepBatches, checkLibraryFusions, checkStoredCasts,
-                     checkLaterFusions, checkEpilogueAdds})
+                     checkLaterFusions, checkEpilogueAdds, checkAttentionViews})
     if (std::string why = check(plan); !why.empty()) {
       error = dir + "/plan.txt: " + why;
       return false;
