@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaAttention.h"
+#include "runtime/PlanFusionChecks.h"
 
 #include <algorithm>
 
@@ -53,11 +54,7 @@ std::vector<int64_t> permOf(const Step &t, size_t rank) {
 
 bool attentionOperandView(const Plan &plan, const Step &s, size_t slot,
                           bool output) {
-  if (!lowAttention(plan, s))
-    return false;
-  if (s.op == OpId::Attention)
-    return output ? slot == 0 : slot < 3;
-  return output ? slot < 3 : slot < 5; // dy, q, k, v, y; dq, dk, dv
+  return lowAttention(plan, s) && slot < attentionViewSlots(s.op, output);
 }
 
 Shape attentionViewStrides(const Plan &plan, int v) {

@@ -334,21 +334,21 @@ std::string checkEpilogueAdds(const Plan &plan) {
   return "";
 }
 
+size_t attentionViewSlots(OpId op, bool output) {
+  if (op == OpId::Attention)
+    return output ? 1 : 3;
+  if (op == OpId::AttentionGrad)
+    return output ? 3 : 5;
+  return 0;
+}
+
 std::string checkAttentionViews(const Plan &plan) {
-  // Which operands may be views: inputs (or results) below these counts.
-  auto viewSlots = [](OpId op, bool output) -> size_t {
-    if (op == OpId::Attention)
-      return output ? 1 : 3;
-    if (op == OpId::AttentionGrad)
-      return output ? 3 : 5;
-    return 0;
-  };
   std::vector<int> producer(plan.values.size(), -1);
   for (size_t i = 0; i < plan.steps.size(); ++i)
     for (size_t k = 0; k < plan.steps[i].outputs.size(); ++k)
       if (int v = plan.steps[i].outputs[k];
           v >= 0 && v < (int)plan.values.size() &&
-          k < viewSlots(plan.steps[i].op, true))
+          k < attentionViewSlots(plan.steps[i].op, true))
         producer[v] = (int)i;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &t = plan.steps[i];
@@ -372,7 +372,7 @@ std::string checkAttentionViews(const Plan &plan) {
       for (size_t k = 0; k < s.inputs.size(); ++k)
         if (s.inputs[k] == view) {
           ++readers;
-          if (k >= viewSlots(s.op, false))
+          if (k >= attentionViewSlots(s.op, false))
             return bad + "but step " + std::to_string(r) +
                    " reads the view as no attention operand can";
         }

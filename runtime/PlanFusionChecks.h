@@ -25,6 +25,10 @@ std::string checkEpilogueAdds(const Plan &plan);
 /// (Q, K, V; dy, q, k, v, y), its input then written by an attention
 /// result (y; dq, dk, dv) where that is the view side.
 std::string checkAttentionViews(const Plan &plan);
+/// How many of an attention step's inputs (or, with `output`, results) may
+/// be views, counted from the first: Q, K, V and y; dy, q, k, v, y and dq,
+/// dk, dv for attention_grad; 0 for other ops.
+size_t attentionViewSlots(OpId op, bool output);
 
 } // namespace mpc::rt
 
