@@ -83,13 +83,11 @@ int64_t mmaKeys(const Dims &g);
 /// kernels, and the slot is Q, K, V or y (dy, q, k, v, y; dq, dk, dv).
 bool attentionOperandView(const Plan &plan, const Step &s, size_t slot,
                           bool output);
-/// Value v's strides over its own dims when an aliased transpose makes it
-/// a view of another layout; empty when it is laid out row-major.
-Shape attentionViewStrides(const Plan &plan, int v);
-/// The offset of element (b, r, 0) of attention operand v, b running over
-/// its leading dims: row-major, or through its view strides.
-std::string rowOffset(const Plan &plan, int v, const std::string &b,
-                      const std::string &r);
+/// The offset of element (b, r, 0) of an attention operand of `shape`, b
+/// running over its leading dims: row-major, or through `strides` (a
+/// view's, from Emitter::attentionViews; empty for none).
+std::string rowOffset(const Shape &shape, const Shape &strides,
+                      const std::string &b, const std::string &r);
 
 } // namespace mlir::mpc::cuda
 

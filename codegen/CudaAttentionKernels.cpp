@@ -75,10 +75,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
       return true;
     }
   }
-  bool views = !attentionViewStrides(plan, s.outputs[0]).empty();
-  for (size_t k = 0; k < 3; ++k) // fuseAttentionLayouts asks for mma
-    views = views || !attentionViewStrides(plan, s.inputs[k]).empty();
-  if (views)
+  if (readsViews(s)) // fuseAttentionLayouts asked for mma
     return fail(s, "an operand read in place needs the mma.sync kernel");
   if ((t == DType::F16 || t == DType::BF16) &&
       val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
@@ -287,10 +284,8 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
     attentionGradMma(s, name);
     return true;
   }
-  for (size_t k = 0; k < 5; ++k) // fuseAttentionLayouts asks for mma
-    if (!attentionViewStrides(plan, s.inputs[k]).empty() ||
-        (k < 3 && !attentionViewStrides(plan, s.outputs[k]).empty()))
-      return fail(s, "an operand read in place needs the mma.sync kernel");
+  if (readsViews(s)) // fuseAttentionLayouts asked for mma
+    return fail(s, "an operand read in place needs the mma.sync kernel");
   bool hasBias = s.inputs.size() > 6 && s.inputs[6] >= 0;
   const Shape *bias = hasBias ? &val(s.inputs[6]).shape : nullptr;
   std::string qType = ctype(val(s.inputs[1]).dtype);

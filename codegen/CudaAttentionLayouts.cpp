@@ -57,36 +57,33 @@ bool attentionOperandView(const Plan &plan, const Step &s, size_t slot,
   return lowAttention(plan, s) && slot < attentionViewSlots(s.op, output);
 }
 
-Shape attentionViewStrides(const Plan &plan, int v) {
-  for (const Step &t : plan.steps) {
-    if (t.op != OpId::Transpose || t.cuda.alias < 0 || t.inputs.empty())
-      continue;
-    int in = t.inputs[0], out = t.outputs[0];
-    if (out != v && in != v)
-      continue;
-    const Shape &is = plan.values[in].shape, &os = plan.values[out].shape;
-    std::vector<int64_t> perm = permOf(t, is.size());
-    Shape st(is.size());
-    if (out == v) { // a view of the transpose's input
-      Shape phys = stridesOf(is);
-      for (size_t d = 0; d < perm.size(); ++d)
-        st[d] = phys[perm[d]];
-    } else { // the attention writes the transpose's result in place
-      Shape phys = stridesOf(os);
-      for (size_t d = 0; d < perm.size(); ++d)
-        st[perm[d]] = phys[d];
-    }
-    return st;
+namespace {
+
+/// The strides, over its own dims, of the view side of aliased transpose
+/// t: its result read from its input's buffer, or (`outputSide`) its input
+/// written where its result lives.
+Shape viewStrides(const Plan &plan, const Step &t, bool outputSide) {
+  const Shape &is = plan.values[t.inputs[0]].shape;
+  std::vector<int64_t> perm = permOf(t, is.size());
+  Shape st(is.size());
+  if (!outputSide) {
+    Shape phys = stridesOf(is);
+    for (size_t d = 0; d < perm.size(); ++d)
+      st[d] = phys[perm[d]];
+  } else {
+    Shape phys = stridesOf(plan.values[t.outputs[0]].shape);
+    for (size_t d = 0; d < perm.size(); ++d)
+      st[perm[d]] = phys[d];
   }
-  return {};
+  return st;
 }
 
-std::string rowOffset(const Plan &plan, int v, const std::string &b,
+} // namespace
+
+std::string rowOffset(const Shape &shape, const Shape &st, const std::string &b,
                       const std::string &r) {
-  const Shape &shape = plan.values[v].shape;
   size_t n = shape.size();
   auto L = [](int64_t x) { return std::to_string(x) + "LL"; };
-  Shape st = attentionViewStrides(plan, v);
   if (st.empty())
     return "(" + b + " * " + L(shape[n - 2]) + " + " + r + ") * " + L(shape[n - 1]);
   // b runs over the leading dims in row-major order.
@@ -106,13 +103,25 @@ std::string Emitter::operandRow(const Step &s, const std::string &operand,
                                 const std::string &row) {
   bool in = operand.rfind("in", 0) == 0;
   size_t k = std::stoul(operand.substr(in ? 2 : 3));
-  return rowOffset(plan, in ? s.inputs[k] : s.outputs[k], "b", row);
+  int v = in ? s.inputs[k] : s.outputs[k];
+  auto view = attentionViews.find(v);
+  return rowOffset(val(v).shape, view == attentionViews.end() ? Shape{} : view->second,
+                   "b", row);
 }
 
-void fuseAttentionLayouts(Plan &plan,
+bool Emitter::readsViews(const Step &s) const {
+  for (const std::vector<int> *vs : {&s.inputs, &s.outputs})
+    for (int v : *vs)
+      if (attentionViews.count(v))
+        return true;
+  return false;
+}
+
+void fuseAttentionLayouts(Emitter &e,
                           const std::map<int, std::vector<size_t>> &readers,
                           const std::map<int, size_t> &producer,
                           const std::set<int> &outputs) {
+  Plan &plan = e.plan;
   // Whether every reader of `v` (but `except`) reads it as a view operand.
   auto viewReaders = [&](int v, size_t except) {
     auto rd = readers.find(v);
@@ -133,7 +142,8 @@ void fuseAttentionLayouts(Plan &plan,
     }
     return true;
   };
-  auto isView = [&](int v) { return !attentionViewStrides(plan, v).empty(); };
+  std::set<int> taken; // both sides of every aliased transpose
+  auto isView = [&](int v) { return taken.count(v) != 0; };
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Step &t = plan.steps[i];
     if (t.op != OpId::Transpose || t.inputs.size() != 1 ||
@@ -158,6 +168,9 @@ void fuseAttentionLayouts(Plan &plan,
       if (!outputSide && (rd == readers.end() || rd->second.empty()))
         continue; // nothing reads the view
       t.cuda.alias = in;
+      e.attentionViews[outputSide ? in : out] = viewStrides(plan, t, outputSide);
+      taken.insert(in);
+      taken.insert(out);
     }
   }
 }

@@ -220,6 +220,20 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
 /// A fused elementwise chain (CudaFusion.cpp): each member in plan order
 /// into a register, rounded to its type unless FP32; the last one stored,
 /// and the members in `cuda.stores` as they are computed.
+std::string Emitter::chainMember(const Step &member,
+                                 std::map<int, std::string> &regs, size_t k) {
+  std::string t = "t" + std::to_string(k);
+  std::ostringstream os;
+  os << "  float " << t << ";\n  { ";
+  std::vector<int> operands = chainOperands(member);
+  for (size_t j = 0; j < operands.size(); ++j)
+    os << "float " << kOperandNames[j] << " = " << regs.at(operands[j]) << "; ";
+  std::string e = member.op == OpId::Expand ? "a" : *expr(member);
+  os << t << " = " << roundedAs(val(member.outputs[0]).dtype, e) << "; }\n";
+  regs[member.outputs[0]] = t;
+  return os.str();
+}
+
 bool Emitter::chain(Step &s, const std::string &name) {
   const ValueInfo &y = val(s.outputs[0]);
   const std::vector<int> ext = ::mpc::rt::kernelInputs(s);
@@ -238,20 +252,11 @@ bool Emitter::chain(Step &s, const std::string &name) {
     std::map<int, std::string> regs = reg;
     std::ostringstream os;
     for (int m : s.cuda.chain) {
-      const Step &member = plan.steps[m];
-      int out = member.outputs[0];
-      std::string t = "t" + std::to_string(regs.size() - ext.size());
-      os << "  float " << t << ";\n  { ";
-      std::vector<int> operands = chainOperands(member);
-      for (size_t k = 0; k < operands.size(); ++k)
-        os << "float " << kOperandNames[k] << " = " << regs.at(operands[k]) << "; ";
-      std::string e = member.op == OpId::Expand ? "a" : *expr(member);
-      DType dt = val(out).dtype;
-      os << t << " = " << roundedAs(dt, e) << "; }\n";
-      regs[out] = t;
+      int out = plan.steps[m].outputs[0];
+      os << chainMember(plan.steps[m], regs, regs.size() - ext.size());
       const std::vector<int> &stores = s.cuda.stores;
       if (auto at = std::find(stores.begin(), stores.end(), out); at != stores.end())
-        os << st(s.outputs.size() + (at - stores.begin()), t);
+        os << st(s.outputs.size() + (at - stores.begin()), regs.at(out));
     }
     return os.str() + st(0, regs.at(s.outputs[0]));
   });

@@ -374,7 +374,7 @@ bool Emitter::emitStep(Step &s) {
   }
   // A chain ending in a reduction is the reduction's kernel, loading
   // through the chain (fuseChainsIntoReductions).
-  bool elementChain = s.cuda.isChain() && !reducesChain(s.op);
+  bool elementChain = s.cuda.isChain() && !reducesChain(s);
   bool ok = empty          ? true
             : elementChain ? chain(s, kKernelName)
             : how.emit     ? (this->*how.emit)(s, kKernelName)

@@ -186,10 +186,8 @@ fuseChainsIntoReductions(Emitter &e, Plan &plan,
                          const std::set<int> &outputs) {
   for (size_t r = 0; r < plan.steps.size(); ++r) {
     Step &red = plan.steps[r];
-    if (!reducesChain(red.op) || red.inputs.empty() || red.cuda.isChain() ||
-        red.cuda.inOtherKernel() || red.cuda.libraryFusedInto >= 0 ||
-        (!red.getInts("axes").value_or(std::vector<int64_t>{}).size() &&
-         red.getInt("noop_with_empty_axes", 0))) // a copy, not a fold
+    if (!reducesChain(red) || red.inputs.empty() || red.cuda.isChain() ||
+        red.cuda.inOtherKernel() || red.cuda.libraryFusedInto >= 0)
       continue;
     int v = red.inputs[0];
     auto p = producer.find(v);
@@ -301,7 +299,7 @@ void fuseSteps(Emitter &e) {
   }
   readReluInputs(e, readers, producer, outputs);
   indexSteps(plan, readers, producer);
-  fuseAttentionLayouts(plan, readers, producer, outputs);
+  fuseAttentionLayouts(e, readers, producer, outputs);
   foldReluGradsIntoBatchNorm(plan, readers, producer, outputs);
   indexSteps(plan, readers, producer);
 

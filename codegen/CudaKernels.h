@@ -147,12 +147,13 @@ void fuseGeluEpilogues(Plan &plan);
 /// forward, DRELU backward.
 void fuseReluEpilogues(Plan &plan);
 /// A reduction that can compute the elementwise chain producing its input
-/// as it loads it (CudaReduceKernels.cpp: the fold kernels).
-bool reducesChain(OpId op);
+/// as it loads it (CudaReduceKernels.cpp: the fold kernels; not a
+/// reduction over no axes that only copies).
+bool reducesChain(const Step &s);
 /// Transposes around mma attention whose every view-side reader is an
 /// attention operand alias their input; the kernels address it in place
 /// (CudaAttentionLayouts.cpp).
-void fuseAttentionLayouts(Plan &plan,
+void fuseAttentionLayouts(Emitter &e,
                           const std::map<int, std::vector<size_t>> &readers,
                           const std::map<int, size_t> &producer,
                           const std::set<int> &outputs);
@@ -254,6 +255,11 @@ public:
   bool elementwise(Step &s, const std::string &name);
   bool integerCast(Step &s, const std::string &name);
   bool chain(Step &s, const std::string &name);
+  /// A chain member's FP32 value into register `t<k>` from its operands'
+  /// registers in `regs` (rounded to its type, as a store would); records
+  /// the register in `regs`.
+  std::string chainMember(const Step &member, std::map<int, std::string> &regs,
+                          size_t k);
 
   // CudaDataKernels.cpp
   bool stridedCopy(Step &s, const std::string &name, int64_t offset,
@@ -332,6 +338,10 @@ public:
   /// ("inK" or "outK"), through its view strides if it has them.
   std::string operandRow(const Step &s, const std::string &operand,
                          const std::string &row);
+  /// Whether an operand of `s` is a view (the fallback kernels take none).
+  bool readsViews(const Step &s) const;
+  /// The views fuseAttentionLayouts made: value -> strides over its dims.
+  std::map<int, Shape> attentionViews;
   bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp

@@ -257,20 +257,10 @@ std::string chainLoad(Emitter &e, const Step &s, const std::string &name) {
     regs[ext[k]] = x;
     os << "  const float " << x << " = ld(in" << k << ", o" << k << ");\n";
   }
-  int t = 0;
-  for (int m : s.cuda.chain) {
-    const Step &member = e.plan.steps[m];
-    if (reducesChain(member.op))
-      continue; // the reduction itself, or a sum fused in beside it
-    std::string r = "t" + std::to_string(t++);
-    os << "  float " << r << ";\n  { ";
-    std::vector<int> operands = chainOperands(member);
-    for (size_t k = 0; k < operands.size(); ++k)
-      os << "float " << kOperandNames[k] << " = " << regs.at(operands[k]) << "; ";
-    std::string x = member.op == OpId::Expand ? "a" : *e.expr(member);
-    os << r << " = " << roundedAs(e.val(member.outputs[0]).dtype, x) << "; }\n";
-    regs[member.outputs[0]] = r;
-  }
+  size_t t = 0;
+  for (int m : s.cuda.chain) // but the reduction, and sums fused in beside it
+    if (!reducesChain(e.plan.steps[m]))
+      os << e.chainMember(e.plan.steps[m], regs, t++);
   e.cu << os.str() << "  return " << regs.at(s.inputs[0]) << ";\n}\n\n";
   return name + "_elem(off" + call + ")";
 }
@@ -325,7 +315,7 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
     size_t n = 0;
     for (int m : s.cuda.chain) {
       const Step &sib = plan.steps[m];
-      if (&sib == &s || !reducesChain(sib.op))
+      if (&sib == &s || !reducesChain(sib))
         continue;
       std::string a = "acc" + std::to_string(++n);
       size_t slot = std::find(ext.begin(), ext.end(), sib.inputs[0]) - ext.begin();
@@ -363,6 +353,21 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
   return true;
 }
 
+namespace {
+/// The ops the fold kernels compute (foldAxes).
+constexpr OpId kFoldOps[] = {
+    OpId::ReduceSum,       OpId::ReduceMean,     OpId::ReduceMax,
+    OpId::ReduceMin,       OpId::ReduceProd,     OpId::ReduceL1,
+    OpId::ReduceL2,        OpId::ReduceSumSquare, OpId::ReduceLogSum,
+    OpId::ReduceLogSumExp, OpId::GlobalAveragePool, OpId::GlobalMaxPool};
+
+/// A reduction over no axes with noop_with_empty_axes: a copy.
+bool copiesOnly(const Step &s) {
+  return s.getInts("axes").value_or(std::vector<int64_t>{}).empty() &&
+         s.getInt("noop_with_empty_axes", 0);
+}
+} // namespace
+
 /// A reduction (sum, mean, max, min, prod, l1, l2, sum_square, log_sum,
 /// log_sum_exp); no axes with noop_with_empty_axes copies.
 bool Emitter::reduce(Step &s, const std::string &name) {
@@ -370,9 +375,9 @@ bool Emitter::reduce(Step &s, const std::string &name) {
   if (!isFloat(x.dtype))
     return fail(s, "integer arithmetic has no CUDA kernel yet");
   int64_t rank = x.shape.size();
-  auto axes = s.getInts("axes").value_or(std::vector<int64_t>{});
-  if (axes.empty() && s.getInt("noop_with_empty_axes", 0))
+  if (copiesOnly(s))
     return stridedCopy(s, name, 0, stridesOf(x.shape));
+  auto axes = s.getInts("axes").value_or(std::vector<int64_t>{});
   std::set<int64_t> red;
   for (int64_t a : axes)
     red.insert(a < 0 ? a + rank : a);
@@ -423,25 +428,17 @@ bool Emitter::argExtreme(Step &s, const std::string &name) {
   return true;
 }
 
-bool reducesChain(OpId op) {
-  switch (op) {
-  case OpId::ReduceSum: case OpId::ReduceMean: case OpId::ReduceMax:
-  case OpId::ReduceMin: case OpId::ReduceProd: case OpId::ReduceL1:
-  case OpId::ReduceL2: case OpId::ReduceSumSquare: case OpId::ReduceLogSum:
-  case OpId::ReduceLogSumExp: case OpId::GlobalAveragePool:
-  case OpId::GlobalMaxPool:
-    return true;
-  default:
-    return false;
-  }
+
+bool reducesChain(const Step &s) {
+  return std::find(std::begin(kFoldOps), std::end(kFoldOps), s.op) !=
+             std::end(kFoldOps) &&
+         !copiesOnly(s);
 }
 
 void registerReduceEmitters(EmitterTable &t) {
-  for (OpId op : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax,
-                  OpId::ReduceMin, OpId::ReduceProd, OpId::ReduceL1,
-                  OpId::ReduceL2, OpId::ReduceSumSquare, OpId::ReduceLogSum,
-                  OpId::ReduceLogSumExp})
-    t.emit(op, &Emitter::reduce);
+  for (OpId op : kFoldOps)
+    if (op != OpId::GlobalAveragePool && op != OpId::GlobalMaxPool)
+      t.emit(op, &Emitter::reduce);
   t.emit(OpId::ArgMax, &Emitter::argExtreme);
   t.emit(OpId::ArgMin, &Emitter::argExtreme);
   t.emit(OpId::GlobalAveragePool, &Emitter::globalPool);
