@@ -31,7 +31,9 @@
 //   gradient, sum(dy)) is a second accumulator of the same kernel
 //   (fuseSiblingSums);
 // - a transpose around mma attention that keeps the innermost dim aliases
-//   its input; the attention kernels read or write the heads in place
+//   its input, the split of a fused QKV projection leaves its parts in
+//   place and the concat of dQ, dK and dV finds them written there; the
+//   attention kernels read or write the heads through the strides
 //   (fuseAttentionLayouts, CudaAttentionLayouts.cpp);
 // - a normalisation or softmax whose result only a cast reads
 //   stores the cast's result instead (`cuda.storedAs`; the cast records

@@ -150,8 +150,8 @@ void fuseReluEpilogues(Plan &plan);
 /// as it loads it (CudaReduceKernels.cpp: the fold kernels; not a
 /// reduction over no axes that only copies).
 bool reducesChain(const Step &s);
-/// Transposes around mma attention whose every view-side reader is an
-/// attention operand alias their input; the kernels address it in place
+/// Transposes, splits and concats around mma attention that only move its
+/// operands launch nothing; the kernels address the operands in place
 /// (CudaAttentionLayouts.cpp).
 void fuseAttentionLayouts(Emitter &e,
                           const std::map<int, std::vector<size_t>> &readers,
@@ -340,8 +340,14 @@ public:
                          const std::string &row);
   /// Whether an operand of `s` is a view (the fallback kernels take none).
   bool readsViews(const Step &s) const;
-  /// The views fuseAttentionLayouts made: value -> strides over its dims.
-  std::map<int, Shape> attentionViews;
+  /// An operand fuseAttentionLayouts lets attention read or write in
+  /// place: element (b, r, c) lies at b over `shape`'s leading dims (the
+  /// value's, split where the buffer strides them apart), r and c over its
+  /// last two (rows and the head dim), through `strides`.
+  struct OperandView {
+    Shape shape, strides;
+  };
+  std::map<int, OperandView> attentionViews;
   bool attentionGrad(Step &s, const std::string &name);
 
   // CudaTrainKernels.cpp

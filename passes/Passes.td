@@ -138,6 +138,33 @@ def FuseDecomposed : Pass<"mpc-fuse-decomposed", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def SlicesToSplit : Pass<"mpc-slices-to-split", "::mlir::ModuleOp"> {
+  let summary = "Rewrite slices that tile one axis of a tensor to one Split";
+  let description = [{
+    torch exports nn.MultiheadAttention's fused input projection as one
+    GEMM cut into Q, K and V by three Slices: three copies forward, and
+    backward three zero Pads to the whole width added together. Slices of
+    one value with constant bounds and step 1 that cut the same single
+    axis into ranges tiling it become one `mpc.split` (results in range
+    order), whose gradient is one Concat and whose parts the CUDA backend
+    leaves in place when only attention reads them. Overlapping slices,
+    gaps, other axes and dynamic shapes stay as written; the values are
+    the same.
+
+    Before:
+    ```mlir
+    %q = mpc.slice %x, %c0, %c64 axes %c2 : (tensor<16x4x192xf32>, ...) -> tensor<16x4x64xf32>
+    %k = mpc.slice %x, %c64, %c128 axes %c2 : ...
+    %v = mpc.slice %x, %c128, %cmax axes %c2 : ...
+    ```
+    After:
+    ```mlir
+    %q, %k, %v = mpc.split %x {axis = 2 : i64, num_outputs = 3 : i64, split = array<i64: 64, 64, 64>} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def FoldLinearBias : Pass<"mpc-fold-linear-bias", "::mlir::ModuleOp"> {
   let summary = "Fold MatMul + bias Add (a linear over a sequence) into one Gemm";
   let description = [{

@@ -154,6 +154,7 @@ namespace {
 template <typename Derived>
 void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
   pm.addPass(createFuseDecomposed());
+  pm.addPass(createSlicesToSplit());
   pm.addPass(createStableLogs());
   if (o.fuseAttention)
     pm.addPass(createFuseAttention());

@@ -138,6 +138,11 @@ struct CudaLaunch {
   std::array<int64_t, 3> prologueGrid{1, 1, 1}, prologueBlock{1, 1, 1};
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   int alias = -1;     // the output shares this value's buffer (no kernel)
+  /// A split whose outputs live in its input's buffer, or a concat whose
+  /// inputs live in its output's buffer, each part where the copy would
+  /// have put it (no kernel): strided views that only attention kernels
+  /// read or write (codegen/CudaAttentionLayouts.cpp, checkAttentionViews).
+  bool inPlace = false;
   int fusedInto = -1; // computed inside the chain kernel of this step,
                       // or (a cast) by the producer storing as its result
   /// >= 0: output 0 is never stored; the kernel stores it rounded to this
@@ -177,7 +182,9 @@ struct CudaLaunch {
   LibraryConv conv;               // valid(): cuDNN can run the step
 
   /// No kernel of its own: aliased, or computed in another step's kernel.
-  bool inOtherKernel() const { return alias >= 0 || fusedInto >= 0; }
+  bool inOtherKernel() const {
+    return alias >= 0 || fusedInto >= 0 || inPlace;
+  }
   bool isChain() const { return !chain.empty(); }
 };
 

@@ -19,11 +19,13 @@ std::string checkStoredCasts(const Plan &plan);
 std::string checkLaterFusions(const Plan &plan);
 /// "" or what is inconsistent in a batch norm computing its reader Add.
 std::string checkEpilogueAdds(const Plan &plan);
-/// "" or what is inconsistent in a transpose the attention kernels read or
-/// write in place (an aliased transpose): it keeps the innermost dim, and
-/// every reader of its view side is an attention operand that can be one
-/// (Q, K, V; dy, q, k, v, y), its input then written by an attention
-/// result (y; dq, dk, dv) where that is the view side.
+/// "" or what is inconsistent in the strided views attention kernels read
+/// or write in place (PlanViewChecks.cpp): an aliased transpose keeps the
+/// innermost dim; an in-place split or concat has parts that tile its
+/// whole; a view (the view side of such a transpose, a part, and what
+/// aliasing reshapes and transposes make of them) is no plan output and is
+/// read or written, but by those aliasing steps, only as an attention
+/// operand that can be one (Q, K, V, y; dy, q, k, v, y, dq, dk, dv).
 std::string checkAttentionViews(const Plan &plan);
 /// How many of an attention step's inputs (or, with `output`, results) may
 /// be views, counted from the first: Q, K, V and y; dy, q, k, v, y and dq,

@@ -134,6 +134,8 @@ std::string cudaText(const CudaLaunch &c) {
            " prologue-block=" + triple(c.prologueBlock);
   if (c.alias >= 0)
     out += " alias=" + std::to_string(c.alias);
+  if (c.inPlace)
+    out += " in-place";
   if (c.fusedInto >= 0)
     out += " fused-into=" + std::to_string(c.fusedInto);
   if (c.storedAs >= 0)

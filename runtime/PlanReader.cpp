@@ -143,6 +143,8 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       ok = triple(value, c.block);
     else if (key == "alias")
       c.alias = std::stoi(value);
+    else if (key == "in-place")
+      c.inPlace = true;
     else if (key == "fused-into")
       c.fusedInto = std::stoi(value);
     else if (key == "stored-as")

@@ -24,13 +24,82 @@ int allReduceWait(const Plan &plan, size_t step) {
   return (int)plan.steps.size();
 }
 
+std::vector<int64_t> inPlaceOffsets(const Plan &plan, const Step &s) {
+  bool split = s.op == OpId::Split;
+  if ((!split && s.op != OpId::Concat) || s.inputs.empty() || s.outputs.empty())
+    return {};
+  const std::vector<int> &parts = split ? s.outputs : s.inputs;
+  int whole = split ? s.inputs[0] : s.outputs[0];
+  auto known = [&](int v) { return v >= 0 && v < (int)plan.values.size(); };
+  if (!known(whole))
+    return {};
+  const Shape &w = plan.values[whole].shape;
+  int64_t axis = s.getInt("axis", 0);
+  if (axis < 0)
+    axis += (int64_t)w.size();
+  if (axis < 0 || axis >= (int64_t)w.size())
+    return {};
+  int64_t inner = dtypeSize(plan.values[whole].dtype);
+  for (size_t d = axis + 1; d < w.size(); ++d)
+    inner *= w[d];
+  std::vector<int64_t> at;
+  int64_t offset = 0;
+  for (int v : parts) {
+    if (!known(v) || plan.values[v].shape.size() != w.size())
+      return {};
+    at.push_back(offset * inner);
+    offset += plan.values[v].shape[axis];
+  }
+  return offset == w[axis] ? at : std::vector<int64_t>{};
+}
+
+BufferPlacement bufferPlacement(const Plan &plan) {
+  size_t n = plan.values.size();
+  // Each value's parent buffer and its offset there; the root is where
+  // the parents end.
+  std::vector<int> parent(n, -1);
+  std::vector<int64_t> offset(n, 0);
+  auto top = [&](int v, int64_t &delta) {
+    delta = 0;
+    for (size_t hops = 0; parent[v] >= 0 && hops < n; ++hops)
+      delta += offset[v], v = parent[v];
+    return v;
+  };
+  auto known = [&](int v) { return v >= 0 && v < (int)n; };
+  for (const Step &s : plan.steps) {
+    if (s.cuda.alias >= 0 && !s.outputs.empty() && known(s.outputs[0]) &&
+        known(s.cuda.alias))
+      parent[s.outputs[0]] = s.cuda.alias;
+    if (!s.cuda.inPlace)
+      continue;
+    std::vector<int64_t> at = inPlaceOffsets(plan, s);
+    if (at.empty())
+      continue;
+    if (s.op == OpId::Split) {
+      for (size_t k = 0; k < s.outputs.size(); ++k)
+        parent[s.outputs[k]] = s.inputs[0], offset[s.outputs[k]] = at[k];
+      continue;
+    }
+    // A concat's parts were written before it: their buffers move into
+    // the whole's.
+    for (size_t k = 0; k < s.inputs.size(); ++k) {
+      int64_t within;
+      int r = top(s.inputs[k], within);
+      int64_t ignored;
+      if (r != top(s.outputs[0], ignored))
+        parent[r] = s.outputs[0], offset[r] = at[k] - within;
+    }
+  }
+  BufferPlacement p;
+  p.root.resize(n);
+  p.delta.resize(n);
+  for (size_t v = 0; v < n; ++v)
+    p.root[v] = top((int)v, p.delta[v]);
+  return p;
+}
+
 std::vector<int> bufferRoots(const Plan &plan) {
-  std::vector<int> root(plan.values.size());
-  std::iota(root.begin(), root.end(), 0);
-  for (const Step &s : plan.steps)
-    if (s.cuda.alias >= 0)
-      root[s.outputs[0]] = root[s.cuda.alias];
-  return root;
+  return bufferPlacement(plan).root;
 }
 
 std::vector<std::vector<size_t>> bufferReaders(const Plan &plan,
@@ -46,7 +115,8 @@ std::vector<std::vector<size_t>> bufferReaders(const Plan &plan,
 
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   size_t n = plan.values.size();
-  std::vector<int> root = bufferRoots(plan);
+  BufferPlacement placement = bufferPlacement(plan);
+  const std::vector<int> &root = placement.root;
   std::vector<int> lastUse(n, -1);
   std::vector<bool> inRegisters(n, false);
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -148,9 +218,9 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
     for (int v : {g.biasGrad, g.geluOut, g.dgeluOut, g.dreluOut, g.reluMask})
       if (v >= 0) // the library may write it here
         written.push_back(v);
-    for (int v : written)
-      if (root[v] == v && offsets[v] < 0 && !inRegisters[v])
-        offsets[v] = allocate(v);
+    for (int v : written) // the whole buffer, at the first part written
+      if (offsets[root[v]] < 0 && !inRegisters[v] && !inRegisters[root[v]])
+        offsets[root[v]] = allocate(root[v]);
     std::vector<int> readers{(int)i}; // a batch: every member reads here
     if (s.cuda.batch.valid())
       readers = s.cuda.batch.steps;
@@ -163,9 +233,13 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
         !pinned[root[g.reluMask]] && offsets[root[g.reluMask]] >= 0)
       release(offsets[root[g.reluMask]], bytes(root[g.reluMask]));
   }
+  for (size_t v = 0; v < n; ++v) // roots nothing wrote
+    if (root[v] == (int)v && offsets[v] < 0 && !inRegisters[v])
+      offsets[v] = allocate((int)v);
   for (size_t v = 0; v < n; ++v)
-    if (offsets[v] < 0 && !inRegisters[v])
-      offsets[v] = offsets[root[v]] >= 0 ? offsets[root[v]] : allocate(v);
+    if (root[v] != (int)v && !inRegisters[v])
+      offsets[v] = offsets[root[v]] >= 0 ? offsets[root[v]] + placement.delta[v]
+                                         : allocate((int)v);
   return arena;
 }
 

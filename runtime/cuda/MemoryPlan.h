@@ -15,14 +15,28 @@ namespace mpc::rt {
 /// buffer is reused once the last kernel reading it ran (first fit); an
 /// aliasing step's output shares its alias's range; the intermediates of a
 /// fused chain (`cuda.fusedInto`) live in registers and get no range
-/// (offset -1), as does an output stored as a fused cast's result; a GEMM's
+/// (offset -1), as does an output stored as a fused cast's result; the
+/// parts of an in-place split or concat lie inside the whole's range, which
+/// lives from the first write of any part; a GEMM's
 /// library-computed bias gradient has its range from the GEMM on, a ReLU
 /// mask from the GEMM writing it to the last GEMM reading it. Returns
 /// the arena size.
 int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets);
 
-/// Per value, the value whose buffer it lives in: itself, or through
-/// aliasing steps (reshapes, a Relu fused into its GEMM) the first one.
+/// Where each value lives: `root`, the value whose buffer holds it
+/// (itself; through aliasing steps, e.g. reshapes or a Relu fused into its
+/// GEMM, the first one; for a part of an in-place split or concat, the
+/// whole's root), and `delta`, the byte offset of its first element there.
+struct BufferPlacement {
+  std::vector<int> root;
+  std::vector<int64_t> delta;
+};
+BufferPlacement bufferPlacement(const Plan &plan);
+/// The byte offset in the whole of each part of an in-place split (its
+/// outputs) or concat (its inputs); empty when they do not tile it along
+/// the axis (the plan reader refuses such a plan: checkAttentionViews).
+std::vector<int64_t> inPlaceOffsets(const Plan &plan, const Step &s);
+/// bufferPlacement's roots.
 std::vector<int> bufferRoots(const Plan &plan);
 
 /// Per buffer (`root` from bufferRoots), the steps that read it, in order

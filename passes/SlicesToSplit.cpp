@@ -1,0 +1,154 @@
+//===- SlicesToSplit.cpp - slices that tile a tensor become one Split -----===//
+//
+// nn.MultiheadAttention's fused input projection comes out of torch's
+// exporter as one GEMM whose result three Slices cut into Q, K and V along
+// the last axis. Three copies forward; backward, each slice's gradient is
+// a zero Pad to the whole width, and the three are added. A Split is what
+// those slices mean: one op whose gradient is one Concat, and whose parts
+// the CUDA backend can leave in place where only attention reads them.
+//
+// Slices of one value with constant bounds, step 1, that cut the same
+// single axis into ranges tiling it (in any order) become one Split, its
+// results in range order; slices of other axes or that overlap or leave a
+// gap stay as written. The values are the same: both copy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
+
+#include <map>
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_SLICESTOSPLIT
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// A constant integer operand's values (absent: `dflt`).
+std::optional<SmallVector<int64_t>> ints(Value v, SmallVector<int64_t> dflt) {
+  if (!v)
+    return dflt;
+  DenseIntElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &x : attr.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
+}
+
+/// The axis and [start, end) a slice keeps, when it cuts one axis of a
+/// static shape with step 1 (ONNX's clamping applied).
+struct Range {
+  SliceOp op;
+  int64_t axis, start, end;
+};
+
+std::optional<Range> rangeOf(SliceOp s) {
+  auto t = llvm::dyn_cast<RankedTensorType>(s.getData().getType());
+  if (!t || !t.hasStaticShape())
+    return std::nullopt;
+  int64_t rank = t.getRank();
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < rank; ++d)
+    all.push_back(d);
+  auto starts = ints(s.getStarts(), {}), ends = ints(s.getEnds(), {});
+  if (!starts || !ends || starts->size() != ends->size())
+    return std::nullopt;
+  auto axes = ints(s.getAxes(), SmallVector<int64_t>(all.begin(),
+                                                     all.begin() + starts->size()));
+  auto steps = ints(s.getSteps(), SmallVector<int64_t>(starts->size(), 1));
+  if (!axes || !steps || axes->size() != starts->size() ||
+      steps->size() != starts->size())
+    return std::nullopt;
+  std::optional<Range> cut;
+  for (size_t k = 0; k < starts->size(); ++k) {
+    int64_t axis = (*axes)[k] < 0 ? (*axes)[k] + rank : (*axes)[k];
+    if (axis < 0 || axis >= rank || (*steps)[k] != 1)
+      return std::nullopt;
+    int64_t dim = t.getDimSize(axis);
+    auto clamp = [&](int64_t x) {
+      if (x < 0)
+        x += dim;
+      return std::min(std::max<int64_t>(x, 0), dim);
+    };
+    int64_t start = clamp((*starts)[k]), end = clamp((*ends)[k]);
+    if (start == 0 && end == dim)
+      continue; // keeps the whole axis
+    if (cut || end <= start)
+      return std::nullopt;
+    cut = Range{s, axis, start, end};
+  }
+  return cut;
+}
+
+struct SlicesToSplit : public mpc::impl::SlicesToSplitBase<SlicesToSplit> {
+  void runOnOperation() override {
+    SmallVector<Value> sliced;
+    getOperation().walk([&](SliceOp s) {
+      if (!llvm::is_contained(sliced, s.getData()))
+        sliced.push_back(s.getData());
+    });
+    for (Value x : sliced)
+      rewrite(x);
+  }
+
+  void rewrite(Value x) {
+    std::map<int64_t, SmallVector<Range>> byAxis;
+    for (Operation *user : x.getUsers())
+      if (auto s = llvm::dyn_cast<SliceOp>(user); s && s.getData() == x)
+        if (std::optional<Range> r = rangeOf(s))
+          byAxis[r->axis].push_back(*r);
+    auto t = llvm::cast<RankedTensorType>(x.getType());
+    for (auto &[axis, ranges] : byAxis) {
+      if (ranges.size() < 2)
+        continue;
+      llvm::sort(ranges, [](const Range &a, const Range &b) {
+        return a.start < b.start;
+      });
+      int64_t at = 0;
+      for (const Range &r : ranges)
+        at = r.start == at ? r.end : -1;
+      if (at != t.getDimSize(axis))
+        continue; // overlapping, or leaving a gap
+      // The Split goes where the first slice was; the slices' users all
+      // follow their own slice, so they follow it.
+      Operation *first = ranges.front().op;
+      if (llvm::any_of(ranges, [&](Range &r) {
+            return r.op->getBlock() != first->getBlock();
+          }))
+        continue;
+      for (Range &r : ranges)
+        if (r.op->isBeforeInBlock(first))
+          first = r.op;
+      OpBuilder b(first);
+      SmallVector<Location> locs;
+      SmallVector<Type> types;
+      SmallVector<int64_t> sizes;
+      for (Range &r : ranges) {
+        locs.push_back(r.op.getLoc());
+        types.push_back(r.op.getType());
+        sizes.push_back(r.end - r.start);
+      }
+      auto split = b.create<SplitOp>(
+          b.getFusedLoc(locs), types, x, b.getI64IntegerAttr(axis),
+          b.getI64IntegerAttr((int64_t)ranges.size()),
+          b.getDenseI64ArrayAttr(sizes));
+      for (auto [k, r] : llvm::enumerate(ranges)) {
+        r.op.replaceAllUsesWith(split.getResult(k));
+        r.op.erase();
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,111 @@
+// RUN: mpc-opt %s -mpc-slices-to-split | FileCheck %s
+// RUN: mpc-opt %s -mpc-slices-to-split -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
+
+// nn.MultiheadAttention's fused input projection as torch 1.13 exports
+// it: Q, K and V cut from the last axis, the last one to INT64_MAX. One
+// Split, its results in range order whatever the slices' order.
+// CHECK-LABEL: func.func @qkv
+// CHECK: %[[Q:.*]]:3 = mpc.split %arg0 {axis = 2 : i64, num_outputs = 3 : i64, split = array<i64: 64, 64, 64>} : (tensor<16x4x192xf32>) -> (tensor<16x4x64xf32>, tensor<16x4x64xf32>, tensor<16x4x64xf32>)
+// CHECK-NOT: mpc.slice
+// CHECK: return %[[Q]]#0, %[[Q]]#1, %[[Q]]#2
+// LOC-LABEL: func.func @qkv
+// LOC: mpc.split {{.*}} loc(#[[FUSED:loc[0-9]*]])
+// LOC-DAG: #[[S0:loc[0-9]*]] = loc("attn/Slice")
+// LOC-DAG: #[[S1:loc[0-9]*]] = loc("attn/Slice_1")
+// LOC-DAG: #[[S2:loc[0-9]*]] = loc("attn/Slice_2")
+// LOC-DAG: #[[FUSED]] = loc(fused[#[[S0]], #[[S1]], #[[S2]]])
+func.func @qkv(%x: tensor<16x4x192xf32>) -> (tensor<16x4x64xf32>, tensor<16x4x64xf32>, tensor<16x4x64xf32>) {
+  %axes = mpc.constant dense<2> : tensor<1xi64>
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c64 = mpc.constant dense<64> : tensor<1xi64>
+  %c128 = mpc.constant dense<128> : tensor<1xi64>
+  %cmax = mpc.constant dense<9223372036854775807> : tensor<1xi64>
+  %v = mpc.slice %x, %c128, %cmax axes %axes : (tensor<16x4x192xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<16x4x64xf32> loc("attn/Slice_2")
+  %k = mpc.slice %x, %c64, %c128 axes %axes : (tensor<16x4x192xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<16x4x64xf32> loc("attn/Slice_1")
+  %q = mpc.slice %x, %c0, %c64 axes %axes : (tensor<16x4x192xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<16x4x64xf32> loc("attn/Slice")
+  return %q, %k, %v : tensor<16x4x64xf32>, tensor<16x4x64xf32>, tensor<16x4x64xf32>
+}
+
+// Negative bounds and no axes (the leading ones); a slice that keeps the
+// whole of another axis still cuts one. Unequal parts.
+// CHECK-LABEL: func.func @negative_bounds
+// CHECK: %[[P:.*]]:2 = mpc.split %arg0 {axis = 0 : i64, num_outputs = 2 : i64, split = array<i64: 2, 6>} : (tensor<8x3xf32>) -> (tensor<2x3xf32>, tensor<6x3xf32>)
+// CHECK-NEXT: return %[[P]]#1, %[[P]]#0
+func.func @negative_bounds(%x: tensor<8x3xf32>) -> (tensor<6x3xf32>, tensor<2x3xf32>) {
+  %s0 = mpc.constant dense<[-6, 0]> : tensor<2xi64>
+  %e0 = mpc.constant dense<[8, 3]> : tensor<2xi64>
+  %s1 = mpc.constant dense<0> : tensor<1xi64>
+  %e1 = mpc.constant dense<-6> : tensor<1xi64>
+  %a = mpc.slice %x, %s0, %e0 : (tensor<8x3xf32>, tensor<2xi64>, tensor<2xi64>) -> tensor<6x3xf32>
+  %b = mpc.slice %x, %s1, %e1 : (tensor<8x3xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x3xf32>
+  return %a, %b : tensor<6x3xf32>, tensor<2x3xf32>
+}
+
+// Left as written: slices that overlap, leave a gap, step by 2, cut
+// different axes, repeat a range, or have bounds that are not constants.
+// CHECK-LABEL: func.func @overlap
+// CHECK-NOT: mpc.split
+// CHECK-LABEL: func.func @gap
+// CHECK-NOT: mpc.split
+// CHECK-LABEL: func.func @steps
+// CHECK-NOT: mpc.split
+// CHECK-LABEL: func.func @other_axes
+// CHECK-NOT: mpc.split
+// CHECK-LABEL: func.func @repeated
+// CHECK-NOT: mpc.split
+// CHECK-LABEL: func.func @dynamic
+// CHECK-NOT: mpc.split
+// CHECK: return
+func.func @overlap(%x: tensor<8x6xf32>) -> (tensor<5x6xf32>, tensor<4x6xf32>) {
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c4 = mpc.constant dense<4> : tensor<1xi64>
+  %c5 = mpc.constant dense<5> : tensor<1xi64>
+  %c8 = mpc.constant dense<8> : tensor<1xi64>
+  %a = mpc.slice %x, %c0, %c5 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<5x6xf32>
+  %b = mpc.slice %x, %c4, %c8 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  return %a, %b : tensor<5x6xf32>, tensor<4x6xf32>
+}
+func.func @gap(%x: tensor<8x6xf32>) -> (tensor<3x6xf32>, tensor<4x6xf32>) {
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c3 = mpc.constant dense<3> : tensor<1xi64>
+  %c4 = mpc.constant dense<4> : tensor<1xi64>
+  %c8 = mpc.constant dense<8> : tensor<1xi64>
+  %a = mpc.slice %x, %c0, %c3 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x6xf32>
+  %b = mpc.slice %x, %c4, %c8 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  return %a, %b : tensor<3x6xf32>, tensor<4x6xf32>
+}
+func.func @steps(%x: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>) {
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c1 = mpc.constant dense<1> : tensor<1xi64>
+  %c2 = mpc.constant dense<2> : tensor<1xi64>
+  %c8 = mpc.constant dense<8> : tensor<1xi64>
+  %a = mpc.slice %x, %c0, %c8 axes %c0 steps %c2 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  %b = mpc.slice %x, %c1, %c8 axes %c0 steps %c2 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  return %a, %b : tensor<4x6xf32>, tensor<4x6xf32>
+}
+func.func @other_axes(%x: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<8x3xf32>) {
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c1 = mpc.constant dense<1> : tensor<1xi64>
+  %c3 = mpc.constant dense<3> : tensor<1xi64>
+  %c4 = mpc.constant dense<4> : tensor<1xi64>
+  %c8 = mpc.constant dense<8> : tensor<1xi64>
+  %a = mpc.slice %x, %c4, %c8 axes %c0 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  %b = mpc.slice %x, %c0, %c3 axes %c1 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<8x3xf32>
+  return %a, %b : tensor<4x6xf32>, tensor<8x3xf32>
+}
+func.func @repeated(%x: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>) {
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c4 = mpc.constant dense<4> : tensor<1xi64>
+  %c8 = mpc.constant dense<8> : tensor<1xi64>
+  %a = mpc.slice %x, %c0, %c4 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  %b = mpc.slice %x, %c4, %c8 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  %c = mpc.slice %x, %c4, %c8 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  return %a, %b, %c : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x6xf32>
+}
+func.func @dynamic(%x: tensor<8x6xf32>, %n: tensor<1xi64>) -> (tensor<4x6xf32>, tensor<4x6xf32>) {
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c8 = mpc.constant dense<8> : tensor<1xi64>
+  %a = mpc.slice %x, %c0, %n : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  %b = mpc.slice %x, %n, %c8 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
+  return %a, %b : tensor<4x6xf32>, tensor<4x6xf32>
+}
