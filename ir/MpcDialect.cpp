@@ -74,6 +74,19 @@ LogicalResult ParamOp::verify() {
 #define GET_OP_CLASSES
 #include "ir/MpcOps.cpp.inc"
 
+Value mlir::mpc::reshapeTo(OpBuilder &b, Location loc, Value v,
+                          ArrayRef<int64_t> shape) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  if (t.getShape() == shape)
+    return v;
+  auto dims = b.create<ConstantOp>(
+      loc, DenseElementsAttr::get(
+               RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type()),
+               shape));
+  return b.create<ReshapeOp>(loc, t.clone(shape), v, dims,
+                             b.getBoolAttr(false));
+}
+
 bool mlir::mpc::isFloatTensor(Type t) {
   auto r = llvm::dyn_cast<RankedTensorType>(t);
   return r && llvm::isa<FloatType>(r.getElementType());

@@ -33,6 +33,10 @@ FailureOr<Operation *> createInferred(OpBuilder &b, Location loc,
 /// point. `op` itself is left for the caller to replace and erase.
 std::optional<SmallVector<Value>> foldToValues(OpBuilder &b, Operation *op);
 
+/// `v` reshaped to `shape` by an mpc.reshape (its shape a new constant), or
+/// `v` itself when it has that shape.
+Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
+
 /// A ranked tensor of f32, f16 or bf16.
 bool isFloatTensor(Type t);
 

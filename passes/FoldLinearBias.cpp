@@ -38,19 +38,6 @@ RankedTensorType typeOf(Value v) {
   return llvm::dyn_cast<RankedTensorType>(v.getType());
 }
 
-/// `v` reshaped to `shape` (no op when it has that shape already).
-Value reshaped(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
-  RankedTensorType t = typeOf(v);
-  if (t.getShape() == shape)
-    return v;
-  auto dims = b.create<ConstantOp>(
-      loc, DenseElementsAttr::get(
-               RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type()),
-               shape));
-  return b.create<ReshapeOp>(loc, t.clone(shape), v, dims,
-                             b.getBoolAttr(false));
-}
-
 /// Folds `add` when it is matmul(x, w) + bias as above.
 bool fold(AddOp add) {
   RankedTensorType y = typeOf(add.getResult());
@@ -76,12 +63,12 @@ bool fold(AddOp add) {
     OpBuilder b(add);
     Location loc = b.getFusedLoc({mm.getLoc(), add.getLoc()});
     int64_t rows = x.getNumElements() / k;
-    Value x2 = reshaped(b, loc, mm.getA(), {rows, k});
+    Value x2 = reshapeTo(b, loc, mm.getA(), {rows, k});
     auto g = createInferred(b, loc, GemmOp::getOperationName(),
                             {x2, mm.getB(), bias});
     if (failed(g)) // cannot happen for the shapes checked above
       return false;
-    add.replaceAllUsesWith(reshaped(b, loc, (*g)->getResult(0), y.getShape()));
+    add.replaceAllUsesWith(reshapeTo(b, loc, (*g)->getResult(0), y.getShape()));
     add.erase();
     mm.erase();
     return true;

@@ -165,6 +165,36 @@ def SlicesToSplit : Pass<"mpc-slices-to-split", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def TransposesToAttention : Pass<"mpc-transposes-to-attention", "::mlir::ModuleOp"> {
+  let summary = "Move layout transposes across row-wise projections to attention";
+  let description = [{
+    nn.MultiheadAttention(batch_first=True) exports transpose the input
+    sequence-first before the input projection and back after the output
+    projection. Both projections work row by row, so a transpose keeping
+    the last dim commutes with them: this pass moves the input's after the
+    projection's split (one per part) and the output's before its GEMM,
+    next to the head reshapes and transposes that the CUDA attention reads
+    and writes in place. Only where the other side is attention's alone
+    (parts read only as Q, K, V; an attention result through reshapes and
+    transposes) and the bias is the same for every row; the values are
+    the same.
+
+    Before:
+    ```mlir
+    %t = mpc.transpose %x {perm = array<i64: 1, 0, 2>} : (tensor<4x16x64xf32>) -> tensor<16x4x64xf32>
+    %m = mpc.matmul %t, %w : (tensor<16x4x64xf32>, tensor<64x192xf32>) -> tensor<16x4x192xf32>
+    %q, %k, %v = mpc.split %m {axis = 2 : i64, num_outputs = 3 : i64} : ...
+    ```
+    After:
+    ```mlir
+    %m = mpc.matmul %x, %w : (tensor<4x16x64xf32>, tensor<64x192xf32>) -> tensor<4x16x192xf32>
+    %p:3 = mpc.split %m {axis = 2 : i64, num_outputs = 3 : i64} : ...
+    %q = mpc.transpose %p#0 {perm = array<i64: 1, 0, 2>} : (tensor<4x16x64xf32>) -> tensor<16x4x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def FoldLinearBias : Pass<"mpc-fold-linear-bias", "::mlir::ModuleOp"> {
   let summary = "Fold MatMul + bias Add (a linear over a sequence) into one Gemm";
   let description = [{

@@ -156,8 +156,10 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
   pm.addPass(createFuseDecomposed());
   pm.addPass(createSlicesToSplit());
   pm.addPass(createStableLogs());
-  if (o.fuseAttention)
+  if (o.fuseAttention) {
     pm.addPass(createFuseAttention());
+    pm.addPass(createTransposesToAttention());
+  }
   if (o.isLow()) {
     addClassifyPass(pm, o);
     pm.addPass(createInsertCasts());

@@ -15,11 +15,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Matchers.h"
 
 #include <map>
 
@@ -37,12 +37,9 @@ namespace {
 std::optional<SmallVector<int64_t>> ints(Value v, SmallVector<int64_t> dflt) {
   if (!v)
     return dflt;
-  DenseIntElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)))
-    return std::nullopt;
   SmallVector<int64_t> out;
-  for (const APInt &x : attr.getValues<APInt>())
-    out.push_back(x.getSExtValue());
+  if (!getConstantInts(v, out))
+    return std::nullopt;
   return out;
 }
 

@@ -54,6 +54,15 @@ std::string checkAttentionViews(const Plan &plan) {
       if (int v = plan.steps[i].outputs[k];
           known(v) && k < attentionViewSlots(plan.steps[i].op, true))
         producer[v] = (int)i;
+  // What reshapes and transposes make of such a result: a transpose there
+  // brings it back to a row-major value, its input side the view.
+  std::vector<bool> fromResult(n, false);
+  for (size_t i = 0; i < n; ++i)
+    fromResult[i] = producer[i] >= 0;
+  for (const Step &s : plan.steps)
+    if (movesViews(s) && known(s.inputs[0]) && known(s.outputs[0]) &&
+        fromResult[s.inputs[0]])
+      fromResult[s.outputs[0]] = true;
   // Each view's origin: the step that made it one (for the messages).
   std::vector<int> origin(n, -1);
   std::vector<int> placedBy(n, -1); // the in-place concat writing into it
@@ -71,7 +80,7 @@ std::string checkAttentionViews(const Plan &plan) {
       if (rank < 3 || perm.size() != rank || perm.back() != (int64_t)rank - 1)
         return bad + "but moves its innermost dim";
       // The view side: the attention result it brings back, else its output.
-      int view = producer[t.inputs[0]] >= 0 ? t.inputs[0] : t.outputs[0];
+      int view = fromResult[t.inputs[0]] ? t.inputs[0] : t.outputs[0];
       if (origin[view] < 0)
         origin[view] = (int)i;
       bool read = false;
@@ -123,7 +132,7 @@ std::string checkAttentionViews(const Plan &plan) {
       if (!movesViews(s) || !known(s.outputs[0]))
         continue;
       int in = s.inputs[0], out = s.outputs[0];
-      bool back = s.op == OpId::Transpose && producer[in] >= 0;
+      bool back = s.op == OpId::Transpose && fromResult[in];
       if (origin[in] >= 0 && origin[out] < 0 && !back)
         origin[out] = origin[in], changed = true;
       if (reshapes(s.op) && origin[out] >= 0 && origin[in] < 0)

@@ -57,6 +57,13 @@ bn_wide.onnx: bn_res with maps of 8 x 769: at batch 4 a channel of 24608
 elements is split over three blocks (partial sums in a prologue; the last
 block's share is shorter), 16-byte accesses in fp16 and fp32.
 
+seq_first_attention.onnx: multi-head attention sequence-first (as
+nn.MultiheadAttention without batch_first): x @ W as [4 positions, 2
+sequences, 3 x 32], Split into Q, K and V, each [4, 2 x 2 heads, 16]
+transposed to [4 heads, 4, 16], softmax(Q K^T / 4) V, back to [4, 64], @
+W2. Its heads merge two dims the QKV buffer strides apart (sequences 96
+apart, heads 16), which CUDA attention addresses in place.
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -288,3 +295,27 @@ save("data_moves", [
     ints("pads", [0, 0, 8, 0, 0, 8]), ints("parts", [1, 3]),
     numpy_helper.from_array(np.array(0.5, np.float32), "half"),
     ints("shape2", [4, 96])], opset=18)
+# Sequence-first multi-head attention (nn.MultiheadAttention without
+# batch_first): 4 positions x 2 sequences, 2 heads of 16.
+save("seq_first_attention", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="in_proj"),
+    helper.make_node("Reshape", ["h", "sbe"], ["h3"], name="to_sbe"),
+    helper.make_node("Split", ["h3", "thirds"], ["q0", "k0", "v0"],
+                     name="qkv", axis=2),
+    *[n for z in "qkv" for n in (
+        helper.make_node("Reshape", [z + "0", "heads"], [z + "1"],
+                         name=z + "_heads"),
+        helper.make_node("Transpose", [z + "1"], [z], name=z + "_first",
+                         perm=[1, 0, 2]))],
+    helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
+    helper.make_node("MatMul", ["q", "kt"], ["qk"], name="scores_mm"),
+    helper.make_node("Div", ["qk", "four"], ["qks"], name="scale"),
+    helper.make_node("Softmax", ["qks"], ["att"], name="softmax", axis=-1),
+    helper.make_node("MatMul", ["att", "v"], ["y"], name="att_v"),
+    helper.make_node("Transpose", ["y"], ["y1"], name="y_back", perm=[1, 0, 2]),
+    helper.make_node("Reshape", ["y1", "rows"], ["y2"], name="y_rows"),
+    helper.make_node("MatMul", ["y2", "W2"], ["scores"], name="head"),
+], [weight("W", (8, 192)), weight("W2", (64, 10)), ints("sbe", [4, 2, 96]),
+    ints("thirds", [32, 32, 32]), ints("heads", [4, 4, 16]),
+    numpy_helper.from_array(np.array(4.0, np.float32), "four"),
+    ints("rows", [4, 64])], opset=18)
