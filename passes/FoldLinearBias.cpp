@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -34,21 +35,17 @@ using namespace mlir::mpc;
 
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::dyn_cast<RankedTensorType>(v.getType());
-}
-
 /// Folds `add` when it is matmul(x, w) + bias as above.
 bool fold(AddOp add) {
-  RankedTensorType y = typeOf(add.getResult());
+  RankedTensorType y = rankedOf(add.getResult());
   for (int side = 0; side < 2; ++side) {
     Value mv = side ? add.getB() : add.getA();
     Value bias = side ? add.getA() : add.getB();
     auto mm = mv.getDefiningOp<MatMulOp>();
-    if (!mm || !mm->hasOneUse() || typeOf(mv) != y)
+    if (!mm || !mm->hasOneUse() || rankedOf(mv) != y)
       continue;
-    RankedTensorType x = typeOf(mm.getA()), w = typeOf(mm.getB()),
-                     bt = typeOf(bias);
+    RankedTensorType x = rankedOf(mm.getA()), w = rankedOf(mm.getB()),
+                     bt = rankedOf(bias);
     if (!x || !w || !bt || !y.hasStaticShape() || !x.hasStaticShape() ||
         !w.hasStaticShape() || x.getRank() < 2 || w.getRank() != 2 ||
         !llvm::isa<FloatType>(y.getElementType()) ||

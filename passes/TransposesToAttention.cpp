@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,12 +38,8 @@ using namespace mlir::mpc;
 
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::dyn_cast<RankedTensorType>(v.getType());
-}
-
 bool keepsLastDim(TransposeOp t) {
-  RankedTensorType type = typeOf(t.getX());
+  RankedTensorType type = rankedOf(t.getX());
   std::optional<ArrayRef<int64_t>> perm = t.getPerm();
   return type && type.hasStaticShape() && type.getRank() >= 2 && perm &&
          (int64_t)perm->size() == type.getRank() &&
@@ -87,7 +84,7 @@ bool fromAttention(Value v, int depth = 0) {
 
 /// A bias every row shares: [N] or [1, .., 1, N].
 bool rowBias(Value bias, int64_t n) {
-  RankedTensorType t = typeOf(bias);
+  RankedTensorType t = rankedOf(bias);
   if (!t || !t.hasStaticShape() || t.getRank() < 1 || t.getShape().back() != n)
     return false;
   return llvm::all_of(t.getShape().drop_back(), [](int64_t d) { return d == 1; });
@@ -106,7 +103,7 @@ bool sinkIntoParts(TransposeOp t) {
   if (!keepsLastDim(t) || !t->hasOneUse())
     return false;
   auto mm = llvm::dyn_cast<MatMulOp>(*t->user_begin());
-  RankedTensorType w = mm ? typeOf(mm.getB()) : nullptr;
+  RankedTensorType w = mm ? rankedOf(mm.getB()) : nullptr;
   if (!mm || mm.getA() != t.getY() || !w || w.getRank() != 2 ||
       !mm->hasOneUse())
     return false;
@@ -119,7 +116,7 @@ bool sinkIntoParts(TransposeOp t) {
     next = *add->user_begin();
   }
   auto split = llvm::dyn_cast<SplitOp>(next);
-  int64_t rank = typeOf(t.getY()).getRank();
+  int64_t rank = rankedOf(t.getY()).getRank();
   int64_t axis = split ? (int64_t)split.getAxis() : 0;
   if (!split || (axis < 0 ? axis + rank : axis) != rank - 1 ||
       !llvm::all_of(split.getResults(), [](Value p) { return onlyAttentionReads(p); }))
@@ -156,7 +153,7 @@ bool hoistAboveGemm(TransposeOp t) {
   if (!keepsLastDim(t) || !r1 || !r2->hasOneUse() || !g->hasOneUse() ||
       !r1->hasOneUse() || g.getTransA() || !fromAttention(r1.getData()))
     return false;
-  RankedTensorType rows = typeOf(r1.getReshaped()), out = typeOf(r2.getReshaped());
+  RankedTensorType rows = rankedOf(r1.getReshaped()), out = rankedOf(r2.getReshaped());
   if (!rows || !out || !rows.hasStaticShape() || !out.hasStaticShape() ||
       rows.getRank() != 2 || (g.getC() && !rowBias(g.getC(), out.getShape().back())))
     return false;
