@@ -4,7 +4,8 @@
 // eager step keeps as strided views:
 // - transposes split heads: Q, K and V go [B, S, H, D] -> [B, H, S, D]
 //   before attention, its output comes back after it, and the backward
-//   mirrors all of them;
+//   mirrors all of them (mpc-transposes-to-attention brings
+//   nn.MultiheadAttention's batch-first <-> sequence-first turns here too);
 // - a fused QKV projection (GPT-2's c_attn, nn.MultiheadAttention's
 //   in_proj) is cut into Q, K and V by a Split (mpc-slices-to-split makes
 //   one of torch's three Slices), and backward dQ, dK and dV are

@@ -47,6 +47,9 @@ std::vector<int64_t> inPlaceOffsets(const Plan &plan, const Step &s) {
   for (int v : parts) {
     if (!known(v) || plan.values[v].shape.size() != w.size())
       return {};
+    for (size_t d = 0; d < w.size(); ++d)
+      if ((int64_t)d != axis && plan.values[v].shape[d] != w[d])
+        return {};
     at.push_back(offset * inner);
     offset += plan.values[v].shape[axis];
   }

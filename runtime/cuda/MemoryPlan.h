@@ -34,7 +34,8 @@ struct BufferPlacement {
 BufferPlacement bufferPlacement(const Plan &plan);
 /// The byte offset in the whole of each part of an in-place split (its
 /// outputs) or concat (its inputs); empty when they do not tile it along
-/// the axis (the plan reader refuses such a plan: checkAttentionViews).
+/// the axis, their other dims the whole's (the plan reader refuses such a
+/// plan: checkAttentionViews).
 std::vector<int64_t> inPlaceOffsets(const Plan &plan, const Step &s);
 /// bufferPlacement's roots.
 std::vector<int> bufferRoots(const Plan &plan);
