@@ -110,19 +110,6 @@ bool Emitter::readsViews(const Step &s) const {
 
 namespace {
 
-bool reshapes(OpId op) {
-  return op == OpId::Reshape || op == OpId::Flatten || op == OpId::Squeeze ||
-         op == OpId::Unsqueeze;
-}
-
-bool keepsInnermost(const Plan &plan, const Step &t) {
-  if (t.op != OpId::Transpose || t.inputs.size() != 1 || t.outputs.size() != 1)
-    return false;
-  size_t rank = plan.values[t.inputs[0]].shape.size();
-  std::vector<int64_t> perm = permOf(t, rank);
-  return rank >= 3 && perm.size() == rank && perm.back() == (int64_t)rank - 1;
-}
-
 /// What fusing one group of views changes: the transposes that alias, the
 /// attention operands that are views.
 struct Claim {
@@ -230,10 +217,10 @@ private:
         return false;
       int out = s.outputs[0];
       View next;
-      if (reshapes(s.op)) {
+      if (reshapesOnly(s.op)) {
         if (!view.reshape(shape(out), next))
           return false;
-      } else if (keepsInnermost(plan, s)) {
+      } else if (keepsInnermostDim(plan, s)) {
         next = view.permuted(permOf(s, shape(v).size()));
         c.transposes.push_back(r);
       } else {
@@ -252,7 +239,7 @@ private:
     for (size_t k = chain.size(); k-- > 0;) {
       const Step &s = plan.steps[chain[k]];
       int in = s.inputs[0];
-      if (reshapes(s.op)) {
+      if (reshapesOnly(s.op)) {
         View back;
         if (!view.reshape(shape(in), back))
           return false;
@@ -279,7 +266,7 @@ private:
   /// A reshape or a transpose keeping the innermost dim, of its own kernel.
   bool mover(const Step &s) const {
     return free(s) && !s.inputs.empty() && s.outputs.size() == 1 &&
-           (reshapes(s.op) || keepsInnermost(plan, s));
+           (reshapesOnly(s.op) || keepsInnermostDim(plan, s));
   }
 
   /// A split whose every part only attention reads (through reshapes and
@@ -354,7 +341,7 @@ private:
   /// reads (through reshapes and transposes) aliases its input.
   void transposeInPlace(size_t i) {
     Step &t = plan.steps[i];
-    if (!free(t) || !keepsInnermost(plan, t) || taken.count(t.inputs[0]) ||
+    if (!free(t) || !keepsInnermostDim(plan, t) || taken.count(t.inputs[0]) ||
         readersOf(t.outputs[0]).empty())
       return;
     Claim c;
@@ -393,7 +380,7 @@ private:
         v = plan.steps[rest[0]].outputs[0];
       }
       // Past the last transpose the values are row-major anyway.
-      while (!chain.empty() && !keepsInnermost(plan, plan.steps[chain.back()]))
+      while (!chain.empty() && !keepsInnermostDim(plan, plan.steps[chain.back()]))
         chain.pop_back();
       if (chain.empty())
         continue;

@@ -27,6 +27,12 @@ std::string checkEpilogueAdds(const Plan &plan);
 /// read or written, but by those aliasing steps, only as an attention
 /// operand that can be one (Q, K, V, y; dy, q, k, v, y, dq, dk, dv).
 std::string checkAttentionViews(const Plan &plan);
+/// An op that only reshapes: on CUDA its result aliases its input.
+bool reshapesOnly(OpId op);
+/// A transpose (rank 3 or more, explicit perm) that keeps the innermost dim
+/// in place: its result's rows stay contiguous, so attention can read or
+/// write it as a view.
+bool keepsInnermostDim(const Plan &plan, const Step &t);
 /// How many of an attention step's inputs (or, with `output`, results) may
 /// be views, counted from the first: Q, K, V and y; dy, q, k, v, y and dq,
 /// dk, dv for attention_grad; 0 for other ops.

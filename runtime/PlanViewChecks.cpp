@@ -25,16 +25,25 @@ size_t attentionViewSlots(OpId op, bool output) {
   return 0;
 }
 
-namespace {
-
-bool reshapes(OpId op) {
+bool reshapesOnly(OpId op) {
   return op == OpId::Reshape || op == OpId::Flatten || op == OpId::Squeeze ||
          op == OpId::Unsqueeze;
 }
 
+bool keepsInnermostDim(const Plan &plan, const Step &t) {
+  if (t.op != OpId::Transpose || t.inputs.size() != 1 || t.outputs.size() != 1 ||
+      t.inputs[0] < 0 || t.inputs[0] >= (int)plan.values.size())
+    return false;
+  size_t rank = plan.values[t.inputs[0]].shape.size();
+  std::vector<int64_t> perm = t.getInts("perm").value_or(std::vector<int64_t>{});
+  return rank >= 3 && perm.size() == rank && perm.back() == (int64_t)rank - 1;
+}
+
+namespace {
+
 /// An aliasing step that passes a view on: a reshape or a transpose.
 bool movesViews(const Step &s) {
-  return s.cuda.alias >= 0 && (reshapes(s.op) || s.op == OpId::Transpose) &&
+  return s.cuda.alias >= 0 && (reshapesOnly(s.op) || s.op == OpId::Transpose) &&
          s.inputs.size() >= 1 && s.outputs.size() == 1 &&
          s.cuda.alias == s.inputs[0];
 }
@@ -74,10 +83,7 @@ std::string checkAttentionViews(const Plan &plan) {
           t.cuda.alias != t.inputs[0] || !known(t.inputs[0]) ||
           !known(t.outputs[0]))
         return bad + "which is not its one operand";
-      size_t rank = plan.values[t.inputs[0]].shape.size();
-      std::vector<int64_t> perm =
-          t.getInts("perm").value_or(std::vector<int64_t>{});
-      if (rank < 3 || perm.size() != rank || perm.back() != (int64_t)rank - 1)
+      if (!keepsInnermostDim(plan, t))
         return bad + "but moves its innermost dim";
       // The view side: the attention result it brings back, else its output.
       int view = fromResult[t.inputs[0]] ? t.inputs[0] : t.outputs[0];
@@ -135,7 +141,7 @@ std::string checkAttentionViews(const Plan &plan) {
       bool back = s.op == OpId::Transpose && fromResult[in];
       if (origin[in] >= 0 && origin[out] < 0 && !back)
         origin[out] = origin[in], changed = true;
-      if (reshapes(s.op) && origin[out] >= 0 && origin[in] < 0)
+      if (reshapesOnly(s.op) && origin[out] >= 0 && origin[in] < 0)
         origin[in] = origin[out], changed = true;
     }
   }
