@@ -48,23 +48,50 @@ struct ChannelCode {
   static constexpr int kThreads = 512, kWarps = kThreads / 32;
   static constexpr int64_t kMinPerBlock = 8192, kTargetBlocks = 264;
   int64_t C, sp, count, V, S, groups, chunk;
-  ChannelCode(const Shape &x, DType t)
-      : C(x[1]), sp(numElements(x) / std::max<int64_t>(x[0] * x[1], 1)),
-        count(x[0] * sp) {
+  /// Channels last (x [N, sp..., C], rows of C channels): a block holds L
+  /// channels (L a power of two up to 32, one a thread lane) and R =
+  /// kThreads / L rows at a time, so a warp reads 32 / L rows of L
+  /// neighbouring channels (coalesced, as cuDNN's and apex's NHWC batch
+  /// norms read). A channel's sums go over its thread's rows, then the
+  /// warp's rows (shuffles across lanes L apart), then the warps'.
+  bool last;
+  int64_t L = 1, R = kThreads, blocksX;
+  ChannelCode(const Shape &x, DType t, bool last)
+      : C(last ? x.back() : x[1]),
+        sp(numElements(x) / std::max<int64_t>(x[0] * C, 1)),
+        count(x[0] * sp), last(last) {
     int64_t lanes = 16 / (int64_t)dtypeSize(t);
-    V = sp % lanes == 0 ? lanes : 1;
-    groups = count / V;
-    S = std::max<int64_t>(1, std::min((kTargetBlocks + C - 1) / C,
-                                      count / kMinPerBlock));
+    V = !last && sp % lanes == 0 ? lanes : 1;
+    groups = count / V; // channels last: rows
+    if (last) {
+      L = ::mpc::rt::cuda::batchNormLanes(C);
+      R = kThreads / L;
+    }
+    blocksX = (C + L - 1) / L;
+    S = std::max<int64_t>(1, std::min((kTargetBlocks + blocksX - 1) / blocksX,
+                                      count * L / kMinPerBlock));
     chunk = (groups + S - 1) / S;
   }
-  std::array<int64_t, 3> grid() const { return {C, S, 1}; }
+  std::array<int64_t, 3> grid() const { return {blocksX, S, 1}; }
   /// Scratch bytes for `sums` doubles a block (0 when not split).
   int64_t scratch(int sums) const { return S > 1 ? C * S * sums * 8 : 0; }
+  /// The thread that writes its channel's results once.
+  std::string leader() const {
+    return last ? "row0 == 0 && live" : "threadIdx.x == 0";
+  }
   std::string prologue() const {
     std::string n = std::to_string(groups) + "LL", k = std::to_string(chunk) + "LL";
-    return "  __shared__ double part[4][" + std::to_string(kWarps) +
-           "];\n  const i64 c = blockIdx.x;\n  const double rcount = " +
+    std::string channel =
+        last ? "  const int lane = threadIdx.x % " + std::to_string(L) +
+                   ", row0 = threadIdx.x / " + std::to_string(L) +
+                   ";\n  const i64 cl = (i64)blockIdx.x * " + std::to_string(L) +
+                   " + lane;\n  const bool live = cl < " + std::to_string(C) +
+                   "LL;\n  const i64 c = live ? cl : " + std::to_string(C - 1) +
+                   "LL; // idle lanes read a real channel, write nothing\n"
+             : "  const i64 c = blockIdx.x;\n";
+    return "  __shared__ double part[4][" + std::to_string(kWarps) + "]" +
+           (last ? "[" + std::to_string(L) + "]" : "") + ";\n" + channel +
+           "  const double rcount = " +
            dbl(1.0 / (double)std::max<int64_t>(count, 1)) +
            ";\n  const i64 first = (i64)blockIdx.y * " + k +
            ", last = first + " + k + " < " + n + " ? first + " + k + " : " + n +
@@ -73,11 +100,15 @@ struct ChannelCode {
   std::string loop(const std::vector<std::string> &ins, const std::string &body,
                    const std::string &out = "") const {
     std::string v = std::to_string(V), per = std::to_string(sp / V);
-    std::string code = "  for (i64 g = first + threadIdx.x; g < last; g += " +
-                       std::to_string(kThreads) + ") {\n    const i64 e = (g / " +
-                       per + "LL * " + std::to_string(C) + "LL + c) * " +
-                       std::to_string(sp) + "LL + g % " + per + "LL * " + v +
-                       ";\n";
+    std::string code =
+        this->last
+            ? "  if (live)\n  for (i64 g = first + row0; g < last; g += " +
+                  std::to_string(R) + ") {\n    const i64 e = g * " +
+                  std::to_string(C) + "LL + c;\n"
+            : "  for (i64 g = first + threadIdx.x; g < last; g += " +
+                  std::to_string(kThreads) + ") {\n    const i64 e = (g / " +
+                  per + "LL * " + std::to_string(C) + "LL + c) * " +
+                  std::to_string(sp) + "LL + g % " + per + "LL * " + v + ";\n";
     for (const std::string &in : ins)
       code += "    float " + in + "_v[" + v + "]; ldv<" + v + ">(" + in +
               " + e, " + in + "_v);\n";
@@ -89,9 +120,13 @@ struct ChannelCode {
       code += "    stv<" + v + ">(" + out + " + e, y);\n";
     return code + "  }\n";
   }
-  /// The block's sums of `names` in every thread: warp butterflies, then
-  /// the warps' sums in warp order (the same bits in every thread).
+  /// The block's sums of `names` in every thread of the channel: warp
+  /// butterflies, then the warps' sums in warp order (the same bits in
+  /// every thread). Channels last, the butterflies stop at the lanes of
+  /// one row, and each lane keeps its channel's sums.
   std::string blockSums(const std::vector<std::string> &names) const {
+    if (last)
+      return channelsLastSums(names);
     std::string code, store, load;
     for (size_t j = 0; j < names.size(); ++j) {
       std::string p = "part[" + std::to_string(j) + "]";
@@ -106,6 +141,25 @@ struct ChannelCode {
            " }\n  __syncthreads();\n  " + zero + "0.0;\n  for (int k = 0; k < " +
            std::to_string(kWarps) + "; ++k) {" + load +
            " }\n  __syncthreads();\n";
+  }
+  std::string channelsLastSums(const std::vector<std::string> &names) const {
+    std::string code, store, load, zero;
+    if (L < 32) {
+      code = "  for (int o = 16; o >= " + std::to_string(L) + "; o >>= 1) {";
+      for (const std::string &n : names)
+        code += " " + n + " += __shfl_xor_sync(0xffffffffu, " + n + ", o);";
+      code += " }\n";
+    }
+    for (size_t j = 0; j < names.size(); ++j) {
+      std::string p = "part[" + std::to_string(j) + "]";
+      store += " " + p + "[threadIdx.x / 32][lane] = " + names[j] + ";";
+      load += " " + names[j] + " += " + p + "[k][lane];";
+      zero += names[j] + " = ";
+    }
+    return code + "  if (threadIdx.x % 32 < " + std::to_string(L) + ") {" +
+           store + " }\n  __syncthreads();\n  " + zero +
+           "0.0;\n  for (int k = 0; k < " + std::to_string(kWarps) + "; ++k) {" +
+           load + " }\n  __syncthreads();\n";
   }
   static std::string declare(const std::vector<std::string> &names) {
     std::string d = "  double ";
@@ -128,7 +182,7 @@ struct ChannelCode {
                           const std::string &accumulate) const {
     std::string k = std::to_string(names.size()), code =
         declare(names) + accumulate + blockSums(names) +
-        "  if (threadIdx.x == 0) {\n";
+        "  if (" + leader() + ") {\n";
     for (size_t j = 0; j < names.size(); ++j)
       code += "    scratch[(c * " + std::to_string(S) + " + blockIdx.y) * " + k +
               " + " + std::to_string(j) + "] = " + names[j] + ";\n";
@@ -185,12 +239,12 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   DType t = val(s.outputs[0]).dtype;
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
   std::string z = "in" + std::to_string(s.inputs.size()); // the addend, last
-  ChannelCode ch(x.shape, x.dtype);
+  ChannelCode ch(x.shape, x.dtype, s.getInt("channels_last", 0));
   if (!train) {
     int64_t n = numElements(x.shape);
     cu << header(s, name, 256) << " {\n  i64 e = global_index();\n  if (e >= "
-       << n << "LL) return;\n  i64 c = e / " << ch.sp << "LL % " << ch.C
-       << "LL;\n  float mean = ld(in3, c), inv = 1.0f / sqrtf(ld(in4, c) + "
+       << n << "LL) return;\n  i64 c = e / " << (ch.last ? 1 : ch.sp) << "LL % "
+       << ch.C << "LL;\n  float mean = ld(in3, c), inv = 1.0f / sqrtf(ld(in4, c) + "
        << eps << "), sc = ld(in1, c), bi = ld(in2, c);\n  st(out0, e, "
        << normalized(s, t, "ld(in0, e)", "ld(" + z + ", e)") << ");\n}\n\n";
     launch1d(s, name, n);
@@ -209,7 +263,8 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
      << "  const float sc = ld(in1, c), bi = ld(in2, c);\n"
      << ch.loop(ins, "y[l] = " + normalized(s, t, "in0_v[l]", z + "_v[l]") + ";",
                 "out0")
-     << "  if (blockIdx.y == 0 && threadIdx.x == 0) {\n    st(out1, c, ld(in3, c) * "
+     << "  if (blockIdx.y == 0 && " << ch.leader()
+     << ") {\n    st(out1, c, ld(in3, c) * "
      << momentum << " + mean * (1 - " << momentum << "));\n    st(out2, c, ld(in4, c) * "
      << momentum << " + var * (1 - " << momentum << "));\n  }\n}\n\n";
   barrier = true;
@@ -226,7 +281,7 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[1]);
   if (x.shape.size() < 2)
     return fail(s, "batch normalization needs an [N, C, ...] input");
-  ChannelCode ch(x.shape, x.dtype);
+  ChannelCode ch(x.shape, x.dtype, s.getInt("channels_last", 0));
   std::string eps = flt((float)s.getFloat("epsilon", 1e-5));
   // A folded Relu gradient (foldReluGradsIntoBatchNorm): dy where the
   // Relu's result (input 3) is positive.
@@ -249,7 +304,8 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
      << ch.loop(ins, "const float xhat = (in1_v[l] - mean) * inv; y[l] = k * (" +
                          dy + " - meanDy - xhat * meanDyXhat);",
                 "out0")
-     << "  if (blockIdx.y == 0 && threadIdx.x == 0) { st(out1, c, sumDyXhat); "
+     << "  if (blockIdx.y == 0 && " << ch.leader()
+     << ") { st(out1, c, sumDyXhat); "
         "st(out2, c, sumDy); }\n}\n\n";
   barrier = true;
   launch(s, name, ch.grid(), {ChannelCode::kThreads, 1, 1});

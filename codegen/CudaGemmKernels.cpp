@@ -216,19 +216,58 @@ bool Emitter::matmul(Step &s, const std::string &name) {
 
 namespace {
 
+std::string S(int64_t v) { return std::to_string(v); }
+
 /// A 2-D convolution's sizes (x: [Nb, C, H, W], y: [Nb, Co, OH, OW],
-/// kernel KH x KW, `groups` groups of Cg input and Mg output channels).
+/// kernel KH x KW, `groups` groups of Cg input and Mg output channels),
+/// and where its operands keep an element: channels first, or with
+/// `channels_last` x [Nb, H, W, C], y [Nb, OH, OW, Co] and the filter
+/// [Co, KH, KW, Cg].
 struct ConvGeometry {
+  bool last;
   Window win;
   int64_t groups, Nb, C, H, W, Co, OH, OW, KH, KW, Cg, Mg;
-  ConvGeometry(const Step &s, const Shape &x, const Shape &y, const Shape &w)
-      : win(s, x, y, Shape(w.begin() + 2, w.end())),
-        groups(s.getInt("group", 1)), Nb(x[0]), C(x[1]), H(x[2]), W(x[3]),
-        Co(y[1]), OH(y[2]), OW(y[3]), KH(win.kernel[0]), KW(win.kernel[1]),
-        Cg(C / groups), Mg(Co / groups) {}
+  ConvGeometry(const Step &s, Shape x, Shape y, Shape w)
+      : last(s.getInt("channels_last", 0)),
+        win(s, first(x, last), first(y, last), kernel(first(w, last))),
+        groups(s.getInt("group", 1)) {
+    if (last)
+      x = channelsFirstShape(x), y = channelsFirstShape(y);
+    Nb = x[0], C = x[1], H = x[2], W = x[3], Co = y[1], OH = y[2], OW = y[3];
+    KH = win.kernel[0], KW = win.kernel[1], Cg = C / groups, Mg = Co / groups;
+  }
+  static Shape first(const Shape &t, bool last) {
+    return last ? channelsFirstShape(t) : t;
+  }
+  static Shape kernel(const Shape &w) { return Shape(w.begin() + 2, w.end()); }
+  /// The index of image b, channel c, row h, column w of an [n, ch, h, w]
+  /// tensor (as C++ expressions).
+  std::string at(const std::string &b, int64_t ch, const std::string &c,
+                 int64_t h, const std::string &y, int64_t w,
+                 const std::string &x) const {
+    if (last)
+      return "(((i64)(" + b + ") * " + S(h) + " + (" + y + ")) * " + S(w) +
+             " + (" + x + ")) * " + S(ch) + " + (" + c + ")";
+    return "(((i64)(" + b + ") * " + S(ch) + " + (" + c + ")) * " + S(h) +
+           " + (" + y + ")) * " + S(w) + " + (" + x + ")";
+  }
+  std::string xAt(const std::string &b, const std::string &c,
+                  const std::string &h, const std::string &w) const {
+    return at(b, C, c, H, h, W, w);
+  }
+  std::string yAt(const std::string &b, const std::string &c,
+                  const std::string &h, const std::string &w) const {
+    return at(b, Co, c, OH, h, OW, w);
+  }
+  /// Filter element (co, ci within the group, kernel tap kr = kh * KW + kw).
+  std::string wAt(const std::string &co, const std::string &ci,
+                  const std::string &kr) const {
+    return last ? "((i64)(" + co + ") * " + S(KH * KW) + " + (" + kr + ")) * " +
+                      S(Cg) + " + (" + ci + ")"
+                : "((i64)(" + co + ") * " + S(Cg) + " + (" + ci + ")) * " +
+                      S(KH * KW) + " + (" + kr + ")";
+  }
 };
-
-std::string S(int64_t v) { return std::to_string(v); }
 
 /// Loader code returning im2col(x)[row][col] for group z: row = (ci, kh,
 /// kw), col = (image, oh, ow); `zero` in the padding. `read(index)` is the
@@ -246,9 +285,7 @@ std::string im2colLoad(const ConvGeometry &g, const std::string &row,
          " - " + S(win.padBegin[1]) + " + kw * " + S(win.dilations[1]) +
          "; if (ih < 0 || ih >= " + S(g.H) + " || iw < 0 || iw >= " + S(g.W) +
          ") return " + zero + "; return " +
-         read("((i64)(b * " + S(g.C) + " + z * " + S(g.Cg) + " + ci) * " +
-              S(g.H) + " + ih) * " + S(g.W) + " + iw") +
-         ";";
+         read(g.xAt("b", "z * " + S(g.Cg) + " + ci", "ih", "iw")) + ";";
 }
 
 /// The LibraryConv record of a convolution of geometry `g` when cuDNN's
@@ -272,6 +309,7 @@ std::optional<LibraryConv> cudnnForm(LibraryConv::Kind kind,
   v.padH = win.padBegin[0], v.padW = win.padBegin[1];
   v.strideH = win.strides[0], v.strideW = win.strides[1];
   v.dilH = win.dilations[0], v.dilW = win.dilations[1], v.groups = g.groups;
+  v.nhwc = g.last;
   return v;
 }
 
@@ -302,7 +340,8 @@ bool Emitter::conv(Step &s, const std::string &name) {
                         std::string(ctype(bias ? val(s.inputs[2]).dtype
                                                : x.dtype)) +
                         " *Bias; " + ctype(y.dtype) + " *Y;\n";
-  std::string widx = "(z * " + S(Mg) + " + m) * " + S(K) + " + k";
+  std::string widx = g.wAt("z * " + S(Mg) + " + m", "k / " + S(g.KH * g.KW),
+                           "k % " + S(g.KH * g.KW));
   std::string loadA = f32 ? "return ld(Wt, " + widx + ");" : "return Wt[" + widx + "];";
   // Implicit im2col: column n = (image, oh, ow), row k = (ci, kh, kw).
   std::string loadB = im2colLoad(g, "k", "n", Z, [&](const std::string &i) {
@@ -312,8 +351,8 @@ bool Emitter::conv(Step &s, const std::string &name) {
                     S(OH * OW) + ", sp = n % " + S(OH * OW) + "; float v = acc" +
                     (bias ? " + ld(Bias, co)" : "") + ";" +
                     (s.cuda.fusedRelu ? " v = mpc_relu(v);" : "") +
-                    " st(Y, (b * " + S(Co) +
-                    " + co) * " + S(OH * OW) + " + sp, v);";
+                    " st(Y, " + g.yAt("b", "co", "sp / " + S(OW), "sp % " + S(OW)) +
+                    ", v);";
   gemmKernel(s, name, x.dtype, Mg, N, K, g.groups,
              "  c.X = in0; c.Wt = in1; c.Bias = " +
                  std::string(bias ? "in2" : "nullptr") + "; c.Y = out0;\n",
@@ -365,21 +404,22 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
     int64_t K = Cg * KH * KW, N = Nb * OH * OW;
     std::string loadA = // dY[b, z*Mg + m, sp] for column kk = (b, sp)
         "int b = k / " + S(OH * OW) + ", sp = k % " + S(OH * OW) +
-        "; return " + rd("G", "((i64)b * " + S(Co) + " + z * " + S(Mg) +
-                                  " + m) * " + S(OH * OW) + " + sp") + ";";
+        "; return " + rd("G", g.yAt("b", "z * " + S(Mg) + " + m",
+                                    "sp / " + S(OW), "sp % " + S(OW))) + ";";
     // im2col(x)[n = (ci,kh,kw), k = (b, oh, ow)]
     std::string loadB = im2colLoad(g, "n", "k", Z, [&](const std::string &i) {
       return rd("O", i);
     });
-    std::string epi = "st(Y, (z * " + S(Mg) + " + m) * " + S(K) + " + n, acc);";
+    std::string epi = "st(Y, " + g.wAt("z * " + S(Mg) + " + m",
+                                       "n / " + S(KH * KW), "n % " + S(KH * KW)) +
+                      ", acc);";
     gemmKernel(s, name, dy.dtype, Mg, K, N, groups, prologue, loadA, loadB,
                epi, members);
   } else {
     int64_t K = Mg * KH * KW, N = Nb * H * W;
     std::string loadA = // W[z*Mg + co, m, kh, kw] for k = (co, kh, kw)
         "int co = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
-        "; return " + rd("O", "((i64)(z * " + S(Mg) + " + co) * " + S(Cg) +
-                                  " + m) * " + S(KH * KW) + " + kr") + ";";
+        "; return " + rd("O", g.wAt("z * " + S(Mg) + " + co", "m", "kr")) + ";";
     std::string loadB =
         "int co = k / " + S(KH * KW) + ", kr = k % " + S(KH * KW) +
         ", kh = kr / " + S(KW) + ", kw = kr % " + S(KW) + "; int b = n / " +
@@ -392,11 +432,12 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
         S(win.strides[0]) + ", ow = tw / " + S(win.strides[1]) +
         "; if (oh >= " + S(OH) + " || ow >= " + S(OW) + ") return " + Z +
         "; return " +
-        rd("G", "(((i64)b * " + S(Co) + " + z * " + S(Mg) + " + co) * " +
-                    S(OH) + " + oh) * " + S(OW) + " + ow") + ";";
+        rd("G", g.yAt("b", "z * " + S(Mg) + " + co", "oh", "ow")) + ";";
     std::string epi = "int b = n / " + S(H * W) + ", sp = n % " + S(H * W) +
-                      "; st(Y, ((i64)b * " + S(C) + " + z * " + S(Cg) +
-                      " + m) * " + S(H * W) + " + sp, acc" +
+                      "; st(Y, " +
+                      g.xAt("b", "z * " + S(Cg) + " + m", "sp / " + S(W),
+                            "sp % " + S(W)) +
+                      ", acc" +
                       (bias ? " + ld(Bias, z * " + S(Cg) + " + m)" : "") +
                       ");";
     gemmKernel(s, name, dy.dtype, Cg, N, K, groups, prologue, loadA, loadB,

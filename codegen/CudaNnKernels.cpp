@@ -235,13 +235,30 @@ bool Emitter::pool(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
   if (x.shape.size() != 4)
     return fail(s, "only 2-D pooling has a CUDA kernel yet");
-  Window win(s, x.shape, y.shape, {});
-  int64_t H = x.shape[2], W = x.shape[3], OH = y.shape[2], OW = y.shape[3];
+  // Channels last (max_pool's channels_last): a thread per output element
+  // in NHWC order, so neighbouring threads take neighbouring channels.
+  bool last = s.getInt("channels_last", 0);
+  Shape xs = last ? channelsFirstShape(x.shape) : x.shape;
+  Shape ys = last ? channelsFirstShape(y.shape) : y.shape;
+  Window win(s, xs, ys, {});
+  int64_t C = xs[1], H = xs[2], W = xs[3], OH = ys[2], OW = ys[3];
   int64_t n = numElements(y.shape);
   bool includePad = s.getInt("count_include_pad", 0);
+  std::string S_C = std::to_string(C), HW = std::to_string(H * W) + "LL";
+  // p: the (image, channel) plane; read(sp): x at spatial offset sp of it.
+  auto read = [&](const std::string &sp) {
+    return last ? "(p / " + S_C + " * " + HW + " + " + sp + ") * " + S_C +
+                      " + p % " + S_C
+                : "p * " + HW + " + " + sp;
+  };
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 p = i / " << OH * OW << "LL; int o = i % "
-     << OH * OW << "LL, oh = o / " << OW << ", ow = o % " << OW << ";\n"
+     << n << "LL) return;\n"
+     << (last ? "  i64 t = i / " + S_C + ", p = t / " +
+                    std::to_string(OH * OW) + "LL * " + S_C + " + i % " + S_C +
+                    "; int o = t % " + std::to_string(OH * OW) + "LL"
+              : "  i64 p = i / " + std::to_string(OH * OW) + "LL; int o = i % " +
+                    std::to_string(OH * OW) + "LL")
+     << ", oh = o / " << OW << ", ow = o % " << OW << ";\n"
      << "  float best = -INFINITY, sum = 0.0f; i64 arg = -1; int cnt = 0;\n"
      << "  for (int kh = 0; kh < " << win.kernel[0] << "; ++kh)\n"
      << "    for (int kw = 0; kw < " << win.kernel[1] << "; ++kw) {\n"
@@ -255,17 +272,17 @@ bool Emitter::pool(Step &s, const std::string &name) {
                     : std::string())
      << "      if (ih < 0 || ih >= " << H << " || iw < 0 || iw >= " << W
      << ") { cnt += " << (includePad ? "inPad" : "0") << "; continue; }\n"
-     << "      float v = ld(in0, p * " << H * W << "LL + ih * " << W
-     << " + iw); ++cnt; sum += v;\n"
+     << "      float v = ld(in0, " << read("ih * " + std::to_string(W) + " + iw")
+     << "); ++cnt; sum += v;\n"
      << "      if (arg < 0 || v > best || v != v) { best = v; arg = ih * " << W
      << " + iw; }\n    }\n"
      << (max ? "  st(out0, i, best);\n" : "  st(out0, i, sum / cnt);\n");
   if (max && s.outputs.size() > 1) // storage_order 1: column-major h, w
-    cu << "  out1[i] = p * " << H * W << "LL + "
-       << (s.getInt("storage_order", 0) == 1
-               ? "(arg % " + std::to_string(W) + ") * " + std::to_string(H) +
-                     " + arg / " + std::to_string(W)
-               : std::string("arg"))
+    cu << "  out1[i] = "
+       << read(s.getInt("storage_order", 0) == 1
+                   ? "(arg % " + std::to_string(W) + ") * " + std::to_string(H) +
+                         " + arg / " + std::to_string(W)
+                   : std::string("arg"))
        << ";\n";
   cu << "}\n\n";
   launch1d(s, name, n);
@@ -280,13 +297,26 @@ bool Emitter::poolGrad(Step &s, const std::string &name) {
   const ValueInfo &dy = val(s.inputs[0]), &dx = val(s.outputs[0]);
   if (dx.shape.size() != 4)
     return fail(s, "only 2-D pooling gradients have a CUDA kernel yet");
-  Window win(s, dx.shape, dy.shape, {1, 1});
-  int64_t H = dx.shape[2], W = dx.shape[3], OH = dy.shape[2], OW = dy.shape[3];
+  // Channels last: a thread per input element in NHWC order; the outputs
+  // it compares with are NHWC too (max_pool_grad's channels_last).
+  bool last = s.getInt("channels_last", 0);
+  if (last && (!max || !s.getInts("kernel_shape")))
+    return fail(s, "a channels-last pooling gradient needs max_pool's window");
+  Shape dxs = last ? channelsFirstShape(dx.shape) : dx.shape;
+  Shape dys = last ? channelsFirstShape(dy.shape) : dy.shape;
+  Window win(s, dxs, dys, {1, 1});
+  int64_t C = dxs[1], H = dxs[2], W = dxs[3], OH = dys[2], OW = dys[3];
   int64_t n = numElements(dx.shape);
   bool includePad = s.getInt("count_include_pad", 0);
+  std::string S_C = std::to_string(C);
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
-     << n << "LL) return;\n  i64 p = i / " << H * W << "LL; int sp = i % "
-     << H * W << "LL, ih = sp / " << W << ", iw = sp % " << W
+     << n << "LL) return;\n"
+     << (last ? "  i64 t = i / " + S_C + ", p = t / " + std::to_string(H * W) +
+                    "LL * " + S_C + " + i % " + S_C + "; int sp = t % " +
+                    std::to_string(H * W) + "LL"
+              : "  i64 p = i / " + std::to_string(H * W) + "LL; int sp = i % " +
+                    std::to_string(H * W) + "LL")
+     << ", ih = sp / " << W << ", iw = sp % " << W
      << ";\n  float acc = 0.0f;\n";
   // The windows that cover this element, in increasing output order:
   // max_pool_grad adds the gradients of those whose argmax it is,
@@ -306,8 +336,13 @@ bool Emitter::poolGrad(Step &s, const std::string &name) {
        << "; if (tw < 0 || tw % " << win.strides[1] << ") continue; int ow = tw / "
        << win.strides[1] << "; if (ow >= " << OW << ") continue;\n";
     if (max) {
-      cu << "      i64 o = p * " << OH * OW << "LL + oh * " << OW
-         << " + ow; if (in1[o] == i) acc += ld(in0, o);\n    }\n  }\n";
+      cu << "      i64 o = "
+         << (last ? "(p / " + S_C + " * " + std::to_string(OH * OW) +
+                        "LL + oh * " + std::to_string(OW) + " + ow) * " + S_C +
+                        " + p % " + S_C
+                  : "p * " + std::to_string(OH * OW) + "LL + oh * " +
+                        std::to_string(OW) + " + ow")
+         << "; if (in1[o] == i) acc += ld(in0, o);\n    }\n  }\n";
     } else {
       cu << "      int cnt = 0;\n"
        << "      for (int a = 0; a < " << win.kernel[0] << "; ++a) for (int b = 0; b < "

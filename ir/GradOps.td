@@ -104,7 +104,7 @@ def Mpc_ConvGradInputOp : Mpc_Op<"conv_grad_input", [Pure]> {
   let summary = "gradient of conv w.r.t. its input";
   let description = [{
     `W^T * dY` scattered back through the windows (col2im); the result has
-    the forward input's type, given explicitly.
+    the forward input's type, given explicitly. `channels_last` as conv's.
 
     Example:
     ```mlir
@@ -112,7 +112,8 @@ def Mpc_ConvGradInputOp : Mpc_Op<"conv_grad_input", [Pure]> {
     ```
   }];
   let arguments = !con((ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$w,
-                            DefaultValuedAttr<I64Attr, "1">:$group),
+                            DefaultValuedAttr<I64Attr, "1">:$group,
+                            DefaultValuedAttr<BoolAttr, "false">:$channels_last),
                        Mpc_GradWindowAttrs);
   let results = (outs Mpc_FloatTensor:$x_grad);
 }
@@ -121,6 +122,7 @@ def Mpc_ConvGradWeightOp : Mpc_Op<"conv_grad_weight", [Pure]> {
   let summary = "gradient of conv w.r.t. its weight";
   let description = [{
     `dY * im2col(X)^T` per group; the result has the weight's type.
+    `channels_last` as conv's.
 
     Example:
     ```mlir
@@ -128,7 +130,8 @@ def Mpc_ConvGradWeightOp : Mpc_Op<"conv_grad_weight", [Pure]> {
     ```
   }];
   let arguments = !con((ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$x,
-                            DefaultValuedAttr<I64Attr, "1">:$group),
+                            DefaultValuedAttr<I64Attr, "1">:$group,
+                            DefaultValuedAttr<BoolAttr, "false">:$channels_last),
                        Mpc_GradWindowAttrs);
   let results = (outs Mpc_FloatTensor:$w_grad);
 }
@@ -198,7 +201,8 @@ def Mpc_BatchNormGradOp
     : Mpc_Op<"batch_norm_grad", [Pure, Mpc_InferByRule<"batchNormGrad">]> {
   let summary = "gradients of batch_norm_train, one kernel per channel";
   let description = [{
-    x is [N, C, ...]; per channel, over its M = N x spatial elements: the
+    x is [N, C, ...] ([N, ..., C] with `channels_last`); per channel, over
+    its M = N x spatial elements: the
     batch statistics as batch_norm_train computes them (sums in double,
     mean and population variance rounded to FP32, inv = 1 / sqrt(var +
     epsilon)), xhat = (x - mean) inv, then dbias = sum(grad), dscale =
@@ -220,7 +224,8 @@ def Mpc_BatchNormGradOp
   let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$x,
                    Mpc_FloatTensor:$scale,
                    Optional<Mpc_FloatTensor>:$relu_out,
-                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon,
+                   DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Mpc_FloatTensor:$x_grad, Mpc_FloatTensor:$scale_grad,
                  Mpc_FloatTensor:$bias_grad);
   let hasVerifier = 1;
@@ -258,7 +263,8 @@ def Mpc_MaxPoolGradOp : Mpc_Op<"max_pool_grad", [Pure]> {
     %dx = mpc.max_pool_grad %dy, %idx : (tensor<8x6x14x14xf32>, tensor<8x6x14x14xi64>) -> tensor<8x6x28x28xf32>
     ```
   }];
-  let arguments = !con((ins Mpc_FloatTensor:$grad, Mpc_I64Tensor:$indices),
+  let arguments = !con((ins Mpc_FloatTensor:$grad, Mpc_I64Tensor:$indices,
+                            DefaultValuedAttr<BoolAttr, "false">:$channels_last),
                        Mpc_GradWindowAttrs);
   let results = (outs Mpc_FloatTensor:$x_grad);
 }

@@ -61,7 +61,10 @@ def Mpc_ConvOp : Mpc_Op<"conv", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
   let summary = "N-d convolution (ONNX Conv)";
   let description = [{
     Cross-correlation of X (N x C x D1..Dn) with W (M x C/group x k1..kn), plus
-    an optional bias of M elements.
+    an optional bias of M elements. With `channels_last` (set by
+    mpc-channels-last, never by the importer) X is N x D1..Dn x C, W is
+    M x k1..kn x C/group and the result N x O1..On x M: the layout cuDNN's
+    tensor-core kernels read without transposing.
 
     Example:
     ```mlir
@@ -70,7 +73,8 @@ def Mpc_ConvOp : Mpc_Op<"conv", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
   }];
   let arguments = !con((ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$w,
                             Optional<Mpc_FloatTensor>:$bias,
-                            DefaultValuedAttr<I64Attr, "1">:$group),
+                            DefaultValuedAttr<I64Attr, "1">:$group,
+                            DefaultValuedAttr<BoolAttr, "false">:$channels_last),
                        Mpc_WindowAttrs);
   let results = (outs Mpc_FloatTensor:$y);
 }
@@ -108,7 +112,9 @@ def Mpc_MaxPoolOp : Mpc_Op<"max_pool", [Mpc_Clear, Pure, Mpc_InferCustom]> {
   let description = [{
     Also returns the flattened input index of each maximum (ONNX's Indices
     output, row-major unless `storage_order` is 1), which the backward pass
-    routes gradients through.
+    routes gradients through. With `channels_last` (mpc-channels-last sets
+    it where nothing reads the indices but the gradient) x and y are
+    N x D1..Dn x C and an index is the element's in that layout.
 
     Example:
     ```mlir
@@ -117,7 +123,8 @@ def Mpc_MaxPoolOp : Mpc_Op<"max_pool", [Mpc_Clear, Pure, Mpc_InferCustom]> {
   }];
   let arguments = !con((ins Mpc_NumericTensor:$x,
                             DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
-                            DefaultValuedAttr<I64Attr, "0">:$storage_order),
+                            DefaultValuedAttr<I64Attr, "0">:$storage_order,
+                            DefaultValuedAttr<BoolAttr, "false">:$channels_last),
                        Mpc_WindowAttrs);
   let results = (outs Mpc_NumericTensor:$y, Mpc_I64Tensor:$indices);
 }

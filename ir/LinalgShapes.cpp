@@ -163,6 +163,12 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   int64_t group = adaptor.getGroup();
   if (failed(checkConvOperands(loc, "conv", x, w, group)))
     return failure();
+  // Channels last: the shapes are worked out in the channels-first order.
+  bool last = adaptor.getChannelsLast();
+  if (last) {
+    x = permutedType(x, channelsFirstPerm(x.getRank()));
+    w = permutedType(w, channelsFirstPerm(w.getRank()));
+  }
   int64_t c = x.getDimSize(1), wc = w.getDimSize(1), m = w.getDimSize(0);
   if (c != kDyn && wc != kDyn && c != wc * group)
     return shapeError(loc, "conv input has ", c, " channels but W expects ",
@@ -183,7 +189,8 @@ LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> lo
   SmallVector<int64_t> shape;
   if (failed(win.outShape(loc, x, m, shape)))
     return failure();
-  types.push_back(x.clone(shape));
+  auto y = x.clone(shape);
+  types.push_back(last ? permutedType(y, channelsLastPerm(y.getRank())) : y);
   return success();
 }
 
@@ -242,8 +249,8 @@ LogicalResult ConvTransposeOp::inferReturnTypes(
 
 template <typename Adaptor>
 static LogicalResult inferPool(std::optional<Location> loc, Adaptor adaptor,
+                               RankedTensorType x,
                                SmallVectorImpl<Type> &types) {
-  auto x = rankedOf(adaptor.getX());
   if (x.getRank() < 3)
     return shapeError(loc, "pooling expects N x C x D1..Dn input, got ", x);
   if (!adaptor.getKernelShape())
@@ -266,8 +273,17 @@ LogicalResult MaxPoolOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  if (failed(inferPool(loc, adaptor, types)))
+  auto x = rankedOf(adaptor.getX());
+  if (adaptor.getChannelsLast() && x.getRank() >= 3) {
+    // The window works on the channels-first shape.
+    RankedTensorType first = permutedType(x, channelsFirstPerm(x.getRank()));
+    if (failed(inferPool(loc, adaptor, first, types)))
+      return failure();
+    types[0] = permutedType(llvm::cast<RankedTensorType>(types[0]),
+                            channelsLastPerm(x.getRank()));
+  } else if (failed(inferPool(loc, adaptor, x, types))) {
     return failure();
+  }
   types.push_back(llvm::cast<RankedTensorType>(types[0]).clone(
       IntegerType::get(ctx, 64)));
   return success();
@@ -277,5 +293,5 @@ LogicalResult AveragePoolOp::inferReturnTypes(MLIRContext *,
                                               std::optional<Location> loc,
                                               Adaptor adaptor,
                                               SmallVectorImpl<Type> &types) {
-  return inferPool(loc, adaptor, types);
+  return inferPool(loc, adaptor, rankedOf(adaptor.getX()), types);
 }

@@ -74,6 +74,29 @@ LogicalResult ParamOp::verify() {
 #define GET_OP_CLASSES
 #include "ir/MpcOps.cpp.inc"
 
+SmallVector<int64_t> mlir::mpc::channelsLastPerm(int64_t rank) {
+  SmallVector<int64_t> perm{0};
+  for (int64_t i = 2; i < rank; ++i)
+    perm.push_back(i);
+  perm.push_back(1);
+  return perm;
+}
+
+SmallVector<int64_t> mlir::mpc::channelsFirstPerm(int64_t rank) {
+  SmallVector<int64_t> perm{0, rank - 1};
+  for (int64_t i = 1; i + 1 < rank; ++i)
+    perm.push_back(i);
+  return perm;
+}
+
+RankedTensorType mlir::mpc::permutedType(RankedTensorType t,
+                                         ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(t.getDimSize(p));
+  return t.clone(shape);
+}
+
 Value mlir::mpc::reshapeTo(OpBuilder &b, Location loc, Value v,
                           ArrayRef<int64_t> shape) {
   auto t = llvm::cast<RankedTensorType>(v.getType());

@@ -37,6 +37,13 @@ std::optional<SmallVector<Value>> foldToValues(OpBuilder &b, Operation *op);
 /// `v` itself when it has that shape.
 Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);
 
+/// Channel layouts: the permutation taking N x C x D1..Dn to
+/// N x D1..Dn x C (channelsLastPerm) and back (channelsFirstPerm).
+SmallVector<int64_t> channelsLastPerm(int64_t rank);
+SmallVector<int64_t> channelsFirstPerm(int64_t rank);
+/// `t`'s dims reordered: dim i of the result is dim perm[i] of `t`.
+RankedTensorType permutedType(RankedTensorType t, ArrayRef<int64_t> perm);
+
 /// A ranked tensor of f32, f16 or bf16.
 bool isFloatTensor(Type t);
 

@@ -13,7 +13,8 @@ def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Mpc_InferBatchNorm, Mpc_Fp32Paramete
   let onnxName = "BatchNormalization";
   let summary = "batch normalization with running statistics (ONNX BatchNormalization, inference)";
   let description = [{
-    `y = scale * (x - mean) / sqrt(var + epsilon) + bias` per channel (axis 1),
+    `y = scale * (x - mean) / sqrt(var + epsilon) + bias` per channel (axis 1,
+    or the last with `channels_last`, which mpc-channels-last sets),
     computed in FP32. Under mixed precision x and y may be fp16/bf16 while
     scale, bias, mean and var stay FP32 (as cuDNN's batch norm under
     autocast).
@@ -26,7 +27,8 @@ def Mpc_BatchNormOp : Mpc_Op<"batch_norm", [Mpc_InferBatchNorm, Mpc_Fp32Paramete
   let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$scale,
                    Mpc_FloatTensor:$bias, Mpc_FloatTensor:$mean,
                    Mpc_FloatTensor:$var,
-                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+                   DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon,
+                   DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Mpc_FloatTensor:$y);
   let hasVerifier = 1;
 }
@@ -52,7 +54,8 @@ def Mpc_BatchNormTrainOp
                    Mpc_FloatTensor:$bias, Mpc_FloatTensor:$input_mean,
                    Mpc_FloatTensor:$input_var,
                    DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon,
-                   DefaultValuedAttr<F32Attr, "0.9f">:$momentum);
+                   DefaultValuedAttr<F32Attr, "0.9f">:$momentum,
+                   DefaultValuedAttr<BoolAttr, "false">:$channels_last);
   let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$running_mean,
                  Mpc_FloatTensor:$running_var);
   let hasVerifier = 1;

@@ -144,9 +144,10 @@ LogicalResult BatchNormGradOp::verify() {
   if (getGrad().getType() != getX().getType() ||
       (getReluOut() && getReluOut().getType() != getX().getType()))
     return emitOpError("grad, x and relu_out must have one type");
+  int64_t ch = getChannelsLast() ? x.getRank() - 1 : 1;
   if (x.getRank() < 2 || scale.getRank() != 1 ||
-      (!x.isDynamicDim(1) && !scale.isDynamicDim(0) &&
-       scale.getDimSize(0) != x.getDimSize(1)))
+      (!x.isDynamicDim(ch) && !scale.isDynamicDim(0) &&
+       scale.getDimSize(0) != x.getDimSize(ch)))
     return emitOpError("expected x [N, C, ...] and scale [C], got ")
            << x << " and " << scale;
   return success();
@@ -172,28 +173,32 @@ LogicalResult ClipOp::verify() {
   return success();
 }
 
-/// Scale, bias, mean and var are 1-D with one entry per channel.
-static LogicalResult verifyChannelParams(Operation *op, ValueRange params) {
+/// Scale, bias, mean and var are 1-D with one entry per channel (dim 1,
+/// or the last with `channelsLast`).
+static LogicalResult verifyChannelParams(Operation *op, ValueRange params,
+                                         bool channelsLast) {
   auto x = rankedOf(op->getOperand(0));
   if (x.getRank() < 2)
     return op->emitOpError("input must be N x C x ..., got ") << x;
+  int64_t c = x.getDimSize(channelsLast ? x.getRank() - 1 : 1);
   for (Value p : params) {
     auto t = rankedOf(p);
-    if (t.getRank() != 1 || (t.getDimSize(0) != kDyn &&
-                             x.getDimSize(1) != kDyn &&
-                             t.getDimSize(0) != x.getDimSize(1)))
+    if (t.getRank() != 1 ||
+        (t.getDimSize(0) != kDyn && c != kDyn && t.getDimSize(0) != c))
       return op->emitOpError("expected per-channel parameters of shape [")
-             << x.getDimSize(1) << "], got " << t;
+             << c << "], got " << t;
   }
   return success();
 }
 
 LogicalResult BatchNormOp::verify() {
-  return verifyChannelParams(*this, getOperands().drop_front());
+  return verifyChannelParams(*this, getOperands().drop_front(),
+                             getChannelsLast());
 }
 
 LogicalResult BatchNormTrainOp::verify() {
-  return verifyChannelParams(*this, getOperands().drop_front());
+  return verifyChannelParams(*this, getOperands().drop_front(),
+                             getChannelsLast());
 }
 
 LogicalResult GradientOp::verify() {

@@ -195,6 +195,37 @@ def TransposesToAttention : Pass<"mpc-transposes-to-attention", "::mlir::ModuleO
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def ChannelsLast : Pass<"mpc-channels-last", "::mlir::ModuleOp"> {
+  let summary = "Run convolution regions channels last (NHWC), as cuDNN's tensor cores want";
+  let description = [{
+    cuDNN's tensor-core convolutions read and write NHWC with KRSC filters;
+    given NCHW they transpose on the way in and out. Each 2-D convolution
+    becomes a `channels_last` one between transposes (x and its filter to
+    channels last, the result back); then, in program order, a transpose
+    back to channels first moves past the ops that work per channel in
+    either layout (batch norm and max pooling in their `channels_last`
+    forms, elementwise ops, binary ops whose other operands are channels
+    last already or per-channel broadcasts) and cancels against the next
+    convolution's. Transposes remain at the region's edges (global
+    pooling, flatten) and on the filters. The values are the same.
+
+    Before:
+    ```mlir
+    %y = mpc.conv %x, %w : (tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<8x16x30x30xf32>
+    %r = mpc.relu %y : (tensor<8x16x30x30xf32>) -> tensor<8x16x30x30xf32>
+    ```
+    After:
+    ```mlir
+    %xl = mpc.transpose %x {perm = array<i64: 0, 2, 3, 1>} : ...
+    %wl = mpc.transpose %w {perm = array<i64: 0, 2, 3, 1>} : ...
+    %yl = mpc.conv %xl, %wl {channels_last = true} : (tensor<8x32x32x3xf32>, tensor<16x3x3x3xf32>) -> tensor<8x30x30x16xf32>
+    %rl = mpc.relu %yl : (tensor<8x30x30x16xf32>) -> tensor<8x30x30x16xf32>
+    %r = mpc.transpose %rl {perm = array<i64: 0, 3, 1, 2>} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def FoldLinearBias : Pass<"mpc-fold-linear-bias", "::mlir::ModuleOp"> {
   let summary = "Fold MatMul + bias Add (a linear over a sequence) into one Gemm";
   let description = [{

@@ -83,6 +83,10 @@ bool validate(const PrecisionOptions<Derived> &o, std::string &error) {
     error = "--precision must be fp32, fp16 or bf16, got '" + o.precision + "'";
     return false;
   }
+  if (o.layout != "nchw" && o.layout != "nhwc") {
+    error = "--layout must be nchw or nhwc, got '" + o.layout + "'";
+    return false;
+  }
   if (!o.isLow() && (!o.ampAllow.empty() || !o.ampDeny.empty() ||
                      !o.ampKeepFp32.empty() || !o.ampConfig.empty())) {
     error = "--amp-* flags need --precision fp16 or bf16";
@@ -160,6 +164,8 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
     pm.addPass(createFuseAttention());
     pm.addPass(createTransposesToAttention());
   }
+  if (o.layout == "nhwc")
+    pm.addPass(createChannelsLast());
   if (o.isLow()) {
     addClassifyPass(pm, o);
     pm.addPass(createInsertCasts());

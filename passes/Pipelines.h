@@ -45,6 +45,11 @@ struct PrecisionOptions : public PassPipelineOptions<Derived> {
   typename Self::template Option<bool> fuseAttention{
       *this, "fuse-attention",
       llvm::cl::desc("Run mpc-fuse-attention first"), llvm::cl::init(true)};
+  typename Self::template Option<std::string> layout{
+      *this, "layout",
+      llvm::cl::desc("nchw | nhwc: the layout convolution regions run in "
+                     "(nhwc: mpc-channels-last)"),
+      llvm::cl::init("nchw")};
 
   bool isLow() const { return precision != "fp32"; }
 };

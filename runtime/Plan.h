@@ -94,6 +94,7 @@ struct LibraryConv {
   int64_t k = 0, r = 0, s = 0;         // filters and their size
   int64_t padH = 0, padW = 0, strideH = 1, strideW = 1, dilH = 1, dilW = 1;
   int64_t groups = 1;
+  bool nhwc = false; // x, y and dy NHWC, the filter KRSC (channels_last)
 
   bool valid() const { return kind != None; }
 };

@@ -193,7 +193,8 @@ std::string cudaText(const CudaLaunch &c) {
   if (const LibraryConv &v = c.conv; v.valid()) {
     out += " conv=" + std::to_string((int)v.kind);
     for (int64_t x : {v.n, v.c, v.h, v.w, v.k, v.r, v.s, v.padH, v.padW,
-                      v.strideH, v.strideW, v.dilH, v.dilW, v.groups})
+                      v.strideH, v.strideW, v.dilH, v.dilW, v.groups,
+                      (int64_t)v.nhwc})
       out += "," + std::to_string(x);
   }
   return out;

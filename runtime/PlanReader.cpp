@@ -72,14 +72,14 @@ bool parseLibraryGemm(const std::string &text, LibraryGemm &g) {
   return g.valid() && g.n > 0 && g.k > 0 && g.batch > 0;
 }
 
-/// conv=KIND,N,C,H,W,K,R,S,PH,PW,SH,SW,DH,DW,GROUPS.
+/// conv=KIND,N,C,H,W,K,R,S,PH,PW,SH,SW,DH,DW,GROUPS,NHWC.
 bool parseLibraryConv(const std::string &text, LibraryConv &v) {
   std::vector<std::string> f = splitList(text);
-  if (f.size() != 15)
+  if (f.size() != 16)
     return false;
-  int64_t x[15];
+  int64_t x[16];
   try {
-    for (int i = 0; i < 15; ++i)
+    for (int i = 0; i < 16; ++i)
       x[i] = std::stoll(f[i]);
   } catch (...) {
     return false;
@@ -94,6 +94,9 @@ bool parseLibraryConv(const std::string &text, LibraryConv &v) {
   v.n = x[1], v.c = x[2], v.h = x[3], v.w = x[4], v.k = x[5], v.r = x[6],
   v.s = x[7], v.padH = x[8], v.padW = x[9], v.strideH = x[10],
   v.strideW = x[11], v.dilH = x[12], v.dilW = x[13], v.groups = x[14];
+  if (x[15] != 0 && x[15] != 1)
+    return false;
+  v.nhwc = x[15];
   return true;
 }
 

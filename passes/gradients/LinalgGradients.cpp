@@ -96,11 +96,14 @@ LogicalResult matmulGrad(Context &c, MatMulOp mm) {
   return success();
 }
 
-/// Sums g over every dimension but the channels (a conv bias's gradient).
-Value channelSum(Context &c) {
-  SmallVector<int64_t> axes{0};
-  for (int64_t i = 2; i < typeOf(c.g).getRank(); ++i)
-    axes.push_back(i);
+/// Sums g over every dimension but the channels (a conv bias's gradient):
+/// dim 1, or the last with `channelsLast`.
+Value channelSum(Context &c, bool channelsLast = false) {
+  int64_t rank = typeOf(c.g).getRank(), channel = channelsLast ? rank - 1 : 1;
+  SmallVector<int64_t> axes;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != channel)
+      axes.push_back(i);
   return c.make<ReduceSumOp>(
       c.g, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr(axes)),
             c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
@@ -109,13 +112,14 @@ Value channelSum(Context &c) {
 LogicalResult convGrad(Context &c, ConvOp conv) {
   // Window attributes carry over to the grad ops unchanged.
   const StringRef window[] = {"group",   "auto_pad", "kernel_shape",
-                              "strides", "pads",     "dilations"};
+                              "strides", "pads",     "dilations",
+                              "channels_last"};
   c.grads[0] = gradOp(c, ConvGradInputOp::getOperationName(),
                       {c.g, conv.getW()}, conv.getX().getType(), window);
   c.grads[1] = gradOp(c, ConvGradWeightOp::getOperationName(),
                       {c.g, conv.getX()}, conv.getW().getType(), window);
   if (conv.getBias())
-    c.grads[2] = channelSum(c);
+    c.grads[2] = channelSum(c, conv.getChannelsLast());
   return success();
 }
 
@@ -144,7 +148,7 @@ LogicalResult maxPoolGrad(Context &c, MaxPoolOp pool) {
   c.grads[0] = gradOp(c, MaxPoolGradOp::getOperationName(),
                       {c.g, pool.getIndices()}, c.x(0).getType(),
                       {"auto_pad", "kernel_shape", "strides", "pads",
-                       "dilations"});
+                       "dilations", "channels_last"});
   return success();
 }
 

@@ -216,17 +216,20 @@ LogicalResult dropoutGrad(Context &c, DropoutOp d) {
   return success();
 }
 
-/// BatchNormalization's channel view of x = [N, C, ...]: the axes its
-/// statistics reduce over (all but 1), a [1, C, 1...] type for values per
-/// channel, and the sum of a value over those axes down to [C].
+/// BatchNormalization's channel view of x = [N, C, ...] (or [N, ..., C]
+/// with `channelsLast`): the axes its statistics reduce over (all but the
+/// channels'), a [1, C, 1...] (or [1..., C]) type for values per channel,
+/// and the sum of a value over those axes down to [C].
 struct ChannelView {
-  SmallVector<int64_t> axes{0};
+  SmallVector<int64_t> axes;
   RankedTensorType chan;
-  ChannelView(Context &c, RankedTensorType in) {
+  ChannelView(Context &c, RankedTensorType in, bool channelsLast = false) {
+    int64_t ch = channelsLast ? in.getRank() - 1 : 1;
     SmallVector<int64_t> bshape(in.getRank(), 1);
-    for (int64_t i = 2; i < in.getRank(); ++i)
-      axes.push_back(i);
-    bshape[1] = in.getDimSize(1);
+    for (int64_t i = 0; i < in.getRank(); ++i)
+      if (i != ch)
+        axes.push_back(i);
+    bshape[ch] = in.getDimSize(ch);
     chan = RankedTensorType::get(bshape, c.elem);
   }
   Value sum(Context &c, Value v) const {
@@ -245,7 +248,8 @@ LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
   Operation *grad = makeOp(
       c.b, c.loc, BatchNormGradOp::getOperationName(),
       {c.g, c.x(0), bn.getScale()},
-      {c.b.getNamedAttr("epsilon", bn.getEpsilonAttr())});
+      {c.b.getNamedAttr("epsilon", bn.getEpsilonAttr()),
+       c.b.getNamedAttr("channels_last", bn.getChannelsLastAttr())});
   for (unsigned i = 0; i < 3; ++i)
     c.grads[i] = grad->getResult(i);
   return success();
@@ -305,7 +309,7 @@ LogicalResult batchNormGrad(Context &c, BatchNormOp bn) {
                : c.b.create<CastOp>(c.loc, t.clone(f32), v).getResult();
   };
   Value g = wide(c.g), x = wide(c.x(0));
-  ChannelView view(c, typeOf(x));
+  ChannelView view(c, typeOf(x), bn.getChannelsLast());
   view.chan = view.chan.clone(f32);
   auto perChannel = [&](Value v) {
     return reshapeTo(c.b, c.loc, v, view.chan);

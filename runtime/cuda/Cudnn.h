@@ -26,7 +26,7 @@ using Handle = void *;
 // cudnnDataType_t, cudnnTensorFormat_t, cudnnConvolutionMode_t,
 // cudnnMathType_t.
 constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;
-constexpr int kNchw = 0;
+constexpr int kNchw = 0, kNhwc = 1;
 constexpr int kCrossCorrelation = 1;
 constexpr int kDefaultMath = 0, kTensorOpMath = 1, kFmaMath = 3;
 // cudnnActivationMode_t, cudnnNanPropagation_t, and the one forward

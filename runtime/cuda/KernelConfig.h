@@ -30,6 +30,16 @@ static_assert(kTcThreads == (kTcTileM / 32) * (kTcTileN / 32) * 32,
 inline constexpr int64_t kSimtTile = 16;
 inline constexpr int64_t kSimtThreads = kSimtTile * kSimtTile;
 
+/// Channels-last batch norm: each block holds this many neighbouring
+/// channels (a power of two up to a warp, one a thread lane), so its grid
+/// is ceil(C / lanes) blocks a row split.
+inline int64_t batchNormLanes(int64_t channels) {
+  int64_t lanes = 1;
+  while (lanes < 32 && lanes < channels)
+    lanes *= 2;
+  return lanes;
+}
+
 } // namespace mpc::rt::cuda
 
 #endif // MPC_RUNTIME_CUDA_KERNELCONFIG_H

@@ -46,7 +46,7 @@ std::string keyOf(const Plan &plan, const Step &s) {
   std::string k;
   for (int64_t x : {(int64_t)v.kind, v.n, v.c, v.h, v.w, v.k, v.r, v.s, v.padH,
                     v.padW, v.strideH, v.strideW, v.dilH, v.dilW, v.groups,
-                    (int64_t)plan.values[s.outputs[0]].dtype,
+                    (int64_t)v.nhwc, (int64_t)plan.values[s.outputs[0]].dtype,
                     (int64_t)(biasOf(s) >= 0), (int64_t)s.cuda.fusedRelu})
     k += std::to_string(x) + ",";
   return k;
@@ -57,9 +57,15 @@ bool fits(const Plan &plan, const Step &s) {
   const LibraryConv &v = s.cuda.conv;
   if (v.c % v.groups || v.k % v.groups)
     return false;
+  int64_t oh = outSize(v.h, v.padH, v.r, v.strideH, v.dilH),
+          ow = outSize(v.w, v.padW, v.s, v.strideW, v.dilW);
   Shape x = {v.n, v.c, v.h, v.w}, w = {v.k, v.c / v.groups, v.r, v.s};
-  Shape dy = {v.n, v.k, outSize(v.h, v.padH, v.r, v.strideH, v.dilH),
-              outSize(v.w, v.padW, v.s, v.strideW, v.dilW)};
+  Shape dy = {v.n, v.k, oh, ow};
+  if (v.nhwc) // NHWC data, KRSC filters
+    x = {v.n, v.h, v.w, v.c}, w = {v.k, v.r, v.s, v.c / v.groups},
+    dy = {v.n, oh, ow, v.k};
+  if (v.nhwc != (s.getInt("channels_last", 0) != 0))
+    return false;
   const ValueInfo &a = plan.values[s.inputs[0]], &b = plan.values[s.inputs[1]],
                   &o = plan.values[s.outputs[0]];
   bool types = a.dtype == b.dtype && a.dtype == o.dtype;
@@ -165,17 +171,19 @@ bool LibraryConvs::prepare(const Step &s, Prepared &p, std::string &why) {
       why = std::string(what) + ": " + lib->statusName(st);
     return st == 0;
   };
+  // Channels last: NHWC data and KRSC filters, cuDNN's tensor-core layout.
+  int format = v.nhwc ? dnn::kNhwc : dnn::kNchw;
   int oh = (int)outSize(v.h, v.padH, v.r, v.strideH, v.dilH),
       ow = (int)outSize(v.w, v.padW, v.s, v.strideW, v.dilW);
   if (!ok(lib->createTensor(&p.x), "cudnnCreateTensorDescriptor") ||
-      !ok(lib->setTensor4d(p.x, dnn::kNchw, type, (int)v.n, (int)v.c,
+      !ok(lib->setTensor4d(p.x, format, type, (int)v.n, (int)v.c,
                            (int)v.h, (int)v.w),
           "describing the input") ||
       !ok(lib->createTensor(&p.dy), "cudnnCreateTensorDescriptor") ||
-      !ok(lib->setTensor4d(p.dy, dnn::kNchw, type, (int)v.n, (int)v.k, oh, ow),
+      !ok(lib->setTensor4d(p.dy, format, type, (int)v.n, (int)v.k, oh, ow),
           "describing the output gradient") ||
       !ok(lib->createFilter(&p.filter), "cudnnCreateFilterDescriptor") ||
-      !ok(lib->setFilter4d(p.filter, type, dnn::kNchw, (int)v.k,
+      !ok(lib->setFilter4d(p.filter, type, format, (int)v.k,
                            (int)(v.c / v.groups), (int)v.r, (int)v.s),
           "describing the filter") ||
       !ok(lib->createConv(&p.conv), "cudnnCreateConvolutionDescriptor") ||
@@ -190,7 +198,7 @@ bool LibraryConvs::prepare(const Step &s, Prepared &p, std::string &why) {
     return false;
   if (biasOf(s) >= 0 &&
       (!ok(lib->createTensor(&p.bias), "cudnnCreateTensorDescriptor") ||
-       !ok(lib->setTensor4d(p.bias, dnn::kNchw, type, 1, (int)v.k, 1, 1),
+       !ok(lib->setTensor4d(p.bias, format, type, 1, (int)v.k, 1, 1),
            "describing the bias")))
     return false;
   // The fused call: Relu propagates NaN as mpc's relu does; without one,

@@ -131,19 +131,59 @@ void im2colRow2d(const Window &w, int64_t k, const float *x, float *dst) {
   }
 }
 
+/// Channels-last operands (conv's `channels_last`) are computed here as
+/// channels-first ones: each [N, spatial..., C] tensor is viewed as
+/// [N, S, C] and transposed to [N, C, S] (or back). The values and their
+/// accumulation order are those of the channels-first convolution.
+struct ChannelsFirst {
+  static Shape shape(const Shape &t) { return channelsFirstShape(t); }
+  /// [n, a, b] -> [n, b, a].
+  static void swap(const float *src, float *dst, int64_t n, int64_t a,
+                   int64_t b) {
+    for (int64_t i = 0; i < n; ++i, src += a * b, dst += a * b)
+      for (int64_t j = 0; j < a; ++j)
+        for (int64_t k = 0; k < b; ++k)
+          dst[k * a + j] = src[j * b + k];
+  }
+  /// `data` of channels-last shape `t`, transposed into `out`.
+  static const float *from(const float *data, const Shape &t,
+                           std::vector<float> &out) {
+    int64_t n = t[0], ch = t.back(), sp = numElements(t) / std::max<int64_t>(n * ch, 1);
+    out.resize(numElements(t));
+    swap(data, out.data(), n, sp, ch);
+    return out.data();
+  }
+  /// Channels-first `data` stored into channels-last `t`, rounded once.
+  static void store(Tensor &t, const float *data) {
+    const Shape &s = t.shape();
+    int64_t n = s[0], ch = s.back(), sp = t.size() / std::max<int64_t>(n * ch, 1);
+    std::vector<float> out(t.size());
+    swap(data, out.data(), n, ch, sp);
+    storeFloats(t, out.data());
+  }
+};
+
 void convK(KernelContext &c) {
   const Tensor &x = c.in(0), &w = c.in(1);
   const Tensor *bias = c.input(2);
   Tensor &y = c.output(0);
-  Window win(c.step, x.shape(), y.shape(),
-             Shape(w.shape().begin() + 2, w.shape().end()));
+  bool last = c.step.getInt("channels_last", 0);
+  Shape xs = last ? ChannelsFirst::shape(x.shape()) : x.shape();
+  Shape ws = last ? ChannelsFirst::shape(w.shape()) : w.shape();
+  Shape ys = last ? ChannelsFirst::shape(y.shape()) : y.shape();
+  Window win(c.step, xs, ys, Shape(ws.begin() + 2, ws.end()));
   int64_t group = c.step.getInt("group", 1);
-  int64_t batch = x.dim(0), cin = x.dim(1), cout = y.dim(1);
+  int64_t batch = xs[0], cin = xs[1], cout = ys[1];
   int64_t cg = cin / group, mg = cout / group;
   int64_t kk = win.kernelSize(), osp = win.outSize(), isp = win.inSize();
-  std::vector<float> xBuf, wBuf, yBuf;
+  std::vector<float> xBuf, wBuf, yBuf, xT, wT;
   const float *xp = floatData(x, xBuf), *wp = floatData(w, wBuf);
-  float *yp = floatOut(y, yBuf);
+  if (last) {
+    xp = ChannelsFirst::from(xp, x.shape(), xT);
+    wp = ChannelsFirst::from(wp, w.shape(), wT);
+    yBuf.assign(y.size(), 0.0f);
+  }
+  float *yp = last ? yBuf.data() : floatOut(y, yBuf);
   // 2-D convolutions take contiguous rows (im2colRow2d); others gather
   // through the offset table.
   std::vector<int64_t> offsets;
@@ -194,6 +234,8 @@ void convK(KernelContext &c) {
         }
       });
     }
+  if (last)
+    return ChannelsFirst::store(y, yp);
   finishFloatOut(y, yBuf);
 }
 
@@ -204,16 +246,25 @@ void convGrad(KernelContext &c, bool wrtInput, const Tensor *bias = nullptr) {
   Tensor &out = c.output(0);
   const Tensor &x = wrtInput ? out : other;   // shapes only when wrtInput
   const Tensor &w = wrtInput ? other : out;
-  Window win(c.step, x.shape(), dy.shape(),
-             Shape(w.shape().begin() + 2, w.shape().end()));
+  bool last = c.step.getInt("channels_last", 0);
+  auto first = [&](const Tensor &t) {
+    return last ? ChannelsFirst::shape(t.shape()) : t.shape();
+  };
+  Shape xs = first(x), ws = first(w), dys = first(dy);
+  Window win(c.step, xs, dys, Shape(ws.begin() + 2, ws.end()));
   int64_t group = c.step.getInt("group", 1);
-  int64_t batch = x.dim(0), cin = x.dim(1), cout = dy.dim(1);
+  int64_t batch = xs[0], cin = xs[1], cout = dys[1];
   int64_t cg = cin / group, mg = cout / group;
   int64_t kk = win.kernelSize(), osp = win.outSize(), isp = win.inSize();
   int64_t rows = cg * kk;
   std::vector<int64_t> offsets = win.offsetTable();
   std::vector<float> dyBuf, oBuf, acc(out.size(), 0.0f), col(rows * osp);
+  std::vector<float> dyT, oT;
   const float *dyp = floatData(dy, dyBuf), *op = floatData(other, oBuf);
+  if (last) {
+    dyp = ChannelsFirst::from(dyp, dy.shape(), dyT);
+    op = ChannelsFirst::from(op, other.shape(), oT);
+  }
   for (int64_t img = 0; img < batch; ++img)
     for (int64_t g = 0; g < group; ++g) {
       const float *dyg = dyp + (img * cout + g * mg) * osp;
@@ -250,6 +301,8 @@ void convGrad(KernelContext &c, bool wrtInput, const Tensor *bias = nullptr) {
         acc[i] += bv;
     }
   }
+  if (last)
+    return ChannelsFirst::store(out, acc.data());
   storeFloats(out, acc.data());
 }
 

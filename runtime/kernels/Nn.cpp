@@ -27,8 +27,18 @@ void maxPoolK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
   Tensor *idx = c.numOutputs() > 1 ? &c.output(1) : nullptr;
-  Window win(c.step, x.shape(), y.shape(), {});
-  int64_t planes = x.dim(0) * x.dim(1), isp = win.inSize(), osp = win.outSize();
+  // Channels last: plane p = (image, channel) has its elements C apart.
+  bool last = c.step.getInt("channels_last", 0);
+  Shape xs = last ? channelsFirstShape(x.shape()) : x.shape();
+  Shape ys = last ? channelsFirstShape(y.shape()) : y.shape();
+  Window win(c.step, xs, ys, {});
+  int64_t ch = xs[1], planes = xs[0] * ch, isp = win.inSize(), osp = win.outSize();
+  auto in = [&](int64_t p, int64_t off) {
+    return last ? (p / ch * isp + off) * ch + p % ch : p * isp + off;
+  };
+  auto out = [&](int64_t p, int64_t o) {
+    return last ? (p / ch * osp + o) * ch + p % ch : p * osp + o;
+  };
   bool colMajor = c.step.getInt("storage_order", 0) == 1;
   int64_t kk = win.kernelSize();
   std::vector<int64_t> offsets = win.offsetTable();
@@ -39,26 +49,25 @@ void maxPoolK(KernelContext &c) {
       for (int64_t o = 0; o < osp; ++o) {
         float best = -std::numeric_limits<float>::infinity();
         int64_t arg = -1;
-        const float *plane = xp + p * isp;
         for (int64_t k = 0; k < kk; ++k) {
           int64_t off = offsets[k * osp + o];
           if (off < 0)
             continue;
-          float v = plane[off];
+          float v = xp[in(p, off)];
           if (arg < 0 || v > best || std::isnan(v)) {
             best = v;
             arg = off;
           }
         }
         if (y.dtype() == DType::F32)
-          y.data<float>()[p * osp + o] = best;
+          y.data<float>()[out(p, o)] = best;
         else
-          y.setFloat(p * osp + o, best);
+          y.setFloat(out(p, o), best);
         if (idx) {
           int64_t flat = arg;
           if (colMajor && win.in.size() == 2) // ONNX: column-major spatial
             flat = (arg % win.in[1]) * win.in[0] + arg / win.in[1];
-          idx->data<int64_t>()[p * osp + o] = p * isp + flat;
+          idx->data<int64_t>()[out(p, o)] = in(p, flat);
         }
       }
   });

@@ -18,19 +18,36 @@
 namespace mpc::rt {
 namespace {
 
-/// y = (x - mean) * invStd * scale + bias per channel (axis 1).
-void normalizeChannels(const Tensor &x, Tensor &y, const Tensor &scale,
-                       const Tensor &bias, const std::vector<float> &mean,
+/// Where batch norm's x [N, C, sp...] keeps element (img, channel, i):
+/// channels first, or last (`channels_last`: x is [N, sp..., C]). The
+/// kernels walk a channel's elements in (img, i) order either way, so the
+/// two layouts give the same bits.
+struct Channels {
+  int64_t n, ch, sp;
+  bool last;
+  Channels(const Tensor &x, const Step &s)
+      : n(x.dim(0)), last(s.getInt("channels_last", 0)) {
+    ch = x.dim(last ? x.rank() - 1 : 1);
+    sp = x.size() / std::max<int64_t>(n * ch, 1);
+  }
+  int64_t at(int64_t img, int64_t c, int64_t i) const {
+    return last ? (img * sp + i) * ch + c : (img * ch + c) * sp + i;
+  }
+};
+
+/// y = (x - mean) * invStd * scale + bias per channel.
+void normalizeChannels(const Channels &l, const Tensor &x, Tensor &y,
+                       const Tensor &scale, const Tensor &bias,
+                       const std::vector<float> &mean,
                        const std::vector<float> &invStd) {
-  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
-  parallelFor(n * ch, 1, [&](int64_t b, int64_t e) {
+  parallelFor(l.n * l.ch, 1, [&](int64_t b, int64_t e) {
     for (int64_t p = b; p < e; ++p) {
-      int64_t cidx = p % ch;
+      int64_t img = p / l.ch, cidx = p % l.ch;
       float s = scale.getFloat(cidx), bi = bias.getFloat(cidx);
-      for (int64_t i = 0; i < sp; ++i)
-        y.setFloat(p * sp + i,
-                   (x.getFloat(p * sp + i) - mean[cidx]) * invStd[cidx] * s +
-                       bi);
+      for (int64_t i = 0; i < l.sp; ++i) {
+        int64_t k = l.at(img, cidx, i);
+        y.setFloat(k, (x.getFloat(k) - mean[cidx]) * invStd[cidx] * s + bi);
+      }
     }
   });
 }
@@ -38,28 +55,30 @@ void normalizeChannels(const Tensor &x, Tensor &y, const Tensor &scale,
 void batchNormK(KernelContext &c) {
   const Tensor &x = c.in(0);
   float eps = (float)c.step.getFloat("epsilon", 1e-5);
-  int64_t ch = x.dim(1);
+  Channels l(x, c.step);
+  int64_t ch = l.ch;
   std::vector<float> mean(ch), inv(ch);
   for (int64_t i = 0; i < ch; ++i) {
     mean[i] = c.in(3).getFloat(i);
     inv[i] = 1.0f / std::sqrt(c.in(4).getFloat(i) + eps);
   }
-  normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
+  normalizeChannels(l, x, c.output(0), c.in(1), c.in(2), mean, inv);
 }
 
 /// x [N, C, ...]'s batch statistics per channel: sums in double, mean
 /// and population variance rounded to FP32, inv = 1 / sqrt(var + eps).
 /// batch_norm_train and batch_norm_grad share them (so does the CUDA
 /// backend's formula).
-void channelStats(const Tensor &x, float eps, std::vector<float> &mean,
-                  std::vector<float> &var, std::vector<float> &inv) {
-  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+void channelStats(const Channels &l, const Tensor &x, float eps,
+                  std::vector<float> &mean, std::vector<float> &var,
+                  std::vector<float> &inv) {
+  int64_t n = l.n, ch = l.ch, sp = l.sp;
   mean.assign(ch, 0), var.assign(ch, 0), inv.assign(ch, 0);
   for (int64_t cidx = 0; cidx < ch; ++cidx) {
     double sum = 0, sq = 0;
     for (int64_t img = 0; img < n; ++img)
       for (int64_t i = 0; i < sp; ++i) {
-        double v = x.getFloat((img * ch + cidx) * sp + i);
+        double v = x.getFloat(l.at(img, cidx, i));
         sum += v;
         sq += v * v;
       }
@@ -76,10 +95,11 @@ void batchNormTrainK(KernelContext &c) {
   const Tensor &x = c.in(0);
   float eps = (float)c.step.getFloat("epsilon", 1e-5);
   float momentum = (float)c.step.getFloat("momentum", 0.9);
-  int64_t ch = x.dim(1);
+  Channels l(x, c.step);
+  int64_t ch = l.ch;
   std::vector<float> mean, var, inv;
-  channelStats(x, eps, mean, var, inv);
-  normalizeChannels(x, c.output(0), c.in(1), c.in(2), mean, inv);
+  channelStats(l, x, eps, mean, var, inv);
+  normalizeChannels(l, x, c.output(0), c.in(1), c.in(2), mean, inv);
   Tensor &rm = c.output(1), &rv = c.output(2);
   for (int64_t i = 0; i < ch; ++i) {
     rm.setFloat(i, c.in(3).getFloat(i) * momentum + mean[i] * (1 - momentum));
@@ -104,13 +124,14 @@ void batchNormGradK(KernelContext &c) {
       return y ? formulas::mpc_relu_grad(v, y->getFloat(i)) : v;
     }
   } dy{c.in(0), reluOut};
+  Channels l(x, c.step);
   std::vector<float> mean, var, inv;
-  channelStats(x, (float)c.step.getFloat("epsilon", 1e-5), mean, var, inv);
-  int64_t n = x.dim(0), ch = x.dim(1), sp = x.size() / std::max<int64_t>(n * ch, 1);
+  channelStats(l, x, (float)c.step.getFloat("epsilon", 1e-5), mean, var, inv);
+  int64_t n = l.n, ch = l.ch, sp = l.sp;
   Tensor &dx = c.output(0), &dscale = c.output(1), &dbias = c.output(2);
   parallelFor(ch, 1, [&](int64_t s, int64_t e) {
     for (int64_t cidx = s; cidx < e; ++cidx) {
-      auto at = [&](int64_t img, int64_t i) { return (img * ch + cidx) * sp + i; };
+      auto at = [&](int64_t img, int64_t i) { return l.at(img, cidx, i); };
       double sumDy = 0, sumDyX = 0;
       for (int64_t img = 0; img < n; ++img)
         for (int64_t i = 0; i < sp; ++i) {

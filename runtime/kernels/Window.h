@@ -124,6 +124,15 @@ struct Window {
   }
 };
 
+/// A channels-last shape [N, D1..Dn, C] (a conv's `channels_last`
+/// operands; a filter is [M, k1..kn, C/group]) in the channels-first
+/// order [N, C, D1..Dn] that Window and the kernels' loops take.
+inline Shape channelsFirstShape(const Shape &t) {
+  Shape s{t[0], t.back()};
+  s.insert(s.end(), t.begin() + 1, t.end() - 1);
+  return s;
+}
+
 } // namespace mpc::rt
 
 #endif // MPC_RUNTIME_KERNELS_WINDOW_H

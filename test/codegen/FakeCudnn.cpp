@@ -33,8 +33,18 @@ constexpr Status kOk = 0, kBadParam = 3, kNotSupported = 9,
 constexpr int kFloat = 0, kHalf = 2, kBfloat16 = 9;
 constexpr size_t kWorkspace = 4096; // what the first "algorithm" asks for
 
+/// A 4-d tensor or filter; `nhwc` (CUDNN_TENSOR_NHWC, a filter KRSC)
+/// moves c innermost.
 struct Tensor {
   int type = -1, n = 0, c = 0, h = 0, w = 0;
+  bool nhwc = false;
+  int64_t at(int64_t in, int64_t ic, int64_t ih, int64_t iw) const {
+    return nhwc ? ((in * h + ih) * w + iw) * c + ic
+                : ((in * c + ic) * h + ih) * w + iw;
+  }
+  int64_t channel(int64_t i) const {
+    return nhwc ? i % c : i / ((int64_t)h * w) % c;
+  }
 };
 struct Conv {
   int padH = 0, padW = 0, u = 1, v = 1, dilH = 1, dilW = 1, groups = 1;
@@ -73,7 +83,9 @@ bool consistent(const Tensor &x, const Tensor &f, const Conv &cv,
   auto out = [](int in, int pad, int k, int stride, int dil) {
     return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1;
   };
+  // One layout for all three, as cuDNN's NHWC kernels want.
   return cv.set && cv.math >= 0 && x.type >= 0 && x.type == f.type &&
+         x.nhwc == f.nhwc && x.nhwc == dy.nhwc &&
          x.type == dy.type && x.n == dy.n && f.n == dy.c &&
          x.c == f.c * cv.groups && f.n % cv.groups == 0 &&
          dy.h == out(x.h, cv.padH, f.h, cv.u, cv.dilH) &&
@@ -103,7 +115,7 @@ template <typename F> void forEachTap(const Call &k, F f) {
       int g = m / mg;
       for (int oh = 0; oh < k.dy.h; ++oh)
         for (int ow = 0; ow < k.dy.w; ++ow) {
-          int64_t dyi = (((int64_t)b * k.dy.c + m) * k.dy.h + oh) * k.dy.w + ow;
+          int64_t dyi = k.dy.at(b, m, oh, ow);
           for (int ci = 0; ci < cg; ++ci)
             for (int r = 0; r < k.f.h; ++r)
               for (int s = 0; s < k.f.w; ++s) {
@@ -111,9 +123,8 @@ template <typename F> void forEachTap(const Call &k, F f) {
                     iw = ow * k.cv.v - k.cv.padW + s * k.cv.dilW;
                 if (ih < 0 || ih >= k.x.h || iw < 0 || iw >= k.x.w)
                   continue;
-                int64_t xi = (((int64_t)b * k.x.c + g * cg + ci) * k.x.h + ih) *
-                                 k.x.w + iw,
-                        wi = (((int64_t)m * cg + ci) * k.f.h + r) * k.f.w + s;
+                int64_t xi = k.x.at(b, g * cg + ci, ih, iw),
+                        wi = k.f.at(m, ci, r, s);
                 f(dyi, xi, wi);
               }
         }
@@ -139,11 +150,10 @@ void compute(void *arg) {
       acc[wi] += g * load(t, k.a, xi);
   });
   if (k.activation >= 0) { // one rounding after the bias and Relu
-    int64_t plane = (int64_t)o.h * o.w;
     for (size_t i = 0; i < acc.size(); ++i) {
       float v = k.alpha * acc[i] +
                 (k.beta != 0 ? k.beta * load(t, k.z, i) : 0.0f) +
-                load(t, k.bias, (int64_t)i / plane % o.c);
+                load(t, k.bias, o.channel((int64_t)i));
       store(t, k.out, i, k.activation == kRelu && v < 0.0f ? 0.0f : v);
     }
     return;
@@ -166,7 +176,7 @@ void add(void *arg) {
   int64_t plane = (int64_t)k.c.h * k.c.w;
   for (int64_t i = 0; i < (int64_t)k.c.n * k.c.c * plane; ++i)
     store(k.c.type, k.pc, i,
-          k.alpha * load(k.a.type, k.pa, i / plane % k.c.c) +
+          k.alpha * load(k.a.type, k.pa, k.c.channel(i)) +
               k.beta * load(k.c.type, k.pc, i));
 }
 
@@ -227,10 +237,11 @@ Status cudnnSetStream(void *h, void *s) {
 Status cudnnCreateTensorDescriptor(void **t) { return *t = new Tensor, kOk; }
 Status cudnnSetTensor4dDescriptor(void *t, int format, int type, int n, int c,
                                   int h, int w) {
-  if (format != 0 || (type != kFloat && type != kHalf && type != kBfloat16) ||
-      n < 1 || c < 1 || h < 1 || w < 1)
+  if ((format != 0 && format != 1) ||
+      (type != kFloat && type != kHalf && type != kBfloat16) || n < 1 ||
+      c < 1 || h < 1 || w < 1)
     return kBadParam;
-  *static_cast<Tensor *>(t) = Tensor{type, n, c, h, w};
+  *static_cast<Tensor *>(t) = Tensor{type, n, c, h, w, format == 1};
   return kOk;
 }
 Status cudnnDestroyTensorDescriptor(void *t) { return delete (Tensor *)t, kOk; }

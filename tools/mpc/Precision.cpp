@@ -28,7 +28,14 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                     cl::desc("Rewrite softmax(Q K^T) V subgraphs to the fused, "
                              "memory-linear attention op (default on; "
                              "=false keeps them as written)"),
-                    cl::init(true), cl::sub(sub)) {
+                    cl::init(true), cl::sub(sub)),
+      layout("layout",
+             cl::desc("nchw | nhwc: the layout convolution regions run in. "
+                      "nhwc runs them channels last (NHWC data, KRSC "
+                      "filters), as cuDNN's tensor-core kernels read them; "
+                      "parameters and checkpoints keep ONNX's layout "
+                      "(default nchw)"),
+             cl::init("nchw"), cl::sub(sub)) {
   if (training)
     lossScale = std::make_unique<cl::opt<std::string>>(
         "loss-scale",
@@ -53,6 +60,7 @@ static void applyShared(const PrecisionFlags &f,
   o.ampKeepFp32 = ArrayRef<std::string>(f.ampKeepFp32);
   o.ampConfig = f.ampConfig.getValue();
   o.fuseAttention = f.fuseAttention.getValue();
+  o.layout = f.layout.getValue();
 }
 
 void PrecisionFlags::apply(mlir::mpc::PrecisionPipelineOptions &o) const {

@@ -22,6 +22,7 @@ struct PrecisionFlags {
   llvm::cl::list<std::string> ampAllow, ampDeny, ampKeepFp32;
   llvm::cl::opt<std::string> ampConfig;
   llvm::cl::opt<bool> fuseAttention;
+  llvm::cl::opt<std::string> layout;
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
 

@@ -4,7 +4,9 @@ kernels.cu for the host with cuda_host_shim.h, runs it with
 mpc-emulate-artifact on seeded inputs and checks every output against the
 CPU backend (largest difference relative to the output's magnitude).
 
-usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC[:OPTIMIZER]...
+usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC[:OPTIMIZER[:FLAG=V..]]...
+
+FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout nhwc).
 """
 import os
 import re
@@ -25,13 +27,16 @@ rng = np.random.default_rng(0)
 shim = precompile_shim(cxx, src, work)
 for spec in specs:
     path, prec, *opt = spec.split(":")
+    flags = [f for o in opt[1:] for f in ("--" + o.split("=")[0], o.split("=")[1])]
+    opt = opt[:1]
     name = os.path.splitext(os.path.basename(path))[0]
-    tag = f"{name}-{prec}" + (f"-train-{opt[0]}" if opt else "")
+    tag = f"{name}-{prec}" + (f"-train-{opt[0]}" if opt else "") + \
+        "".join("-" + f for f in flags[1::2])
     art = os.path.join(work, tag)
     train = ["--train", "--optimizer", opt[0], "--lr", "0.01"] if opt else []
     subprocess.run([os.path.join(tools, "mpc"), "compile", path, "-o", art,
-                    "--precision", prec, "--batch", "4", "--no-nvcc"] + train,
-                   check=True, stdout=subprocess.DEVNULL)
+                    "--precision", prec, "--batch", "4", "--no-nvcc"] + train +
+                   flags, check=True, stdout=subprocess.DEVNULL)
     if opt:  # data, loss-scale and optimizer state at step 1
         os.makedirs(art + "-in", exist_ok=True)
         args = subprocess.run(
@@ -51,7 +56,8 @@ for spec in specs:
                         r"CPU backend", out)
     ok = diffs and max(diffs) <= RTOL[prec] and flushed[1] == flushed[2]
     ok_all &= bool(ok)
-    print(f"{name} {prec}{' train ' + opt[0] if opt else ''}: {kernels} "
+    print(f"{name} {prec}{' train ' + opt[0] if opt else ''}"
+          f"{''.join(' ' + f for f in flags[1::2])}: {kernels} "
           f"kernels emulated; outputs within "
           f"{max(diffs):.2e} of the CPU backend"
           + (f", {flushed[1]} gradients flushed (CPU backend {flushed[2]})"

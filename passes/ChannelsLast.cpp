@@ -1,0 +1,241 @@
+//===- ChannelsLast.cpp - convolution regions in NHWC ---------------------===//
+//
+// cuDNN's tensor-core convolutions read and write NHWC (filters KRSC);
+// given NCHW they transpose on the way in and out. PyTorch users get NHWC
+// with `model.to(memory_format=torch.channels_last)`; here the compiler
+// decides, per region of convolutions and what runs between them.
+//
+// Each convolution becomes a `channels_last` one between two transposes:
+// x and its filter to channels last before it, the result back after it.
+// Walking the function in order, a channels-first transpose then moves
+// past what reads it when that op works per channel in either layout:
+// batch norm and max pooling (their `channels_last` forms; the pool's
+// where nothing reads its indices yet), elementwise ops of one operand
+// and binary ones whose other operands are channels last already (a
+// residual from before the region that a convolution reads too) or the
+// same for every position (a per-channel bias). A convolution reading
+// such a transpose takes its input directly. What is left are transposes at the region's edges (a max
+// pool, global pooling, a flatten), and the filters' (small, once a
+// step). The values are the same: the ops compute each element as before.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_CHANNELSLAST
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// `v` transposed by `perm` (an mpc.transpose at `b`'s insertion point).
+Value transposed(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> perm) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  return b.create<TransposeOp>(loc, permutedType(t, perm), v,
+                               b.getDenseI64ArrayAttr(perm));
+}
+
+/// The channels-last value `v` is a channels-first transpose of, if any.
+Value channelsLastSource(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
+  if (!t || !type || type.getRank() < 3 || !t.getPerm() ||
+      ArrayRef<int64_t>(*t.getPerm()) !=
+          ArrayRef<int64_t>(channelsFirstPerm(type.getRank())))
+    return {};
+  return t.getX();
+}
+
+/// `v` channels last: the value it was transposed from, or a transpose
+/// (one per value: `made` keeps them for the ops that read it later).
+Value toChannelsLast(OpBuilder &b, Location loc, Value v,
+                     DenseMap<Value, Value> &made) {
+  if (Value src = channelsLastSource(v))
+    return src;
+  Value &t = made[v];
+  if (!t)
+    t = transposed(b, loc, v, channelsLastPerm(rankedOf(v).getRank()));
+  return t;
+}
+
+/// Ops computing each element from the same element of their one tensor
+/// operand (Clip's bounds are scalars), so any layout will do.
+bool isElementwiseUnary(Operation *op) {
+  return isa<ReluOp, LeakyReluOp, SigmoidOp, TanhOp, GeluOp, HardSwishOp,
+             HardSigmoidOp, EluOp, SeluOp, CeluOp, MishOp, SoftplusOp,
+             IdentityOp, ClipOp, NegOp, AbsOp>(op);
+}
+
+bool isElementwiseBinary(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, SumOp>(op);
+}
+
+/// How operand type `t` broadcasts to the rank-4 channels-first `out`
+/// when it is the same in every image and position: true, one value a
+/// channel ([C, 1, 1], [1, C, 1, 1]); false, one value; none otherwise.
+std::optional<bool> broadcastForm(RankedTensorType t, RankedTensorType out) {
+  if (!t.hasStaticShape() || t.getRank() > out.getRank())
+    return std::nullopt;
+  SmallVector<int64_t> dims(out.getRank() - t.getRank(), 1);
+  llvm::append_range(dims, t.getShape());
+  for (int64_t i = 0; i < out.getRank(); ++i)
+    if (i != 1 && dims[i] != 1)
+      return std::nullopt;
+  if (dims[1] != 1 && dims[1] != out.getDimSize(1))
+    return std::nullopt;
+  return dims[1] != 1;
+}
+
+/// `op` rebuilt on `operands` with its attributes (and `extra`), result
+/// types inferred; null when the types do not infer.
+Operation *rebuilt(OpBuilder &b, Operation *op, ValueRange operands,
+                   ArrayRef<NamedAttribute> extra = {}) {
+  NamedAttrList attrs(op->getAttrDictionary());
+  for (const NamedAttribute &a : extra)
+    attrs.set(a.getName(), a.getValue());
+  auto made = createInferred(b, op->getLoc(), op->getName().getStringRef(),
+                             operands, attrs.getAttrs());
+  return succeeded(made) ? *made : nullptr;
+}
+
+/// Replaces `op`'s results with `made`'s, the first `firstCount` (the
+/// channels-last ones) through a transpose back to channels first.
+void replaceWith(OpBuilder &b, Operation *op, Operation *made,
+                 unsigned firstCount) {
+  for (unsigned i = 0; i < op->getNumResults(); ++i) {
+    Value v = made->getResult(i);
+    if (i < firstCount)
+      v = transposed(b, op->getLoc(), v,
+                     channelsFirstPerm(rankedOf(v).getRank()));
+    op->getResult(i).replaceAllUsesWith(v);
+  }
+  op->erase();
+}
+
+/// Rewrites one op when it can run channels last; true when it did.
+bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
+  b.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  NamedAttribute last = b.getNamedAttr("channels_last", b.getBoolAttr(true));
+  if (auto conv = dyn_cast<ConvOp>(op)) {
+    if (conv.getChannelsLast() || rankedOf(conv.getX()).getRank() != 4)
+      return false;
+    SmallVector<Value> operands{toChannelsLast(b, loc, conv.getX(), made),
+                                toChannelsLast(b, loc, conv.getW(), made)};
+    if (conv.getBias())
+      operands.push_back(conv.getBias());
+    Operation *built = rebuilt(b, op, operands, {last});
+    if (!built)
+      return false;
+    replaceWith(b, op, built, 1);
+    return true;
+  }
+  if (isa<BatchNormOp, BatchNormTrainOp>(op)) {
+    Value src = channelsLastSource(op->getOperand(0));
+    auto already = op->getAttrOfType<BoolAttr>("channels_last");
+    if (!src || (already && already.getValue()))
+      return false;
+    SmallVector<Value> operands(op->getOperands());
+    operands[0] = src;
+    Operation *built = rebuilt(b, op, operands, {last});
+    if (!built)
+      return false;
+    replaceWith(b, op, built, 1); // the running statistics stay as they are
+    return true;
+  }
+  if (auto pool = dyn_cast<MaxPoolOp>(op)) {
+    // Channels-last indices would mean other elements to a reader of
+    // ONNX's Indices: only where nothing reads them yet (the gradient,
+    // made later, reads them in this layout).
+    Value src = channelsLastSource(pool.getX());
+    if (!src || pool.getChannelsLast() || !pool.getIndices().use_empty() ||
+        pool.getStorageOrder() != 0 || rankedOf(src).getRank() != 4)
+      return false;
+    Operation *built = rebuilt(b, op, {src}, {last});
+    if (!built)
+      return false;
+    replaceWith(b, op, built, 1);
+    return true;
+  }
+  if (isElementwiseUnary(op)) {
+    Value src = channelsLastSource(op->getOperand(0));
+    if (!src)
+      return false;
+    SmallVector<Value> operands(op->getOperands());
+    operands[0] = src;
+    Operation *built = rebuilt(b, op, operands);
+    if (!built)
+      return false;
+    replaceWith(b, op, built, 1);
+    return true;
+  }
+  if (isElementwiseBinary(op)) {
+    // Each operand channels last: from a channels-last transpose, already
+    // transposed for a convolution (a residual from before the region, as
+    // ResNet's first block adds its input), or a broadcast of one value a
+    // channel ([C, 1, 1]: reshaped to [C]) or of one value (as it is). At
+    // least one comes from channels last, so no transpose is added.
+    auto out = rankedOf(op->getResult(0));
+    enum Form { Source, Made, PerChannel, Uniform };
+    SmallVector<Form> forms;
+    for (Value v : op->getOperands()) {
+      auto t = rankedOf(v);
+      bool whole = t.getShape() == out.getShape();
+      if (whole && channelsLastSource(v))
+        forms.push_back(Source);
+      else if (whole && made.count(v))
+        forms.push_back(Made);
+      else if (auto f = broadcastForm(t, out))
+        forms.push_back(*f ? PerChannel : Uniform);
+      else
+        return false;
+    }
+    if (!llvm::is_contained(forms, Source))
+      return false;
+    SmallVector<Value> operands;
+    for (auto [v, form] : llvm::zip(op->getOperands(), forms))
+      operands.push_back(form == Source  ? channelsLastSource(v)
+                         : form == Made ? made[v]
+                         : form == PerChannel
+                             ? reshapeTo(b, loc, v, {out.getDimSize(1)})
+                             : v);
+    Operation *built = rebuilt(b, op, operands);
+    if (!built)
+      return false;
+    replaceWith(b, op, built, 1);
+    return true;
+  }
+  return false;
+}
+
+struct ChannelsLast : public mpc::impl::ChannelsLastBase<ChannelsLast> {
+  void runOnOperation() override {
+    OpBuilder b(&getContext());
+    for (auto f : getOperation().getOps<func::FuncOp>()) {
+      SmallVector<Operation *> ops;
+      f.walk([&](Operation *op) { ops.push_back(op); });
+      DenseMap<Value, Value> made;
+      for (Operation *op : ops)
+        rewrite(b, op, made);
+      // Transposes that moved on leave their unread originals behind.
+      bool erased = true;
+      while (erased) {
+        erased = false;
+        for (TransposeOp t : llvm::to_vector(f.getOps<TransposeOp>()))
+          if (t->use_empty())
+            t.erase(), erased = true;
+      }
+    }
+  }
+};
+
+} // namespace
