@@ -53,11 +53,11 @@ def kernel_traffic(plan_path):
     return total
 
 
-def compile_step(model, out, batch, fuse):
+def compile_step(model, out, batch, fuse, flags=()):
     subprocess.run([MPC, "compile", model, "-o", out, "--precision", "fp16",
                     "--batch", str(batch), "--train", "--optimizer", "adam",
-                    "--lr", "0.01", "--no-nvcc", f"--fuse={str(fuse).lower()}"],
-                   check=True, stdout=subprocess.DEVNULL)
+                    "--lr", "0.01", "--no-nvcc", f"--fuse={str(fuse).lower()}",
+                    *flags], check=True, stdout=subprocess.DEVNULL)
     summary = json.load(open(os.path.join(out, "summary.json")))
     return (summary["steps"], len(summary["launches"]),
             kernel_traffic(os.path.join(out, "plan.txt")),
@@ -75,16 +75,20 @@ def main():
                     work, "--only", "digits_cnn,transformer,gpt,resnet18_train"],
                    check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"))] + [
-        (m, os.path.join(work, m + ".onnx"))
+    models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"), ())] + [
+        (m, os.path.join(work, m + ".onnx"), ())
         for m in ("digits_cnn", "transformer", "gpt", "resnet18_train")]
+    # The ResNet channels last too (mpc-channels-last).
+    models.append(("resnet18_train `--layout nhwc`",
+                   os.path.join(work, "resnet18_train.onnx"),
+                   ("--layout", "nhwc")))
     mib = lambda b: f"{b / 2 ** 20:.2f}"
     rows = []
-    for name, path in models:
-        steps, k0, t0, m0 = compile_step(path, os.path.join(work, name + "-0"),
-                                         a.batch, False)
-        _, k1, t1, m1 = compile_step(path, os.path.join(work, name + "-1"),
-                                     a.batch, True)
+    for i, (name, path, flags) in enumerate(models):
+        steps, k0, t0, m0 = compile_step(path, os.path.join(work, f"{i}-0"),
+                                         a.batch, False, flags)
+        _, k1, t1, m1 = compile_step(path, os.path.join(work, f"{i}-1"),
+                                     a.batch, True, flags)
         rows.append(f"| {name} | {steps} | {k0} -> {k1} | {mib(t0)} -> {mib(t1)} "
                     f"({100 * (1 - t1 / t0):.0f}% less) | {mib(m0)} -> {mib(m1)} |")
         print(rows[-1])

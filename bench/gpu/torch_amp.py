@@ -87,6 +87,16 @@ for name, (model, x) in models.items():
         scaler.step(opt)
         scaler.update()
     train = timed(step)
+    # The CNNs channels last too (model and batch in
+    # torch.channels_last), as PyTorch's AMP guide recommends on tensor
+    # cores: the side-by-side figure for mpc's --layout nhwc.
+    if name in ("rescnn", "resnet18", "resnet50"):
+        model.to(memory_format=torch.channels_last)
+        x_first = x
+        x = x.contiguous(memory_format=torch.channels_last)
+        print(f"torch {name} amp-train-step-channels-last {timed(step):.4f}")
+        model.to(memory_format=torch.contiguous_format)
+        x = x_first
     def fp32_step():
         opt.zero_grad(set_to_none=True)
         loss_of().backward()
