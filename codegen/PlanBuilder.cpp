@@ -213,10 +213,21 @@ private:
       if (id < 0)
         return false;
       unsigned n = arg.getArgNumber();
+      // Held in another layout than ONNX's (mpc-channels-last's KRSC
+      // filters): the initial value is permuted here, the rest at the
+      // runtime's edges (runtime/StoredLayouts.h).
+      std::vector<int64_t> perm;
+      if (auto p = func.getArgAttrOfType<DenseI64ArrayAttr>(n, "mpc.stored_perm"))
+        perm.assign(p.asArrayRef().begin(), p.asArrayRef().end());
       if (auto sym = func.getArgAttrOfType<FlatSymbolRefAttr>(n, "mpc.param")) {
         auto param = module.lookupSymbol<ParamOp>(sym);
+        rt::Tensor init = toTensor(param.getValue());
+        if (!perm.empty()) {
+          plan.layouts[sym.getValue().str()] = perm;
+          init = rt::permuted(init, perm);
+        }
         plan.params.push_back({sym.getValue().str(), id, param.getTrainable(),
-                               toTensor(param.getValue())});
+                               std::move(init)});
         // --weights seed:N drew it: [seed, mean, std] (tools/mpc).
         if (auto s = param->getAttrOfType<ArrayAttr>("mpc.seeded");
             s && s.size() == 3)
@@ -228,6 +239,8 @@ private:
         auto name = func.getArgAttrOfType<StringAttr>(n, "mpc.input");
         plan.inputs.push_back(
             {name ? name.str() : "arg" + std::to_string(n), id});
+        if (!perm.empty())
+          plan.layouts[plan.inputs.back().name] = perm;
       }
     }
     return true;

@@ -14,9 +14,12 @@
 // and binary ones whose other operands are channels last already (a
 // residual from before the region that a convolution reads too) or the
 // same for every position (a per-channel bias). A convolution reading
-// such a transpose takes its input directly. What is left are transposes at the region's edges (a max
-// pool, global pooling, a flatten), and the filters' (small, once a
-// step). The values are the same: the ops compute each element as before.
+// such a transpose takes its input directly. What is left are transposes
+// at the region's edges (global pooling, a flatten, a softmax over the
+// channels) and the filters' (small, once a step; with stored-filters, a
+// train step's filter parameters are kept KRSC instead: mpc.stored_perm,
+// undone only where weights leave the runtime). The values are the same:
+// the ops compute each element as before.
 //
 //===----------------------------------------------------------------------===//
 
@@ -217,10 +220,51 @@ bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
   return false;
 }
 
+/// How many functions take parameter `sym` as an argument.
+int takers(ModuleOp module, Attribute sym) {
+  int n = 0;
+  for (auto f : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      n += f.getArgAttr(i, "mpc.param") == sym;
+  return n;
+}
+
+/// Keeps filter parameter `arg` KRSC (stored-filters): its type becomes
+/// the channels-last one, `mpc.stored_perm` says so, and one transpose
+/// back stands for it, which the convolutions' rewrites then see through.
+/// Only a parameter of one function that nothing but 2-D convolutions
+/// read as their filter.
+void storeChannelsLast(OpBuilder &b, func::FuncOp f, BlockArgument arg) {
+  Attribute sym = f.getArgAttr(arg.getArgNumber(), "mpc.param");
+  auto t = llvm::dyn_cast<RankedTensorType>(arg.getType());
+  if (!sym || !t || t.getRank() != 4 || arg.use_empty() ||
+      takers(f->getParentOfType<ModuleOp>(), sym) != 1)
+    return;
+  for (OpOperand &use : arg.getUses()) {
+    auto conv = dyn_cast<ConvOp>(use.getOwner());
+    if (!conv || use.getOperandNumber() != 1 || conv.getChannelsLast() ||
+        rankedOf(conv.getX()).getRank() != 4)
+      return;
+  }
+  SmallVector<int64_t> perm = channelsLastPerm(4);
+  arg.setType(permutedType(t, perm));
+  b.setInsertionPointToStart(&f.getBody().front());
+  Value back = transposed(b, arg.getLoc(), arg, channelsFirstPerm(4));
+  arg.replaceAllUsesExcept(back, back.getDefiningOp());
+  f.setArgAttr(arg.getArgNumber(), "mpc.stored_perm",
+               b.getDenseI64ArrayAttr(perm));
+  f.setType(b.getFunctionType(f.getBody().front().getArgumentTypes(),
+                              f.getResultTypes()));
+}
+
 struct ChannelsLast : public mpc::impl::ChannelsLastBase<ChannelsLast> {
+  using Base::Base;
   void runOnOperation() override {
     OpBuilder b(&getContext());
     for (auto f : getOperation().getOps<func::FuncOp>()) {
+      if (storedFilters)
+        for (BlockArgument arg : f.getBody().front().getArguments())
+          storeChannelsLast(b, f, arg);
       SmallVector<Operation *> ops;
       f.walk([&](Operation *op) { ops.push_back(op); });
       DenseMap<Value, Value> made;

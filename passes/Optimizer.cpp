@@ -126,8 +126,15 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
         if (f.getArgAttr(a.getArgNumber(), "mpc.param") == sym)
           p = a;
       StringRef name = sym.getValue();
+      // State has its parameter's stored layout (mpc-channels-last's
+      // KRSC filters), which checkpoints undo as they do the parameter's.
+      auto perm = f.getArgAttr(llvm::cast<BlockArgument>(p).getArgNumber(),
+                               "mpc.stored_perm");
       auto stateOf = [&](const char *which) {
-        return input(p.getType(), Twine("mpc.opt.") + which + "." + name);
+        Value s = input(p.getType(), Twine("mpc.opt.") + which + "." + name);
+        if (perm)
+          f.setArgAttr(f.getNumArguments() - 1, "mpc.stored_perm", perm);
+        return s;
       };
       auto emitState = [&](const char *which, Value oldV, Value newV) {
         emit(guarded(oldV, newV),

@@ -196,6 +196,11 @@ def TransposesToAttention : Pass<"mpc-transposes-to-attention", "::mlir::ModuleO
 }
 
 def ChannelsLast : Pass<"mpc-channels-last", "::mlir::ModuleOp"> {
+  let options = [
+    Option<"storedFilters", "stored-filters", "bool", /*default=*/"false",
+           "Keep filter parameters KRSC (mpc.stored_perm) instead of "
+           "transposing them each step">,
+  ];
   let summary = "Run convolution regions channels last (NHWC), as cuDNN's tensor cores want";
   let description = [{
     cuDNN's tensor-core convolutions read and write NHWC with KRSC filters;
@@ -207,7 +212,15 @@ def ChannelsLast : Pass<"mpc-channels-last", "::mlir::ModuleOp"> {
     forms, elementwise ops, binary ops whose other operands are channels
     last already or per-channel broadcasts) and cancels against the next
     convolution's. Transposes remain at the region's edges (global
-    pooling, flatten) and on the filters. The values are the same.
+    pooling, flatten). The values are the same.
+
+    A filter parameter that only convolutions read gets its transposes
+    each step with `stored-filters=false`; with `stored-filters` (what a
+    train step with an optimizer runs) it is kept KRSC instead: its
+    argument takes that type and `mpc.stored_perm = array<i64: 0, 2, 3, 1>`
+    (stored = transpose(ONNX value, perm)), which the plan carries to the
+    runtime, so its gradient, master weights and optimizer state are KRSC
+    too and only the model written out and checkpoints are transposed.
 
     Before:
     ```mlir

@@ -156,7 +156,8 @@ template void addClassifyPass(OpPassManager &,
 namespace {
 
 template <typename Derived>
-void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
+void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o,
+                      bool optimizes = false) {
   pm.addPass(createFuseDecomposed());
   pm.addPass(createSlicesToSplit());
   pm.addPass(createStableLogs());
@@ -164,8 +165,13 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o) {
     pm.addPass(createFuseAttention());
     pm.addPass(createTransposesToAttention());
   }
-  if (o.layout == "nhwc")
-    pm.addPass(createChannelsLast());
+  if (o.layout == "nhwc") {
+    // A step that updates its filters keeps them KRSC between steps; a
+    // forward or gradient-only run hands them out as ONNX lays them out.
+    ChannelsLastOptions layout;
+    layout.storedFilters = optimizes;
+    pm.addPass(createChannelsLast(layout));
+  }
   if (o.isLow()) {
     addClassifyPass(pm, o);
     pm.addPass(createInsertCasts());
@@ -205,7 +211,7 @@ void buildPrecisionPipeline(OpPassManager &pm,
 }
 
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
-  addForwardPasses(pm, o);
+  addForwardPasses(pm, o, StringRef(o.optimizer).lower() != "none");
   AutodiffOptions autodiff;
   autodiff.loss = o.loss;
   autodiff.params = o.trainParams;

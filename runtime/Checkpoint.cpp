@@ -10,7 +10,7 @@ namespace mpc::rt {
 bool saveCheckpoint(const std::string &dir, int64_t step,
                     const std::map<std::string, Tensor> &params,
                     const std::map<std::string, Tensor> &state,
-                    std::string &error) {
+                    const StoredLayouts &layouts, std::string &error) {
   namespace fs = std::filesystem;
   std::string tmp = dir + ".tmp";
   std::error_code ec;
@@ -25,10 +25,12 @@ bool saveCheckpoint(const std::string &dir, int64_t step,
   if (!writeNpy(tmp + "/step.npy", s, error))
     return false;
   for (const auto &[name, t] : params)
-    if (!writeNpy(tmp + "/param." + name + ".npy", t, error))
+    if (!writeNpy(tmp + "/param." + name + ".npy",
+                  toOnnxLayout(layouts, name, t), error))
       return false;
   for (const auto &[name, t] : state)
-    if (!writeNpy(tmp + "/state." + name + ".npy", t, error))
+    if (!writeNpy(tmp + "/state." + name + ".npy",
+                  toOnnxLayout(layouts, name, t), error))
       return false;
   std::string old = dir + ".old";
   fs::remove_all(old, ec);
@@ -45,7 +47,8 @@ bool saveCheckpoint(const std::string &dir, int64_t step,
 
 bool loadCheckpoint(const std::string &dir, int64_t &step,
                     std::map<std::string, Tensor> &params,
-                    std::map<std::string, Tensor> &state, std::string &error) {
+                    std::map<std::string, Tensor> &state,
+                    const StoredLayouts &layouts, std::string &error) {
   Tensor s;
   if (!readNpy(dir + "/step.npy", s, error))
     return false;
@@ -54,15 +57,29 @@ bool loadCheckpoint(const std::string &dir, int64_t &step,
     Tensor saved;
     if (!readNpy(dir + "/param." + name + ".npy", saved, error))
       return false;
+    if (layouts.count(name) &&
+        layouts.at(name).size() == saved.shape().size())
+      saved = toStoredLayout(layouts, name, saved);
     if (saved.shape() != t.shape() || saved.dtype() != t.dtype()) {
       error = "checkpoint parameter '" + name + "' does not match the model";
       return false;
     }
     t = std::move(saved);
   }
-  for (auto &[name, t] : state)
-    if (!readNpy(dir + "/state." + name + ".npy", t, error))
+  for (auto &[name, t] : state) {
+    Tensor saved;
+    if (!readNpy(dir + "/state." + name + ".npy", saved, error))
       return false;
+    if (layouts.count(name)) {
+      if (layouts.at(name).size() == saved.shape().size())
+        saved = toStoredLayout(layouts, name, saved);
+      if (saved.shape() != t.shape() || saved.dtype() != t.dtype()) {
+        error = "checkpoint state '" + name + "' does not match the model";
+        return false;
+      }
+    }
+    t = std::move(saved);
+  }
   return true;
 }
 

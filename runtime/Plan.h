@@ -11,6 +11,7 @@
 #ifndef MPC_RUNTIME_PLAN_H
 #define MPC_RUNTIME_PLAN_H
 
+#include "runtime/StoredLayouts.h"
 #include "runtime/OpId.h"
 #include "runtime/SeededWeights.h"
 #include "runtime/Tensor.h"
@@ -266,6 +267,10 @@ struct Plan {
   /// cores (CUBLAS_COMPUTE_32F_FAST_TF32; `--allow-tf32`). Off: FP32 is
   /// FP32, as PyTorch's default for matmuls.
   bool cudaTf32 = false;
+  /// Parameters and inputs held in another layout than ONNX's, by name
+  /// (mpc-channels-last's KRSC filters and their optimizer state): their
+  /// values and initial values are transpose(ONNX value, perm).
+  StoredLayouts layouts;
 };
 
 } // namespace mpc::rt

@@ -232,6 +232,12 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     os << "input " << escape(b.name) << " " << b.value << "\n";
   for (const Binding &b : plan.outputs)
     os << "output " << escape(b.name) << " " << b.value << "\n";
+  // Before the params: a seeded one is drawn in ONNX's layout, then
+  // permuted (PlanReader).
+  for (const auto &[name, perm] : plan.layouts)
+    os << "layout " << escape(name) << " " << joinList(perm, [](int64_t p) {
+      return std::to_string(p);
+    }) << "\n";
   for (const Parameter &p : plan.params) {
     os << "param " << escape(p.name) << " " << p.value << " " << p.trainable
        << " ";

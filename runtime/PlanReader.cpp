@@ -290,11 +290,29 @@ private:
         return "bad binding";
       (kind == "input" ? plan.inputs : plan.outputs)
           .push_back({unescape(name), id});
+    } else if (kind == "layout") { // NAME PERM: held as transpose(ONNX, PERM)
+      std::string name, list;
+      if (!(is >> name >> list))
+        return "bad layout";
+      std::vector<int64_t> perm;
+      try {
+        for (const std::string &p : splitList(list))
+          perm.push_back(std::stoll(p));
+      } catch (...) {
+        return "bad layout";
+      }
+      if (!isPerm(perm, perm.size()) || perm.empty())
+        return "bad layout";
+      plan.layouts[unescape(name)] = perm;
     } else if (kind == "param") {
       std::string name;
       int id, trainable;
       if (!(is >> name >> id >> trainable) || !validId(id))
         return "bad param";
+      auto layout = plan.layouts.find(unescape(name));
+      if (layout != plan.layouts.end() &&
+          layout->second.size() != plan.values[id].shape.size())
+        return "bad param layout";
       Parameter p{unescape(name), id, trainable != 0, Tensor(), std::nullopt};
       if (is >> std::ws; is.peek() == 's') { // seed=S:MEAN:STD
         std::string rec;
@@ -310,8 +328,15 @@ private:
         s.std = std::strtod(rec.c_str() + b + 1, &end);
         if (*end || !(s.std >= 0))
           return "bad seeded param";
-        p.init = Tensor(plan.values[id].dtype, plan.values[id].shape);
+        // Drawn as ONNX lays the parameter out, then held as stored.
+        const Shape &stored = plan.values[id].shape;
+        Shape onnx = stored;
+        if (layout != plan.layouts.end())
+          onnx = permutedShape(stored, inversePerm(layout->second));
+        p.init = Tensor(plan.values[id].dtype, onnx);
         drawSeeded(p.init, p.name, s);
+        if (layout != plan.layouts.end())
+          p.init = permuted(p.init, layout->second);
         p.seeded = s;
       } else if (!readTensor(is, plan.values[id].dtype, plan.values[id].shape,
                              p.init))

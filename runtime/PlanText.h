@@ -47,7 +47,9 @@ namespace mpc::rt::plantext {
 
 /// Version 2: typed steps (op ids, `amp`, `count-underflow`, `cuda`
 /// records) instead of free-form `mpc.*` and `cuda.*` attributes.
-inline constexpr int kPlanVersion = 2;
+/// Version 3: `layout` records (stored layouts) and the NHWC field of a
+/// cuDNN convolution record.
+inline constexpr int kPlanVersion = 3;
 
 /// A token: %XX for spaces, commas, `%`, control and non-ASCII bytes ("%"
 /// alone is the empty string). `text`: the rest of a line, only `%` and

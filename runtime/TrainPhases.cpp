@@ -82,6 +82,21 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
   bool resume = o.resume;
   for (Trainer *t : phases)
     t->options_.resume = false;
+  // What the checkpoint holds in ONNX's layout: parameters by name (every
+  // phase that keeps one keeps it alike), state by its phase's name.
+  StoredLayouts layouts;
+  for (size_t k = 0; k < phases.size(); ++k)
+    for (const auto &[name, perm] : phases[k]->plan_.layouts) {
+      bool param = false;
+      for (const Parameter &p : phases[k]->plan_.params)
+        param |= p.name == name;
+      std::string key = param ? name : "phase" + std::to_string(k) + "." + name;
+      if (layouts.count(key) && layouts[key] != perm)
+        return (error = "phases keep parameter '" + name +
+                        "' in different layouts",
+                false);
+      layouts[key] = perm;
+    }
   for (size_t k = 0; k < phases.size(); ++k) {
     int64_t first;
     if (!phases[k]->setUp(data, params, first, error))
@@ -96,7 +111,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
   if (resume) {
     std::map<std::string, Tensor> state;
     phaseState(state);
-    if (!loadCheckpoint(o.checkpointDir, first, params, state, error))
+    if (!loadCheckpoint(o.checkpointDir, first, params, state, layouts, error))
       return (error = "cannot resume from " + o.checkpointDir + ": " + error,
               false);
     for (size_t k = 0; k < phases.size(); ++k) {
@@ -189,7 +204,8 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
         if (!t->fromSession(t->state_, error))
           return false;
       phaseState(state);
-      if (!saveCheckpoint(o.checkpointDir, s + 1, weights, state, error))
+      if (!saveCheckpoint(o.checkpointDir, s + 1, weights, state, layouts,
+                          error))
         return false;
     }
   }

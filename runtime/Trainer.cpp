@@ -174,7 +174,8 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
   state_["mpc.opt.t"] = Tensor(DType::I64, {});
   first = 0;
   if (options_.resume) {
-    if (!loadCheckpoint(options_.checkpointDir, first, params, state_, error))
+    if (!loadCheckpoint(options_.checkpointDir, first, params, state_,
+                        plan_.layouts, error))
       return (error = "cannot resume from " + options_.checkpointDir + ": " +
                       error,
               false);
@@ -384,7 +385,8 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     if (lead && !options_.checkpointDir.empty() &&
         ((s + 1) % options_.checkpointEvery == 0 || s + 1 == options_.steps) &&
         (!fromSession(params, error) || !fromSession(state_, error) ||
-         !saveCheckpoint(options_.checkpointDir, s + 1, params, state_, error)))
+         !saveCheckpoint(options_.checkpointDir, s + 1, params, state_,
+                         plan_.layouts, error)))
       return false;
     if (scaling_ && skippedInARow >= 20 && r.lossScale <= 1.0)
       return (error = "gradients overflowed in 20 steps in a row with the "

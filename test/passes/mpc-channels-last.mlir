@@ -1,5 +1,6 @@
 // RUN: mpc-opt %s -mpc-channels-last | FileCheck %s
 // RUN: mpc-opt %s -mpc-channels-last -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
+// RUN: mpc-opt %s -mpc-channels-last="stored-filters=true" | FileCheck %s --check-prefix=STORED
 
 // A ResNet basic block: both convolutions, their batch norms, the Relus and
 // the residual Add run channels last. The block's input is transposed once
@@ -59,4 +60,28 @@ func.func @edges(%x: tensor<8x16x8x8xf32>, %w: tensor<16x16x3x3xf32>, %w1d: tens
   %r = mpc.relu %c : (tensor<8x16x8x8xf32>) -> tensor<8x16x8x8xf32>
   %m = mpc.mul %r, %other : (tensor<8x16x8x8xf32>, tensor<8x16x8x8xf32>) -> tensor<8x16x8x8xf32>
   return %s, %a, %c1, %m : tensor<8x16x8x8xf32>, tensor<8x16x8x8xf32>, tensor<8x4x8xf32>, tensor<8x16x8x8xf32>
+}
+
+// stored-filters (a train step with an optimizer): a filter parameter only
+// convolutions read is kept KRSC, its argument retyped and marked, no
+// transpose left; one that something else reads too keeps ONNX's layout
+// and its transpose. Without the option both are transposed.
+// STORED-LABEL: func.func @filters
+// STORED-SAME: %arg1: tensor<16x3x3x16xf32> {mpc.param = @w, mpc.stored_perm = array<i64: 0, 2, 3, 1>}
+// STORED-SAME: %arg2: tensor<16x16x3x3xf32> {mpc.param = @v})
+// STORED-NEXT: %[[X:.*]] = mpc.transpose %arg0
+// STORED-NEXT: %[[C:.*]] = mpc.conv %[[X]], %arg1 {channels_last = true
+// STORED-NEXT: %[[V:.*]] = mpc.transpose %arg2 {perm = array<i64: 0, 2, 3, 1>}
+// STORED-NEXT: mpc.conv %[[C]], %[[V]] {channels_last = true
+// STORED: mpc.neg %arg2 : (tensor<16x16x3x3xf32>)
+// CHECK-LABEL: func.func @filters
+// CHECK-SAME: %arg1: tensor<16x16x3x3xf32> {mpc.param = @w}
+// CHECK: mpc.transpose %arg1 {perm = array<i64: 0, 2, 3, 1>}
+mpc.param @w trainable : tensor<16x16x3x3xf32> = dense<0.5> : tensor<16x16x3x3xf32>
+mpc.param @v trainable : tensor<16x16x3x3xf32> = dense<0.25> : tensor<16x16x3x3xf32>
+func.func @filters(%x: tensor<8x16x8x8xf32>, %w: tensor<16x16x3x3xf32> {mpc.param = @w}, %v: tensor<16x16x3x3xf32> {mpc.param = @v}) -> (tensor<8x16x8x8xf32>, tensor<16x16x3x3xf32>) {
+  %c = mpc.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<8x16x8x8xf32>, tensor<16x16x3x3xf32>) -> tensor<8x16x8x8xf32>
+  %d = mpc.conv %c, %v {pads = array<i64: 1, 1, 1, 1>} : (tensor<8x16x8x8xf32>, tensor<16x16x3x3xf32>) -> tensor<8x16x8x8xf32>
+  %n = mpc.neg %v : (tensor<16x16x3x3xf32>) -> tensor<16x16x3x3xf32>
+  return %d, %n : tensor<8x16x8x8xf32>, tensor<16x16x3x3xf32>
 }

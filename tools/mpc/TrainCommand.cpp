@@ -320,7 +320,8 @@ void addInitialParams(const rt::Plan &plan,
 /// logged stays readable), then the training error, then `-o`.
 int finishTraining(bool trained, const std::string &error,
                    TensorBoardWriter &tb, std::string &tbError,
-                   const std::map<std::string, rt::Tensor> &params) {
+                   const std::map<std::string, rt::Tensor> &params,
+                   const rt::StoredLayouts &layouts) {
   if ((!tensorboardDir.empty() && tbError.empty() && !tb.flush(tbError)) ||
       !tbError.empty())
     return reportError(tbError);
@@ -331,8 +332,10 @@ int finishTraining(bool trained, const std::string &error,
   if (outputModel.empty())
     return 0;
   std::map<std::string, std::string> weights; // FP32 masters, integer state
-  for (const auto &[name, t] : params)
+  for (const auto &[name, held] : params) { // as ONNX lays them out
+    rt::Tensor t = rt::toOnnxLayout(layouts, name, held);
     weights[name].assign(static_cast<const char *>(t.raw()), t.bytes());
+  }
   std::string writeError;
   if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights,
                                         writeError))
@@ -425,7 +428,13 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   for (const rt::Plan &plan : plans)
     addInitialParams(plan, params);
   bool trained = rt::Trainer::trainPhases(phases, names, arrays, params, error);
-  int rc = finishTraining(trained, error, tensorboard, tensorboardError, params);
+  rt::StoredLayouts layouts; // the parameters' (trainPhases checks they agree)
+  for (const rt::Plan &plan : plans)
+    for (const rt::Parameter &p : plan.params)
+      if (plan.layouts.count(p.name))
+        layouts[p.name] = plan.layouts.at(p.name);
+  int rc = finishTraining(trained, error, tensorboard, tensorboardError, params,
+                          layouts);
   if (group && rc == 0 && !group->finish(error))
     return reportError(error);
   return rc;
@@ -561,7 +570,8 @@ int runTrain() {
     return reportError(model + ": " + error);
   bool trained = trainer.train(arrays, params, error) &&
                  (outputModel.empty() || trainer.readWeights(params, error));
-  int rc = finishTraining(trained, error, tensorboard, tensorboardError, params);
+  int rc = finishTraining(trained, error, tensorboard, tensorboardError, params,
+                          plan.layouts);
   // Rank 0 serves the job's store: it leaves after the others.
   if (group && rc == 0 && !group->finish(error))
     return reportError(error);

@@ -344,3 +344,34 @@ save("seq_first_attention", [
     ints("thirds", [32, 32, 32]), ints("heads", [4, 4, 16]),
     numpy_helper.from_array(np.array(4.0, np.float32), "four"),
     ints("rows", [4, 64])], opset=18)
+
+# conv_res with 32 channels: its second filter (32x32x3x3, 9216 elements)
+# is large enough for `--weights seed:N` to draw it. Its own generator, so
+# the models above keep their weights.
+wide = np.random.default_rng(7)
+wide_w = lambda name, shape: numpy_helper.from_array(
+    (wide.standard_normal(shape) * 0.3).astype(np.float32), name)
+wide_bn = lambda k: [numpy_helper.from_array(np.full(32, v, np.float32), n + k)
+                     for n, v in (("gamma", 1.0), ("beta", 0.1), ("mean", 0.0),
+                                  ("var", 1.0))]
+save("conv_wide", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Reshape", ["h", "image"], ["img"], name="to_image"),
+    helper.make_node("Conv", ["img", "K1"], ["c1"], name="conv1",
+                     pads=[1, 1, 1, 1]),
+    bn_node("1", "c1", "n1"),
+    helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+    helper.make_node("MaxPool", ["r1"], ["p"], name="pool", kernel_shape=[3, 3],
+                     strides=[2, 2], pads=[1, 1, 1, 1]),
+    helper.make_node("Conv", ["p", "K2"], ["c2"], name="conv2",
+                     pads=[1, 1, 1, 1]),
+    bn_node("2", "c2", "n2"),
+    helper.make_node("Add", ["n2", "p"], ["s"], name="residual"),
+    helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+    helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+    helper.make_node("Reshape", ["g", "flat"], ["g2"], name="flatten"),
+    helper.make_node("MatMul", ["g2", "W2"], ["scores"], name="head"),
+], [wide_w("W", (8, 108)), ints("image", [4, 3, 6, 6]),
+    wide_w("K1", (32, 3, 3, 3)), wide_w("K2", (32, 32, 3, 3)),
+    ints("flat", [4, 32]), wide_w("W2", (32, 10))] + wide_bn("1") +
+    wide_bn("2"), opset=15)
