@@ -11,6 +11,7 @@
 #include "runtime/kernels/Common.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace ::mpc::rt;
 
@@ -23,7 +24,7 @@ namespace {
 /// where sp is a multiple of the 16-byte lane count of the data type, a
 /// thread moves V = 16 / size elements per access (the arena aligns every
 /// buffer to 256 bytes) and the compiler unrolls the loop, so a block
-/// keeps many loads in flight. A channel gets S blocks of kThreads (grid
+/// keeps many loads in flight. A channel gets S blocks of 512 threads (grid
 /// C x S): enough for two blocks an SM of a 132-SM H100/H200 where the
 /// channel has kMinPerBlock elements for each (C = 64 layers would fill
 /// half the GPU with a block each). Block (c, s) walks groups [first,
@@ -45,58 +46,164 @@ namespace {
 ///   the order of the sums differs, the rounded results agree but for
 ///   ties).
 struct ChannelCode {
-  static constexpr int kThreads = 512, kWarps = kThreads / 32;
   static constexpr int64_t kMinPerBlock = 8192, kTargetBlocks = 264;
+  /// Threads a block: 512; 256 where a thread holds V channels' sums and
+  /// statistics (twice the registers, so the gradient does not spill).
+  int threads = 512, warps = 16;
   int64_t C, sp, count, V, S, groups, chunk;
-  /// Channels last (x [N, sp..., C], rows of C channels): a block holds L
-  /// channels (L a power of two up to 32, one a thread lane) and R =
-  /// kThreads / L rows at a time, so a warp reads 32 / L rows of L
-  /// neighbouring channels (coalesced, as cuDNN's and apex's NHWC batch
-  /// norms read). A channel's sums go over its thread's rows, then the
-  /// warp's rows (shuffles across lanes L apart), then the warps'.
+  /// Channels last (x [N, sp..., C], rows of C channels): a thread holds V
+  /// neighbouring channels (16 bytes of them where C allows, else one), a
+  /// block L such threads side by side (L a power of two up to 32) and R =
+  /// threads / L rows at a time, so a warp reads 32 / L rows of L x V
+  /// neighbouring channels, 16 bytes a thread (coalesced, as cuDNN's and
+  /// apex's NHWC batch norms read). A channel's sums go over its thread's
+  /// rows, then the warp's rows (shuffles across lanes L apart), then the
+  /// warps'. Per-channel values are then arrays over the thread's V
+  /// channels: code written with `$` after such a name and `%c` for the
+  /// channel reads `name[l]` and `(c + l)` there (`lanes`), `name` and `c`
+  /// otherwise.
   bool last;
-  int64_t L = 1, R = kThreads, blocksX;
+  int64_t L = 1, R = 512, blocksX;
   ChannelCode(const Shape &x, DType t, bool last)
       : C(last ? x.back() : x[1]),
         sp(numElements(x) / std::max<int64_t>(x[0] * C, 1)),
         count(x[0] * sp), last(last) {
-    int64_t lanes = 16 / (int64_t)dtypeSize(t);
-    V = !last && sp % lanes == 0 ? lanes : 1;
-    groups = count / V; // channels last: rows
+    int64_t bytes = (int64_t)dtypeSize(t), lanes = 16 / bytes;
+    V = last ? ::mpc::rt::cuda::batchNormVector(C, bytes)
+             : (sp % lanes == 0 ? lanes : 1);
+    groups = last ? count : count / V; // channels last: rows
     if (last) {
-      L = ::mpc::rt::cuda::batchNormLanes(C);
-      R = kThreads / L;
+      L = ::mpc::rt::cuda::batchNormChannelsPerBlock(C, bytes) / V;
+      threads = V > 1 ? 256 : 512, warps = threads / 32;
+      R = threads / L;
     }
-    blocksX = (C + L - 1) / L;
+    blocksX = last ? (C + L * V - 1) / (L * V) : C; // first: a block a channel
+    // kMinPerBlock elements a block: a channel's count, or rows of L x V.
     S = std::max<int64_t>(1, std::min((kTargetBlocks + blocksX - 1) / blocksX,
-                                      count * L / kMinPerBlock));
+                                      count * L * (last ? V : 1) / kMinPerBlock));
     chunk = (groups + S - 1) / S;
+  }
+  /// Whether per-channel values are arrays over a thread's V channels.
+  bool vectorChannels() const { return last && V > 1; }
+  /// `code` with `$` and `%c` resolved (see above) for lane `l`.
+  std::string lanes(std::string code) const {
+    bool vec = vectorChannels();
+    std::string out;
+    for (size_t i = 0; i < code.size(); ++i) {
+      if (code[i] == '$')
+        out += vec ? "[l]" : "";
+      else if (code[i] == '%' && i + 1 < code.size() && code[i + 1] == 'c')
+        out += vec ? "(c + l)" : "c", ++i;
+      else
+        out += code[i];
+    }
+    return out;
+  }
+  /// `stmt` (with `$`, `%c`) for each of the thread's channels.
+  std::string forChannels(const std::string &stmt) const {
+    if (!vectorChannels())
+      return "  " + lanes(stmt) + "\n";
+    return "  for (int l = 0; l < " + std::to_string(V) + "; ++l) { " +
+           lanes(stmt) + " }\n";
+  }
+  /// Per-channel values, `type name = expr` each in order (`expr` with
+  /// `$`, `%c`), from the channel totals `sums`. One channel a thread:
+  /// computed in place. V channels a thread: thread t of the block
+  /// computes channel t's from the totals passed through shared memory,
+  /// and every thread reads its V channels' back, so each value is
+  /// computed once a block, and no thread runs division's or sqrt's slow
+  /// path V times over (a stack frame).
+  using Value = std::array<std::string, 3>;
+  /// `inShared`: the thread's values stay in shared memory (`name` a
+  /// pointer to its V), for values the row loop reads but registers
+  /// cannot hold beside its vectors.
+  std::string perChannel(const std::vector<std::string> &sums,
+                         const std::vector<Value> &values,
+                         const std::vector<Value> &prior = {},
+                         bool inShared = false) const {
+    std::string code;
+    if (!vectorChannels()) {
+      for (const auto &[type, name, expr] : values)
+        code += "  const " + type + " " + name + " = " + lanes(expr) + ";\n";
+      return code;
+    }
+    std::string ct = std::to_string(L * V), v = std::to_string(V);
+    std::string share, compute, publish, spread;
+    for (const std::string &n : sums) {
+      code += "  __shared__ double s_" + n + "[" + ct + "];\n";
+      share += "s_" + n + "[lane * " + v + " + l] = " + n + "[l]; ";
+    }
+    // A total is read just before the first value using it, so none is
+    // live across the statistics' sqrt and division (their slow paths are
+    // calls, around which live registers would be saved to the stack).
+    // Sources: the totals, and values an earlier call published.
+    std::vector<std::pair<std::string, std::string>> sources;
+    for (const std::string &n : sums)
+      sources.push_back({"double", n});
+    for (const auto &[type, name, expr] : prior)
+      sources.push_back({type, name});
+    std::set<std::string> loaded;
+    for (const auto &[type, name, expr] : values) {
+      code += "  __shared__ " + type + " s_" + name + "[" + ct + "];\n";
+      for (const auto &[stype, n] : sources)
+        if (!loaded.count(n) && expr.find(n + "$") != std::string::npos) {
+          compute += "    const " + stype + " " + n + " = s_" + n + "[t];\n";
+          loaded.insert(n);
+        }
+      compute += "    const " + type + " " + name + " = " +
+                 replaceAll(replaceAll(expr, "$", ""), "%c", "cc") + ";\n";
+      publish += "    s_" + name + "[t] = " + name + ";\n";
+      spread += name + "[l] = s_" + name + "[lane * " + v + " + l]; ";
+    }
+    if (!share.empty())
+      code += "  if (row0 == 0) for (int l = 0; l < " + v + "; ++l) { " +
+              share + "}\n";
+    code += "  __syncthreads();\n  if (threadIdx.x < " + ct +
+            ") {\n    const int t = threadIdx.x;\n    const i64 cc = "
+            "(i64)blockIdx.x * " + ct + " + t < " + std::to_string(C) +
+            "LL ? (i64)blockIdx.x * " + ct + " + t : " + std::to_string(C - 1) +
+            "LL;\n" + compute + publish + "  }\n  __syncthreads();\n";
+    if (inShared) {
+      for (const auto &[type, name, expr] : values)
+        code += "  const " + type + " *" + name + " = s_" + name + " + lane * " +
+                v + ";\n";
+      return code;
+    }
+    for (const auto &[type, name, expr] : values)
+      code += "  " + type + " " + name + "[" + v + "];\n";
+    return code + "  for (int l = 0; l < " + v + "; ++l) { " + spread + "}\n";
   }
   std::array<int64_t, 3> grid() const { return {blocksX, S, 1}; }
   /// Scratch bytes for `sums` doubles a block (0 when not split).
   int64_t scratch(int sums) const { return S > 1 ? C * S * sums * 8 : 0; }
-  /// The thread that writes its channel's results once.
+  /// The thread that writes its channels' results once.
   std::string leader() const {
     return last ? "row0 == 0 && live" : "threadIdx.x == 0";
   }
   std::string prologue() const {
     std::string n = std::to_string(groups) + "LL", k = std::to_string(chunk) + "LL";
+    std::string shared =
+        last ? "  __shared__ double part[" + std::to_string(warps) + "][" +
+                   std::to_string(L * V) + "];\n"
+             : "  __shared__ double part[4][" + std::to_string(warps) + "];\n";
     std::string channel =
         last ? "  const int lane = threadIdx.x % " + std::to_string(L) +
                    ", row0 = threadIdx.x / " + std::to_string(L) +
-                   ";\n  const i64 cl = (i64)blockIdx.x * " + std::to_string(L) +
-                   " + lane;\n  const bool live = cl < " + std::to_string(C) +
-                   "LL;\n  const i64 c = live ? cl : " + std::to_string(C - 1) +
-                   "LL; // idle lanes read a real channel, write nothing\n"
+                   ";\n  const i64 cl = ((i64)blockIdx.x * " + std::to_string(L) +
+                   " + lane) * " + std::to_string(V) +
+                   ";\n  const bool live = cl < " + std::to_string(C) +
+                   "LL;\n  const i64 c = live ? cl : " + std::to_string(C - V) +
+                   "LL; // idle lanes read real channels, write nothing\n"
              : "  const i64 c = blockIdx.x;\n";
-    return "  __shared__ double part[4][" + std::to_string(kWarps) + "]" +
-           (last ? "[" + std::to_string(L) + "]" : "") + ";\n" + channel +
-           "  const double rcount = " +
+    return shared + channel + "  const double rcount = " +
            dbl(1.0 / (double)std::max<int64_t>(count, 1)) +
            ";\n  const i64 first = (i64)blockIdx.y * " + k +
            ", last = first + " + k + " < " + n + " ? first + " + k + " : " + n +
            ";\n";
   }
+  /// Walks the block's share: each input `inK` loaded into `inK_v[V]`,
+  /// `body` (with `$`, `%c`) run per lane `l`, and with `out` the lanes'
+  /// `y[l]` stored.
   std::string loop(const std::vector<std::string> &ins, const std::string &body,
                    const std::string &out = "") const {
     std::string v = std::to_string(V), per = std::to_string(sp / V);
@@ -106,7 +213,7 @@ struct ChannelCode {
                   std::to_string(R) + ") {\n    const i64 e = g * " +
                   std::to_string(C) + "LL + c;\n"
             : "  for (i64 g = first + threadIdx.x; g < last; g += " +
-                  std::to_string(kThreads) + ") {\n    const i64 e = (g / " +
+                  std::to_string(threads) + ") {\n    const i64 e = (g / " +
                   per + "LL * " + std::to_string(C) + "LL + c) * " +
                   std::to_string(sp) + "LL + g % " + per + "LL * " + v + ";\n";
     for (const std::string &in : ins)
@@ -114,8 +221,8 @@ struct ChannelCode {
               " + e, " + in + "_v);\n";
     if (!out.empty())
       code += "    float y[" + v + "];\n";
-    code += "#pragma unroll\n    for (int l = 0; l < " + v + "; ++l) { " + body +
-            " }\n";
+    code += "#pragma unroll\n    for (int l = 0; l < " + v + "; ++l) { " +
+            lanes(body) + " }\n";
     if (!out.empty())
       code += "    stv<" + v + ">(" + out + " + e, y);\n";
     return code + "  }\n";
@@ -123,7 +230,8 @@ struct ChannelCode {
   /// The block's sums of `names` in every thread of the channel: warp
   /// butterflies, then the warps' sums in warp order (the same bits in
   /// every thread). Channels last, the butterflies stop at the lanes of
-  /// one row, and each lane keeps its channel's sums.
+  /// one row, and each lane keeps its channels' sums, one name at a time
+  /// through the shared words.
   std::string blockSums(const std::vector<std::string> &names) const {
     if (last)
       return channelsLastSums(names);
@@ -139,32 +247,40 @@ struct ChannelCode {
       zero += n + " = ";
     return code + "  if (threadIdx.x % 32 == 0) {" + store +
            " }\n  __syncthreads();\n  " + zero + "0.0;\n  for (int k = 0; k < " +
-           std::to_string(kWarps) + "; ++k) {" + load +
+           std::to_string(warps) + "; ++k) {" + load +
            " }\n  __syncthreads();\n";
   }
   std::string channelsLastSums(const std::vector<std::string> &names) const {
-    std::string code, store, load, zero;
-    if (L < 32) {
-      code = "  for (int o = 16; o >= " + std::to_string(L) + "; o >>= 1) {";
-      for (const std::string &n : names)
-        code += " " + n + " += __shfl_xor_sync(0xffffffffu, " + n + ", o);";
-      code += " }\n";
+    std::string code;
+    for (const std::string &n : names) {
+      if (L < 32)
+        code += forChannels("for (int o = 16; o >= " + std::to_string(L) +
+                            "; o >>= 1) " + n + "$ += __shfl_xor_sync(0xffffffffu, " +
+                            n + "$, o);");
+      code += "  if (threadIdx.x % 32 < " + std::to_string(L) + ") {\n" +
+              forChannels("part[threadIdx.x / 32][lane * " + std::to_string(V) +
+                          " + l] = " + n + "$;") +
+              "  }\n  __syncthreads();\n" + forChannels(n + "$ = 0.0;") +
+              "  for (int k = 0; k < " + std::to_string(warps) + "; ++k) {\n" +
+              forChannels(n + "$ += part[k][lane * " + std::to_string(V) +
+                          " + l];") +
+              "  }\n  __syncthreads();\n";
     }
-    for (size_t j = 0; j < names.size(); ++j) {
-      std::string p = "part[" + std::to_string(j) + "]";
-      store += " " + p + "[threadIdx.x / 32][lane] = " + names[j] + ";";
-      load += " " + names[j] + " += " + p + "[k][lane];";
-      zero += names[j] + " = ";
-    }
-    return code + "  if (threadIdx.x % 32 < " + std::to_string(L) + ") {" +
-           store + " }\n  __syncthreads();\n  " + zero +
-           "0.0;\n  for (int k = 0; k < " + std::to_string(kWarps) + "; ++k) {" +
-           load + " }\n  __syncthreads();\n";
+    // One channel a thread: `l` is 0 (forChannels leaves no loop).
+    return vectorChannels() ? code : replaceAll(code, " + l]", "]");
   }
-  static std::string declare(const std::vector<std::string> &names) {
+  static std::string replaceAll(std::string s, const std::string &from,
+                                const std::string &to) {
+    for (size_t at = 0; (at = s.find(from, at)) != std::string::npos;
+         at += to.size())
+      s.replace(at, from.size(), to);
+    return s;
+  }
+  std::string declare(const std::vector<std::string> &names) const {
     std::string d = "  double ";
     for (size_t j = 0; j < names.size(); ++j)
-      d += (j ? ", " : "") + names[j] + " = 0.0";
+      d += (j ? ", " : "") + names[j] +
+           (vectorChannels() ? "[" + std::to_string(V) + "] = {}" : " = 0.0");
     return d + ";\n";
   }
   std::string channelSums(const std::vector<std::string> &names,
@@ -174,8 +290,9 @@ struct ChannelCode {
     std::string k = std::to_string(names.size()), code = declare(names) +
         "  for (int b = 0; b < " + std::to_string(S) + "; ++b) {\n";
     for (size_t j = 0; j < names.size(); ++j)
-      code += "    " + names[j] + " += scratch[(c * " + std::to_string(S) +
-              " + b) * " + k + " + " + std::to_string(j) + "];\n";
+      code += "  " + forChannels(names[j] + "$ += scratch[(%c * " +
+                                 std::to_string(S) + " + b) * " + k + " + " +
+                                 std::to_string(j) + "];");
     return code + "  }\n";
   }
   std::string partialSums(const std::vector<std::string> &names,
@@ -184,17 +301,26 @@ struct ChannelCode {
         declare(names) + accumulate + blockSums(names) +
         "  if (" + leader() + ") {\n";
     for (size_t j = 0; j < names.size(); ++j)
-      code += "    scratch[(c * " + std::to_string(S) + " + blockIdx.y) * " + k +
-              " + " + std::to_string(j) + "] = " + names[j] + ";\n";
+      code += "  " + forChannels("scratch[(%c * " + std::to_string(S) +
+                                 " + blockIdx.y) * " + k + " + " +
+                                 std::to_string(j) + "] = " + names[j] + "$;");
     return code + "  }\n";
   }
-  std::string stats(const std::string &eps) const {
-    return "  double m = u * rcount;\n"
-           "  float mean = (float)m, var = (float)fmax(w * rcount - m * m, "
-           "0.0);\n"
-           "  float inv = 1.0f / sqrtf(var + " + eps + ");\n";
+  /// The batch statistics m (double), mean, var and inv per channel from
+  /// the totals u (of x) and w (of x^2).
+  static std::vector<Value> stats(const std::string &eps) {
+    return {{"double", "m", "u$ * rcount"},
+            {"float", "mean", "(float)m$"},
+            {"float", "var", "(float)fmax(w$ * rcount - m$ * m$, 0.0)"},
+            {"float", "inv", "1.0f / sqrtf(var$ + " + eps + ")"}};
   }
 };
+
+std::vector<ChannelCode::Value> concat(std::vector<ChannelCode::Value> a,
+                                       const std::vector<ChannelCode::Value> &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
 
 /// The step's scratch for its channels' partial sums and, where a channel
 /// is split (S > 1), the prologue kernel leaving each block's `sums` (as
@@ -205,10 +331,10 @@ void splitSums(Emitter &e, Step &s, const std::string &name,
   s.cuda.scratch = ch.scratch((int)sums.size());
   if (ch.S == 1)
     return;
-  e.cu << e.header(s, name + "_sums", ChannelCode::kThreads) << " {\n"
+  e.cu << e.header(s, name + "_sums", ch.threads) << " {\n"
        << ch.prologue() << ch.partialSums(sums, accumulate) << "}\n\n";
   e.barrier = true;
-  e.launch(s, name + "_sums", ch.grid(), {ChannelCode::kThreads, 1, 1},
+  e.launch(s, name + "_sums", ch.grid(), {ch.threads, 1, 1},
            /*prologue=*/true);
 }
 
@@ -218,7 +344,7 @@ void splitSums(Emitter &e, Step &s, const std::string &name,
 /// reader's Relu (cuda.fusedRelu), before the one rounding on store.
 std::string normalized(const Step &s, DType t, const std::string &xv,
                        const std::string &z) {
-  std::string v = "(" + xv + " - mean) * inv * sc + bi";
+  std::string v = "(" + xv + " - mean$) * inv$ * sc$ + bi$";
   if (s.cuda.epilogueAdd >= 0)
     v = roundedAs(t, roundedAs(t, v) + " + " + z);
   return s.cuda.fusedRelu ? "mpc_relu(" + v + ")" : v;
@@ -246,7 +372,9 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
        << n << "LL) return;\n  i64 c = e / " << (ch.last ? 1 : ch.sp) << "LL % "
        << ch.C << "LL;\n  float mean = ld(in3, c), inv = 1.0f / sqrtf(ld(in4, c) + "
        << eps << "), sc = ld(in1, c), bi = ld(in2, c);\n  st(out0, e, "
-       << normalized(s, t, "ld(in0, e)", "ld(" + z + ", e)") << ");\n}\n\n";
+       << ChannelCode::replaceAll(
+              normalized(s, t, "ld(in0, e)", "ld(" + z + ", e)"), "$", "")
+       << ");\n}\n\n";
     launch1d(s, name, n);
     return true;
   }
@@ -256,19 +384,22 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   std::string momentum = flt((float)s.getFloat("momentum", 0.9));
   std::vector<std::string> sums{"u", "w"};
   std::string accumulate =
-      ch.loop({"in0"}, "const double v = in0_v[l]; u += v; w += v * v;");
+      ch.loop({"in0"}, "const double v = in0_v[l]; u$ += v; w$ += v * v;");
   splitSums(*this, s, name, ch, sums, accumulate);
-  cu << header(s, name, ChannelCode::kThreads) << " {\n" << ch.prologue()
-     << ch.channelSums(sums, accumulate) << ch.stats(eps)
-     << "  const float sc = ld(in1, c), bi = ld(in2, c);\n"
+  cu << header(s, name, ch.threads) << " {\n" << ch.prologue()
+     << ch.channelSums(sums, accumulate)
+     << ch.perChannel(sums, concat(ChannelCode::stats(eps),
+                                   {{"float", "sc", "ld(in1, %c)"},
+                                    {"float", "bi", "ld(in2, %c)"}}))
      << ch.loop(ins, "y[l] = " + normalized(s, t, "in0_v[l]", z + "_v[l]") + ";",
                 "out0")
-     << "  if (blockIdx.y == 0 && " << ch.leader()
-     << ") {\n    st(out1, c, ld(in3, c) * "
-     << momentum << " + mean * (1 - " << momentum << "));\n    st(out2, c, ld(in4, c) * "
-     << momentum << " + var * (1 - " << momentum << "));\n  }\n}\n\n";
+     << "  if (blockIdx.y == 0 && " << ch.leader() << ") {\n"
+     << ch.forChannels("st(out1, %c, ld(in3, %c) * " + momentum + " + mean$ * (1 - " +
+                       momentum + ")); st(out2, %c, ld(in4, %c) * " + momentum +
+                       " + var$ * (1 - " + momentum + "));")
+     << "  }\n}\n\n";
   barrier = true;
-  launch(s, name, ch.grid(), {ChannelCode::kThreads, 1, 1});
+  launch(s, name, ch.grid(), {ch.threads, 1, 1});
   return true;
 }
 
@@ -293,22 +424,29 @@ bool Emitter::batchNormGrad(Step &s, const std::string &name) {
   std::vector<std::string> sums{"u", "w", "gs", "gx"};
   std::string accumulate =
       ch.loop(ins, "const double v = in1_v[l], d = " + dy +
-                       "; u += v; w += v * v; gs += d; gx += d * v;");
+                       "; u$ += v; w$ += v * v; gs$ += d; gx$ += d * v;");
   splitSums(*this, s, name, ch, sums, accumulate);
-  cu << header(s, name, ChannelCode::kThreads) << " {\n" << ch.prologue()
-     << ch.channelSums(sums, accumulate) << ch.stats(eps)
-     << "  const double sumDy = gs, sumDyXhat = (double)inv * (gx - "
-        "(double)mean * gs);\n  const double k = (double)ld(in2, c) * inv, "
-        "meanDy = sumDy * rcount, meanDyXhat = sumDyXhat * "
-        "rcount;\n"
-     << ch.loop(ins, "const float xhat = (in1_v[l] - mean) * inv; y[l] = k * (" +
-                         dy + " - meanDy - xhat * meanDyXhat);",
+  cu << header(s, name, ch.threads) << " {\n" << ch.prologue()
+     << ch.channelSums(sums, accumulate)
+     // The statistics first (sqrt and division: calls to slow paths),
+     // then what needs no call, so no total is live across one.
+     << ch.perChannel({"u", "w"}, ChannelCode::stats(eps))
+     << ch.perChannel({"gs", "gx"},
+                      {{"double", "sumDy", "gs$"},
+                       {"double", "sumDyXhat",
+                        "(double)inv$ * (gx$ - (double)mean$ * gs$)"},
+                       {"double", "k", "(double)ld(in2, %c) * inv$"},
+                       {"double", "meanDy", "sumDy$ * rcount"},
+                       {"double", "meanDyXhat", "sumDyXhat$ * rcount"}},
+                      ChannelCode::stats(eps), /*inShared=*/true)
+     << ch.loop(ins, "const float xhat = (in1_v[l] - mean$) * inv$; y[l] = k$ * (" +
+                         dy + " - meanDy$ - xhat * meanDyXhat$);",
                 "out0")
-     << "  if (blockIdx.y == 0 && " << ch.leader()
-     << ") { st(out1, c, sumDyXhat); "
-        "st(out2, c, sumDy); }\n}\n\n";
+     << "  if (blockIdx.y == 0 && " << ch.leader() << ") {\n"
+     << ch.forChannels("st(out1, %c, sumDyXhat$); st(out2, %c, sumDy$);")
+     << "  }\n}\n\n";
   barrier = true;
-  launch(s, name, ch.grid(), {ChannelCode::kThreads, 1, 1});
+  launch(s, name, ch.grid(), {ch.threads, 1, 1});
   return true;
 }
 

@@ -30,14 +30,21 @@ static_assert(kTcThreads == (kTcTileM / 32) * (kTcTileN / 32) * 32,
 inline constexpr int64_t kSimtTile = 16;
 inline constexpr int64_t kSimtThreads = kSimtTile * kSimtTile;
 
-/// Channels-last batch norm: each block holds this many neighbouring
-/// channels (a power of two up to a warp, one a thread lane), so its grid
-/// is ceil(C / lanes) blocks a row split.
-inline int64_t batchNormLanes(int64_t channels) {
+/// Channels-last batch norm over C channels of `bytes`-byte elements: a
+/// thread holds batchNormVector neighbouring channels (16 bytes of them
+/// where C is a multiple, else one), a block up to 32 threads' worth side
+/// by side (a power of two), batchNormChannelsPerBlock in all, so its grid
+/// is ceil(C / that) blocks a row split.
+inline int64_t batchNormVector(int64_t channels, int64_t bytes) {
+  int64_t v = 16 / bytes;
+  return channels % v == 0 ? v : 1;
+}
+inline int64_t batchNormChannelsPerBlock(int64_t channels, int64_t bytes) {
+  int64_t v = batchNormVector(channels, bytes), groups = (channels + v - 1) / v;
   int64_t lanes = 1;
-  while (lanes < 32 && lanes < channels)
+  while (lanes < 32 && lanes < groups)
     lanes *= 2;
-  return lanes;
+  return lanes * v;
 }
 
 } // namespace mpc::rt::cuda
