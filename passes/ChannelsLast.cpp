@@ -98,30 +98,30 @@ std::optional<bool> broadcastForm(RankedTensorType t, RankedTensorType out) {
   return dims[1] != 1;
 }
 
-/// `op` rebuilt on `operands` with its attributes (and `extra`), result
-/// types inferred; null when the types do not infer.
-Operation *rebuilt(OpBuilder &b, Operation *op, ValueRange operands,
-                   ArrayRef<NamedAttribute> extra = {}) {
+/// Rewrites `op` as the same op on channels-last `operands` (with `extra`
+/// attributes): its first result goes back to channels first through a
+/// transpose for its readers; the others (batch norm's running
+/// statistics, the pool's indices, read by nothing yet) are used as they
+/// are. False, leaving `op`, when the types do not infer.
+bool runChannelsLast(OpBuilder &b, Operation *op, ValueRange operands,
+                     ArrayRef<NamedAttribute> extra = {}) {
   NamedAttrList attrs(op->getAttrDictionary());
   for (const NamedAttribute &a : extra)
     attrs.set(a.getName(), a.getValue());
-  auto made = createInferred(b, op->getLoc(), op->getName().getStringRef(),
-                             operands, attrs.getAttrs());
-  return succeeded(made) ? *made : nullptr;
-}
-
-/// Replaces `op`'s results with `made`'s, the first `firstCount` (the
-/// channels-last ones) through a transpose back to channels first.
-void replaceWith(OpBuilder &b, Operation *op, Operation *made,
-                 unsigned firstCount) {
+  auto built = createInferred(b, op->getLoc(), op->getName().getStringRef(),
+                              operands, attrs.getAttrs());
+  if (failed(built))
+    return false;
+  Operation *made = *built;
   for (unsigned i = 0; i < op->getNumResults(); ++i) {
     Value v = made->getResult(i);
-    if (i < firstCount)
+    if (i == 0)
       v = transposed(b, op->getLoc(), v,
                      channelsFirstPerm(rankedOf(v).getRank()));
     op->getResult(i).replaceAllUsesWith(v);
   }
   op->erase();
+  return true;
 }
 
 /// Rewrites one op when it can run channels last; true when it did.
@@ -136,11 +136,7 @@ bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
                                 toChannelsLast(b, loc, conv.getW(), made)};
     if (conv.getBias())
       operands.push_back(conv.getBias());
-    Operation *built = rebuilt(b, op, operands, {last});
-    if (!built)
-      return false;
-    replaceWith(b, op, built, 1);
-    return true;
+    return runChannelsLast(b, op, operands, {last});
   }
   if (isa<BatchNormOp, BatchNormTrainOp>(op)) {
     Value src = channelsLastSource(op->getOperand(0));
@@ -149,11 +145,7 @@ bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
       return false;
     SmallVector<Value> operands(op->getOperands());
     operands[0] = src;
-    Operation *built = rebuilt(b, op, operands, {last});
-    if (!built)
-      return false;
-    replaceWith(b, op, built, 1); // the running statistics stay as they are
-    return true;
+    return runChannelsLast(b, op, operands, {last});
   }
   if (auto pool = dyn_cast<MaxPoolOp>(op)) {
     // Channels-last indices would mean other elements to a reader of
@@ -163,11 +155,7 @@ bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
     if (!src || pool.getChannelsLast() || !pool.getIndices().use_empty() ||
         pool.getStorageOrder() != 0 || rankedOf(src).getRank() != 4)
       return false;
-    Operation *built = rebuilt(b, op, {src}, {last});
-    if (!built)
-      return false;
-    replaceWith(b, op, built, 1);
-    return true;
+    return runChannelsLast(b, op, {src}, {last});
   }
   if (isElementwiseUnary(op)) {
     Value src = channelsLastSource(op->getOperand(0));
@@ -175,11 +163,7 @@ bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
       return false;
     SmallVector<Value> operands(op->getOperands());
     operands[0] = src;
-    Operation *built = rebuilt(b, op, operands);
-    if (!built)
-      return false;
-    replaceWith(b, op, built, 1);
-    return true;
+    return runChannelsLast(b, op, operands);
   }
   if (isElementwiseBinary(op)) {
     // Each operand channels last: from a channels-last transpose, already
@@ -211,11 +195,7 @@ bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
                          : form == PerChannel
                              ? reshapeTo(b, loc, v, {out.getDimSize(1)})
                              : v);
-    Operation *built = rebuilt(b, op, operands);
-    if (!built)
-      return false;
-    replaceWith(b, op, built, 1);
-    return true;
+    return runChannelsLast(b, op, operands);
   }
   return false;
 }

@@ -193,26 +193,34 @@ residual_block("bn_res", (3, 4))
 # norms, a max pool and a residual Add (what mpc-channels-last runs NHWC).
 # No convolution bias: before a batch norm its gradient is a sum that
 # cancels to nothing, whose rounding no two backends share.
-save("conv_res", [
-    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
-    helper.make_node("Reshape", ["h", "image"], ["img"], name="to_image"),
-    helper.make_node("Conv", ["img", "K1"], ["c1"], name="conv1",
-                     pads=[1, 1, 1, 1]),
-    bn_node("1", "c1", "n1"),
-    helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
-    helper.make_node("MaxPool", ["r1"], ["p"], name="pool", kernel_shape=[3, 3],
-                     strides=[2, 2], pads=[1, 1, 1, 1]),
-    helper.make_node("Conv", ["p", "K2"], ["c2"], name="conv2",
-                     pads=[1, 1, 1, 1]),
-    bn_node("2", "c2", "n2"),
-    helper.make_node("Add", ["n2", "p"], ["s"], name="residual"),
-    helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
-    helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
-    helper.make_node("Reshape", ["g", "flat"], ["g2"], name="flatten"),
-    helper.make_node("MatMul", ["g2", "W2"], ["scores"], name="head"),
-], [weight("W", (8, 108)), ints("image", [4, 3, 6, 6]), weight("K1", (2, 3, 3, 3)),
-    weight("K2", (2, 2, 3, 3)), ints("flat", [4, 2]),
-    weight("W2", (2, 10))] + bn_params("1") + bn_params("2"), opset=15)
+def conv_block():
+    """The nodes of conv_res and conv_wide: image, Conv, BN, Relu, MaxPool,
+    Conv, BN, the residual Add, Relu, global pooling, head."""
+    return [
+        helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+        helper.make_node("Reshape", ["h", "image"], ["img"], name="to_image"),
+        helper.make_node("Conv", ["img", "K1"], ["c1"], name="conv1",
+                         pads=[1, 1, 1, 1]),
+        bn_node("1", "c1", "n1"),
+        helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p"], name="pool", kernel_shape=[3, 3],
+                         strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p", "K2"], ["c2"], name="conv2",
+                         pads=[1, 1, 1, 1]),
+        bn_node("2", "c2", "n2"),
+        helper.make_node("Add", ["n2", "p"], ["s"], name="residual"),
+        helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+        helper.make_node("Reshape", ["g", "flat"], ["g2"], name="flatten"),
+        helper.make_node("MatMul", ["g2", "W2"], ["scores"], name="head"),
+    ]
+
+
+save("conv_res", conv_block(),
+     [weight("W", (8, 108)), ints("image", [4, 3, 6, 6]),
+      weight("K1", (2, 3, 3, 3)), weight("K2", (2, 2, 3, 3)),
+      ints("flat", [4, 2]), weight("W2", (2, 10))] + bn_params("1") +
+     bn_params("2"), opset=15)
 
 save("smooth_act", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
@@ -354,24 +362,8 @@ wide_w = lambda name, shape: numpy_helper.from_array(
 wide_bn = lambda k: [numpy_helper.from_array(np.full(32, v, np.float32), n + k)
                      for n, v in (("gamma", 1.0), ("beta", 0.1), ("mean", 0.0),
                                   ("var", 1.0))]
-save("conv_wide", [
-    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
-    helper.make_node("Reshape", ["h", "image"], ["img"], name="to_image"),
-    helper.make_node("Conv", ["img", "K1"], ["c1"], name="conv1",
-                     pads=[1, 1, 1, 1]),
-    bn_node("1", "c1", "n1"),
-    helper.make_node("Relu", ["n1"], ["r1"], name="relu1"),
-    helper.make_node("MaxPool", ["r1"], ["p"], name="pool", kernel_shape=[3, 3],
-                     strides=[2, 2], pads=[1, 1, 1, 1]),
-    helper.make_node("Conv", ["p", "K2"], ["c2"], name="conv2",
-                     pads=[1, 1, 1, 1]),
-    bn_node("2", "c2", "n2"),
-    helper.make_node("Add", ["n2", "p"], ["s"], name="residual"),
-    helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
-    helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
-    helper.make_node("Reshape", ["g", "flat"], ["g2"], name="flatten"),
-    helper.make_node("MatMul", ["g2", "W2"], ["scores"], name="head"),
-], [wide_w("W", (8, 108)), ints("image", [4, 3, 6, 6]),
-    wide_w("K1", (32, 3, 3, 3)), wide_w("K2", (32, 32, 3, 3)),
-    ints("flat", [4, 32]), wide_w("W2", (32, 10))] + wide_bn("1") +
-    wide_bn("2"), opset=15)
+save("conv_wide", conv_block(),
+     [wide_w("W", (8, 108)), ints("image", [4, 3, 6, 6]),
+      wide_w("K1", (32, 3, 3, 3)), wide_w("K2", (32, 32, 3, 3)),
+      ints("flat", [4, 32]), wide_w("W2", (32, 10))] + wide_bn("1") +
+     wide_bn("2"), opset=15)
