@@ -1,8 +1,7 @@
 //===- StoredLayouts.cpp - tensors kept in another layout than ONNX's -----===//
 
 #include "runtime/StoredLayouts.h"
-
-#include <cstring>
+#include "runtime/kernels/Common.h"
 
 namespace mpc::rt {
 
@@ -14,31 +13,8 @@ Shape permutedShape(const Shape &shape, const std::vector<int64_t> &perm) {
 }
 
 Tensor permuted(const Tensor &t, const std::vector<int64_t> &perm) {
-  const Shape &in = t.shape();
-  size_t rank = in.size();
-  Shape out = permutedShape(in, perm);
-  Tensor r(t.dtype(), out);
-  // Strides of the input, taken in the output's dim order.
-  std::vector<int64_t> inStride(rank, 1), step(rank);
-  for (size_t i = rank; i-- > 1;)
-    inStride[i - 1] = inStride[i] * in[i];
-  for (size_t i = 0; i < rank; ++i)
-    step[i] = inStride[perm[i]];
-  size_t bytes = dtypeSize(t.dtype());
-  const char *src = static_cast<const char *>(t.raw());
-  char *dst = static_cast<char *>(r.raw());
-  std::vector<int64_t> idx(rank, 0);
-  for (int64_t o = 0; o < r.size(); ++o) {
-    int64_t at = 0;
-    for (size_t i = 0; i < rank; ++i)
-      at += idx[i] * step[i];
-    std::memcpy(dst + o * bytes, src + at * bytes, bytes);
-    for (size_t i = rank; i-- > 0;) { // next output index, row-major
-      if (++idx[i] < out[i])
-        break;
-      idx[i] = 0;
-    }
-  }
+  Tensor r(t.dtype(), permutedShape(t.shape(), perm));
+  permuteInto(r, t, perm);
   return r;
 }
 

@@ -13,6 +13,11 @@
 
 namespace mpc::rt {
 
+/// dst = src with its dims reordered: dim i of dst is dim perm[i] of src
+/// (the Transpose kernel's copy; any element type).
+void permuteInto(Tensor &dst, const Tensor &src,
+                 const std::vector<int64_t> &perm);
+
 /// The elements of `t` as FP32: its own buffer when f32, else widened
 /// (exactly, for f16/bf16) into `storage`.
 inline const float *floatData(const Tensor &t, std::vector<float> &storage) {

@@ -132,34 +132,23 @@ void im2colRow2d(const Window &w, int64_t k, const float *x, float *dst) {
 }
 
 /// Channels-last operands (conv's `channels_last`) are computed here as
-/// channels-first ones: each [N, spatial..., C] tensor is viewed as
-/// [N, S, C] and transposed to [N, C, S] (or back). The values and their
-/// accumulation order are those of the channels-first convolution.
+/// channels-first ones, transposed on the way in and out by the Transpose
+/// kernel's copy. The values and their accumulation order are those of the
+/// channels-first convolution; the result is rounded once, as there.
 struct ChannelsFirst {
   static Shape shape(const Shape &t) { return channelsFirstShape(t); }
-  /// [n, a, b] -> [n, b, a].
-  static void swap(const float *src, float *dst, int64_t n, int64_t a,
-                   int64_t b) {
-    for (int64_t i = 0; i < n; ++i, src += a * b, dst += a * b)
-      for (int64_t j = 0; j < a; ++j)
-        for (int64_t k = 0; k < b; ++k)
-          dst[k * a + j] = src[j * b + k];
-  }
-  /// `data` of channels-last shape `t`, transposed into `out`.
-  static const float *from(const float *data, const Shape &t,
-                           std::vector<float> &out) {
-    int64_t n = t[0], ch = t.back(), sp = numElements(t) / std::max<int64_t>(n * ch, 1);
-    out.resize(numElements(t));
-    swap(data, out.data(), n, sp, ch);
-    return out.data();
+  /// Channels-last `t` as channels-first FP32 (`first` holds the copy).
+  static const float *from(const Tensor &t, Tensor &first,
+                           std::vector<float> &storage) {
+    first = Tensor(t.dtype(), shape(t.shape()));
+    permuteInto(first, t, channelsFirstOrder(t.rank()));
+    return floatData(first, storage);
   }
   /// Channels-first `data` stored into channels-last `t`, rounded once.
   static void store(Tensor &t, const float *data) {
-    const Shape &s = t.shape();
-    int64_t n = s[0], ch = s.back(), sp = t.size() / std::max<int64_t>(n * ch, 1);
-    std::vector<float> out(t.size());
-    swap(data, out.data(), n, ch, sp);
-    storeFloats(t, out.data());
+    Tensor first(t.dtype(), shape(t.shape()));
+    storeFloats(first, data);
+    permuteInto(t, first, channelsLastOrder(t.rank()));
   }
 };
 
@@ -176,13 +165,12 @@ void convK(KernelContext &c) {
   int64_t batch = xs[0], cin = xs[1], cout = ys[1];
   int64_t cg = cin / group, mg = cout / group;
   int64_t kk = win.kernelSize(), osp = win.outSize(), isp = win.inSize();
-  std::vector<float> xBuf, wBuf, yBuf, xT, wT;
-  const float *xp = floatData(x, xBuf), *wp = floatData(w, wBuf);
-  if (last) {
-    xp = ChannelsFirst::from(xp, x.shape(), xT);
-    wp = ChannelsFirst::from(wp, w.shape(), wT);
+  std::vector<float> xBuf, wBuf, yBuf;
+  Tensor xF, wF; // channels last: the operands channels first
+  const float *xp = last ? ChannelsFirst::from(x, xF, xBuf) : floatData(x, xBuf);
+  const float *wp = last ? ChannelsFirst::from(w, wF, wBuf) : floatData(w, wBuf);
+  if (last)
     yBuf.assign(y.size(), 0.0f);
-  }
   float *yp = last ? yBuf.data() : floatOut(y, yBuf);
   // 2-D convolutions take contiguous rows (im2colRow2d); others gather
   // through the offset table.
@@ -259,12 +247,11 @@ void convGrad(KernelContext &c, bool wrtInput, const Tensor *bias = nullptr) {
   int64_t rows = cg * kk;
   std::vector<int64_t> offsets = win.offsetTable();
   std::vector<float> dyBuf, oBuf, acc(out.size(), 0.0f), col(rows * osp);
-  std::vector<float> dyT, oT;
-  const float *dyp = floatData(dy, dyBuf), *op = floatData(other, oBuf);
-  if (last) {
-    dyp = ChannelsFirst::from(dyp, dy.shape(), dyT);
-    op = ChannelsFirst::from(op, other.shape(), oT);
-  }
+  Tensor dyF, oF; // channels last: the operands channels first
+  const float *dyp =
+      last ? ChannelsFirst::from(dy, dyF, dyBuf) : floatData(dy, dyBuf);
+  const float *op =
+      last ? ChannelsFirst::from(other, oF, oBuf) : floatData(other, oBuf);
   for (int64_t img = 0; img < batch; ++img)
     for (int64_t g = 0; g < group; ++g) {
       const float *dyg = dyp + (img * cout + g * mg) * osp;

@@ -72,7 +72,6 @@ void reshapeLikeK(KernelContext &c) {
 
 void transposeK(KernelContext &c) {
   const Tensor &x = c.in(0);
-  Tensor &y = c.output(0);
   int64_t rank = x.rank();
   std::vector<int64_t> perm(rank);
   if (auto p = c.step.getInts("perm"))
@@ -80,11 +79,7 @@ void transposeK(KernelContext &c) {
   else
     for (int64_t i = 0; i < rank; ++i)
       perm[i] = rank - 1 - i;
-  auto xs = stridesOf(x.shape());
-  std::vector<int64_t> strides(rank);
-  for (int64_t d = 0; d < rank; ++d)
-    strides[d] = xs[perm[d]];
-  stridedCopy(y, x, strides, 0);
+  permuteInto(c.output(0), x, perm);
 }
 
 void concatK(KernelContext &c) {
@@ -356,6 +351,15 @@ void rangeK(KernelContext &c) {
 }
 
 } // namespace
+
+void permuteInto(Tensor &dst, const Tensor &src,
+                 const std::vector<int64_t> &perm) {
+  auto s = stridesOf(src.shape());
+  std::vector<int64_t> strides(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d)
+    strides[d] = s[perm[d]];
+  stridedCopy(dst, src, strides, 0);
+}
 
 void registerShapeKernels(KernelTable &t) {
   for (OpId op : {OpId::Reshape, OpId::Squeeze, OpId::Unsqueeze, OpId::Flatten})

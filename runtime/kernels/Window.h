@@ -132,6 +132,21 @@ inline Shape channelsFirstShape(const Shape &t) {
   s.insert(s.end(), t.begin() + 1, t.end() - 1);
   return s;
 }
+/// The dim orders taking channels last to first (channelsFirstShape's)
+/// and back, for a tensor of `rank` dims.
+inline std::vector<int64_t> channelsFirstOrder(int64_t rank) {
+  std::vector<int64_t> p{0, rank - 1};
+  for (int64_t i = 1; i + 1 < rank; ++i)
+    p.push_back(i);
+  return p;
+}
+inline std::vector<int64_t> channelsLastOrder(int64_t rank) {
+  std::vector<int64_t> p{0};
+  for (int64_t i = 2; i < rank; ++i)
+    p.push_back(i);
+  p.push_back(1);
+  return p;
+}
 
 } // namespace mpc::rt
 
