@@ -76,6 +76,7 @@ void Emitter::elementFunctions(
   std::vector<int> ins = ::mpc::rt::kernelInputs(s);
   std::vector<int> outs = s.outputs;
   outs.insert(outs.end(), s.cuda.stores.begin(), s.cuda.stores.end());
+  const bool counts = countsUnderflow(s);
   // The arithmetic once, `<name>_op`: the operands in, the results out
   // (the scalar and the vector path call it; inlined, it costs nothing).
   auto opCall = [&](const std::function<std::string(size_t)> &in,
@@ -85,7 +86,7 @@ void Emitter::elementFunctions(
       call += (k ? ", " : "") + in(k);
     for (size_t k = 0; k < outs.size(); ++k)
       call += (k || !names.empty() ? ", " : "") + result(k);
-    return call + (s.countUnderflow ? ", underflow);" : ");");
+    return call + (counts ? ", underflow);" : ");");
   };
   std::string opParams;
   for (size_t k = 0; k < names.size(); ++k)
@@ -93,7 +94,7 @@ void Emitter::elementFunctions(
   for (size_t k = 0; k < outs.size(); ++k)
     opParams += std::string(k || !names.empty() ? ", " : "") + "float &y" +
                 std::to_string(k);
-  if (s.countUnderflow)
+  if (counts)
     opParams += ", unsigned long long *__restrict__ underflow";
   cu << "static __device__ __forceinline__ void " << name << "_op("
      << opParams << ") {\n"
@@ -174,14 +175,15 @@ void Emitter::elementFunctions(
   v << "}\n\n";
   // A thread's share: whole groups as vectors when every pointer is
   // aligned (else none), the rest one element at a time, both strided by
-  // the grid.
+  // the grid. The rest first: `first` then dies before the vector loop
+  // (held across it, ptxas kept it on the stack).
   v << "static __device__ __forceinline__ void " << name
     << "_run(const i64 first, const i64 stride" << decl
     << ") {\n  const i64 whole = " << aligned.substr(4) << " ? count / " << W
-    << " * " << W << " : 0;\n  for (i64 i = first * " << W
+    << " * " << W << " : 0;\n  for (i64 i = whole + first; i < count; i += stride) "
+    << name << "_at(i" << call << ");\n  for (i64 i = first * " << W
     << "; i < whole; i += stride * " << W << ") " << name << "_vec(i" << call
-    << ");\n  for (i64 i = whole + first; i < count; i += stride) " << name
-    << "_at(i" << call << ");\n}\n\n";
+    << ");\n}\n\n";
   cu << v.str();
 }
 
@@ -229,7 +231,10 @@ std::string Emitter::chainMember(const Step &member,
   for (size_t j = 0; j < operands.size(); ++j)
     os << "float " << kOperandNames[j] << " = " << regs.at(operands[j]) << "; ";
   std::string e = member.op == OpId::Expand ? "a" : *expr(member);
-  os << t << " = " << roundedAs(val(member.outputs[0]).dtype, e) << "; }\n";
+  os << t << " = " << roundedAs(val(member.outputs[0]).dtype, e) << ";";
+  if (member.countUnderflow) // as a cast's own kernel counts (elementwise)
+    os << " if (a != 0.0f && " << t << " == 0.0f) atomicAdd(underflow, 1ULL);";
+  os << " }\n";
   regs[member.outputs[0]] = t;
   return os.str();
 }

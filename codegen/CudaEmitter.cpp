@@ -209,7 +209,7 @@ std::vector<std::pair<std::string, std::string>> Emitter::params(const Step &s) 
   for (size_t k = 0; k < s.cuda.stores.size(); ++k) // a chain's other results
     add(std::string(ctype(val(s.cuda.stores[k]).dtype)) + " *__restrict__ ",
         "out" + std::to_string(s.outputs.size() + k));
-  if (s.countUnderflow) // the session's counter
+  if (countsUnderflow(s)) // the session's counter
     add("unsigned long long *__restrict__ ", "underflow");
   if (s.cuda.scratch > 0) // the session's kernel scratch
     add("double *__restrict__ ", "scratch");
@@ -277,7 +277,7 @@ void Emitter::launch(Step &s, const std::string &name,
          << "]";
     ++k;
   }
-  if (s.countUnderflow) {
+  if (countsUnderflow(s)) {
     s.cuda.underflowCounter = true;
     args << (k ? ", " : "") << "(unsigned long long *)p[" << k << "]";
     ++k;

@@ -38,7 +38,12 @@
 // - a normalisation or softmax whose result only a cast reads
 //   stores the cast's result instead (`cuda.storedAs`; the cast records
 //   the producer in `cuda.fusedInto`): a mixed-precision graph's FP32
-//   layer norm feeding fp16 GEMMs writes fp16 once, with the same bits.
+//   layer norm feeding fp16 GEMMs writes fp16 once, with the same bits;
+//   read by others too, it stores both (`cuda.stores`, storeCastBeside);
+// - a cast widening fp16/bf16 to FP32 launches nothing when its readers
+//   can load the narrow source themselves (readWideningCastSources);
+// - a gradient cast counting what it flushes (count-underflow) chains
+//   like any cast; the chain kernel takes the counter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,9 +60,10 @@ using ::mpc::rt::Binding;
 
 /// A step the chain kernel can compute: an elementwise expression on
 /// floats (or a comparison's bool), or an Expand (its data read with
-/// broadcast strides); not an alias, not counting underflow.
+/// broadcast strides); not an alias. A cast counting underflowing
+/// gradients counts in the chain's kernel (Emitter::chainMember).
 static bool chainable(Emitter &e, const Step &s) {
-  if (s.outputs.size() != 1 || s.cuda.inOtherKernel() || s.countUnderflow ||
+  if (s.outputs.size() != 1 || s.cuda.inOtherKernel() ||
       !(s.op == OpId::Expand || e.expr(s)))
     return false;
   if (s.op == OpId::Expand && !isFloat(e.val(s.inputs[0]).dtype))
@@ -141,6 +147,57 @@ foldReluGradsIntoBatchNorm(Plan &plan,
   }
 }
 
+/// Whether step `r`'s kernel loads every operand through the typed `ld`
+/// (any float type widened to FP32), so it may read an fp16/bf16 value
+/// where it read that value widened: elementwise expressions and chains,
+/// the row kernels of normalisation and softmax, the fold reductions.
+static bool loadsAnyFloat(Emitter &e, const Step &r) {
+  if (r.cuda.inOtherKernel() || r.cuda.libraryFusedInto >= 0)
+    return false;
+  switch (r.op) {
+  case OpId::LayerNorm: case OpId::RmsNorm: case OpId::NormGrad:
+  case OpId::Softmax: case OpId::LogSoftmax:
+    return true;
+  default:
+    return reducesChain(r) || (r.outputs.size() == 1 && e.expr(r));
+  }
+}
+
+/// A cast widening fp16/bf16 to FP32 is exact, so readers that load any
+/// float type read its source instead and the cast launches nothing: a
+/// layer norm gradient reads the fp16 dX of the GEMM before it, the loss
+/// the fp16 logits (the FP32 copy was a launch, a write and a read). The
+/// cast records its first reader in `cuda.fusedInto`; every reader must
+/// qualify, else the cast runs as before.
+static void readWideningCastSources(
+    Emitter &e, const std::map<int, std::vector<size_t>> &readers,
+    const std::set<int> &outputs) {
+  Plan &plan = e.plan;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Step &c = plan.steps[i];
+    if (c.op != OpId::Cast || c.inputs.size() != 1 || c.outputs.size() != 1 ||
+        c.cuda.inOtherKernel() || c.countUnderflow ||
+        e.val(c.outputs[0]).dtype != DType::F32 ||
+        (e.val(c.inputs[0]).dtype != DType::F16 &&
+         e.val(c.inputs[0]).dtype != DType::BF16) ||
+        outputs.count(c.outputs[0]))
+      continue;
+    auto rd = readers.find(c.outputs[0]);
+    if (rd == readers.end() || rd->second.empty())
+      continue;
+    bool all = true;
+    for (size_t r : rd->second)
+      all = all && loadsAnyFloat(e, plan.steps[r]);
+    if (!all)
+      continue;
+    for (size_t r : rd->second)
+      std::replace(plan.steps[r].inputs.begin(), plan.steps[r].inputs.end(),
+                   c.outputs[0], c.inputs[0]);
+    c.cuda.fusedInto = (int)*std::min_element(rd->second.begin(),
+                                              rd->second.end());
+  }
+}
+
 static bool isBatchNorm(OpId op) {
   return op == OpId::BatchNormTrain || op == OpId::BatchNorm;
 }
@@ -198,8 +255,9 @@ fuseChainsIntoReductions(Emitter &e, Plan &plan,
         rd->second.size() != 1)
       continue;
     Step &c = plan.steps[p->second];
+    // (The fold kernels take no underflow counter.)
     if (c.cuda.inOtherKernel() || !c.cuda.stores.empty() ||
-        c.cuda.storedAs >= 0 || c.cuda.batch.valid() ||
+        e.countsUnderflow(c) || c.cuda.storedAs >= 0 || c.cuda.batch.valid() ||
         c.cuda.batchedInto >= 0 || (!c.cuda.isChain() && !chainable(e, c)))
       continue;
     std::vector<int> members =
@@ -303,6 +361,8 @@ void fuseSteps(Emitter &e) {
   indexSteps(plan, readers, producer);
   fuseAttentionLayouts(e, readers, producer, outputs);
   foldReluGradsIntoBatchNorm(plan, readers, producer, outputs);
+  indexSteps(plan, readers, producer);
+  readWideningCastSources(e, readers, outputs);
   indexSteps(plan, readers, producer);
 
   std::vector<bool> taken(plan.steps.size(), false);
@@ -411,6 +471,38 @@ static bool storesAnyFloat(OpId op) {
   }
 }
 
+/// Row kernel `i`'s output 0 has other readers besides a cast: the kernel
+/// stores the cast's result too (`cuda.stores`; the cast `fused-into` it),
+/// each rounded once from the same FP32 value, counting what a gradient
+/// cast flushes as the cast's kernel would (Emitter::rowEach). A post-norm
+/// Transformer's FP32 layer norm feeds the residual Add and, as fp16, the
+/// next GEMM; its gradient feeds the residual sum and the fp16 GEMM.
+static void storeCastBeside(Plan &plan, size_t i,
+                            const std::vector<size_t> &readers) {
+  Step &s = plan.steps[i];
+  const ValueInfo &x = plan.values[s.inputs[0]];
+  int64_t axis = s.getInt("axis", -1);
+  axis = axis < 0 ? axis + (int64_t)x.shape.size() : axis;
+  bool rows = true; // softmax: only its contiguous-row kernel (rowEach)
+  if (s.op == OpId::Softmax || s.op == OpId::LogSoftmax)
+    for (size_t d = axis + 1; d < x.shape.size(); ++d)
+      rows = rows && x.shape[d] == 1;
+  // FP32: the cast reads exactly the value the kernel rounds.
+  if (!rows || !s.cuda.stores.empty() ||
+      plan.values[s.outputs[0]].dtype != DType::F32)
+    return;
+  for (size_t k : readers) {
+    Step &cast = plan.steps[k];
+    if (k <= i || cast.op != OpId::Cast || cast.outputs.size() != 1 ||
+        cast.cuda.inOtherKernel() || cast.cuda.isChain() ||
+        !isFloat(plan.values[cast.outputs[0]].dtype))
+      continue;
+    s.cuda.stores.push_back(cast.outputs[0]);
+    cast.cuda.fusedInto = (int)i;
+    return;
+  }
+}
+
 void fuseOutputCasts(Plan &plan,
                      const std::map<int, std::vector<size_t>> &readers,
                      const std::set<int> &outputs) {
@@ -420,8 +512,12 @@ void fuseOutputCasts(Plan &plan,
         s.outputs.empty() || outputs.count(s.outputs[0]))
       continue;
     auto r = readers.find(s.outputs[0]);
-    if (r == readers.end() || r->second.size() != 1)
+    if (r == readers.end())
       continue;
+    if (r->second.size() > 1) {
+      storeCastBeside(plan, i, r->second);
+      continue;
+    }
     Step &cast = plan.steps[r->second[0]];
     if (cast.op != OpId::Cast || cast.cuda.inOtherKernel() ||
         cast.cuda.isChain() || cast.countUnderflow ||

@@ -182,6 +182,26 @@ struct Emitter {
   /// inputs then outputs (absent optional inputs are null pointers), then
   /// a chain's other results, the underflow counter, the element count.
   std::vector<std::pair<std::string, std::string>> params(const Step &s);
+  /// Whether the step's kernel counts underflowing gradients: it is, or its
+  /// chain holds, a cast marked mpc.count_underflow, or (a row kernel) it
+  /// stores such a cast's result beside its own (fuseOutputCasts).
+  bool countsUnderflow(const Step &s) const {
+    if (s.countUnderflow)
+      return true;
+    for (int m : s.cuda.chain)
+      if (plan.steps[m].countUnderflow)
+        return true;
+    return !s.cuda.isChain() && !s.cuda.stores.empty() &&
+           storedCast(s.cuda.stores[0]) &&
+           storedCast(s.cuda.stores[0])->countUnderflow;
+  }
+  /// The cast whose result `v` is (a row kernel's second store), or null.
+  const Step *storedCast(int v) const {
+    for (const Step &c : plan.steps)
+      if (c.op == OpId::Cast && c.outputs.size() == 1 && c.outputs[0] == v)
+        return &c;
+    return nullptr;
+  }
   /// Kernel header: extern "C" with the step's parameters; `minBlocks`
   /// (> 0) goes to __launch_bounds__.
   std::string header(const Step &s, const std::string &name, int threads,
@@ -328,6 +348,10 @@ public:
   /// `len` is the code naming the row's length (RowLoop's prologue: n).
   std::string rowEach(const Step &s, const RowLoop &r, int64_t n,
                       const std::string &body, const std::string &len = "n");
+  /// rowEach's body storing output 0 also as the cast stored beside it
+  /// (`cuda.stores` of a row kernel, fuseOutputCasts), counting underflow
+  /// for a gradient cast.
+  std::string storeBeside(const Step &s, const std::string &body);
   void rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                  int64_t rows);
   bool attention(Step &s, const std::string &name);

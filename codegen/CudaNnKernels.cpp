@@ -42,8 +42,38 @@ Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
           "", "", false};
 }
 
+/// `body` with its store of output 0, st(out0, base + j, EXPR), also
+/// storing the value as the cast stored beside it (fuseOutputCasts) and,
+/// for a gradient cast, counting what that flushes to zero.
+std::string Emitter::storeBeside(const Step &s, const std::string &body) {
+  const std::string from = "st(out0, base + j, ";
+  size_t at = body.find(from);
+  if (at == std::string::npos)
+    return body;
+  size_t end = at + from.size();
+  for (int depth = 0; end < body.size(); ++end) {
+    if (body[end] == '(')
+      ++depth;
+    else if (body[end] == ')' && depth-- == 0)
+      break;
+  }
+  int v = s.cuda.stores[0];
+  std::string out = "out" + std::to_string(s.outputs.size());
+  std::string both = "{ const float y_ = " +
+                     body.substr(at + from.size(), end - at - from.size()) +
+                     "; st(out0, base + j, y_); st(" + out + ", base + j, y_);";
+  if (const Step *c = storedCast(v); c && c->countUnderflow)
+    both += " if (y_ != 0.0f && " + roundedAs(val(v).dtype, "y_") +
+            " == 0.0f) atomicAdd(underflow, 1ULL);";
+  return body.substr(0, at) + both + " }" + body.substr(end + 1);
+}
+
 std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
-                             const std::string &body, const std::string &len) {
+                             const std::string &rowBody,
+                             const std::string &len) {
+  const std::string body = !s.cuda.isChain() && !s.cuda.stores.empty()
+                               ? storeBeside(s, rowBody)
+                               : rowBody;
   std::string scalar = "  for (i64 j = lane; j < " + len + "; j += " +
                        r.stride + ") " + body + "\n";
   if (!r.warp)
@@ -57,11 +87,13 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
       loads.push_back(k);
       narrowest = std::min<int64_t>(narrowest, dtypeSize(val(s.inputs[k]).dtype));
     }
-  for (size_t k = 0; k < s.outputs.size(); ++k)
+  std::vector<int> written = ::mpc::rt::kernelOutputs(s);
+  if (!s.cuda.isChain())
+    written.insert(written.end(), s.cuda.stores.begin(), s.cuda.stores.end());
+  for (size_t k = 0; k < written.size(); ++k)
     if (body.find("st(out" + std::to_string(k) + ", base + j, ") != std::string::npos) {
       stores.push_back(k);
-      narrowest = std::min<int64_t>(
-          narrowest, dtypeSize(val(::mpc::rt::kernelOutputs(s)[k]).dtype));
+      narrowest = std::min<int64_t>(narrowest, dtypeSize(val(written[k]).dtype));
     }
   int64_t width = std::min<int64_t>(8, 16 / narrowest);
   if (width < 2 || n % width != 0 || (loads.empty() && stores.empty()))

@@ -172,6 +172,8 @@ bool rewrite(OpBuilder &b, Operation *op, DenseMap<Value, Value> &made) {
     // channel ([C, 1, 1]: reshaped to [C]) or of one value (as it is). At
     // least one comes from channels last, so no transpose is added.
     auto out = rankedOf(op->getResult(0));
+    if (out.getRank() != 4) // a loss's scalars, a 1-D or 3-D map
+      return false;
     enum Form { Source, Made, PerChannel, Uniform };
     SmallVector<Form> forms;
     for (Value v : op->getOperands()) {

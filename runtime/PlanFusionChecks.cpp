@@ -197,7 +197,8 @@ std::string checkLibraryFusions(const Plan &plan) {
 
 /// "" or what is inconsistent in a cast fused into its producer: the
 /// producer must store as the cast's result, the cast read the producer's
-/// output 0 and nothing else read it. (A sum fused into an earlier
+/// output 0 and nothing else read it (or, a row kernel, store the cast's
+/// result beside output 0). (A sum fused into an earlier
 /// chain-reduction's kernel must be listed in its chain, read there and
 /// stored by it.)
 std::string checkStoredCasts(const Plan &plan) {
@@ -220,6 +221,13 @@ std::string checkStoredCasts(const Plan &plan) {
       if (has(p.cuda.chain, (int)i) && s.inputs.size() == 1 &&
           s.outputs.size() == 1 && has(p.cuda.inputs, s.inputs[0]) &&
           has(p.cuda.stores, s.outputs[0]))
+        continue;
+      // Or a cast a row kernel stores beside its own output 0, which it
+      // reads (storeCastBeside).
+      if (s.op == OpId::Cast && s.inputs.size() == 1 && s.outputs.size() == 1 &&
+          !p.cuda.isChain() && !p.outputs.empty() &&
+          s.inputs[0] == p.outputs[0] && p.cuda.storedAs < 0 &&
+          p.cuda.stores.size() == 1 && p.cuda.stores[0] == s.outputs[0])
         continue;
       if (s.op != OpId::Cast || s.inputs.size() != 1 || s.outputs.size() != 1 ||
           p.outputs.empty() || s.inputs[0] != p.outputs[0] ||
@@ -247,8 +255,10 @@ std::string checkStoredCasts(const Plan &plan) {
 }
 
 /// "" or what is inconsistent in a step computed in a later step's kernel:
-/// a chain's member, or a relu_grad folded into the batch_norm_grad that
-/// alone read its result (which then reads dy and the Relu's result).
+/// a chain's member, a relu_grad folded into the batch_norm_grad that
+/// alone read its result (which then reads dy and the Relu's result), or
+/// an fp16/bf16 -> FP32 cast whose readers read its source (the first of
+/// them named).
 std::string checkLaterFusions(const Plan &plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
@@ -260,13 +270,21 @@ std::string checkLaterFusions(const Plan &plan) {
     if (j >= (int)plan.steps.size())
       return bad + "which does not exist";
     const Step &k = plan.steps[j];
-    if (k.cuda.isChain()) {
-      if (std::find(k.cuda.chain.begin(), k.cuda.chain.end(), (int)i) ==
-          k.cuda.chain.end())
-        return bad + "whose chain does not list it";
+    bool listed = std::find(k.cuda.chain.begin(), k.cuda.chain.end(),
+                            (int)i) != k.cuda.chain.end();
+    if (listed)
       continue;
-    }
-    if (s.op != OpId::ReluGrad || k.op != OpId::BatchNormGrad ||
+    if (s.op == OpId::Cast) { // a widening cast its readers read through
+      DType from = s.inputs.size() == 1 ? plan.values[s.inputs[0]].dtype
+                                        : DType::F32;
+      if (s.outputs.size() != 1 || plan.values[s.outputs[0]].dtype != DType::F32 ||
+          (from != DType::F16 && from != DType::BF16) ||
+          std::find(k.inputs.begin(), k.inputs.end(), s.inputs[0]) ==
+              k.inputs.end())
+        return bad + "which does not read the source of this widening cast";
+    } else if (k.cuda.isChain()) {
+      return bad + "whose chain does not list it";
+    } else if (s.op != OpId::ReluGrad || k.op != OpId::BatchNormGrad ||
         s.inputs.size() != 2 || s.outputs.size() != 1 || k.inputs.size() != 4 ||
         k.inputs[0] != s.inputs[0] || k.inputs[3] != s.inputs[1])
       return bad + "which neither chains it nor reads its dy and Relu result";

@@ -67,6 +67,23 @@ void Trainer::SharedScaler::update(const std::vector<Trainer *> &phases,
   }
 }
 
+bool Trainer::phaseLayouts(const std::vector<const Plan *> &plans,
+                           StoredLayouts &layouts, std::string &error) {
+  for (size_t k = 0; k < plans.size(); ++k)
+    for (const auto &[name, perm] : plans[k]->layouts) {
+      bool param = false;
+      for (const Parameter &p : plans[k]->params)
+        param |= p.name == name;
+      std::string key = param ? name : "phase" + std::to_string(k) + "." + name;
+      if (layouts.count(key) && layouts[key] != perm)
+        return (error = "phases keep parameter '" + name +
+                        "' in different layouts",
+                false);
+      layouts[key] = perm;
+    }
+  return true;
+}
+
 bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
                           const std::vector<std::string> &names,
                           const std::map<std::string, Tensor> &data,
@@ -82,21 +99,13 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
   bool resume = o.resume;
   for (Trainer *t : phases)
     t->options_.resume = false;
-  // What the checkpoint holds in ONNX's layout: parameters by name (every
-  // phase that keeps one keeps it alike), state by its phase's name.
+  // What the checkpoint holds in ONNX's layout.
+  std::vector<const Plan *> plans;
+  for (const Trainer *t : phases)
+    plans.push_back(&t->plan_);
   StoredLayouts layouts;
-  for (size_t k = 0; k < phases.size(); ++k)
-    for (const auto &[name, perm] : phases[k]->plan_.layouts) {
-      bool param = false;
-      for (const Parameter &p : phases[k]->plan_.params)
-        param |= p.name == name;
-      std::string key = param ? name : "phase" + std::to_string(k) + "." + name;
-      if (layouts.count(key) && layouts[key] != perm)
-        return (error = "phases keep parameter '" + name +
-                        "' in different layouts",
-                false);
-      layouts[key] = perm;
-    }
+  if (!phaseLayouts(plans, layouts, error))
+    return false;
   for (size_t k = 0; k < phases.size(); ++k) {
     int64_t first;
     if (!phases[k]->setUp(data, params, first, error))

@@ -12,6 +12,7 @@
 #ifndef MPC_RUNTIME_TRAINER_H
 #define MPC_RUNTIME_TRAINER_H
 
+#include "runtime/StoredLayouts.h"
 #include "runtime/TrainProtocol.h"
 
 #include <cstdint>
@@ -124,6 +125,11 @@ public:
                           const std::map<std::string, Tensor> &data,
                           std::map<std::string, Tensor> &params,
                           std::string &error);
+  /// How the phases' plans hold what one checkpoint of them names:
+  /// parameters by name (every phase holding one holds it alike, else
+  /// false and `error`), each phase's other state as "phase<k>.<name>".
+  static bool phaseLayouts(const std::vector<const Plan *> &plans,
+                           StoredLayouts &layouts, std::string &error);
 
 private:
   bool setUp(const std::map<std::string, Tensor> &data,

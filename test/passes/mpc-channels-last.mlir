@@ -62,6 +62,19 @@ func.func @edges(%x: tensor<8x16x8x8xf32>, %w: tensor<16x16x3x3xf32>, %w1d: tens
   return %s, %a, %c1, %m : tensor<8x16x8x8xf32>, tensor<8x16x8x8xf32>, tensor<8x4x8xf32>, tensor<8x16x8x8xf32>
 }
 
+// Binary ops of other ranks stay as they are: a GAN's two loss terms
+// summed as scalars, after a convolution region (this crashed the pass).
+// CHECK-LABEL: func.func @scalars
+// CHECK: mpc.conv %{{.*}}, %{{.*}} {channels_last = true
+// CHECK: %[[L:.*]] = mpc.reduce_mean %{{.*}} {keepdims = false} : (tensor<8x16x8x8xf32>) -> tensor<f32>
+// CHECK-NEXT: mpc.add %[[L]], %arg2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+func.func @scalars(%x: tensor<8x16x8x8xf32>, %w: tensor<16x16x3x3xf32>, %other: tensor<f32>) -> tensor<f32> {
+  %c = mpc.conv %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<8x16x8x8xf32>, tensor<16x16x3x3xf32>) -> tensor<8x16x8x8xf32>
+  %l = mpc.reduce_mean %c {keepdims = false} : (tensor<8x16x8x8xf32>) -> tensor<f32>
+  %s = mpc.add %l, %other : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
 // stored-filters (a train step with an optimizer): a filter parameter only
 // convolutions read is kept KRSC, its argument retyped and marked, no
 // transpose left; one that something else reads too keeps ONNX's layout

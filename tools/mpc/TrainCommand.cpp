@@ -428,11 +428,12 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   for (const rt::Plan &plan : plans)
     addInitialParams(plan, params);
   bool trained = rt::Trainer::trainPhases(phases, names, arrays, params, error);
-  rt::StoredLayouts layouts; // the parameters' (trainPhases checks they agree)
+  std::vector<const rt::Plan *> planList;
   for (const rt::Plan &plan : plans)
-    for (const rt::Parameter &p : plan.params)
-      if (plan.layouts.count(p.name))
-        layouts[p.name] = plan.layouts.at(p.name);
+    planList.push_back(&plan);
+  rt::StoredLayouts layouts; // the parameters' by name, as trainPhases found
+  if (trained && !rt::Trainer::phaseLayouts(planList, layouts, error))
+    trained = false;
   int rc = finishTraining(trained, error, tensorboard, tensorboardError, params,
                           layouts);
   if (group && rc == 0 && !group->finish(error))

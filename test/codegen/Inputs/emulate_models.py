@@ -6,7 +6,9 @@ CPU backend (largest difference relative to the output's magnitude).
 
 usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC[:OPTIMIZER[:FLAG=V..]]...
 
-FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout nhwc).
+FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout nhwc),
+except `scale=S`: the train step's loss scale at step 1 (65536 without;
+a tiny one flushes gradients to zero, so the underflow counts compare).
 """
 import os
 import re
@@ -27,11 +29,13 @@ rng = np.random.default_rng(0)
 shim = precompile_shim(cxx, src, work)
 for spec in specs:
     path, prec, *opt = spec.split(":")
-    flags = [f for o in opt[1:] for f in ("--" + o.split("=")[0], o.split("=")[1])]
+    scale = [o.split("=")[1] for o in opt[1:] if o.startswith("scale=")]
+    flags = [f for o in opt[1:] if not o.startswith("scale=")
+             for f in ("--" + o.split("=")[0], o.split("=")[1])]
     opt = opt[:1]
     name = os.path.splitext(os.path.basename(path))[0]
     tag = f"{name}-{prec}" + (f"-train-{opt[0]}" if opt else "") + \
-        "".join("-" + f for f in flags[1::2])
+        "".join("-" + f for f in flags[1::2] + [f"scale{v}" for v in scale])
     art = os.path.join(work, tag)
     train = ["--train", "--optimizer", opt[0], "--lr", "0.01"] if opt else []
     subprocess.run([os.path.join(tools, "mpc"), "compile", path, "-o", art,
@@ -41,7 +45,7 @@ for spec in specs:
         os.makedirs(art + "-in", exist_ok=True)
         args = subprocess.run(
             [sys.executable, os.path.join(src, "test/codegen/Inputs/train_step_inputs.py"),
-             art, art + "-in", "0.01"], check=True, capture_output=True,
+             art, art + "-in", "0.01", *scale], check=True, capture_output=True,
             text=True).stdout.split()
     else:
         _, args = random_inputs(onnx.load(path), 4, work, name, rng)
@@ -57,7 +61,8 @@ for spec in specs:
     ok = diffs and max(diffs) <= RTOL[prec] and flushed[1] == flushed[2]
     ok_all &= bool(ok)
     print(f"{name} {prec}{' train ' + opt[0] if opt else ''}"
-          f"{''.join(' ' + f for f in flags[1::2])}: {kernels} "
+          f"{''.join(' ' + f for f in flags[1::2])}"
+          f"{''.join(' scale ' + v for v in scale)}: {kernels} "
           f"kernels emulated; outputs within "
           f"{max(diffs):.2e} of the CPU backend"
           + (f", {flushed[1]} gradients flushed (CPU backend {flushed[2]})"

@@ -74,6 +74,10 @@ last dim, Slice of a middle run of it, Pad back with a constant 0.5,
 Split along axis 1 and Concat the parts swapped, @ W2: every copy moves
 16 bytes a thread in fp16 and fp32 (runs of 8 or 16 elements, aligned).
 
+conv_res.onnx, conv_wide.onnx: a ResNet stem and block in small (2 and 32
+channels). conv_gan.onnx: a GAN of convolutions with outputs d_loss and
+g_loss and inputs x (images) and z (noise), for `mpc train --phase`.
+
 usage: make_small_models.py OUT_DIR
 """
 import os
@@ -367,3 +371,65 @@ save("conv_wide", conv_block(),
       wide_w("K1", (32, 3, 3, 3)), wide_w("K2", (32, 32, 3, 3)),
       ints("flat", [4, 32]), wide_w("W2", (32, 10))] + wide_bn("1") +
      wide_bn("2"), opset=15)
+
+
+# A GAN of convolutions (`mpc train --phase` under --layout nhwc): the
+# generator maps noise z [4, 8] to a 3x6x6 image (MatMul, Conv, Tanh); the
+# discriminator (Conv, LeakyRelu, flatten, MatMul) scores x and the fake
+# with the same weights; d_loss = mean softplus(-D(x)) + mean softplus(D(G(z))),
+# g_loss = mean softplus(-D(G(z))). Its own generator.
+gan = np.random.default_rng(11)
+gan_w = lambda name, shape: numpy_helper.from_array(
+    (gan.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+
+def discriminator(img, tag):
+    return [
+        helper.make_node("Conv", [img, "D.K"], [f"dc_{tag}"], name=f"D.conv_{tag}",
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("LeakyRelu", [f"dc_{tag}"], [f"da_{tag}"],
+                         name=f"D.act_{tag}", alpha=0.2),
+        helper.make_node("Reshape", [f"da_{tag}", "flat144"], [f"df_{tag}"],
+                         name=f"D.flatten_{tag}"),
+        helper.make_node("MatMul", [f"df_{tag}", "D.W"], [f"d_{tag}"],
+                         name=f"D.score_{tag}"),
+    ]
+
+
+def mean_softplus(v, negate, out):
+    src = v
+    nodes = []
+    if negate:
+        nodes.append(helper.make_node("Neg", [v], [v + "_neg"], name=out + "_neg"))
+        src = v + "_neg"
+    return nodes + [
+        helper.make_node("Softplus", [src], [out + "_sp"], name=out + "_softplus"),
+        helper.make_node("ReduceMean", [out + "_sp"], [out], name=out + "_mean",
+                         keepdims=0),
+    ]
+
+
+gan_graph = helper.make_graph(
+    [helper.make_node("MatMul", ["z", "G.W"], ["gh"], name="G.proj"),
+     helper.make_node("Reshape", ["gh", "image"], ["gi"], name="G.to_image"),
+     helper.make_node("Conv", ["gi", "G.K"], ["gc"], name="G.conv",
+                      pads=[1, 1, 1, 1]),
+     helper.make_node("Tanh", ["gc"], ["fake"], name="G.tanh")] +
+    discriminator("x", "real") + discriminator("fake", "fake") +
+    mean_softplus("d_real", True, "d_real_loss") +
+    mean_softplus("d_fake", False, "d_fake_loss") +
+    mean_softplus("d_fake", True, "g_loss") +
+    [helper.make_node("Add", ["d_real_loss", "d_fake_loss"], ["d_loss"],
+                      name="d_loss")],
+    "conv_gan",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3, 6, 6]),
+     helper.make_tensor_value_info("z", TensorProto.FLOAT, [4, 8])],
+    [helper.make_tensor_value_info("d_loss", TensorProto.FLOAT, []),
+     helper.make_tensor_value_info("g_loss", TensorProto.FLOAT, [])],
+    [gan_w("G.W", (8, 108)), ints("image", [4, 3, 6, 6]),
+     gan_w("G.K", (3, 3, 3, 3)), gan_w("D.K", (4, 3, 3, 3)),
+     ints("flat144", [4, 144]), gan_w("D.W", (144, 1))])
+gan_model = helper.make_model(gan_graph,
+                              opset_imports=[helper.make_opsetid("", 17)])
+onnx.checker.check_model(gan_model)
+onnx.save(gan_model, os.path.join(out, "conv_gan.onnx"))

@@ -2,9 +2,9 @@
 prints them as NAME=FILE arguments: the data batch (x random in [0, 1),
 labels in [0, 10)), then the step state at step 1: loss scale 65536, no
 good steps yet, the first-step flag, Adam's step size and bias correction
-for lr, and zero optimizer state.
+for lr, and zero optimizer state. SCALE replaces the loss scale.
 
-usage: train_step_inputs.py ARTIFACT OUT_DIR LR
+usage: train_step_inputs.py ARTIFACT OUT_DIR LR [SCALE]
 """
 import os
 import sys
@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 art, out, lr = sys.argv[1], sys.argv[2], float(sys.argv[3])
+scale = float(sys.argv[4]) if len(sys.argv) > 4 else 65536.0
 values, inputs = [], []
 for line in open(os.path.join(art, "plan.txt")):
     f = line.split()
@@ -30,7 +31,7 @@ for name, vid in inputs:
     elif name == "labels":
         v = rng.integers(0, 10, shape)
     elif name == "mpc.loss_scale":
-        v = np.array(65536.0, np.float32)
+        v = np.array(scale, np.float32)
     elif name == "mpc.opt.first":
         v = np.array(True)
     elif name == "mpc.opt.step_size":
