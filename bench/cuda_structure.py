@@ -72,12 +72,12 @@ def main():
     work = tempfile.mkdtemp()
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
                                                      "export_torch_models.py"),
-                    work, "--only", "digits_cnn,transformer,gpt,resnet18_train"],
+                    work, "--only", "digits_cnn,transformer,bert,gpt,resnet18_train"],
                    check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"), ())] + [
         (m, os.path.join(work, m + ".onnx"), ())
-        for m in ("digits_cnn", "transformer", "gpt", "resnet18_train")]
+        for m in ("digits_cnn", "transformer", "bert", "gpt", "resnet18_train")]
     # The ResNet channels last too (mpc-channels-last).
     models.append(("resnet18_train `--layout nhwc`",
                    os.path.join(work, "resnet18_train.onnx"),

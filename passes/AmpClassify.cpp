@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -142,6 +143,17 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
     };
     auto lowName = [&] { return low.isF16() ? "fp16" : "bf16"; };
     SmallVector<Operation *> cleared; // clear ops FP32 for lack of a low input
+    // Clear ops of parameters and constants alone (concatenated Q, K, V
+    // biases: mpc-merge-sibling-linears): their readers follow other
+    // inputs, as they do a parameter's. Not an embedding lookup: its
+    // indices are data.
+    llvm::SmallPtrSet<Operation *, 8> ofWeights;
+    auto isWeight = [&](Value v) {
+      if (auto arg = llvm::dyn_cast<BlockArgument>(v))
+        return (bool)f.getArgAttr(arg.getArgNumber(), "mpc.param");
+      Operation *def = v.getDefiningOp();
+      return isa<ConstantOp>(def) || ofWeights.contains(def);
+    };
     for (Operation &op : f.getBody().front().without_terminator()) {
       bool floats = llvm::any_of(op.getOperandTypes(), isFloatTensor) ||
                     llvm::any_of(op.getResultTypes(), isFloatTensor);
@@ -197,6 +209,8 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
         Type p = paintedOf(v);
         if (!p || !isFloatTensor(v.getType()))
           continue;
+        if (ofWeights.contains(v.getDefiningOp()))
+          continue;
         if (p.isF32() && !fp32From)
           fp32From = v.getDefiningOp();
         if (!p.isF32() && !lowFrom)
@@ -217,6 +231,8 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
         set(&op, f32, prefix + kNoLowInput);
         if (cls == AmpClass::Clear)
           cleared.push_back(&op);
+        if (cls == AmpClass::Clear && llvm::all_of(op.getOperands(), isWeight))
+          ofWeights.insert(&op);
       }
     }
     // Backward: exact ops feeding only low-precision users.

@@ -165,6 +165,38 @@ def SlicesToSplit : Pass<"mpc-slices-to-split", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def MergeSiblingLinears : Pass<"mpc-merge-sibling-linears", "::mlir::ModuleOp"> {
+  let summary = "Merge linears of one input (separate Q, K, V projections) into one GEMM";
+  let description = [{
+    BERT's and ViT's self-attention project the same hidden states by
+    separate query, key and value Linears: three GEMMs forward, six and two
+    adds backward, where GPT-2's one [d, 3d] weight takes one each way.
+    MatMuls of one input by static 2-D weights (function arguments or
+    constants) of the same height, each read only by an Add of a vector
+    bias of its width (or none of them biased), become one MatMul by the
+    weights concatenated along N, one Add of the concatenated biases, and a
+    Split back into the parts along the last axis. The weights stay
+    separate parameters. Each output element is the same dot product.
+
+    Before:
+    ```mlir
+    %q = mpc.matmul %x, %wq : (tensor<2x16x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+    %qb = mpc.add %q, %bq : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    %k = mpc.matmul %x, %wk : ...
+    %kb = mpc.add %k, %bk : ...
+    ```
+    After:
+    ```mlir
+    %w = mpc.concat %wq, %wk {axis = 1 : i64} : (...) -> tensor<64x128xf32>
+    %m = mpc.matmul %x, %w : (tensor<2x16x64xf32>, tensor<64x128xf32>) -> tensor<2x16x128xf32>
+    %b = mpc.concat %bq, %bk {axis = 0 : i64} : (...) -> tensor<128xf32>
+    %y = mpc.add %m, %b : ...
+    %qb, %kb = mpc.split %y {axis = 2 : i64, num_outputs = 2 : i64, split = array<i64: 64, 64>} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def TransposesToAttention : Pass<"mpc-transposes-to-attention", "::mlir::ModuleOp"> {
   let summary = "Move layout transposes across row-wise projections to attention";
   let description = [{

@@ -173,6 +173,49 @@ class Gpt(nn.Module):
         return F.nll_loss(logp, targets.reshape(-1)), logp
 
 
+class BertLayer(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = (nn.Linear(d, d) for _ in range(3))
+        self.dense = nn.Linear(d, d)
+        self.ln1 = nn.LayerNorm(d, eps=1e-12)
+        self.inter = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, x, mask):
+        b, t, d = x.shape
+        heads = lambda z: z.view(b, t, self.heads, -1).permute(0, 2, 1, 3)
+        q, k, v = (heads(f(x)) for f in (self.query, self.key, self.value))
+        att = q @ k.transpose(-1, -2) / (d // self.heads) ** 0.5 + mask
+        y = (att.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(b, t, d)
+        x = self.ln1(x + self.dense(y))
+        return self.ln2(x + self.out(F.gelu(self.inter(x))))
+
+
+class Bert(nn.Module):
+    """BERT-style encoder as Hugging Face's BertModel writes it: separate
+    query, key and value Linears, an additive padding mask (token 0),
+    post-LayerNorm; classifies from the first token."""
+
+    def __init__(self, vocab=100, d=64, heads=4, layers=2, ctx=16, classes=10):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.ln = nn.LayerNorm(d, eps=1e-12)
+        self.layers = nn.ModuleList(BertLayer(d, heads) for _ in range(layers))
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        x = self.ln(self.tok(tokens) + self.pos(torch.arange(t)))
+        mask = (tokens == 0).float()[:, None, None, :] * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.head(x[:, 0])
+
+
 class DigitsCnn(nn.Module):
     """The 8x8 digits (rows of 64 pixels) as 1x8x8 images: two 3x3
     convolutions, a max-pool and a linear classifier."""
@@ -313,6 +356,10 @@ def main():
         torch.manual_seed(2)
         export(WithSmallCrossEntropy(Mlp()), digits, xy, p("mlp_small_loss"),
                17)
+    if want("bert"):
+        torch.manual_seed(4)
+        export(WithCrossEntropy(Bert()),
+               (torch.randint(0, 100, (4, 16)), lbl(4)), xy, p("bert"), 17)
 
 
 if __name__ == "__main__":

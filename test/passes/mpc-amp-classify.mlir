@@ -66,3 +66,21 @@ func.func @bn(%x: tensor<2x3x4x4xf32>, %w: tensor<3x3x1x1xf32>, %s: tensor<3xf32
   %z = mpc.batch_norm %x, %s, %s, %s, %s : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32> loc("bn_in")
   return %y, %rm, %rv, %z : tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4x4xf32>
 }
+
+// A concat of parameters alone (mpc-merge-sibling-linears' biases) is read
+// as a parameter is: the bias Add follows the low GEMM. An embedding
+// lookup is not (its indices are data): the residual Add reading it
+// follows it into fp32.
+// CHECK-LABEL: func.func @weight_concat
+// CHECK: mpc.concat {{.*}}mpc.amp = "clear (Concat): exact, and all its users run in fp16", mpc.precision = f16
+// CHECK: mpc.add {{.*}}mpc.amp = "infer (Add): follows its input from 'qkv', computed in fp16", mpc.precision = f16
+// CHECK: mpc.gather {{.*}}mpc.precision = f32
+// CHECK: mpc.add {{.*}}mpc.amp = "infer (Add): follows its input from 'embed', computed in fp32", mpc.precision = f32
+func.func @weight_concat(%x: tensor<4x8xf32>, %w: tensor<8x12xf32>, %bq: tensor<4xf32> {mpc.param = @bq}, %bk: tensor<8xf32> {mpc.param = @bk}, %tokens: tensor<4xi64>, %table: tensor<10x12xf32> {mpc.param = @table}) -> (tensor<4x12xf32>, tensor<4x12xf32>) {
+  %m = mpc.matmul %x, %w : (tensor<4x8xf32>, tensor<8x12xf32>) -> tensor<4x12xf32> loc("qkv")
+  %b = mpc.concat %bq, %bk {axis = 0 : i64} : (tensor<4xf32>, tensor<8xf32>) -> tensor<12xf32> loc("biases")
+  %y = mpc.add %m, %b : (tensor<4x12xf32>, tensor<12xf32>) -> tensor<4x12xf32> loc("bias")
+  %e = mpc.gather %table, %tokens {axis = 0 : i64} : (tensor<10x12xf32>, tensor<4xi64>) -> tensor<4x12xf32> loc("embed")
+  %r = mpc.add %e, %m : (tensor<4x12xf32>, tensor<4x12xf32>) -> tensor<4x12xf32> loc("residual")
+  return %y, %r : tensor<4x12xf32>, tensor<4x12xf32>
+}

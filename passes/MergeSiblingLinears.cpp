@@ -1,0 +1,179 @@
+//===- MergeSiblingLinears.cpp - linears of one input become one GEMM -----===//
+//
+// BERT's and ViT's self-attention (Hugging Face, timm) project the same
+// hidden states three times, by separate query, key and value Linears:
+// three GEMMs of [tokens, d] x [d, d] forward, and backward three weight
+// GEMMs, three data GEMMs and two adds of [tokens, d]. GPT-2 and
+// nn.MultiheadAttention hold the three as one [d, 3d] weight: one GEMM
+// each way, three times the width, which tensor cores run better. This
+// pass gives the separate form the same shape: MatMuls of one input by
+// 2-D weights of the same height (each result read only by an Add of a
+// vector bias, or none of them biased) become one MatMul by the weights
+// concatenated along N (and one Add of the concatenated biases), split
+// back into the parts. The weights stay separate parameters (the concat
+// runs each step; its gradient is a split). Each output element is the
+// same dot product; the backward's data gradient becomes one GEMM over
+// the concatenated width, summed in another order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_MERGESIBLINGLINEARS
+#include "passes/Passes.h.inc"
+} // namespace mlir::mpc
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// One linear: its MatMul, and the Add of its bias (when biased).
+struct Linear {
+  MatMulOp mm;
+  AddOp add;
+  Value bias;
+};
+
+/// A static 2-D weight: a function argument or a constant.
+bool isWeight(Value w) {
+  auto t = llvm::dyn_cast<RankedTensorType>(w.getType());
+  return t && t.getRank() == 2 && t.hasStaticShape() &&
+         (llvm::isa<BlockArgument>(w) || w.getDefiningOp<ConstantOp>());
+}
+
+/// `mm` as a linear: its weight, and its bias Add when that is its one
+/// reader and adds a static vector of N.
+Linear linearOf(MatMulOp mm) {
+  Linear l{mm, {}, {}};
+  if (!mm.getResult().hasOneUse())
+    return l;
+  auto add = llvm::dyn_cast<AddOp>(*mm.getResult().getUsers().begin());
+  if (!add || add.getNumOperands() != 2)
+    return l;
+  Value b = add.getOperand(0) == mm.getResult() ? add.getOperand(1)
+                                                : add.getOperand(0);
+  auto bt = llvm::dyn_cast<RankedTensorType>(b.getType());
+  auto wt = llvm::cast<RankedTensorType>(mm.getB().getType());
+  if (b == mm.getResult() || !bt || bt.getRank() != 1 ||
+      bt.getDimSize(0) != wt.getDimSize(1) ||
+      bt.getElementType() != wt.getElementType() ||
+      add.getType() != mm.getType())
+    return l;
+  l.add = add;
+  l.bias = b;
+  return l;
+}
+
+struct MergeSiblingLinears
+    : public mpc::impl::MergeSiblingLinearsBase<MergeSiblingLinears> {
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp f) {
+      DominanceInfo dom(f);
+      SmallVector<Value> inputs;
+      f.walk([&](MatMulOp mm) {
+        if (!llvm::is_contained(inputs, mm.getA()))
+          inputs.push_back(mm.getA());
+      });
+      for (Value x : inputs)
+        merge(x, dom);
+    });
+  }
+
+  /// Merges the linears reading `x`, biased ones and unbiased ones apart.
+  void merge(Value x, DominanceInfo &dom) {
+    auto xt = llvm::dyn_cast<RankedTensorType>(x.getType());
+    if (!xt || xt.getRank() < 2 || !xt.hasStaticShape())
+      return;
+    SmallVector<Linear> biased, plain;
+    for (Operation *user : x.getUsers()) {
+      auto mm = llvm::dyn_cast<MatMulOp>(user);
+      if (!mm || mm.getA() != x || mm.getB() == x || !isWeight(mm.getB()) ||
+          llvm::cast<RankedTensorType>(mm.getB().getType()).getElementType() !=
+              xt.getElementType())
+        continue;
+      Linear l = linearOf(mm);
+      (l.add ? biased : plain).push_back(l);
+    }
+    rewrite(biased, dom);
+    rewrite(plain, dom);
+  }
+
+  void rewrite(SmallVector<Linear> &group, DominanceInfo &dom) {
+    if (group.size() < 2)
+      return;
+    Block *block = group.front().mm->getBlock();
+    for (Linear &l : group)
+      if (l.mm->getBlock() != block || (l.add && l.add->getBlock() != block))
+        return;
+    llvm::sort(group, [](Linear a, Linear b) { // op handles: by value
+      return a.mm->isBeforeInBlock(b.mm);
+    });
+    Operation *first = group.front().mm;
+    for (Linear &l : group)
+      if (!dom.properlyDominates(l.mm.getB(), first) ||
+          (l.bias && !dom.properlyDominates(l.bias, first)))
+        return;
+    SmallVector<Location> locs;
+    SmallVector<Value> weights, biases;
+    SmallVector<int64_t> sizes;
+    for (Linear &l : group) {
+      locs.push_back(l.mm.getLoc());
+      if (l.add)
+        locs.push_back(l.add.getLoc());
+      weights.push_back(l.mm.getB());
+      if (l.bias)
+        biases.push_back(l.bias);
+      sizes.push_back(
+          llvm::cast<RankedTensorType>(l.mm.getB().getType()).getDimSize(1));
+    }
+    OpBuilder b(first);
+    Location loc = b.getFusedLoc(locs);
+    auto concat = [&](ValueRange parts, int64_t axis) {
+      return createInferred(b, loc, ConcatOp::getOperationName(), parts,
+                            {b.getNamedAttr("axis", b.getI64IntegerAttr(axis))});
+    };
+    auto w = concat(weights, 1);
+    if (failed(w))
+      return;
+    auto y = createInferred(b, loc, MatMulOp::getOperationName(),
+                            {group.front().mm.getA(), (*w)->getResult(0)});
+    if (failed(y))
+      return;
+    Value whole = (*y)->getResult(0);
+    if (!biases.empty()) {
+      auto bias = concat(biases, 0);
+      if (failed(bias))
+        return;
+      auto sum = createInferred(b, loc, AddOp::getOperationName(),
+                                {whole, (*bias)->getResult(0)});
+      if (failed(sum))
+        return;
+      whole = (*sum)->getResult(0);
+    }
+    SmallVector<Type> types;
+    for (Linear &l : group)
+      types.push_back(l.add ? l.add.getType() : l.mm.getType());
+    int64_t last = llvm::cast<RankedTensorType>(whole.getType()).getRank() - 1;
+    auto split = b.create<SplitOp>(loc, types, whole, b.getI64IntegerAttr(last),
+                                   b.getI64IntegerAttr((int64_t)group.size()),
+                                   b.getDenseI64ArrayAttr(sizes));
+    for (auto [k, l] : llvm::enumerate(group)) {
+      if (l.add) {
+        l.add.getResult().replaceAllUsesWith(split.getResult(k));
+        l.add->erase();
+      } else {
+        l.mm.getResult().replaceAllUsesWith(split.getResult(k));
+      }
+      l.mm->erase();
+    }
+  }
+};
+
+} // namespace
