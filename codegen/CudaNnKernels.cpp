@@ -42,6 +42,19 @@ Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
           "", "", false};
 }
 
+/// Where the parenthesis closing the call whose arguments start at
+/// `from` in `code` is (code.size() when none does).
+static size_t closingParen(const std::string &code, size_t from) {
+  size_t end = from;
+  for (int depth = 0; end < code.size(); ++end) {
+    if (code[end] == '(')
+      ++depth;
+    else if (code[end] == ')' && depth-- == 0)
+      break;
+  }
+  return end;
+}
+
 /// `body` with its store of output 0, st(out0, base + j, EXPR), also
 /// storing the value as the cast stored beside it (fuseOutputCasts) and,
 /// for a gradient cast, counting what that flushes to zero.
@@ -50,13 +63,7 @@ std::string Emitter::storeBeside(const Step &s, const std::string &body) {
   size_t at = body.find(from);
   if (at == std::string::npos)
     return body;
-  size_t end = at + from.size();
-  for (int depth = 0; end < body.size(); ++end) {
-    if (body[end] == '(')
-      ++depth;
-    else if (body[end] == ')' && depth-- == 0)
-      break;
-  }
+  size_t end = closingParen(body, at + from.size());
   int v = s.cuda.stores[0];
   std::string out = "out" + std::to_string(s.outputs.size());
   std::string both = "{ const float y_ = " +
@@ -110,13 +117,7 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
   for (size_t k : stores) { // st(outK, base + j, EXPR); -> vyK[e] = EXPR;
     std::string from = "st(out" + std::to_string(k) + ", base + j, ";
     for (size_t at; (at = lanes.find(from)) != std::string::npos;) {
-      size_t end = at + from.size();
-      for (int depth = 0; end < lanes.size(); ++end) {
-        if (lanes[end] == '(')
-          ++depth;
-        else if (lanes[end] == ')' && depth-- == 0)
-          break;
-      }
+      size_t end = closingParen(lanes, at + from.size());
       lanes.replace(at, end + 1 - at,
                     "vy" + std::to_string(k) + "[e] = " +
                         lanes.substr(at + from.size(), end - at - from.size()));

@@ -13,8 +13,9 @@
 # model also gets a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
 # PyTorch step) and its losses over $STEPS steps on the batch from `mpc
 # train` on the CPU backend; and the digits DCGAN as a phased fp16 step
-# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer unet gpt
-# resnet18 resnet50") and
+# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer bert unet
+# gpt resnet18 resnet50"; bert: Hugging Face's form, separate query, key
+# and value Linears) and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
@@ -24,7 +25,7 @@ mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
-models=${MODELS:-mlp rescnn transformer unet gpt resnet18 resnet50}
+models=${MODELS:-mlp rescnn transformer bert unet gpt resnet18 resnet50}
 work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
 /usr/bin/python3 - "$work/models" "$root/scripts" "$models" <<'PY'
@@ -43,6 +44,8 @@ if "rescnn" in wanted:
     zoo.export(zoo.WithCrossEntropy(zoo.ResCnn()), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/rescnn.onnx", 17)
 if "transformer" in wanted:
     zoo.export(zoo.WithCrossEntropy(zoo.Encoder()), (torch.randint(0, 100, (4, 16)), lbl(4)), xy, f"{out}/transformer.onnx", 17)
+if "bert" in wanted:
+    zoo.export(zoo.WithCrossEntropy(zoo.Bert()), (torch.randint(0, 100, (4, 16)), lbl(4)), xy, f"{out}/bert.onnx", 17)
 if "unet" in wanted:
     zoo.export(zoo.WithCrossEntropy(zoo.UNet(ch=16)), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/unet.onnx", 17)
 if "gpt" in wanted:
@@ -53,21 +56,26 @@ for name in ("resnet18", "resnet50"):
         net = getattr(torchvision.models, name)(num_classes=10)
         zoo.export(zoo.WithCrossEntropy(net), (torch.randn(2, 3, 64, 64), lbl(2)), xy, f"{out}/{name}.onnx", 17, training=True)
 PY
-python3 - "$work" "$batch" <<'PY'
+python3 - "$work" "$batch" "$root/bench/gpu" <<'PY'
 import os, sys
 import numpy as np, onnx
 from onnx import helper, TensorProto
 work, batch = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+import inputs  # noqa: E402 (large inputs travel as recipes)
 rng = np.random.default_rng(0)
 shapes = {"mlp": {"x": (batch, 64)}, "rescnn": {"x": (batch, 3, 32, 32)},
-          "transformer": {"x": (batch, 16)}, "unet": {"x": (batch, 3, 32, 32)},
-          "resnet18": {"x": (batch, 3, 64, 64)}}  # ResNet-50 reads ResNet-18's
+          "transformer": {"x": (batch, 16)}, "bert": {"x": (batch, 16)},
+          "unet": {"x": (batch, 3, 32, 32)}}
 for name, inp in shapes.items():
     for k, shape in inp.items():
-        v = (rng.integers(0, 100, shape) if name == "transformer"
+        v = (rng.integers(0, 100, shape) if name in ("transformer", "bert")
              else rng.standard_normal(shape).astype(np.float32))
         np.save(f"{work}/inputs/{name}.{k}.npy", v)
     np.save(f"{work}/inputs/{name}.labels.npy", rng.integers(0, 10, batch))
+# ResNet-50 reads ResNet-18's images.
+inputs.make(work, "resnet18.x.npy", 18, "normal", (batch, 3, 64, 64), np.float32)
+np.save(f"{work}/inputs/resnet18.labels.npy", rng.integers(0, 10, batch))
 # The decoder reads tokens and predicts the next ones (its targets).
 for k in ("tokens", "targets"):
     np.save(f"{work}/inputs/gpt.{k}.npy", rng.integers(0, 128, (batch, 16)))
@@ -87,6 +95,8 @@ for m in $models; do
   seed=() n=$steps # the ResNets: weights as seeds, fewer reference steps
   [[ $m == resnet* ]] && seed=(--weights seed:0) && n=$((steps < 5 ? steps : 5))
   for p in fp32 fp16; do
+    # BERT in fp16 alone: what travels stays under the budget below.
+    [[ $m == bert && $p == fp32 ]] && continue
     # From fresh weights a ResNet's fp16 gradients overflow at 65536 for
     # the first steps (every one of 5 skipped): start lower, on both sides.
     ls=()
@@ -121,7 +131,7 @@ fi
 # exports write it; mpc-fuse-attention makes it one mpc.attention kernel.
 # Its output is named logits so run.sh's table reads its difference.
 if [[ ${ATTENTION:-1} != 0 ]]; then
-python3 - "$work" <<'PY'
+python3 - "$work" "$root/bench/gpu" <<'PY'
 import sys
 import numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
@@ -143,9 +153,10 @@ g = helper.make_graph(nodes, "attention",
     [helper.make_tensor_value_info("logits", TensorProto.FLOAT16, shape)], inits)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
           f"{work}/models/attention.onnx")
-rng = np.random.default_rng(0)
-for n in "qkv":
-    np.save(f"{work}/inputs/attention.{n}.npy", rng.standard_normal(shape).astype(np.float16))
+sys.path.insert(0, sys.argv[2])
+import inputs  # noqa: E402 (large inputs travel as recipes)
+for seed, n in enumerate("qkv"):
+    inputs.make(work, f"attention.{n}.npy", seed, "normal", shape, np.float16)
 PY
 "$mpc" compile "$work/models/attention.onnx" -o "$work/art/attention-fp16" --arch "$arch" | tail -1
 (cd "$work" && "$mpc" run art/attention-fp16 --input q=inputs/attention.q.npy --input k=inputs/attention.k.npy --input v=inputs/attention.v.npy --output-dir expected/attention-fp16 > /dev/null)
@@ -154,7 +165,7 @@ echo "attention fp16 art/attention-fp16 q=inputs/attention.q.npy k=inputs/attent
 # are the model's initializers (19 MiB: they travel as seeds, drawn the
 # same on both sides), the loss sum(y * target); 3 steps (the CPU
 # backend's reference takes seconds a step at this size).
-python3 - "$work" <<'PY'
+python3 - "$work" "$root/bench/gpu" <<'PY'
 import sys
 import numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
@@ -170,8 +181,10 @@ g = helper.make_graph(nodes, "attention_train",
     [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
           f"{work}/models/attention_train.onnx")
-np.save(f"{work}/inputs/attention_train.target.npy",
-        (1e-3 * rng.standard_normal(shape)).astype(np.float32))
+sys.path.insert(0, sys.argv[2])
+import inputs  # noqa: E402 (large inputs travel as recipes)
+inputs.make(work, "attention_train.target.npy", 4, "normal:0.001", shape,
+            np.float32)
 PY
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/art/attention-fp16-train" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_train.onnx --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention-fp16-train.jsonl > /dev/null)
@@ -201,13 +214,15 @@ PY
   rm -rf "$work/models/gan"
 fi
 echo "$steps" > "$work/steps.txt"
-# The GPU machine needs the artifacts and inputs, not the models (the
-# attention model alone is 18 MiB of initializers, ResNet-50's 94 MiB).
-rm -f "$work/models/attention_train.onnx" "$work"/models/resnet*.onnx
 # The runtime-only build on the GPU machine (no MLIR, so no tblgen) takes
 # the op list this build generated from the ODS.
 cp "$(dirname "$mpc")/../ir/MpcOpList.h.inc" "$work/MpcOpList.h.inc"
 [[ ${GEMM:-1} == 0 ]] || "$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
+# run.sh reads artifacts and inputs alone, not the models (the attention
+# model is 18 MiB of initializers, ResNet-50's 94 MiB); inputs of a MiB or
+# more travel as recipes (bench/gpu/inputs.py restore draws them there).
+rm -rf "$work/models"
+python3 "$root/bench/gpu/inputs.py" shrink "$work" "${SHRINK_BYTES:-1048576}"
 echo "prepared $(du -sh "$work" | cut -f1) in $work"
 # What a lent GPU machine takes along with the checkout (the device
 # tool's carry): 64 MiB in all.

@@ -20,6 +20,9 @@ repeat=${REPEAT:-50}
 replays=${REPLAYS:-10} # the train step replayed on the device alone
 batch=${BATCH:-64}
 [[ -f $work/manifest.txt ]] || { echo "run bench/gpu/prepare.sh first"; exit 1; }
+# The large random inputs travel as recipes (bench/gpu/inputs.py): drawn
+# again here, checked against prepare.sh's digests.
+"${TORCH_PYTHON:-python3}" "$root/bench/gpu/inputs.py" restore "$work" || exit 1
 run=${RUN:-}
 if [[ -z $run ]]; then
   cmake -S "$root" -B "$root/build-gpu" -G Ninja -DMPC_RUNTIME_ONLY=ON \

@@ -48,6 +48,7 @@ models = {
     "mlp": (zoo.Mlp(), torch.randn(b, 64)),
     "rescnn": (zoo.ResCnn(), torch.randn(b, 3, 32, 32)),
     "transformer": (zoo.Encoder(), torch.randint(0, 100, (b, 16))),
+    "bert": (zoo.Bert(), torch.randint(0, 100, (b, 16))),
     "gpt": (zoo.Gpt(gelu="tanh"), torch.randint(0, 128, (b, 16))),
 }
 try:  # torchvision's ResNets at prepare.sh's 64x64 images
