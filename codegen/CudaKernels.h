@@ -191,9 +191,10 @@ struct Emitter {
     for (int m : s.cuda.chain)
       if (plan.steps[m].countUnderflow)
         return true;
-    return !s.cuda.isChain() && !s.cuda.stores.empty() &&
-           storedCast(s.cuda.stores[0]) &&
-           storedCast(s.cuda.stores[0])->countUnderflow;
+    if (s.cuda.isChain() || s.cuda.stores.empty())
+      return false;
+    const Step *c = storedCast(s.cuda.stores[0]);
+    return c && c->countUnderflow;
   }
   /// The cast whose result `v` is (a row kernel's second store), or null.
   const Step *storedCast(int v) const {

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::mpc {
 #define GEN_PASS_DEF_MERGESIBLINGLINEARS
@@ -76,11 +77,8 @@ struct MergeSiblingLinears
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp f) {
       DominanceInfo dom(f);
-      SmallVector<Value> inputs;
-      f.walk([&](MatMulOp mm) {
-        if (!llvm::is_contained(inputs, mm.getA()))
-          inputs.push_back(mm.getA());
-      });
+      llvm::SetVector<Value> inputs; // in program order, each once
+      f.walk([&](MatMulOp mm) { inputs.insert(mm.getA()); });
       for (Value x : inputs)
         merge(x, dom);
     });
