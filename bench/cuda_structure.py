@@ -47,6 +47,9 @@ def kernel_traffic(plan_path):
         ins = s["in"]
         if "inputs" in cuda:
             ins = [int(v) for v in cuda["inputs"].split(",")]
+        if "prologue-add" in cuda:  # reads the Add's operands for input 0
+            a, b = (int(v) for v in cuda["prologue-add"].split(","))
+            ins = [a] + ins[1:] + [b]
         # A chain's kernel also writes its members' results read later.
         stores = [int(v) for v in cuda.get("stores", "").split(",") if v]
         total += sum(values[v] for v in ins + s["out"] + stores)

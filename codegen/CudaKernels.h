@@ -133,6 +133,12 @@ struct Emitter;
 void batchLaunches(Emitter &e);
 /// Marks the casts a producer's kernel computes by storing as their result
 /// (CudaFusion.cpp; `readers`: each value's reading steps).
+/// The elements of `v`, an operand of the Add a row kernel `s` takes as it
+/// loads (CudaLaunch::prologueAdd), where it repeats along input 0 (shape
+/// `x`): its dims but leading ones are x's last and cover whole rows, so
+/// element base + j of x reads base % n + j of it. -1 otherwise.
+int64_t prologueAddRepeat(const Step &s, const ::mpc::rt::Shape &x,
+                          const ::mpc::rt::Shape &v);
 void fuseOutputCasts(::mpc::rt::Plan &plan,
                      const std::map<int, std::vector<size_t>> &readers,
                      const std::set<int> &outputs);
@@ -184,19 +190,24 @@ struct Emitter {
   std::vector<std::pair<std::string, std::string>> params(const Step &s);
   /// Whether the step's kernel counts underflowing gradients: it is, or its
   /// chain holds, a cast marked mpc.count_underflow, or (a row kernel) it
-  /// stores such a cast's result beside its own (fuseOutputCasts).
+  /// stores such a cast's result instead of or beside its own
+  /// (fuseOutputCasts).
   bool countsUnderflow(const Step &s) const {
     if (s.countUnderflow)
       return true;
     for (int m : s.cuda.chain)
       if (plan.steps[m].countUnderflow)
         return true;
-    if (s.cuda.isChain() || s.cuda.stores.empty())
+    if (s.cuda.isChain())
       return false;
-    const Step *c = storedCast(s.cuda.stores[0]);
-    return c && c->countUnderflow;
+    std::vector<int> casts = s.cuda.stores;
+    casts.push_back(s.cuda.storedAs);
+    for (int v : casts)
+      if (const Step *c = v >= 0 ? storedCast(v) : nullptr; c && c->countUnderflow)
+        return true;
+    return false;
   }
-  /// The cast whose result `v` is (a row kernel's second store), or null.
+  /// The cast whose result `v` is (a row kernel's store), or null.
   const Step *storedCast(int v) const {
     for (const Step &c : plan.steps)
       if (c.op == OpId::Cast && c.outputs.size() == 1 && c.outputs[0] == v)
@@ -342,8 +353,8 @@ public:
   RowLoop rowLoop(Step &s, int64_t rows, int64_t n);
   /// The loop of a row kernel running `body` for each j of the lane's
   /// share of the row. A warp's lanes take V consecutive elements at a
-  /// time where the row allows (n a multiple of V: 16 bytes of the
-  /// narrowest row operand, at most 8), the body's `ld(inK, base + j)` and
+  /// time where the row allows (V: 16 bytes of the narrowest row operand,
+  /// at most 8, halved until it divides n), the body's `ld(inK, base + j)` and
   /// `st(outK, base + j, v)` becoming one vector load or store each (the
   /// arena's buffers are 256-byte aligned); else one element a lane.
   /// `len` is the code naming the row's length (RowLoop's prologue: n).
@@ -353,6 +364,14 @@ public:
   /// (`cuda.stores` of a row kernel, fuseOutputCasts), counting underflow
   /// for a gradient cast.
   std::string storeBeside(const Step &s, const std::string &body);
+  /// rowEach's body storing output 0 as a gradient cast's result
+  /// (`cuda.storedAs`) counting what the rounding flushes to zero.
+  std::string countStored(const Step &s, const std::string &body);
+  /// rowEach's body taking input 0 as the sum the kernel adds as it loads
+  /// (`cuda.prologueAdd`), and storing the sum in the first loop over the
+  /// row where others read it later.
+  std::string addedInput(const Step &s, const std::string &body);
+  bool sumStored = false; // this row kernel's loops have stored its sum
   void rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                  int64_t rows);
   bool attention(Step &s, const std::string &name);

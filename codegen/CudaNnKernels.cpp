@@ -30,8 +30,15 @@ constexpr int64_t kWarpRowMin = 64;
 /// kernel.
 Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
   s.cuda.count = rows;
+  sumStored = false;
   std::string tail = "  if (i >= count) return;\n  const i64 n = " +
                      std::to_string(n) + "LL, base = i * n;\n";
+  // Where an operand of the Add taken as it loads repeats along the rows.
+  if (s.cuda.hasPrologueAdd())
+    for (int v : s.cuda.prologueAdd)
+      if (int64_t k = prologueAddRepeat(s, val(s.inputs[0]).shape, val(v).shape);
+          k > 0 && val(v).shape != val(s.inputs[0]).shape)
+        tail += "  const i64 bbase = base % " + std::to_string(k) + "LL;\n";
   if (n >= kWarpRowMin)
     return {"  const i64 i = (i64)blockIdx.x * " +
                 std::to_string(kRowThreads / 32) +
@@ -61,11 +68,16 @@ static size_t closingParen(const std::string &code, size_t from) {
 std::string Emitter::storeBeside(const Step &s, const std::string &body) {
   const std::string from = "st(out0, base + j, ";
   size_t at = body.find(from);
-  if (at == std::string::npos)
+  // The cast's store: not the sum of a prologue Add.
+  size_t slot = 0;
+  while (slot < s.cuda.stores.size() && s.cuda.hasPrologueAdd() &&
+         s.cuda.stores[slot] == s.inputs[0])
+    ++slot;
+  if (at == std::string::npos || slot == s.cuda.stores.size())
     return body;
   size_t end = closingParen(body, at + from.size());
-  int v = s.cuda.stores[0];
-  std::string out = "out" + std::to_string(s.outputs.size());
+  int v = s.cuda.stores[slot];
+  std::string out = "out" + std::to_string(s.outputs.size() + slot);
   std::string both = "{ const float y_ = " +
                      body.substr(at + from.size(), end - at - from.size()) +
                      "; st(out0, base + j, y_); st(" + out + ", base + j, y_);";
@@ -75,25 +87,73 @@ std::string Emitter::storeBeside(const Step &s, const std::string &body) {
   return body.substr(0, at) + both + " }" + body.substr(end + 1);
 }
 
+std::string Emitter::countStored(const Step &s, const std::string &body) {
+  const Step *c = s.cuda.storedAs >= 0 ? storedCast(s.cuda.storedAs) : nullptr;
+  const std::string from = "st(out0, base + j, ";
+  size_t at = body.find(from);
+  if (!c || !c->countUnderflow || at == std::string::npos)
+    return body;
+  size_t end = closingParen(body, at + from.size());
+  return body.substr(0, at) + "{ const float y_ = " +
+         body.substr(at + from.size(), end - at - from.size()) +
+         "; st(out0, base + j, y_); if (y_ != 0.0f && " +
+         roundedAs(val(s.cuda.storedAs).dtype, "y_") +
+         " == 0.0f) atomicAdd(underflow, 1ULL); }" + body.substr(end + 1);
+}
+
+std::string Emitter::addedInput(const Step &s, const std::string &body) {
+  const std::string load = "ld(in0, base + j)";
+  if (!s.cuda.hasPrologueAdd() || body.find(load) == std::string::npos)
+    return body;
+  std::string uses = body;
+  for (size_t at = 0; (at = uses.find(load, at)) != std::string::npos; at += 2)
+    uses.replace(at, load.size(), "x_");
+  // b is the kernel's last input (MemoryPlan.cpp: kernelInputs); an
+  // operand repeating along the rows is read from the row's start in it
+  // (rowLoop's bbase).
+  size_t b = ::mpc::rt::kernelInputs(s).size() - 1;
+  auto at = [&](int v) -> std::string {
+    return val(v).shape == val(s.inputs[0]).shape ? "base + j)" : "bbase + j)";
+  };
+  std::string sum = "{ const float x_ = " +
+                    roundedAs(val(s.inputs[0]).dtype,
+                              "ld(in0, " + at(s.cuda.prologueAdd[0]) +
+                                  " + ld(in" + std::to_string(b) + ", " +
+                                  at(s.cuda.prologueAdd[1])) +
+                    ";";
+  const std::vector<int> &st = s.cuda.stores;
+  auto slot = std::find(st.begin(), st.end(), s.inputs[0]);
+  if (slot != st.end() && !sumStored) {
+    sum += " st(out" + std::to_string(s.outputs.size() + (slot - st.begin())) +
+           ", base + j, x_);";
+    sumStored = true;
+  }
+  return sum + " " + uses + " }";
+}
+
 std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
                              const std::string &rowBody,
                              const std::string &len) {
-  const std::string body = !s.cuda.isChain() && !s.cuda.stores.empty()
-                               ? storeBeside(s, rowBody)
-                               : rowBody;
+  std::string body = countStored(s, addedInput(s, rowBody));
+  if (!s.cuda.isChain() && !s.cuda.stores.empty())
+    body = storeBeside(s, body);
   std::string scalar = "  for (i64 j = lane; j < " + len + "; j += " +
                        r.stride + ") " + body + "\n";
   if (!r.warp)
     return scalar;
-  // The row operands the body reads or writes at base + j.
-  std::vector<size_t> loads, stores;
+  // The row operands the body reads or writes at base + j (or, repeating
+  // along the rows, bbase + j: rowLoop), by input and where.
+  std::vector<std::pair<size_t, std::string>> loads;
+  std::vector<size_t> stores;
   int64_t narrowest = 16;
-  for (size_t k = 0; k < s.inputs.size(); ++k)
-    if (s.inputs[k] >= 0 &&
-        body.find("ld(in" + std::to_string(k) + ", base + j)") != std::string::npos) {
-      loads.push_back(k);
-      narrowest = std::min<int64_t>(narrowest, dtypeSize(val(s.inputs[k]).dtype));
-    }
+  const std::vector<int> ins = ::mpc::rt::kernelInputs(s);
+  for (size_t k = 0; k < ins.size(); ++k)
+    for (const char *from : {"base", "bbase"})
+      if (ins[k] >= 0 && body.find("ld(in" + std::to_string(k) + ", " + from +
+                                   " + j)") != std::string::npos) {
+        loads.push_back({k, from});
+        narrowest = std::min<int64_t>(narrowest, dtypeSize(val(ins[k]).dtype));
+      }
   std::vector<int> written = ::mpc::rt::kernelOutputs(s);
   if (!s.cuda.isChain())
     written.insert(written.end(), s.cuda.stores.begin(), s.cuda.stores.end());
@@ -102,8 +162,12 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
       stores.push_back(k);
       narrowest = std::min<int64_t>(narrowest, dtypeSize(val(written[k]).dtype));
     }
+  // The widest that divides the row: fp16 logits over 300 classes load 8
+  // bytes a lane (4 elements) where 16 would not divide the row.
   int64_t width = std::min<int64_t>(8, 16 / narrowest);
-  if (width < 2 || n % width != 0 || (loads.empty() && stores.empty()))
+  while (width >= 2 && n % width != 0)
+    width /= 2;
+  if (width < 2 || (loads.empty() && stores.empty()))
     return scalar;
   std::string W = std::to_string(width), lanes = body;
   auto replaceAll = [&](const std::string &from, const std::string &to) {
@@ -111,9 +175,12 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
          at += to.size())
       lanes.replace(at, from.size(), to);
   };
-  for (size_t k : loads)
-    replaceAll("ld(in" + std::to_string(k) + ", base + j)",
-               "vx" + std::to_string(k) + "[e]");
+  auto lanesOf = [](size_t k, const std::string &from) {
+    return (from == "base" ? "vx" : "vb") + std::to_string(k);
+  };
+  for (auto &[k, from] : loads)
+    replaceAll("ld(in" + std::to_string(k) + ", " + from + " + j)",
+               lanesOf(k, from) + "[e]");
   for (size_t k : stores) { // st(outK, base + j, EXPR); -> vyK[e] = EXPR;
     std::string from = "st(out" + std::to_string(k) + ", base + j, ";
     for (size_t at; (at = lanes.find(from)) != std::string::npos;) {
@@ -126,9 +193,10 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
   std::ostringstream os;
   os << "  for (i64 j0 = lane * " << W << "; j0 < " << len << "; j0 += 32 * "
      << W << ") {\n";
-  for (size_t k : loads)
-    os << "    float vx" << k << "[" << W << "]; ldv<" << W << ">(in" << k
-       << " + base + j0, vx" << k << ");\n";
+  for (auto &[k, from] : loads)
+    os << "    float " << lanesOf(k, from) << "[" << W << "]; ldv<" << W
+       << ">(in" << k << " + " << from << " + j0, " << lanesOf(k, from)
+       << ");\n";
   for (size_t k : stores)
     os << "    float vy" << k << "[" << W << "];\n";
   os << "#pragma unroll\n    for (int e = 0; e < " << W

@@ -65,6 +65,15 @@ __device__ __forceinline__ void mpc_st16(void *p, const uint4 &v) {
                "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 #endif
 }
+// 8 bytes likewise (four fp16 values: NVVM made four 2-byte stores).
+__device__ __forceinline__ void mpc_st8(void *p, const uint2 &v) {
+#if defined(MPC_HOST_EMULATION)
+  memcpy(p, &v, 8);
+#else
+  asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y)
+               : "memory");
+#endif
+}
 template <int V, typename T> __device__ __forceinline__ void stv(T *p, const float *x) {
   mpc_lanes<T, V> q;
 #pragma unroll
@@ -76,6 +85,10 @@ template <int V, typename T> __device__ __forceinline__ void stv(T *p, const flo
       memcpy(&w, (const char *)&q + 16 * k, 16);
       mpc_st16((char *)p + 16 * k, w);
     }
+  } else if (sizeof(q) == 8) {
+    uint2 w;
+    memcpy(&w, &q, 8);
+    mpc_st8(p, w);
   } else {
     *(mpc_lanes<T, V> *)p = q;
   }

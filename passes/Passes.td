@@ -322,6 +322,34 @@ def StableLogs : Pass<"mpc-stable-logs", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def FuseCrossEntropy : Pass<"mpc-fuse-cross-entropy", "::mlir::ModuleOp"> {
+  let summary = "Fuse a log-softmax and its NLL loss into softmax cross-entropy";
+  let description = [{
+    torch exports F.cross_entropy as LogSoftmax then
+    NegativeLogLikelihoodLoss (hand-written losses as x - logsumexp(x)).
+    ONNX defines SoftmaxCrossEntropyLoss as that composition, so where the
+    log-probabilities over the class axis (1) are read by the NLL alone
+    (or also returned: its log_prob output is returned instead), the pair
+    becomes one softmax_cross_entropy_loss with the NLL's labels,
+    weights, reduction and ignore_index: one row kernel forward and one
+    backward (softmax - one-hot), where the NLL gradient wrote an N x C
+    tensor of mostly zeros. Log-probabilities read elsewhere too (label
+    smoothing) stay as written: the loss's gradient does not flow through
+    its log_prob output.
+
+    Before:
+    ```mlir
+    %p = mpc.log_softmax %x {axis = 1 : i64} : (tensor<8x10xf32>) -> tensor<8x10xf32>
+    %l = mpc.nll_loss %p, %t : (tensor<8x10xf32>, tensor<8xi64>) -> tensor<f32>
+    ```
+    After:
+    ```mlir
+    %l, %lp = mpc.softmax_cross_entropy_loss %x, %t : (tensor<8x10xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<8x10xf32>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def InlineInference : Pass<"mpc-inline-inference", "::mlir::ModuleOp"> {
   let summary = "Clone the inference graph into TrainingInfoProto algorithms";
   let description = [{

@@ -162,6 +162,7 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o,
   pm.addPass(createSlicesToSplit());
   pm.addPass(createMergeSiblingLinears());
   pm.addPass(createStableLogs());
+  pm.addPass(createFuseCrossEntropy()); // after log(softmax) -> log_softmax
   if (o.fuseAttention) {
     pm.addPass(createFuseAttention());
     pm.addPass(createTransposesToAttention());

@@ -162,6 +162,15 @@ struct CudaLaunch {
   /// the output's type), before a fused Relu; that Add aliases output 0
   /// (a residual block's batch norm -> add -> Relu in one kernel).
   int epilogueAdd = -1;
+  /// {a, b} (a row kernel: layer/RMS norm, norm gradient): input 0 is the
+  /// result of an Add of a and b, which launches nothing (`fusedInto` this
+  /// step). The kernel reads a in input 0's place and b last, and takes
+  /// their sum rounded to input 0's type as it loads, as the Add would have
+  /// stored it; when other steps read the sum later, the kernel stores it
+  /// too (`stores`). A residual Add and the layer norm after it in one
+  /// kernel.
+  std::array<int, 2> prologueAdd{-1, -1};
+  bool hasPrologueAdd() const { return prologueAdd[0] >= 0; }
   bool underflowCounter = false; // the kernel takes the counter, last
   /// > 0: the step's kernels (and prologue) take the session's kernel
   /// scratch, a `double *` of at least this many bytes, after the counter

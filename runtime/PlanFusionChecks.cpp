@@ -224,10 +224,14 @@ std::string checkStoredCasts(const Plan &plan) {
         continue;
       // Or a cast a row kernel stores beside its own output 0, which it
       // reads (storeCastBeside).
+      // (Its other store, if any, the sum it adds as it loads.)
+      bool besideSum = p.cuda.stores.size() == 2 && p.cuda.hasPrologueAdd() &&
+                       has(p.cuda.stores, p.inputs[0]);
       if (s.op == OpId::Cast && s.inputs.size() == 1 && s.outputs.size() == 1 &&
           !p.cuda.isChain() && !p.outputs.empty() &&
           s.inputs[0] == p.outputs[0] && p.cuda.storedAs < 0 &&
-          p.cuda.stores.size() == 1 && p.cuda.stores[0] == s.outputs[0])
+          (p.cuda.stores.size() == 1 || besideSum) &&
+          has(p.cuda.stores, s.outputs[0]))
         continue;
       if (s.op != OpId::Cast || s.inputs.size() != 1 || s.outputs.size() != 1 ||
           p.outputs.empty() || s.inputs[0] != p.outputs[0] ||
@@ -274,6 +278,9 @@ std::string checkLaterFusions(const Plan &plan) {
                             (int)i) != k.cuda.chain.end();
     if (listed)
       continue;
+    if (s.op == OpId::Add && k.cuda.hasPrologueAdd() && !k.inputs.empty() &&
+        s.outputs.size() == 1 && k.inputs[0] == s.outputs[0])
+      continue; // checkPrologueAdds
     if (s.op == OpId::Cast) { // a widening cast its readers read through
       DType from = s.inputs.size() == 1 ? plan.values[s.inputs[0]].dtype
                                         : DType::F32;
@@ -348,6 +355,54 @@ std::string checkEpilogueAdds(const Plan &plan) {
     if (!ok)
       return "step " + std::to_string(k) +
              " is an Add aliasing a value no batch norm adds into";
+  }
+  return "";
+}
+
+/// "" or what is inconsistent in a row kernel adding its input 0 as it
+/// loads (`cuda.prologueAdd`): input 0 must be the result of an Add of
+/// exactly those operands, run before it and fused into it; a step reading
+/// the sum besides must run after it, and the kernel store the sum for it
+/// (as for a plan output).
+std::string checkPrologueAdds(const Plan &plan) {
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    const Step &k = plan.steps[j];
+    if (!k.cuda.hasPrologueAdd())
+      continue;
+    std::string bad = "step " + std::to_string(j) + " adds its input as it loads, ";
+    if ((k.op != OpId::LayerNorm && k.op != OpId::RmsNorm &&
+         k.op != OpId::NormGrad) ||
+        k.inputs.empty() || k.inputs[0] < 0 || k.cuda.isChain())
+      return bad + "but it is no normalisation kernel";
+    int x = k.inputs[0];
+    auto stored = std::find(k.cuda.stores.begin(), k.cuda.stores.end(), x) !=
+                  k.cuda.stores.end();
+    int adds = 0;
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step &r = plan.steps[i];
+      if (std::find(r.outputs.begin(), r.outputs.end(), x) != r.outputs.end()) {
+        if (r.op != OpId::Add || r.inputs.size() != 2 || i >= j ||
+            r.inputs[0] != k.cuda.prologueAdd[0] ||
+            r.inputs[1] != k.cuda.prologueAdd[1] || r.cuda.fusedInto != (int)j)
+          return bad + "but step " + std::to_string(i) +
+                 " is not the Add of those operands fused into it";
+        ++adds;
+      }
+      if (i == j || r.cuda.fusedInto == (int)j ||
+          std::find(r.inputs.begin(), r.inputs.end(), x) == r.inputs.end())
+        continue;
+      if (i < j)
+        return bad + "but step " + std::to_string(i) +
+               " reads the sum before it is computed";
+      if (!stored)
+        return bad + "but step " + std::to_string(i) +
+               " reads the sum, which it does not store";
+    }
+    if (adds != 1)
+      return bad + "but no Add writes it";
+    for (const Binding &b : plan.outputs)
+      if (b.value == x && !stored)
+        return bad + "but the sum is a plan output it does not store";
   }
   return "";
 }

@@ -19,6 +19,9 @@ std::string checkStoredCasts(const Plan &plan);
 std::string checkLaterFusions(const Plan &plan);
 /// "" or what is inconsistent in a batch norm computing its reader Add.
 std::string checkEpilogueAdds(const Plan &plan);
+/// "" or what is inconsistent in a row kernel adding its input 0 as it
+/// loads (CudaLaunch::prologueAdd).
+std::string checkPrologueAdds(const Plan &plan);
 /// "" or what is inconsistent in the strided views attention kernels read
 /// or write in place (PlanViewChecks.cpp): an aliased transpose keeps the
 /// innermost dim; an in-place split or concat has parts that tile its

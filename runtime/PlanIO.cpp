@@ -148,6 +148,9 @@ std::string cudaText(const CudaLaunch &c) {
     out += " fused-relu";
   if (c.epilogueAdd >= 0)
     out += " epilogue-add=" + std::to_string(c.epilogueAdd);
+  if (c.hasPrologueAdd())
+    out += " prologue-add=" + std::to_string(c.prologueAdd[0]) + "," +
+           std::to_string(c.prologueAdd[1]);
   if (c.underflowCounter)
     out += " underflow-counter";
   if (c.scratch > 0)

@@ -162,6 +162,12 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.fusedRelu = true;
     else if (key == "epilogue-add")
       ok = (c.epilogueAdd = std::stoi(value)) >= 0;
+    else if (key == "prologue-add") {
+      std::vector<int> ab;
+      ok = intList(value, ab) && ab.size() == 2 && ab[0] >= 0 && ab[1] >= 0;
+      if (ok)
+        c.prologueAdd = {ab[0], ab[1]};
+    }
     else if (key == "underflow-counter")
       c.underflowCounter = true;
     else if (key == "scratch") // bytes; a kernel's partial sums are small
@@ -538,7 +544,8 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
   }
   // Steps computed in another step's kernel or call must pair up.
   for (auto check : {checkStepBatches, checkLibraryFusions, checkStoredCasts,
-                     checkLaterFusions, checkEpilogueAdds, checkAttentionViews})
+                     checkLaterFusions, checkEpilogueAdds, checkPrologueAdds,
+                     checkAttentionViews})
     if (std::string why = check(plan); !why.empty()) {
       error = dir + "/plan.txt: " + why;
       return false;

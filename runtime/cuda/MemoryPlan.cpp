@@ -250,6 +250,10 @@ std::vector<int> kernelInputs(const Step &s) {
   std::vector<int> in = s.cuda.isChain() ? s.cuda.inputs : s.inputs;
   if (s.cuda.epilogueAdd >= 0)
     in.push_back(s.cuda.epilogueAdd);
+  if (s.cuda.hasPrologueAdd() && !in.empty()) {
+    in[0] = s.cuda.prologueAdd[0];
+    in.push_back(s.cuda.prologueAdd[1]);
+  }
   return in;
 }
 

@@ -83,6 +83,9 @@ inline unsigned long long atomicAdd(unsigned long long *p,
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
 
+struct uint2 {
+  unsigned x, y;
+};
 struct uint4 {
   unsigned x, y, z, w;
 };

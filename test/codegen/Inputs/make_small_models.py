@@ -74,6 +74,13 @@ last dim, Slice of a middle run of it, Pad back with a constant 0.5,
 Split along axis 1 and Concat the parts swapped, @ W2: every copy moves
 16 bytes a thread in fp16 and fp32 (runs of 8 or 16 elements, aligned).
 
+residual_norms.onnx, residual_norms_narrow.onnx: residual Adds feeding
+RMS and layer norms in rows of 64 (a warp a row, 16-byte accesses) and 40
+(a thread a row): h0 = x @ W0, r1 = h0 + h0 @ W1, n1 = RMSNorm(r1), r2 =
+r1 + n1 @ W2 (pre-norm: r1 read again after its norm), n2 = LayerNorm(r2),
+n3 = LayerNorm(n2 + n2 @ W3) (post-norm: n2 read by the GEMM and the
+residual, so its gradient is a sum), @ W4.
+
 conv_res.onnx, conv_wide.onnx: a ResNet stem and block in small (2 and 32
 channels). conv_gan.onnx: a GAN of convolutions with outputs d_loss and
 g_loss and inputs x (images) and z (noise), for `mpc train --phase`.
@@ -433,3 +440,35 @@ gan_model = helper.make_model(gan_graph,
                               opset_imports=[helper.make_opsetid("", 17)])
 onnx.checker.check_model(gan_model)
 onnx.save(gan_model, os.path.join(out, "conv_gan.onnx"))
+
+
+# Residual Adds into norms (see the docstring). Its own generator.
+res = np.random.default_rng(13)
+
+
+def residual_norms(name, d):
+    w = lambda n, shape, scale: numpy_helper.from_array(
+        (res.standard_normal(shape) * scale).astype(np.float32), n)
+    near1 = lambda n: numpy_helper.from_array(
+        (1 + 0.1 * res.standard_normal(d)).astype(np.float32), n)
+    mm = lambda a, b, o: helper.make_node("MatMul", [a, b], [o], name=o)
+    add = lambda a, b, o: helper.make_node("Add", [a, b], [o], name=o)
+    save(name, [
+        mm("x", "W0", "h0"), mm("h0", "W1", "h1"), add("h0", "h1", "r1"),
+        helper.make_node("RMSNormalization", ["r1", "s"], ["n1"], name="rms",
+                         axis=-1, epsilon=1e-3),
+        mm("n1", "W2", "h2"), add("r1", "h2", "r2"),
+        helper.make_node("LayerNormalization", ["r2", "g", "b"], ["n2"],
+                         name="ln", axis=-1, epsilon=1e-3),
+        mm("n2", "W3", "h3"), add("n2", "h3", "r3"),
+        helper.make_node("LayerNormalization", ["r3", "g2", "b2"], ["n3"],
+                         name="post_ln", axis=-1, epsilon=1e-3),
+        mm("n3", "W4", "scores"),
+    ], [w("W0", (8, d), 0.3), w("W1", (d, d), 0.1), near1("s"),
+        w("W2", (d, d), 0.1), near1("g"), w("b", (d,), 0.1),
+        w("W3", (d, d), 0.1), near1("g2"), w("b2", (d,), 0.1),
+        w("W4", (d, 10), 0.3)], opset=23)
+
+
+residual_norms("residual_norms", 64)
+residual_norms("residual_norms_narrow", 40)
