@@ -81,6 +81,11 @@ r1 + n1 @ W2 (pre-norm: r1 read again after its norm), n2 = LayerNorm(r2),
 n3 = LayerNorm(n2 + n2 @ W3) (post-norm: n2 read by the GEMM and the
 residual, so its gradient is a sum), @ W4.
 
+label_smoothing.onnx: x @ W over 10 classes, LogSoftmax read by the NLL
+loss and by the smoothing term: loss = 0.9 nll - 0.1 mean(logp). The
+log-softmax and NLL stay separate ops (mpc-fuse-cross-entropy leaves
+log-probabilities read elsewhere), so their CUDA kernels run.
+
 conv_res.onnx, conv_wide.onnx: a ResNet stem and block in small (2 and 32
 channels). conv_gan.onnx: a GAN of convolutions with outputs d_loss and
 g_loss and inputs x (images) and z (noise), for `mpc train --phase`.
@@ -472,3 +477,29 @@ def residual_norms(name, d):
 
 residual_norms("residual_norms", 64)
 residual_norms("residual_norms_narrow", 40)
+
+
+# Label smoothing (see the docstring). Its own generator.
+smooth = np.random.default_rng(17)
+smooth_graph = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
+     helper.make_node("LogSoftmax", ["scores"], ["logp"], name="log_softmax",
+                      axis=1),
+     helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["nll"],
+                      name="nll"),
+     helper.make_node("ReduceMean", ["logp"], ["mean_logp"], name="smooth",
+                      keepdims=0),
+     helper.make_node("Mul", ["nll", "keep"], ["a"], name="keep_nll"),
+     helper.make_node("Mul", ["mean_logp", "spread"], ["b"], name="spread_mean"),
+     helper.make_node("Sub", ["a", "b"], ["loss"], name="loss")],
+    "label_smoothing",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8]),
+     helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+    [numpy_helper.from_array(
+        (smooth.standard_normal((8, 10)) * 0.3).astype(np.float32), "W"),
+     const("keep", 0.9), const("spread", 0.1)])
+smooth_model = helper.make_model(smooth_graph,
+                                 opset_imports=[helper.make_opsetid("", 17)])
+onnx.checker.check_model(smooth_model)
+onnx.save(smooth_model, os.path.join(out, "label_smoothing.onnx"))
