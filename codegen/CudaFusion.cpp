@@ -349,6 +349,15 @@ int64_t prologueAddRepeat(const Step &s, const Shape &x, const Shape &v) {
 /// the sum written but not read back from memory.
 static void addIntoRowKernels(Plan &plan, const std::map<int, size_t> &producer,
                               const std::set<int> &outputs) {
+  // Who reads each value, a kernel's own operands included (a chain's or
+  // a batch norm's addend), indexed once: plans have 10^4-10^5 steps.
+  std::map<int, std::vector<size_t>> reads;
+  for (size_t r = 0; r < plan.steps.size(); ++r) {
+    std::vector<int> in = ::mpc::rt::kernelInputs(plan.steps[r]);
+    in.insert(in.end(), plan.steps[r].inputs.begin(), plan.steps[r].inputs.end());
+    for (int v : in)
+      reads[v].push_back(r);
+  }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Step &s = plan.steps[i];
     if ((s.op != OpId::LayerNorm && s.op != OpId::RmsNorm &&
@@ -381,16 +390,11 @@ static void addIntoRowKernels(Plan &plan, const std::map<int, size_t> &producer,
       }
     }
     fits = fits && repeating < 2;
-    // Who else reads the sum (a kernel's own operands included: a chain's
-    // or a batch norm's addend): none before this kernel. (A widening
-    // cast of it is read through by this kernel, fused into it.)
+    // Who else reads the sum: none before this kernel. (A widening cast
+    // of it is read through by this kernel, fused into it.)
     bool store = outputs.count(x) != 0;
-    for (size_t r = 0; fits && r < plan.steps.size(); ++r) {
-      const Step &o = plan.steps[r];
-      std::vector<int> reads = ::mpc::rt::kernelInputs(o);
-      reads.insert(reads.end(), o.inputs.begin(), o.inputs.end());
-      if (r == i || o.cuda.fusedInto == (int)i ||
-          std::find(reads.begin(), reads.end(), x) == reads.end())
+    for (size_t r : reads[x]) {
+      if (!fits || r == i || plan.steps[r].cuda.fusedInto == (int)i)
         continue;
       fits = r > i;
       store = true;
@@ -399,6 +403,8 @@ static void addIntoRowKernels(Plan &plan, const std::map<int, size_t> &producer,
       continue;
     s.cuda.prologueAdd = {add.inputs[0], add.inputs[1]};
     add.cuda.fusedInto = (int)i;
+    for (int v : add.inputs) // now read here
+      reads[v].push_back(i);
     if (store)
       s.cuda.stores.push_back(x);
   }
