@@ -367,6 +367,8 @@ public:
   /// rowEach's body storing output 0 as a gradient cast's result
   /// (`cuda.storedAs`) counting what the rounding flushes to zero.
   std::string countStored(const Step &s, const std::string &body);
+  /// Code counting y_ when gradient cast `v` flushes it to zero, or "".
+  std::string flushCount(int v);
   /// rowEach's body taking input 0 as the sum the kernel adds as it loads
   /// (`cuda.prologueAdd`), and storing the sum in the first loop over the
   /// row where others read it later.

@@ -62,43 +62,49 @@ static size_t closingParen(const std::string &code, size_t from) {
   return end;
 }
 
-/// `body` with its store of output 0, st(out0, base + j, EXPR), also
-/// storing the value as the cast stored beside it (fuseOutputCasts) and,
-/// for a gradient cast, counting what that flushes to zero.
-std::string Emitter::storeBeside(const Step &s, const std::string &body) {
+/// `body` with its store of output 0, st(out0, base + j, EXPR), as
+/// { const float y_ = EXPR; st(out0, base + j, y_); `then` }, so `then`
+/// can store or test the same value; `body` when it has no such store.
+static std::string afterStore0(const std::string &body, const std::string &then) {
   const std::string from = "st(out0, base + j, ";
   size_t at = body.find(from);
+  if (at == std::string::npos)
+    return body;
+  size_t end = closingParen(body, at + from.size());
+  return body.substr(0, at) + "{ const float y_ = " +
+         body.substr(at + from.size(), end - at - from.size()) +
+         "; st(out0, base + j, y_); " + then + " }" + body.substr(end + 1);
+}
+
+/// Counts y_ into the session's counter when cast `v` (a gradient cast
+/// counting underflow) flushes it to zero; "" for other casts.
+std::string Emitter::flushCount(int v) {
+  const Step *c = v >= 0 ? storedCast(v) : nullptr;
+  return c && c->countUnderflow
+             ? "if (y_ != 0.0f && " + roundedAs(val(v).dtype, "y_") +
+                   " == 0.0f) atomicAdd(underflow, 1ULL);"
+             : "";
+}
+
+/// `body` also storing output 0's value as the cast stored beside it
+/// (fuseOutputCasts) and, for a gradient cast, counting what that flushes.
+std::string Emitter::storeBeside(const Step &s, const std::string &body) {
   // The cast's store: not the sum of a prologue Add.
   size_t slot = 0;
   while (slot < s.cuda.stores.size() && s.cuda.hasPrologueAdd() &&
          s.cuda.stores[slot] == s.inputs[0])
     ++slot;
-  if (at == std::string::npos || slot == s.cuda.stores.size())
+  if (slot == s.cuda.stores.size())
     return body;
-  size_t end = closingParen(body, at + from.size());
-  int v = s.cuda.stores[slot];
-  std::string out = "out" + std::to_string(s.outputs.size() + slot);
-  std::string both = "{ const float y_ = " +
-                     body.substr(at + from.size(), end - at - from.size()) +
-                     "; st(out0, base + j, y_); st(" + out + ", base + j, y_);";
-  if (const Step *c = storedCast(v); c && c->countUnderflow)
-    both += " if (y_ != 0.0f && " + roundedAs(val(v).dtype, "y_") +
-            " == 0.0f) atomicAdd(underflow, 1ULL);";
-  return body.substr(0, at) + both + " }" + body.substr(end + 1);
+  std::string count = flushCount(s.cuda.stores[slot]);
+  return afterStore0(body, "st(out" + std::to_string(s.outputs.size() + slot) +
+                               ", base + j, y_);" +
+                               (count.empty() ? "" : " " + count));
 }
 
 std::string Emitter::countStored(const Step &s, const std::string &body) {
-  const Step *c = s.cuda.storedAs >= 0 ? storedCast(s.cuda.storedAs) : nullptr;
-  const std::string from = "st(out0, base + j, ";
-  size_t at = body.find(from);
-  if (!c || !c->countUnderflow || at == std::string::npos)
-    return body;
-  size_t end = closingParen(body, at + from.size());
-  return body.substr(0, at) + "{ const float y_ = " +
-         body.substr(at + from.size(), end - at - from.size()) +
-         "; st(out0, base + j, y_); if (y_ != 0.0f && " +
-         roundedAs(val(s.cuda.storedAs).dtype, "y_") +
-         " == 0.0f) atomicAdd(underflow, 1ULL); }" + body.substr(end + 1);
+  std::string count = flushCount(s.cuda.storedAs);
+  return count.empty() ? body : afterStore0(body, count);
 }
 
 std::string Emitter::addedInput(const Step &s, const std::string &body) {
