@@ -35,18 +35,12 @@
 //   place and the concat of dQ, dK and dV finds them written there; the
 //   attention kernels read or write the heads through the strides
 //   (fuseAttentionLayouts, CudaAttentionLayouts.cpp);
-// - a normalisation or softmax whose result only a cast reads
-//   stores the cast's result instead (`cuda.storedAs`; the cast records
-//   the producer in `cuda.fusedInto`): a mixed-precision graph's FP32
-//   layer norm feeding fp16 GEMMs writes fp16 once, with the same bits;
-//   read by others too, it stores both (`cuda.stores`, storeCastBeside);
+// - row kernels storing the casts of their results and adding the
+//   residual Add before them as they load (CudaRowFusion.cpp);
 // - a cast widening fp16/bf16 to FP32 launches nothing when its readers
 //   can load the narrow source themselves (readWideningCastSources);
 // - a gradient cast counting what it flushes (count-underflow) chains
-//   like any cast; the chain kernel takes the counter;
-// - a layer/RMS norm or norm gradient whose input an Add computes takes
-//   the sum as it loads, storing it where others read it later
-//   (addIntoRowKernels: the residual Add before a norm).
+//   like any cast; the chain kernel takes the counter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -322,93 +316,6 @@ fuseSiblingSums(Plan &plan, const std::map<int, std::vector<size_t>> &readers) {
   }
 }
 
-int64_t prologueAddRepeat(const Step &s, const Shape &x, const Shape &v) {
-  Shape tail(std::find_if(v.begin(), v.end(), [](int64_t d) { return d != 1; }),
-             v.end());
-  int64_t rank = (int64_t)x.size(), axis = s.getInt("axis", -1);
-  axis = axis < 0 ? axis + rank : axis;
-  if (tail.size() > x.size() || axis < 0 || axis >= rank ||
-      !std::equal(tail.begin(), tail.end(), x.end() - tail.size()))
-    return -1;
-  int64_t row = 1, n = 1;
-  for (int64_t d = axis; d < rank; ++d)
-    row *= x[d];
-  for (int64_t d : tail)
-    n *= d;
-  return n % row == 0 ? n : -1;
-}
-
-/// A layer/RMS norm or norm gradient whose input 0 an Add computes, of
-/// two float operands of its shape, takes the sum as it loads
-/// (`cuda.prologueAdd`; the Add `fused-into` it, its kernel gone): a
-/// residual Add and the layer norm after it, the two gradients of a layer
-/// norm's output (its reader GEMM's and the residual's) and the norm
-/// gradient. Steps reading the sum besides must run after the kernel,
-/// which then stores it (`cuda.stores`) in its first pass over the row:
-/// the residual stream, the norm gradient's input. One launch less, and
-/// the sum written but not read back from memory.
-static void addIntoRowKernels(Plan &plan, const std::map<int, size_t> &producer,
-                              const std::set<int> &outputs) {
-  // Who reads each value, a kernel's own operands included (a chain's or
-  // a batch norm's addend), indexed once: plans have 10^4-10^5 steps.
-  std::map<int, std::vector<size_t>> reads;
-  for (size_t r = 0; r < plan.steps.size(); ++r) {
-    std::vector<int> in = ::mpc::rt::kernelInputs(plan.steps[r]);
-    in.insert(in.end(), plan.steps[r].inputs.begin(), plan.steps[r].inputs.end());
-    for (int v : in)
-      reads[v].push_back(r);
-  }
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    Step &s = plan.steps[i];
-    if ((s.op != OpId::LayerNorm && s.op != OpId::RmsNorm &&
-         s.op != OpId::NormGrad) ||
-        s.inputs.empty() || s.inputs[0] < 0 || s.cuda.inOtherKernel() ||
-        s.cuda.isChain() || s.cuda.hasPrologueAdd() ||
-        s.cuda.epilogueAdd >= 0 || s.cuda.libraryFusedInto >= 0)
-      continue;
-    int x = s.inputs[0];
-    auto p = producer.find(x);
-    if (p == producer.end() || p->second >= i ||
-        std::count(s.inputs.begin(), s.inputs.end(), x) != 1)
-      continue;
-    Step &add = plan.steps[p->second];
-    const ValueInfo &xv = plan.values[x];
-    bool fits = add.op == OpId::Add && add.inputs.size() == 2 &&
-                add.outputs.size() == 1 && !add.cuda.inOtherKernel() &&
-                !add.cuda.isChain() && add.cuda.stores.empty() &&
-                add.cuda.storedAs < 0 && !add.cuda.batch.valid() &&
-                add.cuda.batchedInto < 0 && isFloat(xv.dtype);
-    // (An operand may be narrower: a widening cast's source, read through.
-    // One may repeat along the rows, a position embedding added to the
-    // token embeddings: prologueAddRepeat.)
-    int repeating = 0;
-    for (int v : add.inputs) {
-      fits = fits && v >= 0 && isFloat(plan.values[v].dtype);
-      if (fits && plan.values[v].shape != xv.shape) {
-        fits = prologueAddRepeat(s, xv.shape, plan.values[v].shape) > 0;
-        ++repeating;
-      }
-    }
-    fits = fits && repeating < 2;
-    // Who else reads the sum: none before this kernel. (A widening cast
-    // of it is read through by this kernel, fused into it.)
-    bool store = outputs.count(x) != 0;
-    for (size_t r : reads[x]) {
-      if (!fits || r == i || plan.steps[r].cuda.fusedInto == (int)i)
-        continue;
-      fits = r > i;
-      store = true;
-    }
-    if (!fits)
-      continue;
-    s.cuda.prologueAdd = {add.inputs[0], add.inputs[1]};
-    add.cuda.fusedInto = (int)i;
-    for (int v : add.inputs) // now read here
-      reads[v].push_back(i);
-    if (store)
-      s.cuda.stores.push_back(x);
-  }
-}
 
 void fuseSteps(Emitter &e) {
   Plan &plan = e.plan;
@@ -550,86 +457,5 @@ void fuseSteps(Emitter &e) {
   addIntoRowKernels(plan, producer, outputs);
 }
 
-/// Producers whose kernels compute their output 0 in FP32 and store it
-/// through st(), so any float type takes the same value rounded once.
-/// Not reductions: their results are small, and a bias gradient's is
-/// better computed by its weight-gradient GEMM (fuseBiasGradients).
-static bool storesAnyFloat(OpId op) {
-  switch (op) {
-  case OpId::LayerNorm: case OpId::RmsNorm: case OpId::NormGrad:
-  case OpId::Softmax: case OpId::LogSoftmax:
-  case OpId::SoftmaxCrossEntropyLossGrad:
-  case OpId::NegativeLogLikelihoodLossGrad:
-    return true;
-  default:
-    return false;
-  }
-}
-
-/// Gradient producers whose row kernel stores output 0 through rowEach,
-/// which counts what a stored gradient cast flushes (Emitter::rowEach).
-static bool countsStoredCast(OpId op) {
-  return op == OpId::NormGrad || op == OpId::SoftmaxCrossEntropyLossGrad ||
-         op == OpId::NegativeLogLikelihoodLossGrad;
-}
-
-/// Row kernel `i`'s output 0 has other readers besides a cast: the kernel
-/// stores the cast's result too (`cuda.stores`; the cast `fused-into` it),
-/// each rounded once from the same FP32 value, counting what a gradient
-/// cast flushes as the cast's kernel would (Emitter::rowEach). A post-norm
-/// Transformer's FP32 layer norm feeds the residual Add and, as fp16, the
-/// next GEMM; its gradient feeds the residual sum and the fp16 GEMM.
-static void storeCastBeside(Plan &plan, size_t i,
-                            const std::vector<size_t> &readers) {
-  Step &s = plan.steps[i];
-  const ValueInfo &x = plan.values[s.inputs[0]];
-  int64_t axis = s.getInt("axis", -1);
-  axis = axis < 0 ? axis + (int64_t)x.shape.size() : axis;
-  bool rows = true; // softmax: only its contiguous-row kernel (rowEach)
-  if (s.op == OpId::Softmax || s.op == OpId::LogSoftmax)
-    for (size_t d = axis + 1; d < x.shape.size(); ++d)
-      rows = rows && x.shape[d] == 1;
-  // FP32: the cast reads exactly the value the kernel rounds.
-  if (!rows || !s.cuda.stores.empty() ||
-      plan.values[s.outputs[0]].dtype != DType::F32)
-    return;
-  for (size_t k : readers) {
-    Step &cast = plan.steps[k];
-    if (k <= i || cast.op != OpId::Cast || cast.outputs.size() != 1 ||
-        cast.cuda.inOtherKernel() || cast.cuda.isChain() ||
-        !isFloat(plan.values[cast.outputs[0]].dtype))
-      continue;
-    s.cuda.stores.push_back(cast.outputs[0]);
-    cast.cuda.fusedInto = (int)i;
-    return;
-  }
-}
-
-void fuseOutputCasts(Plan &plan,
-                     const std::map<int, std::vector<size_t>> &readers,
-                     const std::set<int> &outputs) {
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    Step &s = plan.steps[i];
-    if (!storesAnyFloat(s.op) || s.cuda.inOtherKernel() || s.cuda.isChain() ||
-        s.outputs.empty() || outputs.count(s.outputs[0]))
-      continue;
-    auto r = readers.find(s.outputs[0]);
-    if (r == readers.end())
-      continue;
-    if (r->second.size() > 1) {
-      storeCastBeside(plan, i, r->second);
-      continue;
-    }
-    Step &cast = plan.steps[r->second[0]];
-    if (cast.op != OpId::Cast || cast.cuda.inOtherKernel() ||
-        cast.cuda.isChain() ||
-        (cast.countUnderflow && !countsStoredCast(s.op)) ||
-        !isFloat(plan.values[cast.outputs[0]].dtype) ||
-        !isFloat(plan.values[s.outputs[0]].dtype))
-      continue;
-    s.cuda.storedAs = cast.outputs[0];
-    cast.cuda.fusedInto = (int)i;
-  }
-}
 
 } // namespace mlir::mpc::cuda

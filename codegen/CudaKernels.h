@@ -131,14 +131,19 @@ struct Emitter;
 /// steps (an optimizer's update of each parameter) become multi-tensor
 /// launches of a batched kernel (CudaBatching.cpp).
 void batchLaunches(Emitter &e);
-/// Marks the casts a producer's kernel computes by storing as their result
-/// (CudaFusion.cpp; `readers`: each value's reading steps).
 /// The elements of `v`, an operand of the Add a row kernel `s` takes as it
 /// loads (CudaLaunch::prologueAdd), where it repeats along input 0 (shape
 /// `x`): its dims but leading ones are x's last and cover whole rows, so
 /// element base + j of x reads base % n + j of it. -1 otherwise.
 int64_t prologueAddRepeat(const Step &s, const ::mpc::rt::Shape &x,
                           const ::mpc::rt::Shape &v);
+/// Row kernels adding their input's Add as they load (CudaRowFusion.cpp;
+/// `producer`: each value's writing step).
+void addIntoRowKernels(::mpc::rt::Plan &plan,
+                       const std::map<int, size_t> &producer,
+                       const std::set<int> &outputs);
+/// Marks the casts a producer's kernel computes by storing as their result
+/// (CudaRowFusion.cpp; `readers`: each value's reading steps).
 void fuseOutputCasts(::mpc::rt::Plan &plan,
                      const std::map<int, std::vector<size_t>> &readers,
                      const std::set<int> &outputs);
