@@ -1,9 +1,9 @@
 //===- CudaBatching.cpp - one launch for many steps of one kernel ---------===//
 //
-// After every step has its kernel: a run of launches of the same
-// thread-per-element kernel (its size an argument) over steps that do not
-// read each other's results - an optimizer's update of each parameter,
-// one fused chain per tensor - becomes multi-tensor launches of a batched
+// After every step has its kernel: the launches of one thread-per-element
+// kernel (its size an argument) among consecutive steps that do not read
+// each other's results - an optimizer's update of each parameter, one
+// fused chain per tensor - become multi-tensor launches of a batched
 // kernel, as apex's multi_tensor_apply and torch's fused Adam do: each
 // launch runs the kernel's element function for up to `perLaunch` steps,
 // a grid-strided loop per slot. Recorded on the run's last step
@@ -94,35 +94,52 @@ void batchLaunches(Emitter &e) {
     return c.count >= 0 && c.prologue.empty() && !c.lists.valid() &&
            c.libraryFusedInto < 0 && e.elements.count(c.kernel);
   };
-  // Runs: consecutive launches of one kernel, nothing but their own fused
-  // members between them, none reading what an earlier one writes.
+  // The step whose kernel computes step t: through a widening cast read by
+  // a chain member (fused into the member, the member into the chain).
+  auto kernelOf = [&](int t) {
+    for (int hops = 0; hops < 2 && plan.steps[t].cuda.fusedInto > t; ++hops)
+      t = plan.steps[t].cuda.fusedInto;
+    return t;
+  };
+  // Windows: consecutive batchable launches, nothing but their own fused
+  // members between them, none reading what an earlier one writes. Within
+  // one the launches may run in any order, so each kernel's launches in it
+  // are a run, launched at its last member: an optimizer's updates of fp16
+  // and FP32 gradients interleave in plan order but batch apart.
   std::vector<std::vector<int>> runs;
   for (size_t k = 0; k < launches.size();) {
-    int first = launches[k];
-    std::vector<int> run{first};
+    std::vector<int> window{launches[k]};
     std::set<int> written;
     auto write = [&](int i) {
       const Step &s = plan.steps[i];
       written.insert(s.outputs.begin(), s.outputs.end());
       written.insert(s.cuda.stores.begin(), s.cuda.stores.end());
     };
-    write(first);
+    write(window[0]);
     size_t next = k + 1;
-    for (; batchable(first) && next < launches.size(); ++next) {
+    for (; batchable(window[0]) && next < launches.size(); ++next) {
       int j = launches[next];
-      const Step &s = plan.steps[j];
-      bool ok = s.cuda.kernel == plan.steps[first].cuda.kernel && batchable(j);
-      for (int t = run.back() + 1; ok && t < j; ++t)
-        ok = plan.steps[t].cuda.fusedInto == j;
-      for (int v : ::mpc::rt::kernelInputs(s))
+      bool ok = batchable(j);
+      for (int t = window.back() + 1; ok && t < j; ++t)
+        ok = kernelOf(t) == j;
+      for (int v : ::mpc::rt::kernelInputs(plan.steps[j]))
         ok = ok && !written.count(v);
       if (!ok)
         break;
-      run.push_back(j);
+      window.push_back(j);
       write(j);
     }
-    if (run.size() > 1)
-      runs.push_back(run);
+    std::vector<std::string> order; // kernels by first launch
+    std::map<std::string, std::vector<int>> byKernel;
+    for (int j : window) {
+      const std::string &name = plan.steps[j].cuda.kernel;
+      if (!byKernel.count(name))
+        order.push_back(name);
+      byKernel[name].push_back(j);
+    }
+    for (const std::string &name : order)
+      if (byKernel[name].size() > 1)
+        runs.push_back(byKernel[name]);
     k = next;
   }
   // Slots per kernel: as many as its longest run and its parameters allow.

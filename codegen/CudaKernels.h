@@ -420,6 +420,7 @@ public:
   bool crossEntropyGrad(Step &s, const std::string &name);
   bool allReduce(Step &s, const std::string &name);
   bool unscaleGrads(Step &s, const std::string &name);
+  bool checkGrads(Step &s, const std::string &name);
   bool updateLossScale(Step &s, const std::string &name);
   bool onnxOptimizer(Step &s, const std::string &name);
 };

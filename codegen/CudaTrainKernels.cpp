@@ -207,8 +207,12 @@ bool Emitter::tensorLists(Step &s, const std::string &name,
   int outGroups = c.outGroups;
   int64_t outs = (int64_t)s.outputs.size() - outShared,
           ins = (int64_t)s.inputs.size() - inShared;
-  int n = outs > 0 && outs % outGroups == 0 ? (int)(outs / outGroups) : 0;
-  if (!n || ins < 0 || ins % n)
+  // Without per-tensor outputs (a step that only reads its tensors) each
+  // input is a tensor.
+  int n = outGroups == 0 ? (outs == 0 ? (int)ins : 0)
+          : outs > 0 && outs % outGroups == 0 ? (int)(outs / outGroups)
+                                              : 0;
+  if (n <= 0 || ins < 0 || ins % n)
     return fail(s, "operands that do not form tensor lists");
   int inGroups = (int)(ins / n);
   auto input = [&](int g, int t) { return s.inputs[c.shared[0] + g * n + t]; };
@@ -343,6 +347,20 @@ bool Emitter::unscaleGrads(Step &s, const std::string &name) {
        "  out0[0] = 0;\n"});
 }
 
+/// 1/scale and the all-finite flag only, for updates that unscale as they
+/// read: the one-thread prologue takes the reciprocal (as unscaleGrads
+/// does) and clears the flag; the gradients are read, never written.
+bool Emitter::checkGrads(Step &s, const std::string &name) {
+  return tensorLists(
+      s, name,
+      {{0, 1, 0, 2},
+       0,
+       "  int bad = 0;\n",
+       "    bad |= !isfinite(ld($X0, i));\n",
+       "  if (bad) out1[0] = 1;\n",
+       "  st(out0, 0, (float)(1.0 / (double)ld(in0, 0)));\n  out1[0] = 0;\n"});
+}
+
 /// A gradient bucket's all-reduce as one rank computes it: the identity.
 /// With several ranks the session hands the step to NCCL instead
 /// (runtime/cuda/Nccl.cpp), out of place from the same buffers.
@@ -417,6 +435,7 @@ void registerTrainEmitters(EmitterTable &t) {
   t.emit(OpId::SoftmaxCrossEntropyLossGrad, &Emitter::crossEntropyGrad);
   t.emit(OpId::NegativeLogLikelihoodLossGrad, &Emitter::crossEntropyGrad);
   t.emit(OpId::UnscaleGrads, &Emitter::unscaleGrads);
+  t.emit(OpId::CheckGrads, &Emitter::checkGrads);
   t.emit(OpId::AllReduce, &Emitter::allReduce);
   t.emit(OpId::UpdateLossScale, &Emitter::updateLossScale);
   for (OpId op : {OpId::Momentum, OpId::Adagrad, OpId::Adam})

@@ -36,6 +36,25 @@ def Mpc_UnscaleGradsOp : Mpc_Op<"unscale_grads", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Mpc_CheckGradsOp : Mpc_Op<"check_grads", [Pure]> {
+  let summary = "the unscale factor, and one all-finite check of the gradients";
+  let description = [{
+    What an update that unscales its gradient as it reads it needs (as
+    torch's fused optimizers take `grad_scale` and `found_inf`):
+    `inv_scale`, `1/scale` taken in double and rounded to FP32 as
+    `mpc.unscale_grads` takes it, and `found_inf`, true when any element of
+    any gradient is inf or NaN. The gradients are only read
+    (mpc-unscale-in-optimizer).
+
+    Example:
+    ```mlir
+    %inv, %inf = mpc.check_grads %dw, %db, %scale : (tensor<4x3xf16>, tensor<4xf32>, tensor<f32>) -> (tensor<f32>, tensor<i1>)
+    ```
+  }];
+  let arguments = (ins Variadic<Mpc_FloatTensor>:$grads, Mpc_F32Scalar:$scale);
+  let results = (outs Mpc_F32Scalar:$inv_scale, Mpc_I1Scalar:$found_inf);
+}
+
 def Mpc_UpdateLossScaleOp : Mpc_Op<"update_loss_scale", [Pure]> {
   let summary = "dynamic loss-scale update (GradScaler.update, clamped)";
   let description = [{

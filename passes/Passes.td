@@ -583,4 +583,33 @@ def LossScaling : Pass<"mpc-loss-scaling", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def UnscaleInOptimizer : Pass<"mpc-unscale-in-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Updates unscale their gradients as they read them";
+  let description = [{
+    In a train step `mpc-optimizer` updated, `mpc.unscale_grads` becomes
+    `mpc.check_grads` (1/scale and the all-finite flag; the gradients are
+    only read) and each update reads `cast(g) * inv` in place of the
+    unscaled gradient: the same FP32 values, which elementwise fusion
+    computes inside the update's kernel, so no FP32 copy of a gradient is
+    written and read back (as apex's and torch's fused Adam take the loss
+    scale). The step returns the gradients as the backward made them
+    (scaled): the runtime reads them only to count a skipped step's inf/NaN
+    elements. Steps without an optimizer are left alone.
+
+    Before:
+    ```mlir
+    %u, %inf = mpc.unscale_grads %dw, %scale : (tensor<4x3xf16>, tensor<f32>) -> (tensor<4x3xf32>, tensor<i1>)
+    %step = mpc.mul %lr, %u : (tensor<f32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    ```
+    After:
+    ```mlir
+    %inv, %inf = mpc.check_grads %dw, %scale : (tensor<4x3xf16>, tensor<f32>) -> (tensor<f32>, tensor<i1>)
+    %w = mpc.cast %dw : (tensor<4x3xf16>) -> tensor<4x3xf32>
+    %u = mpc.mul %w, %inv : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+    %step = mpc.mul %lr, %u : (tensor<f32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 #endif // MPC_PASSES_TD

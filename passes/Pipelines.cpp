@@ -248,6 +248,8 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
     opt.beta2 = o.adamBetas[1];
   }
   pm.addPass(createOptimizer(opt));
+  if (o.unscaleInOptimizer)
+    pm.addPass(createUnscaleInOptimizer());
 }
 
 void registerMpcPipelines() {

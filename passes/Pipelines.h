@@ -77,6 +77,12 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "
                      "the all-finite flag (the GPU's skip decision)"),
       llvm::cl::init(false)};
+  Option<bool> unscaleInOptimizer{
+      *this, "unscale-in-optimizer",
+      llvm::cl::desc("Updates unscale their gradients as they read them "
+                     "(mpc-unscale-in-optimizer: no FP32 gradient copies on "
+                     "the GPU; the CPU backend runs the unfused form faster)"),
+      llvm::cl::init(true)};
   Option<std::string> optimizer{
       *this, "optimizer",
       llvm::cl::desc("sgd | momentum | nesterov | adam | adamw | adagrad | "
@@ -132,7 +138,8 @@ void buildPrecisionPipeline(OpPassManager &pm,
 
 /// The precision passes, mpc-autodiff, then for fp16/bf16
 /// mpc-master-weights, mpc-loss-scaling as --loss-scale says (an exact
-/// unscale by 1 for finite-check), and mpc-optimizer unless `none`.
+/// unscale by 1 for finite-check), and mpc-optimizer unless `none`,
+/// followed by mpc-unscale-in-optimizer unless turned off.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o);
 
 /// Registers mpc-precision-pipeline and mpc-train-pipeline (mpc-opt).

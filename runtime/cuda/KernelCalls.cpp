@@ -45,9 +45,12 @@ KernelCall listCall(const Plan &plan, const Step &s, size_t k,
       c.args.push_back(t >= 0 ? ptr(s.inputs[l.shared[0] + g * l.tensors + t]) : 0);
     for (int g = 0; g < out; ++g)
       c.args.push_back(t >= 0 ? ptr(s.outputs[l.shared[2] + g * l.tensors + t]) : 0);
-    // A slot's count: its first per-tensor output's elements.
-    int64_t n = t >= 0 ? numElements(plan.values[s.outputs[l.shared[2] + t]].shape)
-                       : 0;
+    // A slot's count: its first per-tensor output's elements (its first
+    // input's in a step that only reads its tensors).
+    int64_t n = t < 0 ? 0
+                : numElements(plan.values[out ? s.outputs[l.shared[2] + t]
+                                              : s.inputs[l.shared[0] + t]]
+                                  .shape);
     largest = std::max(largest, n);
     c.args.push_back((uint64_t)n);
   }
@@ -176,7 +179,7 @@ std::string checkTensorLists(const Step &s) {
       return "tensor lists with a negative operand count";
   int in = groups(l, s.inputs.size(), l.shared[0], l.shared[1]);
   int out = groups(l, s.outputs.size(), l.shared[2], l.shared[3]);
-  if (in < 0 || out < 1)
+  if (in < 0 || out < 0 || in + out < 1)
     return "tensor lists that do not divide the step's operands";
   std::vector<bool> seen(l.tensors, false);
   for (const std::vector<int> &slots : l.slots)

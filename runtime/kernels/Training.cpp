@@ -105,6 +105,20 @@ void unscaleGradsK(KernelContext &c) {
   c.output(n).data<uint8_t>()[0] = foundInf;
 }
 
+/// 1/scale as unscaleGradsK takes it, and whether any gradient element is
+/// inf or NaN; the gradients are only read (updates unscale as they read).
+void checkGradsK(KernelContext &c) {
+  size_t n = c.numInputs() - 1;
+  bool foundInf = false;
+  for (size_t k = 0; k < n; ++k) {
+    const Tensor &g = c.in(k);
+    for (int64_t i = 0; i < g.size(); ++i)
+      foundInf |= !std::isfinite(g.getFloat(i));
+  }
+  c.output(0).setFloat(0, (float)(1.0 / (double)c.in(n).getFloat(0)));
+  c.output(1).data<uint8_t>()[0] = foundInf;
+}
+
 /// The all_reduce step: its outputs allocated, then the bucket averaged
 /// (runtime/Executor.cpp may run allReduceBucket on its communication
 /// thread instead, overlapping the rest of the backward pass).
@@ -179,6 +193,7 @@ void registerTrainingKernels(KernelTable &t) {
   t.add(OpId::Adagrad, adagradK);
   t.add(OpId::Adam, adamK);
   t.add(OpId::UnscaleGrads, unscaleGradsK);
+  t.add(OpId::CheckGrads, checkGradsK);
   t.add(OpId::AllReduce, allReduceK);
   t.add(OpId::UpdateLossScale, updateLossScaleK);
 }

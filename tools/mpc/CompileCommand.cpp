@@ -210,6 +210,9 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
     pipeline.adamBetas = betas;
     pipeline.dataParallel = dataParallel.getValue();
     pipeline.bucketMb = compileBucketMb.getValue();
+    // Saves the FP32 gradient copies on the GPU; costs the CPU backend a
+    // pass over them.
+    pipeline.unscaleInOptimizer = target == "cuda";
     if (phase ? !phasePipeline(*phase, pipeline, error)
               : !mlir::mpc::validate(pipeline, error))
       return nullptr;

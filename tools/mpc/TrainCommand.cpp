@@ -246,11 +246,13 @@ static bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
 
 /// The train step as mpc-train-pipeline builds it. On the GPU the skip
 /// decision reads one flag instead of every gradient: without scaling, an
-/// unscale by 1 (exact) provides it.
+/// unscale by 1 (exact) provides it; and the updates unscale as they read
+/// (the CPU backend runs the unfused form faster, to the same bits).
 static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
   precisionFlags.apply(pipeline);
   pipeline.loss = lossName.getValue();
   pipeline.finiteCheck = trainDevice == "cuda";
+  pipeline.unscaleInOptimizer = trainDevice == "cuda";
   pipeline.optimizer = optimizer.getValue();
   pipeline.lr = lr.getValue();
   pipeline.momentum = momentum.getValue();
