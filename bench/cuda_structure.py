@@ -56,15 +56,48 @@ def kernel_traffic(plan_path):
     return total
 
 
+def copied_back(plan_path):
+    """Bytes the runtime copies each step feeding state outputs back into
+    their inputs (runtime/TrainProtocol.cpp: the new weights, optimizer
+    and loss-scale state), read and written: all but those a kernel wrote
+    in the input's buffer (`overwrites=`)."""
+    values, inputs, in_place, total = [], {}, set(), 0
+    outputs = []
+    for line in open(plan_path):
+        f = line.split()
+        if f[0] == "value":
+            n = 1
+            for d in ([] if f[2] == "-" else f[2].split(",")):
+                n *= int(d)
+            values.append(n * SIZE[f[1]])
+        elif f[0] in ("input", "param"):
+            inputs[f[1]] = int(f[2])
+        elif f[0] == "output":
+            outputs.append((f[1], int(f[2])))
+        elif f[0] == "cuda":
+            for t in f[1:]:
+                if t.startswith("overwrites="):
+                    v = [int(x) for x in t[len("overwrites="):].split(",")]
+                    in_place.update(zip(v[::2], v[1::2]))
+    for name, value in outputs:
+        if name.startswith("mpc.new."):
+            name = name[len("mpc.new."):]
+        elif not name.startswith(("mpc.opt.", "mpc.loss_scale")):
+            continue
+        if name in inputs and (value, inputs[name]) not in in_place:
+            total += 2 * values[value]
+    return total
+
+
 def compile_step(model, out, batch, fuse, flags=()):
     subprocess.run([MPC, "compile", model, "-o", out, "--precision", "fp16",
                     "--batch", str(batch), "--train", "--optimizer", "adam",
                     "--lr", "0.01", "--no-nvcc", f"--fuse={str(fuse).lower()}",
                     *flags], check=True, stdout=subprocess.DEVNULL)
     summary = json.load(open(os.path.join(out, "summary.json")))
-    return (summary["steps"], len(summary["launches"]),
-            kernel_traffic(os.path.join(out, "plan.txt")),
-            summary["memory_plan_bytes"])
+    plan = os.path.join(out, "plan.txt")
+    return (summary["steps"], len(summary["launches"]), kernel_traffic(plan),
+            copied_back(plan), summary["memory_plan_bytes"])
 
 
 def main():
@@ -88,12 +121,13 @@ def main():
     mib = lambda b: f"{b / 2 ** 20:.2f}"
     rows = []
     for i, (name, path, flags) in enumerate(models):
-        steps, k0, t0, m0 = compile_step(path, os.path.join(work, f"{i}-0"),
-                                         a.batch, False, flags)
-        _, k1, t1, m1 = compile_step(path, os.path.join(work, f"{i}-1"),
-                                     a.batch, True, flags)
+        steps, k0, t0, c0, m0 = compile_step(
+            path, os.path.join(work, f"{i}-0"), a.batch, False, flags)
+        _, k1, t1, c1, m1 = compile_step(path, os.path.join(work, f"{i}-1"),
+                                         a.batch, True, flags)
         rows.append(f"| {name} | {steps} | {k0} -> {k1} | {mib(t0)} -> {mib(t1)} "
-                    f"({100 * (1 - t1 / t0):.0f}% less) | {mib(m0)} -> {mib(m1)} |")
+                    f"({100 * (1 - t1 / t0):.0f}% less) | {mib(c0)} -> {mib(c1)} "
+                    f"| {mib(m0)} -> {mib(m1)} |")
         print(rows[-1])
     section = (
         "## CUDA train step structure (no GPU needed)\n\n"
@@ -107,11 +141,15 @@ def main():
         "DRAM traffic; fused chains keep their intermediates in registers. "
         "Per step the host also uploads the batch and reads back 25 bytes "
         "(loss, all-finite flag, loss scale and its counter, underflow "
-        "count); weights and optimizer state stay on the device. The memory "
+        "count); weights and optimizer state stay on the device. Copy-back "
+        "MiB is what the runtime copies on the device after each step to "
+        "feed the new weights and optimizer state into the next step's "
+        "inputs (read and written), nothing where the update kernel wrote "
+        "them over the old values (`overwrites=`). The memory "
         "plan can grow a little with fusion: a chain reads its inputs at its "
         "last step, so they live longer.\n\n"
         "| model (fp16, Adam) | plan steps | kernel launches | kernel-argument "
-        "MiB | memory plan MiB |\n|---|---|---|---|---|\n"
+        "MiB | copy-back MiB | memory plan MiB |\n|---|---|---|---|---|---|\n"
         + "\n".join(rows) + "\n")
     write_section(a.out, "## CUDA train step structure", section)
     print("wrote", a.out)

@@ -458,6 +458,7 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
       cuda::fuseReluEpilogues(plan);
     }
     cuda::batchLaunches(e);
+    cuda::updateStateInPlace(e);
   }
   out.launches = cuda::launchedKernels(plan);
   // A kernel whose every launch was batched is gone (its element function

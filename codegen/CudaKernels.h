@@ -131,6 +131,9 @@ struct Emitter;
 /// steps (an optimizer's update of each parameter) become multi-tensor
 /// launches of a batched kernel (CudaBatching.cpp).
 void batchLaunches(Emitter &e);
+/// Marks the updates that write a train step's state over its old value
+/// (CudaStateInPlace.cpp); after batchLaunches.
+void updateStateInPlace(Emitter &e);
 /// The elements of `v`, an operand of the Add a row kernel `s` takes as it
 /// loads (CudaLaunch::prologueAdd), where it repeats along input 0 (shape
 /// `x`): its dims but leading ones are x's last and cover whole rows, so

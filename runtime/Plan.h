@@ -171,6 +171,13 @@ struct CudaLaunch {
   /// kernel.
   std::array<int, 2> prologueAdd{-1, -1};
   bool hasPrologueAdd() const { return prologueAdd[0] >= 0; }
+  /// Pairs (result, input), flattened: this thread-per-element kernel
+  /// writes the result into the input's buffer (each element read by the
+  /// thread that then writes it), and no step reads the input afterwards.
+  /// A train step's state - a weight, its moments - updated in place, so
+  /// feeding the result back into the input for the next step copies
+  /// nothing (checkUpdatesInPlace).
+  std::vector<int> updatesInPlace;
   bool underflowCounter = false; // the kernel takes the counter, last
   /// > 0: the step's kernels (and prologue) take the session's kernel
   /// scratch, a `double *` of at least this many bytes, after the counter

@@ -22,6 +22,15 @@ std::string checkEpilogueAdds(const Plan &plan);
 /// "" or what is inconsistent in a row kernel adding its input 0 as it
 /// loads (CudaLaunch::prologueAdd).
 std::string checkPrologueAdds(const Plan &plan);
+/// "" or why kernel step `k` may not write `result` into `input`'s buffer
+/// (PlanViewChecks.cpp): a thread-per-element kernel (counted, not a
+/// reduction or multi-tensor step) storing `result`, reading `input` of
+/// the same type and shape; `input` a plan input or parameter and no
+/// output, read by no step that runs after the kernel.
+std::string updateInPlaceProblem(const Plan &plan, size_t k, int result,
+                                 int input);
+/// "" or the first CudaLaunch::updatesInPlace pair that is not allowed.
+std::string checkUpdatesInPlace(const Plan &plan);
 /// "" or what is inconsistent in the strided views attention kernels read
 /// or write in place (PlanViewChecks.cpp): an aliased transpose keeps the
 /// innermost dim; an in-place split or concat has parts that tile its

@@ -151,6 +151,8 @@ std::string cudaText(const CudaLaunch &c) {
   if (c.hasPrologueAdd())
     out += " prologue-add=" + std::to_string(c.prologueAdd[0]) + "," +
            std::to_string(c.prologueAdd[1]);
+  if (!c.updatesInPlace.empty())
+    out += " overwrites=" + ints(c.updatesInPlace);
   if (c.underflowCounter)
     out += " underflow-counter";
   if (c.scratch > 0)

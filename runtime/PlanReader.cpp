@@ -168,6 +168,9 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       if (ok)
         c.prologueAdd = {ab[0], ab[1]};
     }
+    else if (key == "overwrites")
+      ok = intList(value, c.updatesInPlace) && !c.updatesInPlace.empty() &&
+           c.updatesInPlace.size() % 2 == 0;
     else if (key == "underflow-counter")
       c.underflowCounter = true;
     else if (key == "scratch") // bytes; a kernel's partial sums are small
@@ -545,7 +548,7 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
   // Steps computed in another step's kernel or call must pair up.
   for (auto check : {checkStepBatches, checkLibraryFusions, checkStoredCasts,
                      checkLaterFusions, checkEpilogueAdds, checkPrologueAdds,
-                     checkAttentionViews})
+                     checkAttentionViews, checkUpdatesInPlace})
     if (std::string why = check(plan); !why.empty()) {
       error = dir + "/plan.txt: " + why;
       return false;

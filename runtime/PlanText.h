@@ -23,7 +23,7 @@
 //        [prologue-grid=x,y,z prologue-block=x,y,z] [alias=V]
 //        [fused-into=S] [stored-as=V] [chain=S,S,...] [inputs=V,V,...]
 //        [stores=V,...] [fused-relu] [epilogue-add=V] [prologue-add=V,V]
-//        [underflow-counter]
+//        [overwrites=RESULT,INPUT,...] [underflow-counter]
 //        [scratch=BYTES] [count=N]
 //        [batch=PER:S,S,...@K] [batched-into=S]
 //        [lists=TENSORS,PER,LEAD_IN,TRAIL_IN,LEAD_OUT,TRAIL_OUT

@@ -73,6 +73,11 @@ BufferPlacement bufferPlacement(const Plan &plan) {
     if (s.cuda.alias >= 0 && !s.outputs.empty() && known(s.outputs[0]) &&
         known(s.cuda.alias))
       parent[s.outputs[0]] = s.cuda.alias;
+    // State updated in place: the result lives in its input's buffer.
+    const std::vector<int> &pairs = s.cuda.updatesInPlace;
+    for (size_t p = 0; p + 1 < pairs.size(); p += 2)
+      if (known(pairs[p]) && known(pairs[p + 1]))
+        parent[pairs[p]] = pairs[p + 1];
     if (!s.cuda.inPlace)
       continue;
     std::vector<int64_t> at = inPlaceOffsets(plan, s);

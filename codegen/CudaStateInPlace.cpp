@@ -1,0 +1,64 @@
+//===- CudaStateInPlace.cpp - a train step's state updated in place -------===//
+//
+// A train step's new weights (`mpc.new.<p>`) and optimizer moments
+// (`mpc.opt.*`) are outputs the runtime feeds back into the inputs they
+// replace (runtime/TrainProtocol.cpp), by a device-to-device copy unless
+// the output lives in the input's buffer: for Adam, 24 bytes a parameter
+// each step (the weight and both moments read and written), about as much
+// again as the update kernel moves. Each update is an elementwise chain reading the old value
+// element by element (mpc-optimizer's where(found_inf, old, new) among
+// them), so where no step reads the old value after that kernel, the
+// chain writes the new value over it, as torch.optim and apex update
+// parameters in place. Decided after batching (a batched chain runs at
+// its batch's launch); runtime/UpdatesInPlace.cpp says what is allowed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaKernels.h"
+#include "runtime/PlanFusionChecks.h"
+#include "runtime/Session.h"
+
+#include <algorithm>
+#include <map>
+
+namespace mlir::mpc::cuda {
+
+void updateStateInPlace(Emitter &e) {
+  Plan &plan = e.plan;
+  std::map<int, size_t> producer;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (int v : plan.steps[i].outputs)
+      producer[v] = i;
+  for (const ::mpc::rt::Binding &out : plan.outputs) {
+    // The names TrainProtocol feeds back (the loss-scale state is two
+    // scalars a one-thread kernel writes: not worth it).
+    std::string name = out.name;
+    if (name.rfind("mpc.new.", 0) == 0)
+      name = name.substr(8);
+    else if (name.rfind("mpc.opt.", 0) != 0)
+      continue;
+    int input = ::mpc::rt::valueOfName(plan, name);
+    auto p = producer.find(out.value);
+    if (input < 0 || p == producer.end())
+      continue;
+    size_t k = p->second;
+    if (int root = plan.steps[k].cuda.fusedInto; root > (int)k)
+      k = root; // the chain computing it
+    // An Expand in the chain reads its data broadcast, at other elements.
+    const std::vector<int> &chain = plan.steps[k].cuda.chain;
+    if (std::any_of(chain.begin(), chain.end(), [&](int m) {
+          const Step &s = plan.steps[m];
+          return s.op == OpId::Expand &&
+                 std::find(s.inputs.begin(), s.inputs.end(), input) !=
+                     s.inputs.end();
+        }))
+      continue;
+    if (::mpc::rt::updateInPlaceProblem(plan, k, out.value, input).empty()) {
+      std::vector<int> &pairs = plan.steps[k].cuda.updatesInPlace;
+      pairs.push_back(out.value);
+      pairs.push_back(input);
+    }
+  }
+}
+
+} // namespace mlir::mpc::cuda
