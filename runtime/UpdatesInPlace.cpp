@@ -75,9 +75,12 @@ std::string updateInPlaceProblem(const Plan &plan, size_t k, int result,
     const Step &r = plan.steps[j];
     if (!contains(r.inputs, input) && !contains(kernelInputs(r), input))
       continue;
-    // The chain's own members read it in its kernel, element by element.
+    // The chain's own members read it in its kernel, element by element;
+    // an all_reduce reads on NCCL's stream until a step waits for it.
     bool ownKernel = j == k || contains(c.chain, (int)j);
-    if (!ownKernel && runsAt(plan, (int)j) >= at)
+    int until = r.op == OpId::AllReduce ? allReduceWait(plan, j)
+                                        : runsAt(plan, (int)j);
+    if (!ownKernel && until >= at)
       return "overwrites a value step " + std::to_string(j) +
              " reads after it";
   }
