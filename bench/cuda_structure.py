@@ -23,24 +23,35 @@ MPC = os.path.join(ROOT, "build", "bin", "mpc")
 SIZE = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i1": 1}
 
 
-def kernel_traffic(plan_path):
-    """Bytes of every launched kernel's arguments (inputs, outputs and the
-    chain members' results it stores)."""
-    values, steps = [], []
+def read_plan(plan_path):
+    """The records of plan.txt the figures need (runtime/PlanText.h):
+    each value's bytes, the steps with their `cuda` key=value tokens, the
+    inputs and parameters by name, the outputs."""
+    plan = {"values": [], "steps": [], "inputs": {}, "outputs": []}
+    ids = lambda s: [int(v) for v in s.split(",") if v and v != "-1"]
     for line in open(plan_path):
         f = line.split()
         if f[0] == "value":
             n = 1
             for d in ([] if f[2] == "-" else f[2].split(",")):
                 n *= int(d)
-            values.append(n * SIZE[f[1]])
+            plan["values"].append(n * SIZE[f[1]])
         elif f[0] == "step":
-            ids = lambda s: [int(v) for v in s.split(",") if v and v != "-1"]
-            steps.append({"in": ids(f[3]), "out": ids(f[4])})
-        elif f[0] == "cuda" and steps:  # key=value tokens (runtime/PlanIO.cpp)
-            steps[-1]["cuda"] = dict(t.partition("=")[::2] for t in f[1:])
-    total = 0
-    for s in steps:
+            plan["steps"].append({"in": ids(f[3]), "out": ids(f[4])})
+        elif f[0] == "cuda" and plan["steps"]:
+            plan["steps"][-1]["cuda"] = dict(t.partition("=")[::2] for t in f[1:])
+        elif f[0] in ("input", "param"):
+            plan["inputs"][f[1]] = int(f[2])
+        elif f[0] == "output":
+            plan["outputs"].append((f[1], int(f[2])))
+    return plan
+
+
+def kernel_traffic(plan):
+    """Bytes of every launched kernel's arguments (inputs, outputs and the
+    chain members' results it stores)."""
+    values, total = plan["values"], 0
+    for s in plan["steps"]:
         cuda = s.get("cuda", {})
         if "kernel" not in cuda:
             continue
@@ -56,36 +67,24 @@ def kernel_traffic(plan_path):
     return total
 
 
-def copied_back(plan_path):
+def copied_back(plan):
     """Bytes the runtime copies each step feeding state outputs back into
     their inputs (runtime/TrainProtocol.cpp: the new weights, optimizer
     and loss-scale state), read and written: all but those a kernel wrote
     in the input's buffer (`overwrites=`)."""
-    values, inputs, in_place, total = [], {}, set(), 0
-    outputs = []
-    for line in open(plan_path):
-        f = line.split()
-        if f[0] == "value":
-            n = 1
-            for d in ([] if f[2] == "-" else f[2].split(",")):
-                n *= int(d)
-            values.append(n * SIZE[f[1]])
-        elif f[0] in ("input", "param"):
-            inputs[f[1]] = int(f[2])
-        elif f[0] == "output":
-            outputs.append((f[1], int(f[2])))
-        elif f[0] == "cuda":
-            for t in f[1:]:
-                if t.startswith("overwrites="):
-                    v = [int(x) for x in t[len("overwrites="):].split(",")]
-                    in_place.update(zip(v[::2], v[1::2]))
-    for name, value in outputs:
+    in_place, total = set(), 0
+    for s in plan["steps"]:
+        if "overwrites" in s.get("cuda", {}):
+            v = [int(x) for x in s["cuda"]["overwrites"].split(",")]
+            in_place.update(zip(v[::2], v[1::2]))
+    for name, value in plan["outputs"]:
         if name.startswith("mpc.new."):
             name = name[len("mpc.new."):]
         elif not name.startswith(("mpc.opt.", "mpc.loss_scale")):
             continue
-        if name in inputs and (value, inputs[name]) not in in_place:
-            total += 2 * values[value]
+        state = plan["inputs"].get(name)
+        if state is not None and (value, state) not in in_place:
+            total += 2 * plan["values"][value]
     return total
 
 
@@ -95,7 +94,7 @@ def compile_step(model, out, batch, fuse, flags=()):
                     "--lr", "0.01", "--no-nvcc", f"--fuse={str(fuse).lower()}",
                     *flags], check=True, stdout=subprocess.DEVNULL)
     summary = json.load(open(os.path.join(out, "summary.json")))
-    plan = os.path.join(out, "plan.txt")
+    plan = read_plan(os.path.join(out, "plan.txt"))
     return (summary["steps"], len(summary["launches"]), kernel_traffic(plan),
             copied_back(plan), summary["memory_plan_bytes"])
 

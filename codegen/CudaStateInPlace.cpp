@@ -25,6 +25,7 @@ namespace mlir::mpc::cuda {
 
 void updateStateInPlace(Emitter &e) {
   Plan &plan = e.plan;
+  ::mpc::rt::InPlaceUpdates allowed(plan);
   std::map<int, size_t> producer;
   for (size_t i = 0; i < plan.steps.size(); ++i)
     for (int v : plan.steps[i].outputs)
@@ -53,7 +54,7 @@ void updateStateInPlace(Emitter &e) {
                      s.inputs.end();
         }))
       continue;
-    if (::mpc::rt::updateInPlaceProblem(plan, k, out.value, input).empty()) {
+    if (allowed.problem(k, out.value, input).empty()) {
       std::vector<int> &pairs = plan.steps[k].cuda.updatesInPlace;
       pairs.push_back(out.value);
       pairs.push_back(input);

@@ -6,6 +6,7 @@
 #include "runtime/Plan.h"
 
 #include <string>
+#include <vector>
 
 namespace mpc::rt {
 
@@ -22,13 +23,21 @@ std::string checkEpilogueAdds(const Plan &plan);
 /// "" or what is inconsistent in a row kernel adding its input 0 as it
 /// loads (CudaLaunch::prologueAdd).
 std::string checkPrologueAdds(const Plan &plan);
-/// "" or why kernel step `k` may not write `result` into `input`'s buffer
-/// (PlanViewChecks.cpp): a thread-per-element kernel (counted, not a
-/// reduction or multi-tensor step) storing `result`, reading `input` of
-/// the same type and shape; `input` a plan input or parameter and no
-/// output, read by no step that runs after the kernel.
-std::string updateInPlaceProblem(const Plan &plan, size_t k, int result,
-                                 int input);
+/// Which kernels may write a result over an input (UpdatesInPlace.cpp),
+/// built once per plan: it indexes the steps reading each value.
+class InPlaceUpdates {
+public:
+  explicit InPlaceUpdates(const Plan &plan);
+  /// "" or why kernel step `k` may not write `result` into `input`'s
+  /// buffer: an elementwise chain's kernel storing `result`, reading
+  /// `input` of the same type and shape; `input` a plan input or
+  /// parameter and no output, read by no step that runs after the kernel.
+  std::string problem(size_t k, int result, int input) const;
+
+private:
+  const Plan &plan;
+  std::vector<std::vector<int>> readers; // per value, the steps reading it
+};
 /// "" or the first CudaLaunch::updatesInPlace pair that is not allowed.
 std::string checkUpdatesInPlace(const Plan &plan);
 /// "" or what is inconsistent in the strided views attention kernels read

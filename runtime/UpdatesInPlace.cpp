@@ -37,8 +37,20 @@ bool contains(const std::vector<int> &vs, int v) {
 
 } // namespace
 
-std::string updateInPlaceProblem(const Plan &plan, size_t k, int result,
-                                 int input) {
+InPlaceUpdates::InPlaceUpdates(const Plan &plan)
+    : plan(plan), readers(plan.values.size()) {
+  for (size_t j = 0; j < plan.steps.size(); ++j) {
+    std::set<int> read(plan.steps[j].inputs.begin(),
+                       plan.steps[j].inputs.end());
+    for (int v : kernelInputs(plan.steps[j]))
+      read.insert(v);
+    for (int v : read)
+      if (v >= 0 && v < (int)plan.values.size())
+        readers[v].push_back((int)j);
+  }
+}
+
+std::string InPlaceUpdates::problem(size_t k, int result, int input) const {
   auto known = [&](int v) { return v >= 0 && v < (int)plan.values.size(); };
   if (k >= plan.steps.size() || !known(result) || !known(input) ||
       result == input)
@@ -71,15 +83,12 @@ std::string updateInPlaceProblem(const Plan &plan, size_t k, int result,
                             [&](const Binding &b) { return b.value == input; }))
     return "overwrites a value that is not a step input or parameter";
   int at = runsAt(plan, (int)k);
-  for (size_t j = 0; j < plan.steps.size(); ++j) {
-    const Step &r = plan.steps[j];
-    if (!contains(r.inputs, input) && !contains(kernelInputs(r), input))
-      continue;
+  for (int j : readers[input]) {
     // The chain's own members read it in its kernel, element by element;
     // an all_reduce reads on NCCL's stream until a step waits for it.
-    bool ownKernel = j == k || contains(c.chain, (int)j);
-    int until = r.op == OpId::AllReduce ? allReduceWait(plan, j)
-                                        : runsAt(plan, (int)j);
+    bool ownKernel = j == (int)k || contains(c.chain, j);
+    int until = plan.steps[j].op == OpId::AllReduce ? allReduceWait(plan, j)
+                                                    : runsAt(plan, j);
     if (!ownKernel && until >= at)
       return "overwrites a value step " + std::to_string(j) +
              " reads after it";
@@ -88,11 +97,12 @@ std::string updateInPlaceProblem(const Plan &plan, size_t k, int result,
 }
 
 std::string checkUpdatesInPlace(const Plan &plan) {
+  InPlaceUpdates allowed(plan);
   std::set<int> overwritten;
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const std::vector<int> &pairs = plan.steps[k].cuda.updatesInPlace;
     for (size_t p = 0; p + 1 < pairs.size(); p += 2) {
-      std::string why = updateInPlaceProblem(plan, k, pairs[p], pairs[p + 1]);
+      std::string why = allowed.problem(k, pairs[p], pairs[p + 1]);
       if (why.empty() && !overwritten.insert(pairs[p + 1]).second)
         why = "overwrites a value another step overwrites";
       if (!why.empty())
