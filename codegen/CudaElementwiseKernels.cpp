@@ -133,6 +133,15 @@ void Emitter::elementFunctions(
       narrowest = std::min<int64_t>(narrowest, dtypeSize(val(ins[k]).dtype));
   }
   width = std::min<int64_t>(8, 16 / narrowest);
+  // Every lane stream holds `width` values live across the group's
+  // arithmetic (an IEEE division or square root calls a slow path that
+  // keeps them): an Adam update writing its fp16 weight copy (4 streams in,
+  // 4 out) spilled at 8 lanes on sm_80, so wide groups of many streams
+  // take 4 lanes.
+  int64_t streams = (int64_t)outs.size() +
+                    std::count(reads.begin(), reads.end(), GroupRead::Lanes);
+  if (width > 4 && width * streams > 48)
+    width = 4;
   // A narrower input may widen the group past a broadcast row's length.
   for (size_t k = 0; ok && k < ins.size(); ++k)
     ok = groupRead(out, strides[k], width) == reads[k];

@@ -1,7 +1,7 @@
 //===- CudaStateInPlace.cpp - a train step's state updated in place -------===//
 //
-// A train step's new weights (`mpc.new.<p>`) and optimizer moments
-// (`mpc.opt.*`) are outputs the runtime feeds back into the inputs they
+// A train step's new weights (`mpc.new.<p>`), their fp16/bf16 copies
+// (`mpc.half.<p>`) and optimizer moments (`mpc.opt.*`) are outputs the runtime feeds back into the inputs they
 // replace (runtime/TrainProtocol.cpp), by a device-to-device copy unless
 // the output lives in the input's buffer: for Adam, 24 bytes a parameter
 // each step (the weight and both moments read and written), about as much
@@ -36,7 +36,8 @@ void updateStateInPlace(Emitter &e) {
     std::string name = out.name;
     if (name.rfind("mpc.new.", 0) == 0)
       name = name.substr(8);
-    else if (name.rfind("mpc.opt.", 0) != 0)
+    else if (name.rfind("mpc.opt.", 0) != 0 &&
+             name.rfind("mpc.half.", 0) != 0)
       continue;
     int input = ::mpc::rt::valueOfName(plan, name);
     auto p = producer.find(out.value);

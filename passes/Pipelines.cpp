@@ -250,6 +250,8 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   pm.addPass(createOptimizer(opt));
   if (o.unscaleInOptimizer)
     pm.addPass(createUnscaleInOptimizer());
+  if (o.halfWeightsInOptimizer && o.isLow())
+    pm.addPass(createHalfWeightsInOptimizer());
 }
 
 void registerMpcPipelines() {

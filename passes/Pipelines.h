@@ -83,6 +83,12 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
                      "(mpc-unscale-in-optimizer: no FP32 gradient copies on "
                      "the GPU; the CPU backend runs the unfused form faster)"),
       llvm::cl::init(true)};
+  Option<bool> halfWeightsInOptimizer{
+      *this, "half-weights-in-optimizer",
+      llvm::cl::desc("Updates write the fp16/bf16 weight copies the next "
+                     "step computes with (mpc-half-weights-in-optimizer; "
+                     "the CPU backend casts at the step's start instead)"),
+      llvm::cl::init(true)};
   Option<std::string> optimizer{
       *this, "optimizer",
       llvm::cl::desc("sgd | momentum | nesterov | adam | adamw | adagrad | "
@@ -139,7 +145,8 @@ void buildPrecisionPipeline(OpPassManager &pm,
 /// The precision passes, mpc-autodiff, then for fp16/bf16
 /// mpc-master-weights, mpc-loss-scaling as --loss-scale says (an exact
 /// unscale by 1 for finite-check), and mpc-optimizer unless `none`,
-/// followed by mpc-unscale-in-optimizer unless turned off.
+/// followed by mpc-unscale-in-optimizer and mpc-half-weights-in-optimizer
+/// unless turned off.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o);
 
 /// Registers mpc-precision-pipeline and mpc-train-pipeline (mpc-opt).

@@ -3,6 +3,7 @@
 #include "runtime/Executor.h"
 #include "runtime/OpTrace.h"
 #include "runtime/Kernel.h"
+#include "runtime/WeightCopies.h"
 #include "runtime/dist/ProcessGroup.h"
 
 #include <algorithm>
@@ -179,7 +180,17 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
     auto it = inputs.find(p.name);
     values[p.value] = it != inputs.end() ? it->second : p.init;
   }
+  // Weight copies not given: cast from their masters (runtime/WeightCopies.h).
+  std::vector<bool> derived(plan.values.size(), false);
+  for (const WeightCopy &c : weightCopies(plan))
+    if (!inputs.count(c.input)) {
+      values[c.value] =
+          castCopy(values[c.master->value], plan.values[c.value].dtype);
+      derived[c.value] = true;
+    }
   for (const Binding &b : plan.inputs) {
+    if (derived[b.value])
+      continue;
     auto it = inputs.find(b.name);
     if (it == inputs.end()) {
       const ValueInfo &info = plan.values[b.value];

@@ -29,12 +29,18 @@ class InPlaceUpdates {
 public:
   explicit InPlaceUpdates(const Plan &plan);
   /// "" or why kernel step `k` may not write `result` into `input`'s
-  /// buffer: an elementwise chain's kernel storing `result`, reading
-  /// `input` of the same type and shape; `input` a plan input or
-  /// parameter and no output, read by no step that runs after the kernel.
+  /// buffer: an elementwise chain's kernel storing `result`, the output
+  /// the runtime feeds back into `input`, of the same type and shape;
+  /// `input` a plan input or parameter and no output, read by no step that
+  /// runs after the kernel (but the chain's own members, element by
+  /// element).
   std::string problem(size_t k, int result, int input) const;
 
 private:
+  /// Whether `result` is an output the train protocol feeds into `input`
+  /// (`mpc.new.<p>` into <p>, a state output into its same-named input).
+  bool fedBackInto(int result, int input) const;
+
   const Plan &plan;
   std::vector<std::vector<int>> readers; // per value, the steps reading it
 };

@@ -8,6 +8,7 @@
 #include "runtime/PlanFusionChecks.h"
 #include "runtime/PlanIO.h"
 #include "runtime/PlanText.h"
+#include "runtime/WeightCopies.h"
 #include "runtime/cuda/KernelCalls.h"
 
 #include <algorithm>
@@ -545,10 +546,12 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
     error = dir + "/plan.txt is empty";
     return false;
   }
-  // Steps computed in another step's kernel or call must pair up.
-  for (auto check : {checkStepBatches, checkLibraryFusions, checkStoredCasts,
-                     checkLaterFusions, checkEpilogueAdds, checkPrologueAdds,
-                     checkAttentionViews, checkUpdatesInPlace})
+  // Steps computed in another step's kernel or call must pair up; the
+  // weight copies first (the in-place updates write them).
+  for (auto check : {checkWeightCopies, checkStepBatches, checkLibraryFusions,
+                     checkStoredCasts, checkLaterFusions, checkEpilogueAdds,
+                     checkPrologueAdds, checkAttentionViews,
+                     checkUpdatesInPlace})
     if (std::string why = check(plan); !why.empty()) {
       error = dir + "/plan.txt: " + why;
       return false;

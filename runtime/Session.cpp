@@ -2,6 +2,7 @@
 
 #include "runtime/Session.h"
 #include "runtime/Executor.h"
+#include "runtime/WeightCopies.h"
 
 #include <map>
 #include <vector>
@@ -22,13 +23,17 @@ namespace {
 
 class CpuSession : public Session {
 public:
-  explicit CpuSession(const Plan &plan) : plan(plan) {}
+  explicit CpuSession(const Plan &plan)
+      : plan(plan), copies(weightCopies(plan)) {}
 
   bool set(const std::string &name, const Tensor &t,
            std::string &error) override {
     if (valueOfName(plan, name) < 0)
       return (error = "the plan has no input '" + name + "'", false);
     feeds[name] = t;
+    for (const WeightCopy &c : copies)
+      if (c.master->name == name)
+        feeds.erase(c.input); // runPlan casts the new master
     return true;
   }
   bool run(std::string &error) override {
@@ -62,6 +67,7 @@ public:
 
 private:
   const Plan &plan;
+  std::vector<WeightCopy> copies; // runPlan casts them from their masters
   std::map<std::string, Tensor> feeds;
   std::vector<Tensor> results;
   RunStats stats;

@@ -18,6 +18,8 @@ TrainProtocol::TrainProtocol(const Plan &plan) {
     else if (startsWith(name, "mpc.new.") &&
              valueOfName(plan, name.substr(8)) >= 0)
       weights.emplace_back(i, name.substr(8));
+    else if (startsWith(name, "mpc.half.") && valueOfName(plan, name) >= 0)
+      weightCopies.emplace_back(i, name);
     else if (startsWith(name, "mpc.opt.") && valueOfName(plan, name) >= 0)
       optimizerState.emplace_back(i, name);
     else if (startsWith(name, "mpc.loss_scale") && valueOfName(plan, name) >= 0)
@@ -31,7 +33,7 @@ bool TrainProtocol::advance(Session &s, bool taken, std::string &error) const {
       return false;
   if (!taken)
     return true;
-  for (const auto *list : {&weights, &optimizerState})
+  for (const auto *list : {&weights, &weightCopies, &optimizerState})
     for (const auto &[index, name] : *list)
       if (!s.feedBack(index, name, error))
         return false;

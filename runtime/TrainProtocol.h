@@ -3,7 +3,8 @@
 // A train-step plan (mpc-autodiff, mpc-loss-scaling, mpc-optimizer) names
 // its state: output `mpc.new.<p>` is parameter <p> after the step; an
 // output named like an input carries that input to the next step
-// (optimizer state `mpc.opt.*`, loss-scale state `mpc.loss_scale*`);
+// (optimizer state `mpc.opt.*`, loss-scale state `mpc.loss_scale*`, the
+// fp16/bf16 weight copies `mpc.half.*`: runtime/WeightCopies.h);
 // `mpc.found_inf` says the step must be skipped. `mpc train` and
 // mpc-gpu-run both drive steps with this.
 //
@@ -25,13 +26,14 @@ struct TrainProtocol {
   explicit TrainProtocol(const Plan &plan);
 
   /// (output index, input name) pairs.
-  std::vector<std::pair<size_t, std::string>> weights, optimizerState,
-      scaleState;
+  std::vector<std::pair<size_t, std::string>> weights, weightCopies,
+      optimizerState, scaleState;
   int foundInf = -1; // output index, or -1
 
   bool isTrainStep() const { return !weights.empty(); }
   /// Feeds a finished step's outputs back into the session's inputs:
-  /// loss-scale state always, weights and optimizer state when `taken`.
+  /// loss-scale state always, weights, their copies and optimizer state
+  /// when `taken`.
   bool advance(Session &s, bool taken, std::string &error) const;
 };
 

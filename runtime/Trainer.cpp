@@ -4,6 +4,7 @@
 #include "runtime/TrainerParts.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/PlanIO.h"
+#include "runtime/WeightCopies.h"
 #include "runtime/dist/ProcessGroup.h"
 
 #include <algorithm>
@@ -162,6 +163,8 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
       state_[in.name] = scalar(DType::I64, 0);
     else if (in.name.rfind("mpc.opt.", 0) == 0)
       continue; // optimizer state (below) or per-step scalars
+    else if (isWeightCopy(plan_, in.name))
+      continue; // the session casts it from its master
     else if (!data.count(in.name))
       return (error = "no --data for graph input '" + in.name + "'", false);
   }

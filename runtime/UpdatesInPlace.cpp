@@ -5,8 +5,8 @@
 // (runtime/TrainProtocol.cpp): a device-to-device copy of every weight,
 // and of Adam's two moments, each step, unless the output lives in the
 // input's buffer. The update is an elementwise chain, so it may: the
-// thread that writes an element has read it, and no other thread reads
-// it. codegen (CudaStateInPlace.cpp) marks such pairs on the chain's step
+// thread that writes an element has read it (or never reads it: a weight
+// copy is cast from the master), and no other thread reads it. codegen (CudaStateInPlace.cpp) marks such pairs on the chain's step
 // (CudaLaunch::updatesInPlace) where nothing reads the input after the
 // kernel; the memory plan then places the result in the input's buffer.
 // A plan read from disk is checked the same way.
@@ -62,8 +62,10 @@ std::string InPlaceUpdates::problem(size_t k, int result, int input) const {
     return "is not an elementwise chain's kernel";
   if (!contains(kernelOutputs(s), result) && !contains(c.stores, result))
     return "names a result its kernel does not write";
-  if (!contains(kernelInputs(s), input))
-    return "names an input its kernel does not read";
+  // The runtime feeds the result into the input (runtime/TrainProtocol.h);
+  // the kernel need not read it (a weight copy is cast from the master).
+  if (!fedBackInto(result, input))
+    return "names an input its result is not fed back into";
   const ValueInfo &in = plan.values[input];
   if (plan.values[result].shape != in.shape ||
       plan.values[result].dtype != in.dtype)
@@ -94,6 +96,19 @@ std::string InPlaceUpdates::problem(size_t k, int result, int input) const {
              " reads after it";
   }
   return "";
+}
+
+bool InPlaceUpdates::fedBackInto(int result, int input) const {
+  std::string into;
+  for (const Binding &b : plan.inputs)
+    into = b.value == input ? b.name : into;
+  for (const Parameter &p : plan.params)
+    into = p.value == input ? p.name : into;
+  return std::any_of(plan.outputs.begin(), plan.outputs.end(),
+                     [&](const Binding &b) {
+                       return b.value == result && !into.empty() &&
+                              (b.name == into || b.name == "mpc.new." + into);
+                     });
 }
 
 std::string checkUpdatesInPlace(const Plan &plan) {

@@ -127,8 +127,8 @@ echo "== 7. mpc compile --train: the whole fp16 train step as CUDA kernels"
 "$mpc" compile "$model" -o "$work/mlp-train" --precision fp16 --batch 64 --arch sm_80 --train --optimizer adam --lr 0.01
 echo "-- fused elementwise chains (chain<steps>_<last op>_<hash of what it computes>):"
 grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_[a-z_]*_[0-9a-f]*" | tr '\n' ' '; echo
-echo "-- Adam's update of a weight in one kernel: its fp16 gradient unscaled as it loads, both moments, the skip-step selects and the weight (intermediates in registers, three stores); all six weights' updates are one multi-tensor launch (_x6):"
-kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_where_[0-9a-f]*_x[0-9]*" | tail -1)
+echo "-- Adam's update of a weight in one kernel: its fp16 gradient unscaled as it loads, both moments, the skip-step selects, the weight and its fp16 copy for the next step (intermediates in registers, four stores); all six weights' updates are one multi-tensor launch (_x6):"
+kernel=$(grep "__global__" "$work/mlp-train/kernels.cu" | grep -o "chain[0-9]*_cast_[0-9a-f]*_x[0-9]*" | tail -1)
 echo "$kernel"
 sed -n "/void ${kernel}_op(/,/^}/p" "$work/mlp-train/kernels.cu" | grep -E "^  (float t|\{ float|y[0-9]+ = )" | cut -c1-150
 echo "-- on a GPU: mpc train $model --device cuda ... (weights stay on the device, one CUDA graph per step)"

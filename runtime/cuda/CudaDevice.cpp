@@ -5,6 +5,7 @@
 #include "runtime/cuda/Cudnn.h"
 #include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/WeightCopies.h"
 
 #include <algorithm>
 #include <chrono>
@@ -91,7 +92,7 @@ bool runPlanCuda(const Plan &plan, const std::string &dir,
     if (valueOfName(plan, name) >= 0 && !s->set(name, t, error))
       return false;
   for (const Binding &b : plan.inputs)
-    if (!inputs.count(b.name))
+    if (!inputs.count(b.name) && !isWeightCopy(plan, b.name))
       return (error = "missing input '" + b.name + "'", false);
   if (!s->run(error))
     return false;

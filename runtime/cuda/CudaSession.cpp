@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/OpTrace.h"
+#include "runtime/WeightCopies.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/KernelCalls.h"
@@ -38,7 +39,8 @@ using namespace cu;
 class CudaSession : public Session {
 public:
   CudaSession(const Plan &plan, bool useGraph)
-      : plan(plan), d(driver()), useGraph(useGraph) {}
+      : plan(plan), d(driver()), useGraph(useGraph),
+        copies(weightCopies(plan)) {}
 
   ~CudaSession() override {
     if (comm)
@@ -137,11 +139,13 @@ public:
     // through the driver's bounce buffers. Without it, copies go direct.
     size_t stage = 0;
     for (const Binding &b : plan.inputs)
-      stagingOffset[b.value] = stage, stage += (bytes(b.value) + 255) / 256 * 256;
+      if (!isWeightCopy(plan, b.name))
+        stagingOffset[b.value] = stage,
+        stage += (bytes(b.value) + 255) / 256 * 256;
     if (stage && d.memHostAlloc(&staging, stage, 0) != 0)
       staging = nullptr;
     for (const Parameter &p : plan.params)
-      if (!upload(p.value, p.init, error))
+      if (!upload(p.value, p.init, error) || !uploadCopies(p, p.init, error))
         return false;
     for (const auto &[id, t] : plan.constants)
       if (!upload(id, t, error))
@@ -189,6 +193,9 @@ public:
       return check(d.memcpyHtoD(base + offsets[v], slot, t.bytes(), stream),
                    "upload", error);
     }
+    for (const Parameter &p : plan.params)
+      if (p.value == v)
+        return upload(v, t, error) && uploadCopies(p, t, error);
     return upload(v, t, error);
   }
 
@@ -278,6 +285,7 @@ private:
   const Plan &plan;
   Driver &d;
   bool useGraph;
+  std::vector<WeightCopy> copies; // derived from their masters, never staged
   std::vector<Handle> modules; // kernels*.fatbin
   std::map<std::string, Handle> moduleByFile, moduleOf; // file, kernel name
   Handle stream = nullptr, exec = nullptr;
@@ -513,6 +521,14 @@ private:
   bool upload(int v, const Tensor &t, std::string &error) {
     return check(d.memcpyHtoD(base + offsets[v], t.raw(), t.bytes(), stream),
                  "upload", error);
+  }
+  /// Master `p` was set to `t`: its weight copies follow.
+  bool uploadCopies(const Parameter &p, const Tensor &t, std::string &error) {
+    for (const WeightCopy &c : copies)
+      if (c.master == &p &&
+          !upload(c.value, castCopy(t, plan.values[c.value].dtype), error))
+        return false;
+    return true;
   }
   bool download(int v, Tensor &t, std::string &error) {
     const ValueInfo &info = plan.values[v];

@@ -17,6 +17,7 @@
 #include "runtime/Npy.h"
 #include "runtime/OpTrace.h"
 #include "runtime/PlanIO.h"
+#include "runtime/WeightCopies.h"
 #include "runtime/cuda/KernelCalls.h"
 #include "runtime/cuda/MemoryPlan.h"
 
@@ -81,6 +82,13 @@ int main(int argc, char **argv) {
     put(p.value, p.init);
   for (const auto &[id, t] : plan.constants)
     put(id, t);
+  // Weight copies as the sessions derive them (runtime/WeightCopies.h).
+  for (const WeightCopy &c : weightCopies(plan))
+    if (!inputs.count(c.input))
+      inputs[c.input] = castCopy(inputs.count(c.master->name)
+                                     ? inputs.at(c.master->name)
+                                     : c.master->init,
+                                 plan.values[c.value].dtype);
   for (const Binding &b : plan.inputs)
     put(b.value, inputs.at(b.name));
   int launched = 0;

@@ -210,9 +210,10 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
     pipeline.adamBetas = betas;
     pipeline.dataParallel = dataParallel.getValue();
     pipeline.bucketMb = compileBucketMb.getValue();
-    // Saves the FP32 gradient copies on the GPU; costs the CPU backend a
-    // pass over them.
+    // Saves the FP32 gradient copies and the weight casts on the GPU;
+    // costs the CPU backend, which runs each op on its own, passes.
     pipeline.unscaleInOptimizer = target == "cuda";
+    pipeline.halfWeightsInOptimizer = target == "cuda";
     if (phase ? !phasePipeline(*phase, pipeline, error)
               : !mlir::mpc::validate(pipeline, error))
       return nullptr;

@@ -247,12 +247,14 @@ static bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
 /// The train step as mpc-train-pipeline builds it. On the GPU the skip
 /// decision reads one flag instead of every gradient: without scaling, an
 /// unscale by 1 (exact) provides it; and the updates unscale as they read
-/// (the CPU backend runs the unfused form faster, to the same bits).
+/// and write the fp16 weight copies (the CPU backend runs the unfused
+/// forms faster, to the same bits).
 static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
   precisionFlags.apply(pipeline);
   pipeline.loss = lossName.getValue();
   pipeline.finiteCheck = trainDevice == "cuda";
   pipeline.unscaleInOptimizer = trainDevice == "cuda";
+  pipeline.halfWeightsInOptimizer = trainDevice == "cuda";
   pipeline.optimizer = optimizer.getValue();
   pipeline.lr = lr.getValue();
   pipeline.momentum = momentum.getValue();

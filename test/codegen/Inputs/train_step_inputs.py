@@ -2,7 +2,8 @@
 prints them as NAME=FILE arguments: the data batch (x random in [0, 1),
 labels in [0, 10)), then the step state at step 1: loss scale 65536, no
 good steps yet, the first-step flag, Adam's step size and bias correction
-for lr, and zero optimizer state. SCALE replaces the loss scale.
+for lr, and zero optimizer state (the fp16 weight copies are the
+runtime's to derive). SCALE replaces the loss scale.
 
 usage: train_step_inputs.py ARTIFACT OUT_DIR LR [SCALE]
 """
@@ -26,6 +27,8 @@ np_type = {"f32": np.float32, "i64": np.int64, "i1": np.bool_}
 args = []
 for name, vid in inputs:
     dtype, shape = values[vid]
+    if name.startswith("mpc.half."):
+        continue  # the weight copies: cast from the masters by the runtime
     if name == "x":
         v = rng.random(shape, dtype=np.float32)
     elif name == "labels":

@@ -1,0 +1,218 @@
+//===- TrainPasses.td - the passes that make a train step --*- tablegen -*-===//
+//
+// Included by Passes.td: autodiff, master weights, data parallelism, loss
+// scaling and the optimizer, in the order mpc-train-pipeline runs them.
+//
+//===----------------------------------------------------------------------===//
+
+def Autodiff : Pass<"mpc-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Build a train-step function returning parameter gradients";
+  let description = [{
+    Clones the entry function (`mpc.entry`) into `@<name>_train_step`, which
+    returns the forward results followed by d(loss)/d(param) for every
+    trainable `mpc.param` argument (result attribute `mpc.gradient = @p`),
+    by a reverse sweep with one gradient rule per op (passes/GradientRules).
+    The loss is the result named by `loss`, else the first f32 scalar;
+    `params` (a regular expression matching whole names) limits the
+    parameters differentiated, as a phase of a GAN step updates one
+    network while backpropagating through the other.
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<4x3xf32> {mpc.input = "x"},
+                 %w: tensor<2x3xf32> {mpc.param = @w}) -> tensor<f32>
+    ```
+    After, additionally:
+    ```mlir
+    func.func @f_train_step(...) -> (tensor<f32>,
+                                     tensor<2x3xf32> {mpc.gradient = @w})
+    ```
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"\"",
+           "Name (mpc.output) of the loss result">,
+    Option<"params", "params", "std::string", /*default=*/"\"\"",
+           "Differentiate only the trainable parameters whose name matches "
+           "this regular expression (whole name); the others stay fixed, "
+           "gradients still flow through them">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def MasterWeights : Pass<"mpc-master-weights", "::mlir::ModuleOp"> {
+  let summary = "FP32 master parameters, one low-precision copy per step";
+  let description = [{
+    In the train step: every trainable parameter argument must be FP32 (the
+    master copy); all its casts to a low-precision type become one cast per
+    type at the top of the function, tagged `mpc.master_copy = @p`, shared
+    by every user; every gradient result reaches the optimizer in the
+    parameter's FP32 type (a cast is added where the sweep produced low
+    precision).
+
+    Before: two `mpc.cast %w : ... -> f16` in different places.
+    After: one `%wh = mpc.cast %w {mpc.master_copy = @w}` first in the body.
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def DataParallel : Pass<"mpc-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Average gradients over the ranks in buckets, as soon as ready";
+  let description = [{
+    For data-parallel training (PyTorch DDP's gradient buckets): the train
+    step's gradient results, in the order the backward pass computes them,
+    are grouped into buckets of about `bucket-mb` MiB; each bucket gets one
+    `mpc.all_reduce` placed right after its last gradient is computed, so
+    the runtime can start its communication while the rest of the backward
+    pass runs. Runs after mpc-master-weights (gradients are FP32) and before
+    mpc-loss-scaling, so the unscale and its all-finite check see the
+    averaged gradients and every rank skips the same steps.
+
+    After (`bucket-mb=25`), for parameters @w and @b:
+    ```mlir
+    %db = mpc.reduce_sum ...
+    %dw = mpc.matmul ...
+    %r:2 = mpc.all_reduce %db, %dw {bucket = 0 : i64, wire = "f32"} : ...
+    return ..., %r#1, %r#0 : ... {mpc.gradient = @w}, {mpc.gradient = @b}
+    ```
+  }];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Bucket size in MiB (FP32 bytes of the gradients)">,
+    Option<"wire", "wire", "std::string", /*default=*/"\"f32\"",
+           "Type the gradients travel in: f32, f16 or bf16">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def LossScaling : Pass<"mpc-loss-scaling", "::mlir::ModuleOp"> {
+  let summary = "Scale the loss, unscale gradients in FP32, update the scale";
+  let description = [{
+    In the train step (from `mpc-autodiff`): the backward sweep is seeded
+    with the loss scale instead of 1; all gradients go through one
+    `mpc.unscale_grads` (x 1/scale in FP32, one all-finite check) whose
+    `found_inf` is returned (`mpc.found_inf`), so the optimizer skips the
+    step when it is true (output `mpc.found_inf`). `mode=static` uses the
+    constant `scale`; `mode=dynamic` adds the inputs `mpc.loss_scale` (f32)
+    and `mpc.loss_scale_good_steps` (i64) and returns their updated values
+    under the same names (`mpc.update_loss_scale`, GradScaler semantics,
+    clamped to [min, max]); the function records `mpc.loss_scale_init`.
+    `mode=none` leaves the function unchanged.
+
+    After (`mode=dynamic`):
+    ```mlir
+    func.func @f_train_step(..., %scale: tensor<f32> {mpc.input = "mpc.loss_scale"}, %n: tensor<i64> {mpc.input = "mpc.loss_scale_good_steps"})
+    %g, %inf = mpc.unscale_grads %dw, %scale : ...
+    %s1, %n1 = mpc.update_loss_scale %scale, %n, %inf {...} : ...
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+           "none, static or dynamic">,
+    Option<"scale", "scale", "double", /*default=*/"65536.0",
+           "Static scale, or the initial dynamic scale">,
+    Option<"growth", "growth", "double", /*default=*/"2.0",
+           "Dynamic: factor after `interval` finite steps">,
+    Option<"backoff", "backoff", "double", /*default=*/"0.5",
+           "Dynamic: factor on overflow">,
+    Option<"interval", "interval", "int64_t", /*default=*/"2000",
+           "Dynamic: finite steps before growing">,
+    Option<"minScale", "min", "double", /*default=*/"1.0",
+           "Dynamic: smallest scale">,
+    Option<"maxScale", "max", "double", /*default=*/"16777216.0",
+           "Dynamic: largest scale">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def Optimizer : Pass<"mpc-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Append the optimizer update of every parameter to the train step";
+  let description = [{
+    torch.optim semantics and arithmetic order (SGD with L2 weight decay,
+    momentum, Nesterov, Adam, AdamW, Adagrad) as elementwise mpc ops on the
+    FP32 masters. State is explicit: inputs and outputs named
+    `mpc.opt.m.<p>` / `mpc.opt.v.<p>`; new parameters are outputs
+    `mpc.new.<p>`; per-step scalars are inputs (`mpc.opt.first` for
+    momentum, `mpc.opt.step_size` and `mpc.opt.bc2_sqrt` for Adam). With
+    loss scaling, `mpc.found_inf` selects the old values (the step is
+    skipped).
+
+    After (`kind=sgd lr=0.1`), for a parameter @w with gradient %g:
+    ```mlir
+    %lr = mpc.constant dense<1.000000e-01> : tensor<f32>
+    %s = mpc.mul %lr, %g : ...
+    %w1 = mpc.sub %w, %s : ...
+    return ..., %w1 : ... {mpc.output = "mpc.new.w"}
+    ```
+  }];
+  let options = [
+    Option<"kind", "kind", "std::string", /*default=*/"\"sgd\"",
+           "sgd, momentum, nesterov, adam, adamw or adagrad">,
+    Option<"lr", "lr", "double", /*default=*/"0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9", "Momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "L2 weight decay (decoupled for AdamW)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def UnscaleInOptimizer : Pass<"mpc-unscale-in-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Updates unscale their gradients as they read them";
+  let description = [{
+    In a train step `mpc-optimizer` updated, `mpc.unscale_grads` becomes
+    `mpc.check_grads` (1/scale and the all-finite flag; the gradients are
+    only read) and each update reads `cast(g) * inv` in place of the
+    unscaled gradient: the same FP32 values, which elementwise fusion
+    computes inside the update's kernel, so no FP32 copy of a gradient is
+    written and read back (as apex's and torch's fused Adam take the loss
+    scale). The step returns the gradients as the backward made them
+    (scaled): the runtime reads them only to count a skipped step's inf/NaN
+    elements. Steps without an optimizer are left alone.
+
+    Before:
+    ```mlir
+    %u, %inf = mpc.unscale_grads %dw, %scale : (tensor<4x3xf16>, tensor<f32>) -> (tensor<4x3xf32>, tensor<i1>)
+    %step = mpc.mul %lr, %u : (tensor<f32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    ```
+    After:
+    ```mlir
+    %inv, %inf = mpc.check_grads %dw, %scale : (tensor<4x3xf16>, tensor<f32>) -> (tensor<f32>, tensor<i1>)
+    %w = mpc.cast %dw : (tensor<4x3xf16>) -> tensor<4x3xf32>
+    %u = mpc.mul %w, %inv : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+    %step = mpc.mul %lr, %u : (tensor<f32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def HalfWeightsInOptimizer : Pass<"mpc-half-weights-in-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Updates write the step's fp16/bf16 weight copies";
+  let description = [{
+    mpc-master-weights casts each FP32 master to fp16/bf16 at the start of
+    every step (read 4 bytes, write 2 a parameter). In a train step
+    `mpc-optimizer` updated, that copy becomes step state, input
+    `mpc.half.<p>`, and the step returns `cast(new <p>)` under the same name:
+    elementwise fusion computes it inside the update's kernel, which writes
+    2 bytes a parameter more, as apex's FP16 optimizer keeps its model
+    copy. On a skipped step the copy is the cast of the unchanged master.
+    The runtime derives the copy from the master whenever the master is set
+    from outside (initial weights, checkpoints, another phase's update), so
+    checkpoints hold only the FP32 masters.
+
+    Before:
+    ```mlir
+    %h = mpc.cast %w {mpc.master_copy = @w} : (tensor<4x3xf32>) -> tensor<4x3xf16>
+    ...
+    return ..., %w1 : ..., tensor<4x3xf32>   // {mpc.output = "mpc.new.w"}
+    ```
+    After:
+    ```mlir
+    // %h: tensor<4x3xf16> {mpc.input = "mpc.half.w"}
+    %h1 = mpc.cast %w1 : (tensor<4x3xf32>) -> tensor<4x3xf16>
+    return ..., %w1, %h1 : ...   // {mpc.output = "mpc.half.w"}
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
