@@ -14,6 +14,7 @@
 
 #include "codegen/CudaKernels.h"
 #include "runtime/cuda/KernelCalls.h"
+#include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
 #include <set>
@@ -94,13 +95,6 @@ void batchLaunches(Emitter &e) {
     return c.count >= 0 && c.prologue.empty() && !c.lists.valid() &&
            c.libraryFusedInto < 0 && e.elements.count(c.kernel);
   };
-  // The step whose kernel computes step t: through a widening cast read by
-  // a chain member (fused into the member, the member into the chain).
-  auto kernelOf = [&](int t) {
-    for (int hops = 0; hops < 2 && plan.steps[t].cuda.fusedInto > t; ++hops)
-      t = plan.steps[t].cuda.fusedInto;
-    return t;
-  };
   // Windows: consecutive batchable launches, nothing but their own fused
   // members between them, none reading what an earlier one writes. Within
   // one the launches may run in any order, so each kernel's launches in it
@@ -121,7 +115,7 @@ void batchLaunches(Emitter &e) {
       int j = launches[next];
       bool ok = batchable(j);
       for (int t = window.back() + 1; ok && t < j; ++t)
-        ok = kernelOf(t) == j;
+        ok = ::mpc::rt::kernelStep(plan, t) == j;
       for (int v : ::mpc::rt::kernelInputs(plan.steps[j]))
         ok = ok && !written.count(v);
       if (!ok)

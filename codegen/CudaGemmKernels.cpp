@@ -321,7 +321,7 @@ bool Emitter::conv(Step &s, const std::string &name) {
   if (x.shape.size() != 4)
     return fail(s, "only 2-D convolution has a CUDA kernel yet");
   ConvGeometry g(s, x.shape, y.shape, w.shape);
-  int64_t Mg = g.Mg, OH = g.OH, OW = g.OW, Co = g.Co;
+  int64_t Mg = g.Mg, OH = g.OH, OW = g.OW;
   int64_t N = g.Nb * OH * OW, K = g.Cg * g.KH * g.KW;
   bool bias = s.inputs.size() > 2 && s.inputs[2] >= 0;
   // cuDNN: the convolution, then an FP32 bias added (cudnnAddTensor); with
@@ -377,7 +377,7 @@ bool Emitter::convGrad(Step &s, const std::string &name) {
     return fail(s, "only 2-D convolution gradients have a CUDA kernel yet");
   ConvGeometry g(s, x.shape, dy.shape, w.shape);
   const Window &win = g.win;
-  int64_t C = g.C, H = g.H, W = g.W, Co = g.Co, OH = g.OH, OW = g.OW,
+  int64_t H = g.H, W = g.W, OH = g.OH, OW = g.OW,
           KH = g.KH, KW = g.KW, Nb = g.Nb, Cg = g.Cg, Mg = g.Mg,
           groups = g.groups;
   if (!bias)

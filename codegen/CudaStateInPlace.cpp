@@ -16,6 +16,7 @@
 
 #include "codegen/CudaKernels.h"
 #include "runtime/PlanFusionChecks.h"
+#include "runtime/cuda/MemoryPlan.h"
 #include "runtime/Session.h"
 
 #include <algorithm>
@@ -43,9 +44,7 @@ void updateStateInPlace(Emitter &e) {
     auto p = producer.find(out.value);
     if (input < 0 || p == producer.end())
       continue;
-    size_t k = p->second;
-    if (int root = plan.steps[k].cuda.fusedInto; root > (int)k)
-      k = root; // the chain computing it
+    size_t k = ::mpc::rt::kernelStep(plan, (int)p->second); // its chain
     // An Expand in the chain reads its data broadcast, at other elements.
     const std::vector<int> &chain = plan.steps[k].cuda.chain;
     if (std::any_of(chain.begin(), chain.end(), [&](int m) {

@@ -26,8 +26,7 @@ namespace {
 /// Where step `i`'s work runs: the kernel of the chain it is fused into,
 /// at the launch of the batch that kernel is in.
 int runsAt(const Plan &plan, int i) {
-  for (int hops = 0; hops < 3 && plan.steps[i].cuda.fusedInto > i; ++hops)
-    i = plan.steps[i].cuda.fusedInto;
+  i = kernelStep(plan, i);
   return std::max(i, plan.steps[i].cuda.batchedInto);
 }
 

@@ -262,6 +262,15 @@ std::vector<int> kernelInputs(const Step &s) {
   return in;
 }
 
+int kernelStep(const Plan &plan, int i) {
+  // fusedInto points forward, so this ends (a plan read from disk may
+  // point past its end: where it stops).
+  while (plan.steps[i].cuda.fusedInto > i &&
+         plan.steps[i].cuda.fusedInto < (int)plan.steps.size())
+    i = plan.steps[i].cuda.fusedInto;
+  return i;
+}
+
 std::vector<int> kernelOutputs(const Step &s) {
   std::vector<int> out = s.outputs;
   if (s.cuda.storedAs >= 0 && !out.empty())

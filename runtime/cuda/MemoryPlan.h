@@ -58,6 +58,10 @@ std::vector<int> kernelInputs(const Step &s);
 /// The values a step's kernel writes, in its output order: its outputs,
 /// output 0 replaced by `cuda.storedAs` where a cast is fused in.
 std::vector<int> kernelOutputs(const Step &s);
+/// The step whose kernel computes step `i`: `i`, or the chain its
+/// `cuda.fusedInto` leads to (a widening cast fused into a member, the
+/// member into the chain).
+int kernelStep(const Plan &plan, int i);
 
 } // namespace mpc::rt
 

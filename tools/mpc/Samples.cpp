@@ -41,6 +41,23 @@ void onError(png_structp png, png_const_charp message) {
 
 void onWarning(png_structp, png_const_charp) {}
 
+/// The libpng calls writing `rows` to `out`; false where libpng reported
+/// an error. Its longjmp lands here, where only plain locals are live (a
+/// C++ object changed after setjmp may be clobbered).
+bool writePng(png_structp png, png_infop info, png_bytep *rows, int width,
+              int height, int channels, std::string *out) {
+  if (setjmp(png_jmpbuf(png)))
+    return false;
+  png_set_write_fn(png, out, appendBytes, flushNothing);
+  png_set_IHDR(png, info, width, height, 8,
+               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  png_set_rows(png, info, rows);
+  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  return true;
+}
+
 bool encode(const std::vector<uint8_t> &pixels, int width, int height,
             int channels, std::string &out, std::string &error) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &error,
@@ -54,19 +71,9 @@ bool encode(const std::vector<uint8_t> &pixels, int width, int height,
   for (int y = 0; y < height; ++y)
     rows[y] = const_cast<png_bytep>(pixels.data()) +
               (size_t)y * width * channels;
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    return (error = "libpng: " + error, false);
-  }
-  png_set_write_fn(png, &out, appendBytes, flushNothing);
-  png_set_IHDR(png, info, width, height, 8,
-               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  png_set_rows(png, info, rows.data());
-  png_write_png(png, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  bool ok = writePng(png, info, rows.data(), width, height, channels, &out);
   png_destroy_write_struct(&png, &info);
-  return true;
+  return ok || (error = "libpng: " + error, false);
 }
 
 } // namespace
