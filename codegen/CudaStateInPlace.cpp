@@ -17,7 +17,7 @@
 #include "codegen/CudaKernels.h"
 #include "runtime/PlanFusionChecks.h"
 #include "runtime/cuda/MemoryPlan.h"
-#include "runtime/Session.h"
+#include "runtime/TrainProtocol.h"
 
 #include <algorithm>
 #include <map>
@@ -31,18 +31,17 @@ void updateStateInPlace(Emitter &e) {
   for (size_t i = 0; i < plan.steps.size(); ++i)
     for (int v : plan.steps[i].outputs)
       producer[v] = i;
-  for (const ::mpc::rt::Binding &out : plan.outputs) {
-    // The names TrainProtocol feeds back (the loss-scale state is two
-    // scalars a one-thread kernel writes: not worth it).
-    std::string name = out.name;
-    if (name.rfind("mpc.new.", 0) == 0)
-      name = name.substr(8);
-    else if (name.rfind("mpc.opt.", 0) != 0 &&
-             name.rfind("mpc.half.", 0) != 0)
-      continue;
+  // What TrainProtocol feeds back after a step taken (the loss-scale
+  // state is two scalars a one-thread kernel writes: not worth it).
+  ::mpc::rt::TrainProtocol protocol(plan);
+  std::vector<std::pair<size_t, std::string>> state = protocol.weights;
+  for (const auto *more : {&protocol.weightCopies, &protocol.optimizerState})
+    state.insert(state.end(), more->begin(), more->end());
+  for (const auto &[index, name] : state) {
+    const ::mpc::rt::Binding &out = plan.outputs[index];
     int input = ::mpc::rt::valueOfName(plan, name);
     auto p = producer.find(out.value);
-    if (input < 0 || p == producer.end())
+    if (p == producer.end())
       continue;
     size_t k = ::mpc::rt::kernelStep(plan, (int)p->second); // its chain
     // An Expand in the chain reads its data broadcast, at other elements.

@@ -5,7 +5,9 @@
 
 #include "runtime/Plan.h"
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mpc::rt {
@@ -37,12 +39,11 @@ public:
   std::string problem(size_t k, int result, int input) const;
 
 private:
-  /// Whether `result` is an output the train protocol feeds into `input`
-  /// (`mpc.new.<p>` into <p>, a state output into its same-named input).
-  bool fedBackInto(int result, int input) const;
-
   const Plan &plan;
   std::vector<std::vector<int>> readers; // per value, the steps reading it
+  /// (result, input) value pairs the train protocol feeds back
+  /// (runtime/TrainProtocol.h).
+  std::set<std::pair<int, int>> fedBack;
 };
 /// "" or the first CudaLaunch::updatesInPlace pair that is not allowed.
 std::string checkUpdatesInPlace(const Plan &plan);

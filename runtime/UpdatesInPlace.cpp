@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/PlanFusionChecks.h"
+#include "runtime/TrainProtocol.h"
 #include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
@@ -38,6 +39,11 @@ bool contains(const std::vector<int> &vs, int v) {
 
 InPlaceUpdates::InPlaceUpdates(const Plan &plan)
     : plan(plan), readers(plan.values.size()) {
+  TrainProtocol protocol(plan);
+  for (const auto *list : {&protocol.weights, &protocol.weightCopies,
+                           &protocol.optimizerState, &protocol.scaleState})
+    for (const auto &[index, name] : *list)
+      fedBack.insert({plan.outputs[index].value, valueOfName(plan, name)});
   for (size_t j = 0; j < plan.steps.size(); ++j) {
     std::set<int> read(plan.steps[j].inputs.begin(),
                        plan.steps[j].inputs.end());
@@ -63,7 +69,7 @@ std::string InPlaceUpdates::problem(size_t k, int result, int input) const {
     return "names a result its kernel does not write";
   // The runtime feeds the result into the input (runtime/TrainProtocol.h);
   // the kernel need not read it (a weight copy is cast from the master).
-  if (!fedBackInto(result, input))
+  if (!fedBack.count({result, input}))
     return "names an input its result is not fed back into";
   const ValueInfo &in = plan.values[input];
   if (plan.values[result].shape != in.shape ||
@@ -95,19 +101,6 @@ std::string InPlaceUpdates::problem(size_t k, int result, int input) const {
              " reads after it";
   }
   return "";
-}
-
-bool InPlaceUpdates::fedBackInto(int result, int input) const {
-  std::string into;
-  for (const Binding &b : plan.inputs)
-    into = b.value == input ? b.name : into;
-  for (const Parameter &p : plan.params)
-    into = p.value == input ? p.name : into;
-  return std::any_of(plan.outputs.begin(), plan.outputs.end(),
-                     [&](const Binding &b) {
-                       return b.value == result && !into.empty() &&
-                              (b.name == into || b.name == "mpc.new." + into);
-                     });
 }
 
 std::string checkUpdatesInPlace(const Plan &plan) {
