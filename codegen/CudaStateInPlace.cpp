@@ -1,15 +1,16 @@
 //===- CudaStateInPlace.cpp - a train step's state updated in place -------===//
 //
 // A train step's new weights (`mpc.new.<p>`), their fp16/bf16 copies
-// (`mpc.half.<p>`) and optimizer moments (`mpc.opt.*`) are outputs the runtime feeds back into the inputs they
-// replace (runtime/TrainProtocol.cpp), by a device-to-device copy unless
-// the output lives in the input's buffer: for Adam, 24 bytes a parameter
-// each step (the weight and both moments read and written), about as much
-// again as the update kernel moves. Each update is an elementwise chain reading the old value
-// element by element (mpc-optimizer's where(found_inf, old, new) among
-// them), so where no step reads the old value after that kernel, the
-// chain writes the new value over it, as torch.optim and apex update
-// parameters in place. Decided after batching (a batched chain runs at
+// (`mpc.half.<p>`) and optimizer moments (`mpc.opt.*`) are outputs the
+// runtime feeds back into the inputs they replace
+// (runtime/TrainProtocol.cpp), by a device-to-device copy unless the
+// output lives in the input's buffer: for Adam, 24 bytes a parameter each
+// step (the weight and both moments read and written), about as much again
+// as the update kernel moves. Each update is an elementwise chain reading
+// the old value element by element (mpc-optimizer's where(found_inf, old,
+// new) among them; a weight copy's old value it does not read), so where
+// no step reads the old value after that kernel, the chain writes the new
+// value over it, as torch.optim and apex update parameters in place. Decided after batching (a batched chain runs at
 // its batch's launch); runtime/UpdatesInPlace.cpp says what is allowed.
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,7 @@
 //===- TrainProtocol.cpp - how a train step hands state to the next -------===//
 
 #include "runtime/TrainProtocol.h"
+#include "runtime/WeightCopies.h"
 
 #include <cmath>
 
@@ -18,7 +19,7 @@ TrainProtocol::TrainProtocol(const Plan &plan) {
     else if (startsWith(name, "mpc.new.") &&
              valueOfName(plan, name.substr(8)) >= 0)
       weights.emplace_back(i, name.substr(8));
-    else if (startsWith(name, "mpc.half.") && valueOfName(plan, name) >= 0)
+    else if (isWeightCopy(plan, name))
       weightCopies.emplace_back(i, name);
     else if (startsWith(name, "mpc.opt.") && valueOfName(plan, name) >= 0)
       optimizerState.emplace_back(i, name);

@@ -6,7 +6,8 @@
 // and of Adam's two moments, each step, unless the output lives in the
 // input's buffer. The update is an elementwise chain, so it may: the
 // thread that writes an element has read it (or never reads it: a weight
-// copy is cast from the master), and no other thread reads it. codegen (CudaStateInPlace.cpp) marks such pairs on the chain's step
+// copy is cast from the master), and no other thread reads it. codegen
+// (CudaStateInPlace.cpp) marks such pairs on the chain's step
 // (CudaLaunch::updatesInPlace) where nothing reads the input after the
 // kernel; the memory plan then places the result in the input's buffer.
 // A plan read from disk is checked the same way.
