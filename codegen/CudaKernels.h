@@ -355,18 +355,30 @@ public:
   void countFlops(double flops, bool tensorCores);
   /// How a row kernel walks its rows (CudaNnKernels.cpp: rowLoop).
   struct RowLoop {
-    std::string prologue, stride, sum, max;
-    bool warp;
+    std::string prologue;
+    std::string stride; // threads sharing a row: "1", "32" or a block's
+    std::string sum, max; // combining the threads' partials ("" for one)
+    bool warp;            // more than one thread a row (shuffles)
+    bool block = false;   // a block a row (rowLaunch)
+    /// Rows held in registers: each thread's `iters` vectors of `width`
+    /// elements of a row operand, loaded by the first loop reading it and
+    /// read from `cached` by the later ones (0: loaded by every loop).
+    /// The first vector loop decides (`hold`: whether it may), with its
+    /// own width, so the row sums keep their order and bits.
+    bool hold = false;
+    int64_t width = 0, iters = 0;
+    std::set<std::pair<size_t, std::string>> cached; // (input, "base"/"bbase")
   };
   RowLoop rowLoop(Step &s, int64_t rows, int64_t n);
-  /// The loop of a row kernel running `body` for each j of the lane's
-  /// share of the row. A warp's lanes take V consecutive elements at a
-  /// time where the row allows (V: 16 bytes of the narrowest row operand,
-  /// at most 8, halved until it divides n), the body's `ld(inK, base + j)` and
-  /// `st(outK, base + j, v)` becoming one vector load or store each (the
-  /// arena's buffers are 256-byte aligned); else one element a lane.
-  /// `len` is the code naming the row's length (RowLoop's prologue: n).
-  std::string rowEach(const Step &s, const RowLoop &r, int64_t n,
+  /// The loop of a row kernel running `body` for each j of the thread's
+  /// share of the row. A warp's or block's threads take V consecutive
+  /// elements at a time where the row allows (V: 16 bytes of the narrowest
+  /// row operand, at most 8, halved until it divides n), the body's
+  /// `ld(inK, base + j)` and `st(outK, base + j, v)` becoming one vector
+  /// load or store each (the arena's buffers are 256-byte aligned); else
+  /// one element a thread. `len` is the code naming the row's length
+  /// (RowLoop's prologue: n).
+  std::string rowEach(const Step &s, RowLoop &r, int64_t n,
                       const std::string &body, const std::string &len = "n");
   /// rowEach's body storing output 0 also as the cast stored beside it
   /// (`cuda.stores` of a row kernel, fuseOutputCasts), counting underflow
@@ -417,7 +429,7 @@ public:
   /// A row's log-sum-exp `lse` of in0 at `base` (C classes), and with
   /// `store` x - lse into out1: the one code both cross-entropy forms run,
   /// so a row's loss has the same bits in either.
-  std::string rowLogSoftmax(const Step &s, const RowLoop &r, int64_t C,
+  std::string rowLogSoftmax(const Step &s, RowLoop &r, int64_t C,
                             bool store);
   void lossSum(Step &s, const std::string &name, int half, int64_t elements);
   bool crossEntropyGrad(Step &s, const std::string &name);

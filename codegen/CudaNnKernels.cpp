@@ -20,14 +20,37 @@ namespace mlir::mpc::cuda {
 /// Rows at least this long get a warp each (a thread each below: the
 /// shuffles would cost more than they save).
 constexpr int64_t kWarpRowMin = 64;
+/// Values of a row operand a thread holds in registers at most: a warp
+/// holds rows of up to 1024 elements, a block of kRowThreads up to 8192.
+/// Longer rows than a warp holds get a block each.
+constexpr int64_t kCachedPerThread = 32;
+
+/// The vector width of a row kernel's loops: 16 bytes of its narrowest
+/// operand, at most 8, halved until it divides the row (0: none).
+static int64_t rowWidth(const Plan &plan, const Step &s, int64_t n) {
+  int64_t narrowest = 16;
+  std::vector<int> vals = ::mpc::rt::kernelInputs(s);
+  for (int v : ::mpc::rt::kernelOutputs(s))
+    vals.push_back(v);
+  vals.insert(vals.end(), s.cuda.stores.begin(), s.cuda.stores.end());
+  for (int v : vals)
+    if (v >= 0)
+      narrowest = std::min<int64_t>(narrowest, dtypeSize(plan.values[v].dtype));
+  int64_t width = std::min<int64_t>(8, 16 / narrowest);
+  while (width >= 2 && n % width != 0)
+    width /= 2;
+  return width >= 2 ? width : 0;
+}
 
 /// A kernel over `rows` contiguous rows of `n`: a warp per row when they
 /// are long (lanes stride along it, `sum`/`max` combine the lanes with
-/// butterfly shuffles), else a thread per row (lane 0, stride 1, the
-/// combines the identity). The prologue defines i, lane, n and base; the
-/// rows past the last leave (a warp together). The row count is the
-/// kernel's `count` argument, so steps that differ only in it share the
-/// kernel.
+/// butterfly shuffles), a block per row when a warp cannot hold them in
+/// registers (the warps' partials combined through shared memory), else
+/// a thread per row (lane 0, stride 1, the combines the identity). Rows
+/// a warp or block holds are read from memory once (RowLoop::cached).
+/// The prologue defines i, lane, n and base; the rows past the last leave
+/// (a warp or block together). The row count is the kernel's `count`
+/// argument, so steps that differ only in it share the kernel.
 Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
   s.cuda.count = rows;
   sumStored = false;
@@ -39,14 +62,24 @@ Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
       if (int64_t k = prologueAddRepeat(s, val(s.inputs[0]).shape, val(v).shape);
           k > 0 && val(v).shape != val(s.inputs[0]).shape)
         tail += "  const i64 bbase = base % " + std::to_string(k) + "LL;\n";
-  if (n >= kWarpRowMin)
-    return {"  const i64 i = (i64)blockIdx.x * " +
-                std::to_string(kRowThreads / 32) +
-                "LL + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n" +
-                tail,
-            "32", "mpc_warp_sum", "mpc_warp_max", true};
-  return {"  const i64 i = global_index();\n  const int lane = 0;\n" + tail, "1",
-          "", "", false};
+  if (n < kWarpRowMin)
+    return {"  const i64 i = global_index();\n  const int lane = 0;\n" + tail,
+            "1", "", "", false};
+  // Whether a warp holds the row, at the kernel's narrowest width.
+  int64_t width = rowWidth(plan, s, n);
+  RowLoop r;
+  if (width && (n + 32 * width - 1) / (32 * width) * width <= kCachedPerThread) {
+    r = {"  const i64 i = (i64)blockIdx.x * " + std::to_string(kRowThreads / 32) +
+             "LL + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n" +
+             tail,
+         "32", "mpc_warp_sum", "mpc_warp_max", true};
+  } else {
+    r = {"  const i64 i = blockIdx.x;\n  const int lane = threadIdx.x;\n" + tail,
+         std::to_string(kRowThreads), "mpc_block_sum", "mpc_block_max", true};
+    r.block = true;
+  }
+  r.hold = true;
+  return r;
 }
 
 /// Where the parenthesis closing the call whose arguments start at
@@ -137,7 +170,7 @@ std::string Emitter::addedInput(const Step &s, const std::string &body) {
   return sum + " " + uses + " }";
 }
 
-std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
+std::string Emitter::rowEach(const Step &s, RowLoop &r, int64_t n,
                              const std::string &rowBody,
                              const std::string &len) {
   std::string body = countStored(s, addedInput(s, rowBody));
@@ -169,12 +202,22 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
       narrowest = std::min<int64_t>(narrowest, dtypeSize(val(written[k]).dtype));
     }
   // The widest that divides the row: fp16 logits over 300 classes load 8
-  // bytes a lane (4 elements) where 16 would not divide the row.
+  // bytes a lane (4 elements) where 16 would not divide the row. A row
+  // held in registers keeps one width in every loop.
   int64_t width = std::min<int64_t>(8, 16 / narrowest);
   while (width >= 2 && n % width != 0)
     width /= 2;
   if (width < 2 || (loads.empty() && stores.empty()))
-    return scalar;
+    return scalar; // (no row operand: nothing held to read)
+  if (r.hold) { // the first vector loop: hold the row if it fits
+    r.hold = false;
+    int64_t threads = std::stoll(r.stride);
+    int64_t per = (n + threads * width - 1) / (threads * width) * width;
+    if (per <= kCachedPerThread)
+      r.width = width, r.iters = per / width;
+  }
+  if (r.iters)
+    width = r.width;
   std::string W = std::to_string(width), lanes = body;
   auto replaceAll = [&](const std::string &from, const std::string &to) {
     for (size_t at = 0; (at = lanes.find(from, at)) != std::string::npos;
@@ -184,9 +227,24 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
   auto lanesOf = [](size_t k, const std::string &from) {
     return (from == "base" ? "vx" : "vb") + std::to_string(k);
   };
-  for (auto &[k, from] : loads)
+  // Held operands: "rx<k>"/"rb<k>", declared by the loop loading them.
+  auto heldOf = [](size_t k, const std::string &from) {
+    return (from == "base" ? "rx" : "rb") + std::to_string(k);
+  };
+  std::ostringstream os;
+  std::vector<std::pair<size_t, std::string>> fresh; // loaded here, then held
+  for (auto &[k, from] : loads) {
+    bool held = r.cached.count({k, from}) > 0;
+    if (r.iters && !held && r.cached.size() < 2) { // at most 2 rows held
+      r.cached.insert({k, from});
+      fresh.push_back({k, from});
+      os << "  float " << heldOf(k, from) << "[" << r.iters * width << "];\n";
+      held = true;
+    }
     replaceAll("ld(in" + std::to_string(k) + ", " + from + " + j)",
-               lanesOf(k, from) + "[e]");
+               held ? heldOf(k, from) + "[t * " + W + " + e]"
+                    : lanesOf(k, from) + "[e]");
+  }
   for (size_t k : stores) { // st(outK, base + j, EXPR); -> vyK[e] = EXPR;
     std::string from = "st(out" + std::to_string(k) + ", base + j, ";
     for (size_t at; (at = lanes.find(from)) != std::string::npos;) {
@@ -196,19 +254,38 @@ std::string Emitter::rowEach(const Step &s, const RowLoop &r, int64_t n,
                         lanes.substr(at + from.size(), end - at - from.size()));
     }
   }
-  std::ostringstream os;
-  os << "  for (i64 j0 = lane * " << W << "; j0 < " << len << "; j0 += 32 * "
-     << W << ") {\n";
-  for (auto &[k, from] : loads)
-    os << "    float " << lanesOf(k, from) << "[" << W << "]; ldv<" << W
-       << ">(in" << k << " + " << from << " + j0, " << lanesOf(k, from)
+  std::string ind = "    ";
+  if (r.iters) { // a fixed trip count, unrolled: the held arrays stay in registers
+    os << "#pragma unroll\n  for (int t = 0; t < " << r.iters << "; ++t) {\n"
+       << "    const i64 j0 = (lane + (i64)t * " << r.stride << ") * " << W
+       << ";\n";
+    if (n % (std::stoll(r.stride) * width) != 0)
+      os << "    if (j0 < " << len << ") {\n", ind = "      ";
+  } else {
+    os << "  for (i64 j0 = lane * " << W << "; j0 < " << len << "; j0 += "
+       << r.stride << " * " << W << ") {\n";
+  }
+  for (auto &[k, from] : loads) {
+    bool held = r.cached.count({k, from}) > 0;
+    bool load = !held || std::count(fresh.begin(), fresh.end(),
+                                    std::make_pair(k, from)) > 0;
+    if (!load)
+      continue;
+    std::string to = held ? "&" + heldOf(k, from) + "[t * " + W + "]"
+                          : lanesOf(k, from);
+    if (!held)
+      os << ind << "float " << lanesOf(k, from) << "[" << W << "];\n";
+    os << ind << "ldv<" << W << ">(in" << k << " + " << from << " + j0, " << to
        << ");\n";
+  }
   for (size_t k : stores)
-    os << "    float vy" << k << "[" << W << "];\n";
-  os << "#pragma unroll\n    for (int e = 0; e < " << W
+    os << ind << "float vy" << k << "[" << W << "];\n";
+  os << "#pragma unroll\n" << ind << "for (int e = 0; e < " << W
      << "; ++e) { const i64 j = j0 + e; " << lanes << " }\n";
   for (size_t k : stores)
-    os << "    stv<" << W << ">(out" << k << " + base + j0, vy" << k << ");\n";
+    os << ind << "stv<" << W << ">(out" << k << " + base + j0, vy" << k << ");\n";
+  if (ind.size() > 4)
+    os << "    }\n";
   os << "  }\n";
   return os.str();
 }
@@ -217,7 +294,9 @@ void Emitter::rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                         int64_t rows) {
   if (!r.warp)
     return launch1d(s, name, rows);
-  barrier = true; // the warp's lanes meet in the shuffles (host emulation)
+  barrier = true; // the lanes meet in the shuffles (host emulation)
+  if (r.block)
+    return launch(s, name, {rows, 1, 1}, {kRowThreads, 1, 1}, false, 1);
   launch(s, name, {(rows + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
          {kRowThreads, 1, 1}, false, kRowThreads / 32);
 }

@@ -118,6 +118,30 @@ __device__ __forceinline__ float mpc_warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+// A block's sum (max) for a row a block shares: each warp's butterfly,
+// then every thread folds the warps' partials in warp order (the same bits
+// in every thread). The first barrier keeps a previous call's readers
+// ahead of this call's writers.
+__device__ __forceinline__ float mpc_block_sum(float v) {
+  __shared__ float part[32];
+  v = mpc_warp_sum(v);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  float s = part[0];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) s += part[w];
+  return s;
+}
+__device__ __forceinline__ float mpc_block_max(float v) {
+  __shared__ float part[32];
+  v = mpc_warp_max(v);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  float s = part[0];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) s = fmaxf(s, part[w]);
+  return s;
+}
 
 // Two fp16/bf16 values as one 32-bit register (lo in the low half), the
 // operand form of mma.sync.

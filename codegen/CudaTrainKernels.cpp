@@ -69,6 +69,7 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
   std::string workers = warp ? "8" : "256", stride = warp ? "32" : "1";
   RowLoop r{"", stride, warp ? "mpc_warp_sum" : "",
             warp ? "mpc_warp_max" : "", warp};
+  r.hold = warp; // a row of up to 1024 classes read once
   std::string len = std::to_string(C) + "LL";
   cu << header(s, name, 256) << " {\n  __shared__ float ls[256], ws[256];\n"
      << "  const int worker = threadIdx.x" << (warp ? " / 32" : "")
@@ -91,17 +92,20 @@ bool Emitter::crossEntropy(Step &s, const std::string &name) {
   return true;
 }
 
-std::string Emitter::rowLogSoftmax(const Step &s, const RowLoop &r,
+std::string Emitter::rowLogSoftmax(const Step &s, RowLoop &r,
                                    int64_t C, bool store) {
+  // In order: the first loop over the row declares what the others read
+  // (RowLoop::cached), and a chain of + leaves its operands unsequenced.
   std::string len = std::to_string(C) + "LL";
-  return "  float mx = -INFINITY, sum = 0.0f;\n" +
-         rowEach(s, r, C, "mx = fmaxf(mx, ld(in0, base + j));", len) +
-         "  mx = " + r.max + "(mx);\n" +
-         rowEach(s, r, C, "sum += expf(ld(in0, base + j) - mx);", len) +
-         "  const float lse = mx + logf(" + r.sum + "(sum));\n" +
-         (store ? rowEach(s, r, C, "st(out1, base + j, ld(in0, base + j) - lse);",
-                          len)
-                : "");
+  std::ostringstream os;
+  os << "  float mx = -INFINITY, sum = 0.0f;\n"
+     << rowEach(s, r, C, "mx = fmaxf(mx, ld(in0, base + j));", len)
+     << "  mx = " << r.max << "(mx);\n"
+     << rowEach(s, r, C, "sum += expf(ld(in0, base + j) - mx);", len)
+     << "  const float lse = mx + logf(" << r.sum << "(sum));\n";
+  if (store)
+    os << rowEach(s, r, C, "st(out1, base + j, ld(in0, base + j) - lse);", len);
+  return os.str();
 }
 
 /// softmax_cross_entropy_loss with its log-probabilities as an FP32 output
@@ -117,6 +121,7 @@ bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
   std::string skip = ignoredLabel(s);
   std::string rows = std::to_string(kRowThreads / 32);
   RowLoop r{"", "32", "mpc_warp_sum", "mpc_warp_max", true};
+  r.hold = true; // a row of up to 1024 classes read once
   std::string len = std::to_string(C) + "LL";
   cu << header(s, name + "_rows", kRowThreads) << " {\n"
      << "  const i64 n = (i64)blockIdx.x * " << rows
@@ -160,6 +165,7 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   int64_t rowsPerBlock = warp ? 8 : 256;
   std::string skip = ignoredLabel(s);
   std::string w = weights ? "ld(in3, label)" : "1.0f";
+  RowLoop r{"", warp ? "32" : "1", "", "", warp};
   cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"
      << "  float wsum = 0.0f;\n  for (i64 n = threadIdx.x; n < " << N
      << "; n += 256) { i64 label = in2[n]; if (!(" << skip << ")) wsum += "
@@ -175,7 +181,7 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
      << (red == "none" ? "n" : "0") << ") / denom;\n"
      << "    const i64 base = n * " << C << "LL;\n"
      << "    const int lane = " << (warp ? "threadIdx.x % 32" : "0") << ";\n"
-     << rowEach(s, RowLoop{"", warp ? "32" : "1", "", "", warp}, C,
+     << rowEach(s, r, C,
                 "st(out0, base + j, " +
                     (withSoftmax ? "expf(ld(in1, base + j)) * scale - "
                                  : std::string("-")) +

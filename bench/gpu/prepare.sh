@@ -11,9 +11,11 @@
 # for the reference outputs, and adds a GEMM-only artifact (4096^3, fp16)
 # for the cuBLASLt-vs-mpc-kernel-vs-torch comparison. For training, each
 # model also gets a train-step artifact (`mpc compile --train`, SGD lr 0.01, as the
-# PyTorch step) and its losses over $STEPS steps on the batch from `mpc
-# train` on the CPU backend; and the digits DCGAN as a phased fp16 step
-# (GAN=0 leaves it out). MODELS (default "mlp rescnn transformer bert unet
+# PyTorch step; bf16 too for the MLP, BERT, GPT-2 and the ResNets) and its
+# losses over $STEPS steps on the batch from `mpc train` on the CPU
+# backend; and the digits DCGAN as a phased fp16 step (GAN=0 leaves it
+# out); softmax and layer norm over ROWS (default 8192, 0: none) rows of
+# 8192 fp16. MODELS (default "mlp rescnn transformer bert unet
 # gpt resnet18 resnet50"; bert: Hugging Face's form, separate query, key
 # and value Linears) and
 # GEMM=0 make a smaller set. Everything lands in
@@ -89,28 +91,34 @@ onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
 PY
 : > "$work/manifest.txt"
 : > "$work/train-manifest.txt"
+: > "$work/rows-manifest.txt"
 for m in $models; do
   x=x y=labels # the decoder's inputs: tokens and next tokens
   [[ $m == gpt ]] && x=tokens y=targets
   seed=() n=$steps # the ResNets: weights as seeds, fewer reference steps
   [[ $m == resnet* ]] && seed=(--weights seed:0) && n=$((steps < 5 ? steps : 5))
-  for p in fp32 fp16; do
+  for p in fp32 fp16 bf16; do
     # BERT in fp16 alone: what travels stays under the budget below.
     [[ $m == bert && $p == fp32 ]] && continue
+    # bf16: train steps of issue 17's five models, against torch's bf16
+    # autocast; on the libraries only (run.sh: kernels=auto).
+    [[ $p == bf16 && ! $m =~ ^(mlp|bert|gpt|resnet18|resnet50)$ ]] && continue
     # From fresh weights a ResNet's fp16 gradients overflow at 65536 for
     # the first steps (every one of 5 skipped): start lower, on both sides.
     ls=()
     [[ $m == resnet* && $p == fp16 ]] && ls=(--loss-scale dynamic:init=1024)
     art=$work/art/$m-$p
-    "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" "${seed[@]}" | tail -1
     d=$m # the batch's files: both ResNets read one (3 MiB less to carry)
     [[ $m == resnet50 ]] && d=resnet18
     ins="$x=inputs/$d.$x.npy $y=inputs/$d.$y.npy"
-    (cd "$work" && "$mpc" run "art/$m-$p" --input $x=inputs/$d.$x.npy --input $y=inputs/$d.$y.npy --output-dir "expected/$m-$p" > /dev/null)
-    echo "$m $p art/$m-$p $ins" >> "$work/manifest.txt"
+    if [[ $p != bf16 ]]; then
+      "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" "${seed[@]}" | tail -1
+      (cd "$work" && "$mpc" run "art/$m-$p" --input $x=inputs/$d.$x.npy --input $y=inputs/$d.$y.npy --output-dir "expected/$m-$p" > /dev/null)
+      echo "$m $p art/$m-$p $ins" >> "$work/manifest.txt"
+    fi
     "$mpc" compile "$work/models/$m.onnx" -o "$art-train" --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 "${seed[@]}" "${ls[@]}" | tail -1
     (cd "$work" && "$mpc" train "models/$m.onnx" --data $x=inputs/$d.$x.npy --data $y=inputs/$d.$y.npy --batch "$batch" --steps "$n" --no-shuffle --optimizer sgd --lr 0.01 --precision $p "${seed[@]}" "${ls[@]}" --metrics "expected/$m-$p-train.jsonl" > /dev/null)
-    echo "$m $p art/$m-$p-train $ins$([[ $n != "$steps" ]] && echo " steps=$n")" >> "$work/train-manifest.txt"
+    echo "$m $p art/$m-$p-train $ins$([[ $n != "$steps" ]] && echo " steps=$n")$([[ $p == bf16 ]] && echo " kernels=auto")" >> "$work/train-manifest.txt"
     # The CNNs' fp16 step channels last (--layout nhwc), to decide the
     # default by measurement: the CPU backend's losses are NCHW's bit for
     # bit (channels-last.test), so the reference is shared.
@@ -189,6 +197,40 @@ PY
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/art/attention-fp16-train" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_train.onnx --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention-fp16-train.jsonl > /dev/null)
 echo "attention fp16 art/attention-fp16-train steps=3 target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+fi
+# Softmax and layer norm over ROWS rows of 8192 fp16 (default 8192: 128
+# MiB, drawn again on the GPU machine from its recipe), each one row
+# kernel; run.sh checks them against NumPy there and sets their bandwidth
+# beside torch's ops and a device-to-device copy of the same tensor.
+rows=${ROWS:-8192}
+if [[ $rows != 0 ]]; then
+python3 - "$work" "$root/bench/gpu" "$rows" <<'PY'
+import sys
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+work, rows, cols = sys.argv[1], int(sys.argv[3]), 8192
+sys.path.insert(0, sys.argv[2])
+import inputs  # noqa: E402 (large inputs travel as recipes)
+rng = np.random.default_rng(5)
+g = (1 + 0.1 * rng.standard_normal(cols)).astype(np.float16)
+b = (0.1 * rng.standard_normal(cols)).astype(np.float16)
+np.save(f"{work}/inputs/rows.g.npy", g)
+np.save(f"{work}/inputs/rows.b.npy", b)
+io = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT16, [rows, cols])
+for name, node, inits in (
+        ("softmax", helper.make_node("Softmax", ["x"], ["y"], axis=-1), []),
+        ("layernorm", helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"],
+                                       axis=-1, epsilon=1e-5),
+         [numpy_helper.from_array(g, "g"), numpy_helper.from_array(b, "b")])):
+    graph = helper.make_graph([node], name, [io("x")], [io("y")], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              f"{work}/models/{name}.onnx")
+inputs.make(work, "rows.x.npy", 7, "normal", (rows, cols), np.float16)
+PY
+for op in softmax layernorm; do
+  "$mpc" compile "$work/models/$op.onnx" -o "$work/art/$op-fp16" --arch "$arch" | tail -1
+  echo "$op art/$op-fp16 x=inputs/rows.x.npy" >> "$work/rows-manifest.txt"
+done
 fi
 # The digits DCGAN as a phased fp16 step (discriminator, then generator,
 # each with DCGAN's Adam): `mpc compile --train --phase`, one artifact per

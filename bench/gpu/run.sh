@@ -2,15 +2,19 @@
 # GPU benchmark, part 2, on a machine with an NVIDIA GPU (no MLIR needed):
 # builds the MLIR-free runtime and mpc-gpu-run (CMake -DMPC_RUNTIME_ONLY=ON),
 # runs every artifact bench/gpu/prepare.sh made, compares its outputs with
-# the CPU backend's, times it (median of --repeat runs), times PyTorch
-# (fp32, autocast fp16, an AMP train step) on the same models and batch, and
-# the GEMM kernel against torch.matmul (cuBLASLt); trains each train-step
-# artifact for the prepared number of steps (weights on the device, one
-# CUDA graph a step), compares its losses with `mpc train` on the CPU
-# backend and times a step (and REPLAYS, default 10, replays of it on the
-# device alone). RUN names a built mpc-gpu-run (skips the build). Writes
-# the table to
-# ${OUT:-bench/gpu/work}/gpu-results.md and prints it.
+# the CPU backend's, times it (median of --repeat runs); trains each
+# train-step artifact for the prepared number of steps (weights on the
+# device, one CUDA graph a step), compares its losses with `mpc train` on
+# the CPU backend and times a step (and REPLAYS, default 10, replays of it
+# on the device alone); runs softmax and layer norm over 8192 x 8192 fp16
+# against NumPy; then times PyTorch on the same models and batch (fp32,
+# autocast fp16 and bf16 AMP train steps eager and torch.compile'd, the
+# latter within what is left of BUDGET seconds, default 300, of the whole
+# run), torch.matmul at 4096^3 against the GEMM artifact, and torch's
+# softmax, layer norm and a copy of the rows. RUN names a built
+# mpc-gpu-run (skips the build). Writes the tables (the train steps side
+# by side with torch's; the row kernels as a share of the copy's
+# bandwidth) to ${OUT:-bench/gpu/work}/gpu-results.md and prints them.
 # Without a GPU it builds, says so in one line per artifact, and exits 0.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,6 +65,7 @@ while read -r model prec art ins; do
   echo "| $model | $prec | ${ms:-n/a} | ${diff:-n/a} |" >> "$results"
 done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")
+declare -A stepms devms # model-precision: the train step, with and without the upload
 {
   echo
   echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3, ResNets: 5): max rel diff vs CPU backend | on mpc's kernels only, \`--gemm mpc --conv mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
@@ -71,18 +76,27 @@ steps=$(cat "$work/steps.txt")
 while read -r model prec art ins; do
   args=()
   n=$steps # an entry's steps=N overrides
+  choices="auto mpc" # kernels=auto: the libraries' run only
   for i in $ins; do
-    if [[ $i == steps=* ]]; then n=${i#steps=}; else args+=("${i%%=*}=$work/${i#*=}"); fi
+    case $i in
+      steps=*) n=${i#steps=} ;;
+      kernels=*) choices=${i#kernels=} ;;
+      *) args+=("${i%%=*}=$work/${i#*=}") ;;
+    esac
   done
   row="| $model | $prec |"
-  for choice in auto mpc; do
+  for choice in $choices; do
     line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --replays "$replays" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
     echo "$model $prec train (--gemm/--conv $choice): $line" | tr '\n' ' '; echo
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
     row="$row ${ms:-n/a} | ${diff:-n/a} |"
-    [[ $choice == auto ]] && dev=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
+    if [[ $choice == auto ]]; then
+      dev=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
+      stepms[$model-$prec]=${ms:-n/a} devms[$model-$prec]=${dev:-n/a}
+    fi
   done
+  [[ $choices == auto ]] && row="$row - | - |"
   row="$row ${dev:-n/a} |"
   echo "$row" >> "$results"
   [[ $model-$prec == transformer-fp16 ]] && last=("$art" "${args[@]}")
@@ -121,8 +135,39 @@ echo "gemm (cuBLASLt): $gemm" | tr '\n' ' '; echo
 gemmk=$(cd "$work" && "$run" art/gemm-fp16 --gemm mpc --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
 echo "gemm (mpc kernel): $gemmk" | tr '\n' ' '; echo
 fi
+# Softmax and layer norm over the rows prepare.sh drew, checked against
+# NumPy (FP32) here: the reference would not travel.
+declare -A rowms rowdiff
+rowshape=
+while read -r op art ins; do
+  x=$work/${ins#x=}
+  ref=$work/inputs/rows.$op.ref.npy
+  rowshape=$(python3 - "$x" "$work/inputs" "$op" "$ref" <<'PY'
+import sys
+import numpy as np
+x = np.load(sys.argv[1]).astype(np.float32)
+if sys.argv[3] == "softmax":
+    e = np.exp(x - x.max(-1, keepdims=True))
+    y = e / e.sum(-1, keepdims=True)
+else:
+    g, b = (np.load(f"{sys.argv[2]}/rows.{k}.npy").astype(np.float32) for k in "gb")
+    m = x.mean(-1, keepdims=True)
+    y = (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+np.save(sys.argv[4], y.astype(np.float16))
+print("x".join(map(str, x.shape)))
+PY
+  )
+  line=$(cd "$work" && "$run" "$art" --repeat "$repeat" --expect y="$ref" x="$x" 2>&1)
+  echo "$op $rowshape: $line" | tr '\n' ' '; echo
+  rowms[$op]=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
+  rowdiff[$op]=$(echo "$line" | sed -n 's/^y: max relative difference vs CPU backend \(.*\)/\1/p')
+  rm -f "$ref"
+done < "$work/rows-manifest.txt"
 "$tpy" -c "import torch" 2>/dev/null || tpy=/usr/bin/python3
-torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" 2>&1)
+# torch.compile takes what is left of BUDGET seconds (the whole script's
+# share of a lent GPU's 15 minutes, start-up and a rerun aside).
+left=$(( ${BUDGET:-300} - SECONDS - 20 ))
+torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
 gemm=${gemm:-} gemmk=${gemmk:-}
 echo "$torch"
 {
@@ -134,5 +179,45 @@ echo "$torch"
   [[ -z $gemm ]] || echo "mpc gemm 4096^3 fp16, cuBLASLt: $(echo "$gemm" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
   [[ -z $gemm ]] || echo "mpc gemm 4096^3 fp16, mpc kernel: $(echo "$gemmk" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
   echo '```'
+} >> "$results"
+# Side by side, what users would pick instead: the AMP train steps (fp16
+# with GradScaler, bf16) eager and torch.compile'd, against mpc's step on
+# the batch already on the device (as torch's) and with its upload; the
+# models torch_amp.py builds.
+tms() { echo "$torch" | sed -n "s/^torch $1 $2 \([0-9.]*\)\$/\1/p"; }
+ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{float(a) / float(b):.2f}x')" "$1" "$2" 2>/dev/null || echo n/a; }
+share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) / float(b):.0f}%')" "$1" "$2" 2>/dev/null || echo n/a; }
+{
+  echo
+  echo "Train steps side by side (ms; ratios: torch's time over mpc's on the device):"
+  echo
+  echo "| model | precision | mpc, batch on the device | mpc, batch uploaded | PyTorch eager AMP | torch.compile AMP | eager / mpc | compile / mpc |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for key in "${!devms[@]}"; do echo "$key"; done | sort | while read -r key; do
+    [[ $key =~ ^(mlp|rescnn|transformer|bert|gpt|resnet18|resnet50)-(.*)$ ]] || continue
+    model=${BASH_REMATCH[1]} prec=${BASH_REMATCH[2]}
+    case $prec in # channels last: against torch's channels_last step
+      fp16) what=amp-train-step ;;
+      bf16) what=amp-bf16-train-step ;;
+      fp16-nhwc) what=amp-train-step-channels-last ;;
+      *) continue ;;
+    esac
+    eager=$(tms "$model" "$what") comp=$(tms "$model" "compile-$what")
+    echo "| $model | $prec | ${devms[$key]} | ${stepms[$key]} | ${eager:-n/a} | ${comp:-n/a} | $(ratio "${eager:-x}" "${devms[$key]}") | $(ratio "${comp:-x}" "${devms[$key]}") |"
+  done
+  if [[ -n $rowshape ]]; then
+    copy=$(tms rows "copy-$rowshape")
+    echo
+    echo "Row kernels over $rowshape fp16 (each reads and writes the tensor once at best; share: of the device-to-device copy's bandwidth, ${copy:-n/a} ms):"
+    echo
+    echo "| op | mpc (ms) | mpc share of copy | max rel diff vs NumPy | torch (ms) | torch share of copy |"
+    echo "|---|---|---|---|---|---|"
+    for op in softmax layernorm; do
+      t=$(tms rows "$op-$rowshape")
+      echo "| $op | ${rowms[$op]:-n/a} | $(share "${copy:-x}" "${rowms[$op]:-x}") | ${rowdiff[$op]:-n/a} | ${t:-n/a} | $(share "${copy:-x}" "${t:-x}") |"
+    done
+  fi
+  echo
+  echo "run.sh took $SECONDS s."
 } >> "$results"
 cat "$results"

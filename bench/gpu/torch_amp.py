@@ -1,11 +1,16 @@
 """PyTorch reference timings on the GPU for the models of
 bench/gpu/prepare.sh, same batch: the forward with its loss in fp32 and
-under torch.autocast(fp16), and a whole AMP train step (autocast forward,
-GradScaler-scaled backward, SGD step) and the same step in fp32, median over --repeat runs after a
-warm-up; and a 4096^3 fp16 torch.matmul (cuBLASLt). Prints one line per
-measurement: `torch <model> <what> <ms>`.
+under torch.autocast(fp16), a whole AMP train step (autocast forward,
+GradScaler-scaled backward, SGD step), the same under bf16 autocast (no
+scaler) and in fp32, median over --repeat runs after a warm-up; a 4096^3
+fp16 torch.matmul (cuBLASLt); softmax, layer norm and a device-to-device
+copy of a --rows x 8192 fp16 tensor; last, the AMP train steps (fp16 and
+bf16) of torch.compile'd models, while --compile-budget seconds since the
+start allow (a model is skipped, said in its line, when under a minute is
+left). Prints one line per measurement: `torch <model> <what> <ms>`.
 
-usage: torch_amp.py SCRIPTS_DIR [--batch 64] [--repeat 50]
+usage: torch_amp.py SCRIPTS_DIR [--batch 64] [--repeat 50] [--rows 8192]
+                    [--compile-budget 240]
 """
 import argparse
 import statistics
@@ -19,7 +24,10 @@ ap = argparse.ArgumentParser()
 ap.add_argument("scripts")
 ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--repeat", type=int, default=50)
+ap.add_argument("--rows", type=int, default=8192)
+ap.add_argument("--compile-budget", type=float, default=240)
 a = ap.parse_args()
+start = time.monotonic()
 sys.path.insert(0, a.scripts)
 import export_torch_models as zoo  # noqa: E402
 
@@ -58,17 +66,39 @@ try:  # torchvision's ResNets at prepare.sh's 64x64 images
                         torch.randn(b, 3, 64, 64))
 except ImportError:
     print("torch: no torchvision; the ResNets skipped")
+
+
+def loss_fn(name, model, x):
+    if name == "gpt":  # its own loss over next-token targets
+        y = torch.randint(0, 128, (b, 16), device=dev)
+        return lambda: model(x, y)[0]
+    y = torch.randint(0, 10, (b,), device=dev)
+    return lambda: F.cross_entropy(model(x), y)
+
+
+def amp_step(name, model, loss_of, dtype):
+    """An autocast train step: fp16 with GradScaler (as prepare.sh: the
+    ResNets' dynamic scale starts at 1024), bf16 without."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    scaler = torch.amp.GradScaler(
+        "cuda", init_scale=1024.0 if name.startswith("resnet") else 65536.0,
+        enabled=dtype == torch.float16)
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype):
+            loss = loss_of()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    return step
+
+
 for name, (model, x) in models.items():
     if only and name not in only:
         continue
     model = model.to(dev).eval()
     x = x.to(dev)
-    if name == "gpt":  # its own loss over next-token targets
-        y = torch.randint(0, 128, (b, 16), device=dev)
-        loss_of = lambda: model(x, y)[0]
-    else:
-        y = torch.randint(0, 10, (b,), device=dev)
-        loss_of = lambda: F.cross_entropy(model(x), y)
+    loss_of = loss_fn(name, model, x)
     with torch.no_grad():
         fp32 = timed(loss_of)
         def amp_fwd():
@@ -76,18 +106,9 @@ for name, (model, x) in models.items():
                 return loss_of()
         amp = timed(amp_fwd)
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    # As prepare.sh: the ResNets' dynamic scale starts at 1024.
-    scaler = torch.amp.GradScaler(
-        "cuda", init_scale=1024.0 if name.startswith("resnet") else 65536.0)
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss = loss_of()
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
+    step = amp_step(name, model, loss_of, torch.float16)
     train = timed(step)
+    train_bf16 = timed(amp_step(name, model, loss_of, torch.bfloat16))
     # The CNNs channels last too (model and batch in
     # torch.channels_last), as PyTorch's AMP guide recommends on tensor
     # cores: the side-by-side figure for mpc's --layout nhwc.
@@ -98,6 +119,7 @@ for name, (model, x) in models.items():
         print(f"torch {name} amp-train-step-channels-last {timed(step):.4f}")
         model.to(memory_format=torch.contiguous_format)
         x = x_first
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
     def fp32_step():
         opt.zero_grad(set_to_none=True)
         loss_of().backward()
@@ -106,6 +128,7 @@ for name, (model, x) in models.items():
     print(f"torch {name} fp32-forward {fp32:.4f}")
     print(f"torch {name} amp-forward {amp:.4f}")
     print(f"torch {name} amp-train-step {train:.4f}")
+    print(f"torch {name} amp-bf16-train-step {train_bf16:.4f}")
     print(f"torch {name} fp32-train-step {train32:.4f}")
 n = 4096
 A = torch.randn(n, n, device=dev, dtype=torch.float16)
@@ -125,3 +148,40 @@ if hasattr(F, "scaled_dot_product_attention"):
     def fwd_bwd():
         F.scaled_dot_product_attention(qg, kg, vg, is_causal=True).backward(dy)
     print(f"torch attention sdpa-causal-fwd-bwd-2x12x1024x64 {timed(fwd_bwd):.4f}")
+
+# Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
+# and writes the tensor once at best.
+if a.rows > 0:
+    X = torch.randn(a.rows, 8192, device=dev, dtype=torch.float16)
+    Y = torch.empty_like(X)
+    g = torch.randn(8192, device=dev, dtype=torch.float16)
+    shape = f"{a.rows}x8192"
+    print(f"torch rows copy-{shape} {timed(lambda: Y.copy_(X)):.4f}")
+    print(f"torch rows softmax-{shape} {timed(lambda: torch.softmax(X, -1)):.4f}")
+    print(f"torch rows layernorm-{shape} "
+          f"{timed(lambda: F.layer_norm(X, (8192,), g, g)):.4f}")
+# torch.compile'd AMP train steps, the issue's five models first, within
+# the budget (Inductor compiles forward and backward at the first step).
+order = ["mlp", "bert", "gpt", "resnet18", "resnet50"]
+order += [n for n in models if n not in order]
+for name in order:
+    if name not in models or (only and name not in only):
+        continue
+    for dtype, what in ((torch.float16, "compile-amp-train-step"),
+                        (torch.bfloat16, "compile-amp-bf16-train-step")):
+        left = a.compile_budget - (time.monotonic() - start)
+        if left < 60:
+            print(f"torch {name} {what} skipped: {left:.0f} s of the "
+                  "compile budget left")
+            continue
+        try:
+            model, x = models[name]
+            model = model.to(dev).train()
+            compiled = torch.compile(model)
+            ms = timed(amp_step(name, compiled, loss_fn(name, compiled, x.to(dev)),
+                                dtype))
+            print(f"torch {name} {what} {ms:.4f}")
+        except Exception as e:  # one line, the run goes on
+            why = str(e).strip().splitlines()
+            print(f"torch {name} {what} failed: {type(e).__name__}: "
+                  f"{why[0] if why else ''}")
