@@ -370,6 +370,9 @@ public:
     std::set<std::pair<size_t, std::string>> cached; // (input, "base"/"bbase")
   };
   RowLoop rowLoop(Step &s, int64_t rows, int64_t n);
+  /// Whether a warp can hold a row of `n` of `s` in registers (rows a
+  /// warp cannot hold get a block each).
+  bool warpHoldsRow(const Step &s, int64_t n);
   /// The loop of a row kernel running `body` for each j of the thread's
   /// share of the row. A warp's or block's threads take V consecutive
   /// elements at a time where the row allows (V: 16 bytes of the narrowest

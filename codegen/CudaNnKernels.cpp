@@ -42,6 +42,11 @@ static int64_t rowWidth(const Plan &plan, const Step &s, int64_t n) {
   return width >= 2 ? width : 0;
 }
 
+bool Emitter::warpHoldsRow(const Step &s, int64_t n) {
+  int64_t width = rowWidth(plan, s, n); // the kernel's widest vectors
+  return width && (n + 32 * width - 1) / (32 * width) * width <= kCachedPerThread;
+}
+
 /// A kernel over `rows` contiguous rows of `n`: a warp per row when they
 /// are long (lanes stride along it, `sum`/`max` combine the lanes with
 /// butterfly shuffles), a block per row when a warp cannot hold them in
@@ -65,10 +70,8 @@ Emitter::RowLoop Emitter::rowLoop(Step &s, int64_t rows, int64_t n) {
   if (n < kWarpRowMin)
     return {"  const i64 i = global_index();\n  const int lane = 0;\n" + tail,
             "1", "", "", false};
-  // Whether a warp holds the row, at the kernel's narrowest width.
-  int64_t width = rowWidth(plan, s, n);
   RowLoop r;
-  if (width && (n + 32 * width - 1) / (32 * width) * width <= kCachedPerThread) {
+  if (warpHoldsRow(s, n)) {
     r = {"  const i64 i = (i64)blockIdx.x * " + std::to_string(kRowThreads / 32) +
              "LL + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n" +
              tail,

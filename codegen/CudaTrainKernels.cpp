@@ -110,7 +110,8 @@ std::string Emitter::rowLogSoftmax(const Step &s, RowLoop &r,
 
 /// softmax_cross_entropy_loss with its log-probabilities as an FP32 output
 /// (a train step) over long rows (vocabularies): the rows over as many
-/// blocks as they need (a prologue: a warp per row writes x - lse), then
+/// blocks as they need (a prologue: a warp or, over 1024 classes, a block
+/// per row writes x - lse), then
 /// one block sums -w * logp[label] in a fixed order. Each row's loss has
 /// the bits of the one-kernel form; only the sum's order differs.
 bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
@@ -119,18 +120,26 @@ bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
   std::string red = s.getString("reduction", "mean");
   bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
   std::string skip = ignoredLabel(s);
-  std::string rows = std::to_string(kRowThreads / 32);
-  RowLoop r{"", "32", "mpc_warp_sum", "mpc_warp_max", true};
-  r.hold = true; // a row of up to 1024 classes read once
+  // A warp a row, held in registers, up to 1024 classes; a block a row
+  // above (a vocabulary: its re-reads stay in L2 with fewer rows in flight).
+  bool block = !warpHoldsRow(s, C);
+  int64_t rowsPerBlock = block ? 1 : kRowThreads / 32;
+  RowLoop r{"", block ? std::to_string(kRowThreads) : "32",
+            block ? "mpc_block_sum" : "mpc_warp_sum",
+            block ? "mpc_block_max" : "mpc_warp_max", true};
+  r.block = block;
+  r.hold = true; // rows of up to 32 values a thread read once
   std::string len = std::to_string(C) + "LL";
   cu << header(s, name + "_rows", kRowThreads) << " {\n"
-     << "  const i64 n = (i64)blockIdx.x * " << rows
-     << " + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n"
+     << (block ? "  const i64 n = blockIdx.x;\n  const int lane = threadIdx.x;\n"
+               : "  const i64 n = (i64)blockIdx.x * " +
+                     std::to_string(rowsPerBlock) +
+                     " + threadIdx.x / 32;\n  const int lane = threadIdx.x % 32;\n")
      << "  if (n >= " << N << "LL) return;\n"
      << "  const i64 base = n * " << len << ";\n"
      << rowLogSoftmax(s, r, C, true) << "}\n\n";
-  barrier = true; // the warp's lanes meet in the shuffles (host emulation)
-  launch(s, name + "_rows", {(N + kRowThreads / 32 - 1) / (kRowThreads / 32), 1, 1},
+  barrier = true; // the lanes meet in the shuffles (host emulation)
+  launch(s, name + "_rows", {(N + rowsPerBlock - 1) / rowsPerBlock, 1, 1},
          {kRowThreads, 1, 1}, /*prologue=*/true);
   cu << header(s, name, 256) << " {\n  __shared__ float ls[256], ws[256];\n"
      << "  float lsum = 0.0f, wsum = 0.0f;\n"

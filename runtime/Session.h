@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mpc::rt {
 
@@ -41,6 +42,22 @@ public:
   /// One line on how the session runs its work ("" when there is nothing
   /// to say): for CUDA, who runs the GEMMs.
   virtual std::string describe() const { return ""; }
+  /// A launching step's time run alone: its plan index, what runs it (a
+  /// kernel's name without its hash, or the library and op) and the mean
+  /// milliseconds of a few runs between events.
+  struct StepTime {
+    size_t step;
+    std::string what;
+    double ms;
+  };
+  /// Times every launching step alone, in plan order. The steps run again
+  /// and write their results (an update over its state): call it after
+  /// what the runs were for. Leaves `times` empty where the backend has
+  /// no such timing (the CPU's is MPC_PROFILE).
+  virtual bool profile(std::vector<StepTime> &times, std::string &error) {
+    times.clear();
+    return (void)error, true;
+  }
 };
 
 /// The CPU backend (runPlan) as a session.

@@ -66,6 +66,7 @@ while read -r model prec art ins; do
 done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")
 declare -A stepms devms # model-precision: the train step, with and without the upload
+profiles=""
 {
   echo
   echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3, ResNets: 5): max rel diff vs CPU backend | on mpc's kernels only, \`--gemm mpc --conv mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
@@ -86,7 +87,9 @@ while read -r model prec art ins; do
   done
   row="| $model | $prec |"
   for choice in $choices; do
-    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --replays "$replays" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+    prof=() # where the time goes, each launching step alone (after the steps)
+    [[ $choice == auto ]] && prof=(--profile 6)
+    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --replays "$replays" "${prof[@]}" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
     echo "$model $prec train (--gemm/--conv $choice): $line" | tr '\n' ' '; echo
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
@@ -94,6 +97,9 @@ while read -r model prec art ins; do
     if [[ $choice == auto ]]; then
       dev=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
       stepms[$model-$prec]=${ms:-n/a} devms[$model-$prec]=${dev:-n/a}
+      if [[ $prec =~ ^(fp16|bf16)$ && $model =~ ^(mlp|bert|gpt|resnet18|resnet50)$ ]]; then
+        profiles+=$'\n'"$model $prec:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
+      fi
     fi
   done
   [[ $choices == auto ]] && row="$row - | - |"
@@ -216,6 +222,13 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
       t=$(tms rows "$op-$rowshape")
       echo "| $op | ${rowms[$op]:-n/a} | $(share "${copy:-x}" "${rowms[$op]:-x}") | ${rowdiff[$op]:-n/a} | ${t:-n/a} | $(share "${copy:-x}" "${t:-x}") |"
     done
+  fi
+  if [[ -n $profiles ]]; then
+    echo
+    echo "Where the train steps' time goes (mpc-gpu-run --profile: each launching step run alone, summed by kernel or library call, the 6 largest):"
+    echo
+    echo '```'"$profiles"
+    echo '```'
   fi
   echo
   echo "run.sh took $SECONDS s."

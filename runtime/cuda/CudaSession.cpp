@@ -493,6 +493,33 @@ private:
     return ok ? ms / kRuns : -1.0;
   }
 
+  bool profile(std::vector<StepTime> &times, std::string &error) override {
+    times.clear();
+    for (size_t i = 0; i < plan.steps.size(); ++i) {
+      const Step &s = plan.steps[i];
+      bool library = gemms.runs(i) || convs.runs(i);
+      if ((comm && s.op == OpId::AllReduce) || gemms.fusedAway(i) ||
+          (!library && launches[i].empty()))
+        continue; // NCCL's, computed by a library call, or batched away
+      std::string what =
+          library ? std::string(gemms.runs(i) ? "cuBLASLt " : "cuDNN ") +
+                        opName(s.op)
+                  : *launches[i].back().call.kernel;
+      // Kernels are named <what>_<12 hex digits of a hash>[_xN].
+      if (size_t at = what.find_last_of('_');
+          !library && at != std::string::npos && at + 13 == what.size())
+        what.erase(at);
+      else if (size_t x = what.rfind("_x"); !library && x != std::string::npos &&
+               x >= 13 && what[x - 13] == '_')
+        what.erase(x - 13, 13);
+      double ms = timeStep(i, library, error);
+      if (ms < 0)
+        return false;
+      times.push_back({i, what, ms});
+    }
+    return true;
+  }
+
   /// The kernel `name`: from the module kernels.index names, else (older
   /// artifacts) from whichever module has it.
   bool function(const std::string &name, Handle &fn, std::string &error) {

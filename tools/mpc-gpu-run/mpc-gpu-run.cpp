@@ -14,7 +14,8 @@
 //   difference from an `mpc train --metrics` file and the median step time
 //   (the batch uploaded, the captured graph, loss and all-finite flag read
 //   back), and the median of --replays (default 10) replays of the step on
-//   the device alone.
+//   the device alone. --profile N then times each launching step alone and
+//   prints the N kinds of launch (kernel, or library and op) taking most.
 // mpc-gpu-run --probe: prints "gpu: NAME (sm_XY)".
 // Without a GPU: one line, exit 1. Built alone with -DMPC_RUNTIME_ONLY=ON.
 //
@@ -98,10 +99,41 @@ static bool readPhases(const std::string &dir, std::vector<PhaseArtifact> &out,
   return true;
 }
 
+/// Where a step's time goes: each launching step of every phase timed
+/// alone (after training: the runs write the state), summed by what runs
+/// it, the `top` largest printed with their share.
+static bool printProfile(std::vector<std::unique_ptr<Session>> &sessions,
+                         double graphMs, int top, std::string &error) {
+  std::map<std::string, std::pair<double, int>> byWhat;
+  double total = 0;
+  int launching = 0;
+  for (auto &s : sessions) {
+    std::vector<Session::StepTime> times;
+    if (!s->profile(times, error))
+      return false;
+    for (const Session::StepTime &t : times) {
+      auto &[ms, n] = byWhat[t.what];
+      ms += t.ms, ++n, total += t.ms, ++launching;
+    }
+  }
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto &[what, v] : byWhat)
+    order.push_back({v.first, what});
+  std::sort(order.rbegin(), order.rend());
+  std::printf("profile: %d launching steps, %.4f ms run one at a time (the "
+              "step's graph: %.4f ms)\n",
+              launching, total, graphMs);
+  for (int k = 0; k < top && k < (int)order.size(); ++k)
+    std::printf("profile: %5.1f%% %9.4f ms %4dx %s\n",
+                total > 0 ? 100 * order[k].first / total : 0.0, order[k].first,
+                byWhat[order[k].second].second, order[k].second.c_str());
+  return true;
+}
+
 static int train(std::vector<PhaseArtifact> &phases, bool sharedScaler,
                  const std::map<std::string, Tensor> &inputs, int steps,
                  int replays, std::optional<float> lr,
-                 const std::string &expectLosses) {
+                 const std::string &expectLosses, int profileTop) {
   std::string error;
   for (const PhaseArtifact &p : phases)
     if (!p.plan.train)
@@ -206,6 +238,9 @@ static int train(std::vector<PhaseArtifact> &phases, bool sharedScaler,
   std::printf("device: median %.4f ms per step without the batch upload "
               "(%d graph replays)\n",
               device[device.size() / 2], replays);
+  if (profileTop > 0 &&
+      !printProfile(sessions, device[device.size() / 2], profileTop, error))
+    return fail(error);
   if (group && !group->finish(error))
     return fail(error);
   return 0;
@@ -215,7 +250,7 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: mpc-gpu-run DIR [--repeat N | --steps N [--lr LR] "
-                 "[--expect-losses FILE.jsonl] [--replays N]] "
+                 "[--expect-losses FILE.jsonl] [--replays N] [--profile N]] "
                  "[--gemm auto|cublaslt|mpc] "
                  "[--conv auto|cudnn|mpc] "
                  "[--expect NAME=FILE.npy]... "
@@ -223,7 +258,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::string dir = argv[1], error, expectLosses, gemmMode, convMode;
-  int repeat = 0, steps = 0, replays = 10;
+  int repeat = 0, steps = 0, replays = 10, profileTop = 0;
   std::optional<float> lr; // default: the artifact's
   std::map<std::string, Tensor> inputs, expected;
   for (int i = 2; i < argc; ++i) {
@@ -236,6 +271,10 @@ int main(int argc, char **argv) {
     if (a == "--replays" && value) {
       if ((replays = std::atoi(argv[++i])) < 1)
         return fail("--replays must be at least 1");
+      continue;
+    }
+    if (a == "--profile" && value) {
+      profileTop = std::atoi(argv[++i]);
       continue;
     }
     if (a == "--steps" && value) {
@@ -290,7 +329,7 @@ int main(int argc, char **argv) {
   std::printf("gpu: %s\n", gpu.devices[0].c_str());
   if (steps > 0)
     return train(phases, sharedScaler, inputs, steps, replays, lr,
-                 expectLosses);
+                 expectLosses, profileTop);
   if (phases.size() > 1)
     return fail(dir + " is a phased train-step artifact: run it with --steps");
   const Plan &plan = phases[0].plan;

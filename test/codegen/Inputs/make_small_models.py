@@ -21,6 +21,9 @@ loss and its gradient take a warp per row (classes of 64 or more).
 wide_rows.onnx: the same over 36 rows, so a train step's loss rows span
 five blocks.
 
+vocab_rows.onnx: 3000 classes over 6 rows: more than a warp holds in
+registers, so the loss's rows kernel takes a block per row.
+
 seq_linear.onnx: x reshaped [4, 2, 4] (a batch of 2-token sequences)
 through two linears exported as torch does (MatMul, then Add of the bias)
 with a Relu between, flattened to scores [4, 10]: the weight gradients are
@@ -149,6 +152,10 @@ save("wide_classes", [
 save("wide_rows", [
     helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
 ], [weight("W", (8, 300))], rows=36)
+
+save("vocab_rows", [
+    helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
+], [weight("W", (8, 3000))], rows=6)
 
 save("gap_relu", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
