@@ -95,15 +95,23 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << at("in2", "j0 + r") << " + c);\n"
      << "      *(uint4 *)(vs + r * " << VS << " + c) = v;\n    }\n"
      << "    __syncthreads();\n"
-     // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
+     // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims: ldmatrix
+     // gives lane 4g + t row g's pair at 2t of each 8x8 tile, two tiles
+     // (16 dims) a product; lane L addresses row L % 8 of tile L / 8.
      << "    float sc[" << TK / 8 << "][4];\n"
      << "    for (int n = 0; n < " << TK / 8 << "; ++n) {\n"
      << "      for (int f = 0; f < 4; ++f) sc[n][f] = 0.0f;\n"
-     << "      const " << T << " *krow = ks + (n * 8 + g) * " << KS << " + 2 * t;\n"
-     << "      for (int kt = 0; kt < " << D / 16 << "; ++kt) {\n"
-     << "        const unsigned kb[2] = {*(const unsigned *)(krow + kt * 16), "
-        "*(const unsigned *)(krow + kt * 16 + 8)};\n"
-     << "        mma_16816<" << T << ">(sc[n], qf[kt], kb);\n      }\n    }\n"
+     << "      const " << T << " *krow = ks + (n * 8 + lane % 8) * " << KS
+     << " + lane / 8 * 8;\n"
+     << "      for (int kt = 0; kt + 1 < " << D / 16 << "; kt += 2) {\n"
+     << "        unsigned kb[4];\n        mpc_ldsm<4, false>(kb, krow + kt * 16);\n"
+     << "        mma_16816<" << T << ">(sc[n], qf[kt], kb);\n"
+     << "        mma_16816<" << T << ">(sc[n], qf[kt + 1], kb + 2);\n      }\n";
+  if (D / 16 % 2) // the last 16 dims: two tiles (lanes 16-31 repeat 0-15)
+    os << "      unsigned kb[2];\n      mpc_ldsm<2, false>(kb, ks + (n * 8 + lane % 8) * "
+       << KS << " + " << D - 16 << " + lane / 8 % 2 * 8);\n"
+       << "      mma_16816<" << T << ">(sc[n], qf[" << D / 16 - 1 << "], kb);\n";
+  os << "    }\n"
      // Scale, mask, bias; the two rows' maxima over the quad.
      << "    float mx[2] = {m[0], m[1]};\n"
      << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
@@ -138,13 +146,15 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "        mpc_pack2(" << T << "(sc[2 * kt][2]), " << T << "(sc[2 * kt][3])),\n"
      << "        mpc_pack2(" << T << "(sc[2 * kt + 1][0]), " << T << "(sc[2 * kt + 1][1])),\n"
      << "        mpc_pack2(" << T << "(sc[2 * kt + 1][2]), " << T << "(sc[2 * kt + 1][3]))};\n"
-     // B(k, n) = V[key k][dim n]: a pair along keys, two rows apart.
-     << "      const " << T << " *vcol = vs + (kt * 16 + 2 * t) * " << VS << " + g;\n"
-     << "      for (int n = 0; n < " << DV / 8 << "; ++n) {\n"
-     << "        const " << T << " *v0 = vcol + n * 8;\n"
-     << "        const unsigned vb[2] = {mpc_pack2(v0[0], v0[" << VS << "]), "
-     << "mpc_pack2(v0[" << 8 * VS << "], v0[" << 9 * VS << "])};\n"
-     << "        mma_16816<" << T << ">(o[n], pa, vb);\n      }\n    }\n"
+     // B(k, n) = V[key k][dim n]: a pair along keys, which ldmatrix's
+     // transposed form gives (lane 4g + t: rows 2t, 2t + 1 at column g of
+     // each tile): tiles keys 0-7 and 8-15 of dims n and n + 1.
+     << "      const " << T << " *vrow = vs + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
+     << VS << " + lane / 16 * 8;\n"
+     << "      for (int n = 0; n < " << DV / 8 << "; n += 2) {\n"
+     << "        unsigned vb[4];\n        mpc_ldsm<4, true>(vb, vrow + n * 8);\n"
+     << "        mma_16816<" << T << ">(o[n], pa, vb);\n"
+     << "        mma_16816<" << T << ">(o[n + 1], pa, vb + 2);\n      }\n    }\n"
      << "  }\n"
      // The rows' sums over the quad; lanes write their columns.
      << "  for (int h = 0; h < 2; ++h) {\n"

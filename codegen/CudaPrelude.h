@@ -181,6 +181,28 @@ __device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const
 #endif
 }
 
+// ldmatrix (sm_75+): N (4 or 2) 8x8 tiles of 16-bit elements from shared
+// memory into mma.sync's fragment layout. Lane L gives the address of row
+// L % 8 of tile L / 8 (16-byte aligned); lane 4g + t receives, of each
+// tile, row g's elements 2t and 2t + 1, or with Trans column g's rows 2t
+// and 2t + 1 (lower index in the lower half).
+template <int N, bool Trans, typename T>
+__device__ __forceinline__ void mpc_ldsm(unsigned *r, const T *row) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(row);
+  if constexpr (N == 4 && !Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if constexpr (N == 4)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if constexpr (!Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+}
+
 // C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per
 // block of warps (32x32 each), K in steps of BK through shared memory,
 // FP32 accumulators; the epilogue gets each FP32 sum once.

@@ -3,7 +3,8 @@ Attention-23 models with FP32 inputs (compiled with --precision fp16 or
 bf16, so the fused kernel runs in that type): sequence lengths that are
 no multiple of the tiles, causal with more keys than queries, an additive
 mask (the bias path), head size 128, a value head size other than the
-query's, and head size 160 (past the register-resident kernel: the WMMA
+query's (query and key 48: three 16-dim steps, the last loaded by a
+two-tile ldmatrix), and head size 160 (past the register-resident kernel: the WMMA
 one).
 
 `make DIR` writes DIR/<case>.onnx and DIR/<case>/in/*.npy.
@@ -22,7 +23,7 @@ CASES = {
     "causal_40": ((2, 3, 40, 32), (2, 3, 40, 32), (2, 3, 40, 32), 1, None),
     "causal_offset": ((1, 2, 24, 64), (1, 2, 56, 64), (1, 2, 56, 64), 1, None),
     "mask_d128": ((1, 2, 33, 128), (1, 2, 33, 128), (1, 2, 33, 128), 0, (33, 33)),
-    "value_48": ((2, 2, 20, 32), (2, 2, 36, 32), (2, 2, 36, 48), 0, None),
+    "qk_48": ((2, 2, 20, 48), (2, 2, 36, 48), (2, 2, 36, 32), 0, None),
     "wide_160": ((1, 2, 24, 160), (1, 2, 40, 160), (1, 2, 40, 160), 1, None),
 }
 

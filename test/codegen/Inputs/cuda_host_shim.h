@@ -3,7 +3,8 @@
 // kernels.cu compiled by g++. Blocks and threads run one after another;
 // kernels with __syncthreads run their threads as real threads meeting at
 // a barrier (fibers on one OS thread: each barrier switches to the next
-// thread of the block), and the threads of each warp meet at __syncwarp. tc_gemm is
+// thread of the block), and the threads of each warp meet at __syncwarp
+// (shuffles, mma.sync and ldmatrix exchange operands there). tc_gemm is
 // replaced by a plain FP32-accumulating product with the same loaders,
 // tile mapping and epilogue. WMMA fragments (the attention kernel) are
 // emulated whole in every lane: each lane loads and multiplies the full
@@ -188,6 +189,31 @@ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
       acc += A[r][k] * B[k][n];
     d[i] = acc;
   }
+}
+
+/// ldmatrix as the PTX ISA defines it (CudaPrelude.h's mpc_ldsm): each
+/// lane gives one row address, the warp meets, and lane 4g + t takes from
+/// each 8x8 tile k (rows from lanes 8k..8k+7) row g's elements 2t, 2t + 1,
+/// or with Trans column g of rows 2t and 2t + 1.
+template <int N, bool Trans, typename T>
+void mpc_ldsm(unsigned *r, const T *row) {
+  static_assert(sizeof(T) == 2, "ldmatrix moves 16-bit elements");
+  unsigned tid = mpc_linear_thread(), lane = tid % 32;
+  MpcWarpExchange &e = mpc_exchange[tid / 32];
+  std::memcpy(e.x[lane], &row, sizeof row);
+  __syncwarp();
+  auto rowOf = [&](unsigned l) {
+    const uint16_t *p;
+    std::memcpy(&p, e.x[l], sizeof p);
+    return p;
+  };
+  unsigned g = lane / 4, t = lane % 4;
+  for (int k = 0; k < N; ++k) {
+    uint16_t lo = Trans ? rowOf(8 * k + 2 * t)[g] : rowOf(8 * k + g)[2 * t];
+    uint16_t hi = Trans ? rowOf(8 * k + 2 * t + 1)[g] : rowOf(8 * k + g)[2 * t + 1];
+    r[k] = lo | (unsigned)hi << 16;
+  }
+  __syncwarp();
 }
 
 namespace nvcuda::wmma {
