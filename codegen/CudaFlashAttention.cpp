@@ -15,14 +15,15 @@
 namespace mlir::mpc::cuda {
 
 /// Keys per shared-memory tile of the register-resident (mma.sync)
-/// forward: K and V rows padded by 8 elements (no bank conflicts in the
-/// fragment loads) within 48 KiB; 0 when the head sizes do not suit it
+/// forward: two tiles of K and V (the next one loading while the warps
+/// work on this one), rows padded by 8 elements (no bank conflicts in the
+/// fragment loads), within 48 KiB; 0 when the head sizes do not suit it
 /// (multiples of 16, at most 128: the fragments live in registers).
 int64_t mmaKeys(const Dims &g) {
   if (g.d % 16 || g.dv % 16 || g.d > 128 || g.dv > 128)
     return 0;
   for (int64_t keys : {64, 32, 16})
-    if (keys * (g.d + 8 + g.dv + 8) * 2 <= 48 * 1024)
+    if (2 * keys * (g.d + 8 + g.dv + 8) * 2 <= 48 * 1024)
       return keys;
   return 0;
 }
@@ -35,8 +36,10 @@ int64_t mmaKeys(const Dims &g) {
 /// multiply of the lane's own accumulators, and P feeds the second product
 /// straight from the first one's accumulators (rounded to the operand
 /// type, as FlashAttention does). K and V stream through shared memory
-/// `keys` at a time in 16-byte loads; causal blocks stop at the last key
-/// any of their rows sees.
+/// `keys` at a time, copied by cp.async 16 bytes at a time into one of two
+/// buffers while the warps compute on the other (rows past the end
+/// zero-filled); causal blocks stop at the last key any of their rows
+/// sees.
 void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                   val(s.inputs[2]).shape);
@@ -54,8 +57,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
   os << header(s, name, kWarps * 32, 2) << " {\n"
-     << "  __shared__ __align__(16) " << T << " ks[" << TK * KS << "], vs["
-     << TK * VS << "];\n"
+     << "  __shared__ __align__(16) " << T << " ks[" << 2 * TK * KS << "], vs["
+     << 2 * TK * VS << "];\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
      << "  const i64 b = blockIdx.y, i0 = (i64)blockIdx.x * " << L(kRows)
      << ", w0 = i0 + (threadIdx.x / 32) * 16;\n"
@@ -77,38 +80,44 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
                                   L(kRows + g.skv - g.sq) + " : " + L(g.skv) + ")"
                             : L(g.skv);
   os << "  const i64 jEnd = " << jEnd << ";\n"
-     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
-     << "    __syncthreads();\n"
-     // 16-byte loads: 8 elements of a row at a time, zero past the end.
+     // The tile of keys from j0 into buffer `buf`: 8 elements of a row a
+     // copy, zero past the end.
+     << "  auto tile = [&](int buf, i64 j0) {\n"
      << "    for (int e = threadIdx.x; e < " << TK * D / 8 << "; e += "
      << kWarps * 32 << ") {\n"
      << "      const int r = e / " << D / 8 << ", c = e % " << D / 8 << " * 8;\n"
-     << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
-     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in1 + "
-     << at("in1", "j0 + r") << " + c);\n"
-     << "      *(uint4 *)(ks + r * " << KS << " + c) = v;\n    }\n"
+     << "      const bool in = j0 + r < " << L(g.skv) << ";\n"
+     << "      mpc_cp_async16(ks + buf * " << TK * KS << " + r * " << KS
+     << " + c, in ? in1 + " << at("in1", "j0 + r") << " + c : in1, in);\n    }\n"
      << "    for (int e = threadIdx.x; e < " << TK * DV / 8 << "; e += "
      << kWarps * 32 << ") {\n"
      << "      const int r = e / " << DV / 8 << ", c = e % " << DV / 8 << " * 8;\n"
-     << "      uint4 v = make_uint4(0, 0, 0, 0);\n"
-     << "      if (j0 + r < " << L(g.skv) << ") v = *(const uint4 *)(in2 + "
-     << at("in2", "j0 + r") << " + c);\n"
-     << "      *(uint4 *)(vs + r * " << VS << " + c) = v;\n    }\n"
+     << "      const bool in = j0 + r < " << L(g.skv) << ";\n"
+     << "      mpc_cp_async16(vs + buf * " << TK * VS << " + r * " << VS
+     << " + c, in ? in2 + " << at("in2", "j0 + r") << " + c : in2, in);\n    }\n"
+     << "  };\n"
+     << "  tile(0, 0);\n  mpc_cp_async_commit();\n  int buf = 0;\n"
+     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ", buf ^= 1) {\n"
+     // The next tile into the other buffer, then wait for this one only.
+     << "    if (j0 + " << L(TK) << " < jEnd) tile(buf ^ 1, j0 + " << L(TK) << ");\n"
+     << "    mpc_cp_async_commit();\n    mpc_cp_async_wait<1>();\n"
      << "    __syncthreads();\n"
+     << "    const " << T << " *kt_ = ks + buf * " << TK * KS << ", *vt_ = vs + buf * "
+     << TK * VS << ";\n"
      // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims: ldmatrix
      // gives lane 4g + t row g's pair at 2t of each 8x8 tile, two tiles
      // (16 dims) a product; lane L addresses row L % 8 of tile L / 8.
      << "    float sc[" << TK / 8 << "][4];\n"
      << "    for (int n = 0; n < " << TK / 8 << "; ++n) {\n"
      << "      for (int f = 0; f < 4; ++f) sc[n][f] = 0.0f;\n"
-     << "      const " << T << " *krow = ks + (n * 8 + lane % 8) * " << KS
+     << "      const " << T << " *krow = kt_ + (n * 8 + lane % 8) * " << KS
      << " + lane / 8 * 8;\n"
      << "      for (int kt = 0; kt + 1 < " << D / 16 << "; kt += 2) {\n"
      << "        unsigned kb[4];\n        mpc_ldsm<4, false>(kb, krow + kt * 16);\n"
      << "        mma_16816<" << T << ">(sc[n], qf[kt], kb);\n"
      << "        mma_16816<" << T << ">(sc[n], qf[kt + 1], kb + 2);\n      }\n";
   if (D / 16 % 2) // the last 16 dims: two tiles (lanes 16-31 repeat 0-15)
-    os << "      unsigned kb[2];\n      mpc_ldsm<2, false>(kb, ks + (n * 8 + lane % 8) * "
+    os << "      unsigned kb[2];\n      mpc_ldsm<2, false>(kb, kt_ + (n * 8 + lane % 8) * "
        << KS << " + " << D - 16 << " + lane / 8 % 2 * 8);\n"
        << "      mma_16816<" << T << ">(sc[n], qf[" << D / 16 - 1 << "], kb);\n";
   os << "    }\n"
@@ -149,13 +158,14 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      // B(k, n) = V[key k][dim n]: a pair along keys, which ldmatrix's
      // transposed form gives (lane 4g + t: rows 2t, 2t + 1 at column g of
      // each tile): tiles keys 0-7 and 8-15 of dims n and n + 1.
-     << "      const " << T << " *vrow = vs + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
+     << "      const " << T << " *vrow = vt_ + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
      << VS << " + lane / 16 * 8;\n"
      << "      for (int n = 0; n < " << DV / 8 << "; n += 2) {\n"
      << "        unsigned vb[4];\n        mpc_ldsm<4, true>(vb, vrow + n * 8);\n"
      << "        mma_16816<" << T << ">(o[n], pa, vb);\n"
      << "        mma_16816<" << T << ">(o[n + 1], pa, vb + 2);\n      }\n    }\n"
-     << "  }\n"
+     // Every warp is done with this buffer before the next tile's copy.
+     << "    __syncthreads();\n  }\n"
      // The rows' sums over the quad; lanes write their columns.
      << "  for (int h = 0; h < 2; ++h) {\n"
      << "    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);\n"

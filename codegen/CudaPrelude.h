@@ -203,6 +203,30 @@ __device__ __forceinline__ void mpc_ldsm(unsigned *r, const T *row) {
                  : "=r"(r[0]), "=r"(r[1]) : "r"(a));
 }
 
+// cp.async (sm_80+): 16 bytes from global to shared memory without a
+// trip through registers, zeros where !valid; the copies a thread issued
+// complete at mpc_cp_async_wait<N> (all but its N newest groups). Before
+// sm_80 a plain copy.
+__device__ __forceinline__ void mpc_cp_async16(void *dst, const void *src, bool valid) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+               "r"(valid ? 16 : 0));
+#else
+  *(uint4 *)dst = valid ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
+#endif
+}
+__device__ __forceinline__ void mpc_cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+template <int N> __device__ __forceinline__ void mpc_cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
 // C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per
 // block of warps (32x32 each), K in steps of BK through shared memory,
 // FP32 accumulators; the epilogue gets each FP32 sum once.

@@ -216,6 +216,17 @@ void mpc_ldsm(unsigned *r, const T *row) {
   __syncwarp();
 }
 
+/// cp.async completes at once here (the threads run one at a time): a
+/// copy, zeros where !valid; its groups and waits have nothing to do.
+inline void mpc_cp_async16(void *dst, const void *src, bool valid) {
+  if (valid)
+    std::memcpy(dst, src, 16);
+  else
+    std::memset(dst, 0, 16);
+}
+inline void mpc_cp_async_commit() {}
+template <int N> void mpc_cp_async_wait() {}
+
 namespace nvcuda::wmma {
 struct matrix_a {};
 struct matrix_b {};
