@@ -249,26 +249,27 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << src << " + " << at(src, "r") << " + c) : 0u;\n      }\n";
     return os.str();
   };
-  // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is read as
-  // a pair along k from two rows of a shared tile (pitch p): rows
-  // kt*16+2t (+1, +8, +9), column n*8+g.
+  // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is a pair
+  // along k from two rows of a shared tile (pitch p): ldmatrix's transposed
+  // form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1.
   auto pairsAlongRows = [&](const std::string &acc, const std::string &a,
                             const std::string &tile, int64_t pitch,
                             int64_t ktiles, int64_t cols) {
     std::ostringstream os;
     os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
-       << "      const " << T << " *col = " << tile << " + (kt * 16 + 2 * t) * "
-       << pitch << " + g;\n"
-       << "      for (int n = 0; n < " << cols / 8 << "; ++n) {\n"
-       << "        const " << T << " *x = col + n * 8;\n"
-       << "        const unsigned bb[2] = {mpc_pack2(x[0], x[" << pitch
-       << "]), mpc_pack2(x[" << 8 * pitch << "], x[" << 9 * pitch << "])};\n"
+       << "      const " << T << " *r0 = " << tile
+       << " + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * " << pitch
+       << " + lane / 16 * 8;\n"
+       << "      for (int n = 0; n < " << cols / 8 << "; n += 2) {\n"
+       << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n"
        << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+       << "        mma_16816<" << T << ">(" << acc << "[n + 1], " << a << "[kt], bb + 2);\n"
        << "      }\n    }\n";
     return os.str();
   };
   // acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
-  // a pair along k within row n*8+g.
+  // a pair along k within row n*8+g, by ldmatrix two k-steps at a time
+  // (an odd last one by two tiles).
   auto pairsAlongCols = [&](const std::string &acc, const std::string &a,
                             const std::string &tile, int64_t pitch,
                             int64_t width, int64_t ncols) {
@@ -276,13 +277,20 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     os << "    float " << acc << "[" << ncols / 8 << "][4];\n"
        << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
        << "      for (int f = 0; f < 4; ++f) " << acc << "[n][f] = 0.0f;\n"
-       << "      const " << T << " *row = " << tile << " + (n * 8 + g) * " << pitch
-       << " + 2 * t;\n"
-       << "      for (int kt = 0; kt < " << width / 16 << "; ++kt) {\n"
-       << "        const unsigned bb[2] = {*(const unsigned *)(row + kt * 16), "
-          "*(const unsigned *)(row + kt * 16 + 8)};\n"
+       << "      const " << T << " *row = " << tile << " + (n * 8 + lane % 8) * "
+       << pitch << " + lane / 8 * 8;\n"
+       << "      for (int kt = 0; kt + 1 < " << width / 16 << "; kt += 2) {\n"
+       << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n"
        << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
-       << "      }\n    }\n";
+       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt + 1], bb + 2);\n"
+       << "      }\n";
+    if (width / 16 % 2)
+      os << "      unsigned bb[2];\n      mpc_ldsm<2, false>(bb, " << tile
+         << " + (n * 8 + lane % 8) * " << pitch << " + " << width - 16
+         << " + lane / 8 % 2 * 8);\n"
+         << "      mma_16816<" << T << ">(" << acc << "[n], " << a << "["
+         << width / 16 - 1 << "], bb);\n";
+    os << "    }\n";
     return os.str();
   };
   // Packs accumulator tiles (16 x cols, FP32) into A fragments.

@@ -153,10 +153,6 @@ save("wide_rows", [
     helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
 ], [weight("W", (8, 300))], rows=36)
 
-save("vocab_rows", [
-    helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
-], [weight("W", (8, 3000))], rows=6)
-
 save("gap_relu", [
     helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
     helper.make_node("Reshape", ["h", "shape4"], ["h4"], name="to_image"),
@@ -510,3 +506,7 @@ smooth_model = helper.make_model(smooth_graph,
                                  opset_imports=[helper.make_opsetid("", 17)])
 onnx.checker.check_model(smooth_model)
 onnx.save(smooth_model, os.path.join(out, "label_smoothing.onnx"))
+# (After the others: its weights come from the same generator.)
+save("vocab_rows", [
+    helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
+], [weight("W", (8, 3000))], rows=6)
