@@ -120,26 +120,51 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
     os << "      unsigned kb[2];\n      mpc_ldsm<2, false>(kb, kt_ + (n * 8 + lane % 8) * "
        << KS << " + " << D - 16 << " + lane / 8 % 2 * 8);\n"
        << "      mma_16816<" << T << ">(sc[n], qf[" << D / 16 - 1 << "], kb);\n";
+  // Scores in log2 units (scale * log2(e) folded in, the bias times
+  // log2(e)), so the exponentials are exp2f, as FlashAttention-2's: the
+  // running max m too; lse = m ln 2 + log(l) at the end.
+  const double log2e = 1.4426950408889634;
+  std::string scaled = flt((float)(s.getFloat("scale", 1.0) * log2e)) + " * sc[n][f]";
+  auto scores = [&](bool masked) {
+    std::ostringstream b;
+    b << "      for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+      << "        for (int f = 0; f < 4; ++f) {\n";
+    if (masked || hasBias)
+      b << "          const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n";
+    if (masked)
+      b << "          float v = -INFINITY;\n"
+        << "          if (i < " << L(g.sq) << " && j < " << L(g.skv)
+        << (causal ? " && j <= i + " + L(g.skv - g.sq) : std::string()) << ") {\n"
+        << "            v = " << scaled << ";\n";
+    else
+      b << "          {\n            float v = " << scaled << ";\n";
+    if (hasBias)
+      b << "            " << biasOffset(g, val(s.inputs[3]).shape)
+        << "\n            v += " << flt((float)log2e) << " * ld(in3, off);\n";
+    if (masked)
+      b << "          }\n          sc[n][f] = v;\n"
+        << "          mx[f >> 1] = fmaxf(mx[f >> 1], v);\n        }\n";
+    else
+      b << "            sc[n][f] = v;\n"
+        << "            mx[f >> 1] = fmaxf(mx[f >> 1], v);\n          }\n        }\n";
+    return b.str();
+  };
+  // A tile whose every key all 16 of the warp's rows see needs no mask
+  // (FlashAttention masks only the tiles at the ends and the diagonal).
   os << "    }\n"
-     // Scale, mask, bias; the two rows' maxima over the quad.
      << "    float mx[2] = {m[0], m[1]};\n"
-     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
-     << "      for (int f = 0; f < 4; ++f) {\n"
-     << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
-     << "        float v = -INFINITY;\n"
-     << "        if (i < " << L(g.sq) << " && j < " << L(g.skv)
-     << (causal ? " && j <= i + " + L(g.skv - g.sq) : std::string()) << ") {\n"
-     << "          v = " << flt((float)s.getFloat("scale", 1.0)) << " * sc[n][f];\n";
-  if (hasBias)
-    os << "          " << biasOffset(g, val(s.inputs[3]).shape)
-       << "\n          v += ld(in3, off);\n";
-  os << "        }\n        sc[n][f] = v;\n"
-     << "        mx[f >> 1] = fmaxf(mx[f >> 1], v);\n      }\n"
+     << "    const bool full = j0 + " << L(TK) << " <= " << L(g.skv) << " && w0 + 16 <= "
+     << L(g.sq)
+     << (causal ? " && j0 + " + L(TK - 1) + " <= w0 + " + L(g.skv - g.sq) : std::string())
+     << ";\n"
+     << "    if (full) {\n" << scores(false) << "    } else {\n" << scores(true)
+     << "    }\n"
+     // The two rows' maxima over the quad.
      << "    float c[2];\n"
      << "    for (int h = 0; h < 2; ++h) {\n"
      << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));\n"
      << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));\n"
-     << "      c[h] = mx[h] == -INFINITY ? 1.0f : expf(m[h] - mx[h]);\n"
+     << "      c[h] = mx[h] == -INFINITY ? 1.0f : exp2f(m[h] - mx[h]);\n"
      << "      m[h] = mx[h];\n      l[h] *= c[h];\n    }\n"
      << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
      << "      for (int f = 0; f < 4; ++f) o[n][f] *= c[f >> 1];\n"
@@ -147,7 +172,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      // into A fragments: keys 16kt.. are score tiles 2kt and 2kt+1.
      << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
      << "      for (int f = 0; f < 4; ++f) {\n"
-     << "        const float p = sc[n][f] == -INFINITY ? 0.0f : expf(sc[n][f] - m[f >> 1]);\n"
+     << "        const float p = sc[n][f] == -INFINITY ? 0.0f : exp2f(sc[n][f] - m[f >> 1]);\n"
      << "        sc[n][f] = p;\n        l[f >> 1] += p;\n      }\n"
      << "    for (int kt = 0; kt < " << TK / 16 << "; ++kt) {\n"
      << "      const unsigned pa[4] = {\n"
@@ -178,7 +203,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "      for (int e = 0; e < 2; ++e)\n"
      << "        st(out0, " << at("out0", "i") << " + n * 8 + 2 * t + e, "
      << attentionY(zeroMasked, "o[n][2 * h + e]", "l[h]") << ");\n"
-     << "    if (t == 0) st(out1, row, " << attentionLse(zeroMasked, "m[h]", "l[h]")
+     << "    if (t == 0) st(out1, row, "
+     << attentionLse(zeroMasked, "m[h] * " + flt((float)(1 / log2e)), "l[h]")
      << ");\n"
      << "  }\n}\n\n";
   cu << os.str();

@@ -25,6 +25,9 @@ CASES = {
     "mask_d128": ((1, 2, 33, 128), (1, 2, 33, 128), (1, 2, 33, 128), 0, (33, 33)),
     "qk_48": ((2, 2, 20, 48), (2, 2, 36, 48), (2, 2, 36, 32), 0, None),
     "wide_160": ((1, 2, 24, 160), (1, 2, 40, 160), (1, 2, 40, 160), 1, None),
+    # Whole 64-key tiles that every row of a warp sees (no mask applied)
+    # beside the diagonal's and the last partial one.
+    "causal_long": ((1, 2, 80, 32), (1, 2, 130, 32), (1, 2, 130, 32), 1, None),
 }
 
 
