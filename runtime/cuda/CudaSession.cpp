@@ -14,6 +14,7 @@
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/KernelCalls.h"
+#include "runtime/cuda/KernelModules.h"
 #include "runtime/cuda/LibraryConvs.h"
 #include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
@@ -25,8 +26,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -58,8 +57,6 @@ public:
       d.memFree(base);
     if (staging)
       d.memFreeHost(staging);
-    for (Handle m : modules)
-      d.moduleUnload(m);
   }
 
   bool open(const std::string &dir, std::string &error) {
@@ -81,7 +78,7 @@ public:
         !check(d.primaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain",
                error) ||
         !check(d.ctxSetCurrent(ctx), "cuCtxSetCurrent", error) ||
-        !loadModules(dir, error) ||
+        !modules.load(dir, error) ||
         !check(d.streamCreate(&stream, 0), "cuStreamCreate", error) ||
         !openCollectives(group, error))
       return false;
@@ -124,7 +121,7 @@ public:
                [&](int v) { return (uint64_t)(base + offsets[v]); },
                (uint64_t)(base + counter), (uint64_t)(base + scratch))) {
         Launch &l = launches[i].emplace_back();
-        if (!function(*c.kernel, l.fn, error))
+        if (!modules.function(*c.kernel, l.fn, error))
           return false;
         l.call = std::move(c);
         if (l.call.packed) // one struct: its bytes are the words in order
@@ -286,8 +283,7 @@ private:
   Driver &d;
   bool useGraph;
   std::vector<WeightCopy> copies; // derived from their masters, never staged
-  std::vector<Handle> modules; // kernels*.fatbin
-  std::map<std::string, Handle> moduleByFile, moduleOf; // file, kernel name
+  KernelModules modules{d}; // kernels*.fatbin
   Handle stream = nullptr, exec = nullptr;
   DevicePtr base = 0;
   struct Launch {
@@ -415,41 +411,6 @@ private:
   /// Loads every kernels*.fatbin of the artifact (the kernel cache makes
   /// several; older artifacts have one kernels.fatbin) and reads
   /// kernels.index, which names each kernel's module.
-  bool loadModules(const std::string &dir, std::string &error) {
-    std::vector<std::string> images;
-    std::error_code ec;
-    for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
-      std::string name = e.path().filename().string();
-      if (name.rfind("kernels", 0) == 0 && e.path().extension() == ".fatbin")
-        images.push_back(name);
-    }
-    std::sort(images.begin(), images.end());
-    if (images.empty())
-      return (error = dir + " has no device code (kernels*.fatbin): compile "
-                            "it where nvcc is installed",
-              false);
-    for (const std::string &image : images) {
-      Handle m = nullptr;
-      std::string path = dir + "/" + image;
-      if (!check(d.moduleLoad(&m, path.c_str()), "loading " + path, error))
-        return false;
-      modules.push_back(m);
-      moduleByFile[image] = m;
-    }
-    std::ifstream index(dir + "/kernels.index");
-    std::string kernel;
-    size_t i;
-    while (index >> kernel >> i) {
-      auto it = moduleByFile.find("kernels." + std::to_string(i) + ".fatbin");
-      if (it == moduleByFile.end())
-        return (error = dir + "/kernels.index names module " +
-                        std::to_string(i) + ", which the artifact lacks",
-                false);
-      moduleOf[kernel] = it->second;
-    }
-    return true;
-  }
-
   /// Step `i`'s kernels on the stream.
   bool launchKernels(size_t i, std::string &error) {
     for (Launch &l : launches[i]) {
@@ -518,22 +479,6 @@ private:
       times.push_back({i, what, ms});
     }
     return true;
-  }
-
-  /// The kernel `name`: from the module kernels.index names, else (older
-  /// artifacts) from whichever module has it.
-  bool function(const std::string &name, Handle &fn, std::string &error) {
-    if (auto it = moduleOf.find(name); it != moduleOf.end()) {
-      if (d.moduleGetFunction(&fn, it->second, name.c_str()) == 0)
-        return true;
-    } else if (moduleOf.empty()) {
-      for (Handle m : modules)
-        if (d.moduleGetFunction(&fn, m, name.c_str()) == 0)
-          return true;
-    }
-    return (error = "kernel " + name + " is in none of the artifact's "
-                                       "modules (kernels*.fatbin)",
-            false);
   }
 
   bool check(Result r, const std::string &what, std::string &error) const {

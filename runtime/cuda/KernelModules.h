@@ -1,0 +1,41 @@
+//===- KernelModules.h - an artifact's device code, loaded -------*- C++ -*-===//
+//
+// Private to runtime/cuda/. The kernels*.fatbin modules of an artifact
+// and which holds each kernel (kernels.index), as a CUDA session loads
+// them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_KERNELMODULES_H
+#define MPC_RUNTIME_CUDA_KERNELMODULES_H
+
+#include "runtime/cuda/CudaDriver.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mpc::rt::cu {
+
+class KernelModules {
+public:
+  explicit KernelModules(Driver &d) : d(d) {}
+  ~KernelModules();
+  KernelModules(const KernelModules &) = delete;
+  KernelModules &operator=(const KernelModules &) = delete;
+
+  /// Loads DIR's kernels*.fatbin and reads kernels.index.
+  bool load(const std::string &dir, std::string &error);
+  /// The kernel `name`: from the module kernels.index names, else (older
+  /// artifacts) from whichever module has it.
+  bool function(const std::string &name, Handle &fn, std::string &error);
+
+private:
+  Driver &d;
+  std::vector<Handle> modules;                           // kernels*.fatbin
+  std::map<std::string, Handle> moduleByFile, moduleOf; // file, kernel name
+};
+
+} // namespace mpc::rt::cu
+
+#endif // MPC_RUNTIME_CUDA_KERNELMODULES_H
