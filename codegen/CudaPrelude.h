@@ -122,25 +122,23 @@ __device__ __forceinline__ float mpc_warp_max(float v) {
 // then every thread folds the warps' partials in warp order (the same bits
 // in every thread). The first barrier keeps a previous call's readers
 // ahead of this call's writers.
-__device__ __forceinline__ float mpc_block_sum(float v) {
+template <typename Op>
+__device__ __forceinline__ float mpc_block_fold(float warpResult, Op op) {
   __shared__ float part[32];
-  v = mpc_warp_sum(v);
   __syncthreads();
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = warpResult;
   __syncthreads();
   float s = part[0];
-  for (unsigned w = 1; w < blockDim.x / 32; ++w) s += part[w];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) s = op(s, part[w]);
   return s;
 }
+struct mpc_add_op { __device__ float operator()(float a, float b) const { return a + b; } };
+struct mpc_max_op { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+__device__ __forceinline__ float mpc_block_sum(float v) {
+  return mpc_block_fold(mpc_warp_sum(v), mpc_add_op());
+}
 __device__ __forceinline__ float mpc_block_max(float v) {
-  __shared__ float part[32];
-  v = mpc_warp_max(v);
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
-  __syncthreads();
-  float s = part[0];
-  for (unsigned w = 1; w < blockDim.x / 32; ++w) s = fmaxf(s, part[w]);
-  return s;
+  return mpc_block_fold(mpc_warp_max(v), mpc_max_op());
 }
 
 // Two fp16/bf16 values as one 32-bit register (lo in the low half), the
