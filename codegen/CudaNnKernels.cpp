@@ -43,8 +43,10 @@ static int64_t rowWidth(const Plan &plan, const Step &s, int64_t n) {
 }
 
 bool Emitter::warpHoldsRow(const Step &s, int64_t n) {
-  int64_t width = rowWidth(plan, s, n); // the kernel's widest vectors
-  return width && (n + 32 * width - 1) / (32 * width) * width <= kCachedPerThread;
+  // At the kernel's widest vectors (one element a lane where none divide
+  // the row: such rows are read element by element, never held).
+  int64_t width = std::max<int64_t>(rowWidth(plan, s, n), 1);
+  return (n + 32 * width - 1) / (32 * width) * width <= kCachedPerThread;
 }
 
 /// A kernel over `rows` contiguous rows of `n`: a warp per row when they
