@@ -28,6 +28,72 @@ int64_t mmaKeys(const Dims &g) {
   return 0;
 }
 
+// mma.sync operands from shared memory and registers, as both attention
+// kernels build them (T: the operand type).
+
+// acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is a pair
+// along k from two rows of a shared tile (pitch p): ldmatrix's transposed
+// form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1.
+static std::string pairsAlongRows(const std::string &T, const std::string &acc,
+                                const std::string &a, const std::string &tile,
+                                int64_t pitch, int64_t ktiles, int64_t cols) {
+  std::ostringstream os;
+  os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
+     << "      const " << T << " *r0 = " << tile
+     << " + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * " << pitch
+     << " + lane / 16 * 8;\n"
+     << "      for (int n = 0; n < " << cols / 8 << "; n += 2) {\n"
+     << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n + 1], " << a << "[kt], bb + 2);\n"
+     << "      }\n    }\n";
+  return os.str();
+}
+
+// acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
+// a pair along k within row n*8+g, by ldmatrix two k-steps at a time
+// (an odd last one by two tiles).
+static std::string pairsAlongCols(const std::string &T, const std::string &acc,
+                                const std::string &a, const std::string &tile,
+                                int64_t pitch, int64_t width, int64_t ncols) {
+  std::ostringstream os;
+  os << "    float " << acc << "[" << ncols / 8 << "][4];\n"
+     << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
+     << "      for (int f = 0; f < 4; ++f) " << acc << "[n][f] = 0.0f;\n"
+     << "      const " << T << " *row = " << tile << " + (n * 8 + lane % 8) * "
+     << pitch << " + lane / 8 * 8;\n"
+     << "      for (int kt = 0; kt + 1 < " << width / 16 << "; kt += 2) {\n"
+     << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt + 1], bb + 2);\n"
+     << "      }\n";
+  if (width / 16 % 2)
+    os << "      unsigned bb[2];\n      mpc_ldsm<2, false>(bb, " << tile
+       << " + (n * 8 + lane % 8) * " << pitch << " + " << width - 16
+       << " + lane / 8 % 2 * 8);\n"
+       << "      mma_16816<" << T << ">(" << acc << "[n], " << a << "["
+       << width / 16 - 1 << "], bb);\n";
+  os << "    }\n";
+  return os.str();
+}
+
+// Packs accumulator tiles (16 x cols, FP32) into A fragments.
+static std::string packA(const std::string &T, const std::string &frag,
+                       const std::string &acc, int64_t cols) {
+  std::ostringstream os;
+  os << "    unsigned " << frag << "[" << cols / 16 << "][4];\n"
+     << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
+     << "      " << frag << "[kt][0] = mpc_pack2(" << T << "(" << acc << "[2 * kt][0]), "
+     << T << "(" << acc << "[2 * kt][1]));\n"
+     << "      " << frag << "[kt][1] = mpc_pack2(" << T << "(" << acc << "[2 * kt][2]), "
+     << T << "(" << acc << "[2 * kt][3]));\n"
+     << "      " << frag << "[kt][2] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][0]), "
+     << T << "(" << acc << "[2 * kt + 1][1]));\n"
+     << "      " << frag << "[kt][3] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][2]), "
+     << T << "(" << acc << "[2 * kt + 1][3]));\n    }\n";
+  return os.str();
+}
+
 /// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16
 /// query rows each; the warp's Q fragments, scores, probabilities and O
 /// accumulators stay in registers in mma.sync's m16n8k16 layout (lane = 4g
@@ -104,22 +170,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    __syncthreads();\n"
      << "    const " << T << " *kt_ = ks + buf * " << TK * KS << ", *vt_ = vs + buf * "
      << TK * VS << ";\n"
-     // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims: ldmatrix
-     // gives lane 4g + t row g's pair at 2t of each 8x8 tile, two tiles
-     // (16 dims) a product; lane L addresses row L % 8 of tile L / 8.
-     << "    float sc[" << TK / 8 << "][4];\n"
-     << "    for (int n = 0; n < " << TK / 8 << "; ++n) {\n"
-     << "      for (int f = 0; f < 4; ++f) sc[n][f] = 0.0f;\n"
-     << "      const " << T << " *krow = kt_ + (n * 8 + lane % 8) * " << KS
-     << " + lane / 8 * 8;\n"
-     << "      for (int kt = 0; kt + 1 < " << D / 16 << "; kt += 2) {\n"
-     << "        unsigned kb[4];\n        mpc_ldsm<4, false>(kb, krow + kt * 16);\n"
-     << "        mma_16816<" << T << ">(sc[n], qf[kt], kb);\n"
-     << "        mma_16816<" << T << ">(sc[n], qf[kt + 1], kb + 2);\n      }\n";
-  if (D / 16 % 2) // the last 16 dims: two tiles (lanes 16-31 repeat 0-15)
-    os << "      unsigned kb[2];\n      mpc_ldsm<2, false>(kb, kt_ + (n * 8 + lane % 8) * "
-       << KS << " + " << D - 16 << " + lane / 8 % 2 * 8);\n"
-       << "      mma_16816<" << T << ">(sc[n], qf[" << D / 16 - 1 << "], kb);\n";
+     // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
+     << pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK);
   // Scores in log2 units (scale * log2(e) folded in, the bias times
   // log2(e)), so the exponentials are exp2f, as FlashAttention-2's: the
   // running max m too; lse = m ln 2 + log(l) at the end.
@@ -151,8 +203,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   };
   // A tile whose every key all 16 of the warp's rows see needs no mask
   // (FlashAttention masks only the tiles at the ends and the diagonal).
-  os << "    }\n"
-     << "    float mx[2] = {m[0], m[1]};\n"
+  os << "    float mx[2] = {m[0], m[1]};\n"
      << "    const bool full = j0 + " << L(TK) << " <= " << L(g.skv) << " && w0 + 16 <= "
      << L(g.sq)
      << (causal ? " && j0 + " + L(TK - 1) + " <= w0 + " + L(g.skv - g.sq) : std::string())
@@ -174,21 +225,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "      for (int f = 0; f < 4; ++f) {\n"
      << "        const float p = sc[n][f] == -INFINITY ? 0.0f : exp2f(sc[n][f] - m[f >> 1]);\n"
      << "        sc[n][f] = p;\n        l[f >> 1] += p;\n      }\n"
-     << "    for (int kt = 0; kt < " << TK / 16 << "; ++kt) {\n"
-     << "      const unsigned pa[4] = {\n"
-     << "        mpc_pack2(" << T << "(sc[2 * kt][0]), " << T << "(sc[2 * kt][1])),\n"
-     << "        mpc_pack2(" << T << "(sc[2 * kt][2]), " << T << "(sc[2 * kt][3])),\n"
-     << "        mpc_pack2(" << T << "(sc[2 * kt + 1][0]), " << T << "(sc[2 * kt + 1][1])),\n"
-     << "        mpc_pack2(" << T << "(sc[2 * kt + 1][2]), " << T << "(sc[2 * kt + 1][3]))};\n"
-     // B(k, n) = V[key k][dim n]: a pair along keys, which ldmatrix's
-     // transposed form gives (lane 4g + t: rows 2t, 2t + 1 at column g of
-     // each tile): tiles keys 0-7 and 8-15 of dims n and n + 1.
-     << "      const " << T << " *vrow = vt_ + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
-     << VS << " + lane / 16 * 8;\n"
-     << "      for (int n = 0; n < " << DV / 8 << "; n += 2) {\n"
-     << "        unsigned vb[4];\n        mpc_ldsm<4, true>(vb, vrow + n * 8);\n"
-     << "        mma_16816<" << T << ">(o[n], pa, vb);\n"
-     << "        mma_16816<" << T << ">(o[n + 1], pa, vb + 2);\n      }\n    }\n"
+     // O += P V: B(k, n) = V[key k][dim n], a pair along keys.
+     << packA(T, "pa", "sc", TK) << pairsAlongRows(T, "o", "pa", "vt_", VS, TK / 16, DV)
      // Every warp is done with this buffer before the next tile's copy.
      << "    __syncthreads();\n  }\n"
      // The rows' sums over the quad; lanes write their columns.
@@ -275,65 +313,6 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << src << " + " << at(src, "r") << " + c) : 0u;\n      }\n";
     return os.str();
   };
-  // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is a pair
-  // along k from two rows of a shared tile (pitch p): ldmatrix's transposed
-  // form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1.
-  auto pairsAlongRows = [&](const std::string &acc, const std::string &a,
-                            const std::string &tile, int64_t pitch,
-                            int64_t ktiles, int64_t cols) {
-    std::ostringstream os;
-    os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
-       << "      const " << T << " *r0 = " << tile
-       << " + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * " << pitch
-       << " + lane / 16 * 8;\n"
-       << "      for (int n = 0; n < " << cols / 8 << "; n += 2) {\n"
-       << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n"
-       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
-       << "        mma_16816<" << T << ">(" << acc << "[n + 1], " << a << "[kt], bb + 2);\n"
-       << "      }\n    }\n";
-    return os.str();
-  };
-  // acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
-  // a pair along k within row n*8+g, by ldmatrix two k-steps at a time
-  // (an odd last one by two tiles).
-  auto pairsAlongCols = [&](const std::string &acc, const std::string &a,
-                            const std::string &tile, int64_t pitch,
-                            int64_t width, int64_t ncols) {
-    std::ostringstream os;
-    os << "    float " << acc << "[" << ncols / 8 << "][4];\n"
-       << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
-       << "      for (int f = 0; f < 4; ++f) " << acc << "[n][f] = 0.0f;\n"
-       << "      const " << T << " *row = " << tile << " + (n * 8 + lane % 8) * "
-       << pitch << " + lane / 8 * 8;\n"
-       << "      for (int kt = 0; kt + 1 < " << width / 16 << "; kt += 2) {\n"
-       << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n"
-       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
-       << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt + 1], bb + 2);\n"
-       << "      }\n";
-    if (width / 16 % 2)
-      os << "      unsigned bb[2];\n      mpc_ldsm<2, false>(bb, " << tile
-         << " + (n * 8 + lane % 8) * " << pitch << " + " << width - 16
-         << " + lane / 8 % 2 * 8);\n"
-         << "      mma_16816<" << T << ">(" << acc << "[n], " << a << "["
-         << width / 16 - 1 << "], bb);\n";
-    os << "    }\n";
-    return os.str();
-  };
-  // Packs accumulator tiles (16 x cols, FP32) into A fragments.
-  auto packA = [&](const std::string &frag, const std::string &acc, int64_t cols) {
-    std::ostringstream os;
-    os << "    unsigned " << frag << "[" << cols / 16 << "][4];\n"
-       << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
-       << "      " << frag << "[kt][0] = mpc_pack2(" << T << "(" << acc << "[2 * kt][0]), "
-       << T << "(" << acc << "[2 * kt][1]));\n"
-       << "      " << frag << "[kt][1] = mpc_pack2(" << T << "(" << acc << "[2 * kt][2]), "
-       << T << "(" << acc << "[2 * kt][3]));\n"
-       << "      " << frag << "[kt][2] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][0]), "
-       << T << "(" << acc << "[2 * kt + 1][1]));\n"
-       << "      " << frag << "[kt][3] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][2]), "
-       << T << "(" << acc << "[2 * kt + 1][3]));\n    }\n";
-    return os.str();
-  };
   auto store = [&](const std::string &out, const std::string &acc,
                    int64_t width, int64_t limit, const std::string &factor) {
     std::ostringstream os;
@@ -383,8 +362,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "          rowLse[r] = i < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + i) : 0.0f;\n"
        << "        }\n      }\n"
        << "      __syncthreads();\n"
-       << pairsAlongCols("st", "kf", "ta", P, D, TQ)
-       << (wantK ? pairsAlongCols("dpt", "vf", "tb", PV, DV, TQ) : std::string())
+       << pairsAlongCols(T, "st", "kf", "ta", P, D, TQ)
+       << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb", PV, DV, TQ) : std::string())
        << "    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
        << "      for (int f = 0; f < 4; ++f) {\n"
        << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
@@ -395,9 +374,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                  : "")
        << "      }\n";
     if (wantV)
-      os << packA("pt", "st", TQ) << pairsAlongRows("dv", "pt", "tb", PV, TQ / 16, DV);
+      os << packA(T, "pt", "st", TQ) << pairsAlongRows(T, "dv", "pt", "tb", PV, TQ / 16, DV);
     if (wantK)
-      os << packA("dst", "dpt", TQ) << pairsAlongRows("dk", "dst", "ta", P, TQ / 16, D);
+      os << packA(T, "dst", "dpt", TQ) << pairsAlongRows(T, "dk", "dst", "ta", P, TQ / 16, D);
     os << "    }\n";
     if (wantK)
       os << store("out1", "dk", D, g.skv, scale + " * ");
@@ -448,16 +427,16 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << loadTile("ta", P, "in2", D, TK, "j0", g.skv)
      << loadTile("tb", PV, "in3", DV, TK, "j0", g.skv)
      << "    __syncthreads();\n"
-     << pairsAlongCols("sc", "qf", "ta", P, D, TK)
-     << pairsAlongCols("dp", "of", "tb", PV, DV, TK)
+     << pairsAlongCols(T, "sc", "qf", "ta", P, D, TK)
+     << pairsAlongCols(T, "dp", "of", "tb", PV, DV, TK)
      << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
      << "      for (int f = 0; f < 4; ++f) {\n"
      << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
      << "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
      << "        " << score << "\n        " << prob << "\n"
      << "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n"
-     << packA("ds", "dp", TK)
-     << pairsAlongRows("dq", "ds", "ta", P, TK / 16, D)
+     << packA(T, "ds", "dp", TK)
+     << pairsAlongRows(T, "dq", "ds", "ta", P, TK / 16, D)
      << "  }\n"
      << store("out0", "dq", D, g.sq, scale + " * ")
      << "}\n\n";

@@ -25,8 +25,18 @@ constexpr int64_t kWarpRowMin = 64;
 /// Longer rows than a warp holds get a block each.
 constexpr int64_t kCachedPerThread = 32;
 
-/// The vector width of a row kernel's loops: 16 bytes of its narrowest
-/// operand, at most 8, halved until it divides the row (0: none).
+/// Elements a lane moves at a time along a row of `n` whose narrowest
+/// operand has `narrowest` bytes: 16 bytes of it, at most 8, halved until
+/// it divides the row (0: none).
+static int64_t widthFor(int64_t narrowest, int64_t n) {
+  int64_t width = std::min<int64_t>(8, 16 / narrowest);
+  while (width >= 2 && n % width != 0)
+    width /= 2;
+  return width >= 2 ? width : 0;
+}
+
+/// The widest vectors of a row kernel's loops: widthFor its narrowest
+/// operand of all.
 static int64_t rowWidth(const Plan &plan, const Step &s, int64_t n) {
   int64_t narrowest = 16;
   std::vector<int> vals = ::mpc::rt::kernelInputs(s);
@@ -36,10 +46,7 @@ static int64_t rowWidth(const Plan &plan, const Step &s, int64_t n) {
   for (int v : vals)
     if (v >= 0)
       narrowest = std::min<int64_t>(narrowest, dtypeSize(plan.values[v].dtype));
-  int64_t width = std::min<int64_t>(8, 16 / narrowest);
-  while (width >= 2 && n % width != 0)
-    width /= 2;
-  return width >= 2 ? width : 0;
+  return widthFor(narrowest, n);
 }
 
 bool Emitter::warpHoldsRow(const Step &s, int64_t n) {
@@ -209,9 +216,7 @@ std::string Emitter::rowEach(const Step &s, RowLoop &r, int64_t n,
   // The widest that divides the row: fp16 logits over 300 classes load 8
   // bytes a lane (4 elements) where 16 would not divide the row. A row
   // held in registers keeps one width in every loop.
-  int64_t width = std::min<int64_t>(8, 16 / narrowest);
-  while (width >= 2 && n % width != 0)
-    width /= 2;
+  int64_t width = widthFor(narrowest, n);
   if (width < 2 || (loads.empty() && stores.empty()))
     return scalar; // (no row operand: nothing held to read)
   if (r.hold) { // the first vector loop: hold the row if it fits

@@ -408,9 +408,6 @@ private:
                  "cuStreamWaitEvent", error);
   }
 
-  /// Loads every kernels*.fatbin of the artifact (the kernel cache makes
-  /// several; older artifacts have one kernels.fatbin) and reads
-  /// kernels.index, which names each kernel's module.
   /// Step `i`'s kernels on the stream.
   bool launchKernels(size_t i, std::string &error) {
     for (Launch &l : launches[i]) {

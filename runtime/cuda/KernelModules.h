@@ -24,7 +24,9 @@ public:
   KernelModules(const KernelModules &) = delete;
   KernelModules &operator=(const KernelModules &) = delete;
 
-  /// Loads DIR's kernels*.fatbin and reads kernels.index.
+  /// Loads every kernels*.fatbin of DIR (the kernel cache makes several;
+  /// older artifacts have one kernels.fatbin) and reads kernels.index,
+  /// which names each kernel's module.
   bool load(const std::string &dir, std::string &error);
   /// The kernel `name`: from the module kernels.index names, else (older
   /// artifacts) from whichever module has it.
