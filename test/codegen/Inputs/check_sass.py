@@ -9,26 +9,57 @@ an ordinary-core instruction.
 With --opcodes OP,OP...: prints, per kernel and architecture, how many
 instructions start with each OP (e.g. FFMA,FMUL,FADD) instead.
 
+With --only REGEX (a kernel name's start): counts only the launched kernels
+it matches, disassembling only the images that hold them (each image costs
+cuobjdump about a second, whatever its size), and fails when it matches
+none. With --arch SM (e.g. sm_90): that architecture's code only.
+
 With --local: checks from cuobjdump -res-usage that no kernel has a stack
 frame or local memory (what ptxas spills, or an array it could not keep in
 registers); prints each that has, then a summary, and fails if any has.
 
-usage: check_sass.py ARTIFACT_DIR [--opcodes OP,OP... | --local]
+usage: check_sass.py ARTIFACT_DIR [--opcodes OP,OP... | --local] [--only REGEX] [--arch SM]
 """
+import argparse
 import glob
 import json
 import re
 import subprocess
 import sys
 
-d = sys.argv[1]
+ap = argparse.ArgumentParser()
+ap.add_argument("dir")
+mode = ap.add_mutually_exclusive_group()
+mode.add_argument("--opcodes")
+mode.add_argument("--local", action="store_true")
+ap.add_argument("--only")
+ap.add_argument("--arch")
+args = ap.parse_args()
+d = args.dir
 summary = json.load(open(f"{d}/summary.json"))
 images = sorted(glob.glob(f"{d}/kernels*.fatbin"))
 if not images:
     sys.exit(f"{d} has no device code (kernels*.fatbin)")
 # Our kernels: the distinct ones and what the steps launch (prologues).
 launched = set(summary["kernels"]) | set(summary.get("launches", []))
-if sys.argv[2:3] == ["--local"]:
+
+
+def functions(image):
+    """The functions an image holds, from its resource usage (fast)."""
+    out = subprocess.run(["cuobjdump", "-res-usage", image],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
+    return {t.strip()[len("Function "):].rstrip(":")
+            for t in out.stdout.splitlines()
+            if t.strip().startswith("Function ")}
+
+
+if args.only:
+    launched = {k for k in launched if re.match(args.only, k)}
+    if not launched:
+        sys.exit(f"no kernel of {d} matches {args.only}")
+if args.local:
     ours, frames, arch, fn = launched, {}, "cubin", None
     for image in images:
         out = subprocess.run(["cuobjdump", "-res-usage", image],
@@ -53,12 +84,16 @@ if sys.argv[2:3] == ["--local"]:
     sys.exit(1 if bad else 0)
 sass = ""
 for image in images:
-    out = subprocess.run(["cuobjdump", "-sass", image], capture_output=True,
-                         text=True)
+    if args.only and not functions(image) & launched:
+        continue
+    one_arch = ["-arch", args.arch] if args.arch else []
+    out = subprocess.run(["cuobjdump", "-sass", *one_arch, image],
+                         capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
     sass += out.stdout
-opcodes = sys.argv[3].split(",") if sys.argv[2:3] == ["--opcodes"] else []
+opcodes = args.opcodes.split(",") if args.opcodes else []
+matchers = [(op, re.compile(re.escape(op) + r"\b")) for op in opcodes]
 ops = {}  # (kernel, arch) -> {opcode: count}
 counts, arch, fn = {}, None, None
 for line in sass.splitlines():
@@ -74,10 +109,11 @@ for line in sass.splitlines():
             insn = insn.split(None, 1)[1] if " " in insn else ""
         if re.match(r"(HMMA|HGMMA)", insn):
             counts[fn][arch] += 1
-        for op in opcodes:
+        if matchers and fn in launched:
             c = ops.setdefault((fn, arch), {o: 0 for o in opcodes})
-            if re.match(op + r"\b", insn):
-                c[op] += 1
+            for op, m in matchers:
+                if m.match(insn):
+                    c[op] += 1
 if opcodes:
     for (k, a), c in sorted(ops.items()):
         if k in launched:

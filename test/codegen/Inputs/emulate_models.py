@@ -1,6 +1,7 @@
 """Compiles each MODEL:PRECISION[:OPTIMIZER] with `mpc compile --no-nvcc`
-(with an optimizer: `--train`, the whole train step), builds its
-kernels.cu for the host with cuda_host_shim.h, runs it with
+(with an optimizer: `--train`, the whole train step), builds the
+artifacts' distinct kernels for the host with cuda_host_shim.h (a library
+for a batch of artifacts), runs each with
 mpc-emulate-artifact on seeded inputs and checks every output against the
 CPU backend (largest difference relative to the output's magnitude).
 
@@ -10,6 +11,7 @@ FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout nhwc),
 except `scale=S`: the train step's loss scale at step 1 (65536 without;
 a tiny one flushes gradients to zero, so the underflow counts compare).
 """
+import concurrent.futures
 import os
 import re
 import subprocess
@@ -22,11 +24,12 @@ tools, cxx, src, work = sys.argv[1:5]
 specs = sys.argv[5:]
 sys.path.insert(0, os.path.join(src, "scripts"))
 from model_inputs import random_inputs  # noqa: E402
-from host_emulation import RTOL, differences, emulate, precompile_shim  # noqa: E402
+from host_emulation import (RTOL, build_merged, differences,  # noqa: E402
+                            precompile_shim, run_emulated, split_kernels)
 
-ok_all = True
 rng = np.random.default_rng(0)
 shim = precompile_shim(cxx, src, work)
+runs = []  # (printed name, prec, optimizer, flags, scale, artifact, args)
 for spec in specs:
     path, prec, *opt = spec.split(":")
     scale = [o.split("=")[1] for o in opt[1:] if o.startswith("scale=")]
@@ -49,8 +52,28 @@ for spec in specs:
             text=True).stdout.split()
     else:
         _, args = random_inputs(onnx.load(path), 4, work, name, rng)
-    run = emulate(tools, cxx, src, shim, art,
-                  [a for a in args if a != "--input"])
+    runs.append((name, prec, opt, flags, scale, art,
+                 [a for a in args if a != "--input"]))
+
+# Artifacts with one prelude (the precision and flags can change it) share
+# host libraries, BATCH artifacts each.
+BATCH = 12
+groups = {}
+for r in runs:
+    groups.setdefault(split_kernels(r[5])[0], []).append(r[5])
+batches = [g[i:i + BATCH] for g in groups.values()
+           for i in range(0, len(g), BATCH)]
+with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+    libs = list(pool.map(
+        lambda ib: build_merged(cxx, src, shim, ib[1],
+                                os.path.join(work, f"emu{ib[0]}.so")),
+        enumerate(batches)))
+lib_of = {art: lib for b, lib in zip(batches, libs) for art in b}
+
+ok_all = True
+for name, prec, opt, flags, scale, art, args in runs:
+    tag = os.path.basename(art)
+    run = run_emulated(tools, art, lib_of[art], args)
     if run.returncode:
         sys.exit(f"{tag}: {run.stderr.strip()}")
     out = run.stdout

@@ -32,7 +32,7 @@ ap.add_argument("--precision", default="fp32")
 ap.add_argument("tests", nargs="*")
 a = ap.parse_args()
 mpc = os.path.join(a.tools, "mpc")
-from host_emulation import RTOL, build, differences, precompile_shim, run_emulated, ulps  # noqa: E402
+from host_emulation import RTOL, build_merged, differences, precompile_shim, run_emulated, ulps  # noqa: E402
 rtol = RTOL[a.precision]
 NPY_TYPES = [np.dtype(t) for t in
              (np.float32, np.float16, np.int64, np.int32, np.bool_)]
@@ -80,36 +80,13 @@ def prepare(test):
     return test, art, args
 
 
-def split_kernels(art):
-    """An artifact's kernels.cu as (prelude, {name: code}, {name: launcher})
-    by the emitter's `// kernel NAME` and `// launcher NAME` lines."""
-    src = open(os.path.join(art, "kernels.cu")).read()
-    body, launchers = src.rsplit("#ifdef MPC_HOST_EMULATION\n", 1)
-    launchers = launchers.rsplit("#endif", 1)[0]
-    prelude, *blocks = re.split(r"^// kernel (\S+)\n", body, flags=re.M)
-    code = dict(zip(blocks[0::2], blocks[1::2]))
-    _, *blocks = re.split(r"^// launcher (\S+)\n", launchers, flags=re.M)
-    return prelude, code, dict(zip(blocks[0::2], blocks[1::2]))
-
-
 def build_batch(index, batch):
-    """One host library for a batch of artifacts: the shared prelude, then
-    each distinct kernel once (names hash the code, so a name is one
-    kernel), so g++ and the shim's header load once per batch instead of
-    once per test. Returns the library's path."""
-    prelude, code, launch = None, {}, {}
-    for _, art, _ in batch:
-        p, c, l = split_kernels(art)
-        if prelude is not None and p != prelude:
-            sys.exit(f"{art}: a prelude unlike the batch's")
-        prelude = p
-        code.update(c)
-        launch.update(l)
-    cu = os.path.join(a.work, f"batch{index}.cu")
-    with open(cu, "w") as f:
-        f.write(prelude + "".join(code.values()) + "#ifdef MPC_HOST_EMULATION\n"
-                + "".join(launch.values()) + "#endif\n")
-    return build(a.cxx, a.src, shim, cu, os.path.join(a.work, f"batch{index}.so"))
+    """One host library for a batch of artifacts (build_merged)."""
+    try:
+        return build_merged(a.cxx, a.src, shim, [art for _, art, _ in batch],
+                            os.path.join(a.work, f"batch{index}.so"))
+    except ValueError as e:
+        sys.exit(str(e))
 
 
 def run_test(item, lib):

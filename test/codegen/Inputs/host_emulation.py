@@ -1,6 +1,7 @@
-"""Builds an artifact's kernels.cu for the host (cuda_host_shim.h) and runs
-it with mpc-emulate-artifact against the CPU backend; shared by
-emulate_models.py and emulate_node_tests.py."""
+"""Builds artifacts' kernels.cu for the host (cuda_host_shim.h), the
+distinct kernels of several in one library, and runs them with
+mpc-emulate-artifact against the CPU backend; shared by emulate_models.py,
+emulate_node_tests.py and property_graphs.py."""
 import os
 import re
 import subprocess
@@ -38,19 +39,44 @@ def build(cxx, src, shim, cu, lib, opt="-O1"):
     return lib
 
 
+def split_kernels(art):
+    """An artifact's kernels.cu as (prelude, {name: code}, {name: launcher})
+    by the emitter's `// kernel NAME` and `// launcher NAME` lines."""
+    src = open(os.path.join(art, "kernels.cu")).read()
+    body, launchers = src.rsplit("#ifdef MPC_HOST_EMULATION\n", 1)
+    launchers = launchers.rsplit("#endif", 1)[0]
+    prelude, *blocks = re.split(r"^// kernel (\S+)\n", body, flags=re.M)
+    code = dict(zip(blocks[0::2], blocks[1::2]))
+    _, *blocks = re.split(r"^// launcher (\S+)\n", launchers, flags=re.M)
+    return prelude, code, dict(zip(blocks[0::2], blocks[1::2]))
+
+
+def build_merged(cxx, src, shim, arts, lib, opt="-O1"):
+    """One host library LIB for the artifacts ARTS: their prelude (which
+    must be the same), then each distinct kernel once (names hash the code,
+    so a name is one kernel), so g++ and the shim's header load once for
+    them all instead of once an artifact; at OPT (the shim's header's).
+    Returns LIB."""
+    prelude, code, launch = None, {}, {}
+    for art in arts:
+        p, c, l = split_kernels(art)
+        if prelude is not None and p != prelude:
+            raise ValueError(f"{art}: a prelude unlike the others'")
+        prelude = p
+        code.update(c)
+        launch.update(l)
+    cu = os.path.splitext(lib)[0] + ".cu"
+    with open(cu, "w") as f:
+        f.write(prelude + "".join(code.values()) + "#ifdef MPC_HOST_EMULATION\n"
+                + "".join(launch.values()) + "#endif\n")
+    return build(cxx, src, shim, cu, lib, opt)
+
+
 def run_emulated(tools, art, lib, args):
     """mpc-emulate-artifact on ART with kernels from LIB and ARGS
     (NAME=FILE.npy); returns the finished process."""
     return subprocess.run([os.path.join(tools, "mpc-emulate-artifact"), art,
                            lib] + args, capture_output=True, text=True)
-
-
-def emulate(tools, cxx, src, shim, art, args, opt="-O1"):
-    """Builds ART/emu.so at OPT and runs it on ARGS (NAME=FILE.npy); returns
-    the finished mpc-emulate-artifact process."""
-    lib = build(cxx, src, shim, os.path.join(art, "kernels.cu"),
-                os.path.join(art, "emu.so"), opt)
-    return run_emulated(tools, art, lib, args)
 
 
 def differences(out):

@@ -16,6 +16,7 @@ many cases. usage:
   property_graphs.py TOOLS CXX SRC WORK [--graphs N] [--chains N] [--seed S]
 """
 import argparse
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -35,7 +36,7 @@ ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--precisions", default="fp32,fp16,bf16")
 a = ap.parse_args()
 sys.path.insert(0, os.path.join(a.src, "test/codegen/Inputs"))
-from host_emulation import emulate, precompile_shim, ulps  # noqa: E402
+from host_emulation import build_merged, precompile_shim, run_emulated, ulps  # noqa: E402
 
 F = TensorProto.FLOAT
 ROWS, COLS = 8, 16
@@ -137,6 +138,7 @@ os.makedirs(a.work, exist_ok=True)
 shim = precompile_shim(a.cxx, a.src, a.work, "-O0")
 totals = {"elementwise": 0, "exact-reduce": 0, "sum-reduce": 0}
 failures = []
+runs = []  # (graph, its kinds and model, precision, artifact)
 for g in range(a.graphs):
     model, kinds = make_graph(rng, g)
     path = os.path.join(a.work, f"property{g}.onnx")
@@ -149,25 +151,35 @@ for g in range(a.graphs):
         subprocess.run([os.path.join(a.tools, "mpc"), "compile", path, "-o",
                         art, "--precision", prec, "--no-nvcc"], check=True,
                        stdout=subprocess.DEVNULL)
-        run = emulate(a.tools, a.cxx, a.src, shim, art,
-                      [f"x={a.work}/x{g}.npy", f"y={a.work}/y{g}.npy"], "-O0")
-        if run.returncode:
-            sys.exit(f"property{g} {prec}: {run.stderr.strip()}")
-        got = ulps(run.stdout)
-        if len(got) != len(kinds):
-            sys.exit(f"property{g} {prec}: {len(got)} outputs compared, "
-                     f"expected {len(kinds)}")
-        for c, (kind, u) in enumerate(zip(kinds, got)):
-            totals[kind] += 1
-            bound = SUM_ULPS[prec] if kind == "sum-reduce" else 0
-            if u is None or u > bound:
-                chain = [f"{n.op_type}" for n in model.graph.node
-                         if n.output[0].startswith(f"c{c}_") or
-                         n.output[0].startswith(f"out{c}")]
-                failures.append(f"property{g} {prec} out{c} ({kind}: "
-                                f"{' '.join(chain)}): "
-                                f"{'NaN mismatch' if u is None else u} ulps "
-                                f"(bound {bound})")
+        runs.append((g, kinds, model, prec, art))
+# The artifacts' distinct kernels in one host library per batch of them.
+BATCH = 12
+batches = [[r[4] for r in runs[i:i + BATCH]] for i in range(0, len(runs), BATCH)]
+with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+    libs = list(pool.map(
+        lambda ib: build_merged(a.cxx, a.src, shim, ib[1],
+                                os.path.join(a.work, f"emu{ib[0]}.so"), "-O0"),
+        enumerate(batches)))
+for i, (g, kinds, model, prec, art) in enumerate(runs):
+    run = run_emulated(a.tools, art, libs[i // BATCH],
+                       [f"x={a.work}/x{g}.npy", f"y={a.work}/y{g}.npy"])
+    if run.returncode:
+        sys.exit(f"property{g} {prec}: {run.stderr.strip()}")
+    got = ulps(run.stdout)
+    if len(got) != len(kinds):
+        sys.exit(f"property{g} {prec}: {len(got)} outputs compared, "
+                 f"expected {len(kinds)}")
+    for c, (kind, u) in enumerate(zip(kinds, got)):
+        totals[kind] += 1
+        bound = SUM_ULPS[prec] if kind == "sum-reduce" else 0
+        if u is None or u > bound:
+            chain = [f"{n.op_type}" for n in model.graph.node
+                     if n.output[0].startswith(f"c{c}_") or
+                     n.output[0].startswith(f"out{c}")]
+            failures.append(f"property{g} {prec} out{c} ({kind}: "
+                            f"{' '.join(chain)}): "
+                            f"{'NaN mismatch' if u is None else u} ulps "
+                            f"(bound {bound})")
 print(f"property cases: {sum(totals.values())} ({totals['elementwise']} "
       f"elementwise/cast chains bit-exact, {totals['exact-reduce']} max/min "
       f"reductions bit-exact, {totals['sum-reduce']} sum/mean reductions "
