@@ -95,7 +95,8 @@ def compile_step(model, out, batch, fuse, flags=()):
                     *flags], check=True, stdout=subprocess.DEVNULL)
     summary = json.load(open(os.path.join(out, "summary.json")))
     plan = read_plan(os.path.join(out, "plan.txt"))
-    return (summary["steps"], len(summary["launches"]), kernel_traffic(plan),
+    return (summary["steps"], len(summary["launches"]),
+            summary["launches_with_libraries"], kernel_traffic(plan),
             copied_back(plan), summary["memory_plan_bytes"])
 
 
@@ -120,11 +121,12 @@ def main():
     mib = lambda b: f"{b / 2 ** 20:.2f}"
     rows = []
     for i, (name, path, flags) in enumerate(models):
-        steps, k0, t0, c0, m0 = compile_step(
+        steps, k0, _, t0, c0, m0 = compile_step(
             path, os.path.join(work, f"{i}-0"), a.batch, False, flags)
-        _, k1, t1, c1, m1 = compile_step(path, os.path.join(work, f"{i}-1"),
-                                         a.batch, True, flags)
-        rows.append(f"| {name} | {steps} | {k0} -> {k1} | {mib(t0)} -> {mib(t1)} "
+        _, k1, lib, t1, c1, m1 = compile_step(
+            path, os.path.join(work, f"{i}-1"), a.batch, True, flags)
+        rows.append(f"| {name} | {steps} | {k0} -> {k1} | {lib} | "
+                    f"{mib(t0)} -> {mib(t1)} "
                     f"({100 * (1 - t1 / t0):.0f}% less) | {mib(c0)} -> {mib(c1)} "
                     f"| {mib(m0)} -> {mib(m1)} |")
         print(rows[-1])
@@ -146,9 +148,13 @@ def main():
         "inputs (read and written), nothing where the update kernel wrote "
         "them over the old values (`overwrites=`). The memory "
         "plan can grow a little with fusion: a chain reads its inputs at its "
-        "last step, so they live longer.\n\n"
-        "| model (fp16, Adam) | plan steps | kernel launches | kernel-argument "
-        "MiB | copy-back MiB | memory plan MiB |\n|---|---|---|---|---|---|\n"
+        "last step, so they live longer. Launches with libraries are the "
+        "fused step's when cuBLASLt and cuDNN run the GEMMs and convolutions "
+        "(each call one launch), without the steps their epilogues compute "
+        "(bias gradients, GELU and its gradient, ReLU masks).\n\n"
+        "| model (fp16, Adam) | plan steps | kernel launches | launches "
+        "with libraries | kernel-argument MiB | copy-back MiB | memory plan "
+        "MiB |\n|---|---|---|---|---|---|---|\n"
         + "\n".join(rows) + "\n")
     write_section(a.out, "## CUDA train step structure", section)
     print("wrote", a.out)

@@ -161,11 +161,12 @@ void batchLaunches(Emitter &e) {
   }
 }
 
-std::vector<std::string> launchedKernels(const Plan &plan) {
+std::vector<std::string> launchedKernels(const Plan &plan, bool libraries) {
   std::vector<std::string> names;
   for (const Step &s : plan.steps) {
     const CudaLaunch &c = s.cuda;
-    if (c.inOtherKernel() || c.kernel.empty() || c.batchedInto >= 0)
+    if (c.inOtherKernel() || c.kernel.empty() || c.batchedInto >= 0 ||
+        (libraries && c.libraryFusedInto >= 0))
       continue;
     if (!c.prologue.empty())
       names.push_back(c.prologue);

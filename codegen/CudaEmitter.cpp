@@ -461,6 +461,7 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
     cuda::updateStateInPlace(e);
   }
   out.launches = cuda::launchedKernels(plan);
+  out.libraryLaunches = cuda::launchedKernels(plan, true).size();
   // A kernel whose every launch was batched is gone (its element function
   // lives on in the batched kernel).
   std::set<std::string> used(out.launches.begin(), out.launches.end());

@@ -34,6 +34,7 @@ struct CudaModule {
   std::string prelude; // what every translation unit starts with
   std::vector<CudaKernel> kernels;      // distinct, in first-use order
   std::vector<std::string> launches;    // kernel names, in launch order
+  size_t libraryLaunches = 0; // launches with cuBLASLt and cuDNN present
   std::vector<std::string> gemmKernels; // distinct; must use tensor cores
   std::vector<std::string> fp32GemmKernels;
   double flops = 0, tensorCoreFlops = 0;

@@ -200,9 +200,9 @@ static bool isBatchNorm(OpId op) {
   return op == OpId::BatchNormTrain || op == OpId::BatchNorm;
 }
 
-/// Whether batch norm `bn`'s kernel can compute `add`, its result's only
-/// reader: an Add of two same-typed operands of the result's shape (no
-/// broadcast), the other one written before the batch norm runs.
+/// Whether batch norm (or norm gradient) `bn`'s kernel can compute `add`,
+/// its result's only reader: an Add of two same-typed operands of the
+/// result's shape (no broadcast), the other one written before `bn` runs.
 static bool addsInKernel(const Plan &plan,
                          const std::map<int, size_t> &producer, size_t bnStep,
                          const Step &add) {
@@ -329,7 +329,7 @@ void fuseSteps(Emitter &e) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Step &s = plan.steps[i];
     if (s.op != OpId::Gemm && s.op != OpId::MatMul && s.op != OpId::Conv &&
-        !isBatchNorm(s.op))
+        !isBatchNorm(s.op) && s.op != OpId::NormGrad)
       continue;
     // The Relu reads the result directly, or through the reshape of a
     // linear over a sequence (mpc-fold-linear-bias).
@@ -342,15 +342,17 @@ void fuseSteps(Emitter &e) {
     Step *relu = only(v);
     if (relu && relu->op == OpId::Reshape && relu->inputs[0] == v)
       relu = only(relu->outputs[0]);
-    if (Step *add = relu;
-        add && isBatchNorm(s.op) && addsInKernel(plan, producer, i, *add)) {
-      // The residual Add goes into the batch norm, and its Relu after it.
+    if (Step *add = relu; add && (isBatchNorm(s.op) || s.op == OpId::NormGrad) &&
+                          addsInKernel(plan, producer, i, *add)) {
+      // The residual Add goes into the batch norm, and its Relu after it;
+      // the residual stream's gradient into a pre-norm block's norm
+      // gradient (GPT-2: dx of ln_1 plus the gradient from above).
       s.cuda.epilogueAdd = add->inputs[add->inputs[0] == v ? 1 : 0];
       add->cuda.alias = v;
       v = add->outputs[0];
       relu = only(v);
     }
-    if (relu && relu->op == OpId::Relu &&
+    if (relu && relu->op == OpId::Relu && s.op != OpId::NormGrad &&
         plan.values[relu->outputs[0]].dtype == plan.values[v].dtype) {
       s.cuda.fusedRelu = true;
       relu->cuda.alias = relu->inputs[0];
@@ -359,6 +361,7 @@ void fuseSteps(Emitter &e) {
   readReluInputs(e, readers, producer, outputs);
   indexSteps(plan, readers, producer);
   fuseAttentionLayouts(e, readers, producer, outputs);
+  splitsInPlace(plan, producer);
   foldReluGradsIntoBatchNorm(plan, readers, producer, outputs);
   indexSteps(plan, readers, producer);
   readWideningCastSources(e, readers, outputs);

@@ -171,8 +171,14 @@ void fuseAttentionLayouts(Emitter &e,
                           const std::map<int, std::vector<size_t>> &readers,
                           const std::map<int, size_t> &producer,
                           const std::set<int> &outputs);
-/// The kernels the plan's steps launch, in order (CudaBatching.cpp).
-std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan);
+/// Splits into aligned runs of a row-major input launch nothing: their
+/// parts stay in its buffer (CudaSplitsInPlace.cpp).
+void splitsInPlace(Plan &plan, const std::map<int, size_t> &producer);
+/// The kernels the plan's steps launch, in order (CudaBatching.cpp); with
+/// `libraries`, as when cuBLASLt and cuDNN are present: without the steps
+/// their epilogues compute (`libraryFusedInto`).
+std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan,
+                                         bool libraries = false);
 
 struct Emitter {
   Plan &plan;

@@ -402,7 +402,8 @@ bool Emitter::rmsNorm(Step &s, const std::string &name) {
 }
 
 /// norm_grad: both row sums in one pass, then dx (a warp or a thread per
-/// row, rowLoop); xhat and dxhat recomputed rather than stored.
+/// row, rowLoop); xhat and dxhat recomputed rather than stored; dx plus
+/// its reader Add's addend where the kernel computes that Add.
 bool Emitter::normGrad(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[1]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", -1);
@@ -411,6 +412,13 @@ bool Emitter::normGrad(Step &s, const std::string &name) {
   int64_t sc = std::max<int64_t>(numElements(val(s.inputs[2]).shape), 1);
   bool layer = s.inputs.size() > 4 && s.inputs[4] >= 0;
   RowLoop r = rowLoop(s, rows, cols);
+  // dx, plus the addend of the Add reading it, rounded as the Add rounds
+  // (cuda.epilogueAdd: the residual stream's gradient).
+  std::string dx = "k * (dh - a - xh * p)";
+  DType t = val(s.outputs[0]).dtype;
+  if (s.cuda.epilogueAdd >= 0)
+    dx = roundedAs(t, roundedAs(t, dx) + " + ld(in" +
+                          std::to_string(s.inputs.size()) + ", base + j)");
   std::string terms = "{ const float xh = (ld(in1, base + j) - m) * k, dh = "
                       "ld(in0, base + j) * ld(in2, j % " +
                       std::to_string(sc) + "LL); ";
@@ -420,7 +428,7 @@ bool Emitter::normGrad(Step &s, const std::string &name) {
      << rowEach(s, r, cols, terms + "a += dh; p += dh * xh; }")
      << "  a = " << (layer ? r.sum + "(a) / (float)n" : std::string("0.0f"))
      << ";\n  p = " << r.sum << "(p) / (float)n;\n"
-     << rowEach(s, r, cols, terms + "st(out0, base + j, k * (dh - a - xh * p)); }")
+     << rowEach(s, r, cols, terms + "st(out0, base + j, " + dx + "); }")
      << "}\n\n";
   rowLaunch(s, name, r, rows);
   return true;

@@ -7,7 +7,8 @@
 //   `cuda.fusedInto`): a mixed-precision graph's FP32 layer norm feeding
 //   fp16 GEMMs writes fp16 once, with the same bits; read by others too,
 //   it stores both (`cuda.stores`, storeCastBeside); a gradient cast's
-//   flushes are counted there;
+//   flushes are counted there; a norm gradient computing the residual
+//   Add after it stores the cast of the sum beside it;
 // - a layer/RMS norm or norm gradient whose input an Add computes takes
 //   the sum as it loads, storing it where others read it later
 //   (addIntoRowKernels: the residual Add before a norm).
@@ -51,7 +52,7 @@ static bool countsStoredCast(OpId op) {
 /// cast flushes as the cast's kernel would (Emitter::rowEach). A post-norm
 /// Transformer's FP32 layer norm feeds the residual Add and, as fp16, the
 /// next GEMM; its gradient feeds the residual sum and the fp16 GEMM.
-static void storeCastBeside(Plan &plan, size_t i,
+static void storeCastBeside(Plan &plan, size_t i, int y,
                             const std::vector<size_t> &readers) {
   Step &s = plan.steps[i];
   const ValueInfo &x = plan.values[s.inputs[0]];
@@ -62,8 +63,7 @@ static void storeCastBeside(Plan &plan, size_t i,
     for (size_t d = axis + 1; d < x.shape.size(); ++d)
       rows = rows && x.shape[d] == 1;
   // FP32: the cast reads exactly the value the kernel rounds.
-  if (!rows || !s.cuda.stores.empty() ||
-      plan.values[s.outputs[0]].dtype != DType::F32)
+  if (!rows || !s.cuda.stores.empty() || plan.values[y].dtype != DType::F32)
     return;
   for (size_t k : readers) {
     Step &cast = plan.steps[k];
@@ -85,13 +85,27 @@ void fuseOutputCasts(Plan &plan,
     if (!storesAnyFloat(s.op) || s.cuda.inOtherKernel() || s.cuda.isChain() ||
         s.outputs.empty() || outputs.count(s.outputs[0]))
       continue;
-    auto r = readers.find(s.outputs[0]);
+    // What the kernel stores as output 0: the sum of the Add it computes
+    // (cuda.epilogueAdd; the Add aliases output 0), or output 0.
+    int y = s.outputs[0];
+    if (s.cuda.epilogueAdd >= 0) {
+      auto a = readers.find(y);
+      if (a == readers.end() || a->second.size() != 1 ||
+          plan.steps[a->second[0]].cuda.alias != y)
+        continue;
+      y = plan.steps[a->second[0]].outputs[0];
+      if (outputs.count(y))
+        continue;
+    }
+    auto r = readers.find(y);
     if (r == readers.end())
       continue;
     if (r->second.size() > 1) {
-      storeCastBeside(plan, i, r->second);
+      storeCastBeside(plan, i, y, r->second);
       continue;
     }
+    if (y != s.outputs[0])
+      continue; // (the sum read by a cast alone: not stored as the cast's)
     Step &cast = plan.steps[r->second[0]];
     if (cast.op != OpId::Cast || cast.cuda.inOtherKernel() ||
         cast.cuda.isChain() ||

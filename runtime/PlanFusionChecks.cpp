@@ -12,6 +12,7 @@
 #include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 namespace mpc::rt {
@@ -202,6 +203,12 @@ std::string checkLibraryFusions(const Plan &plan) {
 /// chain-reduction's kernel must be listed in its chain, read there and
 /// stored by it.)
 std::string checkStoredCasts(const Plan &plan) {
+  // A kernel's output 0 -> the sum of the Add it computes there
+  // (cuda.epilogueAdd, the Add aliasing output 0; checkEpilogueAdds).
+  std::map<int, int> sumIn;
+  for (const Step &a : plan.steps)
+    if (a.op == OpId::Add && a.cuda.alias >= 0 && a.outputs.size() == 1)
+      sumIn[a.cuda.alias] = a.outputs[0];
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const Step &s = plan.steps[i];
     int j = s.cuda.fusedInto;
@@ -222,14 +229,18 @@ std::string checkStoredCasts(const Plan &plan) {
           s.outputs.size() == 1 && has(p.cuda.inputs, s.inputs[0]) &&
           has(p.cuda.stores, s.outputs[0]))
         continue;
-      // Or a cast a row kernel stores beside its own output 0, which it
-      // reads (storeCastBeside).
+      // Or a cast a row kernel stores beside its own output 0 (or the sum
+      // of the Add it computes there), which it reads (storeCastBeside).
       // (Its other store, if any, the sum it adds as it loads.)
       bool besideSum = p.cuda.stores.size() == 2 && p.cuda.hasPrologueAdd() &&
                        has(p.cuda.stores, p.inputs[0]);
+      int kept = p.outputs.empty() ? -1 : p.outputs[0];
+      if (auto sum = sumIn.find(kept);
+          p.cuda.epilogueAdd >= 0 && sum != sumIn.end())
+        kept = sum->second;
       if (s.op == OpId::Cast && s.inputs.size() == 1 && s.outputs.size() == 1 &&
-          !p.cuda.isChain() && !p.outputs.empty() &&
-          s.inputs[0] == p.outputs[0] && p.cuda.storedAs < 0 &&
+          !p.cuda.isChain() && !p.outputs.empty() && s.inputs[0] == kept &&
+          p.cuda.storedAs < 0 &&
           (p.cuda.stores.size() == 1 || besideSum) &&
           has(p.cuda.stores, s.outputs[0]))
         continue;
@@ -306,10 +317,10 @@ std::string checkLaterFusions(const Plan &plan) {
   return "";
 }
 
-/// "" or what is inconsistent in a batch norm computing its reader Add
-/// (`cuda.epilogueAdd`): the Add must read its result and the addend and
-/// alias the result, nothing else read the result, and the addend be
-/// written before the batch norm runs.
+/// "" or what is inconsistent in a batch norm or norm gradient computing
+/// its reader Add (`cuda.epilogueAdd`): the Add must read its result and
+/// the addend and alias the result, nothing else read the result, and the
+/// addend be written before the kernel runs.
 std::string checkEpilogueAdds(const Plan &plan) {
   for (size_t j = 0; j < plan.steps.size(); ++j) {
     const Step &bn = plan.steps[j];
@@ -318,9 +329,10 @@ std::string checkEpilogueAdds(const Plan &plan) {
       continue;
     std::string bad = "step " + std::to_string(j) + " adds value " +
                       std::to_string(z) + " in its kernel, ";
-    if ((bn.op != OpId::BatchNormTrain && bn.op != OpId::BatchNorm) ||
+    if ((bn.op != OpId::BatchNormTrain && bn.op != OpId::BatchNorm &&
+         bn.op != OpId::NormGrad) ||
         bn.outputs.empty() || z >= (int)plan.values.size())
-      return bad + "but it is no batch norm";
+      return bad + "but it is no batch norm or norm gradient";
     int y = bn.outputs[0], adds = 0;
     for (size_t k = 0; k < plan.steps.size(); ++k) {
       const Step &r = plan.steps[k];
@@ -343,7 +355,7 @@ std::string checkEpilogueAdds(const Plan &plan) {
       if (b.value == y)
         return bad + "but its result, which holds the sum, is a plan output";
   }
-  // An Add computes nothing of its own only inside such a batch norm.
+  // An Add computes nothing of its own only inside such a kernel.
   for (size_t k = 0; k < plan.steps.size(); ++k) {
     const Step &a = plan.steps[k];
     if (a.op != OpId::Add || a.cuda.alias < 0)
@@ -354,7 +366,7 @@ std::string checkEpilogueAdds(const Plan &plan) {
             bn.outputs[0] == a.cuda.alias;
     if (!ok)
       return "step " + std::to_string(k) +
-             " is an Add aliasing a value no batch norm adds into";
+             " is an Add aliasing a value no kernel adds into";
   }
   return "";
 }

@@ -5,7 +5,9 @@
 // transpose launches nothing, an in-place split leaves its parts in its
 // input's buffer, an in-place concat finds its parts already written into
 // its output's. Every other kernel addresses its operands row-major, so a
-// plan read from disk must not hand it one of those strided views.
+// plan read from disk must not hand it one of those strided views. (A
+// split whose parts are whole aligned runs of its input, contiguousParts,
+// leaves ordinary buffers: any step may read them.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,11 +107,14 @@ std::string checkAttentionViews(const Plan &plan) {
       return bad + "but its parts do not tile its whole along its axis";
     bool split = t.op == OpId::Split;
     int whole = split ? t.inputs[0] : t.outputs[0];
+    bool plain = contiguousParts(plan, t); // row-major parts: no views
     for (int v : split ? t.outputs : t.inputs) {
       if (plan.values[v].dtype != plan.values[whole].dtype)
         return bad + "but its parts' type differs from its whole's";
       if (origin[v] >= 0 || placedBy[v] >= 0)
         return bad + "but one of its parts is already a view";
+      if (plain)
+        continue;
       origin[v] = (int)i;
       if (!split)
         placedBy[v] = (int)i;

@@ -81,6 +81,30 @@ LogicalResult concatGrad(Context &c, ConcatOp concat) {
   int64_t rank = typeOf(c.y).getRank();
   int64_t axis = concat.getAxisAttr().getInt();
   axis = axis < 0 ? axis + rank : axis;
+  // One Split of the gradient where every part is float with a static size
+  // (one kernel, not one Slice a part: mpc-merge-sibling-linears' weights).
+  auto gt = typeOf(c.g);
+  SmallVector<Type> types;
+  SmallVector<int64_t> sizes;
+  for (Value v : concat->getOperands()) {
+    int64_t size = typeOf(v).getDimSize(axis);
+    if (!llvm::isa<FloatType>(getElementTypeOrSelf(v)) ||
+        ShapedType::isDynamic(size) || !gt.hasStaticShape())
+      break;
+    SmallVector<int64_t> shape(gt.getShape());
+    shape[axis] = size;
+    types.push_back(RankedTensorType::get(shape, gt.getElementType()));
+    sizes.push_back(size);
+  }
+  if (types.size() == concat->getNumOperands() && types.size() > 1) {
+    auto split = c.b.create<SplitOp>(
+        c.loc, types, c.g, c.b.getI64IntegerAttr(axis),
+        c.b.getI64IntegerAttr((int64_t)types.size()),
+        c.b.getDenseI64ArrayAttr(sizes));
+    for (unsigned i = 0; i < types.size(); ++i)
+      c.grads[i] = split.getResult(i);
+    return success();
+  }
   int64_t offset = 0;
   for (auto [i, v] : llvm::enumerate(concat->getOperands())) {
     int64_t size = typeOf(v).getDimSize(axis);

@@ -56,6 +56,21 @@ std::vector<int64_t> inPlaceOffsets(const Plan &plan, const Step &s) {
   return offset == w[axis] ? at : std::vector<int64_t>{};
 }
 
+bool contiguousParts(const Plan &plan, const Step &s) {
+  std::vector<int64_t> at = inPlaceOffsets(plan, s);
+  if (s.op != OpId::Split || at.empty())
+    return false;
+  const Shape &w = plan.values[s.inputs[0]].shape;
+  int64_t axis = s.getInt("axis", 0);
+  if (axis < 0)
+    axis += (int64_t)w.size();
+  for (int64_t d = 0; d < axis; ++d)
+    if (w[d] != 1)
+      return false;
+  return std::all_of(at.begin(), at.end(),
+                     [](int64_t offset) { return offset % 256 == 0; });
+}
+
 BufferPlacement bufferPlacement(const Plan &plan) {
   size_t n = plan.values.size();
   // Each value's parent buffer and its offset there; the root is where
