@@ -15,6 +15,7 @@
 # mpc-gpu-run (skips the build). Writes the tables (the train steps side
 # by side with torch's; the row kernels as a share of the copy's
 # bandwidth) to ${OUT:-bench/gpu/work}/gpu-results.md and prints them.
+# Each artifact run is cut at CALL_TIMEOUT seconds (default 90).
 # Without a GPU it builds, says so in one line per artifact, and exits 0.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -41,6 +42,15 @@ tpy=${TORCH_PYTHON:-python3}
 dnn=$("$tpy" -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib"))' 2>/dev/null)
 [[ -n $dnn && -d $dnn ]] && export LD_LIBRARY_PATH=$dnn${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 gpu=$("$run" --probe 2>&1 | sed -n 's/^gpu: //p')
+# Each run of an artifact gets at most CALL_TIMEOUT seconds (default 90):
+# kernels first run on a real GPU here, and one that hangs must cost one
+# line ("timed out"), not the lent GPU's whole budget.
+limited() {
+  timeout -k 5 "${CALL_TIMEOUT:-90}" "$@"
+  local rc=$?
+  ((rc == 124 || rc == 137)) && echo "timed out after ${CALL_TIMEOUT:-90} s"
+  return $rc
+}
 mkdir -p "$out"
 results=$out/gpu-results.md
 {
@@ -58,7 +68,7 @@ while read -r model prec art ins; do
   done
   args=()
   for i in $ins; do args+=("${i%%=*}=$work/${i#*=}"); done
-  line=$(cd "$work" && "$run" "$art" --repeat "$repeat" $expect "${args[@]}" 2>&1)
+  line=$(cd "$work" && limited "$run" "$art" --repeat "$repeat" $expect "${args[@]}" 2>&1)
   echo "$model $prec: $line" | tr '\n' ' '; echo
   ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   diff=$(echo "$line" | sed -n 's/^\(logits\|logp\): max relative difference vs CPU backend \(.*\)/\2/p')
@@ -89,7 +99,7 @@ while read -r model prec art ins; do
   for choice in $choices; do
     prof=() # where the time goes, each launching step alone (after the steps)
     [[ $choice == auto ]] && prof=(--profile 6)
-    line=$(cd "$work" && "$run" "$art" --gemm $choice --conv $choice --steps "$n" --replays "$replays" "${prof[@]}" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
+    line=$(cd "$work" && limited "$run" "$art" --gemm $choice --conv $choice --steps "$n" --replays "$replays" "${prof[@]}" --expect-losses "expected/$model-$prec-train.jsonl" "${args[@]}" 2>&1)
     echo "$model $prec train (--gemm/--conv $choice): $line" | tr '\n' ' '; echo
     ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
     diff=$(echo "$line" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
@@ -112,7 +122,7 @@ done < "$work/train-manifest.txt"
 # be the single process's.
 if [[ -d $work/art/mlp-fp16-dp-train ]]; then
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  dp=$(cd "$work" && RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$run" art/mlp-fp16-dp-train --steps "$steps" --expect-losses expected/mlp-fp16-train.jsonl x=inputs/mlp.x.npy labels=inputs/mlp.labels.npy 2>&1)
+  dp=$(cd "$work" && RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port limited "$run" art/mlp-fp16-dp-train --steps "$steps" --expect-losses expected/mlp-fp16-train.jsonl x=inputs/mlp.x.npy labels=inputs/mlp.labels.npy 2>&1)
   echo "mlp fp16 data-parallel rank (NCCL): $dp" | tr '\n' ' '; echo
   ms=$(echo "$dp" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   diff=$(echo "$dp" | sed -n 's/^losses: max relative difference vs CPU backend \(.*\)/\1/p')
@@ -136,9 +146,9 @@ for k in "ab":
 a, b = (np.load(f"{w}/inputs/gemm.{k}.npy").astype(np.float32) for k in "ab")
 np.save(f"{w}/inputs/gemm.c.npy", (a @ b).astype(np.float16))
 PY
-gemm=$(cd "$work" && "$run" art/gemm-fp16 --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
+gemm=$(cd "$work" && limited "$run" art/gemm-fp16 --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
 echo "gemm (cuBLASLt): $gemm" | tr '\n' ' '; echo
-gemmk=$(cd "$work" && "$run" art/gemm-fp16 --gemm mpc --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
+gemmk=$(cd "$work" && limited "$run" art/gemm-fp16 --gemm mpc --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
 echo "gemm (mpc kernel): $gemmk" | tr '\n' ' '; echo
 fi
 # Softmax and layer norm over the rows prepare.sh drew, checked against
@@ -163,7 +173,7 @@ np.save(sys.argv[4], y.astype(np.float16))
 print("x".join(map(str, x.shape)))
 PY
   )
-  line=$(cd "$work" && "$run" "$art" --repeat "$repeat" --expect y="$ref" x="$x" 2>&1)
+  line=$(cd "$work" && limited "$run" "$art" --repeat "$repeat" --expect y="$ref" x="$x" 2>&1)
   echo "$op $rowshape: $line" | tr '\n' ' '; echo
   rowms[$op]=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   rowdiff[$op]=$(echo "$line" | sed -n 's/^y: max relative difference vs CPU backend \(.*\)/\1/p')
