@@ -50,7 +50,12 @@ struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) mpc_lanes { T v[V]; };
 template <int V, typename T> __device__ __forceinline__ bool mpc_aligned(const T *p) {
   return (unsigned long long)p % alignof(mpc_lanes<T, V>) == 0;
 }
+// Under host emulation a vector access the GPU would fault on (misaligned
+// address) stops the run (cuda_host_shim.h: mpc_check_aligned).
 template <int V, typename T> __device__ __forceinline__ void ldv(const T *p, float *x) {
+#if defined(MPC_HOST_EMULATION)
+  mpc_check_aligned(p, alignof(mpc_lanes<T, V>), "vector load");
+#endif
   const mpc_lanes<T, V> q = *(const mpc_lanes<T, V> *)p;
 #pragma unroll
   for (int e = 0; e < V; ++e) x[e] = ld(q.v, e);
@@ -59,6 +64,7 @@ template <int V, typename T> __device__ __forceinline__ void ldv(const T *p, flo
 // 4-byte stores in the row kernels' loops over a row of constant length.
 __device__ __forceinline__ void mpc_st16(void *p, const uint4 &v) {
 #if defined(MPC_HOST_EMULATION) // (not "#ifdef": tools split kernels.cu there)
+  mpc_check_aligned(p, 16, "16-byte store");
   memcpy(p, &v, 16);
 #else
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
@@ -68,6 +74,7 @@ __device__ __forceinline__ void mpc_st16(void *p, const uint4 &v) {
 // 8 bytes likewise (four fp16 values: NVVM made four 2-byte stores).
 __device__ __forceinline__ void mpc_st8(void *p, const uint2 &v) {
 #if defined(MPC_HOST_EMULATION)
+  mpc_check_aligned(p, 8, "8-byte store");
   memcpy(p, &v, 8);
 #else
   asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y)
@@ -75,6 +82,9 @@ __device__ __forceinline__ void mpc_st8(void *p, const uint2 &v) {
 #endif
 }
 template <int V, typename T> __device__ __forceinline__ void stv(T *p, const float *x) {
+#if defined(MPC_HOST_EMULATION)
+  mpc_check_aligned(p, alignof(mpc_lanes<T, V>), "vector store");
+#endif
   mpc_lanes<T, V> q;
 #pragma unroll
   for (int e = 0; e < V; ++e) st(q.v, e, x[e]);

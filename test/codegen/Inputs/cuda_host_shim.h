@@ -65,7 +65,7 @@ inline void mpc_barrier_wait(MpcBarrier &b) {
 #define __grid_constant__
 #define __restrict__
 #define __shared__ static
-#define __align__(n)
+#define __align__(n) __attribute__((aligned(n)))
 inline void __syncthreads() { mpc_barrier_wait(mpc_barrier); }
 inline unsigned mpc_linear_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -191,6 +191,20 @@ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
   }
 }
 
+/// A GPU faults on an access not aligned to its size (misaligned address);
+/// x86 does not, so the emulation stops the process there instead (a
+/// one-line message and exit status 3, no crash dump).
+inline void mpc_check_aligned(const void *p, size_t bytes, const char *what) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes == 0)
+    return;
+  std::fprintf(stderr,
+               "mpc emulation: misaligned %s of %zu bytes at %p (a GPU "
+               "faults here: misaligned address)\n",
+               what, bytes, p);
+  std::fflush(stderr);
+  std::_Exit(3);
+}
+
 /// ldmatrix as the PTX ISA defines it (CudaPrelude.h's mpc_ldsm): each
 /// lane gives one row address, the warp meets, and lane 4g + t takes from
 /// each 8x8 tile k (rows from lanes 8k..8k+7) row g's elements 2t, 2t + 1,
@@ -200,6 +214,8 @@ void mpc_ldsm(unsigned *r, const T *row) {
   static_assert(sizeof(T) == 2, "ldmatrix moves 16-bit elements");
   unsigned tid = mpc_linear_thread(), lane = tid % 32;
   MpcWarpExchange &e = mpc_exchange[tid / 32];
+  if (lane < 8 * N) // the lanes whose addresses ldmatrix reads: 16-byte rows
+    mpc_check_aligned(row, 16, "ldmatrix row");
   std::memcpy(e.x[lane], &row, sizeof row);
   __syncwarp();
   auto rowOf = [&](unsigned l) {
@@ -223,6 +239,9 @@ void mpc_ldsm(unsigned *r, const T *row) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 inline void mpc_cp_async16(void *dst, const void *src, bool valid) {
+  mpc_check_aligned(dst, 16, "cp.async destination");
+  if (valid)
+    mpc_check_aligned(src, 16, "cp.async source");
   if (valid)
     std::memcpy(dst, src, 16);
   else
