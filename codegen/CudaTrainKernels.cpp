@@ -257,7 +257,7 @@ bool Emitter::tensorLists(Step &s, const std::string &name,
     // The struct, in KernelCalls' order: shared inputs (leading, trailing),
     // shared outputs alike, then the slots. `local` names the shared
     // operands for the code.
-    std::string shared, local, slot, vectors, stores;
+    std::string shared, local, slot, vectors, stores, aligned;
     auto sharedOperands = [&](bool in) {
       const std::vector<int> &vs = in ? s.inputs : s.outputs;
       int lead = c.shared[in ? 0 : 2], trail = c.shared[in ? 1 : 3];
@@ -287,6 +287,8 @@ bool Emitter::tensorLists(Step &s, const std::string &name,
         std::string vec = "mpc_vec<" + std::string(ctype(dt)) + ", " + width + ">";
         slot += std::string("    ") + (in ? "const " : "") + ctype(dt) + " *" +
                 field + ";\n";
+        aligned += "      mpc_check_aligned(q." + field +
+                   ", 16, \"multi-tensor vector access\");\n";
         if (in) {
           vectors += "      const " + vec + " v" + field + " = ((const " + vec +
                      " *)q." + field + ")[b];\n";
@@ -326,6 +328,9 @@ bool Emitter::tensorLists(Step &s, const std::string &name,
        << " + threadIdx.x, stride = (i64)gridDim.x * " << threads << ";\n"
        << c.setup << "#pragma unroll 1\n  for (int t = 0; t < " << per
        << "; ++t) {\n    const auto &q = a.s[t];\n"
+       // (Under host emulation: the 16-byte accesses a GPU requires aligned.)
+       << "#if defined(MPC_HOST_EMULATION)\n    if (q.n >= " << width
+       << ") {\n" << aligned << "    }\n#endif\n"
        << "    for (i64 b = first; b < q.n / " << width << "; b += stride) {\n"
        << vectors << "#pragma unroll\n      for (int u = 0; u < " << width
        << "; ++u) {\n" << bulk << "      }\n" << stores << "    }\n"
