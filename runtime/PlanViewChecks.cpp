@@ -60,11 +60,14 @@ std::string checkAttentionViews(const Plan &plan) {
   size_t n = plan.values.size();
   auto known = [&](int v) { return v >= 0 && v < (int)n; };
   std::vector<int> producer(n, -1); // of an attention result that may be a view
+  std::vector<bool> written(n, false); // by a step (not an input of the plan)
   for (size_t i = 0; i < plan.steps.size(); ++i)
     for (size_t k = 0; k < plan.steps[i].outputs.size(); ++k)
-      if (int v = plan.steps[i].outputs[k];
-          known(v) && k < attentionViewSlots(plan.steps[i].op, true))
-        producer[v] = (int)i;
+      if (int v = plan.steps[i].outputs[k]; known(v)) {
+        written[v] = true;
+        if (k < attentionViewSlots(plan.steps[i].op, true))
+          producer[v] = (int)i;
+      }
   // What reshapes and transposes make of such a result: a transpose there
   // brings it back to a row-major value, its input side the view.
   std::vector<bool> fromResult(n, false);
@@ -108,6 +111,8 @@ std::string checkAttentionViews(const Plan &plan) {
     bool split = t.op == OpId::Split;
     int whole = split ? t.inputs[0] : t.outputs[0];
     bool plain = contiguousParts(plan, t); // row-major parts: no views
+    if (plain && !written[whole]) // an update may write it over in place
+      return bad + "but its whole is an input of the step";
     for (int v : split ? t.outputs : t.inputs) {
       if (plan.values[v].dtype != plan.values[whole].dtype)
         return bad + "but its parts' type differs from its whole's";

@@ -89,7 +89,7 @@ LogicalResult concatGrad(Context &c, ConcatOp concat) {
   for (Value v : concat->getOperands()) {
     int64_t size = typeOf(v).getDimSize(axis);
     if (!llvm::isa<FloatType>(getElementTypeOrSelf(v)) ||
-        ShapedType::isDynamic(size) || !gt.hasStaticShape())
+        ShapedType::isDynamic(size) || size <= 0 || !gt.hasStaticShape())
       break;
     SmallVector<int64_t> shape(gt.getShape());
     shape[axis] = size;
