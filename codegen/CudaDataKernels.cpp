@@ -37,8 +37,8 @@ bool Emitter::stridedCopy(Step &s, const std::string &name, int64_t offset,
     groups[r - 1] /= V, at[r - 1] = V;
     cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
        << n / V << "LL) return;\n"
-       << offsetsCode(groups, {at}) << "  *(uint4 *)(out0 + i * " << V
-       << ") = *(const uint4 *)(in0 + " << offset << "LL + o0);\n}\n\n";
+       << offsetsCode(groups, {at}) << "  mpc_put16(out0 + i * " << V
+       << ", mpc_ld16(in0 + " << offset << "LL + o0));\n}\n\n";
     launch1d(s, name, n / V);
     return true;
   }
@@ -118,8 +118,7 @@ bool Emitter::gather(Step &s, const std::string &name) {
   std::string from = "(o * " + std::to_string(sp.dim) + "LL + k) * " +
                      std::to_string(sp.inner) + "LL + in";
   if (W > 1)
-    cu << "  *(uint4 *)(out0 + i) = *(const uint4 *)(in0 + " << from
-       << ");\n}\n\n";
+    cu << "  mpc_put16(out0 + i, mpc_ld16(in0 + " << from << "));\n}\n\n";
   else
     cu << "  out0[i] = in0[" << from << "];\n}\n\n";
   launch1d(s, name, n / W);
@@ -240,7 +239,7 @@ bool Emitter::axisParts(Step &s, const std::string &name) {
     std::string from = concatenate ? part + " + " + at : "in0 + i";
     std::string to = concatenate ? "out0 + i" : part + " + " + at;
     cu << "  if (a < " << begin + d << "LL) { "
-       << (W > 1 ? "*(uint4 *)(" + to + ") = *(const uint4 *)(" + from + ")"
+       << (W > 1 ? "mpc_put16(" + to + ", mpc_ld16(" + from + "))"
                  : "*(" + to + ") = *(" + from + ")")
        << "; return; }\n";
     begin += d;
@@ -299,12 +298,12 @@ bool Emitter::pad(Step &s, const std::string &name) {
        << x.shape[d] << "LL; off += c * " << st[d] << "LL; }\n";
   std::string T = ctype(y.dtype);
   if (W > 1) {
-    cu << "  uint4 w = make_uint4(0, 0, 0, 0);\n  if (inside) w = *(const uint4 "
-          "*)(in0 + off);\n";
+    cu << "  uint4 w = make_uint4(0, 0, 0, 0);\n  if (inside) w = "
+          "mpc_ld16(in0 + off);\n";
     if (value)
       cu << "  else { " << T << " p[" << W << "]; for (int l = 0; l < " << W
          << "; ++l) p[l] = in1[0]; memcpy(&w, p, 16); }\n";
-    cu << "  *(uint4 *)(out0 + i) = w;\n}\n\n";
+    cu << "  mpc_put16(out0 + i, w);\n}\n\n";
   } else if (isFloat(x.dtype)) {
     cu << "  st(out0, i, inside ? ld(in0, off) : "
        << (value ? "ld(in1, 0)" : "0.0f") << ");\n}\n\n";

@@ -296,8 +296,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << kThreads << ") {\n"
        << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
        << " * 8;\n      uint4 x = make_uint4(0, 0, 0, 0);\n"
-       << "      if (" << first << " + r < " << L(limit) << ") x = *(const uint4 *)("
-       << src << " + " << at(src, first + " + r") << " + c);\n      *(uint4 *)(" << dst << " + r * " << pitch << " + c) = x;\n    }\n";
+       << "      if (" << first << " + r < " << L(limit) << ") x = mpc_ld16("
+       << src << " + " << at(src, first + " + r") << " + c);\n      mpc_put16("
+       << dst << " + r * " << pitch << " + c, x);\n    }\n";
     return os.str();
   };
   // A fragments of 16 rows of a [rows, width] global tensor.

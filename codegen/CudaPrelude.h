@@ -60,6 +60,20 @@ template <int V, typename T> __device__ __forceinline__ void ldv(const T *p, flo
 #pragma unroll
   for (int e = 0; e < V; ++e) x[e] = ld(q.v, e);
 }
+// 16 bytes loaded or stored as one access, global or shared (the data
+// movers, attention's tile loads); checked for alignment under emulation.
+__device__ __forceinline__ uint4 mpc_ld16(const void *p) {
+#if defined(MPC_HOST_EMULATION)
+  mpc_check_aligned(p, 16, "16-byte load");
+#endif
+  return *(const uint4 *)p;
+}
+__device__ __forceinline__ void mpc_put16(void *p, const uint4 &v) {
+#if defined(MPC_HOST_EMULATION)
+  mpc_check_aligned(p, 16, "16-byte store");
+#endif
+  *(uint4 *)p = v;
+}
 // 16 bytes stored as one access. In PTX: NVVM split a struct copy into
 // 4-byte stores in the row kernels' loops over a row of constant length.
 __device__ __forceinline__ void mpc_st16(void *p, const uint4 &v) {
