@@ -7,8 +7,14 @@
 #include "passes/Passes.h"
 #include "runtime/Executor.h"
 
+#include "frontend/OnnxImporter.h"
 #include "mlir/Pass/PassManager.h"
+
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <set>
+#include <sstream>
 
 namespace mpc {
 
@@ -161,9 +167,64 @@ bool runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
   return mlir::succeeded(pm.run(module));
 }
 
+/// Trainable parameters whose every element is one value, read by several
+/// nodes of one op: what torch.onnx.export makes of a freshly initialised
+/// model unless told `training=TrainingMode.TRAINING`, merging
+/// initializers of equal value (every LayerNorm's gamma of ones, beta of
+/// zeros): training then updates one tied parameter where PyTorch trains
+/// one each. One warning line per such parameter.
+static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
+  std::vector<std::string> lines;
+  mlir::func::FuncOp entry = mlir::mpc::entryFunction(module);
+  if (!entry)
+    return lines;
+  std::string file;
+  if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(module.getLoc()))
+    file = loc.getFilename().str() + ": ";
+  for (mlir::BlockArgument arg : entry.getArguments()) {
+    auto sym = entry.getArgAttrOfType<mlir::FlatSymbolRefAttr>(
+        arg.getArgNumber(), "mpc.param");
+    auto param = sym ? module.lookupSymbol<mlir::mpc::ParamOp>(sym.getAttr())
+                     : mlir::mpc::ParamOp();
+    auto value = param ? llvm::dyn_cast<mlir::DenseElementsAttr>(param.getValue())
+                       : mlir::DenseElementsAttr();
+    if (!param || !param.getTrainable() || !value || !value.isSplat() ||
+        value.getNumElements() < 2 ||
+        !llvm::isa<mlir::FloatType>(value.getElementType()))
+      continue;
+    std::map<std::string, std::vector<mlir::Operation *>> readers; // by op
+    for (mlir::Operation *user : arg.getUsers())
+      readers[user->getName().stripDialect().str()].push_back(user);
+    for (auto &[op, users] : readers) {
+      if (users.size() < 2)
+        continue;
+      llvm::sort(users, [](mlir::Operation *a, mlir::Operation *b) {
+        return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+      });
+      std::vector<std::string> nodes;
+      for (mlir::Operation *u : users)
+        nodes.push_back(mlir::mpc::displayNameOf(u));
+      std::ostringstream splat;
+      splat << value.getSplatValue<llvm::APFloat>().convertToDouble();
+      lines.push_back(llvm::formatv(
+          "{0}parameter '{1}' (every element {2}) is read by {3} {4} nodes "
+          "('{5}', '{6}'{7}): training updates them as one tied parameter; "
+          "torch.onnx.export merges initializers of equal value unless given "
+          "training=torch.onnx.TrainingMode.TRAINING",
+          file, sym.getValue(), splat.str(), nodes.size(), op, nodes[0], nodes[1],
+          nodes.size() > 2 ? ", ..." : ""));
+    }
+  }
+  return lines;
+}
+
 mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
                                   const mlir::mpc::TrainPipelineOptions &o,
                                   std::string &error) {
+  static std::set<std::string> warned; // once a process (phases share it)
+  for (const std::string &line : tiedByValue(module))
+    if (warned.insert(line).second)
+      llvm::errs() << "mpc: warning: " << line << "\n";
   mlir::PassManager pm(module.getContext());
   mlir::mpc::buildTrainPipeline(pm, o);
   if (!runPasses(pm, module, error))

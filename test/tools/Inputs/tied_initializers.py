@@ -1,0 +1,28 @@
+"""Two tiny models with two LayerNorms and one MatMul weight read twice (a
+deliberate tie): merged.onnx has the norms share gamma (ones) and beta
+(zeros), as torch.onnx.export writes a fresh model in its default eval
+mode; apart.onnx gives each norm its own.
+
+usage: tied_initializers.py DIR
+"""
+import sys
+import numpy as np
+from onnx import TensorProto as T, helper as h, numpy_helper as nh, save
+def model(path, shared):
+    f = T.FLOAT
+    inits = [nh.from_array(np.ones(8, np.float32), "g"), nh.from_array(np.zeros(8, np.float32), "b"),
+             nh.from_array(np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32), "w")]
+    g2, b2 = ("g", "b") if shared else ("g2", "b2")
+    if not shared:
+        inits += [nh.from_array(np.ones(8, np.float32), "g2"), nh.from_array(np.zeros(8, np.float32), "b2")]
+    nodes = [h.make_node("LayerNormalization", ["x", "g", "b"], ["h1"], name="ln1"),
+             h.make_node("MatMul", ["h1", "w"], ["h2"], name="fc1"),
+             h.make_node("LayerNormalization", ["h2", g2, b2], ["h3"], name="ln2"),
+             h.make_node("MatMul", ["h3", "w"], ["y"], name="fc2"),  # w tied on purpose
+             h.make_node("Mul", ["y", "y"], ["sq"], name="square"),
+             h.make_node("ReduceMean", ["sq"], ["loss"], name="mean", keepdims=0)]
+    save(h.make_model(h.make_graph(nodes, "g", [h.make_tensor_value_info("x", f, [4, 8])],
+                                   [h.make_tensor_value_info("loss", f, [])], inits),
+                      opset_imports=[h.make_opsetid("", 17)]), path)
+model(sys.argv[1] + "/merged.onnx", True)
+model(sys.argv[1] + "/apart.onnx", False)
