@@ -44,15 +44,18 @@ if not images:
 launched = set(summary["kernels"]) | set(summary.get("launches", []))
 
 
-def functions(image):
-    """The functions an image holds, from its resource usage (fast)."""
-    out = subprocess.run(["cuobjdump", "-res-usage", image],
-                         capture_output=True, text=True)
+def cuobjdump(*args):
+    """cuobjdump's output, its lines stripped; exits on failure."""
+    out = subprocess.run(["cuobjdump", *args], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
-    return {t.strip()[len("Function "):].rstrip(":")
-            for t in out.stdout.splitlines()
-            if t.strip().startswith("Function ")}
+    return [line.strip() for line in out.stdout.splitlines()]
+
+
+def functions(image):
+    """The functions an image holds, from its resource usage (fast)."""
+    return {t[len("Function "):].rstrip(":")
+            for t in cuobjdump("-res-usage", image) if t.startswith("Function ")}
 
 
 if args.only:
@@ -62,12 +65,7 @@ if args.only:
 if args.local:
     ours, frames, arch, fn = launched, {}, "cubin", None
     for image in images:
-        out = subprocess.run(["cuobjdump", "-res-usage", image],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
-        for line in out.stdout.splitlines():
-            t = line.strip()
+        for t in cuobjdump("-res-usage", image):
             if t.startswith("arch = "):
                 arch = t.split("=")[1].strip()
             elif t.startswith("Function "):
@@ -82,22 +80,16 @@ if args.local:
     print(f"{len({k for (k, a) in frames})} kernels on {','.join(archs)}: " +
           (f"{len(bad)} use local memory" if bad else "no local memory"))
     sys.exit(1 if bad else 0)
-sass = ""
+sass = []
+one_arch = ["-arch", args.arch] if args.arch else []
 for image in images:
-    if args.only and not functions(image) & launched:
-        continue
-    one_arch = ["-arch", args.arch] if args.arch else []
-    out = subprocess.run(["cuobjdump", "-sass", *one_arch, image],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"cuobjdump failed: {out.stderr.strip()}")
-    sass += out.stdout
+    if not args.only or functions(image) & launched:
+        sass += cuobjdump("-sass", *one_arch, image)
 opcodes = args.opcodes.split(",") if args.opcodes else []
 matchers = [(op, re.compile(re.escape(op) + r"\b")) for op in opcodes]
 ops = {}  # (kernel, arch) -> {opcode: count}
 counts, arch, fn = {}, None, None
-for line in sass.splitlines():
-    t = line.strip()
+for t in sass:
     if t.startswith("arch = "):
         arch = t.split("=")[1].strip()
     elif t.startswith("Function : "):

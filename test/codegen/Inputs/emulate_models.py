@@ -11,7 +11,6 @@ FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout nhwc),
 except `scale=S`: the train step's loss scale at step 1 (65536 without;
 a tiny one flushes gradients to zero, so the underflow counts compare).
 """
-import concurrent.futures
 import os
 import re
 import subprocess
@@ -24,7 +23,7 @@ tools, cxx, src, work = sys.argv[1:5]
 specs = sys.argv[5:]
 sys.path.insert(0, os.path.join(src, "scripts"))
 from model_inputs import random_inputs  # noqa: E402
-from host_emulation import (RTOL, build_merged, differences,  # noqa: E402
+from host_emulation import (RTOL, build_libraries, differences,  # noqa: E402
                             precompile_shim, run_emulated, split_kernels)
 
 rng = np.random.default_rng(0)
@@ -63,11 +62,7 @@ for r in runs:
     groups.setdefault(split_kernels(r[5])[0], []).append(r[5])
 batches = [g[i:i + BATCH] for g in groups.values()
            for i in range(0, len(g), BATCH)]
-with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-    libs = list(pool.map(
-        lambda ib: build_merged(cxx, src, shim, ib[1],
-                                os.path.join(work, f"emu{ib[0]}.so")),
-        enumerate(batches)))
+libs = build_libraries(cxx, src, shim, batches, work)
 lib_of = {art: lib for b, lib in zip(batches, libs) for art in b}
 
 ok_all = True

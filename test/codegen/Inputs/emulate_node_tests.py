@@ -32,7 +32,7 @@ ap.add_argument("--precision", default="fp32")
 ap.add_argument("tests", nargs="*")
 a = ap.parse_args()
 mpc = os.path.join(a.tools, "mpc")
-from host_emulation import RTOL, build_merged, differences, precompile_shim, run_emulated, ulps  # noqa: E402
+from host_emulation import RTOL, build_libraries, differences, precompile_shim, run_emulated, ulps  # noqa: E402
 rtol = RTOL[a.precision]
 NPY_TYPES = [np.dtype(t) for t in
              (np.float32, np.float16, np.int64, np.int32, np.bool_)]
@@ -80,15 +80,6 @@ def prepare(test):
     return test, art, args
 
 
-def build_batch(index, batch):
-    """One host library for a batch of artifacts (build_merged)."""
-    try:
-        return build_merged(a.cxx, a.src, shim, [art for _, art, _ in batch],
-                            os.path.join(a.work, f"batch{index}.so"))
-    except ValueError as e:
-        sys.exit(str(e))
-
-
 def run_test(item, lib):
     test, art, args = item
     run = run_emulated(a.tools, art, lib, args)
@@ -106,8 +97,12 @@ tests = a.tests or sorted(os.listdir(a.data))
 BATCH = 48  # tests a host library takes
 with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
     items = [r for r in pool.map(prepare, tests) if r is not None]
-    batches = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
-    libs = list(pool.map(build_batch, range(len(batches)), batches))
+    batches = [[art for _, art, _ in items[i:i + BATCH]]
+               for i in range(0, len(items), BATCH)]
+    try:
+        libs = build_libraries(a.cxx, a.src, shim, batches, a.work)
+    except ValueError as e:  # artifacts with unlike preludes
+        sys.exit(str(e))
     results = list(pool.map(run_test, items,
                             [libs[i // BATCH] for i in range(len(items))]))
 failed = [line for ok, line, _ in results if not ok]

@@ -2,6 +2,7 @@
 distinct kernels of several in one library, and runs them with
 mpc-emulate-artifact against the CPU backend; shared by emulate_models.py,
 emulate_node_tests.py and property_graphs.py."""
+import concurrent.futures
 import os
 import re
 import subprocess
@@ -70,6 +71,16 @@ def build_merged(cxx, src, shim, arts, lib, opt="-O1"):
         f.write(prelude + "".join(code.values()) + "#ifdef MPC_HOST_EMULATION\n"
                 + "".join(launch.values()) + "#endif\n")
     return build(cxx, src, shim, cu, lib, opt)
+
+
+def build_libraries(cxx, src, shim, batches, work, opt="-O1"):
+    """One host library per batch of artifact directories (build_merged),
+    built side by side as WORK/emu<i>.so; their paths in batch order."""
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        return list(pool.map(
+            lambda ib: build_merged(cxx, src, shim, ib[1],
+                                    os.path.join(work, f"emu{ib[0]}.so"), opt),
+            enumerate(batches)))
 
 
 def run_emulated(tools, art, lib, args):

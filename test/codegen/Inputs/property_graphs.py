@@ -16,7 +16,6 @@ many cases. usage:
   property_graphs.py TOOLS CXX SRC WORK [--graphs N] [--chains N] [--seed S]
 """
 import argparse
-import concurrent.futures
 import os
 import subprocess
 import sys
@@ -36,7 +35,7 @@ ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--precisions", default="fp32,fp16,bf16")
 a = ap.parse_args()
 sys.path.insert(0, os.path.join(a.src, "test/codegen/Inputs"))
-from host_emulation import build_merged, precompile_shim, run_emulated, ulps  # noqa: E402
+from host_emulation import build_libraries, precompile_shim, run_emulated, ulps  # noqa: E402
 
 F = TensorProto.FLOAT
 ROWS, COLS = 8, 16
@@ -155,11 +154,7 @@ for g in range(a.graphs):
 # The artifacts' distinct kernels in one host library per batch of them.
 BATCH = 12
 batches = [[r[4] for r in runs[i:i + BATCH]] for i in range(0, len(runs), BATCH)]
-with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-    libs = list(pool.map(
-        lambda ib: build_merged(a.cxx, a.src, shim, ib[1],
-                                os.path.join(a.work, f"emu{ib[0]}.so"), "-O0"),
-        enumerate(batches)))
+libs = build_libraries(a.cxx, a.src, shim, batches, a.work, "-O0")
 for i, (g, kinds, model, prec, art) in enumerate(runs):
     run = run_emulated(a.tools, art, libs[i // BATCH],
                        [f"x={a.work}/x{g}.npy", f"y={a.work}/y{g}.npy"])
