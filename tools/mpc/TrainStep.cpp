@@ -181,6 +181,7 @@ static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
   std::string file;
   if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(module.getLoc()))
     file = loc.getFilename().str() + ": ";
+  llvm::DenseMap<mlir::Operation *, size_t> order;
   for (mlir::BlockArgument arg : entry.getArguments()) {
     auto sym = entry.getArgAttrOfType<mlir::FlatSymbolRefAttr>(
         arg.getArgNumber(), "mpc.param");
@@ -198,8 +199,13 @@ static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
     for (auto &[op, users] : readers) {
       if (users.size() < 2)
         continue;
-      llvm::sort(users, [](mlir::Operation *a, mlir::Operation *b) {
-        return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+      if (order.empty()) // program order, once (only for such a parameter)
+        entry.walk([&](mlir::Operation *op) {
+          size_t next = order.size();
+          order[op] = next;
+        });
+      llvm::sort(users, [&](mlir::Operation *a, mlir::Operation *b) {
+        return order[a] < order[b];
       });
       std::vector<std::string> nodes;
       for (mlir::Operation *u : users)
