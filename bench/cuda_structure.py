@@ -108,12 +108,18 @@ def main():
     work = tempfile.mkdtemp()
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
                                                      "export_torch_models.py"),
-                    work, "--only", "digits_cnn,transformer,bert,gpt,resnet18_train"],
+                    work, "--only", "digits_cnn,transformer,bert,gpt,"
+                    "transformer_train,bert_train,gpt_train,resnet18_train"],
                    check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"), ())] + [
         (m, os.path.join(work, m + ".onnx"), ())
-        for m in ("digits_cnn", "transformer", "bert", "gpt", "resnet18_train")]
+        for m in ("digits_cnn", "transformer", "bert", "gpt",
+                  # exported in training mode (no constant folding: each
+                  # Linear's weight transposed in the graph, no initializers
+                  # merged), as a user who trains them should
+                  "transformer_train", "bert_train", "gpt_train",
+                  "resnet18_train")]
     # The ResNet channels last too (mpc-channels-last).
     models.append(("resnet18_train `--layout nhwc`",
                    os.path.join(work, "resnet18_train.onnx"),

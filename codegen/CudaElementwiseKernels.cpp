@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
+#include "runtime/Philox.h"
 #include "runtime/cuda/KernelCalls.h"
 
 #include <algorithm>
@@ -315,7 +316,61 @@ bool Emitter::clip(Step &s, const std::string &name) {
   return true;
 }
 
+/// Dropout: a thread draws one Philox group (runtime/Philox.h) and keeps
+/// or zeroes its four elements, as the CPU kernel draws them, with 16-byte
+/// (FP32) or 8-byte (fp16/bf16) accesses where the count allows. The
+/// ratio and the training flag must be constants (what exports write);
+/// the step comes from its scalar (mpc-dropout-steps), 0 without.
+bool Emitter::dropout(Step &s, const std::string &name) {
+  auto given = [&](size_t k) { return k < s.inputs.size() && s.inputs[k] >= 0; };
+  float ratio = 0.5f;
+  if (given(1)) {
+    const Tensor *r = constant(s.inputs[1]);
+    if (!r)
+      return fail(s, "dropout's ratio must be a constant for the CUDA kernel");
+    ratio = r->getFloat(0);
+  }
+  bool training = false;
+  if (given(2)) {
+    const Tensor *t = constant(s.inputs[2]);
+    if (!t)
+      return fail(s, "dropout's training_mode must be a constant for the "
+                     "CUDA kernel");
+    training = t->getInt(0) != 0;
+  }
+  if (!training)
+    ratio = 0.0f; // keeps everything, times 1
+  unsigned long long threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
+  float scale = ::mpc::philox::mpc_dropout_scale(ratio);
+  const ValueInfo &y = val(s.outputs[0]);
+  int64_t n = numElements(y.shape), groups = (n + 3) / 4;
+  uint64_t seed = (uint64_t)s.getInt("seed", 0);
+  uint32_t stream = (uint32_t)s.getInt("stream", 0);
+  cu << header(s, name, 256) << " {\n  i64 g = global_index();\n  if (g >= "
+     << groups << "LL) return;\n  unsigned int w[4];\n  mpc_philox_words("
+     << seed << "ull, " << stream << "u, "
+     << (given(3) ? "(unsigned long long)in3[0]" : "0ull")
+     << ", (unsigned long long)g, w);\n  i64 i = g * 4;\n";
+  std::string keep = "w[l] >= " + std::to_string(threshold) + "ull";
+  if (n % 4 == 0) {
+    cu << "  float x[4];\n  unsigned char k[4];\n  ldv<4>(in0 + i, x);\n"
+       << "#pragma unroll\n  for (int l = 0; l < 4; ++l) {\n    k[l] = " << keep
+       << ";\n    x[l] = k[l] ? x[l] * " << flt(scale)
+       << " : 0.0f;\n  }\n  stv<4>(out0 + i, x);\n"
+       << "  unsigned int m;\n  memcpy(&m, k, 4);\n"
+       << "  *(unsigned int *)(out1 + i) = m;\n}\n\n";
+  } else {
+    cu << "  for (int l = 0; l < 4 && i + l < " << n
+       << "LL; ++l) {\n    bool k = " << keep << ";\n    out1[i + l] = k;\n"
+       << "    st(out0, i + l, k ? ld(in0, i + l) * " << flt(scale)
+       << " : 0.0f);\n  }\n}\n\n";
+  }
+  launch1d(s, name, groups);
+  return true;
+}
+
 void registerElementwiseEmitters(EmitterTable &t) {
+  t.emit(OpId::Dropout, &Emitter::dropout);
   t.emit(OpId::Clip, &Emitter::clip);
 }
 

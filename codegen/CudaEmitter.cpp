@@ -11,6 +11,7 @@
 #include "runtime/cuda/KernelCalls.h"
 #include "codegen/CudaPrelude.h"
 #include "runtime/Formulas.h"
+#include "runtime/Philox.h"
 #include "runtime/kernels/Common.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -474,7 +475,7 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
   out.prelude = "// Emitted by mpc: the kernels of an execution plan, one per "
                 "distinct step or\n// fused chain of steps.\n" +
                 cudaPreludeConstants() + kCudaPrelude + kFormulaSource +
-                "\n";
+                kPhiloxSource + "\n";
   // Each kernel's code and launcher under a marker line, so tools can
   // take kernels.cu apart (the node tests' emulation merges artifacts).
   out.source = out.prelude;

@@ -341,6 +341,7 @@ public:
   bool normGrad(Step &s, const std::string &name);
   bool rotary(Step &s, const std::string &name);
   bool pool(Step &s, const std::string &name);       // max, average
+  bool dropout(Step &s, const std::string &name);
   bool poolGrad(Step &s, const std::string &name);
 
   // CudaBatchNormKernels.cpp

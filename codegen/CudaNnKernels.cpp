@@ -580,8 +580,7 @@ void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::AveragePool, &Emitter::pool);
   t.emit(OpId::MaxPoolGrad, &Emitter::poolGrad);
   t.emit(OpId::AveragePoolGrad, &Emitter::poolGrad);
-  for (OpId op : {OpId::CumSum, OpId::Dropout})
-    t.unsupported(op);
+  t.unsupported(OpId::CumSum);
 }
 
 } // namespace mlir::mpc::cuda

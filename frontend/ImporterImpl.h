@@ -76,6 +76,10 @@ private:
   std::unordered_set<std::string> bound;
 };
 
+/// Replaces the dropouts of `body` that are the identity and whose mask
+/// nothing reads by their input (NodeImporters.cpp).
+void foldIdentityDropouts(mlir::Block &body);
+
 /// Operands up to the last given input; a gap in the middle is an error
 /// (mpc ops take their optional operands positionally).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>> denseOperands(NodeContext &c);

@@ -171,6 +171,15 @@ LogicalResult importSoftmax(NodeContext &c) {
                 {c.named("axis", c.b.getI64IntegerAttr(axis))});
 }
 
+/// FNV-1a of `s`: a dropout's random stream from its node's output name
+/// (unique in a graph), so two dropouts draw different masks.
+static int64_t streamOf(const std::string &s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char ch : s)
+    h = (h ^ ch) * 16777619u;
+  return h;
+}
+
 LogicalResult importDropout(NodeContext &c) {
   if (failed(c.requireInputs(1)))
     return failure();
@@ -181,16 +190,18 @@ LogicalResult importDropout(NodeContext &c) {
   if (c.opset < 12 && c.attr("ratio"))
     ratio = c.constant(DenseElementsAttr::get(
         RankedTensorType::get({}, c.b.getF32Type()), c.getFloat("ratio", 0.5f)));
+  Value training = c.opset < 12 ? Value() : c.input(2);
   if (ratio)
     operands.push_back(ratio);
-  Value training = c.opset < 12 ? Value() : c.input(2);
   if (training)
     operands.push_back(training);
   SmallVector<NamedAttribute> attrs;
   if (c.attr("seed"))
     attrs.push_back(c.named("seed", c.b.getI64IntegerAttr(c.getInt("seed", 0))));
+  attrs.push_back(
+      c.named("stream", c.b.getI64IntegerAttr(streamOf(c.node.output(0)))));
   return c.emit("mpc.dropout", operands, attrs,
-                {1, ratio ? 1 : 0, training ? 1 : 0});
+                {1, ratio ? 1 : 0, training ? 1 : 0, 0});
 }
 
 LogicalResult importCumSum(NodeContext &c) {
@@ -481,6 +492,35 @@ NodeImportFn lookupNodeImporter(StringRef domain, StringRef opType) {
     return composite;
   auto it = customOps().find(opType);
   return it == customOps().end() ? nullptr : it->second;
+}
+
+/// The one value of constant `v`, as a double (a bool as 0 or 1).
+static std::optional<double> scalarConstant(Value v) {
+  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
+  auto d = c ? llvm::dyn_cast<DenseElementsAttr>(c.getValue())
+             : DenseElementsAttr();
+  if (!d || d.getNumElements() != 1)
+    return std::nullopt;
+  if (llvm::isa<FloatType>(d.getElementType()))
+    return (*d.value_begin<APFloat>()).convertToDouble();
+  APInt i = *d.value_begin<APInt>();
+  return d.getElementType().isInteger(1) ? (double)!i.isZero()
+                                         : (double)i.getSExtValue();
+}
+
+/// Dropouts that are the identity (inference, ONNX's default, or a ratio
+/// of 0, which a training-mode export of dropout=0.0 writes) become their
+/// input where nothing reads the mask: no backend runs them.
+void foldIdentityDropouts(Block &body) {
+  for (DropoutOp d : llvm::make_early_inc_range(body.getOps<DropoutOp>())) {
+    Value training = d.getTrainingMode(), ratio = d.getRatio();
+    if (!d.getMask().use_empty() ||
+        !(!training || scalarConstant(training) == 0.0 ||
+          (ratio && scalarConstant(ratio) == 0.0)))
+      continue;
+    d.getY().replaceAllUsesWith(d.getX());
+    d.erase();
+  }
 }
 
 } // namespace mlir::mpc::importer

@@ -444,7 +444,9 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
     resultAttrs.push_back(b.getDictionaryAttr(
         {b.getNamedAttr("mpc.output", b.getStringAttr(out.name()))}));
   }
-  b.create<func::ReturnOp>(func.getLoc(), results);
+  auto ret = b.create<func::ReturnOp>(func.getLoc(), results);
+  foldIdentityDropouts(*body);
+  results.assign(ret.getOperands().begin(), ret.getOperands().end());
   // Folded shape arithmetic and frozen inputs leave unused constants.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
     if (isOpTriviallyDead(&op))

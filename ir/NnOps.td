@@ -175,18 +175,27 @@ def Mpc_DropoutOp : Mpc_Op<"dropout", [Mpc_Clear, AttrSizedOperandSegments,
     the rest by 1/(1-ratio); otherwise the identity. Also returns the keep
     mask, which the backward pass reuses. Not `Pure`: it draws random numbers.
 
+    The draws are Philox4x32-10 (runtime/Philox.h), a pure function of the
+    key (`seed`, `stream`) and the counter (`step`, the element's index):
+    the CPU and CUDA backends draw the same mask, and a train step whose
+    `step` is its number (mpc-dropout-steps) a fresh one each step.
+    `stream` tells the dropouts of one graph apart (the importer sets it
+    from the node's output name); `step` absent is step 0.
+
     Example:
     ```mlir
-    %y, %mask = mpc.dropout %x ratio %r training %t : (tensor<4x64xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x64xf32>, tensor<4x64xi1>)
+    %y, %mask = mpc.dropout %x ratio %r training %t step %s {stream = 7 : i64} : (tensor<4x64xf32>, tensor<f32>, tensor<i1>, tensor<i64>) -> (tensor<4x64xf32>, tensor<4x64xi1>)
     ```
   }];
   let arguments = (ins Mpc_FloatTensor:$x, Optional<Mpc_FloatTensor>:$ratio,
                    Optional<Mpc_BoolTensor>:$training_mode,
-                   OptionalAttr<I64Attr>:$seed);
+                   Optional<Mpc_I64Tensor>:$step,
+                   OptionalAttr<I64Attr>:$seed,
+                   OptionalAttr<I64Attr>:$stream);
   let results = (outs Mpc_FloatTensor:$y, Mpc_BoolTensor:$mask);
   let assemblyFormat = [{
-    $x (`ratio` $ratio^)? (`training` $training_mode^)? attr-dict `:`
-    functional-type(operands, results)
+    $x (`ratio` $ratio^)? (`training` $training_mode^)? (`step` $step^)?
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 

@@ -11,13 +11,17 @@
 // vector bias, or none of them biased) become one MatMul by the weights
 // concatenated along N (and one Add of the concatenated biases), split
 // back into the parts. The weights stay separate parameters (the concat
-// runs each step; its gradient is a split). Each output element is the
+// runs each step; its gradient is a split). Weights a training-mode export
+// transposes in the graph (MatMul(x, Transpose(W)), W as nn.Linear holds
+// it, [N, K]) are concatenated as held, along their rows, and transposed
+// once: mpc-fold-linear-bias then reads the whole [3N, K] with transB. Each output element is the
 // same dot product; the backward's data gradient becomes one GEMM over
 // the concatenated width, summed in another order.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,11 +39,14 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// One linear: its MatMul, and the Add of its bias (when biased).
+/// One linear: its MatMul, the Add of its bias (when biased), and the
+/// weight as held: `held`, or its transpose when `transposed`.
 struct Linear {
   MatMulOp mm;
   AddOp add;
   Value bias;
+  Value held;
+  bool transposed = false;
 };
 
 /// A static 2-D weight: a function argument or a constant.
@@ -49,10 +56,23 @@ bool isWeight(Value w) {
          (llvm::isa<BlockArgument>(w) || w.getDefiningOp<ConstantOp>());
 }
 
+/// The weight MatMul operand `w` holds, seen through a 2-D transpose, and
+/// whether it is transposed; a null value when `w` is no weight.
+std::pair<Value, bool> heldWeight(Value w) {
+  if (isWeight(w))
+    return {w, false};
+  auto t = w.getDefiningOp<TransposeOp>();
+  if (t && isWeight(t.getX()) &&
+      (!t.getPerm() || *t.getPerm() == ArrayRef<int64_t>{1, 0}))
+    return {t.getX(), true};
+  return {Value(), false};
+}
+
 /// `mm` as a linear: its weight, and its bias Add when that is its one
 /// reader and adds a static vector of N.
 Linear linearOf(MatMulOp mm) {
-  Linear l{mm, {}, {}};
+  auto [held, transposed] = heldWeight(mm.getB());
+  Linear l{mm, {}, {}, held, transposed};
   if (!mm.getResult().hasOneUse())
     return l;
   auto add = llvm::dyn_cast<AddOp>(*mm.getResult().getUsers().begin());
@@ -89,18 +109,20 @@ struct MergeSiblingLinears
     auto xt = llvm::dyn_cast<RankedTensorType>(x.getType());
     if (!xt || xt.getRank() < 2 || !xt.hasStaticShape())
       return;
-    SmallVector<Linear> biased, plain;
+    SmallVector<Linear> groups[2][2]; // [biased][transposed]
     for (Operation *user : x.getUsers()) {
       auto mm = llvm::dyn_cast<MatMulOp>(user);
-      if (!mm || mm.getA() != x || mm.getB() == x || !isWeight(mm.getB()) ||
+      if (!mm || mm.getA() != x || mm.getB() == x ||
+          !heldWeight(mm.getB()).first ||
           llvm::cast<RankedTensorType>(mm.getB().getType()).getElementType() !=
               xt.getElementType())
         continue;
       Linear l = linearOf(mm);
-      (l.add ? biased : plain).push_back(l);
+      groups[l.add ? 1 : 0][l.transposed].push_back(l);
     }
-    rewrite(biased, dom);
-    rewrite(plain, dom);
+    for (auto &byForm : groups)
+      for (SmallVector<Linear> &group : byForm)
+        rewrite(group, dom);
   }
 
   void rewrite(SmallVector<Linear> &group, DominanceInfo &dom) {
@@ -115,7 +137,7 @@ struct MergeSiblingLinears
     });
     Operation *first = group.front().mm;
     for (Linear &l : group)
-      if (!dom.properlyDominates(l.mm.getB(), first) ||
+      if (!dom.properlyDominates(l.held, first) ||
           (l.bias && !dom.properlyDominates(l.bias, first)))
         return;
     SmallVector<Location> locs;
@@ -125,7 +147,7 @@ struct MergeSiblingLinears
       locs.push_back(l.mm.getLoc());
       if (l.add)
         locs.push_back(l.add.getLoc());
-      weights.push_back(l.mm.getB());
+      weights.push_back(l.held);
       if (l.bias)
         biases.push_back(l.bias);
       sizes.push_back(
@@ -137,11 +159,17 @@ struct MergeSiblingLinears
       return createInferred(b, loc, ConcatOp::getOperationName(), parts,
                             {b.getNamedAttr("axis", b.getI64IntegerAttr(axis))});
     };
-    auto w = concat(weights, 1);
+    bool transposed = group.front().transposed;
+    auto w = concat(weights, transposed ? 0 : 1);
     if (failed(w))
       return;
+    Value weight = (*w)->getResult(0);
+    if (transposed)
+      weight = b.create<TransposeOp>(
+          loc, permutedType(rankedOf(weight), {1, 0}), weight,
+          b.getDenseI64ArrayAttr({1, 0}));
     auto y = createInferred(b, loc, MatMulOp::getOperationName(),
-                            {group.front().mm.getA(), (*w)->getResult(0)});
+                            {group.front().mm.getA(), weight});
     if (failed(y))
       return;
     Value whole = (*y)->getResult(0);
@@ -163,6 +191,7 @@ struct MergeSiblingLinears
                                    b.getI64IntegerAttr((int64_t)group.size()),
                                    b.getDenseI64ArrayAttr(sizes));
     for (auto [k, l] : llvm::enumerate(group)) {
+      Operation *transpose = l.transposed ? l.mm.getB().getDefiningOp() : nullptr;
       if (l.add) {
         l.add.getResult().replaceAllUsesWith(split.getResult(k));
         l.add->erase();
@@ -170,6 +199,8 @@ struct MergeSiblingLinears
         l.mm.getResult().replaceAllUsesWith(split.getResult(k));
       }
       l.mm->erase();
+      if (transpose && transpose->use_empty())
+        transpose->erase();
     }
   }
 };

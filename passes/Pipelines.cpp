@@ -218,6 +218,7 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   autodiff.loss = o.loss;
   autodiff.params = o.trainParams;
   pm.addPass(createAutodiff(autodiff));
+  pm.addPass(createDropoutSteps());
   if (o.isLow())
     pm.addPass(createMasterWeights());
   if (o.dataParallel) {

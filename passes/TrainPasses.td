@@ -216,3 +216,29 @@ def HalfWeightsInOptimizer : Pass<"mpc-half-weights-in-optimizer", "::mlir::Modu
   }];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
+
+def DropoutSteps : Pass<"mpc-dropout-steps", "::mlir::ModuleOp"> {
+  let summary = "A train step's dropouts draw new masks each step";
+  let description = [{
+    A dropout's mask is Philox's pure function of its key (seed, stream)
+    and counter (step, element): without a step every run draws the mask
+    of step 0. In a train step, each dropout in training mode reads a new
+    input `mpc.rng.step`, which the runtime feeds each step with the step's
+    number (0-based, counting every step the data loop takes: a skipped
+    one draws a new mask when retried, as torch's generator moves on), so
+    each step draws a new mask, the same on every backend and on a resumed
+    run. Dropouts already given a step, and those whose `training` operand
+    is a constant false, are left alone.
+
+    Before:
+    ```mlir
+    %y, %m = mpc.dropout %x ratio %r training %t {stream = 7 : i64} : ...
+    ```
+    After:
+    ```mlir
+    // %s: tensor<i64> {mpc.input = "mpc.rng.step"}
+    %y, %m = mpc.dropout %x ratio %r training %t step %s {stream = 7 : i64} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}

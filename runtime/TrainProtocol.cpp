@@ -63,4 +63,14 @@ std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
   return feeds;
 }
 
+std::map<std::string, Tensor> randomScalars(const Plan &plan, int64_t step) {
+  std::map<std::string, Tensor> feeds;
+  if (valueOfName(plan, "mpc.rng.step") >= 0) {
+    Tensor s(DType::I64, {});
+    s.setInt(0, step);
+    feeds["mpc.rng.step"] = s;
+  }
+  return feeds;
+}
+
 } // namespace mpc::rt

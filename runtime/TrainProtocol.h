@@ -44,6 +44,11 @@ struct TrainProtocol {
 std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
                                                float lr);
 
+/// `mpc.rng.step`, the counter its dropouts draw masks at
+/// (mpc-dropout-steps), when `plan` reads it: `step`, the data loop's
+/// 0-based step number.
+std::map<std::string, Tensor> randomScalars(const Plan &plan, int64_t step);
+
 } // namespace mpc::rt
 
 #endif // MPC_RUNTIME_TRAINPROTOCOL_H

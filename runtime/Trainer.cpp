@@ -161,7 +161,7 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
       state_[in.name] = scalar(DType::F32, scale);
     else if (in.name == "mpc.loss_scale_good_steps")
       state_[in.name] = scalar(DType::I64, 0);
-    else if (in.name.rfind("mpc.opt.", 0) == 0)
+    else if (in.name.rfind("mpc.opt.", 0) == 0 || in.name == "mpc.rng.step")
       continue; // optimizer state (below) or per-step scalars
     else if (isWeightCopy(plan_, in.name))
       continue; // the session casts it from its master
@@ -363,6 +363,7 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     // Per-step inputs: the optimizer's scalars and the batch (weights and
     // state already live in the session).
     std::map<std::string, Tensor> feeds = batches.at(s);
+    feeds.merge(randomScalars(plan_, s));
     if (!algorithm_)
       feeds.merge(optimizerScalars(
           plan_, state_["mpc.opt.t"].getInt(0) + 1, options_.lr));

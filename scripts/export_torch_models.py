@@ -48,6 +48,16 @@ class Mlp(nn.Sequential):
                          nn.ReLU(), nn.Linear(64, 10))
 
 
+class MlpDropout(nn.Sequential):
+    """The MLP with dropout after each hidden layer (exported in training
+    mode: Dropout nodes with training_mode true)."""
+
+    def __init__(self):
+        super().__init__(nn.Linear(64, 128), nn.ReLU(), nn.Dropout(0.2),
+                         nn.Linear(128, 64), nn.ReLU(), nn.Dropout(0.1),
+                         nn.Linear(64, 10))
+
+
 class LeNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -322,12 +332,23 @@ def main():
         export(resnet, img, xy, p("resnet18"), 17)
     if want("resnet18_train"):
         export(resnet, img, xy, p("resnet18_train"), 17, training=True)
+    def training_too(name, make, names):
+        """<name>_train: the model and arguments `make()` draws, exported in
+        training mode with the weights <name> gets (the generator's state
+        put back after), as a user who trains the model should export it."""
+        if want(name + "_train"):
+            state = torch.get_rng_state()
+            export(*make(), names, p(name + "_train"), 17, training=True)
+            torch.set_rng_state(state)
+
+    encoder = lambda: (WithCrossEntropy(Encoder()),
+                       (torch.randint(0, 100, (4, 16)), lbl(4)))
+    training_too("transformer", encoder, xy)
     if want("transformer"):
-        export(WithCrossEntropy(Encoder()),
-               (torch.randint(0, 100, (4, 16)), lbl(4)), xy, p("transformer"),
-               17)
+        export(*encoder(), xy, p("transformer"), 17)
     toks = (torch.randint(0, 128, (2, 16)), torch.randint(0, 128, (2, 16)))
     gnames = (["tokens", "targets"], ["loss", "logp"])
+    training_too("gpt", lambda: (Gpt(), toks), gnames)
     if want("gpt") or want("gpt_gelu_op"):
         export(Gpt(), toks, gnames, p("gpt"), 17)
     if want("gpt_tanh"):
@@ -356,10 +377,19 @@ def main():
         torch.manual_seed(2)
         export(WithSmallCrossEntropy(Mlp()), digits, xy, p("mlp_small_loss"),
                17)
-    if want("bert"):
-        torch.manual_seed(4)
-        export(WithCrossEntropy(Bert()),
-               (torch.randint(0, 100, (4, 16)), lbl(4)), xy, p("bert"), 17)
+    if want("mlp_dropout"):
+        torch.manual_seed(5)
+        export(WithCrossEntropy(MlpDropout()), digits, xy, p("mlp_dropout"),
+               17, training=True)
+    # bert_train: the same model exported in training mode, as a user who
+    # trains it should (no constant folding, so no initializers merged and
+    # each Linear's weight transposed in the graph).
+    for name, training in (("bert", False), ("bert_train", True)):
+        if want(name):
+            torch.manual_seed(4)
+            export(WithCrossEntropy(Bert()),
+                   (torch.randint(0, 100, (4, 16)), lbl(4)), xy, p(name), 17,
+                   training=training)
 
 
 if __name__ == "__main__":

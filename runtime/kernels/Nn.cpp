@@ -7,6 +7,7 @@
 
 #include "runtime/Kernel.h"
 #include "runtime/Parallel.h"
+#include "runtime/Philox.h"
 #include "runtime/kernels/Common.h"
 #include "runtime/kernels/Window.h"
 
@@ -14,7 +15,6 @@
 #include <limits>
 #include <algorithm>
 #include <cstring>
-#include <random>
 
 namespace mpc::rt {
 namespace {
@@ -201,12 +201,19 @@ void dropoutK(KernelContext &c) {
     std::fill(mask.data<uint8_t>(), mask.data<uint8_t>() + mask.size(), 1);
     return;
   }
+  // Philox words (runtime/Philox.h), four elements a group, as the CUDA
+  // kernel draws them.
   Tensor &y = c.output(0);
-  std::mt19937_64 rng(c.step.getInt("seed", 0));
-  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
-  float scale = 1.0f / (1.0f - ratio);
+  uint64_t seed = (uint64_t)c.step.getInt("seed", 0);
+  uint32_t stream = (uint32_t)c.step.getInt("stream", 0);
+  uint64_t step = c.input(3) ? (uint64_t)c.input(3)->getInt(0) : 0;
+  uint64_t threshold = philox::mpc_dropout_threshold(ratio);
+  float scale = philox::mpc_dropout_scale(ratio);
+  uint32_t w[4];
   for (int64_t i = 0; i < x.size(); ++i) {
-    bool keep = uni(rng) >= ratio;
+    if (i % 4 == 0)
+      philox::mpc_philox_words(seed, stream, step, (uint64_t)i / 4, w);
+    bool keep = w[i % 4] >= threshold;
     mask.data<uint8_t>()[i] = keep;
     y.setFloat(i, keep ? x.getFloat(i) * scale : 0.0f);
   }

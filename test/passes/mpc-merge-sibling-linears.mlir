@@ -49,3 +49,39 @@ func.func @mixed(%x: tensor<8x16xf32>, %w1: tensor<16x16xf32>, %w2: tensor<16x8x
   %fb = mpc.add %f, %b : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<8x4xf32>
   return %a, %c, %d, %e, %fb : tensor<8x16xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x16xf32>, tensor<8x4xf32>
 }
+
+// A training-mode export transposes each weight in the graph (no constant
+// folding): the weights are concatenated as held, along their rows (one
+// contiguous [3N, K]), and transposed once; a transposed weight and an
+// untransposed one do not merge.
+// CHECK-LABEL: func.func @transposed_qkv
+// CHECK-NEXT: %[[W:.*]] = mpc.concat %arg1, %arg3, %arg5 {axis = 0 : i64} : (tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<128x64xf32>
+// CHECK-NEXT: %[[T:.*]] = mpc.transpose %[[W]] {perm = array<i64: 1, 0>} : (tensor<128x64xf32>) -> tensor<64x128xf32>
+// CHECK-NEXT: %[[M:.*]] = mpc.matmul %arg0, %[[T]] : (tensor<2x16x64xf32>, tensor<64x128xf32>) -> tensor<2x16x128xf32>
+// CHECK-NEXT: %[[B:.*]] = mpc.concat %arg2, %arg4, %arg6 {axis = 0 : i64}
+// CHECK-NEXT: %[[Y:.*]] = mpc.add %[[M]], %[[B]]
+// CHECK-NEXT: %[[S:.*]]:3 = mpc.split %[[Y]] {axis = 2 : i64, num_outputs = 3 : i64, split = array<i64: 64, 32, 32>}
+// CHECK-NOT: mpc.transpose
+// CHECK-NEXT: return %[[S]]#0, %[[S]]#1, %[[S]]#2
+func.func @transposed_qkv(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %bq: tensor<64xf32>, %wk: tensor<32x64xf32>, %bk: tensor<32xf32>, %wv: tensor<32x64xf32>, %bv: tensor<32xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>) {
+  %tq = mpc.transpose %wq {perm = array<i64: 1, 0>} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %q = mpc.matmul %x, %tq : (tensor<2x16x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  %qb = mpc.add %q, %bq : (tensor<2x16x64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  %tk = mpc.transpose %wk {perm = array<i64: 1, 0>} : (tensor<32x64xf32>) -> tensor<64x32xf32>
+  %k = mpc.matmul %x, %tk : (tensor<2x16x64xf32>, tensor<64x32xf32>) -> tensor<2x16x32xf32>
+  %kb = mpc.add %k, %bk : (tensor<2x16x32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+  %tv = mpc.transpose %wv : (tensor<32x64xf32>) -> tensor<64x32xf32>
+  %v = mpc.matmul %x, %tv : (tensor<2x16x64xf32>, tensor<64x32xf32>) -> tensor<2x16x32xf32>
+  %vb = mpc.add %v, %bv : (tensor<2x16x32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+  return %qb, %kb, %vb : tensor<2x16x64xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>
+}
+
+// CHECK-LABEL: func.func @transposed_beside_held
+// CHECK-NOT: mpc.concat
+// CHECK: return
+func.func @transposed_beside_held(%x: tensor<8x16xf32>, %w1: tensor<16x16xf32>, %w2: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x8xf32>) {
+  %a = mpc.matmul %x, %w1 : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %t = mpc.transpose %w2 {perm = array<i64: 1, 0>} : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  %c = mpc.matmul %x, %t : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  return %a, %c : tensor<8x16xf32>, tensor<8x8xf32>
+}

@@ -1,0 +1,72 @@
+//===- Philox.h - dropout's random numbers, CPU and CUDA ---------*- C++ -*-===//
+//
+// Dropout draws from Philox4x32-10 (Salmon et al., "Parallel Random
+// Numbers: As Easy as 1, 2, 3", SC 2011; cuRAND's and PyTorch's CUDA
+// generator): four 32-bit numbers as a pure function of a 128-bit counter
+// and a 64-bit key. No state: element i of a mask is the same number
+// whichever thread, block or backend draws it, and a CUDA graph replays
+// a step without a generator to advance.
+//
+// A mask's key is (seed, stream): the Dropout's seed attribute (0 when
+// absent) and its stream (the importer's hash of the node's output name).
+// Its counter is (i / 4, step): element i takes word i % 4 of group i / 4,
+// and step is the train step's number (mpc-dropout-steps), so each step
+// draws a new mask. An element is kept when its word is at least
+// ratio * 2^32 (mpc_dropout_threshold): probability 1 - ratio to 2^-32.
+//
+// The CPU kernel calls these functions; the CUDA emitter writes the same
+// text into every kernels.cu that draws (kPhiloxSource), as Formulas.h
+// does for the elementwise ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_PHILOX_H
+#define MPC_RUNTIME_PHILOX_H
+
+// clang-format off
+#define MPC_PHILOX_CODE(Q)                                                     \
+  /* The 4 words of group `group` of stream (seed, stream) at `step`. */      \
+  Q void mpc_philox_words(unsigned long long seed, unsigned int stream,       \
+                          unsigned long long step, unsigned long long group,  \
+                          unsigned int w[4]) {                                \
+    unsigned int c0 = (unsigned int)group, c1 = (unsigned int)(group >> 32);  \
+    unsigned int c2 = (unsigned int)step, c3 = (unsigned int)(step >> 32);    \
+    unsigned int k0 = (unsigned int)seed ^ (unsigned int)(seed >> 32);       \
+    unsigned int k1 = stream;                                                 \
+    for (int r = 0; r < 10; ++r) {                                            \
+      unsigned long long p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;   \
+      unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0;                   \
+      unsigned int n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;                   \
+      c1 = (unsigned int)p1;                                                  \
+      c3 = (unsigned int)p0;                                                  \
+      c0 = n0;                                                                \
+      c2 = n2;                                                                \
+      k0 += 0x9E3779B9u;                                                      \
+      k1 += 0xBB67AE85u;                                                      \
+    }                                                                         \
+    w[0] = c0; w[1] = c1; w[2] = c2; w[3] = c3;                               \
+  }                                                                           \
+  /* Words at or above this are kept: ratio * 2^32, 2^32 (none) at 1. */      \
+  Q unsigned long long mpc_dropout_threshold(float ratio) {                   \
+    return ratio <= 0.0f ? 0ull                                               \
+           : ratio >= 1.0f ? 4294967296ull                                    \
+                           : (unsigned long long)((double)ratio * 4294967296.0);\
+  }                                                                           \
+  /* What a kept element is multiplied by: 1 / (1 - ratio), in FP32. */      \
+  Q float mpc_dropout_scale(float ratio) { return 1.0f / (1.0f - ratio); }
+// clang-format on
+
+#define MPC_PHILOX_STRING(...) #__VA_ARGS__
+#define MPC_PHILOX_TEXT(...) MPC_PHILOX_STRING(__VA_ARGS__)
+
+/// Host definitions: mpc::philox::mpc_philox_words(...).
+namespace mpc::philox {
+MPC_PHILOX_CODE(inline)
+} // namespace mpc::philox
+
+/// The same definitions as CUDA source.
+inline constexpr const char *kPhiloxSource =
+    "// Dropout's Philox4x32-10 (runtime/Philox.h, shared with the CPU).\n" //
+    MPC_PHILOX_TEXT(MPC_PHILOX_CODE(__device__ __forceinline__)) "\n";
+
+#endif // MPC_RUNTIME_PHILOX_H

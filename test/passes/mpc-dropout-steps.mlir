@@ -1,0 +1,29 @@
+// RUN: mpc-opt %s -mpc-dropout-steps | FileCheck %s
+// RUN: mpc-opt %s -mpc-dropout-steps -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
+
+// Each dropout that may train reads one new input, the step's number; a
+// constant-false flag (inference), no flag, or a step already given are
+// left alone.
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: %arg3: tensor<i64> {mpc.input = "mpc.rng.step"}
+// CHECK-NEXT: %{{.*}}, %{{.*}} = mpc.dropout %arg0 ratio %arg1 training %arg2 step %arg3 {stream = 7 : i64}
+// CHECK-NEXT: %{{.*}}, %{{.*}} = mpc.dropout %arg0 ratio %arg1 training %arg2 step %arg3 {stream = 8 : i64}
+// CHECK: mpc.dropout %arg0 ratio %arg1 training %{{.*}} {stream = 9 : i64}
+// CHECK-NEXT: mpc.dropout %arg0 ratio %arg1 {stream = 10 : i64}
+// LOC: mpc.dropout {{.*}} loc(#[[L:loc[0-9]*]])
+// LOC: #[[L]] = loc("drop1")
+func.func @step(%x: tensor<4x8xf32>, %r: tensor<f32>, %t: tensor<i1>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %y, %m = mpc.dropout %x ratio %r training %t {stream = 7 : i64} : (tensor<4x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x8xf32>, tensor<4x8xi1>) loc("drop1")
+  %y1, %m1 = mpc.dropout %x ratio %r training %t {stream = 8 : i64} : (tensor<4x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  %f = mpc.constant dense<false> : tensor<i1>
+  %y2, %m2 = mpc.dropout %x ratio %r training %f {stream = 9 : i64} : (tensor<4x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  %y3, %m3 = mpc.dropout %x ratio %r {stream = 10 : i64} : (tensor<4x8xf32>, tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  return %y, %y1, %y2, %y3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// A function without one that may train gains no input.
+// CHECK-LABEL: func.func @inference(%arg0: tensor<4x8xf32>) -> tensor<4x8xf32>
+func.func @inference(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y, %m = mpc.dropout %x : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  return %y : tensor<4x8xf32>
+}
