@@ -9,6 +9,7 @@
 
 #include "frontend/ImporterImpl.h"
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -24,7 +25,7 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// A scalar constant of `elem` (float or integer) holding `value`.
-Value scalarConstant(NodeContext &c, Type elem, double value) {
+Value getConstantScalar(NodeContext &c, Type elem, double value) {
   auto type = RankedTensorType::get({}, elem);
   if (auto f = llvm::dyn_cast<FloatType>(elem)) {
     bool lost;
@@ -103,9 +104,9 @@ LogicalResult importClip(NodeContext &c) {
       return failure();
     Type elem = getElementTypeOrSelf(c.input(0));
     if (c.attr("min"))
-      lo = scalarConstant(c, elem, c.getFloat("min", 0));
+      lo = getConstantScalar(c, elem, c.getFloat("min", 0));
     if (c.attr("max"))
-      hi = scalarConstant(c, elem, c.getFloat("max", 0));
+      hi = getConstantScalar(c, elem, c.getFloat("max", 0));
   } else if (failed(c.checkAttrs({}))) {
     return failure();
   }
@@ -378,14 +379,14 @@ LogicalResult importPad(NodeContext &c) {
     if (!attr)
       return c.fail("Pad needs attribute pads");
     pads = *attr;
-    value = scalarConstant(c, elem, c.getFloat("value", 0));
+    value = getConstantScalar(c, elem, c.getFloat("value", 0));
   } else {
     if (failed(c.requireInputs(2)) || failed(c.checkAttrs({"mode"})))
       return failure();
     pads = c.constantInts(1, "pads");
     if (failed(pads))
       return failure();
-    value = c.input(2) ? c.input(2) : scalarConstant(c, elem, 0);
+    value = c.input(2) ? c.input(2) : getConstantScalar(c, elem, 0);
   }
   SmallVector<NamedAttribute> attrs{
       c.named("pads", c.b.getDenseI64ArrayAttr(*pads)),
@@ -494,20 +495,6 @@ NodeImportFn lookupNodeImporter(StringRef domain, StringRef opType) {
   return it == customOps().end() ? nullptr : it->second;
 }
 
-/// The one value of constant `v`, as a double (a bool as 0 or 1).
-static std::optional<double> scalarConstant(Value v) {
-  auto c = v ? v.getDefiningOp<ConstantOp>() : ConstantOp();
-  auto d = c ? llvm::dyn_cast<DenseElementsAttr>(c.getValue())
-             : DenseElementsAttr();
-  if (!d || d.getNumElements() != 1)
-    return std::nullopt;
-  if (llvm::isa<FloatType>(d.getElementType()))
-    return (*d.value_begin<APFloat>()).convertToDouble();
-  APInt i = *d.value_begin<APInt>();
-  return d.getElementType().isInteger(1) ? (double)!i.isZero()
-                                         : (double)i.getSExtValue();
-}
-
 /// Dropouts that are the identity (inference, ONNX's default, or a ratio
 /// of 0, which a training-mode export of dropout=0.0 writes) become their
 /// input where nothing reads the mask: no backend runs them.
@@ -515,8 +502,8 @@ void foldIdentityDropouts(Block &body) {
   for (DropoutOp d : llvm::make_early_inc_range(body.getOps<DropoutOp>())) {
     Value training = d.getTrainingMode(), ratio = d.getRatio();
     if (!d.getMask().use_empty() ||
-        !(!training || scalarConstant(training) == 0.0 ||
-          (ratio && scalarConstant(ratio) == 0.0)))
+        !(!training || mpc::getConstantScalar(training) == 0.0 ||
+          (ratio && mpc::getConstantScalar(ratio) == 0.0)))
       continue;
     d.getY().replaceAllUsesWith(d.getX());
     d.erase();

@@ -97,6 +97,16 @@ RankedTensorType mlir::mpc::permutedType(RankedTensorType t,
   return t.clone(shape);
 }
 
+Value mlir::mpc::transposedMatrix(Value v) {
+  auto t = v.getDefiningOp<TransposeOp>();
+  auto in = t ? llvm::dyn_cast<RankedTensorType>(t.getX().getType())
+              : RankedTensorType();
+  if (!in || in.getRank() != 2 ||
+      (t.getPerm() && *t.getPerm() != ArrayRef<int64_t>{1, 0}))
+    return {};
+  return t.getX();
+}
+
 Value mlir::mpc::reshapeTo(OpBuilder &b, Location loc, Value v,
                           ArrayRef<int64_t> shape) {
   auto t = llvm::cast<RankedTensorType>(v.getType());

@@ -43,6 +43,9 @@ SmallVector<int64_t> channelsLastPerm(int64_t rank);
 SmallVector<int64_t> channelsFirstPerm(int64_t rank);
 /// `t`'s dims reordered: dim i of the result is dim perm[i] of `t`.
 RankedTensorType permutedType(RankedTensorType t, ArrayRef<int64_t> perm);
+/// The matrix `v` is the transpose of (an mpc.transpose of a 2-D value,
+/// its perm [1, 0] or absent), or null.
+Value transposedMatrix(Value v);
 
 /// A ranked tensor of f32, f16 or bf16.
 bool isFloatTensor(Type t);

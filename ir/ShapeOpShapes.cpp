@@ -473,16 +473,6 @@ LogicalResult ConstantOfShapeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-/// Scalar value of a constant operand as double, if it is one.
-static std::optional<double> constantScalar(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1)
-    return std::nullopt;
-  if (llvm::isa<FloatType>(attr.getElementType()))
-    return (*attr.getValues<APFloat>().begin()).convertToDouble();
-  return (double)(*attr.getValues<APInt>().begin()).getSExtValue();
-}
-
 LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
@@ -491,9 +481,9 @@ LogicalResult RangeOp::inferReturnTypes(MLIRContext *,
   for (Value v : adaptor.getOperands())
     if (getElementTypeOrSelf(v) != elem || rankedOf(v).getNumElements() != 1)
       return shapeError(loc, "range operands must be scalars of one type");
-  auto s = constantScalar(adaptor.getStart());
-  auto l = constantScalar(adaptor.getLimit());
-  auto d = constantScalar(adaptor.getDelta());
+  auto s = getConstantScalar(adaptor.getStart());
+  auto l = getConstantScalar(adaptor.getLimit());
+  auto d = getConstantScalar(adaptor.getDelta());
   int64_t n = kDyn;
   if (s && l && d) {
     if (*d == 0)

@@ -29,6 +29,18 @@ bool mpc::getConstantInts(Value value, SmallVectorImpl<int64_t> &out) {
   return true;
 }
 
+std::optional<double> mpc::getConstantScalar(Value value) {
+  DenseElementsAttr attr;
+  if (!value || !matchPattern(value, m_Constant(&attr)) ||
+      attr.getNumElements() != 1)
+    return std::nullopt;
+  if (llvm::isa<FloatType>(attr.getElementType()))
+    return (*attr.getValues<APFloat>().begin()).convertToDouble();
+  APInt i = *attr.getValues<APInt>().begin();
+  return attr.getElementType().isInteger(1) ? (double)i.getBoolValue()
+                                            : (double)i.getSExtValue();
+}
+
 bool mpc::getPartialInts(Value value, SmallVectorImpl<int64_t> &out) {
   if (getConstantInts(value, out))
     return true;

@@ -35,6 +35,8 @@ LogicalResult broadcastAll(std::optional<Location> loc, ValueRange values,
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// Values of a constant integer tensor operand (from mpc.constant / folds).
 bool getConstantInts(Value value, SmallVectorImpl<int64_t> &out);
+/// The one value of a constant operand, as a double (a bool as 0 or 1).
+std::optional<double> getConstantScalar(Value value);
 RankedTensorType rankedOf(Value value);
 /// Element-wise knowledge of a 1-D integer shape operand: constants where
 /// known, kDyn elsewhere. Looks through concat, unsqueeze, gather and shape,

@@ -9,11 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Matchers.h"
 
 namespace mlir::mpc {
 #define GEN_PASS_DEF_DROPOUTSTEPS
@@ -29,11 +29,7 @@ namespace {
 /// constant false.
 bool mayTrain(DropoutOp d) {
   Value t = d.getTrainingMode();
-  if (!t)
-    return false;
-  DenseElementsAttr v;
-  return !(matchPattern(t, m_Constant(&v)) && v.getNumElements() == 1 &&
-           !(*v.value_begin<APInt>()).getBoolValue());
+  return t && getConstantScalar(t) != 0.0;
 }
 
 struct DropoutSteps : public mpc::impl::DropoutStepsBase<DropoutSteps> {

@@ -44,11 +44,8 @@ namespace {
 /// The weight a Gemm reads for MatMul operand `w`, and whether it reads it
 /// transposed: a 2-D mpc.transpose is read through.
 std::pair<Value, bool> gemmWeight(Value w) {
-  auto t = w.getDefiningOp<TransposeOp>();
-  RankedTensorType in = t ? rankedOf(t.getX()) : RankedTensorType();
-  if (in && in.getRank() == 2 &&
-      (!t.getPerm() || *t.getPerm() == ArrayRef<int64_t>{1, 0}))
-    return {t.getX(), true};
+  if (Value held = transposedMatrix(w))
+    return {held, true};
   return {w, false};
 }
 

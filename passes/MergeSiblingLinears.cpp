@@ -14,9 +14,10 @@
 // runs each step; its gradient is a split). Weights a training-mode export
 // transposes in the graph (MatMul(x, Transpose(W)), W as nn.Linear holds
 // it, [N, K]) are concatenated as held, along their rows, and transposed
-// once: mpc-fold-linear-bias then reads the whole [3N, K] with transB. Each output element is the
-// same dot product; the backward's data gradient becomes one GEMM over
-// the concatenated width, summed in another order.
+// once: mpc-fold-linear-bias then reads the whole [3N, K] with transB.
+// Each output element is the same dot product; the backward's data
+// gradient becomes one GEMM over the concatenated width, summed in another
+// order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,10 +62,9 @@ bool isWeight(Value w) {
 std::pair<Value, bool> heldWeight(Value w) {
   if (isWeight(w))
     return {w, false};
-  auto t = w.getDefiningOp<TransposeOp>();
-  if (t && isWeight(t.getX()) &&
-      (!t.getPerm() || *t.getPerm() == ArrayRef<int64_t>{1, 0}))
-    return {t.getX(), true};
+  Value held = transposedMatrix(w);
+  if (held && isWeight(held))
+    return {held, true};
   return {Value(), false};
 }
 
