@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 
 sys.path.insert(0, os.path.dirname(__file__))
 from report import cpu_name, write_section  # noqa: E402
@@ -109,7 +110,8 @@ def main():
     subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
                                                      "export_torch_models.py"),
                     work, "--only", "digits_cnn,transformer,bert,gpt,"
-                    "transformer_train,bert_train,gpt_train,resnet18_train"],
+                    "transformer_train,bert_train,gpt_train,gpt_dropout_train,"
+                    "resnet18_train"],
                    check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"), ())] + [
@@ -119,7 +121,8 @@ def main():
                   # Linear's weight transposed in the graph, no initializers
                   # merged), as a user who trains them should
                   "transformer_train", "bert_train", "gpt_train",
-                  "resnet18_train")]
+                  # GPT-2's dropouts (0.1), the attention's fused
+                  "gpt_dropout_train", "resnet18_train")]
     # The ResNet channels last too (mpc-channels-last).
     models.append(("resnet18_train `--layout nhwc`",
                    os.path.join(work, "resnet18_train.onnx"),
@@ -161,7 +164,30 @@ def main():
         "| model (fp16, Adam) | plan steps | kernel launches | launches "
         "with libraries | kernel-argument MiB | copy-back MiB | memory plan "
         "MiB |\n|---|---|---|---|---|---|---|\n"
-        + "\n".join(rows) + "\n")
+        + "\n".join(rows) + "\n\n" + textwrap.fill(
+        "The `_train` rows are the same models (same weights) exported in "
+        "training mode, as a user who trains them should "
+        "(`scripts/export_torch_models.py --only bert_train`...): no "
+        "initializers merged (the eval exports' fresh LayerNorms share one "
+        "tied gamma and beta, whose gradient sums cost launches) and each "
+        "Linear's weight transposed in the graph. Before "
+        "`mpc-fold-linear-bias` read such weights with `transB` and "
+        "`mpc-merge-sibling-linears` merged them along rows (2026-12-03), "
+        "the transposes ran every step and BERT's Q/K/V stayed three GEMMs "
+        "each way: bert_train 121 launches (108 with the libraries), now 85 "
+        "(76); GPT-2 with the tanh GELU (bench/gpu's) 90 (78), now 72 (60); "
+        "the Transformer's training-mode export (nn.TransformerEncoder with "
+        "dropout=0.0 writes Dropout nodes of ratio 0) did not compile for "
+        "CUDA before identity dropouts were folded at import and dropout got "
+        "its kernel. `gpt_dropout_train` adds GPT-2's dropouts (0.1 on the "
+        "attention probabilities and on both residual branches): the "
+        "attention's fuses into mpc.attention (its mask redrawn by the "
+        "backward, never stored), the four residual ones are a launch each "
+        "forward and a chain each backward. Until 2026-12-03 a dropout "
+        "between softmax and V kept the attention unfused (measured with "
+        "`--fuse-attention=false`: 134 launches, a 3.71 MiB plan), and each "
+        "dropout's gradient computed 1 - ratio in a launch of its own every "
+        "step (4 more).", 76, break_on_hyphens=False) + "\n")
     write_section(a.out, "## CUDA train step structure", section)
     print("wrote", a.out)
 

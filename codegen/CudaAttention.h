@@ -11,6 +11,7 @@
 #define MPC_CODEGEN_CUDAATTENTION_H
 
 #include "codegen/CudaKernels.h"
+#include "runtime/Philox.h"
 
 #include <sstream>
 #include <string>
@@ -36,6 +37,53 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   return g;
 }
 
+/// The fused dropout of an attention step (attrs `dropout`, `seed`,
+/// `stream`; the step number from input `stepSlot` when given): the code
+/// that draws keep bits as mpc.dropout would (runtime/Philox.h), at the
+/// probability's index in the scores.
+struct AttentionDropout {
+  bool on = false;
+  std::string key; // "seed, stream, step, " of the draw calls
+  unsigned long long threshold = 0;
+  float scale = 1.0f;
+
+  AttentionDropout(const Step &s, size_t stepSlot) {
+    float ratio = (float)s.getFloat("dropout", 0.0);
+    if (ratio <= 0.0f)
+      return;
+    on = true;
+    threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
+    scale = ::mpc::philox::mpc_dropout_scale(ratio);
+    bool given = stepSlot < s.inputs.size() && s.inputs[stepSlot] >= 0;
+    key = std::to_string((unsigned long long)s.getInt("seed", 0)) + "ull, " +
+          std::to_string((unsigned)s.getInt("stream", 0)) + "u, " +
+          (given ? "(unsigned long long)in" + std::to_string(stepSlot) + "[0]"
+                 : std::string("0ull")) +
+          ", ";
+  }
+  /// Whether probability `index` (an i64 expression) is kept.
+  std::string keep(const std::string &index) const {
+    return "mpc_dropout_keep(" + key + "(unsigned long long)(" + index +
+           "), " + std::to_string(threshold) + "ull)";
+  }
+  /// Statement: keep bits of probabilities `index` (even) and index + 1
+  /// into bool[2] `out`.
+  std::string keep2(const std::string &index, const std::string &out) const {
+    return "mpc_dropout_keep2(" + key + "(unsigned long long)(" + index +
+           "), " + std::to_string(threshold) + "ull, " + out + ");";
+  }
+  /// The index of probability (b, i, j) in the scores.
+  static std::string index(const Dims &g, const std::string &b,
+                           const std::string &i, const std::string &j) {
+    return "((" + b + ") * " + std::to_string(g.sq) + "LL + (" + i + ")) * " +
+           std::to_string(g.skv) + "LL + (" + j + ")";
+  }
+  /// `y` times the scale of kept probabilities (itself without dropout).
+  std::string scaled(const std::string &y) const {
+    return on ? "(" + y + ") * " + flt(scale) : y;
+  }
+};
+
 /// Statements setting `off`, the bias element of score (b, i, j), with
 /// the bias's broadcast strides folded in as literals.
 inline std::string biasOffset(const Dims &g, const Shape &bias) {
@@ -60,12 +108,13 @@ inline std::string biasOffset(const Dims &g, const Shape &bias) {
 }
 
 /// The forward's outputs for a row with running max `m` and sum `l`, where
-/// `none` (l == 0) means every key was masked: y = acc / l, or 0 under
-/// ONNX's zero-masked-rows rule; lse = m + log(l), or -inf there (NaN
-/// otherwise, as the CPU backend).
+/// `none` (l == 0) means every key was masked: y = acc / l (times
+/// dropout's scale), or 0 under ONNX's zero-masked-rows rule; lse = m +
+/// log(l), or -inf there (NaN otherwise, as the CPU backend).
 inline std::string attentionY(bool zeroMasked, const std::string &acc,
-                              const std::string &l) {
-  return (zeroMasked ? "none ? 0.0f : " : "") + acc + " / " + l;
+                              const std::string &l,
+                              const AttentionDropout &drop) {
+  return (zeroMasked ? "none ? 0.0f : " : "") + drop.scaled(acc + " / " + l);
 }
 inline std::string attentionLse(bool zeroMasked, const std::string &m,
                                 const std::string &l) {

@@ -95,6 +95,13 @@ bool Emitter::attention(Step &s, const std::string &name) {
   int64_t tile = std::clamp<int64_t>(12288 / std::max<int64_t>(g.d + g.dv, 1),
                                      1, 32);
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
+  AttentionDropout drop(s, 4);
+  // A dropped probability adds to the sum only (the CPU backend's order).
+  std::string dropped =
+      drop.on ? "      if (!" +
+                    drop.keep(AttentionDropout::index(g, "b", "i", "j0 + jj")) +
+                    ") continue;\n"
+              : std::string();
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
                       s.getInt("causal", 0) != 0, qType, biasType)
      << header(s, name, kRows) << " {\n"
@@ -122,12 +129,13 @@ bool Emitter::attention(Step &s, const std::string &name) {
      << "      if (s > mx) { const float c = expf(mx - s); sum *= c; for (i64 t = 0; t < "
      << g.dv << "LL; ++t) acc[t] *= c; mx = s; }\n"
      << "      const float p = expf(s - mx); sum += p;\n"
+     << dropped
      << "      for (i64 t = 0; t < " << g.dv << "LL; ++t) acc[t] += p * vs[jj * "
      << g.dv << "LL + t];\n    }\n    __syncthreads();\n  }\n"
      << "  if (!live) return;\n"
      << "  const bool none = sum == 0.0f;\n"
      << "  for (i64 t = 0; t < " << g.dv << "LL; ++t) st(out0, row * " << g.dv
-     << "LL + t, " << attentionY(zeroMasked, "acc[t]", "sum") << ");\n"
+     << "LL + t, " << attentionY(zeroMasked, "acc[t]", "sum", drop) << ");\n"
      << "  st(out1, row, " << attentionLse(zeroMasked, "mx", "sum") << ");\n}\n\n";
   barrier = true;
   launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kRows, 1, 1});
@@ -151,8 +159,15 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
+  AttentionDropout drop(s, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
   const int64_t rows = warps * 16, TK = kTcKeys, D = g.d, DV = g.dv;
+  // P as the second product reads it: dropped probabilities 0 (the sum
+  // counts them all).
+  std::string pv =
+      drop.on ? "(" + drop.keep(AttentionDropout::index(g, "b", "i", "j0 + jj")) +
+                    " ? p : 0.0f)"
+              : std::string("p");
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   std::ostringstream os;
   os << header(s, name, warps * 32) << " {\n"
@@ -227,7 +242,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
      << "      float sum = 0.0f;\n"
      << "      for (int jj = 0; jj < " << TK << "; ++jj) {\n"
      << "        const float p = srow[jj] == -INFINITY ? 0.0f : expf(srow[jj] - mNew);\n"
-     << "        ps[r * " << TK << " + jj] = " << T << "(p);\n"
+     << "        ps[r * " << TK << " + jj] = " << T << "(" << pv << ");\n"
      << "        sum += p;\n      }\n"
      << "      lrow[r] = lrow[r] * c + sum;\n      mrow[r] = mNew;\n"
      << "      for (int t = 0; t < " << DV << "; ++t) os[r * " << DV
@@ -257,7 +272,8 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
      << "      const i64 row = b * " << L(g.sq) << " + i;\n"
      << "      for (int t = 0; t < " << DV << "; ++t) st(out0, row * " << L(DV)
      << " + t, "
-     << attentionY(zeroMasked, "os[r * " + std::to_string(DV) + " + t]", "l")
+     << attentionY(zeroMasked, "os[r * " + std::to_string(DV) + " + t]", "l",
+                   drop)
      << ");\n"
      << "      st(out1, row, " << attentionLse(zeroMasked, "mrow[r]", "l")
      << ");\n"
@@ -292,6 +308,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   std::string biasType = hasBias ? ctype(val(s.inputs[6]).dtype) : "float";
   std::string biasArg = hasBias ? "in6" : "(const float *)nullptr";
   std::string scale = flt((float)s.getFloat("scale", 1.0));
+  AttentionDropout drop(s, 7);
   auto rowTerm = [&](const std::string &row) {
     std::ostringstream os;
     os << "float rowD = 0.0f; for (i64 t = 0; t < " << g.dv
@@ -307,7 +324,16 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
          << ", b, i, j) - lse);"
          << " float dp = 0.0f; for (i64 t = 0; t < " << g.dv
          << "LL; ++t) dp += ld(in0, row * " << g.dv << "LL + t) * ld(in3, key * "
-         << g.dv << "LL + t); float ds = p * (dp - rowD);";
+         << g.dv << "LL + t);";
+  // Dropout's factor z of probability (b, i, j): ds = p (z dp - D), and dv
+  // sums pd = p z (the CPU backend's order).
+  if (drop.on)
+    dsCode << " const float z = "
+           << drop.keep(AttentionDropout::index(g, "b", "i", "j")) << " ? "
+           << flt(drop.scale)
+           << " : 0.0f; float ds = p * (dp * z - rowD); float pd = p * z;";
+  else
+    dsCode << " float ds = p * (dp - rowD); float pd = p;";
   int64_t n = std::max(g.batch * g.sq, g.batch * g.skv);
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
                       s.getInt("causal", 0) != 0, qType, biasType)
@@ -334,7 +360,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
      << "\n      for (i64 t = 0; t < " << g.d << "LL; ++t) dk[t] += " << scale
      << " * ds * ld(in1, row * " << g.d << "LL + t);\n"
      << "      for (i64 t = 0; t < " << g.dv
-     << "LL; ++t) dv[t] += p * ld(in0, row * " << g.dv << "LL + t);\n    }\n"
+     << "LL; ++t) dv[t] += pd * ld(in0, row * " << g.dv << "LL + t);\n    }\n"
      << "    for (i64 t = 0; t < " << g.d << "LL; ++t) st(out1, key * " << g.d
      << "LL + t, dk[t]);\n"
      << "    for (i64 t = 0; t < " << g.dv << "LL; ++t) st(out2, key * " << g.dv

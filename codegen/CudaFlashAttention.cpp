@@ -94,6 +94,38 @@ static std::string packA(const std::string &T, const std::string &frag,
   return os.str();
 }
 
+// Dropout over a lane's score fragments (rows rows[h], column pairs
+// j0 + n * 8 + 2t, n < cols / 8): a loop over n and h whose body has
+// `keep[2]`, the pair's keep bits, and then runs `use`. A pair is one
+// Philox draw when the keys are even in number (it then shares a group of
+// four).
+static std::string forKeepPairs(const AttentionDropout &drop, const Dims &g,
+                                int64_t cols, const std::string &use) {
+  std::ostringstream os;
+  std::string index =
+      AttentionDropout::index(g, "b", "rows[h]", "j0 + n * 8 + 2 * t");
+  os << "#pragma unroll\n    for (int n = 0; n < " << cols / 8 << "; ++n)\n"
+     << "#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n";
+  if (g.skv % 2 == 0)
+    os << "        bool keep[2];\n        " << drop.keep2(index, "keep") << "\n";
+  else
+    os << "        const bool keep[2] = {" << drop.keep(index) << ", "
+       << drop.keep(index + " + 1") << "};\n";
+  os << use << "      }\n";
+  return os.str();
+}
+
+// Dropout on the forward's probabilities `sc`: dropped ones become 0,
+// after the row sums counted them.
+static std::string dropP(const AttentionDropout &drop, const Dims &g,
+                         int64_t cols) {
+  if (!drop.on)
+    return "";
+  return forKeepPairs(drop, g, cols,
+                      "        if (!keep[0]) sc[n][2 * h] = 0.0f;\n"
+                      "        if (!keep[1]) sc[n][2 * h + 1] = 0.0f;\n");
+}
+
 /// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16
 /// query rows each; the warp's Q fragments, scores, probabilities and O
 /// accumulators stay in registers in mma.sync's m16n8k16 layout (lane = 4g
@@ -112,6 +144,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
+  AttentionDropout drop(s, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
   const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
   constexpr int64_t kWarps = 4, kRows = 64;
@@ -225,6 +258,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "      for (int f = 0; f < 4; ++f) {\n"
      << "        const float p = sc[n][f] == -INFINITY ? 0.0f : exp2f(sc[n][f] - m[f >> 1]);\n"
      << "        sc[n][f] = p;\n        l[f >> 1] += p;\n      }\n"
+     << dropP(drop, g, TK)
      // O += P V: B(k, n) = V[key k][dim n], a pair along keys.
      << packA(T, "pa", "sc", TK) << pairsAlongRows(T, "o", "pa", "vt_", VS, TK / 16, DV)
      // Every warp is done with this buffer before the next tile's copy.
@@ -240,7 +274,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
      << "      for (int e = 0; e < 2; ++e)\n"
      << "        st(out0, " << at("out0", "i") << " + n * 8 + 2 * t + e, "
-     << attentionY(zeroMasked, "o[n][2 * h + e]", "l[h]") << ");\n"
+     << attentionY(zeroMasked, "o[n][2 * h + e]", "l[h]", drop) << ");\n"
      << "    if (t == 0) st(out1, row, "
      << attentionLse(zeroMasked, "m[h] * " + flt((float)(1 / log2e)), "l[h]")
      << ");\n"
@@ -268,9 +302,18 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                   val(s.inputs[3]).shape);
   bool hasBias = s.inputs.size() > 6 && s.inputs[6] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
+  AttentionDropout drop(s, 7);
   std::string T = ctype(val(s.inputs[1]).dtype);
   std::string scale = flt((float)s.getFloat("scale", 1.0));
   constexpr int64_t TQ = 32, TK = 32, kRows = 64, kThreads = 128;
+  // Dropout's factor z of probability (b, i, j) in the key role (a lane's
+  // pairs run along queries: an element a draw): P^T for dV keeps the
+  // kept p (dV scaled once at the end), dS^T = p (z dP^T - D).
+  std::string keyZ =
+      drop.on ? "        const float z = " +
+                    drop.keep(AttentionDropout::index(g, "b", "i", "j")) +
+                    " ? " + flt(drop.scale) + " : 0.0f;\n"
+              : std::string();
   const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
   const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -365,13 +408,15 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "      __syncthreads();\n"
        << pairsAlongCols(T, "st", "kf", "ta", P, D, TQ)
        << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb", PV, DV, TQ) : std::string())
-       << "    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
-       << "      for (int f = 0; f < 4; ++f) {\n"
+       << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+       << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
        << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
        << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
-       << "        " << score << "\n        " << prob << "\n"
-       << "        st[n][f] = p;\n"
-       << (wantK ? "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+       << "        " << score << "\n        " << prob << "\n" << keyZ
+       << (drop.on ? "        st[n][f] = z != 0.0f ? p : 0.0f;\n"
+                   : "        st[n][f] = p;\n")
+       << (wantK ? (drop.on ? "        dpt[n][f] = p * (dpt[n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+                            : "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
                  : "")
        << "      }\n";
     if (wantV)
@@ -382,10 +427,20 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     if (wantK)
       os << store("out1", "dk", D, g.skv, scale + " * ");
     if (wantV)
-      os << store("out2", "dv", DV, g.skv, "");
+      os << store("out2", "dv", DV, g.skv,
+                  drop.on ? flt(drop.scale) + " * " : std::string());
     os << "    return;\n";
     return os.str();
   };
+  // The query role's factors z[n][f]: a lane's pairs run along keys, a
+  // draw a pair when the keys are even in number.
+  std::string queryZ;
+  if (drop.on)
+    queryZ = "    float z[" + std::to_string(TK / 8) + "][4];\n" +
+             forKeepPairs(drop, g, TK,
+                          "        z[n][2 * h] = keep[0] ? " + flt(drop.scale) +
+                              " : 0.0f;\n        z[n][2 * h + 1] = keep[1] ? " +
+                              flt(drop.scale) + " : 0.0f;\n");
   // Past head size 64, dK and dV are separate roles (z = 0 and 2): both
   // accumulators at once would spill.
   bool split = D > 64 || DV > 64;
@@ -430,12 +485,14 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "    __syncthreads();\n"
      << pairsAlongCols(T, "sc", "qf", "ta", P, D, TK)
      << pairsAlongCols(T, "dp", "of", "tb", PV, DV, TK)
-     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
-     << "      for (int f = 0; f < 4; ++f) {\n"
+     << queryZ
+     << "#pragma unroll\n    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
      << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
      << "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
      << "        " << score << "\n        " << prob << "\n"
-     << "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n"
+     << (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1]);\n      }\n"
+                 : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n")
      << packA(T, "ds", "dp", TK)
      << pairsAlongRows(T, "dq", "ds", "ta", P, TK / 16, D)
      << "  }\n"

@@ -56,6 +56,9 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx,
 }
 
 LogicalResult AttentionOp::verify() {
+  float drop = getDropout().convertToFloat();
+  if (!(drop >= 0.0f && drop < 1.0f))
+    return emitOpError("dropout ") << drop << " is not in [0, 1)";
   if (!getBias())
     return success();
   auto q = rankedOf(getQ()), k = rankedOf(getK()), b = rankedOf(getBias());

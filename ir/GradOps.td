@@ -49,14 +49,17 @@ def Mpc_NegativeLogLikelihoodLossGradOp
   let results = (outs Mpc_FloatTensor:$input_grad);
 }
 
-def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom]> {
+def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom,
+                                                     AttrSizedOperandSegments]> {
   let summary = "gradients of mpc.attention w.r.t. q, k and v";
   let description = [{
     Recomputes each probability from the saved log-sum-exp,
     `p = exp(scale * q k^T + bias - lse)`, and returns
-    `dv = p^T dy`, `ds = p * (dy v^T - rowsum(dy * y))`, `dq = scale ds k`,
-    `dk = scale ds^T q`, accumulated in FP32, each in its operand's type;
-    p = 0 in a row whose lse is -inf (a fully masked row).
+    `dv = pd^T dy`, `ds = p * (z * (dy v^T) - rowsum(dy * y))`,
+    `dq = scale ds k`, `dk = scale ds^T q`, accumulated in FP32, each in its
+    operand's type; p = 0 in a row whose lse is -inf (a fully masked row).
+    Without dropout z = 1 and pd = p; with it z is the forward's mask times
+    1/(1-dropout), redrawn from the same key and counter, and pd = z p.
     The gradient w.r.t. the bias, when one is needed, is built from forward
     ops by the gradient rule.
 
@@ -68,10 +71,18 @@ def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom]> {
   let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$q,
                    Mpc_FloatTensor:$k, Mpc_FloatTensor:$v,
                    Mpc_FloatTensor:$y, Mpc_FloatTensor:$lse,
-                   Optional<Mpc_FloatTensor>:$bias, F32Attr:$scale,
-                   DefaultValuedAttr<BoolAttr, "false">:$causal);
+                   Optional<Mpc_FloatTensor>:$bias,
+                   Optional<Mpc_I64Tensor>:$step, F32Attr:$scale,
+                   DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
+                   OptionalAttr<I64Attr>:$seed,
+                   OptionalAttr<I64Attr>:$stream);
   let results = (outs Mpc_FloatTensor:$q_grad, Mpc_FloatTensor:$k_grad,
                  Mpc_FloatTensor:$v_grad);
+  let assemblyFormat = [{
+    $grad `,` $q `,` $k `,` $v `,` $y `,` $lse (`,` $bias^)? (`step` $step^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
 }
 
 def Mpc_GatherGradOp : Mpc_Op<"gather_grad", [Pure]> {

@@ -106,32 +106,51 @@ def Mpc_RmsNormOp : Mpc_Op<"rms_norm", [Mpc_DenyNorm, Pure, Mpc_InferCustom]> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom]> {
+def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferCustom,
+                                           AttrSizedOperandSegments]> {
   let onnxName = "Attention";
   let summary = "fused scaled dot-product attention (mpc-fuse-attention)";
   let description = [{
-    `y = softmax(scale * q k^T + bias) v` over the last two dimensions
-    (`q`: ... x Sq x D, `k`: ... x Skv x D, `v`: ... x Skv x Dv, the leading
-    dimensions equal; `bias` broadcasts to ... x Sq x Skv). With `causal`,
-    query i attends keys j <= i + Skv - Sq only. Scores, softmax statistics
-    and the products accumulate in FP32 whatever the operands' type, and
-    no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of each
-    query's scores (FP32), is all the backward pass (mpc.attention_grad)
-    keeps, as FlashAttention does. A row with no attendable key (every
-    score -inf) gives NaN, as the softmax it replaces would, or, with
-    `zero_masked_rows` (ONNX Attention's rule), y = 0 and lse = -inf.
+    `y = dropout(softmax(scale * q k^T + bias)) v` over the last two
+    dimensions (`q`: ... x Sq x D, `k`: ... x Skv x D, `v`: ... x Skv x Dv,
+    the leading dimensions equal; `bias` broadcasts to ... x Sq x Skv). With
+    `causal`, query i attends keys j <= i + Skv - Sq only. Scores, softmax
+    statistics and the products accumulate in FP32 whatever the operands'
+    type, and no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of
+    each query's scores (FP32), is all the backward pass
+    (mpc.attention_grad) keeps, as FlashAttention does. A row with no
+    attendable key (every score -inf) gives NaN, as the softmax it replaces
+    would, or, with `zero_masked_rows` (ONNX Attention's rule), y = 0 and
+    lse = -inf.
+
+    With `dropout` > 0 each probability is dropped with that probability
+    and the kept ones scaled by 1/(1-dropout), drawn as mpc.dropout draws
+    them (runtime/Philox.h: key (`seed`, `stream`), counter (`step`, the
+    probability's index in the ... x Sq x Skv scores)): the mask the
+    unfused softmax -> dropout would draw, recomputed by the backward
+    instead of stored. The softmax's sum runs over the undropped
+    probabilities.
 
     Example:
     ```mlir
     %y, %lse = mpc.attention %q, %k, %v {scale = 1.250000e-01 : f32, causal = true} : (tensor<2x12x128x64xf16>, tensor<2x12x128x64xf16>, tensor<2x12x128x64xf16>) -> (tensor<2x12x128x64xf16>, tensor<2x12x128xf32>)
+    %y2, %lse2 = mpc.attention %q, %k, %v step %s {scale = 1.250000e-01 : f32, dropout = 1.000000e-01 : f32, stream = 7 : i64} : (tensor<2x12x128x64xf16>, tensor<2x12x128x64xf16>, tensor<2x12x128x64xf16>, tensor<i64>) -> (tensor<2x12x128x64xf16>, tensor<2x12x128xf32>)
     ```
   }];
   let arguments = (ins Mpc_FloatTensor:$q, Mpc_FloatTensor:$k,
                    Mpc_FloatTensor:$v, Optional<Mpc_FloatTensor>:$bias,
+                   Optional<Mpc_I64Tensor>:$step,
                    F32Attr:$scale,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
-                   DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows);
+                   DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
+                   OptionalAttr<I64Attr>:$seed,
+                   OptionalAttr<I64Attr>:$stream);
   let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`,` $bias^)? (`step` $step^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 
@@ -174,6 +193,8 @@ def Mpc_DropoutOp : Mpc_Op<"dropout", [Mpc_Clear, AttrSizedOperandSegments,
     In training mode zeroes each element with probability `ratio` and scales
     the rest by 1/(1-ratio); otherwise the identity. Also returns the keep
     mask, which the backward pass reuses. Not `Pure`: it draws random numbers.
+    The ratio keeps its own type under mixed precision (ONNX's T1: the
+    user's ratio, not its fp16 rounding).
 
     The draws are Philox4x32-10 (runtime/Philox.h), a pure function of the
     key (`seed`, `stream`) and the counter (`step`, the element's index):

@@ -5,6 +5,8 @@
 // step to the next, or every step drops the same elements. The step's
 // number is a per-step input, `mpc.rng.step`, fed by the runtime
 // (runtime/TrainProtocol.h: randomScalars) as it feeds Adam's step size.
+// Fused attention with dropout (mpc.attention and its gradient, which
+// redraws the forward's mask) reads it too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,12 +37,23 @@ bool mayTrain(DropoutOp d) {
 struct DropoutSteps : public mpc::impl::DropoutStepsBase<DropoutSteps> {
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp f) {
-      SmallVector<DropoutOp> drawing;
-      f.walk([&](DropoutOp d) {
-        if (!d.getStep() && mayTrain(d))
-          drawing.push_back(d);
+      // The ops that draw and have no step yet.
+      SmallVector<Operation *> owners;
+      f.walk([&](Operation *op) {
+        auto drawsWithout = [&](auto x) {
+          return !x.getStep() && x.getDropout().convertToFloat() > 0.0f;
+        };
+        bool draws = false;
+        if (auto d = dyn_cast<DropoutOp>(op))
+          draws = !d.getStep() && mayTrain(d);
+        else if (auto a = dyn_cast<AttentionOp>(op))
+          draws = drawsWithout(a);
+        else if (auto g = dyn_cast<AttentionGradOp>(op))
+          draws = drawsWithout(g);
+        if (draws)
+          owners.push_back(op);
       });
-      if (drawing.empty() || f.isExternal())
+      if (owners.empty() || f.isExternal())
         return;
       OpBuilder b(f.getContext());
       Block &body = f.getBody().front();
@@ -50,8 +63,14 @@ struct DropoutSteps : public mpc::impl::DropoutStepsBase<DropoutSteps> {
                            "mpc.input", b.getStringAttr("mpc.rng.step"))),
                        f.getLoc());
       Value step = body.getArguments().back();
-      for (DropoutOp d : drawing)
-        d.getStepMutable().assign(step);
+      for (Operation *op : owners) {
+        if (auto d = dyn_cast<DropoutOp>(op))
+          d.getStepMutable().assign(step);
+        else if (auto a = dyn_cast<AttentionOp>(op))
+          a.getStepMutable().assign(step);
+        else
+          cast<AttentionGradOp>(op).getStepMutable().assign(step);
+      }
     });
   }
 };

@@ -13,18 +13,23 @@
 //   where(m, s, fill)   or where(m, fill, s), fill a scalar constant: the
 //                       mask becomes the bias where(m, 0, fill)...
 //   softmax(axis = -1)
+//   dropout(P, ratio, training)   optional: constant ratio and flag, the
+//                                 mask unread (the backward redraws it)
 //   matmul(P, V)
 //
 // A constant bias that is exactly a causal mask (0 on and below the offset
 // diagonal, -inf or below -1e30 above) becomes `causal` and is dropped, so no
 // Sq x Skv tensor is left. Every intermediate must have its one use on the
 // path (an extra consumer of the scores or probabilities, a softmax on
-// another axis, a dropout between softmax and V leave the subgraph as it
-// is: fusing would change what the other consumer sees or drop randomness).
+// another axis, a dropout whose mask is read or whose ratio or training
+// flag is only known at run time leave the subgraph as it is: fusing would
+// change what the other consumer sees). A fused dropout draws the mask the
+// unfused one would (same key, same counter: the probability's index).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
+#include "ir/ShapeRules.h"
 #include "passes/DeadOps.h"
 #include "passes/Passes.h"
 
@@ -182,6 +187,8 @@ struct Match {
   Value q, k, v, bias;
   double scale = 1.0;
   bool zeroMaskedRows = false;
+  double dropout = 0.0; // the fused dropout's ratio, 0 for none
+  IntegerAttr seed, stream;
   Operation *pv = nullptr;
   SmallVector<Operation *> dead; // the matched ops, users first
 };
@@ -220,6 +227,23 @@ public:
       m.dead = {w, sm, dead, rowMax};
       probs = w.getResult();
     }
+    DropoutOp drop = dyn_cast<DropoutOp>(*probs.getUsers().begin());
+    if (drop) {
+      if (drop.getX() != probs || !drop.getMask().use_empty() ||
+          drop.getStep() || !singleUse(drop.getY()))
+        return std::nullopt;
+      std::optional<double> ratio =
+          drop.getRatio() ? getConstantScalar(drop.getRatio()) : 0.5;
+      std::optional<double> training =
+          drop.getTrainingMode() ? getConstantScalar(drop.getTrainingMode())
+                                 : 0.0;
+      if (!ratio || !training || *ratio < 0.0 || *ratio >= 1.0)
+        return std::nullopt;
+      m.dropout = *training != 0.0 ? *ratio : 0.0;
+      m.seed = drop.getSeedAttr();
+      m.stream = drop.getStreamAttr();
+      probs = drop.getY();
+    }
     auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
     if (!pv || pv->getOperand(0) != probs ||
         typeOf(pv->getOperand(1)).getRank() != r)
@@ -228,6 +252,8 @@ public:
     m.v = pv->getOperand(1);
     if (m.dead.empty())
       m.dead.push_back(sm);
+    if (drop)
+      m.dead.insert(m.dead.begin(), drop);
     m.dead.insert(m.dead.begin(), pv);
     // Masks and scales, from the softmax back to the QK^T product.
     Value s = sm.getX();
@@ -359,13 +385,23 @@ public:
     SmallVector<Value> operands{m.q, k, m.v};
     if (bias)
       operands.push_back(bias);
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr("scale", b.getF32FloatAttr((float)m.scale)),
+        b.getNamedAttr("causal", b.getBoolAttr(causal)),
+        b.getNamedAttr("zero_masked_rows", b.getBoolAttr(m.zeroMaskedRows)),
+        b.getNamedAttr("operandSegmentSizes",
+                       b.getDenseI32ArrayAttr({1, 1, 1, bias ? 1 : 0, 0}))};
+    if (m.dropout > 0.0) {
+      attrs.push_back(
+          b.getNamedAttr("dropout", b.getF32FloatAttr((float)m.dropout)));
+      if (m.seed)
+        attrs.push_back(b.getNamedAttr("seed", m.seed));
+      if (m.stream)
+        attrs.push_back(b.getNamedAttr("stream", m.stream));
+    }
     std::string diag;
-    auto at = createInferred(
-        b, loc, AttentionOp::getOperationName(), operands,
-        {b.getNamedAttr("scale", b.getF32FloatAttr((float)m.scale)),
-         b.getNamedAttr("causal", b.getBoolAttr(causal)),
-         b.getNamedAttr("zero_masked_rows", b.getBoolAttr(m.zeroMaskedRows))},
-        &diag);
+    auto at = createInferred(b, loc, AttentionOp::getOperationName(), operands,
+                             attrs, &diag);
     m.pv->getResult(0).replaceAllUsesWith((*at)->getResult(0));
     for (Operation *op : m.dead)
       if (op->use_empty())

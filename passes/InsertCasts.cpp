@@ -109,11 +109,16 @@ struct InsertCasts : public mpc::impl::InsertCastsBase<InsertCasts> {
       // Ops with FP32 parameters take `t` on their data operand alone.
       bool fp32Params = op->hasTrait<Fp32Parameters>();
       Type f32 = Float32Type::get(op->getContext());
-      for (OpOperand &use : op->getOpOperands())
+      for (OpOperand &use : op->getOpOperands()) {
+        // Dropout's ratio has a type of its own (ONNX's T1): the user's
+        // ratio, not its fp16 rounding, sets the threshold and the scale.
+        if (isa<DropoutOp>(op) && use.getOperandNumber() == 1)
+          continue;
         if (isFloatTensor(use.get().getType()))
           use.set(casts.castTo(use.get(), fp32Params && use.getOperandNumber()
                                               ? f32
                                               : t));
+      }
       // Results take `t`, except those the op defines in another type
       // whatever its operands' (attention's FP32 log-sum-exp).
       SmallVector<Type> inferred;

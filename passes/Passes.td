@@ -56,8 +56,9 @@ def FuseAttention : Pass<"mpc-fuse-attention", "::mlir::ModuleOp"> {
     GPT-2, ViT, nn.TransformerEncoder) and of imported ONNX Attention:
     matmul(Q, K^T), scalar scales on Q, K^T or the scores, additive masks
     and where() masks filled with -inf (or below -1e30), softmax on the
-    last axis, matmul with V; each intermediate used once. A constant causal
-    mask becomes `causal = true`.
+    last axis, an optional dropout (constant ratio and training flag, its
+    mask unread: the op draws the same mask), matmul with V; each
+    intermediate used once. A constant causal mask becomes `causal = true`.
 
     Before:
     ```mlir

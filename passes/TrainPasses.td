@@ -227,8 +227,10 @@ def DropoutSteps : Pass<"mpc-dropout-steps", "::mlir::ModuleOp"> {
     number (0-based, counting every step the data loop takes: a skipped
     one draws a new mask when retried, as torch's generator moves on), so
     each step draws a new mask, the same on every backend and on a resumed
-    run. Dropouts already given a step, and those whose `training` operand
-    is a constant false, are left alone.
+    run. Fused attention with dropout (mpc.attention, and
+    mpc.attention_grad, which redraws the forward's mask) reads it too.
+    Dropouts already given a step, and those whose `training` operand is a
+    constant false, are left alone.
 
     Before:
     ```mlir

@@ -13,6 +13,8 @@
 // and step is the train step's number (mpc-dropout-steps), so each step
 // draws a new mask. An element is kept when its word is at least
 // ratio * 2^32 (mpc_dropout_threshold): probability 1 - ratio to 2^-32.
+// The fused attention kernels draw element by element (mpc_dropout_keep)
+// or by pairs (mpc_dropout_keep2) where their fragments hold pairs.
 //
 // The CPU kernel calls these functions; the CUDA emitter writes the same
 // text into every kernels.cu that draws (kPhiloxSource), as Formulas.h
@@ -53,7 +55,26 @@
                            : (unsigned long long)((double)ratio * 4294967296.0);\
   }                                                                           \
   /* What a kept element is multiplied by: 1 / (1 - ratio), in FP32. */      \
-  Q float mpc_dropout_scale(float ratio) { return 1.0f / (1.0f - ratio); }
+  Q float mpc_dropout_scale(float ratio) { return 1.0f / (1.0f - ratio); }    \
+  /* Whether element `i` is kept (the word picked without indexing the      \
+     array by a variable, which would put it in CUDA local memory). */        \
+  Q bool mpc_dropout_keep(unsigned long long seed, unsigned int stream,       \
+                          unsigned long long step, unsigned long long i,      \
+                          unsigned long long threshold) {                     \
+    unsigned int w[4];                                                        \
+    mpc_philox_words(seed, stream, step, i >> 2, w);                          \
+    unsigned int lo = (i & 1) ? w[1] : w[0], hi = (i & 1) ? w[3] : w[2];      \
+    return ((i & 2) ? hi : lo) >= threshold;                                  \
+  }                                                                           \
+  /* Whether elements i and i + 1 are kept, i even: one group for both. */    \
+  Q void mpc_dropout_keep2(unsigned long long seed, unsigned int stream,      \
+                           unsigned long long step, unsigned long long i,     \
+                           unsigned long long threshold, bool keep[2]) {      \
+    unsigned int w[4];                                                        \
+    mpc_philox_words(seed, stream, step, i >> 2, w);                          \
+    keep[0] = ((i & 2) ? w[2] : w[0]) >= threshold;                           \
+    keep[1] = ((i & 2) ? w[3] : w[1]) >= threshold;                           \
+  }
 // clang-format on
 
 #define MPC_PHILOX_STRING(...) #__VA_ARGS__

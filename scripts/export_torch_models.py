@@ -131,9 +131,10 @@ class Encoder(nn.Module):
 
 
 class GptBlock(nn.Module):
-    def __init__(self, d, heads, gelu):
+    def __init__(self, d, heads, gelu, dropout=0.0):
         super().__init__()
         self.heads = heads
+        self.dropout = dropout
         self.ln1 = nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -150,10 +151,14 @@ class GptBlock(nn.Module):
         att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
         causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
         att = att.masked_fill(causal, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, d)
-        x = x + self.proj(y)
-        return x + self.out(F.gelu(self.fc(self.ln2(x)),
-                                   approximate=self.gelu))
+        # GPT-2's attention and residual dropouts (none at 0: the graph
+        # then has no Dropout node at all).
+        drop = (lambda z: F.dropout(z, self.dropout, self.training)
+                if self.dropout else z)
+        y = (drop(att) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + drop(self.proj(y))
+        return x + drop(self.out(F.gelu(self.fc(self.ln2(x)),
+                                        approximate=self.gelu)))
 
 
 class Gpt(nn.Module):
@@ -161,11 +166,11 @@ class Gpt(nn.Module):
     next-token log-probabilities."""
 
     def __init__(self, vocab=128, d=64, heads=4, layers=2, ctx=16,
-                 gelu="none"):
+                 gelu="none", dropout=0.0):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
         self.pos = nn.Embedding(ctx, d)
-        self.blocks = nn.ModuleList(GptBlock(d, heads, gelu)
+        self.blocks = nn.ModuleList(GptBlock(d, heads, gelu, dropout)
                                     for _ in range(layers))
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, vocab, bias=False)
@@ -349,6 +354,13 @@ def main():
     toks = (torch.randint(0, 128, (2, 16)), torch.randint(0, 128, (2, 16)))
     gnames = (["tokens", "targets"], ["loss", "logp"])
     training_too("gpt", lambda: (Gpt(), toks), gnames)
+    # gpt_dropout_train: the same weights with GPT-2's dropouts (0.1 on the
+    # attention probabilities and the residual branches), in training mode.
+    if want("gpt_dropout_train"):
+        state = torch.get_rng_state()
+        export(Gpt(dropout=0.1), toks, gnames, p("gpt_dropout_train"), 17,
+               training=True)
+        torch.set_rng_state(state)
     if want("gpt") or want("gpt_gelu_op"):
         export(Gpt(), toks, gnames, p("gpt"), 17)
     if want("gpt_tanh"):

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/gradients/GradientBuilder.h"
+#include "ir/ShapeRules.h"
+#include "runtime/Philox.h"
 
 namespace mlir::mpc::grad {
 namespace {
@@ -202,8 +204,20 @@ LogicalResult nllGrad(Context &c, NegativeLogLikelihoodLossOp nll) {
 LogicalResult dropoutGrad(Context &c, DropoutOp d) {
   // Inference mode is the identity; in training mode the forward mask and
   // scale apply to the gradient too.
-  if (!d.getTrainingMode()) {
+  std::optional<double> training =
+      d.getTrainingMode() ? getConstantScalar(d.getTrainingMode()) : 0.0;
+  if (training && *training == 0.0) {
     c.grads[0] = c.g;
+    return success();
+  }
+  std::optional<double> constRatio =
+      d.getRatio() ? getConstantScalar(d.getRatio()) : 0.5;
+  if (training && constRatio) {
+    // What exports write: the forward's own factor, folded (no step
+    // computes 1 - ratio, no select on the flag).
+    float scale = ::mpc::philox::mpc_dropout_scale((float)*constRatio);
+    c.grads[0] = c.make<WhereOp>(
+        {d.getMask(), c.make<MulOp>({c.g, c.scalar(scale)}), c.scalar(0.0)});
     return success();
   }
   Value ratio = d.getRatio() ? d.getRatio() : c.scalar(0.5);
@@ -374,10 +388,11 @@ Value transposeLast(Context &c, Value v) {
       v, {c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(perm))});
 }
 
-/// dq, dk, dv from mpc.attention_grad (p recomputed from lse, nothing of
-/// size Sq x Skv kept). The bias gradient dS = p * (dy v^T - rowsum(dy y)),
-/// summed to the bias's shape, is built from forward ops: dropped as dead
-/// unless the bias depends on a parameter.
+/// dq, dk, dv from mpc.attention_grad (p recomputed from lse, the dropout
+/// mask redrawn, nothing of size Sq x Skv kept). The bias gradient dS = p *
+/// (z dy v^T - rowsum(dy y)), summed to the bias's shape, is built from
+/// forward ops (z by an mpc.dropout of dy v^T with the forward's key, so the
+/// same mask): dropped as dead unless the bias depends on a parameter.
 LogicalResult attentionGrad(Context &c, AttentionOp at) {
   if (c.resultGrads.size() > 1 && c.resultGrads[1])
     return at->emitError("gradient through attention's log-sum-exp is not "
@@ -386,10 +401,26 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
                               at.getLse()};
   if (at.getBias())
     operands.push_back(at.getBias());
+  bool dropout = at.getDropout().convertToFloat() > 0.0f;
+  SmallVector<NamedAttribute> attrs{
+      c.b.getNamedAttr("scale", at.getScaleAttr()),
+      c.b.getNamedAttr("causal", at.getCausalAttr()),
+      c.b.getNamedAttr("operandSegmentSizes",
+                       c.b.getDenseI32ArrayAttr(
+                           {1, 1, 1, 1, 1, 1, at.getBias() ? 1 : 0, 0}))};
+  // The forward's key, so the gradient redraws its mask (mpc-dropout-steps
+  // gives both the step).
+  SmallVector<NamedAttribute> key;
+  if (dropout) {
+    key.push_back(c.b.getNamedAttr("dropout", at.getDropoutAttr()));
+    if (at.getSeedAttr())
+      key.push_back(c.b.getNamedAttr("seed", at.getSeedAttr()));
+    if (at.getStreamAttr())
+      key.push_back(c.b.getNamedAttr("stream", at.getStreamAttr()));
+  }
+  attrs.append(key);
   Operation *grad = makeOp(c.b, c.loc, AttentionGradOp::getOperationName(),
-                           operands,
-                           {c.b.getNamedAttr("scale", at.getScaleAttr()),
-                            c.b.getNamedAttr("causal", at.getCausalAttr())});
+                           operands, attrs);
   // attention_grad needs no flag: p = 0 wherever lse is -inf.
   for (unsigned i = 0; i < 3; ++i)
     c.grads[i] = grad->getResult(i);
@@ -429,6 +460,20 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
              ->getResult(0),
          grad::scalar(c.b, c.loc, elem, 0.0), p});
   Value dp = c.make<MatMulOp>({c.g, transposeLast(c, at.getV())});
+  if (dropout) {
+    // mpc.dropout's ratio is its own; the key (seed, stream) the forward's.
+    SmallVector<NamedAttribute> dropKey{c.b.getNamedAttr(
+        "operandSegmentSizes", c.b.getDenseI32ArrayAttr({1, 1, 1, 0}))};
+    for (NamedAttribute a : key)
+      if (a.getName() != "dropout")
+        dropKey.push_back(a);
+    Value ratio = grad::scalar(c.b, c.loc, c.b.getF32Type(),
+                               at.getDropout().convertToDouble());
+    Value training = grad::scalar(c.b, c.loc, c.b.getI1Type(), 1.0);
+    dp = makeOp(c.b, c.loc, DropoutOp::getOperationName(),
+                {dp, ratio, training}, dropKey)
+             ->getResult(0);
+  }
   Value rowD = reduceKeep<ReduceSumOp>(c, c.make<MulOp>({c.g, c.y}), {r - 1});
   Value ds = c.make<MulOp>({p, c.make<SubOp>({dp, rowD})});
   Value db = c.un(ds, 3);

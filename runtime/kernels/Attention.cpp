@@ -7,12 +7,18 @@
 // online softmax over the keys in order (rescaled when the maximum grows),
 // y = sum_j p_j v_j / sum_j p_j, lse = max + log(sum).
 // The backward recomputes p = exp(s - lse) (FlashAttention's scheme).
+// Dropout draws each probability's keep bit from Philox (runtime/Philox.h)
+// at its index in the scores, as mpc.dropout on the softmax would: a
+// dropped p still adds to the row's sum, only not to y; kept ones are
+// scaled by 1/(1-ratio) at the end (y = acc / sum * scale).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Kernel.h"
 #include "runtime/Parallel.h"
 #include "runtime/kernels/Common.h"
+
+#include "runtime/Philox.h"
 
 #include <cmath>
 #include <limits>
@@ -29,9 +35,13 @@ struct Geometry {
   std::vector<int64_t> bs; // bias strides, one per scores dimension
   float scale = 1.0f;
   bool causal = false, zeroMaskedRows = false;
+  // Dropout: off at ratio 0; kept probabilities times dropScale.
+  float ratio = 0.0f, dropScale = 1.0f;
+  uint64_t seed = 0, drawStep = 0, threshold = 0;
+  uint32_t stream = 0;
 
   Geometry(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *bias,
-           const Step &step) {
+           const Tensor *stepNumber, const Step &step) {
     int64_t r = q.rank();
     lead.assign(q.shape().begin(), q.shape().end() - 2);
     for (int64_t x : lead)
@@ -43,6 +53,14 @@ struct Geometry {
     scale = (float)step.getFloat("scale", 1.0);
     causal = step.getInt("causal", 0) != 0;
     zeroMaskedRows = step.getInt("zero_masked_rows", 0) != 0;
+    ratio = (float)step.getFloat("dropout", 0.0);
+    if (ratio > 0.0f) {
+      dropScale = philox::mpc_dropout_scale(ratio);
+      threshold = philox::mpc_dropout_threshold(ratio);
+      seed = (uint64_t)step.getInt("seed", 0);
+      stream = (uint32_t)step.getInt("stream", 0);
+      drawStep = stepNumber ? (uint64_t)stepNumber->getInt(0) : 0;
+    }
     bs.assign(r, 0);
     if (!bias)
       return;
@@ -67,6 +85,17 @@ struct Geometry {
     return off + i * bs[lead.size()];
   }
   int64_t biasKey() const { return bs.back(); }
+  /// Whether dropout keeps probability (b, i, j).
+  bool keep(int64_t b, int64_t i, int64_t j) const {
+    return ratio == 0.0f ||
+           philox::mpc_dropout_keep(seed, stream, drawStep,
+                                    (uint64_t)((b * sq + i) * skv + j),
+                                    threshold);
+  }
+  /// What dropout multiplies the probability (b, i, j) by: 0 or the scale.
+  float dropFactor(int64_t b, int64_t i, int64_t j) const {
+    return keep(b, i, j) ? dropScale : 0.0f;
+  }
   /// Whether query i may attend key j.
   bool allowed(int64_t i, int64_t j) const {
     return !causal || j <= i + skv - sq;
@@ -89,9 +118,10 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 /// One key of the online softmax (FlashAttention's): a new maximum rescales
 /// the running sum and accumulator; a masked key (-inf) adds nothing. The
-/// CUDA kernel takes the same steps in the same order.
+/// CUDA kernel takes the same steps in the same order. A dropped key
+/// (`keep` false) adds to the sum only.
 inline void onlineStep(float s, const float *vj, int64_t dv, float &mx,
-                       float &sum, float *acc) {
+                       float &sum, float *acc, bool keep) {
   if (s == -kInf)
     return;
   if (s > mx) {
@@ -103,24 +133,27 @@ inline void onlineStep(float s, const float *vj, int64_t dv, float &mx,
   }
   float p = std::exp(s - mx);
   sum += p;
+  if (!keep)
+    return;
   for (int64_t t = 0; t < dv; ++t)
     acc[t] += p * vj[t];
 }
 
-/// y = acc / sum and lse = max + log(sum); a row with no attendable key
-/// gives NaN as softmax would, or 0 and lse = -inf (`zeroMaskedRows`).
+/// y = acc / sum * dropScale (1 without dropout) and lse = max +
+/// log(sum); a row with no attendable key gives NaN as softmax would, or 0
+/// and lse = -inf (`zeroMaskedRows`).
 inline void finishRow(float *acc, int64_t dv, float mx, float sum,
-                      bool zeroMaskedRows, float &lse) {
+                      float dropScale, bool zeroMaskedRows, float &lse) {
   bool none = sum == 0.0f;
   for (int64_t t = 0; t < dv; ++t)
-    acc[t] = none && zeroMaskedRows ? 0.0f : acc[t] / sum;
+    acc[t] = none && zeroMaskedRows ? 0.0f : acc[t] / sum * dropScale;
   lse = none ? (zeroMaskedRows ? -kInf : std::nanf("")) : mx + std::log(sum);
 }
 
 void attentionK(KernelContext &c) {
   const Tensor &q = c.in(0), &k = c.in(1), &v = c.in(2);
   const Tensor *bias = c.input(3);
-  Geometry g(q, k, v, bias, c.step);
+  Geometry g(q, k, v, bias, c.input(4), c.step);
   std::vector<float> qB, kB, vB, biasB, yB;
   const float *qp = floatData(q, qB), *kp = floatData(k, kB),
               *vp = floatData(v, vB);
@@ -139,8 +172,8 @@ void attentionK(KernelContext &c) {
       float mx = -kInf, sum = 0.0f;
       for (int64_t j = 0; j < g.skv; ++j)
         onlineStep(score(g, qi, kb + j * g.d, bp, bRow, i, j),
-                   vb + j * g.dv, g.dv, mx, sum, yi);
-      finishRow(yi, g.dv, mx, sum, g.zeroMaskedRows, lp[row]);
+                   vb + j * g.dv, g.dv, mx, sum, yi, g.keep(b, i, j));
+      finishRow(yi, g.dv, mx, sum, g.dropScale, g.zeroMaskedRows, lp[row]);
     }
   });
   finishFloatOut(y, yB);
@@ -154,23 +187,25 @@ inline float rowTerm(const Geometry &g, const float *dyi, const float *yi) {
   return acc;
 }
 
-/// ds_ij = p_ij (dy_i . v_j - D_i), with p_ij = exp(s_ij - lse_i); also
-/// returns p_ij.
+/// ds_ij = p_ij (z_ij (dy_i . v_j) - D_i), with p_ij = exp(s_ij - lse_i)
+/// and z_ij dropout's factor (1 without); also returns pd_ij = p_ij z_ij,
+/// the probability as y saw it.
 inline float scoreGrad(const Geometry &g, float s, float lse, const float *dyi,
-                       const float *vj, float rowD, float &p) {
-  p = lse == -std::numeric_limits<float>::infinity() ? 0.0f
-                                                      : std::exp(s - lse);
+                       const float *vj, float rowD, float z, float &pd) {
+  float p = lse == -std::numeric_limits<float>::infinity() ? 0.0f
+                                                          : std::exp(s - lse);
   float dp = 0.0f;
   for (int64_t t = 0; t < g.dv; ++t)
     dp += dyi[t] * vj[t];
-  return p * (dp - rowD);
+  pd = p * z;
+  return p * (dp * z - rowD);
 }
 
 void attentionGradK(KernelContext &c) {
   const Tensor &dy = c.in(0), &q = c.in(1), &k = c.in(2), &v = c.in(3),
                &y = c.in(4), &lse = c.in(5);
   const Tensor *bias = c.input(6);
-  Geometry g(q, k, v, bias, c.step);
+  Geometry g(q, k, v, bias, c.input(7), c.step);
   std::vector<float> dyB, qB, kB, vB, yB, biasB, dqB, dkB, dvB;
   const float *dyp = floatData(dy, dyB), *qp = floatData(q, qB),
               *kp = floatData(k, kB), *vp = floatData(v, vB),
@@ -190,8 +225,9 @@ void attentionGradK(KernelContext &c) {
       std::fill(dqi, dqi + g.d, 0.0f);
       for (int64_t j = 0; j < g.skv; ++j) {
         int64_t key = b * g.skv + j;
+        float z = g.ratio > 0.0f ? g.dropFactor(b, i, j) : 1.0f;
         float p, ds = scoreGrad(g, score(g, qi, kp + key * g.d, bp, bRow, i, j),
-                                lp[row], dyi, vp + key * g.dv, rowD, p);
+                                lp[row], dyi, vp + key * g.dv, rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
           dqi[t] += g.scale * ds * kp[key * g.d + t];
       }
@@ -211,8 +247,9 @@ void attentionGradK(KernelContext &c) {
         const float *qi = qp + row * g.d, *dyi = dyp + row * g.dv;
         float rowD = rowTerm(g, dyi, yp + row * g.dv);
         int64_t bRow = bias ? g.biasRow(b, i) : 0;
+        float z = g.ratio > 0.0f ? g.dropFactor(b, i, j) : 1.0f;
         float p, ds = scoreGrad(g, score(g, qi, kj, bp, bRow, i, j), lp[row],
-                                dyi, vj, rowD, p);
+                                dyi, vj, rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
           dkj[t] += g.scale * ds * qi[t];
         for (int64_t t = 0; t < g.dv; ++t)

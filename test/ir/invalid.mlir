@@ -300,6 +300,14 @@ func.func @attention_bias(%q: tensor<2x4x8xf32>, %b: tensor<3x4xf32>) {
 
 // -----
 
+func.func @attention_dropout(%q: tensor<2x4x8xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{dropout 1.000000e+00 is not in [0, 1)}}
+  %y, %lse = mpc.attention %q, %q, %q step %s {scale = 1.0 : f32, dropout = 1.0 : f32} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<i64>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
 func.func @all_reduce_wire(%g: tensor<4xf32>) {
   // expected-error @+1 {{'mpc.all_reduce' op operand of type 'tensor<4xf32>' on a bf16 wire}}
   %r = mpc.all_reduce %g {bucket = 0 : i64, wire = "bf16"} : (tensor<4xf32>) -> tensor<4xf32>

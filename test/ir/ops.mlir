@@ -169,9 +169,11 @@ func.func @training(%r: tensor<f32>, %t: tensor<i64>, %x: tensor<4xf32>, %g: ten
 }
 
 // CHECK-LABEL: func.func @attention
-func.func @attention(%q: tensor<2x4x16x8xf16>, %k: tensor<2x4x32x8xf16>, %v: tensor<2x4x32x6xf16>, %b: tensor<2x1x1x32xf16>, %dy: tensor<2x4x16x6xf16>) {
+func.func @attention(%q: tensor<2x4x16x8xf16>, %k: tensor<2x4x32x8xf16>, %v: tensor<2x4x32x6xf16>, %b: tensor<2x1x1x32xf16>, %dy: tensor<2x4x16x6xf16>, %step: tensor<i64>) {
   // CHECK: mpc.attention {{.*}} -> (tensor<2x4x16x6xf16>, tensor<2x4x16xf32>)
   %y, %lse = mpc.attention %q, %k, %v, %b {scale = 0.35 : f32, causal = true} : (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x1x1x32xf16>) -> (tensor<2x4x16x6xf16>, tensor<2x4x16xf32>)
+  // CHECK: mpc.attention %{{.*}}, %{{.*}}, %{{.*}} step %{{.*}} {dropout = 1.000000e-01 : f32, scale = 3.500000e-01 : f32, seed = 1 : i64, stream = 2 : i64}
+  %yd, %lsed = mpc.attention %q, %k, %v step %step {scale = 0.35 : f32, dropout = 0.1 : f32, seed = 1 : i64, stream = 2 : i64} : (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<i64>) -> (tensor<2x4x16x6xf16>, tensor<2x4x16xf32>)
   // CHECK: mpc.attention_grad {{.*}} -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>)
   %dq, %dk, %dv = mpc.attention_grad %dy, %q, %k, %v, %y, %lse, %b {scale = 0.35 : f32, causal = true} : (tensor<2x4x16x6xf16>, tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x4x16x6xf16>, tensor<2x4x16xf32>, tensor<2x1x1x32xf16>) -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>)
   return

@@ -27,3 +27,17 @@ func.func @inference(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y, %m = mpc.dropout %x : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
   return %y : tensor<4x8xf32>
 }
+
+// Fused attention with dropout, and its gradient (which redraws the
+// forward's mask), read the step too; attention without dropout does not.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: %arg2: tensor<i64> {mpc.input = "mpc.rng.step"}
+// CHECK: mpc.attention %arg0, %arg0, %arg0 step %arg2 {dropout = 1.000000e-01 : f32, scale = 1.000000e+00 : f32, stream = 5 : i64}
+// CHECK: mpc.attention_grad %arg1, %arg0, %arg0, %arg0, %{{.*}}, %{{.*}} step %arg2 {dropout = 1.000000e-01 : f32, scale = 1.000000e+00 : f32, stream = 5 : i64}
+// CHECK: mpc.attention %arg0, %arg0, %arg0 {scale = 1.000000e+00 : f32}
+func.func @attention(%x: tensor<2x4x8xf16>, %dy: tensor<2x4x8xf16>) -> (tensor<2x4x8xf16>, tensor<2x4x8xf16>) {
+  %y, %lse = mpc.attention %x, %x, %x {scale = 1.0 : f32, dropout = 0.1 : f32, stream = 5 : i64} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>)
+  %dq, %dk, %dv = mpc.attention_grad %dy, %x, %x, %x, %y, %lse {scale = 1.0 : f32, dropout = 0.1 : f32, stream = 5 : i64} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4xf32>) -> (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>)
+  %y2, %lse2 = mpc.attention %x, %x, %x {scale = 1.0 : f32} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>)
+  return %dq, %y2 : tensor<2x4x8xf16>, tensor<2x4x8xf16>
+}

@@ -169,3 +169,50 @@ func.func @guard_other_value(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: 
   %y = mpc.matmul %g, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// A training-mode export's attention dropout (torch: Softmax -> Dropout
+// with a constant ratio and training flag -> MatMul) fuses: the op keeps
+// its ratio and key (seed, stream) and draws the mask the dropout would.
+// CHECK-LABEL: func.func @dropout
+// CHECK: mpc.attention %arg0, %arg1, %arg2 {dropout = 1.000000e-01 : f32, scale = 2.500000e-01 : f32, seed = 3 : i64, stream = 42 : i64}
+// CHECK-NOT: mpc.dropout
+// LOC-LABEL: func.func @dropout
+// LOC: mpc.attention {{.*}} loc("/attn/MatMul_1")
+func.func @dropout(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %v: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  %kt = mpc.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x8x16xf32>) -> tensor<2x16x8xf32>
+  %s = mpc.matmul %q, %kt : (tensor<2x8x16xf32>, tensor<2x16x8xf32>) -> tensor<2x8x8xf32>
+  %c = mpc.constant dense<2.500000e-01> : tensor<f32>
+  %ss = mpc.mul %s, %c : (tensor<2x8x8xf32>, tensor<f32>) -> tensor<2x8x8xf32>
+  %p = mpc.softmax %ss : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %r = mpc.constant dense<1.000000e-01> : tensor<f32>
+  %t = mpc.constant dense<true> : tensor<i1>
+  %pd, %mask = mpc.dropout %p ratio %r training %t {seed = 3 : i64, stream = 42 : i64} : (tensor<2x8x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x8x8xf32>, tensor<2x8x8xi1>)
+  %y = mpc.matmul %pd, %v : (tensor<2x8x8xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32> loc("/attn/MatMul_1")
+  return %y : tensor<2x8x16xf32>
+}
+
+// Perturbed dropouts stay as written: one whose mask is read (fusing would
+// leave nothing to read), one whose training flag is only known at run
+// time, and one with a ratio of 1.
+// CHECK-LABEL: func.func @dropout_unfused
+// CHECK-NOT: mpc.attention
+// CHECK-COUNT-3: mpc.dropout
+func.func @dropout_unfused(%q: tensor<2x8x16xf32>, %k: tensor<2x8x16xf32>, %v: tensor<2x8x16xf32>, %flag: tensor<i1>) -> (tensor<2x8x16xf32>, tensor<2x8x8xi1>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) {
+  %kt = mpc.transpose %k {perm = array<i64: 0, 2, 1>} : (tensor<2x8x16xf32>) -> tensor<2x16x8xf32>
+  %r = mpc.constant dense<1.000000e-01> : tensor<f32>
+  %one = mpc.constant dense<1.000000e+00> : tensor<f32>
+  %t = mpc.constant dense<true> : tensor<i1>
+  %s = mpc.matmul %q, %kt : (tensor<2x8x16xf32>, tensor<2x16x8xf32>) -> tensor<2x8x8xf32>
+  %p = mpc.softmax %s : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %pd, %mask = mpc.dropout %p ratio %r training %t : (tensor<2x8x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x8x8xf32>, tensor<2x8x8xi1>)
+  %y = mpc.matmul %pd, %v : (tensor<2x8x8xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %s1 = mpc.matmul %q, %kt : (tensor<2x8x16xf32>, tensor<2x16x8xf32>) -> tensor<2x8x8xf32>
+  %p1 = mpc.softmax %s1 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %pd1, %mask1 = mpc.dropout %p1 ratio %r training %flag : (tensor<2x8x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x8x8xf32>, tensor<2x8x8xi1>)
+  %y1 = mpc.matmul %pd1, %v : (tensor<2x8x8xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  %s2 = mpc.matmul %q, %kt : (tensor<2x8x16xf32>, tensor<2x16x8xf32>) -> tensor<2x8x8xf32>
+  %p2 = mpc.softmax %s2 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %pd2, %mask2 = mpc.dropout %p2 ratio %one training %t : (tensor<2x8x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<2x8x8xf32>, tensor<2x8x8xi1>)
+  %y2 = mpc.matmul %pd2, %v : (tensor<2x8x8xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return %y, %mask, %y1, %y2 : tensor<2x8x16xf32>, tensor<2x8x8xi1>, tensor<2x8x16xf32>, tensor<2x8x16xf32>
+}

@@ -91,3 +91,19 @@ func.func @fp32_parameters(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %h: tenso
   %y, %rm, %rv = mpc.batch_norm_train %x, %s, %hw, %s, %s {mpc.precision = f16} : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>)
   return %y, %rm, %rv : tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// Dropout's ratio keeps its own type (ONNX's T1): the data goes fp16, the
+// ratio stays the user's FP32 0.1 (its fp16 rounding would move the
+// threshold and the scale).
+// CHECK-LABEL: func.func @dropout_ratio
+// CHECK: %[[X16:.*]] = mpc.cast %arg0 : (tensor<4x8xf32>) -> tensor<4x8xf16>
+// CHECK-NOT: mpc.cast
+// CHECK: mpc.dropout %[[X16]] ratio %{{.*}} training %{{.*}} : (tensor<4x8xf16>, tensor<f32>, tensor<i1>) -> (tensor<4x8xf16>, tensor<4x8xi1>)
+func.func @dropout_ratio(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = mpc.constant dense<1.000000e-01> : tensor<f32>
+  %t = mpc.constant dense<true> : tensor<i1>
+  %y, %m = mpc.dropout %x ratio %r training %t {mpc.precision = f16} : (tensor<4x8xf32>, tensor<f32>, tensor<i1>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  return %y : tensor<4x8xf32>
+}
