@@ -140,16 +140,19 @@ done
 if [[ " $models " == *" mlp "* ]]; then
   "$mpc" compile "$work/models/mlp.onnx" -o "$work/art/mlp-fp16-dp-train" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --data-parallel | tail -1
 fi
-# Causal attention alone (2 x 12 heads x 1024 x 64, fp16), written as
-# exports write it; mpc-fuse-attention makes it one mpc.attention kernel.
-# Its output is named logits so run.sh's table reads its difference.
+# Causal attention alone (2 x 12 heads x ATTN_SEQ (default 1024) x 64,
+# fp16), written as exports write it; mpc-fuse-attention makes it one
+# mpc.attention kernel. Its output is named logits so run.sh's table reads
+# its difference.
+seq=${ATTN_SEQ:-1024}
+echo "$seq" > "$work/attention-seq.txt"
 if [[ ${ATTENTION:-1} != 0 ]]; then
-python3 - "$work" "$root/bench/gpu" <<'PY'
+python3 - "$work" "$root/bench/gpu" "$seq" <<'PY'
 import sys
 import numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
 work = sys.argv[1]
-B, H, S, D = 2, 12, 1024, 64
+B, H, S, D = 2, 12, int(sys.argv[3]), 64
 shape = [B, H, S, D]
 mk = helper.make_node
 nodes = [mk("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
@@ -177,31 +180,52 @@ echo "attention fp16 art/attention-fp16 q=inputs/attention.q.npy k=inputs/attent
 # The same attention trained (forward and backward kernels): q, k and v
 # are the model's initializers (19 MiB: they travel as seeds, drawn the
 # same on both sides), the loss sum(y * target); 3 steps (the CPU
-# backend's reference takes seconds a step at this size).
-python3 - "$work" "$root/bench/gpu" <<'PY'
+# backend's reference takes seconds a step at this size). As ONNX
+# Attention, and as a training-mode export writes attention with dropout
+# (Softmax -> Dropout(0.1) -> MatMul, fused with its mask redrawn in the
+# backward): beside SDPA with dropout_p=0.1 in run.sh's table.
+python3 - "$work" "$root/bench/gpu" "$seq" <<'PY'
 import sys
 import numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
 work = sys.argv[1]
-shape = [2, 12, 1024, 64]
+S = int(sys.argv[3])
+shape = [2, 12, S, 64]
 rng = np.random.default_rng(1)
 inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n) for n in "qkv"]
-nodes = [helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1),
-         helper.make_node("Mul", ["y", "target"], ["yt"]),
-         helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0)]
-g = helper.make_graph(nodes, "attention_train",
-    [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape)],
-    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
-          f"{work}/models/attention_train.onnx")
+mk = helper.make_node
+loss = [mk("Mul", ["y", "target"], ["yt"]), mk("ReduceSum", ["yt"], ["loss"], keepdims=0)]
+dropout = [mk("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+           mk("MatMul", ["q", "kt"], ["s"]),
+           mk("Mul", ["s", "scale"], ["ss"]),
+           mk("Where", ["upper", "ninf", "ss"], ["m"]),
+           mk("Softmax", ["m"], ["p"], axis=-1),
+           mk("Dropout", ["p", "ratio", "training"], ["pd"]),
+           mk("MatMul", ["pd", "v"], ["y"])]
+consts = [numpy_helper.from_array(np.array(64 ** -0.5, np.float32), "scale"),
+          numpy_helper.from_array(np.triu(np.ones((S, S), bool), 1), "upper"),
+          numpy_helper.from_array(np.array(-np.inf, np.float32), "ninf"),
+          numpy_helper.from_array(np.array(0.1, np.float32), "ratio"),
+          numpy_helper.from_array(np.array(True), "training")]
+for name, nodes, extra, opset in (
+        ("attention_train", [mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)], [], 23),
+        ("attention_dropout_train", dropout, consts, 17)):
+    g = helper.make_graph(nodes + loss, name,
+        [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits + extra)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
+              f"{work}/models/{name}.onnx")
 sys.path.insert(0, sys.argv[2])
 import inputs  # noqa: E402 (large inputs travel as recipes)
 inputs.make(work, "attention_train.target.npy", 4, "normal:0.001", shape,
             np.float32)
 PY
-"$mpc" compile "$work/models/attention_train.onnx" -o "$work/art/attention-fp16-train" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
-(cd "$work" && "$mpc" train models/attention_train.onnx --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention-fp16-train.jsonl > /dev/null)
-echo "attention fp16 art/attention-fp16-train steps=3 target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+for m in attention attention_dropout; do
+  art=art/${m//_/-}-fp16-train
+  "$mpc" compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+  (cd "$work" && "$mpc" train "models/${m}_train.onnx" --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics "expected/$m-fp16-train.jsonl" > /dev/null)
+  echo "$m fp16 $art steps=3 target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+done
 fi
 # Softmax and layer norm over ROWS rows of 8192 fp16 (default 8192: 128
 # MiB, drawn again on the GPU machine from its recipe), each one row

@@ -61,6 +61,7 @@ results=$out/gpu-results.md
   echo "| model | precision | mpc forward+loss (ms) | max rel diff vs CPU backend (logits) |"
   echo "|---|---|---|---|"
 } > "$results"
+declare -A fwdms # model-precision: the forward
 while read -r model prec art ins; do
   expect=""
   for f in "$work/expected/$model-$prec"/*.npy; do
@@ -73,6 +74,7 @@ while read -r model prec art ins; do
   ms=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   diff=$(echo "$line" | sed -n 's/^\(logits\|logp\): max relative difference vs CPU backend \(.*\)/\2/p')
   echo "| $model | $prec | ${ms:-n/a} | ${diff:-n/a} |" >> "$results"
+  fwdms[$model-$prec]=${ms:-n/a}
 done < "$work/manifest.txt"
 steps=$(cat "$work/steps.txt")
 declare -A stepms devms # model-precision: the train step, with and without the upload
@@ -183,7 +185,8 @@ done < "$work/rows-manifest.txt"
 # torch.compile takes what is left of BUDGET seconds (the whole script's
 # share of a lent GPU's 15 minutes, start-up and a rerun aside).
 left=$(( ${BUDGET:-300} - SECONDS - 20 ))
-torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
+seq=$(cat "$work/attention-seq.txt" 2>/dev/null || echo 1024)
+torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --attn-seq "$seq" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
 gemm=${gemm:-} gemmk=${gemmk:-}
 echo "$torch"
 {
@@ -221,6 +224,21 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
     eager=$(tms "$model" "$what") comp=$(tms "$model" "compile-$what")
     echo "| $model | $prec | ${devms[$key]} | ${stepms[$key]} | ${eager:-n/a} | ${comp:-n/a} | $(ratio "${eager:-x}" "${devms[$key]}") | $(ratio "${comp:-x}" "${devms[$key]}") |"
   done
+  if [[ -n ${fwdms[attention-fp16]:-} ]]; then
+    shape=2x12x${seq}x64
+    echo
+    echo "Causal attention, fp16, $shape: mpc's fused kernels against torch's scaled_dot_product_attention (the train steps: forward, backward and SGD on q, k and v, on the device):"
+    echo
+    echo "| what | mpc (ms) | torch SDPA (ms) | torch / mpc |"
+    echo "|---|---|---|---|"
+    for row in "forward|${fwdms[attention-fp16]:-n/a}|sdpa-causal-$shape" \
+               "forward + backward|${devms[attention-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
+               "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape"; do
+      IFS='|' read -r what mine key <<< "$row"
+      t=$(tms attention "$key")
+      echo "| $what | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"
+    done
+  fi
   if [[ -n $rowshape ]]; then
     copy=$(tms rows "copy-$rowshape")
     echo

@@ -26,6 +26,7 @@ ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--repeat", type=int, default=50)
 ap.add_argument("--rows", type=int, default=8192)
 ap.add_argument("--compile-budget", type=float, default=240)
+ap.add_argument("--attn-seq", type=int, default=1024)
 a = ap.parse_args()
 start = time.monotonic()
 sys.path.insert(0, a.scripts)
@@ -133,20 +134,24 @@ n = 4096
 A = torch.randn(n, n, device=dev, dtype=torch.float16)
 B = torch.randn(n, n, device=dev, dtype=torch.float16)
 print(f"torch gemm matmul-4096 {timed(lambda: A @ B):.4f}")
-# Causal attention forward at prepare.sh's shape (2 x 12 heads x 1024 x 64,
+# Causal attention at prepare.sh's shape (2 x 12 heads x ATTN_SEQ x 64,
 # fp16): torch's scaled_dot_product_attention (flash backend where the
-# build has it), the side-by-side figure for mpc's fused attention kernel.
-q, k, v = (torch.randn(2, 12, 1024, 64, device=dev, dtype=torch.float16)
+# build has it), the side-by-side figures for mpc's fused attention
+# kernels: forward, forward and backward, and the latter with dropout 0.1
+# on the probabilities (as the attention_dropout train step).
+S = a.attn_seq
+q, k, v = (torch.randn(2, 12, S, 64, device=dev, dtype=torch.float16)
            for _ in range(3))
 if hasattr(F, "scaled_dot_product_attention"):
     sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    print(f"torch attention sdpa-causal-2x12x1024x64 {timed(sdpa):.4f}")
-    # Forward and backward, as the attention train step runs them.
+    print(f"torch attention sdpa-causal-2x12x{S}x64 {timed(sdpa):.4f}")
     qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
     dy = torch.randn_like(q)
-    def fwd_bwd():
-        F.scaled_dot_product_attention(qg, kg, vg, is_causal=True).backward(dy)
-    print(f"torch attention sdpa-causal-fwd-bwd-2x12x1024x64 {timed(fwd_bwd):.4f}")
+    for name, p in (("fwd-bwd", 0.0), ("dropout-fwd-bwd", 0.1)):
+        def fwd_bwd():
+            F.scaled_dot_product_attention(qg, kg, vg, is_causal=True,
+                                           dropout_p=p).backward(dy)
+        print(f"torch attention sdpa-causal-{name}-2x12x{S}x64 {timed(fwd_bwd):.4f}")
 
 # Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
 # and writes the tensor once at best.
