@@ -159,7 +159,11 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "  __shared__ __align__(16) " << T << " ks[" << 2 * TK * KS << "], vs["
      << 2 * TK * VS << "];\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
-     << "  const i64 b = blockIdx.y, i0 = (i64)blockIdx.x * " << L(kRows)
+     // Causal: the last query rows (the most keys) first, so the last
+     // wave holds the shortest blocks (longest-processing-time order, as
+     // FlashAttention-3 schedules causal tiles).
+     << "  const i64 b = blockIdx.y, i0 = (i64)"
+     << (causal ? "(gridDim.x - 1 - blockIdx.x)" : "blockIdx.x") << " * " << L(kRows)
      << ", w0 = i0 + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
      // Q fragments: row r's pair at column c (zero past the last row).
