@@ -38,16 +38,18 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
 }
 
 /// The fused dropout of an attention step (attrs `dropout`, `seed`,
-/// `stream`; the step number from input `stepSlot` when given): the code
+/// `stream`; [step, rank] from input `stepSlot` when given): the code
 /// that draws keep bits as mpc.dropout would (runtime/Philox.h), at the
-/// probability's index in the scores.
+/// probability's index in the scores, after the scores of the ranks
+/// before (one process over the global batch numbers them so).
 struct AttentionDropout {
   bool on = false;
-  std::string key; // "seed, stream, step, " of the draw calls
+  std::string key;   // "seed, stream, step, " of the draw calls
+  std::string first; // the rank's first index
   unsigned long long threshold = 0;
   float scale = 1.0f;
 
-  AttentionDropout(const Step &s, size_t stepSlot) {
+  AttentionDropout(Emitter &e, const Step &s, const Dims &g, size_t stepSlot) {
     float ratio = (float)s.getFloat("dropout", 0.0);
     if (ratio <= 0.0f)
       return;
@@ -55,22 +57,28 @@ struct AttentionDropout {
     threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
     scale = ::mpc::philox::mpc_dropout_scale(ratio);
     bool given = stepSlot < s.inputs.size() && s.inputs[stepSlot] >= 0;
+    std::string in = "(unsigned long long)in" + std::to_string(stepSlot);
     key = std::to_string((unsigned long long)s.getInt("seed", 0)) + "ull, " +
           std::to_string((unsigned)s.getInt("stream", 0)) + "u, " +
-          (given ? "(unsigned long long)in" + std::to_string(stepSlot) + "[0]"
-                 : std::string("0ull")) +
-          ", ";
+          (given ? in + "[0]" : std::string("0ull")) + ", ";
+    // A scalar step (IR written by hand) is rank 0.
+    bool ranked = given && ::mpc::rt::numElements(e.val(s.inputs[stepSlot]).shape) > 1;
+    first = ranked ? in + "[1] * " +
+                        std::to_string((unsigned long long)(g.batch * g.sq *
+                                                            g.skv)) +
+                        "ull + "
+                  : std::string();
   }
   /// Whether probability `index` (an i64 expression) is kept.
   std::string keep(const std::string &index) const {
-    return "mpc_dropout_keep(" + key + "(unsigned long long)(" + index +
-           "), " + std::to_string(threshold) + "ull)";
+    return "mpc_dropout_keep(" + key + first + "(unsigned long long)(" +
+           index + "), " + std::to_string(threshold) + "ull)";
   }
   /// Statement: keep bits of probabilities `index` (even) and index + 1
-  /// into bool[2] `out`.
+  /// into bool[2] `out` (the rank's first index is even with them).
   std::string keep2(const std::string &index, const std::string &out) const {
-    return "mpc_dropout_keep2(" + key + "(unsigned long long)(" + index +
-           "), " + std::to_string(threshold) + "ull, " + out + ");";
+    return "mpc_dropout_keep2(" + key + first + "(unsigned long long)(" +
+           index + "), " + std::to_string(threshold) + "ull, " + out + ");";
   }
   /// The index of probability (b, i, j) in the scores.
   static std::string index(const Dims &g, const std::string &b,

@@ -95,7 +95,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
   int64_t tile = std::clamp<int64_t>(12288 / std::max<int64_t>(g.d + g.dv, 1),
                                      1, 32);
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
-  AttentionDropout drop(s, 4);
+  AttentionDropout drop(*this, s, g, 4);
   // A dropped probability adds to the sum only (the CPU backend's order).
   std::string dropped =
       drop.on ? "      if (!" +
@@ -159,7 +159,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
-  AttentionDropout drop(s, 4);
+  AttentionDropout drop(*this, s, g, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
   const int64_t rows = warps * 16, TK = kTcKeys, D = g.d, DV = g.dv;
   // P as the second product reads it: dropped probabilities 0 (the sum
@@ -308,7 +308,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   std::string biasType = hasBias ? ctype(val(s.inputs[6]).dtype) : "float";
   std::string biasArg = hasBias ? "in6" : "(const float *)nullptr";
   std::string scale = flt((float)s.getFloat("scale", 1.0));
-  AttentionDropout drop(s, 7);
+  AttentionDropout drop(*this, s, g, 7);
   auto rowTerm = [&](const std::string &row) {
     std::ostringstream os;
     os << "float rowD = 0.0f; for (i64 t = 0; t < " << g.dv

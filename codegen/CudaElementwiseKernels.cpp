@@ -320,7 +320,9 @@ bool Emitter::clip(Step &s, const std::string &name) {
 /// or zeroes its four elements, as the CPU kernel draws them, with 16-byte
 /// (FP32) or 8-byte (fp16/bf16) accesses where the count allows. The
 /// ratio and the training flag must be constants (what exports write);
-/// the step comes from its scalar (mpc-dropout-steps), 0 without.
+/// the step and the data-parallel rank from the [step, rank] input
+/// (mpc-dropout-steps; rank r's elements numbered after the r ranks
+/// before it, as one process over the global batch), 0 without.
 bool Emitter::dropout(Step &s, const std::string &name) {
   auto given = [&](size_t k) { return k < s.inputs.size() && s.inputs[k] >= 0; };
   float ratio = 0.5f;
@@ -346,13 +348,18 @@ bool Emitter::dropout(Step &s, const std::string &name) {
   int64_t n = numElements(y.shape), groups = (n + 3) / 4;
   uint64_t seed = (uint64_t)s.getInt("seed", 0);
   uint32_t stream = (uint32_t)s.getInt("stream", 0);
+  std::string step = given(3) ? "(unsigned long long)in3[0]" : "0ull",
+              rank = given(3) && numElements(val(s.inputs[3]).shape) > 1
+                         ? "(unsigned long long)in3[1]"
+                         : "0ull"; // a scalar step (hand-written IR): rank 0
   cu << header(s, name, 256) << " {\n  i64 g = global_index();\n  if (g >= "
-     << groups << "LL) return;\n  unsigned int w[4];\n  mpc_philox_words("
-     << seed << "ull, " << stream << "u, "
-     << (given(3) ? "(unsigned long long)in3[0]" : "0ull")
-     << ", (unsigned long long)g, w);\n  i64 i = g * 4;\n";
+     << groups << "LL) return;\n  i64 i = g * 4;\n";
   std::string keep = "w[l] >= " + std::to_string(threshold) + "ull";
   if (n % 4 == 0) {
+    // The rank's groups follow whole groups of the ranks before it.
+    cu << "  unsigned int w[4];\n  mpc_philox_words(" << seed << "ull, "
+       << stream << "u, " << step << ", " << rank << " * " << n / 4
+       << "ull + (unsigned long long)g, w);\n";
     cu << "  float x[4];\n  unsigned char k[4];\n  ldv<4>(in0 + i, x);\n"
        << "#pragma unroll\n  for (int l = 0; l < 4; ++l) {\n    k[l] = " << keep
        << ";\n    x[l] = k[l] ? x[l] * " << flt(scale)
@@ -360,6 +367,11 @@ bool Emitter::dropout(Step &s, const std::string &name) {
        << "  unsigned int m;\n  memcpy(&m, k, 4);\n"
        << "  *(unsigned int *)(out1 + i) = m;\n}\n\n";
   } else {
+    // Groups straddle ranks: a draw an element.
+    keep = "mpc_dropout_keep(" + std::to_string(seed) + "ull, " +
+           std::to_string(stream) + "u, " + step + ", " + rank + " * " +
+           std::to_string(n) + "ull + (unsigned long long)(i + l), " +
+           std::to_string(threshold) + "ull)";
     cu << "  for (int l = 0; l < 4 && i + l < " << n
        << "LL; ++l) {\n    bool k = " << keep << ";\n    out1[i + l] = k;\n"
        << "    st(out0, i + l, k ? ld(in0, i + l) * " << flt(scale)

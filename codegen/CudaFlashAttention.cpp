@@ -144,7 +144,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
-  AttentionDropout drop(s, 4);
+  AttentionDropout drop(*this, s, g, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
   const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
   constexpr int64_t kWarps = 4, kRows = 64;
@@ -306,7 +306,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                   val(s.inputs[3]).shape);
   bool hasBias = s.inputs.size() > 6 && s.inputs[6] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
-  AttentionDropout drop(s, 7);
+  AttentionDropout drop(*this, s, g, 7);
   std::string T = ctype(val(s.inputs[1]).dtype);
   std::string scale = flt((float)s.getFloat("scale", 1.0));
   constexpr int64_t TQ = 32, TK = 32, kRows = 64, kThreads = 128;

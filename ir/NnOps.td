@@ -201,11 +201,14 @@ def Mpc_DropoutOp : Mpc_Op<"dropout", [Mpc_Clear, AttrSizedOperandSegments,
     the CPU and CUDA backends draw the same mask, and a train step whose
     `step` is its number (mpc-dropout-steps) a fresh one each step.
     `stream` tells the dropouts of one graph apart (the importer sets it
-    from the node's output name); `step` absent is step 0.
+    from the node's output name); `step` absent is step 0. The step
+    operand mpc-dropout-steps gives is [step, rank]: data-parallel rank r
+    numbers its n elements from r n, as one process over the global batch
+    (a scalar step is rank 0).
 
     Example:
     ```mlir
-    %y, %mask = mpc.dropout %x ratio %r training %t step %s {stream = 7 : i64} : (tensor<4x64xf32>, tensor<f32>, tensor<i1>, tensor<i64>) -> (tensor<4x64xf32>, tensor<4x64xi1>)
+    %y, %mask = mpc.dropout %x ratio %r training %t step %s {stream = 7 : i64} : (tensor<4x64xf32>, tensor<f32>, tensor<i1>, tensor<2xi64>) -> (tensor<4x64xf32>, tensor<4x64xi1>)
     ```
   }];
   let arguments = (ins Mpc_FloatTensor:$x, Optional<Mpc_FloatTensor>:$ratio,

@@ -4,7 +4,9 @@
 // (runtime/Philox.h); the counter's step half must change from one train
 // step to the next, or every step drops the same elements. The step's
 // number is a per-step input, `mpc.rng.step`, fed by the runtime
-// (runtime/TrainProtocol.h: randomScalars) as it feeds Adam's step size.
+// (runtime/TrainProtocol.h: randomScalars) as it feeds Adam's step size:
+// [step, rank], the data-parallel rank offsetting the element counter so
+// that ranks draw what one process over the global batch would.
 // Fused attention with dropout (mpc.attention and its gradient, which
 // redraws the forward's mask) reads it too.
 //
@@ -58,7 +60,7 @@ struct DropoutSteps : public mpc::impl::DropoutStepsBase<DropoutSteps> {
       OpBuilder b(f.getContext());
       Block &body = f.getBody().front();
       f.insertArgument(f.getNumArguments(),
-                       RankedTensorType::get({}, b.getI64Type()),
+                       RankedTensorType::get({2}, b.getI64Type()),
                        b.getDictionaryAttr(b.getNamedAttr(
                            "mpc.input", b.getStringAttr("mpc.rng.step"))),
                        f.getLoc());

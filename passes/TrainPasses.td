@@ -223,11 +223,13 @@ def DropoutSteps : Pass<"mpc-dropout-steps", "::mlir::ModuleOp"> {
     A dropout's mask is Philox's pure function of its key (seed, stream)
     and counter (step, element): without a step every run draws the mask
     of step 0. In a train step, each dropout in training mode reads a new
-    input `mpc.rng.step`, which the runtime feeds each step with the step's
-    number (0-based, counting every step the data loop takes: a skipped
-    one draws a new mask when retried, as torch's generator moves on), so
-    each step draws a new mask, the same on every backend and on a resumed
-    run. Fused attention with dropout (mpc.attention, and
+    input `mpc.rng.step`, which the runtime feeds each step with [the
+    step's number (0-based, counting every step the data loop takes: a
+    skipped one draws a new mask when retried, as torch's generator moves
+    on), the data-parallel rank (rank r numbers its elements after the r
+    ranks' before it, as one process over the global batch)], so each step
+    draws a new mask, the same on every backend, on a resumed run and
+    over any number of ranks. Fused attention with dropout (mpc.attention, and
     mpc.attention_grad, which redraws the forward's mask) reads it too.
     Dropouts already given a step, and those whose `training` operand is a
     constant false, are left alone.
@@ -238,7 +240,7 @@ def DropoutSteps : Pass<"mpc-dropout-steps", "::mlir::ModuleOp"> {
     ```
     After:
     ```mlir
-    // %s: tensor<i64> {mpc.input = "mpc.rng.step"}
+    // %s: tensor<2xi64> {mpc.input = "mpc.rng.step"}
     %y, %m = mpc.dropout %x ratio %r training %t step %s {stream = 7 : i64} : ...
     ```
   }];

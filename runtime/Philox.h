@@ -11,8 +11,10 @@
 // absent) and its stream (the importer's hash of the node's output name).
 // Its counter is (i / 4, step): element i takes word i % 4 of group i / 4,
 // and step is the train step's number (mpc-dropout-steps), so each step
-// draws a new mask. An element is kept when its word is at least
-// ratio * 2^32 (mpc_dropout_threshold): probability 1 - ratio to 2^-32.
+// draws a new mask. A data-parallel rank r numbers its n elements from
+// r n, as one process over the global batch would. An element is kept
+// when its word is at least ratio * 2^32 (mpc_dropout_threshold):
+// probability 1 - ratio to 2^-32.
 // The fused attention kernels draw element by element (mpc_dropout_keep)
 // or by pairs (mpc_dropout_keep2) where their fragments hold pairs.
 //

@@ -160,7 +160,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
         feeds.merge(shared.state(t));
       feeds.merge(optimizerScalars(
           t.plan_, t.state_["mpc.opt.t"].getInt(0) + 1, t.options_.lr));
-      feeds.merge(randomScalars(t.plan_, s));
+      feeds.merge(randomScalars(t.plan_, s, o.group ? o.group->rank() : 0));
       StepRecord r;
       if (!t.step(s, feeds, r, error))
         return (error = "phase " + names[p] + ": " + error, false);

@@ -63,11 +63,13 @@ std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
   return feeds;
 }
 
-std::map<std::string, Tensor> randomScalars(const Plan &plan, int64_t step) {
+std::map<std::string, Tensor> randomScalars(const Plan &plan, int64_t step,
+                                            int64_t rank) {
   std::map<std::string, Tensor> feeds;
   if (valueOfName(plan, "mpc.rng.step") >= 0) {
-    Tensor s(DType::I64, {});
+    Tensor s(DType::I64, {2});
     s.setInt(0, step);
+    s.setInt(1, rank);
     feeds["mpc.rng.step"] = s;
   }
   return feeds;

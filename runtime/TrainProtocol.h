@@ -44,10 +44,14 @@ struct TrainProtocol {
 std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
                                                float lr);
 
-/// `mpc.rng.step`, the counter its dropouts draw masks at
-/// (mpc-dropout-steps), when `plan` reads it: `step`, the data loop's
-/// 0-based step number.
-std::map<std::string, Tensor> randomScalars(const Plan &plan, int64_t step);
+/// `mpc.rng.step`, what its dropouts draw masks at (mpc-dropout-steps),
+/// when `plan` reads it: [step, rank], the data loop's 0-based step number
+/// (the counter's step half) and the data-parallel rank (0 alone), whose
+/// rows of the global batch the step draws for: rank r's element i is
+/// element r * n + i of its tensor's n, as one process over the whole
+/// batch would number it.
+std::map<std::string, Tensor> randomScalars(const Plan &plan, int64_t step,
+                                            int64_t rank = 0);
 
 } // namespace mpc::rt
 

@@ -363,7 +363,8 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     // Per-step inputs: the optimizer's scalars and the batch (weights and
     // state already live in the session).
     std::map<std::string, Tensor> feeds = batches.at(s);
-    feeds.merge(randomScalars(plan_, s));
+    feeds.merge(randomScalars(
+        plan_, s, options_.group ? options_.group->rank() : 0));
     if (!algorithm_)
       feeds.merge(optimizerScalars(
           plan_, state_["mpc.opt.t"].getInt(0) + 1, options_.lr));

@@ -5,7 +5,7 @@
 // constant-false flag (inference), no flag, or a step already given are
 // left alone.
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: %arg3: tensor<i64> {mpc.input = "mpc.rng.step"}
+// CHECK-SAME: %arg3: tensor<2xi64> {mpc.input = "mpc.rng.step"}
 // CHECK-NEXT: %{{.*}}, %{{.*}} = mpc.dropout %arg0 ratio %arg1 training %arg2 step %arg3 {stream = 7 : i64}
 // CHECK-NEXT: %{{.*}}, %{{.*}} = mpc.dropout %arg0 ratio %arg1 training %arg2 step %arg3 {stream = 8 : i64}
 // CHECK: mpc.dropout %arg0 ratio %arg1 training %{{.*}} {stream = 9 : i64}
@@ -31,7 +31,7 @@ func.func @inference(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // Fused attention with dropout, and its gradient (which redraws the
 // forward's mask), read the step too; attention without dropout does not.
 // CHECK-LABEL: func.func @attention
-// CHECK-SAME: %arg2: tensor<i64> {mpc.input = "mpc.rng.step"}
+// CHECK-SAME: %arg2: tensor<2xi64> {mpc.input = "mpc.rng.step"}
 // CHECK: mpc.attention %arg0, %arg0, %arg0 step %arg2 {dropout = 1.000000e-01 : f32, scale = 1.000000e+00 : f32, stream = 5 : i64}
 // CHECK: mpc.attention_grad %arg1, %arg0, %arg0, %arg0, %{{.*}}, %{{.*}} step %arg2 {dropout = 1.000000e-01 : f32, scale = 1.000000e+00 : f32, stream = 5 : i64}
 // CHECK: mpc.attention %arg0, %arg0, %arg0 {scale = 1.000000e+00 : f32}
