@@ -107,6 +107,14 @@ Value mlir::mpc::transposedMatrix(Value v) {
   return t.getX();
 }
 
+std::optional<double> mlir::mpc::constantDropoutRatio(DropoutOp d) {
+  std::optional<double> training =
+      d.getTrainingMode() ? getConstantScalar(d.getTrainingMode()) : 0.0;
+  if (!training || *training == 0.0)
+    return training;
+  return d.getRatio() ? getConstantScalar(d.getRatio()) : 0.5;
+}
+
 Value mlir::mpc::reshapeTo(OpBuilder &b, Location loc, Value v,
                           ArrayRef<int64_t> shape) {
   auto t = llvm::cast<RankedTensorType>(v.getType());

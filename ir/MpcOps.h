@@ -76,4 +76,12 @@ class Fp32Parameters : public OpTrait::TraitBase<ConcreteOp, Fp32Parameters> {};
 #define GET_OP_CLASSES
 #include "ir/MpcOps.h.inc"
 
+namespace mlir::mpc {
+/// The ratio dropout `d` applies, when its operands say it at compile
+/// time: 0 in inference (no training flag, ONNX's default, or a constant
+/// false), the constant ratio (0.5 when absent) in training mode; none
+/// when the flag, or in training mode the ratio, is a run-time value.
+std::optional<double> constantDropoutRatio(DropoutOp d);
+} // namespace mlir::mpc
+
 #endif // MPC_IR_MPCOPS_H

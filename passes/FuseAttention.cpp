@@ -29,7 +29,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
-#include "ir/ShapeRules.h"
 #include "passes/DeadOps.h"
 #include "passes/Passes.h"
 
@@ -232,14 +231,10 @@ public:
       if (drop.getX() != probs || !drop.getMask().use_empty() ||
           drop.getStep() || !singleUse(drop.getY()))
         return std::nullopt;
-      std::optional<double> ratio =
-          drop.getRatio() ? getConstantScalar(drop.getRatio()) : 0.5;
-      std::optional<double> training =
-          drop.getTrainingMode() ? getConstantScalar(drop.getTrainingMode())
-                                 : 0.0;
-      if (!ratio || !training || *ratio < 0.0 || *ratio >= 1.0)
+      std::optional<double> ratio = constantDropoutRatio(drop);
+      if (!ratio || *ratio < 0.0 || *ratio >= 1.0)
         return std::nullopt;
-      m.dropout = *training != 0.0 ? *ratio : 0.0;
+      m.dropout = *ratio;
       m.seed = drop.getSeedAttr();
       m.stream = drop.getStreamAttr();
       probs = drop.getY();

@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/gradients/GradientBuilder.h"
-#include "ir/ShapeRules.h"
 #include "runtime/Philox.h"
 
 namespace mlir::mpc::grad {
@@ -204,15 +203,12 @@ LogicalResult nllGrad(Context &c, NegativeLogLikelihoodLossOp nll) {
 LogicalResult dropoutGrad(Context &c, DropoutOp d) {
   // Inference mode is the identity; in training mode the forward mask and
   // scale apply to the gradient too.
-  std::optional<double> training =
-      d.getTrainingMode() ? getConstantScalar(d.getTrainingMode()) : 0.0;
-  if (training && *training == 0.0) {
+  std::optional<double> constRatio = constantDropoutRatio(d);
+  if (constRatio && *constRatio == 0.0) {
     c.grads[0] = c.g;
     return success();
   }
-  std::optional<double> constRatio =
-      d.getRatio() ? getConstantScalar(d.getRatio()) : 0.5;
-  if (training && constRatio) {
+  if (constRatio) {
     // What exports write: the forward's own factor, folded (no step
     // computes 1 - ratio, no select on the flag).
     float scale = ::mpc::philox::mpc_dropout_scale((float)*constRatio);

@@ -230,7 +230,7 @@ void attentionGradK(KernelContext &c) {
       std::fill(dqi, dqi + g.d, 0.0f);
       for (int64_t j = 0; j < g.skv; ++j) {
         int64_t key = b * g.skv + j;
-        float z = g.ratio > 0.0f ? g.dropFactor(b, i, j) : 1.0f;
+        float z = g.dropFactor(b, i, j); // 1 without dropout
         float p, ds = scoreGrad(g, score(g, qi, kp + key * g.d, bp, bRow, i, j),
                                 lp[row], dyi, vp + key * g.dv, rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
@@ -252,7 +252,7 @@ void attentionGradK(KernelContext &c) {
         const float *qi = qp + row * g.d, *dyi = dyp + row * g.dv;
         float rowD = rowTerm(g, dyi, yp + row * g.dv);
         int64_t bRow = bias ? g.biasRow(b, i) : 0;
-        float z = g.ratio > 0.0f ? g.dropFactor(b, i, j) : 1.0f;
+        float z = g.dropFactor(b, i, j); // 1 without dropout
         float p, ds = scoreGrad(g, score(g, qi, kj, bp, bRow, i, j), lp[row],
                                 dyi, vj, rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
