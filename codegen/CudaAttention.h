@@ -56,18 +56,13 @@ struct AttentionDropout {
     on = true;
     threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
     scale = ::mpc::philox::mpc_dropout_scale(ratio);
-    bool given = stepSlot < s.inputs.size() && s.inputs[stepSlot] >= 0;
-    std::string in = "(unsigned long long)in" + std::to_string(stepSlot);
+    auto [step, rank] = e.dropoutCounter(s, stepSlot);
     key = std::to_string((unsigned long long)s.getInt("seed", 0)) + "ull, " +
-          std::to_string((unsigned)s.getInt("stream", 0)) + "u, " +
-          (given ? in + "[0]" : std::string("0ull")) + ", ";
-    // A scalar step (IR written by hand) is rank 0.
-    bool ranked = given && ::mpc::rt::numElements(e.val(s.inputs[stepSlot]).shape) > 1;
-    first = ranked ? in + "[1] * " +
-                        std::to_string((unsigned long long)(g.batch * g.sq *
-                                                            g.skv)) +
-                        "ull + "
-                  : std::string();
+          std::to_string((unsigned)s.getInt("stream", 0)) + "u, " + step +
+          ", ";
+    first = rank + " * " +
+            std::to_string((unsigned long long)(g.batch * g.sq * g.skv)) +
+            "ull + ";
   }
   /// Whether probability `index` (an i64 expression) is kept.
   std::string keep(const std::string &index) const {

@@ -316,6 +316,15 @@ bool Emitter::clip(Step &s, const std::string &name) {
   return true;
 }
 
+std::pair<std::string, std::string> Emitter::dropoutCounter(const Step &s,
+                                                            size_t slot) {
+  if (slot >= s.inputs.size() || s.inputs[slot] < 0)
+    return {"0ull", "0ull"};
+  std::string in = "(unsigned long long)in" + std::to_string(slot);
+  return {in + "[0]",
+          numElements(val(s.inputs[slot]).shape) > 1 ? in + "[1]" : "0ull"};
+}
+
 /// Dropout: a thread draws one Philox group (runtime/Philox.h) and keeps
 /// or zeroes its four elements, as the CPU kernel draws them, with 16-byte
 /// (FP32) or 8-byte (fp16/bf16) accesses where the count allows. The
@@ -348,10 +357,7 @@ bool Emitter::dropout(Step &s, const std::string &name) {
   int64_t n = numElements(y.shape), groups = (n + 3) / 4;
   uint64_t seed = (uint64_t)s.getInt("seed", 0);
   uint32_t stream = (uint32_t)s.getInt("stream", 0);
-  std::string step = given(3) ? "(unsigned long long)in3[0]" : "0ull",
-              rank = given(3) && numElements(val(s.inputs[3]).shape) > 1
-                         ? "(unsigned long long)in3[1]"
-                         : "0ull"; // a scalar step (hand-written IR): rank 0
+  auto [step, rank] = dropoutCounter(s, 3);
   cu << header(s, name, 256) << " {\n  i64 g = global_index();\n  if (g >= "
      << groups << "LL) return;\n  i64 i = g * 4;\n";
   std::string keep = "w[l] >= " + std::to_string(threshold) + "ull";

@@ -342,6 +342,11 @@ public:
   bool rotary(Step &s, const std::string &name);
   bool pool(Step &s, const std::string &name);       // max, average
   bool dropout(Step &s, const std::string &name);
+  /// The draw counter's expressions from a [step, rank] input at `slot`
+  /// (mpc-dropout-steps): the step ("0ull" without one) and the rank
+  /// ("0ull" also for a scalar step, as hand-written IR has).
+  std::pair<std::string, std::string> dropoutCounter(const Step &s,
+                                                     size_t slot);
   bool poolGrad(Step &s, const std::string &name);
 
   // CudaBatchNormKernels.cpp

@@ -37,7 +37,8 @@ struct Geometry {
   bool causal = false, zeroMaskedRows = false;
   // Dropout: off at ratio 0; kept probabilities times dropScale.
   float ratio = 0.0f, dropScale = 1.0f;
-  uint64_t seed = 0, drawStep = 0, threshold = 0, first = 0;
+  uint64_t seed = 0, threshold = 0;
+  DropoutCounter counter;
   uint32_t stream = 0;
 
   Geometry(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *bias,
@@ -59,12 +60,7 @@ struct Geometry {
       threshold = philox::mpc_dropout_threshold(ratio);
       seed = (uint64_t)step.getInt("seed", 0);
       stream = (uint32_t)step.getInt("stream", 0);
-      // [step, rank]: rank r's probabilities follow the r ranks before.
-      if (stepNumber) {
-        drawStep = (uint64_t)stepNumber->getInt(0);
-        if (stepNumber->size() > 1)
-          first = (uint64_t)stepNumber->getInt(1) * (uint64_t)(batch * sq * skv);
-      }
+      counter = dropoutCounter(stepNumber, (uint64_t)(batch * sq * skv));
     }
     bs.assign(r, 0);
     if (!bias)
@@ -93,8 +89,9 @@ struct Geometry {
   /// Whether dropout keeps probability (b, i, j).
   bool keep(int64_t b, int64_t i, int64_t j) const {
     return ratio == 0.0f ||
-           philox::mpc_dropout_keep(seed, stream, drawStep,
-                                    first + (uint64_t)((b * sq + i) * skv + j),
+           philox::mpc_dropout_keep(seed, stream, counter.step,
+                                    counter.first +
+                                        (uint64_t)((b * sq + i) * skv + j),
                                     threshold);
   }
   /// What dropout multiplies the probability (b, i, j) by: 0 or the scale.

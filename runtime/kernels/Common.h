@@ -18,6 +18,23 @@ namespace mpc::rt {
 void permuteInto(Tensor &dst, const Tensor &src,
                  const std::vector<int64_t> &perm);
 
+/// Where a rank's dropout over `n` elements draws, from its [step, rank]
+/// input (mpc-dropout-steps; none is step 0, a scalar step rank 0): the
+/// counter's step and the rank's first element, after the r ranks before
+/// it (runtime/Philox.h).
+struct DropoutCounter {
+  uint64_t step = 0, first = 0;
+};
+inline DropoutCounter dropoutCounter(const Tensor *counter, uint64_t n) {
+  DropoutCounter c;
+  if (counter) {
+    c.step = (uint64_t)counter->getInt(0);
+    if (counter->size() > 1)
+      c.first = (uint64_t)counter->getInt(1) * n;
+  }
+  return c;
+}
+
 /// The elements of `t` as FP32: its own buffer when f32, else widened
 /// (exactly, for f16/bf16) into `storage`.
 inline const float *floatData(const Tensor &t, std::vector<float> &storage) {

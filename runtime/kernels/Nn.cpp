@@ -206,21 +206,14 @@ void dropoutK(KernelContext &c) {
   Tensor &y = c.output(0);
   uint64_t seed = (uint64_t)c.step.getInt("seed", 0);
   uint32_t stream = (uint32_t)c.step.getInt("stream", 0);
-  // [step, rank] (mpc-dropout-steps): rank r's elements follow the r
-  // ranks before it, as one process over the global batch numbers them.
-  uint64_t step = 0, first = 0;
-  if (const Tensor *counter = c.input(3)) {
-    step = (uint64_t)counter->getInt(0);
-    if (counter->size() > 1)
-      first = (uint64_t)counter->getInt(1) * (uint64_t)x.size();
-  }
+  DropoutCounter counter = dropoutCounter(c.input(3), (uint64_t)x.size());
   uint64_t threshold = philox::mpc_dropout_threshold(ratio);
   float scale = philox::mpc_dropout_scale(ratio);
   uint32_t w[4];
   for (int64_t i = 0; i < x.size(); ++i) {
-    uint64_t e = first + (uint64_t)i;
+    uint64_t e = counter.first + (uint64_t)i;
     if (i == 0 || e % 4 == 0)
-      philox::mpc_philox_words(seed, stream, step, e / 4, w);
+      philox::mpc_philox_words(seed, stream, counter.step, e / 4, w);
     bool keep = w[e % 4] >= threshold;
     mask.data<uint8_t>()[i] = keep;
     y.setFloat(i, keep ? x.getFloat(i) * scale : 0.0f);
