@@ -73,30 +73,56 @@ bool laneType(DType t) {
 void Emitter::elementFunctions(
     Step &s, const std::string &name, int64_t n, const Shape &out,
     const std::vector<Shape> &strides, const std::vector<std::string> &names,
-    const std::function<std::string(const Store &)> &body) {
+    const std::function<std::string(const Store &)> &body,
+    const std::vector<Draw> &draws) {
   std::vector<int> ins = ::mpc::rt::kernelInputs(s);
-  std::vector<int> outs = s.outputs;
+  std::vector<int> outs = ::mpc::rt::kernelOutputs(s);
   outs.insert(outs.end(), s.cuda.stores.begin(), s.cuda.stores.end());
   const bool counts = countsUnderflow(s);
-  // The arithmetic once, `<name>_op`: the operands in, the results out
-  // (the scalar and the vector path call it; inlined, it costs nothing).
+  // The arithmetic once, `<name>_op`: the operands and keep bits in, the
+  // results out (the scalar and the vector path call it; inlined, it
+  // costs nothing).
   auto opCall = [&](const std::function<std::string(size_t)> &in,
+                    const std::function<std::string(size_t)> &keep,
                     const std::function<std::string(size_t)> &result) {
-    std::string call = name + "_op(";
+    std::vector<std::string> args;
     for (size_t k = 0; k < names.size(); ++k)
-      call += (k ? ", " : "") + in(k);
+      if (!names[k].empty())
+        args.push_back(in(k));
+    for (size_t j = 0; j < draws.size(); ++j)
+      args.push_back(keep(j));
     for (size_t k = 0; k < outs.size(); ++k)
-      call += (k || !names.empty() ? ", " : "") + result(k);
-    return call + (counts ? ", underflow);" : ");");
+      args.push_back(result(k));
+    if (counts)
+      args.push_back("underflow");
+    std::string call = name + "_op(";
+    for (size_t k = 0; k < args.size(); ++k)
+      call += (k ? ", " : "") + args[k];
+    return call + ");";
   };
-  std::string opParams;
-  for (size_t k = 0; k < names.size(); ++k)
-    opParams += (k ? ", const float " : "const float ") + names[k];
+  std::vector<std::string> decls;
+  for (const std::string &v : names)
+    if (!v.empty())
+      decls.push_back("const float " + v);
+  for (size_t j = 0; j < draws.size(); ++j)
+    decls.push_back("const bool k" + std::to_string(j));
   for (size_t k = 0; k < outs.size(); ++k)
-    opParams += std::string(k || !names.empty() ? ", " : "") + "float &y" +
-                std::to_string(k);
+    decls.push_back("float &y" + std::to_string(k));
   if (counts)
-    opParams += ", unsigned long long *__restrict__ underflow";
+    decls.push_back("unsigned long long *__restrict__ underflow");
+  std::string opParams;
+  for (size_t k = 0; k < decls.size(); ++k)
+    opParams += (k ? ", " : "") + decls[k];
+  // Draw j's counter for element `e` of this rank.
+  auto counter = [&](const Draw &d, const std::string &e) {
+    return d.rank + " * " + std::to_string(d.n) + "ull + (unsigned long long)(" +
+           e + ")";
+  };
+  auto keepAt = [&](const Draw &d, const std::string &e) {
+    return "mpc_dropout_keep(" + std::to_string(d.seed) + "ull, " +
+           std::to_string(d.stream) + "u, " + d.step + ", " + counter(d, e) +
+           ", " + std::to_string(d.threshold) + "ull)";
+  };
   cu << "static __device__ __forceinline__ void " << name << "_op("
      << opParams << ") {\n"
      << body([](size_t k, const std::string &v) {
@@ -105,12 +131,15 @@ void Emitter::elementFunctions(
      << "}\n\n";
   cu << countedHead(s, name, n) << offsetsCode(out, strides);
   for (size_t k = 0; k < names.size(); ++k)
-    cu << "  const float " << names[k] << " = ld(in" << k << ", o" << k << ");\n";
+    if (!names[k].empty())
+      cu << "  const float " << names[k] << " = ld(in" << k << ", o" << k
+         << ");\n";
   cu << "  float";
   for (size_t k = 0; k < outs.size(); ++k)
     cu << (k ? ", y" : " y") << k;
   cu << ";\n  "
      << opCall([&](size_t k) { return names[k]; },
+               [&](size_t j) { return keepAt(draws[j], "i"); },
                [](size_t k) { return "y" + std::to_string(k); })
      << "\n";
   for (size_t k = 0; k < outs.size(); ++k)
@@ -139,7 +168,7 @@ void Emitter::elementFunctions(
   // keeps them): an Adam update writing its fp16 weight copy (4 streams in,
   // 4 out) spilled at 8 lanes on sm_80, so wide groups of many streams
   // take 4 lanes.
-  int64_t streams = (int64_t)outs.size() +
+  int64_t streams = (int64_t)outs.size() + (int64_t)draws.size() +
                     std::count(reads.begin(), reads.end(), GroupRead::Lanes);
   if (width > 4 && width * streams > 48)
     width = 4;
@@ -164,9 +193,25 @@ void Emitter::elementFunctions(
       v << "  float " << x << "[" << W << "]; ldv<" << W << ">(" << in
         << " + o" << k << ", " << x << ");\n";
       align(in);
-    } else {
+    } else if (!names[k].empty()) {
       v << "  const float " << x << " = ld(" << in << ", o" << k << ");\n";
     }
+  }
+  // A group of whole Philox groups draws each once: i is a multiple of
+  // the width, and rank r's counters start at r n.
+  std::vector<bool> wordsOnce;
+  for (size_t j = 0; j < draws.size(); ++j) {
+    const Draw &d = draws[j];
+    wordsOnce.push_back(width % 4 == 0 && d.n % 4 == 0);
+    if (!wordsOnce.back())
+      continue;
+    std::string w = "w" + std::to_string(j);
+    v << "  unsigned int " << w << "[" << W << "];\n";
+    for (int64_t q = 0; q < width / 4; ++q)
+      v << "  mpc_philox_words(" << d.seed << "ull, " << d.stream << "u, "
+        << d.step << ", " << d.rank << " * " << d.n / 4
+        << "ull + (unsigned long long)i / 4 + " << q << ", " << w << " + "
+        << 4 * q << ");\n";
   }
   for (size_t k = 0; k < outs.size(); ++k) {
     v << "  float vy" << k << "[" << W << "];\n";
@@ -177,6 +222,12 @@ void Emitter::elementFunctions(
            [&](size_t k) {
              return "vx" + std::to_string(k) +
                     (reads[k] == GroupRead::Lanes ? "[e]" : "");
+           },
+           [&](size_t j) {
+             return wordsOnce[j] ? "w" + std::to_string(j) + "[e] >= " +
+                                       std::to_string(draws[j].threshold) +
+                                       "ull"
+                                 : keepAt(draws[j], "i + e");
            },
            [](size_t k) { return "vy" + std::to_string(k) + "[e]"; })
     << "\n";
@@ -233,14 +284,24 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
 /// into a register, rounded to its type unless FP32; the last one stored,
 /// and the members in `cuda.stores` as they are computed.
 std::string Emitter::chainMember(const Step &member,
-                                 std::map<int, std::string> &regs, size_t k) {
+                                 std::map<int, std::string> &regs, size_t k,
+                                 const std::string &keep) {
   std::string t = "t" + std::to_string(k);
   std::ostringstream os;
   os << "  float " << t << ";\n  { ";
   std::vector<int> operands = chainOperands(member);
+  if (member.op == OpId::Dropout)
+    operands.resize(1); // x; the counter is the draw's
   for (size_t j = 0; j < operands.size(); ++j)
     os << "float " << kOperandNames[j] << " = " << regs.at(operands[j]) << "; ";
-  std::string e = member.op == OpId::Expand ? "a" : *expr(member);
+  std::string e = member.op == OpId::Expand ? "a" : "";
+  if (member.op == OpId::Dropout) {
+    float ratio = dropoutRatio(member).value_or(0.0f);
+    e = keep + " ? a * " + flt(::mpc::philox::mpc_dropout_scale(ratio)) +
+        " : 0.0f";
+  } else if (e.empty()) {
+    e = *expr(member);
+  }
   os << t << " = " << roundedAs(val(member.outputs[0]).dtype, e) << ";";
   if (member.countUnderflow) // as a cast's own kernel counts (elementwise)
     os << " if (a != 0.0f && " << t << " == 0.0f) atomicAdd(underflow, 1ULL);";
@@ -252,29 +313,60 @@ std::string Emitter::chainMember(const Step &member,
 bool Emitter::chain(Step &s, const std::string &name) {
   const ValueInfo &y = val(s.outputs[0]);
   const std::vector<int> ext = ::mpc::rt::kernelInputs(s);
+  // The dropout members' [step, rank] counters: pointers, not operands.
+  std::set<int> counters;
+  for (int m : s.cuda.chain)
+    if (plan.steps[m].op == OpId::Dropout && plan.steps[m].inputs.size() > 3 &&
+        plan.steps[m].inputs[3] >= 0)
+      counters.insert(plan.steps[m].inputs[3]);
   std::map<int, std::string> reg; // value -> C++ expression holding it
   std::vector<Shape> strides;
+  std::vector<std::string> names;
   for (size_t k = 0; k < ext.size(); ++k) {
-    strides.push_back(broadcastStrides(val(ext[k]).shape, y.shape));
+    bool counter = counters.count(ext[k]) != 0;
+    strides.push_back(counter ? Shape(y.shape.size(), 0)
+                              : broadcastStrides(val(ext[k]).shape, y.shape));
+    names.push_back(counter ? "" : "x" + std::to_string(k));
     reg[ext[k]] = "x" + std::to_string(k);
   }
   int64_t n = numElements(y.shape);
   mod.flops += (double)n * s.cuda.chain.size();
-  std::vector<std::string> names;
-  for (size_t k = 0; k < ext.size(); ++k)
-    names.push_back("x" + std::to_string(k));
-  elementFunctions(s, name, n, y.shape, strides, names, [&](const Store &st) {
-    std::map<int, std::string> regs = reg;
-    std::ostringstream os;
-    for (int m : s.cuda.chain) {
-      int out = plan.steps[m].outputs[0];
-      os << chainMember(plan.steps[m], regs, regs.size() - ext.size());
-      const std::vector<int> &stores = s.cuda.stores;
-      if (auto at = std::find(stores.begin(), stores.end(), out); at != stores.end())
-        os << st(s.outputs.size() + (at - stores.begin()), regs.at(out));
-    }
-    return os.str() + st(0, regs.at(s.outputs[0]));
-  });
+  std::vector<Draw> draws;
+  std::map<int, std::string> keepOf; // dropout member -> its keep bit
+  for (int m : s.cuda.chain) {
+    const Step &d = plan.steps[m];
+    if (d.op != OpId::Dropout)
+      continue;
+    int slot = d.inputs.size() > 3 && d.inputs[3] >= 0
+                   ? (int)(std::find(ext.begin(), ext.end(), d.inputs[3]) -
+                           ext.begin())
+                   : -1;
+    std::optional<Draw> draw = dropoutDraw(d, slot);
+    if (!draw)
+      return false;
+    keepOf[m] = "k" + std::to_string(draws.size());
+    draws.push_back(*draw);
+  }
+  elementFunctions(
+      s, name, n, y.shape, strides, names,
+      [&](const Store &st) {
+        std::map<int, std::string> regs = reg;
+        std::ostringstream os;
+        size_t t = 0;
+        for (int m : s.cuda.chain) {
+          int out = plan.steps[m].outputs[0];
+          os << chainMember(plan.steps[m], regs, t++,
+                            keepOf.count(m) ? keepOf[m] : "");
+          const std::vector<int> &stores = s.cuda.stores;
+          if (auto at = std::find(stores.begin(), stores.end(), out);
+              at != stores.end())
+            os << st(::mpc::rt::kernelOutputs(s).size() +
+                         (at - stores.begin()),
+                     regs.at(out));
+        }
+        return os.str() + st(0, regs.at(s.outputs[0]));
+      },
+      draws);
   launch1d(s, name, n);
   return true;
 }
@@ -320,9 +412,49 @@ std::pair<std::string, std::string> Emitter::dropoutCounter(const Step &s,
                                                             size_t slot) {
   if (slot >= s.inputs.size() || s.inputs[slot] < 0)
     return {"0ull", "0ull"};
+  return counterIn(s.inputs[slot], slot);
+}
+
+std::pair<std::string, std::string> Emitter::counterIn(int value,
+                                                       size_t slot) {
   std::string in = "(unsigned long long)in" + std::to_string(slot);
-  return {in + "[0]",
-          numElements(val(s.inputs[slot]).shape) > 1 ? in + "[1]" : "0ull"};
+  return {in + "[0]", numElements(val(value).shape) > 1 ? in + "[1]" : "0ull"};
+}
+
+std::optional<float> Emitter::dropoutRatio(const Step &s) {
+  auto given = [&](size_t k) { return k < s.inputs.size() && s.inputs[k] >= 0; };
+  float ratio = 0.5f;
+  if (given(1)) {
+    const Tensor *r = constant(s.inputs[1]);
+    if (!r)
+      return std::nullopt;
+    ratio = r->getFloat(0);
+  }
+  if (given(2)) {
+    const Tensor *t = constant(s.inputs[2]);
+    if (!t)
+      return std::nullopt;
+    if (t->getInt(0) == 0)
+      return 0.0f; // keeps everything, times 1
+  } else {
+    return 0.0f; // inference mode
+  }
+  return ratio;
+}
+
+std::optional<Emitter::Draw> Emitter::dropoutDraw(const Step &s, int slot) {
+  std::optional<float> ratio = dropoutRatio(s);
+  if (!ratio)
+    return std::nullopt;
+  Draw d;
+  d.seed = (uint64_t)s.getInt("seed", 0);
+  d.stream = (uint32_t)s.getInt("stream", 0);
+  d.threshold = ::mpc::philox::mpc_dropout_threshold(*ratio);
+  d.scale = ::mpc::philox::mpc_dropout_scale(*ratio);
+  d.n = numElements(val(s.outputs[0]).shape);
+  if (slot >= 0)
+    std::tie(d.step, d.rank) = counterIn(s.inputs[3], slot);
+  return d;
 }
 
 /// Dropout: a thread draws one Philox group (runtime/Philox.h) and keeps
@@ -331,56 +463,45 @@ std::pair<std::string, std::string> Emitter::dropoutCounter(const Step &s,
 /// ratio and the training flag must be constants (what exports write);
 /// the step and the data-parallel rank from the [step, rank] input
 /// (mpc-dropout-steps; rank r's elements numbered after the r ranks
-/// before it, as one process over the global batch), 0 without.
+/// before it, as one process over the global batch), 0 without. The mask
+/// is written only where something reads it (`cuda.written`: the
+/// backward draws it again).
 bool Emitter::dropout(Step &s, const std::string &name) {
-  auto given = [&](size_t k) { return k < s.inputs.size() && s.inputs[k] >= 0; };
-  float ratio = 0.5f;
-  if (given(1)) {
-    const Tensor *r = constant(s.inputs[1]);
-    if (!r)
-      return fail(s, "dropout's ratio must be a constant for the CUDA kernel");
-    ratio = r->getFloat(0);
-  }
-  bool training = false;
-  if (given(2)) {
-    const Tensor *t = constant(s.inputs[2]);
-    if (!t)
-      return fail(s, "dropout's training_mode must be a constant for the "
-                     "CUDA kernel");
-    training = t->getInt(0) != 0;
-  }
-  if (!training)
-    ratio = 0.0f; // keeps everything, times 1
-  unsigned long long threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
-  float scale = ::mpc::philox::mpc_dropout_scale(ratio);
+  bool hasStep = s.inputs.size() > 3 && s.inputs[3] >= 0;
+  std::optional<Draw> draw = dropoutDraw(s, hasStep ? 3 : -1);
+  if (!draw)
+    return fail(s, s.inputs.size() > 1 && s.inputs[1] >= 0 &&
+                           !constant(s.inputs[1])
+                       ? "dropout's ratio must be a constant for the CUDA kernel"
+                       : "dropout's training_mode must be a constant for the "
+                         "CUDA kernel");
+  const bool mask = s.cuda.written != 1;
   const ValueInfo &y = val(s.outputs[0]);
   int64_t n = numElements(y.shape), groups = (n + 3) / 4;
-  uint64_t seed = (uint64_t)s.getInt("seed", 0);
-  uint32_t stream = (uint32_t)s.getInt("stream", 0);
-  auto [step, rank] = dropoutCounter(s, 3);
+  std::string threshold = std::to_string(draw->threshold) + "ull";
   cu << header(s, name, 256) << " {\n  i64 g = global_index();\n  if (g >= "
      << groups << "LL) return;\n  i64 i = g * 4;\n";
-  std::string keep = "w[l] >= " + std::to_string(threshold) + "ull";
   if (n % 4 == 0) {
     // The rank's groups follow whole groups of the ranks before it.
-    cu << "  unsigned int w[4];\n  mpc_philox_words(" << seed << "ull, "
-       << stream << "u, " << step << ", " << rank << " * " << n / 4
-       << "ull + (unsigned long long)g, w);\n";
+    cu << "  unsigned int w[4];\n  mpc_philox_words(" << draw->seed << "ull, "
+       << draw->stream << "u, " << draw->step << ", " << draw->rank << " * "
+       << n / 4 << "ull + (unsigned long long)g, w);\n";
     cu << "  float x[4];\n  unsigned char k[4];\n  ldv<4>(in0 + i, x);\n"
-       << "#pragma unroll\n  for (int l = 0; l < 4; ++l) {\n    k[l] = " << keep
-       << ";\n    x[l] = k[l] ? x[l] * " << flt(scale)
-       << " : 0.0f;\n  }\n  stv<4>(out0 + i, x);\n"
-       << "  unsigned int m;\n  memcpy(&m, k, 4);\n"
-       << "  *(unsigned int *)(out1 + i) = m;\n}\n\n";
+       << "#pragma unroll\n  for (int l = 0; l < 4; ++l) {\n    k[l] = w[l] >= "
+       << threshold << ";\n    x[l] = k[l] ? x[l] * " << flt(draw->scale)
+       << " : 0.0f;\n  }\n  stv<4>(out0 + i, x);\n";
+    if (mask)
+      cu << "  unsigned int m;\n  memcpy(&m, k, 4);\n"
+         << "  *(unsigned int *)(out1 + i) = m;\n";
+    cu << "}\n\n";
   } else {
     // Groups straddle ranks: a draw an element.
-    keep = "mpc_dropout_keep(" + std::to_string(seed) + "ull, " +
-           std::to_string(stream) + "u, " + step + ", " + rank + " * " +
-           std::to_string(n) + "ull + (unsigned long long)(i + l), " +
-           std::to_string(threshold) + "ull)";
     cu << "  for (int l = 0; l < 4 && i + l < " << n
-       << "LL; ++l) {\n    bool k = " << keep << ";\n    out1[i + l] = k;\n"
-       << "    st(out0, i + l, k ? ld(in0, i + l) * " << flt(scale)
+       << "LL; ++l) {\n    bool k = mpc_dropout_keep(" << draw->seed << "ull, "
+       << draw->stream << "u, " << draw->step << ", " << draw->rank << " * "
+       << n << "ull + (unsigned long long)(i + l), " << threshold << ");\n"
+       << (mask ? "    out1[i + l] = k;\n" : "")
+       << "    st(out0, i + l, k ? ld(in0, i + l) * " << flt(draw->scale)
        << " : 0.0f);\n  }\n}\n\n";
   }
   launch1d(s, name, groups);

@@ -40,7 +40,12 @@
 // - a cast widening fp16/bf16 to FP32 launches nothing when its readers
 //   can load the narrow source themselves (readWideningCastSources);
 // - a gradient cast counting what it flushes (count-underflow) chains
-//   like any cast; the chain kernel takes the counter.
+//   like any cast; the chain kernel takes the counter;
+// - a dropout whose mask nothing reads (its gradient is the dropout of
+//   dy with the same key, which draws the mask again) writes only its
+//   result (`cuda.written`), and chains: the chain's kernel draws the
+//   keep bits (Philox) for its elements and takes the [step, rank]
+//   counter as a pointer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,12 +61,16 @@ namespace mlir::mpc::cuda {
 using ::mpc::rt::Binding;
 
 /// A step the chain kernel can compute: an elementwise expression on
-/// floats (or a comparison's bool), or an Expand (its data read with
-/// broadcast strides); not an alias. A cast counting underflowing
+/// floats (or a comparison's bool), an Expand (its data read with
+/// broadcast strides), or a dropout drawing its keep bits where its mask
+/// is not stored; not an alias. A cast counting underflowing
 /// gradients counts in the chain's kernel (Emitter::chainMember).
 static bool chainable(Emitter &e, const Step &s) {
-  if (s.outputs.size() != 1 || s.cuda.inOtherKernel() ||
-      !(s.op == OpId::Expand || e.expr(s)))
+  // A dropout whose mask nothing reads, its ratio and flag constants.
+  bool dropout = s.op == OpId::Dropout && s.cuda.written == 1 &&
+                 e.dropoutRatio(s).has_value();
+  if ((s.outputs.size() != 1 && !dropout) || s.cuda.inOtherKernel() ||
+      !(s.op == OpId::Expand || dropout || e.expr(s)))
     return false;
   if (s.op == OpId::Expand && !isFloat(e.val(s.inputs[0]).dtype))
     return false;
@@ -69,7 +78,7 @@ static bool chainable(Emitter &e, const Step &s) {
   if (t != DType::F32 && t != DType::F16 && t != DType::BF16 &&
       t != DType::I1)
     return false;
-  for (int v : s.inputs)
+  for (int v : chainOperands(s))
     if (v < 0)
       return false;
   return true;
@@ -78,6 +87,12 @@ static bool chainable(Emitter &e, const Step &s) {
 std::vector<int> chainOperands(const Step &s) {
   if (s.op == OpId::Expand) // the target shape is baked in
     return {s.inputs[0]};
+  if (s.op == OpId::Dropout) { // x and the [step, rank] counter
+    std::vector<int> in{s.inputs[0]};
+    if (s.inputs.size() > 3 && s.inputs[3] >= 0)
+      in.push_back(s.inputs[3]);
+    return in;
+  }
   return s.inputs;
 }
 
@@ -260,6 +275,11 @@ fuseChainsIntoReductions(Emitter &e, Plan &plan,
       continue;
     std::vector<int> members =
         c.cuda.isChain() ? c.cuda.chain : std::vector<int>{(int)p->second};
+    // (The fold kernels draw no dropout masks.)
+    if (std::any_of(members.begin(), members.end(), [&](int m) {
+          return plan.steps[m].op == OpId::Dropout;
+        }))
+      continue;
     std::vector<int> external =
         c.cuda.isChain() ? c.cuda.inputs : chainOperands(c);
     for (int m : members)
@@ -325,6 +345,12 @@ void fuseSteps(Emitter &e) {
   indexSteps(plan, readers, producer);
   for (const Binding &b : plan.outputs)
     outputs.insert(b.value);
+  // A dropout mask nothing reads (the backward draws it again) is never
+  // stored, and the dropout may chain.
+  for (Step &s : plan.steps)
+    if (s.op == OpId::Dropout && s.outputs.size() == 2 &&
+        !readers.count(s.outputs[1]) && !outputs.count(s.outputs[1]))
+      s.cuda.written = 1;
 
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Step &s = plan.steps[i];
@@ -393,7 +419,10 @@ void fuseSteps(Emitter &e) {
       int v = s.outputs[0];
       store = outputs.count(v) != 0;
       for (size_t r : readers[v]) {
-        if (chain.count(r))
+        // A widening cast read through (readWideningCastSources) reads
+        // nothing: its readers read v themselves.
+        if (chain.count(r) || (plan.steps[r].op == OpId::Cast &&
+                               plan.steps[r].cuda.fusedInto >= 0))
           continue;
         if (r > root)
           store = true;

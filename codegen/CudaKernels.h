@@ -255,6 +255,23 @@ struct Emitter {
   /// The statement storing `value` as a counted kernel's `k`-th result
   /// (its outputs, then a chain's other stores).
   using Store = std::function<std::string(size_t k, const std::string &value)>;
+  /// A dropout computed in an element function: its key, threshold and
+  /// factor (compile-time constants) and its counter's expressions over
+  /// the kernel's [step, rank] input; `n`, the mask's elements (rank r
+  /// numbers its own from r n). Element i's keep bit reaches the body as
+  /// the bool `k<j>` of the j-th draw.
+  struct Draw {
+    uint64_t seed = 0;
+    uint32_t stream = 0;
+    unsigned long long threshold = 0;
+    float scale = 1.0f;
+    std::string step = "0ull", rank = "0ull";
+    int64_t n = 0;
+  };
+  /// A Dropout's draw when its ratio and training flag are constants (what
+  /// the CUDA kernels need); its counter read from kernel input `in<slot>`
+  /// (-1: none, step 0).
+  std::optional<Draw> dropoutDraw(const Step &s, int slot);
   /// A counted kernel's element functions: countedHead's `<name>_at`
   /// (loading input k into the register `names[k]`, then `body`), and
   /// where every input is read contiguously or as one value per group,
@@ -262,11 +279,14 @@ struct Emitter {
   /// move as one access each: 16 bytes of the narrowest type) and
   /// `<name>_run` (a thread's share of the elements, grid-strided: whole
   /// groups as vectors when the pointers are aligned, the rest one at a
-  /// time).
+  /// time). An input with an empty name is only a pointer (a draw's
+  /// counter); each of `draws` gives the body its keep bits, drawn a
+  /// Philox group per 4 elements on the vector path.
   void elementFunctions(Step &s, const std::string &name, int64_t n,
                         const Shape &out, const std::vector<Shape> &strides,
                         const std::vector<std::string> &names,
-                        const std::function<std::string(const Store &)> &body);
+                        const std::function<std::string(const Store &)> &body,
+                        const std::vector<Draw> &draws = {});
   int vectorWidth = 1; // of the counted kernel being emitted
   bool emitStep(Step &s);
   /// A thread-per-element kernel's body as a device function of its element
@@ -303,9 +323,10 @@ public:
   bool chain(Step &s, const std::string &name);
   /// A chain member's FP32 value into register `t<k>` from its operands'
   /// registers in `regs` (rounded to its type, as a store would); records
-  /// the register in `regs`.
+  /// the register in `regs`. A dropout member keeps where the bool `keep`
+  /// is true (its draw, elementFunctions).
   std::string chainMember(const Step &member, std::map<int, std::string> &regs,
-                          size_t k);
+                          size_t k, const std::string &keep = "");
 
   // CudaDataKernels.cpp
   bool stridedCopy(Step &s, const std::string &name, int64_t offset,
@@ -347,6 +368,11 @@ public:
   /// ("0ull" also for a scalar step, as hand-written IR has).
   std::pair<std::string, std::string> dropoutCounter(const Step &s,
                                                      size_t slot);
+  /// The same of [step, rank] value `value`, kernel input `in<slot>`.
+  std::pair<std::string, std::string> counterIn(int value, size_t slot);
+  /// A Dropout's ratio where its ratio and training flag are constants (0
+  /// in inference mode), else nothing.
+  std::optional<float> dropoutRatio(const Step &s);
   bool poolGrad(Step &s, const std::string &name);
 
   // CudaBatchNormKernels.cpp

@@ -192,7 +192,10 @@ def Mpc_DropoutOp : Mpc_Op<"dropout", [Mpc_Clear, AttrSizedOperandSegments,
   let description = [{
     In training mode zeroes each element with probability `ratio` and scales
     the rest by 1/(1-ratio); otherwise the identity. Also returns the keep
-    mask, which the backward pass reuses. Not `Pure`: it draws random numbers.
+    mask (the gradient of a dropout with a constant ratio is the dropout of
+    the incoming gradient with the same key, which draws the mask again, so
+    the mask is usually left unread and the CUDA backend never stores it).
+    Not `Pure`: it draws random numbers.
     The ratio keeps its own type under mixed precision (ONNX's T1: the
     user's ratio, not its fp16 rounding).
 

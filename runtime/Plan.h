@@ -154,6 +154,10 @@ struct CudaLaunch {
   /// whose step names this one in `fusedInto` (same bits: the kernel's
   /// FP32 value rounded once either way).
   int storedAs = -1;
+  /// >= 0: the kernel writes only the step's first `written` outputs;
+  /// nothing reads the others, which get no buffer (a dropout's mask
+  /// where the backward draws it again).
+  int written = -1;
   std::vector<int> chain;  // a chain's last step: its member steps, in order
   std::vector<int> inputs; // a chain's last step: what its kernel reads
   std::vector<int> stores; // a chain's last step: member results it writes

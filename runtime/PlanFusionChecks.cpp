@@ -317,6 +317,30 @@ std::string checkLaterFusions(const Plan &plan) {
   return "";
 }
 
+std::string checkUnwrittenOutputs(const Plan &plan) {
+  std::set<int> unwritten;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step &s = plan.steps[i];
+    if (s.cuda.written < 0)
+      continue;
+    if (s.cuda.written == 0 || s.cuda.written > (int)s.outputs.size())
+      return "step " + std::to_string(i) + " writes " +
+             std::to_string(s.cuda.written) + " of its " +
+             std::to_string(s.outputs.size()) + " outputs";
+    unwritten.insert(s.outputs.begin() + s.cuda.written, s.outputs.end());
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (int v : plan.steps[i].inputs)
+      if (unwritten.count(v))
+        return "step " + std::to_string(i) + " reads value " +
+               std::to_string(v) + ", which no kernel writes";
+  for (const Binding &b : plan.outputs)
+    if (unwritten.count(b.value))
+      return "output '" + b.name + "' is value " + std::to_string(b.value) +
+             ", which no kernel writes";
+  return "";
+}
+
 /// "" or what is inconsistent in a batch norm or norm gradient computing
 /// its reader Add (`cuda.epilogueAdd`): the Add must read its result and
 /// the addend and alias the result, nothing else read the result, and the

@@ -20,6 +20,9 @@ std::string checkStoredCasts(const Plan &plan);
 /// "" or what is inconsistent in a step computed in a later step's kernel
 /// (a chain member, a relu_grad folded into a batch_norm_grad).
 std::string checkLaterFusions(const Plan &plan);
+/// "" or what is wrong with a step whose kernel writes only some outputs
+/// (`cuda.written`): a step or the plan's outputs reading another.
+std::string checkUnwrittenOutputs(const Plan &plan);
 /// "" or what is inconsistent in a batch norm computing its reader Add.
 std::string checkEpilogueAdds(const Plan &plan);
 /// "" or what is inconsistent in a row kernel adding its input 0 as it

@@ -140,6 +140,8 @@ std::string cudaText(const CudaLaunch &c) {
     out += " fused-into=" + std::to_string(c.fusedInto);
   if (c.storedAs >= 0)
     out += " stored-as=" + std::to_string(c.storedAs);
+  if (c.written >= 0)
+    out += " written=" + std::to_string(c.written);
   if (c.isChain())
     out += " chain=" + ints(c.chain) + " inputs=" + ints(c.inputs);
   if (!c.stores.empty())

@@ -153,6 +153,8 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.fusedInto = std::stoi(value);
     else if (key == "stored-as")
       ok = (c.storedAs = std::stoi(value)) >= 0;
+    else if (key == "written")
+      ok = (c.written = std::stoi(value)) >= 0;
     else if (key == "chain")
       ok = intList(value, c.chain);
     else if (key == "inputs")
@@ -549,7 +551,8 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
   // Steps computed in another step's kernel or call must pair up; the
   // weight copies first (the in-place updates write them).
   for (auto check : {checkWeightCopies, checkStepBatches, checkLibraryFusions,
-                     checkStoredCasts, checkLaterFusions, checkEpilogueAdds,
+                     checkStoredCasts, checkLaterFusions,
+                     checkUnwrittenOutputs, checkEpilogueAdds,
                      checkPrologueAdds, checkAttentionViews,
                      checkUpdatesInPlace})
     if (std::string why = check(plan); !why.empty()) {

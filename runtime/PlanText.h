@@ -21,7 +21,8 @@
 //   count-underflow
 //   cuda [kernel=K grid=x,y,z block=x,y,z] [prologue=K]
 //        [prologue-grid=x,y,z prologue-block=x,y,z] [alias=V]
-//        [fused-into=S] [stored-as=V] [chain=S,S,...] [inputs=V,V,...]
+//        [fused-into=S] [stored-as=V] [written=N] [chain=S,S,...]
+//        [inputs=V,V,...]
 //        [stores=V,...] [fused-relu] [epilogue-add=V] [prologue-add=V,V]
 //        [overwrites=RESULT,INPUT,...] [underflow-counter]
 //        [scratch=BYTES] [count=N]
@@ -50,7 +51,8 @@ namespace mpc::rt::plantext {
 /// records) instead of free-form `mpc.*` and `cuda.*` attributes.
 /// Version 3: `layout` records (stored layouts) and the NHWC field of a
 /// cuDNN convolution record.
-inline constexpr int kPlanVersion = 3;
+/// Version 4: `written=N` (a kernel writing only its first N outputs).
+inline constexpr int kPlanVersion = 4;
 
 /// A token: %XX for spaces, commas, `%`, control and non-ASCII bytes ("%"
 /// alone is the empty string). `text`: the rest of a line, only `%` and

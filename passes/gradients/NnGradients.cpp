@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/gradients/GradientBuilder.h"
-#include "runtime/Philox.h"
 
 namespace mlir::mpc::grad {
 namespace {
@@ -209,11 +208,28 @@ LogicalResult dropoutGrad(Context &c, DropoutOp d) {
     return success();
   }
   if (constRatio) {
-    // What exports write: the forward's own factor, folded (no step
-    // computes 1 - ratio, no select on the flag).
-    float scale = ::mpc::philox::mpc_dropout_scale((float)*constRatio);
-    c.grads[0] = c.make<WhereOp>(
-        {d.getMask(), c.make<MulOp>({c.g, c.scalar(scale)}), c.scalar(0.0)});
+    // What exports write: the gradient is the dropout of g with the
+    // forward's key, ratio and step, which draws the forward's mask again
+    // (Philox is a pure function of key and counter): nothing of the
+    // forward's size is kept for the backward, g * 1/(1-ratio) is rounded
+    // once from the FP32 factor (as torch's dropout backward), and the
+    // CUDA backend computes it inside the chain that reads it.
+    SmallVector<Value> operands{c.g};
+    for (Value v : {d.getRatio(), d.getTrainingMode(), d.getStep()})
+      if (v)
+        operands.push_back(v);
+    SmallVector<NamedAttribute> attrs{c.b.getNamedAttr(
+        "operandSegmentSizes",
+        c.b.getDenseI32ArrayAttr({1, d.getRatio() ? 1 : 0,
+                                  d.getTrainingMode() ? 1 : 0,
+                                  d.getStep() ? 1 : 0}))};
+    if (d.getSeedAttr())
+      attrs.push_back(c.b.getNamedAttr("seed", d.getSeedAttr()));
+    if (d.getStreamAttr())
+      attrs.push_back(c.b.getNamedAttr("stream", d.getStreamAttr()));
+    c.grads[0] = makeOp(c.b, c.loc, DropoutOp::getOperationName(), operands,
+                        attrs)
+                     ->getResult(0);
     return success();
   }
   Value ratio = d.getRatio() ? d.getRatio() : c.scalar(0.5);

@@ -145,6 +145,10 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     if (plan.steps[i].cuda.storedAs >= 0) // its cast's result instead
       inRegisters[plan.steps[i].outputs[0]] = true;
+    const std::vector<int> &outs = plan.steps[i].outputs;
+    if (int w = plan.steps[i].cuda.written; w >= 0) // never written or read
+      for (size_t k = w; k < outs.size(); ++k)
+        inRegisters[outs[k]] = true;
     if (int root = plan.steps[i].cuda.fusedInto; root >= 0) {
       const std::vector<int> &stores = plan.steps[root].cuda.stores;
       for (int v : plan.steps[i].outputs) // unless the kernel stores it
@@ -288,6 +292,8 @@ int kernelStep(const Plan &plan, int i) {
 
 std::vector<int> kernelOutputs(const Step &s) {
   std::vector<int> out = s.outputs;
+  if (s.cuda.written >= 0 && s.cuda.written < (int)out.size())
+    out.resize(s.cuda.written);
   if (s.cuda.storedAs >= 0 && !out.empty())
     out[0] = s.cuda.storedAs;
   return out;

@@ -100,20 +100,24 @@ func.func @seq(%x: tensor<2x5x4xf32> {mpc.input = "x"}, %w: tensor<4x3xf32> {mpc
 // -----
 
 // Dropout as exports write it (a constant ratio and training flag): the
-// gradient is the mask times the forward's factor 1/(1-ratio), folded; no
-// step computes 1 - ratio or selects on the flag. Fused attention with
-// dropout differentiates to attention_grad with the forward's ratio and
-// key, so it redraws the forward's mask.
+// gradient is the dropout of g with the forward's ratio, flag and key
+// (seed, stream), which draws the forward's mask again: the forward's mask
+// is left unread, no step computes 1 - ratio or selects on the flag.
+// Fused attention with dropout differentiates to attention_grad with the
+// forward's ratio and key, so it redraws the forward's mask.
 mpc.param @w trainable : tensor<2x4x8xf32> = dense<1.0> : tensor<2x4x8xf32>
 // CHECK-LABEL: func.func @dropout_train_step(
-// CHECK: %{{.*}}, %[[M:.*]] = mpc.dropout
+// CHECK: %[[R:.*]] = mpc.constant dense<2.000000e-01> : tensor<f32>
+// CHECK-NEXT: %[[T:.*]] = mpc.constant dense<true> : tensor<i1>
+// CHECK-NEXT: %{{.*}}, %[[M:.*]] = mpc.dropout %{{.*}} ratio %[[R]] training %[[T]] {stream = 7 : i64}
+// CHECK-NOT: %[[M]]
 // CHECK-NOT: mpc.sub
 // CHECK: mpc.attention_grad {{.*}} {dropout = 1.000000e-01 : f32, scale = 1.000000e+00 : f32, seed = 3 : i64, stream = 9 : i64}
 // CHECK-NOT: mpc.sub
-// CHECK: %[[S:.*]] = mpc.constant dense<1.250000e+00> : tensor<f32>
-// CHECK-NEXT: %[[G:.*]] = mpc.mul %{{.*}}, %[[S]]
-// CHECK-NEXT: %[[Z:.*]] = mpc.constant dense<0.000000e+00> : tensor<f32>
-// CHECK-NEXT: mpc.where %[[M]], %[[G]], %[[Z]]
+// CHECK: mpc.add
+// CHECK-NEXT: %[[G:.*]] = mpc.add
+// CHECK-NEXT: %[[DG:.*]], %{{.*}} = mpc.dropout %[[G]] ratio %[[R]] training %[[T]] {stream = 7 : i64}
+// CHECK-NEXT: return %{{.*}}, %[[DG]]
 func.func @dropout(%w: tensor<2x4x8xf32> {mpc.param = @w}) -> tensor<f32> attributes {mpc.entry} {
   %r = mpc.constant dense<2.000000e-01> : tensor<f32>
   %t = mpc.constant dense<true> : tensor<i1>

@@ -7,6 +7,8 @@ usage: dropout_masks.py kat
        dropout_masks.py check OUT_DIR METRICS.jsonl
        dropout_masks.py forward OUT_DIR      (fwd.onnx, the mask as an output)
        dropout_masks.py check-forward OUT_DIR Y.npy MASK.npy
+       dropout_masks.py chained OUT_DIR      (chain_a/b.onnx, the mask unread)
+       dropout_masks.py check-chained OUT_DIR NAME Y.npy
 
 The model: loss = sum(dropout(x * w, 0.25)), trained with lr 0, so w never
 moves and each step's loss is the sum of the elements its mask keeps:
@@ -128,6 +130,51 @@ def check_forward(out, y, m):
           f"{'ok' if ok else 'FAIL'}")
 
 
+# y = dropout(x * w + 0.5) with the mask unread: the CUDA backend draws
+# the keep bits inside the elementwise chain's kernel. a: 96 elements,
+# whole Philox groups on the vector path (4 lanes); b: 63, a draw per
+# element; c: fp16, 8 lanes (two groups) a vector.
+CHAINED = {"a": ((6, 16), (16,), np.float32), "b": ((7, 9), (1,), np.float32),
+           "c": ((6, 16), (16,), np.float16)}
+
+
+def chained(out):
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    rng = np.random.default_rng(3)
+    for name, (shape, wshape, dt) in CHAINED.items():
+        t = T.FLOAT16 if dt == np.float16 else T.FLOAT
+        g = h.make_graph(
+            [h.make_node("Mul", ["x", "w"], ["xw"]),
+             h.make_node("Add", ["xw", "half"], ["z"]),
+             h.make_node("Dropout", ["z", "ratio", "training"], ["y"])],
+            "g", [h.make_tensor_value_info("x", t, list(shape))],
+            [h.make_tensor_value_info("y", t, list(shape))],
+            [nh.from_array(rng.uniform(0.5, 1.5, wshape).astype(dt), "w"),
+             nh.from_array(np.array(dt(0.5)), "half"),
+             nh.from_array(np.array(np.float32(0.3)), "ratio"),
+             nh.from_array(np.array(True), "training")])
+        onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]),
+                  os.path.join(out, f"chain_{name}.onnx"))
+        np.save(os.path.join(out, f"chain_{name}.x.npy"),
+                rng.uniform(-2, 2, shape).astype(dt))
+
+
+def check_chained(out, name, y):
+    import onnx
+    from onnx import numpy_helper as nh
+    m = onnx.load(os.path.join(out, f"chain_{name}.onnx"))
+    w = nh.to_array(m.graph.initializer[0])
+    x = np.load(os.path.join(out, f"chain_{name}.x.npy"))
+    z = x * w + x.dtype.type(0.5)  # fp16 rounds each op as the kernels do
+    keep = mask(z.size, "y", 0, ratio=np.float32(0.3)).reshape(z.shape)
+    scale = np.float32(1) / (np.float32(1) - np.float32(0.3))
+    want = np.where(keep, z.astype(np.float32) * scale, 0).astype(x.dtype)
+    ok = np.array_equal(np.load(y), want)
+    print(f"chain {name}: {z.size} elements, {keep.sum()} kept: "
+          f"{'ok' if ok else 'FAIL'}")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "kat":
@@ -138,5 +185,9 @@ if __name__ == "__main__":
         check(sys.argv[2], sys.argv[3])
     elif cmd == "forward":
         forward(sys.argv[2])
+    elif cmd == "chained":
+        chained(sys.argv[2])
+    elif cmd == "check-chained":
+        check_chained(*sys.argv[2:5])
     else:
         check_forward(*sys.argv[2:5])
