@@ -7,7 +7,7 @@
 //   matmul(Q', K')      Q' = Q, or Q * c, Q / c (scalar constants)
 //                       K' = transpose(K) swapping the last two dimensions
 //                            (composed with the export's own transpose),
-//                            optionally * c or / c
+//                            optionally * c or / c, before or after it
 //   * c, / c            on the scores (folded into `scale`)
 //   + bias              any float tensor broadcasting to the scores
 //   where(m, s, fill)   or where(m, fill, s), fill a scalar constant: the
@@ -348,7 +348,10 @@ public:
       bool identity = true;
       for (int64_t i = 0; i < r; ++i)
         identity &= perm[i] == i;
-      k = identity ? t.getX() : transpose(loc, t.getX(), perm);
+      // A scale on K before its transpose (ONNX Attention's sqrt(scale)
+      // on Q and on K) folds like one on K^T.
+      Value x = peelScale(t.getX(), m.scale, m.dead);
+      k = identity ? x : transpose(loc, x, perm);
       m.dead.push_back(t);
     } else {
       k = transpose(loc, m.k, swap);

@@ -64,6 +64,22 @@ func.func @bert(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2
   return %y : tensor<2x2x4x8xf32>
 }
 
+// ONNX Attention's decomposition scales K before its transpose: that
+// scale folds too (its Mul was a kernel each way).
+// CHECK-LABEL: func.func @k_scaled_before_transpose
+// CHECK-NEXT: %[[Y:.*]], %{{.*}} = mpc.attention %arg0, %arg1, %arg2 {scale = 0.12499{{.*}} : f32}
+// CHECK-NEXT: return %[[Y]]
+func.func @k_scaled_before_transpose(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %r = mpc.constant dense<0.353553385> : tensor<f32>
+  %qs = mpc.mul %q, %r : (tensor<2x2x4x8xf32>, tensor<f32>) -> tensor<2x2x4x8xf32>
+  %ks = mpc.mul %k, %r : (tensor<2x2x4x8xf32>, tensor<f32>) -> tensor<2x2x4x8xf32>
+  %kt = mpc.transpose %ks {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x2x4x8xf32>) -> tensor<2x2x8x4xf32>
+  %s = mpc.matmul %qs, %kt : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %y : tensor<2x2x4x8xf32>
+}
+
 // Left as written: a softmax over another axis...
 // CHECK-LABEL: func.func @other_axis
 // CHECK-NOT: mpc.attention
