@@ -388,6 +388,7 @@ void fuseSteps(Emitter &e) {
   indexSteps(plan, readers, producer);
   fuseAttentionLayouts(e, readers, producer, outputs);
   splitsInPlace(plan, producer);
+  concatsOfInputsInPlace(plan, readers, producer, outputs);
   foldReluGradsIntoBatchNorm(plan, readers, producer, outputs);
   indexSteps(plan, readers, producer);
   readWideningCastSources(e, readers, outputs);

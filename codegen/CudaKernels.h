@@ -174,6 +174,12 @@ void fuseAttentionLayouts(Emitter &e,
 /// Splits into aligned runs of a row-major input launch nothing: their
 /// parts stay in its buffer (CudaSplitsInPlace.cpp).
 void splitsInPlace(Plan &plan, const std::map<int, size_t> &producer);
+/// Concats of the step's inputs into aligned runs launch nothing: the
+/// inputs live in the concat's buffer (CudaSplitsInPlace.cpp).
+void concatsOfInputsInPlace(Plan &plan,
+                            const std::map<int, std::vector<size_t>> &readers,
+                            const std::map<int, size_t> &producer,
+                            const std::set<int> &outputs);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp); with
 /// `libraries`, as when cuBLASLt and cuDNN are present: without the steps
 /// their epilogues compute (`libraryFusedInto`).

@@ -1,4 +1,4 @@
-//===- CudaSplitsInPlace.cpp - splits into aligned runs of their input ----===//
+//===- CudaSplitsInPlace.cpp - splits and concats of aligned runs --------===//
 //
 // A split along an axis with only unit dims before it cuts its input into
 // consecutive runs: each part is bytes the input's buffer already holds.
@@ -14,11 +14,26 @@
 // step's inputs (a parameter an update may overwrite in place) and of
 // strided views (attention's in-place operands) keep their kernel.
 //
+// A concat of the step's inputs into such runs launches nothing either:
+// the inputs live in its output's buffer, each where the copy would have
+// put it. BERT's and ViT's query, key and value weights merged into one
+// GEMM (mpc-merge-sibling-linears) stay separate parameters, whose fp16
+// copies the updates write at the step's end (mpc-half-weights-in-
+// optimizer): they are written into the merged weight, which the next
+// step's GEMMs read as it is, where a concat copied them every step. The
+// concat's result must be read before any step makes the value fed back
+// into one of its parts (so an update writing that in place runs after
+// every read; the plan reader checks the same, runtime/UpdatesInPlace.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
 #include "runtime/PlanFusionChecks.h"
+#include "runtime/Session.h"
+#include "runtime/TrainProtocol.h"
 #include "runtime/cuda/MemoryPlan.h"
+
+#include <algorithm>
 
 namespace mlir::mpc::cuda {
 
@@ -48,6 +63,67 @@ void splitsInPlace(Plan &plan, const std::map<int, size_t> &producer) {
         s.inputs.size() == 1 && contiguousParts(plan, s) &&
         writtenRowMajor(plan, producer, s.inputs[0]))
       s.cuda.inPlace = true;
+}
+
+/// The last step reading `v` or a reshape or transpose of it (a view of
+/// its buffer once aliased); -1 when none does.
+static int lastRead(const Plan &plan,
+                    const std::map<int, std::vector<size_t>> &readers, int v,
+                    int depth = 0) {
+  int last = -1;
+  auto r = readers.find(v);
+  if (r == readers.end() || depth > 8)
+    return last;
+  for (size_t j : r->second) {
+    last = std::max(last, (int)j);
+    const Step &s = plan.steps[j];
+    if ((reshapesOnly(s.op) || s.op == OpId::Transpose) && !s.outputs.empty())
+      last = std::max(last, lastRead(plan, readers, s.outputs[0], depth + 1));
+  }
+  return last;
+}
+
+void concatsOfInputsInPlace(Plan &plan,
+                            const std::map<int, std::vector<size_t>> &readers,
+                            const std::map<int, size_t> &producer,
+                            const std::set<int> &outputs) {
+  std::set<int> stepInputs;
+  for (const ::mpc::rt::Binding &b : plan.inputs)
+    stepInputs.insert(b.value);
+  for (const ::mpc::rt::Parameter &p : plan.params)
+    stepInputs.insert(p.value);
+  // Where each input's next value is made (the train protocol feeds the
+  // output back into it): the earliest step that may write it in place.
+  std::map<int, size_t> written;
+  ::mpc::rt::TrainProtocol protocol(plan);
+  for (const auto *list : {&protocol.weights, &protocol.weightCopies,
+                           &protocol.optimizerState, &protocol.scaleState})
+    for (const auto &[index, name] : *list) {
+      int input = ::mpc::rt::valueOfName(plan, name);
+      auto p = producer.find(plan.outputs[index].value);
+      if (input >= 0 && p != producer.end())
+        written[input] = std::min(written.count(input) ? written[input]
+                                                        : p->second,
+                                  p->second);
+    }
+  std::set<int> placed; // parts of a concat already in place
+  for (Step &s : plan.steps) {
+    if (s.op != OpId::Concat || s.cuda.inOtherKernel() || s.cuda.isChain() ||
+        s.outputs.size() != 1 || outputs.count(s.outputs[0]) ||
+        !contiguousParts(plan, s))
+      continue;
+    std::set<int> parts(s.inputs.begin(), s.inputs.end());
+    int last = lastRead(plan, readers, s.outputs[0]);
+    bool ok = parts.size() == s.inputs.size();
+    for (int v : s.inputs)
+      ok = ok && stepInputs.count(v) && !outputs.count(v) &&
+           !placed.count(v) &&
+           (!written.count(v) || (int)written[v] > last);
+    if (!ok)
+      continue;
+    s.cuda.inPlace = true;
+    placed.insert(parts.begin(), parts.end());
+  }
 }
 
 } // namespace mlir::mpc::cuda

@@ -144,8 +144,9 @@ struct CudaLaunch {
   /// inputs live in its output's buffer, each part where the copy would
   /// have put it (no kernel): strided views that only attention kernels
   /// read or write (codegen/CudaAttentionLayouts.cpp, checkAttentionViews),
-  /// or a split's parts that are aligned runs of its input, which any
-  /// kernel may read (contiguousParts; codegen/CudaSplitsInPlace.cpp).
+  /// or a split's (concat's) parts that are aligned runs of its input
+  /// (output), which any kernel may read (contiguousParts;
+  /// codegen/CudaSplitsInPlace.cpp).
   bool inPlace = false;
   int fusedInto = -1; // computed inside the chain kernel of this step,
                       // or (a cast) by the producer storing as its result

@@ -54,6 +54,24 @@ InPlaceUpdates::InPlaceUpdates(const Plan &plan)
       if (v >= 0 && v < (int)plan.values.size())
         readers[v].push_back((int)j);
   }
+  // A concat in place holds its parts in its result's buffer: what reads
+  // the result, or a value aliasing it, reads the parts.
+  for (const Step &c : plan.steps) {
+    if (!c.cuda.inPlace || c.op != OpId::Concat || c.outputs.size() != 1 ||
+        c.outputs[0] < 0 || c.outputs[0] >= (int)plan.values.size())
+      continue;
+    std::vector<int> whole{c.outputs[0]};
+    for (size_t k = 0; k < whole.size() && k < plan.values.size(); ++k)
+      for (const Step &a : plan.steps)
+        if (a.cuda.alias == whole[k] && a.outputs.size() == 1 &&
+            a.outputs[0] >= 0 && a.outputs[0] < (int)plan.values.size())
+          whole.push_back(a.outputs[0]);
+    for (int v : c.inputs)
+      if (v >= 0 && v < (int)plan.values.size())
+        for (int w : whole)
+          readers[v].insert(readers[v].end(), readers[w].begin(),
+                            readers[w].end());
+  }
 }
 
 std::string InPlaceUpdates::problem(size_t k, int result, int input) const {

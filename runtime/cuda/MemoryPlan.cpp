@@ -58,9 +58,10 @@ std::vector<int64_t> inPlaceOffsets(const Plan &plan, const Step &s) {
 
 bool contiguousParts(const Plan &plan, const Step &s) {
   std::vector<int64_t> at = inPlaceOffsets(plan, s);
-  if (s.op != OpId::Split || at.empty())
+  if (at.empty())
     return false;
-  const Shape &w = plan.values[s.inputs[0]].shape;
+  const Shape &w =
+      plan.values[s.op == OpId::Split ? s.inputs[0] : s.outputs[0]].shape;
   int64_t axis = s.getInt("axis", 0);
   if (axis < 0)
     axis += (int64_t)w.size();

@@ -37,10 +37,11 @@ BufferPlacement bufferPlacement(const Plan &plan);
 /// the axis, their other dims the whole's (the plan reader refuses such a
 /// plan: checkAttentionViews).
 std::vector<int64_t> inPlaceOffsets(const Plan &plan, const Step &s);
-/// Whether a split's parts are each one run of its input, 256 bytes
-/// aligned like every arena buffer (the dims before its axis all 1, each
-/// part's offset a multiple of 256): left in place they are ordinary
-/// row-major buffers that any kernel or library call may read.
+/// Whether a split's (concat's) parts are each one run of its input
+/// (output), 256 bytes aligned like every arena buffer (the dims before
+/// its axis all 1, each part's offset a multiple of 256): left in place
+/// they are ordinary row-major buffers that any kernel or library call
+/// may read.
 bool contiguousParts(const Plan &plan, const Step &s);
 /// bufferPlacement's roots.
 std::vector<int> bufferRoots(const Plan &plan);
