@@ -60,8 +60,13 @@ def kernel_traffic(plan):
         if "inputs" in cuda:
             ins = [int(v) for v in cuda["inputs"].split(",")]
         if "prologue-add" in cuda:  # reads the Add's operands for input 0
-            a, b = (int(v) for v in cuda["prologue-add"].split(","))
-            ins = [a] + ins[1:] + [b]
+            ab = [int(v) for v in cuda["prologue-add"].split(",")]
+            extra = []
+            if "prologue-dropout" in cuda:  # a dropout's input for one
+                _, k, x, c = (int(v) for v in cuda["prologue-dropout"].split(","))
+                ab[k] = x
+                extra = [c] if c >= 0 else []
+            ins = [ab[0]] + ins[1:] + [ab[1]] + extra
         # A chain's kernel also writes its members' results read later;
         # `written=N`: only its first N outputs (a dropout's mask unread).
         stores = [int(v) for v in cuda.get("stores", "").split(",") if v]
@@ -186,12 +191,13 @@ def main():
         "its kernel. `gpt_dropout_train` adds GPT-2's dropouts (0.1 on the "
         "attention probabilities and on both residual branches): the "
         "attention's fuses into mpc.attention (its mask redrawn by the "
-        "backward, never stored); each residual one is computed with the "
-        "Add after it in one chain forward, its gradient (the dropout of dy "
-        "with the same key) with its fp16 cast in one backward, drawing the "
-        "keep bits in the kernel: no mask is written or read (until "
-        "2026-12-03 the forward stored each and the backward read it: "
-        "13.67 MiB, a 3.50 MiB plan). Until 2026-12-03 a dropout "
+        "backward, never stored); each residual one is drawn by the layer "
+        "norm after it as it loads (with the residual Add: one kernel), its "
+        "gradient (the dropout of dy with the same key) with its fp16 cast "
+        "in one chain backward, drawing the keep bits in the kernel: no mask "
+        "is written or read (until 2026-12-03 each was a kernel of its own "
+        "forward whose mask the backward read: 80 launches, 13.67 MiB, a "
+        "3.50 MiB plan). Until 2026-12-03 a dropout "
         "between softmax and V kept the attention unfused (measured with "
         "`--fuse-attention=false`: 134 launches, a 3.71 MiB plan), and each "
         "dropout's gradient computed 1 - ratio in a launch of its own every "

@@ -297,8 +297,8 @@ std::string Emitter::chainMember(const Step &member,
   std::string e = member.op == OpId::Expand ? "a" : "";
   if (member.op == OpId::Dropout) {
     float ratio = dropoutRatio(member).value_or(0.0f);
-    e = keep + " ? a * " + flt(::mpc::philox::mpc_dropout_scale(ratio)) +
-        " : 0.0f";
+    e = "(" + keep + " ? a * " + flt(::mpc::philox::mpc_dropout_scale(ratio)) +
+        " : 0.0f)";
   } else if (e.empty()) {
     e = *expr(member);
   }

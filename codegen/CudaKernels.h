@@ -308,6 +308,10 @@ struct Emitter {
   std::map<std::string, ElementFn> elements; // by kernel name
   /// The placeholder generators name their kernel with.
   static constexpr const char *kKernelName = "MPC_KERNEL_";
+  /// A row kernel's prologue dropout of operand X, written
+  /// `MPC_DROP_(X)` by addedInput: rowEach draws the keep bits and
+  /// writes the dropped value in its place.
+  static constexpr const char *kDropToken = "MPC_DROP_";
   std::set<std::string> named;       // distinct kernels so far
   std::optional<bool> gemmOnTensorCores; // set by gemmKernel for the step
 

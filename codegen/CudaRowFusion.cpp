@@ -11,7 +11,9 @@
 //   Add after it stores the cast of the sum beside it;
 // - a layer/RMS norm or norm gradient whose input an Add computes takes
 //   the sum as it loads, storing it where others read it later
-//   (addIntoRowKernels: the residual Add before a norm).
+//   (addIntoRowKernels: the residual Add before a norm), and a dropout
+//   chained into that Add too (its keep bits drawn as it loads: a
+//   residual branch's dropout).
 //
 //===----------------------------------------------------------------------===//
 
@@ -134,6 +136,23 @@ int64_t prologueAddRepeat(const Step &s, const Shape &x, const Shape &v) {
   return n % row == 0 ? n : -1;
 }
 
+/// The dropout step chained into `add` (step `a`), the chain nothing but
+/// the two (its mask unread, its result read by the Add alone, of the
+/// Add's shape), which a row kernel can draw as it loads; else -1.
+static int dropoutChainedInto(const Plan &plan, const Step &add, size_t a) {
+  const std::vector<int> &chain = add.cuda.chain;
+  if (chain.size() != 2 || chain[1] != (int)a || !add.cuda.stores.empty() ||
+      add.cuda.underflowCounter || add.outputs.size() != 1)
+    return -1;
+  const Step &d = plan.steps[chain[0]];
+  if (d.op != OpId::Dropout || d.cuda.written != 1 || d.outputs.empty() ||
+      d.cuda.fusedInto != (int)a ||
+      std::count(add.inputs.begin(), add.inputs.end(), d.outputs[0]) != 1 ||
+      plan.values[d.outputs[0]].shape != plan.values[add.outputs[0]].shape)
+    return -1;
+  return chain[0];
+}
+
 /// A layer/RMS norm or norm gradient whose input 0 an Add computes, of
 /// two float operands of its shape, takes the sum as it loads
 /// (`cuda.prologueAdd`; the Add `fused-into` it, its kernel gone): a
@@ -142,7 +161,10 @@ int64_t prologueAddRepeat(const Step &s, const Shape &x, const Shape &v) {
 /// gradient. Steps reading the sum besides must run after the kernel,
 /// which then stores it (`cuda.stores`) in its first pass over the row:
 /// the residual stream, the norm gradient's input. One launch less, and
-/// the sum written but not read back from memory.
+/// the sum written but not read back from memory. A dropout of one
+/// operand, chained into the Add, is drawn as it loads too
+/// (`cuda.prologueDropout`): the branch's dropout, the residual Add and
+/// the layer norm in one kernel.
 void addIntoRowKernels(Plan &plan, const std::map<int, size_t> &producer,
                        const std::set<int> &outputs) {
   // Who reads each value, a kernel's own operands included (a chain's or
@@ -169,9 +191,13 @@ void addIntoRowKernels(Plan &plan, const std::map<int, size_t> &producer,
       continue;
     Step &add = plan.steps[p->second];
     const ValueInfo &xv = plan.values[x];
+    // A residual branch's dropout chained into the Add: drawn here too.
+    int drop = add.op == OpId::Add && add.inputs.size() == 2
+                   ? dropoutChainedInto(plan, add, p->second)
+                   : -1;
     bool fits = add.op == OpId::Add && add.inputs.size() == 2 &&
                 add.outputs.size() == 1 && !add.cuda.inOtherKernel() &&
-                !add.cuda.isChain() && add.cuda.stores.empty() &&
+                (!add.cuda.isChain() || drop >= 0) && add.cuda.stores.empty() &&
                 add.cuda.storedAs < 0 && !add.cuda.batch.valid() &&
                 add.cuda.batchedInto < 0 && isFloat(xv.dtype);
     // (An operand may be narrower: a widening cast's source, read through.
@@ -199,6 +225,17 @@ void addIntoRowKernels(Plan &plan, const std::map<int, size_t> &producer,
       continue;
     s.cuda.prologueAdd = {add.inputs[0], add.inputs[1]};
     add.cuda.fusedInto = (int)i;
+    if (drop >= 0) { // the chain undone: this kernel computes both
+      Step &d = plan.steps[drop];
+      int counter = d.inputs.size() > 3 ? d.inputs[3] : -1;
+      s.cuda.prologueDropout = {drop, add.inputs[0] == d.outputs[0] ? 0 : 1,
+                                d.inputs[0], counter};
+      d.cuda.fusedInto = (int)i;
+      add.cuda.chain.clear();
+      add.cuda.inputs.clear();
+      for (int v : {d.inputs[0], counter})
+        reads[v].push_back(i);
+    }
     for (int v : add.inputs) // now read here
       reads[v].push_back(i);
     if (store)

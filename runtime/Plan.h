@@ -178,6 +178,14 @@ struct CudaLaunch {
   /// kernel.
   std::array<int, 2> prologueAdd{-1, -1};
   bool hasPrologueAdd() const { return prologueAdd[0] >= 0; }
+  /// {D, k, x, c} (with prologueAdd): operand k (0 or 1) of the Add is the
+  /// result of dropout step D, whose mask nothing reads; the kernel reads
+  /// D's input x in that operand's place and draws the keep bits as it
+  /// loads, D's [step, rank] counter c (-1: none) its last input. D is
+  /// `fusedInto` this step. A residual branch's dropout, the Add and the
+  /// layer norm after it in one kernel.
+  std::array<int, 4> prologueDropout{-1, -1, -1, -1};
+  bool hasPrologueDropout() const { return prologueDropout[0] >= 0; }
   /// Pairs (result, input), flattened: this thread-per-element kernel
   /// writes the result into the input's buffer (each element read by the
   /// thread that then writes it), and no step reads the input afterwards.

@@ -292,6 +292,8 @@ std::string checkLaterFusions(const Plan &plan) {
     if (s.op == OpId::Add && k.cuda.hasPrologueAdd() && !k.inputs.empty() &&
         s.outputs.size() == 1 && k.inputs[0] == s.outputs[0])
       continue; // checkPrologueAdds
+    if (s.op == OpId::Dropout && k.cuda.prologueDropout[0] == (int)i)
+      continue; // checkPrologueAdds
     if (s.op == OpId::Cast) { // a widening cast its readers read through
       DType from = s.inputs.size() == 1 ? plan.values[s.inputs[0]].dtype
                                         : DType::F32;
@@ -436,6 +438,29 @@ std::string checkPrologueAdds(const Plan &plan) {
     }
     if (adds != 1)
       return bad + "but no Add writes it";
+    if (const auto &d = k.cuda.prologueDropout; d[0] >= 0) {
+      const Step *drop =
+          d[0] < (int)plan.steps.size() ? &plan.steps[d[0]] : nullptr;
+      int counter = drop && drop->inputs.size() > 3 ? drop->inputs[3] : -1;
+      if (!drop || drop->op != OpId::Dropout || d[0] >= (int)j ||
+          drop->cuda.fusedInto != (int)j || drop->cuda.written != 1 ||
+          drop->outputs.empty() || drop->inputs.empty() ||
+          drop->outputs[0] != k.cuda.prologueAdd[d[1]] ||
+          drop->inputs[0] != d[2] || counter != d[3])
+        return bad + "but step " + std::to_string(d[0]) +
+               " is not the dropout of that operand fused into it";
+      // Its result, never stored, is read by the Add alone.
+      for (const Step &r : plan.steps)
+        if (std::find(r.inputs.begin(), r.inputs.end(), drop->outputs[0]) !=
+                r.inputs.end() &&
+            (r.op != OpId::Add || r.outputs.size() != 1 || r.outputs[0] != x))
+          return bad + "but a step other than the Add reads the result of "
+                       "dropout step " + std::to_string(d[0]);
+      for (const Binding &b : plan.outputs)
+        if (b.value == drop->outputs[0])
+          return bad + "but the result of dropout step " +
+                 std::to_string(d[0]) + " is a plan output";
+    }
     for (const Binding &b : plan.outputs)
       if (b.value == x && !stored)
         return bad + "but the sum is a plan output it does not store";

@@ -153,6 +153,9 @@ std::string cudaText(const CudaLaunch &c) {
   if (c.hasPrologueAdd())
     out += " prologue-add=" + std::to_string(c.prologueAdd[0]) + "," +
            std::to_string(c.prologueAdd[1]);
+  if (c.hasPrologueDropout())
+    out += " prologue-dropout=" +
+           ints({c.prologueDropout.begin(), c.prologueDropout.end()});
   if (!c.updatesInPlace.empty())
     out += " overwrites=" + ints(c.updatesInPlace);
   if (c.underflowCounter)

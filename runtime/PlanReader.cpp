@@ -171,6 +171,13 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       if (ok)
         c.prologueAdd = {ab[0], ab[1]};
     }
+    else if (key == "prologue-dropout") {
+      std::vector<int> d;
+      ok = intList(value, d) && d.size() == 4 && d[0] >= 0 &&
+           (d[1] == 0 || d[1] == 1) && d[2] >= 0 && d[3] >= -1;
+      if (ok)
+        std::copy(d.begin(), d.end(), c.prologueDropout.begin());
+    }
     else if (key == "overwrites")
       ok = intList(value, c.updatesInPlace) && !c.updatesInPlace.empty() &&
            c.updatesInPlace.size() % 2 == 0;

@@ -24,6 +24,7 @@
 //        [fused-into=S] [stored-as=V] [written=N] [chain=S,S,...]
 //        [inputs=V,V,...]
 //        [stores=V,...] [fused-relu] [epilogue-add=V] [prologue-add=V,V]
+//        [prologue-dropout=S,K,V,V]
 //        [overwrites=RESULT,INPUT,...] [underflow-counter]
 //        [scratch=BYTES] [count=N]
 //        [batch=PER:S,S,...@K] [batched-into=S]

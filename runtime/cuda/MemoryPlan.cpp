@@ -278,6 +278,11 @@ std::vector<int> kernelInputs(const Step &s) {
   if (s.cuda.hasPrologueAdd() && !in.empty()) {
     in[0] = s.cuda.prologueAdd[0];
     in.push_back(s.cuda.prologueAdd[1]);
+    if (const auto &d = s.cuda.prologueDropout; d[0] >= 0) {
+      (d[1] == 0 ? in[0] : in.back()) = d[2];
+      if (d[3] >= 0)
+        in.push_back(d[3]);
+    }
   }
   return in;
 }

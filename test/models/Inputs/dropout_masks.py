@@ -9,6 +9,8 @@ usage: dropout_masks.py kat
        dropout_masks.py check-forward OUT_DIR Y.npy MASK.npy
        dropout_masks.py chained OUT_DIR      (chain_a/b.onnx, the mask unread)
        dropout_masks.py check-chained OUT_DIR NAME Y.npy
+       dropout_masks.py norm OUT_DIR         (norm_a/b.onnx: LN(r + dropout(x)))
+       dropout_masks.py check-norm OUT_DIR NAME Y.npy
 
 The model: loss = sum(dropout(x * w, 0.25)), trained with lr 0, so w never
 moves and each step's loss is the sum of the elements its mask keeps:
@@ -175,6 +177,46 @@ def check_chained(out, name, y):
           f"{'ok' if ok else 'FAIL'}")
 
 
+# y = LayerNorm(r + dropout(x)) with the mask unread: the CUDA layer norm
+# draws the keep bits as it loads its input (a thread a row of 6: one draw
+# an element; a warp a row of 64: whole Philox groups a vector).
+NORMS = {"a": (5, 6), "b": (4, 64)}
+
+
+def norm(out):
+    import onnx
+    from onnx import TensorProto as T, helper as h, numpy_helper as nh
+    rng = np.random.default_rng(4)
+    for name, shape in NORMS.items():
+        io = lambda n: h.make_tensor_value_info(n, T.FLOAT, list(shape))
+        g = h.make_graph(
+            [h.make_node("Dropout", ["x", "ratio", "training"], ["d"]),
+             h.make_node("Add", ["r", "d"], ["s"]),
+             h.make_node("LayerNormalization", ["s", "g", "b"], ["y"],
+                         axis=-1, epsilon=1e-5)],
+            "g", [io("x"), io("r")], [io("y")],
+            [nh.from_array(np.array(np.float32(0.3)), "ratio"),
+             nh.from_array(np.array(True), "training"),
+             nh.from_array(np.ones(shape[-1], np.float32), "g"),
+             nh.from_array(np.zeros(shape[-1], np.float32), "b")])
+        onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]),
+                  os.path.join(out, f"norm_{name}.onnx"))
+        for v in "xr":
+            np.save(os.path.join(out, f"norm_{name}.{v}.npy"),
+                    rng.uniform(-2, 2, shape).astype(np.float32))
+
+
+def check_norm(out, name, y):
+    x, r = (np.load(os.path.join(out, f"norm_{name}.{v}.npy")) for v in "xr")
+    keep = mask(x.size, "d", 0, ratio=np.float32(0.3)).reshape(x.shape)
+    scale = np.float32(1) / (np.float32(1) - np.float32(0.3))
+    s = (r + np.where(keep, x * scale, 0)).astype(np.float64)
+    want = (s - s.mean(-1, keepdims=True)) / np.sqrt(s.var(-1, keepdims=True) + 1e-5)
+    err = np.abs(np.load(y) - want).max()
+    print(f"norm {name}: {x.size} elements, {keep.sum()} kept, max error "
+          f"{err:.1e}: {'ok' if err < 1e-5 else 'FAIL'}")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "kat":
@@ -189,5 +231,9 @@ if __name__ == "__main__":
         chained(sys.argv[2])
     elif cmd == "check-chained":
         check_chained(*sys.argv[2:5])
+    elif cmd == "norm":
+        norm(sys.argv[2])
+    elif cmd == "check-norm":
+        check_norm(*sys.argv[2:5])
     else:
         check_forward(*sys.argv[2:5])
