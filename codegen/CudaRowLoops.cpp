@@ -154,6 +154,14 @@ std::string Emitter::countStored(const Step &s, const std::string &body) {
   return count.empty() ? body : afterStore0(body, count);
 }
 
+/// The kernel input of a prologue Add's operand `k` (0 or 1): input 0,
+/// or the last but a dropout's counter (MemoryPlan.cpp: kernelInputs).
+static size_t addendSlot(const Step &s, int k) {
+  return k == 0 ? 0
+                : ::mpc::rt::kernelInputs(s).size() - 1 -
+                      (s.cuda.prologueDropout[3] >= 0 ? 1 : 0);
+}
+
 std::string Emitter::addedInput(const Step &s, const std::string &body) {
   const std::string load = "ld(in0, base + j)";
   if (!s.cuda.hasPrologueAdd() || body.find(load) == std::string::npos)
@@ -161,11 +169,10 @@ std::string Emitter::addedInput(const Step &s, const std::string &body) {
   std::string uses = body;
   for (size_t at = 0; (at = uses.find(load, at)) != std::string::npos; at += 2)
     uses.replace(at, load.size(), "x_");
-  // b is the kernel's last input but a dropout's counter (MemoryPlan.cpp:
-  // kernelInputs); an operand repeating along the rows is read from the
-  // row's start in it (rowLoop's bbase).
+  // An operand repeating along the rows is read from the row's start in
+  // it (rowLoop's bbase).
   const auto &drop = s.cuda.prologueDropout;
-  size_t b = ::mpc::rt::kernelInputs(s).size() - 1 - (drop[3] >= 0 ? 1 : 0);
+  size_t b = addendSlot(s, 1);
   auto at = [&](int v) -> std::string {
     return val(v).shape == val(s.inputs[0]).shape ? "base + j)" : "bbase + j)";
   };
@@ -352,7 +359,7 @@ std::string Emitter::rowEach(const Step &s, RowLoop &r, int64_t n,
     std::string keep = grouped ? "(pw[e] >= " +
                                      std::to_string(draw->threshold) + "ull)"
                                : keepAt("base + j0 + e");
-    size_t kd = pd[1] == 0 ? 0 : ins.size() - 1 - (pd[3] >= 0 ? 1 : 0);
+    size_t kd = addendSlot(s, pd[1]);
     if (r.cached.count({kd, "base"})) {
       // A held row is dropped once, as it is loaded; every pass reads it so.
       if (std::count(fresh.begin(), fresh.end(), std::make_pair(kd, std::string("base")))) {
