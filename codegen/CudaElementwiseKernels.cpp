@@ -113,16 +113,6 @@ void Emitter::elementFunctions(
   std::string opParams;
   for (size_t k = 0; k < decls.size(); ++k)
     opParams += (k ? ", " : "") + decls[k];
-  // Draw j's counter for element `e` of this rank.
-  auto counter = [&](const Draw &d, const std::string &e) {
-    return d.rank + " * " + std::to_string(d.n) + "ull + (unsigned long long)(" +
-           e + ")";
-  };
-  auto keepAt = [&](const Draw &d, const std::string &e) {
-    return "mpc_dropout_keep(" + std::to_string(d.seed) + "ull, " +
-           std::to_string(d.stream) + "u, " + d.step + ", " + counter(d, e) +
-           ", " + std::to_string(d.threshold) + "ull)";
-  };
   cu << "static __device__ __forceinline__ void " << name << "_op("
      << opParams << ") {\n"
      << body([](size_t k, const std::string &v) {
@@ -139,7 +129,7 @@ void Emitter::elementFunctions(
     cu << (k ? ", y" : " y") << k;
   cu << ";\n  "
      << opCall([&](size_t k) { return names[k]; },
-               [&](size_t j) { return keepAt(draws[j], "i"); },
+               [&](size_t j) { return draws[j].keep("i"); },
                [](size_t k) { return "y" + std::to_string(k); })
      << "\n";
   for (size_t k = 0; k < outs.size(); ++k)
@@ -208,10 +198,10 @@ void Emitter::elementFunctions(
     std::string w = "w" + std::to_string(j);
     v << "  unsigned int " << w << "[" << W << "];\n";
     for (int64_t q = 0; q < width / 4; ++q)
-      v << "  mpc_philox_words(" << d.seed << "ull, " << d.stream << "u, "
-        << d.step << ", " << d.rank << " * " << d.n / 4
-        << "ull + (unsigned long long)i / 4 + " << q << ", " << w << " + "
-        << 4 * q << ");\n";
+      v << "  "
+        << d.words("(unsigned long long)i / 4 + " + std::to_string(q),
+                   w + " + " + std::to_string(4 * q))
+        << "\n";
   }
   for (size_t k = 0; k < outs.size(); ++k) {
     v << "  float vy" << k << "[" << W << "];\n";
@@ -227,7 +217,7 @@ void Emitter::elementFunctions(
              return wordsOnce[j] ? "w" + std::to_string(j) + "[e] >= " +
                                        std::to_string(draws[j].threshold) +
                                        "ull"
-                                 : keepAt(draws[j], "i + e");
+                                 : draws[j].keep("i + e");
            },
            [](size_t k) { return "vy" + std::to_string(k) + "[e]"; })
     << "\n";
@@ -483,9 +473,8 @@ bool Emitter::dropout(Step &s, const std::string &name) {
      << groups << "LL) return;\n  i64 i = g * 4;\n";
   if (n % 4 == 0) {
     // The rank's groups follow whole groups of the ranks before it.
-    cu << "  unsigned int w[4];\n  mpc_philox_words(" << draw->seed << "ull, "
-       << draw->stream << "u, " << draw->step << ", " << draw->rank << " * "
-       << n / 4 << "ull + (unsigned long long)g, w);\n";
+    cu << "  unsigned int w[4];\n  "
+       << draw->words("(unsigned long long)g", "w") << "\n";
     cu << "  float x[4];\n  unsigned char k[4];\n  ldv<4>(in0 + i, x);\n"
        << "#pragma unroll\n  for (int l = 0; l < 4; ++l) {\n    k[l] = w[l] >= "
        << threshold << ";\n    x[l] = k[l] ? x[l] * " << flt(draw->scale)
@@ -497,9 +486,7 @@ bool Emitter::dropout(Step &s, const std::string &name) {
   } else {
     // Groups straddle ranks: a draw an element.
     cu << "  for (int l = 0; l < 4 && i + l < " << n
-       << "LL; ++l) {\n    bool k = mpc_dropout_keep(" << draw->seed << "ull, "
-       << draw->stream << "u, " << draw->step << ", " << draw->rank << " * "
-       << n << "ull + (unsigned long long)(i + l), " << threshold << ");\n"
+       << "LL; ++l) {\n    bool k = " << draw->keep("i + l") << ";\n"
        << (mask ? "    out1[i + l] = k;\n" : "")
        << "    st(out0, i + l, k ? ld(in0, i + l) * " << flt(draw->scale)
        << " : 0.0f);\n  }\n}\n\n";

@@ -273,6 +273,22 @@ struct Emitter {
     float scale = 1.0f;
     std::string step = "0ull", rank = "0ull";
     int64_t n = 0;
+    std::string key() const {
+      return std::to_string(seed) + "ull, " + std::to_string(stream) + "u, " +
+             step + ", ";
+    }
+    /// Whether element `e` (an i64 expression) of this rank is kept.
+    std::string keep(const std::string &e) const {
+      return "mpc_dropout_keep(" + key() + rank + " * " + std::to_string(n) +
+             "ull + (unsigned long long)(" + e + "), " +
+             std::to_string(threshold) + "ull)";
+    }
+    /// Statement: the 4 words of this rank's Philox group `g` (n a
+    /// multiple of 4) into unsigned int[4] `into`.
+    std::string words(const std::string &g, const std::string &into) const {
+      return "mpc_philox_words(" + key() + rank + " * " +
+             std::to_string(n / 4) + "ull + " + g + ", " + into + ");";
+    }
   };
   /// A Dropout's draw when its ratio and training flag are constants (what
   /// the CUDA kernels need); its counter read from kernel input `in<slot>`

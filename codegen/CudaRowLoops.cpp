@@ -230,18 +230,11 @@ std::string Emitter::rowEach(const Step &s, RowLoop &r, int64_t n,
     return roundedAs(dropType, "(" + keep + " ? " + x + " * " +
                                    flt(draw->scale) + " : 0.0f)");
   };
-  auto keepAt = [&](const std::string &e) {
-    return "mpc_dropout_keep(" + std::to_string(draw->seed) + "ull, " +
-           std::to_string(draw->stream) + "u, " + draw->step + ", " +
-           draw->rank + " * " + std::to_string(draw->n) +
-           "ull + (unsigned long long)(" + e + "), " +
-           std::to_string(draw->threshold) + "ull)";
-  };
   std::string scalar =
       "  for (i64 j = lane; j < " + len + "; j += " + r.stride + ") " +
       (draw ? withDrops(body,
                         [&](const std::string &x) {
-                          return dropped(keepAt("base + j"), x);
+                          return dropped(draw->keep("base + j"), x);
                         })
             : body) +
       "\n";
@@ -351,14 +344,14 @@ std::string Emitter::rowEach(const Step &s, RowLoop &r, int64_t n,
     bool grouped = width % 4 == 0 && n % 4 == 0 && draw->n % 4 == 0;
     std::string words = ind + "unsigned int pw[" + W + "];\n";
     for (int64_t q = 0; q < width / 4; ++q)
-      words += ind + "mpc_philox_words(" + std::to_string(draw->seed) +
-               "ull, " + std::to_string(draw->stream) + "u, " + draw->step +
-               ", " + draw->rank + " * " + std::to_string(draw->n / 4) +
-               "ull + (unsigned long long)(base + j0) / 4 + " +
-               std::to_string(q) + ", pw + " + std::to_string(4 * q) + ");\n";
+      words += ind +
+               draw->words("(unsigned long long)(base + j0) / 4 + " +
+                               std::to_string(q),
+                           "pw + " + std::to_string(4 * q)) +
+               "\n";
     std::string keep = grouped ? "(pw[e] >= " +
                                      std::to_string(draw->threshold) + "ull)"
-                               : keepAt("base + j0 + e");
+                               : draw->keep("base + j0 + e");
     size_t kd = addendSlot(s, pd[1]);
     if (r.cached.count({kd, "base"})) {
       // A held row is dropped once, as it is loaded; every pass reads it so.
