@@ -12,6 +12,7 @@
 #include "codegen/CudaPrelude.h"
 #include "runtime/Formulas.h"
 #include "runtime/Philox.h"
+#include "runtime/PlanFusionChecks.h"
 #include "runtime/kernels/Common.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -461,6 +462,12 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
     cuda::batchLaunches(e);
     cuda::updateStateInPlace(e);
   }
+  // What the plan reader would refuse is a fusion bug: refused here too,
+  // so a plan trained in process (mpc train --device cuda) is held to the
+  // same checks as a compiled artifact.
+  if (std::string why = ::mpc::rt::checkPlanFusions(plan); !why.empty())
+    return (error = "internal error: the CUDA fusions left an inconsistent "
+                    "plan: " + why, false);
   out.launches = cuda::launchedKernels(plan);
   out.libraryLaunches = cuda::launchedKernels(plan, true).size();
   // A kernel whose every launch was batched is gone (its element function

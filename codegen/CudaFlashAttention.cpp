@@ -335,6 +335,17 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       " }";
   // p from the score and the row's lse (an all-masked row's -inf: 0).
   std::string prob = "const float p = lse == -INFINITY ? 0.0f : expf(v - lse);";
+  // dd += the quarter `part` (0-3) of the dot product of dO's and y's
+  // row `i`: runs of 8 elements, 16-byte loads (rows are 16-byte aligned:
+  // head sizes are multiples of 16).
+  auto rowDot = [&](const std::string &indent, const std::string &part,
+                    const std::string &i) {
+    return indent + "for (int c = " + part + " * 8; c < " + std::to_string(DV) +
+           "; c += 32) {\n" + indent + "  float a[8], y[8];\n" + indent +
+           "  ldv<8>(in0 + " + at("in0", i) + " + c, a);\n" + indent +
+           "  ldv<8>(in4 + " + at("in4", i) + " + c, y);\n" + indent +
+           "  for (int e = 0; e < 8; ++e) dd += a[e] * y[e];\n" + indent + "}\n";
+  };
   auto loadTile = [&](const std::string &dst, int64_t pitch,
                       const std::string &src, int64_t width, int64_t rows,
                       const std::string &first, int64_t limit) {
@@ -397,13 +408,13 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "      __syncthreads();\n"
        << loadTile("ta", P, "in1", D, TQ, "q0", g.sq)
        << loadTile("tb", PV, "in0", DV, TQ, "q0", g.sq)
-       // D of the tile's queries: 4 consecutive lanes a query, a quarter
-       // of the dims each, combined by shuffles.
+       // D of the tile's queries: 4 consecutive lanes a query, 8
+       // elements of the row a 16-byte load (every fourth such run each),
+       // combined by shuffles.
        << "      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n"
        << "        const i64 i = q0 + r;\n        float dd = 0.0f;\n"
        << "        if (" << (wantK ? "" : "false && ") << "i < " << L(g.sq) << ")\n"
-       << "          for (int c = part; c < " << DV << "; c += 4) dd += ld(in0, "
-       << at("in0", "i") << " + c) * ld(in4, " << at("in4", "i") << " + c);\n"
+       << rowDot("          ", "part", "i")
        << "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
        << "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
        << "        if (part == 0) {\n          rowD[r] = dd;\n"
@@ -470,9 +481,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "  for (int h = 0; h < 2; ++h) {\n"
      << "    float dd = 0.0f;\n"
      << "    if (rows[h] < " << L(g.sq) << ")\n"
-     << "      for (int c = t; c < " << DV << "; c += 4) dd += ld(in0, "
-     << at("in0", "rows[h]") << " + c) * ld(in4, " << at("in4", "rows[h]")
-     << " + c);\n"
+     << rowDot("      ", "t", "rows[h]")
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
      << "    rd[h] = dd;\n"

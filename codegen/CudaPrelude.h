@@ -248,10 +248,14 @@ template <int N> __device__ __forceinline__ void mpc_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
 }
+#endif
 
 // C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per
 // block of warps (32x32 each), K in steps of BK through shared memory,
-// FP32 accumulators; the epilogue gets each FP32 sum once.
+// FP32 accumulators; the epilogue gets each FP32 sum once. (The host
+// emulation's own is a plain product, but for the race check, which runs
+// this one with its WMMA emulated.)
+#if !defined(MPC_HOST_EMULATION) || defined(__SANITIZE_THREAD__)
 template <typename T, typename LA, typename LB, typename EP>
 __device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
   constexpr int BM = MPC_TC_TILE_M, BN = MPC_TC_TILE_N, BK = MPC_TC_TILE_K;

@@ -449,13 +449,18 @@ std::string checkPrologueAdds(const Plan &plan) {
           drop->inputs[0] != d[2] || counter != d[3])
         return bad + "but step " + std::to_string(d[0]) +
                " is not the dropout of that operand fused into it";
-      // Its result, never stored, is read by the Add alone.
-      for (const Step &r : plan.steps)
+      // Its result, never stored, is read by the Add alone (a widening
+      // cast fused into a later step is read through, computing nothing:
+      // checkLaterFusions).
+      for (size_t i = 0; i < plan.steps.size(); ++i) {
+        const Step &r = plan.steps[i];
         if (std::find(r.inputs.begin(), r.inputs.end(), drop->outputs[0]) !=
                 r.inputs.end() &&
-            (r.op != OpId::Add || r.outputs.size() != 1 || r.outputs[0] != x))
+            (r.op != OpId::Add || r.outputs.size() != 1 || r.outputs[0] != x) &&
+            (r.op != OpId::Cast || r.cuda.fusedInto <= (int)i))
           return bad + "but a step other than the Add reads the result of "
                        "dropout step " + std::to_string(d[0]);
+      }
       for (const Binding &b : plan.outputs)
         if (b.value == drop->outputs[0])
           return bad + "but the result of dropout step " +

@@ -12,6 +12,10 @@
 
 namespace mpc::rt {
 
+/// "" or the first inconsistency the checks below find in the steps that
+/// a kernel or library call computes for others: what the plan reader
+/// refuses, and what the CUDA emitter checks its own plans against.
+std::string checkPlanFusions(const Plan &plan);
 /// "" or what is inconsistent in the results a library computes for other
 /// steps (cuBLASLt's bias gradient, GELU and GELU gradient epilogues).
 std::string checkLibraryFusions(const Plan &plan);

@@ -522,6 +522,19 @@ bool loadPlan(const std::string &dir, Plan &plan, std::string &error) {
                    dir, plan, error);
 }
 
+std::string checkPlanFusions(const Plan &plan) {
+  // Steps computed in another step's kernel or call must pair up; the
+  // weight copies first (the in-place updates write them).
+  for (auto check : {checkWeightCopies, checkStepBatches, checkLibraryFusions,
+                     checkStoredCasts, checkLaterFusions,
+                     checkUnwrittenOutputs, checkEpilogueAdds,
+                     checkPrologueAdds, checkAttentionViews,
+                     checkUpdatesInPlace})
+    if (std::string why = check(plan); !why.empty())
+      return why;
+  return "";
+}
+
 bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
                Plan &plan, std::string &error) {
   plan = Plan();
@@ -555,17 +568,10 @@ bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
     error = dir + "/plan.txt is empty";
     return false;
   }
-  // Steps computed in another step's kernel or call must pair up; the
-  // weight copies first (the in-place updates write them).
-  for (auto check : {checkWeightCopies, checkStepBatches, checkLibraryFusions,
-                     checkStoredCasts, checkLaterFusions,
-                     checkUnwrittenOutputs, checkEpilogueAdds,
-                     checkPrologueAdds, checkAttentionViews,
-                     checkUpdatesInPlace})
-    if (std::string why = check(plan); !why.empty()) {
-      error = dir + "/plan.txt: " + why;
-      return false;
-    }
+  if (std::string why = checkPlanFusions(plan); !why.empty()) {
+    error = dir + "/plan.txt: " + why;
+    return false;
+  }
   // Train records name outputs by index: they must exist.
   if (plan.train) {
     auto isOutput = [&](int k) {

@@ -14,8 +14,9 @@ APT_PACKAGES=(
   python3-torch python3-torchvision python3-onnx
   # ONNX backend node tests (opset <= 17) for conformance.
   libonnx-testdata
-  # Sanitizer runtimes for the malformed-model corpus under ASan + UBSan.
-  libasan8 libubsan1
+  # Sanitizer runtimes for the malformed-model corpus under ASan + UBSan,
+  # and ThreadSanitizer's for the emulated kernels' race check.
+  libasan8 libubsan1 libtsan2
   # Data-parallel CPU ranks: gloo's TCP all-reduce (docs/distributed.md).
   libgloo-dev
   # Sample grids of image outputs as PNG (mpc train --samples).

@@ -80,6 +80,14 @@ config.substitutions.append(("%cxx", shutil.which("g++") or "g++"))
 # The toolkit's headers (cublasLt.h...), for the checks of the constants
 # the runtime declares itself (it loads the libraries at run time).
 config.substitutions.append(("%cuda_include", os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")))
+# The race check (racecheck.test): kernels built with ThreadSanitizer run
+# in a process that loads its runtime first.
+tsan = subprocess.run([shutil.which("g++") or "g++", "-print-file-name=libtsan.so"],
+                      capture_output=True, text=True).stdout.strip()
+# Only the instrumented kernels' accesses count: NVRTC and the doubles,
+# uninstrumented, are not checked.
+tsan_options = "TSAN_OPTIONS=halt_on_error=1:exitcode=66:report_signal_unsafe=0:ignore_noninstrumented_modules=1"
+config.substitutions.append(("%tsan_options", tsan_options))
 # The CUDA driver double (test/codegen/FakeCudaDriver.cpp): MPC_CUDA_DRIVER
 # pointed at it runs --device cuda on the host.
 # With it, MPC_CUBLASLT and MPC_CUDNN name the library doubles
@@ -89,4 +97,6 @@ lib_dir = os.path.join(config.mpc_obj_root, "lib")
 # The doubles time nothing (every candidate ties): sessions on them skip
 # --gemm auto's timing unless a test asks for it (library-tuning.test), so
 # their call counts are the steps' own.
-config.substitutions.append(("%fake_cuda", "env MPC_TUNING=off MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_NCCL=" + os.path.join(lib_dir, "libmpc-fake-nccl.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root))
+fake_cuda = "env MPC_TUNING=off MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_NCCL=" + os.path.join(lib_dir, "libmpc-fake-nccl.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root
+config.substitutions.append(("%racecheck", fake_cuda + " MPC_FAKE_CUDA_RACECHECK=1 LD_PRELOAD=" + os.path.realpath(tsan) + " " + tsan_options))
+config.substitutions.append(("%fake_cuda", fake_cuda))

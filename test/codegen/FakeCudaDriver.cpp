@@ -110,6 +110,16 @@ std::string fileHash(const std::string &path) {
   return out;
 }
 
+/// MPC_FAKE_CUDA_RACECHECK=1: the kernels are built with ThreadSanitizer,
+/// which the shim then runs as fibers it orders by their barriers only, so
+/// a race of two GPU threads is reported (the process must start with
+/// libtsan preloaded: racecheck.test).
+bool raceCheck() {
+  const char *v = std::getenv("MPC_FAKE_CUDA_RACECHECK");
+  return v && *v && std::string(v) != "0";
+}
+std::string sanitizeFlags() { return raceCheck() ? "-fsanitize=thread " : ""; }
+
 /// Builds dir/kernels.cu for the host into `lib` with g++. With
 /// MPC_FAKE_CUDA_CACHE (a directory), a build is kept there under the hash
 /// of the preprocessed source (kernels.cu, the shim and the headers it
@@ -117,9 +127,12 @@ std::string fileHash(const std::string &path) {
 /// kernels compile them once.
 bool buildHostLibrary(const std::string &src, const std::string &dir,
                       const std::string &lib) {
-  std::string flags = "g++ -O1 -std=c++17 -fPIC -DMPC_HOST_EMULATION -I" + src +
-                      " -include " + src +
-                      "/test/codegen/Inputs/cuda_host_shim.h -x c++ ";
+  // The compiler does not run with ThreadSanitizer preloaded (it crashes).
+  if (raceCheck())
+    unsetenv("LD_PRELOAD");
+  std::string cxx = "g++ -O1 -std=c++17 -fPIC " + sanitizeFlags();
+  std::string flags = cxx + "-DMPC_HOST_EMULATION -I" + src + " -include " +
+                      src + "/test/codegen/Inputs/cuda_host_shim.h -x c++ ";
   const char *cache = std::getenv("MPC_FAKE_CUDA_CACHE");
   if (!cache || !*cache)
     return std::system((flags + dir + "/kernels.cu -shared -o " + lib +
@@ -135,7 +148,7 @@ bool buildHostLibrary(const std::string &src, const std::string &dir,
     // never load a half-written library.
     std::string tmp = cached + "." + std::to_string(getpid());
     std::system(("mkdir -p " + std::string(cache)).c_str());
-    if (std::system(("g++ -O1 -std=c++17 -fPIC -shared -x c++ " + pre +
+    if (std::system((cxx + "-shared -x c++ " + pre +
                      " -o " + tmp + " -lpthread").c_str()) != 0 ||
         std::rename(tmp.c_str(), cached.c_str()) != 0)
       return false;
@@ -183,7 +196,12 @@ Result cuModuleLoad(void **module, const char *path) {
   if (!src)
     return kInvalidImage;
   // Every module of an artifact is its kernels.cu built for the host, once.
-  std::string lib = dir + "/kernels.host.so";
+  std::string lib = dir + (raceCheck() ? "/kernels.host-tsan.so" : "/kernels.host.so");
+  if (raceCheck() && !dlsym(RTLD_DEFAULT, "__tsan_init")) {
+    std::fprintf(stderr, "fake CUDA: MPC_FAKE_CUDA_RACECHECK needs "
+                         "ThreadSanitizer loaded first (LD_PRELOAD=libtsan.so.2)\n");
+    return kInvalidImage;
+  }
   static std::set<std::string> built;
   if (!built.count(lib) && !buildHostLibrary(src, dir, lib))
     return kInvalidImage;

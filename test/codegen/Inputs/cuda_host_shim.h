@@ -7,9 +7,16 @@
 // (shuffles, mma.sync and ldmatrix exchange operands there). tc_gemm is
 // replaced by a plain FP32-accumulating product with the same loaders,
 // tile mapping and epilogue. WMMA fragments (the attention kernel) are
-// emulated whole in every lane: each lane loads and multiplies the full
-// 16x16 tiles, lane 0 stores them (the kernel syncs the warp before other
-// lanes read). fp16/bf16 use mpc's RNE conversions (runtime/Half.h).
+// whole in every lane: each lane loads its share of a tile, the warp
+// exchanges the shares, each multiplies the full 16x16 tiles and stores
+// its share. fp16/bf16 use mpc's RNE conversions (runtime/Half.h).
+//
+// Built with -fsanitize=thread (the race check: MPC_FAKE_CUDA_RACECHECK),
+// every kernel's threads run as fibers that ThreadSanitizer sees as threads
+// of their own, ordered only by what orders them on a GPU: the block's and
+// the warp's barriers (and the launch before, the block before), so a
+// shared- or global-memory access two threads make without a barrier
+// between them is reported, whichever order the fibers happen to run in.
 #pragma once
 #include "runtime/Half.h"
 #include "runtime/cuda/KernelConfig.h"
@@ -25,6 +32,21 @@
 #include <ucontext.h>
 #include <vector>
 
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+constexpr bool mpc_racecheck = true;
+// The emulator's own bookkeeping (fiber switches, barrier counts) is not
+// the kernel's: not checked.
+#define MPC_EMULATOR __attribute__((no_sanitize_thread))
+inline void mpc_release(void *sync) { __tsan_release(sync); }
+inline void mpc_acquire(void *sync) { __tsan_acquire(sync); }
+#else
+constexpr bool mpc_racecheck = false;
+#define MPC_EMULATOR
+inline void mpc_release(void *) {}
+inline void mpc_acquire(void *) {}
+#endif
+
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
@@ -37,25 +59,43 @@ inline thread_local bool mpc_threaded = false; // a block's threads are fibers
 struct MpcBarrier {
   unsigned n = 0, count = 0;
   unsigned long generation = 0;
+  // What the race check synchronizes at: every thread releases its
+  // generation's slot on arrival and acquires it on leaving. A slot per
+  // generation, as a thread may arrive at the next barrier before the
+  // last has left this one (4: no thread passes two barriers ahead).
+  char slot[4];
 };
 struct MpcFiber {
   ucontext_t ctx;
   dim3 idx;
   bool done = false;
+  void *tsan = nullptr; // the race check's fiber, kept across launches
 };
 inline MpcBarrier mpc_barrier;
 inline std::vector<MpcBarrier> mpc_warp_barriers; // one per warp
 inline ucontext_t mpc_scheduler;
+inline void *mpc_scheduler_tsan = nullptr;
 inline MpcFiber *mpc_current = nullptr;
 inline unsigned long mpc_progress = 0; // barriers opened, fibers finished
-inline void mpc_barrier_wait(MpcBarrier &b) {
+inline char mpc_block_end;            // fibers release, the scheduler acquires
+
+/// Back to the scheduler. The race check's switch does not synchronize:
+/// threads of a block are ordered by their barriers only.
+MPC_EMULATOR inline void mpc_yield() {
+#if defined(__SANITIZE_THREAD__)
+  __tsan_switch_to_fiber(mpc_scheduler_tsan, __tsan_switch_to_fiber_no_sync);
+#endif
+  swapcontext(&mpc_current->ctx, &mpc_scheduler);
+}
+MPC_EMULATOR inline void mpc_barrier_wait(MpcBarrier &b) {
   unsigned long g = b.generation;
-  if (++b.count == b.n) {
+  mpc_release(&b.slot[g % 4]);
+  if (++b.count == b.n)
     b.count = 0, ++b.generation, ++mpc_progress;
-    return;
-  }
-  while (b.generation == g)
-    swapcontext(&mpc_current->ctx, &mpc_scheduler);
+  else
+    while (b.generation == g)
+      mpc_yield();
+  mpc_acquire(&b.slot[g % 4]);
 }
 
 #define __global__
@@ -70,7 +110,7 @@ inline void __syncthreads() { mpc_barrier_wait(mpc_barrier); }
 inline unsigned mpc_linear_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
-inline void __syncwarp() {
+MPC_EMULATOR inline void __syncwarp() {
   if (mpc_threaded)
     mpc_barrier_wait(mpc_warp_barriers[mpc_linear_thread() / 32]);
 }
@@ -111,6 +151,8 @@ inline __half __float2half_rn(float f) { return __half(f); }
 inline float __bfloat162float(__nv_bfloat16 h) { return h; }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 
+// (The race check runs the prelude's own, with its shared-memory tiles.)
+#if !defined(__SANITIZE_THREAD__)
 template <typename T, typename LA, typename LB, typename EP>
 void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
   constexpr int BM = mpc::rt::cuda::kTcTileM, BN = mpc::rt::cuda::kTcTileN;
@@ -125,6 +167,7 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
       ep(m, n, acc);
     }
 }
+#endif
 
 /// What the lanes of each warp exchange in warp-collective operations
 /// (shuffles, mma.sync): each lane writes its part, the warp meets, each
@@ -133,6 +176,7 @@ struct MpcWarpExchange {
   unsigned a[32][4], b[32][2];
   float c[32][4];
   unsigned char x[32][8]; // a shuffled value of up to 8 bytes
+  float tile[256];        // a WMMA tile, gathered from the lanes' shares
 };
 inline MpcWarpExchange mpc_exchange[32]; // per warp of the running block
 
@@ -232,8 +276,23 @@ void mpc_ldsm(unsigned *r, const T *row) {
   __syncwarp();
 }
 
-/// cp.async completes at once here (the threads run one at a time): a
-/// copy, zeros where !valid; its groups and waits have nothing to do.
+/// cp.async as the PTX ISA defines it: a thread's copies are pending
+/// until a wait_group completes their group (commit_group closes one;
+/// wait<N> completes all but the N newest), so a thread that reads its
+/// copy early reads what was there before, and the race check sees the
+/// copy made by its thread at the wait, not at the issue. Zeros where
+/// !valid.
+struct MpcAsyncCopy {
+  void *dst;
+  const void *src;
+  bool valid;
+};
+struct MpcAsyncCopies {
+  std::vector<MpcAsyncCopy> pending;
+  std::vector<size_t> groupEnds; // committed groups, oldest first
+};
+inline std::vector<MpcAsyncCopies> mpc_async; // a thread of the block each
+
 /// (GCC cannot bound the attention kernel's double-buffer offsets once
 /// inlined and warns of an overflow that cannot happen.)
 #pragma GCC diagnostic push
@@ -242,14 +301,30 @@ inline void mpc_cp_async16(void *dst, const void *src, bool valid) {
   mpc_check_aligned(dst, 16, "cp.async destination");
   if (valid)
     mpc_check_aligned(src, 16, "cp.async source");
-  if (valid)
-    std::memcpy(dst, src, 16);
-  else
-    std::memset(dst, 0, 16);
+  mpc_async[mpc_linear_thread()].pending.push_back({dst, src, valid});
+}
+inline void mpc_cp_async_commit() {
+  MpcAsyncCopies &q = mpc_async[mpc_linear_thread()];
+  q.groupEnds.push_back(q.pending.size());
+}
+template <int N> void mpc_cp_async_wait() {
+  MpcAsyncCopies &q = mpc_async[mpc_linear_thread()];
+  if (q.groupEnds.size() <= N)
+    return;
+  size_t done = q.groupEnds[q.groupEnds.size() - 1 - N];
+  for (size_t i = 0; i < done; ++i) {
+    const MpcAsyncCopy &c = q.pending[i];
+    if (c.valid)
+      std::memcpy(c.dst, c.src, 16);
+    else
+      std::memset(c.dst, 0, 16);
+  }
+  q.pending.erase(q.pending.begin(), q.pending.begin() + done);
+  q.groupEnds.erase(q.groupEnds.begin(), q.groupEnds.end() - N);
+  for (size_t &end : q.groupEnds)
+    end -= done;
 }
 #pragma GCC diagnostic pop
-inline void mpc_cp_async_commit() {}
-template <int N> void mpc_cp_async_wait() {}
 
 namespace nvcuda::wmma {
 struct matrix_a {};
@@ -273,29 +348,55 @@ void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, float x) {
     for (float &e : row)
       e = x;
 }
+/// The layout of WMMA fragments is unspecified, so the emulation picks
+/// one: lane l loads and stores the elements l, l + 32, ... of a tile (row
+/// major), and the warp exchanges them at a warp barrier, so each lane
+/// touches memory only for its share, as on a GPU (a kernel reading
+/// another lane's stored elements without a barrier is a race the race
+/// check sees).
+template <typename Element>
+void mpc_wmma_gather(float (&v)[16][16], Element at) {
+  if (!mpc_threaded) { // (the attention kernels have barriers: fibers)
+    for (int i = 0; i < 256; ++i)
+      v[i / 16][i % 16] = at(i / 16, i % 16);
+    return;
+  }
+  unsigned tid = mpc_linear_thread(), lane = tid % 32;
+  MpcWarpExchange &e = mpc_exchange[tid / 32];
+  for (unsigned i = lane; i < 256; i += 32)
+    e.tile[i] = at(i / 16, i % 16);
+  __syncwarp();
+  for (int i = 0; i < 256; ++i)
+    v[i / 16][i % 16] = e.tile[i];
+  __syncwarp();
+}
 /// matrix_a / matrix_b: the layout is the fragment's.
 template <typename Use, typename T, typename L, typename P>
 void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const P *p,
                       unsigned ld) {
   constexpr bool col = std::is_same_v<L, col_major>;
-  for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c)
-      f.v[r][c] = float(col ? p[c * ld + r] : p[r * ld + c]);
+  mpc_wmma_gather(f.v, [&](int r, int c) {
+    return float(col ? p[c * ld + r] : p[r * ld + c]);
+  });
 }
 inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f,
                              const float *p, unsigned ld, layout_t l) {
-  for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c)
-      f.v[r][c] = l == mem_col_major ? p[c * ld + r] : p[r * ld + c];
+  mpc_wmma_gather(f.v, [&](int r, int c) {
+    return l == mem_col_major ? p[c * ld + r] : p[r * ld + c];
+  });
 }
 inline void store_matrix_sync(float *p,
                               const fragment<accumulator, 16, 16, 16, float> &f,
                               unsigned ld, layout_t l) {
-  if (mpc_linear_thread() % 32 != 0)
-    return; // lane 0 stores the warp's tile
-  for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c)
-      (l == mem_col_major ? p[c * ld + r] : p[r * ld + c]) = f.v[r][c];
+  unsigned lane = mpc_linear_thread() % 32, step = 32;
+  if (!mpc_threaded && lane != 0)
+    return; // lane 0 stores the whole tile
+  if (!mpc_threaded)
+    step = 1;
+  for (unsigned i = lane; i < 256; i += step) {
+    int r = i / 16, c = i % 16;
+    (l == mem_col_major ? p[c * ld + r] : p[r * ld + c]) = f.v[r][c];
+  }
 }
 template <typename TA, typename LA, typename TB, typename LB>
 void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
@@ -333,46 +434,67 @@ inline char *mpc_fiber_stack(unsigned t) {
 }
 inline void (*mpc_fiber_body)(void *);
 inline void *mpc_fiber_arg;
-inline void mpc_fiber_entry() {
+MPC_EMULATOR inline void mpc_fiber_entry() {
   mpc_fiber_body(mpc_fiber_arg);
-  mpc_current->done = true, ++mpc_progress; // uc_link: back to the scheduler
+  mpc_release(&mpc_block_end);
+  mpc_current->done = true, ++mpc_progress;
+#if defined(__SANITIZE_THREAD__)
+  __tsan_switch_to_fiber(mpc_scheduler_tsan, __tsan_switch_to_fiber_no_sync);
+#endif
+  // uc_link: back to the scheduler
+}
+
+/// A block's threads, kept across launches (and the race check's fibers
+/// with them: ThreadSanitizer holds a bounded number of threads).
+inline std::vector<MpcFiber> mpc_fibers;
+
+/// The running thread's coordinates (the emulator's, not the kernel's).
+MPC_EMULATOR inline void mpc_enter(dim3 grid, dim3 block, dim3 at, dim3 idx,
+                                   bool threaded) {
+  mpc_threaded = threaded;
+  gridDim = grid, blockDim = block, blockIdx = at, threadIdx = idx;
 }
 
 /// Runs `kernel` for every thread of every block, blocks one after another
 /// (so `__shared__`, a static, is the running block's). A kernel with
-/// barriers runs each block's threads as fibers; a round in which no
-/// barrier opens and no thread finishes is a deadlock (a barrier some
-/// threads skip), reported rather than hung.
+/// barriers (every kernel under the race check) runs each block's threads
+/// as fibers; a round in which no barrier opens and no thread finishes is
+/// a deadlock (a barrier some threads skip), reported rather than hung.
 template <typename F>
-void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
+MPC_EMULATOR void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
+  barrier = barrier || mpc_racecheck;
   unsigned threads = block.x * block.y * block.z;
-  dim3 at;
-  auto run = [&](unsigned t) {
-    mpc_threaded = barrier;
-    gridDim = grid;
-    blockDim = block;
-    blockIdx = at;
-    threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+  auto idx = [&](unsigned t) {
+    return dim3{t % block.x, t / block.x % block.y, t / (block.x * block.y)};
   };
   auto body = [](void *k) { (*(F *)k)(); };
-  std::vector<MpcFiber> fibers(barrier ? threads : 0);
+  std::vector<MpcFiber> &fibers = mpc_fibers;
+  if (fibers.size() < threads)
+    fibers.resize(threads);
+#if defined(__SANITIZE_THREAD__)
+  mpc_scheduler_tsan = __tsan_get_current_fiber();
+  for (unsigned t = 0; t < threads; ++t)
+    if (!fibers[t].tsan)
+      fibers[t].tsan = __tsan_create_fiber(0);
+#endif
+  dim3 at;
   for (at.z = 0; at.z < grid.z; ++at.z)
     for (at.y = 0; at.y < grid.y; ++at.y)
       for (at.x = 0; at.x < grid.x; ++at.x) {
+        mpc_async.assign(threads, {});
         if (!barrier) {
           for (unsigned t = 0; t < threads; ++t)
-            run(t), kernel();
+            mpc_enter(grid, block, at, idx(t), false), kernel();
           continue;
         }
-        mpc_barrier = {threads, 0, 0};
+        mpc_barrier = {threads, 0, 0, {}};
         mpc_warp_barriers.assign((threads + 31) / 32, {});
         for (unsigned w = 0; w < mpc_warp_barriers.size(); ++w)
           mpc_warp_barriers[w].n = std::min(32u, threads - 32 * w);
         mpc_fiber_body = body, mpc_fiber_arg = &kernel;
         for (unsigned t = 0; t < threads; ++t) {
           MpcFiber &f = fibers[t];
-          f.done = false;
-          run(t), f.idx = threadIdx;
+          f.done = false, f.idx = idx(t);
           getcontext(&f.ctx);
           f.ctx.uc_stack.ss_sp = mpc_fiber_stack(t);
           f.ctx.uc_stack.ss_size = 1 << 20;
@@ -385,7 +507,12 @@ void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
             if (fibers[t].done)
               continue;
             mpc_current = &fibers[t];
-            threadIdx = fibers[t].idx;
+            mpc_enter(grid, block, at, fibers[t].idx, true);
+#if defined(__SANITIZE_THREAD__)
+            // Synchronizing: what the scheduler saw (the blocks and
+            // launches before) happens before the thread's next steps.
+            __tsan_switch_to_fiber(fibers[t].tsan, 0);
+#endif
             swapcontext(&mpc_scheduler, &fibers[t].ctx);
             live -= fibers[t].done;
           }
@@ -395,5 +522,8 @@ void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
             std::abort();
           }
         }
+        // The block's threads happen before the next block's (on a GPU
+        // its shared memory is the block's own).
+        mpc_acquire(&mpc_block_end);
       }
 }
