@@ -298,7 +298,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
 /// P^T (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
 /// registers; blocks with blockIdx.z == 1 own 64 queries and loop over
 /// keys for dQ += dS K (the scores once more: recomputing is cheaper than
-/// storing them). D = rowsum(dO y) in FP32. P and dS are rounded to the
+/// storing them). D = rowsum(dO y) in FP32. Both roles stream their tiles
+/// through two shared buffers by cp.async, as the forward does. P and dS are rounded to the
 /// operand type for the products, as FlashAttention does; every sum is
 /// FP32.
 void Emitter::attentionGradMma(Step &s, const std::string &name) {
@@ -346,6 +347,10 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
            "  ldv<8>(in4 + " + at("in4", i) + " + c, y);\n" + indent +
            "  for (int e = 0; e < 8; ++e) dd += a[e] * y[e];\n" + indent + "}\n";
   };
+  // Rows first.. of a [rows, width] global tensor into the shared tile
+  // `dst` (pitch `pitch`) by cp.async, 16 bytes a copy, zero past `limit`:
+  // issued for the next tile while the warps compute on this one (two
+  // buffers each, as the forward's).
   auto loadTile = [&](const std::string &dst, int64_t pitch,
                       const std::string &src, int64_t width, int64_t rows,
                       const std::string &first, int64_t limit) {
@@ -353,10 +358,44 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     os << "    for (int e = threadIdx.x; e < " << rows * width / 8 << "; e += "
        << kThreads << ") {\n"
        << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
-       << " * 8;\n      uint4 x = make_uint4(0, 0, 0, 0);\n"
-       << "      if (" << first << " + r < " << L(limit) << ") x = mpc_ld16("
-       << src << " + " << at(src, first + " + r") << " + c);\n      mpc_put16("
-       << dst << " + r * " << pitch << " + c, x);\n    }\n";
+       << " * 8;\n      const bool in = " << first << " + r < " << L(limit)
+       << ";\n      mpc_cp_async16(" << dst << " + r * " << pitch
+       << " + c, in ? " << src << " + " << at(src, first + " + r")
+       << " + c : " << src << ", in);\n    }\n";
+    return os.str();
+  };
+  // The loop over tiles `var` from `start` below `end`, TQ (= TK) rows a
+  // tile of `a` (width aw) and `b` (width bw) from their buffers `ta` and
+  // `tb`; `body` computes on ta_ and tb_, the current buffers, after
+  // `between` (run while the tile's copies are in flight).
+  const int64_t bufA = std::max(TQ * P, TK * P), bufB = std::max(TQ * PV, TK * PV);
+  auto tileLoop = [&](const std::string &var, const std::string &start,
+                      const std::string &end, int64_t limit,
+                      const std::string &a, int64_t aw, const std::string &b,
+                      int64_t bw, const std::string &between,
+                      const std::string &body) {
+    std::string next = var + " + " + L(TQ), first = var + "First";
+    std::ostringstream os;
+    os << "    int buf = 0;\n    const i64 " << first << " = " << start << ";\n"
+       << "    if (" << first << " < " << end << ") {\n"
+       << loadTile("ta", P, a, aw, TQ, first, limit)
+       << loadTile("tb", PV, b, bw, TQ, first, limit)
+       << "    }\n    mpc_cp_async_commit();\n"
+       << "    for (i64 " << var << " = " << first << "; " << var << " < " << end
+       << "; " << var << " += " << L(TQ) << ", buf ^= 1) {\n"
+       // Every warp is done with the other buffer (the tile before).
+       << "      __syncthreads();\n"
+       << "      if (" << next << " < " << end << ") {\n"
+       << loadTile("ta + (buf ^ 1) * " + std::to_string(bufA), P, a, aw, TQ,
+                   "(" + next + ")", limit)
+       << loadTile("tb + (buf ^ 1) * " + std::to_string(bufB), PV, b, bw, TQ,
+                   "(" + next + ")", limit)
+       << "      }\n      mpc_cp_async_commit();\n"
+       << between
+       << "      mpc_cp_async_wait<1>();\n      __syncthreads();\n"
+       << "      const " << T << " *ta_ = ta + buf * " << bufA << ", *tb_ = tb + buf * "
+       << bufB << ";\n"
+       << body << "    }\n";
     return os.str();
   };
   // A fragments of 16 rows of a [rows, width] global tensor.
@@ -404,41 +443,39 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                                       " > 0 ? ((i64)blockIdx.x * " + L(kRows) + " - " +
                                       L(off) + ") / " + L(TQ) + " * " + L(TQ) + " : 0LL)"
                                 : "0LL";
-    os << "    for (i64 q0 = " << qStart << "; q0 < " << L(g.sq) << "; q0 += " << L(TQ) << ") {\n"
-       << "      __syncthreads();\n"
-       << loadTile("ta", P, "in1", D, TQ, "q0", g.sq)
-       << loadTile("tb", PV, "in0", DV, TQ, "q0", g.sq)
-       // D of the tile's queries: 4 consecutive lanes a query, 8
-       // elements of the row a 16-byte load (every fourth such run each),
-       // combined by shuffles.
-       << "      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n"
-       << "        const i64 i = q0 + r;\n        float dd = 0.0f;\n"
-       << "        if (" << (wantK ? "" : "false && ") << "i < " << L(g.sq) << ")\n"
-       << rowDot("          ", "part", "i")
-       << "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
-       << "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
-       << "        if (part == 0) {\n          rowD[r] = dd;\n"
-       << "          rowLse[r] = i < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + i) : 0.0f;\n"
-       << "        }\n      }\n"
-       << "      __syncthreads();\n"
-       << pairsAlongCols(T, "st", "kf", "ta", P, D, TQ)
-       << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb", PV, DV, TQ) : std::string())
-       << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
-       << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
-       << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
-       << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
-       << "        " << score << "\n        " << prob << "\n" << keyZ
-       << (drop.on ? "        st[n][f] = z != 0.0f ? p : 0.0f;\n"
-                   : "        st[n][f] = p;\n")
-       << (wantK ? (drop.on ? "        dpt[n][f] = p * (dpt[n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
-                            : "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
-                 : "")
-       << "      }\n";
+    // D of the tile's queries: 4 consecutive lanes a query, 8 elements
+    // of the row a 16-byte load (every fourth such run each), combined by
+    // shuffles; while the tile's copies land.
+    std::string rowStats =
+        std::string("      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n") +
+        "        const i64 i = q0 + r;\n        float dd = 0.0f;\n" +
+        "        if (" + (wantK ? "" : "false && ") + "i < " + L(g.sq) + ")\n" +
+        rowDot("          ", "part", "i") +
+        "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n" +
+        "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n" +
+        "        if (part == 0) {\n          rowD[r] = dd;\n" +
+        "          rowLse[r] = i < " + L(g.sq) + " ? ld(in5, b * " + L(g.sq) + " + i) : 0.0f;\n" +
+        "        }\n      }\n";
+    std::ostringstream body;
+    body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ)
+         << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ) : std::string())
+         << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+         << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
+         << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
+         << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
+         << "        " << score << "\n        " << prob << "\n" << keyZ
+         << (drop.on ? "        st[n][f] = z != 0.0f ? p : 0.0f;\n"
+                     : "        st[n][f] = p;\n")
+         << (wantK ? (drop.on ? "        dpt[n][f] = p * (dpt[n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+                              : "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
+                   : "")
+         << "      }\n";
     if (wantV)
-      os << packA(T, "pt", "st", TQ) << pairsAlongRows(T, "dv", "pt", "tb", PV, TQ / 16, DV);
+      body << packA(T, "pt", "st", TQ) << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV);
     if (wantK)
-      os << packA(T, "dst", "dpt", TQ) << pairsAlongRows(T, "dk", "dst", "ta", P, TQ / 16, D);
-    os << "    }\n";
+      body << packA(T, "dst", "dpt", TQ) << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D);
+    os << tileLoop("q0", qStart, L(g.sq), g.sq, "in1", D, "in0", DV, rowStats,
+                   body.str());
     if (wantK)
       os << store("out1", "dk", D, g.skv, scale + " * ");
     if (wantV)
@@ -461,8 +498,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   bool split = D > 64 || DV > 64;
   std::ostringstream os;
   os << header(s, name, kThreads) << " {\n"
-     << "  __shared__ __align__(16) " << T << " ta[" << std::max(TQ * P, TK * P)
-     << "], tb[" << std::max(TQ * PV, TK * PV) << "];\n"
+     << "  __shared__ __align__(16) " << T << " ta[" << 2 * bufA << "], tb["
+     << 2 * bufB << "];\n"
      << "  __shared__ float rowLse[" << TQ << "], rowD[" << TQ << "];\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
      << "  const i64 b = blockIdx.y, w0 = (i64)blockIdx.x * " << L(kRows)
@@ -490,14 +527,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                                   " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(kRows) +
                                   " + " + L(kRows + off) + " : " + L(g.skv) + ")"
                             : L(g.skv);
-  os << "  const i64 jEnd = " << jEnd << ";\n"
-     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
-     << "    __syncthreads();\n"
-     << loadTile("ta", P, "in2", D, TK, "j0", g.skv)
-     << loadTile("tb", PV, "in3", DV, TK, "j0", g.skv)
-     << "    __syncthreads();\n"
-     << pairsAlongCols(T, "sc", "qf", "ta", P, D, TK)
-     << pairsAlongCols(T, "dp", "of", "tb", PV, DV, TK)
+  std::ostringstream body;
+  body << pairsAlongCols(T, "sc", "qf", "ta_", P, D, TK)
+     << pairsAlongCols(T, "dp", "of", "tb_", PV, DV, TK)
      << queryZ
      << "#pragma unroll\n    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
      << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
@@ -507,8 +539,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1]);\n      }\n"
                  : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n")
      << packA(T, "ds", "dp", TK)
-     << pairsAlongRows(T, "dq", "ds", "ta", P, TK / 16, D)
-     << "  }\n"
+     << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
+  os << "  const i64 jEnd = " << jEnd << ";\n"
+     << tileLoop("j0", "0LL", "jEnd", g.skv, "in2", D, "in3", DV, "", body.str())
      << store("out0", "dq", D, g.sq, scale + " * ")
      << "}\n\n";
   cu << os.str();
