@@ -94,6 +94,26 @@ static std::string packA(const std::string &T, const std::string &frag,
   return os.str();
 }
 
+// Rows first + r (r < rows) of a global tensor, `width` elements each at
+// `src` + `rowAt` (the row offset of first + r) into the shared tile `dst`
+// of pitch `pitch`, by cp.async 16 bytes a copy over `threads` threads,
+// zero-filled from row `limit` on. The attention kernels stream K and V
+// (forward) and Q, dO, K and V (backward) this way into two buffers.
+static std::string asyncTile(const std::string &dst, int64_t pitch,
+                             const std::string &src, const std::string &rowAt,
+                             int64_t width, int64_t rows,
+                             const std::string &first, int64_t limit,
+                             int64_t threads) {
+  std::ostringstream os;
+  os << "    for (int e = threadIdx.x; e < " << rows * width / 8 << "; e += "
+     << threads << ") {\n"
+     << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
+     << " * 8;\n      const bool in = " << first << " + r < " << limit
+     << "LL;\n      mpc_cp_async16(" << dst << " + r * " << pitch << " + c, in ? "
+     << src << " + " << rowAt << " + c : " << src << ", in);\n    }\n";
+  return os.str();
+}
+
 // Dropout over a lane's score fragments (rows rows[h], column pairs
 // j0 + n * 8 + 2t, n < cols / 8): a loop over n and h whose body has
 // `keep[2]`, the pair's keep bits, and then runs `use`. A pair is one
@@ -186,18 +206,10 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      // The tile of keys from j0 into buffer `buf`: 8 elements of a row a
      // copy, zero past the end.
      << "  auto tile = [&](int buf, i64 j0) {\n"
-     << "    for (int e = threadIdx.x; e < " << TK * D / 8 << "; e += "
-     << kWarps * 32 << ") {\n"
-     << "      const int r = e / " << D / 8 << ", c = e % " << D / 8 << " * 8;\n"
-     << "      const bool in = j0 + r < " << L(g.skv) << ";\n"
-     << "      mpc_cp_async16(ks + buf * " << TK * KS << " + r * " << KS
-     << " + c, in ? in1 + " << at("in1", "j0 + r") << " + c : in1, in);\n    }\n"
-     << "    for (int e = threadIdx.x; e < " << TK * DV / 8 << "; e += "
-     << kWarps * 32 << ") {\n"
-     << "      const int r = e / " << DV / 8 << ", c = e % " << DV / 8 << " * 8;\n"
-     << "      const bool in = j0 + r < " << L(g.skv) << ";\n"
-     << "      mpc_cp_async16(vs + buf * " << TK * VS << " + r * " << VS
-     << " + c, in ? in2 + " << at("in2", "j0 + r") << " + c : in2, in);\n    }\n"
+     << asyncTile("ks + buf * " + std::to_string(TK * KS), KS, "in1",
+                  at("in1", "j0 + r"), D, TK, "j0", g.skv, kWarps * 32)
+     << asyncTile("vs + buf * " + std::to_string(TK * VS), VS, "in2",
+                  at("in2", "j0 + r"), DV, TK, "j0", g.skv, kWarps * 32)
      << "  };\n"
      << "  tile(0, 0);\n  mpc_cp_async_commit();\n  int buf = 0;\n"
      << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ", buf ^= 1) {\n"
@@ -347,22 +359,12 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
            "  ldv<8>(in4 + " + at("in4", i) + " + c, y);\n" + indent +
            "  for (int e = 0; e < 8; ++e) dd += a[e] * y[e];\n" + indent + "}\n";
   };
-  // Rows first.. of a [rows, width] global tensor into the shared tile
-  // `dst` (pitch `pitch`) by cp.async, 16 bytes a copy, zero past `limit`:
-  // issued for the next tile while the warps compute on this one (two
-  // buffers each, as the forward's).
+  // asyncTile over this kernel's threads, rows of operand `src`.
   auto loadTile = [&](const std::string &dst, int64_t pitch,
                       const std::string &src, int64_t width, int64_t rows,
                       const std::string &first, int64_t limit) {
-    std::ostringstream os;
-    os << "    for (int e = threadIdx.x; e < " << rows * width / 8 << "; e += "
-       << kThreads << ") {\n"
-       << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
-       << " * 8;\n      const bool in = " << first << " + r < " << L(limit)
-       << ";\n      mpc_cp_async16(" << dst << " + r * " << pitch
-       << " + c, in ? " << src << " + " << at(src, first + " + r")
-       << " + c : " << src << ", in);\n    }\n";
-    return os.str();
+    return asyncTile(dst, pitch, src, at(src, first + " + r"), width, rows,
+                     first, limit, kThreads);
   };
   // The loop over tiles `var` from `start` below `end`, TQ (= TK) rows a
   // tile of `a` (width aw) and `b` (width bw) from their buffers `ta` and
