@@ -354,13 +354,19 @@ void fill_fragment(fragment<Use, 16, 16, 16, T, L> &f, float x) {
 /// touches memory only for its share, as on a GPU (a kernel reading
 /// another lane's stored elements without a barrier is a race the race
 /// check sees).
+/// The exchange needs the warp's lanes as fibers, which a kernel with
+/// barriers has (the WMMA attention kernel; tc_gemm only under the race
+/// check, where every kernel's threads are fibers).
+inline void mpc_wmma_needs_fibers() {
+  if (mpc_threaded)
+    return;
+  std::fprintf(stderr, "host emulation: WMMA in a kernel without barriers, "
+                       "whose lanes cannot exchange tiles\n");
+  std::abort();
+}
 template <typename Element>
 void mpc_wmma_gather(float (&v)[16][16], Element at) {
-  if (!mpc_threaded) { // (the attention kernels have barriers: fibers)
-    for (int i = 0; i < 256; ++i)
-      v[i / 16][i % 16] = at(i / 16, i % 16);
-    return;
-  }
+  mpc_wmma_needs_fibers();
   unsigned tid = mpc_linear_thread(), lane = tid % 32;
   MpcWarpExchange &e = mpc_exchange[tid / 32];
   for (unsigned i = lane; i < 256; i += 32)
@@ -388,12 +394,8 @@ inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float> &f,
 inline void store_matrix_sync(float *p,
                               const fragment<accumulator, 16, 16, 16, float> &f,
                               unsigned ld, layout_t l) {
-  unsigned lane = mpc_linear_thread() % 32, step = 32;
-  if (!mpc_threaded && lane != 0)
-    return; // lane 0 stores the whole tile
-  if (!mpc_threaded)
-    step = 1;
-  for (unsigned i = lane; i < 256; i += step) {
+  mpc_wmma_needs_fibers();
+  for (unsigned i = mpc_linear_thread() % 32; i < 256; i += 32) {
     int r = i / 16, c = i % 16;
     (l == mem_col_major ? p[c * ld + r] : p[r * ld + c]) = f.v[r][c];
   }
