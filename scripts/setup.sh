@@ -29,7 +29,10 @@ ONNX_PIN=1.23
 # and its reader checks the event files in the tests.
 # nvidia-nvfatbin: with the toolkit's NVRTC, mpc compiles kernels in
 # process (tools/mpc/Nvrtc.h); the toolkit has no libnvfatbin.
-PIP_PACKAGES=("onnx==$ONNX_PIN.*" numpy lit onnxruntime scikit-learn onnxconverter-common
+# ml_dtypes (onnx's dependency) below 0.7: 0.7.0's import takes 1.2 s of
+# CPU with numpy 2 (each ufunc loop it adds scans numpy's list), paid by every
+# `import onnx`, which most of the tests' Python scripts do.
+PIP_PACKAGES=("onnx==$ONNX_PIN.*" "ml_dtypes>=0.5.4,<0.7" numpy lit onnxruntime scikit-learn onnxconverter-common
   tensorboard nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm pillow "nvidia-nvfatbin==13.0.*")
 
 missing=()
@@ -48,7 +51,7 @@ fi
 PY=${PYTHON:-python3}
 # cuobjdump/nvdisasm (SASS checks of the CUDA artifacts) come as PyPI wheels
 # under nvidia/cu13/bin; the CUDA toolkit here has no copy.
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, PIL, os, sys; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")) or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "lib", "libnvfatbin.so.13")))' 2>/dev/null; then
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, PIL, os, sys; import ml_dtypes; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or ml_dtypes.__version__.startswith("0.7") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")) or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "lib", "libnvfatbin.so.13")))' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi

@@ -17,6 +17,15 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.mpc_tools_dir, append_path=False)
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# Each test is one of lit's workers, one per core: NumPy's and torch's
+# thread pools would only contend (and OpenBLAS's start-up alone costs
+# ~0.1 s of CPU at every `import numpy`).
+config.environment["OPENBLAS_NUM_THREADS"] = "1"
+config.environment["OMP_NUM_THREADS"] = "1"
+# mpc's CPU backend too: its pool's workers spin before they sleep, which
+# beside another test's process only burns the core it needs. Results do
+# not depend on the thread count (test/models/cpu-threads.test).
+config.environment["MPC_NUM_THREADS"] = "1"
 # The kernel cache of `mpc compile` (safe to share between tests run in
 # parallel), kept out of the user's home.
 config.environment["XDG_CACHE_HOME"] = os.path.join(config.mpc_obj_root, "test", "cache")

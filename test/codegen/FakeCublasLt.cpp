@@ -38,6 +38,7 @@
 #include <dlfcn.h>
 #include <initializer_list>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -199,13 +200,24 @@ void compute(void *arg) {
         sum += a.at(0, i, p);
       store(k.d.type, const_cast<void *>(k.desc.bias), (int64_t)i, sum);
     }
-  for (int32_t z = 0; z < k.d.batch; ++z)
+  // Each batch's op(A) rows and op(B) columns as FP32 (TF32-rounded where
+  // asked), converted once rather than at every product.
+  uint64_t depth = a.cols();
+  std::vector<float> rowsA(k.d.rows * depth), colsB(k.d.cols * depth);
+  auto operand = [&](float v) { return k.desc.tf32 ? tf32(v) : v; };
+  for (int32_t z = 0; z < k.d.batch; ++z) {
+    for (uint64_t i = 0; i < k.d.rows; ++i)
+      for (uint64_t p = 0; p < depth; ++p)
+        rowsA[i * depth + p] = operand(a.at(z, i, p));
+    for (uint64_t j = 0; j < k.d.cols; ++j)
+      for (uint64_t p = 0; p < depth; ++p)
+        colsB[j * depth + p] = operand(b.at(z, p, j));
     for (uint64_t j = 0; j < k.d.cols; ++j)
       for (uint64_t i = 0; i < k.d.rows; ++i) {
+        const float *ra = &rowsA[i * depth], *cb = &colsB[j * depth];
         float acc = 0;
-        for (uint64_t p = 0; p < a.cols(); ++p)
-          acc += k.desc.tf32 ? tf32(a.at(z, i, p)) * tf32(b.at(z, p, j))
-                             : a.at(z, i, p) * b.at(z, p, j);
+        for (uint64_t p = 0; p < depth; ++p)
+          acc += ra[p] * cb[p];
         float v = k.alpha * acc;
         if (k.beta != 0)
           v += k.beta * load(k.c.type, k.pc,
@@ -228,6 +240,7 @@ void compute(void *arg) {
           v = mpc::formulas::mpc_gelu_tanh_grad(v, load(k.d.type, k.desc.aux, at));
         store(k.d.type, k.pd, z * k.d.stride + (int64_t)j * k.d.ld + i, v);
       }
+  }
 }
 
 template <typename T> Status setValue(T &field, const void *buf, size_t size) {

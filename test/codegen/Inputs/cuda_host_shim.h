@@ -20,6 +20,7 @@
 #pragma once
 #include "runtime/Half.h"
 #include "runtime/cuda/KernelConfig.h"
+#include "test/codegen/Inputs/host_fibers.h"
 
 #include <cmath>
 #include <cstring>
@@ -29,7 +30,6 @@
 #include <cstdlib>
 #include <sys/mman.h>
 #include <type_traits>
-#include <ucontext.h>
 #include <vector>
 
 #if defined(__SANITIZE_THREAD__)
@@ -66,14 +66,14 @@ struct MpcBarrier {
   char slot[4];
 };
 struct MpcFiber {
-  ucontext_t ctx;
+  MpcContext ctx;
   dim3 idx;
   bool done = false;
   void *tsan = nullptr; // the race check's fiber, kept across launches
 };
 inline MpcBarrier mpc_barrier;
 inline std::vector<MpcBarrier> mpc_warp_barriers; // one per warp
-inline ucontext_t mpc_scheduler;
+inline MpcContext mpc_scheduler;
 inline void *mpc_scheduler_tsan = nullptr;
 inline MpcFiber *mpc_current = nullptr;
 inline unsigned long mpc_progress = 0; // barriers opened, fibers finished
@@ -85,7 +85,7 @@ MPC_EMULATOR inline void mpc_yield() {
 #if defined(__SANITIZE_THREAD__)
   __tsan_switch_to_fiber(mpc_scheduler_tsan, __tsan_switch_to_fiber_no_sync);
 #endif
-  swapcontext(&mpc_current->ctx, &mpc_scheduler);
+  mpc_context_switch(mpc_current->ctx, mpc_scheduler);
 }
 MPC_EMULATOR inline void mpc_barrier_wait(MpcBarrier &b) {
   unsigned long g = b.generation;
@@ -174,7 +174,6 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
 /// lane reads what it needs, the warp meets again before the next write.
 struct MpcWarpExchange {
   unsigned a[32][4], b[32][2];
-  float c[32][4];
   unsigned char x[32][8]; // a shuffled value of up to 8 bytes
   float tile[256];        // a WMMA tile, gathered from the lanes' shares
 };
@@ -193,15 +192,15 @@ template <typename T> inline T __shfl_xor_sync(unsigned, T v, int laneMask) {
 }
 
 /// mma.sync m16n8k16 in the PTX ISA's register layout (CudaPrelude.h's
-/// mma_16816): the warp's A, B and C are assembled from every lane's
-/// registers, and each lane takes its four results (FP32 sums of exact
-/// products).
+/// mma_16816): the warp's A and B fragments are exchanged between its
+/// lanes, and each lane computes its four results (FP32 sums of exact
+/// products) from the rows and columns they need.
 template <typename T>
 void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
   unsigned tid = mpc_linear_thread(), lane = tid % 32;
   MpcWarpExchange &e = mpc_exchange[tid / 32];
   for (int i = 0; i < 4; ++i)
-    e.a[lane][i] = a[i], e.c[lane][i] = d[i];
+    e.a[lane][i] = a[i];
   e.b[lane][0] = b[0], e.b[lane][1] = b[1];
   __syncwarp();
   auto half = [](unsigned reg, int hi) {
@@ -210,27 +209,29 @@ void mma_16816(float d[4], const unsigned a[4], const unsigned b[2]) {
     std::memcpy(&v, &bits, 2);
     return float(v);
   };
-  float A[16][16], B[16][8], C[16][8];
-  for (int l = 0; l < 32; ++l) {
-    int g = l / 4, t = l % 4;
-    for (int h = 0; h < 2; ++h) {
-      A[g][2 * t + h] = half(e.a[l][0], h);
-      A[g + 8][2 * t + h] = half(e.a[l][1], h);
-      A[g][2 * t + 8 + h] = half(e.a[l][2], h);
-      A[g + 8][2 * t + 8 + h] = half(e.a[l][3], h);
-      B[2 * t + h][g] = half(e.b[l][0], h);
-      B[2 * t + 8 + h][g] = half(e.b[l][1], h);
-      C[g][2 * t + h] = e.c[l][h];
-      C[g + 8][2 * t + h] = e.c[l][2 + h];
-    }
-  }
-  __syncwarp();
+  // The lane's results are rows g and g + 8, columns 2t and 2t + 1 of D;
+  // it gathers just those rows of A (from lanes 4g..4g+3) and columns of B
+  // (from lanes 4n..4n+3 for each column n), and its C is its own d.
   int g = lane / 4, t = lane % 4;
+  float A[2][16], B[16][2];
+  for (int q = 0; q < 4; ++q)
+    for (int h = 0; h < 2; ++h) {
+      const unsigned *ra = e.a[4 * g + q];
+      A[0][2 * q + h] = half(ra[0], h);
+      A[1][2 * q + h] = half(ra[1], h);
+      A[0][2 * q + 8 + h] = half(ra[2], h);
+      A[1][2 * q + 8 + h] = half(ra[3], h);
+      for (int j = 0; j < 2; ++j) {
+        const unsigned *rb = e.b[4 * (2 * t + j) + q];
+        B[2 * q + h][j] = half(rb[0], h);
+        B[2 * q + 8 + h][j] = half(rb[1], h);
+      }
+    }
+  __syncwarp();
   for (int i = 0; i < 4; ++i) {
-    int r = g + (i >= 2 ? 8 : 0), n = 2 * t + (i & 1);
-    float acc = C[r][n];
+    float acc = d[i];
     for (int k = 0; k < 16; ++k)
-      acc += A[r][k] * B[k][n];
+      acc += A[i / 2][k] * B[k][i & 1];
     d[i] = acc;
   }
 }
@@ -420,11 +421,11 @@ using namespace nvcuda;
 
 /// The fibers' stacks, kept across launches: reserved address space, so
 /// only the pages a kernel touches are ever backed.
+constexpr size_t kFiberStack = 1 << 20;
 inline char *mpc_fiber_stack(unsigned t) {
-  constexpr size_t kStack = 1 << 20;
   static std::vector<char *> stacks;
   while (stacks.size() <= t) {
-    void *p = mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+    void *p = mmap(nullptr, kFiberStack, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
       std::fprintf(stderr, "host emulation: no memory for a fiber stack\n");
@@ -440,10 +441,7 @@ MPC_EMULATOR inline void mpc_fiber_entry() {
   mpc_fiber_body(mpc_fiber_arg);
   mpc_release(&mpc_block_end);
   mpc_current->done = true, ++mpc_progress;
-#if defined(__SANITIZE_THREAD__)
-  __tsan_switch_to_fiber(mpc_scheduler_tsan, __tsan_switch_to_fiber_no_sync);
-#endif
-  // uc_link: back to the scheduler
+  mpc_yield(); // for the last time
 }
 
 /// A block's threads, kept across launches (and the race check's fibers
@@ -497,11 +495,8 @@ MPC_EMULATOR void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
         for (unsigned t = 0; t < threads; ++t) {
           MpcFiber &f = fibers[t];
           f.done = false, f.idx = idx(t);
-          getcontext(&f.ctx);
-          f.ctx.uc_stack.ss_sp = mpc_fiber_stack(t);
-          f.ctx.uc_stack.ss_size = 1 << 20;
-          f.ctx.uc_link = &mpc_scheduler;
-          makecontext(&f.ctx, mpc_fiber_entry, 0);
+          mpc_context_init(f.ctx, mpc_fiber_stack(t), kFiberStack,
+                           mpc_fiber_entry);
         }
         for (unsigned live = threads; live > 0;) {
           unsigned long before = mpc_progress;
@@ -515,7 +510,7 @@ MPC_EMULATOR void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
             // launches before) happens before the thread's next steps.
             __tsan_switch_to_fiber(fibers[t].tsan, 0);
 #endif
-            swapcontext(&mpc_scheduler, &fibers[t].ctx);
+            mpc_context_switch(mpc_scheduler, fibers[t].ctx);
             live -= fibers[t].done;
           }
           if (live > 0 && mpc_progress == before) {
