@@ -15,6 +15,7 @@
 
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace mlir::mpc::cuda {
@@ -44,9 +45,7 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
 /// before (one process over the global batch numbers them so).
 struct AttentionDropout {
   bool on = false;
-  std::string key;   // "seed, stream, step, " of the draw calls
-  std::string first; // the rank's first index
-  unsigned long long threshold = 0;
+  Emitter::Draw draw; // over the scores: n = batch x queries x keys
   float scale = 1.0f;
 
   AttentionDropout(Emitter &e, const Step &s, const Dims &g, size_t stepSlot) {
@@ -54,26 +53,19 @@ struct AttentionDropout {
     if (ratio <= 0.0f)
       return;
     on = true;
-    threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
-    scale = ::mpc::philox::mpc_dropout_scale(ratio);
-    auto [step, rank] = e.dropoutCounter(s, stepSlot);
-    key = std::to_string((unsigned long long)s.getInt("seed", 0)) + "ull, " +
-          std::to_string((unsigned)s.getInt("stream", 0)) + "u, " + step +
-          ", ";
-    first = rank + " * " +
-            std::to_string((unsigned long long)(g.batch * g.sq * g.skv)) +
-            "ull + ";
+    draw.seed = (unsigned long long)s.getInt("seed", 0);
+    draw.stream = (unsigned)s.getInt("stream", 0);
+    draw.threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
+    draw.scale = scale = ::mpc::philox::mpc_dropout_scale(ratio);
+    std::tie(draw.step, draw.rank) = e.dropoutCounter(s, stepSlot);
+    draw.n = g.batch * g.sq * g.skv;
   }
   /// Whether probability `index` (an i64 expression) is kept.
-  std::string keep(const std::string &index) const {
-    return "mpc_dropout_keep(" + key + first + "(unsigned long long)(" +
-           index + "), " + std::to_string(threshold) + "ull)";
-  }
+  std::string keep(const std::string &index) const { return draw.keep(index); }
   /// Statement: keep bits of probabilities `index` (even) and index + 1
-  /// into bool[2] `out` (the rank's first index is even with them).
+  /// into bool[2] `out`.
   std::string keep2(const std::string &index, const std::string &out) const {
-    return "mpc_dropout_keep2(" + key + first + "(unsigned long long)(" +
-           index + "), " + std::to_string(threshold) + "ull, " + out + ");";
+    return draw.keep2(index, out);
   }
   /// The index of probability (b, i, j) in the scores.
   static std::string index(const Dims &g, const std::string &b,

@@ -283,6 +283,13 @@ struct Emitter {
              "ull + (unsigned long long)(" + e + "), " +
              std::to_string(threshold) + "ull)";
     }
+    /// Statement: keep bits of elements `e` (even) and e + 1 into bool[2]
+    /// `out` (this rank's first element is even with them).
+    std::string keep2(const std::string &e, const std::string &out) const {
+      return "mpc_dropout_keep2(" + key() + rank + " * " + std::to_string(n) +
+             "ull + (unsigned long long)(" + e + "), " +
+             std::to_string(threshold) + "ull, " + out + ");";
+    }
     /// Statement: the 4 words of this rank's Philox group `g` (n a
     /// multiple of 4) into unsigned int[4] `into`.
     std::string words(const std::string &g, const std::string &into) const {
