@@ -50,8 +50,11 @@ inline void mpc_acquire(void *) {}
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
-inline thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
-inline thread_local bool mpc_threaded = false; // a block's threads are fibers
+// Plain globals, as the rest of the emulator's state: launches run one at
+// a time, and a thread_local in the dlopen'ed kernels cost a
+// __tls_get_addr call at nearly every access (9% of an emulated step).
+inline dim3 blockIdx, threadIdx, blockDim, gridDim;
+inline bool mpc_threaded = false; // a block's threads are fibers
 
 /// A kernel with barriers runs a block's threads as fibers on the calling
 /// thread: each runs until it waits at a barrier, then the scheduler
