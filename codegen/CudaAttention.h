@@ -46,7 +46,6 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
 struct AttentionDropout {
   bool on = false;
   Emitter::Draw draw; // over the scores: n = batch x queries x keys
-  float scale = 1.0f;
 
   AttentionDropout(Emitter &e, const Step &s, const Dims &g, size_t stepSlot) {
     float ratio = (float)s.getFloat("dropout", 0.0);
@@ -56,7 +55,7 @@ struct AttentionDropout {
     draw.seed = (unsigned long long)s.getInt("seed", 0);
     draw.stream = (unsigned)s.getInt("stream", 0);
     draw.threshold = ::mpc::philox::mpc_dropout_threshold(ratio);
-    draw.scale = scale = ::mpc::philox::mpc_dropout_scale(ratio);
+    draw.scale = ::mpc::philox::mpc_dropout_scale(ratio);
     std::tie(draw.step, draw.rank) = e.dropoutCounter(s, stepSlot);
     draw.n = g.batch * g.sq * g.skv;
   }
@@ -75,7 +74,7 @@ struct AttentionDropout {
   }
   /// `y` times the scale of kept probabilities (itself without dropout).
   std::string scaled(const std::string &y) const {
-    return on ? "(" + y + ") * " + flt(scale) : y;
+    return on ? "(" + y + ") * " + flt(draw.scale) : y;
   }
 };
 

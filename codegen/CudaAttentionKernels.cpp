@@ -330,7 +330,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   if (drop.on)
     dsCode << " const float z = "
            << drop.keep(AttentionDropout::index(g, "b", "i", "j")) << " ? "
-           << flt(drop.scale)
+           << flt(drop.draw.scale)
            << " : 0.0f; float ds = p * (dp * z - rowD); float pd = p * z;";
   else
     dsCode << " float ds = p * (dp - rowD); float pd = p;";

@@ -329,7 +329,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   std::string keyZ =
       drop.on ? "        const float z = " +
                     drop.keep(AttentionDropout::index(g, "b", "i", "j")) +
-                    " ? " + flt(drop.scale) + " : 0.0f;\n"
+                    " ? " + flt(drop.draw.scale) + " : 0.0f;\n"
               : std::string();
   const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
   const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
@@ -482,7 +482,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       os << store("out1", "dk", D, g.skv, scale + " * ");
     if (wantV)
       os << store("out2", "dv", DV, g.skv,
-                  drop.on ? flt(drop.scale) + " * " : std::string());
+                  drop.on ? flt(drop.draw.scale) + " * " : std::string());
     os << "    return;\n";
     return os.str();
   };
@@ -492,9 +492,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   if (drop.on)
     queryZ = "    float z[" + std::to_string(TK / 8) + "][4];\n" +
              forKeepPairs(drop, g, TK,
-                          "        z[n][2 * h] = keep[0] ? " + flt(drop.scale) +
+                          "        z[n][2 * h] = keep[0] ? " + flt(drop.draw.scale) +
                               " : 0.0f;\n        z[n][2 * h + 1] = keep[1] ? " +
-                              flt(drop.scale) + " : 0.0f;\n");
+                              flt(drop.draw.scale) + " : 0.0f;\n");
   // Past head size 64, dK and dV are separate roles (z = 0 and 2): both
   // accumulators at once would spill.
   bool split = D > 64 || DV > 64;
