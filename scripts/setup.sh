@@ -51,7 +51,7 @@ fi
 PY=${PYTHON:-python3}
 # cuobjdump/nvdisasm (SASS checks of the CUDA artifacts) come as PyPI wheels
 # under nvidia/cu13/bin; the CUDA toolkit here has no copy.
-if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, PIL, os, sys; import ml_dtypes; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or ml_dtypes.__version__.startswith("0.7") or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")) or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "lib", "libnvfatbin.so.13")))' 2>/dev/null; then
+if ! "$PY" -c 'import onnx, numpy, lit, onnxruntime, sklearn, onnxconverter_common, tensorboard, nvidia, PIL, os, sys; import ml_dtypes; sys.exit(not onnx.__version__.startswith("'$ONNX_PIN'.") or tuple(map(int, ml_dtypes.__version__.split(".")[:2])) >= (0, 7) or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "bin", "cuobjdump")) or not os.path.exists(os.path.join(list(nvidia.__path__)[0], "cu13", "lib", "libnvfatbin.so.13")))' 2>/dev/null; then
   echo "setup: installing Python packages: ${PIP_PACKAGES[*]}"
   "$PY" -m pip install -q "${PIP_PACKAGES[@]}"
 fi
