@@ -120,6 +120,12 @@ inline std::string attentionLse(bool zeroMasked, const std::string &m,
 /// sizes do not suit it (CudaFlashAttention.cpp).
 int64_t mmaKeys(const Dims &g);
 
+/// The splits of the key tiles whose blocks add dQ's parts to partial
+/// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq), or 0
+/// where query blocks recompute the scores for dQ instead
+/// (CudaFlashAttention.cpp).
+int64_t attentionDqSplits(const Dims &g, const std::string &mode);
+
 // CudaAttentionLayouts.cpp: heads read and written in place.
 /// Whether operand `slot` (an input, or with `output` a result) of
 /// attention step `s` may be a transposed view: the step runs on the mma

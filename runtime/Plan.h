@@ -278,6 +278,23 @@ struct TrainInfo {
   std::vector<std::pair<int, std::string>> gradients;
 };
 
+/// Whether `mode` is a cudaAttentionDq: auto, recompute, accumulate or
+/// accumulate:N (N >= 1, at most N splits; `maxSplits` N, else 0).
+inline bool parseAttentionDq(const std::string &mode, int64_t &maxSplits) {
+  maxSplits = 0;
+  if (mode == "auto" || mode == "recompute" || mode == "accumulate")
+    return true;
+  const std::string prefix = "accumulate:";
+  if (mode.compare(0, prefix.size(), prefix) != 0 ||
+      mode.size() == prefix.size() || mode.size() > prefix.size() + 4)
+    return false;
+  for (size_t k = prefix.size(); k < mode.size(); ++k)
+    if (mode[k] < '0' || mode[k] > '9')
+      return false;
+  maxSplits = std::stoll(mode.substr(prefix.size()));
+  return maxSplits >= 1;
+}
+
 struct Plan {
   std::vector<ValueInfo> values;
   std::vector<Binding> inputs;
@@ -298,6 +315,15 @@ struct Plan {
   /// cores (CUBLAS_COMPUTE_32F_FAST_TF32; `--allow-tf32`). Off: FP32 is
   /// FP32, as PyTorch's default for matmuls.
   bool cudaTf32 = false;
+  /// How the attention backward's tensor-core kernel gets dQ (a compile
+  /// choice, `--attention-dq`; recorded for the reader of plan.txt):
+  /// "accumulate" (key blocks add dS K into FP32 partial sums, a split of
+  /// the key tiles each, summed in order by a second kernel: five products
+  /// a tile, as FlashAttention-2's deterministic mode), "recompute" (query
+  /// blocks of their own recompute S and dP: seven, no scratch) or "auto"
+  /// (accumulate where its blocks fill the GPU; codegen/CudaFlashAttention).
+  /// "accumulate:N" caps the splits of the key tiles at N.
+  std::string cudaAttentionDq = "auto";
   /// Parameters and inputs held in another layout than ONNX's, by name
   /// (mpc-channels-last's KRSC filters and their optimizer state): their
   /// values and initial values are transpose(ONNX value, perm).

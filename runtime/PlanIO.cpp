@@ -269,6 +269,8 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     os << "cuda-conv " << escape(plan.cudaConv) << "\n";
   if (plan.cudaTf32)
     os << "cuda-tf32\n";
+  if (plan.cudaAttentionDq != "auto")
+    os << "cuda-attention-dq " << escape(plan.cudaAttentionDq) << "\n";
   if (const auto &t = plan.train) {
     os << "train loss=" << t->loss << " loss-scale-init=" << hexFloat(t->lossScaleInit)
        << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2);

@@ -185,7 +185,7 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
       c.underflowCounter = true;
     else if (key == "scratch") // bytes; a kernel's partial sums are small
       ok = !value.empty() && (c.scratch = std::stoll(value)) > 0 &&
-           c.scratch <= (int64_t(1) << 30);
+           c.scratch <= kKernelScratchLimit;
     else if (key == "count")
       ok = !value.empty() && (c.count = std::stoll(value)) >= 0;
     else if (key == "batch") {
@@ -385,6 +385,12 @@ private:
       if (is >> extra)
         return "bad cuda-tf32 record";
       plan.cudaTf32 = true;
+    } else if (kind == "cuda-attention-dq") {
+      std::string mode;
+      int64_t splits;
+      if (!(is >> mode) || !parseAttentionDq(mode, splits))
+        return "bad cuda-attention-dq record";
+      plan.cudaAttentionDq = mode;
     } else if (kind == "cuda-gemm") {
       std::string mode;
       if (!(is >> mode) || (mode != "auto" && mode != "cublaslt" && mode != "mpc"))

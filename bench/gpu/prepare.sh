@@ -226,6 +226,13 @@ for m in attention attention_dropout; do
   (cd "$work" && "$mpc" train "models/${m}_train.onnx" --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics "expected/$m-fp16-train.jsonl" > /dev/null)
   echo "$m fp16 $art steps=3 target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 done
+# The backward's other dQ (--attention-dq recompute: query blocks that
+# recompute the scores) beside auto's choice at this size (the key blocks'
+# partial sums): run.sh times both; the same CPU losses check each.
+art=art/attention-fp16-train-recompute
+"$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq recompute | tail -1
+cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_recompute-fp16-train.jsonl"
+echo "attention_recompute fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 fi
 # Softmax and layer norm over ROWS rows of 8192 fp16 (default 8192: 128
 # MiB, drawn again on the GPU machine from its recipe), each one row

@@ -233,6 +233,7 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
     echo "|---|---|---|---|"
     for row in "forward|${fwdms[attention-fp16]:-n/a}|sdpa-causal-$shape" \
                "forward + backward|${devms[attention-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
+               "forward + backward, dQ recomputed (\`--attention-dq recompute\`)|${devms[attention_recompute-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
                "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape"; do
       IFS='|' read -r what mine key <<< "$row"
       t=$(tms attention "$key")

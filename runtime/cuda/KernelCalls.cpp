@@ -137,9 +137,29 @@ int64_t kernelScratchBytes(const Plan &plan) {
 
 std::string checkKernelScratch(const Plan &plan, const Step &s) {
   bool train = s.op == OpId::BatchNormTrain, grad = s.op == OpId::BatchNormGrad;
-  // Only a split batch norm's kernels take the scratch: an argument that
-  // no other kernel declares would shift the ones after it (a count).
+  // Only a split batch norm's kernels and the accumulating attention
+  // backward's take the scratch: an argument that no other kernel declares
+  // would shift the ones after it (a count).
   const char *none = "scratch on a step whose kernel takes none";
+  if (s.op == OpId::AttentionGrad && !s.cuda.prologue.empty()) {
+    if (s.inputs.size() < 2 || s.inputs[1] < 0 ||
+        s.inputs[1] >= (int)plan.values.size() ||
+        plan.values[s.inputs[1]].shape.size() < 2)
+      return "attention gradient without a [..., queries, head] query";
+    const Shape &q = plan.values[s.inputs[1]].shape;
+    int64_t heads = 1;
+    for (size_t k = 0; k + 2 < q.size(); ++k)
+      heads *= q[k];
+    int64_t splits = s.cuda.prologueGrid[0];
+    int64_t need = splits * heads * q[q.size() - 2] * q.back() * 4;
+    if (splits < 1 || s.cuda.prologueGrid[1] != heads)
+      return "attention gradient's key blocks are not splits x heads";
+    if (s.cuda.scratch < need)
+      return "attention gradient sums dQ over " + std::to_string(splits) +
+             " splits with " + std::to_string(s.cuda.scratch) +
+             " bytes of scratch (needs " + std::to_string(need) + ")";
+    return "";
+  }
   if ((!train && !grad) || s.cuda.kernel.empty())
     return s.cuda.scratch > 0 ? none : "";
   size_t x = train ? 0 : 1;

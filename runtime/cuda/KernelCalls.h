@@ -46,13 +46,19 @@ std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
                                     const std::function<uint64_t(int)> &address,
                                     uint64_t counter, uint64_t scratch);
 
+/// The most kernel scratch a step may declare (the reader refuses more;
+/// the attention backward's dQ partial sums stay below it).
+inline constexpr int64_t kKernelScratchLimit = int64_t(1) << 30;
+
 /// The kernel scratch the plan's steps need: the largest `cuda.scratch`
 /// (one range, shared; 0 when no step takes it).
 int64_t kernelScratchBytes(const Plan &plan);
 
 /// "" or why a step's kernels cannot run on the scratch it declares: a
 /// batch norm whose grid splits a channel over blocks needs room for
-/// their partial sums, and no other kernel takes the scratch argument
+/// their partial sums, the attention backward's key blocks for their dQ
+/// partial sums (splits x batch x queries x head size FP32, the splits
+/// its prologue's grid.x), and no other kernel takes the scratch argument
 /// (checked when a plan is read; the values' shapes must be known).
 std::string checkKernelScratch(const Plan &plan, const Step &s);
 

@@ -242,7 +242,8 @@ Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
   void *m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!m)
     return 2; // CUDA_ERROR_OUT_OF_MEMORY
-  std::memset(m, 0xA5, bytes); // poisoned: unwritten reads show
+  // Poisoned: an unwritten fp32, fp16 or bf16 element reads as NaN.
+  std::memset(m, 0xFF, bytes);
   return *p = (DevicePtr)m, kOk;
 }
 Result cuMemFree_v2(DevicePtr p) { return std::free((void *)p), kOk; }

@@ -17,6 +17,18 @@
 
 namespace mpc {
 
+/// --attention-dq of compile and train (rt::Plan::cudaAttentionDq).
+inline constexpr const char *kAttentionDqHelp =
+    "How the attention backward's tensor-core kernel gets dQ: accumulate "
+    "(key blocks add their part into FP32 partial sums, five products a "
+    "tile, as FlashAttention-2's deterministic mode; accumulate:N: at most "
+    "N splits of the key tiles) | recompute (query blocks recompute the "
+    "scores: seven products, no scratch) | auto (accumulate where its "
+    "blocks fill the GPU; default)";
+inline constexpr const char *kAttentionDqError =
+    "--attention-dq must be auto, accumulate, accumulate:N (N >= 1) or "
+    "recompute, got '";
+
 extern llvm::cl::SubCommand importCommand;
 int runImport();
 extern llvm::cl::SubCommand opsCommand;

@@ -109,6 +109,10 @@ static cl::opt<std::string> gemmChoice(
              "in tuning.txt; mpc's kernels where cuBLASLt does not load; "
              "default) | cublaslt | mpc"),
     cl::init("auto"), cl::sub(compileCommand));
+static cl::opt<std::string> attentionDq("attention-dq",
+                                       cl::desc(kAttentionDqHelp),
+                                       cl::init("auto"),
+                                       cl::sub(compileCommand));
 static cl::opt<bool> allowTf32(
     "allow-tf32",
     cl::desc("Let FP32 GEMMs round their operands to TF32 on tensor cores "
@@ -374,6 +378,8 @@ int runCompile() {
   if (convChoice != "auto" && convChoice != "cudnn" && convChoice != "mpc")
     return reportError("--conv must be auto, cudnn or mpc, got '" +
                        convChoice + "'");
+  if (int64_t splits; !rt::parseAttentionDq(attentionDq, splits))
+    return reportError(kAttentionDqError + attentionDq + "'");
   if (!compilePrecision.validate(error))
     return reportError(error);
   if (batch <= 0)
@@ -429,6 +435,7 @@ int runCompile() {
     plan.cudaGemm = gemmChoice;
     plan.cudaConv = convChoice;
     plan.cudaTf32 = allowTf32;
+    plan.cudaAttentionDq = attentionDq;
     if (target == "cuda" && !mlir::mpc::emitCuda(plan, modules[k], error, fuse))
       return reportError(model + ": " + error);
     if (phases.scaler == "shared" &&

@@ -150,6 +150,10 @@ static cl::opt<std::string> trainConv(
              "session opens; mpc's kernels where cuDNN does not load; "
              "default) | cudnn | mpc"),
     cl::init("auto"), cl::sub(trainCommand));
+static cl::opt<std::string> trainAttentionDq("attention-dq",
+                                            cl::desc(kAttentionDqHelp),
+                                            cl::init("auto"),
+                                            cl::sub(trainCommand));
 static cl::opt<bool> trainTf32(
     "allow-tf32",
     cl::desc("With --device cuda, let FP32 GEMMs round their operands to "
@@ -389,6 +393,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     plans[k].cudaGemm = trainGemm;
     plans[k].cudaConv = trainConv;
     plans[k].cudaTf32 = trainTf32;
+    plans[k].cudaAttentionDq = trainAttentionDq;
     if (trainDevice == "cuda" &&
         !buildDeviceCode(plans[k], gpu, cudaDir, error))
       return reportError(model + ": " + error);
@@ -473,6 +478,8 @@ int runTrain() {
   if (trainConv != "auto" && trainConv != "cudnn" && trainConv != "mpc")
     return reportError("--conv must be auto, cudnn or mpc, got '" +
                        trainConv + "'");
+  if (int64_t splits; !rt::parseAttentionDq(trainAttentionDq, splits))
+    return reportError(kAttentionDqError + trainAttentionDq + "'");
   // One rank of a data-parallel job (torchrun's or mpirun's environment):
   // meet the others first, so a rank that fails later is named by them.
   rt::dist::JobEnv job;
@@ -533,6 +540,7 @@ int runTrain() {
   plan.cudaGemm = trainGemm;
   plan.cudaConv = trainConv;
   plan.cudaTf32 = trainTf32;
+  plan.cudaAttentionDq = trainAttentionDq;
   if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
     return reportError(model + ": " + error);
   std::unique_ptr<rt::Session> session =

@@ -2,9 +2,10 @@
 """The train step of a 4k-token GPT-2 block holds no sequence x sequence
 tensor once attention is fused: exports the zoo's GPT (one block, context
 4096) with torch, compiles its fp16 train step for CUDA (no device code)
-with and without --fuse-attention, and with GPT-2's dropouts (0.1 on the
+with and without --fuse-attention, with GPT-2's dropouts (0.1 on the
 attention probabilities, fused, their mask redrawn by the backward), and
-prints the largest value each plan holds.
+with the backward's dQ from partial sums (--attention-dq accumulate),
+and prints the largest value each plan holds and its kernel scratch.
 
 usage: attention_memory.py MPC WORKDIR
 """
@@ -30,15 +31,22 @@ torch.manual_seed(0)
 dropped = os.path.join(work, "gpt4k-dropout.onnx")
 zoo.export(zoo.Gpt(vocab=64, d=64, heads=4, layers=1, ctx=S, dropout=0.1),
            toks, names, dropped, 17, training=True)
-for label, path, fuse in (("", path, "true"), ("", path, "false"),
-                          ("dropout 0.1, ", dropped, "true")):
+# dQ of the 4 heads in FP32: the unit of the accumulating backward's
+# partial sums (--attention-dq accumulate), which grow with the sequence.
+dq32 = 4 * S * 16 * 4
+for label, path, fuse, dq in (("", path, "true", "auto"), ("", path, "false", "auto"),
+                              ("dropout 0.1, ", dropped, "true", "auto"),
+                              ("attention-dq accumulate, ", path, "true", "accumulate")):
     art = os.path.join(work, f"gpt4k-{len(label)}-fuse-{fuse}")
     subprocess.run([mpc, "compile", path, "-o", art, "--train", "--precision",
                     "fp16", "--batch", "1", "--no-nvcc", "--optimizer", "adam",
-                    f"--fuse-attention={fuse}"], check=True,
+                    f"--fuse-attention={fuse}", f"--attention-dq={dq}"], check=True,
                    stdout=subprocess.DEVNULL)
-    largest, shape = 0, ""
+    largest, shape, scratch = 0, "", 0
     for line in open(os.path.join(art, "plan.txt")):
+        for word in line.split() if line.startswith("cuda ") else []:
+            if word.startswith("scratch="):
+                scratch = max(scratch, int(word[len("scratch="):]))
         if not line.startswith("value "):
             continue
         dims = line.split()[2]
@@ -49,5 +57,6 @@ for label, path, fuse in (("", path, "true"), ("", path, "false"),
             largest, shape = n, dims
     plan = json.load(open(os.path.join(art, "summary.json")))
     print(f"{label}fuse-attention={fuse}: largest value {shape} ({largest} elements,"
-          f" {largest / (S * S):.3f} of S x S); memory plan "
+          f" {largest / (S * S):.3f} of S x S); kernel scratch {scratch} bytes"
+          f" ({scratch / dq32:g} x dQ in FP32); memory plan "
           f"{plan['memory_plan_bytes'] / 2**20:.1f} MiB")
