@@ -3,7 +3,7 @@
 // Private to codegen/: the attention geometry (batch of heads, query and
 // key lengths, head sizes) and the bias-offset code of both attention
 // kernel files (CudaAttentionKernels.cpp: SIMT and WMMA;
-// CudaFlashAttention.cpp: mma.sync).
+// CudaFlashAttention.cpp and CudaFlashAttentionGrad.cpp: mma.sync).
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,7 +123,7 @@ int64_t mmaKeys(const Dims &g);
 /// The splits of the key tiles whose blocks add dQ's parts to partial
 /// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq), or 0
 /// where query blocks recompute the scores for dQ instead
-/// (CudaFlashAttention.cpp).
+/// (CudaFlashAttentionGrad.cpp).
 int64_t attentionDqSplits(const Dims &g, const std::string &mode);
 
 // CudaAttentionLayouts.cpp: heads read and written in place.

@@ -1,0 +1,427 @@
+//===- CudaFlashAttentionGrad.cpp - attention's backward on mma.sync ------===//
+//
+// The tensor-core backward of attention for fp16/bf16 with head sizes that
+// are multiples of 16 up to 128: dK and dV accumulated in key blocks'
+// registers, dQ from their FP32 partial sums or recomputed in query
+// blocks (--attention-dq), as FlashAttention-2's backward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/CudaMmaTiles.h"
+#include "runtime/cuda/KernelCalls.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace mlir::mpc::cuda {
+
+int64_t attentionDqSplits(const Dims &g, const std::string &mode) {
+  int64_t cap = 0;
+  if (mode == "recompute" || !::mpc::rt::parseAttentionDq(mode, cap))
+    return 0;
+  // 4 blocks of 128 threads an SM of a 132-SM GPU (H100, H200), and at
+  // most 16 partial sums a dQ element (scratch linear in the sequence).
+  constexpr int64_t kTargetBlocks = 4 * 132, kMaxSplits = 16;
+  const int64_t keyTiles = (g.skv + 63) / 64;
+  int64_t splits = std::min({keyTiles, (kTargetBlocks + g.batch - 1) / g.batch,
+                             cap > 0 ? cap : kMaxSplits});
+  auto bytes = [&](int64_t n) { return n * g.batch * g.sq * g.d * 4; };
+  while (splits > 0 && bytes(splits) > ::mpc::rt::kKernelScratchLimit)
+    --splits;
+  if (splits == 0 || mode != "auto")
+    return splits;
+  // auto: where the blocks fill the GPU (2 an SM), or each key tile has
+  // its own as the recomputing kernel's key blocks do.
+  return splits == keyTiles || splits * g.batch >= kTargetBlocks / 2 ? splits
+                                                                     : 0;
+}
+
+/// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
+/// register layout), without atomics. Key blocks own 64 keys (16 a warp;
+/// past head size 64, one block computes dK and another dV, so neither
+/// spills) and loop over the queries that see them, computing S^T = K
+/// Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T = P^T
+/// (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
+/// registers. D = rowsum(dO y) in FP32. The tiles of Q and dO stream
+/// through two shared buffers by cp.async, as the forward's K and V do.
+/// P and dS are rounded to the operand type for the products, as
+/// FlashAttention does; every sum is FP32. dQ = dS K (attentionDqSplits):
+/// - accumulate: the key block also writes its dS^T to shared memory and
+///   adds dS K, over its 64 keys, to an FP32 partial sum of dQ in the
+///   kernel scratch: blocks (s, b) take key tiles s, s + splits, ... one
+///   after another, so each partial has one writer and a fixed order, and
+///   a second kernel sums the splits in order (FlashAttention-2's
+///   deterministic mode; five products a tile, scratch splits x dQ in FP32);
+/// - recompute: blocks of their own (blockIdx.z == 1) own 64 queries and
+///   loop over keys for dQ += dS K, the scores and dP once more (seven
+///   products; no scratch).
+void Emitter::attentionGradMma(Step &s, const std::string &name) {
+  Dims g = dimsOf(val(s.inputs[1]).shape, val(s.inputs[2]).shape,
+                  val(s.inputs[3]).shape);
+  bool hasBias = s.inputs.size() > 6 && s.inputs[6] >= 0;
+  bool causal = s.getInt("causal", 0) != 0;
+  AttentionDropout drop(*this, s, g, 7);
+  std::string T = ctype(val(s.inputs[1]).dtype);
+  std::string scale = flt((float)s.getFloat("scale", 1.0));
+  const int64_t splits = attentionDqSplits(g, plan.cudaAttentionDq);
+  const bool accumulate = splits > 0;
+  // Past head size 64, dK and dV are separate roles (z = 0 and the last):
+  // both accumulators at once would spill.
+  const bool split = g.d > 64 || g.dv > 64;
+  // Queries a tile: 16 where the accumulating key role's shared memory
+  // (two tiles of Q and dO, K, dS^T) would pass 48 KiB with 32.
+  const int64_t TQ = accumulate && split ? 16 : 32, TK = 32, kRows = 64;
+  constexpr int64_t kThreads = 128;
+  // Dropout's factor z of probability (b, i, j) in the key role (a lane's
+  // pairs run along queries: an element a draw): P^T for dV keeps the
+  // kept p (dV scaled once at the end), dS^T = p (z dP^T - D).
+  std::string keyZ =
+      drop.on ? "        const float z = " +
+                    drop.keep(AttentionDropout::index(g, "b", "i", "j")) +
+                    " ? " + flt(drop.draw.scale) + " : 0.0f;\n"
+              : std::string();
+  const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8, PS = TQ + 8;
+  const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto at = [&](const std::string &operand, const std::string &row) {
+    return operandRow(s, operand, row);
+  };
+  // Score (i, j) into v from the accumulator `acc`, or -inf when masked.
+  std::string score =
+      "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " + L(g.skv) +
+      (causal ? " && j <= i + " + L(off) : std::string()) + ") { v = " +
+      scale + " * acc;" +
+      (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
+                     " v += ld(in6, off);"
+               : std::string()) +
+      " }";
+  // p from the score and the row's lse (an all-masked row's -inf: 0).
+  std::string prob = "const float p = lse == -INFINITY ? 0.0f : expf(v - lse);";
+  // dd += the quarter `part` (0-3) of the dot product of dO's and y's
+  // row `i`: runs of 8 elements, 16-byte loads (rows are 16-byte aligned:
+  // head sizes are multiples of 16).
+  auto rowDot = [&](const std::string &indent, const std::string &part,
+                    const std::string &i) {
+    return indent + "for (int c = " + part + " * 8; c < " + std::to_string(DV) +
+           "; c += 32) {\n" + indent + "  float a[8], y[8];\n" + indent +
+           "  ldv<8>(in0 + " + at("in0", i) + " + c, a);\n" + indent +
+           "  ldv<8>(in4 + " + at("in4", i) + " + c, y);\n" + indent +
+           "  for (int e = 0; e < 8; ++e) dd += a[e] * y[e];\n" + indent + "}\n";
+  };
+  // asyncTile over this kernel's threads, rows of operand `src`.
+  auto loadTile = [&](const std::string &dst, int64_t pitch,
+                      const std::string &src, int64_t width, int64_t rows,
+                      const std::string &first, int64_t limit) {
+    return asyncTile(dst, pitch, src, at(src, first + " + r"), width, rows,
+                     first, limit, kThreads);
+  };
+  // The loop over tiles `var` from `start` below `end`, `rows` rows a
+  // tile of `a` (width aw) and `b` (width bw) from their buffers `ta` and
+  // `tb`; `body` computes on ta_ and tb_, the current buffers, after
+  // `between` (run while the tile's copies are in flight).
+  const int64_t bufA = accumulate ? TQ * P : std::max(TQ * P, TK * P),
+                bufB = accumulate ? TQ * PV : std::max(TQ * PV, TK * PV);
+  auto tileLoop = [&](const std::string &var, const std::string &start,
+                      const std::string &end, int64_t limit, int64_t rows,
+                      const std::string &a, int64_t aw, const std::string &b,
+                      int64_t bw, const std::string &between,
+                      const std::string &body) {
+    std::string next = var + " + " + L(rows), first = var + "First";
+    std::ostringstream os;
+    os << "    int buf = 0;\n    const i64 " << first << " = " << start << ";\n"
+       << "    if (" << first << " < " << end << ") {\n"
+       << loadTile("ta", P, a, aw, rows, first, limit)
+       << loadTile("tb", PV, b, bw, rows, first, limit)
+       << "    }\n    mpc_cp_async_commit();\n"
+       << "    for (i64 " << var << " = " << first << "; " << var << " < " << end
+       << "; " << var << " += " << L(rows) << ", buf ^= 1) {\n"
+       // Every warp is done with the other buffer (the tile before).
+       << "      __syncthreads();\n"
+       << "      if (" << next << " < " << end << ") {\n"
+       << loadTile("ta + (buf ^ 1) * " + std::to_string(bufA), P, a, aw, rows,
+                   "(" + next + ")", limit)
+       << loadTile("tb + (buf ^ 1) * " + std::to_string(bufB), PV, b, bw, rows,
+                   "(" + next + ")", limit)
+       << "      }\n      mpc_cp_async_commit();\n"
+       << between
+       << "      mpc_cp_async_wait<1>();\n      __syncthreads();\n"
+       << "      const " << T << " *ta_ = ta + buf * " << bufA << ", *tb_ = tb + buf * "
+       << bufB << ";\n"
+       << body << "    }\n";
+    return os.str();
+  };
+  // A fragments of 16 rows of a [rows, width] global tensor.
+  auto rowFragments = [&](const std::string &frag, const std::string &src,
+                          int64_t width, int64_t limit) {
+    std::ostringstream os;
+    os << "    unsigned " << frag << "[" << width / 16 << "][4];\n"
+       << "    for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
+       << "      for (int f = 0; f < 4; ++f) {\n"
+       << "        const i64 r = rows[f & 1];\n"
+       << "        const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+       << "        " << frag << "[kt][f] = r < " << L(limit) << " ? *(const unsigned *)("
+       << src << " + " << at(src, "r") << " + c) : 0u;\n      }\n";
+    return os.str();
+  };
+  auto store = [&](const std::string &out, const std::string &acc,
+                   int64_t width, int64_t limit, const std::string &factor) {
+    std::ostringstream os;
+    os << "    for (int h = 0; h < 2; ++h) {\n"
+       << "      if (rows[h] >= " << L(limit) << ") continue;\n"
+       << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
+       << "        for (int e = 0; e < 2; ++e)\n"
+       << "          st(" << out << ", " << at(out, "rows[h]")
+       << " + n * 8 + 2 * t + e, " << factor << acc << "[n][2 * h + e]);\n    }\n";
+    return os.str();
+  };
+  // The first query tile that sees key tile `kb` (causal: none before).
+  auto firstQueries = [&](const std::string &kb) {
+    std::string first = kb + " * " + L(kRows) + " - " + L(off);
+    return causal ? "(" + first + " > 0 ? (" + first + ") / " + L(TQ) + " * " +
+                        L(TQ) + " : 0LL)"
+                  : std::string("0LL");
+  };
+
+  // dQ's part from this block's 64 keys for the tile's queries (the
+  // accumulating key role, after dK): dS^T to shared memory (the values
+  // dK used), then warp w computes rows w % RG of the TQ queries (RG
+  // groups of 16) and its share of dQ's column pairs (16 wide) from A =
+  // dS (queries x keys, ldmatrix's transposed form of dS^T) and B = K's
+  // tile, and adds them to the split's partial sum: its first key tile
+  // stores, the later ones add (the same lane owns an element each time).
+  const int64_t RG = TQ / 16, CP = 4 / RG, NP = D / 16,
+                maxPairs = (NP + CP - 1) / CP;
+  auto dqPart = [&]() {
+    std::ostringstream os;
+    os << "    for (int kt = 0; kt < " << TQ / 16 << "; ++kt)\n"
+       << "      for (int f = 0; f < 4; ++f)\n"
+       << "        *(unsigned *)(dss + ((threadIdx.x / 32) * 16 + g + (f & 1) * 8) * "
+       << PS << " + kt * 16 + 2 * t + (f >> 1) * 8) = dst[kt][f];\n"
+       << "    __syncthreads();\n    {\n"
+       << "      const int rg = threadIdx.x / 32 % " << RG << ", cp = threadIdx.x / 32 / "
+       << RG << ";\n"
+       << "      const int p0 = cp * " << NP << " / " << CP << ", p1 = (cp + 1) * " << NP
+       << " / " << CP << ";\n"
+       << "      unsigned da[4][4];\n"
+       << "      for (int kt = 0; kt < 4; ++kt)\n"
+       << "        mpc_ldsm<4, true>(da[kt], dss + (kt * 16 + lane / 16 * 8 + lane % 8) * "
+       << PS << " + rg * 16 + lane / 8 % 2 * 8);\n"
+       << "      float dqa[" << 2 * maxPairs << "][4];\n"
+       << "      for (int n = 0; n < " << 2 * maxPairs
+       << "; ++n) for (int f = 0; f < 4; ++f) dqa[n][f] = 0.0f;\n"
+       << "#pragma unroll\n      for (int p = 0; p < " << maxPairs << "; ++p) {\n"
+       << "        if (p0 + p >= p1) break;\n"
+       << "        for (int kt = 0; kt < 4; ++kt) {\n"
+       << "          unsigned bb[4];\n"
+       << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
+       << P << " + lane / 16 * 8 + (p0 + p) * 16);\n"
+       << "          mma_16816<" << T << ">(dqa[2 * p], da[kt], bb);\n"
+       << "          mma_16816<" << T << ">(dqa[2 * p + 1], da[kt], bb + 2);\n"
+       << "        }\n      }\n"
+       << "      float *part = (float *)scratch + ((i64)blockIdx.x * " << L(g.batch)
+       << " + b) * " << L(g.sq * D) << ";\n"
+       << "      const bool firstTile = kb == (i64)blockIdx.x;\n"
+       << "      for (int h = 0; h < 2; ++h) {\n"
+       << "        const i64 i = q0 + rg * 16 + g + h * 8;\n"
+       << "        if (i >= " << L(g.sq) << ") continue;\n"
+       << "#pragma unroll\n        for (int p = 0; p < " << maxPairs << "; ++p) {\n"
+       << "          if (p0 + p >= p1) break;\n"
+       << "          for (int e = 0; e < 2; ++e) {\n"
+       << "            float *a = part + i * " << L(D)
+       << " + (p0 + p) * 16 + e * 8 + 2 * t;\n"
+       << "            float v[2] = {dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]};\n"
+       << "            if (!firstTile) { float o[2]; ldv<2>(a, o); v[0] = o[0] + v[0]; v[1] = o[1] + v[1]; }\n"
+       << "            stv<2>(a, v);\n"
+       << "          }\n        }\n      }\n    }\n";
+    return os.str();
+  };
+
+  // A key role: the 64 keys of tile `kb` (rows are keys), accumulating dK
+  // and/or dV over the queries that see them, and with `withDq` adding
+  // their part of dQ to the partial sums.
+  auto keyRole = [&](bool wantK, bool wantV, bool withDq) {
+    std::ostringstream os;
+    os << "    // " << (wantK && wantV ? "dK and dV" : wantK ? "dK" : "dV")
+       << (withDq ? " and dQ's part" : "") << " for 64 keys: rows are keys.\n"
+       << "    const i64 w0 = kb * " << L(kRows) << " + (threadIdx.x / 32) * 16;\n"
+       << "    const i64 rows[2] = {w0 + g, w0 + g + 8};\n";
+    if (withDq) // K's tile for dS K, in the first tile's copies
+      os << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"), D,
+                      kRows, "kb * " + L(kRows), g.skv, kThreads);
+    os << rowFragments("kf", "in2", D, g.skv)
+       << (wantK ? rowFragments("vf", "in3", DV, g.skv) : std::string());
+    if (wantK)
+      os << "    float dk[" << D / 8 << "][4];\n"
+         << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n";
+    if (wantV)
+      os << "    float dv[" << DV / 8 << "][4];\n"
+         << "    for (int n = 0; n < " << DV / 8 << "; ++n) for (int f = 0; f < 4; ++f) dv[n][f] = 0.0f;\n";
+    // D of the tile's queries: 4 consecutive lanes a query, 8 elements
+    // of the row a 16-byte load (every fourth such run each), combined by
+    // shuffles; while the tile's copies land.
+    std::string rowStats =
+        std::string("      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n") +
+        "        const i64 i = q0 + r;\n        float dd = 0.0f;\n" +
+        "        if (" + (wantK ? "" : "false && ") + "r < " + std::to_string(TQ) +
+        " && i < " + L(g.sq) + ")\n" +
+        rowDot("          ", "part", "i") +
+        "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n" +
+        "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n" +
+        "        if (part == 0 && r < " + std::to_string(TQ) + ") {\n          rowD[r] = dd;\n" +
+        "          rowLse[r] = i < " + L(g.sq) + " ? ld(in5, b * " + L(g.sq) + " + i) : 0.0f;\n" +
+        "        }\n      }\n";
+    std::ostringstream body;
+    body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ)
+         << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ) : std::string())
+         << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+         << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
+         << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
+         << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
+         << "        " << score << "\n        " << prob << "\n" << keyZ
+         << (drop.on ? "        st[n][f] = z != 0.0f ? p : 0.0f;\n"
+                     : "        st[n][f] = p;\n")
+         << (wantK ? (drop.on ? "        dpt[n][f] = p * (dpt[n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+                              : "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
+                   : "")
+         << "      }\n";
+    if (wantV)
+      body << packA(T, "pt", "st", TQ) << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV);
+    if (wantK)
+      body << packA(T, "dst", "dpt", TQ) << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D);
+    if (withDq)
+      body << dqPart();
+    os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0",
+                   DV, rowStats, body.str());
+    if (wantK)
+      os << store("out1", "dk", D, g.skv, scale + " * ");
+    if (wantV)
+      os << store("out2", "dv", DV, g.skv,
+                  drop.on ? flt(drop.draw.scale) + " * " : std::string());
+    return os.str();
+  };
+  // The shared memory and lane coordinates every role starts from.
+  auto kernelHead = [&](const std::string &kernel, bool withDq) {
+    std::ostringstream os;
+    os << header(s, kernel, kThreads) << " {\n"
+       << "  __shared__ __align__(16) " << T << " ta[" << 2 * bufA << "], tb["
+       << 2 * bufB << "];\n";
+    if (withDq)
+      os << "  __shared__ __align__(16) " << T << " ks[" << kRows * P << "], dss["
+         << kRows * PS << "];\n";
+    os << "  __shared__ float rowLse[" << TQ << "], rowD[" << TQ << "];\n"
+       << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
+       << "  const i64 b = blockIdx.y;\n";
+    return os.str();
+  };
+  const int64_t keyTiles = (g.skv + kRows - 1) / kRows;
+  // S^T, dP^T, dV, dK and dQ (S^T once more for the dV blocks past head
+  // size 64); recompute: S and dP once more in the query blocks.
+  double gemms = accumulate ? 3.0 * g.d + 2.0 * g.dv : 4.0 * g.d + 3.0 * g.dv;
+  if (split)
+    gemms += g.d;
+  if (accumulate) {
+    s.cuda.scratch = splits * g.batch * g.sq * D * 4; // the headers take it
+    // Blocks (split, b, role) walk key tiles split, split + splits, ...
+    std::ostringstream os;
+    os << kernelHead(name + "_keys", true);
+    auto walk = [&](const std::string &role) {
+      return "    for (i64 kb = blockIdx.x; kb < " + L(keyTiles) + "; kb += " +
+             L(splits) + ") {\n" +
+             "    __syncthreads(); // every warp is done with the key tile before\n" +
+             role + "    }\n";
+    };
+    os << "  if (blockIdx.z == 0) {\n" << walk(keyRole(true, !split, true)) << "  }\n";
+    if (split)
+      os << "  if (blockIdx.z == 1) {\n" << walk(keyRole(false, true, false)) << "  }\n";
+    os << "}\n\n";
+    // dQ = scale x the splits' partial sums, in split order; split s has
+    // written the rows from its first key tile's first query on.
+    os << header(s, name, 256) << " {\n"
+       << "  const i64 e = ((i64)blockIdx.x * 256 + threadIdx.x) * 2;\n"
+       << "  if (e >= " << L(g.batch * g.sq * D) << ") return;\n"
+       << "  const i64 b = e / " << L(g.sq * D) << ", i = e / " << L(D) << " % "
+       << L(g.sq) << ";\n"
+       << "  const int c = (int)(e % " << L(D) << ");\n"
+       << "  const float *part = (const float *)scratch;\n"
+       << "  float x = 0.0f, y = 0.0f;\n"
+       << "  for (i64 sp = 0; sp < " << L(splits) << "; ++sp) {\n"
+       << "    if (i < " << firstQueries("sp") << ") continue;\n"
+       << "    float v[2];\n    ldv<2>(part + ((sp * " << L(g.batch)
+       << " + b) * " << L(g.sq) << " + i) * " << L(D) << " + c, v);\n"
+       << "    x += v[0];\n    y += v[1];\n  }\n"
+       << "  st(out0, " << at("out0", "i") << " + c, " << scale << " * x);\n"
+       << "  st(out0, " << at("out0", "i") << " + c + 1, " << scale << " * y);\n"
+       << "}\n\n";
+    cu << os.str();
+    barrier = true;
+    launch(s, name + "_keys", {splits, g.batch, split ? 2 : 1}, {kThreads, 1, 1},
+           /*prologue=*/true);
+    launch(s, name, {(g.batch * g.sq * D / 2 + 255) / 256, 1, 1}, {256, 1, 1});
+    countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
+    return;
+  }
+
+  // The query role's factors z[n][f]: a lane's pairs run along keys, a
+  // draw a pair when the keys are even in number.
+  std::string queryZ;
+  if (drop.on)
+    queryZ = "    float z[" + std::to_string(TK / 8) + "][4];\n" +
+             forKeepPairs(drop, g, TK,
+                          "        z[n][2 * h] = keep[0] ? " + flt(drop.draw.scale) +
+                              " : 0.0f;\n        z[n][2 * h + 1] = keep[1] ? " +
+                              flt(drop.draw.scale) + " : 0.0f;\n");
+  std::ostringstream os;
+  os << kernelHead(name, false)
+     << "  if (blockIdx.z == 0) {\n    const i64 kb = blockIdx.x;\n"
+     << "    if (kb * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
+     << keyRole(true, !split, false) << "    return;\n  }\n"
+     << (split ? "  if (blockIdx.z == 2) {\n    const i64 kb = blockIdx.x;\n    if (kb * " +
+                     L(kRows) + " >= " + L(g.skv) + ") return;\n" +
+                     keyRole(false, true, false) + "    return;\n  }\n"
+               : std::string())
+     << "  // dQ for 64 queries: rows are queries.\n"
+     << "  if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.sq) << ") return;\n"
+     << "  const i64 w0 = (i64)blockIdx.x * " << L(kRows) << " + (threadIdx.x / 32) * 16;\n"
+     << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
+     << rowFragments("qf", "in1", D, g.sq) << rowFragments("of", "in0", DV, g.sq)
+     << "  float dq[" << D / 8 << "][4];\n"
+     << "  for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dq[n][f] = 0.0f;\n"
+     // D and lse of the lane's two rows: a quarter of the sum per lane.
+     << "  float rd[2], rl[2];\n"
+     << "  for (int h = 0; h < 2; ++h) {\n"
+     << "    float dd = 0.0f;\n"
+     << "    if (rows[h] < " << L(g.sq) << ")\n"
+     << rowDot("      ", "t", "rows[h]")
+     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
+     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
+     << "    rd[h] = dd;\n"
+     << "    rl[h] = rows[h] < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + rows[h]) : 0.0f;\n  }\n";
+  std::string jEnd = causal ? "((i64)blockIdx.x * " + L(kRows) + " + " + L(kRows + off) +
+                                  " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(kRows) +
+                                  " + " + L(kRows + off) + " : " + L(g.skv) + ")"
+                            : L(g.skv);
+  std::ostringstream body;
+  body << pairsAlongCols(T, "sc", "qf", "ta_", P, D, TK)
+     << pairsAlongCols(T, "dp", "of", "tb_", PV, DV, TK)
+     << queryZ
+     << "#pragma unroll\n    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
+     << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
+     << "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
+     << "        " << score << "\n        " << prob << "\n"
+     << (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1]);\n      }\n"
+                 : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n")
+     << packA(T, "ds", "dp", TK)
+     << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
+  os << "  const i64 jEnd = " << jEnd << ";\n"
+     << tileLoop("j0", "0LL", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())
+     << store("out0", "dq", D, g.sq, scale + " * ")
+     << "}\n\n";
+  cu << os.str();
+  barrier = true;
+  int64_t blocks = std::max((g.sq + kRows - 1) / kRows, keyTiles);
+  launch(s, name, {blocks, g.batch, split ? 3 : 2}, {kThreads, 1, 1});
+  countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
+}
+
+} // namespace mlir::mpc::cuda

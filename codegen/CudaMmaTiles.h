@@ -1,0 +1,128 @@
+//===- CudaMmaTiles.h - mma.sync tiles of the attention kernels --*- C++ -*-===//
+//
+// Private to codegen/: the code both tensor-core attention kernels
+// (CudaFlashAttention.cpp, CudaFlashAttentionGrad.cpp) build their
+// products, fragment packing, cp.async tile copies and dropout draws from.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_CODEGEN_CUDAMMATILES_H
+#define MPC_CODEGEN_CUDAMMATILES_H
+
+#include "codegen/CudaAttention.h"
+
+#include <sstream>
+#include <string>
+
+namespace mlir::mpc::cuda {
+
+// mma.sync operands from shared memory and registers, as both attention
+// kernels build them (T: the operand type).
+
+// acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is a pair
+// along k from two rows of a shared tile (pitch p): ldmatrix's transposed
+// form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1.
+inline std::string pairsAlongRows(const std::string &T, const std::string &acc,
+                                const std::string &a, const std::string &tile,
+                                int64_t pitch, int64_t ktiles, int64_t cols) {
+  std::ostringstream os;
+  os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
+     << "      const " << T << " *r0 = " << tile
+     << " + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * " << pitch
+     << " + lane / 16 * 8;\n"
+     << "      for (int n = 0; n < " << cols / 8 << "; n += 2) {\n"
+     << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n + 1], " << a << "[kt], bb + 2);\n"
+     << "      }\n    }\n";
+  return os.str();
+}
+
+// acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
+// a pair along k within row n*8+g, by ldmatrix two k-steps at a time
+// (an odd last one by two tiles).
+inline std::string pairsAlongCols(const std::string &T, const std::string &acc,
+                                const std::string &a, const std::string &tile,
+                                int64_t pitch, int64_t width, int64_t ncols) {
+  std::ostringstream os;
+  os << "    float " << acc << "[" << ncols / 8 << "][4];\n"
+     << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
+     << "      for (int f = 0; f < 4; ++f) " << acc << "[n][f] = 0.0f;\n"
+     << "      const " << T << " *row = " << tile << " + (n * 8 + lane % 8) * "
+     << pitch << " + lane / 8 * 8;\n"
+     << "      for (int kt = 0; kt + 1 < " << width / 16 << "; kt += 2) {\n"
+     << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
+     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt + 1], bb + 2);\n"
+     << "      }\n";
+  if (width / 16 % 2)
+    os << "      unsigned bb[2];\n      mpc_ldsm<2, false>(bb, " << tile
+       << " + (n * 8 + lane % 8) * " << pitch << " + " << width - 16
+       << " + lane / 8 % 2 * 8);\n"
+       << "      mma_16816<" << T << ">(" << acc << "[n], " << a << "["
+       << width / 16 - 1 << "], bb);\n";
+  os << "    }\n";
+  return os.str();
+}
+
+// Packs accumulator tiles (16 x cols, FP32) into A fragments.
+inline std::string packA(const std::string &T, const std::string &frag,
+                       const std::string &acc, int64_t cols) {
+  std::ostringstream os;
+  os << "    unsigned " << frag << "[" << cols / 16 << "][4];\n"
+     << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
+     << "      " << frag << "[kt][0] = mpc_pack2(" << T << "(" << acc << "[2 * kt][0]), "
+     << T << "(" << acc << "[2 * kt][1]));\n"
+     << "      " << frag << "[kt][1] = mpc_pack2(" << T << "(" << acc << "[2 * kt][2]), "
+     << T << "(" << acc << "[2 * kt][3]));\n"
+     << "      " << frag << "[kt][2] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][0]), "
+     << T << "(" << acc << "[2 * kt + 1][1]));\n"
+     << "      " << frag << "[kt][3] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][2]), "
+     << T << "(" << acc << "[2 * kt + 1][3]));\n    }\n";
+  return os.str();
+}
+
+// Rows first + r (r < rows) of a global tensor, `width` elements each at
+// `src` + `rowAt` (the row offset of first + r) into the shared tile `dst`
+// of pitch `pitch`, by cp.async 16 bytes a copy over `threads` threads,
+// zero-filled from row `limit` on. The attention kernels stream K and V
+// (forward) and Q, dO, K and V (backward) this way into two buffers.
+inline std::string asyncTile(const std::string &dst, int64_t pitch,
+                             const std::string &src, const std::string &rowAt,
+                             int64_t width, int64_t rows,
+                             const std::string &first, int64_t limit,
+                             int64_t threads) {
+  std::ostringstream os;
+  os << "    for (int e = threadIdx.x; e < " << rows * width / 8 << "; e += "
+     << threads << ") {\n"
+     << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
+     << " * 8;\n      const bool in = " << first << " + r < " << limit
+     << "LL;\n      mpc_cp_async16(" << dst << " + r * " << pitch << " + c, in ? "
+     << src << " + " << rowAt << " + c : " << src << ", in);\n    }\n";
+  return os.str();
+}
+
+// Dropout over a lane's score fragments (rows rows[h], column pairs
+// j0 + n * 8 + 2t, n < cols / 8): a loop over n and h whose body has
+// `keep[2]`, the pair's keep bits, and then runs `use`. A pair is one
+// Philox draw when the keys are even in number (it then shares a group of
+// four).
+inline std::string forKeepPairs(const AttentionDropout &drop, const Dims &g,
+                                int64_t cols, const std::string &use) {
+  std::ostringstream os;
+  std::string index =
+      AttentionDropout::index(g, "b", "rows[h]", "j0 + n * 8 + 2 * t");
+  os << "#pragma unroll\n    for (int n = 0; n < " << cols / 8 << "; ++n)\n"
+     << "#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n";
+  if (g.skv % 2 == 0)
+    os << "        bool keep[2];\n        " << drop.keep2(index, "keep") << "\n";
+  else
+    os << "        const bool keep[2] = {" << drop.keep(index) << ", "
+       << drop.keep(index + " + 1") << "};\n";
+  os << use << "      }\n";
+  return os.str();
+}
+
+} // namespace mlir::mpc::cuda
+
+#endif // MPC_CODEGEN_CUDAMMATILES_H
