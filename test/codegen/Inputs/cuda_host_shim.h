@@ -463,6 +463,10 @@ MPC_EMULATOR inline void mpc_enter(dim3 grid, dim3 block, dim3 at, dim3 idx,
 /// barriers (every kernel under the race check) runs each block's threads
 /// as fibers; a round in which no barrier opens and no thread finishes is
 /// a deadlock (a barrier some threads skip), reported rather than hung.
+/// The race check runs the blocks last to first: a kernel whose result
+/// depends on the order of its blocks (one reading what another writes:
+/// no order on a GPU) then computes otherwise than the plain emulation,
+/// which the tests comparing the two bit for bit see.
 template <typename F>
 MPC_EMULATOR void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
   barrier = barrier || mpc_racecheck;
@@ -480,50 +484,51 @@ MPC_EMULATOR void mpc_emulate(dim3 grid, dim3 block, bool barrier, F kernel) {
     if (!fibers[t].tsan)
       fibers[t].tsan = __tsan_create_fiber(0);
 #endif
-  dim3 at;
-  for (at.z = 0; at.z < grid.z; ++at.z)
-    for (at.y = 0; at.y < grid.y; ++at.y)
-      for (at.x = 0; at.x < grid.x; ++at.x) {
-        mpc_async.assign(threads, {});
-        if (!barrier) {
-          for (unsigned t = 0; t < threads; ++t)
-            mpc_enter(grid, block, at, idx(t), false), kernel();
+  const unsigned blocks = grid.x * grid.y * grid.z;
+  for (unsigned n = 0; n < blocks; ++n) {
+    const unsigned linear = mpc_racecheck ? blocks - 1 - n : n;
+    const dim3 at{linear % grid.x, linear / grid.x % grid.y,
+                  linear / (grid.x * grid.y)};
+    mpc_async.assign(threads, {});
+    if (!barrier) {
+      for (unsigned t = 0; t < threads; ++t)
+        mpc_enter(grid, block, at, idx(t), false), kernel();
+      continue;
+    }
+    mpc_barrier = {threads, 0, 0, {}};
+    mpc_warp_barriers.assign((threads + 31) / 32, {});
+    for (unsigned w = 0; w < mpc_warp_barriers.size(); ++w)
+      mpc_warp_barriers[w].n = std::min(32u, threads - 32 * w);
+    mpc_fiber_body = body, mpc_fiber_arg = &kernel;
+    for (unsigned t = 0; t < threads; ++t) {
+      MpcFiber &f = fibers[t];
+      f.done = false, f.idx = idx(t);
+      mpc_context_init(f.ctx, mpc_fiber_stack(t), kFiberStack,
+                       mpc_fiber_entry);
+    }
+    for (unsigned live = threads; live > 0;) {
+      unsigned long before = mpc_progress;
+      for (unsigned t = 0; t < threads; ++t) {
+        if (fibers[t].done)
           continue;
-        }
-        mpc_barrier = {threads, 0, 0, {}};
-        mpc_warp_barriers.assign((threads + 31) / 32, {});
-        for (unsigned w = 0; w < mpc_warp_barriers.size(); ++w)
-          mpc_warp_barriers[w].n = std::min(32u, threads - 32 * w);
-        mpc_fiber_body = body, mpc_fiber_arg = &kernel;
-        for (unsigned t = 0; t < threads; ++t) {
-          MpcFiber &f = fibers[t];
-          f.done = false, f.idx = idx(t);
-          mpc_context_init(f.ctx, mpc_fiber_stack(t), kFiberStack,
-                           mpc_fiber_entry);
-        }
-        for (unsigned live = threads; live > 0;) {
-          unsigned long before = mpc_progress;
-          for (unsigned t = 0; t < threads; ++t) {
-            if (fibers[t].done)
-              continue;
-            mpc_current = &fibers[t];
-            mpc_enter(grid, block, at, fibers[t].idx, true);
+        mpc_current = &fibers[t];
+        mpc_enter(grid, block, at, fibers[t].idx, true);
 #if defined(__SANITIZE_THREAD__)
-            // Synchronizing: what the scheduler saw (the blocks and
-            // launches before) happens before the thread's next steps.
-            __tsan_switch_to_fiber(fibers[t].tsan, 0);
+        // Synchronizing: what the scheduler saw (the blocks and
+        // launches before) happens before the thread's next steps.
+        __tsan_switch_to_fiber(fibers[t].tsan, 0);
 #endif
-            mpc_context_switch(mpc_scheduler, fibers[t].ctx);
-            live -= fibers[t].done;
-          }
-          if (live > 0 && mpc_progress == before) {
-            std::fprintf(stderr, "host emulation: block (%u, %u, %u) "
-                         "deadlocks at a barrier\n", at.x, at.y, at.z);
-            std::abort();
-          }
-        }
-        // The block's threads happen before the next block's (on a GPU
-        // its shared memory is the block's own).
-        mpc_acquire(&mpc_block_end);
+        mpc_context_switch(mpc_scheduler, fibers[t].ctx);
+        live -= fibers[t].done;
       }
+      if (live > 0 && mpc_progress == before) {
+        std::fprintf(stderr, "host emulation: block (%u, %u, %u) "
+                     "deadlocks at a barrier\n", at.x, at.y, at.z);
+        std::abort();
+      }
+    }
+    // The block's threads happen before the next block's (on a GPU
+    // its shared memory is the block's own).
+    mpc_acquire(&mpc_block_end);
+  }
 }

@@ -60,6 +60,13 @@ static void asyncCopy(bool wait) {
 }
 // Two threads store the same global element.
 static void sameOutput() { out[threadIdx.x / 2] = float(threadIdx.x); }
+// Each block reads what the next one writes: no order between blocks on a
+// GPU. The plain emulation runs blocks first to last (out[0] 1: block 1
+// had not written), the race check last to first (out[0] 4).
+static void crossBlock() {
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = 1.0f + (blockIdx.x + 1 < gridDim.x ? out[blockIdx.x + 1] : 0.0f);
+}
 
 int main(int argc, char **argv) {
   if (argc != 2)
@@ -84,6 +91,8 @@ int main(int argc, char **argv) {
     mpc_emulate(one, block, true, [] { asyncCopy(false); });
   else if (c == "same-output")
     mpc_emulate(one, block, false, sameOutput);
+  else if (c == "cross-block")
+    mpc_emulate(four, block, false, crossBlock);
   else
     return 2;
   // What the kernel computed (the cp.async cases: tile[63 - t] is 63 - t
