@@ -82,13 +82,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << ", w0 = i0 + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
      // Q fragments: row r's pair at column c (zero past the last row).
-     << "  unsigned qf[" << D / 16 << "][4];\n"
-     << "  for (int kt = 0; kt < " << D / 16 << "; ++kt)\n"
-     << "    for (int f = 0; f < 4; ++f) {\n"
-     << "      const i64 r = rows[f & 1];\n"
-     << "      const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
-     << "      qf[kt][f] = r < " << L(g.sq) << " ? *(const unsigned *)(in0 + "
-     << at("in0", "r") << " + c) : 0u;\n    }\n"
+     << rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq)
      << "  float o[" << DV / 8 << "][4];\n"
      << "  for (int n = 0; n < " << DV / 8
      << "; ++n) for (int f = 0; f < 4; ++f) o[n][f] = 0.0f;\n"

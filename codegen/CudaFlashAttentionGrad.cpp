@@ -150,18 +150,10 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << body << "    }\n";
     return os.str();
   };
-  // A fragments of 16 rows of a [rows, width] global tensor.
-  auto rowFragments = [&](const std::string &frag, const std::string &src,
-                          int64_t width, int64_t limit) {
-    std::ostringstream os;
-    os << "    unsigned " << frag << "[" << width / 16 << "][4];\n"
-       << "    for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
-       << "      for (int f = 0; f < 4; ++f) {\n"
-       << "        const i64 r = rows[f & 1];\n"
-       << "        const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
-       << "        " << frag << "[kt][f] = r < " << L(limit) << " ? *(const unsigned *)("
-       << src << " + " << at(src, "r") << " + c) : 0u;\n      }\n";
-    return os.str();
+  // A fragments of 16 rows of a [rows, width] global operand.
+  auto fragments = [&](const std::string &frag, const std::string &src,
+                       int64_t width, int64_t limit) {
+    return rowFragments("    ", frag, src, at(src, "r"), width, limit);
   };
   auto store = [&](const std::string &out, const std::string &acc,
                    int64_t width, int64_t limit, const std::string &factor) {
@@ -248,8 +240,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     if (withDq) // K's tile for dS K, in the first tile's copies
       os << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"), D,
                       kRows, "kb * " + L(kRows), g.skv, kThreads);
-    os << rowFragments("kf", "in2", D, g.skv)
-       << (wantK ? rowFragments("vf", "in3", DV, g.skv) : std::string());
+    os << fragments("kf", "in2", D, g.skv)
+       << (wantK ? fragments("vf", "in3", DV, g.skv) : std::string());
     if (wantK)
       os << "    float dk[" << D / 8 << "][4];\n"
          << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n";
@@ -383,7 +375,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "  if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.sq) << ") return;\n"
      << "  const i64 w0 = (i64)blockIdx.x * " << L(kRows) << " + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
-     << rowFragments("qf", "in1", D, g.sq) << rowFragments("of", "in0", DV, g.sq)
+     << fragments("qf", "in1", D, g.sq) << fragments("of", "in0", DV, g.sq)
      << "  float dq[" << D / 8 << "][4];\n"
      << "  for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dq[n][f] = 0.0f;\n"
      // D and lse of the lane's two rows: a quarter of the sum per lane.

@@ -65,6 +65,26 @@ inline std::string pairsAlongCols(const std::string &T, const std::string &acc,
   return os.str();
 }
 
+// A fragments `frag` of the 16 rows rows[0..1] (+ 8) of a global tensor
+// `src` (width elements a row, `rowAt` the offset of row r): each lane's
+// pairs as 32-bit loads, zero past row `limit`. Indented by `indent`.
+inline std::string rowFragments(const std::string &indent,
+                                const std::string &frag, const std::string &src,
+                                const std::string &rowAt, int64_t width,
+                                int64_t limit) {
+  std::ostringstream os;
+  os << indent << "unsigned " << frag << "[" << width / 16 << "][4];\n"
+     << indent << "for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
+     << indent << "  for (int f = 0; f < 4; ++f) {\n"
+     << indent << "    const i64 r = rows[f & 1];\n"
+     << indent << "    const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+     << indent << "    " << frag << "[kt][f] = r < " << limit
+     << "LL ? *(const unsigned *)(" << src << " + " << rowAt
+     << " + c) : 0u;\n"
+     << indent << "  }\n";
+  return os.str();
+}
+
 // Packs accumulator tiles (16 x cols, FP32) into A fragments.
 inline std::string packA(const std::string &T, const std::string &frag,
                        const std::string &acc, int64_t cols) {
