@@ -39,11 +39,15 @@ os.makedirs(trace_dir, exist_ok=True)
 config.environment["MPC_TRACE_OPS"] = trace_dir
 
 # Host builds of emulated kernels.cu files, shared by the tests' processes
-# (test/codegen/FakeCudaDriver.cpp; keyed by the preprocessed source);
+# (test/codegen/FakeCudaHostBuild.h; kernel by kernel);
 # emptied at the start of every lit run.
 fake_cuda_cache = os.path.join(config.mpc_obj_root, "test", "fake-cuda-cache")
 _shutil.rmtree(fake_cuda_cache, ignore_errors=True)
 config.environment["MPC_FAKE_CUDA_CACHE"] = fake_cuda_cache
+# A line per host build (kernels compiled, seconds, kernels from the cache).
+config.environment["MPC_FAKE_CUDA_BUILD_LOG"] = fake_cuda_cache + ".log"
+if os.path.exists(fake_cuda_cache + ".log"):
+    os.remove(fake_cuda_cache + ".log")
 
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
 llvm_config.add_tool_substitutions(["split-file"], [config.llvm_tools_dir])

@@ -4,22 +4,24 @@
 // uses (runtime/cuda/CudaDriver.h). Pointed at with MPC_CUDA_DRIVER, it
 // lets the tests run `mpc train --device cuda` and `mpc run DIR --device
 // cuda` end to end without a GPU: "device memory" is host memory, and
-// cuModuleLoad(DIR/kernels.fatbin) builds DIR/kernels.cu for the host with
-// test/codegen/Inputs/cuda_host_shim.h (g++, MPC_FAKE_CUDA_SRC = the mpc
-// source tree) and runs its emulated kernels. Stream capture records
+// cuModuleLoad(DIR/kernels.fatbin) builds DIR/kernels.cu for the host
+// (FakeCudaHostBuild.h; MPC_FAKE_CUDA_SRC = the mpc source tree) and runs
+// its emulated kernels. Stream capture records
 // launches into a graph that cuGraphLaunch replays; copies during a
 // capture are refused, as mpc never makes them. With MPC_FAKE_CUDA_LOG set,
 // appends what crossed the "bus" at exit: kernel and graph launches and
-// bytes copied each way. With MPC_FAKE_CUDA_CACHE (the tests set it), host
-// builds are shared by every process through a cache keyed by the
-// preprocessed source.
+// bytes copied each way.
 //
 //===----------------------------------------------------------------------===//
+
+#include "FakeCudaHostBuild.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -52,7 +54,7 @@ using Graph = std::vector<Launch>;
 /// which name the kernels it holds (a lookup of any other kernel fails, as
 /// on a GPU).
 struct Module {
-  void *lib;
+  const mpc::fake::HostBuild *build;
   std::string image;
 };
 
@@ -94,22 +96,6 @@ void run(const Launch &l) {
   l.kernel->fn(const_cast<void **>(l.args.data()));
 }
 
-/// 64-bit FNV-1a of a file's bytes ("" when unreadable).
-std::string fileHash(const std::string &path) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return "";
-  uint64_t h = 1469598103934665603ull;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
-    for (size_t i = 0; i < n; ++i)
-      h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
-  std::fclose(f);
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", (unsigned long long)h);
-  return out;
-}
-
 /// MPC_FAKE_CUDA_RACECHECK=1: the kernels are built with ThreadSanitizer,
 /// which the shim then runs as fibers it orders by their barriers only, so
 /// a race of two GPU threads is reported (the process must start with
@@ -118,44 +104,6 @@ bool raceCheck() {
   const char *v = std::getenv("MPC_FAKE_CUDA_RACECHECK");
   return v && *v && std::string(v) != "0";
 }
-std::string sanitizeFlags() { return raceCheck() ? "-fsanitize=thread " : ""; }
-
-/// Builds dir/kernels.cu for the host into `lib` with g++. With
-/// MPC_FAKE_CUDA_CACHE (a directory), a build is kept there under the hash
-/// of the preprocessed source (kernels.cu, the shim and the headers it
-/// includes), so the many processes of a test run that load the same
-/// kernels compile them once.
-bool buildHostLibrary(const std::string &src, const std::string &dir,
-                      const std::string &lib) {
-  // The compiler does not run with ThreadSanitizer preloaded (it crashes).
-  if (raceCheck())
-    unsetenv("LD_PRELOAD");
-  std::string cxx = "g++ -O1 -std=c++17 -fPIC " + sanitizeFlags();
-  std::string flags = cxx + "-DMPC_HOST_EMULATION -I" + src + " -include " +
-                      src + "/test/codegen/Inputs/cuda_host_shim.h -x c++ ";
-  const char *cache = std::getenv("MPC_FAKE_CUDA_CACHE");
-  if (!cache || !*cache)
-    return std::system((flags + dir + "/kernels.cu -shared -o " + lib +
-                        " -lpthread").c_str()) == 0;
-  std::string pre = dir + "/kernels.host.ii";
-  if (std::system((flags + "-E -P " + dir + "/kernels.cu -o " + pre).c_str()))
-    return false;
-  std::string key = fileHash(pre);
-  std::string cached = std::string(cache) + "/" + key + ".so";
-  struct stat st;
-  if (key.empty() || stat(cached.c_str(), &st) != 0) {
-    // Built beside the cache entry, then renamed: concurrent processes
-    // never load a half-written library.
-    std::string tmp = cached + "." + std::to_string(getpid());
-    std::system(("mkdir -p " + std::string(cache)).c_str());
-    if (std::system((cxx + "-shared -x c++ " + pre +
-                     " -o " + tmp + " -lpthread").c_str()) != 0 ||
-        std::rename(tmp.c_str(), cached.c_str()) != 0)
-      return false;
-  }
-  return std::system(("cp " + cached + " " + lib).c_str()) == 0;
-}
-
 } // namespace
 
 extern "C" {
@@ -195,20 +143,24 @@ Result cuModuleLoad(void **module, const char *path) {
   const char *src = std::getenv("MPC_FAKE_CUDA_SRC");
   if (!src)
     return kInvalidImage;
-  // Every module of an artifact is its kernels.cu built for the host, once.
-  std::string lib = dir + (raceCheck() ? "/kernels.host-tsan.so" : "/kernels.host.so");
   if (raceCheck() && !dlsym(RTLD_DEFAULT, "__tsan_init")) {
     std::fprintf(stderr, "fake CUDA: MPC_FAKE_CUDA_RACECHECK needs "
                          "ThreadSanitizer loaded first (LD_PRELOAD=libtsan.so.2)\n");
     return kInvalidImage;
   }
-  static std::set<std::string> built;
-  if (!built.count(lib) && !buildHostLibrary(src, dir, lib))
-    return kInvalidImage;
-  built.insert(lib);
-  void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    return kInvalidImage;
+  // Every module of an artifact is its kernels.cu built for the host, once
+  // a process; the libraries stay loaded until it exits.
+  static std::map<std::string, mpc::fake::HostBuild> builds;
+  static std::mutex building; // (ranks may load modules on threads of their own)
+  std::lock_guard<std::mutex> lock(building);
+  std::string key = dir + (raceCheck() ? " tsan" : "");
+  auto found = builds.find(key);
+  if (found == builds.end()) {
+    mpc::fake::HostBuild build;
+    if (!mpc::fake::buildHost(src, dir, raceCheck(), build))
+      return kInvalidImage;
+    found = builds.emplace(key, std::move(build)).first;
+  }
   std::string image;
   if (FILE *f = std::fopen(path, "rb")) {
     char buf[65536];
@@ -216,24 +168,23 @@ Result cuModuleLoad(void **module, const char *path) {
       image.append(buf, n);
     std::fclose(f);
   }
-  *module = new Module{handle, image};
+  *module = new Module{&found->second, image};
   return kOk;
 }
 Result cuModuleUnload(void *module) {
-  auto *m = static_cast<Module *>(module);
-  dlclose(m->lib);
-  delete m;
+  delete static_cast<Module *>(module);
   return kOk;
 }
 Result cuModuleGetFunction(void **fn, void *module, const char *name) {
   auto *m = static_cast<Module *>(module);
   std::string emu = std::string("emu_") + name;
-  auto f = (void (*)(void **))dlsym(m->lib, emu.c_str());
-  auto n = (int *)dlsym(m->lib, (emu + "_nparams").c_str());
+  void *lib = m->build->libraryOf(emu);
+  auto f = lib ? (void (*)(void **))dlsym(lib, emu.c_str()) : nullptr;
+  auto n = lib ? (int *)dlsym(lib, (emu + "_nparams").c_str()) : nullptr;
   // An empty image (a test's stand-in fatbin) holds every kernel.
   if (!f || !n || (!m->image.empty() && m->image.find(name) == std::string::npos))
     return ++stats.missedLookups, kNotFound;
-  auto packed = (int *)dlsym(m->lib, (emu + "_packed").c_str());
+  auto packed = (int *)dlsym(lib, (emu + "_packed").c_str());
   *fn = new Kernel{f, *n, packed && *packed};
   return kOk;
 }

@@ -1,0 +1,270 @@
+//===- FakeCudaHostBuild.cpp - an artifact's kernels.cu built for the host -===//
+
+#include "FakeCudaHostBuild.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace mpc::fake {
+namespace {
+
+/// One kernel of kernels.cu: its code, its launcher and the launchers'
+/// names (a kernel may bring helper kernels: attention's key-block pass).
+struct Block {
+  std::string code, launcher;
+  std::vector<std::string> entries; // emu_NAME
+  std::string key;                  // its name in the cache
+};
+
+bool readFile(const std::string &path, std::string &text) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return false;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    text.append(buf, n);
+  std::fclose(f);
+  return true;
+}
+
+bool writeFile(const std::string &path, const std::string &text) {
+  FILE *f = std::fopen(path.c_str(), "wb");
+  if (!f)
+    return false;
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+/// 64-bit FNV-1a, as 16 hex digits.
+std::string hash(const std::string &bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes)
+    h = (h ^ c) * 1099511628211ull;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", (unsigned long long)h);
+  return out;
+}
+
+/// The lines of `text` after each line `marker NAME` up to the next such
+/// line, by NAME; the lines before the first in `head`.
+std::vector<std::pair<std::string, std::string>>
+splitAt(const std::string &text, const std::string &marker, std::string &head) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  head.clear();
+  for (size_t line = 0; line < text.size();) {
+    size_t eol = text.find('\n', line);
+    size_t end = eol == std::string::npos ? text.size() : eol + 1;
+    if (eol != std::string::npos &&
+        text.compare(line, marker.size(), marker) == 0)
+      parts.push_back({text.substr(line + marker.size(),
+                                   eol - line - marker.size()), ""});
+    else
+      (parts.empty() ? head : parts.back().second)
+          .append(text, line, end - line);
+    line = end;
+  }
+  return parts;
+}
+
+/// kernels.cu as prelude and kernels, by the emitter's marker lines; false
+/// when it has none (a hand-written kernels.cu) or they do not pair up.
+bool splitKernels(const std::string &text, std::string &prelude,
+                  std::vector<Block> &blocks) {
+  const std::string open = "#ifdef MPC_HOST_EMULATION\n";
+  size_t split = text.rfind(open);
+  size_t close = text.rfind("#endif");
+  if (split == std::string::npos || close == std::string::npos || close < split)
+    return false;
+  auto kernels = splitAt(text.substr(0, split), "// kernel ", prelude);
+  std::string none;
+  auto launchers = splitAt(
+      text.substr(split + open.size(), close - split - open.size()),
+      "// launcher ", none);
+  if (kernels.empty() || kernels.size() != launchers.size())
+    return false;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (kernels[i].first != launchers[i].first)
+      return false;
+    Block b{kernels[i].second, launchers[i].second, {}, {}};
+    const std::string def = "extern \"C\" void ";
+    for (size_t at = b.launcher.find(def); at != std::string::npos;
+         at = b.launcher.find(def, at + 1)) {
+      size_t name = at + def.size();
+      b.entries.push_back(
+          b.launcher.substr(name, b.launcher.find('(', name) - name));
+    }
+    blocks.push_back(std::move(b));
+  }
+  return true;
+}
+
+std::string compiler(const std::string &src, bool tsan) {
+  return "g++ -O1 -std=c++17 -fPIC " +
+         std::string(tsan ? "-fsanitize=thread " : "") +
+         "-DMPC_HOST_EMULATION -I" + src + " -include " + src +
+         "/test/codegen/Inputs/cuda_host_shim.h -x c++ ";
+}
+
+bool run(const std::string &command) {
+  if (std::system(command.c_str()) == 0)
+    return true;
+  std::fprintf(stderr, "fake CUDA: failed: %s\n", command.c_str());
+  return false;
+}
+
+/// Compiles `units` (each a list of blocks) side by side, each into a
+/// library that `cache` then holds under every one of its blocks' keys.
+bool compileUnits(const std::string &cxx, const std::string &work,
+                  const std::string &cache, const std::string &prelude,
+                  const std::vector<std::vector<Block *>> &units) {
+  std::vector<std::string> libs(units.size());
+  std::vector<char> ok(units.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t u = 0; u < units.size(); ++u) {
+    std::string cu = work + "unit" + std::to_string(u) + ".cu";
+    std::string tu = prelude;
+    for (const Block *b : units[u])
+      tu += b->code;
+    tu += "#ifdef MPC_HOST_EMULATION\n";
+    for (const Block *b : units[u])
+      tu += b->launcher;
+    tu += "#endif\n";
+    libs[u] = work + "unit" + std::to_string(u) + ".so";
+    if (!writeFile(cu, tu))
+      return false;
+    threads.emplace_back([&, u, cu] {
+      ok[u] = run(cxx + cu + " -shared -o " + libs[u] + " -lpthread");
+    });
+  }
+  for (std::thread &t : threads)
+    t.join();
+  bool all = true;
+  for (size_t u = 0; u < units.size(); ++u) {
+    for (const Block *b : units[u]) {
+      std::string entry = cache + "/" + b->key + ".so";
+      // Another process may have stored the same kernel meanwhile: its
+      // library is as good as ours.
+      if (ok[u] && link(libs[u].c_str(), entry.c_str()) != 0 && errno != EEXIST)
+        ok[u] = false;
+    }
+    unlink(libs[u].c_str());
+    unlink((work + "unit" + std::to_string(u) + ".cu").c_str());
+    all = all && ok[u];
+  }
+  return all;
+}
+
+/// Up to two units (a test run's two workers may each be building), of
+/// similar code size; one below 24 kernels, where a second prelude costs
+/// more than it saves.
+std::vector<std::vector<Block *>> splitUnits(std::vector<Block *> missing) {
+  size_t n = missing.size() < 24 ? 1 : 2;
+  std::vector<std::vector<Block *>> units(n);
+  std::vector<size_t> size(n, 0);
+  std::stable_sort(missing.begin(), missing.end(), [](Block *a, Block *b) {
+    return a->code.size() > b->code.size();
+  });
+  for (Block *b : missing) {
+    size_t u = size[0] <= size[n - 1] ? 0 : n - 1;
+    units[u].push_back(b);
+    size[u] += b->code.size();
+  }
+  return units;
+}
+
+void *load(const std::string &lib) {
+  void *handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    std::fprintf(stderr, "fake CUDA: %s\n", dlerror());
+  return handle;
+}
+
+} // namespace
+
+void *HostBuild::libraryOf(const std::string &launcher) const {
+  auto it = launchers.find(launcher);
+  return it != launchers.end() ? it->second : whole;
+}
+
+bool buildHost(const std::string &src, const std::string &dir, bool tsan,
+               HostBuild &out) {
+  // The compiler does not run with ThreadSanitizer preloaded (it crashes).
+  if (tsan)
+    unsetenv("LD_PRELOAD");
+  std::string cxx = compiler(src, tsan), text, prelude;
+  std::vector<Block> blocks;
+  const char *cacheEnv = std::getenv("MPC_FAKE_CUDA_CACHE");
+  std::string cache = cacheEnv ? cacheEnv : "";
+  if (!readFile(dir + "/kernels.cu", text))
+    return std::fprintf(stderr, "fake CUDA: no %s/kernels.cu\n", dir.c_str()),
+           false;
+  if (!splitKernels(text, prelude, blocks)) {
+    // One block of the whole file, its launchers found by dlsym.
+    prelude.clear();
+    blocks = {Block{text, "", {}, {}}};
+  }
+  if (cache.empty()) {
+    std::string lib = dir + (tsan ? "/kernels.host-tsan.so" : "/kernels.host.so");
+    if (!run(cxx + dir + "/kernels.cu -shared -o " + lib + " -lpthread"))
+      return false;
+    return (out.whole = load(lib)) != nullptr;
+  }
+  // The prelude as the compiler sees it: the shim, its headers and the
+  // emitted helpers, all part of every kernel's key. Scratch files go to
+  // the cache under this process's name (ranks may load one artifact at
+  // once), and are removed.
+  mkdir(cache.c_str(), 0755);
+  std::string work = cache + "/build." + std::to_string(getpid()) + ".";
+  std::string preprocessed;
+  bool preOk = writeFile(work + "prelude.cu", prelude) &&
+               run(cxx + "-E -P " + work + "prelude.cu -o " + work +
+                   "prelude.ii") &&
+               readFile(work + "prelude.ii", preprocessed);
+  unlink((work + "prelude.cu").c_str());
+  unlink((work + "prelude.ii").c_str());
+  if (!preOk)
+    return false;
+  std::string preludeKey = hash(preprocessed) + (tsan ? "-tsan" : "");
+  std::vector<Block *> missing;
+  for (Block &b : blocks) {
+    b.key = hash(preludeKey + '\0' + b.code + '\0' + b.launcher) +
+            (tsan ? "-tsan" : "");
+    struct stat st;
+    if (stat((cache + "/" + b.key + ".so").c_str(), &st) != 0)
+      missing.push_back(&b);
+  }
+  auto start = std::chrono::steady_clock::now();
+  if (!missing.empty() &&
+      !compileUnits(cxx, work, cache, prelude, splitUnits(missing)))
+    return false;
+  if (const char *log = std::getenv("MPC_FAKE_CUDA_BUILD_LOG"))
+    if (FILE *f = std::fopen(log, "a")) {
+      std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;
+      std::fprintf(f, "%s: %zu kernels compiled in %.2f s, %zu from the cache\n",
+                   dir.c_str(), missing.size(), s.count(),
+                   blocks.size() - missing.size());
+      std::fclose(f);
+    }
+  for (const Block &b : blocks) {
+    // The kernels compiled together share one file: dlopen maps it once.
+    void *handle = load(cache + "/" + b.key + ".so");
+    if (!handle)
+      return false;
+    if (b.entries.empty())
+      out.whole = handle;
+    for (const std::string &e : b.entries)
+      out.launchers[e] = handle;
+  }
+  return true;
+}
+
+} // namespace mpc::fake
