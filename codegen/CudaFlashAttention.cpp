@@ -30,19 +30,32 @@ int64_t mmaKeys(const Dims &g) {
 }
 
 
-// Dropout on the forward's probabilities `sc`: dropped ones become 0,
-// after the row sums counted them.
+// Dropout on the forward's probabilities `sc` (of `mtiles` row tiles):
+// dropped ones become 0, after the row sums counted them.
 static std::string dropP(const AttentionDropout &drop, const Dims &g,
-                         int64_t cols) {
+                         int64_t cols, int64_t mtiles) {
   if (!drop.on)
     return "";
-  return forKeepPairs(drop, g, cols,
-                      "        if (!keep[0]) sc[n][2 * h] = 0.0f;\n"
-                      "        if (!keep[1]) sc[n][2 * h + 1] = 0.0f;\n");
+  return "#pragma unroll\n    for (int mt = 0; mt < " + std::to_string(mtiles) + "; ++mt) {\n" +
+         forKeepPairs(drop, g, cols,
+                      "        if (!keep[0]) sc[mt][n][2 * h] = 0.0f;\n"
+                      "        if (!keep[1]) sc[mt][n][2 * h + 1] = 0.0f;\n",
+                      "rows[mt]") +
+         "    }\n";
 }
 
-/// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16
-/// query rows each; the warp's Q fragments, scores, probabilities and O
+/// Row tiles of 16 a warp of the forward: two (32 rows, as
+/// FlashAttention-2's forward: each K and V fragment read from shared
+/// memory feeds two mma.sync, and each tile copied feeds 128 query rows)
+/// where the registers hold them: Q fragments, scores and O accumulators
+/// at head sizes up to 64 (~160 registers a thread); one beyond.
+static int64_t rowTilesPerWarp(const Dims &g) {
+  return g.d <= 64 && g.dv <= 64 ? 2 : 1;
+}
+
+/// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16 or
+/// 32 query rows each (rowTilesPerWarp: tiles mt of 16 rows); the warp's
+/// Q fragments, scores, probabilities and O
 /// accumulators stay in registers in mma.sync's m16n8k16 layout (lane = 4g
 /// + t holds rows g and g+8), so the row max and sum need only shuffles
 /// among the 4 lanes of a quad, the rescale by exp(m_old - m_new) is a
@@ -62,7 +75,9 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   AttentionDropout drop(*this, s, g, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
   const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
-  constexpr int64_t kWarps = 4, kRows = 64;
+  const int64_t MT = rowTilesPerWarp(g);
+  constexpr int64_t kWarps = 4;
+  const int64_t kRows = kWarps * 16 * MT;
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   auto at = [&](const std::string &operand, const std::string &row) {
     return operandRow(s, operand, row);
@@ -79,14 +94,19 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      // FlashAttention-3 schedules causal tiles).
      << "  const i64 b = blockIdx.y, i0 = (i64)"
      << (causal ? "(gridDim.x - 1 - blockIdx.x)" : "blockIdx.x") << " * " << L(kRows)
-     << ", w0 = i0 + (threadIdx.x / 32) * 16;\n"
-     << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
+     << ", w0 = i0 + (threadIdx.x / 32) * " << 16 * MT << ";\n"
+     << "  i64 rows[" << MT << "][2];\n"
+     << "  for (int mt = 0; mt < " << MT << "; ++mt)\n"
+     << "    rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
      // Q fragments: row r's pair at column c (zero past the last row).
-     << rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq)
-     << "  float o[" << DV / 8 << "][4];\n"
-     << "  for (int n = 0; n < " << DV / 8
-     << "; ++n) for (int f = 0; f < 4; ++f) o[n][f] = 0.0f;\n"
-     << "  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};\n";
+     << rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, MT)
+     << "  float o[" << MT << "][" << DV / 8 << "][4], m[" << MT << "][2], l["
+     << MT << "][2];\n"
+     << "  for (int mt = 0; mt < " << MT << "; ++mt) {\n"
+     << "    for (int n = 0; n < " << DV / 8
+     << "; ++n) for (int f = 0; f < 4; ++f) o[mt][n][f] = 0.0f;\n"
+     << "    for (int h = 0; h < 2; ++h) m[mt][h] = -INFINITY, l[mt][h] = 0.0f;\n"
+     << "  }\n";
   std::string jEnd = causal ? "(i0 + " + L(kRows + g.skv - g.sq) + " < " +
                                   L(g.skv) + " ? i0 + " +
                                   L(kRows + g.skv - g.sq) + " : " + L(g.skv) + ")"
@@ -109,18 +129,21 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    const " << T << " *kt_ = ks + buf * " << TK * KS << ", *vt_ = vs + buf * "
      << TK * VS << ";\n"
      // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
-     << pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK);
+     << pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK, MT);
   // Scores in log2 units (scale * log2(e) folded in, the bias times
   // log2(e)), so the exponentials are exp2f, as FlashAttention-2's: the
   // running max m too; lse = m ln 2 + log(l) at the end.
   const double log2e = 1.4426950408889634;
-  std::string scaled = flt((float)(s.getFloat("scale", 1.0) * log2e)) + " * sc[n][f]";
+  std::string scaled = flt((float)(s.getFloat("scale", 1.0) * log2e)) + " * sc[mt][n][f]";
   auto scores = [&](bool masked) {
     std::ostringstream b;
-    b << "      for (int n = 0; n < " << TK / 8 << "; ++n)\n"
-      << "        for (int f = 0; f < 4; ++f) {\n";
+    // Unrolled whole, as every loop over the fragments: an index the
+    // compiler cannot resolve puts the array in local memory.
+    b << "#pragma unroll\n      for (int mt = 0; mt < " << MT << "; ++mt)\n"
+      << "#pragma unroll\n      for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+      << "#pragma unroll\n        for (int f = 0; f < 4; ++f) {\n";
     if (masked || hasBias)
-      b << "          const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n";
+      b << "          const i64 i = rows[mt][f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n";
     if (masked)
       b << "          float v = -INFINITY;\n"
         << "          if (i < " << L(g.sq) << " && j < " << L(g.skv)
@@ -132,56 +155,64 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
       b << "            " << biasOffset(g, val(s.inputs[3]).shape)
         << "\n            v += " << flt((float)log2e) << " * ld(in3, off);\n";
     if (masked)
-      b << "          }\n          sc[n][f] = v;\n"
-        << "          mx[f >> 1] = fmaxf(mx[f >> 1], v);\n        }\n";
+      b << "          }\n          sc[mt][n][f] = v;\n"
+        << "          mx[mt][f >> 1] = fmaxf(mx[mt][f >> 1], v);\n        }\n";
     else
-      b << "            sc[n][f] = v;\n"
-        << "            mx[f >> 1] = fmaxf(mx[f >> 1], v);\n          }\n        }\n";
+      b << "            sc[mt][n][f] = v;\n"
+        << "            mx[mt][f >> 1] = fmaxf(mx[mt][f >> 1], v);\n          }\n        }\n";
     return b.str();
   };
-  // A tile whose every key all 16 of the warp's rows see needs no mask
+  // A tile whose every key all the warp's rows see needs no mask
   // (FlashAttention masks only the tiles at the ends and the diagonal).
-  os << "    float mx[2] = {m[0], m[1]};\n"
-     << "    const bool full = j0 + " << L(TK) << " <= " << L(g.skv) << " && w0 + 16 <= "
-     << L(g.sq)
+  os << "    float mx[" << MT << "][2];\n"
+     << "    for (int mt = 0; mt < " << MT << "; ++mt) mx[mt][0] = m[mt][0], mx[mt][1] = m[mt][1];\n"
+     << "    const bool full = j0 + " << L(TK) << " <= " << L(g.skv) << " && w0 + "
+     << 16 * MT << " <= " << L(g.sq)
      << (causal ? " && j0 + " + L(TK - 1) + " <= w0 + " + L(g.skv - g.sq) : std::string())
      << ";\n"
      << "    if (full) {\n" << scores(false) << "    } else {\n" << scores(true)
      << "    }\n"
-     // The two rows' maxima over the quad.
-     << "    float c[2];\n"
-     << "    for (int h = 0; h < 2; ++h) {\n"
-     << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));\n"
-     << "      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));\n"
-     << "      c[h] = mx[h] == -INFINITY ? 1.0f : exp2f(m[h] - mx[h]);\n"
-     << "      m[h] = mx[h];\n      l[h] *= c[h];\n    }\n"
-     << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
-     << "      for (int f = 0; f < 4; ++f) o[n][f] *= c[f >> 1];\n"
+     // Each row's maximum over the quad.
+     << "#pragma unroll\n    for (int mt = 0; mt < " << MT << "; ++mt) {\n"
+     << "      float c[2];\n"
+     << "      for (int h = 0; h < 2; ++h) {\n"
+     << "        float &x = mx[mt][h];\n"
+     << "        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));\n"
+     << "        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));\n"
+     << "        c[h] = x == -INFINITY ? 1.0f : exp2f(m[mt][h] - x);\n"
+     << "        m[mt][h] = x;\n        l[mt][h] *= c[h];\n      }\n"
+     << "      for (int n = 0; n < " << DV / 8 << "; ++n)\n"
+     << "        for (int f = 0; f < 4; ++f) o[mt][n][f] *= c[f >> 1];\n"
      // P, summed in FP32 (each lane its part of the row), then packed
      // into A fragments: keys 16kt.. are score tiles 2kt and 2kt+1.
-     << "    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
-     << "      for (int f = 0; f < 4; ++f) {\n"
-     << "        const float p = sc[n][f] == -INFINITY ? 0.0f : exp2f(sc[n][f] - m[f >> 1]);\n"
-     << "        sc[n][f] = p;\n        l[f >> 1] += p;\n      }\n"
-     << dropP(drop, g, TK)
+     << "      for (int n = 0; n < " << TK / 8 << "; ++n)\n"
+     << "        for (int f = 0; f < 4; ++f) {\n"
+     << "          float &p = sc[mt][n][f];\n"
+     << "          p = p == -INFINITY ? 0.0f : exp2f(p - m[mt][f >> 1]);\n"
+     << "          l[mt][f >> 1] += p;\n        }\n"
+     << "    }\n"
+     << dropP(drop, g, TK, MT)
      // O += P V: B(k, n) = V[key k][dim n], a pair along keys.
-     << packA(T, "pa", "sc", TK) << pairsAlongRows(T, "o", "pa", "vt_", VS, TK / 16, DV)
+     << packA(T, "pa", "sc", TK, MT)
+     << pairsAlongRows(T, "o", "pa", "vt_", VS, TK / 16, DV, MT)
      // Every warp is done with this buffer before the next tile's copy.
      << "    __syncthreads();\n  }\n"
      // The rows' sums over the quad; lanes write their columns.
-     << "  for (int h = 0; h < 2; ++h) {\n"
-     << "    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);\n"
-     << "    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);\n"
-     << "    const i64 i = rows[h];\n"
+     << "#pragma unroll\n  for (int mt = 0; mt < " << MT << "; ++mt)\n"
+     << "#pragma unroll\n  for (int h = 0; h < 2; ++h) {\n"
+     << "    float &sum = l[mt][h];\n"
+     << "    sum += __shfl_xor_sync(0xffffffffu, sum, 1);\n"
+     << "    sum += __shfl_xor_sync(0xffffffffu, sum, 2);\n"
+     << "    const i64 i = rows[mt][h];\n"
      << "    if (i >= " << L(g.sq) << ") continue;\n"
-     << "    const bool none = l[h] == 0.0f;\n"
+     << "    const bool none = sum == 0.0f;\n"
      << "    const i64 row = b * " << L(g.sq) << " + i;\n"
      << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
      << "      for (int e = 0; e < 2; ++e)\n"
      << "        st(out0, " << at("out0", "i") << " + n * 8 + 2 * t + e, "
-     << attentionY(zeroMasked, "o[n][2 * h + e]", "l[h]", drop) << ");\n"
+     << attentionY(zeroMasked, "o[mt][n][2 * h + e]", "sum", drop) << ");\n"
      << "    if (t == 0) st(out1, row, "
-     << attentionLse(zeroMasked, "m[h] * " + flt((float)(1 / log2e)), "l[h]")
+     << attentionLse(zeroMasked, "m[mt][h] * " + flt((float)(1 / log2e)), "sum")
      << ");\n"
      << "  }\n}\n\n";
   cu << os.str();

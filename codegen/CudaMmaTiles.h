@@ -21,46 +21,66 @@ namespace mlir::mpc::cuda {
 
 // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is a pair
 // along k from two rows of a shared tile (pitch p): ldmatrix's transposed
-// form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1.
+// form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1. With
+// `mtiles` (> 0) A and acc have a leading dimension of that many 16-row
+// tiles, and each B fragment loaded feeds them all.
 inline std::string pairsAlongRows(const std::string &T, const std::string &acc,
                                 const std::string &a, const std::string &tile,
-                                int64_t pitch, int64_t ktiles, int64_t cols) {
+                                int64_t pitch, int64_t ktiles, int64_t cols,
+                                int64_t mtiles = 0) {
   std::ostringstream os;
+  std::string m = mtiles ? "[mt]" : "", in = mtiles ? "  " : "";
   os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
      << "      const " << T << " *r0 = " << tile
      << " + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * " << pitch
      << " + lane / 16 * 8;\n"
      << "      for (int n = 0; n < " << cols / 8 << "; n += 2) {\n"
-     << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n"
-     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
-     << "        mma_16816<" << T << ">(" << acc << "[n + 1], " << a << "[kt], bb + 2);\n"
-     << "      }\n    }\n";
+     << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n";
+  if (mtiles)
+    os << "        for (int mt = 0; mt < " << mtiles << "; ++mt) {\n";
+  os << in << "        mma_16816<" << T << ">(" << acc << m << "[n], " << a << m << "[kt], bb);\n"
+     << in << "        mma_16816<" << T << ">(" << acc << m << "[n + 1], " << a << m << "[kt], bb + 2);\n";
+  if (mtiles)
+    os << "        }\n";
+  os << "      }\n    }\n";
   return os.str();
 }
 
 // acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
 // a pair along k within row n*8+g, by ldmatrix two k-steps at a time
-// (an odd last one by two tiles).
+// (an odd last one by two tiles). `mtiles` as for pairsAlongRows.
 inline std::string pairsAlongCols(const std::string &T, const std::string &acc,
                                 const std::string &a, const std::string &tile,
-                                int64_t pitch, int64_t width, int64_t ncols) {
+                                int64_t pitch, int64_t width, int64_t ncols,
+                                int64_t mtiles = 0) {
   std::ostringstream os;
-  os << "    float " << acc << "[" << ncols / 8 << "][4];\n"
+  std::string m = mtiles ? "[mt]" : "", in = mtiles ? "  " : "";
+  std::string loop = mtiles ? "for (int mt = 0; mt < " +
+                                  std::to_string(mtiles) + "; ++mt) "
+                            : "";
+  os << "    float " << acc << (mtiles ? "[" + std::to_string(mtiles) + "]" : "")
+     << "[" << ncols / 8 << "][4];\n"
      << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
-     << "      for (int f = 0; f < 4; ++f) " << acc << "[n][f] = 0.0f;\n"
+     << "      " << loop << "for (int f = 0; f < 4; ++f) " << acc << m
+     << "[n][f] = 0.0f;\n"
      << "      const " << T << " *row = " << tile << " + (n * 8 + lane % 8) * "
      << pitch << " + lane / 8 * 8;\n"
      << "      for (int kt = 0; kt + 1 < " << width / 16 << "; kt += 2) {\n"
-     << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n"
-     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt], bb);\n"
-     << "        mma_16816<" << T << ">(" << acc << "[n], " << a << "[kt + 1], bb + 2);\n"
-     << "      }\n";
-  if (width / 16 % 2)
+     << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n";
+  if (mtiles)
+    os << "        " << loop << "{\n";
+  os << in << "        mma_16816<" << T << ">(" << acc << m << "[n], " << a << m << "[kt], bb);\n"
+     << in << "        mma_16816<" << T << ">(" << acc << m << "[n], " << a << m << "[kt + 1], bb + 2);\n";
+  if (mtiles)
+    os << "        }\n";
+  os << "      }\n";
+  if (width / 16 % 2) {
     os << "      unsigned bb[2];\n      mpc_ldsm<2, false>(bb, " << tile
        << " + (n * 8 + lane % 8) * " << pitch << " + " << width - 16
-       << " + lane / 8 % 2 * 8);\n"
-       << "      mma_16816<" << T << ">(" << acc << "[n], " << a << "["
-       << width / 16 - 1 << "], bb);\n";
+       << " + lane / 8 % 2 * 8);\n";
+    os << "      " << loop << "mma_16816<" << T << ">(" << acc << m << "[n], " << a
+       << m << "[" << width / 16 - 1 << "], bb);\n";
+  }
   os << "    }\n";
   return os.str();
 }
@@ -68,37 +88,51 @@ inline std::string pairsAlongCols(const std::string &T, const std::string &acc,
 // A fragments `frag` of the 16 rows rows[0..1] (+ 8) of a global tensor
 // `src` (width elements a row, `rowAt` the offset of row r): each lane's
 // pairs as 32-bit loads, zero past row `limit`. Indented by `indent`.
+// With `mtiles` (> 0), `mtiles` tiles of 16 rows: frag[mt], rows[mt].
 inline std::string rowFragments(const std::string &indent,
                                 const std::string &frag, const std::string &src,
                                 const std::string &rowAt, int64_t width,
-                                int64_t limit) {
+                                int64_t limit, int64_t mtiles = 0) {
   std::ostringstream os;
-  os << indent << "unsigned " << frag << "[" << width / 16 << "][4];\n"
-     << indent << "for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
-     << indent << "  for (int f = 0; f < 4; ++f) {\n"
-     << indent << "    const i64 r = rows[f & 1];\n"
-     << indent << "    const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
-     << indent << "    " << frag << "[kt][f] = r < " << limit
+  std::string m = mtiles ? "[mt]" : "", in = indent + (mtiles ? "  " : "");
+  os << indent << "unsigned " << frag
+     << (mtiles ? "[" + std::to_string(mtiles) + "]" : "") << "["
+     << width / 16 << "][4];\n";
+  if (mtiles)
+    os << indent << "for (int mt = 0; mt < " << mtiles << "; ++mt)\n";
+  os << in << "for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
+     << in << "  for (int f = 0; f < 4; ++f) {\n"
+     << in << "    const i64 r = rows" << m << "[f & 1];\n"
+     << in << "    const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+     << in << "    " << frag << m << "[kt][f] = r < " << limit
      << "LL ? *(const unsigned *)(" << src << " + " << rowAt
      << " + c) : 0u;\n"
-     << indent << "  }\n";
+     << in << "  }\n";
   return os.str();
 }
 
-// Packs accumulator tiles (16 x cols, FP32) into A fragments.
+// Packs accumulator tiles (16 x cols, FP32) into A fragments; `mtiles` as
+// for pairsAlongRows.
 inline std::string packA(const std::string &T, const std::string &frag,
-                       const std::string &acc, int64_t cols) {
+                       const std::string &acc, int64_t cols,
+                       int64_t mtiles = 0) {
   std::ostringstream os;
-  os << "    unsigned " << frag << "[" << cols / 16 << "][4];\n"
-     << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
-     << "      " << frag << "[kt][0] = mpc_pack2(" << T << "(" << acc << "[2 * kt][0]), "
-     << T << "(" << acc << "[2 * kt][1]));\n"
-     << "      " << frag << "[kt][1] = mpc_pack2(" << T << "(" << acc << "[2 * kt][2]), "
-     << T << "(" << acc << "[2 * kt][3]));\n"
-     << "      " << frag << "[kt][2] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][0]), "
-     << T << "(" << acc << "[2 * kt + 1][1]));\n"
-     << "      " << frag << "[kt][3] = mpc_pack2(" << T << "(" << acc << "[2 * kt + 1][2]), "
-     << T << "(" << acc << "[2 * kt + 1][3]));\n    }\n";
+  std::string m = mtiles ? "[mt]" : "", in = mtiles ? "  " : "";
+  std::string a = acc + m, fr = frag + m;
+  os << "    unsigned " << frag
+     << (mtiles ? "[" + std::to_string(mtiles) + "]" : "") << "[" << cols / 16
+     << "][4];\n";
+  if (mtiles)
+    os << "    for (int mt = 0; mt < " << mtiles << "; ++mt)\n";
+  os << in << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
+     << in << "      " << fr << "[kt][0] = mpc_pack2(" << T << "(" << a << "[2 * kt][0]), "
+     << T << "(" << a << "[2 * kt][1]));\n"
+     << in << "      " << fr << "[kt][1] = mpc_pack2(" << T << "(" << a << "[2 * kt][2]), "
+     << T << "(" << a << "[2 * kt][3]));\n"
+     << in << "      " << fr << "[kt][2] = mpc_pack2(" << T << "(" << a << "[2 * kt + 1][0]), "
+     << T << "(" << a << "[2 * kt + 1][1]));\n"
+     << in << "      " << fr << "[kt][3] = mpc_pack2(" << T << "(" << a << "[2 * kt + 1][2]), "
+     << T << "(" << a << "[2 * kt + 1][3]));\n" << in << "    }\n";
   return os.str();
 }
 
@@ -122,16 +156,17 @@ inline std::string asyncTile(const std::string &dst, int64_t pitch,
   return os.str();
 }
 
-// Dropout over a lane's score fragments (rows rows[h], column pairs
+// Dropout over a lane's score fragments (rows `rows`[h], column pairs
 // j0 + n * 8 + 2t, n < cols / 8): a loop over n and h whose body has
 // `keep[2]`, the pair's keep bits, and then runs `use`. A pair is one
 // Philox draw when the keys are even in number (it then shares a group of
 // four).
 inline std::string forKeepPairs(const AttentionDropout &drop, const Dims &g,
-                                int64_t cols, const std::string &use) {
+                                int64_t cols, const std::string &use,
+                                const std::string &rows = "rows") {
   std::ostringstream os;
   std::string index =
-      AttentionDropout::index(g, "b", "rows[h]", "j0 + n * 8 + 2 * t");
+      AttentionDropout::index(g, "b", rows + "[h]", "j0 + n * 8 + 2 * t");
   os << "#pragma unroll\n    for (int n = 0; n < " << cols / 8 << "; ++n)\n"
      << "#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n";
   if (g.skv % 2 == 0)

@@ -28,6 +28,10 @@ CASES = {
     # Whole 64-key tiles that every row of a warp sees (no mask applied)
     # beside the diagonal's and the last partial one.
     "causal_long": ((1, 1, 80, 32), (1, 1, 130, 32), (1, 1, 130, 32), 1, None),
+    # Blocks of 128 queries (two 16-row tiles a warp at head size 64):
+    # several blocks, the last partial, its second tiles past the end.
+    "causal_300": ((1, 2, 300, 64), (1, 2, 300, 64), (1, 2, 300, 64), 1, None),
+    "mask_200": ((1, 1, 200, 64), (1, 1, 150, 64), (1, 1, 150, 64), 0, (200, 150)),
 }
 
 
