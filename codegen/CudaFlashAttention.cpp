@@ -76,6 +76,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   std::string T = ctype(val(s.inputs[0]).dtype);
   const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
   const int64_t MT = rowTilesPerWarp(g);
+  const RowTiles tiles{MT};
   constexpr int64_t kWarps = 4;
   const int64_t kRows = kWarps * 16 * MT;
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -99,7 +100,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "  for (int mt = 0; mt < " << MT << "; ++mt)\n"
      << "    rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
      // Q fragments: row r's pair at column c (zero past the last row).
-     << rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, MT)
+     << rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, tiles)
      << "  float o[" << MT << "][" << DV / 8 << "][4], m[" << MT << "][2], l["
      << MT << "][2];\n"
      << "  for (int mt = 0; mt < " << MT << "; ++mt) {\n"
@@ -129,7 +130,7 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    const " << T << " *kt_ = ks + buf * " << TK * KS << ", *vt_ = vs + buf * "
      << TK * VS << ";\n"
      // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
-     << pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK, MT);
+     << pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK, tiles);
   // Scores in log2 units (scale * log2(e) folded in, the bias times
   // log2(e)), so the exponentials are exp2f, as FlashAttention-2's: the
   // running max m too; lse = m ln 2 + log(l) at the end.
@@ -193,8 +194,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    }\n"
      << dropP(drop, g, TK, MT)
      // O += P V: B(k, n) = V[key k][dim n], a pair along keys.
-     << packA(T, "pa", "sc", TK, MT)
-     << pairsAlongRows(T, "o", "pa", "vt_", VS, TK / 16, DV, MT)
+     << packA(T, "pa", "sc", TK, tiles)
+     << pairsAlongRows(T, "o", "pa", "vt_", VS, TK / 16, DV, tiles)
      // Every warp is done with this buffer before the next tile's copy.
      << "    __syncthreads();\n  }\n"
      // The rows' sums over the quad; lanes write their columns.

@@ -11,6 +11,7 @@
 
 #include "codegen/CudaAttention.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -19,68 +20,84 @@ namespace mlir::mpc::cuda {
 // mma.sync operands from shared memory and registers, as both attention
 // kernels build them (T: the operand type).
 
+/// How the helpers below address a warp's A fragments and accumulators:
+/// one 16-row tile (`count` 0: acc[n]) or `count` of them (acc[mt][n], in
+/// loops over mt unrolled whole: an index the compiler cannot resolve
+/// would put the array in local memory).
+struct RowTiles {
+  int64_t count = 0;
+  /// The index of the tile, and the extent in a declaration.
+  std::string at() const { return count ? "[mt]" : ""; }
+  std::string dim() const {
+    return count ? "[" + std::to_string(count) + "]" : "";
+  }
+  /// `body` (lines at `indent`) for every tile: as it is for one, else in
+  /// a loop over mt, each line indented two more.
+  std::string each(const std::string &indent, const std::string &body) const {
+    if (!count)
+      return body;
+    std::string out = "#pragma unroll\n" + indent + "for (int mt = 0; mt < " +
+                      std::to_string(count) + "; ++mt) {\n";
+    for (size_t line = 0; line < body.size();) {
+      size_t end = std::min(body.find('\n', line), body.size() - 1) + 1;
+      out += "  " + body.substr(line, end - line);
+      line = end;
+    }
+    return out + indent + "}\n";
+  }
+};
+
 // acc[n] (n < cols/8) += A(16 x 16*ktiles) x B where B(k, n) is a pair
 // along k from two rows of a shared tile (pitch p): ldmatrix's transposed
-// form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1. With
-// `mtiles` (> 0) A and acc have a leading dimension of that many 16-row
-// tiles, and each B fragment loaded feeds them all.
+// form, tiles of keys kt*16 + 0-7 and 8-15 for columns n and n + 1. Each
+// B fragment loaded feeds every row tile of `tiles`.
 inline std::string pairsAlongRows(const std::string &T, const std::string &acc,
                                 const std::string &a, const std::string &tile,
                                 int64_t pitch, int64_t ktiles, int64_t cols,
-                                int64_t mtiles = 0) {
+                                RowTiles tiles = {}) {
   std::ostringstream os;
-  std::string m = mtiles ? "[mt]" : "", in = mtiles ? "  " : "";
+  std::string c = acc + tiles.at(), f = a + tiles.at();
   os << "    for (int kt = 0; kt < " << ktiles << "; ++kt) {\n"
      << "      const " << T << " *r0 = " << tile
      << " + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * " << pitch
      << " + lane / 16 * 8;\n"
      << "      for (int n = 0; n < " << cols / 8 << "; n += 2) {\n"
-     << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n";
-  if (mtiles)
-    os << "        for (int mt = 0; mt < " << mtiles << "; ++mt) {\n";
-  os << in << "        mma_16816<" << T << ">(" << acc << m << "[n], " << a << m << "[kt], bb);\n"
-     << in << "        mma_16816<" << T << ">(" << acc << m << "[n + 1], " << a << m << "[kt], bb + 2);\n";
-  if (mtiles)
-    os << "        }\n";
-  os << "      }\n    }\n";
+     << "        unsigned bb[4];\n        mpc_ldsm<4, true>(bb, r0 + n * 8);\n"
+     << tiles.each("        ",
+                   "        mma_16816<" + T + ">(" + c + "[n], " + f + "[kt], bb);\n"
+                   "        mma_16816<" + T + ">(" + c + "[n + 1], " + f + "[kt], bb + 2);\n")
+     << "      }\n    }\n";
   return os.str();
 }
 
 // acc[n] (n < ncols/8) = A(16 x width) x B where B(k, n) = tile[n][k]:
 // a pair along k within row n*8+g, by ldmatrix two k-steps at a time
-// (an odd last one by two tiles). `mtiles` as for pairsAlongRows.
+// (an odd last one by two tiles). `tiles` as for pairsAlongRows.
 inline std::string pairsAlongCols(const std::string &T, const std::string &acc,
                                 const std::string &a, const std::string &tile,
                                 int64_t pitch, int64_t width, int64_t ncols,
-                                int64_t mtiles = 0) {
+                                RowTiles tiles = {}) {
   std::ostringstream os;
-  std::string m = mtiles ? "[mt]" : "", in = mtiles ? "  " : "";
-  std::string loop = mtiles ? "for (int mt = 0; mt < " +
-                                  std::to_string(mtiles) + "; ++mt) "
-                            : "";
-  os << "    float " << acc << (mtiles ? "[" + std::to_string(mtiles) + "]" : "")
-     << "[" << ncols / 8 << "][4];\n"
+  std::string c = acc + tiles.at(), f = a + tiles.at();
+  os << "    float " << acc << tiles.dim() << "[" << ncols / 8 << "][4];\n"
      << "    for (int n = 0; n < " << ncols / 8 << "; ++n) {\n"
-     << "      " << loop << "for (int f = 0; f < 4; ++f) " << acc << m
-     << "[n][f] = 0.0f;\n"
+     << tiles.each("      ", "      for (int f = 0; f < 4; ++f) " + c +
+                                 "[n][f] = 0.0f;\n")
      << "      const " << T << " *row = " << tile << " + (n * 8 + lane % 8) * "
      << pitch << " + lane / 8 * 8;\n"
      << "      for (int kt = 0; kt + 1 < " << width / 16 << "; kt += 2) {\n"
-     << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n";
-  if (mtiles)
-    os << "        " << loop << "{\n";
-  os << in << "        mma_16816<" << T << ">(" << acc << m << "[n], " << a << m << "[kt], bb);\n"
-     << in << "        mma_16816<" << T << ">(" << acc << m << "[n], " << a << m << "[kt + 1], bb + 2);\n";
-  if (mtiles)
-    os << "        }\n";
-  os << "      }\n";
-  if (width / 16 % 2) {
+     << "        unsigned bb[4];\n        mpc_ldsm<4, false>(bb, row + kt * 16);\n"
+     << tiles.each("        ",
+                   "        mma_16816<" + T + ">(" + c + "[n], " + f + "[kt], bb);\n"
+                   "        mma_16816<" + T + ">(" + c + "[n], " + f + "[kt + 1], bb + 2);\n")
+     << "      }\n";
+  if (width / 16 % 2)
     os << "      unsigned bb[2];\n      mpc_ldsm<2, false>(bb, " << tile
        << " + (n * 8 + lane % 8) * " << pitch << " + " << width - 16
-       << " + lane / 8 % 2 * 8);\n";
-    os << "      " << loop << "mma_16816<" << T << ">(" << acc << m << "[n], " << a
-       << m << "[" << width / 16 - 1 << "], bb);\n";
-  }
+       << " + lane / 8 % 2 * 8);\n"
+       << tiles.each("      ", "      mma_16816<" + T + ">(" + c + "[n], " + f +
+                                  "[" + std::to_string(width / 16 - 1) +
+                                  "], bb);\n");
   os << "    }\n";
   return os.str();
 }
@@ -88,52 +105,43 @@ inline std::string pairsAlongCols(const std::string &T, const std::string &acc,
 // A fragments `frag` of the 16 rows rows[0..1] (+ 8) of a global tensor
 // `src` (width elements a row, `rowAt` the offset of row r): each lane's
 // pairs as 32-bit loads, zero past row `limit`. Indented by `indent`.
-// With `mtiles` (> 0), `mtiles` tiles of 16 rows: frag[mt], rows[mt].
+// With several `tiles`, frag[mt] holds rows[mt]'s.
 inline std::string rowFragments(const std::string &indent,
                                 const std::string &frag, const std::string &src,
                                 const std::string &rowAt, int64_t width,
-                                int64_t limit, int64_t mtiles = 0) {
-  std::ostringstream os;
-  std::string m = mtiles ? "[mt]" : "", in = indent + (mtiles ? "  " : "");
-  os << indent << "unsigned " << frag
-     << (mtiles ? "[" + std::to_string(mtiles) + "]" : "") << "["
-     << width / 16 << "][4];\n";
-  if (mtiles)
-    os << indent << "for (int mt = 0; mt < " << mtiles << "; ++mt)\n";
-  os << in << "for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
-     << in << "  for (int f = 0; f < 4; ++f) {\n"
-     << in << "    const i64 r = rows" << m << "[f & 1];\n"
-     << in << "    const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
-     << in << "    " << frag << m << "[kt][f] = r < " << limit
-     << "LL ? *(const unsigned *)(" << src << " + " << rowAt
-     << " + c) : 0u;\n"
-     << in << "  }\n";
-  return os.str();
+                                int64_t limit, RowTiles tiles = {}) {
+  std::ostringstream body;
+  body << indent << "for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
+       << indent << "  for (int f = 0; f < 4; ++f) {\n"
+       << indent << "    const i64 r = rows" << tiles.at() << "[f & 1];\n"
+       << indent << "    const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
+       << indent << "    " << frag << tiles.at() << "[kt][f] = r < " << limit
+       << "LL ? *(const unsigned *)(" << src << " + " << rowAt
+       << " + c) : 0u;\n"
+       << indent << "  }\n";
+  return indent + "unsigned " + frag + tiles.dim() + "[" +
+         std::to_string(width / 16) + "][4];\n" +
+         tiles.each(indent, body.str());
 }
 
-// Packs accumulator tiles (16 x cols, FP32) into A fragments; `mtiles` as
+// Packs accumulator tiles (16 x cols, FP32) into A fragments; `tiles` as
 // for pairsAlongRows.
 inline std::string packA(const std::string &T, const std::string &frag,
                        const std::string &acc, int64_t cols,
-                       int64_t mtiles = 0) {
-  std::ostringstream os;
-  std::string m = mtiles ? "[mt]" : "", in = mtiles ? "  " : "";
-  std::string a = acc + m, fr = frag + m;
-  os << "    unsigned " << frag
-     << (mtiles ? "[" + std::to_string(mtiles) + "]" : "") << "[" << cols / 16
-     << "][4];\n";
-  if (mtiles)
-    os << "    for (int mt = 0; mt < " << mtiles << "; ++mt)\n";
-  os << in << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
-     << in << "      " << fr << "[kt][0] = mpc_pack2(" << T << "(" << a << "[2 * kt][0]), "
-     << T << "(" << a << "[2 * kt][1]));\n"
-     << in << "      " << fr << "[kt][1] = mpc_pack2(" << T << "(" << a << "[2 * kt][2]), "
-     << T << "(" << a << "[2 * kt][3]));\n"
-     << in << "      " << fr << "[kt][2] = mpc_pack2(" << T << "(" << a << "[2 * kt + 1][0]), "
-     << T << "(" << a << "[2 * kt + 1][1]));\n"
-     << in << "      " << fr << "[kt][3] = mpc_pack2(" << T << "(" << a << "[2 * kt + 1][2]), "
-     << T << "(" << a << "[2 * kt + 1][3]));\n" << in << "    }\n";
-  return os.str();
+                       RowTiles tiles = {}) {
+  std::ostringstream body;
+  std::string a = acc + tiles.at(), fr = frag + tiles.at();
+  body << "    for (int kt = 0; kt < " << cols / 16 << "; ++kt) {\n"
+       << "      " << fr << "[kt][0] = mpc_pack2(" << T << "(" << a << "[2 * kt][0]), "
+       << T << "(" << a << "[2 * kt][1]));\n"
+       << "      " << fr << "[kt][1] = mpc_pack2(" << T << "(" << a << "[2 * kt][2]), "
+       << T << "(" << a << "[2 * kt][3]));\n"
+       << "      " << fr << "[kt][2] = mpc_pack2(" << T << "(" << a << "[2 * kt + 1][0]), "
+       << T << "(" << a << "[2 * kt + 1][1]));\n"
+       << "      " << fr << "[kt][3] = mpc_pack2(" << T << "(" << a << "[2 * kt + 1][2]), "
+       << T << "(" << a << "[2 * kt + 1][3]));\n    }\n";
+  return "    unsigned " + frag + tiles.dim() + "[" + std::to_string(cols / 16) +
+         "][4];\n" + tiles.each("    ", body.str());
 }
 
 // Rows first + r (r < rows) of a global tensor, `width` elements each at

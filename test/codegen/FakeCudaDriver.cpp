@@ -162,12 +162,7 @@ Result cuModuleLoad(void **module, const char *path) {
     found = builds.emplace(key, std::move(build)).first;
   }
   std::string image;
-  if (FILE *f = std::fopen(path, "rb")) {
-    char buf[65536];
-    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
-      image.append(buf, n);
-    std::fclose(f);
-  }
+  mpc::fake::readFile(path, image);
   *module = new Module{&found->second, image};
   return kOk;
 }

@@ -25,17 +25,6 @@ struct Block {
   std::string key;                  // its name in the cache
 };
 
-bool readFile(const std::string &path, std::string &text) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return false;
-  char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
-    text.append(buf, n);
-  std::fclose(f);
-  return true;
-}
-
 bool writeFile(const std::string &path, const std::string &text) {
   FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
@@ -189,6 +178,17 @@ void *load(const std::string &lib) {
 }
 
 } // namespace
+
+bool readFile(const std::string &path, std::string &text) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return false;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;)
+    text.append(buf, n);
+  std::fclose(f);
+  return true;
+}
 
 void *HostBuild::libraryOf(const std::string &launcher) const {
   auto it = launchers.find(launcher);

@@ -36,6 +36,9 @@ struct HostBuild {
   void *libraryOf(const std::string &launcher) const;
 };
 
+/// Appends the bytes of the file at `path` to `text`; false when unreadable.
+bool readFile(const std::string &path, std::string &text);
+
 /// Builds and loads DIR/kernels.cu; `src` is the mpc source tree, `tsan`
 /// builds with ThreadSanitizer (the race check). False, with the reason on
 /// stderr, when g++ or dlopen fails.
