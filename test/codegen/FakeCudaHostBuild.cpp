@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -234,18 +236,38 @@ bool buildHost(const std::string &src, const std::string &dir, bool tsan,
   if (!preOk)
     return false;
   std::string preludeKey = hash(preprocessed) + (tsan ? "-tsan" : "");
-  std::vector<Block *> missing;
+  auto missingOnes = [&] {
+    std::vector<Block *> missing;
+    for (Block &b : blocks) {
+      struct stat st;
+      if (stat((cache + "/" + b.key + ".so").c_str(), &st) != 0)
+        missing.push_back(&b);
+    }
+    return missing;
+  };
+  std::string all;
   for (Block &b : blocks) {
     b.key = hash(preludeKey + '\0' + b.code + '\0' + b.launcher) +
             (tsan ? "-tsan" : "");
-    struct stat st;
-    if (stat((cache + "/" + b.key + ".so").c_str(), &st) != 0)
-      missing.push_back(&b);
+    all += b.key;
   }
   auto start = std::chrono::steady_clock::now();
-  if (!missing.empty() &&
-      !compileUnits(cxx, work, cache, prelude, splitUnits(missing)))
-    return false;
+  std::vector<Block *> missing = missingOnes();
+  if (!missing.empty()) {
+    // Processes loading one artifact at once (a job's ranks) build it
+    // once: a lock per kernel set; who waited finds the kernels built.
+    mkdir((cache + "/locks").c_str(), 0755);
+    int lock = open((cache + "/locks/" + hash(all)).c_str(), O_CREAT | O_RDWR, 0644);
+    if (lock >= 0)
+      flock(lock, LOCK_EX);
+    missing = missingOnes();
+    bool ok = missing.empty() ||
+              compileUnits(cxx, work, cache, prelude, splitUnits(missing));
+    if (lock >= 0)
+      close(lock); // (releases the lock)
+    if (!ok)
+      return false;
+  }
   if (const char *log = std::getenv("MPC_FAKE_CUDA_BUILD_LOG"))
     if (FILE *f = std::fopen(log, "a")) {
       std::chrono::duration<double> s = std::chrono::steady_clock::now() - start;

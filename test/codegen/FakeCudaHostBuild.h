@@ -12,8 +12,9 @@
 // headers), the kernel's code and its launcher; only the kernels not in
 // the cache are compiled, together, into one library that the cache then
 // holds under each of their keys (hard links, made after the library is
-// complete: concurrent processes never load half a library). The same
-// kernel in many artifacts is compiled once a test run.
+// complete: concurrent processes never load half a library; processes
+// that need the same kernels at once wait for one to build them). The
+// same kernel in many artifacts is compiled once a test run.
 // MPC_FAKE_CUDA_BUILD_LOG (a file) gets a line a build: kernels compiled,
 // the time they took, kernels found in the cache.
 //
