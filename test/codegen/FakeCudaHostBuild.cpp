@@ -117,11 +117,8 @@ bool run(const std::string &command) {
 bool compileUnits(const std::string &cxx, const std::string &work,
                   const std::string &cache, const std::string &prelude,
                   const std::vector<std::vector<Block *>> &units) {
-  std::vector<std::string> libs(units.size());
-  std::vector<char> ok(units.size(), 0);
-  std::vector<std::thread> threads;
+  std::vector<std::string> cus(units.size()), libs(units.size());
   for (size_t u = 0; u < units.size(); ++u) {
-    std::string cu = work + "unit" + std::to_string(u) + ".cu";
     std::string tu = prelude;
     for (const Block *b : units[u])
       tu += b->code;
@@ -129,13 +126,17 @@ bool compileUnits(const std::string &cxx, const std::string &work,
     for (const Block *b : units[u])
       tu += b->launcher;
     tu += "#endif\n";
+    cus[u] = work + "unit" + std::to_string(u) + ".cu";
     libs[u] = work + "unit" + std::to_string(u) + ".so";
-    if (!writeFile(cu, tu))
+    if (!writeFile(cus[u], tu))
       return false;
-    threads.emplace_back([&, u, cu] {
-      ok[u] = run(cxx + cu + " -shared -o " + libs[u] + " -lpthread");
-    });
   }
+  std::vector<char> ok(units.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t u = 0; u < units.size(); ++u)
+    threads.emplace_back([&, u] {
+      ok[u] = run(cxx + cus[u] + " -shared -o " + libs[u] + " -lpthread");
+    });
   for (std::thread &t : threads)
     t.join();
   bool all = true;
@@ -148,15 +149,16 @@ bool compileUnits(const std::string &cxx, const std::string &work,
         ok[u] = false;
     }
     unlink(libs[u].c_str());
-    unlink((work + "unit" + std::to_string(u) + ".cu").c_str());
+    unlink(cus[u].c_str());
     all = all && ok[u];
   }
   return all;
 }
 
-/// Up to two units (a test run's two workers may each be building), of
-/// similar code size; one below 24 kernels, where a second prelude costs
-/// more than it saves.
+/// Up to two units of similar code size, compiled side by side (both
+/// cores, when the test run's other worker is not building too); one
+/// below 24 kernels, where a second parse of the prelude and the shim
+/// costs more than it saves.
 std::vector<std::vector<Block *>> splitUnits(std::vector<Block *> missing) {
   size_t n = missing.size() < 24 ? 1 : 2;
   std::vector<std::vector<Block *>> units(n);
