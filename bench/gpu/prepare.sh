@@ -215,10 +215,22 @@ for name, nodes, extra, opset in (
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits + extra)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
               f"{work}/models/{name}.onnx")
+# Head size 128 (issue 14's target names 64 and 128): ONNX Attention.
+shape128 = [2, 12, S, 128]
+g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
+    "attention_d128_train",
+    [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape128)],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+    [numpy_helper.from_array(rng.standard_normal(shape128).astype(np.float32), n)
+     for n in "qkv"])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+          f"{work}/models/attention_d128_train.onnx")
 sys.path.insert(0, sys.argv[2])
 import inputs  # noqa: E402 (large inputs travel as recipes)
 inputs.make(work, "attention_train.target.npy", 4, "normal:0.001", shape,
             np.float32)
+inputs.make(work, "attention_d128_train.target.npy", 5, "normal:0.001",
+            shape128, np.float32)
 PY
 for m in attention attention_dropout; do
   art=art/${m//_/-}-fp16-train
@@ -233,6 +245,16 @@ art=art/attention-fp16-train-recompute
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq recompute | tail -1
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_recompute-fp16-train.jsonl"
 echo "attention_recompute fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+# Head size 128 in fp16 and head size 64 in bf16, beside SDPA at the same
+# shapes (issue 14's target: head sizes 64 and 128, fp16 and bf16).
+for spec in "attention_d128 fp16 attention_d128_train --loss-scale static:256" \
+            "attention bf16 attention_train"; do
+  read -r m prec model scale <<< "$spec"
+  art=art/${m//_/-}-$prec-train
+  "$mpc" compile "$work/models/$model.onnx" -o "$work/$art" --train --precision "$prec" --optimizer sgd --lr 0.01 $scale --batch 2 --arch "$arch" --weights seed:0 | tail -1
+  (cd "$work" && "$mpc" train "models/$model.onnx" --data "target=inputs/$model.target.npy" --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision "$prec" $scale --weights seed:0 --metrics "expected/$m-$prec-train.jsonl" > /dev/null)
+  echo "$m $prec $art steps=3 kernels=auto target=inputs/$model.target.npy" >> "$work/train-manifest.txt"
+done
 fi
 # Softmax and layer norm over ROWS rows of 8192 fp16 (default 8192: 128
 # MiB, drawn again on the GPU machine from its recipe), each one row

@@ -227,14 +227,16 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
   if [[ -n ${fwdms[attention-fp16]:-} ]]; then
     shape=2x12x${seq}x64
     echo
-    echo "Causal attention, fp16, $shape: mpc's fused kernels against torch's scaled_dot_product_attention (the train steps: forward, backward and SGD on q, k and v, on the device):"
+    echo "Causal attention, fp16 at $shape unless a row says otherwise: mpc's fused kernels against torch's scaled_dot_product_attention (the train steps: forward, backward and SGD on q, k and v, on the device):"
     echo
     echo "| what | mpc (ms) | torch SDPA (ms) | torch / mpc |"
     echo "|---|---|---|---|"
     for row in "forward|${fwdms[attention-fp16]:-n/a}|sdpa-causal-$shape" \
                "forward + backward|${devms[attention-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
                "forward + backward, dQ recomputed (\`--attention-dq recompute\`)|${devms[attention_recompute-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
-               "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape"; do
+               "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape" \
+               "forward + backward, head size 128 (2x12x${seq}x128)|${devms[attention_d128-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x12x${seq}x128" \
+               "forward + backward, bf16|${devms[attention-bf16]:-n/a}|sdpa-causal-bf16-fwd-bwd-$shape"; do
       IFS='|' read -r what mine key <<< "$row"
       t=$(tms attention "$key")
       echo "| $what | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"

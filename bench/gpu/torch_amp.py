@@ -152,6 +152,16 @@ if hasattr(F, "scaled_dot_product_attention"):
             F.scaled_dot_product_attention(qg, kg, vg, is_causal=True,
                                            dropout_p=p).backward(dy)
         print(f"torch attention sdpa-causal-{name}-2x12x{S}x64 {timed(fwd_bwd):.4f}")
+    # Head size 128 in fp16 and 64 in bf16 (prepare.sh's other two steps).
+    for name, D, dtype in (("fwd-bwd", 128, torch.float16),
+                           ("bf16-fwd-bwd", 64, torch.bfloat16)):
+        qh, kh, vh = (torch.randn(2, 12, S, D, device=dev, dtype=dtype,
+                                  requires_grad=True) for _ in range(3))
+        dyh = torch.randn_like(qh)
+
+        def fwd_bwd():
+            F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).backward(dyh)
+        print(f"torch attention sdpa-causal-{name}-2x12x{S}x{D} {timed(fwd_bwd):.4f}")
 
 # Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
 # and writes the tensor once at best.
