@@ -140,19 +140,20 @@ done
 if [[ " $models " == *" mlp "* ]]; then
   "$mpc" compile "$work/models/mlp.onnx" -o "$work/art/mlp-fp16-dp-train" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --data-parallel | tail -1
 fi
-# Causal attention alone (2 x 12 heads x ATTN_SEQ (default 1024) x 64,
-# fp16), written as exports write it; mpc-fuse-attention makes it one
+# Causal attention alone (2 x ATTN_HEADS (default 12) heads x ATTN_SEQ
+# (default 1024) x 64, fp16; bench-gpu.test runs 1 x 32 under emulation), written as exports write it; mpc-fuse-attention makes it one
 # mpc.attention kernel. Its output is named logits so run.sh's table reads
 # its difference.
-seq=${ATTN_SEQ:-1024}
+seq=${ATTN_SEQ:-1024} heads=${ATTN_HEADS:-12}
 echo "$seq" > "$work/attention-seq.txt"
+echo "$heads" > "$work/attention-heads.txt"
 if [[ ${ATTENTION:-1} != 0 ]]; then
-python3 - "$work" "$root/bench/gpu" "$seq" <<'PY'
+python3 - "$work" "$root/bench/gpu" "$seq" "$heads" <<'PY'
 import sys
 import numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
 work = sys.argv[1]
-B, H, S, D = 2, 12, int(sys.argv[3]), 64
+B, H, S, D = 2, int(sys.argv[4]), int(sys.argv[3]), 64
 shape = [B, H, S, D]
 mk = helper.make_node
 nodes = [mk("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
@@ -184,13 +185,13 @@ echo "attention fp16 art/attention-fp16 q=inputs/attention.q.npy k=inputs/attent
 # Attention, and as a training-mode export writes attention with dropout
 # (Softmax -> Dropout(0.1) -> MatMul, fused with its mask redrawn in the
 # backward): beside SDPA with dropout_p=0.1 in run.sh's table.
-python3 - "$work" "$root/bench/gpu" "$seq" <<'PY'
+python3 - "$work" "$root/bench/gpu" "$seq" "$heads" <<'PY'
 import sys
 import numpy as np, onnx
 from onnx import helper, numpy_helper, TensorProto
 work = sys.argv[1]
-S = int(sys.argv[3])
-shape = [2, 12, S, 64]
+S, H = int(sys.argv[3]), int(sys.argv[4])
+shape = [2, H, S, 64]
 rng = np.random.default_rng(1)
 inits = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), n) for n in "qkv"]
 mk = helper.make_node
@@ -216,7 +217,7 @@ for name, nodes, extra, opset in (
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
               f"{work}/models/{name}.onnx")
 # Head size 128 (issue 14's target names 64 and 128): ONNX Attention.
-shape128 = [2, 12, S, 128]
+shape128 = [2, H, S, 128]
 g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
     "attention_d128_train",
     [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape128)],
@@ -232,11 +233,13 @@ inputs.make(work, "attention_train.target.npy", 4, "normal:0.001", shape,
 inputs.make(work, "attention_d128_train.target.npy", 5, "normal:0.001",
             shape128, np.float32)
 PY
+# (kernels=auto: no GEMM or convolution, so `--gemm mpc` would run the
+# same kernels again.)
 for m in attention attention_dropout; do
   art=art/${m//_/-}-fp16-train
   "$mpc" compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
   (cd "$work" && "$mpc" train "models/${m}_train.onnx" --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics "expected/$m-fp16-train.jsonl" > /dev/null)
-  echo "$m fp16 $art steps=3 target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+  echo "$m fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 done
 # The backward's other dQ (--attention-dq recompute: query blocks that
 # recompute the scores) beside auto's choice at this size (the key blocks'

@@ -186,7 +186,8 @@ done < "$work/rows-manifest.txt"
 # share of a lent GPU's 15 minutes, start-up and a rerun aside).
 left=$(( ${BUDGET:-300} - SECONDS - 20 ))
 seq=$(cat "$work/attention-seq.txt" 2>/dev/null || echo 1024)
-torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --attn-seq "$seq" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
+heads=$(cat "$work/attention-heads.txt" 2>/dev/null || echo 12)
+torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --attn-seq "$seq" --attn-heads "$heads" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
 gemm=${gemm:-} gemmk=${gemmk:-}
 echo "$torch"
 {
@@ -225,7 +226,7 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
     echo "| $model | $prec | ${devms[$key]} | ${stepms[$key]} | ${eager:-n/a} | ${comp:-n/a} | $(ratio "${eager:-x}" "${devms[$key]}") | $(ratio "${comp:-x}" "${devms[$key]}") |"
   done
   if [[ -n ${fwdms[attention-fp16]:-} ]]; then
-    shape=2x12x${seq}x64
+    shape=2x${heads}x${seq}x64
     echo
     echo "Causal attention, fp16 at $shape unless a row says otherwise: mpc's fused kernels against torch's scaled_dot_product_attention (the train steps: forward, backward and SGD on q, k and v, on the device):"
     echo
@@ -235,7 +236,7 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
                "forward + backward|${devms[attention-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
                "forward + backward, dQ recomputed (\`--attention-dq recompute\`)|${devms[attention_recompute-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
                "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape" \
-               "forward + backward, head size 128 (2x12x${seq}x128)|${devms[attention_d128-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x12x${seq}x128" \
+               "forward + backward, head size 128 (2x${heads}x${seq}x128)|${devms[attention_d128-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
                "forward + backward, bf16|${devms[attention-bf16]:-n/a}|sdpa-causal-bf16-fwd-bwd-$shape"; do
       IFS='|' read -r what mine key <<< "$row"
       t=$(tms attention "$key")

@@ -27,6 +27,7 @@ ap.add_argument("--repeat", type=int, default=50)
 ap.add_argument("--rows", type=int, default=8192)
 ap.add_argument("--compile-budget", type=float, default=240)
 ap.add_argument("--attn-seq", type=int, default=1024)
+ap.add_argument("--attn-heads", type=int, default=12)
 a = ap.parse_args()
 start = time.monotonic()
 sys.path.insert(0, a.scripts)
@@ -134,34 +135,34 @@ n = 4096
 A = torch.randn(n, n, device=dev, dtype=torch.float16)
 B = torch.randn(n, n, device=dev, dtype=torch.float16)
 print(f"torch gemm matmul-4096 {timed(lambda: A @ B):.4f}")
-# Causal attention at prepare.sh's shape (2 x 12 heads x ATTN_SEQ x 64,
+# Causal attention at prepare.sh's shape (2 x ATTN_HEADS x ATTN_SEQ x 64,
 # fp16): torch's scaled_dot_product_attention (flash backend where the
 # build has it), the side-by-side figures for mpc's fused attention
 # kernels: forward, forward and backward, and the latter with dropout 0.1
 # on the probabilities (as the attention_dropout train step).
-S = a.attn_seq
-q, k, v = (torch.randn(2, 12, S, 64, device=dev, dtype=torch.float16)
+S, H = a.attn_seq, a.attn_heads
+q, k, v = (torch.randn(2, H, S, 64, device=dev, dtype=torch.float16)
            for _ in range(3))
 if hasattr(F, "scaled_dot_product_attention"):
     sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    print(f"torch attention sdpa-causal-2x12x{S}x64 {timed(sdpa):.4f}")
+    print(f"torch attention sdpa-causal-2x{H}x{S}x64 {timed(sdpa):.4f}")
     qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
     dy = torch.randn_like(q)
     for name, p in (("fwd-bwd", 0.0), ("dropout-fwd-bwd", 0.1)):
         def fwd_bwd():
             F.scaled_dot_product_attention(qg, kg, vg, is_causal=True,
                                            dropout_p=p).backward(dy)
-        print(f"torch attention sdpa-causal-{name}-2x12x{S}x64 {timed(fwd_bwd):.4f}")
+        print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x64 {timed(fwd_bwd):.4f}")
     # Head size 128 in fp16 and 64 in bf16 (prepare.sh's other two steps).
     for name, D, dtype in (("fwd-bwd", 128, torch.float16),
                            ("bf16-fwd-bwd", 64, torch.bfloat16)):
-        qh, kh, vh = (torch.randn(2, 12, S, D, device=dev, dtype=dtype,
+        qh, kh, vh = (torch.randn(2, H, S, D, device=dev, dtype=dtype,
                                   requires_grad=True) for _ in range(3))
         dyh = torch.randn_like(qh)
 
         def fwd_bwd():
             F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).backward(dyh)
-        print(f"torch attention sdpa-causal-{name}-2x12x{S}x{D} {timed(fwd_bwd):.4f}")
+        print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x{D} {timed(fwd_bwd):.4f}")
 
 # Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
 # and writes the tensor once at best.
