@@ -36,7 +36,8 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
                          int64_t cols, int64_t mtiles) {
   if (!drop.on)
     return "";
-  return "#pragma unroll\n    for (int mt = 0; mt < " + std::to_string(mtiles) + "; ++mt) {\n" +
+  return "#pragma unroll\n    for (int mt = 0; mt < " +
+         std::to_string(mtiles) + "; ++mt) {\n" +
          forKeepPairs(drop, g, cols,
                       "        if (!keep[0]) sc[mt][n][2 * h] = 0.0f;\n"
                       "        if (!keep[1]) sc[mt][n][2 * h + 1] = 0.0f;\n",
@@ -47,8 +48,9 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
 /// Row tiles of 16 a warp of the forward: two (32 rows, as
 /// FlashAttention-2's forward: each K and V fragment read from shared
 /// memory feeds two mma.sync, and each tile copied feeds 128 query rows)
-/// where the registers hold them: Q fragments, scores and O accumulators
-/// at head sizes up to 64 (~160 registers a thread); one beyond.
+/// where the registers hold their Q fragments, scores and O accumulators:
+/// head sizes up to 64 (236-248 registers a thread at 64, no local
+/// memory); one beyond (two need all 255 at 128 and spill 40 bytes).
 static int64_t rowTilesPerWarp(const Dims &g) {
   return g.d <= 64 && g.dv <= 64 ? 2 : 1;
 }
