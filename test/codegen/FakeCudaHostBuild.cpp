@@ -237,7 +237,9 @@ bool buildHost(const std::string &src, const std::string &dir, bool tsan,
   unlink((work + "prelude.ii").c_str());
   if (!preOk)
     return false;
-  std::string preludeKey = hash(preprocessed) + (tsan ? "-tsan" : "");
+  // (ThreadSanitizer's builds preprocess otherwise: __SANITIZE_THREAD__;
+  // their entries are also named apart.)
+  std::string preludeKey = hash(preprocessed);
   auto missingOnes = [&] {
     std::vector<Block *> missing;
     for (Block &b : blocks) {
@@ -259,7 +261,8 @@ bool buildHost(const std::string &src, const std::string &dir, bool tsan,
     // Processes loading one artifact at once (a job's ranks) build it
     // once: a lock per kernel set; who waited finds the kernels built.
     mkdir((cache + "/locks").c_str(), 0755);
-    int lock = open((cache + "/locks/" + hash(all)).c_str(), O_CREAT | O_RDWR, 0644);
+    int lock = open((cache + "/locks/" + hash(all)).c_str(),
+                    O_CREAT | O_RDWR, 0644);
     if (lock >= 0)
       flock(lock, LOCK_EX);
     missing = missingOnes();
