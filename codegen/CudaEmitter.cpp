@@ -307,10 +307,12 @@ void Emitter::launch(Step &s, const std::string &name,
   emu << "extern \"C\" void emu_" << name << "(void **p) {\n  mpc_emulate({"
       << grid0 << ", " << grid[1] << ", " << grid[2] << "}, {" << block[0]
       << ", " << block[1] << ", " << block[2] << "}, "
-      << (barrier ? "true" : "false") << ", [&] { " << name << "("
+      << (!barrierFlag.empty() ? barrierFlag : barrier ? "true" : "false")
+      << ", [&] { " << name << "("
       << args.str() << "); });\n}\nextern \"C\" { int emu_" << name
       << "_nparams = " << k << "; }\n";
   barrier = false;
+  barrierFlag.clear();
 }
 
 

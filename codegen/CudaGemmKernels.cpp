@@ -48,6 +48,16 @@ int64_t uniformStride(const Shape &outBatch, const Shape &strides) {
   return std::max<int64_t>(stride, 0);
 }
 
+/// tc_gemm_mma's square tile: 128 (a 64 x 64 tile a warp, each fragment
+/// ldmatrix reads feeding 4 or 8 products) while that still makes a wave
+/// of blocks on a large GPU (about 128 SMs: A100, H100, H200), else 64.
+int64_t mmaGemmTile(int64_t M, int64_t N, int64_t batch) {
+  auto blocks = [&](int64_t t) {
+    return (M + t - 1) / t * ((N + t - 1) / t) * batch;
+  };
+  return blocks(128) >= ::mpc::rt::cuda::kMmaGemmWave ? 128 : 64;
+}
+
 } // namespace
 
 /// Loader and epilogue structs named after the kernel, then the kernel
@@ -56,7 +66,7 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
                 int64_t N, int64_t K, int64_t batch,
                 const std::string &prologue, const std::string &loadA,
                 const std::string &loadB, const std::string &epilogue,
-                const std::string &members) {
+                const std::string &members, const StridedOperands *strided) {
   bool tc = t == DType::F16 || t == DType::BF16;
   std::string T = ctype(t), R = tc ? T : "float";
   cu << "struct " << name << "_ctx {\n" << members << "  i64 z;\n"
@@ -73,6 +83,22 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
      << "struct " << name << "_ep { const " << name
      << "_ctx *c; __device__ void operator()(int m, int n, float acc) const "
         "{ c->store(m, n, acc); } };\n";
+  if (tc && strided) {
+    int64_t tile = mmaGemmTile(M, N, batch);
+    cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n  "
+       << name << "_ctx c;\n" << prologue << "  c.z = blockIdx.z;\n  "
+       << "tc_gemm_mma<" << T << ", " << tile << ", " << tile << ", "
+       << (strided->ta ? "true" : "false") << ", "
+       << (strided->tb ? "true" : "false") << ">(" << M << ", " << N << ", "
+       << K << ", " << strided->a << ", " << strided->lda << ", "
+       << strided->b << ", " << strided->ldb << ", " << name
+       << "_ep{&c});\n}\n\n";
+    barrierFlag = "mpc_mma_gemm_fibers";
+    launch(s, name, {(N + tile - 1) / tile, (M + tile - 1) / tile, batch},
+           {::mpc::rt::cuda::kMmaGemmThreads, 1, 1});
+    countFlops(2.0 * M * N * K * batch, tc);
+    return;
+  }
   int64_t threads = tc ? ::mpc::rt::cuda::kTcThreads
                        : ::mpc::rt::cuda::kSimtThreads;
   cu << header(s, name, threads) << " {\n  " << name << "_ctx c;\n"
@@ -148,10 +174,11 @@ bool Emitter::gemm(Step &s, const std::string &name) {
     if (ok)
       s.cuda.gemm = g;
   }
+  StridedOperands ops{"c.A", "c.B", ta ? M : K, tb ? K : N, ta, tb};
   gemmKernel(s, name, a.dtype, M, N, K, 1,
              "  c.A = in0; c.B = in1; c.C = " +
                  std::string(withC ? "in2" : "nullptr") + "; c.Y = out0;\n",
-             loadA, loadB, epi, members);
+             loadA, loadB, epi, members, &ops);
   return true;
 }
 
@@ -201,6 +228,9 @@ bool Emitter::matmul(Step &s, const std::string &name) {
     g.a = s.inputs[0], g.b = s.inputs[1];
     s.cuda.gemm = g;
   }
+  StridedOperands ops{"c.A + c.oa * " + std::to_string(M * K),
+                      "c.B + c.ob * " + std::to_string(K * N), K, N, false,
+                      false};
   gemmKernel(s, name, a.dtype, M, N, K, batch, prologue,
              rd("A", "oa * " + std::to_string(M * K) + " + (i64)m * " +
                          std::to_string(K) + " + k"),
@@ -210,7 +240,7 @@ bool Emitter::matmul(Step &s, const std::string &name) {
                  std::to_string(N) + " + n, " +
                  (s.cuda.fusedRelu ? "mpc_relu(acc)" : "acc") +
                  ");",
-             members);
+             members, &ops);
   return true;
 }
 

@@ -193,6 +193,9 @@ struct Emitter {
   std::ostringstream cu;
   std::ostringstream emu; // host-emulation launchers (MPC_HOST_EMULATION)
   bool barrier = false;   // the next launched kernel uses __syncthreads
+  /// Instead of `barrier`, a host-emulation constant that says it (for
+  /// kernels whose emulation replaces their barriers by a plain loop).
+  std::string barrierFlag;
 
   const ValueInfo &val(int id) { return plan.values[id]; }
   const Tensor *constant(int id) {
@@ -378,11 +381,20 @@ public:
   bool gatherElementsGrad(Step &s, const std::string &name);
 
   // CudaGemmKernels.cpp
+  /// A GEMM whose operands are strided matrices (tc_gemm_mma): each as
+  /// its address in the kernel (after the prologue; the batch's matrix),
+  /// leading dimension, and whether it is stored transposed.
+  struct StridedOperands {
+    std::string a, b;
+    int64_t lda, ldb;
+    bool ta, tb;
+  };
   void gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
                   int64_t N, int64_t K, int64_t batch,
                   const std::string &prologue, const std::string &loadA,
                   const std::string &loadB, const std::string &epilogue,
-                  const std::string &members);
+                  const std::string &members,
+                  const StridedOperands *strided = nullptr);
   bool gemm(Step &s, const std::string &name);
   bool matmul(Step &s, const std::string &name);
   bool conv(Step &s, const std::string &name);

@@ -305,6 +305,130 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const
 }
 #endif
 
+// C[m, n] = sum_k A(m, k) B(k, n) on tensor cores for operands that are
+// strided fp16/bf16 matrices (Gemm, MatMul): A(m, k) at A[m lda + k], or
+// A[k lda + m] with TA; B(k, n) at B[k ldb + n], or B[n ldb + k] with TB.
+// A BM x BN tile per block of 4 warps (2 x 2, each a BM/2 x BN/2 tile of
+// m16n8k16 products), K in steps of 32 through shared memory, two stages:
+// the next step's tiles copy by cp.async (16 bytes, zero-filled past the
+// edges) while the warps multiply this step's, fragments read by ldmatrix
+// (.trans where the operand's contiguous axis is not the fragment's), rows
+// padded by 8 elements so neither conflicts on banks. Operands that are not
+// 16-byte aligned (or chunks that straddle an edge) load element by element
+// into the same tiles. The epilogue gets each FP32 sum once, from the
+// accumulator registers. (The host emulation's own is a plain product,
+// but under the race check and MPC_EMULATE_MMA_GEMM.)
+#if !defined(MPC_HOST_EMULATION) || defined(__SANITIZE_THREAD__) || defined(MPC_EMULATE_MMA_GEMM)
+// A ROWS x COLS tile (COLS contiguous in global memory, rows ld apart) to
+// shared memory at row stride LDS; zeros outside rows x cols.
+template <typename T, int ROWS, int COLS, int LDS, int THREADS>
+__device__ __forceinline__ void mpc_tile_copy(T *s, const T *g, i64 ld, int rows, int cols, bool vec) {
+  constexpr int CH = COLS / 8;
+  static_assert(ROWS * CH % THREADS == 0, "whole 16-byte chunks a thread");
+#pragma unroll
+  for (int it = 0; it < ROWS * CH / THREADS; ++it) {
+    const int c = threadIdx.x + it * THREADS, r = c / CH, col = c % CH * 8;
+    T *d = s + r * LDS + col;
+    const bool in = r < rows && col < cols;
+    const T *src = g + (in ? (i64)r * ld + col : 0);
+    if (vec && (!in || col + 8 <= cols)) {
+      mpc_cp_async16(d, src, in);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        d[e] = in && col + e < cols ? src[e] : T(0.0f);
+    }
+  }
+}
+
+template <typename T, int BM, int BN, bool TA, bool TB, typename EP>
+__device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64 lda, const T *B, i64 ldb,
+                                            const EP &ep) {
+  constexpr int BK = 32, THREADS = 128, WTM = BM / 2, WTN = BN / 2, MT = WTM / 16, NT = WTN / 8;
+  // Shared tiles, contiguous axis last: A as [BM][BK] or (TA) [BK][BM], B
+  // as [BK][BN] or (TB) [BN][BK].
+  constexpr int LDA = (TA ? BM : BK) + 8, LDB = (TB ? BK : BN) + 8;
+  constexpr int SA = (TA ? BK : BM) * LDA, SB = (TB ? BN : BK) * LDB;
+  __shared__ __align__(16) T As[2][SA];
+  __shared__ __align__(16) T Bs[2][SB];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const bool va = (unsigned long long)A % 16 == 0 && lda % 8 == 0;
+  const bool vb = (unsigned long long)B % 16 == 0 && ldb % 8 == 0;
+  auto load = [&](int stage, int k0) {
+    if (TA)
+      mpc_tile_copy<T, BK, BM, LDA, THREADS>(As[stage], A + (i64)k0 * lda + m0, lda, K - k0, M - m0, va);
+    else
+      mpc_tile_copy<T, BM, BK, LDA, THREADS>(As[stage], A + (i64)m0 * lda + k0, lda, M - m0, K - k0, va);
+    if (TB)
+      mpc_tile_copy<T, BN, BK, LDB, THREADS>(Bs[stage], B + (i64)n0 * ldb + k0, ldb, N - n0, K - k0, vb);
+    else
+      mpc_tile_copy<T, BK, BN, LDB, THREADS>(Bs[stage], B + (i64)k0 * ldb + n0, ldb, K - k0, N - n0, vb);
+    mpc_cp_async_commit();
+  };
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        acc[i][j][e] = 0.0f;
+  // ldmatrix's lane roles: lane L addresses row L % 8 of 8x8 tile L / 8.
+  const int r8 = lane % 8, t8 = lane / 8;
+  const int KT = (K + BK - 1) / BK;
+  load(0, 0);
+  for (int kt = 0; kt < KT; ++kt) {
+    if (kt + 1 < KT)
+      load((kt + 1) & 1, (kt + 1) * BK);
+    else
+      mpc_cp_async_commit(); // an empty group: the wait below stays wait<1>
+    mpc_cp_async_wait<1>();
+    __syncthreads();
+    const T *as = As[kt & 1], *bs = Bs[kt & 1];
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned a[MT][4], b[NT][2];
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int m = wm * WTM + i * 16;
+        if (TA) // tiles (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
+          mpc_ldsm<4, true>(a[i], as + (kk + r8 + t8 / 2 * 8) * LDA + m + t8 % 2 * 8);
+        else
+          mpc_ldsm<4, false>(a[i], as + (m + lane % 16) * LDA + kk + lane / 16 * 8);
+      }
+#pragma unroll
+      for (int j = 0; j < NT; j += 2) { // two n8 tiles: (b0, b1) of each
+        const int n = wn * WTN + j * 8;
+        unsigned r[4];
+        if (TB)
+          mpc_ldsm<4, false>(r, bs + (n + r8 + t8 / 2 * 8) * LDB + kk + t8 % 2 * 8);
+        else
+          mpc_ldsm<4, true>(r, bs + (kk + r8 + t8 % 2 * 8) * LDB + n + t8 / 2 * 8);
+        b[j][0] = r[0], b[j][1] = r[1], b[j + 1][0] = r[2], b[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          mma_16816<T>(acc[i][j], a[i], b[j]);
+    }
+    __syncthreads(); // the stage is free for the copy two steps on
+  }
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int m = m0 + wm * WTM + i * 16 + g + e / 2 * 8, n = n0 + wn * WTN + j * 8 + 2 * t + e % 2;
+        if (m < M && n < N)
+          ep(m, n, acc[i][j][e]);
+      }
+}
+#endif
+
 // The same product on ordinary cores in FP32 (fp32 artifacts): one output
 // per thread, MPC_SIMT_TILE^2 threads per block.
 template <typename LA, typename LB, typename EP>

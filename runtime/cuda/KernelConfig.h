@@ -25,6 +25,10 @@ inline constexpr int64_t kTcTileM = 64, kTcTileN = 64, kTcTileK = 32;
 inline constexpr int64_t kTcThreads = 128;
 static_assert(kTcThreads == (kTcTileM / 32) * (kTcTileN / 32) * 32,
               "one warp per 32x32 sub-tile");
+/// tc_gemm_mma (fp16/bf16 Gemm and MatMul on strided operands): 2x2 warps
+/// of mma.sync over a 64x64 or 128x128 tile, the larger when it makes at
+/// least kMmaGemmWave blocks.
+inline constexpr int64_t kMmaGemmThreads = 128, kMmaGemmWave = 128;
 
 /// simt_gemm (fp32): one output per thread, kSimtTile x kSimtTile threads.
 inline constexpr int64_t kSimtTile = 16;

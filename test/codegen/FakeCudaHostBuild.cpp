@@ -98,9 +98,18 @@ bool splitKernels(const std::string &text, std::string &prelude,
   return true;
 }
 
+/// MPC_FAKE_CUDA_MMA_GEMM=1: the GEMMs run tc_gemm_mma's tiles, with
+/// mma.sync, ldmatrix and cp.async emulated, instead of the shim's plain
+/// product (slower: their threads run as fibers).
+bool mmaGemm() {
+  const char *v = std::getenv("MPC_FAKE_CUDA_MMA_GEMM");
+  return v && *v && std::string(v) != "0";
+}
+
 std::string compiler(const std::string &src, bool tsan) {
   return "g++ -O1 -std=c++17 -fPIC " +
          std::string(tsan ? "-fsanitize=thread " : "") +
+         std::string(mmaGemm() ? "-DMPC_EMULATE_MMA_GEMM " : "") +
          "-DMPC_HOST_EMULATION -I" + src + " -include " + src +
          "/test/codegen/Inputs/cuda_host_shim.h -x c++ ";
 }

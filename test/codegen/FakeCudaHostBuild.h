@@ -16,7 +16,9 @@
 // that need the same kernels at once wait for one to build them). The
 // same kernel in many artifacts is compiled once a test run.
 // MPC_FAKE_CUDA_BUILD_LOG (a file) gets a line a build: kernels compiled,
-// the time they took, kernels found in the cache.
+// the time they took, kernels found in the cache. MPC_FAKE_CUDA_MMA_GEMM=1
+// builds the GEMMs' tensor-core tiles (tc_gemm_mma) instead of the shim's
+// plain product (a define, so a key of its own).
 //
 //===----------------------------------------------------------------------===//
 

@@ -172,6 +172,29 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
 }
 #endif
 
+// tc_gemm_mma likewise (its tiles, mma.sync and ldmatrix emulated with
+// MPC_EMULATE_MMA_GEMM: MPC_FAKE_CUDA_MMA_GEMM=1 in the driver double).
+#if !defined(__SANITIZE_THREAD__) && !defined(MPC_EMULATE_MMA_GEMM)
+constexpr bool mpc_mma_gemm_fibers = false;
+template <typename T, int BM, int BN, bool TA, bool TB, typename EP>
+void tc_gemm_mma(int M, int N, int K, const T *A, long long lda, const T *B,
+                 long long ldb, const EP &ep) {
+  if (threadIdx.x != 0)
+    return; // thread 0 computes the block's tile
+  int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  for (int m = m0; m < m0 + BM && m < M; ++m)
+    for (int n = n0; n < n0 + BN && n < N; ++n) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k)
+        acc += float(A[TA ? (long long)k * lda + m : (long long)m * lda + k]) *
+               float(B[TB ? (long long)n * ldb + k : (long long)k * ldb + n]);
+      ep(m, n, acc);
+    }
+}
+#else
+constexpr bool mpc_mma_gemm_fibers = true;
+#endif
+
 /// What the lanes of each warp exchange in warp-collective operations
 /// (shuffles, mma.sync): each lane writes its part, the warp meets, each
 /// lane reads what it needs, the warp meets again before the next write.
@@ -284,7 +307,7 @@ void mpc_ldsm(unsigned *r, const T *row) {
 /// until a wait_group completes their group (commit_group closes one;
 /// wait<N> completes all but the N newest), so a thread that reads its
 /// copy early reads what was there before, and the race check sees the
-/// copy made by its thread at the wait, not at the issue. Zeros where
+/// copy made by its thread at the issue and at the wait. Zeros where
 /// !valid.
 struct MpcAsyncCopy {
   void *dst;
@@ -301,10 +324,22 @@ inline std::vector<MpcAsyncCopies> mpc_async; // a thread of the block each
 /// inlined and warns of an overflow that cannot happen.)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_write_range(void *addr, unsigned long size);
+extern "C" void __tsan_read_range(void *addr, unsigned long size);
+#endif
 inline void mpc_cp_async16(void *dst, const void *src, bool valid) {
   mpc_check_aligned(dst, 16, "cp.async destination");
   if (valid)
     mpc_check_aligned(src, 16, "cp.async source");
+#if defined(__SANITIZE_THREAD__)
+  // On a GPU the copy lands any time from its issue to its wait: the race
+  // check sees it at both (a reader of the old tile between the two, with
+  // no barrier, races with the issue).
+  __tsan_write_range(dst, 16);
+  if (valid)
+    __tsan_read_range(const_cast<void *>(src), 16);
+#endif
   mpc_async[mpc_linear_thread()].pending.push_back({dst, src, valid});
 }
 inline void mpc_cp_async_commit() {

@@ -1,12 +1,14 @@
 """GEMM forms the CUDA backend hands to cuBLASLt (or keeps on its kernel),
 in one model: Gemm with transposes, alpha and beta over a full C matrix,
 with a bias row (the BIAS epilogue), with a Relu after it (RELU_BIAS),
-with a column C (no epilogue for it: the kernel); MatMul batched with
+with a column C (no epilogue for it: the kernel), with both operands
+transposed; MatMul batched with
 both operands batched, with a shared right operand (batch stride 0), with
 a shared left operand, and with a partial broadcast (no single batch
 stride: the kernel).
 
-`make DIR` writes DIR/gemm_forms.onnx and seeded inputs DIR/in/*.npy.
+`make DIR [--dims M,K,N,B]` writes DIR/gemm_forms.onnx and seeded inputs
+DIR/in/*.npy (A is M x K, B K x N, B batches; default 24,40,20,3).
 `check DIR OUTDIR --rtol R` compares the .npy outputs mpc wrote to
 OUTDIR with onnxruntime's on the same inputs: per output the normwise
 error max|mpc - ort| / max|ort|, which must stay under R.
@@ -18,10 +20,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-M, K, N, B = 24, 40, 20, 3
-
-
-def model():
+def model(M=24, K=40, N=20, B=3):
     mk = helper.make_node
     f = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
@@ -35,6 +34,7 @@ def model():
         mk("MatMul", ["x3", "b"], ["mm_shared_right"]),
         mk("MatMul", ["a", "y3"], ["mm_shared_left"]),
         mk("MatMul", ["x4", "y4"], ["mm_partial"]),
+        mk("Gemm", ["at", "bt"], ["gemm_tt"], transA=1, transB=1),
     ]
     inputs = [vi("a", f, [M, K]), vi("at", f, [K, M]), vi("b", f, [K, N]),
               vi("bt", f, [N, K]), vi("c_full", f, [M, N]), vi("c_row", f, [N]),
@@ -43,14 +43,15 @@ def model():
     outputs = [vi("gemm_full", f, [M, N]), vi("gemm_bias", f, [M, N]),
                vi("gemm_relu_bias", f, [M, N]), vi("gemm_col", f, [M, N]),
                vi("mm_batched", f, [B, M, N]), vi("mm_shared_right", f, [B, M, N]),
-               vi("mm_shared_left", f, [B, M, N]), vi("mm_partial", f, [2, B, M, N])]
+               vi("mm_shared_left", f, [B, M, N]), vi("mm_partial", f, [2, B, M, N]),
+               vi("gemm_tt", f, [M, N])]
     g = helper.make_graph(nodes, "gemm_forms", inputs, outputs)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def make(d):
+def make(d, dims):
     os.makedirs(f"{d}/in", exist_ok=True)
-    m = model()
+    m = model(*dims)
     onnx.save(m, f"{d}/gemm_forms.onnx")
     rng = np.random.default_rng(7)
     for i in m.graph.input:
@@ -75,6 +76,7 @@ def check(d, out, rtol):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
-        make(sys.argv[2])
+        dims = sys.argv[sys.argv.index("--dims") + 1] if "--dims" in sys.argv else "24,40,20,3"
+        make(sys.argv[2], [int(v) for v in dims.split(",")])
     else:
         check(sys.argv[2], sys.argv[3], float(sys.argv[sys.argv.index("--rtol") + 1]))
