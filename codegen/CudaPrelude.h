@@ -333,8 +333,8 @@ __device__ __forceinline__ void mpc_tile_copy(T *s, const T *g, i64 ld, int rows
     const T *src = g + (in ? (i64)r * ld + col : 0);
     if (vec && (!in || col + 8 <= cols)) {
       mpc_cp_async16(d, src, in);
-    } else {
-#pragma unroll
+    } else { // (rare: kept small, not unrolled)
+#pragma unroll 1
       for (int e = 0; e < 8; ++e)
         d[e] = in && col + e < cols ? src[e] : T(0.0f);
     }
@@ -377,12 +377,15 @@ __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64
   // ldmatrix's lane roles: lane L addresses row L % 8 of 8x8 tile L / 8.
   const int r8 = lane % 8, t8 = lane / 8;
   const int KT = (K + BK - 1) / BK;
-  load(0, 0);
-  for (int kt = 0; kt < KT; ++kt) {
+  // Step kt copies step kt + 1's tiles, then multiplies its own; step -1
+  // only copies (one copy site: the kernel compiles faster).
+  for (int kt = -1; kt < KT; ++kt) {
     if (kt + 1 < KT)
       load((kt + 1) & 1, (kt + 1) * BK);
     else
       mpc_cp_async_commit(); // an empty group: the wait below stays wait<1>
+    if (kt < 0)
+      continue;
     mpc_cp_async_wait<1>();
     __syncthreads();
     const T *as = As[kt & 1], *bs = Bs[kt & 1];
