@@ -61,29 +61,35 @@ int64_t mmaGemmTile(int64_t M, int64_t N, int64_t batch) {
 } // namespace
 
 /// Loader and epilogue structs named after the kernel, then the kernel
-/// calling tc_gemm (low precision) or simt_gemm (fp32).
+/// calling tc_gemm_mma (low precision, strided operands: no loaders),
+/// tc_gemm (low precision) or simt_gemm (fp32).
 void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
                 int64_t N, int64_t K, int64_t batch,
                 const std::string &prologue, const std::string &loadA,
                 const std::string &loadB, const std::string &epilogue,
                 const std::string &members, const StridedOperands *strided) {
   bool tc = t == DType::F16 || t == DType::BF16;
+  if (!tc)
+    strided = nullptr;
   std::string T = ctype(t), R = tc ? T : "float";
-  cu << "struct " << name << "_ctx {\n" << members << "  i64 z;\n"
-     << "  __device__ " << R << " a(int m, int k) const { " << loadA
-     << " }\n  __device__ " << R << " b(int k, int n) const { " << loadB
-     << " }\n  __device__ void store(int m, int n, float acc) const { "
-     << epilogue << " }\n};\n"
-     << "struct " << name << "_la { const " << name
-     << "_ctx *c; __device__ " << R
-     << " operator()(int m, int k) const { return c->a(m, k); } };\n"
-     << "struct " << name << "_lb { const " << name
-     << "_ctx *c; __device__ " << R
-     << " operator()(int k, int n) const { return c->b(k, n); } };\n"
-     << "struct " << name << "_ep { const " << name
+  cu << "struct " << name << "_ctx {\n" << members << "  i64 z;\n";
+  if (!strided)
+    cu << "  __device__ " << R << " a(int m, int k) const { " << loadA
+       << " }\n  __device__ " << R << " b(int k, int n) const { " << loadB
+       << " }\n";
+  cu << "  __device__ void store(int m, int n, float acc) const { "
+     << epilogue << " }\n};\n";
+  if (!strided)
+    cu << "struct " << name << "_la { const " << name
+       << "_ctx *c; __device__ " << R
+       << " operator()(int m, int k) const { return c->a(m, k); } };\n"
+       << "struct " << name << "_lb { const " << name
+       << "_ctx *c; __device__ " << R
+       << " operator()(int k, int n) const { return c->b(k, n); } };\n";
+  cu << "struct " << name << "_ep { const " << name
      << "_ctx *c; __device__ void operator()(int m, int n, float acc) const "
         "{ c->store(m, n, acc); } };\n";
-  if (tc && strided) {
+  if (strided) {
     int64_t tile = mmaGemmTile(M, N, batch);
     cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n  "
        << name << "_ctx c;\n" << prologue << "  c.z = blockIdx.z;\n  "

@@ -154,13 +154,12 @@ inline __half __float2half_rn(float f) { return __half(f); }
 inline float __bfloat162float(__nv_bfloat16 h) { return h; }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 
-// (The race check runs the prelude's own, with its shared-memory tiles.)
-#if !defined(__SANITIZE_THREAD__)
-template <typename T, typename LA, typename LB, typename EP>
-void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
-  constexpr int BM = mpc::rt::cuda::kTcTileM, BN = mpc::rt::cuda::kTcTileN;
+/// A block's BM x BN tile of a GEMM, computed by its thread 0 (the other
+/// threads return): each output's FP32 sum of products in order of k.
+template <int BM, int BN, typename LA, typename LB, typename EP>
+void mpc_plain_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
   if (threadIdx.x != 0)
-    return; // thread 0 computes the block's tile
+    return;
   int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   for (int m = m0; m < m0 + BM && m < M; ++m)
     for (int n = n0; n < n0 + BN && n < N; ++n) {
@@ -169,6 +168,13 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
         acc += float(la(m, k)) * float(lb(k, n));
       ep(m, n, acc);
     }
+}
+
+// (The race check runs the prelude's own, with its shared-memory tiles.)
+#if !defined(__SANITIZE_THREAD__)
+template <typename T, typename LA, typename LB, typename EP>
+void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
+  mpc_plain_gemm<mpc::rt::cuda::kTcTileM, mpc::rt::cuda::kTcTileN>(M, N, K, la, lb, ep);
 }
 #endif
 
@@ -179,17 +185,10 @@ constexpr bool mpc_mma_gemm_fibers = false;
 template <typename T, int BM, int BN, bool TA, bool TB, typename EP>
 void tc_gemm_mma(int M, int N, int K, const T *A, long long lda, const T *B,
                  long long ldb, const EP &ep) {
-  if (threadIdx.x != 0)
-    return; // thread 0 computes the block's tile
-  int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-  for (int m = m0; m < m0 + BM && m < M; ++m)
-    for (int n = n0; n < n0 + BN && n < N; ++n) {
-      float acc = 0.0f;
-      for (int k = 0; k < K; ++k)
-        acc += float(A[TA ? (long long)k * lda + m : (long long)m * lda + k]) *
-               float(B[TB ? (long long)n * ldb + k : (long long)k * ldb + n]);
-      ep(m, n, acc);
-    }
+  mpc_plain_gemm<BM, BN>(
+      M, N, K,
+      [&](int m, int k) { return A[TA ? (long long)k * lda + m : (long long)m * lda + k]; },
+      [&](int k, int n) { return B[TB ? (long long)n * ldb + k : (long long)k * ldb + n]; }, ep);
 }
 #else
 constexpr bool mpc_mma_gemm_fibers = true;
