@@ -445,7 +445,9 @@ std::string cudaPreludeConstants() {
          "constexpr int MPC_TC_TILE_M = " + std::to_string(k::kTcTileM) +
          ", MPC_TC_TILE_N = " + std::to_string(k::kTcTileN) +
          ", MPC_TC_TILE_K = " + std::to_string(k::kTcTileK) +
-         ", MPC_SIMT_TILE = " + std::to_string(k::kSimtTile) + ";\n";
+         ", MPC_SIMT_TILE = " + std::to_string(k::kSimtTile) +
+         ", MPC_MMA_GEMM_THREADS = " + std::to_string(k::kMmaGemmThreads) +
+         ";\n";
 }
 
 bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {

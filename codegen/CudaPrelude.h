@@ -344,13 +344,14 @@ __device__ __forceinline__ void mpc_tile_copy(T *s, const T *g, i64 ld, int rows
 template <typename T, int BM, int BN, bool TA, bool TB, typename EP>
 __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64 lda, const T *B, i64 ldb,
                                             const EP &ep) {
-  constexpr int BK = 32, THREADS = 128, WTM = BM / 2, WTN = BN / 2, MT = WTM / 16, NT = WTN / 8;
+  constexpr int BK = 32, THREADS = MPC_MMA_GEMM_THREADS, WTM = BM / 2, WTN = BN / 2, MT = WTM / 16, NT = WTN / 8;
   // Shared tiles, contiguous axis last: A as [BM][BK] or (TA) [BK][BM], B
   // as [BK][BN] or (TB) [BN][BK].
   constexpr int LDA = (TA ? BM : BK) + 8, LDB = (TB ? BK : BN) + 8;
   constexpr int SA = (TA ? BK : BM) * LDA, SB = (TB ? BN : BK) * LDB;
   __shared__ __align__(16) T As[2][SA];
   __shared__ __align__(16) T Bs[2][SB];
+  static_assert(THREADS == 128, "2 x 2 warps");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const bool va = (unsigned long long)A % 16 == 0 && lda % 8 == 0;
