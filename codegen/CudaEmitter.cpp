@@ -263,6 +263,7 @@ void Emitter::launch(Step &s, const std::string &name,
     s.cuda.kernel = name;
     s.cuda.grid = grid;
     s.cuda.block = block;
+    s.cuda.smem = sharedBytes;
   }
   // The host launcher the emulation test runs (same arguments).
   std::ostringstream args;
@@ -311,8 +312,13 @@ void Emitter::launch(Step &s, const std::string &name,
       << ", [&] { " << name << "("
       << args.str() << "); });\n}\nextern \"C\" { int emu_" << name
       << "_nparams = " << k << "; }\n";
+  if (sharedBytes > 0 && !prologue) // what the driver double checks launches give
+    emu << "extern \"C\" { int emu_" << name << "_smem = " << sharedBytes
+        << "; }\n";
   barrier = false;
   barrierFlag.clear();
+  if (!prologue)
+    sharedBytes = 0;
 }
 
 
@@ -447,6 +453,8 @@ std::string cudaPreludeConstants() {
          ", MPC_TC_TILE_K = " + std::to_string(k::kTcTileK) +
          ", MPC_SIMT_TILE = " + std::to_string(k::kSimtTile) +
          ", MPC_MMA_GEMM_THREADS = " + std::to_string(k::kMmaGemmThreads) +
+         ", MPC_MMA_GEMM_TILE_K = " + std::to_string(k::kMmaGemmTileK) +
+         ", MPC_MMA_GEMM_STAGES = " + std::to_string(k::kMmaGemmStages) +
          ";\n";
 }
 

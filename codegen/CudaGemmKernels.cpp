@@ -91,11 +91,14 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
         "{ c->store(m, n, acc); } };\n";
   if (strided) {
     int64_t tile = mmaGemmTile(M, N, batch);
+    // Its stages in dynamic shared memory (80 KiB at the 128 tile).
+    sharedBytes = ::mpc::rt::cuda::mmaGemmSharedBytes(
+        tile, tile, strided->ta, strided->tb, dtypeSize(t));
     cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n  "
        << name << "_ctx c;\n" << prologue << "  c.z = blockIdx.z;\n  "
        << "tc_gemm_mma<" << T << ", " << tile << ", " << tile << ", "
        << (strided->ta ? "true" : "false") << ", "
-       << (strided->tb ? "true" : "false") << ">(" << M << ", " << N << ", "
+       << (strided->tb ? "true" : "false") << ", " << sharedBytes << ">(" << M << ", " << N << ", "
        << K << ", " << strided->a << ", " << strided->lda << ", "
        << strided->b << ", " << strided->ldb << ", " << name
        << "_ep{&c});\n}\n\n";

@@ -196,6 +196,9 @@ struct Emitter {
   /// Instead of `barrier`, a host-emulation constant that says it (for
   /// kernels whose emulation replaces their barriers by a plain loop).
   std::string barrierFlag;
+  /// Bytes of dynamic shared memory the next launched kernel uses
+  /// (mpc_dynamic_smem); its launches give it that much.
+  int64_t sharedBytes = 0;
 
   const ValueInfo &val(int id) { return plan.values[id]; }
   const Tensor *constant(int id) {

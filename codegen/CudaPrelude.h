@@ -248,6 +248,10 @@ template <int N> __device__ __forceinline__ void mpc_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
 }
+// The block's dynamic shared memory: as many bytes as the launch gives
+// (the plan's `smem`; beyond 48 KiB the session opts the kernel in).
+extern __shared__ __align__(16) unsigned char mpc_smem_[];
+__device__ __forceinline__ unsigned char *mpc_dynamic_smem() { return mpc_smem_; }
 #endif
 
 // C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per
@@ -309,9 +313,12 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const
 // strided fp16/bf16 matrices (Gemm, MatMul): A(m, k) at A[m lda + k], or
 // A[k lda + m] with TA; B(k, n) at B[k ldb + n], or B[n ldb + k] with TB.
 // A BM x BN tile per block of 4 warps (2 x 2, each a BM/2 x BN/2 tile of
-// m16n8k16 products), K in steps of 32 through shared memory, two stages:
-// the next step's tiles copy by cp.async (16 bytes, zero-filled past the
-// edges) while the warps multiply this step's, fragments read by ldmatrix
+// m16n8k16 products), K in steps of 32 through MPC_MMA_GEMM_STAGES stages
+// of dynamic shared memory (SMEM bytes: the launch's): the next stages'
+// tiles copy by cp.async (16 bytes, zero-filled past the edges) while the
+// warps multiply this step's (CUTLASS's multistage sm_80 GEMM; one barrier
+// a step, before the refill of the stage the last step read), fragments
+// read by ldmatrix
 // (.trans where the operand's contiguous axis is not the fragment's), rows
 // padded by 8 elements so neither conflicts on banks. Operands that are not
 // 16-byte aligned (or chunks that straddle an edge) load element by element
@@ -341,31 +348,33 @@ __device__ __forceinline__ void mpc_tile_copy(T *s, const T *g, i64 ld, int rows
   }
 }
 
-template <typename T, int BM, int BN, bool TA, bool TB, typename EP>
+template <typename T, int BM, int BN, bool TA, bool TB, int SMEM, typename EP>
 __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64 lda, const T *B, i64 ldb,
                                             const EP &ep) {
-  constexpr int BK = 32, THREADS = MPC_MMA_GEMM_THREADS, WTM = BM / 2, WTN = BN / 2, MT = WTM / 16, NT = WTN / 8;
+  constexpr int BK = MPC_MMA_GEMM_TILE_K, STAGES = MPC_MMA_GEMM_STAGES, THREADS = MPC_MMA_GEMM_THREADS;
+  constexpr int WTM = BM / 2, WTN = BN / 2, MT = WTM / 16, NT = WTN / 8;
   // Shared tiles, contiguous axis last: A as [BM][BK] or (TA) [BK][BM], B
   // as [BK][BN] or (TB) [BN][BK].
   constexpr int LDA = (TA ? BM : BK) + 8, LDB = (TB ? BK : BN) + 8;
   constexpr int SA = (TA ? BK : BM) * LDA, SB = (TB ? BN : BK) * LDB;
-  __shared__ __align__(16) T As[2][SA];
-  __shared__ __align__(16) T Bs[2][SB];
-  static_assert(THREADS == 128, "2 x 2 warps");
+  static_assert(STAGES * (SA + SB) * (int)sizeof(T) <= SMEM, "the launch's shared memory holds the stages");
+  static_assert(SA * sizeof(T) % 16 == 0, "stages 16-byte aligned");
+  static_assert(STAGES >= 2 && THREADS == 128, "a pipeline; 2 x 2 warps");
+  T *const As = (T *)mpc_dynamic_smem(), *const Bs = As + STAGES * SA;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
   const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
   const bool va = (unsigned long long)A % 16 == 0 && lda % 8 == 0;
   const bool vb = (unsigned long long)B % 16 == 0 && ldb % 8 == 0;
   auto load = [&](int stage, int k0) {
+    T *as = As + stage * SA, *bs = Bs + stage * SB;
     if (TA)
-      mpc_tile_copy<T, BK, BM, LDA, THREADS>(As[stage], A + (i64)k0 * lda + m0, lda, K - k0, M - m0, va);
+      mpc_tile_copy<T, BK, BM, LDA, THREADS>(as, A + (i64)k0 * lda + m0, lda, K - k0, M - m0, va);
     else
-      mpc_tile_copy<T, BM, BK, LDA, THREADS>(As[stage], A + (i64)m0 * lda + k0, lda, M - m0, K - k0, va);
+      mpc_tile_copy<T, BM, BK, LDA, THREADS>(as, A + (i64)m0 * lda + k0, lda, M - m0, K - k0, va);
     if (TB)
-      mpc_tile_copy<T, BN, BK, LDB, THREADS>(Bs[stage], B + (i64)n0 * ldb + k0, ldb, N - n0, K - k0, vb);
+      mpc_tile_copy<T, BN, BK, LDB, THREADS>(bs, B + (i64)n0 * ldb + k0, ldb, N - n0, K - k0, vb);
     else
-      mpc_tile_copy<T, BK, BN, LDB, THREADS>(Bs[stage], B + (i64)k0 * ldb + n0, ldb, K - k0, N - n0, vb);
-    mpc_cp_async_commit();
+      mpc_tile_copy<T, BK, BN, LDB, THREADS>(bs, B + (i64)k0 * ldb + n0, ldb, K - k0, N - n0, vb);
   };
   float acc[MT][NT][4];
 #pragma unroll
@@ -378,18 +387,23 @@ __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64
   // ldmatrix's lane roles: lane L addresses row L % 8 of 8x8 tile L / 8.
   const int r8 = lane % 8, t8 = lane / 8;
   const int KT = (K + BK - 1) / BK;
-  // Step kt copies step kt + 1's tiles, then multiplies its own; step -1
-  // only copies (one copy site: the kernel compiles faster).
-  for (int kt = -1; kt < KT; ++kt) {
-    if (kt + 1 < KT)
-      load((kt + 1) & 1, (kt + 1) * BK);
-    else
-      mpc_cp_async_commit(); // an empty group: the wait below stays wait<1>
+  // Step kt waits for its tiles, copies step kt + STAGES - 1's into the
+  // stage step kt - 1 read (every warp is past it: the barrier), then
+  // multiplies its own; steps below 0 only copy (one copy site: the
+  // kernel compiles faster). A group is committed every step, empty ones
+  // at the end, so the wait always leaves the STAGES - 2 newest pending.
+  for (int kt = 1 - STAGES; kt < KT; ++kt) {
+    if (kt >= 0) {
+      mpc_cp_async_wait<STAGES - 2>();
+      __syncthreads();
+    }
+    const int next = kt + STAGES - 1;
+    if (next < KT)
+      load(next % STAGES, next * BK);
+    mpc_cp_async_commit();
     if (kt < 0)
       continue;
-    mpc_cp_async_wait<1>();
-    __syncthreads();
-    const T *as = As[kt & 1], *bs = Bs[kt & 1];
+    const T *as = As + kt % STAGES * SA, *bs = Bs + kt % STAGES * SB;
 #pragma unroll
     for (int kk = 0; kk < BK; kk += 16) {
       unsigned a[MT][4], b[NT][2];
@@ -417,7 +431,6 @@ __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64
         for (int j = 0; j < NT; ++j)
           mma_16816<T>(acc[i][j], a[i], b[j]);
     }
-    __syncthreads(); // the stage is free for the copy two steps on
   }
   const int g = lane / 4, t = lane % 4;
 #pragma unroll

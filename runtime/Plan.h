@@ -139,6 +139,9 @@ struct CudaLaunch {
   std::string prologue; // a kernel with the same arguments, run first
   std::array<int64_t, 3> prologueGrid{1, 1, 1}, prologueBlock{1, 1, 1};
   std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  /// Bytes of dynamic shared memory the kernel's launches give it (0:
+  /// static only; above 48 KiB the session opts the kernel in).
+  int64_t smem = 0;
   int alias = -1;     // the output shares this value's buffer (no kernel)
   /// A split whose outputs live in its input's buffer, or a concat whose
   /// inputs live in its output's buffer, each part where the copy would

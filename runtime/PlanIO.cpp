@@ -126,6 +126,8 @@ std::string cudaText(const CudaLaunch &c) {
   if (!c.kernel.empty())
     out += " kernel=" + escape(c.kernel) + " grid=" + triple(c.grid) +
            " block=" + triple(c.block);
+  if (c.smem > 0)
+    out += " smem=" + std::to_string(c.smem);
   if (!c.prologue.empty())
     out += " prologue=" + escape(c.prologue);
   if (c.prologueGrid != std::array<int64_t, 3>{1, 1, 1} ||

@@ -10,6 +10,7 @@
 #include "runtime/PlanText.h"
 #include "runtime/WeightCopies.h"
 #include "runtime/cuda/KernelCalls.h"
+#include "runtime/cuda/KernelConfig.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -188,6 +189,9 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
            c.scratch <= kKernelScratchLimit;
     else if (key == "count")
       ok = !value.empty() && (c.count = std::stoll(value)) >= 0;
+    else if (key == "smem") // dynamic shared memory: no GPU gives a block more
+      ok = !value.empty() && (c.smem = std::stoll(value)) > 0 &&
+           c.smem <= cuda::kMaxSharedBytes;
     else if (key == "batch") {
       // PER_LAUNCH[xPER_THREAD]:STEPS@KERNEL
       size_t colon = value.find(':'), at = value.find('@'), x = value.find('x');

@@ -31,6 +31,7 @@ std::string Driver::load() {
       sym(moduleLoad, "cuModuleLoad") &&
       sym(moduleUnload, "cuModuleUnload") &&
       sym(moduleGetFunction, "cuModuleGetFunction") &&
+      sym(funcSetAttribute, "cuFuncSetAttribute") &&
       sym(memAlloc, "cuMemAlloc_v2") && sym(memFree, "cuMemFree_v2") &&
       sym(memHostAlloc, "cuMemHostAlloc") &&
       sym(memFreeHost, "cuMemFreeHost") &&

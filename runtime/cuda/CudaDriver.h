@@ -33,6 +33,7 @@ struct Driver {
   Result (*moduleLoad)(Handle *, const char *);
   Result (*moduleUnload)(Handle);
   Result (*moduleGetFunction)(Handle *, Handle, const char *);
+  Result (*funcSetAttribute)(Handle, int, int);
   Result (*memAlloc)(DevicePtr *, size_t);
   Result (*memFree)(DevicePtr);
   Result (*memHostAlloc)(void **, size_t, unsigned);

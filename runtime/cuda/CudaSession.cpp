@@ -14,6 +14,7 @@
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/KernelCalls.h"
+#include "runtime/cuda/KernelConfig.h"
 #include "runtime/cuda/KernelModules.h"
 #include "runtime/cuda/LibraryConvs.h"
 #include "runtime/cuda/LibraryGemms.h"
@@ -121,7 +122,9 @@ public:
                [&](int v) { return (uint64_t)(base + offsets[v]); },
                (uint64_t)(base + counter), (uint64_t)(base + scratch))) {
         Launch &l = launches[i].emplace_back();
-        if (!modules.function(*c.kernel, l.fn, error))
+        if (!modules.function(*c.kernel, l.fn, error) ||
+            !optInSharedMemory(dev, plan.steps[i], *c.kernel, l.fn, c.smem,
+                               error))
           return false;
         l.call = std::move(c);
         if (l.call.packed) // one struct: its bytes are the words in order
@@ -408,16 +411,45 @@ private:
                  "cuStreamWaitEvent", error);
   }
 
+  /// A kernel taking more dynamic shared memory than the 48 KiB every
+  /// kernel gets must opt in to it (cuFuncSetAttribute), up to what the
+  /// GPU allows a block: sm_80 163 KiB, sm_86/89 99 KiB, sm_90 227 KiB.
+  bool optInSharedMemory(Device dev, const Step &s, const std::string &kernel,
+                         Handle fn, int64_t bytes, std::string &error) {
+    if (bytes <= cuda::kDefaultSharedBytes)
+      return true;
+    int most = 0; // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+    if (!check(d.deviceAttribute(&most, 97, dev), "cuDeviceGetAttribute",
+               error))
+      return false;
+    if (bytes > most)
+      return (error = nodeOf(s) + "kernel " + kernel + " needs " +
+                      std::to_string(bytes) +
+                      " bytes of shared memory; this GPU gives a block at most " +
+                      std::to_string(most),
+              false);
+    // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    return check(d.funcSetAttribute(fn, 8, (int)bytes),
+                 "cuFuncSetAttribute(" + kernel + ")", error);
+  }
+
   /// Step `i`'s kernels on the stream.
   bool launchKernels(size_t i, std::string &error) {
     for (Launch &l : launches[i]) {
       const auto &grid = l.call.grid, &block = l.call.block;
       if (!check(d.launch(l.fn, grid[0], grid[1], grid[2], block[0], block[1],
-                          block[2], 0, stream, l.params.data(), nullptr),
-                 "launching " + *l.call.kernel, error))
+                          block[2], (unsigned)l.call.smem, stream,
+                          l.params.data(), nullptr),
+                 nodeOf(plan.steps[i]) + "launching " + *l.call.kernel,
+                 error))
         return false;
     }
     return true;
+  }
+
+  /// "node 'NAME' (Op): ", the ONNX node a kernel computes, for errors.
+  static std::string nodeOf(const Step &s) {
+    return "node '" + s.name + "' (" + opName(s.op) + "): ";
   }
 
   /// Milliseconds a run of step `i` takes through its library (`library`:

@@ -62,6 +62,7 @@ KernelCall listCall(const Plan &plan, const Step &s, size_t k,
 KernelCall ownCall(const Step &s, const std::function<uint64_t(int)> &address,
                    uint64_t counter, uint64_t scratch = 0) {
   KernelCall c{&s.cuda.kernel, s.cuda.grid, s.cuda.block, {}};
+  c.smem = s.cuda.smem;
   for (int v : kernelInputs(s))
     c.args.push_back(v >= 0 ? address(v) : 0);
   for (int v : kernelOutputs(s))

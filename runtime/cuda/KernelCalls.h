@@ -29,6 +29,7 @@ struct KernelCall {
   /// The arguments are one struct parameter (multi-tensor kernels: their
   /// slots are an array the kernel indexes), not one parameter each.
   bool packed = false;
+  int64_t smem = 0; // dynamic shared memory, bytes
 };
 
 /// Blocks of a multi-tensor launch whose largest slot has `largest`

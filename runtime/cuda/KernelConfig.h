@@ -29,6 +29,29 @@ static_assert(kTcThreads == (kTcTileM / 32) * (kTcTileN / 32) * 32,
 /// of mma.sync over a 64x64 or 128x128 tile, the larger when it makes at
 /// least kMmaGemmWave blocks.
 inline constexpr int64_t kMmaGemmThreads = 128, kMmaGemmWave = 128;
+/// Its K step and pipeline depth: kMmaGemmStages K steps in shared memory
+/// at once, the copies of the next kMmaGemmStages - 1 in flight while the
+/// warps multiply one (CUTLASS's multistage sm_80 GEMM).
+inline constexpr int64_t kMmaGemmTileK = 32, kMmaGemmStages = 4;
+/// The shared memory (bytes, dynamic) of tc_gemm_mma's BM x BN tile of
+/// `elemBytes`-byte operands: every stage's A and B tile, contiguous axis
+/// last, each row padded by 8 elements (no bank conflicts in ldmatrix).
+/// A 128 x 128 fp16 tile takes 80 KiB, above the 48 KiB a kernel gets
+/// without opting in (cuFuncSetAttribute), within the 99 KiB of every
+/// sm_80+ GPU.
+inline constexpr int64_t mmaGemmSharedBytes(int64_t bm, int64_t bn, bool ta,
+                                            bool tb, int64_t elemBytes) {
+  int64_t a = ta ? kMmaGemmTileK * (bm + 8) : bm * (kMmaGemmTileK + 8);
+  int64_t b = tb ? bn * (kMmaGemmTileK + 8) : kMmaGemmTileK * (bn + 8);
+  return kMmaGemmStages * (a + b) * elemBytes;
+}
+
+/// Dynamic shared memory a kernel may use without opting in, and the most
+/// any GPU mpc targets lets a block opt in to (sm_90: 227 KiB); a launch's
+/// own limit is the device's (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_
+/// BLOCK_OPTIN), checked when a session opens.
+inline constexpr int64_t kDefaultSharedBytes = 48 * 1024,
+                         kMaxSharedBytes = 227 * 1024;
 
 /// simt_gemm (fp32): one output per thread, kSimtTile x kSimtTile threads.
 inline constexpr int64_t kSimtTile = 16;

@@ -16,6 +16,7 @@
 
 #include "FakeCudaHostBuild.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +40,11 @@ struct Kernel {
   void (*fn)(void **);
   int params;
   bool packed; // one struct parameter of `params` 8-byte words
+  int smem;    // dynamic shared memory its code uses (emu_<name>_smem)
+  int optIn = 0; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
+/// As an A100 (sm_80): dynamic shared memory a block may opt in to.
+constexpr int kOptInSharedBytes = 163 * 1024, kDefaultSharedBytes = 48 * 1024;
 /// A kernel launch, or a host function a library double enqueued
 /// (mpcFakeCudaEnqueue: the cuBLASLt double's matmuls).
 struct Launch {
@@ -125,7 +130,10 @@ Result cuDeviceGetName(char *name, int len, int) {
   return kOk;
 }
 Result cuDeviceGetAttribute(int *v, int attr, int) {
-  *v = attr == 75 ? 8 : 0; // compute capability 8.0
+  *v = attr == 75   ? 8 // compute capability 8.0
+       : attr == 97 ? kOptInSharedBytes // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+       : attr == 8  ? kDefaultSharedBytes // MAX_SHARED_MEMORY_PER_BLOCK
+                    : 0;
   return kOk;
 }
 Result cuDevicePrimaryCtxRetain(void **ctx, int) {
@@ -180,8 +188,16 @@ Result cuModuleGetFunction(void **fn, void *module, const char *name) {
   if (!f || !n || (!m->image.empty() && m->image.find(name) == std::string::npos))
     return ++stats.missedLookups, kNotFound;
   auto packed = (int *)dlsym(lib, (emu + "_packed").c_str());
-  *fn = new Kernel{f, *n, packed && *packed};
+  auto smem = (int *)dlsym(lib, (emu + "_smem").c_str());
+  *fn = new Kernel{f, *n, packed && *packed, smem ? *smem : 0};
   return kOk;
+}
+Result cuFuncSetAttribute(void *f, int attr, int value) {
+  if (attr != 8) // only MAX_DYNAMIC_SHARED_SIZE_BYTES is asked for
+    return kInvalidValue;
+  if (value < 0 || value > kOptInSharedBytes)
+    return kInvalidValue;
+  return ((Kernel *)f)->optIn = value, kOk;
 }
 
 Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
@@ -249,9 +265,14 @@ Result cuGraphExecDestroy(void *exec) { return delete (Graph *)exec, kOk; }
 Result cuGraphDestroy(void *graph) { return delete (Graph *)graph, kOk; }
 
 Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
-                      unsigned, unsigned, unsigned, void *stream,
+                      unsigned, unsigned, unsigned smem, void *stream,
                       void **params, void **) {
   auto *k = (const Kernel *)f;
+  // A GPU refuses a launch asking more than 48 KiB the kernel did not opt
+  // in to; one giving less than its code uses reads past its allocation
+  // (the double refuses that too, or the emulation's big buffer hides it).
+  if ((int)smem > std::max(kDefaultSharedBytes, k->optIn) || (int)smem < k->smem)
+    return kInvalidValue;
   Launch l{k, {}};
   for (int i = 0; i < k->params; ++i) // each param points at a DevicePtr
     l.args.push_back(k->packed ? (void *)((DevicePtr *)params[0])[i]

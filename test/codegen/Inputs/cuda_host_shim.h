@@ -110,6 +110,11 @@ MPC_EMULATOR inline void mpc_barrier_wait(MpcBarrier &b) {
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 inline void __syncthreads() { mpc_barrier_wait(mpc_barrier); }
+/// A block's dynamic shared memory (blocks run one at a time): as much as
+/// any GPU gives a block; the driver double checks each launch gives
+/// the kernel what it declares (emu_<name>_smem).
+alignas(16) inline unsigned char mpc_dynamic_smem_bytes[227 * 1024];
+inline unsigned char *mpc_dynamic_smem() { return mpc_dynamic_smem_bytes; }
 inline unsigned mpc_linear_thread() {
   return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
@@ -182,7 +187,7 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
 // MPC_EMULATE_MMA_GEMM: MPC_FAKE_CUDA_MMA_GEMM=1 in the driver double).
 #if !defined(__SANITIZE_THREAD__) && !defined(MPC_EMULATE_MMA_GEMM)
 constexpr bool mpc_mma_gemm_fibers = false;
-template <typename T, int BM, int BN, bool TA, bool TB, typename EP>
+template <typename T, int BM, int BN, bool TA, bool TB, int SMEM, typename EP>
 void tc_gemm_mma(int M, int N, int K, const T *A, long long lda, const T *B,
                  long long ldb, const EP &ep) {
   mpc_plain_gemm<BM, BN>(
