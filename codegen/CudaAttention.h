@@ -12,6 +12,7 @@
 
 #include "codegen/CudaKernels.h"
 #include "runtime/Philox.h"
+#include "runtime/cuda/KernelConfig.h"
 
 #include <sstream>
 #include <string>
@@ -116,9 +117,11 @@ inline std::string attentionLse(bool zeroMasked, const std::string &m,
          " : " + m + " + logf(" + l + ")";
 }
 
-/// Keys per shared-memory tile of the mma.sync forward; 0 when the head
-/// sizes do not suit it (CudaFlashAttention.cpp).
-int64_t mmaKeys(const Dims &g);
+/// Keys per shared-memory tile of the mma.sync forward whose K and V
+/// tiles take at most `sharedBytes` (the default: what any kernel gets);
+/// 0 when the head sizes do not suit it (CudaFlashAttention.cpp).
+int64_t mmaKeys(const Dims &g,
+                int64_t sharedBytes = ::mpc::rt::cuda::kDefaultSharedBytes);
 
 /// The splits of the key tiles whose blocks add dQ's parts to partial
 /// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq), or 0

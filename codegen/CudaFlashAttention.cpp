@@ -15,16 +15,24 @@
 
 namespace mlir::mpc::cuda {
 
+/// Bytes of the forward's K and V tiles of `keys` keys: two of each (the
+/// next one loading while the warps work on this one), rows padded by 8
+/// elements (no bank conflicts in the fragment loads).
+static int64_t mmaTileBytes(const Dims &g, int64_t keys) {
+  return 2 * keys * (g.d + 8 + g.dv + 8) * 2;
+}
+
 /// Keys per shared-memory tile of the register-resident (mma.sync)
-/// forward: two tiles of K and V (the next one loading while the warps
-/// work on this one), rows padded by 8 elements (no bank conflicts in the
-/// fragment loads), within 48 KiB; 0 when the head sizes do not suit it
-/// (multiples of 16, at most 128: the fragments live in registers).
-int64_t mmaKeys(const Dims &g) {
+/// forward: 64 (FlashAttention-2's tile at head sizes 64-128: the row
+/// statistics, the O rescale and the barriers once per 64 keys) where
+/// its tiles fit `sharedBytes`, fewer where not; 0 when the head sizes do
+/// not suit it (multiples of 16, at most 128: the fragments live in
+/// registers).
+int64_t mmaKeys(const Dims &g, int64_t sharedBytes) {
   if (g.d % 16 || g.dv % 16 || g.d > 128 || g.dv > 128)
     return 0;
   for (int64_t keys : {64, 32, 16})
-    if (2 * keys * (g.d + 8 + g.dv + 8) * 2 <= 48 * 1024)
+    if (mmaTileBytes(g, keys) <= sharedBytes)
       return keys;
   return 0;
 }
@@ -86,11 +94,13 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
     return operandRow(s, operand, row);
   };
   std::ostringstream os;
+  // K and V tiles in dynamic shared memory (68 KiB at head size 128).
+  sharedBytes = mmaTileBytes(g, TK);
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
   os << header(s, name, kWarps * 32, 2) << " {\n"
-     << "  __shared__ __align__(16) " << T << " ks[" << 2 * TK * KS << "], vs["
-     << 2 * TK * VS << "];\n"
+     << "  " << T << " *const ks = (" << T << " *)mpc_dynamic_smem(), *const vs = ks + "
+     << 2 * TK * KS << ";\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
      // Causal: the last query rows (the most keys) first, so the last
      // wave holds the shortest blocks (longest-processing-time order, as

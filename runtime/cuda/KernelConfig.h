@@ -11,6 +11,9 @@
 #define MPC_RUNTIME_CUDA_KERNELCONFIG_H
 
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace mpc::rt::cuda {
 
@@ -52,6 +55,31 @@ inline constexpr int64_t mmaGemmSharedBytes(int64_t bm, int64_t bn, bool ta,
 /// BLOCK_OPTIN), checked when a session opens.
 inline constexpr int64_t kDefaultSharedBytes = 48 * 1024,
                          kMaxSharedBytes = 227 * 1024;
+
+/// Shared memory an SM of architecture `arch` ("sm_90", "sm_90a") has:
+/// the data-centre GPUs' 164 KiB (sm_80, sm_87) or 228 KiB (sm_90,
+/// sm_100, sm_103); 100 KiB for the others (sm_86, sm_89, sm_120: the
+/// least of the sm_80+ parts, so an unknown one is not overcommitted).
+inline int64_t sharedBytesPerSm(const std::string &arch) {
+  int sm = std::atoi(arch.c_str() + (arch.rfind("sm_", 0) == 0 ? 3 : 0));
+  if (sm == 80 || sm == 87)
+    return 164 * 1024;
+  if (sm == 90 || sm == 100 || sm == 103)
+    return 228 * 1024;
+  return 100 * 1024;
+}
+
+/// The shared memory a block may take so that two blocks fit an SM of
+/// every architecture in `archs` (1 KiB of each SM's is the system's per
+/// block); the 48 KiB any kernel gets when `archs` is empty or small.
+inline int64_t sharedBytesForTwoBlocks(const std::vector<std::string> &archs) {
+  int64_t most = -1;
+  for (const std::string &a : archs) {
+    int64_t b = sharedBytesPerSm(a) / 2 - 1024;
+    most = most < 0 || b < most ? b : most;
+  }
+  return most > kDefaultSharedBytes ? most : kDefaultSharedBytes;
+}
 
 /// simt_gemm (fp32): one output per thread, kSimtTile x kSimtTile threads.
 inline constexpr int64_t kSimtTile = 16;

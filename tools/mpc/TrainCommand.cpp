@@ -223,6 +223,7 @@ static bool readData(std::map<std::string, rt::Tensor> &arrays,
 static bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
                             std::string &dir, std::string &error) {
   mlir::mpc::CudaModule cuda;
+  plan.cudaArch = {rt::deviceArch(gpu.devices[0])}; // (tiles sized for it)
   if (!mlir::mpc::emitCuda(plan, cuda, error))
     return false;
   SmallString<128> path;
