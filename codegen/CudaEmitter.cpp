@@ -454,7 +454,6 @@ std::string cudaPreludeConstants() {
          ", MPC_SIMT_TILE = " + std::to_string(k::kSimtTile) +
          ", MPC_MMA_GEMM_THREADS = " + std::to_string(k::kMmaGemmThreads) +
          ", MPC_MMA_GEMM_TILE_K = " + std::to_string(k::kMmaGemmTileK) +
-         ", MPC_MMA_GEMM_STAGES = " + std::to_string(k::kMmaGemmStages) +
          ";\n";
 }
 

@@ -91,14 +91,20 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
         "{ c->store(m, n, acc); } };\n";
   if (strided) {
     int64_t tile = mmaGemmTile(M, N, batch);
-    // Its stages in dynamic shared memory (80 KiB at the 128 tile).
-    sharedBytes = ::mpc::rt::cuda::mmaGemmSharedBytes(
-        tile, tile, strided->ta, strided->tb, dtypeSize(t));
+    // Its stages in dynamic shared memory, as many as let two blocks share
+    // an SM of every target (their registers allow two).
+    namespace k = ::mpc::rt::cuda;
+    int64_t stage = k::mmaGemmStageBytes(tile, tile, strided->ta, strided->tb,
+                                         dtypeSize(t));
+    int64_t stages =
+        k::mmaGemmStages(stage, k::sharedBytesForTwoBlocks(plan.cudaArch));
+    sharedBytes = stages * stage;
     cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n  "
        << name << "_ctx c;\n" << prologue << "  c.z = blockIdx.z;\n  "
        << "tc_gemm_mma<" << T << ", " << tile << ", " << tile << ", "
        << (strided->ta ? "true" : "false") << ", "
-       << (strided->tb ? "true" : "false") << ", " << sharedBytes << ">(" << M << ", " << N << ", "
+       << (strided->tb ? "true" : "false") << ", " << stages << ", "
+       << sharedBytes << ">(" << M << ", " << N << ", "
        << K << ", " << strided->a << ", " << strided->lda << ", "
        << strided->b << ", " << strided->ldb << ", " << name
        << "_ep{&c});\n}\n\n";

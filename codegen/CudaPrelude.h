@@ -313,8 +313,8 @@ __device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const
 // strided fp16/bf16 matrices (Gemm, MatMul): A(m, k) at A[m lda + k], or
 // A[k lda + m] with TA; B(k, n) at B[k ldb + n], or B[n ldb + k] with TB.
 // A BM x BN tile per block of 4 warps (2 x 2, each a BM/2 x BN/2 tile of
-// m16n8k16 products), K in steps of 32 through MPC_MMA_GEMM_STAGES stages
-// of dynamic shared memory (SMEM bytes: the launch's): the next stages'
+// m16n8k16 products), K in steps of 32 through STAGES stages of dynamic
+// shared memory (SMEM bytes: the launch's): the next stages'
 // tiles copy by cp.async (16 bytes, zero-filled past the edges) while the
 // warps multiply this step's (CUTLASS's multistage sm_80 GEMM; one barrier
 // a step, before the refill of the stage the last step read), fragments
@@ -348,10 +348,10 @@ __device__ __forceinline__ void mpc_tile_copy(T *s, const T *g, i64 ld, int rows
   }
 }
 
-template <typename T, int BM, int BN, bool TA, bool TB, int SMEM, typename EP>
+template <typename T, int BM, int BN, bool TA, bool TB, int STAGES, int SMEM, typename EP>
 __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64 lda, const T *B, i64 ldb,
                                             const EP &ep) {
-  constexpr int BK = MPC_MMA_GEMM_TILE_K, STAGES = MPC_MMA_GEMM_STAGES, THREADS = MPC_MMA_GEMM_THREADS;
+  constexpr int BK = MPC_MMA_GEMM_TILE_K, THREADS = MPC_MMA_GEMM_THREADS;
   constexpr int WTM = BM / 2, WTN = BN / 2, MT = WTM / 16, NT = WTN / 8;
   // Shared tiles, contiguous axis last: A as [BM][BK] or (TA) [BK][BM], B
   // as [BK][BN] or (TB) [BN][BK].

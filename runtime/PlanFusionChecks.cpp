@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/PlanFusionChecks.h"
+#include "runtime/WeightCopies.h"
+#include "runtime/cuda/KernelCalls.h"
 #include "runtime/cuda/MemoryPlan.h"
 
 #include <algorithm>
@@ -470,6 +472,19 @@ std::string checkPrologueAdds(const Plan &plan) {
       if (b.value == x && !stored)
         return bad + "but the sum is a plan output it does not store";
   }
+  return "";
+}
+
+std::string checkPlanFusions(const Plan &plan) {
+  // Steps computed in another step's kernel or call must pair up; the
+  // weight copies first (the in-place updates write them).
+  for (auto check : {checkWeightCopies, checkStepBatches, checkLibraryFusions,
+                     checkStoredCasts, checkLaterFusions,
+                     checkUnwrittenOutputs, checkEpilogueAdds,
+                     checkPrologueAdds, checkAttentionViews,
+                     checkUpdatesInPlace})
+    if (std::string why = check(plan); !why.empty())
+      return why;
   return "";
 }
 

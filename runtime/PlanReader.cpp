@@ -532,19 +532,6 @@ bool loadPlan(const std::string &dir, Plan &plan, std::string &error) {
                    dir, plan, error);
 }
 
-std::string checkPlanFusions(const Plan &plan) {
-  // Steps computed in another step's kernel or call must pair up; the
-  // weight copies first (the in-place updates write them).
-  for (auto check : {checkWeightCopies, checkStepBatches, checkLibraryFusions,
-                     checkStoredCasts, checkLaterFusions,
-                     checkUnwrittenOutputs, checkEpilogueAdds,
-                     checkPrologueAdds, checkAttentionViews,
-                     checkUpdatesInPlace})
-    if (std::string why = check(plan); !why.empty())
-      return why;
-  return "";
-}
-
 bool parsePlan(std::istream &in, std::string weights, const std::string &dir,
                Plan &plan, std::string &error) {
   plan = Plan();

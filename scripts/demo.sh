@@ -114,7 +114,7 @@ ls -l "$work/mlp-cuda" | awk 'NR > 1 {print "  " $5 "\t" $9}'
 echo "-- one tensor-core GEMM kernel of kernels.cu (bias and Relu in its epilogue):"
 gemm=$(grep -o "^struct gemm_[0-9a-f]*_ctx" "$work/mlp-cuda/kernels.cu" | head -1 | cut -d' ' -f2)
 grep -A5 "^struct $gemm" "$work/mlp-cuda/kernels.cu" | cut -c1-160
-grep "tc_gemm_mma<__half, 64, 64, false, true, 40960>(64, 128, 64" "$work/mlp-cuda/kernels.cu"
+grep "tc_gemm_mma<__half, 64, 64, false, true, 4, 40960>(64, 128, 64" "$work/mlp-cuda/kernels.cu"
 # cuobjdump and nvdisasm come from PyPI wheels (scripts/setup.sh).
 wheel_bin=$("$py" -c "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))" 2>/dev/null || true)
 echo "-- mpc doctor: GPU, toolkit, and tensor-core instructions in the SASS"

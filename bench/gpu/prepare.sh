@@ -258,6 +258,13 @@ for spec in "attention_d128 fp16 attention_d128_train --loss-scale static:256" \
   (cd "$work" && "$mpc" train "models/$model.onnx" --data "target=inputs/$model.target.npy" --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision "$prec" $scale --weights seed:0 --metrics "expected/$m-$prec-train.jsonl" > /dev/null)
   echo "$m $prec $art steps=3 kernels=auto target=inputs/$model.target.npy" >> "$work/train-manifest.txt"
 done
+# Head size 128 with the forward's K/V tiles of 32 keys, as mpc sizes them
+# where an SM has 100 KiB (compiled for sm_89 too; the GPU runs the code
+# of its own architecture): run.sh times it beside the 64-key default.
+art=art/attention-d128-fp16-train-k32
+"$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
+cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_k32-fp16-train.jsonl"
+echo "attention_d128_k32 fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
 fi
 # Softmax and layer norm over ROWS rows of 8192 fp16 (default 8192: 128
 # MiB, drawn again on the GPU machine from its recipe), each one row
@@ -321,6 +328,9 @@ echo "$steps" > "$work/steps.txt"
 # the op list this build generated from the ODS.
 cp "$(dirname "$mpc")/../ir/MpcOpList.h.inc" "$work/MpcOpList.h.inc"
 [[ ${GEMM:-1} == 0 ]] || "$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
+# The same with mpc's GEMM kernel on two stages, as sized where an SM has
+# 100 KiB (sm_89 too; the GPU runs its own code): run.sh times both.
+[[ ${GEMM:-1} == 0 ]] || "$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16-2stages" --arch "sm_89,$arch" | tail -1
 # run.sh reads artifacts and inputs alone, not the models (the attention
 # model is 18 MiB of initializers, ResNet-50's 94 MiB); inputs of a MiB or
 # more travel as recipes (bench/gpu/inputs.py restore draws them there).

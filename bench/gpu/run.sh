@@ -152,6 +152,8 @@ gemm=$(cd "$work" && limited "$run" art/gemm-fp16 --repeat "$repeat" --expect c=
 echo "gemm (cuBLASLt): $gemm" | tr '\n' ' '; echo
 gemmk=$(cd "$work" && limited "$run" art/gemm-fp16 --gemm mpc --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
 echo "gemm (mpc kernel): $gemmk" | tr '\n' ' '; echo
+gemm2=$(cd "$work" && limited "$run" art/gemm-fp16-2stages --gemm mpc --repeat "$repeat" --expect c=inputs/gemm.c.npy a=inputs/gemm.a.npy b=inputs/gemm.b.npy 2>&1)
+echo "gemm (mpc kernel, 2 stages): $gemm2" | tr '\n' ' '; echo
 fi
 # Softmax and layer norm over the rows prepare.sh drew, checked against
 # NumPy (FP32) here: the reference would not travel.
@@ -188,7 +190,7 @@ left=$(( ${BUDGET:-300} - SECONDS - 20 ))
 seq=$(cat "$work/attention-seq.txt" 2>/dev/null || echo 1024)
 heads=$(cat "$work/attention-heads.txt" 2>/dev/null || echo 12)
 torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --attn-seq "$seq" --attn-heads "$heads" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
-gemm=${gemm:-} gemmk=${gemmk:-}
+gemm=${gemm:-} gemmk=${gemmk:-} gemm2=${gemm2:-}
 echo "$torch"
 {
   echo
@@ -198,6 +200,7 @@ echo "$torch"
   echo "$torch"
   [[ -z $gemm ]] || echo "mpc gemm 4096^3 fp16, cuBLASLt: $(echo "$gemm" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
   [[ -z $gemm ]] || echo "mpc gemm 4096^3 fp16, mpc kernel: $(echo "$gemmk" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
+  [[ -z $gemm ]] || echo "mpc gemm 4096^3 fp16, mpc kernel on 2 stages (as for sm_89): $(echo "$gemm2" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1 ms/p')"
   echo '```'
 } >> "$results"
 # Side by side, what users would pick instead: the AMP train steps (fp16
@@ -237,6 +240,7 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
                "forward + backward, dQ recomputed (\`--attention-dq recompute\`)|${devms[attention_recompute-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
                "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape" \
                "forward + backward, head size 128 (2x${heads}x${seq}x128)|${devms[attention_d128-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
+               "forward + backward, head size 128, forward on 32-key tiles (as for sm_89)|${devms[attention_d128_k32-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
                "forward + backward, bf16|${devms[attention-bf16]:-n/a}|sdpa-causal-bf16-fwd-bwd-$shape"; do
       IFS='|' read -r what mine key <<< "$row"
       t=$(tms attention "$key")

@@ -32,21 +32,27 @@ static_assert(kTcThreads == (kTcTileM / 32) * (kTcTileN / 32) * 32,
 /// of mma.sync over a 64x64 or 128x128 tile, the larger when it makes at
 /// least kMmaGemmWave blocks.
 inline constexpr int64_t kMmaGemmThreads = 128, kMmaGemmWave = 128;
-/// Its K step and pipeline depth: kMmaGemmStages K steps in shared memory
-/// at once, the copies of the next kMmaGemmStages - 1 in flight while the
-/// warps multiply one (CUTLASS's multistage sm_80 GEMM).
-inline constexpr int64_t kMmaGemmTileK = 32, kMmaGemmStages = 4;
-/// The shared memory (bytes, dynamic) of tc_gemm_mma's BM x BN tile of
-/// `elemBytes`-byte operands: every stage's A and B tile, contiguous axis
-/// last, each row padded by 8 elements (no bank conflicts in ldmatrix).
-/// A 128 x 128 fp16 tile takes 74 KiB, above the 48 KiB a kernel gets
-/// without opting in (cuFuncSetAttribute), within the 99 KiB of every
-/// sm_80+ GPU.
-inline constexpr int64_t mmaGemmSharedBytes(int64_t bm, int64_t bn, bool ta,
-                                            bool tb, int64_t elemBytes) {
+/// Its K step and deepest pipeline: up to kMmaGemmMaxStages K steps in
+/// shared memory at once, the copies of the next ones in flight while the
+/// warps multiply one (CUTLASS's multistage sm_80 GEMM runs 3-5).
+inline constexpr int64_t kMmaGemmTileK = 32, kMmaGemmMaxStages = 4;
+/// The bytes of one stage of tc_gemm_mma's BM x BN tile of
+/// `elemBytes`-byte operands: its A and B tiles, contiguous axis last,
+/// each row padded by 8 elements (no bank conflicts in ldmatrix).
+inline constexpr int64_t mmaGemmStageBytes(int64_t bm, int64_t bn, bool ta,
+                                           bool tb, int64_t elemBytes) {
   int64_t a = ta ? kMmaGemmTileK * (bm + 8) : bm * (kMmaGemmTileK + 8);
   int64_t b = tb ? bn * (kMmaGemmTileK + 8) : kMmaGemmTileK * (bn + 8);
-  return kMmaGemmStages * (a + b) * elemBytes;
+  return (a + b) * elemBytes;
+}
+/// Its stages: as many as `sharedBytes` holds (what keeps two blocks an
+/// SM), at most kMmaGemmMaxStages, at least 2. A 128 x 128 fp16 tile: 4
+/// (74 KiB, dynamic: above the 48 KiB a kernel gets without opting in)
+/// on sm_80 and sm_90, 2 where an SM has 100 KiB (sm_86/89).
+inline constexpr int64_t mmaGemmStages(int64_t stageBytes,
+                                       int64_t sharedBytes) {
+  int64_t n = sharedBytes / stageBytes;
+  return n > kMmaGemmMaxStages ? kMmaGemmMaxStages : n < 2 ? 2 : n;
 }
 
 /// Dynamic shared memory a kernel may use without opting in, and the most

@@ -187,7 +187,7 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
 // MPC_EMULATE_MMA_GEMM: MPC_FAKE_CUDA_MMA_GEMM=1 in the driver double).
 #if !defined(__SANITIZE_THREAD__) && !defined(MPC_EMULATE_MMA_GEMM)
 constexpr bool mpc_mma_gemm_fibers = false;
-template <typename T, int BM, int BN, bool TA, bool TB, int SMEM, typename EP>
+template <typename T, int BM, int BN, bool TA, bool TB, int STAGES, int SMEM, typename EP>
 void tc_gemm_mma(int M, int N, int K, const T *A, long long lda, const T *B,
                  long long ldb, const EP &ep) {
   mpc_plain_gemm<BM, BN>(
