@@ -43,8 +43,19 @@ struct Kernel {
   int smem;    // dynamic shared memory its code uses (emu_<name>_smem)
   int optIn = 0; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 };
-/// As an A100 (sm_80): dynamic shared memory a block may opt in to.
-constexpr int kOptInSharedBytes = 163 * 1024, kDefaultSharedBytes = 48 * 1024;
+constexpr int kDefaultSharedBytes = 48 * 1024;
+/// The GPU the double stands for: sm_80 (an A100), or MPC_FAKE_CUDA_SM
+/// (86: a 100 KiB SM, as an RTX 3090), so artifacts sized for another
+/// architecture run too.
+int fakeSm() {
+  const char *v = std::getenv("MPC_FAKE_CUDA_SM");
+  return v && std::atoi(v) >= 70 ? std::atoi(v) : 80;
+}
+/// Dynamic shared memory a block may opt in to on that GPU.
+int optInSharedBytes() {
+  int sm = fakeSm();
+  return (sm == 80 || sm == 87 ? 163 : sm >= 90 ? 227 : 99) * 1024;
+}
 /// A kernel launch, or a host function a library double enqueued
 /// (mpcFakeCudaEnqueue: the cuBLASLt double's matmuls).
 struct Launch {
@@ -130,8 +141,9 @@ Result cuDeviceGetName(char *name, int len, int) {
   return kOk;
 }
 Result cuDeviceGetAttribute(int *v, int attr, int) {
-  *v = attr == 75   ? 8 // compute capability 8.0
-       : attr == 97 ? kOptInSharedBytes // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+  *v = attr == 75   ? fakeSm() / 10 // compute capability
+       : attr == 76 ? fakeSm() % 10
+       : attr == 97 ? optInSharedBytes() // MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
        : attr == 8  ? kDefaultSharedBytes // MAX_SHARED_MEMORY_PER_BLOCK
                     : 0;
   return kOk;
@@ -195,7 +207,7 @@ Result cuModuleGetFunction(void **fn, void *module, const char *name) {
 Result cuFuncSetAttribute(void *f, int attr, int value) {
   if (attr != 8) // only MAX_DYNAMIC_SHARED_SIZE_BYTES is asked for
     return kInvalidValue;
-  if (value < 0 || value > kOptInSharedBytes)
+  if (value < 0 || value > optInSharedBytes())
     return kInvalidValue;
   return ((Kernel *)f)->optIn = value, kOk;
 }
