@@ -116,10 +116,7 @@ void run(const Launch &l) {
 /// which the shim then runs as fibers it orders by their barriers only, so
 /// a race of two GPU threads is reported (the process must start with
 /// libtsan preloaded: racecheck.test).
-bool raceCheck() {
-  const char *v = std::getenv("MPC_FAKE_CUDA_RACECHECK");
-  return v && *v && std::string(v) != "0";
-}
+bool raceCheck() { return mpc::fake::envFlag("MPC_FAKE_CUDA_RACECHECK"); }
 } // namespace
 
 extern "C" {

@@ -98,18 +98,14 @@ bool splitKernels(const std::string &text, std::string &prelude,
   return true;
 }
 
-/// MPC_FAKE_CUDA_MMA_GEMM=1: the GEMMs run tc_gemm_mma's tiles, with
-/// mma.sync, ldmatrix and cp.async emulated, instead of the shim's plain
-/// product (slower: their threads run as fibers).
-bool mmaGemm() {
-  const char *v = std::getenv("MPC_FAKE_CUDA_MMA_GEMM");
-  return v && *v && std::string(v) != "0";
-}
-
+// MPC_FAKE_CUDA_MMA_GEMM=1: the GEMMs run tc_gemm_mma's tiles, with
+// mma.sync, ldmatrix and cp.async emulated, instead of the shim's plain
+// product (slower: their threads run as fibers).
 std::string compiler(const std::string &src, bool tsan) {
   return "g++ -O1 -std=c++17 -fPIC " +
          std::string(tsan ? "-fsanitize=thread " : "") +
-         std::string(mmaGemm() ? "-DMPC_EMULATE_MMA_GEMM " : "") +
+         std::string(envFlag("MPC_FAKE_CUDA_MMA_GEMM") ? "-DMPC_EMULATE_MMA_GEMM "
+                                                      : "") +
          "-DMPC_HOST_EMULATION -I" + src + " -include " + src +
          "/test/codegen/Inputs/cuda_host_shim.h -x c++ ";
 }
@@ -206,6 +202,11 @@ bool readFile(const std::string &path, std::string &text) {
 void *HostBuild::libraryOf(const std::string &launcher) const {
   auto it = launchers.find(launcher);
   return it != launchers.end() ? it->second : whole;
+}
+
+bool envFlag(const char *name) {
+  const char *v = std::getenv(name);
+  return v && *v && std::string(v) != "0";
 }
 
 bool buildHost(const std::string &src, const std::string &dir, bool tsan,

@@ -39,6 +39,10 @@ struct HostBuild {
   void *libraryOf(const std::string &launcher) const;
 };
 
+/// Whether the switch `name` is on in the environment: set, not empty,
+/// not "0" (MPC_FAKE_CUDA_RACECHECK, MPC_FAKE_CUDA_MMA_GEMM).
+bool envFlag(const char *name);
+
 /// Appends the bytes of the file at `path` to `text`; false when unreadable.
 bool readFile(const std::string &path, std::string &text);
 
