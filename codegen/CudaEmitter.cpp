@@ -259,6 +259,7 @@ void Emitter::launch(Step &s, const std::string &name,
       grid = block = {1, 1, 1};
     s.cuda.prologueGrid = grid;
     s.cuda.prologueBlock = block;
+    s.cuda.prologueSmem = sharedBytes;
   } else {
     s.cuda.kernel = name;
     s.cuda.grid = grid;
@@ -312,13 +313,12 @@ void Emitter::launch(Step &s, const std::string &name,
       << ", [&] { " << name << "("
       << args.str() << "); });\n}\nextern \"C\" { int emu_" << name
       << "_nparams = " << k << "; }\n";
-  if (sharedBytes > 0 && !prologue) // what the driver double checks launches give
+  if (sharedBytes > 0) // what the driver double checks launches give
     emu << "extern \"C\" { int emu_" << name << "_smem = " << sharedBytes
         << "; }\n";
   barrier = false;
   barrierFlag.clear();
-  if (!prologue)
-    sharedBytes = 0;
+  sharedBytes = 0;
 }
 
 

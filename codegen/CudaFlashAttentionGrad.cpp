@@ -9,6 +9,7 @@
 
 #include "codegen/CudaMmaTiles.h"
 #include "runtime/cuda/KernelCalls.h"
+#include "runtime/cuda/KernelConfig.h"
 
 #include <algorithm>
 #include <sstream>
@@ -38,8 +39,9 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode) {
 
 /// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
 /// register layout), without atomics. Key blocks own 64 keys (16 a warp;
-/// past head size 64, one block computes dK and another dV, so neither
-/// spills) and loop over the queries that see them, computing S^T = K
+/// past head size 64 their K and V fragments come from shared memory, or,
+/// where those tiles do not fit, one block computes dK and another dV, so
+/// neither spills) and loop over the queries that see them, computing S^T = K
 /// Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T = P^T
 /// (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
 /// registers. D = rowsum(dO y) in FP32. The tiles of Q and dO stream
@@ -65,13 +67,36 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   std::string scale = flt((float)s.getFloat("scale", 1.0));
   const int64_t splits = attentionDqSplits(g, plan.cudaAttentionDq);
   const bool accumulate = splits > 0;
-  // Past head size 64, dK and dV are separate roles (z = 0 and the last):
-  // both accumulators at once would spill.
-  const bool split = g.d > 64 || g.dv > 64;
-  // Queries a tile: 16 where the accumulating key role's shared memory
-  // (two tiles of Q and dO, K, dS^T) would pass 48 KiB with 32.
-  const int64_t TQ = accumulate && split ? 16 : 32, TK = 32, kRows = 64;
-  constexpr int64_t kThreads = 128;
+  constexpr int64_t kThreads = 128, TK = 32, kRows = 64;
+  const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
+  // The shared memory of a kernel with `tq` queries a tile: two buffers
+  // of Q and dO tiles (the query role's K and V tiles in them), K's tile
+  // and dS^T for dQ's part, V's tile where `kv` (the K and V fragments
+  // read from shared memory), the tile's lse and D.
+  auto sharedFor = [&](int64_t tq, bool kv) {
+    int64_t rowsA = accumulate ? tq : std::max(tq, TK);
+    int64_t bytes = 2 * 2 * rowsA * (P + PV) + 2 * tq * 4;
+    if (kv || accumulate)
+      bytes += 2 * kRows * P;
+    if (kv)
+      bytes += 2 * kRows * PV;
+    if (accumulate)
+      bytes += 2 * kRows * (tq + 8);
+    return bytes;
+  };
+  // Past head size 64, a warp's K and V fragments in registers would
+  // leave no room for both dK and dV: they come from shared memory
+  // (FlashAttention-2's backward keeps K and V there) where the tiles fit
+  // beside two blocks an SM of every target (sm_80, sm_90: 73 KiB at head
+  // size 128); else dK and dV are separate roles (z = 0 and the last:
+  // S^T computed twice, Q and dO read twice), with 16 queries a tile where
+  // the accumulating key role's tiles would pass 48 KiB with 32.
+  const bool wide = g.d > 64 || g.dv > 64;
+  const bool kvShared =
+      wide && sharedFor(32, true) <=
+                  ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch);
+  const bool split = wide && !kvShared;
+  const int64_t TQ = accumulate && split ? 16 : 32;
   // Dropout's factor z of probability (b, i, j) in the key role (a lane's
   // pairs run along queries: an element a draw): P^T for dV keeps the
   // kept p (dV scaled once at the end), dS^T = p (z dP^T - D).
@@ -80,7 +105,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                     drop.keep(AttentionDropout::index(g, "b", "i", "j")) +
                     " ? " + flt(drop.draw.scale) + " : 0.0f;\n"
               : std::string();
-  const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8, PS = TQ + 8;
+  const int64_t PS = TQ + 8;
   const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
   auto at = [&](const std::string &operand, const std::string &row) {
@@ -237,11 +262,17 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << (withDq ? " and dQ's part" : "") << " for 64 keys: rows are keys.\n"
        << "    const i64 w0 = kb * " << L(kRows) << " + (threadIdx.x / 32) * 16;\n"
        << "    const i64 rows[2] = {w0 + g, w0 + g + 8};\n";
-    if (withDq) // K's tile for dS K, in the first tile's copies
+    // K's tile for dS K (and V's where their fragments come from shared
+    // memory), in the first query tile's copies.
+    if (withDq || kvShared)
       os << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"), D,
                       kRows, "kb * " + L(kRows), g.skv, kThreads);
-    os << fragments("kf", "in2", D, g.skv)
-       << (wantK ? fragments("vf", "in3", DV, g.skv) : std::string());
+    if (kvShared)
+      os << asyncTile("vs", PV, "in3", at("in3", "kb * " + L(kRows) + " + r"), DV,
+                      kRows, "kb * " + L(kRows), g.skv, kThreads);
+    else
+      os << fragments("kf", "in2", D, g.skv)
+         << (wantK ? fragments("vf", "in3", DV, g.skv) : std::string());
     if (wantK)
       os << "    float dk[" << D / 8 << "][4];\n"
          << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n";
@@ -263,9 +294,18 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
         "          rowLse[r] = i < " + L(g.sq) + " ? ld(in5, b * " + L(g.sq) + " + i) : 0.0f;\n" +
         "        }\n      }\n";
     std::ostringstream body;
-    body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ)
-         << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ) : std::string())
-         << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+    if (kvShared)
+      body << sharedAPairsAlongCols(T, "st", "ks + (threadIdx.x / 32) * " +
+                                                 std::to_string(16 * P),
+                                    P, "ta_", P, D, TQ)
+           << sharedAPairsAlongCols(T, "dpt", "vs + (threadIdx.x / 32) * " +
+                                                  std::to_string(16 * PV),
+                                    PV, "tb_", PV, DV, TQ);
+    else
+      body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ)
+           << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ)
+                     : std::string());
+    body << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
          << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
          << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
          << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
@@ -294,13 +334,31 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   // The shared memory and lane coordinates every role starts from.
   auto kernelHead = [&](const std::string &kernel, bool withDq) {
     std::ostringstream os;
-    os << header(s, kernel, kThreads) << " {\n"
-       << "  __shared__ __align__(16) " << T << " ta[" << 2 * bufA << "], tb["
-       << 2 * bufB << "];\n";
-    if (withDq)
-      os << "  __shared__ __align__(16) " << T << " ks[" << kRows * P << "], dss["
-         << kRows * PS << "];\n";
-    os << "  __shared__ float rowLse[" << TQ << "], rowD[" << TQ << "];\n"
+    os << header(s, kernel, kThreads) << " {\n";
+    if (kvShared) { // past 48 KiB: dynamic (the launch's sharedBytes)
+      sharedBytes = sharedFor(TQ, true);
+      std::string at = "(" + T + " *)mpc_dynamic_smem()";
+      auto carve = [&](const std::string &name, int64_t elems) {
+        os << "  " << T << " *const " << name << " = " << at << ";\n";
+        at = name + " + " + std::to_string(elems);
+      };
+      carve("ta", 2 * bufA);
+      carve("tb", 2 * bufB);
+      carve("ks", kRows * P);
+      carve("vs", kRows * PV);
+      if (withDq)
+        carve("dss", kRows * PS);
+      os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
+         << TQ << ";\n";
+    } else {
+      os << "  __shared__ __align__(16) " << T << " ta[" << 2 * bufA << "], tb["
+         << 2 * bufB << "];\n";
+      if (withDq)
+        os << "  __shared__ __align__(16) " << T << " ks[" << kRows * P << "], dss["
+           << kRows * PS << "];\n";
+      os << "  __shared__ float rowLse[" << TQ << "], rowD[" << TQ << "];\n";
+    }
+    os
        << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
        << "  const i64 b = blockIdx.y;\n";
     return os.str();

@@ -142,6 +142,8 @@ struct CudaLaunch {
   /// Bytes of dynamic shared memory the kernel's launches give it (0:
   /// static only; above 48 KiB the session opts the kernel in).
   int64_t smem = 0;
+  /// The same for the prologue's launches.
+  int64_t prologueSmem = 0;
   int alias = -1;     // the output shares this value's buffer (no kernel)
   /// A split whose outputs live in its input's buffer, or a concat whose
   /// inputs live in its output's buffer, each part where the copy would

@@ -134,6 +134,8 @@ std::string cudaText(const CudaLaunch &c) {
       c.prologueBlock != std::array<int64_t, 3>{1, 1, 1})
     out += " prologue-grid=" + triple(c.prologueGrid) +
            " prologue-block=" + triple(c.prologueBlock);
+  if (c.prologueSmem > 0)
+    out += " prologue-smem=" + std::to_string(c.prologueSmem);
   if (c.alias >= 0)
     out += " alias=" + std::to_string(c.alias);
   if (c.inPlace)

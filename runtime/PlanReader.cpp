@@ -189,9 +189,12 @@ bool parseCuda(std::istream &is, CudaLaunch &c) {
            c.scratch <= kKernelScratchLimit;
     else if (key == "count")
       ok = !value.empty() && (c.count = std::stoll(value)) >= 0;
-    else if (key == "smem") // dynamic shared memory: no GPU gives a block more
-      ok = !value.empty() && (c.smem = std::stoll(value)) > 0 &&
-           c.smem <= cuda::kMaxSharedBytes;
+    else if (key == "smem" || key == "prologue-smem") {
+      // Dynamic shared memory: no GPU gives a block more.
+      int64_t &bytes = key == "smem" ? c.smem : c.prologueSmem;
+      ok = !value.empty() && (bytes = std::stoll(value)) > 0 &&
+           bytes <= cuda::kMaxSharedBytes;
+    }
     else if (key == "batch") {
       // PER_LAUNCH[xPER_THREAD]:STEPS@KERNEL
       size_t colon = value.find(':'), at = value.find('@'), x = value.find('x');

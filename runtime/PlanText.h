@@ -20,7 +20,8 @@
 //   amp <why this precision, to the end of the line>
 //   count-underflow
 //   cuda [kernel=K grid=x,y,z block=x,y,z] [prologue=K]
-//        [prologue-grid=x,y,z prologue-block=x,y,z] [alias=V]
+//        [prologue-grid=x,y,z prologue-block=x,y,z] [smem=BYTES]
+//        [prologue-smem=BYTES] [alias=V]
 //        [fused-into=S] [stored-as=V] [written=N] [chain=S,S,...]
 //        [inputs=V,V,...]
 //        [stores=V,...] [fused-relu] [epilogue-add=V] [prologue-add=V,V]

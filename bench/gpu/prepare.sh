@@ -258,9 +258,10 @@ for spec in "attention_d128 fp16 attention_d128_train --loss-scale static:256" \
   (cd "$work" && "$mpc" train "models/$model.onnx" --data "target=inputs/$model.target.npy" --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision "$prec" $scale --weights seed:0 --metrics "expected/$m-$prec-train.jsonl" > /dev/null)
   echo "$m $prec $art steps=3 kernels=auto target=inputs/$model.target.npy" >> "$work/train-manifest.txt"
 done
-# Head size 128 with the forward's K/V tiles of 32 keys, as mpc sizes them
-# where an SM has 100 KiB (compiled for sm_89 too; the GPU runs the code
-# of its own architecture): run.sh times it beside the 64-key default.
+# Head size 128 as mpc builds it where an SM has 100 KiB (compiled for
+# sm_89 too; the GPU runs the code of its own architecture): the forward's
+# K/V tiles of 32 keys, the backward's dK and dV in blocks of their own
+# (K and V fragments in registers). run.sh times it beside the default.
 art=art/attention-d128-fp16-train-k32
 "$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
 cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_k32-fp16-train.jsonl"

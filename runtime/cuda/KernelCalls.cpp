@@ -125,7 +125,8 @@ std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
   if (!s.cuda.prologue.empty() && !calls.empty()) // the same arguments
     calls.insert(calls.begin(),
                  {&s.cuda.prologue, s.cuda.prologueGrid, s.cuda.prologueBlock,
-                  calls.front().args, calls.front().packed});
+                  calls.front().args, calls.front().packed,
+                  s.cuda.prologueSmem});
   return calls;
 }
 
