@@ -117,10 +117,18 @@ inline std::string attentionLse(bool zeroMasked, const std::string &m,
          " : " + m + " + logf(" + l + ")";
 }
 
-/// Keys per shared-memory tile of the mma.sync forward whose K and V
-/// tiles take at most `sharedBytes` (the default: what any kernel gets);
-/// 0 when the head sizes do not suit it (CudaFlashAttention.cpp).
-int64_t mmaKeys(const Dims &g,
+/// How the mma.sync forward tiles its work (CudaFlashAttention.cpp): keys
+/// a K and V tile, row tiles of 16 queries a warp, and whether the warps
+/// read Q's fragments from a shared tile instead of holding them.
+struct MmaForwardTiles {
+  int64_t keys = 0; // 0: the head sizes do not suit the kernel
+  int64_t rowTiles = 1;
+  bool sharedQ = false;
+};
+/// The tiles whose shared memory takes at most `sharedBytes` (the
+/// default: what any kernel gets).
+MmaForwardTiles
+mmaForwardTiles(const Dims &g,
                 int64_t sharedBytes = ::mpc::rt::cuda::kDefaultSharedBytes);
 
 /// The splits of the key tiles whose blocks add dQ's parts to partial

@@ -70,11 +70,11 @@ bool Emitter::attention(Step &s, const std::string &name) {
   if ((t == DType::F16 || t == DType::BF16) &&
       val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
       g.d % 16 == 0 && g.dv % 16 == 0) {
-    // Two blocks an SM on every target GPU: 64-key tiles at head size
-    // 128 on sm_80/sm_90 (68 KiB), 32 where an SM has 100 KiB (sm_86/89).
-    if (int64_t keys = mmaKeys(
-            g, ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch))) {
-      attentionMma(s, name, keys);
+    // Two blocks an SM on every target GPU (mmaForwardTiles).
+    MmaForwardTiles tiles = mmaForwardTiles(
+        g, ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch));
+    if (tiles.keys) {
+      attentionMma(s, name, tiles);
       return true;
     }
   }

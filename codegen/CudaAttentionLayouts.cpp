@@ -51,7 +51,7 @@ bool lowAttention(const Plan &plan, const Step &s) {
     same = same && s.inputs[k] >= 0 && plan.values[s.inputs[k]].dtype == qv.dtype;
   return (qv.dtype == DType::F16 || qv.dtype == DType::BF16) && same &&
          g.d % 16 == 0 && g.dv % 16 == 0 && g.d <= 128 && g.dv <= 128 &&
-         (!fwd || mmaKeys(g) > 0);
+         (!fwd || mmaForwardTiles(g).keys > 0);
 }
 
 /// The transpose's permutation (the reversal when it has none).

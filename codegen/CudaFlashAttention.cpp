@@ -2,8 +2,8 @@
 //
 // The tensor-core attention kernels for fp16/bf16 with head sizes that are
 // multiples of 16 up to 128: the forward and the backward keep their
-// fragments in registers in mma.sync's m16n8k16 layout (mma_16816 in the
-// prelude), as FlashAttention-2 does (the backward:
+// accumulators in registers in mma.sync's m16n8k16 layout (mma_16816 in
+// the prelude), as FlashAttention-2 does (the backward:
 // CudaFlashAttentionGrad.cpp). CudaAttentionKernels.cpp picks them.
 //
 //===----------------------------------------------------------------------===//
@@ -22,19 +22,34 @@ static int64_t mmaTileBytes(const Dims &g, int64_t keys) {
   return 2 * keys * (g.d + 8 + g.dv + 8) * 2;
 }
 
-/// Keys per shared-memory tile of the register-resident (mma.sync)
-/// forward: 64 (FlashAttention-2's tile at head sizes 64-128: the row
-/// statistics, the O rescale and the barriers once per 64 keys) where
-/// its tiles fit `sharedBytes`, fewer where not; 0 when the head sizes do
-/// not suit it (multiples of 16, at most 128: the fragments live in
-/// registers).
-int64_t mmaKeys(const Dims &g, int64_t sharedBytes) {
+/// Bytes of Q's tile where the warps read their Q fragments from shared
+/// memory: the block's 128 rows, padded as K's.
+static int64_t queryTileBytes(const Dims &g) { return 128 * (g.d + 8) * 2; }
+
+/// The forward's tiles (head sizes multiples of 16, at most 128: the
+/// accumulators live in registers). Two row tiles of 16 a warp (32 rows,
+/// as FlashAttention-2's forward: each K and V fragment read from shared
+/// memory feeds two mma.sync, and each tile copied feeds 128 query rows):
+/// up to head size 64 with Q's fragments in registers (236-248 registers
+/// a thread at 64, no local memory); beyond, the registers hold two
+/// tiles' O accumulators only with Q's fragments read from a shared tile
+/// (FlashAttention-2 keeps Q there too), on 32-key tiles (at 64 two row
+/// tiles' scores need more than 255 registers: 40 bytes of stack at head
+/// size 128), where Q's tile fits beside K's and V's (68 KiB at head size
+/// 128); else one row tile, Q in registers. Keys a tile otherwise: 64
+/// (FlashAttention-2's at head sizes 64-128: the row statistics, the O
+/// rescale and the barriers once per 64 keys) where they fit, fewer where
+/// not.
+MmaForwardTiles mmaForwardTiles(const Dims &g, int64_t sharedBytes) {
   if (g.d % 16 || g.dv % 16 || g.d > 128 || g.dv > 128)
-    return 0;
+    return {};
+  const bool wide = g.d > 64 || g.dv > 64;
+  if (wide && mmaTileBytes(g, 32) + queryTileBytes(g) <= sharedBytes)
+    return {32, 2, true};
   for (int64_t keys : {64, 32, 16})
     if (mmaTileBytes(g, keys) <= sharedBytes)
-      return keys;
-  return 0;
+      return {keys, wide ? 1 : 2, false};
+  return {};
 }
 
 
@@ -53,19 +68,9 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
          "    }\n";
 }
 
-/// Row tiles of 16 a warp of the forward: two (32 rows, as
-/// FlashAttention-2's forward: each K and V fragment read from shared
-/// memory feeds two mma.sync, and each tile copied feeds 128 query rows)
-/// where the registers hold their Q fragments, scores and O accumulators:
-/// head sizes up to 64 (236-248 registers a thread at 64, no local
-/// memory); one beyond (two need all 255 at 128 and spill 40 bytes).
-static int64_t rowTilesPerWarp(const Dims &g) {
-  return g.d <= 64 && g.dv <= 64 ? 2 : 1;
-}
-
 /// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16 or
-/// 32 query rows each (rowTilesPerWarp: tiles mt of 16 rows); the warp's
-/// Q fragments, scores, probabilities and O
+/// 32 query rows each (`t`: tiles mt of 16 rows); the warp's
+/// Q fragments (or Q's tile in shared memory), scores, probabilities and O
 /// accumulators stay in registers in mma.sync's m16n8k16 layout (lane = 4g
 /// + t holds rows g and g+8), so the row max and sum need only shuffles
 /// among the 4 lanes of a quad, the rescale by exp(m_old - m_new) is a
@@ -76,7 +81,8 @@ static int64_t rowTilesPerWarp(const Dims &g) {
 /// buffers while the warps compute on the other (rows past the end
 /// zero-filled); causal blocks stop at the last key any of their rows
 /// sees.
-void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
+void Emitter::attentionMma(Step &s, const std::string &name,
+                           const MmaForwardTiles &t) {
   Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                   val(s.inputs[2]).shape);
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
@@ -84,8 +90,8 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
   AttentionDropout drop(*this, s, g, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
-  const int64_t TK = keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
-  const int64_t MT = rowTilesPerWarp(g);
+  const int64_t TK = t.keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
+  const int64_t MT = t.rowTiles;
   const RowTiles tiles{MT};
   constexpr int64_t kWarps = 4;
   const int64_t kRows = kWarps * 16 * MT;
@@ -94,13 +100,15 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
     return operandRow(s, operand, row);
   };
   std::ostringstream os;
-  // K and V tiles in dynamic shared memory (68 KiB at head size 128).
-  sharedBytes = mmaTileBytes(g, TK);
+  // K and V tiles (and Q's) in dynamic shared memory.
+  sharedBytes = mmaTileBytes(g, TK) + (t.sharedQ ? queryTileBytes(g) : 0);
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
   os << header(s, name, kWarps * 32, 2) << " {\n"
      << "  " << T << " *const ks = (" << T << " *)mpc_dynamic_smem(), *const vs = ks + "
-     << 2 * TK * KS << ";\n"
+     << 2 * TK * KS << (t.sharedQ ? ", *const qs = vs + " + std::to_string(2 * TK * VS)
+                                  : std::string())
+     << ";\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
      // Causal: the last query rows (the most keys) first, so the last
      // wave holds the shortest blocks (longest-processing-time order, as
@@ -111,8 +119,11 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "  i64 rows[" << MT << "][2];\n"
      << "  for (int mt = 0; mt < " << MT << "; ++mt)\n"
      << "    rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
-     // Q fragments: row r's pair at column c (zero past the last row).
-     << rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, tiles)
+     // Q fragments: row r's pair at column c (zero past the last row),
+     // or Q's tile, copied with the first K and V tiles.
+     << (t.sharedQ ? asyncTile("qs", KS, "in0", at("in0", "i0 + r"), D, kRows, "i0",
+                               g.sq, kWarps * 32)
+                   : rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, tiles))
      << "  float o[" << MT << "][" << DV / 8 << "][4], m[" << MT << "][2], l["
      << MT << "][2];\n"
      << "  for (int mt = 0; mt < " << MT << "; ++mt) {\n"
@@ -142,7 +153,10 @@ void Emitter::attentionMma(Step &s, const std::string &name, int64_t keys) {
      << "    const " << T << " *kt_ = ks + buf * " << TK * KS << ", *vt_ = vs + buf * "
      << TK * VS << ";\n"
      // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
-     << pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK, tiles);
+     << (t.sharedQ ? sharedAPairsAlongCols(T, "sc", "qs + (threadIdx.x / 32) * " +
+                                                      std::to_string(16 * MT * KS),
+                                           KS, "kt_", KS, D, TK, tiles)
+                   : pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK, tiles));
   // Scores in log2 units (scale * log2(e) folded in, the bias times
   // log2(e)), so the exponentials are exp2f, as FlashAttention-2's: the
   // running max m too; lse = m ln 2 + log(l) at the end.

@@ -127,6 +127,7 @@ std::string packedLauncher(const std::string &fn, const std::string &args,
                            int64_t threads, int64_t perThread = 1);
 
 struct Emitter;
+struct MmaForwardTiles; // CudaAttention.h
 /// Runs of launches of one thread-per-element kernel over independent
 /// steps (an optimizer's update of each parameter) become multi-tensor
 /// launches of a batched kernel (CudaBatching.cpp).
@@ -487,7 +488,8 @@ public:
                  int64_t rows);
   bool attention(Step &s, const std::string &name);
   void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
-  void attentionMma(Step &s, const std::string &name, int64_t keys);
+  void attentionMma(Step &s, const std::string &name,
+                    const MmaForwardTiles &tiles);
   void attentionGradMma(Step &s, const std::string &name);
   /// The offset of row `row` of batch b of an attention kernel's operand
   /// ("inK" or "outK"), through its view strides if it has them.

@@ -103,44 +103,55 @@ inline std::string pairsAlongCols(const std::string &T, const std::string &acc,
 }
 
 // As pairsAlongCols, with A's 16 rows read from a shared tile (`arows`
-// its first row, pitch `apitch`) by ldmatrix two k-steps at a time, each
-// pair feeding every column: 8 registers of A instead of width / 4 (the
-// backward's K and V past head size 64, where registers hold dK and dV).
-// The same products in the same order as pairsAlongCols.
+// its first row, pitch `apitch`; row tile mt 16 rows further each) by
+// ldmatrix two k-steps at a time, each pair feeding every column: 8
+// registers of A a row tile instead of width / 4 (the forward's Q and the
+// backward's K and V past head size 64, where registers hold the
+// accumulators). The same products in the same order as pairsAlongCols.
 inline std::string sharedAPairsAlongCols(const std::string &T,
                                          const std::string &acc,
                                          const std::string &arows,
                                          int64_t apitch,
                                          const std::string &tile,
                                          int64_t pitch, int64_t width,
-                                         int64_t ncols) {
+                                         int64_t ncols, RowTiles tiles = {}) {
   const int64_t steps = width / 16, cols = ncols / 8;
+  std::string c = acc + tiles.at(), a0 = "a0" + tiles.at(),
+              a1 = "a1" + tiles.at();
+  std::string rowTile =
+      tiles.count ? " + mt * " + std::to_string(16 * apitch) : std::string();
   std::ostringstream os;
-  os << "    float " << acc << "[" << cols << "][4];\n"
-     << "    for (int n = 0; n < " << cols << "; ++n) for (int f = 0; f < 4; ++f) "
-     << acc << "[n][f] = 0.0f;\n"
+  os << "    float " << acc << tiles.dim() << "[" << cols << "][4];\n"
+     << "    for (int n = 0; n < " << cols << "; ++n)\n"
+     << tiles.each("      ", "      for (int f = 0; f < 4; ++f) " + c +
+                                 "[n][f] = 0.0f;\n")
      << "    {\n      const " << T << " *arow = " << arows << " + (lane % 16) * "
      << apitch << " + lane / 16 * 8;\n"
      << "      const " << T << " *brow = " << tile << " + (lane % 8) * " << pitch
      << " + lane / 8 * 8;\n"
      << "#pragma unroll\n      for (int kt = 0; kt + 1 < " << steps << "; kt += 2) {\n"
-     << "        unsigned a0[4], a1[4];\n"
-     << "        mpc_ldsm<4, false>(a0, arow + kt * 16);\n"
-     << "        mpc_ldsm<4, false>(a1, arow + kt * 16 + 16);\n"
+     << "        unsigned a0" << tiles.dim() << "[4], a1" << tiles.dim() << "[4];\n"
+     << tiles.each("        ",
+                   "        mpc_ldsm<4, false>(" + a0 + ", arow" + rowTile + " + kt * 16);\n"
+                   "        mpc_ldsm<4, false>(" + a1 + ", arow" + rowTile + " + kt * 16 + 16);\n")
      << "#pragma unroll\n        for (int n = 0; n < " << cols << "; ++n) {\n"
      << "          unsigned bb[4];\n          mpc_ldsm<4, false>(bb, brow + n * "
      << 8 * pitch << " + kt * 16);\n"
-     << "          mma_16816<" << T << ">(" << acc << "[n], a0, bb);\n"
-     << "          mma_16816<" << T << ">(" << acc << "[n], a1, bb + 2);\n"
+     << tiles.each("          ",
+                   "          mma_16816<" + T + ">(" + c + "[n], " + a0 + ", bb);\n"
+                   "          mma_16816<" + T + ">(" + c + "[n], " + a1 + ", bb + 2);\n")
      << "        }\n      }\n";
   if (steps % 2)
-    os << "      unsigned a0[4];\n      mpc_ldsm<4, false>(a0, arow + "
-       << (steps - 1) * 16 << ");\n"
+    os << "      unsigned a0" << tiles.dim() << "[4];\n"
+       << tiles.each("      ", "      mpc_ldsm<4, false>(" + a0 + ", arow" + rowTile +
+                                  " + " + std::to_string((steps - 1) * 16) + ");\n")
        << "#pragma unroll\n      for (int n = 0; n < " << cols << "; ++n) {\n"
        << "        unsigned bb[2];\n        mpc_ldsm<2, false>(bb, " << tile
        << " + (n * 8 + lane % 8) * " << pitch << " + " << (steps - 1) * 16
        << " + lane / 8 % 2 * 8);\n"
-       << "        mma_16816<" << T << ">(" << acc << "[n], a0, bb);\n      }\n";
+       << tiles.each("        ", "        mma_16816<" + T + ">(" + c + "[n], " + a0 +
+                                    ", bb);\n")
+       << "      }\n";
   os << "    }\n";
   return os.str();
 }

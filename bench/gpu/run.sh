@@ -240,7 +240,7 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
                "forward + backward, dQ recomputed (\`--attention-dq recompute\`)|${devms[attention_recompute-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
                "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape" \
                "forward + backward, head size 128 (2x${heads}x${seq}x128)|${devms[attention_d128-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
-               "forward + backward, head size 128 as built for sm_89 (32-key forward tiles, dK and dV blocks apart)|${devms[attention_d128_k32-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
+               "forward + backward, head size 128 as built for sm_89 (16 query rows a warp, dK and dV blocks apart)|${devms[attention_d128_sm89-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
                "forward + backward, bf16|${devms[attention-bf16]:-n/a}|sdpa-causal-bf16-fwd-bwd-$shape"; do
       IFS='|' read -r what mine key <<< "$row"
       t=$(tms attention "$key")

@@ -22,9 +22,13 @@ from onnx import TensorProto, helper
 CASES = {
     "causal_40": ((2, 3, 40, 32), (2, 3, 40, 32), (2, 3, 40, 32), 1, None),
     "causal_offset": ((1, 2, 24, 64), (1, 2, 56, 64), (1, 2, 56, 64), 1, None),
-    # Head size 128: 64-key tiles on sm_80/sm_90, three (the last
-    # partial), so a buffer is refilled.
+    # Head size 128: Q's tile in shared memory on sm_80/sm_90, 32-key
+    # tiles, five (the last partial), so buffers are refilled.
     "mask_d128": ((1, 2, 33, 128), (1, 2, 150, 128), (1, 2, 150, 128), 0, (33, 150)),
+    # Past head size 64, blocks of 128 queries reading Q from shared
+    # memory: two (causal: the second first), the last partial; 7 steps
+    # of 16 dims (the last by a two-tile ldmatrix), a value head size of 80.
+    "causal_d112": ((1, 2, 200, 112), (1, 2, 200, 112), (1, 2, 200, 80), 1, None),
     "qk_48": ((2, 2, 20, 48), (2, 2, 36, 48), (2, 2, 36, 32), 0, None),
     "wide_160": ((1, 2, 24, 160), (1, 2, 40, 160), (1, 2, 40, 160), 1, None),
     # Whole 64-key tiles that every row of a warp sees (no mask applied)
