@@ -135,7 +135,8 @@ mmaForwardTiles(const Dims &g,
 /// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq), or 0
 /// where query blocks recompute the scores for dQ instead
 /// (CudaFlashAttentionGrad.cpp).
-int64_t attentionDqSplits(const Dims &g, const std::string &mode);
+int64_t attentionDqSplits(const Dims &g, const std::string &mode,
+                          int64_t keyRows);
 
 // CudaAttentionLayouts.cpp: heads read and written in place.
 /// Whether operand `slot` (an input, or with `output` a result) of

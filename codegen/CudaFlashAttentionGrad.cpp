@@ -16,14 +16,15 @@
 
 namespace mlir::mpc::cuda {
 
-int64_t attentionDqSplits(const Dims &g, const std::string &mode) {
+int64_t attentionDqSplits(const Dims &g, const std::string &mode,
+                          int64_t keyRows) {
   int64_t cap = 0;
   if (mode == "recompute" || !::mpc::rt::parseAttentionDq(mode, cap))
     return 0;
   // 4 blocks of 128 threads an SM of a 132-SM GPU (H100, H200), and at
   // most 16 partial sums a dQ element (scratch linear in the sequence).
   constexpr int64_t kTargetBlocks = 4 * 132, kMaxSplits = 16;
-  const int64_t keyTiles = (g.skv + 63) / 64;
+  const int64_t keyTiles = (g.skv + keyRows - 1) / keyRows;
   int64_t splits = std::min({keyTiles, (kTargetBlocks + g.batch - 1) / g.batch,
                              cap > 0 ? cap : kMaxSplits});
   auto bytes = [&](int64_t n) { return n * g.batch * g.sq * g.d * 4; };
@@ -38,10 +39,12 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode) {
 }
 
 /// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
-/// register layout), without atomics. Key blocks own 64 keys (16 a warp;
-/// past head size 64 their K and V fragments come from shared memory, or,
-/// where those tiles do not fit, one block computes dK and another dV, so
-/// neither spills) and loop over the queries that see them, computing S^T = K
+/// register layout), without atomics. Key blocks own 128 keys (32 a warp)
+/// up to head size 64 and 64 (16 a warp) past it, their warps reading K's
+/// and V's fragments from shared memory (or, where those tiles do not fit,
+/// 64 keys holding them in registers, one block computing dK and another
+/// dV past head size 64, so neither spills), and loop over the queries
+/// that see them, computing S^T = K
 /// Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T = P^T
 /// (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
 /// registers. D = rowsum(dO y) in FP32. The tiles of Q and dO stream
@@ -49,7 +52,7 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode) {
 /// P and dS are rounded to the operand type for the products, as
 /// FlashAttention does; every sum is FP32. dQ = dS K (attentionDqSplits):
 /// - accumulate: the key block also writes its dS^T to shared memory and
-///   adds dS K, over its 64 keys, to an FP32 partial sum of dQ in the
+///   adds dS K, over its keys, to an FP32 partial sum of dQ in the
 ///   kernel scratch: blocks (s, b) take key tiles s, s + splits, ... one
 ///   after another, so each partial has one writer and a fixed order, and
 ///   a second kernel sums the splits in order (FlashAttention-2's
@@ -65,38 +68,51 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   AttentionDropout drop(*this, s, g, 7);
   std::string T = ctype(val(s.inputs[1]).dtype);
   std::string scale = flt((float)s.getFloat("scale", 1.0));
-  const int64_t splits = attentionDqSplits(g, plan.cudaAttentionDq);
-  const bool accumulate = splits > 0;
-  constexpr int64_t kThreads = 128, TK = 32, kRows = 64;
+  constexpr int64_t kThreads = 128, TK = 32, kQueryRows = 64;
   const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
-  // The shared memory of a kernel with `tq` queries a tile: two buffers
-  // of Q and dO tiles (the query role's K and V tiles in them), K's tile
-  // and dS^T for dQ's part, V's tile where `kv` (the K and V fragments
-  // read from shared memory), the tile's lse and D.
-  auto sharedFor = [&](int64_t tq, bool kv) {
-    int64_t rowsA = accumulate ? tq : std::max(tq, TK);
+  // The shared memory of a kernel with `tq` queries a tile and key tiles
+  // of `keyRows`: two buffers of Q and dO tiles (the query role's K and V
+  // tiles in them), K's tile and dS^T for dQ's part (`acc`), V's tile
+  // where `kv` (the K and V fragments read from shared memory), the
+  // tile's lse and D.
+  auto sharedFor = [&](int64_t tq, bool kv, int64_t keyRows, bool acc) {
+    int64_t rowsA = acc ? tq : std::max(tq, TK);
     int64_t bytes = 2 * 2 * rowsA * (P + PV) + 2 * tq * 4;
-    if (kv || accumulate)
-      bytes += 2 * kRows * P;
+    if (kv || acc)
+      bytes += 2 * keyRows * P;
     if (kv)
-      bytes += 2 * kRows * PV;
-    if (accumulate)
-      bytes += 2 * kRows * (tq + 8);
+      bytes += 2 * keyRows * PV;
+    if (acc)
+      bytes += 2 * keyRows * (tq + 8);
     return bytes;
   };
-  // Past head size 64, a warp's K and V fragments in registers would
-  // leave no room for both dK and dV: they come from shared memory
-  // (FlashAttention-2's backward keeps K and V there) where the tiles fit
-  // beside two blocks an SM of every target (sm_80, sm_90: 73 KiB at head
-  // size 128); else dK and dV are separate roles (z = 0 and the last:
-  // S^T computed twice, Q and dO read twice), with 16 queries a tile where
-  // the accumulating key role's tiles would pass 48 KiB with 32.
+  // The key blocks' layout, the first that fits beside two blocks an SM
+  // of every target (sm_80 and sm_90; not sm_86/89, whose SMs have 100
+  // KiB), as FlashAttention-2's backward keeps K and V in shared memory:
+  // - up to head size 64, 32 keys a warp (two row tiles, 128 a block),
+  //   K's and V's fragments read from shared memory: each Q and dO
+  //   fragment read feeds two mma.sync (66 KiB at head size 64);
+  // - past 64, 16 keys a warp, K and V from shared memory, so that the
+  //   registers hold dK and dV both (73 KiB at head size 128);
+  // - else 16 keys a warp holding K's and V's fragments in registers,
+  //   and past head size 64 dK and dV as separate roles (z = 0 and the
+  //   last: S^T computed twice, Q and dO read twice), with 16 queries a
+  //   tile where the accumulating key role's tiles would pass 48 KiB.
   const bool wide = g.d > 64 || g.dv > 64;
-  const bool kvShared =
-      wide && sharedFor(32, true) <=
-                  ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch);
+  const int64_t budget = ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch);
+  int64_t KT = 1, splits = 0;
+  bool kvShared = false;
+  for (int64_t tiles : {wide ? 1 : 2, 0}) { // 0: K and V in registers
+    KT = std::max<int64_t>(tiles, 1);
+    kvShared = tiles > 0;
+    splits = attentionDqSplits(g, plan.cudaAttentionDq, 64 * KT);
+    if (!kvShared || sharedFor(32, true, 64 * KT, splits > 0) <= budget)
+      break;
+  }
+  const bool accumulate = splits > 0;
   const bool split = wide && !kvShared;
-  const int64_t TQ = accumulate && split ? 16 : 32;
+  const int64_t TQ = accumulate && split ? 16 : 32, kRows = 64 * KT;
+  const RowTiles keyTilesOfWarp{KT};
   // Dropout's factor z of probability (b, i, j) in the key role (a lane's
   // pairs run along queries: an element a draw): P^T for dV keeps the
   // kept p (dV scaled once at the end), dS^T = p (z dP^T - D).
@@ -175,21 +191,25 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << body << "    }\n";
     return os.str();
   };
-  // A fragments of 16 rows of a [rows, width] global operand.
+  // A fragments of 16 rows of a [rows, width] global operand (`tiles`
+  // of them: rows[mt]).
   auto fragments = [&](const std::string &frag, const std::string &src,
-                       int64_t width, int64_t limit) {
-    return rowFragments("    ", frag, src, at(src, "r"), width, limit);
+                       int64_t width, int64_t limit, RowTiles tiles) {
+    return rowFragments("    ", frag, src, at(src, "r"), width, limit, tiles);
   };
+  // Stores the accumulators `acc` of rows rows[..] (row tiles `tiles`).
   auto store = [&](const std::string &out, const std::string &acc,
-                   int64_t width, int64_t limit, const std::string &factor) {
-    std::ostringstream os;
-    os << "    for (int h = 0; h < 2; ++h) {\n"
-       << "      if (rows[h] >= " << L(limit) << ") continue;\n"
-       << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
-       << "        for (int e = 0; e < 2; ++e)\n"
-       << "          st(" << out << ", " << at(out, "rows[h]")
-       << " + n * 8 + 2 * t + e, " << factor << acc << "[n][2 * h + e]);\n    }\n";
-    return os.str();
+                   int64_t width, int64_t limit, const std::string &factor,
+                   RowTiles tiles) {
+    std::string r = "rows" + tiles.at() + "[h]";
+    std::ostringstream body;
+    body << "    for (int h = 0; h < 2; ++h) {\n"
+         << "      if (" << r << " >= " << L(limit) << ") continue;\n"
+         << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
+         << "        for (int e = 0; e < 2; ++e)\n"
+         << "          st(" << out << ", " << at(out, r) << " + n * 8 + 2 * t + e, "
+         << factor << acc << tiles.at() << "[n][2 * h + e]);\n    }\n";
+    return tiles.each("    ", body.str());
   };
   // The first query tile that sees key tile `kb` (causal: none before).
   auto firstQueries = [&](const std::string &kb) {
@@ -199,7 +219,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                   : std::string("0LL");
   };
 
-  // dQ's part from this block's 64 keys for the tile's queries (the
+  // dQ's part from this block's keys for the tile's queries (the
   // accumulating key role, after dK): dS^T to shared memory (the values
   // dK used), then warp w computes rows w % RG of the TQ queries (RG
   // groups of 16) and its share of dQ's column pairs (16 wide) from A =
@@ -207,20 +227,23 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   // tile, and adds them to the split's partial sum: its first key tile
   // stores, the later ones add (the same lane owns an element each time).
   const int64_t RG = TQ / 16, CP = 4 / RG, NP = D / 16,
-                maxPairs = (NP + CP - 1) / CP;
+                maxPairs = (NP + CP - 1) / CP, KS = kRows / 16;
   auto dqPart = [&]() {
     std::ostringstream os;
-    os << "    for (int kt = 0; kt < " << TQ / 16 << "; ++kt)\n"
-       << "      for (int f = 0; f < 4; ++f)\n"
-       << "        *(unsigned *)(dss + ((threadIdx.x / 32) * 16 + g + (f & 1) * 8) * "
-       << PS << " + kt * 16 + 2 * t + (f >> 1) * 8) = dst[kt][f];\n"
+    os << keyTilesOfWarp.each(
+              "    ",
+              "    for (int kt = 0; kt < " + std::to_string(TQ / 16) + "; ++kt)\n"
+              "      for (int f = 0; f < 4; ++f)\n"
+              "        *(unsigned *)(dss + ((threadIdx.x / 32) * " +
+                  std::to_string(16 * KT) + " + mt * 16 + g + (f & 1) * 8) * " +
+                  std::to_string(PS) + " + kt * 16 + 2 * t + (f >> 1) * 8) = dst[mt][kt][f];\n")
        << "    __syncthreads();\n    {\n"
        << "      const int rg = threadIdx.x / 32 % " << RG << ", cp = threadIdx.x / 32 / "
        << RG << ";\n"
        << "      const int p0 = cp * " << NP << " / " << CP << ", p1 = (cp + 1) * " << NP
        << " / " << CP << ";\n"
-       << "      unsigned da[4][4];\n"
-       << "      for (int kt = 0; kt < 4; ++kt)\n"
+       << "      unsigned da[" << KS << "][4];\n"
+       << "      for (int kt = 0; kt < " << KS << "; ++kt)\n"
        << "        mpc_ldsm<4, true>(da[kt], dss + (kt * 16 + lane / 16 * 8 + lane % 8) * "
        << PS << " + rg * 16 + lane / 8 % 2 * 8);\n"
        << "      float dqa[" << 2 * maxPairs << "][4];\n"
@@ -228,7 +251,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "; ++n) for (int f = 0; f < 4; ++f) dqa[n][f] = 0.0f;\n"
        << "#pragma unroll\n      for (int p = 0; p < " << maxPairs << "; ++p) {\n"
        << "        if (p0 + p >= p1) break;\n"
-       << "        for (int kt = 0; kt < 4; ++kt) {\n"
+       << "        for (int kt = 0; kt < " << KS << "; ++kt) {\n"
        << "          unsigned bb[4];\n"
        << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
        << P << " + lane / 16 * 8 + (p0 + p) * 16);\n"
@@ -253,15 +276,19 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     return os.str();
   };
 
-  // A key role: the 64 keys of tile `kb` (rows are keys), accumulating dK
+  // A key role: the kRows keys of tile `kb` (rows are keys), accumulating dK
   // and/or dV over the queries that see them, and with `withDq` adding
   // their part of dQ to the partial sums.
   auto keyRole = [&](bool wantK, bool wantV, bool withDq) {
     std::ostringstream os;
     os << "    // " << (wantK && wantV ? "dK and dV" : wantK ? "dK" : "dV")
-       << (withDq ? " and dQ's part" : "") << " for 64 keys: rows are keys.\n"
-       << "    const i64 w0 = kb * " << L(kRows) << " + (threadIdx.x / 32) * 16;\n"
-       << "    const i64 rows[2] = {w0 + g, w0 + g + 8};\n";
+       << (withDq ? " and dQ's part" : "") << " for " << kRows
+       << " keys: rows are keys.\n"
+       << "    const i64 w0 = kb * " << L(kRows) << " + (threadIdx.x / 32) * " << 16 * KT
+       << ";\n"
+       << "    i64 rows[" << KT << "][2];\n"
+       << "    for (int mt = 0; mt < " << KT << "; ++mt)\n"
+       << "      rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n";
     // K's tile for dS K (and V's where their fragments come from shared
     // memory), in the first query tile's copies.
     if (withDq || kvShared)
@@ -271,14 +298,19 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       os << asyncTile("vs", PV, "in3", at("in3", "kb * " + L(kRows) + " + r"), DV,
                       kRows, "kb * " + L(kRows), g.skv, kThreads);
     else
-      os << fragments("kf", "in2", D, g.skv)
-         << (wantK ? fragments("vf", "in3", DV, g.skv) : std::string());
+      os << fragments("kf", "in2", D, g.skv, keyTilesOfWarp)
+         << (wantK ? fragments("vf", "in3", DV, g.skv, keyTilesOfWarp) : std::string());
+    auto zeros = [&](const std::string &acc, int64_t width) {
+      return "    float " + acc + "[" + std::to_string(KT) + "][" +
+             std::to_string(width / 8) + "][4];\n    for (int mt = 0; mt < " +
+             std::to_string(KT) + "; ++mt) for (int n = 0; n < " +
+             std::to_string(width / 8) + "; ++n) for (int f = 0; f < 4; ++f) " + acc +
+             "[mt][n][f] = 0.0f;\n";
+    };
     if (wantK)
-      os << "    float dk[" << D / 8 << "][4];\n"
-         << "    for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dk[n][f] = 0.0f;\n";
+      os << zeros("dk", D);
     if (wantV)
-      os << "    float dv[" << DV / 8 << "][4];\n"
-         << "    for (int n = 0; n < " << DV / 8 << "; ++n) for (int f = 0; f < 4; ++f) dv[n][f] = 0.0f;\n";
+      os << zeros("dv", DV);
     // D of the tile's queries: 4 consecutive lanes a query, 8 elements
     // of the row a 16-byte load (every fourth such run each), combined by
     // shuffles; while the tile's copies land.
@@ -294,41 +326,45 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
         "          rowLse[r] = i < " + L(g.sq) + " ? ld(in5, b * " + L(g.sq) + " + i) : 0.0f;\n" +
         "        }\n      }\n";
     std::ostringstream body;
+    const RowTiles &kt = keyTilesOfWarp;
     if (kvShared)
       body << sharedAPairsAlongCols(T, "st", "ks + (threadIdx.x / 32) * " +
-                                                 std::to_string(16 * P),
-                                    P, "ta_", P, D, TQ)
+                                                 std::to_string(16 * KT * P),
+                                    P, "ta_", P, D, TQ, kt)
            << sharedAPairsAlongCols(T, "dpt", "vs + (threadIdx.x / 32) * " +
-                                                  std::to_string(16 * PV),
-                                    PV, "tb_", PV, DV, TQ);
+                                                  std::to_string(16 * KT * PV),
+                                    PV, "tb_", PV, DV, TQ, kt);
     else
-      body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ)
-           << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ)
+      body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ, kt)
+           << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ, kt)
                      : std::string());
-    body << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
+    body << "#pragma unroll\n    for (int mt = 0; mt < " << KT << "; ++mt)\n"
+         << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
          << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
-         << "        const i64 j = rows[f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
-         << "        const float acc = st[n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
+         << "        const i64 j = rows[mt][f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
+         << "        const float acc = st[mt][n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
          << "        " << score << "\n        " << prob << "\n" << keyZ
-         << (drop.on ? "        st[n][f] = z != 0.0f ? p : 0.0f;\n"
-                     : "        st[n][f] = p;\n")
-         << (wantK ? (drop.on ? "        dpt[n][f] = p * (dpt[n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
-                              : "        dpt[n][f] = p * (dpt[n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
+         << (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
+                     : "        st[mt][n][f] = p;\n")
+         << (wantK ? (drop.on ? "        dpt[mt][n][f] = p * (dpt[mt][n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+                              : "        dpt[mt][n][f] = p * (dpt[mt][n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
                    : "")
          << "      }\n";
     if (wantV)
-      body << packA(T, "pt", "st", TQ) << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV);
+      body << packA(T, "pt", "st", TQ, kt)
+           << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV, kt);
     if (wantK)
-      body << packA(T, "dst", "dpt", TQ) << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D);
+      body << packA(T, "dst", "dpt", TQ, kt)
+           << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D, kt);
     if (withDq)
       body << dqPart();
     os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0",
                    DV, rowStats, body.str());
     if (wantK)
-      os << store("out1", "dk", D, g.skv, scale + " * ");
+      os << store("out1", "dk", D, g.skv, scale + " * ", kt);
     if (wantV)
       os << store("out2", "dv", DV, g.skv,
-                  drop.on ? flt(drop.draw.scale) + " * " : std::string());
+                  drop.on ? flt(drop.draw.scale) + " * " : std::string(), kt);
     return os.str();
   };
   // The shared memory and lane coordinates every role starts from.
@@ -336,7 +372,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     std::ostringstream os;
     os << header(s, kernel, kThreads) << " {\n";
     if (kvShared) { // past 48 KiB: dynamic (the launch's sharedBytes)
-      sharedBytes = sharedFor(TQ, true);
+      sharedBytes = sharedFor(TQ, true, kRows, accumulate);
       std::string at = "(" + T + " *)mpc_dynamic_smem()";
       auto carve = [&](const std::string &name, int64_t elems) {
         os << "  " << T << " *const " << name << " = " << at << ";\n";
@@ -430,10 +466,10 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                      keyRole(false, true, false) + "    return;\n  }\n"
                : std::string())
      << "  // dQ for 64 queries: rows are queries.\n"
-     << "  if ((i64)blockIdx.x * " << L(kRows) << " >= " << L(g.sq) << ") return;\n"
-     << "  const i64 w0 = (i64)blockIdx.x * " << L(kRows) << " + (threadIdx.x / 32) * 16;\n"
+     << "  if ((i64)blockIdx.x * " << L(kQueryRows) << " >= " << L(g.sq) << ") return;\n"
+     << "  const i64 w0 = (i64)blockIdx.x * " << L(kQueryRows) << " + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
-     << fragments("qf", "in1", D, g.sq) << fragments("of", "in0", DV, g.sq)
+     << fragments("qf", "in1", D, g.sq, {}) << fragments("of", "in0", DV, g.sq, {})
      << "  float dq[" << D / 8 << "][4];\n"
      << "  for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dq[n][f] = 0.0f;\n"
      // D and lse of the lane's two rows: a quarter of the sum per lane.
@@ -446,9 +482,10 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
      << "    rd[h] = dd;\n"
      << "    rl[h] = rows[h] < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + rows[h]) : 0.0f;\n  }\n";
-  std::string jEnd = causal ? "((i64)blockIdx.x * " + L(kRows) + " + " + L(kRows + off) +
-                                  " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(kRows) +
-                                  " + " + L(kRows + off) + " : " + L(g.skv) + ")"
+  const int64_t QR = kQueryRows;
+  std::string jEnd = causal ? "((i64)blockIdx.x * " + L(QR) + " + " + L(QR + off) +
+                                  " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(QR) +
+                                  " + " + L(QR + off) + " : " + L(g.skv) + ")"
                             : L(g.skv);
   std::ostringstream body;
   body << pairsAlongCols(T, "sc", "qf", "ta_", P, D, TK)
@@ -465,11 +502,11 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
   os << "  const i64 jEnd = " << jEnd << ";\n"
      << tileLoop("j0", "0LL", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())
-     << store("out0", "dq", D, g.sq, scale + " * ")
+     << store("out0", "dq", D, g.sq, scale + " * ", {})
      << "}\n\n";
   cu << os.str();
   barrier = true;
-  int64_t blocks = std::max((g.sq + kRows - 1) / kRows, keyTiles);
+  int64_t blocks = std::max((g.sq + QR - 1) / QR, keyTiles);
   launch(s, name, {blocks, g.batch, split ? 3 : 2}, {kThreads, 1, 1});
   countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
 }
