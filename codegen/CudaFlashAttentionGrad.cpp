@@ -127,15 +127,17 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   auto at = [&](const std::string &operand, const std::string &row) {
     return operandRow(s, operand, row);
   };
-  // Score (i, j) into v from the accumulator `acc`, or -inf when masked.
-  std::string score =
-      "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " + L(g.skv) +
-      (causal ? " && j <= i + " + L(off) : std::string()) + ") { v = " +
-      scale + " * acc;" +
-      (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
-                     " v += ld(in6, off);"
-               : std::string()) +
-      " }";
+  // Score (i, j) into v from the accumulator `acc`, or -inf when masked;
+  // `unmasked` where (i, j) is known to be seen.
+  std::string scaled = "v = " + scale + " * acc;" +
+                       (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
+                                      " v += ld(in6, off);"
+                                : std::string());
+  std::string score = "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " +
+                      L(g.skv) +
+                      (causal ? " && j <= i + " + L(off) : std::string()) +
+                      ") { " + scaled + " }";
+  std::string unmasked = "float " + scaled;
   // p from the score and the row's lse (an all-masked row's -inf: 0).
   std::string prob = "const float p = lse == -INFINITY ? 0.0f : expf(v - lse);";
   // dd += the quarter `part` (0-3) of the dot product of dO's and y's
@@ -338,18 +340,28 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ, kt)
            << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ, kt)
                      : std::string());
-    body << "#pragma unroll\n    for (int mt = 0; mt < " << KT << "; ++mt)\n"
-         << "#pragma unroll\n    for (int n = 0; n < " << TQ / 8 << "; ++n)\n"
-         << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
-         << "        const i64 j = rows[mt][f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
-         << "        const float acc = st[mt][n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
-         << "        " << score << "\n        " << prob << "\n" << keyZ
-         << (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
-                     : "        st[mt][n][f] = p;\n")
-         << (wantK ? (drop.on ? "        dpt[mt][n][f] = p * (dpt[mt][n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
-                              : "        dpt[mt][n][f] = p * (dpt[mt][n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
-                   : "")
-         << "      }\n";
+    // P^T and dS^T from the scores; a tile whose every key all the
+    // tile's queries see skips the mask (as the forward's).
+    auto probabilities = [&](const std::string &scoreOf) {
+      return "#pragma unroll\n      for (int mt = 0; mt < " + std::to_string(KT) +
+             "; ++mt)\n#pragma unroll\n      for (int n = 0; n < " +
+             std::to_string(TQ / 8) +
+             "; ++n)\n#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
+             "        const i64 j = rows[mt][f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
+             "        const float acc = st[mt][n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
+             "        " + scoreOf + "\n        " + prob + "\n" + keyZ +
+             (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
+                      : "        st[mt][n][f] = p;\n") +
+             (wantK ? (drop.on ? "        dpt[mt][n][f] = p * (dpt[mt][n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
+                               : "        dpt[mt][n][f] = p * (dpt[mt][n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
+                    : "") +
+             "      }\n";
+    };
+    body << "    const bool full = q0 + " << L(TQ) << " <= " << L(g.sq) << " && w0 + "
+         << L(16 * KT) << " <= " << L(g.skv)
+         << (causal ? " && w0 + " + L(16 * KT - 1) + " <= q0 + " + L(off) : std::string())
+         << ";\n    if (full) {\n" << probabilities(unmasked) << "    } else {\n"
+         << probabilities(score) << "    }\n";
     if (wantV)
       body << packA(T, "pt", "st", TQ, kt)
            << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV, kt);
@@ -490,14 +502,22 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   std::ostringstream body;
   body << pairsAlongCols(T, "sc", "qf", "ta_", P, D, TK)
      << pairsAlongCols(T, "dp", "of", "tb_", PV, DV, TK)
-     << queryZ
-     << "#pragma unroll\n    for (int n = 0; n < " << TK / 8 << "; ++n)\n"
-     << "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
-     << "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
-     << "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
-     << "        " << score << "\n        " << prob << "\n"
-     << (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1]);\n      }\n"
-                 : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n")
+     << queryZ;
+  auto derivatives = [&](const std::string &scoreOf) {
+    return "#pragma unroll\n      for (int n = 0; n < " + std::to_string(TK / 8) +
+           "; ++n)\n#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
+           "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
+           "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
+           "        " + scoreOf + "\n        " + prob + "\n" +
+           (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1]);\n      }\n"
+                    : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n");
+  };
+  // A tile whose every key all the warp's queries see skips the mask.
+  body << "    const bool full = j0 + " << L(TK) << " <= " << L(g.skv) << " && w0 + 16LL <= "
+       << L(g.sq)
+       << (causal ? " && j0 + " + L(TK - 1) + " <= w0 + " + L(off) : std::string())
+       << ";\n    if (full) {\n" << derivatives(unmasked) << "    } else {\n"
+       << derivatives(score) << "    }\n"
      << packA(T, "ds", "dp", TK)
      << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
   os << "  const i64 jEnd = " << jEnd << ";\n"
