@@ -341,7 +341,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
            << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ, kt)
                      : std::string());
     // P^T and dS^T from the scores; a tile whose every key all the
-    // tile's queries see skips the mask (as the forward's).
+    // tile's queries see skips the mask (as the forward's), but for an
+    // additive mask (whose loads the key role at head size 64 has no
+    // registers left to run twice over: 32 bytes of stack on sm_90).
     auto probabilities = [&](const std::string &scoreOf) {
       return "#pragma unroll\n      for (int mt = 0; mt < " + std::to_string(KT) +
              "; ++mt)\n#pragma unroll\n      for (int n = 0; n < " +
@@ -357,11 +359,15 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                     : "") +
              "      }\n";
     };
-    body << "    const bool full = q0 + " << L(TQ) << " <= " << L(g.sq) << " && w0 + "
-         << L(16 * KT) << " <= " << L(g.skv)
-         << (causal ? " && w0 + " + L(16 * KT - 1) + " <= q0 + " + L(off) : std::string())
-         << ";\n    if (full) {\n" << probabilities(unmasked) << "    } else {\n"
-         << probabilities(score) << "    }\n";
+    if (hasBias)
+      body << probabilities(score);
+    else
+      body << "    const bool full = q0 + " << L(TQ) << " <= " << L(g.sq) << " && w0 + "
+           << L(16 * KT) << " <= " << L(g.skv)
+           << (causal ? " && w0 + " + L(16 * KT - 1) + " <= q0 + " + L(off)
+                      : std::string())
+           << ";\n    if (full) {\n" << probabilities(unmasked) << "    } else {\n"
+           << probabilities(score) << "    }\n";
     if (wantV)
       body << packA(T, "pt", "st", TQ, kt)
            << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV, kt);
