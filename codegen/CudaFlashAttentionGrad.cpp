@@ -91,7 +91,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   // KiB), as FlashAttention-2's backward keeps K and V in shared memory:
   // - up to head size 64, 32 keys a warp (two row tiles, 128 a block),
   //   K's and V's fragments read from shared memory: each Q and dO
-  //   fragment read feeds two mma.sync (66 KiB at head size 64);
+  //   fragment read feeds two mma.sync (64 KiB at head size 64);
   // - past 64, 16 keys a warp, K and V from shared memory, so that the
   //   registers hold dK and dV both (73 KiB at head size 128);
   // - else 16 keys a warp holding K's and V's fragments in registers,
@@ -229,7 +229,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   // tile, and adds them to the split's partial sum: its first key tile
   // stores, the later ones add (the same lane owns an element each time).
   const int64_t RG = TQ / 16, CP = 4 / RG, NP = D / 16,
-                maxPairs = (NP + CP - 1) / CP, KS = kRows / 16;
+                maxPairs = (NP + CP - 1) / CP, keySteps = kRows / 16;
   auto dqPart = [&]() {
     std::ostringstream os;
     os << keyTilesOfWarp.each(
@@ -244,8 +244,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << RG << ";\n"
        << "      const int p0 = cp * " << NP << " / " << CP << ", p1 = (cp + 1) * " << NP
        << " / " << CP << ";\n"
-       << "      unsigned da[" << KS << "][4];\n"
-       << "      for (int kt = 0; kt < " << KS << "; ++kt)\n"
+       << "      unsigned da[" << keySteps << "][4];\n"
+       << "      for (int kt = 0; kt < " << keySteps << "; ++kt)\n"
        << "        mpc_ldsm<4, true>(da[kt], dss + (kt * 16 + lane / 16 * 8 + lane % 8) * "
        << PS << " + rg * 16 + lane / 8 % 2 * 8);\n"
        << "      float dqa[" << 2 * maxPairs << "][4];\n"
@@ -253,7 +253,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "; ++n) for (int f = 0; f < 4; ++f) dqa[n][f] = 0.0f;\n"
        << "#pragma unroll\n      for (int p = 0; p < " << maxPairs << "; ++p) {\n"
        << "        if (p0 + p >= p1) break;\n"
-       << "        for (int kt = 0; kt < " << KS << "; ++kt) {\n"
+       << "        for (int kt = 0; kt < " << keySteps << "; ++kt) {\n"
        << "          unsigned bb[4];\n"
        << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
        << P << " + lane / 16 * 8 + (p0 + p) * 16);\n"
