@@ -69,7 +69,7 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
 }
 
 /// y and lse as FlashAttention-2 computes them: a block of 4 warps, 16 or
-/// 32 query rows each (`t`: tiles mt of 16 rows); the warp's
+/// 32 query rows each (`layout`: tiles mt of 16 rows); the warp's
 /// Q fragments (or Q's tile in shared memory), scores, probabilities and O
 /// accumulators stay in registers in mma.sync's m16n8k16 layout (lane = 4g
 /// + t holds rows g and g+8), so the row max and sum need only shuffles
@@ -82,7 +82,7 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
 /// zero-filled); causal blocks stop at the last key any of their rows
 /// sees.
 void Emitter::attentionMma(Step &s, const std::string &name,
-                           const MmaForwardTiles &t) {
+                           const MmaForwardTiles &layout) {
   Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                   val(s.inputs[2]).shape);
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
@@ -90,8 +90,8 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
   AttentionDropout drop(*this, s, g, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
-  const int64_t TK = t.keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
-  const int64_t MT = t.rowTiles;
+  const int64_t TK = layout.keys, D = g.d, DV = g.dv, KS = D + 8, VS = DV + 8;
+  const int64_t MT = layout.rowTiles;
   const RowTiles tiles{MT};
   constexpr int64_t kWarps = 4;
   const int64_t kRows = kWarps * 16 * MT;
@@ -101,12 +101,12 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   };
   std::ostringstream os;
   // K and V tiles (and Q's) in dynamic shared memory.
-  sharedBytes = mmaTileBytes(g, TK) + (t.sharedQ ? queryTileBytes(g) : 0);
+  sharedBytes = mmaTileBytes(g, TK) + (layout.sharedQ ? queryTileBytes(g) : 0);
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
   os << header(s, name, kWarps * 32, 2) << " {\n"
      << "  " << T << " *const ks = (" << T << " *)mpc_dynamic_smem(), *const vs = ks + "
-     << 2 * TK * KS << (t.sharedQ ? ", *const qs = vs + " + std::to_string(2 * TK * VS)
+     << 2 * TK * KS << (layout.sharedQ ? ", *const qs = vs + " + std::to_string(2 * TK * VS)
                                   : std::string())
      << ";\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
@@ -121,7 +121,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "    rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
      // Q fragments: row r's pair at column c (zero past the last row),
      // or Q's tile, copied with the first K and V tiles.
-     << (t.sharedQ ? asyncTile("qs", KS, "in0", at("in0", "i0 + r"), D, kRows, "i0",
+     << (layout.sharedQ ? asyncTile("qs", KS, "in0", at("in0", "i0 + r"), D, kRows, "i0",
                                g.sq, kWarps * 32)
                    : rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, tiles))
      << "  float o[" << MT << "][" << DV / 8 << "][4], m[" << MT << "][2], l["
@@ -153,7 +153,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "    const " << T << " *kt_ = ks + buf * " << TK * KS << ", *vt_ = vs + buf * "
      << TK * VS << ";\n"
      // S = Q K^T: B(k, n) = K[key n][dim k], a pair along dims.
-     << (t.sharedQ ? sharedAPairsAlongCols(T, "sc", "qs + (threadIdx.x / 32) * " +
+     << (layout.sharedQ ? sharedAPairsAlongCols(T, "sc", "qs + (threadIdx.x / 32) * " +
                                                       std::to_string(16 * MT * KS),
                                            KS, "kt_", KS, D, TK, tiles)
                    : pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK, tiles));

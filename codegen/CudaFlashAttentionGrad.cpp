@@ -389,30 +389,24 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   auto kernelHead = [&](const std::string &kernel, bool withDq) {
     std::ostringstream os;
     os << header(s, kernel, kThreads) << " {\n";
-    if (kvShared) { // past 48 KiB: dynamic (the launch's sharedBytes)
-      sharedBytes = sharedFor(TQ, true, kRows, accumulate);
-      std::string at = "(" + T + " *)mpc_dynamic_smem()";
-      auto carve = [&](const std::string &name, int64_t elems) {
-        os << "  " << T << " *const " << name << " = " << at << ";\n";
-        at = name + " + " + std::to_string(elems);
-      };
-      carve("ta", 2 * bufA);
-      carve("tb", 2 * bufB);
+    // Dynamic shared memory (past 48 KiB where K and V have tiles), its
+    // bytes the launch's.
+    sharedBytes = sharedFor(TQ, kvShared, kRows, accumulate);
+    std::string at = "(" + T + " *)mpc_dynamic_smem()";
+    auto carve = [&](const std::string &name, int64_t elems) {
+      os << "  " << T << " *const " << name << " = " << at << ";\n";
+      at = name + " + " + std::to_string(elems);
+    };
+    carve("ta", 2 * bufA);
+    carve("tb", 2 * bufB);
+    if (withDq || kvShared)
       carve("ks", kRows * P);
+    if (kvShared)
       carve("vs", kRows * PV);
-      if (withDq)
-        carve("dss", kRows * PS);
-      os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
-         << TQ << ";\n";
-    } else {
-      os << "  __shared__ __align__(16) " << T << " ta[" << 2 * bufA << "], tb["
-         << 2 * bufB << "];\n";
-      if (withDq)
-        os << "  __shared__ __align__(16) " << T << " ks[" << kRows * P << "], dss["
-           << kRows * PS << "];\n";
-      os << "  __shared__ float rowLse[" << TQ << "], rowD[" << TQ << "];\n";
-    }
-    os
+    if (withDq)
+      carve("dss", kRows * PS);
+    os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
+       << TQ << ";\n"
        << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
        << "  const i64 b = blockIdx.y;\n";
     return os.str();
