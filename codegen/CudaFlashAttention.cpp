@@ -193,9 +193,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   // (FlashAttention masks only the tiles at the ends and the diagonal).
   os << "    float mx[" << MT << "][2];\n"
      << "    for (int mt = 0; mt < " << MT << "; ++mt) mx[mt][0] = m[mt][0], mx[mt][1] = m[mt][1];\n"
-     << "    const bool full = j0 + " << L(TK) << " <= " << L(g.skv) << " && w0 + "
-     << 16 * MT << " <= " << L(g.sq)
-     << (causal ? " && j0 + " + L(TK - 1) + " <= w0 + " + L(g.skv - g.sq) : std::string())
+     << "    const bool full = " << unmaskedTile(g, causal, "w0", 16 * MT, "j0", TK)
      << ";\n"
      << "    if (full) {\n" << scores(false) << "    } else {\n" << scores(true)
      << "    }\n"

@@ -362,10 +362,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     if (hasBias)
       body << probabilities(score);
     else
-      body << "    const bool full = q0 + " << L(TQ) << " <= " << L(g.sq) << " && w0 + "
-           << L(16 * KT) << " <= " << L(g.skv)
-           << (causal ? " && w0 + " + L(16 * KT - 1) + " <= q0 + " + L(off)
-                      : std::string())
+      body << "    const bool full = " << unmaskedTile(g, causal, "q0", TQ, "w0", 16 * KT)
            << ";\n    if (full) {\n" << probabilities(unmasked) << "    } else {\n"
            << probabilities(score) << "    }\n";
     if (wantV)
@@ -513,9 +510,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                     : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n");
   };
   // A tile whose every key all the warp's queries see skips the mask.
-  body << "    const bool full = j0 + " << L(TK) << " <= " << L(g.skv) << " && w0 + 16LL <= "
-       << L(g.sq)
-       << (causal ? " && j0 + " + L(TK - 1) + " <= w0 + " + L(off) : std::string())
+  body << "    const bool full = " << unmaskedTile(g, causal, "w0", 16, "j0", TK)
        << ";\n    if (full) {\n" << derivatives(unmasked) << "    } else {\n"
        << derivatives(score) << "    }\n"
      << packA(T, "ds", "dp", TK)

@@ -218,6 +218,20 @@ inline std::string asyncTile(const std::string &dst, int64_t pitch,
   return os.str();
 }
 
+// Whether every score of queries q0 .. q0 + rows - 1 and keys k0 .. k0 +
+// keys - 1 is seen (in range and, causal, the last key visible to the
+// first query): the attention kernels' tiles that may skip the mask.
+inline std::string unmaskedTile(const Dims &g, bool causal,
+                                const std::string &q0, int64_t rows,
+                                const std::string &k0, int64_t keys) {
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  return q0 + " + " + L(rows) + " <= " + L(g.sq) + " && " + k0 + " + " +
+         L(keys) + " <= " + L(g.skv) +
+         (causal ? " && " + k0 + " + " + L(keys - 1) + " <= " + q0 + " + " +
+                       L(g.skv - g.sq)
+                 : std::string());
+}
+
 // Dropout over a lane's score fragments (rows `rows`[h], column pairs
 // j0 + n * 8 + 2t, n < cols / 8): a loop over n and h whose body has
 // `keep[2]`, the pair's keep bits, and then runs `use`. A pair is one
