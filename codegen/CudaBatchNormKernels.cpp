@@ -283,27 +283,45 @@ struct ChannelCode {
            (vectorChannels() ? "[" + std::to_string(V) + "] = {}" : " = 0.0");
     return d + ";\n";
   }
+  /// Where block b's partial sum j of channel c lies in the scratch.
+  /// Channels last, a block's channels side by side (b * C + c), so a
+  /// warp's lanes read neighbouring words; else a channel's blocks are.
+  std::string partial(const std::string &b, size_t j, size_t k) const {
+    std::string at = last ? "(" + b + " * " + std::to_string(C) + "LL + %c)"
+                          : "(%c * " + std::to_string(S) + " + " + b + ")";
+    return "scratch[" + at + " * " + std::to_string(k) + " + " +
+           std::to_string(j) + "]";
+  }
   std::string channelSums(const std::vector<std::string> &names,
                           const std::string &accumulate) const {
     if (S == 1)
       return declare(names) + accumulate + blockSums(names);
-    std::string k = std::to_string(names.size()), code = declare(names) +
-        "  for (int b = 0; b < " + std::to_string(S) + "; ++b) {\n";
+    std::string code = declare(names);
+    if (last) {
+      // The block's rows share the S partials (a row every R), then add
+      // theirs up as the row loop's sums: each partial is read once a
+      // block, not once a row (with S = 264 blocks a channel, every
+      // thread reading all of them cost an H200 0.5 ms a kernel).
+      code += "  for (i64 b = row0; b < " + std::to_string(S) + "; b += " +
+              std::to_string(R) + ") {\n";
+      for (size_t j = 0; j < names.size(); ++j)
+        code += "  " + forChannels(names[j] + "$ += " +
+                                   partial("b", j, names.size()) + ";");
+      return code + "  }\n" + blockSums(names);
+    }
+    code += "  for (int b = 0; b < " + std::to_string(S) + "; ++b) {\n";
     for (size_t j = 0; j < names.size(); ++j)
-      code += "  " + forChannels(names[j] + "$ += scratch[(%c * " +
-                                 std::to_string(S) + " + b) * " + k + " + " +
-                                 std::to_string(j) + "];");
+      code += "  " + forChannels(names[j] + "$ += " +
+                                 partial("b", j, names.size()) + ";");
     return code + "  }\n";
   }
   std::string partialSums(const std::vector<std::string> &names,
                           const std::string &accumulate) const {
-    std::string k = std::to_string(names.size()), code =
-        declare(names) + accumulate + blockSums(names) +
+    std::string code = declare(names) + accumulate + blockSums(names) +
         "  if (" + leader() + ") {\n";
     for (size_t j = 0; j < names.size(); ++j)
-      code += "  " + forChannels("scratch[(%c * " + std::to_string(S) +
-                                 " + blockIdx.y) * " + k + " + " +
-                                 std::to_string(j) + "] = " + names[j] + "$;");
+      code += "  " + forChannels(partial("blockIdx.y", j, names.size()) +
+                                 " = " + names[j] + "$;");
     return code + "  }\n";
   }
   /// The batch statistics m (double), mean, var and inv per channel from

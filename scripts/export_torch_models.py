@@ -149,7 +149,7 @@ class GptBlock(nn.Module):
         q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2)
                    for z in (q, k, v))
         att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
-        causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        causal = torch.triu(torch.ones(t, t, dtype=torch.bool, device=x.device), diagonal=1)
         att = att.masked_fill(causal, float("-inf")).softmax(dim=-1)
         # GPT-2's attention and residual dropouts (none at 0: the graph
         # then has no Dropout node at all).
@@ -177,7 +177,7 @@ class Gpt(nn.Module):
 
     def forward(self, tokens, targets):
         t = tokens.shape[1]
-        x = self.tok(tokens) + self.pos(torch.arange(t))
+        x = self.tok(tokens) + self.pos(torch.arange(t, device=tokens.device))
         for block in self.blocks:
             x = block(x)
         logits = self.head(self.ln(x))
@@ -224,7 +224,7 @@ class Bert(nn.Module):
 
     def forward(self, tokens):
         t = tokens.shape[1]
-        x = self.ln(self.tok(tokens) + self.pos(torch.arange(t)))
+        x = self.ln(self.tok(tokens) + self.pos(torch.arange(t, device=tokens.device)))
         mask = (tokens == 0).float()[:, None, None, :] * -10000.0
         for layer in self.layers:
             x = layer(x, mask)

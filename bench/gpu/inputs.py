@@ -58,9 +58,9 @@ def main():
     cmd, work = sys.argv[1], sys.argv[2]
     for name, seed, kind, shape, dtype, sha in recipes(work):
         path = os.path.join(work, "inputs", name)
-        if cmd == "shrink":
-            if os.path.getsize(path) >= int(sys.argv[3] if len(sys.argv) > 3
-                                            else 1 << 20):
+        if cmd == "shrink":  # again after more recipes: those gone stay so
+            if os.path.exists(path) and os.path.getsize(path) >= int(
+                    sys.argv[3] if len(sys.argv) > 3 else 1 << 20):
                 os.remove(path)
         elif not os.path.exists(path):  # restore
             np.save(path, draw(seed, kind, shape, dtype))

@@ -109,7 +109,7 @@ while read -r model prec art ins; do
     if [[ $choice == auto ]]; then
       dev=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
       stepms[$model-$prec]=${ms:-n/a} devms[$model-$prec]=${dev:-n/a}
-      if [[ $prec =~ ^(fp16|bf16)$ && $model =~ ^(mlp|bert|gpt|resnet18|resnet50)$ ]]; then
+      if [[ $prec =~ ^(fp16|bf16|fp16-nhwc)$ && $model =~ ^(mlp|bert|gpt|resnet18|resnet50|attention.*)$ ]]; then
         profiles+=$'\n'"$model $prec:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
       fi
     fi
@@ -184,12 +184,44 @@ PY
   rm -f "$ref"
 done < "$work/rows-manifest.txt"
 "$tpy" -c "import torch" 2>/dev/null || tpy=/usr/bin/python3
+# Causal attention at prepare.sh's ATTN_LONG tokens (the top of issue
+# 14's 1k-4k range, where the CPU backend would take minutes a step): the
+# forward checked against attention computed here by torch in float64;
+# the train steps (head sizes 64 and 128) timed on the device, on the
+# kernels the 1k steps check against the CPU backend.
+long=$(cat "$work/attention-long.txt" 2>/dev/null || echo 0)
+declare -A longms
+if [[ $long != 0 && -d $work/art/attention-long-fp16 ]]; then
+  "$tpy" - "$work/inputs" <<'PY'
+import sys
+import numpy as np, torch
+d = sys.argv[1]
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+q, k, v = (torch.from_numpy(np.load(f"{d}/attention_long.{n}.npy")).to(dev).double()
+           for n in "qkv")
+s = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5
+n = s.shape[-1]
+s.masked_fill_(torch.ones(n, n, dtype=torch.bool, device=s.device).triu(1),
+               float("-inf"))
+np.save(f"{d}/attention_long.ref.npy", (s.softmax(-1) @ v).float().cpu().numpy())
+PY
+  line=$(cd "$work" && limited "$run" art/attention-long-fp16 --repeat "$repeat" --expect logits=inputs/attention_long.ref.npy q=inputs/attention_long.q.npy k=inputs/attention_long.k.npy v=inputs/attention_long.v.npy 2>&1)
+  echo "attention fp16 at $long tokens: $line" | tr '\n' ' '; echo
+  longms[forward]=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
+  longdiff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
+  for d in 64 128; do
+    line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train" --steps 3 --replays "$replays" --profile 6 "target=inputs/attention_long_d$d.target.npy" 2>&1)
+    echo "attention fp16 train at $long tokens, head size $d: $line" | tr '\n' ' '; echo
+    longms[train$d]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
+    profiles+=$'\n'"attention at $long tokens, head size $d:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
+  done
+fi
 # torch.compile takes what is left of BUDGET seconds (the whole script's
 # share of a lent GPU's 15 minutes, start-up and a rerun aside).
 left=$(( ${BUDGET:-300} - SECONDS - 20 ))
 seq=$(cat "$work/attention-seq.txt" 2>/dev/null || echo 1024)
 heads=$(cat "$work/attention-heads.txt" 2>/dev/null || echo 12)
-torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --attn-seq "$seq" --attn-heads "$heads" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
+torch=$("$tpy" "$root/bench/gpu/torch_amp.py" "$root/scripts" --batch "$batch" --repeat "$repeat" --rows "$(r=${rowshape%%x*}; echo "${r:-0}")" --attn-seq "$seq" --attn-heads "$heads" --attn-long "$long" --compile-budget $(( left > 0 ? left : 0 )) 2>&1)
 gemm=${gemm:-} gemmk=${gemmk:-} gemm2=${gemm2:-}
 echo "$torch"
 {
@@ -242,6 +274,39 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
                "forward + backward, head size 128 (2x${heads}x${seq}x128)|${devms[attention_d128-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
                "forward + backward, head size 128 as built for sm_89 (16 query rows a warp, dK and dV blocks apart)|${devms[attention_d128_sm89-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
                "forward + backward, bf16|${devms[attention-bf16]:-n/a}|sdpa-causal-bf16-fwd-bwd-$shape"; do
+      IFS='|' read -r what mine key <<< "$row"
+      t=$(tms attention "$key")
+      echo "| $what | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"
+    done
+  fi
+  # The same train step in torch (SDPA under autocast, SGD on FP32 q, k
+  # and v: what a user of torch writes), beside mpc's on the device.
+  if [[ -n ${devms[attention-fp16]:-} || -n ${longms[train64]:-} ]]; then
+    echo
+    echo "Attention train steps side by side (forward, backward and SGD on FP32 q, k and v; mpc on the device against torch's AMP step with SDPA):"
+    echo
+    echo "| shape | precision | mpc (ms) | torch AMP step (ms) | torch / mpc |"
+    echo "|---|---|---|---|---|"
+    for row in "2x${heads}x${seq}x64|fp16|${devms[attention-fp16]:-n/a}|amp-train-step-2x${heads}x${seq}x64" \
+               "2x${heads}x${seq}x128|fp16|${devms[attention_d128-fp16]:-n/a}|amp-train-step-2x${heads}x${seq}x128" \
+               "2x${heads}x${seq}x64|bf16|${devms[attention-bf16]:-n/a}|amp-bf16-train-step-2x${heads}x${seq}x64" \
+               "2x${heads}x${long}x64|fp16|${longms[train64]:-n/a}|amp-train-step-2x${heads}x${long}x64" \
+               "2x${heads}x${long}x128|fp16|${longms[train128]:-n/a}|amp-train-step-2x${heads}x${long}x128"; do
+      IFS='|' read -r shape prec mine key <<< "$row"
+      t=$(tms attention "$key")
+      [[ $mine == n/a && -z $t ]] && continue
+      echo "| $shape | $prec | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"
+    done
+  fi
+  if [[ -n ${longms[forward]:-} ]]; then
+    echo
+    echo "Causal attention at 2x${heads}x${long} fp16 (the forward's output against attention computed there by torch in float64: max relative difference ${longdiff:-n/a}):"
+    echo
+    echo "| what | mpc (ms) | torch SDPA (ms) | torch / mpc |"
+    echo "|---|---|---|---|"
+    for row in "forward, head size 64|${longms[forward]}|sdpa-causal-2x${heads}x${long}x64" \
+               "train step, head size 64, vs SDPA forward + backward|${longms[train64]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
+               "train step, head size 128, vs SDPA forward + backward|${longms[train128]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x128"; do
       IFS='|' read -r what mine key <<< "$row"
       t=$(tms attention "$key")
       echo "| $what | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"

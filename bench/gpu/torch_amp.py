@@ -4,13 +4,17 @@ under torch.autocast(fp16), a whole AMP train step (autocast forward,
 GradScaler-scaled backward, SGD step), the same under bf16 autocast (no
 scaler) and in fp32, median over --repeat runs after a warm-up; a 4096^3
 fp16 torch.matmul (cuBLASLt); softmax, layer norm and a device-to-device
-copy of a --rows x 8192 fp16 tensor; last, the AMP train steps (fp16 and
+copy of a --rows x 8192 fp16 tensor; causal scaled_dot_product_attention
+(forward, forward and backward) and the AMP train step of attention alone
+(FP32 q, k, v parameters, SGD: the step mpc's attention artifacts run) at
+--attn-seq and --attn-long tokens; last, the AMP train steps (fp16 and
 bf16) of torch.compile'd models, while --compile-budget seconds since the
 start allow (a model is skipped, said in its line, when under a minute is
 left). Prints one line per measurement: `torch <model> <what> <ms>`.
 
 usage: torch_amp.py SCRIPTS_DIR [--batch 64] [--repeat 50] [--rows 8192]
-                    [--compile-budget 240]
+                    [--compile-budget 240] [--attn-seq 1024] [--attn-heads 12]
+                    [--attn-long 0]
 """
 import argparse
 import statistics
@@ -28,6 +32,7 @@ ap.add_argument("--rows", type=int, default=8192)
 ap.add_argument("--compile-budget", type=float, default=240)
 ap.add_argument("--attn-seq", type=int, default=1024)
 ap.add_argument("--attn-heads", type=int, default=12)
+ap.add_argument("--attn-long", type=int, default=0)
 a = ap.parse_args()
 start = time.monotonic()
 sys.path.insert(0, a.scripts)
@@ -95,9 +100,8 @@ def amp_step(name, model, loss_of, dtype):
     return step
 
 
-for name, (model, x) in models.items():
-    if only and name not in only:
-        continue
+def eager(name, model, x):
+    """Eager forwards and train steps of one model (fp32, fp16, bf16)."""
     model = model.to(dev).eval()
     x = x.to(dev)
     loss_of = loss_fn(name, model, x)
@@ -131,6 +135,17 @@ for name, (model, x) in models.items():
     print(f"torch {name} amp-train-step {train:.4f}")
     print(f"torch {name} amp-bf16-train-step {train_bf16:.4f}")
     print(f"torch {name} fp32-train-step {train32:.4f}")
+
+
+for name, (model, x) in models.items():
+    if only and name not in only:
+        continue
+    try:  # one line for a model that fails; the run goes on
+        eager(name, model, x)
+    except Exception as e:
+        why = str(e).strip().splitlines()
+        print(f"torch {name} eager failed: {type(e).__name__}: "
+              f"{why[0] if why else ''}")
 n = 4096
 A = torch.randn(n, n, device=dev, dtype=torch.float16)
 B = torch.randn(n, n, device=dev, dtype=torch.float16)
@@ -163,6 +178,47 @@ if hasattr(F, "scaled_dot_product_attention"):
         def fwd_bwd():
             F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).backward(dyh)
         print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x{D} {timed(fwd_bwd):.4f}")
+
+
+def attention_step(S, D, dtype):
+    """The step mpc's attention artifacts run, as a torch AMP user writes
+    it: FP32 q, k and v parameters, SDPA under autocast, the loss
+    sum(y * target), backward (fp16: GradScaler), SGD."""
+    q, k, v = (torch.nn.Parameter(torch.randn(2, H, S, D, device=dev))
+               for _ in range(3))
+    target = 1e-3 * torch.randn(2, H, S, D, device=dev)
+    opt = torch.optim.SGD([q, k, v], lr=0.01)
+    scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=dtype):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            loss = (y.float() * target).sum()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    return timed(step)
+
+
+if hasattr(F, "scaled_dot_product_attention"):
+    # The whole train step, beside mpc's (which also casts the FP32
+    # parameters and updates them): at prepare.sh's length and at
+    # --attn-long (issue 14's range is 1k-4k tokens).
+    for S_ in sorted({S, a.attn_long} - {0}):
+        for D, dtype, tag in ((64, torch.float16, ""), (128, torch.float16, ""),
+                              (64, torch.bfloat16, "bf16-")):
+            print(f"torch attention amp-{tag}train-step-2x{H}x{S_}x{D} "
+                  f"{attention_step(S_, D, dtype):.4f}")
+    if a.attn_long:
+        L = a.attn_long
+        for D in (64, 128):
+            ql, kl, vl = (torch.randn(2, H, L, D, device=dev, dtype=torch.float16,
+                                      requires_grad=True) for _ in range(3))
+            dyl = torch.randn_like(ql)
+            sdpa = lambda: F.scaled_dot_product_attention(ql, kl, vl, is_causal=True)
+            print(f"torch attention sdpa-causal-2x{H}x{L}x{D} {timed(sdpa):.4f}")
+            print(f"torch attention sdpa-causal-fwd-bwd-2x{H}x{L}x{D} "
+                  f"{timed(lambda: sdpa().backward(dyl)):.4f}")
 
 # Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
 # and writes the tensor once at best.

@@ -90,7 +90,7 @@ log-softmax and NLL stay separate ops (mpc-fuse-cross-entropy leaves
 log-probabilities read elsewhere), so their CUDA kernels run.
 
 conv_res.onnx, conv_wide.onnx: a ResNet stem and block in small (2 and 32
-channels). conv_gan.onnx: a GAN of convolutions with outputs d_loss and
+channels); conv_tall.onnx: conv_wide on 32x32 images. conv_gan.onnx: a GAN of convolutions with outputs d_loss and
 g_loss and inputs x (images) and z (noise), for `mpc train --phase`.
 
 usage: make_small_models.py OUT_DIR
@@ -383,6 +383,15 @@ wide_bn = lambda k: [numpy_helper.from_array(np.full(32, v, np.float32), n + k)
                                   ("var", 1.0))]
 save("conv_wide", conv_block(),
      [wide_w("W", (8, 108)), ints("image", [4, 3, 6, 6]),
+      wide_w("K1", (32, 3, 3, 3)), wide_w("K2", (32, 32, 3, 3)),
+      ints("flat", [4, 32]), wide_w("W2", (32, 10))] + wide_bn("1") +
+     wide_bn("2"), opset=15)
+# conv_wide on 32x32 images: channels last, each batch norm's 32
+# channels are one block's lanes and its rows split over blocks (16 at
+# batch 4 after conv1, 4 after the pool), fewer than a block's row
+# threads, so the main kernels share the partial sums among rows.
+save("conv_tall", conv_block(),
+     [wide_w("W", (8, 3072)), ints("image", [4, 3, 32, 32]),
       wide_w("K1", (32, 3, 3, 3)), wide_w("K2", (32, 32, 3, 3)),
       ints("flat", [4, 32]), wide_w("W2", (32, 10))] + wide_bn("1") +
      wide_bn("2"), opset=15)
