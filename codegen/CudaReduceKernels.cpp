@@ -8,10 +8,15 @@
 // partials meet in butterfly shuffles (across a block's warps, through
 // shared memory). Where the innermost axis is kept, a thread per output
 // already reads coalesced: neighbouring threads, neighbouring addresses.
+// A few long folds (a loss summed over millions of elements: one block
+// for a scalar) are split over blocks: a prologue kernel leaves each
+// block's partials in the session's kernel scratch, and a block per
+// output folds them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
+#include "runtime/cuda/FoldOps.h"
 #include "runtime/kernels/Common.h"
 
 #include <algorithm>
@@ -100,6 +105,8 @@ struct FoldKernel {
   const std::string &name;
   FoldShape f;
   int64_t lanes = 1, slices = 1, blockThreads = 256, width = 1;
+  /// Split folds: blocks a output, and the reduced elements each takes.
+  int64_t parts = 1, chunk = 0;
   std::string load = "ld(in0, off)"; // input 0's element at `off`
 
   FoldKernel(Emitter &e, Step &s, const std::string &name, FoldShape shape,
@@ -116,11 +123,28 @@ struct FoldKernel {
       width = w;
   }
 
+  /// Splits a block-per-output fold of few outputs over blocks (grid
+  /// outputs x parts), so a scalar's millions of elements do not wait on
+  /// one SM; each block's share a multiple of the load width.
+  void split() {
+    if (lanes <= 32)
+      return;
+    using namespace ::mpc::rt::cuda;
+    int64_t p = std::min((kFoldTargetBlocks + f.outN - 1) / f.outN,
+                         f.redN / kFoldSplitMin);
+    if (p < 2)
+      return;
+    chunk = ((f.redN + p - 1) / p + width - 1) / width * width;
+    parts = (f.redN + chunk - 1) / chunk;
+  }
+
   /// `i` the output, `t` the thread's place in its group (its slice in the
   /// sliced form) and `lane` in its warp.
-  std::string head(const std::vector<FoldVar> &vars) {
+  std::string head(const std::vector<FoldVar> &vars,
+                   const std::string &kernel = "") {
     std::ostringstream os;
-    os << e.header(s, name, (int)blockThreads) << " {\n";
+    os << e.header(s, kernel.empty() ? name : kernel, (int)blockThreads)
+       << " {\n";
     for (const FoldVar &v : vars)
       if (lanes > 32)
         os << "  __shared__ " << v.type << " part_" << v.name << "[32];\n";
@@ -146,11 +170,22 @@ struct FoldKernel {
 
   /// The loop over the thread's share: j0 steps through the reduced
   /// elements, `off` their place in input 0 (`o0` the output's first).
-  std::string share(const std::string &body, bool index = false) {
+  /// `part`: the share of block (i, blockIdx.y) of a split fold.
+  std::string share(const std::string &body, bool index = false,
+                    bool part = false) {
     std::ostringstream os;
     int64_t step = slices > 1 ? slices : lanes * width;
-    os << "  for (i64 j0 = (i64)t * " << width << "; "
-       << (slices > 1 ? "live && " : "") << "j0 < " << f.redN << "LL; j0 += "
+    std::string first = "(i64)t * " + std::to_string(width),
+                end = std::to_string(f.redN) + "LL";
+    if (part) {
+      first = "(i64)blockIdx.y * " + std::to_string(chunk) + "LL + " + first;
+      os << "  const i64 jEnd = (i64)blockIdx.y * " << chunk << "LL + "
+         << chunk << "LL < " << f.redN << "LL ? (i64)blockIdx.y * " << chunk
+         << "LL + " << chunk << "LL : " << f.redN << "LL;\n";
+      end = "jEnd";
+    }
+    os << "  for (i64 j0 = " << first << "; "
+       << (slices > 1 ? "live && " : "") << "j0 < " << end << "; j0 += "
        << step << "LL) {\n    i64 off = o0";
     if (f.run == f.redN) {
       os << " + j0;\n";
@@ -335,9 +370,42 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
                       "));\n";
     }
   }
-  cu << k.head(vars) << offsetsCode(k.f.kept, {k.f.keptStrides})
-     << "  double acc = " << fold->second.init
-     << (lse ? ", mx = -INFINITY" : "") << siblingDecl << ";\n";
+  std::string decl = "  double acc = " + std::string(fold->second.init) +
+                     (lse ? ", mx = -INFINITY" : "") + siblingDecl + ";\n";
+  std::string combineAll = "acc = " + renameV(combine, "o_acc") + ";" +
+                           siblingCombine;
+  if (!lse) // its sums need the whole fold's max first
+    k.split();
+  if (k.parts > 1) {
+    // The prologue leaves block (i, b)'s partial of var j at
+    // scratch[(i * parts + b) * vars + j]; the kernel's threads fold an
+    // output's parts, a part every blockThreads, then meet as a block.
+    std::string n = std::to_string(vars.size()), p = std::to_string(k.parts);
+    s.cuda.scratch = k.f.outN * k.parts * (int64_t)vars.size() * 8;
+    cu << k.head(vars, name + "_part")
+       << offsetsCode(k.f.kept, {k.f.keptStrides}) << decl
+       << k.share(std::string("acc = ") + fold->second.step + ";" + siblingAdd,
+                  false, /*part=*/true)
+       << k.combine(vars, combineAll) << "  if (t != 0) return;\n";
+    for (size_t j = 0; j < vars.size(); ++j)
+      cu << "  scratch[(i * " << p << " + blockIdx.y) * " << n << " + " << j
+         << "] = " << vars[j].name << ";\n";
+    cu << "}\n\n";
+    barrier = true;
+    launch(s, name + "_part", {k.f.outN, k.parts, 1}, {k.blockThreads, 1, 1},
+           /*prologue=*/true);
+    cu << k.head(vars) << decl << "  for (i64 b = t; b < " << p
+       << "; b += " << k.blockThreads << ") {\n";
+    for (size_t j = 0; j < vars.size(); ++j)
+      cu << "    const double o_" << vars[j].name << " = scratch[(i * " << p
+         << " + b) * " << n << " + " << j << "];\n";
+    cu << "    " << combineAll << "\n  }\n"
+       << k.combine(vars, combineAll) << k.storer() << "  st(out0, i, (float)("
+       << result << "));\n" << siblingStore << "}\n\n";
+    k.launch();
+    return true;
+  }
+  cu << k.head(vars) << offsetsCode(k.f.kept, {k.f.keptStrides}) << decl;
   if (lse)
     cu << k.share("mx = fmax(mx, v);")
        << k.combine({mx}, "mx = fmax(mx, o_mx);");
@@ -345,8 +413,7 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
   if (lse)
     sums.erase(sums.begin() + 1);
   cu << k.share(std::string("acc = ") + fold->second.step + ";" + siblingAdd)
-     << k.combine(sums, "acc = " + renameV(combine, "o_acc") + ";" +
-                            siblingCombine)
+     << k.combine(sums, combineAll)
      << k.storer() << "  st(out0, i, (float)(" << result << "));\n"
      << siblingStore << "}\n\n";
   k.launch();
@@ -354,13 +421,6 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
 }
 
 namespace {
-/// The ops the fold kernels compute (foldAxes).
-constexpr OpId kFoldOps[] = {
-    OpId::ReduceSum,       OpId::ReduceMean,     OpId::ReduceMax,
-    OpId::ReduceMin,       OpId::ReduceProd,     OpId::ReduceL1,
-    OpId::ReduceL2,        OpId::ReduceSumSquare, OpId::ReduceLogSum,
-    OpId::ReduceLogSumExp, OpId::GlobalAveragePool, OpId::GlobalMaxPool};
-
 /// A reduction over no axes with noop_with_empty_axes: a copy.
 bool copiesOnly(const Step &s) {
   return s.getInts("axes").value_or(std::vector<int64_t>{}).empty() &&
@@ -430,13 +490,11 @@ bool Emitter::argExtreme(Step &s, const std::string &name) {
 
 
 bool reducesChain(const Step &s) {
-  return std::find(std::begin(kFoldOps), std::end(kFoldOps), s.op) !=
-             std::end(kFoldOps) &&
-         !copiesOnly(s);
+  return ::mpc::rt::cuda::isFoldOp(s.op) && !copiesOnly(s);
 }
 
 void registerReduceEmitters(EmitterTable &t) {
-  for (OpId op : kFoldOps)
+  for (OpId op : ::mpc::rt::cuda::kFoldOps)
     if (op != OpId::GlobalAveragePool && op != OpId::GlobalMaxPool)
       t.emit(op, &Emitter::reduce);
   t.emit(OpId::ArgMax, &Emitter::argExtreme);

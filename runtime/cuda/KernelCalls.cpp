@@ -3,6 +3,7 @@
 #include "runtime/cuda/KernelCalls.h"
 
 #include "runtime/Tensor.h"
+#include "runtime/cuda/FoldOps.h"
 #include "runtime/cuda/KernelConfig.h"
 #include "runtime/cuda/MemoryPlan.h"
 
@@ -139,9 +140,9 @@ int64_t kernelScratchBytes(const Plan &plan) {
 
 std::string checkKernelScratch(const Plan &plan, const Step &s) {
   bool train = s.op == OpId::BatchNormTrain, grad = s.op == OpId::BatchNormGrad;
-  // Only a split batch norm's kernels and the accumulating attention
-  // backward's take the scratch: an argument that no other kernel declares
-  // would shift the ones after it (a count).
+  // Only a split batch norm's or fold's kernels and the accumulating
+  // attention backward's take the scratch: an argument that no other
+  // kernel declares would shift the ones after it (a count).
   const char *none = "scratch on a step whose kernel takes none";
   if (s.op == OpId::AttentionGrad && !s.cuda.prologue.empty()) {
     if (s.inputs.size() < 2 || s.inputs[1] < 0 ||
@@ -160,6 +161,21 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
       return "attention gradient sums dQ over " + std::to_string(splits) +
              " splits with " + std::to_string(s.cuda.scratch) +
              " bytes of scratch (needs " + std::to_string(need) + ")";
+    return "";
+  }
+  // A fold split over blocks (grid outputs x parts for its prologue): a
+  // double a part for its value and each sibling sum it stores.
+  if (cuda::isFoldOp(s.op) && !s.cuda.prologue.empty()) {
+    int64_t outs = s.cuda.prologueGrid[0], parts = s.cuda.prologueGrid[1];
+    if (s.cuda.grid[0] != outs || s.cuda.grid[1] != 1 || parts < 2)
+      return "split fold's grids are not outputs and outputs x parts";
+    int64_t need = outs * parts * (int64_t)(1 + s.cuda.stores.size()) * 8;
+    if (s.cuda.scratch < need)
+      return "fold splits " + std::to_string(outs) + " outputs over " +
+             std::to_string(parts) + " blocks with " +
+             std::to_string(s.cuda.scratch) +
+             " bytes of scratch for their partials (needs " +
+             std::to_string(need) + ")";
     return "";
   }
   if ((!train && !grad) || s.cuda.kernel.empty())
