@@ -15,7 +15,9 @@
 # losses over $STEPS steps on the batch from `mpc train` on the CPU
 # backend; and the digits DCGAN as a phased fp16 step (GAN=0 leaves it
 # out); softmax and layer norm over ROWS (default 8192, 0: none) rows of
-# 8192 fp16. MODELS (default "mlp rescnn transformer bert unet
+# 8192 fp16; causal attention at ATTN_SEQ (default 1024) tokens checked
+# against the CPU backend and at ATTN_LONG (default 4096, 0: none) checked
+# on the GPU machine. MODELS (default "mlp rescnn transformer bert unet
 # gpt resnet18 resnet50"; bert: Hugging Face's form, separate query, key
 # and value Linears) and
 # GEMM=0 make a smaller set. Everything lands in

@@ -7,11 +7,14 @@
 # device, one CUDA graph a step), compares its losses with `mpc train` on
 # the CPU backend and times a step (and REPLAYS, default 10, replays of it
 # on the device alone); runs softmax and layer norm over 8192 x 8192 fp16
-# against NumPy; then times PyTorch on the same models and batch (fp32,
+# against NumPy, and causal attention at prepare.sh's ATTN_LONG tokens
+# (the forward against torch's float64 attention there, the train steps
+# timed); then times PyTorch on the same models and batch (fp32,
 # autocast fp16 and bf16 AMP train steps eager and torch.compile'd, the
 # latter within what is left of BUDGET seconds, default 300, of the whole
-# run), torch.matmul at 4096^3 against the GEMM artifact, and torch's
-# softmax, layer norm and a copy of the rows. RUN names a built
+# run), torch.matmul at 4096^3 against the GEMM artifact, torch's
+# softmax, layer norm and a copy of the rows, and SDPA and torch's AMP
+# attention step at both attention lengths. RUN names a built
 # mpc-gpu-run (skips the build). Writes the tables (the train steps side
 # by side with torch's; the row kernels as a share of the copy's
 # bandwidth) to ${OUT:-bench/gpu/work}/gpu-results.md and prints them.
