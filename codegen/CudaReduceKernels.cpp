@@ -374,13 +374,18 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
                      (lse ? ", mx = -INFINITY" : "") + siblingDecl + ";\n";
   std::string combineAll = "acc = " + renameV(combine, "o_acc") + ";" +
                            siblingCombine;
+  std::string stores = k.storer() + "  st(out0, i, (float)(" + result +
+                       "));\n" + siblingStore + "}\n\n";
   if (!lse) // its sums need the whole fold's max first
     k.split();
   if (k.parts > 1) {
     // The prologue leaves block (i, b)'s partial of var j at
     // scratch[(i * parts + b) * vars + j]; the kernel's threads fold an
     // output's parts, a part every blockThreads, then meet as a block.
-    std::string n = std::to_string(vars.size()), p = std::to_string(k.parts);
+    auto partial = [&](const std::string &b, size_t j) {
+      return "scratch[(i * " + std::to_string(k.parts) + " + " + b + ") * " +
+             std::to_string(vars.size()) + " + " + std::to_string(j) + "]";
+    };
     s.cuda.scratch = k.f.outN * k.parts * (int64_t)vars.size() * 8;
     cu << k.head(vars, name + "_part")
        << offsetsCode(k.f.kept, {k.f.keptStrides}) << decl
@@ -388,20 +393,18 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
                   false, /*part=*/true)
        << k.combine(vars, combineAll) << "  if (t != 0) return;\n";
     for (size_t j = 0; j < vars.size(); ++j)
-      cu << "  scratch[(i * " << p << " + blockIdx.y) * " << n << " + " << j
-         << "] = " << vars[j].name << ";\n";
+      cu << "  " << partial("blockIdx.y", j) << " = " << vars[j].name << ";\n";
     cu << "}\n\n";
     barrier = true;
     launch(s, name + "_part", {k.f.outN, k.parts, 1}, {k.blockThreads, 1, 1},
            /*prologue=*/true);
-    cu << k.head(vars) << decl << "  for (i64 b = t; b < " << p
+    cu << k.head(vars) << decl << "  for (i64 b = t; b < " << k.parts
        << "; b += " << k.blockThreads << ") {\n";
     for (size_t j = 0; j < vars.size(); ++j)
-      cu << "    const double o_" << vars[j].name << " = scratch[(i * " << p
-         << " + b) * " << n << " + " << j << "];\n";
-    cu << "    " << combineAll << "\n  }\n"
-       << k.combine(vars, combineAll) << k.storer() << "  st(out0, i, (float)("
-       << result << "));\n" << siblingStore << "}\n\n";
+      cu << "    const double o_" << vars[j].name << " = " << partial("b", j)
+         << ";\n";
+    cu << "    " << combineAll << "\n  }\n" << k.combine(vars, combineAll)
+       << stores;
     k.launch();
     return true;
   }
@@ -413,9 +416,7 @@ bool Emitter::foldAxes(Step &s, const std::string &name, const std::string &kind
   if (lse)
     sums.erase(sums.begin() + 1);
   cu << k.share(std::string("acc = ") + fold->second.step + ";" + siblingAdd)
-     << k.combine(sums, combineAll)
-     << k.storer() << "  st(out0, i, (float)(" << result << "));\n"
-     << siblingStore << "}\n\n";
+     << k.combine(sums, combineAll) << stores;
   k.launch();
   return true;
 }

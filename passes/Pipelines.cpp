@@ -255,6 +255,12 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
     pm.addPass(createHalfWeightsInOptimizer());
 }
 
+void setTrainTarget(TrainPipelineOptions &o, bool cuda) {
+  o.finiteCheck = cuda;
+  o.unscaleInOptimizer = cuda;
+  o.halfWeightsInOptimizer = cuda;
+}
+
 void registerMpcPipelines() {
   registerPipeline<PrecisionPipelineOptions>(
       "mpc-precision-pipeline",

@@ -149,6 +149,13 @@ void buildPrecisionPipeline(OpPassManager &pm,
 /// unless turned off.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o);
 
+/// The step's form for where it runs, one decision for every command:
+/// on the GPU the all-finite flag even without loss scaling (the runtime
+/// reads one byte a step, not every gradient), updates that unscale as
+/// they read and write the fp16/bf16 weight copies; the CPU backend runs
+/// the unfused forms faster, to the same bits.
+void setTrainTarget(TrainPipelineOptions &o, bool cuda);
+
 /// Registers mpc-precision-pipeline and mpc-train-pipeline (mpc-opt).
 void registerMpcPipelines();
 

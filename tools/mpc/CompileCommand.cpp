@@ -214,14 +214,7 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
     pipeline.adamBetas = betas;
     pipeline.dataParallel = dataParallel.getValue();
     pipeline.bucketMb = compileBucketMb.getValue();
-    // Saves the FP32 gradient copies and the weight casts on the GPU;
-    // costs the CPU backend, which runs each op on its own, passes.
-    pipeline.unscaleInOptimizer = target == "cuda";
-    pipeline.halfWeightsInOptimizer = target == "cuda";
-    // Unscaled steps (fp32, bf16) get the all-finite flag too: without it
-    // the runtime reads every gradient back to decide the skip (measured
-    // on an H200: 82 of ResNet-50's 92 ms a bf16 step).
-    pipeline.finiteCheck = target == "cuda";
+    mlir::mpc::setTrainTarget(pipeline, target == "cuda");
     if (phase ? !phasePipeline(*phase, pipeline, error)
               : !mlir::mpc::validate(pipeline, error))
       return nullptr;

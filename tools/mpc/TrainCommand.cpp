@@ -249,17 +249,12 @@ static bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
   return true;
 }
 
-/// The train step as mpc-train-pipeline builds it. On the GPU the skip
-/// decision reads one flag instead of every gradient: without scaling, an
-/// unscale by 1 (exact) provides it; and the updates unscale as they read
-/// and write the fp16 weight copies (the CPU backend runs the unfused
-/// forms faster, to the same bits).
+/// The train step as mpc-train-pipeline builds it, in the form for the
+/// device it trains on (setTrainTarget).
 static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
   precisionFlags.apply(pipeline);
   pipeline.loss = lossName.getValue();
-  pipeline.finiteCheck = trainDevice == "cuda";
-  pipeline.unscaleInOptimizer = trainDevice == "cuda";
-  pipeline.halfWeightsInOptimizer = trainDevice == "cuda";
+  mlir::mpc::setTrainTarget(pipeline, trainDevice == "cuda");
   pipeline.optimizer = optimizer.getValue();
   pipeline.lr = lr.getValue();
   pipeline.momentum = momentum.getValue();
