@@ -212,11 +212,12 @@ PY
   echo "attention fp16 at $long tokens: $line" | tr '\n' ' '; echo
   longms[forward]=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   longdiff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
-  for d in 64 128; do
-    line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train" --steps 3 --replays "$replays" --profile 6 "target=inputs/attention_long_d$d.target.npy" 2>&1)
-    echo "attention fp16 train at $long tokens, head size $d: $line" | tr '\n' ' '; echo
-    longms[train$d]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
-    profiles+=$'\n'"attention at $long tokens, head size $d:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
+  for form in 64 64-recompute 128; do
+    d=${form%-recompute}
+    line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train${form#$d}" --steps 3 --replays "$replays" --profile 6 "target=inputs/attention_long_d$d.target.npy" 2>&1)
+    echo "attention fp16 train at $long tokens, head size $d${form#$d}: $line" | tr '\n' ' '; echo
+    longms[train$form]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
+    profiles+=$'\n'"attention at $long tokens, head size $d${form#$d}:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
   done
 fi
 # torch.compile takes what is left of BUDGET seconds (the whole script's
@@ -309,6 +310,7 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
     echo "|---|---|---|---|"
     for row in "forward, head size 64|${longms[forward]}|sdpa-causal-2x${heads}x${long}x64" \
                "train step, head size 64, vs SDPA forward + backward|${longms[train64]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
+               "train step, head size 64, dQ recomputed (\`--attention-dq recompute\`)|${longms[train64-recompute]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
                "train step, head size 128, vs SDPA forward + backward|${longms[train128]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x128"; do
       IFS='|' read -r what mine key <<< "$row"
       t=$(tms attention "$key")
