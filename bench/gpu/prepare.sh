@@ -319,9 +319,10 @@ PY
   "$mpc" compile "$models_long/attention_long.onnx" -o "$work/art/attention-long-fp16" --arch "$arch" | tail -1
   # d64 twice: dQ as auto picks it and recomputed (at 1024 tokens the
   # recomputing backward ran 24% faster on an H200 than auto's choice).
-  for spec in "64 auto" "64 -recompute" "128 auto"; do
+  for spec in "64 auto" "64 recompute" "128 auto"; do
     read -r d dq <<< "$spec"
-    "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train${dq/#auto/}" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "${dq#-}" | tail -1
+    suffix=; [[ $dq == recompute ]] && suffix=-recompute
+    "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train$suffix" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "$dq" | tail -1
   done
   rm -rf "$models_long"
 fi
