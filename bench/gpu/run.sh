@@ -246,6 +246,19 @@ echo "$torch"
 tms() { echo "$torch" | sed -n "s/^torch $1 $2 \([0-9.]*\)\$/\1/p"; }
 ratio() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{float(a) / float(b):.2f}x')" "$1" "$2" 2>/dev/null || echo n/a; }
 share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) / float(b):.0f}%')" "$1" "$2" 2>/dev/null || echo n/a; }
+# Rows "LABEL;MPC_MS;KEY" against torch's attention timing KEY, each as
+# | LABEL | mpc | torch | torch / mpc |; with skip-empty first, a row
+# with neither time is left out.
+attention_rows() {
+  local skip=0 row label mine key t
+  [[ $1 == skip-empty ]] && { skip=1; shift; }
+  for row in "$@"; do
+    IFS=';' read -r label mine key <<< "$row"
+    t=$(tms attention "$key")
+    ((skip)) && [[ $mine == n/a && -z $t ]] && continue
+    echo "| $label | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"
+  done
+}
 {
   echo
   echo "Train steps side by side (ms; ratios: torch's time over mpc's on the device):"
@@ -271,17 +284,13 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
     echo
     echo "| what | mpc (ms) | torch SDPA (ms) | torch / mpc |"
     echo "|---|---|---|---|"
-    for row in "forward|${fwdms[attention-fp16]:-n/a}|sdpa-causal-$shape" \
-               "forward + backward|${devms[attention-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
-               "forward + backward, dQ recomputed (\`--attention-dq recompute\`)|${devms[attention_recompute-fp16]:-n/a}|sdpa-causal-fwd-bwd-$shape" \
-               "forward + backward, dropout 0.1|${devms[attention_dropout-fp16]:-n/a}|sdpa-causal-dropout-fwd-bwd-$shape" \
-               "forward + backward, head size 128 (2x${heads}x${seq}x128)|${devms[attention_d128-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
-               "forward + backward, head size 128 as built for sm_89 (16 query rows a warp, dK and dV blocks apart)|${devms[attention_d128_sm89-fp16]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
-               "forward + backward, bf16|${devms[attention-bf16]:-n/a}|sdpa-causal-bf16-fwd-bwd-$shape"; do
-      IFS='|' read -r what mine key <<< "$row"
-      t=$(tms attention "$key")
-      echo "| $what | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"
-    done
+    attention_rows "forward;${fwdms[attention-fp16]:-n/a};sdpa-causal-$shape" \
+      "forward + backward;${devms[attention-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
+      "forward + backward, dQ recomputed (\`--attention-dq recompute\`);${devms[attention_recompute-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
+      "forward + backward, dropout 0.1;${devms[attention_dropout-fp16]:-n/a};sdpa-causal-dropout-fwd-bwd-$shape" \
+      "forward + backward, head size 128 (2x${heads}x${seq}x128);${devms[attention_d128-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
+      "forward + backward, head size 128 as built for sm_89 (16 query rows a warp, dK and dV blocks apart);${devms[attention_d128_sm89-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
+      "forward + backward, bf16;${devms[attention-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-$shape"
   fi
   # The same train step in torch (SDPA under autocast, SGD on FP32 q, k
   # and v: what a user of torch writes), beside mpc's on the device.
@@ -291,16 +300,12 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
     echo
     echo "| shape | precision | mpc (ms) | torch AMP step (ms) | torch / mpc |"
     echo "|---|---|---|---|---|"
-    for row in "2x${heads}x${seq}x64|fp16|${devms[attention-fp16]:-n/a}|amp-train-step-2x${heads}x${seq}x64" \
-               "2x${heads}x${seq}x128|fp16|${devms[attention_d128-fp16]:-n/a}|amp-train-step-2x${heads}x${seq}x128" \
-               "2x${heads}x${seq}x64|bf16|${devms[attention-bf16]:-n/a}|amp-bf16-train-step-2x${heads}x${seq}x64" \
-               "2x${heads}x${long}x64|fp16|${longms[train64]:-n/a}|amp-train-step-2x${heads}x${long}x64" \
-               "2x${heads}x${long}x128|fp16|${longms[train128]:-n/a}|amp-train-step-2x${heads}x${long}x128"; do
-      IFS='|' read -r shape prec mine key <<< "$row"
-      t=$(tms attention "$key")
-      [[ $mine == n/a && -z $t ]] && continue
-      echo "| $shape | $prec | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"
-    done
+    attention_rows skip-empty \
+      "2x${heads}x${seq}x64 | fp16;${devms[attention-fp16]:-n/a};amp-train-step-2x${heads}x${seq}x64" \
+      "2x${heads}x${seq}x128 | fp16;${devms[attention_d128-fp16]:-n/a};amp-train-step-2x${heads}x${seq}x128" \
+      "2x${heads}x${seq}x64 | bf16;${devms[attention-bf16]:-n/a};amp-bf16-train-step-2x${heads}x${seq}x64" \
+      "2x${heads}x${long}x64 | fp16;${longms[train64]:-n/a};amp-train-step-2x${heads}x${long}x64" \
+      "2x${heads}x${long}x128 | fp16;${longms[train128]:-n/a};amp-train-step-2x${heads}x${long}x128"
   fi
   if [[ -n ${longms[forward]:-} ]]; then
     echo
@@ -308,14 +313,10 @@ share() { python3 -c "import sys; a, b = sys.argv[1:]; print(f'{100 * float(a) /
     echo
     echo "| what | mpc (ms) | torch SDPA (ms) | torch / mpc |"
     echo "|---|---|---|---|"
-    for row in "forward, head size 64|${longms[forward]}|sdpa-causal-2x${heads}x${long}x64" \
-               "train step, head size 64, vs SDPA forward + backward|${longms[train64]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
-               "train step, head size 64, dQ recomputed (\`--attention-dq recompute\`)|${longms[train64-recompute]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
-               "train step, head size 128, vs SDPA forward + backward|${longms[train128]:-n/a}|sdpa-causal-fwd-bwd-2x${heads}x${long}x128"; do
-      IFS='|' read -r what mine key <<< "$row"
-      t=$(tms attention "$key")
-      echo "| $what | $mine | ${t:-n/a} | $(ratio "${t:-x}" "$mine") |"
-    done
+    attention_rows "forward, head size 64;${longms[forward]};sdpa-causal-2x${heads}x${long}x64" \
+      "train step, head size 64, vs SDPA forward + backward;${longms[train64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
+      "train step, head size 64, dQ recomputed (\`--attention-dq recompute\`);${longms[train64-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
+      "train step, head size 128, vs SDPA forward + backward;${longms[train128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
   fi
   if [[ -n $rowshape ]]; then
     copy=$(tms rows "copy-$rowshape")
