@@ -181,9 +181,10 @@ int runLaunch() {
             failedRank = nodeRank * nproc + local, failedStatus = status;
         }
     if (failedRank >= 0 && !exitCode) {
-      errs() << "mpc launch: rank " << failedRank << " "
-             << describeStatus(failedStatus)
-             << (live ? "; stopping the other ranks" : "") << "\n";
+      // One write: the ranks print to this stderr at the same moment.
+      errs() << ("mpc launch: rank " + std::to_string(failedRank) + " " +
+                 describeStatus(failedStatus) +
+                 (live ? "; stopping the other ranks" : "") + "\n");
       exitCode = WIFEXITED(failedStatus) ? WEXITSTATUS(failedStatus)
                                          : 128 + WTERMSIG(failedStatus);
     }

@@ -26,8 +26,10 @@ bool mpc::writeJsonFile(const std::string &path, llvm::json::Value value,
 }
 
 int mpc::reportError(const llvm::Twine &message) {
-  // One line, whatever bytes the message quotes from a model or file.
-  llvm::errs() << "mpc: error: " << mlir::mpc::oneLine(message.str()) << "\n";
+  // One line, whatever bytes the message quotes from a model or file, and
+  // one write: ranks under `mpc launch` share the launcher's stderr, and
+  // errs() is unbuffered, so a line built piecewise interleaves with theirs.
+  llvm::errs() << ("mpc: error: " + mlir::mpc::oneLine(message.str()) + "\n");
   return 1;
 }
 
