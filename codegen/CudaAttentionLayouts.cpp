@@ -100,6 +100,16 @@ std::string Emitter::operandRow(const Step &s, const std::string &operand,
   return rowOffset(view->second.shape, view->second.strides, "b", row);
 }
 
+int64_t Emitter::operandRowStride(const Step &s, const std::string &operand) {
+  bool in = operand.rfind("in", 0) == 0;
+  size_t k = std::stoul(operand.substr(in ? 2 : 3));
+  int v = in ? s.inputs[k] : s.outputs[k];
+  auto view = attentionViews.find(v);
+  if (view == attentionViews.end())
+    return val(v).shape.back();
+  return view->second.strides[view->second.strides.size() - 2];
+}
+
 bool Emitter::readsViews(const Step &s) const {
   for (const std::vector<int> *vs : {&s.inputs, &s.outputs})
     for (int v : *vs)

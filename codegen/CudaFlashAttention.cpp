@@ -121,8 +121,9 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "    rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
      // Q fragments: row r's pair at column c (zero past the last row),
      // or Q's tile, copied with the first K and V tiles.
-     << (layout.sharedQ ? asyncTile("qs", KS, "in0", at("in0", "i0 + r"), D, kRows, "i0",
-                               g.sq, kWarps * 32)
+     << (layout.sharedQ ? asyncTile("qs", KS, "in0", at("in0", "i0 + r"),
+                                    operandRowStride(s, "in0"), D, kRows, "i0",
+                                    g.sq, kWarps * 32)
                    : rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, tiles))
      << "  float o[" << MT << "][" << DV / 8 << "][4], m[" << MT << "][2], l["
      << MT << "][2];\n"
@@ -140,9 +141,11 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      // copy, zero past the end.
      << "  auto tile = [&](int buf, i64 j0) {\n"
      << asyncTile("ks + buf * " + std::to_string(TK * KS), KS, "in1",
-                  at("in1", "j0 + r"), D, TK, "j0", g.skv, kWarps * 32)
+                  at("in1", "j0 + r"), operandRowStride(s, "in1"), D, TK, "j0",
+                  g.skv, kWarps * 32)
      << asyncTile("vs + buf * " + std::to_string(TK * VS), VS, "in2",
-                  at("in2", "j0 + r"), DV, TK, "j0", g.skv, kWarps * 32)
+                  at("in2", "j0 + r"), operandRowStride(s, "in2"), DV, TK, "j0",
+                  g.skv, kWarps * 32)
      << "  };\n"
      << "  tile(0, 0);\n  mpc_cp_async_commit();\n  int buf = 0;\n"
      << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ", buf ^= 1) {\n"
@@ -157,11 +160,24 @@ void Emitter::attentionMma(Step &s, const std::string &name,
                                                       std::to_string(16 * MT * KS),
                                            KS, "kt_", KS, D, TK, tiles)
                    : pairsAlongCols(T, "sc", "qf", "kt_", KS, D, TK, tiles));
-  // Scores in log2 units (scale * log2(e) folded in, the bias times
-  // log2(e)), so the exponentials are exp2f, as FlashAttention-2's: the
-  // running max m too; lse = m ln 2 + log(l) at the end.
-  const double log2e = 1.4426950408889634;
-  std::string scaled = flt((float)(s.getFloat("scale", 1.0) * log2e)) + " * sc[mt][n][f]";
+  // The exponentials are 2^x on the SFU (mpc_exp2), as FlashAttention-2's.
+  // Without a bias and with a positive scale the scores stay raw, as
+  // there: the running max m over raw scores, and p = 2^(s mult - m mult)
+  // with mult = scale log2(e), one FFMA (the -fmad=false build contracts
+  // nothing itself) and the SFU a score. Else the scores are in log2 units
+  // from the start (scale log2(e) and the bias times log2(e) folded in,
+  // mult 1). lse = m mult ln 2 + log(l) at the end.
+  const double log2e = 1.4426950408889634, scaleValue = s.getFloat("scale", 1.0);
+  const bool raw = !hasBias && scaleValue > 0;
+  const std::string mult = flt((float)(raw ? scaleValue * log2e : 1.0));
+  std::string scaled =
+      raw ? "sc[mt][n][f]" : flt((float)(scaleValue * log2e)) + " * sc[mt][n][f]";
+  // 2^(x mult - ms): ms, a row's max times mult, or 0 for a row with no
+  // score seen yet, so that a masked score's -inf gives 0 with no select.
+  auto exp2Of = [&](const std::string &x, const std::string &ms) {
+    return raw ? "mpc_exp2(fmaf(" + x + ", " + mult + ", -" + ms + "))"
+               : "mpc_exp2(" + x + " - " + ms + ")";
+  };
   auto scores = [&](bool masked) {
     std::ostringstream b;
     // Unrolled whole, as every loop over the fragments: an index the
@@ -199,12 +215,14 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "    }\n"
      // Each row's maximum over the quad.
      << "#pragma unroll\n    for (int mt = 0; mt < " << MT << "; ++mt) {\n"
-     << "      float c[2];\n"
+     << "      float c[2], ms[2];\n"
      << "      for (int h = 0; h < 2; ++h) {\n"
      << "        float &x = mx[mt][h];\n"
      << "        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));\n"
      << "        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));\n"
-     << "        c[h] = x == -INFINITY ? 1.0f : exp2f(m[mt][h] - x);\n"
+     << "        c[h] = x == -INFINITY ? 1.0f : mpc_exp2((m[mt][h] - x) * " << mult
+     << ");\n"
+     << "        ms[h] = x == -INFINITY ? 0.0f : x * " << mult << ";\n"
      << "        m[mt][h] = x;\n        l[mt][h] *= c[h];\n      }\n"
      << "      for (int n = 0; n < " << DV / 8 << "; ++n)\n"
      << "        for (int f = 0; f < 4; ++f) o[mt][n][f] *= c[f >> 1];\n"
@@ -213,7 +231,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "      for (int n = 0; n < " << TK / 8 << "; ++n)\n"
      << "        for (int f = 0; f < 4; ++f) {\n"
      << "          float &p = sc[mt][n][f];\n"
-     << "          p = p == -INFINITY ? 0.0f : exp2f(p - m[mt][f >> 1]);\n"
+     << "          p = " << exp2Of("p", "ms[f >> 1]") << ";\n"
      << "          l[mt][f >> 1] += p;\n        }\n"
      << "    }\n"
      << dropP(drop, g, TK, MT)
@@ -237,7 +255,10 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "        st(out0, " << at("out0", "i") << " + n * 8 + 2 * t + e, "
      << attentionY(zeroMasked, "o[mt][n][2 * h + e]", "sum", drop) << ");\n"
      << "    if (t == 0) st(out1, row, "
-     << attentionLse(zeroMasked, "m[mt][h] * " + flt((float)(1 / log2e)), "sum")
+     << attentionLse(zeroMasked,
+                     "m[mt][h] * " +
+                         flt((float)((raw ? scaleValue * log2e : 1.0) / log2e)),
+                     "sum")
      << ");\n"
      << "  }\n}\n\n";
   cu << os.str();

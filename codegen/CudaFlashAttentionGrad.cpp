@@ -129,17 +129,30 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   };
   // Score (i, j) into v from the accumulator `acc`, or -inf when masked;
   // `unmasked` where (i, j) is known to be seen.
-  std::string scaled = "v = " + scale + " * acc;" +
-                       (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
-                                      " v += ld(in6, off);"
-                                : std::string());
+  // p = 2^(v mult - lse log2(e)) on the SFU (mpc_exp2): one FFMA and
+  // MUFU.EX2 a score, as FlashAttention-2's backward. Without a bias and
+  // with a positive scale v is the raw score and mult = scale log2(e);
+  // else v = scale s + bias and mult = log2(e). The rows' lse are read
+  // into log2 units once (lse2), an all-masked row's -inf as +inf, so
+  // that its p is 0 with no select.
+  const double log2e = 1.4426950408889634, scaleValue = s.getFloat("scale", 1.0);
+  const bool raw = !hasBias && scaleValue > 0;
+  const std::string mult = flt((float)(raw ? scaleValue * log2e : log2e));
+  auto lse2 = [&](const std::string &lse) {
+    return "mpc_lse2(" + lse + ")";
+  };
+  std::string scaled = raw ? std::string("v = acc;")
+                           : "v = " + scale + " * acc;" +
+                                 (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
+                                                " v += ld(in6, off);"
+                                          : std::string());
   std::string score = "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " +
                       L(g.skv) +
                       (causal ? " && j <= i + " + L(off) : std::string()) +
                       ") { " + scaled + " }";
   std::string unmasked = "float " + scaled;
   // p from the score and the row's lse (an all-masked row's -inf: 0).
-  std::string prob = "const float p = lse == -INFINITY ? 0.0f : expf(v - lse);";
+  std::string prob = "const float p = mpc_exp2(fmaf(v, " + mult + ", -lse));";
   // dd += the quarter `part` (0-3) of the dot product of dO's and y's
   // row `i`: runs of 8 elements, 16-byte loads (rows are 16-byte aligned:
   // head sizes are multiples of 16).
@@ -155,7 +168,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   auto loadTile = [&](const std::string &dst, int64_t pitch,
                       const std::string &src, int64_t width, int64_t rows,
                       const std::string &first, int64_t limit) {
-    return asyncTile(dst, pitch, src, at(src, first + " + r"), width, rows,
+    return asyncTile(dst, pitch, src, at(src, first + " + r"),
+                     operandRowStride(s, src), width, rows,
                      first, limit, kThreads);
   };
   // The loop over tiles `var` from `start` below `end`, `rows` rows a
@@ -294,10 +308,12 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     // K's tile for dS K (and V's where their fragments come from shared
     // memory), in the first query tile's copies.
     if (withDq || kvShared)
-      os << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"), D,
+      os << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"),
+                      operandRowStride(s, "in2"), D,
                       kRows, "kb * " + L(kRows), g.skv, kThreads);
     if (kvShared)
-      os << asyncTile("vs", PV, "in3", at("in3", "kb * " + L(kRows) + " + r"), DV,
+      os << asyncTile("vs", PV, "in3", at("in3", "kb * " + L(kRows) + " + r"),
+                      operandRowStride(s, "in3"), DV,
                       kRows, "kb * " + L(kRows), g.skv, kThreads);
     else
       os << fragments("kf", "in2", D, g.skv, keyTilesOfWarp)
@@ -325,7 +341,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
         "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n" +
         "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n" +
         "        if (part == 0 && r < " + std::to_string(TQ) + ") {\n          rowD[r] = dd;\n" +
-        "          rowLse[r] = i < " + L(g.sq) + " ? ld(in5, b * " + L(g.sq) + " + i) : 0.0f;\n" +
+        "          rowLse[r] = i < " + L(g.sq) + " ? " + lse2("ld(in5, b * " + L(g.sq) + " + i)") + " : 0.0f;\n" +
         "        }\n      }\n";
     std::ostringstream body;
     const RowTiles &kt = keyTilesOfWarp;
@@ -490,7 +506,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
      << "    rd[h] = dd;\n"
-     << "    rl[h] = rows[h] < " << L(g.sq) << " ? ld(in5, b * " << L(g.sq) << " + rows[h]) : 0.0f;\n  }\n";
+     << "    rl[h] = rows[h] < " << L(g.sq) << " ? "
+     << lse2("ld(in5, b * " + L(g.sq) + " + rows[h])") << " : 0.0f;\n  }\n";
   const int64_t QR = kQueryRows;
   std::string jEnd = causal ? "((i64)blockIdx.x * " + L(QR) + " + " + L(QR + off) +
                                   " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(QR) +

@@ -495,6 +495,9 @@ public:
   /// ("inK" or "outK"), through its view strides if it has them.
   std::string operandRow(const Step &s, const std::string &operand,
                          const std::string &row);
+  /// Elements from one row of that operand to the next (operandRow is
+  /// linear in the row).
+  int64_t operandRowStride(const Step &s, const std::string &operand);
   /// Whether an operand of `s` is a view (the fallback kernels take none).
   bool readsViews(const Step &s) const;
   /// An operand fuseAttentionLayouts lets attention read or write in

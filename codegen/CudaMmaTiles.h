@@ -199,22 +199,43 @@ inline std::string packA(const std::string &T, const std::string &frag,
 }
 
 // Rows first + r (r < rows) of a global tensor, `width` elements each at
-// `src` + `rowAt` (the row offset of first + r) into the shared tile `dst`
-// of pitch `pitch`, by cp.async 16 bytes a copy over `threads` threads,
-// zero-filled from row `limit` on. The attention kernels stream K and V
-// (forward) and Q, dO, K and V (backward) this way into two buffers.
+// `src` + `rowAt` (the row offset of first + r, `rowStride` elements from
+// one row to the next) into the shared tile `dst` of pitch `pitch`, by
+// cp.async 16 bytes a copy over `threads` threads, zero-filled from row
+// `limit` on. The attention kernels stream K and V (forward) and Q, dO, K
+// and V (backward) this way into two buffers. A thread's copies are
+// unrolled from one source and one destination address at constant steps
+// (a loop bounded by threadIdx.x took 30 instructions a copy, most of
+// them 64-bit address arithmetic; hoisted addresses a register each).
 inline std::string asyncTile(const std::string &dst, int64_t pitch,
                              const std::string &src, const std::string &rowAt,
-                             int64_t width, int64_t rows,
+                             int64_t rowStride, int64_t width, int64_t rows,
                              const std::string &first, int64_t limit,
                              int64_t threads) {
+  const int64_t perRow = width / 8, copies = rows * perRow;
   std::ostringstream os;
-  os << "    for (int e = threadIdx.x; e < " << rows * width / 8 << "; e += "
-     << threads << ") {\n"
-     << "      const int r = e / " << width / 8 << ", c = e % " << width / 8
-     << " * 8;\n      const bool in = " << first << " + r < " << limit
-     << "LL;\n      mpc_cp_async16(" << dst << " + r * " << pitch << " + c, in ? "
-     << src << " + " << rowAt << " + c : " << src << ", in);\n    }\n";
+  if (threads % perRow) { // rows do not start at a thread: one at a time
+    os << "    for (int e = threadIdx.x; e < " << copies << "; e += " << threads
+       << ") {\n      const int r = e / " << perRow << ", c = e % " << perRow
+       << " * 8;\n      const bool in = " << first << " + r < " << limit
+       << "LL;\n      mpc_cp_async16(" << dst << " + r * " << pitch << " + c, in ? "
+       << src << " + " << rowAt << " + c : " << src << ", in);\n    }\n";
+    return os.str();
+  }
+  const int64_t step = threads / perRow; // rows between a thread's copies
+  os << "    {\n      const int r = threadIdx.x / " << perRow << ", c = threadIdx.x % "
+     << perRow << " * 8;\n"
+     << "      const i64 left = " << limit << "LL - (" << first << ") - r;\n"
+     << "      const auto *from = " << src << " + " << rowAt << " + c;\n"
+     << "      auto *to = " << dst << " + r * " << pitch << " + c;\n"
+     << "#pragma unroll\n      for (int k = 0; k < " << (rows + step - 1) / step
+     << "; ++k) {\n"
+     << (rows % step ? "        if (r + k * " + std::to_string(step) + " >= " +
+                           std::to_string(rows) + ") break;\n"
+                     : std::string())
+     << "        const bool in = k * " << step << " < left;\n"
+     << "        mpc_cp_async16(to + k * " << step * pitch << ", in ? from + k * "
+     << step * rowStride << "LL : " << src << ", in);\n      }\n    }\n";
   return os.str();
 }
 

@@ -165,6 +165,13 @@ __device__ __forceinline__ float mpc_block_max(float v) {
   return mpc_block_fold(mpc_warp_max(v), mpc_max_op());
 }
 
+// A row's log-sum-exp in log2 units, for attention's backward 2^(v mult -
+// lse2) (mpc_exp2): an all-masked row's -inf as +inf, so that its
+// probabilities are 2^-inf = 0 whatever its scores, with no select a score.
+__device__ __forceinline__ float mpc_lse2(float lse) {
+  return lse == -INFINITY ? INFINITY : lse * 1.44269504088896341f;
+}
+
 // Two fp16/bf16 values as one 32-bit register (lo in the low half), the
 // operand form of mma.sync.
 template <typename T>
@@ -201,6 +208,17 @@ __device__ __forceinline__ void mma_16816(float d[4], const unsigned a[4], const
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[2]), "r"(a[3]), "r"(b[1]));
 #endif
+}
+
+// 2^x on the SFU: ex2.approx.ftz (2 ulp, subnormal results flushed to
+// zero, 2^-inf = +0), what exp2f becomes under nvcc --use_fast_math, as
+// FlashAttention compiles it. exp2f alone adds a range check and two
+// multiplies to keep subnormals: attention's probabilities (summed to a
+// row's 1) need none of them. The host emulation's is exp2f.
+__device__ __forceinline__ float mpc_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // ldmatrix (sm_75+): N (4 or 2) 8x8 tiles of 16-bit elements from shared

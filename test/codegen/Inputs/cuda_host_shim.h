@@ -324,6 +324,9 @@ struct MpcAsyncCopies {
 };
 inline std::vector<MpcAsyncCopies> mpc_async; // a thread of the block each
 
+/// CudaPrelude.h's mpc_exp2 (ex2.approx.ftz on a GPU): the exact one.
+inline float mpc_exp2(float x) { return exp2f(x); }
+
 /// (GCC cannot bound the attention kernel's double-buffer offsets once
 /// inlined and warns of an overflow that cannot happen.)
 #pragma GCC diagnostic push
