@@ -178,19 +178,22 @@ void Emitter::attentionMma(Step &s, const std::string &name,
     return raw ? "mpc_exp2(fmaf(" + x + ", " + mult + ", -" + ms + "))"
                : "mpc_exp2(" + x + " - " + ms + ")";
   };
+  const VisibleColumns visible =
+      visibleColumns(g, causal, true, "j0", "rows[mt][h]", MT);
   auto scores = [&](bool masked) {
     std::ostringstream b;
+    if (masked)
+      b << visible.bounds;
     // Unrolled whole, as every loop over the fragments: an index the
     // compiler cannot resolve puts the array in local memory.
     b << "#pragma unroll\n      for (int mt = 0; mt < " << MT << "; ++mt)\n"
       << "#pragma unroll\n      for (int n = 0; n < " << TK / 8 << "; ++n)\n"
       << "#pragma unroll\n        for (int f = 0; f < 4; ++f) {\n";
-    if (masked || hasBias)
+    if (hasBias)
       b << "          const i64 i = rows[mt][f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n";
     if (masked)
       b << "          float v = -INFINITY;\n"
-        << "          if (i < " << L(g.sq) << " && j < " << L(g.skv)
-        << (causal ? " && j <= i + " + L(g.skv - g.sq) : std::string()) << ") {\n"
+        << "          if (" << visible.seen << ") {\n"
         << "            v = " << scaled << ";\n";
     else
       b << "          {\n            float v = " << scaled << ";\n";

@@ -113,14 +113,36 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   const bool split = wide && !kvShared;
   const int64_t TQ = accumulate && split ? 16 : 32, kRows = 64 * KT;
   const RowTiles keyTilesOfWarp{KT};
-  // Dropout's factor z of probability (b, i, j) in the key role (a lane's
-  // pairs run along queries: an element a draw): P^T for dV keeps the
-  // kept p (dV scaled once at the end), dS^T = p (z dP^T - D).
+  // Dropout's factor z of probability (b, i, j) in the key role: P^T for
+  // dV keeps the kept p (dV scaled once at the end), dS^T = p (z dP^T -
+  // D). A lane's pairs run along queries, so each of its scores is a
+  // group of its own; where the keys are a multiple of 4 in number, the
+  // four lanes g = 4m .. 4m + 3 of a t hold keys 4m .. 4m + 3 of the same
+  // queries, four groups' words between them: each draws one
+  // (mpc_quad_words) and three shuffles hand out the rest, one draw where
+  // there were four (`keyWords`, before a fragment's four scores).
+  const bool quadDraws = drop.on && g.skv % 4 == 0;
+  std::string keyWords =
+      quadDraws
+          ? "        unsigned w[4], words[4];\n        " +
+                drop.draw.words(
+                    "(unsigned long long)(" +
+                        AttentionDropout::index(g, "b",
+                                                "q0 + n * 8 + 2 * t + (g & 1)",
+                                                "((g & 2) ? rows[mt][1] : rows[mt][0])") +
+                        ") >> 2",
+                    "w") +
+                "\n        mpc_quad_words(w, words);\n"
+          : std::string();
   std::string keyZ =
-      drop.on ? "        const float z = " +
-                    drop.keep(AttentionDropout::index(g, "b", "i", "j")) +
-                    " ? " + flt(drop.draw.scale) + " : 0.0f;\n"
-              : std::string();
+      !drop.on ? std::string()
+      : quadDraws
+          ? "        const float z = words[f] >= " +
+                std::to_string(drop.draw.threshold) + "ull ? " +
+                flt(drop.draw.scale) + " : 0.0f;\n"
+          : "        const float z = " +
+                drop.keep(AttentionDropout::index(g, "b", "i", "j")) + " ? " +
+                flt(drop.draw.scale) + " : 0.0f;\n";
   const int64_t PS = TQ + 8;
   const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
   auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
@@ -146,10 +168,14 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                                  (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
                                                 " v += ld(in6, off);"
                                           : std::string());
-  std::string score = "float v = -INFINITY; if (i < " + L(g.sq) + " && j < " +
-                      L(g.skv) +
-                      (causal ? " && j <= i + " + L(off) : std::string()) +
-                      ") { " + scaled + " }";
+  // Score (i, j) of a masked tile where `seen` (visibleColumns), else -inf.
+  auto score = [&](const VisibleColumns &visible) {
+    return "float v = -INFINITY; if (" + visible.seen + ") { " + scaled + " }";
+  };
+  const VisibleColumns keyVisible =
+                           visibleColumns(g, causal, false, "q0", "rows[mt][h]", KT),
+                       queryVisible =
+                           visibleColumns(g, causal, true, "j0", "rows[h]", 1, "0");
   std::string unmasked = "float " + scaled;
   // p from the score and the row's lse (an all-masked row's -inf: 0).
   std::string prob = "const float p = mpc_exp2(fmaf(v, " + mult + ", -lse));";
@@ -360,11 +386,12 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     // tile's queries see skips the mask (as the forward's), but for an
     // additive mask (whose loads the key role at head size 64 has no
     // registers left to run twice over: 32 bytes of stack on sm_90).
-    auto probabilities = [&](const std::string &scoreOf) {
-      return "#pragma unroll\n      for (int mt = 0; mt < " + std::to_string(KT) +
+    auto probabilities = [&](const std::string &scoreOf,
+                             const std::string &bounds = "") {
+      return bounds + "#pragma unroll\n      for (int mt = 0; mt < " + std::to_string(KT) +
              "; ++mt)\n#pragma unroll\n      for (int n = 0; n < " +
-             std::to_string(TQ / 8) +
-             "; ++n)\n#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
+             std::to_string(TQ / 8) + "; ++n) {\n" + keyWords +
+             "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
              "        const i64 j = rows[mt][f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
              "        const float acc = st[mt][n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
              "        " + scoreOf + "\n        " + prob + "\n" + keyZ +
@@ -373,14 +400,14 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
              (wantK ? (drop.on ? "        dpt[mt][n][f] = p * (dpt[mt][n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
                                : "        dpt[mt][n][f] = p * (dpt[mt][n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
                     : "") +
-             "      }\n";
+             "      }\n      }\n";
     };
     if (hasBias)
-      body << probabilities(score);
+      body << probabilities(score(keyVisible), keyVisible.bounds);
     else
       body << "    const bool full = " << unmaskedTile(g, causal, "q0", TQ, "w0", 16 * KT)
            << ";\n    if (full) {\n" << probabilities(unmasked) << "    } else {\n"
-           << probabilities(score) << "    }\n";
+           << probabilities(score(keyVisible), keyVisible.bounds) << "    }\n";
     if (wantV)
       body << packA(T, "pt", "st", TQ, kt)
            << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV, kt);
@@ -517,8 +544,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   body << pairsAlongCols(T, "sc", "qf", "ta_", P, D, TK)
      << pairsAlongCols(T, "dp", "of", "tb_", PV, DV, TK)
      << queryZ;
-  auto derivatives = [&](const std::string &scoreOf) {
-    return "#pragma unroll\n      for (int n = 0; n < " + std::to_string(TK / 8) +
+  auto derivatives = [&](const std::string &scoreOf,
+                         const std::string &bounds = "") {
+    return bounds + "#pragma unroll\n      for (int n = 0; n < " + std::to_string(TK / 8) +
            "; ++n)\n#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
            "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
            "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
@@ -529,7 +557,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   // A tile whose every key all the warp's queries see skips the mask.
   body << "    const bool full = " << unmaskedTile(g, causal, "w0", 16, "j0", TK)
        << ";\n    if (full) {\n" << derivatives(unmasked) << "    } else {\n"
-       << derivatives(score) << "    }\n"
+       << derivatives(score(queryVisible), queryVisible.bounds) << "    }\n"
      << packA(T, "ds", "dp", TK)
      << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
   os << "  const i64 jEnd = " << jEnd << ";\n"

@@ -253,15 +253,84 @@ inline std::string unmaskedTile(const Dims &g, bool causal,
                  : std::string());
 }
 
+// Which scores of a masked tile a lane sees, as bounds on the column step
+// k = n * 8 + (f & 1) of its fragments (column first + 2t + k): for each
+// of its rows, hi (and, causal with rows that are keys, lo), so that a
+// score costs one or two 32-bit compares with a constant instead of three
+// 64-bit ones (the forward's masked tiles took 481 instructions to the
+// full tiles' 64). Rows are queries and columns keys (`rowsAreQueries`:
+// the forward, the backward's query blocks), or the other way round (the
+// backward's key blocks); `row` names row (mt, h) of the lane.
+struct VisibleColumns {
+  std::string bounds; // declares and sets lo/hi[mt][h]
+  std::string seen;   // whether score (mt, n, f) is seen; `mt` as given
+};
+inline VisibleColumns visibleColumns(const Dims &g, bool causal,
+                                     bool rowsAreQueries,
+                                     const std::string &first,
+                                     const std::string &row, int64_t mtiles,
+                                     const std::string &mt = "mt") {
+  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
+  const bool lower = causal && !rowsAreQueries;
+  const std::string base = "(" + first + " + 2 * t)";
+  std::ostringstream os;
+  os << "      int hi[" << mtiles << "][2]" << (lower ? ", lo[" + std::to_string(mtiles) + "][2]" : "")
+     << ";\n#pragma unroll\n      for (int mt = 0; mt < " << mtiles
+     << "; ++mt)\n#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n"
+     << "        const i64 x = " << row << ";\n";
+  if (rowsAreQueries) // keys below min(i + off + 1, Skv) of a query in range
+    os << "        const i64 end = x < " << L(g.sq) << " ? "
+       << (causal ? "(x + " + L(off + 1) + " < " + L(g.skv) + " ? x + " + L(off + 1) +
+                        " : " + L(g.skv) + ")"
+                  : L(g.skv))
+       << " : 0LL;\n";
+  else // queries from j - off below Sq of a key in range
+    os << "        const i64 end = x < " << L(g.skv) << " ? " << L(g.sq) << " : 0LL;\n";
+  os << "        hi[mt][h] = (int)(end - " << base << ");\n";
+  if (lower)
+    os << "        lo[mt][h] = (int)(x - " << L(off) << " - " << base << ");\n";
+  os << "      }\n";
+  std::string at = "[" + mt + "][f >> 1]", k = "n * 8 + (f & 1)";
+  return {os.str(), (lower ? "lo" + at + " <= " + k + " && " : std::string()) + k +
+                        " < hi" + at};
+}
+
 // Dropout over a lane's score fragments (rows `rows`[h], column pairs
 // j0 + n * 8 + 2t, n < cols / 8): a loop over n and h whose body has
-// `keep[2]`, the pair's keep bits, and then runs `use`. A pair is one
-// Philox draw when the keys are even in number (it then shares a group of
-// four).
+// `keep[2]`, the pair's keep bits, and then runs `use`. Where the keys
+// are a multiple of 4 in number (and tiles start at multiples of 8), the
+// pairs of lanes t and t ^ 1 in a row are one Philox group: each lane
+// draws the group of one of its rows (h = t & 1) and hands the other
+// lane its pair by two shuffles, one draw a pair of rows where there
+// were two. Else a pair is one draw when the keys are even in number (it
+// then shares a group of four), two when odd.
 inline std::string forKeepPairs(const AttentionDropout &drop, const Dims &g,
                                 int64_t cols, const std::string &use,
                                 const std::string &rows = "rows") {
   std::ostringstream os;
+  if (g.skv % 4 == 0) {
+    std::string group = "(unsigned long long)(" +
+                        AttentionDropout::index(g, "b",
+                                                "((t & 1) ? " + rows + "[1] : " +
+                                                    rows + "[0])",
+                                                "j0 + n * 8 + 2 * t") +
+                        ") >> 2";
+    std::string kept = " >= " + std::to_string(drop.draw.threshold) + "ull";
+    os << "#pragma unroll\n    for (int n = 0; n < " << cols / 8 << "; ++n) {\n"
+       << "      unsigned w[4];\n      " << drop.draw.words(group, "w") << "\n"
+       << "      const bool odd = t & 1;\n"
+       << "      const unsigned mine[2] = {odd ? w[2] : w[0], odd ? w[3] : w[1]};\n"
+       << "      const unsigned other[2] = {"
+          "__shfl_xor_sync(0xffffffffu, odd ? w[0] : w[2], 1), "
+          "__shfl_xor_sync(0xffffffffu, odd ? w[1] : w[3], 1)};\n"
+       << "#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n"
+       << "        const bool own = h == (t & 1);\n"
+       << "        const bool keep[2] = {(own ? mine[0] : other[0])" << kept
+       << ", (own ? mine[1] : other[1])" << kept << "};\n"
+       << use << "      }\n    }\n";
+    return os.str();
+  }
   std::string index =
       AttentionDropout::index(g, "b", rows + "[h]", "j0 + n * 8 + 2 * t");
   os << "#pragma unroll\n    for (int n = 0; n < " << cols / 8 << "; ++n)\n"

@@ -172,6 +172,28 @@ __device__ __forceinline__ float mpc_lse2(float lse) {
   return lse == -INFINITY ? INFINITY : lse * 1.44269504088896341f;
 }
 
+// Attention dropout's words shared by the four lanes 4g + t, g = 4m ..
+// 4m + 3 (one t): each drew Philox group k = g & 3 of four into `w`, and
+// gets word k of every group, out[q] of group q: in round r the lane
+// reads from lane ^ 4r, which drew group k ^ r, the word k it sent (it
+// sends its own group's word k ^ r). Three shuffles instead of three
+// more draws; indices into w and recv are selects, not local memory.
+__device__ __forceinline__ void mpc_quad_words(const unsigned w[4], unsigned out[4]) {
+  const int k = (int)(threadIdx.x % 32 / 4 % 4);
+  unsigned recv[4];
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int s = k ^ r;
+    const unsigned send = s == 0 ? w[0] : s == 1 ? w[1] : s == 2 ? w[2] : w[3];
+    recv[r] = r == 0 ? send : __shfl_xor_sync(0xffffffffu, send, 4 * r);
+  }
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int r = k ^ q;
+    out[q] = r == 0 ? recv[0] : r == 1 ? recv[1] : r == 2 ? recv[2] : recv[3];
+  }
+}
+
 // Two fp16/bf16 values as one 32-bit register (lo in the low half), the
 // operand form of mma.sync.
 template <typename T>
