@@ -6,7 +6,12 @@ sgd --lr 1 -o trained.onnx` each initializer has moved by minus its
 gradient. `check` compares that with a float64 NumPy backward on the
 fp16-rounded q, k and v (normwise per tensor).
 
+`shapes` writes models for plans only (no values checked): q = k = v =
+x W at real sizes (H heads x S tokens x 64, from a [16, 64] weight, so
+the files stay small), heads_H_S.onnx.
+
 usage: attention_grads.py make DIR
+       attention_grads.py shapes DIR H:S [H:S ...]
        attention_grads.py check DIR CASE TRAINED.onnx --rtol R
 """
 import os
@@ -52,6 +57,22 @@ def make(d):
                 (1e-3 * rng.standard_normal(yshape)).astype(np.float32))
 
 
+def shapes(d, specs):
+    w = np.random.default_rng(6).standard_normal((16, 64)).astype(np.float32)
+    for spec in specs:
+        h, n = (int(v) for v in spec.split(":"))
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["q"]),
+                 helper.make_node("Attention", ["q", "q", "q"], ["y"], is_causal=1),
+                 helper.make_node("ReduceSum", ["y"], ["loss"], keepdims=0)]
+        g = helper.make_graph(
+            nodes, f"heads_{h}_{n}",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, h, n, 16])],
+            [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+            [numpy_helper.from_array(w, "w")])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+                  f"{d}/heads_{h}_{n}.onnx")
+
+
 def reference(name, w, target):
     _, _, _, causal, masked = CASES[name]
     q, k, v = (w[n].astype(np.float16).astype(np.float64) for n in "qkv")
@@ -88,5 +109,7 @@ def check(d, name, trained, rtol):
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
+    elif sys.argv[1] == "shapes":
+        shapes(sys.argv[2], sys.argv[3:])
     else:
         check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[sys.argv.index("--rtol") + 1]))
