@@ -491,6 +491,10 @@ public:
   void attentionMma(Step &s, const std::string &name,
                     const MmaForwardTiles &tiles);
   void attentionGradMma(Step &s, const std::string &name);
+  /// GatherGrad into an FP32 [rows, inner] table from n tokens
+  /// (CudaDataKernels.cpp).
+  bool sortedGatherGrad(Step &s, const std::string &name, int64_t rows,
+                        int64_t inner, int64_t n);
   /// The offset of row `row` of batch b of an attention kernel's operand
   /// ("inK" or "outK"), through its view strides if it has them.
   std::string operandRow(const Step &s, const std::string &operand,

@@ -140,8 +140,8 @@ int64_t kernelScratchBytes(const Plan &plan) {
 
 std::string checkKernelScratch(const Plan &plan, const Step &s) {
   bool train = s.op == OpId::BatchNormTrain, grad = s.op == OpId::BatchNormGrad;
-  // Only a split batch norm's or fold's kernels and the accumulating
-  // attention backward's take the scratch: an argument that no other
+  // Only a split batch norm's or fold's kernels, the accumulating
+  // attention backward's and a sorted gather gradient's take the scratch: an argument that no other
   // kernel declares would shift the ones after it (a count).
   const char *none = "scratch on a step whose kernel takes none";
   if (s.op == OpId::AttentionGrad && !s.cuda.prologue.empty()) {
@@ -161,6 +161,19 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
       return "attention gradient sums dQ over " + std::to_string(splits) +
              " splits with " + std::to_string(s.cuda.scratch) +
              " bytes of scratch (needs " + std::to_string(need) + ")";
+    return "";
+  }
+  // An embedding's gradient whose prologue sorts its tokens: their rows
+  // and positions, an int32 each.
+  if (s.op == OpId::GatherGrad && !s.cuda.prologue.empty()) {
+    if (s.inputs.size() < 2 || s.inputs[1] < 0 ||
+        s.inputs[1] >= (int)plan.values.size())
+      return "gather gradient without indices";
+    int64_t need = 8 * numElements(plan.values[s.inputs[1]].shape);
+    if (s.cuda.scratch < need)
+      return "gather gradient sorts its tokens in " +
+             std::to_string(s.cuda.scratch) + " bytes of scratch (needs " +
+             std::to_string(need) + ")";
     return "";
   }
   // A fold split over blocks (grid outputs x parts for its prologue): a

@@ -5,7 +5,8 @@ tensor once attention is fused: exports the zoo's GPT (one block, context
 with and without --fuse-attention, with GPT-2's dropouts (0.1 on the
 attention probabilities, fused, their mask redrawn by the backward), and
 with the backward's dQ from partial sums (--attention-dq accumulate),
-and prints the largest value each plan holds and its kernel scratch.
+and prints the largest value each plan holds and its attention backward's
+kernel scratch.
 
 usage: attention_memory.py MPC WORKDIR
 """
@@ -44,7 +45,10 @@ for label, path, fuse, dq in (("", path, "true", "auto"), ("", path, "false", "a
                    stdout=subprocess.DEVNULL)
     largest, shape, scratch = 0, "", 0
     for line in open(os.path.join(art, "plan.txt")):
-        for word in line.split() if line.startswith("cuda ") else []:
+        # The attention backward's (the embedding gradient's token sort
+        # takes 8 bytes a token of scratch too).
+        attention_grad = line.startswith("cuda kernel=attention_grad")
+        for word in line.split() if attention_grad else []:
             if word.startswith("scratch="):
                 scratch = max(scratch, int(word[len("scratch="):]))
         if not line.startswith("value "):

@@ -5,6 +5,11 @@ flattened @ W2, with a softmax cross-entropy loss. In fp16 the Gather
 follows its fp16 input, so its gradient is a scatter-add into an fp16
 tensor with a repeated index.
 
+embed_rows.onnx: 300 constant token ids (repeats, negatives counted from
+the end, four rows of the 64-row table never picked) gather an FP32
+table, whose mean row joins x @ W: the table's gradient is the embedding
+scatter-add (its CUDA prologue ranks the tokens over two tiles of 256).
+
 gap_relu.onnx: x @ W reshaped [N,3,4,4], Relu, GlobalAveragePool, @ W2,
 softmax cross-entropy. The backward's Expand (of the pooled gradient) and
 the Relu gradient fuse into one CUDA kernel.
@@ -519,3 +524,13 @@ onnx.save(smooth_model, os.path.join(out, "label_smoothing.onnx"))
 save("vocab_rows", [
     helper.make_node("MatMul", ["x", "W"], ["scores"], name="head"),
 ], [weight("W", (8, 3000))], rows=6)
+
+# Last: the models above keep the weights they were drawn before it.
+save("embed_rows", [
+    helper.make_node("Gather", ["E", "ids"], ["e"], name="embed", axis=0),
+    helper.make_node("ReduceMean", ["e"], ["r"], name="mean", axes=[0]),
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+    helper.make_node("Add", ["h", "r"], ["h2"], name="join"),
+    helper.make_node("MatMul", ["h2", "W2"], ["scores"], name="head"),
+], [weight("E", (64, 8)), weight("W", (8, 8)), weight("W2", (8, 10)),
+    ints("ids", [(7 * i) % 60 - 10 for i in range(300)])])
