@@ -157,20 +157,17 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   auto at = [&](const std::string &operand, const std::string &row) {
     return operandRow(s, operand, row);
   };
-  // Score (i, j) into v from the accumulator `acc`, or -inf when masked;
-  // `unmasked` where (i, j) is known to be seen.
   // p = 2^(v mult - lse log2(e)) on the SFU (mpc_exp2): one FFMA and
   // MUFU.EX2 a score, as FlashAttention-2's backward. Without a bias and
   // with a positive scale v is the raw score and mult = scale log2(e);
   // else v = scale s + bias and mult = log2(e). The rows' lse are read
-  // into log2 units once (lse2), an all-masked row's -inf as +inf, so
+  // into log2 units once (mpc_lse2), an all-masked row's -inf as +inf, so
   // that its p is 0 with no select.
   const double log2e = 1.4426950408889634, scaleValue = s.getFloat("scale", 1.0);
   const bool raw = !hasBias && scaleValue > 0;
   const std::string mult = flt((float)(raw ? scaleValue * log2e : log2e));
-  auto lse2 = [&](const std::string &lse) {
-    return "mpc_lse2(" + lse + ")";
-  };
+  // Score (i, j) into v from the accumulator `acc`, or -inf when masked;
+  // `unmasked` where (i, j) is known to be seen.
   std::string scaled = raw ? std::string("v = acc;")
                            : "v = " + scale + " * acc;" +
                                  (hasBias ? " " + biasOffset(g, val(s.inputs[6]).shape) +
@@ -185,7 +182,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                        queryVisible =
                            visibleColumns(g, causal, true, "j0", "rows[h]", 1, "0");
   std::string unmasked = "float " + scaled;
-  // p from the score and the row's lse (an all-masked row's -inf: 0).
+  // p from the score and the row's lse2 (an all-masked row's +inf: 0).
   std::string prob = "const float p = mpc_exp2(fmaf(v, " + mult + ", -lse));";
   // dd += the quarter `part` (0-3) of the dot product of dO's and y's
   // row `i`: runs of 8 elements, 16-byte loads (rows are 16-byte aligned:
@@ -375,7 +372,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
         "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n" +
         "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n" +
         "        if (part == 0 && r < " + std::to_string(TQ) + ") {\n          rowD[r] = dd;\n" +
-        "          rowLse[r] = i < " + L(g.sq) + " ? " + lse2("ld(in5, b * " + L(g.sq) + " + i)") + " : 0.0f;\n" +
+        "          rowLse[r] = i < " + L(g.sq) + " ? mpc_lse2(ld(in5, b * " + L(g.sq) + " + i)) : 0.0f;\n" +
         "        }\n      }\n";
     std::ostringstream body;
     const RowTiles &kt = keyTilesOfWarp;
@@ -542,7 +539,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
      << "    rd[h] = dd;\n"
      << "    rl[h] = rows[h] < " << L(g.sq) << " ? "
-     << lse2("ld(in5, b * " + L(g.sq) + " + rows[h])") << " : 0.0f;\n  }\n";
+     << "mpc_lse2(ld(in5, b * " << L(g.sq) << " + rows[h]))" << " : 0.0f;\n  }\n";
   const int64_t QR = kQueryRows;
   std::string jEnd = causal ? "((i64)blockIdx.x * " + L(QR) + " + " + L(QR + off) +
                                   " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(QR) +
