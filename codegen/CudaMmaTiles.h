@@ -275,7 +275,8 @@ inline VisibleColumns visibleColumns(const Dims &g, bool causal,
   const bool lower = causal && !rowsAreQueries;
   const std::string base = "(" + first + " + 2 * t)";
   std::ostringstream os;
-  os << "      int hi[" << mtiles << "][2]" << (lower ? ", lo[" + std::to_string(mtiles) + "][2]" : "")
+  const std::string tiles = std::to_string(mtiles);
+  os << "      int hi[" << tiles << "][2]" << (lower ? ", lo[" + tiles + "][2]" : "")
      << ";\n#pragma unroll\n      for (int mt = 0; mt < " << mtiles
      << "; ++mt)\n#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n"
      << "        const i64 x = " << row << ";\n";
