@@ -89,11 +89,18 @@ std::string rowOffset(const Shape &shape, const Shape &st, const std::string &b,
   return "(" + code + ")";
 }
 
-std::string Emitter::operandRow(const Step &s, const std::string &operand,
-                                const std::string &row) {
+namespace {
+/// The value an attention kernel's operand ("inK" or "outK") names.
+int operandValue(const Step &s, const std::string &operand) {
   bool in = operand.rfind("in", 0) == 0;
   size_t k = std::stoul(operand.substr(in ? 2 : 3));
-  int v = in ? s.inputs[k] : s.outputs[k];
+  return in ? s.inputs[k] : s.outputs[k];
+}
+} // namespace
+
+std::string Emitter::operandRow(const Step &s, const std::string &operand,
+                                const std::string &row) {
+  int v = operandValue(s, operand);
   auto view = attentionViews.find(v);
   if (view == attentionViews.end())
     return rowOffset(val(v).shape, {}, "b", row);
@@ -101,9 +108,7 @@ std::string Emitter::operandRow(const Step &s, const std::string &operand,
 }
 
 int64_t Emitter::operandRowStride(const Step &s, const std::string &operand) {
-  bool in = operand.rfind("in", 0) == 0;
-  size_t k = std::stoul(operand.substr(in ? 2 : 3));
-  int v = in ? s.inputs[k] : s.outputs[k];
+  int v = operandValue(s, operand);
   auto view = attentionViews.find(v);
   if (view == attentionViews.end())
     return val(v).shape.back();
