@@ -28,8 +28,27 @@ public:
                    std::string &error) = 0;
   /// Runs the plan once on the current inputs.
   virtual bool run(std::string &error) = 0;
+  /// run() in two halves: start() may return while the run is in flight
+  /// (a GPU's queue), finish() waits for it. Between the two the host may
+  /// prepare the next run's inputs and prefetch() them.
+  virtual bool start(std::string &error) { return run(error); }
+  virtual bool finish(std::string &error) { return (void)error, true; }
+  /// Sets input `name` for the run after the one started: its copy may
+  /// overlap the run in flight (a CUDA session copies on a stream of its
+  /// own into a second buffer; the next start() moves it in place). Until
+  /// that start, get(name) may return either value.
+  virtual bool prefetch(const std::string &name, const Tensor &t,
+                        std::string &error) {
+    return set(name, t, error);
+  }
   /// Output `index` (plan order) of the last run.
   virtual bool output(size_t index, Tensor &t, std::string &error) = 0;
+  /// Outputs read after every run (a train step's loss, flag and scale):
+  /// a CUDA session copies them back with the run's end, one
+  /// synchronization for all, and output() answers from that copy.
+  virtual void readAfterEveryRun(const std::vector<size_t> &outputs) {
+    (void)outputs;
+  }
   /// Makes output `index` of the last run the value of input or parameter
   /// `name` without a trip through the host.
   virtual bool feedBack(size_t index, const std::string &name,

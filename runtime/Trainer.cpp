@@ -202,6 +202,13 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
     options_.group->beginTraining(); // --collective-timeout from here
   if (options_.group)
     options_.group->takeCommSeconds(); // steps report their own
+  // What every step reads back, fetched with the step's end.
+  std::vector<size_t> everyStep = {(size_t)lossOutput_};
+  if (protocol_.foundInf >= 0)
+    everyStep.push_back((size_t)protocol_.foundInf);
+  for (const auto &[index, name] : protocol_.scaleState)
+    everyStep.push_back((size_t)index);
+  session_.readAfterEveryRun(everyStep);
   return toSession(params, error) && toSession(state_, error);
 }
 
@@ -244,20 +251,23 @@ bool Trainer::checkRanksAgree(std::string &error) {
 /// Runs step `s` (0-based) on `feeds` and moves the state on: the loss
 /// scale always, weights and optimizer state unless the step is skipped.
 bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
-                   StepRecord &r, std::string &error) {
+                   StepRecord &r, std::string &error,
+                   const WhileRunning &whileRunning) {
   if (options_.group)
     options_.group->stepStarted(s + 1);
-  bool ok = runStep(s, feeds, r, error);
+  bool ok = runStep(s, feeds, r, error, whileRunning);
   if (options_.group)
     options_.group->stepEnded();
   return ok;
 }
 
 bool Trainer::runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
-                      StepRecord &r, std::string &error) {
+                      StepRecord &r, std::string &error,
+                      const WhileRunning &whileRunning) {
   if (!toSession(feeds, error))
     return false;
-  if (!session_.run(error))
+  if (!session_.start(error) || (whileRunning && !whileRunning(error)) ||
+      !session_.finish(error))
     return (error = "step " + std::to_string(s + 1) + ": " + error, false);
   // Step health: the all-finite flag, and the non-finite gradient elements
   // (read back only when the flag is up, or there is none); a step with
@@ -358,18 +368,35 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
   std::string log;
   int64_t skipped = 0, skippedInARow = 0, underflowTotal = 0;
   auto start = std::chrono::steady_clock::now();
+  // The next step's batch is gathered and prefetched while a step runs
+  // (on a GPU its copy overlaps the step); its scalars wait for the step's
+  // outcome (a skipped step does not advance the optimizer's count).
+  bool batchPrefetched = false;
+  auto prefetchNext = [&](int64_t s) -> WhileRunning {
+    if (s + 1 >= options_.steps)
+      return nullptr;
+    return [&, s](std::string &e) {
+      for (const auto &[name, t] : batches.at(s + 1))
+        if (valueOfName(plan_, name) >= 0 && !session_.prefetch(name, t, e))
+          return false;
+      return batchPrefetched = true;
+    };
+  };
   for (int64_t s = first; s < options_.steps; ++s) {
     auto t0 = std::chrono::steady_clock::now();
     // Per-step inputs: the optimizer's scalars and the batch (weights and
     // state already live in the session).
-    std::map<std::string, Tensor> feeds = batches.at(s);
+    std::map<std::string, Tensor> feeds;
+    if (!batchPrefetched)
+      feeds = batches.at(s);
+    batchPrefetched = false;
     feeds.merge(randomScalars(
         plan_, s, options_.group ? options_.group->rank() : 0));
     if (!algorithm_)
       feeds.merge(optimizerScalars(
           plan_, state_["mpc.opt.t"].getInt(0) + 1, options_.lr));
     StepRecord r;
-    if (!step(s, feeds, r, error))
+    if (!step(s, feeds, r, error, prefetchNext(s)))
       return false;
     auto t1 = std::chrono::steady_clock::now();
     r.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();

@@ -135,10 +135,14 @@ private:
   bool setUp(const std::map<std::string, Tensor> &data,
              std::map<std::string, Tensor> &params, int64_t &first,
              std::string &error);
+  /// Host work done while step `s` runs (the next batch's prefetch).
+  using WhileRunning = std::function<bool(std::string &error)>;
   bool step(int64_t s, const std::map<std::string, Tensor> &feeds,
-            StepRecord &record, std::string &error);
+            StepRecord &record, std::string &error,
+            const WhileRunning &whileRunning = nullptr);
   bool runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
-               StepRecord &record, std::string &error);
+               StepRecord &record, std::string &error,
+               const WhileRunning &whileRunning);
   void report(const StepRecord &r, int64_t first, double seconds) const;
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
   /// The samples of step `step` (1-based), when it is a sampling step.

@@ -12,6 +12,20 @@
 // appends what crossed the "bus" at exit: kernel and graph launches and
 // bytes copied each way.
 //
+// Streams are asynchronous, as on a GPU: work waits in its stream's queue
+// until something waits for it (cuStreamSynchronize, cuEventSynchronize,
+// a copy into pageable memory, cuMemFree), and a stream's queue runs past
+// a cuStreamWaitEvent only after the event's stream has run to the event.
+// A copy from page-locked memory reads it when it runs, so a host that
+// rewrites a staging buffer before the copy it fed has run sends the new
+// bytes, where a GPU would send either: a missing wait shows as wrong
+// numbers. Copies from pageable memory read it at the call, as the driver
+// stages them. MPC_FAKE_CUDA_DEFER=0 runs all work at the call instead;
+// MPC_FAKE_CUDA_DEFER=copies-first runs a copy to the device as soon as
+// its stream allows (everything before it run, its waits met) while other
+// work still waits: the other order a GPU may take, in which a copy that
+// does not wait for the kernels reading its buffer overtakes them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "FakeCudaHostBuild.h"
@@ -20,8 +34,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <dlfcn.h>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -76,7 +93,8 @@ struct Module {
 
 struct Stats {
   long long launches = 0, graphLaunches = 0, htod = 0, dtoh = 0, dtod = 0,
-            missedLookups = 0, libraryCalls = 0, pinnedAllocs = 0;
+            missedLookups = 0, libraryCalls = 0, pinnedAllocs = 0,
+            htodBesideKernels = 0, hostWaits = 0;
   ~Stats() {
     if (const char *log = std::getenv("MPC_FAKE_CUDA_LOG"))
       if (FILE *f = std::fopen(log, "a")) {
@@ -84,9 +102,12 @@ struct Stats {
                      "kernel launches %lld, graph launches %lld, bytes to "
                      "device %lld, to host %lld, device to device %lld, "
                      "kernel lookups missed %lld, library calls %lld, "
-                     "pinned buffers %lld\n",
+                     "pinned buffers %lld, bytes to device while "
+                     "kernels were queued on another stream %lld, host "
+                     "waits for a stream %lld\n",
                      launches, graphLaunches, htod, dtoh, dtod,
-                     missedLookups, libraryCalls, pinnedAllocs);
+                     missedLookups, libraryCalls, pinnedAllocs,
+                     htodBesideKernels, hostWaits);
         std::fclose(f);
       }
   }
@@ -100,9 +121,111 @@ std::set<void *> joined;
 bool captured(void *stream) {
   return capturing && (stream == capturing || joined.count(stream));
 }
+/// Where an event was recorded: its stream, and how much of that
+/// stream's work comes before it.
 struct Event {
   bool inCapture = false;
+  void *stream = nullptr;
+  unsigned long long position = 0;
+  bool recorded = false;
 };
+
+const char *deferMode() {
+  const char *v = std::getenv("MPC_FAKE_CUDA_DEFER");
+  return v ? v : "";
+}
+bool deferring() {
+  static const bool on = std::string(deferMode()) != "0";
+  return on;
+}
+bool copiesFirst() {
+  static const bool on = std::string(deferMode()) == "copies-first";
+  return on;
+}
+/// A stream's queued work. An entry is work, or a wait for another
+/// stream to have run `position` entries (cuStreamWaitEvent).
+struct Queued {
+  std::function<void()> work;
+  bool kernels = false; // launches kernels (for the overlap count)
+  bool upload = false;  // a copy to the device
+  void *waitStream = nullptr;
+  unsigned long long waitPosition = 0;
+};
+struct Queue {
+  std::deque<Queued> entries;
+  unsigned long long enqueued = 0, ran = 0;
+};
+std::map<void *, Queue> queues;
+
+/// Runs `stream`'s work until `position` entries have run.
+void drain(void *stream, unsigned long long position) {
+  Queue &q = queues[stream];
+  while (q.ran < position && !q.entries.empty()) {
+    Queued e = std::move(q.entries.front());
+    q.entries.pop_front();
+    ++q.ran; // before the work: a wait on this stream's own past is done
+    if (e.waitStream)
+      drain(e.waitStream, e.waitPosition);
+    else
+      e.work();
+  }
+}
+void drainAll() {
+  for (auto &[stream, q] : queues)
+    drain(stream, q.enqueued);
+}
+/// copies-first: runs `stream`'s leading copies to the device and the
+/// waits already met before them.
+void runLeadingUploads(void *stream) {
+  Queue &q = queues[stream];
+  while (!q.entries.empty()) {
+    Queued &e = q.entries.front();
+    if (e.waitStream ? queues[e.waitStream].ran < e.waitPosition : !e.upload)
+      return;
+    Queued ready = std::move(e);
+    q.entries.pop_front();
+    ++q.ran;
+    if (!ready.waitStream)
+      ready.work();
+  }
+}
+/// Queues work on `stream` (runs it now when not deferring; the legacy
+/// default stream waits for every other stream and runs at once).
+void enqueue(void *stream, std::function<void()> work, bool kernels = false,
+             bool upload = false) {
+  if (!deferring())
+    return work();
+  if (!stream) {
+    drainAll();
+    return work();
+  }
+  Queue &q = queues[stream];
+  q.entries.push_back(Queued{std::move(work), kernels, upload});
+  ++q.enqueued;
+  if (upload && copiesFirst())
+    runLeadingUploads(stream);
+}
+/// Whether kernels queued on another stream than `stream` have not run:
+/// a copy queued now could overlap them on a GPU.
+bool kernelsQueuedBeside(void *stream) {
+  for (auto &[s, q] : queues)
+    if (s != stream)
+      for (const Queued &e : q.entries)
+        if (e.kernels)
+          return true;
+  return false;
+}
+/// Page-locked allocations (cuMemHostAlloc): copies from them read the
+/// memory when they run.
+std::map<const char *, size_t> pinned;
+bool isPinned(const void *p, size_t n) {
+  auto c = static_cast<const char *>(p);
+  auto it = pinned.upper_bound(c);
+  if (it == pinned.begin())
+    return false;
+  --it;
+  return c >= it->first && c + n <= it->first + it->second;
+}
 
 void run(const Launch &l) {
   if (l.host) {
@@ -217,35 +340,70 @@ Result cuMemAlloc_v2(DevicePtr *p, size_t bytes) {
   std::memset(m, 0xFF, bytes);
   return *p = (DevicePtr)m, kOk;
 }
-Result cuMemFree_v2(DevicePtr p) { return std::free((void *)p), kOk; }
+Result cuMemFree_v2(DevicePtr p) {
+  drainAll(); // cuMemFree waits for work that may use the memory
+  return std::free((void *)p), kOk;
+}
 // Page-locked host memory is host memory; counted, to show it is used.
 Result cuMemHostAlloc(void **p, size_t bytes, unsigned) {
   *p = std::malloc(bytes ? bytes : 1);
-  return *p ? (++stats.pinnedAllocs, kOk) : 2;
+  if (!*p)
+    return 2;
+  pinned[static_cast<const char *>(*p)] = bytes;
+  return ++stats.pinnedAllocs, kOk;
 }
-Result cuMemFreeHost(void *p) { return std::free(p), kOk; }
+Result cuMemFreeHost(void *p) {
+  drainAll();
+  pinned.erase(static_cast<const char *>(p));
+  return std::free(p), kOk;
+}
 Result cuMemcpyHtoDAsync_v2(DevicePtr to, const void *from, size_t n, void *s) {
   if (capturing && s == capturing)
     return kCaptureUnsupported;
-  std::memcpy((void *)to, from, n);
+  if (deferring() && kernelsQueuedBeside(s))
+    stats.htodBesideKernels += n;
+  if (isPinned(from, n)) // read when the copy runs
+    enqueue(s, [=] { std::memcpy((void *)to, from, n); }, false, true);
+  else { // staged by the driver at the call
+    auto staged = std::make_shared<std::vector<char>>(
+        static_cast<const char *>(from), static_cast<const char *>(from) + n);
+    enqueue(s, [=] { std::memcpy((void *)to, staged->data(), n); }, false,
+            true);
+  }
   return stats.htod += n, kOk;
 }
 Result cuMemcpyDtoHAsync_v2(void *to, DevicePtr from, size_t n, void *s) {
   if (capturing && s == capturing)
     return kCaptureUnsupported;
-  std::memcpy(to, (const void *)from, n);
+  enqueue(s, [=] { std::memcpy(to, (const void *)from, n); });
+  // Into pageable memory the call returns once the copy is done.
+  if (!isPinned(to, n))
+    ++stats.hostWaits;
+  if (deferring() && s && !isPinned(to, n))
+    drain(s, queues[s].enqueued);
   return stats.dtoh += n, kOk;
 }
 Result cuMemcpyDtoDAsync_v2(DevicePtr to, DevicePtr from, size_t n, void *s) {
   if (capturing && s == capturing)
     return kCaptureUnsupported;
-  std::memmove((void *)to, (const void *)from, n);
+  enqueue(s, [=] { std::memmove((void *)to, (const void *)from, n); });
   return stats.dtod += n, kOk;
 }
 
 Result cuStreamCreate(void **s, unsigned) { return *s = new int(0), kOk; }
-Result cuStreamDestroy_v2(void *s) { return delete (int *)s, kOk; }
-Result cuStreamSynchronize(void *) { return kOk; }
+Result cuStreamDestroy_v2(void *s) {
+  drain(s, queues[s].enqueued); // its work still runs
+  queues.erase(s);
+  return delete (int *)s, kOk;
+}
+Result cuStreamSynchronize(void *s) {
+  ++stats.hostWaits;
+  if (!s)
+    drainAll();
+  else
+    drain(s, queues[s].enqueued);
+  return kOk;
+}
 Result cuStreamBeginCapture_v2(void *s, int) {
   if (capturing)
     return kInvalidValue;
@@ -265,9 +423,14 @@ Result cuStreamEndCapture(void *s, void **graph) {
 Result cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
   return *exec = new Graph(*(Graph *)graph), kOk;
 }
-Result cuGraphLaunch(void *exec, void *) {
-  for (const Launch &l : *(Graph *)exec)
-    run(l);
+Result cuGraphLaunch(void *exec, void *stream) {
+  enqueue(
+      stream,
+      [g = *(Graph *)exec] {
+        for (const Launch &l : g)
+          run(l);
+      },
+      true);
   return ++stats.graphLaunches, kOk;
 }
 Result cuGraphExecDestroy(void *exec) { return delete (Graph *)exec, kOk; }
@@ -290,7 +453,7 @@ Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
     recording->push_back(std::move(l));
     return kOk;
   }
-  run(l);
+  enqueue(stream, [l] { run(l); }, true);
   return ++stats.launches, kOk;
 }
 
@@ -302,25 +465,46 @@ int mpcFakeCudaEnqueue(void *stream, void (*fn)(void *), void *arg) {
     recording->push_back(std::move(l));
     return kOk;
   }
-  run(l);
+  enqueue(stream, [l] { run(l); }, true);
   return kOk;
 }
 
-// Work runs in call order on the host, so an event only carries whether it
-// was recorded inside the capture.
 Result cuEventCreate(void **e, unsigned) { return *e = new Event, kOk; }
 Result cuEventDestroy_v2(void *e) { return delete (Event *)e, kOk; }
 Result cuEventRecord(void *e, void *stream) {
-  ((Event *)e)->inCapture = captured(stream);
+  auto *ev = (Event *)e;
+  ev->inCapture = captured(stream);
+  if (!ev->inCapture && deferring()) {
+    if (!stream)
+      drainAll();
+    ev->stream = stream, ev->recorded = true;
+    ev->position = stream ? queues[stream].enqueued : 0;
+  }
   return kOk;
 }
-Result cuEventSynchronize(void *) { return kOk; }
+Result cuEventSynchronize(void *e) {
+  auto *ev = (Event *)e;
+  if (ev->recorded && ev->stream)
+    drain(ev->stream, ev->position);
+  return kOk;
+}
 // The double's work takes no device time: every timed candidate ties (and
 // a session keeps the library on a tie), so runs stay deterministic.
 Result cuEventElapsedTime(float *ms, void *, void *) { return *ms = 0, kOk; }
 Result cuStreamWaitEvent(void *stream, void *e, unsigned) {
-  if (((Event *)e)->inCapture && stream != capturing)
+  auto *ev = (Event *)e;
+  if (ev->inCapture && stream != capturing)
     joined.insert(stream);
+  if (!ev->inCapture && ev->recorded && ev->stream && ev->stream != stream &&
+      !captured(stream)) {
+    if (!stream) {
+      drain(ev->stream, ev->position);
+      return kOk;
+    }
+    Queue &q = queues[stream];
+    q.entries.push_back(Queued{{}, false, false, ev->stream, ev->position});
+    ++q.enqueued;
+  }
   return kOk;
 }
 
