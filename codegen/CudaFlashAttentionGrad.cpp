@@ -305,9 +305,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "          mma_16816<" << T << ">(dqa[2 * p], da[kt], bb);\n"
        << "          mma_16816<" << T << ">(dqa[2 * p + 1], da[kt], bb + 2);\n"
        << "        }\n      }\n"
-       << "      float *part = (float *)scratch + ((i64)blockIdx.x * " << L(g.batch)
+       << "      float *part = (float *)scratch + (job * " << L(g.batch)
        << " + b) * " << L(g.sq * D) << ";\n"
-       << "      const bool firstTile = kb == (i64)blockIdx.x;\n"
+       << "      const bool firstTile = kb == job;\n"
        << "      for (int h = 0; h < 2; ++h) {\n"
        << "        const i64 i = q0 + rg * 16 + g + h * 8;\n"
        << "        if (i >= " << L(g.sq) << ") continue;\n"
@@ -453,7 +453,15 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
        << TQ << ";\n"
        << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
-       << "  const i64 b = blockIdx.y;\n";
+       // The GPU starts blocks in linear order, here heads fastest, and a
+       // block's work falls as its job grows (a key tile or split further
+       // right sees fewer queries; query blocks count from the last): the
+       // longest blocks start first over all heads, the shortest fill the
+       // last wave (causal 2 x 12 x 4096 with dQ accumulated: the key
+       // blocks' time 1.44x shorter than head by head, by a model of the
+       // block scheduler: bench/attention_schedule.py).
+       << "  const i64 lin = blockIdx.x + (i64)blockIdx.y * gridDim.x, job = lin / "
+       << L(g.batch) << ", b = lin % " << L(g.batch) << ";\n";
     return os.str();
   };
   const int64_t keyTiles = (g.skv + kRows - 1) / kRows;
@@ -468,7 +476,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     std::ostringstream os;
     os << kernelHead(name + "_keys", true);
     auto walk = [&](const std::string &role) {
-      return "    for (i64 kb = blockIdx.x; kb < " + L(keyTiles) + "; kb += " +
+      return "    for (i64 kb = job; kb < " + L(keyTiles) + "; kb += " +
              L(splits) + ") {\n" +
              "    __syncthreads(); // every warp is done with the key tile before\n" +
              role + "    }\n";
@@ -515,16 +523,17 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                               flt(drop.draw.scale) + " : 0.0f;\n");
   std::ostringstream os;
   os << kernelHead(name, false)
-     << "  if (blockIdx.z == 0) {\n    const i64 kb = blockIdx.x;\n"
+     << "  if (blockIdx.z == 0) {\n    const i64 kb = job;\n"
      << "    if (kb * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
      << keyRole(true, !split, false) << "    return;\n  }\n"
-     << (split ? "  if (blockIdx.z == 2) {\n    const i64 kb = blockIdx.x;\n    if (kb * " +
+     << (split ? "  if (blockIdx.z == 2) {\n    const i64 kb = job;\n    if (kb * " +
                      L(kRows) + " >= " + L(g.skv) + ") return;\n" +
                      keyRole(false, true, false) + "    return;\n  }\n"
                : std::string())
-     << "  // dQ for 64 queries: rows are queries.\n"
-     << "  if ((i64)blockIdx.x * " << L(kQueryRows) << " >= " << L(g.sq) << ") return;\n"
-     << "  const i64 w0 = (i64)blockIdx.x * " << L(kQueryRows) << " + (threadIdx.x / 32) * 16;\n"
+     << "  // dQ for 64 queries: rows are queries, the last block first.\n"
+     << "  const i64 qb = (i64)gridDim.x - 1 - job;\n"
+     << "  if (qb * " << L(kQueryRows) << " >= " << L(g.sq) << ") return;\n"
+     << "  const i64 w0 = qb * " << L(kQueryRows) << " + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
      << fragments("qf", "in1", D, g.sq, {}) << fragments("of", "in0", DV, g.sq, {})
      << "  float dq[" << D / 8 << "][4];\n"
@@ -541,8 +550,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << "    rl[h] = rows[h] < " << L(g.sq) << " ? "
      << "mpc_lse2(ld(in5, b * " << L(g.sq) << " + rows[h]))" << " : 0.0f;\n  }\n";
   const int64_t QR = kQueryRows;
-  std::string jEnd = causal ? "((i64)blockIdx.x * " + L(QR) + " + " + L(QR + off) +
-                                  " < " + L(g.skv) + " ? (i64)blockIdx.x * " + L(QR) +
+  std::string jEnd = causal ? "(qb * " + L(QR) + " + " + L(QR + off) +
+                                  " < " + L(g.skv) + " ? qb * " + L(QR) +
                                   " + " + L(QR + off) + " : " + L(g.skv) + ")"
                             : L(g.skv);
   std::ostringstream body;
