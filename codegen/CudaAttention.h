@@ -126,10 +126,12 @@ struct MmaForwardTiles {
   bool sharedQ = false;
 };
 /// The tiles whose shared memory takes at most `sharedBytes` (the
-/// default: what any kernel gets).
+/// default: what any kernel gets), in blocks of `rows` queries (128, or
+/// 64: one row tile a warp; Plan::cudaAttentionRows).
 MmaForwardTiles
 mmaForwardTiles(const Dims &g,
-                int64_t sharedBytes = ::mpc::rt::cuda::kDefaultSharedBytes);
+                int64_t sharedBytes = ::mpc::rt::cuda::kDefaultSharedBytes,
+                int64_t rows = 128);
 
 /// The splits of the key tiles whose blocks add dQ's parts to partial
 /// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq), or 0

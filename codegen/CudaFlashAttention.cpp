@@ -39,16 +39,19 @@ static int64_t queryTileBytes(const Dims &g) { return 128 * (g.d + 8) * 2; }
 /// 128); else one row tile, Q in registers. Keys a tile otherwise: 64
 /// (FlashAttention-2's at head sizes 64-128: the row statistics, the O
 /// rescale and the barriers once per 64 keys) where they fit, fewer where
-/// not.
-MmaForwardTiles mmaForwardTiles(const Dims &g, int64_t sharedBytes) {
+/// not. Blocks of 64 rows (`rows`) keep one row tile a warp, Q in
+/// registers.
+MmaForwardTiles mmaForwardTiles(const Dims &g, int64_t sharedBytes,
+                                int64_t rows) {
   if (g.d % 16 || g.dv % 16 || g.d > 128 || g.dv > 128)
     return {};
-  const bool wide = g.d > 64 || g.dv > 64;
-  if (wide && mmaTileBytes(g, 32) + queryTileBytes(g) <= sharedBytes)
+  const bool wide = g.d > 64 || g.dv > 64, narrow = rows == 64;
+  if (wide && !narrow &&
+      mmaTileBytes(g, 32) + queryTileBytes(g) <= sharedBytes)
     return {32, 2, true};
   for (int64_t keys : {64, 32, 16})
     if (mmaTileBytes(g, keys) <= sharedBytes)
-      return {keys, wide ? 1 : 2, false};
+      return {keys, wide || narrow ? 1 : 2, false};
   return {};
 }
 

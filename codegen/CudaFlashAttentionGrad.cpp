@@ -110,7 +110,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   const int64_t budget = ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch);
   int64_t KT = 1, splits = 0;
   bool kvShared = false;
-  for (int64_t tiles : {wide ? 1 : 2, 0}) { // 0: K and V in registers
+  const bool narrow = plan.cudaAttentionRows == 64; // 16 keys a warp
+  for (int64_t tiles : {wide || narrow ? 1 : 2, 0}) { // 0: K and V in registers
     KT = std::max<int64_t>(tiles, 1);
     kvShared = tiles > 0;
     splits = attentionDqSplits(g, plan.cudaAttentionDq, 64 * KT);

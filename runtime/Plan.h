@@ -329,6 +329,12 @@ struct Plan {
   /// (accumulate where its blocks fill the GPU; codegen/CudaFlashAttention).
   /// "accumulate:N" caps the splits of the key tiles at N.
   std::string cudaAttentionDq = "auto";
+  /// Rows a block of the tensor-core attention kernels (`--attention-rows`):
+  /// 128 (the forward's queries and, up to head size 64, the backward's
+  /// keys, 32 a warp: each fragment read from shared memory feeds two
+  /// mma.sync) or 64 (16 a warp: twice the blocks, each half the work,
+  /// where a short grid leaves the GPU waiting on its longest block).
+  int64_t cudaAttentionRows = 128;
   /// Parameters and inputs held in another layout than ONNX's, by name
   /// (mpc-channels-last's KRSC filters and their optimizer state): their
   /// values and initial values are transpose(ONNX value, perm).

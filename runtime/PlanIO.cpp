@@ -275,6 +275,8 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     os << "cuda-tf32\n";
   if (plan.cudaAttentionDq != "auto")
     os << "cuda-attention-dq " << escape(plan.cudaAttentionDq) << "\n";
+  if (plan.cudaAttentionRows != 128)
+    os << "cuda-attention-rows " << plan.cudaAttentionRows << "\n";
   if (const auto &t = plan.train) {
     os << "train loss=" << t->loss << " loss-scale-init=" << hexFloat(t->lossScaleInit)
        << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2);

@@ -398,6 +398,11 @@ private:
       if (!(is >> mode) || !parseAttentionDq(mode, splits))
         return "bad cuda-attention-dq record";
       plan.cudaAttentionDq = mode;
+    } else if (kind == "cuda-attention-rows") {
+      int64_t rows = 0;
+      if (!(is >> rows) || (rows != 64 && rows != 128))
+        return "bad cuda-attention-rows record";
+      plan.cudaAttentionRows = rows;
     } else if (kind == "cuda-gemm") {
       std::string mode;
       if (!(is >> mode) || (mode != "auto" && mode != "cublaslt" && mode != "mpc"))

@@ -251,6 +251,14 @@ art=art/attention-fp16-train-accumulate
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq accumulate | tail -1
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_accumulate-fp16-train.jsonl"
 echo "attention_accumulate fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+# Blocks of 64 rows (--attention-rows 64: 16 a warp, twice the blocks,
+# each with half the work) beside the default 128: at 1024 tokens and 12
+# heads the 128-row forward has 192 blocks for an H200's 264 slots, and
+# the step waits on its longest block (bench/attention_schedule.py).
+art=art/attention-fp16-train-rows64
+"$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
+cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_rows64-fp16-train.jsonl"
+echo "attention_rows64 fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 # Head size 128 in fp16 and head size 64 in bf16, beside SDPA at the same
 # shapes (issue 14's target: head sizes 64 and 128, fp16 and bf16).
 for spec in "attention_d128 fp16 attention_d128_train --loss-scale static:256" \

@@ -29,6 +29,15 @@ inline constexpr const char *kAttentionDqError =
     "--attention-dq must be auto, accumulate, accumulate:N (N >= 1) or "
     "recompute, got '";
 
+/// --attention-rows of compile and train (rt::Plan::cudaAttentionRows).
+inline constexpr const char *kAttentionRowsHelp =
+    "Rows a block of the tensor-core attention kernels: 128 (the forward's "
+    "queries and the backward's keys up to head size 64, 32 a warp; "
+    "default) | 64 (16 a warp: twice the blocks, each with half the work, "
+    "for grids too short to fill the GPU)";
+inline constexpr const char *kAttentionRowsError =
+    "--attention-rows must be 64 or 128, got ";
+
 extern llvm::cl::SubCommand importCommand;
 int runImport();
 extern llvm::cl::SubCommand opsCommand;

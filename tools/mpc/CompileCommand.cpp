@@ -113,6 +113,9 @@ static cl::opt<std::string> attentionDq("attention-dq",
                                        cl::desc(kAttentionDqHelp),
                                        cl::init("auto"),
                                        cl::sub(compileCommand));
+static cl::opt<int> attentionRows("attention-rows",
+                                 cl::desc(kAttentionRowsHelp), cl::init(128),
+                                 cl::sub(compileCommand));
 static cl::opt<bool> allowTf32(
     "allow-tf32",
     cl::desc("Let FP32 GEMMs round their operands to TF32 on tensor cores "
@@ -377,6 +380,8 @@ int runCompile() {
                        convChoice + "'");
   if (int64_t splits; !rt::parseAttentionDq(attentionDq, splits))
     return reportError(kAttentionDqError + attentionDq + "'");
+  if (attentionRows != 64 && attentionRows != 128)
+    return reportError(kAttentionRowsError + std::to_string(attentionRows));
   if (!compilePrecision.validate(error))
     return reportError(error);
   if (batch <= 0)
@@ -433,6 +438,7 @@ int runCompile() {
     plan.cudaConv = convChoice;
     plan.cudaTf32 = allowTf32;
     plan.cudaAttentionDq = attentionDq;
+    plan.cudaAttentionRows = attentionRows;
     if (target == "cuda" && !mlir::mpc::emitCuda(plan, modules[k], error, fuse))
       return reportError(model + ": " + error);
     if (phases.scaler == "shared" &&

@@ -154,6 +154,9 @@ static cl::opt<std::string> trainAttentionDq("attention-dq",
                                             cl::desc(kAttentionDqHelp),
                                             cl::init("auto"),
                                             cl::sub(trainCommand));
+static cl::opt<int> trainAttentionRows("attention-rows",
+                                      cl::desc(kAttentionRowsHelp),
+                                      cl::init(128), cl::sub(trainCommand));
 static cl::opt<bool> trainTf32(
     "allow-tf32",
     cl::desc("With --device cuda, let FP32 GEMMs round their operands to "
@@ -390,6 +393,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     plans[k].cudaConv = trainConv;
     plans[k].cudaTf32 = trainTf32;
     plans[k].cudaAttentionDq = trainAttentionDq;
+    plans[k].cudaAttentionRows = trainAttentionRows;
     if (trainDevice == "cuda" &&
         !buildDeviceCode(plans[k], gpu, cudaDir, error))
       return reportError(model + ": " + error);
@@ -476,6 +480,9 @@ int runTrain() {
                        trainConv + "'");
   if (int64_t splits; !rt::parseAttentionDq(trainAttentionDq, splits))
     return reportError(kAttentionDqError + trainAttentionDq + "'");
+  if (trainAttentionRows != 64 && trainAttentionRows != 128)
+    return reportError(kAttentionRowsError +
+                       std::to_string(trainAttentionRows));
   // One rank of a data-parallel job (torchrun's or mpirun's environment):
   // meet the others first, so a rank that fails later is named by them.
   rt::dist::JobEnv job;
@@ -537,6 +544,7 @@ int runTrain() {
   plan.cudaConv = trainConv;
   plan.cudaTf32 = trainTf32;
   plan.cudaAttentionDq = trainAttentionDq;
+  plan.cudaAttentionRows = trainAttentionRows;
   if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
     return reportError(model + ": " + error);
   std::unique_ptr<rt::Session> session =
