@@ -107,7 +107,10 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   sharedBytes = mmaTileBytes(g, TK) + (layout.sharedQ ? queryTileBytes(g) : 0);
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
-  os << header(s, name, kWarps * 32, 2) << " {\n"
+  // Blocks of 64 rows up to head size 64 ask for three (168 registers;
+  // ptxas took 169 at two, which leaves room for two).
+  const bool threeBlocks = MT == 1 && g.d <= 64 && g.dv <= 64;
+  os << header(s, name, kWarps * 32, threeBlocks ? 3 : 2) << " {\n"
      << "  " << T << " *const ks = (" << T << " *)mpc_dynamic_smem(), *const vs = ks + "
      << 2 * TK * KS << (layout.sharedQ ? ", *const qs = vs + " + std::to_string(2 * TK * VS)
                                   : std::string())
