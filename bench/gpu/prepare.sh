@@ -326,13 +326,15 @@ for D in (64, 128):
                 shape, np.float32)
 PY
   "$mpc" compile "$models_long/attention_long.onnx" -o "$work/art/attention-long-fp16" --arch "$arch" | tail -1
-  # d64 twice: dQ as auto picks it (partial sums at 4096 tokens) and
+  # d64 three times: dQ as auto picks it (partial sums at 4096 tokens),
   # recomputed (at 1024 tokens the recomputing backward ran 24% faster on
-  # an H200 than the partial sums, now auto's choice there).
-  for spec in "64 auto" "64 recompute" "128 auto"; do
-    read -r d dq <<< "$spec"
+  # an H200 than the partial sums, now auto's choice there), and in
+  # blocks of 64 rows (--attention-rows 64).
+  for spec in "64 auto 128" "64 recompute 128" "64 auto 64" "128 auto 128"; do
+    read -r d dq rows <<< "$spec"
     suffix=; [[ $dq == recompute ]] && suffix=-recompute
-    "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train$suffix" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "$dq" | tail -1
+    [[ $rows == 64 ]] && suffix=-rows64
+    "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train$suffix" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "$dq" --attention-rows "$rows" | tail -1
   done
   rm -rf "$models_long"
 fi

@@ -212,8 +212,8 @@ PY
   echo "attention fp16 at $long tokens: $line" | tr '\n' ' '; echo
   longms[forward]=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   longdiff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
-  for form in 64 64-recompute 128; do
-    d=${form%-recompute}
+  for form in 64 64-recompute 64-rows64 128; do
+    d=${form%%-*}
     line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train${form#$d}" --steps 3 --replays "$replays" --profile 6 "target=inputs/attention_long_d$d.target.npy" 2>&1)
     echo "attention fp16 train at $long tokens, head size $d${form#$d}: $line" | tr '\n' ' '; echo
     longms[train$form]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
@@ -317,6 +317,7 @@ attention_rows() {
     attention_rows "forward, head size 64;${longms[forward]};sdpa-causal-2x${heads}x${long}x64" \
       "train step, head size 64, vs SDPA forward + backward;${longms[train64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 64, dQ recomputed (\`--attention-dq recompute\`);${longms[train64-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
+      "train step, head size 64, blocks of 64 rows (\`--attention-rows 64\`);${longms[train64-rows64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 128, vs SDPA forward + backward;${longms[train128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
   fi
   if [[ -n $rowshape ]]; then
