@@ -165,16 +165,13 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
       if (!t.step(s, feeds, r, error))
         return (error = "phase " + names[p] + ": " + error, false);
       anyOverflow |= r.skipped;
-      // The parameters this phase updated, into the other phases.
-      for (const auto &[index, name] : t.protocol_.weights) {
-        Tensor w;
-        if (!t.session_.get(name, w, error))
-          return false;
+      // The parameters this phase updated, into the other phases (on a
+      // GPU device to device).
+      for (const auto &[index, name] : t.protocol_.weights)
         for (Trainer *other : phases)
           if (other != &t && valueOfName(other->plan_, name) >= 0 &&
-              !other->session_.set(name, w, error))
+              !other->session_.setFrom(t.session_, name, error))
             return false;
-      }
       r.ms = std::chrono::duration<double, std::milli>(
                  std::chrono::steady_clock::now() - t0)
                  .count();

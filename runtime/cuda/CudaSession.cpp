@@ -63,6 +63,8 @@ public:
       d.memFreeHost(staging);
     if (readBack)
       d.memFreeHost(readBack);
+    if (handoff)
+      d.eventDestroy(handoff);
     if (nextBase)
       d.memFree(nextBase);
     if (nextStaging)
@@ -385,6 +387,49 @@ public:
     return download(v, t, error);
   }
 
+  /// Device to device from another CUDA session (the same GPU: a process
+  /// runs its sessions on one), the master and each of its weight copies
+  /// from `from`'s copy of the same type; on `from`'s stream, which
+  /// this one then waits for, so neither's next run overtakes the copy.
+  /// Through the host where `from` lacks a copy this session keeps.
+  bool setFrom(Session &source, const std::string &name,
+               std::string &error) override {
+    auto *from = dynamic_cast<CudaSession *>(&source);
+    int v = valueOfName(plan, name);
+    int w = from ? valueOfName(from->plan, name) : -1;
+    if (v < 0 || w < 0 || plan.values[v].dtype != from->plan.values[w].dtype ||
+        plan.values[v].shape != from->plan.values[w].shape)
+      return Session::setFrom(source, name, error);
+    std::vector<std::pair<int, int>> moves = {{v, w}}; // (here, there)
+    for (const WeightCopy &c : copies) {
+      if (c.master->value != v)
+        continue;
+      int there = -1;
+      for (const WeightCopy &f : from->copies)
+        if (f.master->name == name &&
+            from->plan.values[f.value].dtype == plan.values[c.value].dtype)
+          there = f.value;
+      if (there < 0)
+        return Session::setFrom(source, name, error);
+      moves.push_back({c.value, there});
+    }
+    if (!handoff && !check(d.eventCreate(&handoff, 2 /*DISABLE_TIMING*/),
+                           "cuEventCreate", error))
+      return false;
+    for (const auto &[here, there] : moves) {
+      overwriting(here);
+      if (!check(d.memcpyDtoD(base + offsets[here],
+                              from->base + from->offsets[there], bytes(here),
+                              from->stream),
+                 "copying '" + name + "' from another session", error))
+        return false;
+    }
+    return check(d.eventRecord(handoff, from->stream), "cuEventRecord",
+                 error) &&
+           check(d.streamWaitEvent(stream, handoff, 0), "cuStreamWaitEvent",
+                 error);
+  }
+
   int64_t underflow() const override { return underflowed; }
 
   std::string describe() const override {
@@ -437,6 +482,7 @@ private:
   };
   std::vector<ReadBack> readAfter;
   void *readBack = nullptr;
+  Handle handoff = nullptr; // setFrom(): the copies' end on the source's stream
   /// Value `v`'s buffer is about to be written: read-back copies of
   /// outputs sharing it are stale.
   void overwriting(int v) {
