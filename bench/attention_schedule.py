@@ -7,8 +7,8 @@ block of late queries sees more keys, a key block of early keys sees more
 queries. This compiles causal attention train steps (fp16, 2 x 12 heads,
 q = k = v = x W) with `mpc compile`, reads the attention kernels' grids
 from plan.txt, and replays the scheduler over them: blocks in mpc's order
-(the longest blocks first over all heads: job = linear index / heads)
-against head by head (job = blockIdx.x, each head's blocks in turn, the
+(heads along x, jobs along y: the longest blocks first over all heads)
+against head by head (jobs along x, each head's blocks in turn, the
 order before 2026-12-04). A block's cost is its tile products (forward:
 64-key tiles of its 128 queries; key blocks: 32-query tiles of its keys
 times 4 products, 5 with dQ's partial sums; query blocks: 32-key tiles of
@@ -65,9 +65,10 @@ def model(path, s, d):
 def grids(plan):
     """(forward x blocks, backward kind, its x blocks) from plan.txt."""
     text = open(plan).read()
-    fwd = re.search(r"kernel=attention_[0-9a-f]+ grid=(\d+),", text)
-    acc = re.search(r"kernel=attention_grad_\w+ .*prologue-grid=(\d+),\d+,(\d+)", text)
-    rec = re.search(r"kernel=attention_grad_[0-9a-f]+ grid=(\d+),\d+,(\d+)", text)
+    # Heads along x, the blocks' jobs along y.
+    fwd = re.search(r"kernel=attention_[0-9a-f]+ grid=\d+,(\d+),", text)
+    acc = re.search(r"kernel=attention_grad_\w+ .*prologue-grid=\d+,(\d+),(\d+)", text)
+    rec = re.search(r"kernel=attention_grad_[0-9a-f]+ grid=\d+,(\d+),(\d+)", text)
     if acc:
         return int(fwd.group(1)), "accumulate", int(acc.group(1))
     return int(fwd.group(1)), "recompute", int(rec.group(1))

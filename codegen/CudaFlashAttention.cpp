@@ -116,16 +116,16 @@ void Emitter::attentionMma(Step &s, const std::string &name,
                                   : std::string())
      << ";\n"
      << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
-     // Causal: the blocks with the most keys first, across all heads
-     // (the GPU starts blocks in linear order, here heads fastest), so the
-     // last wave holds the shortest blocks: longest-processing-time order,
-     // as FlashAttention-3 schedules causal tiles. Head by head, each
-     // head's longest blocks would wait for the last wave (causal 2 x 12
-     // x 4096: 1.26x the time by a model of the block scheduler).
-     << (causal ? "  const i64 lin = blockIdx.x + (i64)blockIdx.y * gridDim.x, b = lin % " +
-                      L(g.batch) + ", i0 = (gridDim.x - 1 - lin / " + L(g.batch) + ")"
-                : std::string("  const i64 b = blockIdx.y, i0 = (i64)blockIdx.x"))
-     << " * " << L(kRows) << ", w0 = i0 + (threadIdx.x / 32) * " << 16 * MT << ";\n"
+     // Heads along x, query blocks along y: the GPU starts blocks in
+     // linear order (x fastest), so causal blocks with the most keys
+     // (the last queries) start first over all heads and the last wave
+     // holds the shortest: longest-processing-time order, as
+     // FlashAttention-3 schedules causal tiles. Head by head, each head's
+     // longest blocks would wait for the last wave (causal 2 x 12 x 4096:
+     // 1.26x the time by a model of the block scheduler).
+     << "  const i64 b = blockIdx.x, i0 = (i64)"
+     << (causal ? "(gridDim.y - 1 - blockIdx.y)" : "blockIdx.y") << " * " << L(kRows)
+     << ", w0 = i0 + (threadIdx.x / 32) * " << 16 * MT << ";\n"
      << "  i64 rows[" << MT << "][2];\n"
      << "  for (int mt = 0; mt < " << MT << "; ++mt)\n"
      << "    rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
@@ -276,7 +276,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "  }\n}\n\n";
   cu << os.str();
   barrier = true;
-  launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kWarps * 32, 1, 1});
+  launch(s, name, {g.batch, (g.sq + kRows - 1) / kRows, 1}, {kWarps * 32, 1, 1});
   countFlops(2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) * (causal ? 0.5 : 1.0),
              true);
 }

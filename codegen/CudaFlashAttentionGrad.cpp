@@ -454,15 +454,16 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
        << TQ << ";\n"
        << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
-       // The GPU starts blocks in linear order, here heads fastest, and a
-       // block's work falls as its job grows (a key tile or split further
-       // right sees fewer queries; query blocks count from the last): the
-       // longest blocks start first over all heads, the shortest fill the
-       // last wave (causal 2 x 12 x 4096 with dQ accumulated: the key
-       // blocks' time 1.44x shorter than head by head, by a model of the
-       // block scheduler: bench/attention_schedule.py).
-       << "  const i64 lin = blockIdx.x + (i64)blockIdx.y * gridDim.x, job = lin / "
-       << L(g.batch) << ", b = lin % " << L(g.batch) << ";\n";
+       // Heads along x, jobs along y: the GPU starts blocks in linear
+       // order (x fastest), and a block's work falls as its job grows (a
+       // key tile or split further right sees fewer queries; query blocks
+       // count from the last), so the longest blocks start first over all
+       // heads and the shortest fill the last wave (causal 2 x 12 x 4096
+       // with dQ accumulated: the key blocks' time 1.44x shorter than head
+       // by head, by a model of the block scheduler:
+       // bench/attention_schedule.py). Both read from special registers,
+       // so they cost a key block no register.
+       << "  const i64 b = blockIdx.x, job = blockIdx.y;\n";
     return os.str();
   };
   const int64_t keyTiles = (g.skv + kRows - 1) / kRows;
@@ -506,7 +507,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "}\n\n";
     cu << os.str();
     barrier = true;
-    launch(s, name + "_keys", {splits, g.batch, split ? 2 : 1}, {kThreads, 1, 1},
+    launch(s, name + "_keys", {g.batch, splits, split ? 2 : 1}, {kThreads, 1, 1},
            /*prologue=*/true);
     launch(s, name, {(g.batch * g.sq * D / 2 + 255) / 256, 1, 1}, {256, 1, 1});
     countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
@@ -532,7 +533,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                      keyRole(false, true, false) + "    return;\n  }\n"
                : std::string())
      << "  // dQ for 64 queries: rows are queries, the last block first.\n"
-     << "  const i64 qb = (i64)gridDim.x - 1 - job;\n"
+     << "  const i64 qb = (i64)gridDim.y - 1 - job;\n"
      << "  if (qb * " << L(kQueryRows) << " >= " << L(g.sq) << ") return;\n"
      << "  const i64 w0 = qb * " << L(kQueryRows) << " + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
@@ -582,7 +583,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   cu << os.str();
   barrier = true;
   int64_t blocks = std::max((g.sq + QR - 1) / QR, keyTiles);
-  launch(s, name, {blocks, g.batch, split ? 3 : 2}, {kThreads, 1, 1});
+  launch(s, name, {g.batch, blocks, split ? 3 : 2}, {kThreads, 1, 1});
   countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
 }
 

@@ -470,6 +470,7 @@ private:
   std::map<int, Handle> copied; // per input: its last prefetch copy's end
   Handle consumed = nullptr; // the last start()'s moves out of nextBase
   bool movedAny = false;     // consumed has been recorded
+  bool noPrefetch = false;   // page-locked memory was short: set() instead
   std::set<int> prefetched;  // inputs whose next value waits in nextBase
   // readAfterEveryRun(): outputs copied back by finish(), at `at` bytes
   // into readBack (page-locked; the underflow counter first); fresh until
@@ -713,11 +714,13 @@ private:
   bool openPrefetch(std::string &error) {
     if (copyStream)
       return true;
+    if (noPrefetch)
+      return false;
     size_t stage = 0;
     for (const auto &[v, at] : stagingOffset)
       stage = std::max(stage, at + (bytes(v) + 255) / 256 * 256);
     if (d.memHostAlloc(&nextStaging, stage, 0) != 0)
-      return nextStaging = nullptr, false;
+      return nextStaging = nullptr, noPrefetch = true, false;
     return check(d.memAlloc(&nextBase, stage), "allocating " +
                      std::to_string(stage) + " bytes for prefetched inputs",
                  error) &&

@@ -153,10 +153,10 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
     int64_t heads = 1;
     for (size_t k = 0; k + 2 < q.size(); ++k)
       heads *= q[k];
-    int64_t splits = s.cuda.prologueGrid[0];
+    int64_t splits = s.cuda.prologueGrid[1];
     int64_t need = splits * heads * q[q.size() - 2] * q.back() * 4;
-    if (splits < 1 || s.cuda.prologueGrid[1] != heads)
-      return "attention gradient's key blocks are not splits x heads";
+    if (splits < 1 || s.cuda.prologueGrid[0] != heads)
+      return "attention gradient's key blocks are not heads x splits";
     if (s.cuda.scratch < need)
       return "attention gradient sums dQ over " + std::to_string(splits) +
              " splits with " + std::to_string(s.cuda.scratch) +
