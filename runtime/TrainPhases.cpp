@@ -142,12 +142,20 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
     return false;
   std::string log;
   auto start = std::chrono::steady_clock::now();
+  // The next step's batch is gathered while the first phase runs and
+  // prefetched into each phase's session while that phase runs, as
+  // train() does.
+  bool prefetched = false;
+  std::map<std::string, Tensor> next;
   for (int64_t s = first; s < o.steps; ++s) {
     // A phase's step_ms counts its share of the loop as train()'s does:
     // the first phase's includes slicing the batch, each phase's includes
     // handing its updated weights to the other phases.
     auto t0 = std::chrono::steady_clock::now();
-    std::map<std::string, Tensor> batch = batches.at(s);
+    std::map<std::string, Tensor> batch;
+    if (!prefetched)
+      batch = batches.at(s);
+    prefetched = s + 1 < o.steps;
     std::string line = format("step %lld/%lld", (long long)s + 1,
                               (long long)o.steps);
     bool anyOverflow = false;
@@ -162,7 +170,18 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
           t.plan_, t.state_["mpc.opt.t"].getInt(0) + 1, t.options_.lr));
       feeds.merge(randomScalars(t.plan_, s, o.group ? o.group->rank() : 0));
       StepRecord r;
-      if (!t.step(s, feeds, r, error))
+      WhileRunning prefetch = nullptr;
+      if (prefetched)
+        prefetch = [&, p, s](std::string &e) {
+          if (p == 0)
+            next = batches.at(s + 1);
+          for (const auto &[name, v] : next)
+            if (valueOfName(t.plan_, name) >= 0 &&
+                !t.session_.prefetch(name, v, e))
+              return false;
+          return true;
+        };
+      if (!t.step(s, feeds, r, error, prefetch))
         return (error = "phase " + names[p] + ": " + error, false);
       anyOverflow |= r.skipped;
       // The parameters this phase updated, into the other phases (on a
