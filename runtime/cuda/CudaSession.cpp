@@ -5,10 +5,9 @@
 // runs and a fed-back output is one device-to-device copy. All work goes
 // to one stream; with graphs on, the first run captures the step's
 // launches into a CUDA graph and every run launches that graph (the
-// kernels' arguments are arena addresses, fixed for the session). The next
-// step's batch may be prefetched while a step runs: copied on a stream of
-// its own into a second buffer, moved in place (one device-to-device copy)
-// when that step starts.
+// kernels' arguments are arena addresses, fixed for the session). What a
+// step moves over the bus besides (its batch, the scalars read after it)
+// goes through StepTransfers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +21,7 @@
 #include "runtime/cuda/LibraryConvs.h"
 #include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
+#include "runtime/cuda/StepTransfers.h"
 #include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/Tuning.h"
 #include "runtime/dist/ProcessGroup.h"
@@ -32,6 +32,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 
 namespace mpc::rt {
@@ -57,24 +58,11 @@ public:
       d.graphExecDestroy(exec);
     if (stream)
       d.streamDestroy(stream);
-    if (base)
-      d.memFree(base);
-    if (staging)
-      d.memFreeHost(staging);
-    if (readBack)
-      d.memFreeHost(readBack);
     if (handoff)
       d.eventDestroy(handoff);
-    if (nextBase)
-      d.memFree(nextBase);
-    if (nextStaging)
-      d.memFreeHost(nextStaging);
-    for (auto &[v, e] : copied)
-      d.eventDestroy(e);
-    if (consumed)
-      d.eventDestroy(consumed);
-    if (copyStream)
-      d.streamDestroy(copyStream);
+    io.reset(); // its buffers and stream before the arena
+    if (base)
+      d.memFree(base);
   }
 
   bool open(const std::string &dir, std::string &error) {
@@ -151,16 +139,13 @@ public:
             l.params.push_back(&a);
       }
     }
-    // Page-locked staging for the inputs fed every step (the batch): the
-    // copy engine reads pinned memory at full speed, pageable memory goes
-    // through the driver's bounce buffers. Without it, copies go direct.
-    size_t stage = 0;
+    // The inputs fed every step (the batch, the step's scalars) through
+    // page-locked slots.
+    std::vector<int> fed;
     for (const Binding &b : plan.inputs)
       if (!isWeightCopy(plan, b.name))
-        stagingOffset[b.value] = stage,
-        stage += (bytes(b.value) + 255) / 256 * 256;
-    if (stage && d.memHostAlloc(&staging, stage, 0) != 0)
-      staging = nullptr;
+        fed.push_back(b.value);
+    io->open(fed, stream, base);
     for (const Parameter &p : plan.params)
       if (!upload(p.value, p.init, error) || !uploadCopies(p, p.init, error))
         return false;
@@ -206,20 +191,9 @@ public:
     int v = inputFor(name, t, error);
     if (v < 0)
       return false;
-    prefetched.erase(v); // this value wins over a prefetched one
-    overwriting(v);
-    if (auto it = stagingOffset.find(v); staging && it != stagingOffset.end()) {
-      // Each input has its own slot; a slot's copy finishes before run()
-      // returns (its stream synchronizes). An input set twice before a run
-      // waits for its first copy.
-      if (!pendingSlots.insert(v).second &&
-          !check(d.streamSynchronize(stream), "upload", error))
-        return false;
-      char *slot = static_cast<char *>(staging) + it->second;
-      std::memcpy(slot, t.raw(), t.bytes());
-      return check(d.memcpyHtoD(base + offsets[v], slot, t.bytes(), stream),
-                   "upload", error);
-    }
+    if (io->staged(v))
+      return io->set(v, t, error);
+    io->overwriting(v);
     for (const Parameter &p : plan.params)
       if (p.value == v)
         return upload(v, t, error) && uploadCopies(p, t, error);
@@ -231,26 +205,9 @@ public:
     int v = inputFor(name, t, error);
     if (v < 0)
       return false;
-    auto it = stagingOffset.find(v);
-    if (!staging || it == stagingOffset.end() || !openPrefetch(error))
-      return error.empty() && set(name, t, error); // in stream order
-    // The slot's last copy has read it (long done: it fed the step before).
-    Handle &done = copied[v];
-    if (done ? !check(d.eventSynchronize(done), "prefetch", error)
-             : !check(d.eventCreate(&done, 2 /*DISABLE_TIMING*/),
-                      "cuEventCreate", error))
-      return false;
-    char *slot = static_cast<char *>(nextStaging) + it->second;
-    std::memcpy(slot, t.raw(), t.bytes());
-    // The buffer's last value was moved in place by the last start().
-    if ((movedAny && !check(d.streamWaitEvent(copyStream, consumed, 0),
-                            "cuStreamWaitEvent", error)) ||
-        !check(d.memcpyHtoD(nextBase + it->second, slot, t.bytes(), copyStream),
-               "prefetch", error) ||
-        !check(d.eventRecord(done, copyStream), "cuEventRecord", error))
-      return false;
-    prefetched.insert(v);
-    return true;
+    if (io->prefetch(v, t, error))
+      return true;
+    return error.empty() && set(name, t, error); // in stream order
   }
 
   bool run(std::string &error) override {
@@ -258,22 +215,8 @@ public:
   }
 
   bool start(std::string &error) override {
-    for (ReadBack &r : readAfter)
-      r.fresh = false;
-    // Prefetched inputs move in place once their copies are done.
-    for (int v : prefetched)
-      if (!check(d.streamWaitEvent(stream, copied[v], 0), "cuStreamWaitEvent",
-                 error) ||
-          !check(d.memcpyDtoD(base + offsets[v], nextBase + stagingOffset[v],
-                              bytes(v), stream),
-                 "moving a prefetched input", error))
-        return false;
-    if (!prefetched.empty()) {
-      if (!check(d.eventRecord(consumed, stream), "cuEventRecord", error))
-        return false;
-      movedAny = true;
-      prefetched.clear();
-    }
+    if (!io->startRun(error))
+      return false;
     uint64_t count = 0;
     if (counter >= 0 &&
         !check(d.memcpyHtoD(base + counter, &count, sizeof count, stream),
@@ -303,58 +246,28 @@ public:
   }
 
   bool finish(std::string &error) override {
-    // The counter and the outputs read every run come back behind the
-    // kernels, into page-locked memory: one synchronization.
+    // The counter comes back behind the kernels, with the outputs read
+    // every run: one synchronization.
     uint64_t count = 0;
-    char *into = static_cast<char *>(readBack);
-    if (readBack && counter >= 0)
-      std::memcpy(into, &count, sizeof count); // (when the copy fails)
-    if (counter >= 0 &&
-        !check(d.memcpyDtoH(readBack ? into : (void *)&count, base + counter,
-                            sizeof count, stream),
-               "running the kernels", error))
+    if (!io->finishRun(counter >= 0 ? base + counter : 0, count, error))
       return false;
-    for (const ReadBack &r : readAfter)
-      if (!check(d.memcpyDtoH(into + r.at, base + offsets[r.value],
-                              bytes(r.value), stream),
-                 "running the kernels", error))
-        return false;
-    if (!check(d.streamSynchronize(stream), "running the kernels", error))
-      return false;
-    if (readBack && counter >= 0)
-      std::memcpy(&count, into, sizeof count);
-    for (ReadBack &r : readAfter)
-      r.fresh = true;
     underflowed = (int64_t)count;
-    pendingSlots.clear();
     return true;
   }
 
   void readAfterEveryRun(const std::vector<size_t> &outputs) override {
-    if (readBack || outputs.empty())
-      return; // once a session
-    size_t at = 8; // after the underflow counter
+    std::vector<std::pair<size_t, int>> values;
     for (size_t index : outputs)
-      if (index < plan.outputs.size()) {
-        int v = plan.outputs[index].value;
-        readAfter.push_back(ReadBack{index, v, at, false});
-        at += (bytes(v) + 7) / 8 * 8;
-      }
-    if (d.memHostAlloc(&readBack, at, 0) != 0)
-      readBack = nullptr, readAfter.clear(); // each read on its own
+      if (index < plan.outputs.size())
+        values.push_back({index, plan.outputs[index].value});
+    io->readAfterEveryRun(values);
   }
 
   bool output(size_t index, Tensor &t, std::string &error) override {
     if (index >= plan.outputs.size())
       return (error = "no output " + std::to_string(index), false);
-    for (const ReadBack &r : readAfter)
-      if (r.index == index && r.fresh) {
-        const ValueInfo &info = plan.values[r.value];
-        t = Tensor(info.dtype, info.shape);
-        std::memcpy(t.raw(), static_cast<char *>(readBack) + r.at, t.bytes());
-        return true;
-      }
-    return download(plan.outputs[index].value, t, error);
+    return io->cached(index, t) ||
+           download(plan.outputs[index].value, t, error);
   }
 
   bool feedBack(size_t index, const std::string &name,
@@ -372,7 +285,7 @@ public:
               false);
     if (offsets[from] == offsets[to])
       return true;
-    overwriting(to);
+    io->overwriting(to);
     return check(d.memcpyDtoD(base + offsets[to], base + offsets[from],
                               bytes(to), stream),
                  "copying '" + plan.outputs[index].name + "' to '" + name +
@@ -417,7 +330,7 @@ public:
                            "cuEventCreate", error))
       return false;
     for (const auto &[here, there] : moves) {
-      overwriting(here);
+      io->overwriting(here);
       if (!check(d.memcpyDtoD(base + offsets[here],
                               from->base + from->offsets[there], bytes(here),
                               from->stream),
@@ -459,39 +372,10 @@ private:
   LibraryConvs convs;      // the steps cuDNN runs
   std::string gemmSummary, convSummary; // who runs them, a line each
   int64_t workspace = -1;  // arena offset of the library workspace
-  void *staging = nullptr; // page-locked slots of the plan's inputs
-  std::map<int, size_t> stagingOffset;
-  std::set<int> pendingSlots; // inputs whose staged copy may be in flight
-  // prefetch(): a second page-locked slot and device buffer per staged
-  // input (at stagingOffset), filled on copyStream while a step runs.
-  Handle copyStream = nullptr;
-  void *nextStaging = nullptr;
-  DevicePtr nextBase = 0;
-  std::map<int, Handle> copied; // per input: its last prefetch copy's end
-  Handle consumed = nullptr; // the last start()'s moves out of nextBase
-  bool movedAny = false;     // consumed has been recorded
-  bool noPrefetch = false;   // page-locked memory was short: set() instead
-  std::set<int> prefetched;  // inputs whose next value waits in nextBase
-  // readAfterEveryRun(): outputs copied back by finish(), at `at` bytes
-  // into readBack (page-locked; the underflow counter first); fresh until
-  // the next run or a write to their buffer.
-  struct ReadBack {
-    size_t index;
-    int value;
-    size_t at;
-    bool fresh;
-  };
-  std::vector<ReadBack> readAfter;
-  void *readBack = nullptr;
+  // The batch in, the scalars out (after `offsets`, which it reads).
+  std::unique_ptr<StepTransfers> io =
+      std::make_unique<StepTransfers>(d, plan, offsets);
   Handle handoff = nullptr; // setFrom(): the copies' end on the source's stream
-  /// Value `v`'s buffer is about to be written: read-back copies of
-  /// outputs sharing it are stale.
-  void overwriting(int v) {
-    for (ReadBack &r : readAfter)
-      if (offsets[r.value] < offsets[v] + (int64_t)bytes(v) &&
-          offsets[v] < offsets[r.value] + (int64_t)bytes(r.value))
-        r.fresh = false;
-  }
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t scratch = -1;    // arena offset of the kernel scratch
   int64_t underflowed = 0; // the last run's count
@@ -707,27 +591,6 @@ private:
   size_t bytes(int v) const {
     const ValueInfo &info = plan.values[v];
     return (size_t)numElements(info.shape) * dtypeSize(info.dtype);
-  }
-  /// The prefetch buffers, on first use (a session that never prefetches
-  /// holds none). False with `error` empty where page-locked memory is
-  /// short: prefetch() then sets in stream order.
-  bool openPrefetch(std::string &error) {
-    if (copyStream)
-      return true;
-    if (noPrefetch)
-      return false;
-    size_t stage = 0;
-    for (const auto &[v, at] : stagingOffset)
-      stage = std::max(stage, at + (bytes(v) + 255) / 256 * 256);
-    if (d.memHostAlloc(&nextStaging, stage, 0) != 0)
-      return nextStaging = nullptr, noPrefetch = true, false;
-    return check(d.memAlloc(&nextBase, stage), "allocating " +
-                     std::to_string(stage) + " bytes for prefetched inputs",
-                 error) &&
-           check(d.eventCreate(&consumed, 2 /*DISABLE_TIMING*/),
-                 "cuEventCreate", error) &&
-           check(d.streamCreate(&copyStream, 1 /*NON_BLOCKING*/),
-                 "cuStreamCreate", error);
   }
   bool upload(int v, const Tensor &t, std::string &error) {
     return check(d.memcpyHtoD(base + offsets[v], t.raw(), t.bytes(), stream),
