@@ -250,6 +250,7 @@ struct Step {
 struct ValueInfo {
   DType dtype;
   Shape shape;
+  size_t bytes() const { return (size_t)numElements(shape) * dtypeSize(dtype); }
 };
 
 /// A named input or output of the plan.

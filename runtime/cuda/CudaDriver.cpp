@@ -70,6 +70,13 @@ std::string Driver::describe(Result r) const {
   return "CUDA error " + std::to_string(r);
 }
 
+bool Driver::check(Result r, const std::string &what,
+                   std::string &error) const {
+  if (r)
+    error = what + ": " + describe(r);
+  return r == 0;
+}
+
 Driver &driver() {
   static Driver d;
   return d;

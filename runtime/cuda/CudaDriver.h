@@ -66,6 +66,8 @@ struct Driver {
   std::string load();
   /// The driver's name for `r`.
   std::string describe(Result r) const;
+  /// Whether `r` is success; else `error` says "`what`: <the error>".
+  bool check(Result r, const std::string &what, std::string &error) const;
 };
 
 /// The process's driver (loaded on first use by load()).

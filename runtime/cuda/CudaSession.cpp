@@ -21,8 +21,8 @@
 #include "runtime/cuda/LibraryConvs.h"
 #include "runtime/cuda/LibraryGemms.h"
 #include "runtime/cuda/MemoryPlan.h"
+#include "runtime/cuda/StepCollectives.h"
 #include "runtime/cuda/StepTransfers.h"
-#include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/Tuning.h"
 #include "runtime/dist/ProcessGroup.h"
 
@@ -47,13 +47,6 @@ public:
         copies(weightCopies(plan)) {}
 
   ~CudaSession() override {
-    if (comm)
-      nccl::library().commDestroy(comm);
-    for (Handle e : events)
-      if (e)
-        d.eventDestroy(e);
-    if (commStream)
-      d.streamDestroy(commStream);
     if (exec)
       d.graphExecDestroy(exec);
     if (stream)
@@ -72,7 +65,7 @@ public:
     dist::ProcessGroup *group = dist::currentGroup();
     int ordinal = group ? group->env().localRank : 0, count = 0;
     if (ordinal > 0 &&
-        (!check(d.deviceCount(&count), "cuDeviceGetCount", error) ||
+        (!d.check(d.deviceCount(&count), "cuDeviceGetCount", error) ||
          ordinal >= count))
       return (error = error.empty()
                           ? "LOCAL_RANK " + std::to_string(ordinal) +
@@ -80,19 +73,19 @@ public:
                                 std::to_string(count) + " GPUs"
                           : error,
               false);
-    if (!check(d.deviceGet(&dev, ordinal), "cuDeviceGet", error) ||
-        !check(d.primaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain",
-               error) ||
-        !check(d.ctxSetCurrent(ctx), "cuCtxSetCurrent", error) ||
+    if (!d.check(d.deviceGet(&dev, ordinal), "cuDeviceGet", error) ||
+        !d.check(d.primaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain",
+                 error) ||
+        !d.check(d.ctxSetCurrent(ctx), "cuCtxSetCurrent", error) ||
         !modules.load(dir, error) ||
-        !check(d.streamCreate(&stream, 0), "cuStreamCreate", error) ||
-        !openCollectives(group, error))
+        !d.check(d.streamCreate(&stream, 0), "cuStreamCreate", error) ||
+        !collectives.open(group, error))
       return false;
     std::vector<bool> launched(plan.steps.size(), false);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
       if ((s.cuda.kernel.empty() && s.cuda.inOtherKernel()) ||
-          (comm && s.op == OpId::AllReduce))
+          (collectives.active() && s.op == OpId::AllReduce))
         continue; // computed in another step's kernel, or by NCCL
       if (s.cuda.kernel.empty())
         return (error = "step '" + s.name + "' (" + opName(s.op) +
@@ -113,8 +106,8 @@ public:
     // The libraries' scratch, shared: their calls run one after another.
     if (size_t w = std::max(gemms.workspaceBytes(), convs.workspaceBytes()))
       workspace = (arena + 255) / 256 * 256, arena = workspace + (int64_t)w;
-    if (!check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
-               "allocating " + std::to_string(arena) + " bytes", error))
+    if (!d.check(d.memAlloc(&base, (size_t)std::max<int64_t>(arena, 256)),
+                 "allocating " + std::to_string(arena) + " bytes", error))
       return false;
     // Every kernel launch with its arguments: arena addresses, fixed for
     // the session.
@@ -219,8 +212,8 @@ public:
       return false;
     uint64_t count = 0;
     if (counter >= 0 &&
-        !check(d.memcpyHtoD(base + counter, &count, sizeof count, stream),
-               "resetting the underflow counter", error))
+        !d.check(d.memcpyHtoD(base + counter, &count, sizeof count, stream),
+                 "resetting the underflow counter", error))
       return false;
     if (!useGraph) {
       if (!launchAll(error))
@@ -228,18 +221,18 @@ public:
     } else {
       if (!exec) {
         Handle graph = nullptr;
-        if (!check(d.streamBeginCapture(stream, 1 /*THREAD_LOCAL*/),
-                   "cuStreamBeginCapture", error))
+        if (!d.check(d.streamBeginCapture(stream, 1 /*THREAD_LOCAL*/),
+                     "cuStreamBeginCapture", error))
           return false;
         bool ok = launchAll(error);
         Result ended = d.streamEndCapture(stream, &graph);
-        if (!ok || !check(ended, "capturing the step's CUDA graph", error) ||
-            !check(d.graphInstantiate(&exec, graph, 0),
-                   "instantiating the step's CUDA graph", error))
+        if (!ok || !d.check(ended, "capturing the step's CUDA graph", error) ||
+            !d.check(d.graphInstantiate(&exec, graph, 0),
+                     "instantiating the step's CUDA graph", error))
           return false;
         d.graphDestroy(graph);
       }
-      if (!check(d.graphLaunch(exec, stream), "cuGraphLaunch", error))
+      if (!d.check(d.graphLaunch(exec, stream), "cuGraphLaunch", error))
         return false;
     }
     return true;
@@ -286,11 +279,10 @@ public:
     if (offsets[from] == offsets[to])
       return true;
     io->overwriting(to);
-    return check(d.memcpyDtoD(base + offsets[to], base + offsets[from],
-                              bytes(to), stream),
-                 "copying '" + plan.outputs[index].name + "' to '" + name +
-                     "'",
-                 error);
+    return d.check(
+        d.memcpyDtoD(base + offsets[to], base + offsets[from],
+                     plan.values[to].bytes(), stream),
+        "copying '" + plan.outputs[index].name + "' to '" + name + "'", error);
   }
 
   bool get(const std::string &name, Tensor &t, std::string &error) override {
@@ -326,28 +318,28 @@ public:
         return Session::setFrom(source, name, error);
       moves.push_back({c.value, there});
     }
-    if (!handoff && !check(d.eventCreate(&handoff, 2 /*DISABLE_TIMING*/),
-                           "cuEventCreate", error))
+    if (!handoff && !d.check(d.eventCreate(&handoff, 2 /*DISABLE_TIMING*/),
+                             "cuEventCreate", error))
       return false;
     for (const auto &[here, there] : moves) {
       io->overwriting(here);
-      if (!check(d.memcpyDtoD(base + offsets[here],
-                              from->base + from->offsets[there], bytes(here),
-                              from->stream),
-                 "copying '" + name + "' from another session", error))
+      if (!d.check(d.memcpyDtoD(base + offsets[here],
+                                from->base + from->offsets[there],
+                                plan.values[here].bytes(), from->stream),
+                   "copying '" + name + "' from another session", error))
         return false;
     }
-    return check(d.eventRecord(handoff, from->stream), "cuEventRecord",
-                 error) &&
-           check(d.streamWaitEvent(stream, handoff, 0), "cuStreamWaitEvent",
-                 error);
+    return d.check(d.eventRecord(handoff, from->stream), "cuEventRecord",
+                   error) &&
+           d.check(d.streamWaitEvent(stream, handoff, 0), "cuStreamWaitEvent",
+                   error);
   }
 
   int64_t underflow() const override { return underflowed; }
 
   std::string describe() const override {
     std::string line = gemmSummary;
-    for (const std::string *part : {&convSummary, &commSummary})
+    for (const std::string *part : {&convSummary, &collectives.summary()})
       if (!part->empty())
         line += (line.empty() ? "" : "; ") + *part;
     return line;
@@ -379,110 +371,7 @@ private:
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t scratch = -1;    // arena offset of the kernel scratch
   int64_t underflowed = 0; // the last run's count
-  nccl::Comm comm = nullptr; // a data-parallel job's communicator
-  Handle commStream = nullptr;
-  std::vector<Handle> events; // per all_reduce step: ready, done
-  std::vector<int> waitAt;    // per step: the all_reduce it waits for first
-  std::string commSummary;
-
-  /// As a rank of a job, NCCL's communicator (its unique id through the
-  /// job's store), its stream and the events ordering it. Without a job
-  /// the all_reduce steps run their one-rank kernel (the identity).
-  bool openCollectives(dist::ProcessGroup *group, std::string &error) {
-    std::vector<size_t> reduces;
-    for (size_t i = 0; i < plan.steps.size(); ++i)
-      if (plan.steps[i].op == OpId::AllReduce)
-        reduces.push_back(i);
-    if (!group || reduces.empty())
-      return true;
-    nccl::Library &lib = nccl::library();
-    if (std::string why = lib.load(); !why.empty())
-      return (error = "GPU ranks need NCCL: " + why, false);
-    nccl::UniqueId id{};
-    std::vector<char> bytes;
-    if (group->rank() == 0) {
-      if (int r = lib.getUniqueId(&id))
-        return (error = std::string("ncclGetUniqueId: ") + lib.errorString(r),
-                false);
-      bytes.assign(id.internal, id.internal + sizeof id.internal);
-      if (!group->store().set("nccl/id", bytes, error))
-        return false;
-    } else {
-      if (!group->store().get("nccl/id", bytes, group->timeout(), error) ||
-          bytes.size() != sizeof id.internal)
-        return (error = "rank " + std::to_string(group->rank()) +
-                        ": no NCCL id from rank 0: " + error,
-                false);
-      std::memcpy(id.internal, bytes.data(), sizeof id.internal);
-    }
-    if (int r = lib.commInitRank(&comm, group->size(), id, group->rank())) {
-      comm = nullptr;
-      return (error = std::string("ncclCommInitRank: ") + lib.errorString(r),
-              false);
-    }
-    if (!check(d.streamCreate(&commStream, 1 /*NON_BLOCKING*/),
-               "cuStreamCreate", error))
-      return false;
-    events.assign(2 * plan.steps.size(), nullptr);
-    waitAt.assign(plan.steps.size() + 1, -1);
-    for (size_t i : reduces) {
-      if (!check(d.eventCreate(&events[2 * i], 2 /*DISABLE_TIMING*/),
-                 "cuEventCreate", error) ||
-          !check(d.eventCreate(&events[2 * i + 1], 2), "cuEventCreate", error))
-        return false;
-      int at = allReduceWait(plan, i);
-      // One wait per step: waiting for the latest bucket read there covers
-      // the earlier ones (NCCL's stream runs them in order).
-      waitAt[at] = std::max(waitAt[at], (int)i);
-    }
-    commSummary = std::to_string(reduces.size()) + " gradient bucket" +
-                  (reduces.size() == 1 ? "" : "s") + " averaged over " +
-                  std::to_string(group->size()) + " rank" +
-                  (group->size() == 1 ? "" : "s") + " by " + lib.describe() +
-                  " on its own stream";
-    return true;
-  }
-
-  /// Step `i`'s bucket averaged by NCCL on its stream, after what the
-  /// compute stream has queued so far.
-  bool launchAllReduce(size_t i, const std::function<DevicePtr(int)> &address,
-                       std::string &error) {
-    const Step &s = plan.steps[i];
-    nccl::Library &lib = nccl::library();
-    if (!check(d.eventRecord(events[2 * i], stream), "cuEventRecord", error) ||
-        !check(d.streamWaitEvent(commStream, events[2 * i], 0),
-               "cuStreamWaitEvent", error))
-      return false;
-    lib.groupStart();
-    for (size_t k = 0; k < s.inputs.size(); ++k) {
-      const ValueInfo &v = plan.values[s.inputs[k]];
-      int type = v.dtype == DType::F16    ? nccl::kFloat16
-                 : v.dtype == DType::BF16 ? nccl::kBfloat16
-                                          : nccl::kFloat32;
-      if (int r = lib.allReduce((const void *)address(s.inputs[k]),
-                                (void *)address(s.outputs[k]),
-                                (size_t)numElements(v.shape), type,
-                                nccl::kAvg, comm, commStream)) {
-        lib.groupEnd();
-        return (error = std::string("ncclAllReduce: ") + lib.errorString(r),
-                false);
-      }
-    }
-    if (int r = lib.groupEnd())
-      return (error = std::string("ncclGroupEnd: ") + lib.errorString(r),
-              false);
-    return check(d.eventRecord(events[2 * i + 1], commStream), "cuEventRecord",
-                 error);
-  }
-
-  /// Before step `i` (steps.size(): the end of the run): the compute
-  /// stream waits for the bucket it reads.
-  bool joinAllReduce(size_t i, std::string &error) {
-    if (!comm || waitAt[i] < 0)
-      return true;
-    return check(d.streamWaitEvent(stream, events[2 * waitAt[i] + 1], 0),
-                 "cuStreamWaitEvent", error);
-  }
+  StepCollectives collectives{d, plan}; // a rank's buckets through NCCL
 
   /// A kernel taking more dynamic shared memory than the 48 KiB every
   /// kernel gets must opt in to it (cuFuncSetAttribute), up to what the
@@ -492,8 +381,8 @@ private:
     if (bytes <= cuda::kDefaultSharedBytes)
       return true;
     int most = 0; // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-    if (!check(d.deviceAttribute(&most, 97, dev), "cuDeviceGetAttribute",
-               error))
+    if (!d.check(d.deviceAttribute(&most, 97, dev), "cuDeviceGetAttribute",
+                 error))
       return false;
     if (bytes > most)
       return (error = nodeOf(s) + "kernel " + kernel + " needs " +
@@ -502,19 +391,19 @@ private:
                       std::to_string(most),
               false);
     // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    return check(d.funcSetAttribute(fn, 8, (int)bytes),
-                 "cuFuncSetAttribute(" + kernel + ")", error);
+    return d.check(d.funcSetAttribute(fn, 8, (int)bytes),
+                   "cuFuncSetAttribute(" + kernel + ")", error);
   }
 
   /// Step `i`'s kernels on the stream.
   bool launchKernels(size_t i, std::string &error) {
     for (Launch &l : launches[i]) {
       const auto &grid = l.call.grid, &block = l.call.block;
-      if (!check(d.launch(l.fn, grid[0], grid[1], grid[2], block[0], block[1],
-                          block[2], (unsigned)l.call.smem, stream,
-                          l.params.data(), nullptr),
-                 nodeOf(plan.steps[i]) + "launching " + *l.call.kernel,
-                 error))
+      if (!d.check(d.launch(l.fn, grid[0], grid[1], grid[2], block[0], block[1],
+                            block[2], (unsigned)l.call.smem, stream,
+                            l.params.data(), nullptr),
+                   nodeOf(plan.steps[i]) + "launching " + *l.call.kernel,
+                   error))
         return false;
     }
     return true;
@@ -542,14 +431,16 @@ private:
     };
     Handle start = nullptr, end = nullptr;
     float ms = 0;
-    bool ok = check(d.eventCreate(&start, 0), "cuEventCreate", error) &&
-              check(d.eventCreate(&end, 0), "cuEventCreate", error) && once() &&
-              check(d.eventRecord(start, stream), "cuEventRecord", error);
+    bool ok = d.check(d.eventCreate(&start, 0), "cuEventCreate", error) &&
+              d.check(d.eventCreate(&end, 0), "cuEventCreate", error) &&
+              once() &&
+              d.check(d.eventRecord(start, stream), "cuEventRecord", error);
     for (int r = 0; ok && r < kRuns; ++r)
       ok = once();
-    ok = ok && check(d.eventRecord(end, stream), "cuEventRecord", error) &&
-         check(d.eventSynchronize(end), "cuEventSynchronize", error) &&
-         check(d.eventElapsedTime(&ms, start, end), "cuEventElapsedTime", error);
+    ok = ok && d.check(d.eventRecord(end, stream), "cuEventRecord", error) &&
+         d.check(d.eventSynchronize(end), "cuEventSynchronize", error) &&
+         d.check(d.eventElapsedTime(&ms, start, end), "cuEventElapsedTime",
+                 error);
     for (Handle e : {start, end})
       if (e)
         d.eventDestroy(e);
@@ -561,8 +452,8 @@ private:
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step &s = plan.steps[i];
       bool library = gemms.runs(i) || convs.runs(i);
-      if ((comm && s.op == OpId::AllReduce) || gemms.fusedAway(i) ||
-          (!library && launches[i].empty()))
+      if ((collectives.active() && s.op == OpId::AllReduce) ||
+          gemms.fusedAway(i) || (!library && launches[i].empty()))
         continue; // NCCL's, computed by a library call, or batched away
       std::string what =
           library ? std::string(gemms.runs(i) ? "cuBLASLt " : "cuDNN ") +
@@ -583,18 +474,9 @@ private:
     return true;
   }
 
-  bool check(Result r, const std::string &what, std::string &error) const {
-    if (r)
-      error = what + ": " + d.describe(r);
-    return r == 0;
-  }
-  size_t bytes(int v) const {
-    const ValueInfo &info = plan.values[v];
-    return (size_t)numElements(info.shape) * dtypeSize(info.dtype);
-  }
   bool upload(int v, const Tensor &t, std::string &error) {
-    return check(d.memcpyHtoD(base + offsets[v], t.raw(), t.bytes(), stream),
-                 "upload", error);
+    return d.check(d.memcpyHtoD(base + offsets[v], t.raw(), t.bytes(), stream),
+                   "upload", error);
   }
   /// Master `p` was set to `t`: its weight copies follow.
   bool uploadCopies(const Parameter &p, const Tensor &t, std::string &error) {
@@ -607,9 +489,9 @@ private:
   bool download(int v, Tensor &t, std::string &error) {
     const ValueInfo &info = plan.values[v];
     t = Tensor(info.dtype, info.shape);
-    return check(d.memcpyDtoH(t.raw(), base + offsets[v], t.bytes(), stream),
-                 "download", error) &&
-           check(d.streamSynchronize(stream), "download", error);
+    return d.check(d.memcpyDtoH(t.raw(), base + offsets[v], t.bytes(), stream),
+                   "download", error) &&
+           d.check(d.streamSynchronize(stream), "download", error);
   }
   bool launchAll(std::string &error) {
     std::function<DevicePtr(int)> address = [&](int v) {
@@ -617,10 +499,10 @@ private:
     };
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       DevicePtr work = workspace >= 0 ? base + workspace : 0;
-      if (!joinAllReduce(i, error))
+      if (!collectives.join(i, stream, error))
         return false;
-      if (comm && plan.steps[i].op == OpId::AllReduce) {
-        if (!launchAllReduce(i, address, error))
+      if (collectives.active() && plan.steps[i].op == OpId::AllReduce) {
+        if (!collectives.launch(i, stream, address, error))
           return false;
         continue;
       }
@@ -640,7 +522,7 @@ private:
         return false;
     }
     // Buckets only the plan's outputs read: joined before the run ends.
-    return joinAllReduce(plan.steps.size(), error);
+    return collectives.join(plan.steps.size(), stream, error);
   }
 };
 

@@ -1,4 +1,4 @@
-//===- StepTransfers.h - what a CUDA step moves over the bus -----*- C++ -*-===//
+//===- StepTransfers.h - what a CUDA step moves over the bus ----*- C++ -*-===//
 //
 // Besides its kernels' work a train step moves its batch in and a few
 // scalars out. The batch goes through page-locked slots (the copy engine
@@ -28,7 +28,8 @@ class StepTransfers {
 public:
   /// `offsets`: the arena offsets of the plan's values (filled by the
   /// session before open()).
-  StepTransfers(Driver &d, const Plan &plan, const std::vector<int64_t> &offsets)
+  StepTransfers(Driver &d, const Plan &plan,
+                const std::vector<int64_t> &offsets)
       : d(d), plan(plan), offsets(offsets) {}
   ~StepTransfers();
   StepTransfers(const StepTransfers &) = delete;
@@ -62,8 +63,6 @@ public:
   void overwriting(int v);
 
 private:
-  bool check(Result r, const std::string &what, std::string &error) const;
-  size_t bytes(int v) const;
   bool openPrefetch(std::string &error);
 
   Driver &d;
