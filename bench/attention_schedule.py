@@ -15,6 +15,10 @@ times 4 products, 5 with dQ's partial sums; query blocks: 32-key tiles of
 64 queries times 3). Slots: 2 blocks an SM (the kernels' registers) x 132
 SMs (H100, H200).
 
+A second table sets `--attention-rows 64` beside 128 (both longest
+first), at equal work per score product: its best case, as a fragment
+read then feeds one mma.sync instead of two.
+
 usage: attention_schedule.py MPC WORKDIR
 """
 import heapq
@@ -33,7 +37,7 @@ HEADS = 24  # batch 2 x 12 heads
 
 def makespan(costs):
     """Blocks in order onto the first free of SLOTS slots."""
-    free = [0] * SLOTS
+    free = [0] * SLOTS  # (main() sets SLOTS per kernel)
     end = 0
     for c in costs:
         t = heapq.heappop(free) + c
@@ -74,42 +78,76 @@ def grids(plan):
     return int(fwd.group(1)), "recompute", int(rec.group(1))
 
 
+def step_blocks(mpc, work, s, d, rows):
+    """Per kernel of the causal step at `rows` rows a block: (name, blocks,
+    costs head by head, costs longest first, slots); a cost is in score
+    products (query x key x products), comparable across `rows`."""
+    onnx_path = os.path.join(work, f"causal_{s}_{d}.onnx")
+    art = os.path.join(work, f"causal_{s}_{d}_rows{rows}")
+    model(onnx_path, s, d)
+    subprocess.run([mpc, "compile", onnx_path, "-o", art, "--train", "--precision",
+                    "fp16", "--optimizer", "sgd", "--arch", "sm_90",
+                    "--attention-rows", str(rows)], check=True, stdout=subprocess.DEVNULL)
+    fx, kind, bx = grids(os.path.join(art, "plan.txt"))
+    # Blocks an SM: two at 128 rows (254-255 registers), three at 64 up to
+    # head size 64 (168 registers), two past it.
+    slots = SLOTS if rows == 128 or d > 64 else 3 * 132
+    key_rows = 128 if d <= 64 and rows == 128 else 64
+    key_tiles = -(-s // key_rows)
+    fwd = lambda job: -(-min(s, (fx - 1 - job) * rows + rows) // 64) * rows * 64 * 2
+    out = [("forward", fx * HEADS, ordered(fx, fwd, False), ordered(fx, fwd, True), slots)]
+    key_cost = lambda kb, products: (s - kb * key_rows) // 32 * products * key_rows * 32
+    if kind == "accumulate":
+        split = lambda sp: sum(key_cost(kb, 5) for kb in range(sp, key_tiles, bx))
+        out.append(("backward key blocks (dQ partial sums)", bx * HEADS,
+                    ordered(bx, split, False), ordered(bx, split, True), slots))
+    else:
+        # One grid: key blocks (z = 0), then query blocks (z = 1).
+        keys = lambda kb: key_cost(kb, 4) if kb < key_tiles else 0
+        query = lambda qb: 2 * (qb + 1) * 3 * 64 * 32 if qb * 64 < s else 0
+        old = ordered(bx, keys, False) + ordered(bx, query, False)
+        new = ordered(bx, keys, True) + ordered(bx, lambda job: query(bx - 1 - job), True)
+        out.append(("backward key and query blocks (dQ recomputed)", 2 * bx * HEADS,
+                    old, new, SLOTS))
+    return out
+
+
 def main():
+    global SLOTS
     mpc, work = sys.argv[1], sys.argv[2]
     os.makedirs(work, exist_ok=True)
+    shapes = ((1024, 64), (4096, 64), (1024, 128), (4096, 128))
     print("| causal 2 x 12 heads | kernel | blocks | head by head | longest first | "
           "ideal (work / slots) | head by head / longest first |")
     print("|---|---|---|---|---|---|---|")
-    for s, d in ((1024, 64), (4096, 64), (1024, 128), (4096, 128)):
-        onnx_path = os.path.join(work, f"causal_{s}_{d}.onnx")
-        art = os.path.join(work, f"causal_{s}_{d}")
-        model(onnx_path, s, d)
-        subprocess.run([mpc, "compile", onnx_path, "-o", art, "--train",
-                        "--precision", "fp16", "--optimizer", "sgd",
-                        "--arch", "sm_90"], check=True, stdout=subprocess.DEVNULL)
-        fx, kind, bx = grids(os.path.join(art, "plan.txt"))
-        key_rows = 128 if d <= 64 else 64
-        key_tiles = -(-s // key_rows)
-        fwd = lambda job: -(-min(s, (fx - 1 - job) * 128 + 128) // 64)
-        rows = [("forward", fx * HEADS, ordered(fx, fwd, False), ordered(fx, fwd, True))]
-        key_cost = lambda kb, products: (s - kb * key_rows) // 32 * products * key_rows * 32
-        if kind == "accumulate":
-            split = lambda sp: sum(key_cost(kb, 5) for kb in range(sp, key_tiles, bx))
-            rows.append(("backward key blocks (dQ partial sums)", bx * HEADS,
-                         ordered(bx, split, False), ordered(bx, split, True)))
-        else:
-            # One grid: key blocks (z = 0), then query blocks (z = 1).
-            keys = lambda kb: key_cost(kb, 4) if kb < key_tiles else 0
-            query = lambda qb: 2 * (qb + 1) * 3 * 64 * 32 if qb * 64 < s else 0
-            old = ordered(bx, keys, False) + ordered(bx, query, False)
-            new = ordered(bx, keys, True) + ordered(bx, lambda job: query(bx - 1 - job), True)
-            rows.append(("backward key and query blocks (dQ recomputed)", 2 * bx * HEADS,
-                         old, new))
-        for name, blocks, old, new in rows:
+    wide = {}
+    for s, d in shapes:
+        wide[s, d] = step_blocks(mpc, work, s, d, 128)
+        for name, blocks, old, new, slots in wide[s, d]:
+            SLOTS = slots
             a, b = makespan(old), makespan(new)
-            ideal = sum(new) / SLOTS
+            ideal = sum(new) / slots
             print(f"| {s} x d{d} | {name} | {blocks} | {a / ideal:.2f} | "
                   f"{b / ideal:.2f} | 1.00 | {a / b:.2f}x |")
+    # --attention-rows 64 against 128, both longest first, at equal work
+    # per score product (its best case: a fragment read feeds one mma.sync
+    # instead of two). An SM shares its throughput among its blocks, so a
+    # slot of an SM holding three runs at 2/3 the speed of one holding two.
+    print()
+    print("| causal 2 x 12 heads | kernel | blocks at 128 / 64 rows | time at 64 rows "
+          "over 128 (equal efficiency a product) |")
+    print("|---|---|---|---|")
+    for s, d in shapes:
+        narrow = step_blocks(mpc, work, s, d, 64)
+        for (name, b128, _, new128, slots128), (name64, b64, _, new64, slots64) in zip(
+                wide[s, d], narrow):
+            SLOTS = slots128
+            t128 = makespan(new128)
+            SLOTS = slots64
+            t64 = makespan(new64) * slots64 / slots128
+            label = name if name == name64 else f"{name} / {name64}"
+            print(f"| {s} x d{d} | {label} | {b128} / {b64} | {t64 / t128:.2f} |")
+        SLOTS = 2 * 132
 
 
 if __name__ == "__main__":
