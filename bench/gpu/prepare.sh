@@ -279,6 +279,14 @@ art=art/attention-d128-fp16-train-sm89
 "$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
 cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_sm89-fp16-train.jsonl"
 echo "attention_d128_sm89 fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
+# And in blocks of 64 rows (--attention-rows 64: the forward's 64-query
+# blocks, 16 rows a warp, Q in registers, 64-key tiles), where the
+# scheduler model gives the short grid's forward the most
+# (bench/attention_schedule.py).
+art=art/attention-d128-fp16-train-rows64
+"$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
+cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_rows64-fp16-train.jsonl"
+echo "attention_d128_rows64 fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
 fi
 # Causal attention at ATTN_LONG tokens (default 4096; 0: none), the top of
 # issue 14's 1k-4k range, where the CPU backend would take minutes a step:

@@ -291,6 +291,7 @@ attention_rows() {
       "forward + backward, dropout 0.1;${devms[attention_dropout-fp16]:-n/a};sdpa-causal-dropout-fwd-bwd-$shape" \
       "forward + backward, head size 128 (2x${heads}x${seq}x128);${devms[attention_d128-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 128 as built for sm_89 (16 query rows a warp, dK and dV blocks apart);${devms[attention_d128_sm89-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
+      "forward + backward, head size 128, blocks of 64 rows (\`--attention-rows 64\`);${devms[attention_d128_rows64-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, bf16;${devms[attention-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-$shape"
   fi
   # The same train step in torch (SDPA under autocast, SGD on FP32 q, k
