@@ -107,8 +107,8 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   sharedBytes = mmaTileBytes(g, TK) + (layout.sharedQ ? queryTileBytes(g) : 0);
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
-  // Blocks of 64 rows up to head size 64 ask for three (168 registers;
-  // ptxas took 169 at two, which leaves room for two).
+  // Blocks of 64 rows up to head size 64 ask for three (168 registers:
+  // asked for two, ptxas took 169, one over three blocks' share).
   const bool threeBlocks = MT == 1 && g.d <= 64 && g.dv <= 64;
   os << header(s, name, kWarps * 32, threeBlocks ? 3 : 2) << " {\n"
      << "  " << T << " *const ks = (" << T << " *)mpc_dynamic_smem(), *const vs = ks + "
