@@ -175,11 +175,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
         prefetch = [&, p, s](std::string &e) {
           if (p == 0)
             next = batches.at(s + 1);
-          for (const auto &[name, v] : next)
-            if (valueOfName(t.plan_, name) >= 0 &&
-                !t.session_.prefetch(name, v, e))
-              return false;
-          return true;
+          return t.prefetchToSession(next, e);
         };
       if (!t.step(s, feeds, r, error, prefetch))
         return (error = "phase " + names[p] + ": " + error, false);

@@ -140,6 +140,14 @@ bool Trainer::toSession(const std::map<std::string, Tensor> &m,
   return true;
 }
 
+bool Trainer::prefetchToSession(const std::map<std::string, Tensor> &m,
+                                std::string &error) {
+  for (const auto &[name, t] : m)
+    if (valueOfName(plan_, name) >= 0 && !session_.prefetch(name, t, error))
+      return false;
+  return true;
+}
+
 bool Trainer::fromSession(std::map<std::string, Tensor> &m,
                           std::string &error) {
   for (auto &[name, t] : m)
@@ -376,10 +384,7 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     if (s + 1 >= options_.steps)
       return nullptr;
     return [&, s](std::string &e) {
-      for (const auto &[name, t] : batches.at(s + 1))
-        if (valueOfName(plan_, name) >= 0 && !session_.prefetch(name, t, e))
-          return false;
-      return batchPrefetched = true;
+      return batchPrefetched = prefetchToSession(batches.at(s + 1), e);
     };
   };
   for (int64_t s = first; s < options_.steps; ++s) {

@@ -145,6 +145,9 @@ private:
                const WhileRunning &whileRunning);
   void report(const StepRecord &r, int64_t first, double seconds) const;
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
+  /// toSession for the next run, while this one runs (Session::prefetch).
+  bool prefetchToSession(const std::map<std::string, Tensor> &m,
+                         std::string &error);
   /// The samples of step `step` (1-based), when it is a sampling step.
   bool sample(int64_t step, std::string &error);
   /// False when some rank's `weights` differ from rank 0's in any bit.

@@ -53,7 +53,6 @@ public:
       d.streamDestroy(stream);
     if (handoff)
       d.eventDestroy(handoff);
-    io.reset(); // its buffers and stream before the arena
     if (base)
       d.memFree(base);
   }
@@ -138,7 +137,7 @@ public:
     for (const Binding &b : plan.inputs)
       if (!isWeightCopy(plan, b.name))
         fed.push_back(b.value);
-    io->open(fed, stream, base);
+    io.open(fed, stream, base);
     for (const Parameter &p : plan.params)
       if (!upload(p.value, p.init, error) || !uploadCopies(p, p.init, error))
         return false;
@@ -184,9 +183,9 @@ public:
     int v = inputFor(name, t, error);
     if (v < 0)
       return false;
-    if (io->staged(v))
-      return io->set(v, t, error);
-    io->overwriting(v);
+    if (io.staged(v))
+      return io.set(v, t, error);
+    io.overwriting(v);
     for (const Parameter &p : plan.params)
       if (p.value == v)
         return upload(v, t, error) && uploadCopies(p, t, error);
@@ -198,7 +197,7 @@ public:
     int v = inputFor(name, t, error);
     if (v < 0)
       return false;
-    if (io->prefetch(v, t, error))
+    if (io.prefetch(v, t, error))
       return true;
     return error.empty() && set(name, t, error); // in stream order
   }
@@ -208,7 +207,7 @@ public:
   }
 
   bool start(std::string &error) override {
-    if (!io->startRun(error))
+    if (!io.startRun(error))
       return false;
     uint64_t count = 0;
     if (counter >= 0 &&
@@ -242,7 +241,7 @@ public:
     // The counter comes back behind the kernels, with the outputs read
     // every run: one synchronization.
     uint64_t count = 0;
-    if (!io->finishRun(counter >= 0 ? base + counter : 0, count, error))
+    if (!io.finishRun(counter >= 0 ? base + counter : 0, count, error))
       return false;
     underflowed = (int64_t)count;
     return true;
@@ -253,13 +252,13 @@ public:
     for (size_t index : outputs)
       if (index < plan.outputs.size())
         values.push_back({index, plan.outputs[index].value});
-    io->readAfterEveryRun(values);
+    io.readAfterEveryRun(values);
   }
 
   bool output(size_t index, Tensor &t, std::string &error) override {
     if (index >= plan.outputs.size())
       return (error = "no output " + std::to_string(index), false);
-    return io->cached(index, t) ||
+    return io.cached(index, t) ||
            download(plan.outputs[index].value, t, error);
   }
 
@@ -278,7 +277,7 @@ public:
               false);
     if (offsets[from] == offsets[to])
       return true;
-    io->overwriting(to);
+    io.overwriting(to);
     return d.check(
         d.memcpyDtoD(base + offsets[to], base + offsets[from],
                      plan.values[to].bytes(), stream),
@@ -322,7 +321,7 @@ public:
                              "cuEventCreate", error))
       return false;
     for (const auto &[here, there] : moves) {
-      io->overwriting(here);
+      io.overwriting(here);
       if (!d.check(d.memcpyDtoD(base + offsets[here],
                                 from->base + from->offsets[there],
                                 plan.values[here].bytes(), from->stream),
@@ -364,9 +363,7 @@ private:
   LibraryConvs convs;      // the steps cuDNN runs
   std::string gemmSummary, convSummary; // who runs them, a line each
   int64_t workspace = -1;  // arena offset of the library workspace
-  // The batch in, the scalars out (after `offsets`, which it reads).
-  std::unique_ptr<StepTransfers> io =
-      std::make_unique<StepTransfers>(d, plan, offsets);
+  StepTransfers io{d, plan, offsets}; // the batch in, the scalars out
   Handle handoff = nullptr; // setFrom(): the copies' end on the source's stream
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t scratch = -1;    // arena offset of the kernel scratch

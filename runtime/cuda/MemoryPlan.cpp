@@ -187,8 +187,7 @@ int64_t planDeviceMemory(const Plan &plan, std::vector<int64_t> &offsets) {
   for (const auto &[id, t] : plan.constants)
     pinned[root[id]] = true;
   auto bytes = [&](int v) {
-    int64_t b = numElements(plan.values[v].shape) *
-                (int64_t)dtypeSize(plan.values[v].dtype);
+    int64_t b = (int64_t)plan.values[v].bytes();
     return (std::max<int64_t>(b, 1) + 255) / 256 * 256;
   };
   offsets.assign(n, -1);

@@ -377,10 +377,11 @@ Result cuMemcpyDtoHAsync_v2(void *to, DevicePtr from, size_t n, void *s) {
     return kCaptureUnsupported;
   enqueue(s, [=] { std::memcpy(to, (const void *)from, n); });
   // Into pageable memory the call returns once the copy is done.
-  if (!isPinned(to, n))
+  if (!isPinned(to, n)) {
     ++stats.hostWaits;
-  if (deferring() && s && !isPinned(to, n))
-    drain(s, queues[s].enqueued);
+    if (deferring() && s)
+      drain(s, queues[s].enqueued);
+  }
   return stats.dtoh += n, kOk;
 }
 Result cuMemcpyDtoDAsync_v2(DevicePtr to, DevicePtr from, size_t n, void *s) {
