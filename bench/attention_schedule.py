@@ -71,7 +71,7 @@ def grids(plan):
     text = open(plan).read()
     # Heads along x, the blocks' jobs along y.
     fwd = re.search(r"kernel=attention_[0-9a-f]+ grid=\d+,(\d+),", text)
-    acc = re.search(r"kernel=attention_grad_\w+ .*prologue-grid=\d+,(\d+),(\d+)", text)
+    acc = re.search(r"prologue=attention_grad_\w+_keys prologue-grid=\d+,(\d+),(\d+)", text)
     rec = re.search(r"kernel=attention_grad_[0-9a-f]+ grid=\d+,(\d+),(\d+)", text)
     if acc:
         return int(fwd.group(1)), "accumulate", int(acc.group(1))

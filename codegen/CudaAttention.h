@@ -134,9 +134,10 @@ mmaForwardTiles(const Dims &g,
                 int64_t rows = 128);
 
 /// The splits of the key tiles whose blocks add dQ's parts to partial
-/// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq), or 0
-/// where query blocks recompute the scores for dQ instead
-/// (CudaFlashAttentionGrad.cpp).
+/// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq; atomic:
+/// every key tile its own, adding to one dQ), or 0 where query blocks
+/// recompute the scores for dQ instead (auto's choice;
+/// CudaFlashAttentionGrad.cpp).
 int64_t attentionDqSplits(const Dims &g, const std::string &mode,
                           int64_t keyRows);
 

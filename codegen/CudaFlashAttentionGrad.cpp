@@ -18,36 +18,116 @@ namespace mlir::mpc::cuda {
 
 int64_t attentionDqSplits(const Dims &g, const std::string &mode,
                           int64_t keyRows) {
+  // auto recomputes: on an H200 (2026-12-04) the recomputing backward beat
+  // the partial sums at every causal shape of bench/gpu/run.sh (2 x 12
+  // heads; 1024 tokens: 0.078 against 0.102 ms at head size 64, 0.135
+  // against 0.164 at 128; 4096 tokens: 0.743 against 0.917, 1.602
+  // against 3.595), the partial sums' DRAM round trips costing more than
+  // the two products they save. The atomic adds (0.133, 0.238, 0.713,
+  // 1.685) won once, by 4%, and their order varies run to run.
   int64_t cap = 0;
-  if (mode == "recompute" || !::mpc::rt::parseAttentionDq(mode, cap))
+  if (mode == "recompute" || mode == "auto" ||
+      !::mpc::rt::parseAttentionDq(mode, cap))
     return 0;
-  // 4 blocks of 128 threads an SM of a 132-SM GPU (H100, H200), and at
-  // most 16 partial sums a dQ element (scratch linear in the sequence).
-  constexpr int64_t kTargetBlocks = 4 * 132, kMaxSplits = 16;
   const int64_t keyTiles = (g.skv + keyRows - 1) / keyRows;
+  if (mode == "atomic") // a block a key tile, one dQ
+    return ::mpc::rt::attentionAtomicDqBytes(g.batch, g.sq, g.d) <=
+                   ::mpc::rt::kKernelScratchLimit
+               ? keyTiles
+               : 0;
+  // Partial sums: 4 blocks of 128 threads an SM of a 132-SM GPU (H100,
+  // H200), and at most 16 partial sums a dQ element (scratch linear in
+  // the sequence).
+  constexpr int64_t kTargetBlocks = 4 * 132, kMaxSplits = 16;
   int64_t splits = std::min({keyTiles, (kTargetBlocks + g.batch - 1) / g.batch,
                              cap > 0 ? cap : kMaxSplits});
   auto bytes = [&](int64_t n) { return n * g.batch * g.sq * g.d * 4; };
   while (splits > 0 && bytes(splits) > ::mpc::rt::kKernelScratchLimit)
     --splits;
-  if (splits == 0 || mode != "auto")
-    return splits;
-  // auto: where the blocks fill the GPU (2 an SM: a key block holds 255
-  // registers a thread), or each key tile has its own, as the recomputing
-  // kernel's key blocks do, and that kernel (key blocks and 64-query
-  // blocks) would not fill it either. On an H200 the recomputing backward
-  // of causal 2 x 12 x 1024 x 64 took 0.132 ms against 0.173 for the
-  // partial sums (192 key blocks for 264 slots; 2026-12-04).
-  const int64_t fill = kTargetBlocks / 2,
-                recomputeBlocks = ((g.sq + 63) / 64 + keyTiles) * g.batch;
-  return splits * g.batch >= fill ||
-                 (splits == keyTiles && recomputeBlocks < fill)
-             ? splits
-             : 0;
+  return splits;
 }
 
+namespace {
+
+std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
+
+/// The atomic form's end of a key block that added dS K to dQ's FP32 sums
+/// (`first`: its first query tile): it counts itself into each chunk of
+/// kAttentionDqChunk queries it added to, and the block whose count
+/// completes a chunk (every key tile that sees it) writes that chunk's dQ,
+/// `scale` x the sums read from the L2, so no kernel after it is needed.
+/// The fence orders the block's adds before its counts; the flags of a
+/// pass of chunks sit where the tile's lse and D were.
+std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
+                           int64_t tq, const std::string &first,
+                           const std::string &scale, const std::string &outRow) {
+  const int64_t C = ::mpc::rt::kAttentionDqChunk, D = g.d,
+                chunks = (g.sq + C - 1) / C,
+                keyTiles = (g.skv + keyRows - 1) / keyRows, pass = 2 * tq,
+                queryEnd = (g.sq + tq - 1) / tq * tq;
+  // Key tile kb adds to chunk c when its first query tile starts before
+  // the chunk's end (query tiles start at multiples of tq): kb keyRows -
+  // off < min((c + 1) C, queryEnd), off = skv - sq.
+  const std::string off = lit(g.skv - g.sq), rows = lit(keyRows),
+                    tiles = lit(keyTiles);
+  std::string expect =
+      causal ? "const i64 end = (c + 1) * " + lit(C) + " < " + lit(queryEnd) +
+                   " ? (c + 1) * " + lit(C) + " : " + lit(queryEnd) +
+                   ", lim = end + " + off + ", n = (lim + " + rows + " - 1) / " +
+                   rows + ";\n            const i64 expect = lim <= 0 ? 0 : n < " +
+                   tiles + " ? n : " + tiles + ";\n"
+             : "const i64 expect = " + tiles + ";\n";
+  std::ostringstream os;
+  os << "    __threadfence();\n    __syncthreads();\n    {\n"
+     << "      const i64 firstQ = " << first << ";\n"
+     << "      int *const last = (int *)rowLse;\n"
+     << "      const float *const sums = (const float *)scratch + b * " << lit(g.sq * D)
+     << ";\n      unsigned *const counts = (unsigned *)((float *)scratch + "
+     << lit(g.batch * g.sq * D) << ") + b * " << lit(chunks) << ";\n"
+     << "      for (i64 c0 = firstQ < " << lit(g.sq) << " ? firstQ / " << lit(C) << " : "
+     << lit(chunks) << "; c0 < " << lit(chunks) << "; c0 += " << pass << ") {\n"
+     << "        if (threadIdx.x < " << pass << ") {\n"
+     << "          const i64 c = c0 + threadIdx.x;\n          int done = 0;\n"
+     << "          if (c < " << lit(chunks) << ") {\n            " << expect
+     << "            done = atomicAdd(counts + c, 1u) + 1u == (unsigned)expect;\n"
+     << "          }\n          last[threadIdx.x] = done;\n        }\n"
+     << "        __syncthreads();\n"
+     << "        for (int k = 0; k < " << pass << "; ++k) {\n"
+     << "          if (!last[k]) continue;\n          __threadfence();\n"
+     << "          const i64 c = c0 + k;\n"
+     << "          for (i64 e = threadIdx.x * 4; e < " << lit(C * D) << "; e += 512) {\n"
+     << "            const i64 i = c * " << lit(C) << " + e / " << lit(D) << ";\n"
+     << "            if (i >= " << lit(g.sq) << ") break;\n"
+     << "            const int col = (int)(e % " << lit(D) << ");\n"
+     << "            const float4 v = __ldcg((const float4 *)(sums + i * " << lit(D)
+     << " + col));\n"
+     << "            const i64 o = " << outRow << " + col;\n"
+     << "            st(out0, o, " << scale << " * v.x);\n"
+     << "            st(out0, o + 1, " << scale << " * v.y);\n"
+     << "            st(out0, o + 2, " << scale << " * v.z);\n"
+     << "            st(out0, o + 3, " << scale << " * v.w);\n"
+     << "          }\n        }\n        __syncthreads();\n      }\n    }\n";
+  return os.str();
+}
+
+/// The atomic form's prologue (`head`: its signature): zeroes the
+/// `bytes` of scratch (dQ's sums and the counts), 16 a thread, then
+/// `rowD`, the code of D.
+std::string atomicDqZero(const std::string &head, int64_t bytes,
+                         const std::string &rowD) {
+  std::ostringstream os;
+  os << head << " {\n"
+     << "  const i64 e = ((i64)blockIdx.x * 256 + threadIdx.x) * 4;\n"
+     << "  if (e < " << lit(bytes / 4)
+     << ") mpc_st16((float *)scratch + e, make_uint4(0u, 0u, 0u, 0u));\n";
+  os << rowD << "}\n\n";
+  return os.str();
+}
+
+} // namespace
+
 /// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
-/// register layout), without atomics. Key blocks own 128 keys (32 a warp)
+/// register layout). Key blocks own 128 keys (32 a warp)
 /// up to head size 64 and 64 (16 a warp) past it, their warps reading K's
 /// and V's fragments from shared memory (or, where those tiles do not fit,
 /// 64 keys holding them in registers, one block computing dK and another
@@ -55,7 +135,9 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode,
 /// that see them, computing S^T = K
 /// Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T = P^T
 /// (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
-/// registers. D = rowsum(dO y) in FP32. The tiles of Q and dO stream
+/// registers. D = rowsum(dO y) in FP32, computed once by a prologue
+/// (recompute, atomic) or by the key blocks for each tile (accumulate,
+/// whose prologue is its key kernel). The tiles of Q and dO stream
 /// through two shared buffers by cp.async, as the forward's K and V do.
 /// P and dS are rounded to the operand type for the products, as
 /// FlashAttention does; every sum is FP32. dQ = dS K (attentionDqSplits):
@@ -65,9 +147,13 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode,
 ///   after another, so each partial has one writer and a fixed order, and
 ///   a second kernel sums the splits in order (FlashAttention-2's
 ///   deterministic mode; five products a tile, scratch splits x dQ in FP32);
-/// - recompute: blocks of their own (blockIdx.z == 1) own 64 queries and
-///   loop over keys for dQ += dS K, the scores and dP once more (seven
-///   products; no scratch).
+/// - recompute (auto): blocks of their own (blockIdx.z == 1) own 64
+///   queries and loop over keys for dQ += dS K, the scores and dP once
+///   more (seven products; scratch: D);
+/// - atomic: a key block per key tile adds dS K to one FP32 dQ by vector
+///   reductions, and the block that completes a chunk of queries' count
+///   writes its dQ (atomicDqChunks; FlashAttention-2's default; the
+///   order of the adds varies run to run).
 void Emitter::attentionGradMma(Step &s, const std::string &name) {
   Dims g = dimsOf(val(s.inputs[1]).shape, val(s.inputs[2]).shape,
                   val(s.inputs[3]).shape);
@@ -114,13 +200,27 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   for (int64_t tiles : {wide || narrow ? 1 : 2, 0}) { // 0: K and V in registers
     KT = std::max<int64_t>(tiles, 1);
     kvShared = tiles > 0;
-    splits = attentionDqSplits(g, plan.cudaAttentionDq, 64 * KT);
+    // (atomic: no block adds to a row that sees no key, as under a causal
+    // mask with more queries than keys; those recompute.)
+    splits = causal && g.sq > g.skv && plan.cudaAttentionDq == "atomic"
+                 ? 0
+                 : attentionDqSplits(g, plan.cudaAttentionDq, 64 * KT);
     if (!kvShared || sharedFor(32, true, 64 * KT, splits > 0) <= budget)
       break;
   }
-  const bool accumulate = splits > 0;
+  const bool accumulate = splits > 0,
+             atomic = accumulate && plan.cudaAttentionDq == "atomic";
   const bool split = wide && !kvShared;
   const int64_t TQ = accumulate && split ? 16 : 32, kRows = 64 * KT;
+  // D = rowsum(dO y) a query: computed once by the recomputing and atomic
+  // forms' prologue into the scratch's end (the key blocks would each
+  // read dO and y again for every query tile: at 4096 tokens and head
+  // size 128, 32 times over on average).
+  const bool rowDFromScratch = !accumulate || atomic;
+  const int64_t rowDWords =
+      atomic ? ::mpc::rt::attentionAtomicDqBytes(g.batch, g.sq, g.d) / 4 : 0;
+  const std::string rowDs =
+      "((const float *)scratch + " + std::to_string(rowDWords) + "LL)";
   const RowTiles keyTilesOfWarp{KT};
   // Dropout's factor z of probability (b, i, j) in the key role: P^T for
   // dV keeps the kept p (dV scaled once at the end), dS^T = p (z dP^T -
@@ -196,6 +296,18 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
            "  ldv<8>(in4 + " + at("in4", i) + " + c, y);\n" + indent +
            "  for (int e = 0; e < 8; ++e) dd += a[e] * y[e];\n" + indent + "}\n";
   };
+  // The prologue's D: 4 consecutive lanes a query row of all heads.
+  const std::string rowDPrologue =
+      "  {\n    const i64 r = ((i64)blockIdx.x * 256 + threadIdx.x) / 4;\n"
+      "    const int part = threadIdx.x % 4;\n"
+      "    const i64 b = r / " + L(g.sq) + ", i = r % " + L(g.sq) + ";\n"
+      "    float dd = 0.0f;\n    if (r < " + L(g.batch * g.sq) + ")\n" +
+      rowDot("      ", "part", "i") +
+      "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
+      "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
+      "    if (part == 0 && r < " + L(g.batch * g.sq) + ") ((float *)scratch + " +
+      std::to_string(rowDWords) + "LL)[r] = dd;\n  }\n";
+  const int64_t rowDBlocks = (g.batch * g.sq * 4 + 255) / 256;
   // asyncTile over this kernel's threads, rows of operand `src`.
   auto loadTile = [&](const std::string &dst, int64_t pitch,
                       const std::string &src, int64_t width, int64_t rows,
@@ -306,9 +418,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "          mma_16816<" << T << ">(dqa[2 * p], da[kt], bb);\n"
        << "          mma_16816<" << T << ">(dqa[2 * p + 1], da[kt], bb + 2);\n"
        << "        }\n      }\n"
-       << "      float *part = (float *)scratch + (job * " << L(g.batch)
-       << " + b) * " << L(g.sq * D) << ";\n"
-       << "      const bool firstTile = kb == job;\n"
+       << "      float *part = (float *)scratch + (" << (atomic ? "" : "job * " + L(g.batch) + " + ")
+       << "b) * " << L(g.sq * D) << ";\n"
+       << (atomic ? "" : "      const bool firstTile = kb == job;\n")
        << "      for (int h = 0; h < 2; ++h) {\n"
        << "        const i64 i = q0 + rg * 16 + g + h * 8;\n"
        << "        if (i >= " << L(g.sq) << ") continue;\n"
@@ -317,9 +429,10 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
        << "          for (int e = 0; e < 2; ++e) {\n"
        << "            float *a = part + i * " << L(D)
        << " + (p0 + p) * 16 + e * 8 + 2 * t;\n"
-       << "            float v[2] = {dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]};\n"
-       << "            if (!firstTile) { float o[2]; ldv<2>(a, o); v[0] = o[0] + v[0]; v[1] = o[1] + v[1]; }\n"
-       << "            stv<2>(a, v);\n"
+       << (atomic ? "            mpc_red_add2(a, dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]);\n"
+                  : "            float v[2] = {dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]};\n"
+                    "            if (!firstTile) { float o[2]; ldv<2>(a, o); v[0] = o[0] + v[0]; v[1] = o[1] + v[1]; }\n"
+                    "            stv<2>(a, v);\n")
        << "          }\n        }\n      }\n    }\n";
     return os.str();
   };
@@ -361,10 +474,21 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       os << zeros("dk", D);
     if (wantV)
       os << zeros("dv", DV);
-    // D of the tile's queries: 4 consecutive lanes a query, 8 elements
-    // of the row a 16-byte load (every fourth such run each), combined by
-    // shuffles; while the tile's copies land.
+    // D of the tile's queries, while the tile's copies land: from the
+    // prologue's (rowDFromScratch), else 4 consecutive lanes a query, 8
+    // elements of the row a 16-byte load (every fourth such run each),
+    // combined by shuffles.
     std::string rowStats =
+        rowDFromScratch
+            ? "      if (threadIdx.x < " + std::to_string(TQ) + ") {\n" +
+                  "        const i64 i = q0 + threadIdx.x;\n" +
+                  "        rowD[threadIdx.x] = " +
+                  (wantK ? "i < " + L(g.sq) + " ? " + rowDs + "[b * " + L(g.sq) +
+                               " + i] : 0.0f"
+                         : std::string("0.0f")) +
+                  ";\n        rowLse[threadIdx.x] = i < " + L(g.sq) +
+                  " ? mpc_lse2(ld(in5, b * " + L(g.sq) + " + i)) : 0.0f;\n      }\n"
+            :
         std::string("      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n") +
         "        const i64 i = q0 + r;\n        float dd = 0.0f;\n" +
         "        if (" + (wantK ? "" : "false && ") + "r < " + std::to_string(TQ) +
@@ -472,6 +596,33 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   double gemms = accumulate ? 3.0 * g.d + 2.0 * g.dv : 4.0 * g.d + 3.0 * g.dv;
   if (split)
     gemms += g.d;
+  if (atomic) {
+    // A block a key tile (blockIdx.y), after a prologue that zeroes dQ's
+    // FP32 sums and the chunks' counts and computes D.
+    s.cuda.scratch = rowDWords * 4 + ::mpc::rt::attentionRowDBytes(g.batch, g.sq);
+    std::ostringstream os;
+    os << kernelHead(name, true) << "  const i64 kb = job;\n"
+       << "  if (blockIdx.z == 0) {\n" << keyRole(true, !split, true)
+       << atomicDqChunks(g, causal, kRows, TQ, firstQueries("kb"), scale,
+                         at("out0", "i"))
+       << "  }\n";
+    if (split)
+      os << "  if (blockIdx.z == 1) {\n" << keyRole(false, true, false) << "  }\n";
+    os << "}\n\n"
+       << atomicDqZero(header(s, name + "_zero", 256), rowDWords * 4, rowDPrologue);
+    cu << os.str();
+    const int64_t keyShared = sharedBytes; // kernelHead's, for the key blocks
+    sharedBytes = 0;
+    barrier = true; // D's lanes meet in shuffles
+    launch(s, name + "_zero",
+           {std::max((rowDWords / 4 + 255) / 256, rowDBlocks), 1, 1}, {256, 1, 1},
+           /*prologue=*/true);
+    sharedBytes = keyShared;
+    barrier = true;
+    launch(s, name, {g.batch, keyTiles, split ? 2 : 1}, {kThreads, 1, 1});
+    countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
+    return;
+  }
   if (accumulate) {
     s.cuda.scratch = splits * g.batch * g.sq * D * 4; // the headers take it
     // Blocks (split, b, role) walk key tiles split, split + splits, ...
@@ -523,7 +674,13 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                           "        z[n][2 * h] = keep[0] ? " + flt(drop.draw.scale) +
                               " : 0.0f;\n        z[n][2 * h + 1] = keep[1] ? " +
                               flt(drop.draw.scale) + " : 0.0f;\n");
+  s.cuda.scratch = ::mpc::rt::attentionRowDBytes(g.batch, g.sq);
   std::ostringstream os;
+  os << header(s, name + "_rowd", 256) << " {\n" << rowDPrologue << "}\n\n";
+  cu << os.str();
+  os.str("");
+  barrier = true; // D's lanes meet in shuffles
+  launch(s, name + "_rowd", {rowDBlocks, 1, 1}, {256, 1, 1}, /*prologue=*/true);
   os << kernelHead(name, false)
      << "  if (blockIdx.z == 0) {\n    const i64 kb = job;\n"
      << "    if (kb * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
@@ -540,15 +697,11 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << fragments("qf", "in1", D, g.sq, {}) << fragments("of", "in0", DV, g.sq, {})
      << "  float dq[" << D / 8 << "][4];\n"
      << "  for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dq[n][f] = 0.0f;\n"
-     // D and lse of the lane's two rows: a quarter of the sum per lane.
+     // D (the prologue's) and lse of the lane's two rows.
      << "  float rd[2], rl[2];\n"
      << "  for (int h = 0; h < 2; ++h) {\n"
-     << "    float dd = 0.0f;\n"
-     << "    if (rows[h] < " << L(g.sq) << ")\n"
-     << rowDot("      ", "t", "rows[h]")
-     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
-     << "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
-     << "    rd[h] = dd;\n"
+     << "    rd[h] = rows[h] < " << L(g.sq) << " ? " << rowDs << "[b * " << L(g.sq)
+     << " + rows[h]] : 0.0f;\n"
      << "    rl[h] = rows[h] < " << L(g.sq) << " ? "
      << "mpc_lse2(ld(in5, b * " << L(g.sq) << " + rows[h]))" << " : 0.0f;\n  }\n";
   const int64_t QR = kQueryRows;
@@ -570,11 +723,16 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
            (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1]);\n      }\n"
                     : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n");
   };
-  // A tile whose every key all the warp's queries see skips the mask.
-  body << "    const bool full = " << unmaskedTile(g, causal, "w0", 16, "j0", TK)
-       << ";\n    if (full) {\n" << derivatives(unmasked) << "    } else {\n"
-       << derivatives(score(queryVisible), queryVisible.bounds) << "    }\n"
-     << packA(T, "ds", "dp", TK)
+  // A tile whose every key all the warp's queries see skips the mask,
+  // but for an additive mask, as in the key role (two copies of its loads
+  // took 8 bytes of stack at head size 64).
+  if (hasBias)
+    body << derivatives(score(queryVisible), queryVisible.bounds);
+  else
+    body << "    const bool full = " << unmaskedTile(g, causal, "w0", 16, "j0", TK)
+         << ";\n    if (full) {\n" << derivatives(unmasked) << "    } else {\n"
+         << derivatives(score(queryVisible), queryVisible.bounds) << "    }\n";
+  body << packA(T, "ds", "dp", TK)
      << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
   os << "  const i64 jEnd = " << jEnd << ";\n"
      << tileLoop("j0", "0LL", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())

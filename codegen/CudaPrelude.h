@@ -95,6 +95,20 @@ __device__ __forceinline__ void mpc_st8(void *p, const uint2 &v) {
                : "memory");
 #endif
 }
+// p[0] += a and p[1] += b (8-byte aligned FP32) as atomics at the L2:
+// one vector reduction on sm_90 (attention's dQ, --attention-dq atomic).
+// A reduction (REDG), not atomicAdd's ATOMG, whose scoreboard holds the
+// issuing warp until the L2 answers (on an H200 the key blocks then
+// stalled 2.7 cycles an instruction on it).
+__device__ __forceinline__ void mpc_red_add2(float *p, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b)
+               : "memory");
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+#endif
+}
 template <int V, typename T> __device__ __forceinline__ void stv(T *p, const float *x) {
 #if defined(MPC_HOST_EMULATION)
   mpc_check_aligned(p, alignof(mpc_lanes<T, V>), "vector store");

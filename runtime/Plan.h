@@ -284,11 +284,13 @@ struct TrainInfo {
   std::vector<std::pair<int, std::string>> gradients;
 };
 
-/// Whether `mode` is a cudaAttentionDq: auto, recompute, accumulate or
-/// accumulate:N (N >= 1, at most N splits; `maxSplits` N, else 0).
+/// Whether `mode` is a cudaAttentionDq: auto, recompute, accumulate,
+/// accumulate:N (N >= 1, at most N splits; `maxSplits` N, else 0) or
+/// atomic.
 inline bool parseAttentionDq(const std::string &mode, int64_t &maxSplits) {
   maxSplits = 0;
-  if (mode == "auto" || mode == "recompute" || mode == "accumulate")
+  if (mode == "auto" || mode == "recompute" || mode == "accumulate" ||
+      mode == "atomic")
     return true;
   const std::string prefix = "accumulate:";
   if (mode.compare(0, prefix.size(), prefix) != 0 ||
@@ -325,9 +327,12 @@ struct Plan {
   /// choice, `--attention-dq`; recorded for the reader of plan.txt):
   /// "accumulate" (key blocks add dS K into FP32 partial sums, a split of
   /// the key tiles each, summed in order by a second kernel: five products
-  /// a tile, as FlashAttention-2's deterministic mode), "recompute" (query
-  /// blocks of their own recompute S and dP: seven, no scratch) or "auto"
-  /// (accumulate where its blocks fill the GPU; codegen/CudaFlashAttention).
+  /// a tile, as FlashAttention-2's deterministic mode), "atomic" (key
+  /// blocks add dS K into one FP32 dQ by atomic adds, as FlashAttention-2's
+  /// default: five products, the order of the adds, and so dQ's last bits,
+  /// may change run to run), "recompute" (query blocks of their own
+  /// recompute S and dP: seven) or "auto" (recompute, measured fastest;
+  /// codegen/CudaFlashAttentionGrad.cpp).
   /// "accumulate:N" caps the splits of the key tiles at N.
   std::string cudaAttentionDq = "auto";
   /// Rows a block of the tensor-core attention kernels (`--attention-rows`):

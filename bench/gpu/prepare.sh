@@ -19,7 +19,7 @@
 # against the CPU backend and at ATTN_LONG (default 4096, 0: none) checked
 # on the GPU machine. MODELS (default "mlp rescnn transformer bert unet
 # gpt resnet18 resnet50"; bert: Hugging Face's form, separate query, key
-# and value Linears) and
+# and value Linears; none: no models) and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
@@ -30,6 +30,7 @@ arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
 models=${MODELS:-mlp rescnn transformer bert unet gpt resnet18 resnet50}
+[[ $models == none ]] && models= # attention alone (with GEMM=0 GAN=0 ROWS=0)
 work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
 /usr/bin/python3 - "$work/models" "$root/scripts" "$models" <<'PY'
@@ -251,6 +252,12 @@ art=art/attention-fp16-train-accumulate
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq accumulate | tail -1
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_accumulate-fp16-train.jsonl"
 echo "attention_accumulate fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+# dQ by atomic adds into one FP32 dQ (--attention-dq atomic, as
+# FlashAttention-2's default): five products a tile, no partial sums.
+art=art/attention-fp16-train-atomic
+"$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq atomic | tail -1
+cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_atomic-fp16-train.jsonl"
+echo "attention_atomic fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 # Blocks of 64 rows (--attention-rows 64: 16 a warp, twice the blocks,
 # each with half the work) beside the default 128: at 1024 tokens and 12
 # heads the 128-row forward has 192 blocks for an H200's 264 slots, and
@@ -287,6 +294,13 @@ art=art/attention-d128-fp16-train-rows64
 "$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
 cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_rows64-fp16-train.jsonl"
 echo "attention_d128_rows64 fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
+# And with dQ added atomically, and recomputed.
+for dq in atomic recompute; do
+  art=art/attention-d128-fp16-train-$dq
+  "$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq $dq | tail -1
+  cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_$dq-fp16-train.jsonl"
+  echo "attention_d128_$dq fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
+done
 fi
 # Causal attention at ATTN_LONG tokens (default 4096; 0: none), the top of
 # issue 14's 1k-4k range, where the CPU backend would take minutes a step:
@@ -334,13 +348,13 @@ for D in (64, 128):
                 shape, np.float32)
 PY
   "$mpc" compile "$models_long/attention_long.onnx" -o "$work/art/attention-long-fp16" --arch "$arch" | tail -1
-  # d64 three times: dQ as auto picks it (partial sums at 4096 tokens),
-  # recomputed (at 1024 tokens the recomputing backward ran 24% faster on
-  # an H200 than the partial sums, now auto's choice there), and in
-  # blocks of 64 rows (--attention-rows 64).
-  for spec in "64 auto 128" "64 recompute 128" "64 auto 64" "128 auto 128"; do
+  # Each head size with dQ as auto picks it (partial sums at 4096
+  # tokens), recomputed and added atomically; d64 also in blocks of 64
+  # rows (--attention-rows 64).
+  for spec in "64 auto 128" "64 recompute 128" "64 atomic 128" "64 auto 64" \
+              "128 auto 128" "128 recompute 128" "128 atomic 128"; do
     read -r d dq rows <<< "$spec"
-    suffix=; [[ $dq == recompute ]] && suffix=-recompute
+    suffix=; [[ $dq != auto ]] && suffix=-$dq
     [[ $rows == 64 ]] && suffix=-rows64
     "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train$suffix" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "$dq" --attention-rows "$rows" | tail -1
   done

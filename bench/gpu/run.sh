@@ -212,7 +212,7 @@ PY
   echo "attention fp16 at $long tokens: $line" | tr '\n' ' '; echo
   longms[forward]=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   longdiff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
-  for form in 64 64-recompute 64-rows64 128; do
+  for form in 64 64-recompute 64-atomic 64-rows64 128 128-recompute 128-atomic; do
     d=${form%%-*}
     line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train${form#$d}" --steps 3 --replays "$replays" --profile 6 "target=inputs/attention_long_d$d.target.npy" 2>&1)
     echo "attention fp16 train at $long tokens, head size $d${form#$d}: $line" | tr '\n' ' '; echo
@@ -287,11 +287,14 @@ attention_rows() {
     attention_rows "forward;${fwdms[attention-fp16]:-n/a};sdpa-causal-$shape" \
       "forward + backward;${devms[attention-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
       "forward + backward, dQ as partial sums (\`--attention-dq accumulate\`);${devms[attention_accumulate-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
+      "forward + backward, dQ by atomic adds (\`--attention-dq atomic\`);${devms[attention_atomic-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
       "forward + backward, blocks of 64 rows (\`--attention-rows 64\`);${devms[attention_rows64-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
       "forward + backward, dropout 0.1;${devms[attention_dropout-fp16]:-n/a};sdpa-causal-dropout-fwd-bwd-$shape" \
       "forward + backward, head size 128 (2x${heads}x${seq}x128);${devms[attention_d128-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 128 as built for sm_89 (16 query rows a warp, dK and dV blocks apart);${devms[attention_d128_sm89-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 128, blocks of 64 rows (\`--attention-rows 64\`);${devms[attention_d128_rows64-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
+      "forward + backward, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${devms[attention_d128_atomic-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
+      "forward + backward, head size 128, dQ recomputed (\`--attention-dq recompute\`);${devms[attention_d128_recompute-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, bf16;${devms[attention-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-$shape"
   fi
   # The same train step in torch (SDPA under autocast, SGD on FP32 q, k
@@ -318,8 +321,11 @@ attention_rows() {
     attention_rows "forward, head size 64;${longms[forward]};sdpa-causal-2x${heads}x${long}x64" \
       "train step, head size 64, vs SDPA forward + backward;${longms[train64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 64, dQ recomputed (\`--attention-dq recompute\`);${longms[train64-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
+      "train step, head size 64, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train64-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 64, blocks of 64 rows (\`--attention-rows 64\`);${longms[train64-rows64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
-      "train step, head size 128, vs SDPA forward + backward;${longms[train128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
+      "train step, head size 128, vs SDPA forward + backward;${longms[train128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
+      "train step, head size 128, dQ recomputed (\`--attention-dq recompute\`);${longms[train128-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
+      "train step, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
   fi
   if [[ -n $rowshape ]]; then
     copy=$(tms rows "copy-$rowshape")

@@ -57,6 +57,32 @@ def timed(fn):
     return statistics.median(ms)
 
 
+def device_ms(fn):
+    """The device's time of one call: --repeat calls back to back between
+    two CUDA events (no host wait between them, as mpc-gpu-run's graph
+    replays), after a warm-up."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(a.repeat):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / a.repeat
+
+
+# SDPA on its flash backend (FlashAttention-2, issue 14's reference) where
+# the build has it; the default backend's choice is printed beside it.
+try:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    flash = lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+except ImportError:
+    import contextlib
+    flash = contextlib.nullcontext
+
+
 b = a.batch
 only = set(filter(None, __import__("os").environ.get("MODELS", "").split()))
 models = {
@@ -152,32 +178,34 @@ B = torch.randn(n, n, device=dev, dtype=torch.float16)
 print(f"torch gemm matmul-4096 {timed(lambda: A @ B):.4f}")
 # Causal attention at prepare.sh's shape (2 x ATTN_HEADS x ATTN_SEQ x 64,
 # fp16): torch's scaled_dot_product_attention (flash backend where the
-# build has it), the side-by-side figures for mpc's fused attention
-# kernels: forward, forward and backward, and the latter with dropout 0.1
-# on the probabilities (as the attention_dropout train step).
+# build has it; the device's time), the side-by-side figures for mpc's
+# fused attention kernels: forward, forward and backward, and the latter
+# with dropout 0.1 on the probabilities (as the attention_dropout train
+# step).
 S, H = a.attn_seq, a.attn_heads
 q, k, v = (torch.randn(2, H, S, 64, device=dev, dtype=torch.float16)
            for _ in range(3))
 if hasattr(F, "scaled_dot_product_attention"):
-    sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    print(f"torch attention sdpa-causal-2x{H}x{S}x64 {timed(sdpa):.4f}")
-    qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
-    dy = torch.randn_like(q)
-    for name, p in (("fwd-bwd", 0.0), ("dropout-fwd-bwd", 0.1)):
-        def fwd_bwd():
-            F.scaled_dot_product_attention(qg, kg, vg, is_causal=True,
-                                           dropout_p=p).backward(dy)
-        print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x64 {timed(fwd_bwd):.4f}")
-    # Head size 128 in fp16 and 64 in bf16 (prepare.sh's other two steps).
-    for name, D, dtype in (("fwd-bwd", 128, torch.float16),
-                           ("bf16-fwd-bwd", 64, torch.bfloat16)):
-        qh, kh, vh = (torch.randn(2, H, S, D, device=dev, dtype=dtype,
-                                  requires_grad=True) for _ in range(3))
-        dyh = torch.randn_like(qh)
+    with flash():
+        sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        print(f"torch attention sdpa-causal-2x{H}x{S}x64 {device_ms(sdpa):.4f}")
+        qg, kg, vg = (x.clone().requires_grad_() for x in (q, k, v))
+        dy = torch.randn_like(q)
+        for name, p in (("fwd-bwd", 0.0), ("dropout-fwd-bwd", 0.1)):
+            def fwd_bwd():
+                F.scaled_dot_product_attention(qg, kg, vg, is_causal=True,
+                                               dropout_p=p).backward(dy)
+            print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x64 {device_ms(fwd_bwd):.4f}")
+        # Head size 128 in fp16 and 64 in bf16 (prepare.sh's other two steps).
+        for name, D, dtype in (("fwd-bwd", 128, torch.float16),
+                               ("bf16-fwd-bwd", 64, torch.bfloat16)):
+            qh, kh, vh = (torch.randn(2, H, S, D, device=dev, dtype=dtype,
+                                      requires_grad=True) for _ in range(3))
+            dyh = torch.randn_like(qh)
 
-        def fwd_bwd():
-            F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).backward(dyh)
-        print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x{D} {timed(fwd_bwd):.4f}")
+            def fwd_bwd():
+                F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).backward(dyh)
+            print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x{D} {device_ms(fwd_bwd):.4f}")
 
 
 def attention_step(S, D, dtype):
@@ -216,9 +244,12 @@ if hasattr(F, "scaled_dot_product_attention"):
                                       requires_grad=True) for _ in range(3))
             dyl = torch.randn_like(ql)
             sdpa = lambda: F.scaled_dot_product_attention(ql, kl, vl, is_causal=True)
-            print(f"torch attention sdpa-causal-2x{H}x{L}x{D} {timed(sdpa):.4f}")
-            print(f"torch attention sdpa-causal-fwd-bwd-2x{H}x{L}x{D} "
-                  f"{timed(lambda: sdpa().backward(dyl)):.4f}")
+            with flash():
+                print(f"torch attention sdpa-causal-2x{H}x{L}x{D} {device_ms(sdpa):.4f}")
+                print(f"torch attention sdpa-causal-fwd-bwd-2x{H}x{L}x{D} "
+                      f"{device_ms(lambda: sdpa().backward(dyl)):.4f}")
+            print(f"torch attention sdpa-default-backend-causal-fwd-bwd-2x{H}x{L}x{D} "
+                  f"{device_ms(lambda: sdpa().backward(dyl)):.4f}")
 
 # Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
 # and writes the tensor once at best.

@@ -153,6 +153,34 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
     int64_t heads = 1;
     for (size_t k = 0; k + 2 < q.size(); ++k)
       heads *= q[k];
+    // dQ recomputed or added atomically: the key blocks are the step's
+    // kernel, after a prologue that computes D (`_rowd`), or zeroes one
+    // FP32 dQ and its chunks' counts and computes D (`_zero`).
+    const std::string &pro = s.cuda.prologue;
+    auto endsWith = [&](const char *suffix) {
+      size_t n = std::char_traits<char>::length(suffix);
+      return pro.size() > n && pro.compare(pro.size() - n, n, suffix) == 0;
+    };
+    const int64_t queries = q[q.size() - 2];
+    if (endsWith("_rowd")) {
+      int64_t need = attentionRowDBytes(heads, queries);
+      if (s.cuda.scratch < need)
+        return "attention gradient keeps D in " +
+               std::to_string(s.cuda.scratch) + " bytes of scratch (needs " +
+               std::to_string(need) + ")";
+      return "";
+    }
+    if (endsWith("_zero")) {
+      int64_t need = attentionAtomicDqBytes(heads, queries, q.back()) +
+                     attentionRowDBytes(heads, queries);
+      if (s.cuda.grid[0] != heads)
+        return "attention gradient's key blocks are not heads x key tiles";
+      if (s.cuda.scratch < need)
+        return "attention gradient adds dQ atomically in " +
+               std::to_string(s.cuda.scratch) + " bytes of scratch (needs " +
+               std::to_string(need) + ")";
+      return "";
+    }
     int64_t splits = s.cuda.prologueGrid[1];
     int64_t need = splits * heads * q[q.size() - 2] * q.back() * 4;
     if (splits < 1 || s.cuda.prologueGrid[0] != heads)

@@ -51,6 +51,23 @@ std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
 /// the attention backward's dQ partial sums stay below it).
 inline constexpr int64_t kKernelScratchLimit = int64_t(1) << 30;
 
+/// The attention backward's D = rowsum(dO y), FP32 a query, which the
+/// prologue of its recomputing and atomic forms computes once for every
+/// block (in whole 16 bytes; the last thing in their scratch).
+inline int64_t attentionRowDBytes(int64_t heads, int64_t queries) {
+  return (heads * queries + 3) / 4 * 4 * 4;
+}
+/// The attention backward's scratch where key blocks add dQ atomically
+/// (--attention-dq atomic): one FP32 dQ, then a count a head and chunk of
+/// kAttentionDqChunk queries (the key blocks that added to it), in whole
+/// 16 bytes, then D.
+inline constexpr int64_t kAttentionDqChunk = 128;
+inline int64_t attentionAtomicDqBytes(int64_t heads, int64_t queries,
+                                      int64_t d) {
+  const int64_t chunks = (queries + kAttentionDqChunk - 1) / kAttentionDqChunk;
+  return (heads * queries * d + (heads * chunks + 3) / 4 * 4) * 4;
+}
+
 /// The kernel scratch the plan's steps need: the largest `cuda.scratch`
 /// (one range, shared; 0 when no step takes it).
 int64_t kernelScratchBytes(const Plan &plan);

@@ -22,12 +22,14 @@ inline constexpr const char *kAttentionDqHelp =
     "How the attention backward's tensor-core kernel gets dQ: accumulate "
     "(key blocks add their part into FP32 partial sums, five products a "
     "tile, as FlashAttention-2's deterministic mode; accumulate:N: at most "
-    "N splits of the key tiles) | recompute (query blocks recompute the "
-    "scores: seven products, no scratch) | auto (accumulate where its "
-    "blocks fill the GPU; default)";
+    "N splits of the key tiles) | atomic (key blocks add their part into "
+    "one FP32 dQ by atomic adds, as FlashAttention-2's default: five "
+    "products, dQ's last bits may change run to run) | recompute (query "
+    "blocks recompute the scores: seven products) | auto (recompute, the "
+    "fastest on an H200; default)";
 inline constexpr const char *kAttentionDqError =
-    "--attention-dq must be auto, accumulate, accumulate:N (N >= 1) or "
-    "recompute, got '";
+    "--attention-dq must be auto, accumulate, accumulate:N (N >= 1), "
+    "atomic or recompute, got '";
 
 /// --attention-rows of compile and train (rt::Plan::cudaAttentionRows).
 inline constexpr const char *kAttentionRowsHelp =

@@ -4,8 +4,8 @@ tensor once attention is fused: exports the zoo's GPT (one block, context
 4096) with torch, compiles its fp16 train step for CUDA (no device code)
 with and without --fuse-attention, with GPT-2's dropouts (0.1 on the
 attention probabilities, fused, their mask redrawn by the backward), and
-with the backward's dQ from partial sums (--attention-dq accumulate),
-and prints the largest value each plan holds and its attention backward's
+with the backward's dQ from partial sums (--attention-dq accumulate) and
+atomic adds (--attention-dq atomic), and prints the largest value each plan holds and its attention backward's
 kernel scratch.
 
 usage: attention_memory.py MPC WORKDIR
@@ -37,7 +37,8 @@ zoo.export(zoo.Gpt(vocab=64, d=64, heads=4, layers=1, ctx=S, dropout=0.1),
 dq32 = 4 * S * 16 * 4
 for label, path, fuse, dq in (("", path, "true", "auto"), ("", path, "false", "auto"),
                               ("dropout 0.1, ", dropped, "true", "auto"),
-                              ("attention-dq accumulate, ", path, "true", "accumulate")):
+                              ("attention-dq accumulate, ", path, "true", "accumulate"),
+                              ("attention-dq atomic, ", path, "true", "atomic")):
     art = os.path.join(work, f"gpt4k-{len(label)}-fuse-{fuse}")
     subprocess.run([mpc, "compile", path, "-o", art, "--train", "--precision",
                     "fp16", "--batch", "1", "--no-nvcc", "--optimizer", "adam",

@@ -131,6 +131,26 @@ inline unsigned long long atomicAdd(unsigned long long *p,
                                     unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
+inline unsigned atomicAdd(unsigned *p, unsigned v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+// An FP32 add by compare-and-swap, so that the race check sees an atomic.
+inline float atomicAdd(float *p, float v) {
+  uint32_t old = __atomic_load_n((uint32_t *)p, __ATOMIC_SEQ_CST), next;
+  float f;
+  do {
+    std::memcpy(&f, &old, 4);
+    const float sum = f + v;
+    std::memcpy(&next, &sum, 4);
+  } while (!__atomic_compare_exchange_n((uint32_t *)p, &old, next, false,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+  return f;
+}
+inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+struct float4 {
+  float x, y, z, w;
+};
+inline float4 __ldcg(const float4 *p) { return *p; } // (L2 only on the GPU)
 
 struct uint2 {
   unsigned x, y;
