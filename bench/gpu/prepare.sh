@@ -253,11 +253,15 @@ art=art/attention-fp16-train-accumulate
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_accumulate-fp16-train.jsonl"
 echo "attention_accumulate fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 # dQ by atomic adds into one FP32 dQ (--attention-dq atomic, as
-# FlashAttention-2's default): five products a tile, no partial sums.
-art=art/attention-fp16-train-atomic
-"$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq atomic | tail -1
-cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_atomic-fp16-train.jsonl"
-echo "attention_atomic fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+# FlashAttention-2's default): five products a tile, no partial sums;
+# with dropout too, where only the key blocks draw the mask (the
+# recomputing query blocks draw it again).
+for m in attention attention_dropout; do
+  art=art/${m//_/-}-fp16-train-atomic
+  "$mpc" compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq atomic | tail -1
+  cp "$work/expected/$m-fp16-train.jsonl" "$work/expected/${m}_atomic-fp16-train.jsonl"
+  echo "${m}_atomic fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+done
 # Blocks of 64 rows (--attention-rows 64: 16 a warp, twice the blocks,
 # each with half the work) beside the default 128: at 1024 tokens and 12
 # heads the 128-row forward has 192 blocks for an H200's 264 slots, and

@@ -290,6 +290,7 @@ attention_rows() {
       "forward + backward, dQ by atomic adds (\`--attention-dq atomic\`);${devms[attention_atomic-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
       "forward + backward, blocks of 64 rows (\`--attention-rows 64\`);${devms[attention_rows64-fp16]:-n/a};sdpa-causal-fwd-bwd-$shape" \
       "forward + backward, dropout 0.1;${devms[attention_dropout-fp16]:-n/a};sdpa-causal-dropout-fwd-bwd-$shape" \
+      "forward + backward, dropout 0.1, dQ by atomic adds;${devms[attention_dropout_atomic-fp16]:-n/a};sdpa-causal-dropout-fwd-bwd-$shape" \
       "forward + backward, head size 128 (2x${heads}x${seq}x128);${devms[attention_d128-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 128 as built for sm_89 (16 query rows a warp, dK and dV blocks apart);${devms[attention_d128_sm89-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 128, blocks of 64 rows (\`--attention-rows 64\`);${devms[attention_d128_rows64-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
