@@ -219,6 +219,11 @@ PY
     longms[train$form]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
     profiles+=$'\n'"attention at $long tokens, head size $d${form#$d}:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
   done
+  if [[ -d $work/art/attention-long-d64-bf16-train ]]; then
+    line=$(cd "$work" && limited "$run" art/attention-long-d64-bf16-train --steps 3 --replays "$replays" "target=inputs/attention_long_d64.target.npy" 2>&1)
+    echo "attention bf16 train at $long tokens, head size 64: $line" | tr '\n' ' '; echo
+    longms[train64-bf16]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
+  fi
 fi
 # torch.compile takes what is left of BUDGET seconds (the whole script's
 # share of a lent GPU's 15 minutes, start-up and a rerun aside).
@@ -311,6 +316,7 @@ attention_rows() {
       "2x${heads}x${seq}x128 | fp16;${devms[attention_d128-fp16]:-n/a};amp-train-step-2x${heads}x${seq}x128" \
       "2x${heads}x${seq}x64 | bf16;${devms[attention-bf16]:-n/a};amp-bf16-train-step-2x${heads}x${seq}x64" \
       "2x${heads}x${long}x64 | fp16;${longms[train64]:-n/a};amp-train-step-2x${heads}x${long}x64" \
+      "2x${heads}x${long}x64 | bf16;${longms[train64-bf16]:-n/a};amp-bf16-train-step-2x${heads}x${long}x64" \
       "2x${heads}x${long}x128 | fp16;${longms[train128]:-n/a};amp-train-step-2x${heads}x${long}x128"
   fi
   if [[ -n ${longms[forward]:-} ]]; then
@@ -324,6 +330,7 @@ attention_rows() {
       "train step, head size 64, dQ recomputed (\`--attention-dq recompute\`);${longms[train64-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 64, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train64-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 64, blocks of 64 rows (\`--attention-rows 64\`);${longms[train64-rows64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
+      "train step, head size 64, bf16;${longms[train64-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 128, vs SDPA forward + backward;${longms[train128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "train step, head size 128, dQ recomputed (\`--attention-dq recompute\`);${longms[train128-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "train step, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"

@@ -250,6 +250,13 @@ if hasattr(F, "scaled_dot_product_attention"):
                       f"{device_ms(lambda: sdpa().backward(dyl)):.4f}")
             print(f"torch attention sdpa-default-backend-causal-fwd-bwd-2x{H}x{L}x{D} "
                   f"{device_ms(lambda: sdpa().backward(dyl)):.4f}")
+        # bf16 at head size 64 (issue 14's range: fp16 and bf16).
+        qb, kb, vb = (torch.randn(2, H, L, 64, device=dev, dtype=torch.bfloat16,
+                                  requires_grad=True) for _ in range(3))
+        dyb = torch.randn_like(qb)
+        with flash():
+            print(f"torch attention sdpa-causal-bf16-fwd-bwd-2x{H}x{L}x64 "
+                  f"{device_ms(lambda: F.scaled_dot_product_attention(qb, kb, vb, is_causal=True).backward(dyb)):.4f}")
 
 # Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
 # and writes the tensor once at best.
