@@ -214,9 +214,13 @@ PY
   longdiff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
   for form in 64 64-recompute 64-atomic 64-rows64 128 128-recompute 128-atomic; do
     d=${form%%-*}
-    line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train${form#$d}" --steps 3 --replays "$replays" --profile 6 "target=inputs/attention_long_d$d.target.npy" 2>&1)
+    line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train${form#$d}" --steps 3 --replays "$replays" --profile 8 "target=inputs/attention_long_d$d.target.npy" 2>&1)
     echo "attention fp16 train at $long tokens, head size $d${form#$d}: $line" | tr '\n' ' '; echo
     longms[train$form]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
+    # The attention kernels alone (forward and backward steps, each run
+    # alone by --profile): what SDPA's forward + backward times.
+    longms[kernels$form]=$(echo "$line" | sed -n 's/^profile: //p' |
+      awk '$NF == "attention" || $NF == "attention_grad" { s += $2; n++ } END { if (n == 2) printf "%.4f", s }')
     profiles+=$'\n'"attention at $long tokens, head size $d${form#$d}:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
   done
   if [[ -d $work/art/attention-long-d64-bf16-train ]]; then
@@ -331,7 +335,9 @@ attention_rows() {
       "train step, head size 64, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train64-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 64, blocks of 64 rows (\`--attention-rows 64\`);${longms[train64-rows64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 64, bf16;${longms[train64-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-2x${heads}x${long}x64" \
+      "the forward and backward kernels alone, head size 64;${longms[kernels64]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x64" \
       "train step, head size 128, vs SDPA forward + backward;${longms[train128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
+      "the forward and backward kernels alone, head size 128;${longms[kernels128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "train step, head size 128, dQ recomputed (\`--attention-dq recompute\`);${longms[train128-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "train step, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
   fi
@@ -349,7 +355,7 @@ attention_rows() {
   fi
   if [[ -n $profiles ]]; then
     echo
-    echo "Where the train steps' time goes (mpc-gpu-run --profile: each launching step run alone, summed by kernel or library call, the 6 largest):"
+    echo "Where the train steps' time goes (mpc-gpu-run --profile: each launching step run alone, summed by kernel or library call, the 6 largest; every step of the long attention):"
     echo
     echo '```'"$profiles"
     echo '```'
