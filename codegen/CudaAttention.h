@@ -140,6 +140,16 @@ mmaForwardTiles(const Dims &g,
 /// CudaFlashAttentionGrad.cpp).
 int64_t attentionDqSplits(const Dims &g, const std::string &mode,
                           int64_t keyRows);
+/// The atomic form's end of a key block (CudaAttentionDq.cpp): counts it
+/// into the chunks of queries it added to; the block completing a chunk
+/// writes that chunk's dQ (`scale` x the sums; `outRow`: dQ's row i).
+std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
+                           int64_t tq, const std::string &first,
+                           const std::string &scale, const std::string &outRow);
+/// The atomic form's prologue (`head`: its signature): zeroes `bytes` of
+/// scratch, then runs `rowD`, the code of D.
+std::string atomicDqZero(const std::string &head, int64_t bytes,
+                         const std::string &rowD);
 
 // CudaAttentionLayouts.cpp: heads read and written in place.
 /// Whether operand `slot` (an input, or with `output` a result) of
