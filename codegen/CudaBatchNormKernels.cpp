@@ -73,15 +73,8 @@ struct ChannelCode {
     V = last ? ::mpc::rt::cuda::batchNormVector(C, bytes)
              : (sp % lanes == 0 ? lanes : 1);
     groups = last ? count : count / V; // channels last: rows
-    if (last) {
-      L = ::mpc::rt::cuda::batchNormChannelsPerBlock(C, bytes) / V;
+    if (last)
       threads = V > 1 ? 256 : 512, warps = threads / 32;
-      R = threads / L;
-    }
-    blocksX = last ? (C + L * V - 1) / (L * V) : C; // first: a block a channel
-    // kMinPerBlock elements a block: a channel's count, or rows of L x V.
-    S = std::max<int64_t>(1, std::min((kTargetBlocks + blocksX - 1) / blocksX,
-                                      count * L * (last ? V : 1) / kMinPerBlock));
     // Channels last, each of a channel group's S blocks reads all S
     // partials of its L x V channels (S x `sums` doubles a channel) beside
     // its share of the data (count / S rows): a block's time goes as
@@ -89,9 +82,39 @@ struct ChannelCode {
     // sums)). At S = 264 a ResNet-50 block read 1 MB of partials for 195
     // KB of data at 56 x 56 x 256, 50x at 14 x 14 (the H200 measured these
     // kernels at 9x the channels-first ones).
-    if (last)
-      S = std::max<int64_t>(
-          1, std::min(S, (int64_t)std::sqrt(count * (double)bytes / (8.0 * sums))));
+    const int64_t balanced =
+        last ? std::max<int64_t>(1, (int64_t)std::sqrt(count * (double)bytes /
+                                                       (8.0 * sums)))
+             : kTargetBlocks;
+    auto splitFor = [&](int64_t channelBlocks, int64_t perBlock) {
+      // kMinPerBlock elements a block: a channel's count, or rows of L x V.
+      return std::max<int64_t>(
+          1, std::min({(kTargetBlocks + channelBlocks - 1) / channelBlocks,
+                       count * perBlock / kMinPerBlock, balanced}));
+    };
+    if (!last) {
+      blocksX = C; // a block a channel
+      S = splitFor(C, 1);
+    } else {
+      // The widest channel group (up to 32 threads' 16 bytes side by side)
+      // whose grid fills the GPU: S, bounded by the balance above, does
+      // not grow with the group, so narrower groups (down to 32 bytes of a
+      // row, a sector) give more blocks. The H200 ran ResNet-50's
+      // channels-last batch norms (64 x 64 images, batch 64) on 8 to 64
+      // blocks, 6x the channels-first kernels' time (2026-12-04).
+      const int64_t widest = ::mpc::rt::cuda::batchNormChannelsPerBlock(C, bytes) / V,
+                    narrowest = std::min<int64_t>(widest, std::max<int64_t>(
+                                                              1, 32 / (V * bytes)));
+      int64_t bestBlocks = 0;
+      for (int64_t l = widest; l >= narrowest; l /= 2) {
+        int64_t x = (C + l * V - 1) / (l * V), split = splitFor(x, l * V);
+        if (x * split > bestBlocks)
+          bestBlocks = x * split, L = l, blocksX = x, S = split;
+        if (bestBlocks >= kTargetBlocks)
+          break;
+      }
+      R = threads / L;
+    }
     chunk = (groups + S - 1) / S;
   }
   /// Whether per-channel values are arrays over a thread's V channels.

@@ -226,15 +226,17 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
       s.inputs[x] >= (int)plan.values.size() ||
       plan.values[s.inputs[x]].shape.size() < 2)
     return "batch norm without an [N, C, ...] input";
-  // Channels first, a block a channel; last, batchNormChannelsPerBlock.
+  // Channels first, a block a channel; last, a group of channels
+  // (batchNormChannelBlocks).
   const ValueInfo &xv = plan.values[s.inputs[x]];
   const Shape &shape = xv.shape;
   bool last = s.getInt("channels_last", 0);
   int64_t C = last ? shape.back() : shape[1], split = s.cuda.grid[1];
-  int64_t lanes =
-      last ? cuda::batchNormChannelsPerBlock(C, (int64_t)dtypeSize(xv.dtype))
-           : 1;
-  if (s.cuda.grid[0] != (C + lanes - 1) / lanes || split < 1)
+  bool channels =
+      last ? cuda::batchNormChannelBlocks(C, (int64_t)dtypeSize(xv.dtype),
+                                          s.cuda.grid[0])
+           : s.cuda.grid[0] == C;
+  if (!channels || split < 1)
     return "batch norm kernel's grid is not its channels";
   int64_t need = split > 1 ? C * split * (train ? 2 : 4) * 8 : 0;
   if (split == 1 && s.cuda.scratch > 0)

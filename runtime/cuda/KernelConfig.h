@@ -107,6 +107,18 @@ inline int64_t batchNormChannelsPerBlock(int64_t channels, int64_t bytes) {
     lanes *= 2;
   return lanes * v;
 }
+/// Whether `blocks` can be a channels-last batch norm's grid.x: the
+/// channels over batchNormChannelsPerBlock or a power-of-two fraction of
+/// it down to one thread's (the code generator narrows the group until
+/// its grid fills the GPU).
+inline bool batchNormChannelBlocks(int64_t channels, int64_t bytes,
+                                   int64_t blocks) {
+  int64_t v = batchNormVector(channels, bytes);
+  for (int64_t g = batchNormChannelsPerBlock(channels, bytes); g >= v; g /= 2)
+    if (blocks == (channels + g - 1) / g)
+      return true;
+  return false;
+}
 
 } // namespace mpc::rt::cuda
 
