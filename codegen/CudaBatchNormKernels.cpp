@@ -99,14 +99,16 @@ struct ChannelCode {
       // The widest channel group (up to 32 threads' 16 bytes side by side)
       // whose grid fills the GPU: S, bounded by the balance above, does
       // not grow with the group, so narrower groups (down to 32 bytes of a
-      // row, a sector) give more blocks. The H200 ran ResNet-50's
-      // channels-last batch norms (64 x 64 images, batch 64) on 8 to 64
-      // blocks, 6x the channels-first kernels' time (2026-12-04).
+      // row, a sector, and kMinPerBlock elements a block) give more
+      // blocks. The H200 ran ResNet-50's channels-last batch norms (64 x
+      // 64 images, batch 64) on 8 to 64 blocks, 6x the channels-first
+      // kernels' time (2026-12-04).
       const int64_t widest = ::mpc::rt::cuda::batchNormChannelsPerBlock(C, bytes) / V,
                     narrowest = std::min<int64_t>(widest, std::max<int64_t>(
                                                               1, 32 / (V * bytes)));
       int64_t bestBlocks = 0;
-      for (int64_t l = widest; l >= narrowest; l /= 2) {
+      for (int64_t l = widest;
+           l >= narrowest && (l == widest || count * l * V >= kMinPerBlock); l /= 2) {
         int64_t x = (C + l * V - 1) / (l * V), split = splitFor(x, l * V);
         if (x * split > bestBlocks)
           bestBlocks = x * split, L = l, blocksX = x, S = split;
