@@ -83,8 +83,8 @@ struct ChannelCode {
     // KB of data at 56 x 56 x 256, 50x at 14 x 14 (the H200 measured these
     // kernels at 9x the channels-first ones).
     const int64_t balanced =
-        last ? std::max<int64_t>(1, (int64_t)std::sqrt(count * (double)bytes /
-                                                       (8.0 * sums)))
+        last ? std::max<int64_t>(
+                   1, (int64_t)std::sqrt(count * (double)bytes / (8.0 * sums)))
              : kTargetBlocks;
     auto splitFor = [&](int64_t channelBlocks, int64_t perBlock) {
       // kMinPerBlock elements a block: a channel's count, or rows of L x V.
@@ -103,12 +103,14 @@ struct ChannelCode {
       // blocks. The H200 ran ResNet-50's channels-last batch norms (64 x
       // 64 images, batch 64) on 8 to 64 blocks, 6x the channels-first
       // kernels' time (2026-12-04).
-      const int64_t widest = ::mpc::rt::cuda::batchNormChannelsPerBlock(C, bytes) / V,
-                    narrowest = std::min<int64_t>(widest, std::max<int64_t>(
-                                                              1, 32 / (V * bytes)));
+      const int64_t widest =
+          ::mpc::rt::cuda::batchNormChannelsPerBlock(C, bytes) / V;
+      const int64_t narrowest =
+          std::min<int64_t>(widest, std::max<int64_t>(1, 32 / (V * bytes)));
       int64_t bestBlocks = 0;
       for (int64_t l = widest;
-           l >= narrowest && (l == widest || count * l * V >= kMinPerBlock); l /= 2) {
+           l >= narrowest && (l == widest || count * l * V >= kMinPerBlock);
+           l /= 2) {
         int64_t x = (C + l * V - 1) / (l * V), split = splitFor(x, l * V);
         if (x * split > bestBlocks)
           bestBlocks = x * split, L = l, blocksX = x, S = split;

@@ -232,10 +232,9 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
   const Shape &shape = xv.shape;
   bool last = s.getInt("channels_last", 0);
   int64_t C = last ? shape.back() : shape[1], split = s.cuda.grid[1];
-  bool channels =
-      last ? cuda::batchNormChannelBlocks(C, (int64_t)dtypeSize(xv.dtype),
-                                          s.cuda.grid[0])
-           : s.cuda.grid[0] == C;
+  bool channels = last ? cuda::batchNormChannelBlocks(
+                             C, (int64_t)dtypeSize(xv.dtype), s.cuda.grid[0])
+                       : s.cuda.grid[0] == C;
   if (!channels || split < 1)
     return "batch norm kernel's grid is not its channels";
   int64_t need = split > 1 ? C * split * (train ? 2 : 4) * 8 : 0;
