@@ -21,6 +21,9 @@
 
 namespace mlir::mpc::cuda {
 
+/// `v` as an i64 literal of the emitted code.
+inline std::string i64Lit(int64_t v) { return std::to_string(v) + "LL"; }
+
 struct Dims {
   int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0;
   Shape lead;

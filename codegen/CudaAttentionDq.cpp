@@ -45,12 +45,6 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode,
   return splits;
 }
 
-namespace {
-
-std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
-
-} // namespace
-
 /// The atomic form's end of a key block that added dS K to dQ's FP32 sums
 /// (`first`: its first query tile): it counts itself into each chunk of
 /// kAttentionDqChunk queries it added to, and the block whose count
@@ -68,11 +62,11 @@ std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
   // Key tile kb adds to chunk c when its first query tile starts before
   // the chunk's end (query tiles start at multiples of tq): kb keyRows -
   // off < min((c + 1) C, queryEnd), off = skv - sq.
-  const std::string off = lit(g.skv - g.sq), rows = lit(keyRows),
-                    tiles = lit(keyTiles);
+  const std::string off = i64Lit(g.skv - g.sq), rows = i64Lit(keyRows),
+                    tiles = i64Lit(keyTiles);
   std::string expect =
-      causal ? "const i64 end = (c + 1) * " + lit(C) + " < " + lit(queryEnd) +
-                   " ? (c + 1) * " + lit(C) + " : " + lit(queryEnd) +
+      causal ? "const i64 end = (c + 1) * " + i64Lit(C) + " < " + i64Lit(queryEnd) +
+                   " ? (c + 1) * " + i64Lit(C) + " : " + i64Lit(queryEnd) +
                    ", lim = end + " + off + ", n = (lim + " + rows + " - 1) / " +
                    rows + ";\n            const i64 expect = lim <= 0 ? 0 : n < " +
                    tiles + " ? n : " + tiles + ";\n"
@@ -81,25 +75,25 @@ std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
   os << "    __threadfence();\n    __syncthreads();\n    {\n"
      << "      const i64 firstQ = " << first << ";\n"
      << "      int *const last = (int *)rowLse;\n"
-     << "      const float *const sums = (const float *)scratch + b * " << lit(g.sq * D)
+     << "      const float *const sums = (const float *)scratch + b * " << i64Lit(g.sq * D)
      << ";\n      unsigned *const counts = (unsigned *)((float *)scratch + "
-     << lit(g.batch * g.sq * D) << ") + b * " << lit(chunks) << ";\n"
-     << "      for (i64 c0 = firstQ < " << lit(g.sq) << " ? firstQ / " << lit(C) << " : "
-     << lit(chunks) << "; c0 < " << lit(chunks) << "; c0 += " << pass << ") {\n"
+     << i64Lit(g.batch * g.sq * D) << ") + b * " << i64Lit(chunks) << ";\n"
+     << "      for (i64 c0 = firstQ < " << i64Lit(g.sq) << " ? firstQ / " << i64Lit(C) << " : "
+     << i64Lit(chunks) << "; c0 < " << i64Lit(chunks) << "; c0 += " << pass << ") {\n"
      << "        if (threadIdx.x < " << pass << ") {\n"
      << "          const i64 c = c0 + threadIdx.x;\n          int done = 0;\n"
-     << "          if (c < " << lit(chunks) << ") {\n            " << expect
+     << "          if (c < " << i64Lit(chunks) << ") {\n            " << expect
      << "            done = atomicAdd(counts + c, 1u) + 1u == (unsigned)expect;\n"
      << "          }\n          last[threadIdx.x] = done;\n        }\n"
      << "        __syncthreads();\n"
      << "        for (int k = 0; k < " << pass << "; ++k) {\n"
      << "          if (!last[k]) continue;\n          __threadfence();\n"
      << "          const i64 c = c0 + k;\n"
-     << "          for (i64 e = threadIdx.x * 4; e < " << lit(C * D) << "; e += 512) {\n"
-     << "            const i64 i = c * " << lit(C) << " + e / " << lit(D) << ";\n"
-     << "            if (i >= " << lit(g.sq) << ") break;\n"
-     << "            const int col = (int)(e % " << lit(D) << ");\n"
-     << "            const float4 v = __ldcg((const float4 *)(sums + i * " << lit(D)
+     << "          for (i64 e = threadIdx.x * 4; e < " << i64Lit(C * D) << "; e += 512) {\n"
+     << "            const i64 i = c * " << i64Lit(C) << " + e / " << i64Lit(D) << ";\n"
+     << "            if (i >= " << i64Lit(g.sq) << ") break;\n"
+     << "            const int col = (int)(e % " << i64Lit(D) << ");\n"
+     << "            const float4 v = __ldcg((const float4 *)(sums + i * " << i64Lit(D)
      << " + col));\n"
      << "            const i64 o = " << outRow << " + col;\n"
      << "            st(out0, o, " << scale << " * v.x);\n"
@@ -118,7 +112,7 @@ std::string atomicDqZero(const std::string &head, int64_t bytes,
   std::ostringstream os;
   os << head << " {\n"
      << "  const i64 e = ((i64)blockIdx.x * 256 + threadIdx.x) * 4;\n"
-     << "  if (e < " << lit(bytes / 4)
+     << "  if (e < " << i64Lit(bytes / 4)
      << ") mpc_st16((float *)scratch + e, make_uint4(0u, 0u, 0u, 0u));\n";
   os << rowD << "}\n\n";
   return os.str();

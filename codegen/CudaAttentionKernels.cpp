@@ -172,7 +172,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
       drop.on ? "(" + drop.keep(AttentionDropout::index(g, "b", "i", "j0 + jj")) +
                     " ? p : 0.0f)"
               : std::string("p");
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto &L = i64Lit;
   std::ostringstream os;
   os << header(s, name, warps * 32) << " {\n"
      << "  __shared__ __align__(32) " << T << " qs[" << rows * D << "], ks["
@@ -381,7 +381,7 @@ bool Emitter::rotary(Step &s, const std::string &name) {
   int64_t A1 = x.shape[1], A2 = x.shape[2], D = x.shape[3], half = R / 2;
   int64_t S = x.shape[seqAxis], Bc = c.shape[0];
   int64_t n = ::mpc::rt::numElements(x.shape);
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto &L = i64Lit;
   cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
      << L(n) << ") return;\n  const i64 d = i % " << L(D) << ", r = i / "
      << L(D) << ", a2 = r % " << L(A2) << ", a1 = (r / " << L(A2) << ") % "

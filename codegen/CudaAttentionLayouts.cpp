@@ -73,7 +73,7 @@ bool attentionOperandView(const Plan &plan, const Step &s, size_t slot,
 std::string rowOffset(const Shape &shape, const Shape &st, const std::string &b,
                       const std::string &r) {
   size_t n = shape.size();
-  auto L = [](int64_t x) { return std::to_string(x) + "LL"; };
+  auto &L = i64Lit;
   if (st.empty())
     return "(" + b + " * " + L(shape[n - 2]) + " + " + r + ") * " + L(shape[n - 1]);
   // b runs over the leading dims in row-major order.

@@ -98,7 +98,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   const RowTiles tiles{MT};
   constexpr int64_t kWarps = 4;
   const int64_t kRows = kWarps * 16 * MT;
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto &L = i64Lit;
   auto at = [&](const std::string &operand, const std::string &row) {
     return operandRow(s, operand, row);
   };

@@ -145,7 +145,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                 flt(drop.draw.scale) + " : 0.0f;\n";
   const int64_t PS = TQ + 8;
   const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto &L = i64Lit;
   auto at = [&](const std::string &operand, const std::string &row) {
     return operandRow(s, operand, row);
   };

@@ -245,7 +245,7 @@ inline std::string asyncTile(const std::string &dst, int64_t pitch,
 inline std::string unmaskedTile(const Dims &g, bool causal,
                                 const std::string &q0, int64_t rows,
                                 const std::string &k0, int64_t keys) {
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto &L = i64Lit;
   return q0 + " + " + L(rows) + " <= " + L(g.sq) + " && " + k0 + " + " +
          L(keys) + " <= " + L(g.skv) +
          (causal ? " && " + k0 + " + " + L(keys - 1) + " <= " + q0 + " + " +
@@ -270,7 +270,7 @@ inline VisibleColumns visibleColumns(const Dims &g, bool causal,
                                      const std::string &first,
                                      const std::string &row, int64_t mtiles,
                                      const std::string &mt = "mt") {
-  auto L = [](int64_t v) { return std::to_string(v) + "LL"; };
+  auto &L = i64Lit;
   const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
   const bool lower = causal && !rowsAreQueries;
   const std::string base = "(" + first + " + 2 * t)";
