@@ -145,10 +145,12 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode,
                           int64_t keyRows);
 /// The atomic form's end of a key block (CudaAttentionDq.cpp): counts it
 /// into the chunks of queries it added to; the block completing a chunk
-/// writes that chunk's dQ (`scale` x the sums; `outRow`: dQ's row i).
+/// writes that chunk's dQ (`scale` x the sums; `outRow`: dQ's row i) with
+/// the block's `threads`.
 std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
                            int64_t tq, const std::string &first,
-                           const std::string &scale, const std::string &outRow);
+                           const std::string &scale, const std::string &outRow,
+                           int64_t threads);
 /// The atomic form's prologue (`head`: its signature): zeroes `bytes` of
 /// scratch, then runs `rowD`, the code of D.
 std::string atomicDqZero(const std::string &head, int64_t bytes,

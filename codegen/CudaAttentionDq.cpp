@@ -54,7 +54,8 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode,
 /// pass of chunks sit where the tile's lse and D were.
 std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
                            int64_t tq, const std::string &first,
-                           const std::string &scale, const std::string &outRow) {
+                           const std::string &scale, const std::string &outRow,
+                           int64_t threads) {
   const int64_t C = ::mpc::rt::kAttentionDqChunk, D = g.d,
                 chunks = (g.sq + C - 1) / C,
                 keyTiles = (g.skv + keyRows - 1) / keyRows, pass = 2 * tq,
@@ -89,7 +90,7 @@ std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
      << "        for (int k = 0; k < " << pass << "; ++k) {\n"
      << "          if (!last[k]) continue;\n          __threadfence();\n"
      << "          const i64 c = c0 + k;\n"
-     << "          for (i64 e = threadIdx.x * 4; e < " << i64Lit(C * D) << "; e += 512) {\n"
+     << "          for (i64 e = threadIdx.x * 4; e < " << i64Lit(C * D) << "; e += " << 4 * threads << ") {\n"
      << "            const i64 i = c * " << i64Lit(C) << " + e / " << i64Lit(D) << ";\n"
      << "            if (i >= " << i64Lit(g.sq) << ") break;\n"
      << "            const int col = (int)(e % " << i64Lit(D) << ");\n"

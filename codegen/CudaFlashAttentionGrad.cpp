@@ -53,7 +53,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   AttentionDropout drop(*this, s, g, 7);
   std::string T = ctype(val(s.inputs[1]).dtype);
   std::string scale = flt((float)s.getFloat("scale", 1.0));
-  constexpr int64_t kThreads = 128, TK = 32, kQueryRows = 64;
+  constexpr int64_t TK = 32;
   const int64_t D = g.d, DV = g.dv, P = D + 8, PV = DV + 8;
   // The shared memory of a kernel with `tq` queries a tile and key tiles
   // of `keyRows`: two buffers of Q and dO tiles (the query role's K and V
@@ -83,26 +83,58 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   //   and past head size 64 dK and dV as separate roles (z = 0 and the
   //   last: S^T computed twice, Q and dO read twice), with 16 queries a
   //   tile where the accumulating key role's tiles would pass 48 KiB.
+  // - past head size 64, where one block an SM of every target holds
+  //   them (sm_80, sm_90), FlashAttention-2's layout (`pairs`): 8 warps,
+  //   128 keys a block, 64 queries a tile, each warp S^T and dP^T for 32
+  //   keys x 32 queries, P^T and dS^T through shared memory, then dV and
+  //   dK for its 32 keys x half the head: a fragment read feeds two
+  //   mma.sync in every product (0.45 ldmatrix a product at head size
+  //   128, where 16 keys a warp read 0.63), and a Q and dO tile serves
+  //   128 keys. Not for the partial sums (whose scratch a split per 64
+  //   keys sizes).
   const bool wide = g.d > 64 || g.dv > 64;
   const int64_t budget = ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch);
   int64_t KT = 1, splits = 0;
   bool kvShared = false;
   const bool narrow = plan.cudaAttentionRows == 64; // 16 keys a warp
+  // (atomic: no block adds to a row that sees no key, as under a causal
+  // mask with more queries than keys; those recompute.)
+  const bool atomicMode = plan.cudaAttentionDq == "atomic",
+             rowless = causal && g.sq > g.skv;
+  auto dqSplits = [&](int64_t keyRows) {
+    return atomicMode && rowless
+               ? 0
+               : attentionDqSplits(g, plan.cudaAttentionDq, keyRows);
+  };
+  // The pairs layout's shared memory: Q and dO tiles in two buffers, K
+  // and V, P^T and dS^T in one buffer or two, the tile's lse and D.
+  constexpr int64_t kPairQueries = 64, kPairKeys = 128;
+  auto pairShared = [&](int64_t probBuffers) {
+    return 2 * 2 * kPairQueries * (P + PV) + 2 * kPairKeys * (P + PV) +
+           probBuffers * 2 * kPairKeys * (kPairQueries + 8) + 2 * kPairQueries * 4;
+  };
+  const int64_t oneBlock = ::mpc::rt::cuda::sharedBytesForOneBlock(plan.cudaArch);
+  const bool pairs = wide && !narrow && g.d % 32 == 0 && g.dv % 32 == 0 &&
+                     (atomicMode || dqSplits(kPairKeys) == 0) &&
+                     pairShared(1) <= oneBlock;
+  // Two buffers spare a barrier a tile where they fit (sm_90 alone).
+  const int64_t probBuffers = pairs && pairShared(2) <= oneBlock ? 2 : 1;
   for (int64_t tiles : {wide || narrow ? 1 : 2, 0}) { // 0: K and V in registers
     KT = std::max<int64_t>(tiles, 1);
     kvShared = tiles > 0;
-    // (atomic: no block adds to a row that sees no key, as under a causal
-    // mask with more queries than keys; those recompute.)
-    splits = causal && g.sq > g.skv && plan.cudaAttentionDq == "atomic"
-                 ? 0
-                 : attentionDqSplits(g, plan.cudaAttentionDq, 64 * KT);
+    splits = dqSplits(pairs ? kPairKeys : 64 * KT);
+    if (pairs) {
+      KT = 2;
+      break;
+    }
     if (!kvShared || sharedFor(32, true, 64 * KT, splits > 0) <= budget)
       break;
   }
-  const bool accumulate = splits > 0,
-             atomic = accumulate && plan.cudaAttentionDq == "atomic";
+  const bool accumulate = splits > 0, atomic = accumulate && atomicMode;
   const bool split = wide && !kvShared;
-  const int64_t TQ = accumulate && split ? 16 : 32, kRows = 64 * KT;
+  const int64_t TQ = pairs ? kPairQueries : accumulate && split ? 16 : 32,
+                kRows = pairs ? kPairKeys : 64 * KT;
+  const int64_t kThreads = pairs ? 256 : 128, kQueryRows = kThreads / 2;
   // D = rowsum(dO y) a query: computed once by the recomputing and atomic
   // forms' prologue into the scratch's end (the key blocks would each
   // read dO and y again for every query tile: at 4096 tokens and head
@@ -128,7 +160,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                 drop.draw.words(
                     "(unsigned long long)(" +
                         AttentionDropout::index(g, "b",
-                                                "q0 + n * 8 + 2 * t + (g & 1)",
+                                                "qw0 + n * 8 + 2 * t + (g & 1)",
                                                 "((g & 2) ? rows[mt][1] : rows[mt][0])") +
                         ") >> 2",
                     "w") +
@@ -170,7 +202,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     return "float v = -INFINITY; if (" + visible.seen + ") { " + scaled + " }";
   };
   const VisibleColumns keyVisible =
-                           visibleColumns(g, causal, false, "q0", "rows[mt][h]", KT),
+                           visibleColumns(g, causal, false, "qw0", "rows[mt][h]", KT),
                        queryVisible =
                            visibleColumns(g, causal, true, "j0", "rows[h]", 1, "0");
   std::string unmasked = "float " + scaled;
@@ -248,17 +280,18 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                        int64_t width, int64_t limit, RowTiles tiles) {
     return rowFragments("    ", frag, src, at(src, "r"), width, limit, tiles);
   };
-  // Stores the accumulators `acc` of rows rows[..] (row tiles `tiles`).
+  // Stores the accumulators `acc` of rows rows[..] (row tiles `tiles`),
+  // `width` columns from `col` (an expression and " + ", or empty) on.
   auto store = [&](const std::string &out, const std::string &acc,
                    int64_t width, int64_t limit, const std::string &factor,
-                   RowTiles tiles) {
+                   RowTiles tiles, const std::string &col) {
     std::string r = "rows" + tiles.at() + "[h]";
     std::ostringstream body;
     body << "    for (int h = 0; h < 2; ++h) {\n"
          << "      if (" << r << " >= " << L(limit) << ") continue;\n"
          << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
          << "        for (int e = 0; e < 2; ++e)\n"
-         << "          st(" << out << ", " << at(out, r) << " + n * 8 + 2 * t + e, "
+         << "          st(" << out << ", " << at(out, r) << " + " << col << "n * 8 + 2 * t + e, "
          << factor << acc << tiles.at() << "[n][2 * h + e]);\n    }\n";
     return tiles.each("    ", body.str());
   };
@@ -328,6 +361,67 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     return os.str();
   };
 
+  // The key roles' accumulators, zeroed: acc[KT][width / 8][4].
+  auto zeros = [&](const std::string &acc, int64_t width) {
+    return "    float " + acc + "[" + std::to_string(KT) + "][" +
+           std::to_string(width / 8) + "][4];\n    for (int mt = 0; mt < " +
+           std::to_string(KT) + "; ++mt) for (int n = 0; n < " +
+           std::to_string(width / 8) + "; ++n) for (int f = 0; f < 4; ++f) " + acc +
+           "[mt][n][f] = 0.0f;\n";
+  };
+  // D and lse of the tile's queries, while the tile's copies land: D from
+  // the prologue's (rowDFromScratch), else 4 consecutive lanes a query, 8
+  // elements of the row a 16-byte load (every fourth such run each),
+  // combined by shuffles.
+  auto rowStats = [&](bool wantK) {
+    if (rowDFromScratch)
+      return "      if (threadIdx.x < " + std::to_string(TQ) + ") {\n" +
+             "        const i64 i = q0 + threadIdx.x;\n" + "        rowD[threadIdx.x] = " +
+             (wantK ? "i < " + L(g.sq) + " ? " + rowDs + "[b * " + L(g.sq) + " + i] : 0.0f"
+                    : std::string("0.0f")) +
+             ";\n        rowLse[threadIdx.x] = i < " + L(g.sq) +
+             " ? mpc_lse2(ld(in5, b * " + L(g.sq) + " + i)) : 0.0f;\n      }\n";
+    return std::string("      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n") +
+           "        const i64 i = q0 + r;\n        float dd = 0.0f;\n" + "        if (" +
+           (wantK ? "" : "false && ") + "r < " + std::to_string(TQ) + " && i < " +
+           L(g.sq) + ")\n" + rowDot("          ", "part", "i") +
+           "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n" +
+           "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n" +
+           "        if (part == 0 && r < " + std::to_string(TQ) +
+           ") {\n          rowD[r] = dd;\n" + "          rowLse[r] = i < " + L(g.sq) +
+           " ? mpc_lse2(ld(in5, b * " + L(g.sq) + " + i)) : 0.0f;\n" +
+           "        }\n      }\n";
+  };
+  // P^T and dS^T (with `wantK`) in place of the scores st and dpt of a
+  // warp's `cols` queries from qw0 on (the tile's from qr on); a tile
+  // whose every key all the warp's queries see skips the mask (as the
+  // forward's), but for an additive mask (whose loads the key role at
+  // head size 64 has no registers left to run twice over: 32 bytes of
+  // stack on sm_90).
+  auto keyProbabilities = [&](bool wantK, int64_t cols) {
+    auto probabilities = [&](const std::string &scoreOf, const std::string &bounds) {
+      const std::string q = "qr + n * 8 + 2 * t + (f & 1)";
+      return bounds + "#pragma unroll\n      for (int mt = 0; mt < " + std::to_string(KT) +
+             "; ++mt)\n#pragma unroll\n      for (int n = 0; n < " +
+             std::to_string(cols / 8) + "; ++n) {\n" + keyWords +
+             "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
+             "        const i64 j = rows[mt][f >> 1], i = qw0 + n * 8 + 2 * t + (f & 1);\n"
+             "        const float acc = st[mt][n][f], lse = rowLse[" + q + "];\n"
+             "        " + scoreOf + "\n        " + prob + "\n" + keyZ +
+             (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
+                      : "        st[mt][n][f] = p;\n") +
+             (wantK ? "        dpt[mt][n][f] = p * (dpt[mt][n][f]" +
+                          std::string(drop.on ? " * z" : "") + " - rowD[" + q + "]);\n"
+                    : "") +
+             "      }\n      }\n";
+    };
+    if (hasBias)
+      return probabilities(score(keyVisible), keyVisible.bounds);
+    return "    const bool full = " + unmaskedTile(g, causal, "qw0", cols, "w0", 16 * KT) +
+           ";\n    if (full) {\n" + probabilities(unmasked, "") + "    } else {\n" +
+           probabilities(score(keyVisible), keyVisible.bounds) + "    }\n";
+  };
+
   // A key role: the kRows keys of tile `kb` (rows are keys), accumulating dK
   // and/or dV over the queries that see them, and with `withDq` adding
   // their part of dQ to the partial sums.
@@ -354,44 +448,13 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     else
       os << fragments("kf", "in2", D, g.skv, keyTilesOfWarp)
          << (wantK ? fragments("vf", "in3", DV, g.skv, keyTilesOfWarp) : std::string());
-    auto zeros = [&](const std::string &acc, int64_t width) {
-      return "    float " + acc + "[" + std::to_string(KT) + "][" +
-             std::to_string(width / 8) + "][4];\n    for (int mt = 0; mt < " +
-             std::to_string(KT) + "; ++mt) for (int n = 0; n < " +
-             std::to_string(width / 8) + "; ++n) for (int f = 0; f < 4; ++f) " + acc +
-             "[mt][n][f] = 0.0f;\n";
-    };
     if (wantK)
       os << zeros("dk", D);
     if (wantV)
       os << zeros("dv", DV);
-    // D of the tile's queries, while the tile's copies land: from the
-    // prologue's (rowDFromScratch), else 4 consecutive lanes a query, 8
-    // elements of the row a 16-byte load (every fourth such run each),
-    // combined by shuffles.
-    std::string rowStats =
-        rowDFromScratch
-            ? "      if (threadIdx.x < " + std::to_string(TQ) + ") {\n" +
-                  "        const i64 i = q0 + threadIdx.x;\n" +
-                  "        rowD[threadIdx.x] = " +
-                  (wantK ? "i < " + L(g.sq) + " ? " + rowDs + "[b * " + L(g.sq) +
-                               " + i] : 0.0f"
-                         : std::string("0.0f")) +
-                  ";\n        rowLse[threadIdx.x] = i < " + L(g.sq) +
-                  " ? mpc_lse2(ld(in5, b * " + L(g.sq) + " + i)) : 0.0f;\n      }\n"
-            :
-        std::string("      {\n        const int r = threadIdx.x / 4, part = threadIdx.x % 4;\n") +
-        "        const i64 i = q0 + r;\n        float dd = 0.0f;\n" +
-        "        if (" + (wantK ? "" : "false && ") + "r < " + std::to_string(TQ) +
-        " && i < " + L(g.sq) + ")\n" +
-        rowDot("          ", "part", "i") +
-        "        dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n" +
-        "        dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n" +
-        "        if (part == 0 && r < " + std::to_string(TQ) + ") {\n          rowD[r] = dd;\n" +
-        "          rowLse[r] = i < " + L(g.sq) + " ? mpc_lse2(ld(in5, b * " + L(g.sq) + " + i)) : 0.0f;\n" +
-        "        }\n      }\n";
     std::ostringstream body;
     const RowTiles &kt = keyTilesOfWarp;
+    body << "      const i64 qw0 = q0;\n      const int qr = 0;\n";
     if (kvShared)
       body << sharedAPairsAlongCols(T, "st", "ks + (threadIdx.x / 32) * " +
                                                  std::to_string(16 * KT * P),
@@ -403,32 +466,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ, kt)
            << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ, kt)
                      : std::string());
-    // P^T and dS^T from the scores; a tile whose every key all the
-    // tile's queries see skips the mask (as the forward's), but for an
-    // additive mask (whose loads the key role at head size 64 has no
-    // registers left to run twice over: 32 bytes of stack on sm_90).
-    auto probabilities = [&](const std::string &scoreOf,
-                             const std::string &bounds = "") {
-      return bounds + "#pragma unroll\n      for (int mt = 0; mt < " + std::to_string(KT) +
-             "; ++mt)\n#pragma unroll\n      for (int n = 0; n < " +
-             std::to_string(TQ / 8) + "; ++n) {\n" + keyWords +
-             "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
-             "        const i64 j = rows[mt][f >> 1], i = q0 + n * 8 + 2 * t + (f & 1);\n"
-             "        const float acc = st[mt][n][f], lse = rowLse[n * 8 + 2 * t + (f & 1)];\n"
-             "        " + scoreOf + "\n        " + prob + "\n" + keyZ +
-             (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
-                      : "        st[mt][n][f] = p;\n") +
-             (wantK ? (drop.on ? "        dpt[mt][n][f] = p * (dpt[mt][n][f] * z - rowD[n * 8 + 2 * t + (f & 1)]);\n"
-                               : "        dpt[mt][n][f] = p * (dpt[mt][n][f] - rowD[n * 8 + 2 * t + (f & 1)]);\n")
-                    : "") +
-             "      }\n      }\n";
-    };
-    if (hasBias)
-      body << probabilities(score(keyVisible), keyVisible.bounds);
-    else
-      body << "    const bool full = " << unmaskedTile(g, causal, "q0", TQ, "w0", 16 * KT)
-           << ";\n    if (full) {\n" << probabilities(unmasked) << "    } else {\n"
-           << probabilities(score(keyVisible), keyVisible.bounds) << "    }\n";
+    body << keyProbabilities(wantK, TQ);
     if (wantV)
       body << packA(T, "pt", "st", TQ, kt)
            << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV, kt);
@@ -438,21 +476,127 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     if (withDq)
       body << dqPart();
     os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0",
-                   DV, rowStats, body.str());
+                   DV, rowStats(wantK), body.str());
     if (wantK)
-      os << store("out1", "dk", D, g.skv, scale + " * ", kt);
+      os << store("out1", "dk", D, g.skv, scale + " * ", kt, "");
     if (wantV)
       os << store("out2", "dv", DV, g.skv,
-                  drop.on ? flt(drop.draw.scale) + " * " : std::string(), kt);
+                  drop.on ? flt(drop.draw.scale) + " * " : std::string(), kt, "");
     return os.str();
   };
+
+  // The pairs layout's key role (FlashAttention-2's): 128 keys, warp w
+  // computes S^T and dP^T for keys kw = w / 2 (32) and queries half = w %
+  // 2 (32) of the tile's 64, writes P^T and dS^T (the operand type) to
+  // shared memory, and after a barrier accumulates dV and dK for its 32
+  // keys and half of the head from all 64 queries; with `withDq` (atomic)
+  // the warps add dS K for the tile's queries to dQ's FP32 sums. With one
+  // buffer for P^T and dS^T, dS^T replaces P^T once dV is done.
+  auto pairsKeyRole = [&](bool withDq) {
+    const int64_t HD = D / 2, HV = DV / 2;
+    const RowTiles &kt = keyTilesOfWarp;
+    const std::string dsAt = probBuffers == 2 ? "dss" : "pts";
+    // The warp's 32 x 32 fragments `frag` (packA's) into `buf` (rows keys).
+    auto toShared = [&](const std::string &buf, const std::string &frag) {
+      return kt.each("      ",
+                     "      for (int kt = 0; kt < 2; ++kt)\n"
+                     "        for (int f = 0; f < 4; ++f)\n"
+                     "          *(unsigned *)(" + buf + " + (kw * 32 + mt * 16 + g + (f & 1) * 8) * " +
+                         std::to_string(PS) + " + qr + kt * 16 + 2 * t + (f >> 1) * 8) = " + frag +
+                         "[mt][kt][f];\n");
+    };
+    // A fragments of the warp's 32 keys x the tile's 64 queries from
+    // `buf`, and acc (half of the head: `cols` from tile + half cols)
+    // += them x the tile.
+    auto product = [&](const std::string &acc, const std::string &buf,
+                       const std::string &tile, int64_t pitch, int64_t cols) {
+      return "    {\n      unsigned pa[2][" + std::to_string(TQ / 16) + "][4];\n" +
+             kt.each("      ", "      for (int kt = 0; kt < " + std::to_string(TQ / 16) +
+                                   "; ++kt)\n        mpc_ldsm<4, false>(pa[mt][kt], " + buf +
+                                   " + (kw * 32 + mt * 16 + lane % 16) * " +
+                                   std::to_string(PS) + " + kt * 16 + lane / 16 * 8);\n") +
+             pairsAlongRows(T, acc, "pa", tile + " + half * " + std::to_string(cols), pitch,
+                            TQ / 16, cols, kt) +
+             "    }\n";
+    };
+    std::ostringstream os;
+    os << "    // dK and dV" << (withDq ? " and dQ's part" : "")
+       << " for 128 keys, FlashAttention-2's layout: rows are keys.\n"
+       << "    const int kw = threadIdx.x / 64, half = threadIdx.x / 32 % 2;\n"
+       << "    const i64 w0 = kb * " << L(kRows) << " + kw * 32;\n"
+       << "    i64 rows[2][2];\n    for (int mt = 0; mt < 2; ++mt)\n"
+       << "      rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
+       << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"),
+                    operandRowStride(s, "in2"), D, kRows, "kb * " + L(kRows), g.skv,
+                    kThreads)
+       << asyncTile("vs", PV, "in3", at("in3", "kb * " + L(kRows) + " + r"),
+                    operandRowStride(s, "in3"), DV, kRows, "kb * " + L(kRows), g.skv,
+                    kThreads)
+       << zeros("dk", HD) << zeros("dv", HV);
+    std::ostringstream body;
+    body << "      const i64 qw0 = q0 + half * 32;\n      const int qr = half * 32;\n"
+         << sharedAPairsAlongCols(T, "st", "ks + kw * " + std::to_string(32 * P), P,
+                                  "ta_ + half * " + std::to_string(32 * P), P, D, 32, kt)
+         << sharedAPairsAlongCols(T, "dpt", "vs + kw * " + std::to_string(32 * PV), PV,
+                                  "tb_ + half * " + std::to_string(32 * PV), PV, DV, 32, kt)
+         << keyProbabilities(true, 32) << packA(T, "pp", "st", 32, kt)
+         << packA(T, "dsp", "dpt", 32, kt) << toShared("pts", "pp")
+         << (probBuffers == 2 ? toShared("dss", "dsp") : std::string())
+         << "    __syncthreads();\n"
+         << product("dv", "pts", "tb_", PV, HV);
+    if (probBuffers == 1)
+      body << "    __syncthreads(); // every warp is done with P^T\n"
+           << toShared("pts", "dsp") << "    __syncthreads();\n";
+    body << product("dk", dsAt, "ta_", P, HD);
+    if (withDq) {
+      // dQ += dS K for the tile's 64 queries: warps of QW x 16 MT
+      // queries and CW of the head's columns each.
+      const int64_t QW = D % 64 == 0 ? 2 : 4, MT = 4 / QW, CW = D / (8 / QW);
+      body << "    {\n      const int qi = threadIdx.x / 32 % " << QW
+           << ", di = threadIdx.x / 32 / " << QW << ";\n"
+           << "      float dqa[" << MT << "][" << CW / 8 << "][4];\n"
+           << "      for (int mt = 0; mt < " << MT << "; ++mt) for (int n = 0; n < "
+           << CW / 8 << "; ++n) for (int f = 0; f < 4; ++f) dqa[mt][n][f] = 0.0f;\n"
+           << "#pragma unroll\n      for (int kt = 0; kt < " << kRows / 16 << "; ++kt) {\n"
+           << "        unsigned da[" << MT << "][4];\n"
+           << "#pragma unroll\n        for (int mt = 0; mt < " << MT << "; ++mt)\n"
+           << "          mpc_ldsm<4, true>(da[mt], " << dsAt
+           << " + (kt * 16 + lane / 16 * 8 + lane % 8) * " << PS << " + qi * " << 16 * MT
+           << " + mt * 16 + lane / 8 % 2 * 8);\n"
+           << "#pragma unroll\n        for (int n = 0; n < " << CW / 8 << "; n += 2) {\n"
+           << "          unsigned bb[4];\n"
+           << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
+           << P << " + lane / 16 * 8 + di * " << CW << " + n * 8);\n"
+           << "#pragma unroll\n          for (int mt = 0; mt < " << MT << "; ++mt) {\n"
+           << "            mma_16816<" << T << ">(dqa[mt][n], da[mt], bb);\n"
+           << "            mma_16816<" << T << ">(dqa[mt][n + 1], da[mt], bb + 2);\n"
+           << "          }\n        }\n      }\n"
+           << "      float *const part = (float *)scratch + b * " << L(g.sq * D) << ";\n"
+           << "#pragma unroll\n      for (int mt = 0; mt < " << MT << "; ++mt)\n"
+           << "        for (int h = 0; h < 2; ++h) {\n"
+           << "          const i64 i = q0 + qi * " << 16 * MT << " + mt * 16 + g + h * 8;\n"
+           << "          if (i >= " << L(g.sq) << ") continue;\n"
+           << "#pragma unroll\n          for (int n = 0; n < " << CW / 8 << "; ++n)\n"
+           << "            mpc_red_add2(part + i * " << L(D) << " + di * " << CW
+           << " + n * 8 + 2 * t, dqa[mt][n][2 * h], dqa[mt][n][2 * h + 1]);\n"
+           << "        }\n    }\n";
+    }
+    os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0", DV,
+                   rowStats(true), body.str())
+       << store("out1", "dk", HD, g.skv, scale + " * ", kt, "half * " + L(HD) + " + ")
+       << store("out2", "dv", HV, g.skv,
+                drop.on ? flt(drop.draw.scale) + " * " : std::string(), kt,
+                "half * " + L(HV) + " + ");
+    return os.str();
+  };
+
   // The shared memory and lane coordinates every role starts from.
   auto kernelHead = [&](const std::string &kernel, bool withDq) {
     std::ostringstream os;
     os << header(s, kernel, kThreads) << " {\n";
     // Dynamic shared memory (past 48 KiB where K and V have tiles), its
     // bytes the launch's.
-    sharedBytes = sharedFor(TQ, kvShared, kRows, accumulate);
+    sharedBytes = pairs ? pairShared(probBuffers) : sharedFor(TQ, kvShared, kRows, accumulate);
     std::string at = "(" + T + " *)mpc_dynamic_smem()";
     auto carve = [&](const std::string &name, int64_t elems) {
       os << "  " << T << " *const " << name << " = " << at << ";\n";
@@ -464,7 +608,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       carve("ks", kRows * P);
     if (kvShared)
       carve("vs", kRows * PV);
-    if (withDq)
+    if (pairs)
+      carve("pts", kRows * PS);
+    if (pairs ? probBuffers == 2 : withDq)
       carve("dss", kRows * PS);
     os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
        << TQ << ";\n"
@@ -493,9 +639,10 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
     s.cuda.scratch = rowDWords * 4 + ::mpc::rt::attentionRowDBytes(g.batch, g.sq);
     std::ostringstream os;
     os << kernelHead(name, true) << "  const i64 kb = job;\n"
-       << "  if (blockIdx.z == 0) {\n" << keyRole(true, !split, true)
+       << "  if (blockIdx.z == 0) {\n"
+       << (pairs ? pairsKeyRole(true) : keyRole(true, !split, true))
        << atomicDqChunks(g, causal, kRows, TQ, firstQueries("kb"), scale,
-                         at("out0", "i"))
+                         at("out0", "i"), kThreads)
        << "  }\n";
     if (split)
       os << "  if (blockIdx.z == 1) {\n" << keyRole(false, true, false) << "  }\n";
@@ -575,7 +722,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
   os << kernelHead(name, false)
      << "  if (blockIdx.z == 0) {\n    const i64 kb = job;\n"
      << "    if (kb * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
-     << keyRole(true, !split, false) << "    return;\n  }\n"
+     << (pairs ? pairsKeyRole(false) : keyRole(true, !split, false))
+     << "    return;\n  }\n"
      << (split ? "  if (blockIdx.z == 2) {\n    const i64 kb = job;\n    if (kb * " +
                      L(kRows) + " >= " + L(g.skv) + ") return;\n" +
                      keyRole(false, true, false) + "    return;\n  }\n"
@@ -627,7 +775,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
      << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
   os << "  const i64 jEnd = " << jEnd << ";\n"
      << tileLoop("j0", "0LL", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())
-     << store("out0", "dq", D, g.sq, scale + " * ", {})
+     << store("out0", "dq", D, g.sq, scale + " * ", {}, "")
      << "}\n\n";
   cu << os.str();
   barrier = true;

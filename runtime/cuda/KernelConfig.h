@@ -10,6 +10,7 @@
 #ifndef MPC_RUNTIME_CUDA_KERNELCONFIG_H
 #define MPC_RUNTIME_CUDA_KERNELCONFIG_H
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -85,6 +86,16 @@ inline int64_t sharedBytesForTwoBlocks(const std::vector<std::string> &archs) {
     most = most < 0 || b < most ? b : most;
   }
   return most > kDefaultSharedBytes ? most : kDefaultSharedBytes;
+}
+
+/// The shared memory one block may take on every architecture in `archs`
+/// (an SM's less the 1 KiB the system keeps a block): a kernel that runs
+/// one block an SM, as the attention backward's widest key blocks.
+inline int64_t sharedBytesForOneBlock(const std::vector<std::string> &archs) {
+  int64_t most = kMaxSharedBytes;
+  for (const std::string &a : archs)
+    most = std::min(most, sharedBytesPerSm(a) - 1024);
+  return archs.empty() ? kDefaultSharedBytes : most;
 }
 
 /// simt_gemm (fp32): one output per thread, kSimtTile x kSimtTile threads.

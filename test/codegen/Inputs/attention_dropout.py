@@ -41,6 +41,9 @@ CASES = {
     "bias_33": ((1, 2, 24, 64), (1, 2, 33, 64), (1, 2, 33, 64), 0.3, False, True),
     # Head size 160: the WMMA forward and the SIMT backward.
     "wide_160": ((1, 2, 20, 160), (1, 2, 20, 160), (1, 2, 20, 160), 0.1, False, False),
+    # Head size 128: the backward's FlashAttention-2 layout (two key tiles
+    # of 128, three query tiles of 64), four lanes' draws shared.
+    "causal_152_d128": ((1, 2, 152, 128), (1, 2, 152, 128), (1, 2, 152, 128), 0.1, True, False),
 }
 DROPPED = "probs_dropped"  # the Dropout's output: its stream's name
 

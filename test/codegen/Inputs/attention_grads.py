@@ -31,6 +31,11 @@ CASES = {
     # Several key tiles of 64 a split of the dQ partial sums.
     "causal_200": ((1, 2, 200, 32), (1, 2, 200, 32), (1, 2, 200, 32), 1, False),
     "mask_160_d128": ((1, 1, 160, 128), (1, 1, 160, 128), (1, 1, 160, 128), 0, True),
+    # Past head size 64, FlashAttention-2's layout: three key tiles of 128
+    # over five query tiles of 64, causal; head size 96 (dQ's warps 4 x 2)
+    # with a value head size of 128 and more keys than queries.
+    "causal_300_d128": ((1, 2, 300, 128), (1, 2, 300, 128), (1, 2, 300, 128), 1, False),
+    "offset_d96": ((1, 1, 72, 96), (1, 1, 200, 96), (1, 1, 200, 128), 1, False),
 }
 
 
