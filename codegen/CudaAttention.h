@@ -143,6 +143,17 @@ mmaForwardTiles(const Dims &g,
 /// CudaFlashAttentionGrad.cpp).
 int64_t attentionDqSplits(const Dims &g, const std::string &mode,
                           int64_t keyRows);
+/// dQ's part from a key block's keys for the tile's `tq` queries, in the
+/// accumulating key role after dK (`keyTiles` row tiles of 16 keys a
+/// warp, `keyRows` a block; dss, ks, dst[mt][kt] its shared tiles and dS^T
+/// fragments): added to the split's partial sum, or with `atomic` to
+/// dQ's FP32 sums by vector reductions (CudaAttentionDq.cpp).
+std::string keyBlockDq(const Dims &g, const std::string &T, int64_t keyTiles,
+                       int64_t tq, int64_t keyRows, bool atomic);
+/// The same in FlashAttention-2's layout (8 warps; dS^T in shared tile
+/// `ds`): dQ += dS K for the tile's queries, added to dQ's FP32 sums.
+std::string pairsDq(const Dims &g, const std::string &T, const std::string &ds,
+                    int64_t tq, int64_t keyRows);
 /// The atomic form's end of a key block (CudaAttentionDq.cpp): counts it
 /// into the chunks of queries it added to; the block completing a chunk
 /// writes that chunk's dQ (`scale` x the sums; `outRow`: dQ's row i) with

@@ -1,12 +1,13 @@
 //===- CudaAttentionDq.cpp - how the attention backward gets dQ ------------===//
 //
 // The choice among the mma.sync backward's forms of dQ (recompute,
-// partial sums, atomic adds: --attention-dq) and the code of the atomic
+// partial sums, atomic adds: --attention-dq), the key blocks' code that
+// adds their part of dQ (in both key-block layouts), and the atomic
 // form's ends: the key blocks' chunk counts and their prologue.
 //
 //===----------------------------------------------------------------------===//
 
-#include "codegen/CudaAttention.h"
+#include "codegen/CudaMmaTiles.h"
 #include "runtime/cuda/KernelCalls.h"
 
 #include <algorithm>
@@ -43,6 +44,105 @@ int64_t attentionDqSplits(const Dims &g, const std::string &mode,
   while (splits > 0 && bytes(splits) > ::mpc::rt::kKernelScratchLimit)
     --splits;
   return splits;
+}
+
+std::string keyBlockDq(const Dims &g, const std::string &T, int64_t keyTiles,
+                       int64_t tq, int64_t keyRows, bool atomic) {
+  // dS^T to shared memory (the values dK used), then warp w computes rows
+  // w % RG of the tq queries (RG groups of 16) and its share of dQ's
+  // column pairs (16 wide) from A = dS (queries x keys, ldmatrix's
+  // transposed form of dS^T) and B = K's tile, and adds them to the
+  // split's partial sum: its first key tile stores, the later ones add
+  // (the same lane owns an element each time).
+  auto &L = i64Lit;
+  const int64_t D = g.d, P = D + 8, PS = tq + 8, RG = tq / 16, CP = 4 / RG,
+                NP = D / 16, maxPairs = (NP + CP - 1) / CP, keySteps = keyRows / 16;
+  std::ostringstream os;
+  os << RowTiles{keyTiles}.each(
+            "    ",
+            "    for (int kt = 0; kt < " + std::to_string(tq / 16) + "; ++kt)\n"
+            "      for (int f = 0; f < 4; ++f)\n"
+            "        *(unsigned *)(dss + ((threadIdx.x / 32) * " +
+                std::to_string(16 * keyTiles) + " + mt * 16 + g + (f & 1) * 8) * " +
+                std::to_string(PS) + " + kt * 16 + 2 * t + (f >> 1) * 8) = dst[mt][kt][f];\n")
+     << "    __syncthreads();\n    {\n"
+     << "      const int rg = threadIdx.x / 32 % " << RG << ", cp = threadIdx.x / 32 / "
+     << RG << ";\n"
+     << "      const int p0 = cp * " << NP << " / " << CP << ", p1 = (cp + 1) * " << NP
+     << " / " << CP << ";\n"
+     << "      unsigned da[" << keySteps << "][4];\n"
+     << "      for (int kt = 0; kt < " << keySteps << "; ++kt)\n"
+     << "        mpc_ldsm<4, true>(da[kt], dss + (kt * 16 + lane / 16 * 8 + lane % 8) * "
+     << PS << " + rg * 16 + lane / 8 % 2 * 8);\n"
+     << "      float dqa[" << 2 * maxPairs << "][4];\n"
+     << "      for (int n = 0; n < " << 2 * maxPairs
+     << "; ++n) for (int f = 0; f < 4; ++f) dqa[n][f] = 0.0f;\n"
+     << "#pragma unroll\n      for (int p = 0; p < " << maxPairs << "; ++p) {\n"
+     << "        if (p0 + p >= p1) break;\n"
+     << "        for (int kt = 0; kt < " << keySteps << "; ++kt) {\n"
+     << "          unsigned bb[4];\n"
+     << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
+     << P << " + lane / 16 * 8 + (p0 + p) * 16);\n"
+     << "          mma_16816<" << T << ">(dqa[2 * p], da[kt], bb);\n"
+     << "          mma_16816<" << T << ">(dqa[2 * p + 1], da[kt], bb + 2);\n"
+     << "        }\n      }\n"
+     << "      float *part = (float *)scratch + (" << (atomic ? "" : "job * " + L(g.batch) + " + ")
+     << "b) * " << L(g.sq * D) << ";\n"
+     << (atomic ? "" : "      const bool firstTile = kb == job;\n")
+     << "      for (int h = 0; h < 2; ++h) {\n"
+     << "        const i64 i = q0 + rg * 16 + g + h * 8;\n"
+     << "        if (i >= " << L(g.sq) << ") continue;\n"
+     << "#pragma unroll\n        for (int p = 0; p < " << maxPairs << "; ++p) {\n"
+     << "          if (p0 + p >= p1) break;\n"
+     << "          for (int e = 0; e < 2; ++e) {\n"
+     << "            float *a = part + i * " << L(D)
+     << " + (p0 + p) * 16 + e * 8 + 2 * t;\n"
+     << (atomic ? "            mpc_red_add2(a, dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]);\n"
+                : "            float v[2] = {dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]};\n"
+                  "            if (!firstTile) { float o[2]; ldv<2>(a, o); v[0] = o[0] + v[0]; v[1] = o[1] + v[1]; }\n"
+                  "            stv<2>(a, v);\n")
+     << "          }\n        }\n      }\n    }\n";
+  return os.str();
+}
+
+std::string pairsDq(const Dims &g, const std::string &T, const std::string &ds,
+                    int64_t tq, int64_t keyRows) {
+  // Warps of 16 MT queries (QW groups of them) and CW of the head's
+  // columns each: 32 x 32 where the head is a multiple of 64, so that
+  // each fragment read feeds two mma.sync, else 16 x D/2.
+  auto &L = i64Lit;
+  const int64_t D = g.d, P = D + 8, PS = tq + 8, QW = D % 64 == 0 ? 2 : 4,
+                MT = tq / 16 / QW, CW = D / (8 / QW);
+  std::ostringstream os;
+  os << "    {\n      const int qi = threadIdx.x / 32 % " << QW
+     << ", di = threadIdx.x / 32 / " << QW << ";\n"
+     << "      float dqa[" << MT << "][" << CW / 8 << "][4];\n"
+     << "      for (int mt = 0; mt < " << MT << "; ++mt) for (int n = 0; n < " << CW / 8
+     << "; ++n) for (int f = 0; f < 4; ++f) dqa[mt][n][f] = 0.0f;\n"
+     << "#pragma unroll\n      for (int kt = 0; kt < " << keyRows / 16 << "; ++kt) {\n"
+     << "        unsigned da[" << MT << "][4];\n"
+     << "#pragma unroll\n        for (int mt = 0; mt < " << MT << "; ++mt)\n"
+     << "          mpc_ldsm<4, true>(da[mt], " << ds
+     << " + (kt * 16 + lane / 16 * 8 + lane % 8) * " << PS << " + qi * " << 16 * MT
+     << " + mt * 16 + lane / 8 % 2 * 8);\n"
+     << "#pragma unroll\n        for (int n = 0; n < " << CW / 8 << "; n += 2) {\n"
+     << "          unsigned bb[4];\n"
+     << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * " << P
+     << " + lane / 16 * 8 + di * " << CW << " + n * 8);\n"
+     << "#pragma unroll\n          for (int mt = 0; mt < " << MT << "; ++mt) {\n"
+     << "            mma_16816<" << T << ">(dqa[mt][n], da[mt], bb);\n"
+     << "            mma_16816<" << T << ">(dqa[mt][n + 1], da[mt], bb + 2);\n"
+     << "          }\n        }\n      }\n"
+     << "      float *const part = (float *)scratch + b * " << L(g.sq * D) << ";\n"
+     << "#pragma unroll\n      for (int mt = 0; mt < " << MT << "; ++mt)\n"
+     << "        for (int h = 0; h < 2; ++h) {\n"
+     << "          const i64 i = q0 + qi * " << 16 * MT << " + mt * 16 + g + h * 8;\n"
+     << "          if (i >= " << L(g.sq) << ") continue;\n"
+     << "#pragma unroll\n          for (int n = 0; n < " << CW / 8 << "; ++n)\n"
+     << "            mpc_red_add2(part + i * " << L(D) << " + di * " << CW
+     << " + n * 8 + 2 * t, dqa[mt][n][2 * h], dqa[mt][n][2 * h + 1]);\n"
+     << "        }\n    }\n";
+  return os.str();
 }
 
 /// The atomic form's end of a key block that added dS K to dQ's FP32 sums

@@ -18,11 +18,14 @@
 namespace mlir::mpc::cuda {
 
 /// dq, dk and dv on the tensor cores (mma.sync, FlashAttention-2's
-/// register layout). Key blocks own 128 keys (32 a warp)
-/// up to head size 64 and 64 (16 a warp) past it, their warps reading K's
-/// and V's fragments from shared memory (or, where those tiles do not fit,
-/// 64 keys holding them in registers, one block computing dK and another
-/// dV past head size 64, so neither spills), and loop over the queries
+/// register layout). Key blocks own 128 keys (32 a warp) up to head size
+/// 64; past it, 128 keys in 8 warps in FlashAttention-2's block layout
+/// (pairsKeyRole: warps split S^T by keys and queries, dK and dV by keys
+/// and halves of the head, P^T and dS^T through shared memory), or where
+/// that does not fit or dQ takes partial sums, 64 (16 a warp); their
+/// warps read K's and V's fragments from shared memory (or, where those
+/// tiles do not fit, 64 keys hold them in registers, one block computing
+/// dK and another dV past head size 64, so neither spills), and loop over the queries
 /// that see them, computing S^T = K
 /// Q^T, P^T = exp(scale S^T + bias - lse), dP^T = V dO^T, dS^T = P^T
 /// (dP^T - D) and accumulating dV += P^T dO and dK += dS^T Q in
@@ -303,64 +306,6 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
                   : std::string("0LL");
   };
 
-  // dQ's part from this block's keys for the tile's queries (the
-  // accumulating key role, after dK): dS^T to shared memory (the values
-  // dK used), then warp w computes rows w % RG of the TQ queries (RG
-  // groups of 16) and its share of dQ's column pairs (16 wide) from A =
-  // dS (queries x keys, ldmatrix's transposed form of dS^T) and B = K's
-  // tile, and adds them to the split's partial sum: its first key tile
-  // stores, the later ones add (the same lane owns an element each time).
-  const int64_t RG = TQ / 16, CP = 4 / RG, NP = D / 16,
-                maxPairs = (NP + CP - 1) / CP, keySteps = kRows / 16;
-  auto dqPart = [&]() {
-    std::ostringstream os;
-    os << keyTilesOfWarp.each(
-              "    ",
-              "    for (int kt = 0; kt < " + std::to_string(TQ / 16) + "; ++kt)\n"
-              "      for (int f = 0; f < 4; ++f)\n"
-              "        *(unsigned *)(dss + ((threadIdx.x / 32) * " +
-                  std::to_string(16 * KT) + " + mt * 16 + g + (f & 1) * 8) * " +
-                  std::to_string(PS) + " + kt * 16 + 2 * t + (f >> 1) * 8) = dst[mt][kt][f];\n")
-       << "    __syncthreads();\n    {\n"
-       << "      const int rg = threadIdx.x / 32 % " << RG << ", cp = threadIdx.x / 32 / "
-       << RG << ";\n"
-       << "      const int p0 = cp * " << NP << " / " << CP << ", p1 = (cp + 1) * " << NP
-       << " / " << CP << ";\n"
-       << "      unsigned da[" << keySteps << "][4];\n"
-       << "      for (int kt = 0; kt < " << keySteps << "; ++kt)\n"
-       << "        mpc_ldsm<4, true>(da[kt], dss + (kt * 16 + lane / 16 * 8 + lane % 8) * "
-       << PS << " + rg * 16 + lane / 8 % 2 * 8);\n"
-       << "      float dqa[" << 2 * maxPairs << "][4];\n"
-       << "      for (int n = 0; n < " << 2 * maxPairs
-       << "; ++n) for (int f = 0; f < 4; ++f) dqa[n][f] = 0.0f;\n"
-       << "#pragma unroll\n      for (int p = 0; p < " << maxPairs << "; ++p) {\n"
-       << "        if (p0 + p >= p1) break;\n"
-       << "        for (int kt = 0; kt < " << keySteps << "; ++kt) {\n"
-       << "          unsigned bb[4];\n"
-       << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
-       << P << " + lane / 16 * 8 + (p0 + p) * 16);\n"
-       << "          mma_16816<" << T << ">(dqa[2 * p], da[kt], bb);\n"
-       << "          mma_16816<" << T << ">(dqa[2 * p + 1], da[kt], bb + 2);\n"
-       << "        }\n      }\n"
-       << "      float *part = (float *)scratch + (" << (atomic ? "" : "job * " + L(g.batch) + " + ")
-       << "b) * " << L(g.sq * D) << ";\n"
-       << (atomic ? "" : "      const bool firstTile = kb == job;\n")
-       << "      for (int h = 0; h < 2; ++h) {\n"
-       << "        const i64 i = q0 + rg * 16 + g + h * 8;\n"
-       << "        if (i >= " << L(g.sq) << ") continue;\n"
-       << "#pragma unroll\n        for (int p = 0; p < " << maxPairs << "; ++p) {\n"
-       << "          if (p0 + p >= p1) break;\n"
-       << "          for (int e = 0; e < 2; ++e) {\n"
-       << "            float *a = part + i * " << L(D)
-       << " + (p0 + p) * 16 + e * 8 + 2 * t;\n"
-       << (atomic ? "            mpc_red_add2(a, dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]);\n"
-                  : "            float v[2] = {dqa[2 * p + e][2 * h], dqa[2 * p + e][2 * h + 1]};\n"
-                    "            if (!firstTile) { float o[2]; ldv<2>(a, o); v[0] = o[0] + v[0]; v[1] = o[1] + v[1]; }\n"
-                    "            stv<2>(a, v);\n")
-       << "          }\n        }\n      }\n    }\n";
-    return os.str();
-  };
-
   // The key roles' accumulators, zeroed: acc[KT][width / 8][4].
   auto zeros = [&](const std::string &acc, int64_t width) {
     return "    float " + acc + "[" + std::to_string(KT) + "][" +
@@ -474,7 +419,7 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       body << packA(T, "dst", "dpt", TQ, kt)
            << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D, kt);
     if (withDq)
-      body << dqPart();
+      body << keyBlockDq(g, T, KT, TQ, kRows, atomic);
     os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0",
                    DV, rowStats(wantK), body.str());
     if (wantK)
@@ -548,39 +493,8 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
       body << "    __syncthreads(); // every warp is done with P^T\n"
            << toShared("pts", "dsp") << "    __syncthreads();\n";
     body << product("dk", dsAt, "ta_", P, HD);
-    if (withDq) {
-      // dQ += dS K for the tile's 64 queries: warps of QW x 16 MT
-      // queries and CW of the head's columns each.
-      const int64_t QW = D % 64 == 0 ? 2 : 4, MT = 4 / QW, CW = D / (8 / QW);
-      body << "    {\n      const int qi = threadIdx.x / 32 % " << QW
-           << ", di = threadIdx.x / 32 / " << QW << ";\n"
-           << "      float dqa[" << MT << "][" << CW / 8 << "][4];\n"
-           << "      for (int mt = 0; mt < " << MT << "; ++mt) for (int n = 0; n < "
-           << CW / 8 << "; ++n) for (int f = 0; f < 4; ++f) dqa[mt][n][f] = 0.0f;\n"
-           << "#pragma unroll\n      for (int kt = 0; kt < " << kRows / 16 << "; ++kt) {\n"
-           << "        unsigned da[" << MT << "][4];\n"
-           << "#pragma unroll\n        for (int mt = 0; mt < " << MT << "; ++mt)\n"
-           << "          mpc_ldsm<4, true>(da[mt], " << dsAt
-           << " + (kt * 16 + lane / 16 * 8 + lane % 8) * " << PS << " + qi * " << 16 * MT
-           << " + mt * 16 + lane / 8 % 2 * 8);\n"
-           << "#pragma unroll\n        for (int n = 0; n < " << CW / 8 << "; n += 2) {\n"
-           << "          unsigned bb[4];\n"
-           << "          mpc_ldsm<4, true>(bb, ks + (kt * 16 + lane / 8 % 2 * 8 + lane % 8) * "
-           << P << " + lane / 16 * 8 + di * " << CW << " + n * 8);\n"
-           << "#pragma unroll\n          for (int mt = 0; mt < " << MT << "; ++mt) {\n"
-           << "            mma_16816<" << T << ">(dqa[mt][n], da[mt], bb);\n"
-           << "            mma_16816<" << T << ">(dqa[mt][n + 1], da[mt], bb + 2);\n"
-           << "          }\n        }\n      }\n"
-           << "      float *const part = (float *)scratch + b * " << L(g.sq * D) << ";\n"
-           << "#pragma unroll\n      for (int mt = 0; mt < " << MT << "; ++mt)\n"
-           << "        for (int h = 0; h < 2; ++h) {\n"
-           << "          const i64 i = q0 + qi * " << 16 * MT << " + mt * 16 + g + h * 8;\n"
-           << "          if (i >= " << L(g.sq) << ") continue;\n"
-           << "#pragma unroll\n          for (int n = 0; n < " << CW / 8 << "; ++n)\n"
-           << "            mpc_red_add2(part + i * " << L(D) << " + di * " << CW
-           << " + n * 8 + 2 * t, dqa[mt][n][2 * h], dqa[mt][n][2 * h + 1]);\n"
-           << "        }\n    }\n";
-    }
+    if (withDq)
+      body << pairsDq(g, T, dsAt, TQ, kRows);
     os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0", DV,
                    rowStats(true), body.str())
        << store("out1", "dk", HD, g.skv, scale + " * ", kt, "half * " + L(HD) + " + ")
