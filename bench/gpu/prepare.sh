@@ -362,6 +362,10 @@ PY
     [[ $rows == 64 ]] && suffix=-rows64
     "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train$suffix" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "$dq" --attention-rows "$rows" | tail -1
   done
+  # Head size 128 as the default targets build it (sm_80 too): the
+  # backward's P^T and dS^T share one buffer (two barriers more a tile).
+  both=sm_80; [[ $arch != sm_80 ]] && both="sm_80,$arch"
+  "$mpc" compile "$models_long/attention_long_d128_train.onnx" -o "$work/art/attention-long-d128-fp16-train-sm80" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$both" --weights seed:0 | tail -1
   # And head size 64 in bf16 (issue 14's range: fp16 and bf16).
   "$mpc" compile "$models_long/attention_long_d64_train.onnx" -o "$work/art/attention-long-d64-bf16-train" --train --precision bf16 --optimizer sgd --lr 0.01 --batch 2 --arch "$arch" --weights seed:0 | tail -1
   rm -rf "$models_long"

@@ -212,7 +212,7 @@ PY
   echo "attention fp16 at $long tokens: $line" | tr '\n' ' '; echo
   longms[forward]=$(echo "$line" | sed -n 's/^time: median \([0-9.]*\) ms.*/\1/p')
   longdiff=$(echo "$line" | sed -n 's/^logits: max relative difference vs CPU backend \(.*\)/\1/p')
-  for form in 64 64-recompute 64-atomic 64-rows64 128 128-recompute 128-atomic; do
+  for form in 64 64-recompute 64-atomic 64-rows64 128 128-recompute 128-atomic 128-sm80; do
     d=${form%%-*}
     line=$(cd "$work" && limited "$run" "art/attention-long-d$d-fp16-train${form#$d}" --steps 3 --replays "$replays" --profile 8 "target=inputs/attention_long_d$d.target.npy" 2>&1)
     echo "attention fp16 train at $long tokens, head size $d${form#$d}: $line" | tr '\n' ' '; echo
@@ -339,7 +339,9 @@ attention_rows() {
       "train step, head size 128, vs SDPA forward + backward;${longms[train128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "the forward and backward kernels alone, head size 128;${longms[kernels128]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "train step, head size 128, dQ recomputed (\`--attention-dq recompute\`);${longms[train128-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
-      "train step, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
+      "train step, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
+      "the forward and backward kernels alone, head size 128, dQ by atomic adds;${longms[kernels128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
+      "train step, head size 128, built for sm_80 too (P^T and dS^T in one buffer);${longms[train128-sm80]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
   fi
   if [[ -n $rowshape ]]; then
     copy=$(tms rows "copy-$rowshape")
