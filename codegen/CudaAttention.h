@@ -3,7 +3,7 @@
 // Private to codegen/: the attention geometry (batch of heads, query and
 // key lengths, head sizes) and the bias-offset code of both attention
 // kernel files (CudaAttentionKernels.cpp: SIMT and WMMA;
-// CudaFlashAttention.cpp and CudaFlashAttentionGrad.cpp: mma.sync).
+// CudaFlashAttention.cpp and the backward of CudaAttentionGrad.h: mma.sync).
 //
 //===----------------------------------------------------------------------===//
 

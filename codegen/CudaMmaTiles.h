@@ -1,7 +1,7 @@
 //===- CudaMmaTiles.h - mma.sync tiles of the attention kernels --*- C++ -*-===//
 //
 // Private to codegen/: the code both tensor-core attention kernels
-// (CudaFlashAttention.cpp, CudaFlashAttentionGrad.cpp) build their
+// (CudaFlashAttention.cpp; the backward: CudaAttentionGrad.h) build their
 // products, fragment packing, cp.async tile copies and dropout draws from.
 //
 //===----------------------------------------------------------------------===//
