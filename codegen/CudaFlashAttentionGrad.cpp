@@ -402,7 +402,8 @@ std::string AttentionGrad::queryRole() {
                               " : 0.0f;\n        z[n][2 * h + 1] = keep[1] ? " +
                               flt(drop.draw.scale) + " : 0.0f;\n");
   std::ostringstream os;
-  os << "  // dQ for 64 queries: rows are queries, the last block first.\n"
+  os << "  // dQ for " << kQueryRows
+     << " queries: rows are queries, the last block first.\n"
      << "  const i64 qb = (i64)gridDim.y - 1 - job;\n"
      << "  if (qb * " << L(kQueryRows) << " >= " << L(g.sq) << ") return;\n"
      << "  const i64 w0 = qb * " << L(kQueryRows) << " + (threadIdx.x / 32) * 16;\n"
