@@ -54,6 +54,8 @@ private:
                        const std::string &a, int64_t aw, const std::string &b,
                        int64_t bw, const std::string &between,
                        const std::string &body);
+  std::string keyTile(const std::string &dst, int64_t pitch,
+                      const std::string &src, int64_t width);
   std::string fragments(const std::string &frag, const std::string &src,
                         int64_t width, int64_t limit, RowTiles tiles);
   std::string store(const std::string &out, const std::string &acc,

@@ -77,6 +77,15 @@ std::string AttentionGrad::tileLoop(const std::string &var,
   return os.str();
 }
 
+// Key tile kb of K or V (`src`) into the shared tile `dst`, in the first
+// query tile's copies.
+std::string AttentionGrad::keyTile(const std::string &dst, int64_t pitch,
+                                   const std::string &src, int64_t width) {
+  return asyncTile(dst, pitch, src, at(src, "kb * " + L(kRows) + " + r"),
+                   e.operandRowStride(s, src), width, kRows, "kb * " + L(kRows),
+                   g.skv, kThreads);
+}
+
 // A fragments of 16 rows of a [rows, width] global operand (`tiles`
 // of them: rows[mt]).
 std::string AttentionGrad::fragments(const std::string &frag,
@@ -189,13 +198,9 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
   // K's tile for dS K (and V's where their fragments come from shared
   // memory), in the first query tile's copies.
   if (withDq || kvShared)
-    os << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"),
-                    e.operandRowStride(s, "in2"), D,
-                    kRows, "kb * " + L(kRows), g.skv, kThreads);
+    os << keyTile("ks", P, "in2", D);
   if (kvShared)
-    os << asyncTile("vs", PV, "in3", at("in3", "kb * " + L(kRows) + " + r"),
-                    e.operandRowStride(s, "in3"), DV,
-                    kRows, "kb * " + L(kRows), g.skv, kThreads);
+    os << keyTile("vs", PV, "in3", DV);
   else
     os << fragments("kf", "in2", D, g.skv, keyTilesOfWarp)
        << (wantK ? fragments("vf", "in3", DV, g.skv, keyTilesOfWarp) : std::string());
@@ -277,12 +282,7 @@ std::string AttentionGrad::pairsKeyRole(bool withDq) {
      << "    const i64 w0 = kb * " << L(kRows) << " + kw * 32;\n"
      << "    i64 rows[2][2];\n    for (int mt = 0; mt < 2; ++mt)\n"
      << "      rows[mt][0] = w0 + mt * 16 + g, rows[mt][1] = w0 + mt * 16 + g + 8;\n"
-     << asyncTile("ks", P, "in2", at("in2", "kb * " + L(kRows) + " + r"),
-                  e.operandRowStride(s, "in2"), D, kRows, "kb * " + L(kRows), g.skv,
-                  kThreads)
-     << asyncTile("vs", PV, "in3", at("in3", "kb * " + L(kRows) + " + r"),
-                  e.operandRowStride(s, "in3"), DV, kRows, "kb * " + L(kRows), g.skv,
-                  kThreads)
+     << keyTile("ks", P, "in2", D) << keyTile("vs", PV, "in3", DV)
      << zeros("dk", HD) << zeros("dv", HV);
   std::ostringstream body;
   body << "      const i64 qw0 = q0 + half * 32;\n      const int qr = half * 32;\n"
