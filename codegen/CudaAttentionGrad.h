@@ -74,14 +74,14 @@ private:
   static constexpr int64_t TK = 32; // keys a query block's tile
   int64_t D, DV, P, PV;
   // The layout (the constructor's comments say which and why).
-  bool wide = false, pairs = false, kvShared = false, accumulate = false,
+  bool pairs = false, kvShared = false, accumulate = false,
        atomic = false, split = false, rowDFromScratch = false;
   int64_t probBuffers = 1, KT = 1, splits = 0, TQ = 32, kRows = 64,
           kThreads = 128, kQueryRows = 64, PS = 40, off = 0, rowDWords = 0,
           bufA = 0, bufB = 0, sharedKeyBytes = 0;
   RowTiles keyTilesOfWarp;
   // Code the roles share: D's scratch, dropout's draws, the probability.
-  std::string rowDs, keyWords, keyZ, mult, scaled, unmasked, prob;
+  std::string rowDs, keyWords, keyZ, scaled, unmasked, prob;
   VisibleColumns keyVisible, queryVisible;
 };
 

@@ -72,7 +72,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
       g.d % 16 == 0 && g.dv % 16 == 0) {
     // Two blocks an SM on every target GPU (mmaForwardTiles).
     MmaForwardTiles tiles = mmaForwardTiles(
-        g, ::mpc::rt::cuda::sharedBytesForTwoBlocks(plan.cudaArch),
+        g, ::mpc::rt::cuda::sharedBytesPerBlock(plan.cudaArch, 2),
         plan.cudaAttentionRows);
     if (tiles.keys) {
       attentionMma(s, name, tiles);

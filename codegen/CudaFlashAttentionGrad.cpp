@@ -103,9 +103,9 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   //   and past head size 64 dK and dV as separate roles (z = 0 and the
   //   last: S^T computed twice, Q and dO read twice), with 16 queries a
   //   tile where the accumulating key role's tiles would pass 48 KiB.
-  wide = g.d > 64 || g.dv > 64;
+  const bool wide = g.d > 64 || g.dv > 64;
   const int64_t budget =
-      ::mpc::rt::cuda::sharedBytesForTwoBlocks(e.plan.cudaArch);
+      ::mpc::rt::cuda::sharedBytesPerBlock(e.plan.cudaArch, 2);
   const bool narrow = e.plan.cudaAttentionRows == 64; // 16 keys a warp
   // (atomic: no block adds to a row that sees no key, as under a causal
   // mask with more queries than keys; those recompute.)
@@ -125,7 +125,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
            2 * kPairQueries * 4;
   };
   const int64_t oneBlock =
-      ::mpc::rt::cuda::sharedBytesForOneBlock(e.plan.cudaArch);
+      ::mpc::rt::cuda::sharedBytesPerBlock(e.plan.cudaArch, 1);
   pairs = wide && !narrow && g.d % 32 == 0 && g.dv % 32 == 0 &&
           (atomicMode || dqSplits(kPairKeys) == 0) && pairShared(1) <= oneBlock;
   // Two buffers spare a barrier a tile where they fit (sm_90 alone).
@@ -194,7 +194,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   const double log2e = 1.4426950408889634,
                scaleValue = s.getFloat("scale", 1.0);
   const bool raw = !hasBias && scaleValue > 0;
-  mult = flt((float)(raw ? scaleValue * log2e : log2e));
+  const std::string mult = flt((float)(raw ? scaleValue * log2e : log2e));
   // Score (i, j) into v from the accumulator `acc`, or -inf when masked;
   // `unmasked` where (i, j) is known to be seen.
   scaled = raw ? std::string("v = acc;")

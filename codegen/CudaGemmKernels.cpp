@@ -97,7 +97,7 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
     int64_t stage = k::mmaGemmStageBytes(tile, tile, strided->ta, strided->tb,
                                          dtypeSize(t));
     int64_t stages =
-        k::mmaGemmStages(stage, k::sharedBytesForTwoBlocks(plan.cudaArch));
+        k::mmaGemmStages(stage, k::sharedBytesPerBlock(plan.cudaArch, 2));
     sharedBytes = stages * stage;
     cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n  "
        << name << "_ctx c;\n" << prologue << "  c.z = blockIdx.z;\n  "

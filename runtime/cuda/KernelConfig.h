@@ -76,26 +76,16 @@ inline int64_t sharedBytesPerSm(const std::string &arch) {
   return 100 * 1024;
 }
 
-/// The shared memory a block may take so that two blocks fit an SM of
-/// every architecture in `archs` (1 KiB of each SM's is the system's per
-/// block); the 48 KiB any kernel gets when `archs` is empty or small.
-inline int64_t sharedBytesForTwoBlocks(const std::vector<std::string> &archs) {
-  int64_t most = -1;
-  for (const std::string &a : archs) {
-    int64_t b = sharedBytesPerSm(a) / 2 - 1024;
-    most = most < 0 || b < most ? b : most;
-  }
-  return most > kDefaultSharedBytes ? most : kDefaultSharedBytes;
-}
-
-/// The shared memory one block may take on every architecture in `archs`
-/// (an SM's less the 1 KiB the system keeps a block): a kernel that runs
-/// one block an SM, as the attention backward's widest key blocks.
-inline int64_t sharedBytesForOneBlock(const std::vector<std::string> &archs) {
+/// The shared memory a block may take so that `blocks` blocks fit an SM
+/// of every architecture in `archs` (1 KiB of each SM's is the system's
+/// per block): 2 for most kernels, 1 for the attention backward's widest
+/// key blocks; the 48 KiB any kernel gets when `archs` is empty or small.
+inline int64_t sharedBytesPerBlock(const std::vector<std::string> &archs,
+                                   int64_t blocks) {
   int64_t most = kMaxSharedBytes;
   for (const std::string &a : archs)
-    most = std::min(most, sharedBytesPerSm(a) - 1024);
-  return archs.empty() ? kDefaultSharedBytes : most;
+    most = std::min(most, sharedBytesPerSm(a) / blocks - 1024);
+  return archs.empty() ? kDefaultSharedBytes : std::max(most, kDefaultSharedBytes);
 }
 
 /// simt_gemm (fp32): one output per thread, kSimtTile x kSimtTile threads.
