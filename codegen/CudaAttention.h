@@ -24,8 +24,12 @@ namespace mlir::mpc::cuda {
 /// `v` as an i64 literal of the emitted code.
 inline std::string i64Lit(int64_t v) { return std::to_string(v) + "LL"; }
 
+/// An attention step's geometry: `batch` heads (the product of `lead`),
+/// `sq` queries, `skv` keys, head sizes `d` (Q, K) and `dv` (V, y). The
+/// kernels compute on `d` and `dv`; the operands' rows hold `dData` and
+/// `dvData` elements (the same but where mmaDims rounds up).
 struct Dims {
-  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0;
+  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0, dData = 0, dvData = 0;
   Shape lead;
 };
 
@@ -39,6 +43,27 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   g.d = q[r - 1];
   g.skv = k[r - 2];
   g.dv = v[r - 1];
+  g.dData = g.d;
+  g.dvData = g.dv;
+  return g;
+}
+
+/// Whether the mma.sync kernels take these head sizes: up to 128, rows
+/// 16 bytes apart (multiples of 8 elements: cp.async copies 16 bytes), as
+/// FlashAttention-2's.
+inline bool mmaHeadSizes(const Dims &g) {
+  return g.d > 0 && g.dv > 0 && g.d % 8 == 0 && g.dv % 8 == 0 && g.d <= 128 &&
+         g.dv <= 128;
+}
+
+/// The geometry the mma.sync kernels compute on: head sizes rounded up to
+/// a k-step of m16n8k16 (40 -> 48, as FlashAttention-2 pads 40 to 64).
+/// The tiles in shared memory and the fragments are zero past the
+/// operands' rows, which adds nothing to any product, and the columns
+/// past them are not stored.
+inline Dims mmaDims(Dims g) {
+  g.d = (g.d + 15) / 16 * 16;
+  g.dv = (g.dv + 15) / 16 * 16;
   return g;
 }
 

@@ -156,7 +156,7 @@ std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
                            int64_t tq, const std::string &first,
                            const std::string &scale, const std::string &outRow,
                            int64_t threads) {
-  const int64_t C = ::mpc::rt::kAttentionDqChunk, D = g.d,
+  const int64_t C = ::mpc::rt::kAttentionDqChunk, D = g.d, DD = g.dData,
                 chunks = (g.sq + C - 1) / C,
                 keyTiles = (g.skv + keyRows - 1) / keyRows, pass = 2 * tq,
                 queryEnd = (g.sq + tq - 1) / tq * tq;
@@ -190,10 +190,10 @@ std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
      << "        for (int k = 0; k < " << pass << "; ++k) {\n"
      << "          if (!last[k]) continue;\n          __threadfence();\n"
      << "          const i64 c = c0 + k;\n"
-     << "          for (i64 e = threadIdx.x * 4; e < " << i64Lit(C * D) << "; e += " << 4 * threads << ") {\n"
-     << "            const i64 i = c * " << i64Lit(C) << " + e / " << i64Lit(D) << ";\n"
+     << "          for (i64 e = threadIdx.x * 4; e < " << i64Lit(C * DD) << "; e += " << 4 * threads << ") {\n"
+     << "            const i64 i = c * " << i64Lit(C) << " + e / " << i64Lit(DD) << ";\n"
      << "            if (i >= " << i64Lit(g.sq) << ") break;\n"
-     << "            const int col = (int)(e % " << i64Lit(D) << ");\n"
+     << "            const int col = (int)(e % " << i64Lit(DD) << ");\n"
      << "            const float4 v = __ldcg((const float4 *)(sums + i * " << i64Lit(D)
      << " + col));\n"
      << "            const i64 o = " << outRow << " + col;\n"

@@ -1,8 +1,9 @@
 //===- CudaAttentionKernels.cpp - mpc.attention and its gradient ----------===//
 //
-// Which kernel runs an attention step: for fp16/bf16 with head sizes that
-// are multiples of 16, the mma.sync kernels (CudaFlashAttention.cpp) up to
-// 128 and the WMMA forward here beyond; otherwise the SIMT kernels here:
+// Which kernel runs an attention step: for fp16/bf16, the mma.sync kernels
+// (CudaFlashAttention.cpp) for head sizes that are multiples of 8 up to
+// 128 (computed on them rounded up to 16: mmaDims), the WMMA forward here
+// for multiples of 16 beyond; otherwise the SIMT kernels here:
 // blocks of query rows streaming K/V tiles through shared memory with an
 // online softmax, and a thread per query row (dq) or key row (dk, dv) in
 // the CPU backend's order (runtime/kernels/Attention.cpp), so host
@@ -69,10 +70,10 @@ bool Emitter::attention(Step &s, const std::string &name) {
   DType t = val(s.inputs[0]).dtype;
   if ((t == DType::F16 || t == DType::BF16) &&
       val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
-      g.d % 16 == 0 && g.dv % 16 == 0) {
+      mmaHeadSizes(g)) {
     // Two blocks an SM on every target GPU (mmaForwardTiles).
     MmaForwardTiles tiles = mmaForwardTiles(
-        g, ::mpc::rt::cuda::sharedBytesPerBlock(plan.cudaArch, 2),
+        mmaDims(g), ::mpc::rt::cuda::sharedBytesPerBlock(plan.cudaArch, 2),
         plan.cudaAttentionRows);
     if (tiles.keys) {
       attentionMma(s, name, tiles);
@@ -299,8 +300,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   bool sameType = true;
   for (int k : {0, 2, 3, 4})
     sameType &= val(s.inputs[k]).dtype == t;
-  if ((t == DType::F16 || t == DType::BF16) && sameType && g.d % 16 == 0 &&
-      g.dv % 16 == 0 && g.d <= 128 && g.dv <= 128) {
+  if ((t == DType::F16 || t == DType::BF16) && sameType && mmaHeadSizes(g)) {
     attentionGradMma(s, name);
     return true;
   }

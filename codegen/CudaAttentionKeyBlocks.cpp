@@ -19,11 +19,11 @@ constexpr auto &L = i64Lit;
 
 // dd += the quarter `part` (0-3) of the dot product of dO's and y's
 // row `i`: runs of 8 elements, 16-byte loads (rows are 16-byte aligned:
-// head sizes are multiples of 16).
+// head sizes are multiples of 8).
 std::string AttentionGrad::rowDot(const std::string &indent,
                                   const std::string &part,
                                   const std::string &i) {
-  return indent + "for (int c = " + part + " * 8; c < " + std::to_string(DV) +
+  return indent + "for (int c = " + part + " * 8; c < " + std::to_string(g.dvData) +
          "; c += 32) {\n" + indent + "  float a[8], y[8];\n" + indent +
          "  ldv<8>(in0 + " + at("in0", i) + " + c, a);\n" + indent +
          "  ldv<8>(in4 + " + at("in4", i) + " + c, y);\n" + indent +
@@ -36,8 +36,8 @@ std::string AttentionGrad::loadTile(const std::string &dst, int64_t pitch,
                                     int64_t rows, const std::string &first,
                                     int64_t limit) {
   return asyncTile(dst, pitch, src, at(src, first + " + r"),
-                   e.operandRowStride(s, src), width, rows,
-                   first, limit, kThreads);
+                   e.operandRowStride(s, src), width,
+                   e.operandRowWidth(s, src), rows, first, limit, kThreads);
 }
 
 // The loop over tiles `var` from `start` below `end`, `rows` rows a tile
@@ -82,8 +82,9 @@ std::string AttentionGrad::tileLoop(const std::string &var,
 std::string AttentionGrad::keyTile(const std::string &dst, int64_t pitch,
                                    const std::string &src, int64_t width) {
   return asyncTile(dst, pitch, src, at(src, "kb * " + L(kRows) + " + r"),
-                   e.operandRowStride(s, src), width, kRows, "kb * " + L(kRows),
-                   g.skv, kThreads);
+                   e.operandRowStride(s, src), width,
+                   e.operandRowWidth(s, src), kRows, "kb * " + L(kRows), g.skv,
+                   kThreads);
 }
 
 // A fragments of 16 rows of a [rows, width] global operand (`tiles`
@@ -91,21 +92,29 @@ std::string AttentionGrad::keyTile(const std::string &dst, int64_t pitch,
 std::string AttentionGrad::fragments(const std::string &frag,
                                      const std::string &src, int64_t width,
                                      int64_t limit, RowTiles tiles) {
-  return rowFragments("    ", frag, src, at(src, "r"), width, limit, tiles);
+  return rowFragments("    ", frag, src, at(src, "r"), width,
+                      e.operandRowWidth(s, src), limit, tiles);
 }
 
 // Stores the accumulators `acc` of rows rows[..] (row tiles `tiles`),
-// `width` columns from `col` (an expression and " + ", or empty) on.
+// `width` columns from `col` (an expression and " + ", or empty) on, those
+// in the operand's rows (the rest: its head size rounded up).
 std::string AttentionGrad::store(const std::string &out, const std::string &acc,
                                  int64_t width, int64_t limit,
                                  const std::string &factor, RowTiles tiles,
                                  const std::string &col) {
   std::string r = "rows" + tiles.at() + "[h]";
+  const int64_t data = e.operandRowWidth(s, out);
   std::ostringstream body;
   body << "    for (int h = 0; h < 2; ++h) {\n"
        << "      if (" << r << " >= " << L(limit) << ") continue;\n"
-       << "      for (int n = 0; n < " << width / 8 << "; ++n)\n"
-       << "        for (int e = 0; e < 2; ++e)\n"
+       << "      for (int n = 0; n < " << width / 8 << "; ++n)\n";
+  if (data % 16) // rounded up (mmaDims): no columns past the row
+    body << "        for (int e = 0; e < 2 && " << col << "n * 8 < " << data
+         << "; ++e)\n";
+  else
+    body << "        for (int e = 0; e < 2; ++e)\n";
+  body
        << "          st(" << out << ", " << at(out, r) << " + " << col << "n * 8 + 2 * t + e, "
        << factor << acc << tiles.at() << "[n][2 * h + e]);\n    }\n";
   return tiles.each("    ", body.str());

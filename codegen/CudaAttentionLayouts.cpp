@@ -50,8 +50,7 @@ bool lowAttention(const Plan &plan, const Step &s) {
   for (size_t k = 0; k < (fwd ? 3u : 5u); ++k)
     same = same && s.inputs[k] >= 0 && plan.values[s.inputs[k]].dtype == qv.dtype;
   return (qv.dtype == DType::F16 || qv.dtype == DType::BF16) && same &&
-         g.d % 16 == 0 && g.dv % 16 == 0 && g.d <= 128 && g.dv <= 128 &&
-         (!fwd || mmaForwardTiles(g).keys > 0);
+         mmaHeadSizes(g) && (!fwd || mmaForwardTiles(mmaDims(g)).keys > 0);
 }
 
 /// The transpose's permutation (the reversal when it has none).
@@ -113,6 +112,10 @@ int64_t Emitter::operandRowStride(const Step &s, const std::string &operand) {
   if (view == attentionViews.end())
     return val(v).shape.back();
   return view->second.strides[view->second.strides.size() - 2];
+}
+
+int64_t Emitter::operandRowWidth(const Step &s, const std::string &operand) {
+  return val(operandValue(s, operand)).shape.back();
 }
 
 bool Emitter::readsViews(const Step &s) const {

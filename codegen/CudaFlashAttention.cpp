@@ -1,7 +1,8 @@
 //===- CudaFlashAttention.cpp - attention on mma.sync, FlashAttention-2 ---===//
 //
 // The tensor-core attention kernels for fp16/bf16 with head sizes that are
-// multiples of 16 up to 128: the forward and the backward keep their
+// multiples of 8 up to 128 (computed on them rounded up to 16, zero past
+// the operands' rows: mmaDims): the forward and the backward keep their
 // accumulators in registers in mma.sync's m16n8k16 layout (mma_16816 in
 // the prelude), as FlashAttention-2 does (the backward:
 // CudaFlashAttentionGrad.cpp). CudaAttentionKernels.cpp picks them.
@@ -26,10 +27,11 @@ static int64_t mmaTileBytes(const Dims &g, int64_t keys) {
 /// memory: the block's 128 rows, padded as K's.
 static int64_t queryTileBytes(const Dims &g) { return 128 * (g.d + 8) * 2; }
 
-/// The forward's tiles (head sizes multiples of 16, at most 128: the
-/// accumulators live in registers). Two row tiles of 16 a warp (32 rows,
-/// as FlashAttention-2's forward: each K and V fragment read from shared
-/// memory feeds two mma.sync, and each tile copied feeds 128 query rows):
+/// The forward's tiles (head sizes multiples of 16, as mmaDims rounds
+/// them, at most 128: the accumulators live in registers). Two row tiles
+/// of 16 a warp (32 rows, as FlashAttention-2's forward: each K and V
+/// fragment read from shared memory feeds two mma.sync, and each tile
+/// copied feeds 128 query rows):
 /// up to head size 64 with Q's fragments in registers (236-248 registers
 /// a thread at 64, no local memory); beyond, the registers hold two
 /// tiles' O accumulators only with Q's fragments read from a shared tile
@@ -86,8 +88,8 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
 /// sees.
 void Emitter::attentionMma(Step &s, const std::string &name,
                            const MmaForwardTiles &layout) {
-  Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
-                  val(s.inputs[2]).shape);
+  Dims g = mmaDims(dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
+                          val(s.inputs[2]).shape));
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
@@ -132,9 +134,10 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      // Q fragments: row r's pair at column c (zero past the last row),
      // or Q's tile, copied with the first K and V tiles.
      << (layout.sharedQ ? asyncTile("qs", KS, "in0", at("in0", "i0 + r"),
-                                    operandRowStride(s, "in0"), D, kRows, "i0",
-                                    g.sq, kWarps * 32)
-                   : rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.sq, tiles))
+                                    operandRowStride(s, "in0"), D, g.dData, kRows,
+                                    "i0", g.sq, kWarps * 32)
+                   : rowFragments("  ", "qf", "in0", at("in0", "r"), D, g.dData,
+                                  g.sq, tiles))
      << "  float o[" << MT << "][" << DV / 8 << "][4], m[" << MT << "][2], l["
      << MT << "][2];\n"
      << "  for (int mt = 0; mt < " << MT << "; ++mt) {\n"
@@ -151,11 +154,11 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      // copy, zero past the end.
      << "  auto tile = [&](int buf, i64 j0) {\n"
      << asyncTile("ks + buf * " + std::to_string(TK * KS), KS, "in1",
-                  at("in1", "j0 + r"), operandRowStride(s, "in1"), D, TK, "j0",
-                  g.skv, kWarps * 32)
+                  at("in1", "j0 + r"), operandRowStride(s, "in1"), D, g.dData, TK,
+                  "j0", g.skv, kWarps * 32)
      << asyncTile("vs + buf * " + std::to_string(TK * VS), VS, "in2",
-                  at("in2", "j0 + r"), operandRowStride(s, "in2"), DV, TK, "j0",
-                  g.skv, kWarps * 32)
+                  at("in2", "j0 + r"), operandRowStride(s, "in2"), DV, g.dvData,
+                  TK, "j0", g.skv, kWarps * 32)
      << "  };\n"
      << "  tile(0, 0);\n  mpc_cp_async_commit();\n  int buf = 0;\n"
      << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ", buf ^= 1) {\n"
@@ -263,7 +266,8 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "    if (i >= " << L(g.sq) << ") continue;\n"
      << "    const bool none = sum == 0.0f;\n"
      << "    const i64 row = b * " << L(g.sq) << " + i;\n"
-     << "    for (int n = 0; n < " << DV / 8 << "; ++n)\n"
+     // y's columns (its rounded-up ones are zero).
+     << "    for (int n = 0; n < " << g.dvData / 8 << "; ++n)\n"
      << "      for (int e = 0; e < 2; ++e)\n"
      << "        st(out0, " << at("out0", "i") << " + n * 8 + 2 * t + e, "
      << attentionY(zeroMasked, "o[mt][n][2 * h + e]", "sum", drop) << ");\n"
@@ -277,7 +281,8 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   cu << os.str();
   barrier = true;
   launch(s, name, {g.batch, (g.sq + kRows - 1) / kRows, 1}, {kWarps * 32, 1, 1});
-  countFlops(2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) * (causal ? 0.5 : 1.0),
+  countFlops(2.0 * g.batch * g.sq * g.skv * (g.dData + g.dvData) *
+                 (causal ? 0.5 : 1.0),
              true);
 }
 

@@ -1,11 +1,11 @@
 //===- CudaFlashAttentionGrad.cpp - attention's backward on mma.sync ------===//
 //
 // The tensor-core backward of attention for fp16/bf16 with head sizes that
-// are multiples of 16 up to 128: dK and dV accumulated in key blocks'
-// registers (CudaAttentionKeyBlocks.cpp), dQ recomputed in query blocks,
-// from their FP32 partial sums or added atomically (--attention-dq,
-// CudaAttentionDq.cpp), as FlashAttention-2's backward. Here: the layout,
-// each form's kernels and the query blocks.
+// are multiples of 8 up to 128 (rounded up to 16: mmaDims): dK and dV
+// accumulated in key blocks' registers (CudaAttentionKeyBlocks.cpp), dQ
+// recomputed in query blocks, from their FP32 partial sums or added
+// atomically (--attention-dq, CudaAttentionDq.cpp), as FlashAttention-2's
+// backward. Here: the layout, each form's kernels and the query blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,8 +57,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
 }
 
 AttentionGrad::AttentionGrad(Emitter &e, Step &s)
-    : e(e), s(s), g(dimsOf(e.val(s.inputs[1]).shape, e.val(s.inputs[2]).shape,
-                           e.val(s.inputs[3]).shape)),
+    : e(e), s(s), g(mmaDims(dimsOf(e.val(s.inputs[1]).shape,
+                                   e.val(s.inputs[2]).shape,
+                                   e.val(s.inputs[3]).shape))),
       hasBias(s.inputs.size() > 6 && s.inputs[6] >= 0),
       causal(s.getInt("causal", 0) != 0), drop(e, s, g, 7),
       T(ctype(e.val(s.inputs[1]).dtype)),
@@ -283,9 +284,10 @@ void AttentionGrad::emit(const std::string &name) {
     emitRecompute(name);
   // S^T, dP^T, dV, dK and dQ (S^T once more for the dV blocks past head
   // size 64); recompute: S and dP once more in the query blocks.
-  double gemms = accumulate ? 3.0 * g.d + 2.0 * g.dv : 4.0 * g.d + 3.0 * g.dv;
+  double gemms = accumulate ? 3.0 * g.dData + 2.0 * g.dvData
+                            : 4.0 * g.dData + 3.0 * g.dvData;
   if (split)
-    gemms += g.d;
+    gemms += g.dData;
   e.countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
 }
 
@@ -338,13 +340,15 @@ void AttentionGrad::emitPartialSums(const std::string &name) {
        << walk(keyRole(false, true, false)) << "  }\n";
   os << "}\n\n";
   // dQ = scale x the splits' partial sums, in split order; split s has
-  // written the rows from its first key tile's first query on.
+  // written the rows from its first key tile's first query on. (The
+  // sums' rows are D wide, dQ's DD: D rounded up.)
+  const int64_t DD = g.dData;
   os << e.header(s, name, 256) << " {\n"
      << "  const i64 e = ((i64)blockIdx.x * 256 + threadIdx.x) * 2;\n"
-     << "  if (e >= " << L(g.batch * g.sq * D) << ") return;\n"
-     << "  const i64 b = e / " << L(g.sq * D) << ", i = e / " << L(D) << " % "
+     << "  if (e >= " << L(g.batch * g.sq * DD) << ") return;\n"
+     << "  const i64 b = e / " << L(g.sq * DD) << ", i = e / " << L(DD) << " % "
      << L(g.sq) << ";\n"
-     << "  const int c = (int)(e % " << L(D) << ");\n"
+     << "  const int c = (int)(e % " << L(DD) << ");\n"
      << "  const float *part = (const float *)scratch;\n"
      << "  float x = 0.0f, y = 0.0f;\n"
      << "  for (i64 sp = 0; sp < " << L(splits) << "; ++sp) {\n"
@@ -360,7 +364,7 @@ void AttentionGrad::emitPartialSums(const std::string &name) {
   e.launch(s, name + "_keys", {g.batch, splits, split ? 2 : 1},
            {kThreads, 1, 1},
            /*prologue=*/true);
-  e.launch(s, name, {(g.batch * g.sq * D / 2 + 255) / 256, 1, 1}, {256, 1, 1});
+  e.launch(s, name, {(g.batch * g.sq * DD / 2 + 255) / 256, 1, 1}, {256, 1, 1});
 }
 
 // recompute: a prologue computes D; key blocks (blockIdx.z 0, and 2 for

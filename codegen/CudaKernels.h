@@ -502,6 +502,9 @@ public:
   /// Elements from one row of that operand to the next (operandRow is
   /// linear in the row).
   int64_t operandRowStride(const Step &s, const std::string &operand);
+  /// The elements of a row of that operand (its head size, which the
+  /// mma.sync kernels round up to 16: mmaDims).
+  int64_t operandRowWidth(const Step &s, const std::string &operand);
   /// Whether an operand of `s` is a view (the fallback kernels take none).
   bool readsViews(const Step &s) const;
   /// An operand fuseAttentionLayouts lets attention read or write in

@@ -157,20 +157,23 @@ inline std::string sharedAPairsAlongCols(const std::string &T,
 }
 
 // A fragments `frag` of the 16 rows rows[0..1] (+ 8) of a global tensor
-// `src` (width elements a row, `rowAt` the offset of row r): each lane's
-// pairs as 32-bit loads, zero past row `limit`. Indented by `indent`.
-// With several `tiles`, frag[mt] holds rows[mt]'s.
+// `src` (`rowAt` the offset of row r, `data` elements a row), `width`
+// columns of them (`data` rounded up: zero past it): each lane's pairs as
+// 32-bit loads, zero past row `limit`. Indented by `indent`. With several
+// `tiles`, frag[mt] holds rows[mt]'s.
 inline std::string rowFragments(const std::string &indent,
                                 const std::string &frag, const std::string &src,
                                 const std::string &rowAt, int64_t width,
-                                int64_t limit, RowTiles tiles = {}) {
+                                int64_t data, int64_t limit,
+                                RowTiles tiles = {}) {
   std::ostringstream body;
   body << indent << "for (int kt = 0; kt < " << width / 16 << "; ++kt)\n"
        << indent << "  for (int f = 0; f < 4; ++f) {\n"
        << indent << "    const i64 r = rows" << tiles.at() << "[f & 1];\n"
        << indent << "    const int c = kt * 16 + 2 * t + (f >= 2 ? 8 : 0);\n"
        << indent << "    " << frag << tiles.at() << "[kt][f] = r < " << limit
-       << "LL ? *(const unsigned *)(" << src << " + " << rowAt
+       << "LL" << (data < width ? " && c < " + std::to_string(data) : "")
+       << " ? *(const unsigned *)(" << src << " + " << rowAt
        << " + c) : 0u;\n"
        << indent << "  }\n";
   return indent + "unsigned " + frag + tiles.dim() + "[" +
@@ -198,28 +201,32 @@ inline std::string packA(const std::string &T, const std::string &frag,
          "][4];\n" + tiles.each("    ", body.str());
 }
 
-// Rows first + r (r < rows) of a global tensor, `width` elements each at
+// Rows first + r (r < rows) of a global tensor, `data` elements each at
 // `src` + `rowAt` (the row offset of first + r, `rowStride` elements from
-// one row to the next) into the shared tile `dst` of pitch `pitch`, by
-// cp.async 16 bytes a copy over `threads` threads, zero-filled from row
-// `limit` on. The attention kernels stream K and V (forward) and Q, dO, K
-// and V (backward) this way into two buffers. A thread's copies are
-// unrolled from one source and one destination address at constant steps
-// (a loop bounded by threadIdx.x took 30 instructions a copy, most of
-// them 64-bit address arithmetic; hoisted addresses a register each).
+// one row to the next) into the shared tile `dst` of pitch `pitch`,
+// `width` columns (`data` rounded up: zero past it), by cp.async 16 bytes
+// a copy over `threads` threads, zero-filled from row `limit` on. The
+// attention kernels stream K and V (forward) and Q, dO, K and V
+// (backward) this way into two buffers. A thread's copies are unrolled
+// from one source and one destination address at constant steps (a loop
+// bounded by threadIdx.x took 30 instructions a copy, most of them 64-bit
+// address arithmetic; hoisted addresses a register each).
 inline std::string asyncTile(const std::string &dst, int64_t pitch,
                              const std::string &src, const std::string &rowAt,
-                             int64_t rowStride, int64_t width, int64_t rows,
-                             const std::string &first, int64_t limit,
-                             int64_t threads) {
+                             int64_t rowStride, int64_t width, int64_t data,
+                             int64_t rows, const std::string &first,
+                             int64_t limit, int64_t threads) {
   const int64_t perRow = width / 8, copies = rows * perRow;
+  // Columns past the row: a zero fill (c is a multiple of 8, as `data`).
+  const std::string inRow =
+      data < width ? " && c < " + std::to_string(data) : std::string();
   std::ostringstream os;
   if (threads % perRow) { // rows do not start at a thread: one at a time
     os << "    for (int e = threadIdx.x; e < " << copies << "; e += " << threads
        << ") {\n      const int r = e / " << perRow << ", c = e % " << perRow
        << " * 8;\n      const bool in = " << first << " + r < " << limit
-       << "LL;\n      mpc_cp_async16(" << dst << " + r * " << pitch << " + c, in ? "
-       << src << " + " << rowAt << " + c : " << src << ", in);\n    }\n";
+       << "LL" << inRow << ";\n      mpc_cp_async16(" << dst << " + r * " << pitch
+       << " + c, in ? " << src << " + " << rowAt << " + c : " << src << ", in);\n    }\n";
     return os.str();
   }
   const int64_t step = threads / perRow; // rows between a thread's copies
@@ -233,7 +240,7 @@ inline std::string asyncTile(const std::string &dst, int64_t pitch,
      << (rows % step ? "        if (r + k * " + std::to_string(step) + " >= " +
                            std::to_string(rows) + ") break;\n"
                      : std::string())
-     << "        const bool in = k * " << step << " < left;\n"
+     << "        const bool in = k * " << step << " < left" << inRow << ";\n"
      << "        mpc_cp_async16(to + k * " << step * pitch << ", in ? from + k * "
      << step * rowStride << "LL : " << src << ", in);\n      }\n    }\n";
   return os.str();

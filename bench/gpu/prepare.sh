@@ -229,12 +229,24 @@ g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + l
      for n in "qkv"])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
           f"{work}/models/attention_d128_train.onnx")
+# Head size 40 (Stable Diffusion's; the mma kernels compute it on 48).
+shape40 = [2, H, S, 40]
+g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
+    "attention_d40_train",
+    [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape40)],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+    [numpy_helper.from_array(rng.standard_normal(shape40).astype(np.float32), n)
+     for n in "qkv"])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+          f"{work}/models/attention_d40_train.onnx")
 sys.path.insert(0, sys.argv[2])
 import inputs  # noqa: E402 (large inputs travel as recipes)
 inputs.make(work, "attention_train.target.npy", 4, "normal:0.001", shape,
             np.float32)
 inputs.make(work, "attention_d128_train.target.npy", 5, "normal:0.001",
             shape128, np.float32)
+inputs.make(work, "attention_d40_train.target.npy", 6, "normal:0.001",
+            shape40, np.float32)
 PY
 # (kernels=auto: no GEMM or convolution, so `--gemm mpc` would run the
 # same kernels again.)
@@ -305,6 +317,12 @@ for dq in atomic recompute; do
   cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_$dq-fp16-train.jsonl"
   echo "attention_d128_$dq fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
 done
+# Head size 40 (Stable Diffusion's), which FlashAttention-2 computes on 64
+# and mpc on 48 (a multiple of 8, not 16: zero past each row).
+art=art/attention-d40-fp16-train
+"$mpc" compile "$work/models/attention_d40_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+(cd "$work" && "$mpc" train models/attention_d40_train.onnx --data target=inputs/attention_d40_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_d40-fp16-train.jsonl > /dev/null)
+echo "attention_d40 fp16 $art steps=3 kernels=auto target=inputs/attention_d40_train.target.npy" >> "$work/train-manifest.txt"
 fi
 # Causal attention at ATTN_LONG tokens (default 4096; 0: none), the top of
 # issue 14's 1k-4k range, where the CPU backend would take minutes a step:

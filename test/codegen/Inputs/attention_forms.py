@@ -38,6 +38,13 @@ CASES = {
     # several blocks, the last partial, its second tiles past the end.
     "causal_300": ((1, 2, 300, 64), (1, 2, 300, 64), (1, 2, 300, 64), 1, None),
     "mask_200": ((1, 1, 200, 64), (1, 1, 150, 64), (1, 1, 150, 64), 0, (200, 150)),
+    # Head sizes that are multiples of 8, not 16 (Stable Diffusion's 40;
+    # 72 with a value head of 24): computed on 48, 80 and 32, zero past
+    # the rows.
+    "causal_d40": ((2, 2, 70, 40), (2, 2, 70, 40), (2, 2, 70, 40), 1, None),
+    "mask_d72": ((1, 2, 50, 72), (1, 2, 90, 72), (1, 2, 90, 24), 0, (50, 90)),
+    # Rows no multiple of 16 bytes: the SIMT kernel.
+    "head_36": ((1, 2, 20, 36), (1, 2, 20, 36), (1, 2, 20, 36), 1, None),
 }
 
 

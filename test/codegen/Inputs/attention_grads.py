@@ -36,6 +36,14 @@ CASES = {
     # with a value head size of 128 and more keys than queries.
     "causal_300_d128": ((1, 2, 300, 128), (1, 2, 300, 128), (1, 2, 300, 128), 1, False),
     "offset_d96": ((1, 1, 72, 96), (1, 1, 200, 96), (1, 1, 200, 128), 1, False),
+    # Head sizes that are multiples of 8, not 16, computed rounded up to
+    # 16 (zero past the rows): Stable Diffusion's 40 over several tiles;
+    # 72 with a value head of 56 and a mask; 120 and 88 (128 and 96: the
+    # 8-warp layout past 64, dK and dV stored by halves); 8.
+    "causal_d40": ((1, 2, 150, 40), (1, 2, 150, 40), (1, 2, 150, 40), 1, False),
+    "mask_d72": ((1, 1, 50, 72), (1, 1, 90, 72), (1, 1, 90, 56), 0, True),
+    "causal_d120": ((1, 1, 140, 120), (1, 1, 140, 120), (1, 1, 140, 88), 1, False),
+    "head_8": ((1, 3, 33, 8), (1, 3, 33, 8), (1, 3, 33, 8), 0, False),
 }
 
 

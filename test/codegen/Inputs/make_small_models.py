@@ -72,6 +72,9 @@ transposed to [4 heads, 4, 16], softmax(Q K^T / 4) V, back to [4, 64], @
 W2. Its heads merge two dims the QKV buffer strides apart (sequences 96
 apart, heads 16), which CUDA attention addresses in place.
 
+seq_first_attention_d40.onnx: the same with 2 x 2 heads of 40 (a multiple
+of 8, not 16: the mma kernels compute on 48 columns).
+
 int_paths.onnx: 64-bit integers no float can hold (2^40 + odd), gathered by
 a runtime index, padded with such a constant, argmax-ed, and cast to int32
 from values above 2^24; and a float input cast to int64. Every output is
@@ -534,3 +537,35 @@ save("embed_rows", [
     helper.make_node("MatMul", ["h2", "W2"], ["scores"], name="head"),
 ], [weight("E", (64, 8)), weight("W", (8, 8)), weight("W2", (8, 10)),
     ints("ids", [(7 * i) % 60 - 10 for i in range(300)])])
+
+# seq_first_attention with heads of 40 (Stable Diffusion's head size, a
+# multiple of 8, not 16): [4 positions, 2 sequences, 3 x 80] split into
+# 2 x 2 heads of 40 a position; the mma kernels compute on 48 columns,
+# reading and writing the 40 of each head in place. Its own generator.
+heads40 = np.random.default_rng(8)
+save("seq_first_attention_d40", [
+    helper.make_node("MatMul", ["x", "W"], ["h"], name="in_proj"),
+    helper.make_node("Reshape", ["h", "sbe"], ["h3"], name="to_sbe"),
+    helper.make_node("Split", ["h3", "thirds"], ["q0", "k0", "v0"],
+                     name="qkv", axis=2),
+    *[n for z in "qkv" for n in (
+        helper.make_node("Reshape", [z + "0", "heads"], [z + "1"],
+                         name=z + "_heads"),
+        helper.make_node("Transpose", [z + "1"], [z], name=z + "_first",
+                         perm=[1, 0, 2]))],
+    helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
+    helper.make_node("MatMul", ["q", "kt"], ["qk"], name="scores_mm"),
+    helper.make_node("Div", ["qk", "root"], ["qks"], name="scale"),
+    helper.make_node("Softmax", ["qks"], ["att"], name="softmax", axis=-1),
+    helper.make_node("MatMul", ["att", "v"], ["y"], name="att_v"),
+    helper.make_node("Transpose", ["y"], ["y1"], name="y_back", perm=[1, 0, 2]),
+    helper.make_node("Reshape", ["y1", "rows"], ["y2"], name="y_rows"),
+    helper.make_node("MatMul", ["y2", "W2"], ["scores"], name="head"),
+], [numpy_helper.from_array(
+        (heads40.standard_normal((8, 480)) * 0.3).astype(np.float32), "W"),
+    numpy_helper.from_array(
+        (heads40.standard_normal((160, 10)) * 0.3).astype(np.float32), "W2"),
+    ints("sbe", [4, 2, 240]), ints("thirds", [80, 80, 80]),
+    ints("heads", [4, 4, 40]),
+    numpy_helper.from_array(np.array(40 ** 0.5, np.float32), "root"),
+    ints("rows", [4, 160])], opset=18)
