@@ -210,7 +210,10 @@ inline std::string packA(const std::string &T, const std::string &frag,
 // (backward) this way into two buffers. A thread's copies are unrolled
 // from one source and one destination address at constant steps (a loop
 // bounded by threadIdx.x took 30 instructions a copy, most of them 64-bit
-// address arithmetic; hoisted addresses a register each).
+// address arithmetic; hoisted addresses a register each). Where a row's
+// copies do not divide the threads (rows of 48, 80, 112), the threads of
+// whole rows copy (126 of 128 at 48) and the rest wait: a copy or two
+// more for some threads, where the loop cost every copy 30 instructions.
 inline std::string asyncTile(const std::string &dst, int64_t pitch,
                              const std::string &src, const std::string &rowAt,
                              int64_t rowStride, int64_t width, int64_t data,
@@ -221,7 +224,7 @@ inline std::string asyncTile(const std::string &dst, int64_t pitch,
   const std::string inRow =
       data < width ? " && c < " + std::to_string(data) : std::string();
   std::ostringstream os;
-  if (threads % perRow) { // rows do not start at a thread: one at a time
+  if (perRow > threads) { // a row wider than the threads: one at a time
     os << "    for (int e = threadIdx.x; e < " << copies << "; e += " << threads
        << ") {\n      const int r = e / " << perRow << ", c = e % " << perRow
        << " * 8;\n      const bool in = " << first << " + r < " << limit
@@ -230,7 +233,9 @@ inline std::string asyncTile(const std::string &dst, int64_t pitch,
     return os.str();
   }
   const int64_t step = threads / perRow; // rows between a thread's copies
-  os << "    {\n      const int r = threadIdx.x / " << perRow << ", c = threadIdx.x % "
+  os << (threads % perRow ? "    if (threadIdx.x < " + std::to_string(step * perRow) + ")\n"
+                          : std::string())
+     << "    {\n      const int r = threadIdx.x / " << perRow << ", c = threadIdx.x % "
      << perRow << " * 8;\n"
      << "      const i64 left = " << limit << "LL - (" << first << ") - r;\n"
      << "      const auto *from = " << src << " + " << rowAt << " + c;\n"
