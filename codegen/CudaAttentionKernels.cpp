@@ -111,7 +111,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
                       s.getInt("causal", 0) != 0, qType, biasType)
      << header(s, name, kRows) << " {\n"
      << "  __shared__ float ks[" << tile * g.d << "], vs[" << tile * g.dv
-     << "];\n  const i64 b = blockIdx.y, i = (i64)blockIdx.x * " << kRows
+     << "];\n  const i64 b = blockIdx.x, i = (i64)blockIdx.y * " << kRows
      << "LL + threadIdx.x, row = b * " << g.sq << "LL + i;\n"
      << "  const bool live = i < " << g.sq << "LL;\n"
      << "  float acc[" << g.dv << "];\n  for (i64 t = 0; t < " << g.dv
@@ -143,7 +143,9 @@ bool Emitter::attention(Step &s, const std::string &name) {
      << "LL + t, " << attentionY(zeroMasked, "acc[t]", "sum", drop) << ");\n"
      << "  st(out1, row, " << attentionLse(zeroMasked, "mx", "sum") << ");\n}\n\n";
   barrier = true;
-  launch(s, name, {(g.sq + kRows - 1) / kRows, g.batch, 1}, {kRows, 1, 1});
+  // Heads along x (up to 2^31 - 1 of them; y takes 65535), as the
+  // mma.sync kernels'.
+  launch(s, name, {g.batch, (g.sq + kRows - 1) / kRows, 1}, {kRows, 1, 1});
   return true;
 }
 
@@ -181,7 +183,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
      << "  __shared__ __align__(32) float ss[" << rows * TK << "], os["
      << rows * DV << "], mrow[" << rows << "], lrow[" << rows << "];\n"
      << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
-     << "  const i64 b = blockIdx.y, i0 = (i64)blockIdx.x * " << L(rows)
+     << "  const i64 b = blockIdx.x, i0 = (i64)blockIdx.y * " << L(rows)
      << ";\n"
      << "  for (int e = threadIdx.x; e < " << rows * D << "; e += "
      << warps * 32 << ") { const i64 i = i0 + e / " << D << "; qs[e] = i < "
@@ -285,7 +287,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
      << "    }\n  }\n}\n\n";
   cu << os.str();
   barrier = true;
-  launch(s, name, {(g.sq + rows - 1) / rows, g.batch, 1}, {warps * 32, 1, 1});
+  launch(s, name, {g.batch, (g.sq + rows - 1) / rows, 1}, {warps * 32, 1, 1});
   countFlops(2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) * (causal ? 0.5 : 1.0),
              true);
 }

@@ -393,6 +393,18 @@ bool Emitter::emitStep(Step &s) {
   std::swap(emu, launcher);
   if (!ok)
     return false;
+  // A grid past the GPU's limits would fail at its launch: refused here,
+  // naming the node. (The kernels put what grows with a model along x,
+  // or loop past 65535 blocks along y and z, as the GEMMs' row tiles and
+  // batches do.)
+  namespace k = ::mpc::rt::cuda;
+  for (const auto *grid : {&s.cuda.grid, &s.cuda.prologueGrid})
+    if ((*grid)[0] > k::kMaxGridX || (*grid)[1] > k::kMaxGridYZ ||
+        (*grid)[2] > k::kMaxGridYZ)
+      return fail(s, "its CUDA kernel would launch " + std::to_string((*grid)[0]) +
+                         " x " + std::to_string((*grid)[1]) + " x " +
+                         std::to_string((*grid)[2]) +
+                         " blocks, past a GPU's 2^31 - 1 x 65535 x 65535");
   std::string stem =
       s.cuda.isChain()
           ? "chain" + std::to_string(s.cuda.chain.size()) + "_" + op

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
+#include "runtime/cuda/KernelConfig.h"
 #include "runtime/kernels/Window.h"
 
 #include <functional>
@@ -14,7 +15,9 @@
 #include <optional>
 
 #include <algorithm>
+#include <array>
 #include <set>
+#include <sstream>
 
 using namespace ::mpc::rt;
 
@@ -60,6 +63,44 @@ int64_t mmaGemmTile(int64_t M, int64_t N, int64_t batch) {
 
 } // namespace
 
+/// A GEMM kernel's body: the context `c` its `prologue` fills for batch
+/// zb, then `call` for row tile mb (as `c.z`, zb). Row tiles and batches
+/// past a grid's 65535 along y and z (rows of a linear over a million
+/// tokens, a batched product over 65536 heads) loop, each block taking
+/// every 65535th, with a barrier between tiles where they pass through
+/// shared memory (`shared`).
+static std::string gemmTiles(const std::string &name,
+                             const std::string &prologue,
+                             const std::string &call, int64_t rowTiles,
+                             int64_t batch, bool shared) {
+  const int64_t cap = ::mpc::rt::cuda::kMaxGridYZ;
+  std::string code =
+      batch > cap ? "  for (i64 zb = blockIdx.z; zb < " + std::to_string(batch) +
+                        "LL; zb += gridDim.z)\n"
+                  : "  const i64 zb = blockIdx.z;\n";
+  code += rowTiles > cap ? "  for (int mb = blockIdx.y; mb < " +
+                               std::to_string(rowTiles) + "; mb += gridDim.y) {\n"
+                         : "  {\n  const int mb = blockIdx.y;\n";
+  code += "  " + name + "_ctx c;\n" + prologue + "  c.z = zb;\n  " + call + "\n";
+  if (shared && (batch > cap || rowTiles > cap)) // reused by the next tile
+    code += "  __syncthreads();\n";
+  return code + "  }\n";
+}
+
+/// Whether gemmTiles loops.
+static bool loopsTiles(int64_t rowTiles, int64_t batch) {
+  const int64_t cap = ::mpc::rt::cuda::kMaxGridYZ;
+  return rowTiles > cap || batch > cap;
+}
+
+/// The grid of `colTiles` x `rowTiles` x `batch` blocks, y and z capped
+/// at the GPU's 65535 (gemmTiles loops past them).
+static std::array<int64_t, 3> gemmGrid(int64_t colTiles, int64_t rowTiles,
+                                       int64_t batch) {
+  const int64_t cap = ::mpc::rt::cuda::kMaxGridYZ;
+  return {colTiles, std::min(rowTiles, cap), std::min(batch, cap)};
+}
+
 /// Loader and epilogue structs named after the kernel, then the kernel
 /// calling tc_gemm_mma (low precision, strided operands: no loaders),
 /// tc_gemm (low precision) or simt_gemm (fp32).
@@ -99,31 +140,37 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
     int64_t stages =
         k::mmaGemmStages(stage, k::sharedBytesPerBlock(plan.cudaArch, 2));
     sharedBytes = stages * stage;
-    cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n  "
-       << name << "_ctx c;\n" << prologue << "  c.z = blockIdx.z;\n  "
-       << "tc_gemm_mma<" << T << ", " << tile << ", " << tile << ", "
-       << (strided->ta ? "true" : "false") << ", "
-       << (strided->tb ? "true" : "false") << ", " << stages << ", "
-       << sharedBytes << ">(" << M << ", " << N << ", "
-       << K << ", " << strided->a << ", " << strided->lda << ", "
-       << strided->b << ", " << strided->ldb << ", " << name
-       << "_ep{&c});\n}\n\n";
-    barrierFlag = "mpc_mma_gemm_fibers";
-    launch(s, name, {(N + tile - 1) / tile, (M + tile - 1) / tile, batch},
+    std::ostringstream call;
+    call << "tc_gemm_mma<" << T << ", " << tile << ", " << tile << ", "
+         << (strided->ta ? "true" : "false") << ", "
+         << (strided->tb ? "true" : "false") << ", " << stages << ", "
+         << sharedBytes << ">(" << M << ", " << N << ", " << K << ", "
+         << strided->a << ", " << strided->lda << ", " << strided->b << ", "
+         << strided->ldb << ", " << name << "_ep{&c}, mb);";
+    cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n"
+       << gemmTiles(name, prologue, call.str(), (M + tile - 1) / tile, batch, true)
+       << "}\n\n";
+    // (The emulation's plain product has no barriers, but for the loop's.)
+    barrierFlag = loopsTiles((M + tile - 1) / tile, batch) ? "true"
+                                                           : "mpc_mma_gemm_fibers";
+    launch(s, name, gemmGrid((N + tile - 1) / tile, (M + tile - 1) / tile, batch),
            {::mpc::rt::cuda::kMmaGemmThreads, 1, 1});
     countFlops(2.0 * M * N * K * batch, tc);
     return;
   }
   int64_t threads = tc ? ::mpc::rt::cuda::kTcThreads
                        : ::mpc::rt::cuda::kSimtThreads;
-  cu << header(s, name, threads) << " {\n  " << name << "_ctx c;\n"
-     << prologue << "  c.z = blockIdx.z;\n  "
-     << (tc ? "tc_gemm<" + T + ">(" : std::string("simt_gemm(")) << M
-     << ", " << N << ", " << K << ", " << name << "_la{&c}, " << name
-     << "_lb{&c}, " << name << "_ep{&c});\n}\n\n";
   int64_t tileN = tc ? ::mpc::rt::cuda::kTcTileN : ::mpc::rt::cuda::kSimtTile;
   int64_t tileM = tc ? ::mpc::rt::cuda::kTcTileM : ::mpc::rt::cuda::kSimtTile;
-  launch(s, name, {(N + tileN - 1) / tileN, (M + tileM - 1) / tileM, batch},
+  std::string call = (tc ? "tc_gemm<" + T + ">(" : std::string("simt_gemm(")) +
+                     std::to_string(M) + ", " + std::to_string(N) + ", " +
+                     std::to_string(K) + ", " + name + "_la{&c}, " + name +
+                     "_lb{&c}, " + name + "_ep{&c}, mb);";
+  cu << header(s, name, threads) << " {\n"
+     << gemmTiles(name, prologue, call, (M + tileM - 1) / tileM, batch, tc)
+     << "}\n\n";
+  barrier = tc && loopsTiles((M + tileM - 1) / tileM, batch);
+  launch(s, name, gemmGrid((N + tileN - 1) / tileN, (M + tileM - 1) / tileM, batch),
          {threads, 1, 1});
   countFlops(2.0 * M * N * K * batch, tc);
 }
@@ -233,7 +280,7 @@ bool Emitter::matmul(Step &s, const std::string &name) {
   auto rd = [&](const std::string &p, const std::string &idx) {
     return f32 ? "return ld(" + p + ", " + idx + ");" : "return " + p + "[" + idx + "];";
   };
-  std::string prologue = "  c.A = in0; c.B = in1; c.Y = out0;\n  { i64 z = blockIdx.z; " +
+  std::string prologue = "  c.A = in0; c.B = in1; c.Y = out0;\n  { i64 z = zb; " +
                          offs + " c.oa = oa; c.ob = ob; }\n";
   if (libraryTypes(a.dtype, y.dtype) && b.dtype == a.dtype && strideA >= 0 &&
       strideB >= 0) {

@@ -309,20 +309,22 @@ __device__ __forceinline__ unsigned char *mpc_dynamic_smem() { return mpc_smem_;
 #endif
 
 // C[m, n] = sum_k A(m, k) B(k, n) on tensor cores: a BM x BN tile per
-// block of warps (32x32 each), K in steps of BK through shared memory,
+// block of warps (32x32 each; row tile `mb`, column tile blockIdx.x: row
+// tiles past a grid's 65535 along y are looped over), K in steps of BK
+// through shared memory,
 // FP32 accumulators; the epilogue gets each FP32 sum once. (The host
 // emulation's own is a plain product, but for the race check, which runs
 // this one with its WMMA emulated.)
 #if !defined(MPC_HOST_EMULATION) || defined(__SANITIZE_THREAD__)
 template <typename T, typename LA, typename LB, typename EP>
-__device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
+__device__ __forceinline__ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep, int mb) {
   constexpr int BM = MPC_TC_TILE_M, BN = MPC_TC_TILE_N, BK = MPC_TC_TILE_K;
   constexpr int PA = BK + 8, PB = BN + 8, WN = BN / 32;
   __shared__ __align__(32) T As[BM * PA];
   __shared__ __align__(32) T Bs[BK * PB];
   __shared__ __align__(32) float Cs[(BM / 32) * WN][32 * 32];
   const int warp = threadIdx.x / 32, wm = warp / WN, wn = warp % WN;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int m0 = mb * BM, n0 = blockIdx.x * BN;
   wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][2];
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j)
@@ -404,7 +406,7 @@ __device__ __forceinline__ void mpc_tile_copy(T *s, const T *g, i64 ld, int rows
 
 template <typename T, int BM, int BN, bool TA, bool TB, int STAGES, int SMEM, typename EP>
 __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64 lda, const T *B, i64 ldb,
-                                            const EP &ep) {
+                                            const EP &ep, int mb) {
   constexpr int BK = MPC_MMA_GEMM_TILE_K, THREADS = MPC_MMA_GEMM_THREADS;
   constexpr int WTM = BM / 2, WTN = BN / 2, MT = WTM / 16, NT = WTN / 8;
   // Shared tiles, contiguous axis last: A as [BM][BK] or (TA) [BK][BM], B
@@ -416,7 +418,7 @@ __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64
   static_assert(STAGES >= 2 && THREADS == 128, "a pipeline; 2 x 2 warps");
   T *const As = (T *)mpc_dynamic_smem(), *const Bs = As + STAGES * SA;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wm = warp / 2, wn = warp % 2;
-  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int m0 = mb * BM, n0 = blockIdx.x * BN;
   const bool va = (unsigned long long)A % 16 == 0 && lda % 8 == 0;
   const bool vb = (unsigned long long)B % 16 == 0 && ldb % 8 == 0;
   auto load = [&](int stage, int k0) {
@@ -503,9 +505,9 @@ __device__ __forceinline__ void tc_gemm_mma(int M, int N, int K, const T *A, i64
 // The same product on ordinary cores in FP32 (fp32 artifacts): one output
 // per thread, MPC_SIMT_TILE^2 threads per block.
 template <typename LA, typename LB, typename EP>
-__device__ __forceinline__ void simt_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
+__device__ __forceinline__ void simt_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep, int mb) {
   constexpr int T = MPC_SIMT_TILE;
-  int n = blockIdx.x * T + threadIdx.x % T, m = blockIdx.y * T + threadIdx.x / T;
+  int n = blockIdx.x * T + threadIdx.x % T, m = mb * T + threadIdx.x / T;
   if (m >= M || n >= N)
     return;
   float acc = 0.0f;

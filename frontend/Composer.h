@@ -38,6 +38,10 @@ struct Composer {
   Value i64s(ArrayRef<int64_t> values) {
     return i64s(values, {(int64_t)values.size()});
   }
+  Value f32s(ArrayRef<float> values, ArrayRef<int64_t> shape) {
+    return constant(DenseElementsAttr::get(
+        RankedTensorType::get(shape, c.b.getF32Type()), values));
+  }
   /// A tensor of `shape` whose elements are `value` or, where `minusInf`
   /// says so, -inf, in float type `type`.
   Value floats(Type type, ArrayRef<int64_t> shape, double value,

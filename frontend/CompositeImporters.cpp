@@ -81,44 +81,60 @@ struct MaskSpec {
   int64_t sq, skv;     // query and total key lengths (static)
 };
 
-bool allowed(const MaskSpec &s, int64_t i, int64_t j, int64_t offset) {
-  int64_t diff = i + offset - j; // how far key j lies before query i
-  return (!s.causal || diff >= 0) && (s.left < 0 || diff <= s.left) &&
-         (s.right < 0 || -diff <= s.right);
+/// Whether some query row of the causal and sliding-window bias for a
+/// fixed `offset` sees no key: key j is attended where diff = i + offset
+/// - j (how far it lies before query i) is >= 0 (causal), <= left and >=
+/// -right, one range of j a row.
+bool positionMasksWholeRow(const MaskSpec &s, int64_t offset) {
+  for (int64_t i = 0; i < s.sq; ++i) {
+    int64_t hi = s.skv - 1, lo = 0, at = i + offset; // diff = at - j
+    if (s.causal)
+      hi = std::min(hi, at);
+    if (s.right >= 0)
+      hi = std::min(hi, at + s.right);
+    if (s.left >= 0)
+      lo = std::max(lo, at - s.left);
+    if (lo > hi)
+      return true;
+  }
+  return false;
 }
 
-/// The causal and sliding-window bias (0 where attended, -inf elsewhere):
-/// a (sq, skv) constant for a fixed `offset`, or (batch, 1, sq, skv) from
-/// nonpad_kv_seqlen, whose per-batch offset is nonpad - sq.
+/// The causal and sliding-window bias (0 where attended, -inf elsewhere)
+/// from diff = i + offset - j: (sq, skv) for a fixed `offset`, or (batch,
+/// 1, sq, skv) from nonpad_kv_seqlen, whose per-batch offset is nonpad -
+/// sq. Computed from a column of rows and a row of columns, so that the
+/// constants grow with the sequence, not its square (a (sq, skv) constant
+/// took 17 GB and a minute to compile at 16k tokens); FuseAttention reads
+/// a causal one back as its `causal` attribute. Positions in FP32 (exact
+/// to 2^24; what the GPU's float kernels compute).
 Value positionBias(Composer &m, Type type, const MaskSpec &s, int64_t offset,
                    Value nonpad) {
-  if (!nonpad) {
-    SmallVector<bool> masked;
-    for (int64_t i = 0; i < s.sq; ++i)
-      for (int64_t j = 0; j < s.skv; ++j)
-        masked.push_back(!allowed(s, i, j, offset));
-    return m.floats(type, {s.sq, s.skv}, 0.0, masked);
-  }
-  SmallVector<int64_t> iMinusJ;
+  SmallVector<float> rows, cols;
   for (int64_t i = 0; i < s.sq; ++i)
-    for (int64_t j = 0; j < s.skv; ++j)
-      iMinusJ.push_back(i - j);
-  Value perBatch = m.reshape(m.bin("mpc.sub", nonpad, m.i64s({s.sq}, {})),
-                             {-1, 1, 1});
-  Value diff = m.bin("mpc.add", m.i64s(iMinusJ, {s.sq, s.skv}), perBatch);
+    rows.push_back((float)(i + (nonpad ? 0 : offset)));
+  for (int64_t j = 0; j < s.skv; ++j)
+    cols.push_back((float)j);
+  Type f32 = m.c.b.getF32Type();
+  Value diff = m.bin("mpc.sub", m.f32s(rows, {s.sq, 1}), m.f32s(cols, {1, s.skv}));
+  if (nonpad)
+    diff = m.bin("mpc.add", diff,
+                 m.reshape(m.bin("mpc.sub", m.cast(nonpad, f32),
+                                 m.scalar(f32, (double)s.sq)),
+                           {-1, 1, 1}));
   Value ok;
   auto conj = [&](Value cond) {
     ok = ok ? m.bin("mpc.and", ok, cond) : cond;
   };
   if (s.causal)
-    conj(m.bin("mpc.less_or_equal", m.i64s({0}, {}), diff));
+    conj(m.bin("mpc.less_or_equal", m.scalar(f32, 0.0), diff));
   if (s.left >= 0)
-    conj(m.bin("mpc.less_or_equal", diff, m.i64s({s.left}, {})));
+    conj(m.bin("mpc.less_or_equal", diff, m.scalar(f32, (double)s.left)));
   if (s.right >= 0)
-    conj(m.bin("mpc.less_or_equal", m.i64s({-s.right}, {}), diff));
+    conj(m.bin("mpc.less_or_equal", m.scalar(f32, -(double)s.right), diff));
   Value bias = m.where(ok, m.scalar(type, 0.0),
                        m.scalar(type, -INFINITY));
-  return m.reshape(bias, {-1, 1, s.sq, s.skv});
+  return nonpad ? m.reshape(bias, {-1, 1, s.sq, s.skv}) : bias;
 }
 
 /// attn_mask as an additive bias of `type`, its last axis padded to `skv`
@@ -273,7 +289,12 @@ LogicalResult importAttention(NodeContext &c) {
                      {c.named("axis", c.b.getI64IntegerAttr(-1))});
   // A query row with no attendable key gets zero probabilities (decided on
   // the bias, as the reference does), not softmax's NaN.
-  if (bias && mayMaskWholeRow(bias)) {
+  // (A causal or window bias alone: decided on its rows' ranges.)
+  bool positionsOnly = !c.input(3) && !nonpad;
+  if (bias && (positionsOnly
+                   ? positionMasksWholeRow(
+                         spec, pastK ? typeOf(pastK).getShape()[2] : 0)
+                   : mayMaskWholeRow(bias))) {
     Value rowMax = m.op("mpc.reduce_max", {bias},
                         {c.named("keepdims", c.b.getBoolAttr(true)),
                          c.named("noop_with_empty_axes", c.b.getBoolAttr(false)),

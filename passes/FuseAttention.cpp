@@ -18,7 +18,8 @@
 //   matmul(P, V)
 //
 // A constant bias that is exactly a causal mask (0 on and below the offset
-// diagonal, -inf or below -1e30 above) becomes `causal` and is dropped, so no
+// diagonal, -inf or below -1e30 above), or the one ONNX Attention's import
+// computes from rows and columns, becomes `causal` and is dropped, so no
 // Sq x Skv tensor is left. Every intermediate must have its one use on the
 // path (an extra consumer of the scores or probabilities, a softmax on
 // another axis, a dropout whose mask is read or whose ratio or training
@@ -171,6 +172,50 @@ bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
       if (allowed ? x != 0.0 : !(x <= -1e30))
         return false;
     }
+  return true;
+}
+
+/// The elements of a float constant shaped `rows` x `cols` (a column or
+/// a row).
+std::optional<SmallVector<double>> floatConstant(Value v, int64_t rows,
+                                                 int64_t cols) {
+  DenseFPElementsAttr attr;
+  auto t = typeOf(v);
+  if (!matchPattern(v, m_Constant(&attr)) || t.getRank() != 2 ||
+      t.getDimSize(0) != rows || t.getDimSize(1) != cols)
+    return std::nullopt;
+  SmallVector<double> values;
+  for (const APFloat &x : attr.getValues<APFloat>())
+    values.push_back(x.convertToDouble());
+  return values;
+}
+
+/// Whether `bias` is the causal bias mpc's ONNX Attention import builds
+/// (positionBias): where(0 <= rows - cols, 0, -inf) over FP32 constants
+/// of rows i + skv - sq ([sq, 1]) and columns j ([1, skv]).
+bool isCausalPositions(Value bias, int64_t sq, int64_t skv) {
+  auto where = bias.getDefiningOp<WhereOp>();
+  if (!where)
+    return false;
+  std::optional<double> zero = scalarConstant(where.getX()),
+                        fill = scalarConstant(where.getY());
+  if (!zero || *zero != 0.0 || !fill || !(*fill <= -1e30))
+    return false;
+  auto le = where.getCondition().getDefiningOp<LessOrEqualOp>();
+  std::optional<double> lowest = le ? scalarConstant(le.getA()) : std::nullopt;
+  auto diff = le ? le.getB().getDefiningOp<SubOp>() : SubOp();
+  if (!lowest || *lowest != 0.0 || !diff)
+    return false;
+  auto rows = floatConstant(diff.getA(), sq, 1),
+       cols = floatConstant(diff.getB(), 1, skv);
+  if (!rows || !cols)
+    return false;
+  for (int64_t i = 0; i < sq; ++i)
+    if ((*rows)[i] != (double)(i + skv - sq))
+      return false;
+  for (int64_t j = 0; j < skv; ++j)
+    if ((*cols)[j] != (double)j)
+      return false;
   return true;
 }
 
@@ -376,7 +421,7 @@ public:
     }
     bool causal = false;
     if (bias && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic &&
-        isCausalConstant(bias, sq, skv)) {
+        (isCausalConstant(bias, sq, skv) || isCausalPositions(bias, sq, skv))) {
       causal = true;
       bias = Value();
     }

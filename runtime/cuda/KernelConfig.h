@@ -56,6 +56,10 @@ inline constexpr int64_t mmaGemmStages(int64_t stageBytes,
   return n > kMmaGemmMaxStages ? kMmaGemmMaxStages : n < 2 ? 2 : n;
 }
 
+/// The blocks a grid may have along x, and along y and z (every GPU since
+/// sm_30): a launch past them fails.
+inline constexpr int64_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
+
 /// Dynamic shared memory a kernel may use without opting in, and the most
 /// any GPU mpc targets lets a block opt in to (sm_90: 227 KiB); a launch's
 /// own limit is the device's (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_

@@ -437,10 +437,16 @@ Result cuGraphLaunch(void *exec, void *stream) {
 Result cuGraphExecDestroy(void *exec) { return delete (Graph *)exec, kOk; }
 Result cuGraphDestroy(void *graph) { return delete (Graph *)graph, kOk; }
 
-Result cuLaunchKernel(void *f, unsigned, unsigned, unsigned, unsigned,
-                      unsigned, unsigned, unsigned smem, void *stream,
-                      void **params, void **) {
+Result cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                      void *stream, void **params, void **) {
   auto *k = (const Kernel *)f;
+  // A GPU's limits: 2^31 - 1 x 65535 x 65535 blocks of at most 1024
+  // threads (1024 x 1024 x 64).
+  if (gx < 1 || gx > 2147483647u || gy < 1 || gy > 65535 || gz < 1 ||
+      gz > 65535 || bx < 1 || by < 1 || bz < 1 || bx > 1024 || by > 1024 ||
+      bz > 64 || (unsigned long long)bx * by * bz > 1024)
+    return kInvalidValue;
   // A GPU refuses a launch asking more than 48 KiB the kernel did not opt
   // in to; one giving less than its code uses reads past its allocation
   // (the double refuses that too, or the emulation's big buffer hides it).

@@ -179,13 +179,14 @@ inline __half __float2half_rn(float f) { return __half(f); }
 inline float __bfloat162float(__nv_bfloat16 h) { return h; }
 inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16(f); }
 
-/// A block's BM x BN tile of a GEMM, computed by its thread 0 (the other
-/// threads return): each output's FP32 sum of products in order of k.
+/// A block's BM x BN tile of a GEMM (row tile `mb`), computed by its
+/// thread 0 (the other threads return): each output's FP32 sum of
+/// products in order of k.
 template <int BM, int BN, typename LA, typename LB, typename EP>
-void mpc_plain_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
+void mpc_plain_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep, int mb) {
   if (threadIdx.x != 0)
     return;
-  int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  int m0 = mb * BM, n0 = blockIdx.x * BN;
   for (int m = m0; m < m0 + BM && m < M; ++m)
     for (int n = n0; n < n0 + BN && n < N; ++n) {
       float acc = 0.0f;
@@ -198,8 +199,8 @@ void mpc_plain_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &e
 // (The race check runs the prelude's own, with its shared-memory tiles.)
 #if !defined(__SANITIZE_THREAD__)
 template <typename T, typename LA, typename LB, typename EP>
-void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
-  mpc_plain_gemm<mpc::rt::cuda::kTcTileM, mpc::rt::cuda::kTcTileN>(M, N, K, la, lb, ep);
+void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep, int mb) {
+  mpc_plain_gemm<mpc::rt::cuda::kTcTileM, mpc::rt::cuda::kTcTileN>(M, N, K, la, lb, ep, mb);
 }
 #endif
 
@@ -209,11 +210,11 @@ void tc_gemm(int M, int N, int K, const LA &la, const LB &lb, const EP &ep) {
 constexpr bool mpc_mma_gemm_fibers = false;
 template <typename T, int BM, int BN, bool TA, bool TB, int STAGES, int SMEM, typename EP>
 void tc_gemm_mma(int M, int N, int K, const T *A, long long lda, const T *B,
-                 long long ldb, const EP &ep) {
+                 long long ldb, const EP &ep, int mb) {
   mpc_plain_gemm<BM, BN>(
       M, N, K,
       [&](int m, int k) { return A[TA ? (long long)k * lda + m : (long long)m * lda + k]; },
-      [&](int k, int n) { return B[TB ? (long long)n * ldb + k : (long long)k * ldb + n]; }, ep);
+      [&](int k, int n) { return B[TB ? (long long)n * ldb + k : (long long)k * ldb + n]; }, ep, mb);
 }
 #else
 constexpr bool mpc_mma_gemm_fibers = true;
