@@ -44,6 +44,8 @@ CASES = {
     # Head size 128: the backward's FlashAttention-2 layout (two key tiles
     # of 128, three query tiles of 64), four lanes' draws shared.
     "causal_152_d128": ((1, 2, 152, 128), (1, 2, 152, 128), (1, 2, 152, 128), 0.1, True, False),
+    # Head size 40, computed on 48 (zero past each row).
+    "causal_90_d40": ((1, 2, 90, 40), (1, 2, 90, 40), (1, 2, 90, 40), 0.2, True, False),
 }
 DROPPED = "probs_dropped"  # the Dropout's output: its stream's name
 
