@@ -341,7 +341,7 @@ void AttentionGrad::emitPartialSums(const std::string &name) {
   os << "}\n\n";
   // dQ = scale x the splits' partial sums, in split order; split s has
   // written the rows from its first key tile's first query on. (The
-  // sums' rows are D wide, dQ's DD: D rounded up.)
+  // sums' rows are D wide, the head size rounded up; dQ's DD, its own.)
   const int64_t DD = g.dData;
   os << e.header(s, name, 256) << " {\n"
      << "  const i64 e = ((i64)blockIdx.x * 256 + threadIdx.x) * 2;\n"

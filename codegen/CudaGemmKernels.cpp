@@ -63,6 +63,12 @@ int64_t mmaGemmTile(int64_t M, int64_t N, int64_t batch) {
 
 } // namespace
 
+/// Whether a GEMM of `rowTiles` x `batch` blocks loops (gemmTiles).
+static bool loopsTiles(int64_t rowTiles, int64_t batch) {
+  const int64_t cap = ::mpc::rt::cuda::kMaxGridYZ;
+  return rowTiles > cap || batch > cap;
+}
+
 /// A GEMM kernel's body: the context `c` its `prologue` fills for batch
 /// zb, then `call` for row tile mb (as `c.z`, zb). Row tiles and batches
 /// past a grid's 65535 along y and z (rows of a linear over a million
@@ -82,15 +88,9 @@ static std::string gemmTiles(const std::string &name,
                                std::to_string(rowTiles) + "; mb += gridDim.y) {\n"
                          : "  {\n  const int mb = blockIdx.y;\n";
   code += "  " + name + "_ctx c;\n" + prologue + "  c.z = zb;\n  " + call + "\n";
-  if (shared && (batch > cap || rowTiles > cap)) // reused by the next tile
+  if (shared && loopsTiles(rowTiles, batch)) // reused by the next tile
     code += "  __syncthreads();\n";
   return code + "  }\n";
-}
-
-/// Whether gemmTiles loops.
-static bool loopsTiles(int64_t rowTiles, int64_t batch) {
-  const int64_t cap = ::mpc::rt::cuda::kMaxGridYZ;
-  return rowTiles > cap || batch > cap;
 }
 
 /// The grid of `colTiles` x `rowTiles` x `batch` blocks, y and z capped
@@ -147,13 +147,13 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
          << sharedBytes << ">(" << M << ", " << N << ", " << K << ", "
          << strided->a << ", " << strided->lda << ", " << strided->b << ", "
          << strided->ldb << ", " << name << "_ep{&c}, mb);";
+    const int64_t rowTiles = (M + tile - 1) / tile;
     cu << header(s, name, ::mpc::rt::cuda::kMmaGemmThreads) << " {\n"
-       << gemmTiles(name, prologue, call.str(), (M + tile - 1) / tile, batch, true)
+       << gemmTiles(name, prologue, call.str(), rowTiles, batch, true)
        << "}\n\n";
     // (The emulation's plain product has no barriers, but for the loop's.)
-    barrierFlag = loopsTiles((M + tile - 1) / tile, batch) ? "true"
-                                                           : "mpc_mma_gemm_fibers";
-    launch(s, name, gemmGrid((N + tile - 1) / tile, (M + tile - 1) / tile, batch),
+    barrierFlag = loopsTiles(rowTiles, batch) ? "true" : "mpc_mma_gemm_fibers";
+    launch(s, name, gemmGrid((N + tile - 1) / tile, rowTiles, batch),
            {::mpc::rt::cuda::kMmaGemmThreads, 1, 1});
     countFlops(2.0 * M * N * K * batch, tc);
     return;
@@ -162,15 +162,15 @@ void Emitter::gemmKernel(Step &s, const std::string &name, DType t, int64_t M,
                        : ::mpc::rt::cuda::kSimtThreads;
   int64_t tileN = tc ? ::mpc::rt::cuda::kTcTileN : ::mpc::rt::cuda::kSimtTile;
   int64_t tileM = tc ? ::mpc::rt::cuda::kTcTileM : ::mpc::rt::cuda::kSimtTile;
+  const int64_t rowTiles = (M + tileM - 1) / tileM;
   std::string call = (tc ? "tc_gemm<" + T + ">(" : std::string("simt_gemm(")) +
                      std::to_string(M) + ", " + std::to_string(N) + ", " +
                      std::to_string(K) + ", " + name + "_la{&c}, " + name +
                      "_lb{&c}, " + name + "_ep{&c}, mb);";
   cu << header(s, name, threads) << " {\n"
-     << gemmTiles(name, prologue, call, (M + tileM - 1) / tileM, batch, tc)
-     << "}\n\n";
-  barrier = tc && loopsTiles((M + tileM - 1) / tileM, batch);
-  launch(s, name, gemmGrid((N + tileN - 1) / tileN, (M + tileM - 1) / tileM, batch),
+     << gemmTiles(name, prologue, call, rowTiles, batch, tc) << "}\n\n";
+  barrier = tc && loopsTiles(rowTiles, batch);
+  launch(s, name, gemmGrid((N + tileN - 1) / tileN, rowTiles, batch),
          {threads, 1, 1});
   countFlops(2.0 * M * N * K * batch, tc);
 }

@@ -219,34 +219,25 @@ for name, nodes, extra, opset in (
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits + extra)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
               f"{work}/models/{name}.onnx")
-# Head size 128 (issue 14's target names 64 and 128): ONNX Attention.
-shape128 = [2, H, S, 128]
-g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
-    "attention_d128_train",
-    [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape128)],
-    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
-    [numpy_helper.from_array(rng.standard_normal(shape128).astype(np.float32), n)
-     for n in "qkv"])
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
-          f"{work}/models/attention_d128_train.onnx")
-# Head size 40 (Stable Diffusion's; the mma kernels compute it on 48).
-shape40 = [2, H, S, 40]
-g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
-    "attention_d40_train",
-    [helper.make_tensor_value_info("target", TensorProto.FLOAT, shape40)],
-    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
-    [numpy_helper.from_array(rng.standard_normal(shape40).astype(np.float32), n)
-     for n in "qkv"])
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
-          f"{work}/models/attention_d40_train.onnx")
+# Head size 128 (issue 14's target names 64 and 128) and 40 (Stable
+# Diffusion's; the mma kernels compute it on 48): ONNX Attention.
+for D in (128, 40):
+    g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
+        f"attention_d{D}_train",
+        [helper.make_tensor_value_info("target", TensorProto.FLOAT, [2, H, S, D])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+        [numpy_helper.from_array(rng.standard_normal([2, H, S, D]).astype(np.float32), n)
+         for n in "qkv"])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+              f"{work}/models/attention_d{D}_train.onnx")
 sys.path.insert(0, sys.argv[2])
 import inputs  # noqa: E402 (large inputs travel as recipes)
 inputs.make(work, "attention_train.target.npy", 4, "normal:0.001", shape,
             np.float32)
 inputs.make(work, "attention_d128_train.target.npy", 5, "normal:0.001",
-            shape128, np.float32)
+            [2, H, S, 128], np.float32)
 inputs.make(work, "attention_d40_train.target.npy", 6, "normal:0.001",
-            shape40, np.float32)
+            [2, H, S, 40], np.float32)
 PY
 # (kernels=auto: no GEMM or convolution, so `--gemm mpc` would run the
 # same kernels again.)

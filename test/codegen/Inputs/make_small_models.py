@@ -357,28 +357,34 @@ save("data_moves", [
     ints("shape2", [4, 96])], opset=18)
 # Sequence-first multi-head attention (nn.MultiheadAttention without
 # batch_first): 4 positions x 2 sequences, 2 heads of 16.
-save("seq_first_attention", [
-    helper.make_node("MatMul", ["x", "W"], ["h"], name="in_proj"),
-    helper.make_node("Reshape", ["h", "sbe"], ["h3"], name="to_sbe"),
-    helper.make_node("Split", ["h3", "thirds"], ["q0", "k0", "v0"],
-                     name="qkv", axis=2),
-    *[n for z in "qkv" for n in (
-        helper.make_node("Reshape", [z + "0", "heads"], [z + "1"],
-                         name=z + "_heads"),
-        helper.make_node("Transpose", [z + "1"], [z], name=z + "_first",
-                         perm=[1, 0, 2]))],
-    helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
-    helper.make_node("MatMul", ["q", "kt"], ["qk"], name="scores_mm"),
-    helper.make_node("Div", ["qk", "four"], ["qks"], name="scale"),
-    helper.make_node("Softmax", ["qks"], ["att"], name="softmax", axis=-1),
-    helper.make_node("MatMul", ["att", "v"], ["y"], name="att_v"),
-    helper.make_node("Transpose", ["y"], ["y1"], name="y_back", perm=[1, 0, 2]),
-    helper.make_node("Reshape", ["y1", "rows"], ["y2"], name="y_rows"),
-    helper.make_node("MatMul", ["y2", "W2"], ["scores"], name="head"),
-], [weight("W", (8, 192)), weight("W2", (64, 10)), ints("sbe", [4, 2, 96]),
-    ints("thirds", [32, 32, 32]), ints("heads", [4, 4, 16]),
-    numpy_helper.from_array(np.array(4.0, np.float32), "four"),
-    ints("rows", [4, 64])], opset=18)
+def seq_first_nodes(divisor):
+    """seq_first_attention's nodes, the scores divided by `divisor`."""
+    return [
+        helper.make_node("MatMul", ["x", "W"], ["h"], name="in_proj"),
+        helper.make_node("Reshape", ["h", "sbe"], ["h3"], name="to_sbe"),
+        helper.make_node("Split", ["h3", "thirds"], ["q0", "k0", "v0"],
+                         name="qkv", axis=2),
+        *[n for z in "qkv" for n in (
+            helper.make_node("Reshape", [z + "0", "heads"], [z + "1"],
+                             name=z + "_heads"),
+            helper.make_node("Transpose", [z + "1"], [z], name=z + "_first",
+                             perm=[1, 0, 2]))],
+        helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["qk"], name="scores_mm"),
+        helper.make_node("Div", ["qk", divisor], ["qks"], name="scale"),
+        helper.make_node("Softmax", ["qks"], ["att"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["att", "v"], ["y"], name="att_v"),
+        helper.make_node("Transpose", ["y"], ["y1"], name="y_back", perm=[1, 0, 2]),
+        helper.make_node("Reshape", ["y1", "rows"], ["y2"], name="y_rows"),
+        helper.make_node("MatMul", ["y2", "W2"], ["scores"], name="head"),
+    ]
+
+
+save("seq_first_attention", seq_first_nodes("four"),
+     [weight("W", (8, 192)), weight("W2", (64, 10)), ints("sbe", [4, 2, 96]),
+      ints("thirds", [32, 32, 32]), ints("heads", [4, 4, 16]),
+      numpy_helper.from_array(np.array(4.0, np.float32), "four"),
+      ints("rows", [4, 64])], opset=18)
 
 # conv_res with 32 channels: its second filter (32x32x3x3, 9216 elements)
 # is large enough for `--weights seed:N` to draw it. Its own generator, so
@@ -543,29 +549,12 @@ save("embed_rows", [
 # 2 x 2 heads of 40 a position; the mma kernels compute on 48 columns,
 # reading and writing the 40 of each head in place. Its own generator.
 heads40 = np.random.default_rng(8)
-save("seq_first_attention_d40", [
-    helper.make_node("MatMul", ["x", "W"], ["h"], name="in_proj"),
-    helper.make_node("Reshape", ["h", "sbe"], ["h3"], name="to_sbe"),
-    helper.make_node("Split", ["h3", "thirds"], ["q0", "k0", "v0"],
-                     name="qkv", axis=2),
-    *[n for z in "qkv" for n in (
-        helper.make_node("Reshape", [z + "0", "heads"], [z + "1"],
-                         name=z + "_heads"),
-        helper.make_node("Transpose", [z + "1"], [z], name=z + "_first",
-                         perm=[1, 0, 2]))],
-    helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
-    helper.make_node("MatMul", ["q", "kt"], ["qk"], name="scores_mm"),
-    helper.make_node("Div", ["qk", "root"], ["qks"], name="scale"),
-    helper.make_node("Softmax", ["qks"], ["att"], name="softmax", axis=-1),
-    helper.make_node("MatMul", ["att", "v"], ["y"], name="att_v"),
-    helper.make_node("Transpose", ["y"], ["y1"], name="y_back", perm=[1, 0, 2]),
-    helper.make_node("Reshape", ["y1", "rows"], ["y2"], name="y_rows"),
-    helper.make_node("MatMul", ["y2", "W2"], ["scores"], name="head"),
-], [numpy_helper.from_array(
-        (heads40.standard_normal((8, 480)) * 0.3).astype(np.float32), "W"),
-    numpy_helper.from_array(
-        (heads40.standard_normal((160, 10)) * 0.3).astype(np.float32), "W2"),
-    ints("sbe", [4, 2, 240]), ints("thirds", [80, 80, 80]),
-    ints("heads", [4, 4, 40]),
-    numpy_helper.from_array(np.array(40 ** 0.5, np.float32), "root"),
-    ints("rows", [4, 160])], opset=18)
+save("seq_first_attention_d40", seq_first_nodes("root"),
+     [numpy_helper.from_array(
+          (heads40.standard_normal((8, 480)) * 0.3).astype(np.float32), "W"),
+      numpy_helper.from_array(
+          (heads40.standard_normal((160, 10)) * 0.3).astype(np.float32), "W2"),
+      ints("sbe", [4, 2, 240]), ints("thirds", [80, 80, 80]),
+      ints("heads", [4, 4, 40]),
+      numpy_helper.from_array(np.array(40 ** 0.5, np.float32), "root"),
+      ints("rows", [4, 160])], opset=18)
