@@ -2,6 +2,7 @@
 
 #include "codegen/PlanBuilder.h"
 #include "ir/MpcOps.h"
+#include "runtime/TensorLimit.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -195,6 +196,21 @@ private:
               (where ? where->getName().getStringRef().str() : "argument") +
               "): value of type " + llvm::formatv("{0}", v.getType()).str() +
               " is not static; bind the batch or input shapes";
+      return -1;
+    }
+    // What the import let through (attention's scores, which a fused
+    // step never holds) is bounded here, before anything allocates it.
+    uint64_t bytes = (uint64_t)rt::dtypeSize(*dtype);
+    for (int64_t d : t.getShape())
+      bytes = d > 0 && bytes > UINT64_MAX / (uint64_t)d ? UINT64_MAX
+                                                        : bytes * (uint64_t)d;
+    if (bytes > rt::maxTensorBytes()) {
+      error = "node '" + (where ? nodeNameOf(where->getLoc()) : "") + "' (" +
+              (where ? where->getName().getStringRef().str() : "argument") +
+              "): value of type " + llvm::formatv("{0}", v.getType()).str() +
+              " is " + std::to_string(bytes) + " bytes, over the limit of " +
+              std::to_string(rt::maxTensorBytes()) +
+              " (raise it with --max-tensor-bytes)";
       return -1;
     }
     int id = plan.values.size();

@@ -179,6 +179,10 @@ LogicalResult importAttention(NodeContext &c) {
                            "right_window_size"})))
     return failure();
   Composer m{c};
+  // Its sequence x sequence scores, which mpc-fuse-attention's op never
+  // holds: a 64k-token head passes 16 GiB (the plan builder bounds them
+  // where they stay).
+  c.largeResults = true;
   Value q = c.input(0), k = c.input(1), v = c.input(2);
   Type type = typeOf(q).getElementType();
   int64_t rank = typeOf(q).getRank();

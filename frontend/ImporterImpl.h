@@ -114,6 +114,10 @@ public:
 
   /// Results mapped to node outputs, in order.
   llvm::SmallVector<mlir::Value> outputs;
+  /// Results past --max-tensor-bytes let through (Attention's scores,
+  /// which the fused op never holds): the plan builder bounds what a plan
+  /// would hold of them.
+  bool largeResults = false;
   /// First error, without the node prefix.
   std::string error;
 

@@ -9,6 +9,7 @@
 
 #include "frontend/ModelValidator.h"
 #include "frontend/ModelLoader.h"
+#include "runtime/TensorLimit.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -20,7 +21,6 @@ namespace mlir::mpc {
 
 namespace {
 
-std::atomic<uint64_t> maxBytes{uint64_t(16) << 30};
 
 // TensorProto.DataType numbers (Debian's onnx-ml.proto predates FLOAT8+).
 enum : int32_t {
@@ -390,8 +390,8 @@ bool Validator::tensor(const onnx::TensorProto &t, const std::string &where) {
 
 } // namespace
 
-uint64_t maxTensorBytes() { return maxBytes.load(); }
-void setMaxTensorBytes(uint64_t bytes) { maxBytes.store(bytes); }
+uint64_t maxTensorBytes() { return ::mpc::rt::maxTensorBytes(); }
+void setMaxTensorBytes(uint64_t bytes) { ::mpc::rt::setMaxTensorBytes(bytes); }
 
 bool validateTensor(const onnx::TensorProto &tensor,
                     const std::string &modelDir, const std::string &what,

@@ -206,7 +206,7 @@ FailureOr<SmallVector<Value>> NodeContext::build(StringRef opName,
         numel *= (uint64_t)d;
     }
     uint64_t bytes = (numel * bits + 7) / 8;
-    if (overflow || bytes > maxTensorBytes()) {
+    if (overflow || (bytes > maxTensorBytes() && !largeResults)) {
       std::string shape;
       llvm::raw_string_ostream os(shape);
       os << type;
