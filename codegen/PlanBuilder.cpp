@@ -191,28 +191,25 @@ private:
   int define(Value v, Operation *where) {
     auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
     auto dtype = t ? dtypeOf(t.getElementType()) : std::nullopt;
-    if (!t || !dtype || !t.hasStaticShape()) {
+    auto refuse = [&](const std::string &why) {
       error = "node '" + (where ? nodeNameOf(where->getLoc()) : "") + "' (" +
               (where ? where->getName().getStringRef().str() : "argument") +
               "): value of type " + llvm::formatv("{0}", v.getType()).str() +
-              " is not static; bind the batch or input shapes";
+              " " + why;
       return -1;
-    }
+    };
+    if (!t || !dtype || !t.hasStaticShape())
+      return refuse("is not static; bind the batch or input shapes");
     // What the import let through (attention's scores, which a fused
     // step never holds) is bounded here, before anything allocates it.
     uint64_t bytes = (uint64_t)rt::dtypeSize(*dtype);
     for (int64_t d : t.getShape())
       bytes = d > 0 && bytes > UINT64_MAX / (uint64_t)d ? UINT64_MAX
                                                         : bytes * (uint64_t)d;
-    if (bytes > rt::maxTensorBytes()) {
-      error = "node '" + (where ? nodeNameOf(where->getLoc()) : "") + "' (" +
-              (where ? where->getName().getStringRef().str() : "argument") +
-              "): value of type " + llvm::formatv("{0}", v.getType()).str() +
-              " is " + std::to_string(bytes) + " bytes, over the limit of " +
-              std::to_string(rt::maxTensorBytes()) +
-              " (raise it with --max-tensor-bytes)";
-      return -1;
-    }
+    if (bytes > rt::maxTensorBytes())
+      return refuse("is " + std::to_string(bytes) + " bytes, over the limit of " +
+                    std::to_string(rt::maxTensorBytes()) +
+                    " (raise it with --max-tensor-bytes)");
     int id = plan.values.size();
     plan.values.push_back(
         {*dtype, rt::Shape(t.getShape().begin(), t.getShape().end())});
