@@ -27,9 +27,12 @@ inline std::string i64Lit(int64_t v) { return std::to_string(v) + "LL"; }
 /// An attention step's geometry: `batch` heads (the product of `lead`),
 /// `sq` queries, `skv` keys, head sizes `d` (Q, K) and `dv` (V, y). The
 /// kernels compute on `d` and `dv`; the operands' rows hold `dData` and
-/// `dvData` elements (the same but where mmaDims rounds up).
+/// `dvData` elements (the same but where mmaDims rounds up). Causal, key
+/// j is visible to query i where j <= i + `off` (skv - sq unless the step
+/// says otherwise: stepDims).
 struct Dims {
-  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0, dData = 0, dvData = 0;
+  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0, dData = 0, dvData = 0,
+          off = 0;
   Shape lead;
 };
 
@@ -45,6 +48,16 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   g.dv = v[r - 1];
   g.dData = g.d;
   g.dvData = g.dv;
+  g.off = g.skv - g.sq;
+  return g;
+}
+
+/// The geometry of attention step `s` from its Q, K and V shapes, with
+/// its `causal_offset`.
+inline Dims stepDims(const Step &s, const Shape &q, const Shape &k,
+                     const Shape &v) {
+  Dims g = dimsOf(q, k, v);
+  g.off = s.getInt("causal_offset", g.off);
   return g;
 }
 

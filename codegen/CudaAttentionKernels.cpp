@@ -32,7 +32,7 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
      << "(const " << qType << " *__restrict__ q, const K *krow, const "
      << biasType << " *__restrict__ bias, i64 b, i64 i, i64 j) {\n";
   if (causal)
-    os << "  if (j > i + " << g.skv - g.sq
+    os << "  if (j > i + " << g.off
        << "LL) return -INFINITY;\n";
   os << "  float dot = 0.0f;\n  for (i64 t = 0; t < " << g.d
      << "LL; ++t) dot += ld(q, (b * " << g.sq << "LL + i) * " << g.d
@@ -65,7 +65,7 @@ int64_t tensorCoreWarps(const Dims &g) {
 /// time, with the online softmax of the CPU backend (same steps, same
 /// order). Rows past the end still load tiles and meet the barriers.
 bool Emitter::attention(Step &s, const std::string &name) {
-  Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
+  Dims g = stepDims(s, val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                   val(s.inputs[2]).shape);
   DType t = val(s.inputs[0]).dtype;
   if ((t == DType::F16 || t == DType::BF16) &&
@@ -161,7 +161,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
 /// key any of their rows sees.
 void Emitter::attentionTensorCores(Step &s, const std::string &name,
                                    int64_t warps) {
-  Dims g = dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
+  Dims g = stepDims(s, val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                   val(s.inputs[2]).shape);
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
@@ -200,9 +200,9 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
      << "; ++t) wmma::load_matrix_sync(qf[t], qs + warp * " << 16 * D
      << " + t * 16, " << D << ");\n";
   // Keys past jEnd are masked for every row of the block.
-  std::string jEnd = causal ? "(i0 + " + L(rows + g.skv - g.sq) + " < " +
+  std::string jEnd = causal ? "(i0 + " + L(rows + g.off) + " < " +
                                   L(g.skv) + " ? i0 + " +
-                                  L(rows + g.skv - g.sq) + " : " + L(g.skv) + ")"
+                                  L(rows + g.off) + " : " + L(g.skv) + ")"
                             : L(g.skv);
   os << "  const i64 jEnd = " << jEnd << ";\n"
      << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
@@ -237,7 +237,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
      << "        const i64 j = j0 + jj;\n"
      << "        float sc = -INFINITY;\n"
      << "        if (i < " << L(g.sq) << " && j < " << L(g.skv)
-     << (causal ? " && j <= i + " + L(g.skv - g.sq) : std::string()) << ") {\n"
+     << (causal ? " && j <= i + " + L(g.off) : std::string()) << ") {\n"
      << "          sc = " << flt((float)s.getFloat("scale", 1.0))
      << " * srow[jj];\n";
   if (hasBias)
@@ -296,7 +296,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
 /// and dv (each where it exists), recomputing p = exp(s - lse).
 bool Emitter::attentionGrad(Step &s, const std::string &name) {
   // Operands: dy, q, k, v, y, lse[, bias].
-  Dims g = dimsOf(val(s.inputs[1]).shape, val(s.inputs[2]).shape,
+  Dims g = stepDims(s, val(s.inputs[1]).shape, val(s.inputs[2]).shape,
                   val(s.inputs[3]).shape);
   DType t = val(s.inputs[1]).dtype;
   bool sameType = true;

@@ -88,8 +88,8 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
 /// sees.
 void Emitter::attentionMma(Step &s, const std::string &name,
                            const MmaForwardTiles &layout) {
-  Dims g = mmaDims(dimsOf(val(s.inputs[0]).shape, val(s.inputs[1]).shape,
-                          val(s.inputs[2]).shape));
+  Dims g = mmaDims(stepDims(s, val(s.inputs[0]).shape, val(s.inputs[1]).shape,
+                            val(s.inputs[2]).shape));
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
@@ -145,9 +145,9 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "; ++n) for (int f = 0; f < 4; ++f) o[mt][n][f] = 0.0f;\n"
      << "    for (int h = 0; h < 2; ++h) m[mt][h] = -INFINITY, l[mt][h] = 0.0f;\n"
      << "  }\n";
-  std::string jEnd = causal ? "(i0 + " + L(kRows + g.skv - g.sq) + " < " +
+  std::string jEnd = causal ? "(i0 + " + L(kRows + g.off) + " < " +
                                   L(g.skv) + " ? i0 + " +
-                                  L(kRows + g.skv - g.sq) + " : " + L(g.skv) + ")"
+                                  L(kRows + g.off) + " : " + L(g.skv) + ")"
                             : L(g.skv);
   os << "  const i64 jEnd = " << jEnd << ";\n"
      // The tile of keys from j0 into buffer `buf`: 8 elements of a row a

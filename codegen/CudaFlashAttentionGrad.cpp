@@ -57,9 +57,9 @@ void Emitter::attentionGradMma(Step &s, const std::string &name) {
 }
 
 AttentionGrad::AttentionGrad(Emitter &e, Step &s)
-    : e(e), s(s), g(mmaDims(dimsOf(e.val(s.inputs[1]).shape,
-                                   e.val(s.inputs[2]).shape,
-                                   e.val(s.inputs[3]).shape))),
+    : e(e), s(s), g(mmaDims(stepDims(s, e.val(s.inputs[1]).shape,
+                                     e.val(s.inputs[2]).shape,
+                                     e.val(s.inputs[3]).shape))),
       hasBias(s.inputs.size() > 6 && s.inputs[6] >= 0),
       causal(s.getInt("causal", 0) != 0), drop(e, s, g, 7),
       T(ctype(e.val(s.inputs[1]).dtype)),
@@ -111,7 +111,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   // (atomic: no block adds to a row that sees no key, as under a causal
   // mask with more queries than keys; those recompute.)
   const bool atomicMode = e.plan.cudaAttentionDq == "atomic",
-             rowless = causal && g.sq > g.skv;
+             rowless = causal && g.off < 0;
   auto dqSplits = [&](int64_t keyRows) {
     return atomicMode && rowless
                ? 0
@@ -185,7 +185,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
                    drop.keep(AttentionDropout::index(g, "b", "i", "j")) +
                    " ? " + flt(drop.draw.scale) + " : 0.0f;\n";
   PS = TQ + 8;
-  off = g.skv - g.sq; // key j is visible to query i: j <= i + off
+  off = g.off; // key j is visible to query i: j <= i + off
   // p = 2^(v mult - lse log2(e)) on the SFU (mpc_exp2): one FFMA and
   // MUFU.EX2 a score, as FlashAttention-2's backward. Without a bias and
   // with a positive scale v is the raw score and mult = scale log2(e);

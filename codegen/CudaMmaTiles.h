@@ -261,7 +261,7 @@ inline std::string unmaskedTile(const Dims &g, bool causal,
   return q0 + " + " + L(rows) + " <= " + L(g.sq) + " && " + k0 + " + " +
          L(keys) + " <= " + L(g.skv) +
          (causal ? " && " + k0 + " + " + L(keys - 1) + " <= " + q0 + " + " +
-                       L(g.skv - g.sq)
+                       L(g.off)
                  : std::string());
 }
 
@@ -283,7 +283,7 @@ inline VisibleColumns visibleColumns(const Dims &g, bool causal,
                                      const std::string &row, int64_t mtiles,
                                      const std::string &mt = "mt") {
   auto &L = i64Lit;
-  const int64_t off = g.skv - g.sq; // key j is visible to query i: j <= i + off
+  const int64_t off = g.off; // key j is visible to query i: j <= i + off
   const bool lower = causal && !rowsAreQueries;
   const std::string base = "(" + first + " + 2 * t)";
   std::ostringstream os;

@@ -114,7 +114,9 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
     `y = dropout(softmax(scale * q k^T + bias)) v` over the last two
     dimensions (`q`: ... x Sq x D, `k`: ... x Skv x D, `v`: ... x Skv x Dv,
     the leading dimensions equal; `bias` broadcasts to ... x Sq x Skv). With
-    `causal`, query i attends keys j <= i + Skv - Sq only. Scores, softmax
+    `causal`, query i attends keys j <= i + `causal_offset` only (by
+    default Skv - Sq: the diagonal through the last query and key; 0 is
+    ONNX Attention's alignment to the first ones without a past). Scores, softmax
     statistics and the products accumulate in FP32 whatever the operands'
     type, and no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of
     each query's scores (FP32), is all the backward pass
@@ -142,6 +144,7 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
                    Optional<Mpc_I64Tensor>:$step,
                    F32Attr:$scale,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
+                   OptionalAttr<I64Attr>:$causal_offset,
                    DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows,
                    DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
                    OptionalAttr<I64Attr>:$seed,

@@ -19,8 +19,9 @@
 //
 // A constant bias that is exactly a causal mask (0 on and below the offset
 // diagonal, -inf or below -1e30 above), or the one ONNX Attention's import
-// computes from rows and columns, becomes `causal` and is dropped, so no
-// Sq x Skv tensor is left. Every intermediate must have its one use on the
+// computes from rows and columns (with its own `causal_offset` where not
+// the diagonal through the last query and key), becomes `causal` and is
+// dropped, so no Sq x Skv tensor is left. Every intermediate must have its one use on the
 // path (an extra consumer of the scores or probabilities, a softmax on
 // another axis, a dropout whose mask is read or whose ratio or training
 // flag is only known at run time leave the subgraph as it is: fusing would
@@ -190,33 +191,38 @@ std::optional<SmallVector<double>> floatConstant(Value v, int64_t rows,
   return values;
 }
 
-/// Whether `bias` is the causal bias mpc's ONNX Attention import builds
-/// (positionBias): where(0 <= rows - cols, 0, -inf) over FP32 constants
-/// of rows i + skv - sq ([sq, 1]) and columns j ([1, skv]).
-bool isCausalPositions(Value bias, int64_t sq, int64_t skv) {
+/// The offset of the causal bias mpc's ONNX Attention import builds
+/// (positionBias), where `bias` is one: where(0 <= rows - cols, 0, -inf)
+/// over FP32 constants of rows i + offset ([sq, 1]) and columns j ([1,
+/// skv]), query i seeing keys j <= i + offset (ONNX's alignment: the past
+/// length, 0 without one).
+std::optional<int64_t> causalPositions(Value bias, int64_t sq, int64_t skv) {
   auto where = bias.getDefiningOp<WhereOp>();
   if (!where)
-    return false;
+    return std::nullopt;
   std::optional<double> zero = scalarConstant(where.getX()),
                         fill = scalarConstant(where.getY());
   if (!zero || *zero != 0.0 || !fill || !(*fill <= -1e30))
-    return false;
+    return std::nullopt;
   auto le = where.getCondition().getDefiningOp<LessOrEqualOp>();
   std::optional<double> lowest = le ? scalarConstant(le.getA()) : std::nullopt;
   auto diff = le ? le.getB().getDefiningOp<SubOp>() : SubOp();
   if (!lowest || *lowest != 0.0 || !diff)
-    return false;
+    return std::nullopt;
   auto rows = floatConstant(diff.getA(), sq, 1),
        cols = floatConstant(diff.getB(), 1, skv);
-  if (!rows || !cols)
-    return false;
+  if (!rows || !cols || sq < 1)
+    return std::nullopt;
+  const double offset = (*rows)[0];
+  if (offset != std::floor(offset) || std::abs(offset) > 1e15)
+    return std::nullopt;
   for (int64_t i = 0; i < sq; ++i)
-    if ((*rows)[i] != (double)(i + skv - sq))
-      return false;
+    if ((*rows)[i] != offset + (double)i)
+      return std::nullopt;
   for (int64_t j = 0; j < skv; ++j)
     if ((*cols)[j] != (double)j)
-      return false;
-  return true;
+      return std::nullopt;
+  return (int64_t)offset;
 }
 
 /// A mask on the scores: an additive bias, or a where() that replaces
@@ -420,10 +426,17 @@ public:
       bias = bias ? make<AddOp>(loc, {bias, term}) : term;
     }
     bool causal = false;
-    if (bias && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic &&
-        (isCausalConstant(bias, sq, skv) || isCausalPositions(bias, sq, skv))) {
-      causal = true;
-      bias = Value();
+    std::optional<int64_t> offset; // where not the default skv - sq
+    if (bias && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic) {
+      if (isCausalConstant(bias, sq, skv)) {
+        causal = true;
+      } else if ((offset = causalPositions(bias, sq, skv))) {
+        causal = true;
+        if (*offset == skv - sq)
+          offset.reset();
+      }
+      if (causal)
+        bias = Value();
     }
     SmallVector<Value> operands{m.q, k, m.v};
     if (bias)
@@ -434,6 +447,8 @@ public:
         b.getNamedAttr("zero_masked_rows", b.getBoolAttr(m.zeroMaskedRows)),
         b.getNamedAttr("operandSegmentSizes",
                        b.getDenseI32ArrayAttr({1, 1, 1, bias ? 1 : 0, 0}))};
+    if (offset)
+      attrs.push_back(b.getNamedAttr("causal_offset", b.getI64IntegerAttr(*offset)));
     if (m.dropout > 0.0) {
       attrs.push_back(
           b.getNamedAttr("dropout", b.getF32FloatAttr((float)m.dropout)));

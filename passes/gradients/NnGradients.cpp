@@ -431,6 +431,8 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
       key.push_back(c.b.getNamedAttr("stream", at.getStreamAttr()));
   }
   attrs.append(key);
+  if (at.getCausalOffsetAttr())
+    attrs.push_back(c.b.getNamedAttr("causal_offset", at.getCausalOffsetAttr()));
   Operation *grad = makeOp(c.b, c.loc, AttentionGradOp::getOperationName(),
                            operands, attrs);
   // attention_grad needs no flag: p = 0 wherever lse is -inf.
@@ -450,11 +452,13 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
           skv = typeOf(at.getK()).getDimSize(r - 2);
   if (at.getCausal()) { // -inf above the (offset) diagonal
     const llvm::fltSemantics &sem = llvm::cast<FloatType>(elem).getFloatSemantics();
+    int64_t off = at.getCausalOffsetAttr() ? at.getCausalOffsetAttr().getInt()
+                                           : skv - sq;
     SmallVector<APFloat> mask;
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < skv; ++j)
-        mask.push_back(j <= i + skv - sq ? APFloat::getZero(sem)
-                                         : APFloat::getInf(sem, true));
+        mask.push_back(j <= i + off ? APFloat::getZero(sem)
+                                    : APFloat::getInf(sem, true));
     scores = c.make<AddOp>(
         {scores, c.b.create<ConstantOp>(
                      c.loc, DenseElementsAttr::get(

@@ -31,6 +31,7 @@ namespace {
 /// it broadcasts.
 struct Geometry {
   int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0;
+  int64_t causalOffset = 0; // key j is visible to query i: j <= i + it
   Shape lead;              // leading dimensions of the scores
   std::vector<int64_t> bs; // bias strides, one per scores dimension
   float scale = 1.0f;
@@ -53,6 +54,7 @@ struct Geometry {
     dv = v.dim(r - 1);
     scale = (float)step.getFloat("scale", 1.0);
     causal = step.getInt("causal", 0) != 0;
+    causalOffset = step.getInt("causal_offset", skv - sq);
     zeroMaskedRows = step.getInt("zero_masked_rows", 0) != 0;
     ratio = (float)step.getFloat("dropout", 0.0);
     if (ratio > 0.0f) {
@@ -100,7 +102,7 @@ struct Geometry {
   }
   /// Whether query i may attend key j.
   bool allowed(int64_t i, int64_t j) const {
-    return !causal || j <= i + skv - sq;
+    return !causal || j <= i + causalOffset;
   }
 };
 

@@ -50,13 +50,33 @@ func.func @causal_positions(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: t
 }
 
 // The same aligned to the top left (rows i: ONNX's causal without a past,
-// more keys than queries), which `causal` does not express: the bias stays.
+// more keys than queries): causal with its offset, 0.
 // CHECK-LABEL: func.func @causal_positions_top_left
-// CHECK: %[[BIAS:.*]] = mpc.where
-// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[BIAS]] {scale = 1.000000e+00 : f32}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, causal_offset = 0 : i64, scale = 1.000000e+00 : f32}
+// CHECK-NOT: mpc.where
 func.func @causal_positions_top_left(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
   %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
   %rows = mpc.constant dense<[[0.0], [1.0], [2.0], [3.0]]> : tensor<4x1xf32>
+  %cols = mpc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]> : tensor<1x6xf32>
+  %diff = mpc.sub %rows, %cols : (tensor<4x1xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %ok = mpc.less_or_equal %zero, %diff : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %bias = mpc.where %ok, %zero, %ninf : (tensor<4x6xi1>, tensor<f32>, tensor<f32>) -> tensor<4x6xf32>
+  %b = mpc.add %s, %bias : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// Rows that are not consecutive (no causal offset says them): the bias
+// stays.
+// CHECK-LABEL: func.func @positions_not_causal
+// CHECK: %[[BIAS:.*]] = mpc.where
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[BIAS]] {scale = 1.000000e+00 : f32}
+func.func @positions_not_causal(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %rows = mpc.constant dense<[[0.0], [2.0], [3.0], [4.0]]> : tensor<4x1xf32>
   %cols = mpc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]> : tensor<1x6xf32>
   %diff = mpc.sub %rows, %cols : (tensor<4x1xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
   %zero = mpc.constant dense<0.0> : tensor<f32>
