@@ -66,7 +66,7 @@ int64_t tensorCoreWarps(const Dims &g) {
 /// order). Rows past the end still load tiles and meet the barriers.
 bool Emitter::attention(Step &s, const std::string &name) {
   Dims g = stepDims(s, val(s.inputs[0]).shape, val(s.inputs[1]).shape,
-                  val(s.inputs[2]).shape);
+                    val(s.inputs[2]).shape);
   DType t = val(s.inputs[0]).dtype;
   if ((t == DType::F16 || t == DType::BF16) &&
       val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
@@ -162,7 +162,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
 void Emitter::attentionTensorCores(Step &s, const std::string &name,
                                    int64_t warps) {
   Dims g = stepDims(s, val(s.inputs[0]).shape, val(s.inputs[1]).shape,
-                  val(s.inputs[2]).shape);
+                    val(s.inputs[2]).shape);
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   bool causal = s.getInt("causal", 0) != 0;
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
@@ -297,7 +297,7 @@ void Emitter::attentionTensorCores(Step &s, const std::string &name,
 bool Emitter::attentionGrad(Step &s, const std::string &name) {
   // Operands: dy, q, k, v, y, lse[, bias].
   Dims g = stepDims(s, val(s.inputs[1]).shape, val(s.inputs[2]).shape,
-                  val(s.inputs[3]).shape);
+                    val(s.inputs[3]).shape);
   DType t = val(s.inputs[1]).dtype;
   bool sameType = true;
   for (int k : {0, 2, 3, 4})

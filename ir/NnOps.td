@@ -116,8 +116,8 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
     the leading dimensions equal; `bias` broadcasts to ... x Sq x Skv). With
     `causal`, query i attends keys j <= i + `causal_offset` only (by
     default Skv - Sq: the diagonal through the last query and key; 0 is
-    ONNX Attention's alignment to the first ones without a past). Scores, softmax
-    statistics and the products accumulate in FP32 whatever the operands'
+    ONNX Attention's alignment to the first ones without a past). Scores,
+    softmax statistics and the products accumulate in FP32 whatever the operands'
     type, and no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of
     each query's scores (FP32), is all the backward pass
     (mpc.attention_grad) keeps, as FlashAttention does. A row with no

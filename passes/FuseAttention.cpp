@@ -21,8 +21,8 @@
 // diagonal, -inf or below -1e30 above), or the one ONNX Attention's import
 // computes from rows and columns (with its own `causal_offset` where not
 // the diagonal through the last query and key), becomes `causal` and is
-// dropped, so no Sq x Skv tensor is left. Every intermediate must have its one use on the
-// path (an extra consumer of the scores or probabilities, a softmax on
+// dropped, so no Sq x Skv tensor is left. Every intermediate must have its
+// one use on the path (an extra consumer of the scores or probabilities, a softmax on
 // another axis, a dropout whose mask is read or whose ratio or training
 // flag is only known at run time leave the subgraph as it is: fusing would
 // change what the other consumer sees). A fused dropout draws the mask the
@@ -448,7 +448,8 @@ public:
         b.getNamedAttr("operandSegmentSizes",
                        b.getDenseI32ArrayAttr({1, 1, 1, bias ? 1 : 0, 0}))};
     if (offset)
-      attrs.push_back(b.getNamedAttr("causal_offset", b.getI64IntegerAttr(*offset)));
+      attrs.push_back(
+          b.getNamedAttr("causal_offset", b.getI64IntegerAttr(*offset)));
     if (m.dropout > 0.0) {
       attrs.push_back(
           b.getNamedAttr("dropout", b.getF32FloatAttr((float)m.dropout)));

@@ -432,7 +432,8 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
   }
   attrs.append(key);
   if (at.getCausalOffsetAttr())
-    attrs.push_back(c.b.getNamedAttr("causal_offset", at.getCausalOffsetAttr()));
+    attrs.push_back(
+        c.b.getNamedAttr("causal_offset", at.getCausalOffsetAttr()));
   Operation *grad = makeOp(c.b, c.loc, AttentionGradOp::getOperationName(),
                            operands, attrs);
   // attention_grad needs no flag: p = 0 wherever lse is -inf.
