@@ -61,13 +61,20 @@ inline Dims stepDims(const Step &s, const Shape &q, const Shape &k,
   return g;
 }
 
-/// Whether the mma.sync kernels take these head sizes: up to 128, rows
+/// Whether the mma.sync kernels take these head sizes: up to 256, rows
 /// 16 bytes apart (multiples of 8 elements: cp.async copies 16 bytes), as
-/// FlashAttention-2's.
+/// FlashAttention-2's (Gemma's 256, Stable Diffusion 1.x's 160).
 inline bool mmaHeadSizes(const Dims &g) {
-  return g.d > 0 && g.dv > 0 && g.d % 8 == 0 && g.dv % 8 == 0 && g.d <= 128 &&
-         g.dv <= 128;
+  return g.d > 0 && g.dv > 0 && g.d % 8 == 0 && g.dv % 8 == 0 && g.d <= 256 &&
+         g.dv <= 256;
 }
+
+/// Head sizes past 128, where one 16-row tile's O (or dK, dV, dQ)
+/// accumulators take 64 to 128 registers a thread: the mma.sync kernels
+/// read every A operand from shared memory and the backward computes dK
+/// and dV in blocks of their own (one block an SM: their tiles take up
+/// to 135 KiB).
+inline bool wideHeads(const Dims &g) { return g.d > 128 || g.dv > 128; }
 
 /// The geometry the mma.sync kernels compute on: head sizes rounded up to
 /// a k-step of m16n8k16 (40 -> 48, as FlashAttention-2 pads 40 to 64).
@@ -173,6 +180,22 @@ MmaForwardTiles
 mmaForwardTiles(const Dims &g,
                 int64_t sharedBytes = ::mpc::rt::cuda::kDefaultSharedBytes,
                 int64_t rows = 128);
+/// The forward's tiles for `plan` (mmaDims's geometry): two blocks an SM
+/// of each of its architectures, one past head size 128.
+inline MmaForwardTiles mmaForwardTiles(const Dims &g, const Plan &plan) {
+  return mmaForwardTiles(g,
+                         ::mpc::rt::cuda::sharedBytesPerBlock(
+                             plan.cudaArch, wideHeads(g) ? 1 : 2),
+                         plan.cudaAttentionRows);
+}
+
+/// Shared memory of an mma.sync backward kernel (CudaFlashAttentionGrad.cpp).
+int64_t attentionGradSharedBytes(const Dims &g, int64_t tq, bool kv,
+                                 int64_t keyRows, bool acc);
+/// Whether the mma.sync backward's tiles fit `plan`'s GPUs at mmaDims's
+/// geometry `g` (always up to head size 128; past it, one block's 135 KiB
+/// at 256: sm_80, sm_90 and later data-centre GPUs).
+bool mmaGradFits(const Dims &g, const Plan &plan);
 
 /// The splits of the key tiles whose blocks add dQ's parts to partial
 /// sums in the mma.sync backward (`mode`: Plan::cudaAttentionDq; atomic:

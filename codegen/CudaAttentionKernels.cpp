@@ -2,8 +2,8 @@
 //
 // Which kernel runs an attention step: for fp16/bf16, the mma.sync kernels
 // (CudaFlashAttention.cpp) for head sizes that are multiples of 8 up to
-// 128 (computed on them rounded up to 16: mmaDims), the WMMA forward here
-// for multiples of 16 beyond; otherwise the SIMT kernels here:
+// 256 (computed on them rounded up to 16: mmaDims); otherwise the SIMT
+// kernels here:
 // blocks of query rows streaming K/V tiles through shared memory with an
 // online softmax, and a thread per query row (dq) or key row (dk, dv) in
 // the CPU backend's order (runtime/kernels/Attention.cpp), so host
@@ -44,20 +44,6 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
   return os.str();
 }
 
-/// Warps per block of the tensor-core forward (16 query rows each) and
-/// keys per tile, so that its shared memory stays within the 48 KiB a
-/// kernel gets without opting in; 0 when no count fits.
-constexpr int64_t kTcKeys = 32;
-int64_t tensorCoreWarps(const Dims &g) {
-  for (int64_t w : {4, 2, 1}) {
-    int64_t bytes = w * 16 * g.d * 2 + kTcKeys * (g.d + g.dv) * 2 +
-                    w * 16 * kTcKeys * (4 + 2) + w * 16 * g.dv * 4 + w * 16 * 8;
-    if (bytes <= 48 * 1024)
-      return w;
-  }
-  return 0;
-}
-
 } // namespace
 
 /// y and lse: a block of kRows query rows (a thread each, its q row in
@@ -71,10 +57,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
   if ((t == DType::F16 || t == DType::BF16) &&
       val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
       mmaHeadSizes(g)) {
-    // Two blocks an SM on every target GPU (mmaForwardTiles).
-    MmaForwardTiles tiles = mmaForwardTiles(
-        mmaDims(g), ::mpc::rt::cuda::sharedBytesPerBlock(plan.cudaArch, 2),
-        plan.cudaAttentionRows);
+    MmaForwardTiles tiles = mmaForwardTiles(mmaDims(g), plan);
     if (tiles.keys) {
       attentionMma(s, name, tiles);
       return true;
@@ -82,14 +65,6 @@ bool Emitter::attention(Step &s, const std::string &name) {
   }
   if (readsViews(s)) // fuseAttentionLayouts asked for mma
     return fail(s, "an operand read in place needs the mma.sync kernel");
-  if ((t == DType::F16 || t == DType::BF16) &&
-      val(s.inputs[1]).dtype == t && val(s.inputs[2]).dtype == t &&
-      g.d % 16 == 0 && g.dv % 16 == 0) {
-    if (int64_t warps = tensorCoreWarps(g)) {
-      attentionTensorCores(s, name, warps);
-      return true;
-    }
-  }
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
   const Shape *bias = hasBias ? &val(s.inputs[3]).shape : nullptr;
   std::string qType = ctype(val(s.inputs[0]).dtype);
@@ -149,149 +124,6 @@ bool Emitter::attention(Step &s, const std::string &name) {
   return true;
 }
 
-/// y and lse on tensor cores (fp16/bf16, head sizes multiple of 16): a
-/// block of `warps` warps, 16 query rows each, its Q tile staged once in
-/// shared memory and kept in WMMA fragments; K and V stream through shared
-/// memory kTcKeys keys at a time. Per tile each warp computes S = Q K^T
-/// (FP32 accumulators), lanes 0-15 take a row each for the online softmax
-/// (the running max and sum in FP32; P rounded to the operand type for the
-/// second product, as FlashAttention does), and O += P V runs on the
-/// tensor cores with O kept in FP32 in shared memory, where each tile's
-/// rescale by exp(m_old - m_new) happens. Causal blocks stop at the last
-/// key any of their rows sees.
-void Emitter::attentionTensorCores(Step &s, const std::string &name,
-                                   int64_t warps) {
-  Dims g = stepDims(s, val(s.inputs[0]).shape, val(s.inputs[1]).shape,
-                    val(s.inputs[2]).shape);
-  bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
-  bool causal = s.getInt("causal", 0) != 0;
-  bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
-  AttentionDropout drop(*this, s, g, 4);
-  std::string T = ctype(val(s.inputs[0]).dtype);
-  const int64_t rows = warps * 16, TK = kTcKeys, D = g.d, DV = g.dv;
-  // P as the second product reads it: dropped probabilities 0 (the sum
-  // counts them all).
-  std::string pv =
-      drop.on ? "(" + drop.keep(AttentionDropout::index(g, "b", "i", "j0 + jj")) +
-                    " ? p : 0.0f)"
-              : std::string("p");
-  auto &L = i64Lit;
-  std::ostringstream os;
-  os << header(s, name, warps * 32) << " {\n"
-     << "  __shared__ __align__(32) " << T << " qs[" << rows * D << "], ks["
-     << TK * D << "], vs[" << TK * DV << "], ps[" << rows * TK << "];\n"
-     << "  __shared__ __align__(32) float ss[" << rows * TK << "], os["
-     << rows * DV << "], mrow[" << rows << "], lrow[" << rows << "];\n"
-     << "  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;\n"
-     << "  const i64 b = blockIdx.x, i0 = (i64)blockIdx.y * " << L(rows)
-     << ";\n"
-     << "  for (int e = threadIdx.x; e < " << rows * D << "; e += "
-     << warps * 32 << ") { const i64 i = i0 + e / " << D << "; qs[e] = i < "
-     << L(g.sq) << " ? in0[(b * " << L(g.sq) << " + i) * " << L(D)
-     << " + e % " << D << "] : " << T << "(0.0f); }\n"
-     << "  for (int e = threadIdx.x; e < " << rows * DV << "; e += "
-     << warps * 32 << ") os[e] = 0.0f;\n"
-     << "  for (int r = threadIdx.x; r < " << rows << "; r += " << warps * 32
-     << ") { mrow[r] = -INFINITY; lrow[r] = 0.0f; }\n"
-     << "  __syncthreads();\n"
-     << "  wmma::fragment<wmma::matrix_a, 16, 16, 16, " << T
-     << ", wmma::row_major> qf[" << D / 16 << "];\n"
-     << "  for (int t = 0; t < " << D / 16
-     << "; ++t) wmma::load_matrix_sync(qf[t], qs + warp * " << 16 * D
-     << " + t * 16, " << D << ");\n";
-  // Keys past jEnd are masked for every row of the block.
-  std::string jEnd = causal ? "(i0 + " + L(rows + g.off) + " < " +
-                                  L(g.skv) + " ? i0 + " +
-                                  L(rows + g.off) + " : " + L(g.skv) + ")"
-                            : L(g.skv);
-  os << "  const i64 jEnd = " << jEnd << ";\n"
-     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ") {\n"
-     << "    __syncthreads();\n"
-     << "    for (int e = threadIdx.x; e < " << TK * D << "; e += "
-     << warps * 32 << ") ks[e] = j0 + e / " << D << " < " << L(g.skv)
-     << " ? in1[(b * " << L(g.skv) << " + j0) * " << L(D) << " + e] : " << T
-     << "(0.0f);\n"
-     << "    for (int e = threadIdx.x; e < " << TK * DV << "; e += "
-     << warps * 32 << ") vs[e] = j0 + e / " << DV << " < " << L(g.skv)
-     << " ? in2[(b * " << L(g.skv) << " + j0) * " << L(DV) << " + e] : " << T
-     << "(0.0f);\n"
-     << "    __syncthreads();\n"
-     << "    for (int n = 0; n < " << TK / 16 << "; ++n) {\n"
-     << "      wmma::fragment<wmma::accumulator, 16, 16, 16, float> sf;\n"
-     << "      wmma::fill_fragment(sf, 0.0f);\n"
-     << "      for (int t = 0; t < " << D / 16 << "; ++t) {\n"
-     << "        wmma::fragment<wmma::matrix_b, 16, 16, 16, " << T
-     << ", wmma::col_major> kf;\n"
-     << "        wmma::load_matrix_sync(kf, ks + n * " << 16 * D
-     << " + t * 16, " << D << ");\n"
-     << "        wmma::mma_sync(sf, qf[t], kf, sf);\n      }\n"
-     << "      wmma::store_matrix_sync(ss + warp * " << 16 * TK
-     << " + n * 16, sf, " << TK << ", wmma::mem_row_major);\n    }\n"
-     << "    __syncwarp();\n"
-     << "    if (lane < 16) {\n"
-     << "      const int r = warp * 16 + lane;\n"
-     << "      const i64 i = i0 + r;\n"
-     << "      float *srow = ss + r * " << TK << ";\n"
-     << "      const float mOld = mrow[r];\n      float mNew = mOld;\n"
-     << "      for (int jj = 0; jj < " << TK << "; ++jj) {\n"
-     << "        const i64 j = j0 + jj;\n"
-     << "        float sc = -INFINITY;\n"
-     << "        if (i < " << L(g.sq) << " && j < " << L(g.skv)
-     << (causal ? " && j <= i + " + L(g.off) : std::string()) << ") {\n"
-     << "          sc = " << flt((float)s.getFloat("scale", 1.0))
-     << " * srow[jj];\n";
-  if (hasBias)
-    os << "          " << biasOffset(g, val(s.inputs[3]).shape)
-       << "\n          sc += ld(in3, off);\n";
-  os << "        }\n"
-     << "        srow[jj] = sc;\n        mNew = fmaxf(mNew, sc);\n      }\n"
-     << "      const float c = mNew == -INFINITY ? 1.0f : expf(mOld - mNew);\n"
-     << "      float sum = 0.0f;\n"
-     << "      for (int jj = 0; jj < " << TK << "; ++jj) {\n"
-     << "        const float p = srow[jj] == -INFINITY ? 0.0f : expf(srow[jj] - mNew);\n"
-     << "        ps[r * " << TK << " + jj] = " << T << "(" << pv << ");\n"
-     << "        sum += p;\n      }\n"
-     << "      lrow[r] = lrow[r] * c + sum;\n      mrow[r] = mNew;\n"
-     << "      for (int t = 0; t < " << DV << "; ++t) os[r * " << DV
-     << " + t] *= c;\n    }\n"
-     << "    __syncwarp();\n"
-     << "    for (int n = 0; n < " << DV / 16 << "; ++n) {\n"
-     << "      wmma::fragment<wmma::accumulator, 16, 16, 16, float> of;\n"
-     << "      wmma::load_matrix_sync(of, os + warp * " << 16 * DV
-     << " + n * 16, " << DV << ", wmma::mem_row_major);\n"
-     << "      for (int t = 0; t < " << TK / 16 << "; ++t) {\n"
-     << "        wmma::fragment<wmma::matrix_a, 16, 16, 16, " << T
-     << ", wmma::row_major> pf;\n"
-     << "        wmma::fragment<wmma::matrix_b, 16, 16, 16, " << T
-     << ", wmma::row_major> vf;\n"
-     << "        wmma::load_matrix_sync(pf, ps + warp * " << 16 * TK
-     << " + t * 16, " << TK << ");\n"
-     << "        wmma::load_matrix_sync(vf, vs + t * " << 16 * DV
-     << " + n * 16, " << DV << ");\n"
-     << "        wmma::mma_sync(of, pf, vf, of);\n      }\n"
-     << "      wmma::store_matrix_sync(os + warp * " << 16 * DV
-     << " + n * 16, of, " << DV << ", wmma::mem_row_major);\n    }\n"
-     << "    __syncwarp();\n  }\n"
-     << "  if (lane < 16) {\n"
-     << "    const int r = warp * 16 + lane;\n    const i64 i = i0 + r;\n"
-     << "    if (i < " << L(g.sq) << ") {\n"
-     << "      const float l = lrow[r];\n      const bool none = l == 0.0f;\n"
-     << "      const i64 row = b * " << L(g.sq) << " + i;\n"
-     << "      for (int t = 0; t < " << DV << "; ++t) st(out0, row * " << L(DV)
-     << " + t, "
-     << attentionY(zeroMasked, "os[r * " + std::to_string(DV) + " + t]", "l",
-                   drop)
-     << ");\n"
-     << "      st(out1, row, " << attentionLse(zeroMasked, "mrow[r]", "l")
-     << ");\n"
-     << "    }\n  }\n}\n\n";
-  cu << os.str();
-  barrier = true;
-  launch(s, name, {g.batch, (g.sq + rows - 1) / rows, 1}, {warps * 32, 1, 1});
-  countFlops(2.0 * g.batch * g.sq * g.skv * (g.d + g.dv) * (causal ? 0.5 : 1.0),
-             true);
-}
-
 /// dq, dk and dv. Thread t computes query row t's dq and key row t's dk
 /// and dv (each where it exists), recomputing p = exp(s - lse).
 bool Emitter::attentionGrad(Step &s, const std::string &name) {
@@ -302,7 +134,8 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   bool sameType = true;
   for (int k : {0, 2, 3, 4})
     sameType &= val(s.inputs[k]).dtype == t;
-  if ((t == DType::F16 || t == DType::BF16) && sameType && mmaHeadSizes(g)) {
+  if ((t == DType::F16 || t == DType::BF16) && sameType && mmaHeadSizes(g) &&
+      mmaGradFits(mmaDims(g), plan)) {
     attentionGradMma(s, name);
     return true;
   }

@@ -208,7 +208,7 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
   // memory), in the first query tile's copies.
   if (withDq || kvShared)
     os << keyTile("ks", P, "in2", D);
-  if (kvShared)
+  if (kvShared && wantK) // (dV's role needs no dP^T)
     os << keyTile("vs", PV, "in3", DV);
   else
     os << fragments("kf", "in2", D, g.skv, keyTilesOfWarp)
@@ -224,9 +224,11 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
     body << sharedAPairsAlongCols(T, "st", "ks + (threadIdx.x / 32) * " +
                                                std::to_string(16 * KT * P),
                                   P, "ta_", P, D, TQ, kt)
-         << sharedAPairsAlongCols(T, "dpt", "vs + (threadIdx.x / 32) * " +
-                                                std::to_string(16 * KT * PV),
-                                  PV, "tb_", PV, DV, TQ, kt);
+         << (wantK ? sharedAPairsAlongCols(T, "dpt",
+                                           "vs + (threadIdx.x / 32) * " +
+                                               std::to_string(16 * KT * PV),
+                                           PV, "tb_", PV, DV, TQ, kt)
+                   : std::string());
   else
     body << pairsAlongCols(T, "st", "kf", "ta_", P, D, TQ, kt)
          << (wantK ? pairsAlongCols(T, "dpt", "vf", "tb_", PV, DV, TQ, kt)

@@ -50,7 +50,9 @@ bool lowAttention(const Plan &plan, const Step &s) {
   for (size_t k = 0; k < (fwd ? 3u : 5u); ++k)
     same = same && s.inputs[k] >= 0 && plan.values[s.inputs[k]].dtype == qv.dtype;
   return (qv.dtype == DType::F16 || qv.dtype == DType::BF16) && same &&
-         mmaHeadSizes(g) && (!fwd || mmaForwardTiles(mmaDims(g)).keys > 0);
+         mmaHeadSizes(g) &&
+         (fwd ? mmaForwardTiles(mmaDims(g), plan).keys > 0
+              : mmaGradFits(mmaDims(g), plan));
 }
 
 /// The transpose's permutation (the reversal when it has none).

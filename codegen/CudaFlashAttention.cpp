@@ -24,8 +24,10 @@ static int64_t mmaTileBytes(const Dims &g, int64_t keys) {
 }
 
 /// Bytes of Q's tile where the warps read their Q fragments from shared
-/// memory: the block's 128 rows, padded as K's.
-static int64_t queryTileBytes(const Dims &g) { return 128 * (g.d + 8) * 2; }
+/// memory: the block's `rows` rows, padded as K's.
+static int64_t queryTileBytes(const Dims &g, int64_t rows) {
+  return rows * (g.d + 8) * 2;
+}
 
 /// The forward's tiles (head sizes multiples of 16, as mmaDims rounds
 /// them, at most 128: the accumulators live in registers). Two row tiles
@@ -42,14 +44,23 @@ static int64_t queryTileBytes(const Dims &g) { return 128 * (g.d + 8) * 2; }
 /// (FlashAttention-2's at head sizes 64-128: the row statistics, the O
 /// rescale and the barriers once per 64 keys) where they fit, fewer where
 /// not. Blocks of 64 rows (`rows`) keep one row tile a warp, Q in
-/// registers.
+/// registers. Past head size 128 (wideHeads: O alone takes up to 128
+/// registers), one row tile a warp with Q's fragments from a 64-row
+/// shared tile, on 64 keys where the tiles fit (FlashAttention-2's at
+/// 256 on sm_80: 4 warps, 64 x 64), else 32 or 16.
 MmaForwardTiles mmaForwardTiles(const Dims &g, int64_t sharedBytes,
                                 int64_t rows) {
-  if (g.d % 16 || g.dv % 16 || g.d > 128 || g.dv > 128)
+  if (g.d % 16 || g.dv % 16 || g.d > 256 || g.dv > 256)
     return {};
+  if (wideHeads(g)) {
+    for (int64_t keys : {64, 32, 16})
+      if (mmaTileBytes(g, keys) + queryTileBytes(g, 64) <= sharedBytes)
+        return {keys, 1, true};
+    return {};
+  }
   const bool wide = g.d > 64 || g.dv > 64, narrow = rows == 64;
   if (wide && !narrow &&
-      mmaTileBytes(g, 32) + queryTileBytes(g) <= sharedBytes)
+      mmaTileBytes(g, 32) + queryTileBytes(g, 128) <= sharedBytes)
     return {32, 2, true};
   for (int64_t keys : {64, 32, 16})
     if (mmaTileBytes(g, keys) <= sharedBytes)
@@ -106,7 +117,8 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   };
   std::ostringstream os;
   // K and V tiles (and Q's) in dynamic shared memory.
-  sharedBytes = mmaTileBytes(g, TK) + (layout.sharedQ ? queryTileBytes(g) : 0);
+  sharedBytes =
+      mmaTileBytes(g, TK) + (layout.sharedQ ? queryTileBytes(g, kRows) : 0);
   // Two blocks an SM asked for (no register limit below 255): ptxas
   // otherwise held this kernel to 32 registers on sm_80 and spilled.
   // Blocks of 64 rows up to head size 64 ask for three (168 registers:

@@ -52,6 +52,33 @@ constexpr auto &L = i64Lit;
 ///   reductions, and the block that completes a chunk of queries' count
 ///   writes its dQ (atomicDqChunks; FlashAttention-2's default; the
 ///   order of the adds varies run to run).
+/// The shared memory of a backward kernel with `tq` queries a tile and
+/// key tiles of `keyRows`: two buffers of Q and dO tiles (the query
+/// role's K and V tiles in them), K's tile and dS^T for dQ's part
+/// (`acc`), V's tile where `kv` (the K and V fragments read from shared
+/// memory; past head size 128 the query role's Q and dO tiles in them),
+/// the tile's lse and D.
+int64_t attentionGradSharedBytes(const Dims &g, int64_t tq, bool kv,
+                                 int64_t keyRows, bool acc) {
+  constexpr int64_t kQueryKeys = 32; // AttentionGrad::TK
+  const int64_t P = g.d + 8, PV = g.dv + 8;
+  int64_t rowsA = acc ? tq : std::max(tq, kQueryKeys);
+  int64_t bytes = 2 * 2 * rowsA * (P + PV) + 2 * tq * 4;
+  if (kv || acc)
+    bytes += 2 * keyRows * P;
+  if (kv)
+    bytes += 2 * keyRows * PV;
+  if (acc)
+    bytes += 2 * keyRows * (tq + 8);
+  return bytes;
+}
+
+bool mmaGradFits(const Dims &g, const Plan &plan) {
+  return !wideHeads(g) ||
+         attentionGradSharedBytes(g, 32, true, 64, false) <=
+             ::mpc::rt::cuda::sharedBytesPerBlock(plan.cudaArch, 1);
+}
+
 void Emitter::attentionGradMma(Step &s, const std::string &name) {
   AttentionGrad(*this, s).emit(name);
 }
@@ -65,21 +92,8 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
       T(ctype(e.val(s.inputs[1]).dtype)),
       scale(flt((float)s.getFloat("scale", 1.0))), D(g.d), DV(g.dv), P(D + 8),
       PV(DV + 8) {
-  // The shared memory of a kernel with `tq` queries a tile and key tiles
-  // of `keyRows`: two buffers of Q and dO tiles (the query role's K and V
-  // tiles in them), K's tile and dS^T for dQ's part (`acc`), V's tile
-  // where `kv` (the K and V fragments read from shared memory), the
-  // tile's lse and D.
   auto sharedFor = [&](int64_t tq, bool kv, int64_t keyRows, bool acc) {
-    int64_t rowsA = acc ? tq : std::max(tq, TK);
-    int64_t bytes = 2 * 2 * rowsA * (P + PV) + 2 * tq * 4;
-    if (kv || acc)
-      bytes += 2 * keyRows * P;
-    if (kv)
-      bytes += 2 * keyRows * PV;
-    if (acc)
-      bytes += 2 * keyRows * (tq + 8);
-    return bytes;
+    return attentionGradSharedBytes(g, tq, kv, keyRows, acc);
   };
   // The key blocks' layout, as FlashAttention-2's backward keeps K and V
   // in shared memory:
@@ -103,8 +117,15 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   // - else 16 keys a warp holding K's and V's fragments in registers,
   //   and past head size 64 dK and dV as separate roles (z = 0 and the
   //   last: S^T computed twice, Q and dO read twice), with 16 queries a
-  //   tile where the accumulating key role's tiles would pass 48 KiB.
-  const bool wide = g.d > 64 || g.dv > 64;
+  //   tile where the accumulating key role's tiles would pass 48 KiB;
+  // - past head size 128 (wideHeads: a row tile's dK or dV alone takes
+  //   up to 128 registers), 16 keys a warp, K and V from shared memory,
+  //   dK and dV in blocks of their own (z = 0 and 2: S^T computed twice),
+  //   and dQ recomputed by query blocks that read Q's and dO's fragments
+  //   from shared tiles (where K's and V's are in the key blocks): 135
+  //   KiB at head size 256, one block an SM (FlashAttention-2 runs 256 on
+  //   sm_80 with one block of 8 warps; mmaGradFits).
+  const bool wide = g.d > 64 || g.dv > 64, widest = wideHeads(g);
   const int64_t budget =
       ::mpc::rt::cuda::sharedBytesPerBlock(e.plan.cudaArch, 2);
   const bool narrow = e.plan.cudaAttentionRows == 64; // 16 keys a warp
@@ -127,13 +148,17 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   };
   const int64_t oneBlock =
       ::mpc::rt::cuda::sharedBytesPerBlock(e.plan.cudaArch, 1);
-  pairs = wide && !narrow && g.d % 32 == 0 && g.dv % 32 == 0 &&
+  pairs = !widest && wide && !narrow && g.d % 32 == 0 && g.dv % 32 == 0 &&
           (atomicMode || dqSplits(kPairKeys) == 0) && pairShared(1) <= oneBlock;
   // Two buffers spare a barrier a tile where they fit (sm_90 alone).
   probBuffers = pairs && pairShared(2) <= oneBlock ? 2 : 1;
   for (int64_t tiles : {wide || narrow ? 1 : 2, 0}) { // 0: K and V in registers
     KT = std::max<int64_t>(tiles, 1);
     kvShared = tiles > 0;
+    if (widest) { // dQ recomputed: no registers for its part in key blocks
+      splits = 0;
+      break;
+    }
     splits = dqSplits(pairs ? kPairKeys : 64 * KT);
     if (pairs) {
       KT = 2;
@@ -143,7 +168,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
       break;
   }
   accumulate = splits > 0, atomic = accumulate && atomicMode;
-  split = wide && !kvShared;
+  split = widest || (wide && !kvShared);
   TQ = pairs ? kPairQueries : accumulate && split ? 16 : 32;
   kRows = pairs ? kPairKeys : 64 * KT;
   kThreads = pairs ? 256 : 128, kQueryRows = kThreads / 2;
@@ -405,6 +430,7 @@ std::string AttentionGrad::queryRole() {
                           "        z[n][2 * h] = keep[0] ? " + flt(drop.draw.scale) +
                               " : 0.0f;\n        z[n][2 * h + 1] = keep[1] ? " +
                               flt(drop.draw.scale) + " : 0.0f;\n");
+  const bool sharedQuery = wideHeads(g); // Q's and dO's fragments
   std::ostringstream os;
   os << "  // dQ for " << kQueryRows
      << " queries: rows are queries, the last block first.\n"
@@ -412,7 +438,9 @@ std::string AttentionGrad::queryRole() {
      << "  if (qb * " << L(kQueryRows) << " >= " << L(g.sq) << ") return;\n"
      << "  const i64 w0 = qb * " << L(kQueryRows) << " + (threadIdx.x / 32) * 16;\n"
      << "  const i64 rows[2] = {w0 + g, w0 + g + 8};\n"
-     << fragments("qf", "in1", D, g.sq, {}) << fragments("of", "in0", DV, g.sq, {})
+     << (sharedQuery ? std::string()
+                     : fragments("qf", "in1", D, g.sq, {}) +
+                           fragments("of", "in0", DV, g.sq, {}))
      << "  float dq[" << D / 8 << "][4];\n"
      << "  for (int n = 0; n < " << D / 8 << "; ++n) for (int f = 0; f < 4; ++f) dq[n][f] = 0.0f;\n"
      // D (the prologue's) and lse of the lane's two rows.
@@ -428,8 +456,17 @@ std::string AttentionGrad::queryRole() {
                                   " + " + L(QR + off) + " : " + L(g.skv) + ")"
                             : L(g.skv);
   std::ostringstream body;
-  body << pairsAlongCols(T, "sc", "qf", "ta_", P, D, TK)
-       << pairsAlongCols(T, "dp", "of", "tb_", PV, DV, TK) << queryZ;
+  if (sharedQuery)
+    body << sharedAPairsAlongCols(T, "sc", "qs + (threadIdx.x / 32) * " +
+                                               std::to_string(16 * P),
+                                  P, "ta_", P, D, TK)
+         << sharedAPairsAlongCols(T, "dp", "dos + (threadIdx.x / 32) * " +
+                                               std::to_string(16 * PV),
+                                  PV, "tb_", PV, DV, TK);
+  else
+    body << pairsAlongCols(T, "sc", "qf", "ta_", P, D, TK)
+         << pairsAlongCols(T, "dp", "of", "tb_", PV, DV, TK);
+  body << queryZ;
   auto derivatives = [&](const std::string &scoreOf,
                          const std::string &bounds = "") {
     return bounds + "#pragma unroll\n      for (int n = 0; n < " + std::to_string(TK / 8) +
@@ -450,8 +487,21 @@ std::string AttentionGrad::queryRole() {
          << ";\n    if (full) {\n" << derivatives(unmasked) << "    } else {\n"
          << derivatives(score(queryVisible), queryVisible.bounds) << "    }\n";
   body << packA(T, "ds", "dp", TK) << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
-  os << "  const i64 jEnd = " << jEnd << ";\n"
-     << tileLoop("j0", "0LL", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())
+  os << "  const i64 jEnd = " << jEnd << ";\n";
+  // Past head size 128 the block's Q and dO rows in the key blocks' K and
+  // V tiles (the first tile's copies wait for them).
+  if (sharedQuery)
+    os << "  " << T << " *const qs = ks, *const dos = vs;\n"
+       << "  if (0LL < jEnd) {\n"
+       << asyncTile("qs", P, "in1", at("in1", "qb * " + L(QR) + " + r"),
+                    e.operandRowStride(s, "in1"), D, e.operandRowWidth(s, "in1"),
+                    QR, "qb * " + L(QR), g.sq, kThreads)
+       << asyncTile("dos", PV, "in0", at("in0", "qb * " + L(QR) + " + r"),
+                    e.operandRowStride(s, "in0"), DV,
+                    e.operandRowWidth(s, "in0"), QR, "qb * " + L(QR), g.sq,
+                    kThreads)
+       << "  }\n";
+  os << tileLoop("j0", "0LL", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())
      << store("out0", "dq", D, g.sq, scale + " * ", {}, "");
   return os.str();
 }

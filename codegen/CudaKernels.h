@@ -487,7 +487,6 @@ public:
   void rowLaunch(Step &s, const std::string &name, const RowLoop &r,
                  int64_t rows);
   bool attention(Step &s, const std::string &name);
-  void attentionTensorCores(Step &s, const std::string &name, int64_t warps);
   void attentionMma(Step &s, const std::string &name,
                     const MmaForwardTiles &tiles);
   void attentionGradMma(Step &s, const std::string &name);

@@ -219,9 +219,10 @@ for name, nodes, extra, opset in (
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits + extra)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
               f"{work}/models/{name}.onnx")
-# Head size 128 (issue 14's target names 64 and 128) and 40 (Stable
-# Diffusion's; the mma kernels compute it on 48): ONNX Attention.
-for D in (128, 40):
+# Head size 128 (issue 14's target names 64 and 128), 40 (Stable
+# Diffusion's; the mma kernels compute it on 48) and 256 (Gemma's): ONNX
+# Attention.
+for D in (128, 40, 256):
     g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
         f"attention_d{D}_train",
         [helper.make_tensor_value_info("target", TensorProto.FLOAT, [2, H, S, D])],
@@ -238,6 +239,8 @@ inputs.make(work, "attention_d128_train.target.npy", 5, "normal:0.001",
             [2, H, S, 128], np.float32)
 inputs.make(work, "attention_d40_train.target.npy", 6, "normal:0.001",
             [2, H, S, 40], np.float32)
+inputs.make(work, "attention_d256_train.target.npy", 7, "normal:0.001",
+            [2, H, S, 256], np.float32)
 PY
 # (kernels=auto: no GEMM or convolution, so `--gemm mpc` would run the
 # same kernels again.)
@@ -314,6 +317,13 @@ art=art/attention-d40-fp16-train
 "$mpc" compile "$work/models/attention_d40_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_d40_train.onnx --data target=inputs/attention_d40_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_d40-fp16-train.jsonl > /dev/null)
 echo "attention_d40 fp16 $art steps=3 kernels=auto target=inputs/attention_d40_train.target.npy" >> "$work/train-manifest.txt"
+# Head size 256 (Gemma's): past 128 the forward reads Q from a shared
+# tile a warp at a time and the backward computes dK and dV in blocks of
+# their own (a block an SM).
+art=art/attention-d256-fp16-train
+"$mpc" compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+(cd "$work" && "$mpc" train models/attention_d256_train.onnx --data target=inputs/attention_d256_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_d256-fp16-train.jsonl > /dev/null)
+echo "attention_d256 fp16 $art steps=3 kernels=auto target=inputs/attention_d256_train.target.npy" >> "$work/train-manifest.txt"
 fi
 # Causal attention at ATTN_LONG tokens (default 4096; 0: none), the top of
 # issue 14's 1k-4k range, where the CPU backend would take minutes a step:

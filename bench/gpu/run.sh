@@ -306,6 +306,7 @@ attention_rows() {
       "forward + backward, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${devms[attention_d128_atomic-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 128, dQ recomputed (\`--attention-dq recompute\`);${devms[attention_d128_recompute-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 40 (Stable Diffusion's, computed on 48 by mpc, on 64 by FlashAttention-2);${devms[attention_d40-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x40" \
+      "forward + backward, head size 256 (Gemma's);${devms[attention_d256-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x256" \
       "forward + backward, bf16;${devms[attention-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-$shape"
   fi
   # The same train step in torch (SDPA under autocast, SGD on FP32 q, k

@@ -196,10 +196,11 @@ if hasattr(F, "scaled_dot_product_attention"):
                 F.scaled_dot_product_attention(qg, kg, vg, is_causal=True,
                                                dropout_p=p).backward(dy)
             print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x64 {device_ms(fwd_bwd):.4f}")
-        # Head sizes 128 and 40 in fp16, 64 in bf16 (prepare.sh's other
-        # steps).
+        # Head sizes 128, 40 and 256 in fp16, 64 in bf16 (prepare.sh's
+        # other steps).
         for name, D, dtype in (("fwd-bwd", 128, torch.float16),
                                ("fwd-bwd", 40, torch.float16),
+                               ("fwd-bwd", 256, torch.float16),
                                ("bf16-fwd-bwd", 64, torch.bfloat16)):
             qh, kh, vh = (torch.randn(2, H, S, D, device=dev, dtype=dtype,
                                       requires_grad=True) for _ in range(3))

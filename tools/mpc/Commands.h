@@ -26,7 +26,8 @@ inline constexpr const char *kAttentionDqHelp =
     "one FP32 dQ by atomic adds, as FlashAttention-2's default: five "
     "products, dQ's last bits may change run to run) | recompute (query "
     "blocks recompute the scores: seven products) | auto (recompute, the "
-    "fastest on an H200; default)";
+    "fastest on an H200; default). Head sizes past 128 always recompute "
+    "(the key blocks' registers hold dK or dV alone)";
 inline constexpr const char *kAttentionDqError =
     "--attention-dq must be auto, accumulate, accumulate:N (N >= 1), "
     "atomic or recompute, got '";

@@ -39,7 +39,8 @@ CASES = {
     # Odd key count: a draw per probability; the bias's gradient redraws
     # the mask through an mpc.dropout of dy v^T.
     "bias_33": ((1, 2, 24, 64), (1, 2, 33, 64), (1, 2, 33, 64), 0.3, False, True),
-    # Head size 160: the WMMA forward and the SIMT backward.
+    # Head size 160: past 128, Q from a shared tile in the forward and
+    # dQ's query blocks, dK and dV in key blocks of their own.
     "wide_160": ((1, 2, 20, 160), (1, 2, 20, 160), (1, 2, 20, 160), 0.1, False, False),
     # Head size 128: the backward's FlashAttention-2 layout (two key tiles
     # of 128, three query tiles of 64), four lanes' draws shared.

@@ -4,8 +4,8 @@ bf16, so the fused kernel runs in that type): sequence lengths that are
 no multiple of the tiles, causal with more keys than queries, an additive
 mask (the bias path), head size 128, a value head size other than the
 query's (query and key 48: three 16-dim steps, the last loaded by a
-two-tile ldmatrix), and head size 160 (past the register-resident kernel: the WMMA
-one).
+two-tile ldmatrix), and head sizes past 128 (160, 200, 256: Q's
+fragments from a 64-row shared tile).
 
 `make DIR` writes DIR/<case>.onnx and DIR/<case>/in/*.npy.
 `check DIR CASE OUTDIR --rtol R` compares OUTDIR/y.npy with a float64
@@ -43,6 +43,11 @@ CASES = {
     # the rows.
     "causal_d40": ((2, 2, 70, 40), (2, 2, 70, 40), (2, 2, 70, 40), 1, None),
     "mask_d72": ((1, 2, 50, 72), (1, 2, 90, 72), (1, 2, 90, 24), 0, (50, 90)),
+    # Past head size 128: one row tile a warp, Q from a 64-row shared
+    # tile; 256 causal over several key tiles and two query blocks, 200
+    # (208) with a value head of 136 (144) and a mask.
+    "causal_d256": ((1, 2, 100, 256), (1, 2, 100, 256), (1, 2, 100, 256), 1, None),
+    "mask_d200": ((1, 1, 40, 200), (1, 1, 90, 200), (1, 1, 90, 136), 0, (40, 90)),
     # Rows no multiple of 16 bytes: the SIMT kernel.
     "head_36": ((1, 2, 20, 36), (1, 2, 20, 36), (1, 2, 20, 36), 1, None),
 }

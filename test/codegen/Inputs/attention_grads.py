@@ -44,6 +44,12 @@ CASES = {
     "mask_d72": ((1, 1, 50, 72), (1, 1, 90, 72), (1, 1, 90, 56), 0, True),
     "causal_d120": ((1, 1, 140, 120), (1, 1, 140, 120), (1, 1, 140, 88), 1, False),
     "head_8": ((1, 3, 33, 8), (1, 3, 33, 8), (1, 3, 33, 8), 0, False),
+    # Past head size 128 (Stable Diffusion 1.x's 160, Gemma's 256): dK and
+    # dV in key blocks of their own, dQ's query blocks reading Q and dO
+    # from shared tiles; causal over three key tiles of 64 and three
+    # query blocks; 256 with a value head of 200 (208) and a mask.
+    "causal_d160": ((1, 2, 150, 160), (1, 2, 150, 160), (1, 2, 150, 160), 1, False),
+    "mask_d256": ((1, 1, 70, 256), (1, 1, 90, 256), (1, 1, 90, 200), 0, True),
 }
 
 
