@@ -1,7 +1,7 @@
 //===- CudaFlashAttention.cpp - attention on mma.sync, FlashAttention-2 ---===//
 //
 // The tensor-core attention kernels for fp16/bf16 with head sizes that are
-// multiples of 8 up to 128 (computed on them rounded up to 16, zero past
+// multiples of 8 up to 256 (computed on them rounded up to 16, zero past
 // the operands' rows: mmaDims): the forward and the backward keep their
 // accumulators in registers in mma.sync's m16n8k16 layout (mma_16816 in
 // the prelude), as FlashAttention-2 does (the backward:
@@ -30,7 +30,7 @@ static int64_t queryTileBytes(const Dims &g, int64_t rows) {
 }
 
 /// The forward's tiles (head sizes multiples of 16, as mmaDims rounds
-/// them, at most 128: the accumulators live in registers). Two row tiles
+/// them, at most 256: the accumulators live in registers). Two row tiles
 /// of 16 a warp (32 rows, as FlashAttention-2's forward: each K and V
 /// fragment read from shared memory feeds two mma.sync, and each tile
 /// copied feeds 128 query rows):

@@ -1,7 +1,7 @@
 //===- CudaFlashAttentionGrad.cpp - attention's backward on mma.sync ------===//
 //
 // The tensor-core backward of attention for fp16/bf16 with head sizes that
-// are multiples of 8 up to 128 (rounded up to 16: mmaDims): dK and dV
+// are multiples of 8 up to 256 (rounded up to 16: mmaDims): dK and dV
 // accumulated in key blocks' registers (CudaAttentionKeyBlocks.cpp), dQ
 // recomputed in query blocks, from their FP32 partial sums or added
 // atomically (--attention-dq, CudaAttentionDq.cpp), as FlashAttention-2's
