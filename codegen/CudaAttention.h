@@ -11,6 +11,7 @@
 #define MPC_CODEGEN_CUDAATTENTION_H
 
 #include "codegen/CudaKernels.h"
+#include "runtime/AttentionBand.h"
 #include "runtime/Philox.h"
 #include "runtime/cuda/KernelConfig.h"
 
@@ -27,13 +28,15 @@ inline std::string i64Lit(int64_t v) { return std::to_string(v) + "LL"; }
 /// An attention step's geometry: `batch` heads (the product of `lead`),
 /// `sq` queries, `skv` keys, head sizes `d` (Q, K) and `dv` (V, y). The
 /// kernels compute on `d` and `dv`; the operands' rows hold `dData` and
-/// `dvData` elements (the same but where mmaDims rounds up). Causal, key
-/// j is visible to query i where j <= i + `off` (skv - sq unless the step
-/// says otherwise: stepDims).
+/// `dvData` elements (the same but where mmaDims rounds up). Key j is
+/// visible to query i where `band` says (causal and sliding windows,
+/// counted from d = i + `off` - j; off is skv - sq unless the step says
+/// otherwise: stepDims).
 struct Dims {
   int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0, dData = 0, dvData = 0,
           off = 0;
   Shape lead;
+  ::mpc::rt::AttentionBand band;
 };
 
 inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
@@ -49,15 +52,19 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   g.dData = g.d;
   g.dvData = g.dv;
   g.off = g.skv - g.sq;
+  g.band.sq = g.sq;
+  g.band.skv = g.skv;
+  g.band.off = g.off;
   return g;
 }
 
 /// The geometry of attention step `s` from its Q, K and V shapes, with
-/// its `causal_offset`.
+/// its band (`causal`, `causal_offset`, the windows).
 inline Dims stepDims(const Step &s, const Shape &q, const Shape &k,
                      const Shape &v) {
   Dims g = dimsOf(q, k, v);
-  g.off = s.getInt("causal_offset", g.off);
+  g.band = ::mpc::rt::AttentionBand::of(s, g.sq, g.skv);
+  g.off = g.band.off;
   return g;
 }
 

@@ -62,13 +62,17 @@ private:
                     int64_t width, int64_t limit, const std::string &factor,
                     RowTiles tiles, const std::string &col);
   std::string firstQueries(const std::string &kb);
+  std::string endQueries(const std::string &kb);
   std::string score(const VisibleColumns &visible);
   std::string at(const std::string &operand, const std::string &row);
 
   Emitter &e;
   Step &s;
   Dims g;
-  bool hasBias, causal;
+  // causal: the band bounds the keys a query sees at their end (causal
+  // or a right window); plainBand: causal or none, the band the atomic
+  // and partial-sum forms count their blocks by.
+  bool hasBias, causal, plainBand;
   AttentionDropout drop;
   std::string T, scale;
   static constexpr int64_t TK = 32; // keys a query block's tile

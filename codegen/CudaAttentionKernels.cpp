@@ -23,7 +23,7 @@ namespace {
 /// Device function `fn(q, krow, bias, b, i, j)`: s_ij, the bias offset
 /// arithmetic with its strides folded in as literals.
 std::string scoreFunction(const std::string &fn, const Dims &g,
-                          const Shape *bias, float scale, bool causal,
+                          const Shape *bias, float scale,
                           const std::string &qType,
                           const std::string &biasType) {
   std::ostringstream os;
@@ -31,8 +31,12 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
   os << "template <typename K>\n__device__ __forceinline__ float " << fn
      << "(const " << qType << " *__restrict__ q, const K *krow, const "
      << biasType << " *__restrict__ bias, i64 b, i64 i, i64 j) {\n";
-  if (causal)
-    os << "  if (j > i + " << g.off
+  // Outside the band (causal, windows): masked.
+  if (g.band.boundsEnd())
+    os << "  if (i + " << g.off << "LL - j < " << g.band.lo
+       << "LL) return -INFINITY;\n";
+  if (g.band.boundsStart())
+    os << "  if (i + " << g.off << "LL - j > " << g.band.hi
        << "LL) return -INFINITY;\n";
   os << "  float dot = 0.0f;\n  for (i64 t = 0; t < " << g.d
      << "LL; ++t) dot += ld(q, (b * " << g.sq << "LL + i) * " << g.d
@@ -83,7 +87,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
                     ") continue;\n"
               : std::string();
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
-                      s.getInt("causal", 0) != 0, qType, biasType)
+                      qType, biasType)
      << header(s, name, kRows) << " {\n"
      << "  __shared__ float ks[" << tile * g.d << "], vs[" << tile * g.dv
      << "];\n  const i64 b = blockIdx.x, i = (i64)blockIdx.y * " << kRows
@@ -175,7 +179,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
     dsCode << " float ds = p * (dp - rowD); float pd = p;";
   int64_t n = std::max(g.batch * g.sq, g.batch * g.skv);
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
-                      s.getInt("causal", 0) != 0, qType, biasType)
+                      qType, biasType)
      << header(s, name, 256) << " {\n  const i64 t0 = global_index();\n"
      << "  if (t0 < " << g.batch * g.sq << "LL) {\n"
      << "    const i64 row = t0, b = row / " << g.sq << "LL, i = row % " << g.sq

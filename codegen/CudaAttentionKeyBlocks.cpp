@@ -120,12 +120,22 @@ std::string AttentionGrad::store(const std::string &out, const std::string &acc,
   return tiles.each("    ", body.str());
 }
 
-// The first query tile that sees key tile `kb` (causal: none before).
+// The first query tile that sees key tile `kb` (causal: none before;
+// the band's end: query i sees key j from i = j - off + lo).
 std::string AttentionGrad::firstQueries(const std::string &kb) {
-  std::string first = kb + " * " + L(kRows) + " - " + L(off);
+  std::string first = kb + " * " + L(kRows) + " - " + L(off - g.band.lo);
   return causal ? "(" + first + " > 0 ? (" + first + ") / " + L(TQ) + " * " +
                       L(TQ) + " : 0LL)"
                 : std::string("0LL");
+}
+
+// The end of the queries that see key tile `kb`: Sq, or under a left
+// window the one past the last that sees its last key (i = j - off + hi).
+std::string AttentionGrad::endQueries(const std::string &kb) {
+  if (!g.band.boundsStart())
+    return L(g.sq);
+  std::string end = "(" + kb + " + 1) * " + L(kRows) + " + " + L(g.band.hi - off);
+  return "(" + end + " < " + L(g.sq) + " ? " + end + " : " + L(g.sq) + ")";
 }
 
 // The key roles' accumulators, zeroed: acc[KT][width / 8][4].
@@ -186,7 +196,7 @@ std::string AttentionGrad::keyProbabilities(bool wantK, int64_t cols) {
   };
   if (hasBias)
     return probabilities(score(keyVisible), keyVisible.bounds);
-  return "    const bool full = " + unmaskedTile(g, causal, "qw0", cols, "w0", 16 * KT) +
+  return "    const bool full = " + unmaskedTile(g, "qw0", cols, "w0", 16 * KT) +
          ";\n    if (full) {\n" + probabilities(unmasked, "") + "    } else {\n" +
          probabilities(score(keyVisible), keyVisible.bounds) + "    }\n";
 }
@@ -242,7 +252,7 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
          << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D, kt);
   if (withDq)
     body << keyBlockDq(g, T, KT, TQ, kRows, atomic);
-  os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0",
+  os << tileLoop("q0", firstQueries("kb"), endQueries("kb"), g.sq, TQ, "in1", D, "in0",
                  DV, rowStats(wantK), body.str());
   if (wantK)
     os << store("out1", "dk", D, g.skv, scale + " * ", kt, "");
@@ -312,7 +322,7 @@ std::string AttentionGrad::pairsKeyRole(bool withDq) {
   body << product("dk", dsAt, "ta_", P, HD);
   if (withDq)
     body << pairsDq(g, T, dsAt, TQ, kRows);
-  os << tileLoop("q0", firstQueries("kb"), L(g.sq), g.sq, TQ, "in1", D, "in0", DV,
+  os << tileLoop("q0", firstQueries("kb"), endQueries("kb"), g.sq, TQ, "in1", D, "in0", DV,
                  rowStats(true), body.str())
      << store("out1", "dk", HD, g.skv, scale + " * ", kt, "half * " + L(HD) + " + ")
      << store("out2", "dv", HV, g.skv,

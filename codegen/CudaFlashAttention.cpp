@@ -96,13 +96,16 @@ static std::string dropP(const AttentionDropout &drop, const Dims &g,
 /// `keys` at a time, copied by cp.async 16 bytes at a time into one of two
 /// buffers while the warps compute on the other (rows past the end
 /// zero-filled); causal blocks stop at the last key any of their rows
-/// sees.
+/// sees, sliding windows' start at the tile of the first.
 void Emitter::attentionMma(Step &s, const std::string &name,
                            const MmaForwardTiles &layout) {
   Dims g = mmaDims(stepDims(s, val(s.inputs[0]).shape, val(s.inputs[1]).shape,
                             val(s.inputs[2]).shape));
   bool hasBias = s.inputs.size() > 3 && s.inputs[3] >= 0;
-  bool causal = s.getInt("causal", 0) != 0;
+  // Causal (a band bounding the keys' end alone): the blocks with the
+  // most keys come last in the sequence and start first.
+  const ::mpc::rt::AttentionBand &band = g.band;
+  const bool longestLast = band.boundsEnd() && !band.boundsStart();
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
   AttentionDropout drop(*this, s, g, 4);
   std::string T = ctype(val(s.inputs[0]).dtype);
@@ -138,7 +141,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      // longest blocks would wait for the last wave (causal 2 x 12 x 4096:
      // 1.26x the time by a model of the block scheduler).
      << "  const i64 b = blockIdx.x, i0 = (i64)"
-     << (causal ? "(gridDim.y - 1 - blockIdx.y)" : "blockIdx.y") << " * " << L(kRows)
+     << (longestLast ? "(gridDim.y - 1 - blockIdx.y)" : "blockIdx.y") << " * " << L(kRows)
      << ", w0 = i0 + (threadIdx.x / 32) * " << 16 * MT << ";\n"
      << "  i64 rows[" << MT << "][2];\n"
      << "  for (int mt = 0; mt < " << MT << "; ++mt)\n"
@@ -157,11 +160,18 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "; ++n) for (int f = 0; f < 4; ++f) o[mt][n][f] = 0.0f;\n"
      << "    for (int h = 0; h < 2; ++h) m[mt][h] = -INFINITY, l[mt][h] = 0.0f;\n"
      << "  }\n";
-  std::string jEnd = causal ? "(i0 + " + L(kRows + g.off) + " < " +
-                                  L(g.skv) + " ? i0 + " +
-                                  L(kRows + g.off) + " : " + L(g.skv) + ")"
-                            : L(g.skv);
-  os << "  const i64 jEnd = " << jEnd << ";\n"
+  // The block's keys: up to the last row's last (the band's end), from
+  // the tile holding the first row's first (a left window's start).
+  const int64_t endAt = kRows + g.off - band.lo, startAt = g.off - band.hi;
+  std::string jEnd = band.boundsEnd()
+                         ? "(i0 + " + L(endAt) + " < " + L(g.skv) + " ? i0 + " +
+                               L(endAt) + " : " + L(g.skv) + ")"
+                         : L(g.skv);
+  std::string jStart =
+      band.boundsStart() ? "(i0 + " + L(startAt) + " > 0 ? (i0 + " + L(startAt) +
+                               ") / " + L(TK) + " * " + L(TK) + " : 0LL)"
+                         : "0LL";
+  os << "  const i64 jEnd = " << jEnd << ", jStart = " << jStart << ";\n"
      // The tile of keys from j0 into buffer `buf`: 8 elements of a row a
      // copy, zero past the end.
      << "  auto tile = [&](int buf, i64 j0) {\n"
@@ -172,8 +182,8 @@ void Emitter::attentionMma(Step &s, const std::string &name,
                   at("in2", "j0 + r"), operandRowStride(s, "in2"), DV, g.dvData,
                   TK, "j0", g.skv, kWarps * 32)
      << "  };\n"
-     << "  tile(0, 0);\n  mpc_cp_async_commit();\n  int buf = 0;\n"
-     << "  for (i64 j0 = 0; j0 < jEnd; j0 += " << L(TK) << ", buf ^= 1) {\n"
+     << "  tile(0, jStart);\n  mpc_cp_async_commit();\n  int buf = 0;\n"
+     << "  for (i64 j0 = jStart; j0 < jEnd; j0 += " << L(TK) << ", buf ^= 1) {\n"
      // The next tile into the other buffer, then wait for this one only.
      << "    if (j0 + " << L(TK) << " < jEnd) tile(buf ^ 1, j0 + " << L(TK) << ");\n"
      << "    mpc_cp_async_commit();\n    mpc_cp_async_wait<1>();\n"
@@ -204,7 +214,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
                : "mpc_exp2(" + x + " - " + ms + ")";
   };
   const VisibleColumns visible =
-      visibleColumns(g, causal, true, "j0", "rows[mt][h]", MT);
+      visibleColumns(g, true, "j0", "rows[mt][h]", MT);
   auto scores = [&](bool masked) {
     std::ostringstream b;
     if (masked)
@@ -237,7 +247,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   // (FlashAttention masks only the tiles at the ends and the diagonal).
   os << "    float mx[" << MT << "][2];\n"
      << "    for (int mt = 0; mt < " << MT << "; ++mt) mx[mt][0] = m[mt][0], mx[mt][1] = m[mt][1];\n"
-     << "    const bool full = " << unmaskedTile(g, causal, "w0", 16 * MT, "j0", TK)
+     << "    const bool full = " << unmaskedTile(g, "w0", 16 * MT, "j0", TK)
      << ";\n"
      << "    if (full) {\n" << scores(false) << "    } else {\n" << scores(true)
      << "    }\n"
@@ -294,7 +304,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   barrier = true;
   launch(s, name, {g.batch, (g.sq + kRows - 1) / kRows, 1}, {kWarps * 32, 1, 1});
   countFlops(2.0 * g.batch * g.sq * g.skv * (g.dData + g.dvData) *
-                 (causal ? 0.5 : 1.0),
+                 band.seenFraction(),
              true);
 }
 

@@ -88,7 +88,9 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
                                      e.val(s.inputs[2]).shape,
                                      e.val(s.inputs[3]).shape))),
       hasBias(s.inputs.size() > 6 && s.inputs[6] >= 0),
-      causal(s.getInt("causal", 0) != 0), drop(e, s, g, 7),
+      causal(g.band.boundsEnd()),
+      plainBand(!g.band.boundsStart() && (!causal || g.band.lo == 0)),
+      drop(e, s, g, 7),
       T(ctype(e.val(s.inputs[1]).dtype)),
       scale(flt((float)s.getFloat("scale", 1.0))), D(g.d), DV(g.dv), P(D + 8),
       PV(DV + 8) {
@@ -133,8 +135,10 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   // mask with more queries than keys; those recompute.)
   const bool atomicMode = e.plan.cudaAttentionDq == "atomic",
              rowless = causal && g.off < 0;
+  // (Sliding windows: recomputed, the forms that count blocks per query
+  // chunk or split count them for a causal band or none.)
   auto dqSplits = [&](int64_t keyRows) {
-    return atomicMode && rowless
+    return (atomicMode && rowless) || !plainBand
                ? 0
                : attentionDqSplits(g, e.plan.cudaAttentionDq, keyRows);
   };
@@ -228,8 +232,8 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
                      (hasBias ? " " + biasOffset(g, e.val(s.inputs[6]).shape) +
                                     " v += ld(in6, off);"
                               : std::string());
-  keyVisible = visibleColumns(g, causal, false, "qw0", "rows[mt][h]", KT);
-  queryVisible = visibleColumns(g, causal, true, "j0", "rows[h]", 1, "0");
+  keyVisible = visibleColumns(g, false, "qw0", "rows[mt][h]", KT);
+  queryVisible = visibleColumns(g, true, "j0", "rows[h]", 1, "0");
   unmasked = "float " + scaled;
   // p from the score and the row's lse2 (an all-masked row's +inf: 0).
   prob = "const float p = mpc_exp2(fmaf(v, " + mult + ", -lse));";
@@ -313,7 +317,7 @@ void AttentionGrad::emit(const std::string &name) {
                             : 4.0 * g.dData + 3.0 * g.dvData;
   if (split)
     gemms += g.dData;
-  e.countFlops(2.0 * g.batch * g.sq * g.skv * gemms * (causal ? 0.5 : 1.0), true);
+  e.countFlops(2.0 * g.batch * g.sq * g.skv * gemms * g.band.seenFraction(), true);
 }
 
 // atomic: a block a key tile (blockIdx.y), after a prologue that zeroes
@@ -451,10 +455,18 @@ std::string AttentionGrad::queryRole() {
      << "    rl[h] = rows[h] < " << L(g.sq) << " ? "
      << "mpc_lse2(ld(in5, b * " << L(g.sq) << " + rows[h]))" << " : 0.0f;\n  }\n";
   const int64_t QR = kQueryRows;
-  std::string jEnd = causal ? "(qb * " + L(QR) + " + " + L(QR + off) +
+  // The block's keys: to its last query's last (the band's end, j = i +
+  // off - lo), from the tile of its first query's first (j = i + off - hi).
+  const int64_t endAt = QR + off - g.band.lo, startAt = off - g.band.hi;
+  std::string jEnd = causal ? "(qb * " + L(QR) + " + " + L(endAt) +
                                   " < " + L(g.skv) + " ? qb * " + L(QR) +
-                                  " + " + L(QR + off) + " : " + L(g.skv) + ")"
+                                  " + " + L(endAt) + " : " + L(g.skv) + ")"
                             : L(g.skv);
+  std::string jStart =
+      g.band.boundsStart()
+          ? "(qb * " + L(QR) + " + " + L(startAt) + " > 0 ? (qb * " + L(QR) +
+                " + " + L(startAt) + ") / " + L(TK) + " * " + L(TK) + " : 0LL)"
+          : "0LL";
   std::ostringstream body;
   if (sharedQuery)
     body << sharedAPairsAlongCols(T, "sc", "qs + (threadIdx.x / 32) * " +
@@ -483,16 +495,16 @@ std::string AttentionGrad::queryRole() {
   if (hasBias)
     body << derivatives(score(queryVisible), queryVisible.bounds);
   else
-    body << "    const bool full = " << unmaskedTile(g, causal, "w0", 16, "j0", TK)
+    body << "    const bool full = " << unmaskedTile(g, "w0", 16, "j0", TK)
          << ";\n    if (full) {\n" << derivatives(unmasked) << "    } else {\n"
          << derivatives(score(queryVisible), queryVisible.bounds) << "    }\n";
   body << packA(T, "ds", "dp", TK) << pairsAlongRows(T, "dq", "ds", "ta_", P, TK / 16, D);
-  os << "  const i64 jEnd = " << jEnd << ";\n";
+  os << "  const i64 jEnd = " << jEnd << ", jStart = " << jStart << ";\n";
   // Past head size 128 the block's Q and dO rows in the key blocks' K and
   // V tiles (the first tile's copies wait for them).
   if (sharedQuery)
     os << "  " << T << " *const qs = ks, *const dos = vs;\n"
-       << "  if (0LL < jEnd) {\n"
+       << "  if (jStart < jEnd) {\n"
        << asyncTile("qs", P, "in1", at("in1", "qb * " + L(QR) + " + r"),
                     e.operandRowStride(s, "in1"), D, e.operandRowWidth(s, "in1"),
                     QR, "qb * " + L(QR), g.sq, kThreads)
@@ -501,7 +513,7 @@ std::string AttentionGrad::queryRole() {
                     e.operandRowWidth(s, "in0"), QR, "qb * " + L(QR), g.sq,
                     kThreads)
        << "  }\n";
-  os << tileLoop("j0", "0LL", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())
+  os << tileLoop("j0", "jStart", "jEnd", g.skv, TK, "in2", D, "in3", DV, "", body.str())
      << store("out0", "dq", D, g.sq, scale + " * ", {}, "");
   return os.str();
 }

@@ -252,17 +252,20 @@ inline std::string asyncTile(const std::string &dst, int64_t pitch,
 }
 
 // Whether every score of queries q0 .. q0 + rows - 1 and keys k0 .. k0 +
-// keys - 1 is seen (in range and, causal, the last key visible to the
-// first query): the attention kernels' tiles that may skip the mask.
-inline std::string unmaskedTile(const Dims &g, bool causal,
-                                const std::string &q0, int64_t rows,
-                                const std::string &k0, int64_t keys) {
+// keys - 1 is seen (in range and inside the band: causal, the last key
+// visible to the first query; a left window, the first key to the last
+// query): the attention kernels' tiles that may skip the mask.
+inline std::string unmaskedTile(const Dims &g, const std::string &q0,
+                                int64_t rows, const std::string &k0,
+                                int64_t keys) {
   auto &L = i64Lit;
-  return q0 + " + " + L(rows) + " <= " + L(g.sq) + " && " + k0 + " + " +
-         L(keys) + " <= " + L(g.skv) +
-         (causal ? " && " + k0 + " + " + L(keys - 1) + " <= " + q0 + " + " +
-                       L(g.off)
-                 : std::string());
+  std::string all = q0 + " + " + L(rows) + " <= " + L(g.sq) + " && " + k0 +
+                    " + " + L(keys) + " <= " + L(g.skv);
+  if (g.band.boundsEnd()) // the least d, i + off - j, at least lo
+    all += " && " + q0 + " + " + L(g.off - keys + 1 - g.band.lo) + " >= " + k0;
+  if (g.band.boundsStart()) // the greatest at most hi
+    all += " && " + q0 + " + " + L(rows - 1 + g.off - g.band.hi) + " <= " + k0;
+  return all;
 }
 
 // Which scores of a masked tile a lane sees, as bounds on the column step
@@ -277,32 +280,38 @@ struct VisibleColumns {
   std::string bounds; // declares and sets lo/hi[mt][h]
   std::string seen;   // whether score (mt, n, f) is seen; `mt` as given
 };
-inline VisibleColumns visibleColumns(const Dims &g, bool causal,
-                                     bool rowsAreQueries,
+inline VisibleColumns visibleColumns(const Dims &g, bool rowsAreQueries,
                                      const std::string &first,
                                      const std::string &row, int64_t mtiles,
                                      const std::string &mt = "mt") {
   auto &L = i64Lit;
-  const int64_t off = g.off; // key j is visible to query i: j <= i + off
-  const bool lower = causal && !rowsAreQueries;
+  const ::mpc::rt::AttentionBand &band = g.band;
+  const int64_t off = g.off; // d = i + off - j in [band.lo, band.hi]
+  // Columns run along j (rows are queries) or i: where d's bound on the
+  // columns' start or end is set.
+  const bool bandEnd = rowsAreQueries ? band.boundsEnd() : band.boundsStart(),
+             lower = rowsAreQueries ? band.boundsStart() : band.boundsEnd();
+  const int64_t cols = rowsAreQueries ? g.skv : g.sq,
+                rowEnd = rowsAreQueries ? g.sq : g.skv;
+  // Row x sees columns below x + endAt (keys: off - lo + 1; queries:
+  // hi - off + 1) and from x + startAt (keys: off - hi; queries: lo - off).
+  const int64_t endAt = rowsAreQueries ? off - band.lo + 1 : band.hi - off + 1,
+                startAt = rowsAreQueries ? off - band.hi : band.lo - off;
   const std::string base = "(" + first + " + 2 * t)";
   std::ostringstream os;
   const std::string tiles = std::to_string(mtiles);
   os << "      int hi[" << tiles << "][2]" << (lower ? ", lo[" + tiles + "][2]" : "")
      << ";\n#pragma unroll\n      for (int mt = 0; mt < " << mtiles
      << "; ++mt)\n#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n"
-     << "        const i64 x = " << row << ";\n";
-  if (rowsAreQueries) // keys below min(i + off + 1, Skv) of a query in range
-    os << "        const i64 end = x < " << L(g.sq) << " ? "
-       << (causal ? "(x + " + L(off + 1) + " < " + L(g.skv) + " ? x + " + L(off + 1) +
-                        " : " + L(g.skv) + ")"
-                  : L(g.skv))
-       << " : 0LL;\n";
-  else // queries from j - off below Sq of a key in range
-    os << "        const i64 end = x < " << L(g.skv) << " ? " << L(g.sq) << " : 0LL;\n";
-  os << "        hi[mt][h] = (int)(end - " << base << ");\n";
-  if (lower)
-    os << "        lo[mt][h] = (int)(x - " << L(off) << " - " << base << ");\n";
+     << "        const i64 x = " << row << ";\n"
+     << "        const i64 end = x < " << L(rowEnd) << " ? "
+     << (bandEnd ? "(x + " + L(endAt) + " < " + L(cols) + " ? x + " + L(endAt) +
+                       " : " + L(cols) + ")"
+                 : L(cols))
+     << " : 0LL;\n"
+     << "        hi[mt][h] = (int)(end - " << base << ");\n";
+  if (lower) // (in int's range: AttentionBand drops bounds past the sizes)
+    os << "        lo[mt][h] = (int)(x + " << L(startAt) << " - " << base << ");\n";
   os << "      }\n";
   std::string at = "[" + mt + "][f >> 1]", k = "n * 8 + (f & 1)";
   return {os.str(), (lower ? "lo" + at + " <= " + k + " && " : std::string()) + k +

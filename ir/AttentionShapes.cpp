@@ -59,6 +59,10 @@ LogicalResult AttentionOp::verify() {
   float drop = getDropout().convertToFloat();
   if (!(drop >= 0.0f && drop < 1.0f))
     return emitOpError("dropout ") << drop << " is not in [0, 1)";
+  for (auto [name, w] : {std::pair{"window_left", getWindowLeftAttr()},
+                         std::pair{"window_right", getWindowRightAttr()}})
+    if (w && w.getInt() < 0)
+      return emitOpError(name) << " " << w.getInt() << " is negative";
   if (!getBias())
     return success();
   auto q = rankedOf(getQ()), k = rankedOf(getK()), b = rankedOf(getBias());

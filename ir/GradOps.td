@@ -75,6 +75,8 @@ def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom,
                    Optional<Mpc_I64Tensor>:$step, F32Attr:$scale,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
                    OptionalAttr<I64Attr>:$causal_offset,
+                   OptionalAttr<I64Attr>:$window_left,
+                   OptionalAttr<I64Attr>:$window_right,
                    DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
                    OptionalAttr<I64Attr>:$seed,
                    OptionalAttr<I64Attr>:$stream);

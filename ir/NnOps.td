@@ -116,7 +116,12 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
     the leading dimensions equal; `bias` broadcasts to ... x Sq x Skv). With
     `causal`, query i attends keys j <= i + `causal_offset` only (by
     default Skv - Sq: the diagonal through the last query and key; 0 is
-    ONNX Attention's alignment to the first ones without a past). Scores,
+    ONNX Attention's alignment to the first ones without a past). Sliding
+    windows (ONNX Attention's left_window_size and right_window_size) are
+    counted from the same diagonal: `window_left` L keeps keys j >= i +
+    offset - L, `window_right` R keys j <= i + offset + R
+    (runtime/AttentionBand.h); the kernels visit only the keys a query
+    sees. Scores,
     softmax statistics and the products accumulate in FP32 whatever the operands'
     type, and no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of
     each query's scores (FP32), is all the backward pass
@@ -145,6 +150,8 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
                    F32Attr:$scale,
                    DefaultValuedAttr<BoolAttr, "false">:$causal,
                    OptionalAttr<I64Attr>:$causal_offset,
+                   OptionalAttr<I64Attr>:$window_left,
+                   OptionalAttr<I64Attr>:$window_right,
                    DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows,
                    DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
                    OptionalAttr<I64Attr>:$seed,

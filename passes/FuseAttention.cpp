@@ -18,10 +18,12 @@
 //   matmul(P, V)
 //
 // A constant bias that is exactly a causal mask (0 on and below the offset
-// diagonal, -inf or below -1e30 above), or the one ONNX Attention's import
-// computes from rows and columns (with its own `causal_offset` where not
-// the diagonal through the last query and key), becomes `causal` and is
-// dropped, so no Sq x Skv tensor is left. Every intermediate must have its
+// diagonal, -inf or below -1e30 above), or the causal and sliding-window
+// one ONNX Attention's import computes from rows and columns (with its own
+// `causal_offset` where not the diagonal through the last query and key),
+// becomes `causal`, `window_left` and `window_right` and is dropped (a
+// term of a sum of biases too: an attn_mask beside it stays the bias), so
+// no Sq x Skv tensor is left. Every intermediate must have its
 // one use on the path (an extra consumer of the scores or probabilities, a softmax on
 // another axis, a dropout whose mask is read or whose ratio or training
 // flag is only known at run time leave the subgraph as it is: fusing would
@@ -191,12 +193,20 @@ std::optional<SmallVector<double>> floatConstant(Value v, int64_t rows,
   return values;
 }
 
-/// The offset of the causal bias mpc's ONNX Attention import builds
-/// (positionBias), where `bias` is one: where(0 <= rows - cols, 0, -inf)
-/// over FP32 constants of rows i + offset ([sq, 1]) and columns j ([1,
-/// skv]), query i seeing keys j <= i + offset (ONNX's alignment: the past
-/// length, 0 without one).
-std::optional<int64_t> causalPositions(Value bias, int64_t sq, int64_t skv) {
+/// The positional mask of mpc.attention: `causal`, windows (-1: none)
+/// and the offset they count from (runtime/AttentionBand.h).
+struct Band {
+  int64_t offset = 0;
+  bool causal = false;
+  int64_t left = -1, right = -1;
+};
+
+/// The band of the causal and sliding-window bias mpc's ONNX Attention
+/// import builds (positionBias), where `bias` is one: where(c1 and c2
+/// ..., 0, -inf) with each c a bound on diff = rows - cols, FP32
+/// constants of rows i + offset ([sq, 1]) and columns j ([1, skv]): 0 <=
+/// diff (causal), -R <= diff (a right window), diff <= L (a left one).
+std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv) {
   auto where = bias.getDefiningOp<WhereOp>();
   if (!where)
     return std::nullopt;
@@ -204,17 +214,42 @@ std::optional<int64_t> causalPositions(Value bias, int64_t sq, int64_t skv) {
                         fill = scalarConstant(where.getY());
   if (!zero || *zero != 0.0 || !fill || !(*fill <= -1e30))
     return std::nullopt;
-  auto le = where.getCondition().getDefiningOp<LessOrEqualOp>();
-  std::optional<double> lowest = le ? scalarConstant(le.getA()) : std::nullopt;
-  auto diff = le ? le.getB().getDefiningOp<SubOp>() : SubOp();
-  if (!lowest || *lowest != 0.0 || !diff)
+  // The bounds, over one diff.
+  SmallVector<Value> conds{where.getCondition()};
+  std::optional<double> lo, hi;
+  Value diff;
+  while (!conds.empty()) {
+    Value c = conds.pop_back_val();
+    if (auto both = c.getDefiningOp<AndOp>()) {
+      conds.append({both.getA(), both.getB()});
+      continue;
+    }
+    auto le = c.getDefiningOp<LessOrEqualOp>();
+    if (!le)
+      return std::nullopt;
+    std::optional<double> below = scalarConstant(le.getA()),
+                          above = scalarConstant(le.getB());
+    Value d = below ? le.getB() : le.getA();
+    if ((bool)below == (bool)above || (diff && d != diff))
+      return std::nullopt;
+    diff = d;
+    if (below)
+      lo = std::max(lo.value_or(*below), *below);
+    else
+      hi = std::min(hi.value_or(*above), *above);
+  }
+  auto sub = diff ? diff.getDefiningOp<SubOp>() : SubOp();
+  if (!sub)
     return std::nullopt;
-  auto rows = floatConstant(diff.getA(), sq, 1),
-       cols = floatConstant(diff.getB(), 1, skv);
+  auto rows = floatConstant(sub.getA(), sq, 1),
+       cols = floatConstant(sub.getB(), 1, skv);
   if (!rows || !cols || sq < 1)
     return std::nullopt;
   const double offset = (*rows)[0];
-  if (offset != std::floor(offset) || std::abs(offset) > 1e15)
+  auto integral = [](double x) {
+    return x == std::floor(x) && std::abs(x) <= 1e15;
+  };
+  if (!integral(offset))
     return std::nullopt;
   for (int64_t i = 0; i < sq; ++i)
     if ((*rows)[i] != offset + (double)i)
@@ -222,7 +257,21 @@ std::optional<int64_t> causalPositions(Value bias, int64_t sq, int64_t skv) {
   for (int64_t j = 0; j < skv; ++j)
     if ((*cols)[j] != (double)j)
       return std::nullopt;
-  return (int64_t)offset;
+  Band band;
+  band.offset = (int64_t)offset;
+  // Bounds mpc.attention expresses: a lower one of 0 (causal) or below
+  // (a right window), an upper one of 0 or above (a left window).
+  if (lo && (!integral(*lo) || *lo > 0))
+    return std::nullopt;
+  if (hi && (!integral(*hi) || *hi < 0))
+    return std::nullopt;
+  if (lo && *lo == 0)
+    band.causal = true;
+  else if (lo)
+    band.right = (int64_t)-*lo;
+  if (hi)
+    band.left = (int64_t)*hi;
+  return band;
 }
 
 /// A mask on the scores: an additive bias, or a where() that replaces
@@ -425,31 +474,54 @@ public:
       }
       bias = bias ? make<AddOp>(loc, {bias, term}) : term;
     }
-    bool causal = false;
-    std::optional<int64_t> offset; // where not the default skv - sq
+    // The terms of the bias that are positional masks (a causal constant,
+    // the import's causal and window bias) become the band; the others
+    // (attn_mask, padding) stay the bias.
+    std::optional<Band> band;
     if (bias && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic) {
-      if (isCausalConstant(bias, sq, skv)) {
-        causal = true;
-      } else if ((offset = causalPositions(bias, sq, skv))) {
-        causal = true;
-        if (*offset == skv - sq)
-          offset.reset();
+      SmallVector<Value> terms{bias}, kept;
+      for (size_t t = 0; t < terms.size(); ++t) {
+        Value term = terms[t];
+        if (auto add = term.getDefiningOp<AddOp>();
+            add && typeOf(add.getA()).getElementType() ==
+                       typeOf(add.getB()).getElementType()) {
+          terms.append({add.getA(), add.getB()});
+          continue;
+        }
+        std::optional<Band> found;
+        if (isCausalConstant(term, sq, skv))
+          found = Band{skv - sq, true, -1, -1};
+        else
+          found = positionBand(term, sq, skv);
+        if (found && !band)
+          band = found;
+        else
+          kept.push_back(term);
       }
-      if (causal)
+      if (band) {
         bias = Value();
+        for (Value term : kept)
+          bias = bias ? make<AddOp>(loc, {bias, term}) : term;
+      }
     }
     SmallVector<Value> operands{m.q, k, m.v};
     if (bias)
       operands.push_back(bias);
     SmallVector<NamedAttribute> attrs{
         b.getNamedAttr("scale", b.getF32FloatAttr((float)m.scale)),
-        b.getNamedAttr("causal", b.getBoolAttr(causal)),
+        b.getNamedAttr("causal", b.getBoolAttr(band && band->causal)),
         b.getNamedAttr("zero_masked_rows", b.getBoolAttr(m.zeroMaskedRows)),
         b.getNamedAttr("operandSegmentSizes",
                        b.getDenseI32ArrayAttr({1, 1, 1, bias ? 1 : 0, 0}))};
-    if (offset)
+    if (band && band->offset != skv - sq)
       attrs.push_back(
-          b.getNamedAttr("causal_offset", b.getI64IntegerAttr(*offset)));
+          b.getNamedAttr("causal_offset", b.getI64IntegerAttr(band->offset)));
+    if (band && band->left >= 0)
+      attrs.push_back(
+          b.getNamedAttr("window_left", b.getI64IntegerAttr(band->left)));
+    if (band && band->right >= 0)
+      attrs.push_back(
+          b.getNamedAttr("window_right", b.getI64IntegerAttr(band->right)));
     if (m.dropout > 0.0) {
       attrs.push_back(
           b.getNamedAttr("dropout", b.getF32FloatAttr((float)m.dropout)));

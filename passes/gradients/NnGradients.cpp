@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/gradients/GradientBuilder.h"
+#include <algorithm>
+#include <limits>
 
 namespace mlir::mpc::grad {
 namespace {
@@ -431,9 +433,12 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
       key.push_back(c.b.getNamedAttr("stream", at.getStreamAttr()));
   }
   attrs.append(key);
-  if (at.getCausalOffsetAttr())
-    attrs.push_back(
-        c.b.getNamedAttr("causal_offset", at.getCausalOffsetAttr()));
+  for (auto [name, attr] :
+       {std::pair{"causal_offset", at.getCausalOffsetAttr()},
+        std::pair{"window_left", at.getWindowLeftAttr()},
+        std::pair{"window_right", at.getWindowRightAttr()}})
+    if (attr)
+      attrs.push_back(c.b.getNamedAttr(name, attr));
   Operation *grad = makeOp(c.b, c.loc, AttentionGradOp::getOperationName(),
                            operands, attrs);
   // attention_grad needs no flag: p = 0 wherever lse is -inf.
@@ -451,15 +456,24 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
                                       at.getBias())});
   int64_t r = q.getRank(), sq = q.getDimSize(r - 2),
           skv = typeOf(at.getK()).getDimSize(r - 2);
-  if (at.getCausal()) { // -inf above the (offset) diagonal
+  if (at.getCausal() || at.getWindowLeftAttr() || at.getWindowRightAttr()) {
+    // -inf where the band hides the key (above the offset diagonal, out
+    // of the windows)
     const llvm::fltSemantics &sem = llvm::cast<FloatType>(elem).getFloatSemantics();
     int64_t off = at.getCausalOffsetAttr() ? at.getCausalOffsetAttr().getInt()
                                            : skv - sq;
+    int64_t lo = at.getCausal() ? 0 : std::numeric_limits<int64_t>::min() / 4,
+            hi = std::numeric_limits<int64_t>::max() / 4;
+    if (auto r = at.getWindowRightAttr())
+      lo = std::max(lo, -r.getInt());
+    if (auto l = at.getWindowLeftAttr())
+      hi = l.getInt();
     SmallVector<APFloat> mask;
     for (int64_t i = 0; i < sq; ++i)
       for (int64_t j = 0; j < skv; ++j)
-        mask.push_back(j <= i + off ? APFloat::getZero(sem)
-                                    : APFloat::getInf(sem, true));
+        mask.push_back(i + off - j >= lo && i + off - j <= hi
+                           ? APFloat::getZero(sem)
+                           : APFloat::getInf(sem, true));
     scores = c.make<AddOp>(
         {scores, c.b.create<ConstantOp>(
                      c.loc, DenseElementsAttr::get(

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/AttentionBand.h"
 #include "runtime/Kernel.h"
 #include "runtime/Parallel.h"
 #include "runtime/kernels/Common.h"
@@ -31,11 +32,11 @@ namespace {
 /// it broadcasts.
 struct Geometry {
   int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0;
-  int64_t causalOffset = 0; // key j is visible to query i: j <= i + it
+  AttentionBand band;      // the keys each query sees (causal, windows)
   Shape lead;              // leading dimensions of the scores
   std::vector<int64_t> bs; // bias strides, one per scores dimension
   float scale = 1.0f;
-  bool causal = false, zeroMaskedRows = false;
+  bool zeroMaskedRows = false;
   // Dropout: off at ratio 0; kept probabilities times dropScale.
   float ratio = 0.0f, dropScale = 1.0f;
   uint64_t seed = 0, threshold = 0;
@@ -53,8 +54,7 @@ struct Geometry {
     skv = k.dim(r - 2);
     dv = v.dim(r - 1);
     scale = (float)step.getFloat("scale", 1.0);
-    causal = step.getInt("causal", 0) != 0;
-    causalOffset = step.getInt("causal_offset", skv - sq);
+    band = AttentionBand::of(step, sq, skv);
     zeroMaskedRows = step.getInt("zero_masked_rows", 0) != 0;
     ratio = (float)step.getFloat("dropout", 0.0);
     if (ratio > 0.0f) {
@@ -100,17 +100,13 @@ struct Geometry {
   float dropFactor(int64_t b, int64_t i, int64_t j) const {
     return keep(b, i, j) ? dropScale : 0.0f;
   }
-  /// Whether query i may attend key j.
-  bool allowed(int64_t i, int64_t j) const {
-    return !causal || j <= i + causalOffset;
-  }
 };
 
-/// s_ij = scale * (q_i . k_j) + bias_ij, or -inf where causally masked.
+/// s_ij = scale * (q_i . k_j) + bias_ij. The loops visit only the keys
+/// (queries) the band lets a query (key) see: the others' p is 0 and
+/// adds nothing.
 inline float score(const Geometry &g, const float *qi, const float *kj,
-                   const float *bias, int64_t bRow, int64_t i, int64_t j) {
-  if (!g.allowed(i, j))
-    return -std::numeric_limits<float>::infinity();
+                   const float *bias, int64_t bRow, int64_t j) {
   float dot = 0.0f;
   for (int64_t t = 0; t < g.d; ++t)
     dot += qi[t] * kj[t];
@@ -174,8 +170,8 @@ void attentionK(KernelContext &c) {
       float *yi = yp + row * g.dv;
       std::fill(yi, yi + g.dv, 0.0f); // the running sum of p v
       float mx = -kInf, sum = 0.0f;
-      for (int64_t j = 0; j < g.skv; ++j)
-        onlineStep(score(g, qi, kb + j * g.d, bp, bRow, i, j),
+      for (int64_t j = g.band.firstKey(i), e = g.band.endKey(i); j < e; ++j)
+        onlineStep(score(g, qi, kb + j * g.d, bp, bRow, j),
                    vb + j * g.dv, g.dv, mx, sum, yi, g.keep(b, i, j));
       finishRow(yi, g.dv, mx, sum, g.dropScale, g.zeroMaskedRows, lp[row]);
     }
@@ -227,10 +223,10 @@ void attentionGradK(KernelContext &c) {
       float rowD = rowTerm(g, dyi, yp + row * g.dv);
       float *dqi = dqp + row * g.d;
       std::fill(dqi, dqi + g.d, 0.0f);
-      for (int64_t j = 0; j < g.skv; ++j) {
+      for (int64_t j = g.band.firstKey(i), e = g.band.endKey(i); j < e; ++j) {
         int64_t key = b * g.skv + j;
         float z = g.dropFactor(b, i, j); // 1 without dropout
-        float p, ds = scoreGrad(g, score(g, qi, kp + key * g.d, bp, bRow, i, j),
+        float p, ds = scoreGrad(g, score(g, qi, kp + key * g.d, bp, bRow, j),
                                 lp[row], dyi, vp + key * g.dv, rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
           dqi[t] += g.scale * ds * kp[key * g.d + t];
@@ -246,13 +242,14 @@ void attentionGradK(KernelContext &c) {
       float *dkj = dkp + key * g.d, *dvj = dvp + key * g.dv;
       std::fill(dkj, dkj + g.d, 0.0f);
       std::fill(dvj, dvj + g.dv, 0.0f);
-      for (int64_t i = 0; i < g.sq; ++i) {
+      for (int64_t i = g.band.firstQuery(j), e = g.band.endQuery(j); i < e;
+           ++i) {
         int64_t row = b * g.sq + i;
         const float *qi = qp + row * g.d, *dyi = dyp + row * g.dv;
         float rowD = rowTerm(g, dyi, yp + row * g.dv);
         int64_t bRow = bias ? g.biasRow(b, i) : 0;
         float z = g.dropFactor(b, i, j); // 1 without dropout
-        float p, ds = scoreGrad(g, score(g, qi, kj, bp, bRow, i, j), lp[row],
+        float p, ds = scoreGrad(g, score(g, qi, kj, bp, bRow, j), lp[row],
                                 dyi, vj, rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
           dkj[t] += g.scale * ds * qi[t];

@@ -69,6 +69,95 @@ func.func @causal_positions_top_left(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf3
   return %y : tensor<2x4x8xf32>
 }
 
+// ONNX Attention's sliding windows as imported: causal and a left
+// window of 2 (0 <= diff and diff <= 2); both windows without causal
+// (-1 <= diff and diff <= 3): the band's attributes, no bias.
+// CHECK-LABEL: func.func @window_positions
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, causal_offset = 0 : i64, scale = 1.000000e+00 : f32, window_left = 2 : i64}
+// CHECK-NOT: mpc.where
+func.func @window_positions(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %rows = mpc.constant dense<[[0.0], [1.0], [2.0], [3.0]]> : tensor<4x1xf32>
+  %cols = mpc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]> : tensor<1x6xf32>
+  %diff = mpc.sub %rows, %cols : (tensor<4x1xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %two = mpc.constant dense<2.0> : tensor<f32>
+  %causal = mpc.less_or_equal %zero, %diff : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %left = mpc.less_or_equal %diff, %two : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xi1>
+  %ok = mpc.and %causal, %left : (tensor<4x6xi1>, tensor<4x6xi1>) -> tensor<4x6xi1>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %bias = mpc.where %ok, %zero, %ninf : (tensor<4x6xi1>, tensor<f32>, tensor<f32>) -> tensor<4x6xf32>
+  %b = mpc.add %s, %bias : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @window_both_sides
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal_offset = 0 : i64, scale = 1.000000e+00 : f32, window_left = 3 : i64, window_right = 1 : i64}
+func.func @window_both_sides(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %rows = mpc.constant dense<[[0.0], [1.0], [2.0], [3.0]]> : tensor<4x1xf32>
+  %cols = mpc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]> : tensor<1x6xf32>
+  %diff = mpc.sub %rows, %cols : (tensor<4x1xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %three = mpc.constant dense<3.0> : tensor<f32>
+  %minus1 = mpc.constant dense<-1.0> : tensor<f32>
+  %left = mpc.less_or_equal %diff, %three : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xi1>
+  %right = mpc.less_or_equal %minus1, %diff : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %ok = mpc.and %left, %right : (tensor<4x6xi1>, tensor<4x6xi1>) -> tensor<4x6xi1>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %bias = mpc.where %ok, %zero, %ninf : (tensor<4x6xi1>, tensor<f32>, tensor<f32>) -> tensor<4x6xf32>
+  %b = mpc.add %s, %bias : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// A window beside an attn_mask in one bias (mask + positions, as the
+// import adds them): the band from the positions, the mask the bias.
+// CHECK-LABEL: func.func @window_and_mask
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %arg3 {causal = true, causal_offset = 0 : i64, scale = 1.000000e+00 : f32, window_left = 2 : i64}
+func.func @window_and_mask(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>, %mask: tensor<4x6xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %rows = mpc.constant dense<[[0.0], [1.0], [2.0], [3.0]]> : tensor<4x1xf32>
+  %cols = mpc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]> : tensor<1x6xf32>
+  %diff = mpc.sub %rows, %cols : (tensor<4x1xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %two = mpc.constant dense<2.0> : tensor<f32>
+  %causal = mpc.less_or_equal %zero, %diff : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %left = mpc.less_or_equal %diff, %two : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xi1>
+  %ok = mpc.and %causal, %left : (tensor<4x6xi1>, tensor<4x6xi1>) -> tensor<4x6xi1>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %pos = mpc.where %ok, %zero, %ninf : (tensor<4x6xi1>, tensor<f32>, tensor<f32>) -> tensor<4x6xf32>
+  %bias = mpc.add %mask, %pos : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<4x6xf32>
+  %b = mpc.add %s, %bias : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// A bound the band cannot say (1 <= diff: strictly earlier keys): the
+// bias stays.
+// CHECK-LABEL: func.func @positions_strictly_before
+// CHECK: %[[BIAS:.*]] = mpc.where
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[BIAS]] {scale = 1.000000e+00 : f32}
+func.func @positions_strictly_before(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %rows = mpc.constant dense<[[2.0], [3.0], [4.0], [5.0]]> : tensor<4x1xf32>
+  %cols = mpc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]]> : tensor<1x6xf32>
+  %diff = mpc.sub %rows, %cols : (tensor<4x1xf32>, tensor<1x6xf32>) -> tensor<4x6xf32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  %ok = mpc.less_or_equal %one, %diff : (tensor<f32>, tensor<4x6xf32>) -> tensor<4x6xi1>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %bias = mpc.where %ok, %zero, %ninf : (tensor<4x6xi1>, tensor<f32>, tensor<f32>) -> tensor<4x6xf32>
+  %b = mpc.add %s, %bias : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
 // Rows that are not consecutive (no causal offset says them): the bias
 // stays.
 // CHECK-LABEL: func.func @positions_not_causal

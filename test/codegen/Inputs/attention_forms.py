@@ -50,7 +50,32 @@ CASES = {
     "mask_d200": ((1, 1, 40, 200), (1, 1, 90, 200), (1, 1, 90, 136), 0, (40, 90)),
     # Rows no multiple of 16 bytes: the SIMT kernel.
     "head_36": ((1, 2, 20, 36), (1, 2, 20, 36), (1, 2, 20, 36), 1, None),
+    # Sliding windows (WINDOWS: ONNX Attention-25's left and right window
+    # sizes, -1 for none): causal with a left window of 40 over three
+    # 64-key tiles (Mistral's local attention); both windows beside a mask
+    # with more keys than queries at head size 128; a right window alone
+    # at head size 40.
+    "window_causal": ((1, 2, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, None),
+    "window_both_d128": ((1, 1, 100, 128), (1, 1, 180, 128), (1, 1, 180, 96), 0, (100, 180)),
+    "window_right_d40": ((2, 1, 70, 40), (2, 1, 70, 40), (2, 1, 70, 40), 0, None),
 }
+WINDOWS = {"window_causal": (40, -1), "window_both_d128": (30, 20),
+           "window_right_d40": (-1, 10)}
+
+
+def visible(name, sq, skv):
+    """Keys query i sees (ONNX's alignment without a past: d = i - j)."""
+    causal = CASES[name][3]
+    left, right = WINDOWS.get(name, (-1, -1))
+    d = np.arange(sq)[:, None] - np.arange(skv)[None, :]
+    ok = np.ones((sq, skv), bool)
+    if causal:
+        ok &= d >= 0
+    if left >= 0:
+        ok &= d <= left
+    if right >= 0:
+        ok &= d >= -right
+    return ok
 
 
 def model(name):
@@ -58,13 +83,18 @@ def model(name):
     f = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
     ins = ["q", "k", "v"] + (["mask"] if mask else [])
-    node = helper.make_node("Attention", ins, ["y"], is_causal=causal)
+    window = {}
+    if name in WINDOWS:
+        window = dict(left_window_size=WINDOWS[name][0],
+                      right_window_size=WINDOWS[name][1])
+    node = helper.make_node("Attention", ins, ["y"], is_causal=causal, **window)
     inputs = [vi("q", f, q), vi("k", f, k), vi("v", f, v)]
     if mask:
         inputs.append(vi("mask", f, mask))
     g = helper.make_graph([node], name, inputs,
                           [vi("y", f, list(q[:3]) + [v[3]])])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    return helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 25 if window else 23)])
 
 
 def reference(name, x):
@@ -73,12 +103,12 @@ def reference(name, x):
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if mask:
         s = s + x["mask"]
-    if causal:
-        sq, skv = s.shape[-2:]
-        # ONNX's is_causal: key j visible to query i when j <= i (top-left).
-        s = np.where(np.arange(skv)[None, :] <= np.arange(sq)[:, None], s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return (p / p.sum(-1, keepdims=True)) @ v
+    # ONNX's is_causal: key j visible to query i when j <= i (top-left).
+    s = np.where(visible(name, *s.shape[-2:]), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    dead = m == -np.inf  # no key seen: y = 0 (ONNX's rule)
+    p = np.where(dead, 0.0, np.exp(s - np.where(dead, 0.0, m)))
+    return (p / np.where(dead, 1.0, p.sum(-1, keepdims=True))) @ v
 
 
 def make(d):

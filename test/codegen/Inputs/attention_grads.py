@@ -12,7 +12,8 @@ the files stay small), heads_H_S.onnx.
 
 usage: attention_grads.py make DIR
        attention_grads.py shapes DIR H:S [H:S ...]
-       attention_grads.py check DIR CASE TRAINED.onnx --rtol R
+       attention_grads.py check DIR CASE TRAINED.onnx --rtol R [--fp32]
+(--fp32: the reference on the FP32 q, k and v, for a step trained in FP32)
 """
 import os
 import sys
@@ -50,7 +51,17 @@ CASES = {
     # query blocks; 256 with a value head of 200 (208) and a mask.
     "causal_d160": ((1, 2, 150, 160), (1, 2, 150, 160), (1, 2, 150, 160), 1, False),
     "mask_d256": ((1, 1, 70, 256), (1, 1, 90, 256), (1, 1, 90, 200), 0, True),
+    # Sliding windows (WINDOWS: ONNX Attention-25's left and right window
+    # sizes, -1 for none): causal with a left window of 50 over two key
+    # blocks of 128 and seven query tiles; both windows beside a mask at
+    # head size 96 (the 8-warp layout) with more keys than queries; causal
+    # with a left window at head size 160.
+    "window_causal": ((1, 2, 200, 64), (1, 2, 200, 64), (1, 2, 200, 64), 1, False),
+    "window_both_d96": ((1, 1, 120, 96), (1, 1, 160, 96), (1, 1, 160, 96), 0, True),
+    "window_d160": ((1, 1, 150, 160), (1, 1, 150, 160), (1, 1, 150, 160), 1, False),
 }
+WINDOWS = {"window_causal": (50, -1), "window_both_d96": (24, 16),
+           "window_d160": (40, -1)}
 
 
 def make(d):
@@ -62,7 +73,11 @@ def make(d):
             init["mask"] = rng.standard_normal((qs[2], ks[2])).astype(np.float32)
         ins = ["q", "k", "v"] + (["mask"] if masked else [])
         yshape = list(qs[:3]) + [vs[3]]
-        nodes = [helper.make_node("Attention", ins, ["y"], is_causal=causal),
+        window = {}
+        if name in WINDOWS:
+            window = dict(left_window_size=WINDOWS[name][0],
+                          right_window_size=WINDOWS[name][1])
+        nodes = [helper.make_node("Attention", ins, ["y"], is_causal=causal, **window),
                  helper.make_node("Mul", ["y", "target"], ["yt"]),
                  helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0)]
         g = helper.make_graph(
@@ -70,7 +85,8 @@ def make(d):
             [helper.make_tensor_value_info("target", TensorProto.FLOAT, yshape)],
             [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
             [numpy_helper.from_array(v, n) for n, v in init.items()])
-        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+        opset = 25 if window else 23
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
                   f"{d}/{name}.onnx")
         np.save(f"{d}/{name}.target.npy",
                 (1e-3 * rng.standard_normal(yshape)).astype(np.float32))
@@ -92,16 +108,25 @@ def shapes(d, specs):
                   f"{d}/heads_{h}_{n}.onnx")
 
 
-def reference(name, w, target):
+def reference(name, w, target, fp32=False):
     _, _, _, causal, masked = CASES[name]
-    q, k, v = (w[n].astype(np.float16).astype(np.float64) for n in "qkv")
+    q, k, v = (w[n].astype(np.float32 if fp32 else np.float16).astype(np.float64)
+               for n in "qkv")
     scale = 1 / np.sqrt(q.shape[-1])
     s = scale * q @ np.swapaxes(k, -1, -2)
     if masked:
         s = s + w["mask"]
+    sq, skv = s.shape[-2:]
+    dist = np.arange(sq)[:, None] - np.arange(skv)[None, :]  # ONNX: top-left
+    left, right = WINDOWS.get(name, (-1, -1))
+    seen = np.ones((sq, skv), bool)
     if causal:
-        sq, skv = s.shape[-2:]
-        s = np.where(np.arange(skv)[None, :] <= np.arange(sq)[:, None], s, -np.inf)
+        seen &= dist >= 0
+    if left >= 0:
+        seen &= dist <= left
+    if right >= 0:
+        seen &= dist >= -right
+    s = np.where(seen, s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     dy = target.astype(np.float64)
@@ -111,10 +136,10 @@ def reference(name, w, target):
     return {"q": scale * ds @ k, "k": scale * np.swapaxes(ds, -1, -2) @ q, "v": dv}
 
 
-def check(d, name, trained, rtol):
+def check(d, name, trained, rtol, fp32=False):
     before = {t.name: numpy_helper.to_array(t) for t in onnx.load(f"{d}/{name}.onnx").graph.initializer}
     after = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
-    want = reference(name, before, np.load(f"{d}/{name}.target.npy"))
+    want = reference(name, before, np.load(f"{d}/{name}.target.npy"), fp32)
     ok = True
     for n in "qkv":
         got = before[n].astype(np.float64) - after[n].astype(np.float64)  # lr 1
@@ -131,4 +156,5 @@ if __name__ == "__main__":
     elif sys.argv[1] == "shapes":
         shapes(sys.argv[2], sys.argv[3:])
     else:
-        check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[sys.argv.index("--rtol") + 1]))
+        check(sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[sys.argv.index("--rtol") + 1]),
+              "--fp32" in sys.argv)
