@@ -35,9 +35,17 @@ inline std::string i64Lit(int64_t v) { return std::to_string(v) + "LL"; }
 struct Dims {
   int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0, dData = 0, dvData = 0,
           off = 0;
+  int64_t group = 1; // q heads a K and V head serves (grouped-query)
   Shape lead;
   ::mpc::rt::AttentionBand band;
 };
+
+/// The q heads each K and V head serves: q's heads over k's (the dim
+/// before the rows), 1 but for grouped-query attention.
+inline int64_t attentionGroup(const Shape &q, const Shape &k) {
+  size_t r = q.size();
+  return r >= 3 && k.size() == r && k[r - 3] > 0 ? q[r - 3] / k[r - 3] : 1;
+}
 
 inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   Dims g;
@@ -51,6 +59,7 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   g.dv = v[r - 1];
   g.dData = g.d;
   g.dvData = g.dv;
+  g.group = attentionGroup(q, k);
   g.off = g.skv - g.sq;
   g.band.sq = g.sq;
   g.band.skv = g.skv;

@@ -63,6 +63,11 @@ private:
                     RowTiles tiles, const std::string &col);
   std::string firstQueries(const std::string &kb);
   std::string endQueries(const std::string &kb);
+  std::string firstHead();
+  std::string headTileLoop(const std::string &start, const std::string &end,
+                           int64_t limit, int64_t rows, const std::string &a,
+                           int64_t aw, const std::string &b, int64_t bw,
+                           const std::string &between, const std::string &body);
   std::string score(const VisibleColumns &visible);
   std::string at(const std::string &operand, const std::string &row);
 

@@ -100,10 +100,10 @@ bool Emitter::attention(Step &s, const std::string &name) {
      << "    const i64 n = " << g.skv << "LL - j0 < " << tile << "LL ? " << g.skv
      << "LL - j0 : " << tile << "LL;\n"
      << "    for (i64 e = threadIdx.x; e < n * " << g.d << "LL; e += " << kRows
-     << "LL) ks[e] = ld(in1, (b * " << g.skv << "LL + j0) * " << g.d
+     << "LL) ks[e] = ld(in1, (b / " << g.group << "LL * " << g.skv << "LL + j0) * " << g.d
      << "LL + e);\n"
      << "    for (i64 e = threadIdx.x; e < n * " << g.dv << "LL; e += " << kRows
-     << "LL) vs[e] = ld(in2, (b * " << g.skv << "LL + j0) * " << g.dv
+     << "LL) vs[e] = ld(in2, (b / " << g.group << "LL * " << g.skv << "LL + j0) * " << g.dv
      << "LL + e);\n"
      << "    __syncthreads();\n"
      << "    for (i64 jj = 0; live && jj < n; ++jj) {\n"
@@ -186,18 +186,20 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
      << "LL;\n    " << rowTerm("row") << "\n"
      << "    float dq[" << g.d << "];\n    for (i64 t = 0; t < " << g.d
      << "LL; ++t) dq[t] = 0.0f;\n"
-     << "    for (i64 j = 0; j < " << g.skv << "LL; ++j) {\n      const i64 key = b * "
-     << g.skv << "LL + j;\n      " << dsCode.str() << "\n"
+     << "    for (i64 j = 0; j < " << g.skv << "LL; ++j) {\n      const i64 key = b / "
+     << g.group << "LL * " << g.skv << "LL + j;\n      " << dsCode.str() << "\n"
      << "      for (i64 t = 0; t < " << g.d << "LL; ++t) dq[t] += " << scale
      << " * ds * ld(in2, key * " << g.d << "LL + t);\n    }\n"
      << "    for (i64 t = 0; t < " << g.d << "LL; ++t) st(out0, row * " << g.d
      << "LL + t, dq[t]);\n  }\n"
-     << "  if (t0 < " << g.batch * g.skv << "LL) {\n"
-     << "    const i64 key = t0, b = key / " << g.skv << "LL, j = key % "
-     << g.skv << "LL;\n"
+     // A K and V row's gradients over the q heads it serves.
+     << "  if (t0 < " << g.batch / g.group * g.skv << "LL) {\n"
+     << "    const i64 key = t0, j = key % " << g.skv << "LL;\n"
      << "    float dk[" << g.d << "], dv[" << g.dv << "];\n"
      << "    for (i64 t = 0; t < " << g.d << "LL; ++t) dk[t] = 0.0f;\n"
      << "    for (i64 t = 0; t < " << g.dv << "LL; ++t) dv[t] = 0.0f;\n"
+     << "    for (i64 b = key / " << g.skv << "LL * " << g.group << "LL; b < (key / "
+     << g.skv << "LL + 1) * " << g.group << "LL; ++b)\n"
      << "    for (i64 i = 0; i < " << g.sq << "LL; ++i) {\n      const i64 row = b * "
      << g.sq << "LL + i;\n      " << rowTerm("row") << "\n      " << dsCode.str()
      << "\n      for (i64 t = 0; t < " << g.d << "LL; ++t) dk[t] += " << scale

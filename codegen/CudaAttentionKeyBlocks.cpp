@@ -54,6 +54,8 @@ std::string AttentionGrad::tileLoop(const std::string &var,
                                     const std::string &body) {
   std::string next = var + " + " + L(rows), first = var + "First";
   std::ostringstream os;
+  if (g.group > 1 && var == "q0")
+    return headTileLoop(start, end, limit, rows, a, aw, b, bw, between, body);
   os << "    int buf = 0;\n    const i64 " << first << " = " << start << ";\n"
      << "    if (" << first << " < " << end << ") {\n"
      << loadTile("ta", P, a, aw, rows, first, limit)
@@ -138,6 +140,56 @@ std::string AttentionGrad::endQueries(const std::string &kb) {
   return "(" + end + " < " + L(g.sq) + " ? " + end + " : " + L(g.sq) + ")";
 }
 
+// Grouped-query attention: a key role's K and V head (blockIdx.x) serves
+// `group` q heads, b its first (K, V, dK and dV rows are at b / group).
+std::string AttentionGrad::firstHead() {
+  return g.group > 1 ? "    const i64 b = (i64)blockIdx.x * " + L(g.group) + ";\n"
+                     : std::string();
+}
+
+// tileLoop over the query tiles of each q head a key role's K and V head
+// serves (grouped-query attention), as one loop: after a head's last tile
+// the next head's first (b, shadowing the role's, counts the heads), so
+// the next head's first tile is copied while the warps work on this
+// head's last. Counters, not divisions: the 8-warp key blocks' registers
+// are full.
+std::string AttentionGrad::headTileLoop(const std::string &start,
+                                        const std::string &end, int64_t limit,
+                                        int64_t rows, const std::string &a,
+                                        int64_t aw, const std::string &b,
+                                        int64_t bw, const std::string &between,
+                                        const std::string &body) {
+  auto load = [&](bool other) {
+    const std::string buffer = other ? " + (buf ^ 1) * " : "";
+    return loadTile("ta" + (other ? buffer + std::to_string(bufA) : ""), P, a, aw,
+                    rows, "q0", limit) +
+           loadTile("tb" + (other ? buffer + std::to_string(bufB) : ""), PV, b, bw,
+                    rows, "q0", limit);
+  };
+  std::ostringstream os;
+  // (32-bit counters: every product with them has a 64-bit literal.)
+  const std::string G = std::to_string(g.group);
+  os << "    {\n    int buf = 0;\n    const int q0First = (int)" << start
+     << ", q0End = (int)" << end << ", bEnd = (int)blockIdx.x * " << G << " + " << G
+     << ";\n    int b = (int)blockIdx.x * " << G << ", q0 = q0First;\n"
+     << "    if (q0First < q0End) {\n" << load(false) << "    }\n"
+     << "    mpc_cp_async_commit();\n"
+     << "    for (; q0First < q0End && b < bEnd; buf ^= 1) {\n"
+     << "      int nextB = b, nextQ = q0 + " << rows << ";\n"
+     << "      if (nextQ >= q0End) nextQ = q0First, ++nextB;\n"
+     // Every warp is done with the other buffer (the tile before).
+     << "      __syncthreads();\n"
+     << "      if (nextB < bEnd) {\n        const int b = nextB, q0 = nextQ;\n"
+     << load(true) << "      }\n"
+     << "      mpc_cp_async_commit();\n"
+     << between
+     << "      mpc_cp_async_wait<1>();\n      __syncthreads();\n"
+     << "      const " << T << " *ta_ = ta + buf * " << bufA << ", *tb_ = tb + buf * "
+     << bufB << ";\n"
+     << body << "      b = nextB, q0 = nextQ;\n    }\n    }\n";
+  return os.str();
+}
+
 // The key roles' accumulators, zeroed: acc[KT][width / 8][4].
 std::string AttentionGrad::zeros(const std::string &acc, int64_t width) {
   return "    float " + acc + "[" + std::to_string(KT) + "][" +
@@ -208,7 +260,7 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
   std::ostringstream os;
   os << "    // " << (wantK && wantV ? "dK and dV" : wantK ? "dK" : "dV")
      << (withDq ? " and dQ's part" : "") << " for " << kRows
-     << " keys: rows are keys.\n"
+     << " keys: rows are keys.\n" << firstHead()
      << "    const i64 w0 = kb * " << L(kRows) << " + (threadIdx.x / 32) * " << 16 * KT
      << ";\n"
      << "    i64 rows[" << KT << "][2];\n"
@@ -252,8 +304,8 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
          << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D, kt);
   if (withDq)
     body << keyBlockDq(g, T, KT, TQ, kRows, atomic);
-  os << tileLoop("q0", firstQueries("kb"), endQueries("kb"), g.sq, TQ, "in1", D, "in0",
-                 DV, rowStats(wantK), body.str());
+  os << tileLoop("q0", firstQueries("kb"), endQueries("kb"), g.sq, TQ, "in1", D,
+                 "in0", DV, rowStats(wantK), body.str());
   if (wantK)
     os << store("out1", "dk", D, g.skv, scale + " * ", kt, "");
   if (wantV)
@@ -298,7 +350,7 @@ std::string AttentionGrad::pairsKeyRole(bool withDq) {
   };
   std::ostringstream os;
   os << "    // dK and dV" << (withDq ? " and dQ's part" : "")
-     << " for 128 keys, FlashAttention-2's layout: rows are keys.\n"
+     << " for 128 keys, FlashAttention-2's layout: rows are keys.\n" << firstHead()
      << "    const int kw = threadIdx.x / 64, half = threadIdx.x / 32 % 2;\n"
      << "    const i64 w0 = kb * " << L(kRows) << " + kw * 32;\n"
      << "    i64 rows[2][2];\n    for (int mt = 0; mt < 2; ++mt)\n"
@@ -322,8 +374,8 @@ std::string AttentionGrad::pairsKeyRole(bool withDq) {
   body << product("dk", dsAt, "ta_", P, HD);
   if (withDq)
     body << pairsDq(g, T, dsAt, TQ, kRows);
-  os << tileLoop("q0", firstQueries("kb"), endQueries("kb"), g.sq, TQ, "in1", D, "in0", DV,
-                 rowStats(true), body.str())
+  os << tileLoop("q0", firstQueries("kb"), endQueries("kb"), g.sq, TQ, "in1", D,
+                 "in0", DV, rowStats(true), body.str())
      << store("out1", "dk", HD, g.skv, scale + " * ", kt, "half * " + L(HD) + " + ")
      << store("out2", "dv", HV, g.skv,
               drop.on ? flt(drop.draw.scale) + " * " : std::string(), kt,

@@ -102,10 +102,20 @@ int operandValue(const Step &s, const std::string &operand) {
 std::string Emitter::operandRow(const Step &s, const std::string &operand,
                                 const std::string &row) {
   int v = operandValue(s, operand);
+  // K and V (and dK, dV) of grouped-query attention: q head b reads
+  // head b / group.
+  const bool fwd = s.op == OpId::Attention;
+  const size_t q = fwd ? 0 : 1;
+  const bool kv = operand == "in" + std::to_string(q + 1) ||
+                  operand == "in" + std::to_string(q + 2) ||
+                  (!fwd && (operand == "out1" || operand == "out2"));
+  const int64_t group = attentionGroup(val(s.inputs[q]).shape,
+                                       val(s.inputs[q + 1]).shape);
+  const std::string b = kv && group > 1 ? "(b / " + i64Lit(group) + ")" : "b";
   auto view = attentionViews.find(v);
   if (view == attentionViews.end())
-    return rowOffset(val(v).shape, {}, "b", row);
-  return rowOffset(view->second.shape, view->second.strides, "b", row);
+    return rowOffset(val(v).shape, {}, b, row);
+  return rowOffset(view->second.shape, view->second.strides, b, row);
 }
 
 int64_t Emitter::operandRowStride(const Step &s, const std::string &operand) {

@@ -135,10 +135,11 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   // mask with more queries than keys; those recompute.)
   const bool atomicMode = e.plan.cudaAttentionDq == "atomic",
              rowless = causal && g.off < 0;
-  // (Sliding windows: recomputed, the forms that count blocks per query
-  // chunk or split count them for a causal band or none.)
+  // (Sliding windows and grouped-query heads: recomputed, the forms that
+  // count blocks per query chunk or split count them for a causal band or
+  // none, and a q head's key blocks each.)
   auto dqSplits = [&](int64_t keyRows) {
-    return (atomicMode && rowless) || !plainBand
+    return (atomicMode && rowless) || !plainBand || g.group > 1
                ? 0
                : attentionDqSplits(g, e.plan.cudaAttentionDq, keyRows);
   };
@@ -404,14 +405,18 @@ void AttentionGrad::emitRecompute(const std::string &name) {
   e.cu << e.header(s, name + "_rowd", 256) << " {\n" << rowDPrologue() << "}\n\n";
   e.barrier = true; // D's lanes meet in shuffles
   e.launch(s, name + "_rowd", {rowDBlocks(), 1, 1}, {256, 1, 1}, /*prologue=*/true);
+  // Key blocks are K and V heads (x below batch / group), query blocks q
+  // heads.
+  const std::string kvHeadsEnd =
+      g.group > 1 ? " || blockIdx.x >= " + std::to_string(g.batch / g.group) : "";
   std::ostringstream os;
   os << kernelHead(name, false)
      << "  if (blockIdx.z == 0) {\n    const i64 kb = job;\n"
-     << "    if (kb * " << L(kRows) << " >= " << L(g.skv) << ") return;\n"
+     << "    if (kb * " << L(kRows) << " >= " << L(g.skv) << kvHeadsEnd << ") return;\n"
      << (pairs ? pairsKeyRole(false) : keyRole(true, !split, false))
      << "    return;\n  }\n"
      << (split ? "  if (blockIdx.z == 2) {\n    const i64 kb = job;\n    if (kb * " +
-                     L(kRows) + " >= " + L(g.skv) + ") return;\n" +
+                     L(kRows) + " >= " + L(g.skv) + kvHeadsEnd + ") return;\n" +
                      keyRole(false, true, false) + "    return;\n  }\n"
                : std::string())
      << queryRole() << "}\n\n";

@@ -8,8 +8,10 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// Checks q: ... x Sq x D, k: ... x Skv x D, v: ... x Skv x Dv with equal
-/// leading dimensions and one element type.
+/// Checks q: ... x Hq x Sq x D, k: ... x Hkv x Skv x D, v: ... x Hkv x
+/// Skv x Dv with one element type, equal leading dimensions but for the
+/// heads, Hkv dividing Hq (grouped-query attention: q head h reads k and v
+/// head h / (Hq / Hkv), as ONNX Attention repeats them).
 LogicalResult checkQkv(std::optional<Location> loc, RankedTensorType q,
                        RankedTensorType k, RankedTensorType v) {
   int64_t r = q.getRank();
@@ -23,11 +25,16 @@ LogicalResult checkQkv(std::optional<Location> loc, RankedTensorType q,
   auto same = [](int64_t a, int64_t b) {
     return a == kDyn || b == kDyn || a == b;
   };
-  for (int64_t i = 0; i < r - 2; ++i)
+  for (int64_t i = 0; i < r - 3; ++i)
     if (!same(q.getDimSize(i), k.getDimSize(i)) ||
         !same(q.getDimSize(i), v.getDimSize(i)))
       return shapeError(loc, "attention's leading dimensions differ: ", q,
                         ", ", k, " and ", v);
+  int64_t hq = q.getDimSize(r - 3), hk = k.getDimSize(r - 3);
+  if (!same(hk, v.getDimSize(r - 3)) ||
+      (hq != kDyn && hk != kDyn && (hk <= 0 || hq % hk != 0)))
+    return shapeError(loc, "attention's k and v heads must be equal and "
+                           "divide q's: ", q, ", ", k, " and ", v);
   if (!same(q.getDimSize(r - 1), k.getDimSize(r - 1)))
     return shapeError(loc, "attention's q and k head sizes differ: ", q,
                       " and ", k);

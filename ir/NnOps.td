@@ -112,8 +112,11 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
   let summary = "fused scaled dot-product attention (mpc-fuse-attention)";
   let description = [{
     `y = dropout(softmax(scale * q k^T + bias)) v` over the last two
-    dimensions (`q`: ... x Sq x D, `k`: ... x Skv x D, `v`: ... x Skv x Dv,
-    the leading dimensions equal; `bias` broadcasts to ... x Sq x Skv). With
+    dimensions (`q`: ... x Hq x Sq x D, `k`: ... x Hkv x Skv x D, `v`: ... x
+    Hkv x Skv x Dv, the leading dimensions equal but for the heads: Hkv
+    divides Hq, and q head h reads k and v head h / (Hq / Hkv), grouped-query
+    attention with no copy of K and V; `bias` broadcasts to ... x Hq x Sq
+    x Skv). With
     `causal`, query i attends keys j <= i + `causal_offset` only (by
     default Skv - Sq: the diagonal through the last query and key; 0 is
     ONNX Attention's alignment to the first ones without a past). Sliding

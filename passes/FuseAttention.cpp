@@ -274,6 +274,35 @@ std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv) {
   return band;
 }
 
+/// x and `rep` where `v` repeats each head of x (... x H x S x D) `rep`
+/// times in place: unsqueeze at the axis after the heads, expand it to
+/// `rep`, reshape to ... x H rep x S x D, as ONNX Attention's import and
+/// Hugging Face's repeat_kv write grouped-query K and V (q head h then
+/// reads head h / rep of x).
+std::optional<std::pair<Value, int64_t>> repeatedHeads(Value v) {
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  auto expand = reshape ? reshape.getData().getDefiningOp<ExpandOp>() : ExpandOp();
+  auto unsqueeze = expand ? expand.getX().getDefiningOp<UnsqueezeOp>() : UnsqueezeOp();
+  if (!unsqueeze)
+    return std::nullopt;
+  Value x = unsqueeze.getX();
+  auto xt = typeOf(x), et = typeOf(expand.getResult()), vt = typeOf(v);
+  int64_t r = xt.getRank();
+  if (r < 3 || vt.getRank() != r || !xt.hasStaticShape() ||
+      !et.hasStaticShape() || !vt.hasStaticShape() ||
+      unsqueeze.getAxes().size() != 1 ||
+      (unsqueeze.getAxes()[0] != r - 2 && unsqueeze.getAxes()[0] != -3))
+    return std::nullopt;
+  const int64_t rep = et.getDimSize(r - 2);
+  SmallVector<int64_t> expanded(xt.getShape()), merged(xt.getShape());
+  expanded.insert(expanded.begin() + (r - 2), rep);
+  merged[r - 3] *= rep;
+  if (et.getShape() != ArrayRef<int64_t>(expanded) ||
+      vt.getShape() != ArrayRef<int64_t>(merged))
+    return std::nullopt;
+  return std::pair{x, rep};
+}
+
 /// A mask on the scores: an additive bias, or a where() that replaces
 /// scores by a fill (`scoreWhere`), with the scale applied outside it.
 struct Mask {
@@ -504,7 +533,16 @@ public:
           bias = bias ? make<AddOp>(loc, {bias, term}) : term;
       }
     }
-    SmallVector<Value> operands{m.q, k, m.v};
+    // Grouped-query K and V, their heads repeated for the products: read
+    // in place instead (the kernels index head h / rep; no copies of K
+    // and V, nor their gradients' sums over the copies).
+    Value v = m.v;
+    auto kHeads = repeatedHeads(k), vHeads = repeatedHeads(v);
+    if (kHeads && vHeads && kHeads->second == vHeads->second) {
+      k = kHeads->first;
+      v = vHeads->first;
+    }
+    SmallVector<Value> operands{m.q, k, v};
     if (bias)
       operands.push_back(bias);
     SmallVector<NamedAttribute> attrs{

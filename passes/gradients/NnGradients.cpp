@@ -448,8 +448,25 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
     return success();
   auto q = typeOf(at.getQ());
   Type elem = q.getElementType();
+  // Grouped-query K and V, each head repeated for its q heads (the
+  // products below are per q head).
+  auto perQueryHead = [&](Value x) {
+    auto t = typeOf(x);
+    int64_t r = t.getRank(), rep = q.getDimSize(r - 3) / t.getDimSize(r - 3);
+    if (rep == 1)
+      return x;
+    SmallVector<int64_t> expanded(t.getShape()), merged(t.getShape());
+    expanded.insert(expanded.begin() + (r - 2), rep);
+    merged[r - 3] *= rep;
+    Value wide = c.make<ExpandOp>(
+        {c.make<UnsqueezeOp>({x}, {c.b.getNamedAttr(
+                                      "axes", c.b.getDenseI64ArrayAttr({r - 2}))}),
+         ints(c.b, c.loc, expanded)});
+    return c.make<ReshapeOp>({wide, ints(c.b, c.loc, merged)});
+  };
+  Value k = perQueryHead(at.getK()), v = perQueryHead(at.getV());
   Value scores = c.make<MulOp>(
-      {c.make<MatMulOp>({at.getQ(), transposeLast(c, at.getK())}),
+      {c.make<MatMulOp>({at.getQ(), transposeLast(c, k)}),
        grad::scalar(c.b, c.loc, elem, at.getScale().convertToDouble())});
   scores = c.make<AddOp>({scores, c.b.create<CastOp>(
                                       c.loc, typeOf(at.getBias()).clone(elem),
@@ -490,7 +507,7 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
                 {c.b.getNamedAttr("detect_positive", c.b.getBoolAttr(false))})
              ->getResult(0),
          grad::scalar(c.b, c.loc, elem, 0.0), p});
-  Value dp = c.make<MatMulOp>({c.g, transposeLast(c, at.getV())});
+  Value dp = c.make<MatMulOp>({c.g, transposeLast(c, v)});
   if (dropout) {
     // mpc.dropout's ratio is its own; the key (seed, stream) the forward's.
     SmallVector<NamedAttribute> dropKey{c.b.getNamedAttr(

@@ -32,6 +32,7 @@ namespace {
 /// it broadcasts.
 struct Geometry {
   int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0;
+  int64_t group = 1; // q heads a k and v head serves (grouped-query)
   AttentionBand band;      // the keys each query sees (causal, windows)
   Shape lead;              // leading dimensions of the scores
   std::vector<int64_t> bs; // bias strides, one per scores dimension
@@ -53,6 +54,7 @@ struct Geometry {
     d = q.dim(r - 1);
     skv = k.dim(r - 2);
     dv = v.dim(r - 1);
+    group = q.dim(r - 3) / k.dim(r - 3);
     scale = (float)step.getFloat("scale", 1.0);
     band = AttentionBand::of(step, sq, skv);
     zeroMaskedRows = step.getInt("zero_masked_rows", 0) != 0;
@@ -164,8 +166,8 @@ void attentionK(KernelContext &c) {
   parallelFor(g.batch * g.sq, 4, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       int64_t b = row / g.sq, i = row % g.sq;
-      const float *qi = qp + row * g.d, *kb = kp + b * g.skv * g.d,
-                  *vb = vp + b * g.skv * g.dv;
+      const float *qi = qp + row * g.d, *kb = kp + b / g.group * g.skv * g.d,
+                  *vb = vp + b / g.group * g.skv * g.dv;
       int64_t bRow = bias ? g.biasRow(b, i) : 0;
       float *yi = yp + row * g.dv;
       std::fill(yi, yi + g.dv, 0.0f); // the running sum of p v
@@ -224,7 +226,7 @@ void attentionGradK(KernelContext &c) {
       float *dqi = dqp + row * g.d;
       std::fill(dqi, dqi + g.d, 0.0f);
       for (int64_t j = g.band.firstKey(i), e = g.band.endKey(i); j < e; ++j) {
-        int64_t key = b * g.skv + j;
+        int64_t key = b / g.group * g.skv + j;
         float z = g.dropFactor(b, i, j); // 1 without dropout
         float p, ds = scoreGrad(g, score(g, qi, kp + key * g.d, bp, bRow, j),
                                 lp[row], dyi, vp + key * g.dv, rowD, z, p);
@@ -234,14 +236,15 @@ void attentionGradK(KernelContext &c) {
     }
   });
   // dk_j = scale * sum_i ds_ij q_i and dv_j = sum_i p_ij dy_i, a key row at
-  // a time.
-  parallelFor(g.batch * g.skv, 4, [&](int64_t begin, int64_t end) {
+  // a time, over the queries of every q head the key's head serves.
+  parallelFor(g.batch / g.group * g.skv, 4, [&](int64_t begin, int64_t end) {
     for (int64_t key = begin; key < end; ++key) {
-      int64_t b = key / g.skv, j = key % g.skv;
+      int64_t j = key % g.skv;
       const float *kj = kp + key * g.d, *vj = vp + key * g.dv;
       float *dkj = dkp + key * g.d, *dvj = dvp + key * g.dv;
       std::fill(dkj, dkj + g.d, 0.0f);
       std::fill(dvj, dvj + g.dv, 0.0f);
+      for (int64_t b = key / g.skv * g.group, bEnd = b + g.group; b < bEnd; ++b)
       for (int64_t i = g.band.firstQuery(j), e = g.band.endQuery(j); i < e;
            ++i) {
         int64_t row = b * g.sq + i;

@@ -158,6 +158,54 @@ func.func @positions_strictly_before(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf3
   return %y : tensor<2x4x8xf32>
 }
 
+// Grouped-query heads as ONNX Attention's import (and Hugging Face's
+// repeat_kv) repeat them: each of K's and V's 2 heads unsqueezed,
+// expanded to 2 and reshaped to Q's 4; the op reads K and V unrepeated
+// (q head h reads head h / 2), the copies left dead.
+// CHECK-LABEL: func.func @grouped_query
+// CHECK-NOT: mpc.expand
+// CHECK: mpc.attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f32} : (tensor<1x4x6x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>)
+func.func @grouped_query(%q: tensor<1x4x6x8xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x8xf32>) -> tensor<1x4x6x8xf32> {
+  %ku = mpc.unsqueeze %k {axes = array<i64: 2>} : (tensor<1x2x6x8xf32>) -> tensor<1x2x1x6x8xf32>
+  %rep = mpc.constant dense<[1, 1, 2, 1, 1]> : tensor<5xi64>
+  %ke = mpc.expand %ku, %rep : (tensor<1x2x1x6x8xf32>, tensor<5xi64>) -> tensor<1x2x2x6x8xf32>
+  %heads = mpc.constant dense<[0, 4, -1, 8]> : tensor<4xi64>
+  %kr = mpc.reshape %ke, %heads : (tensor<1x2x2x6x8xf32>, tensor<4xi64>) -> tensor<1x4x6x8xf32>
+  %vu = mpc.unsqueeze %v {axes = array<i64: 2>} : (tensor<1x2x6x8xf32>) -> tensor<1x2x1x6x8xf32>
+  %ve = mpc.expand %vu, %rep : (tensor<1x2x1x6x8xf32>, tensor<5xi64>) -> tensor<1x2x2x6x8xf32>
+  %vr = mpc.reshape %ve, %heads : (tensor<1x2x2x6x8xf32>, tensor<4xi64>) -> tensor<1x4x6x8xf32>
+  %kt = mpc.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x6x8xf32>) -> tensor<1x4x8x6xf32>
+  %s = mpc.matmul %q, %kt : (tensor<1x4x6x8xf32>, tensor<1x4x8x6xf32>) -> tensor<1x4x6x6xf32>
+  %c = mpc.constant dense<0.125> : tensor<f32>
+  %ss = mpc.mul %s, %c : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %p = mpc.softmax %ss : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %y = mpc.matmul %p, %vr : (tensor<1x4x6x6xf32>, tensor<1x4x6x8xf32>) -> tensor<1x4x6x8xf32>
+  return %y : tensor<1x4x6x8xf32>
+}
+
+// Heads repeated the other way round (each head's copies apart: tile, not
+// repeat_kv): q head h would read head h % 2, which the op does not say;
+// K and V stay as written.
+// CHECK-LABEL: func.func @heads_tiled
+// CHECK: mpc.attention %arg0, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32} : (tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x6x8xf32>)
+func.func @heads_tiled(%q: tensor<1x4x6x8xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x8xf32>) -> tensor<1x4x6x8xf32> {
+  %ku = mpc.unsqueeze %k {axes = array<i64: 1>} : (tensor<1x2x6x8xf32>) -> tensor<1x1x2x6x8xf32>
+  %rep = mpc.constant dense<[1, 2, 1, 1, 1]> : tensor<5xi64>
+  %ke = mpc.expand %ku, %rep : (tensor<1x1x2x6x8xf32>, tensor<5xi64>) -> tensor<1x2x2x6x8xf32>
+  %heads = mpc.constant dense<[0, 4, -1, 8]> : tensor<4xi64>
+  %kr = mpc.reshape %ke, %heads : (tensor<1x2x2x6x8xf32>, tensor<4xi64>) -> tensor<1x4x6x8xf32>
+  %vu = mpc.unsqueeze %v {axes = array<i64: 1>} : (tensor<1x2x6x8xf32>) -> tensor<1x1x2x6x8xf32>
+  %ve = mpc.expand %vu, %rep : (tensor<1x1x2x6x8xf32>, tensor<5xi64>) -> tensor<1x2x2x6x8xf32>
+  %vr = mpc.reshape %ve, %heads : (tensor<1x2x2x6x8xf32>, tensor<4xi64>) -> tensor<1x4x6x8xf32>
+  %kt = mpc.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x6x8xf32>) -> tensor<1x4x8x6xf32>
+  %s = mpc.matmul %q, %kt : (tensor<1x4x6x8xf32>, tensor<1x4x8x6xf32>) -> tensor<1x4x6x6xf32>
+  %c = mpc.constant dense<0.125> : tensor<f32>
+  %ss = mpc.mul %s, %c : (tensor<1x4x6x6xf32>, tensor<f32>) -> tensor<1x4x6x6xf32>
+  %p = mpc.softmax %ss : (tensor<1x4x6x6xf32>) -> tensor<1x4x6x6xf32>
+  %y = mpc.matmul %p, %vr : (tensor<1x4x6x6xf32>, tensor<1x4x6x8xf32>) -> tensor<1x4x6x8xf32>
+  return %y : tensor<1x4x6x8xf32>
+}
+
 // Rows that are not consecutive (no causal offset says them): the bias
 // stays.
 // CHECK-LABEL: func.func @positions_not_causal

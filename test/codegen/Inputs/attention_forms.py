@@ -58,6 +58,11 @@ CASES = {
     "window_causal": ((1, 2, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, None),
     "window_both_d128": ((1, 1, 100, 128), (1, 1, 180, 128), (1, 1, 180, 96), 0, (100, 180)),
     "window_right_d40": ((2, 1, 70, 40), (2, 1, 70, 40), (2, 1, 70, 40), 0, None),
+    # Grouped-query heads (K and V heads fewer than Q's, each serving a
+    # group: Llama 3, Mistral, Gemma): 4 q heads on 2, causal over two
+    # query blocks; 8 on 2 with a mask at head size 128, two batches.
+    "gqa_causal": ((1, 4, 100, 64), (1, 2, 100, 64), (1, 2, 100, 64), 1, None),
+    "gqa_mask_d128": ((2, 8, 40, 128), (2, 2, 70, 128), (2, 2, 70, 96), 0, (40, 70)),
 }
 WINDOWS = {"window_causal": (40, -1), "window_both_d128": (30, 20),
            "window_right_d40": (-1, 10)}
@@ -100,6 +105,8 @@ def model(name):
 def reference(name, x):
     _, _, _, causal, mask = CASES[name]
     q, k, v = (x[n].astype(np.float64) for n in "qkv")
+    rep = q.shape[-3] // k.shape[-3]  # grouped-query: q head h reads h // rep
+    k, v = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
     if mask:
         s = s + x["mask"]

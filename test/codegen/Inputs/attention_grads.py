@@ -59,6 +59,12 @@ CASES = {
     "window_causal": ((1, 2, 200, 64), (1, 2, 200, 64), (1, 2, 200, 64), 1, False),
     "window_both_d96": ((1, 1, 120, 96), (1, 1, 160, 96), (1, 1, 160, 96), 0, True),
     "window_d160": ((1, 1, 150, 160), (1, 1, 150, 160), (1, 1, 150, 160), 1, False),
+    # Grouped-query heads: 4 q heads on 2 causal over two key blocks (each
+    # K and V head's key blocks walk both its q heads' queries); 6 on 2
+    # with a mask at head size 128 (the 8-warp layout); 4 on 1 at 160.
+    "gqa_causal": ((1, 4, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, False),
+    "gqa_mask_d128": ((1, 6, 60, 128), (1, 2, 90, 128), (1, 2, 90, 128), 0, True),
+    "gqa_d160": ((1, 4, 70, 160), (1, 1, 70, 160), (1, 1, 70, 160), 1, False),
 }
 WINDOWS = {"window_causal": (50, -1), "window_both_d96": (24, 16),
            "window_d160": (40, -1)}
@@ -113,6 +119,8 @@ def reference(name, w, target, fp32=False):
     q, k, v = (w[n].astype(np.float32 if fp32 else np.float16).astype(np.float64)
                for n in "qkv")
     scale = 1 / np.sqrt(q.shape[-1])
+    rep = q.shape[-3] // k.shape[-3]  # grouped-query: q head h reads h // rep
+    k, v = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
     s = scale * q @ np.swapaxes(k, -1, -2)
     if masked:
         s = s + w["mask"]
@@ -127,13 +135,18 @@ def reference(name, w, target, fp32=False):
     if right >= 0:
         seen &= dist >= -right
     s = np.where(seen, s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
+    m = s.max(-1, keepdims=True)
+    dead = m == -np.inf  # no key seen: p = 0 (ONNX's rule)
+    p = np.where(dead, 0.0, np.exp(s - np.where(dead, 0.0, m)))
+    p /= np.where(dead, 1.0, p.sum(-1, keepdims=True))
     dy = target.astype(np.float64)
     dv = np.swapaxes(p, -1, -2) @ dy
     dp = dy @ np.swapaxes(v, -1, -2)
     ds = p * (dp - (dp * p).sum(-1, keepdims=True))
-    return {"q": scale * ds @ k, "k": scale * np.swapaxes(ds, -1, -2) @ q, "v": dv}
+    def heads(x):  # a K or V head's gradient: the sum over its q heads
+        return x.reshape(x.shape[:-3] + (-1, rep) + x.shape[-2:]).sum(-3)
+    return {"q": scale * ds @ k, "k": heads(scale * np.swapaxes(ds, -1, -2) @ q),
+            "v": heads(dv)}
 
 
 def check(d, name, trained, rtol, fp32=False):
