@@ -231,10 +231,23 @@ for D in (128, 40, 256):
          for n in "qkv"])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
               f"{work}/models/attention_d{D}_train.onnx")
+# Grouped-query heads (Llama 3's group of 4: 4 q heads a K and V head),
+# head size 64: K and V read unrepeated.
+KV = max(1, H // 4)
+g = helper.make_graph([mk("Attention", ["q", "k", "v"], ["y"], is_causal=1)] + loss,
+    "attention_gqa_train",
+    [helper.make_tensor_value_info("target", TensorProto.FLOAT, [2, 4 * KV, S, 64])],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+    [numpy_helper.from_array(rng.standard_normal([2, heads, S, 64]).astype(np.float32), n)
+     for n, heads in (("q", 4 * KV), ("k", KV), ("v", KV))])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)]),
+          f"{work}/models/attention_gqa_train.onnx")
 sys.path.insert(0, sys.argv[2])
 import inputs  # noqa: E402 (large inputs travel as recipes)
 inputs.make(work, "attention_train.target.npy", 4, "normal:0.001", shape,
             np.float32)
+inputs.make(work, "attention_gqa_train.target.npy", 8, "normal:0.001",
+            [2, 4 * KV, S, 64], np.float32)
 inputs.make(work, "attention_d128_train.target.npy", 5, "normal:0.001",
             [2, H, S, 128], np.float32)
 inputs.make(work, "attention_d40_train.target.npy", 6, "normal:0.001",
@@ -317,6 +330,11 @@ art=art/attention-d40-fp16-train
 "$mpc" compile "$work/models/attention_d40_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_d40_train.onnx --data target=inputs/attention_d40_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_d40-fp16-train.jsonl > /dev/null)
 echo "attention_d40 fp16 $art steps=3 kernels=auto target=inputs/attention_d40_train.target.npy" >> "$work/train-manifest.txt"
+# Grouped-query heads (4 q heads a K and V head), head size 64.
+art=art/attention-gqa-fp16-train
+"$mpc" compile "$work/models/attention_gqa_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+(cd "$work" && "$mpc" train models/attention_gqa_train.onnx --data target=inputs/attention_gqa_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_gqa-fp16-train.jsonl > /dev/null)
+echo "attention_gqa fp16 $art steps=3 kernels=auto target=inputs/attention_gqa_train.target.npy" >> "$work/train-manifest.txt"
 # Head size 256 (Gemma's): past 128 the forward reads Q from a shared
 # tile a warp at a time and the backward computes dK and dV in blocks of
 # their own (a block an SM).

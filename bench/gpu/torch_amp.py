@@ -209,6 +209,34 @@ if hasattr(F, "scaled_dot_product_attention"):
             def fwd_bwd():
                 F.scaled_dot_product_attention(qh, kh, vh, is_causal=True).backward(dyh)
             print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x{D} {device_ms(fwd_bwd):.4f}")
+        # Grouped-query heads (prepare.sh's attention_gqa: 4 q heads a K
+        # and V head): SDPA's enable_gqa (torch >= 2.5), else K and V
+        # repeated as a user of an older torch writes it.
+        KV = max(1, H // 4)
+        qg4 = torch.randn(2, 4 * KV, S, 64, device=dev, dtype=torch.float16,
+                          requires_grad=True)
+        kg4, vg4 = (torch.randn(2, KV, S, 64, device=dev, dtype=torch.float16,
+                                requires_grad=True) for _ in range(2))
+        dyg4 = torch.randn_like(qg4)
+
+        def gqa_native():
+            return F.scaled_dot_product_attention(qg4, kg4, vg4, is_causal=True,
+                                                  enable_gqa=True)
+
+        def gqa_repeated():
+            return F.scaled_dot_product_attention(
+                qg4, kg4.repeat_interleave(4, 1), vg4.repeat_interleave(4, 1),
+                is_causal=True)
+        try:  # decided once, outside the timed loop
+            gqa_native()
+            gqa = gqa_native
+        except (TypeError, RuntimeError):
+            gqa = gqa_repeated
+
+        def gqa_fwd_bwd():
+            gqa().backward(dyg4)
+        print(f"torch attention sdpa-causal-gqa-fwd-bwd-2x{4 * KV}x{S}x64 "
+              f"{device_ms(gqa_fwd_bwd):.4f}")
 
 
 def attention_step(S, D, dtype):
