@@ -47,7 +47,16 @@ CASES = {
     "causal_152_d128": ((1, 2, 152, 128), (1, 2, 152, 128), (1, 2, 152, 128), 0.1, True, False),
     # Head size 40, computed on 48 (zero past each row).
     "causal_90_d40": ((1, 2, 90, 40), (1, 2, 90, 40), (1, 2, 90, 40), 0.2, True, False),
+    # Grouped-query heads (4 q heads on 2), K and V repeated as Hugging
+    # Face's repeat_kv writes it (Unsqueeze, Expand, Reshape): fused on the
+    # two heads, each key block drawing the masks of both its q heads.
+    "gqa_causal_72": ((1, 4, 72, 64), (1, 2, 72, 64), (1, 2, 72, 64), 0.2, True, False),
 }
+
+
+def repeated(x, qheads):
+    """K or V with each head repeated for the q heads it serves."""
+    return np.repeat(x, qheads // x.shape[1], axis=1)
 DROPPED = "probs_dropped"  # the Dropout's output: its stream's name
 
 
@@ -60,7 +69,19 @@ def make(d):
         init["scale"] = np.array(1 / np.sqrt(qs[3]), np.float32)
         init["ratio"] = np.array(ratio, np.float32)
         init["training"] = np.array(True)
-        nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        kk, vv = "k", "v"
+        nodes = []
+        if ks[1] != qs[1]:  # repeat_kv
+            rep = qs[1] // ks[1]
+            init["heads_axis"] = np.array([2], np.int64)
+            init["rep"] = np.array([1, 1, rep, 1, 1], np.int64)
+            for x, dim in (("k", ks[3]), ("v", vs[3])):
+                init[f"{x}_shape"] = np.array([0, qs[1], -1, dim], np.int64)
+                nodes += [helper.make_node("Unsqueeze", [x, "heads_axis"], [f"{x}_u"]),
+                          helper.make_node("Expand", [f"{x}_u", "rep"], [f"{x}_e"]),
+                          helper.make_node("Reshape", [f"{x}_e", f"{x}_shape"], [f"{x}_r"])]
+            kk, vv = "k_r", "v_r"
+        nodes += [helper.make_node("Transpose", [kk], ["kt"], perm=[0, 1, 3, 2]),
                  helper.make_node("MatMul", ["q", "kt"], ["qk"]),
                  helper.make_node("Mul", ["qk", "scale"], ["scores"])]
         last = "scores"
@@ -78,7 +99,7 @@ def make(d):
         nodes += [helper.make_node("Softmax", [last], ["probs"], axis=-1),
                   helper.make_node("Dropout", ["probs", "ratio", "training"],
                                    [DROPPED]),
-                  helper.make_node("MatMul", [DROPPED, "v"], ["y"]),
+                  helper.make_node("MatMul", [DROPPED, vv], ["y"]),
                   helper.make_node("Mul", ["y", "target"], ["yt"]),
                   helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0)]
         g = helper.make_graph(
@@ -102,6 +123,7 @@ def forward(name, w, step=0):
     """y and what the backward needs, in float64."""
     qs, ks, _, ratio, causal, bias = CASES[name]
     q, k, v = (w[n].astype(np.float64) for n in "qkv")
+    k, v = repeated(k, qs[1]), repeated(v, qs[1])
     scale = np.float64(np.float32(1 / np.sqrt(qs[3])))
     s = scale * q @ np.swapaxes(k, -1, -2)
     if causal:
@@ -130,11 +152,16 @@ def check_grads(d, name, trained, rtol):
     after = initializers(trained)
     y, p, z, scale = forward(name, before)
     q, k, v = (before[n].astype(np.float64) for n in "qkv")
+    heads = k.shape[1]
+    k, v = repeated(k, q.shape[1]), repeated(v, q.shape[1])
     dy = np.load(f"{d}/{name}.target.npy").astype(np.float64)
     dp = dy @ np.swapaxes(v, -1, -2)
     ds = p * (dp * z - (dy * y).sum(-1, keepdims=True))
-    want = {"q": scale * ds @ k, "k": scale * np.swapaxes(ds, -1, -2) @ q,
-            "v": np.swapaxes(p * z, -1, -2) @ dy}
+
+    def summed(x):  # a K or V head's gradient: the sum over its q heads
+        return x.reshape(x.shape[0], heads, -1, *x.shape[2:]).sum(2)
+    want = {"q": scale * ds @ k, "k": summed(scale * np.swapaxes(ds, -1, -2) @ q),
+            "v": summed(np.swapaxes(p * z, -1, -2) @ dy)}
     if CASES[name][5]:
         want["bias"] = ds.sum(axis=(0, 1))
     ok = True
