@@ -91,6 +91,8 @@ private:
   RowTiles keyTilesOfWarp;
   // Code the roles share: D's scratch, dropout's draws, the probability.
   std::string rowDs, keyWords, keyZ, scaled, unmasked, prob;
+  // A softcap's: th's declaration before a masked score, dS's factor.
+  std::string capDecl, slope;
   VisibleColumns keyVisible, queryVisible;
 };
 

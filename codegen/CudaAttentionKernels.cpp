@@ -20,17 +20,19 @@
 namespace mlir::mpc::cuda {
 namespace {
 
-/// Device function `fn(q, krow, bias, b, i, j)`: s_ij, the bias offset
-/// arithmetic with its strides folded in as literals.
+/// Device function `fn(q, krow, bias, b, i, j, slope)`: s_ij, the bias
+/// offset arithmetic with its strides folded in as literals; with a
+/// `softcap` c the scaled score capped to c tanh(s / c), and *slope (when
+/// given) ds's factor 1 - tanh^2, as the CPU backend computes them.
 std::string scoreFunction(const std::string &fn, const Dims &g,
-                          const Shape *bias, float scale,
+                          const Shape *bias, float scale, float softcap,
                           const std::string &qType,
                           const std::string &biasType) {
   std::ostringstream os;
   // `krow` is key j's row, in global memory or a shared-memory tile.
   os << "template <typename K>\n__device__ __forceinline__ float " << fn
      << "(const " << qType << " *__restrict__ q, const K *krow, const "
-     << biasType << " *__restrict__ bias, i64 b, i64 i, i64 j) {\n";
+     << biasType << " *__restrict__ bias, i64 b, i64 i, i64 j, float *slope) {\n";
   // Outside the band (causal, windows): masked.
   if (g.band.boundsEnd())
     os << "  if (i + " << g.off << "LL - j < " << g.band.lo
@@ -42,6 +44,9 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
      << "LL; ++t) dot += ld(q, (b * " << g.sq << "LL + i) * " << g.d
      << "LL + t) * ld(krow, t);\n  float s = " << flt(scale)
      << " * dot;\n";
+  if (softcap > 0.0f)
+    os << "  const float t = tanhf(s / " << flt(softcap) << ");\n  s = "
+       << flt(softcap) << " * t;\n  if (slope) *slope = 1.0f - t * t;\n";
   if (bias)
     os << "  " << biasOffset(g, *bias) << "\n  s += ld(bias, off);\n";
   os << "  return s;\n}\n\n";
@@ -79,6 +84,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
   int64_t tile = std::clamp<int64_t>(12288 / std::max<int64_t>(g.d + g.dv, 1),
                                      1, 32);
   bool zeroMasked = s.getInt("zero_masked_rows", 0) != 0;
+  const float softcap = (float)s.getFloat("softcap", 0.0);
   AttentionDropout drop(*this, s, g, 4);
   // A dropped probability adds to the sum only (the CPU backend's order).
   std::string dropped =
@@ -87,7 +93,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
                     ") continue;\n"
               : std::string();
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
-                      qType, biasType)
+                      softcap, qType, biasType)
      << header(s, name, kRows) << " {\n"
      << "  __shared__ float ks[" << tile * g.d << "], vs[" << tile * g.dv
      << "];\n  const i64 b = blockIdx.x, i = (i64)blockIdx.y * " << kRows
@@ -108,7 +114,7 @@ bool Emitter::attention(Step &s, const std::string &name) {
      << "    __syncthreads();\n"
      << "    for (i64 jj = 0; live && jj < n; ++jj) {\n"
      << "      const float s = " << name << "_score(in0, ks + jj * " << g.d
-     << "LL, " << biasArg << ", b, i, j0 + jj);\n"
+     << "LL, " << biasArg << ", b, i, j0 + jj, nullptr);\n"
      << "      if (s == -INFINITY) continue;\n"
      << "      if (s > mx) { const float c = expf(mx - s); sum *= c; for (i64 t = 0; t < "
      << g.dv << "LL; ++t) acc[t] *= c; mx = s; }\n"
@@ -151,6 +157,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   std::string biasType = hasBias ? ctype(val(s.inputs[6]).dtype) : "float";
   std::string biasArg = hasBias ? "in6" : "(const float *)nullptr";
   std::string scale = flt((float)s.getFloat("scale", 1.0));
+  const float softcap = (float)s.getFloat("softcap", 0.0);
   AttentionDropout drop(*this, s, g, 7);
   auto rowTerm = [&](const std::string &row) {
     std::ostringstream os;
@@ -162,9 +169,9 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
   // ds_ij into `ds` and p_ij into `p`, for query row `row` = (b, i) and
   // key row `key` = (b, j).
   std::ostringstream dsCode;
-  dsCode << "float lse = ld(in5, row); float p = lse == -INFINITY ? 0.0f : expf("
+  dsCode << "float slope = 1.0f, lse = ld(in5, row); float p = lse == -INFINITY ? 0.0f : expf("
          << name << "_score(in1, in2 + key * " << g.d << "LL, " << biasArg
-         << ", b, i, j) - lse);"
+         << ", b, i, j, &slope) - lse);"
          << " float dp = 0.0f; for (i64 t = 0; t < " << g.dv
          << "LL; ++t) dp += ld(in0, row * " << g.dv << "LL + t) * ld(in3, key * "
          << g.dv << "LL + t);";
@@ -177,9 +184,11 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
            << " : 0.0f; float ds = p * (dp * z - rowD); float pd = p * z;";
   else
     dsCode << " float ds = p * (dp - rowD); float pd = p;";
+  if (softcap > 0.0f) // the cap's slope (the CPU backend's order)
+    dsCode << " ds = slope * ds;";
   int64_t n = std::max(g.batch * g.sq, g.batch * g.skv);
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
-                      qType, biasType)
+                      softcap, qType, biasType)
      << header(s, name, 256) << " {\n  const i64 t0 = global_index();\n"
      << "  if (t0 < " << g.batch * g.sq << "LL) {\n"
      << "    const i64 row = t0, b = row / " << g.sq << "LL, i = row % " << g.sq

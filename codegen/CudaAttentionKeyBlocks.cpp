@@ -242,7 +242,8 @@ std::string AttentionGrad::keyProbabilities(bool wantK, int64_t cols) {
            (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
                     : "        st[mt][n][f] = p;\n") +
            (wantK ? "        dpt[mt][n][f] = p * (dpt[mt][n][f]" +
-                        std::string(drop.on ? " * z" : "") + " - rowD[" + q + "]);\n"
+                        std::string(drop.on ? " * z" : "") + " - rowD[" + q + "])" +
+                        slope + ";\n"
                   : "") +
            "      }\n      }\n";
   };

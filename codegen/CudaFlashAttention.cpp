@@ -202,11 +202,17 @@ void Emitter::attentionMma(Step &s, const std::string &name,
   // nothing itself) and the SFU a score. Else the scores are in log2 units
   // from the start (scale log2(e) and the bias times log2(e) folded in,
   // mult 1). lse = m mult ln 2 + log(l) at the end.
-  const double log2e = 1.4426950408889634, scaleValue = s.getFloat("scale", 1.0);
-  const bool raw = !hasBias && scaleValue > 0;
+  // A softcap c: c tanh(scale s / c) (tanh on the SFU, mpc_tanh_approx, as
+  // FlashAttention-2's), in log2 units.
+  const double log2e = 1.4426950408889634, scaleValue = s.getFloat("scale", 1.0),
+               softcap = s.getFloat("softcap", 0.0);
+  const bool raw = !hasBias && scaleValue > 0 && softcap <= 0.0;
   const std::string mult = flt((float)(raw ? scaleValue * log2e : 1.0));
   std::string scaled =
-      raw ? "sc[mt][n][f]" : flt((float)(scaleValue * log2e)) + " * sc[mt][n][f]";
+      raw ? "sc[mt][n][f]"
+      : softcap > 0.0 ? flt((float)(softcap * log2e)) + " * mpc_tanh_approx(" +
+                            flt((float)(scaleValue / softcap)) + " * sc[mt][n][f])"
+                      : flt((float)(scaleValue * log2e)) + " * sc[mt][n][f]";
   // 2^(x mult - ms): ms, a row's max times mult, or 0 for a row with no
   // score seen yet, so that a masked score's -inf gives 0 with no select.
   auto exp2Of = [&](const std::string &x, const std::string &ms) {

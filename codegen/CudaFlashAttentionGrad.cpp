@@ -223,19 +223,29 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   // into log2 units once (mpc_lse2), an all-masked row's -inf as +inf, so
   // that its p is 0 with no select.
   const double log2e = 1.4426950408889634,
-               scaleValue = s.getFloat("scale", 1.0);
-  const bool raw = !hasBias && scaleValue > 0;
+               scaleValue = s.getFloat("scale", 1.0),
+               softcap = s.getFloat("softcap", 0.0);
+  const bool raw = !hasBias && scaleValue > 0 && softcap <= 0.0;
   const std::string mult = flt((float)(raw ? scaleValue * log2e : log2e));
   // Score (i, j) into v from the accumulator `acc`, or -inf when masked;
-  // `unmasked` where (i, j) is known to be seen.
+  // `unmasked` where (i, j) is known to be seen. A softcap c: v = c th
+  // with th = tanh(scale acc / c) (mpc_tanh_approx), dS's factor 1 - th^2
+  // (`slope`).
+  const std::string capped =
+      softcap > 0.0 ? "th = mpc_tanh_approx(" + flt((float)(scaleValue / softcap)) +
+                          " * acc); v = " + flt((float)softcap) + " * th;"
+                    : "v = " + scale + " * acc;";
   scaled = raw ? std::string("v = acc;")
-               : "v = " + scale + " * acc;" +
+               : capped +
                      (hasBias ? " " + biasOffset(g, e.val(s.inputs[6]).shape) +
                                     " v += ld(in6, off);"
                               : std::string());
+  // (th: t is the lane's column.)
+  capDecl = softcap > 0.0 ? "float th = 0.0f; " : "";
+  slope = softcap > 0.0 ? " * (1.0f - th * th)" : "";
   keyVisible = visibleColumns(g, false, "qw0", "rows[mt][h]", KT);
   queryVisible = visibleColumns(g, true, "j0", "rows[h]", 1, "0");
-  unmasked = "float " + scaled;
+  unmasked = softcap > 0.0 ? "float th, v; " + scaled : "float " + scaled;
   // p from the score and the row's lse2 (an all-masked row's +inf: 0).
   prob = "const float p = mpc_exp2(fmaf(v, " + mult + ", -lse));";
   bufA = accumulate ? TQ * P : std::max(TQ * P, TK * P);
@@ -251,7 +261,8 @@ std::string AttentionGrad::at(const std::string &operand,
 
 // Score (i, j) of a masked tile where `seen` (visibleColumns), else -inf.
 std::string AttentionGrad::score(const VisibleColumns &visible) {
-  return "float v = -INFINITY; if (" + visible.seen + ") { " + scaled + " }";
+  return capDecl + "float v = -INFINITY; if (" + visible.seen + ") { " + scaled +
+         " }";
 }
 
 // The shared memory and lane coordinates every role starts from.
@@ -491,8 +502,9 @@ std::string AttentionGrad::queryRole() {
            "        const i64 i = rows[f >> 1], j = j0 + n * 8 + 2 * t + (f & 1);\n"
            "        const float acc = sc[n][f], lse = rl[f >> 1];\n"
            "        " + scoreOf + "\n        " + prob + "\n" +
-           (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1]);\n      }\n"
-                    : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1]);\n      }\n");
+           (drop.on ? "        dp[n][f] = p * (dp[n][f] * z[n][f] - rd[f >> 1])" + slope +
+                          ";\n      }\n"
+                    : "        dp[n][f] = p * (dp[n][f] - rd[f >> 1])" + slope + ";\n      }\n");
   };
   // A tile whose every key all the warp's queries see skips the mask,
   // but for an additive mask, as in the key role (two copies of its loads

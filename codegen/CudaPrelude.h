@@ -257,6 +257,15 @@ __device__ __forceinline__ float mpc_exp2(float x) {
   return y;
 }
 
+// tanh on the SFU (sm_75+): tanh.approx.f32 (about 2^-11 relative), as
+// FlashAttention-2 computes its softcap (mpc_tanh, runtime/Formulas.h:
+// tanhf, is the Tanh op's). The host emulation's is tanhf.
+__device__ __forceinline__ float mpc_tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // ldmatrix (sm_75+): N (4 or 2) 8x8 tiles of 16-bit elements from shared
 // memory into mma.sync's fragment layout. Lane L gives the address of row
 // L % 8 of tile L / 8 (16-byte aligned); lane 4g + t receives, of each

@@ -66,6 +66,9 @@ LogicalResult AttentionOp::verify() {
   float drop = getDropout().convertToFloat();
   if (!(drop >= 0.0f && drop < 1.0f))
     return emitOpError("dropout ") << drop << " is not in [0, 1)";
+  if (!(getSoftcap().convertToFloat() >= 0.0f))
+    return emitOpError("softcap ") << getSoftcap().convertToFloat()
+                                   << " is negative";
   for (auto [name, w] : {std::pair{"window_left", getWindowLeftAttr()},
                          std::pair{"window_right", getWindowRightAttr()}})
     if (w && w.getInt() < 0)

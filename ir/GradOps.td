@@ -56,7 +56,8 @@ def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom,
     Recomputes each probability from the saved log-sum-exp,
     `p = exp(scale * q k^T + bias - lse)`, and returns
     `dv = pd^T dy`, `ds = p * (z * (dy v^T) - rowsum(dy * y))`,
-    `dq = scale ds k`, `dk = scale ds^T q`, accumulated in FP32, each in its
+    `dq = scale ds k`, `dk = scale ds^T q` (with `softcap` c, ds times
+    1 - tanh^2(s / c) of the scaled score s), accumulated in FP32, each in its
     operand's type; p = 0 in a row whose lse is -inf (a fully masked row).
     Without dropout z = 1 and pd = p; with it z is the forward's mask times
     1/(1-dropout), redrawn from the same key and counter, and pd = z p.
@@ -77,6 +78,7 @@ def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom,
                    OptionalAttr<I64Attr>:$causal_offset,
                    OptionalAttr<I64Attr>:$window_left,
                    OptionalAttr<I64Attr>:$window_right,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
                    DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
                    OptionalAttr<I64Attr>:$seed,
                    OptionalAttr<I64Attr>:$stream);

@@ -124,7 +124,8 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
     counted from the same diagonal: `window_left` L keeps keys j >= i +
     offset - L, `window_right` R keys j <= i + offset + R
     (runtime/AttentionBand.h); the kernels visit only the keys a query
-    sees. Scores,
+    sees. With `softcap` c > 0 (ONNX Attention's, Gemma 2's) the scaled
+    scores are capped to c tanh(s / c) before the bias. Scores,
     softmax statistics and the products accumulate in FP32 whatever the operands'
     type, and no Sq x Skv tensor is materialized: `lse`, the log-sum-exp of
     each query's scores (FP32), is all the backward pass
@@ -155,6 +156,7 @@ def Mpc_AttentionOp : Mpc_Op<"attention", [Mpc_AllowTensorCore, Pure, Mpc_InferC
                    OptionalAttr<I64Attr>:$causal_offset,
                    OptionalAttr<I64Attr>:$window_left,
                    OptionalAttr<I64Attr>:$window_right,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
                    DefaultValuedAttr<BoolAttr, "false">:$zero_masked_rows,
                    DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
                    OptionalAttr<I64Attr>:$seed,

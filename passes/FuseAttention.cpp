@@ -303,6 +303,31 @@ std::optional<std::pair<Value, int64_t>> repeatedHeads(Value v) {
   return std::pair{x, rep};
 }
 
+/// c and the capped scores s where `v` is ONNX Attention's softcap, c *
+/// tanh(s / c) with c a positive scalar constant (Gemma 2's logit cap);
+/// `dead` gets its three ops.
+std::optional<std::pair<double, Value>>
+softcapOf(Value v, SmallVectorImpl<Operation *> &dead) {
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul)
+    return std::nullopt;
+  std::optional<double> c = scalarConstant(mul.getB());
+  Value capped = mul.getA();
+  if (!c) {
+    c = scalarConstant(mul.getA());
+    capped = mul.getB();
+  }
+  auto tanh = capped.getDefiningOp<TanhOp>();
+  auto div = tanh ? tanh.getX().getDefiningOp<DivOp>() : DivOp();
+  std::optional<double> c2 = div ? scalarConstant(div.getB()) : std::nullopt;
+  if (!c || !(*c > 0.0) || !c2 || *c2 != *c || !singleUse(tanh.getY()) ||
+      !singleUse(div.getResult()) ||
+      typeOf(div.getA()) != typeOf(v))
+    return std::nullopt;
+  dead.append({mul, tanh, div});
+  return std::pair{*c, div.getA()};
+}
+
 /// A mask on the scores: an additive bias, or a where() that replaces
 /// scores by a fill (`scoreWhere`), with the scale applied outside it.
 struct Mask {
@@ -316,6 +341,7 @@ struct Match {
   double scale = 1.0;
   bool zeroMaskedRows = false;
   double dropout = 0.0; // the fused dropout's ratio, 0 for none
+  double softcap = 0.0; // c of c tanh(s / c) on the scaled scores, 0: none
   IntegerAttr seed, stream;
   Operation *pv = nullptr;
   SmallVector<Operation *> dead; // the matched ops, users first
@@ -390,6 +416,15 @@ public:
       Operation *op = s.getDefiningOp();
       if (isa<MatMulOp>(op))
         break;
+      // A softcap, with no scale outside it (the op caps the scaled
+      // scores) and one at most.
+      if (auto cap = softcapOf(s, m.dead)) {
+        if (m.scale != 1.0 || m.softcap > 0.0)
+          return std::nullopt;
+        m.softcap = cap->first;
+        s = cap->second;
+        continue;
+      }
       if (isa<MulOp, DivOp>(op)) {
         Value peeled = peelScale(s, m.scale, m.dead);
         if (peeled == s)
@@ -560,6 +595,9 @@ public:
     if (band && band->right >= 0)
       attrs.push_back(
           b.getNamedAttr("window_right", b.getI64IntegerAttr(band->right)));
+    if (m.softcap > 0.0)
+      attrs.push_back(
+          b.getNamedAttr("softcap", b.getF32FloatAttr((float)m.softcap)));
     if (m.dropout > 0.0) {
       attrs.push_back(
           b.getNamedAttr("dropout", b.getF32FloatAttr((float)m.dropout)));
@@ -578,10 +616,12 @@ public:
   }
 
 private:
-  /// Whether `v` is the QK^T product, possibly scaled.
+  /// Whether `v` is the QK^T product, possibly scaled (and capped).
   bool leadsToProduct(Value v) {
     double unused = 1.0;
     SmallVector<Operation *> none;
+    if (auto cap = softcapOf(v, none)) // (through a softcap)
+      v = cap->second;
     Value p = peelScale(v, unused, none);
     return p.getDefiningOp<MatMulOp>() != nullptr;
   }

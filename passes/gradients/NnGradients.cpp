@@ -433,6 +433,8 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
       key.push_back(c.b.getNamedAttr("stream", at.getStreamAttr()));
   }
   attrs.append(key);
+  if (at.getSoftcap().convertToFloat() > 0.0f)
+    attrs.push_back(c.b.getNamedAttr("softcap", at.getSoftcapAttr()));
   for (auto [name, attr] :
        {std::pair{"causal_offset", at.getCausalOffsetAttr()},
         std::pair{"window_left", at.getWindowLeftAttr()},
@@ -468,6 +470,11 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
   Value scores = c.make<MulOp>(
       {c.make<MatMulOp>({at.getQ(), transposeLast(c, k)}),
        grad::scalar(c.b, c.loc, elem, at.getScale().convertToDouble())});
+  if (double cap = at.getSoftcap().convertToDouble(); cap > 0.0) {
+    Value capV = grad::scalar(c.b, c.loc, elem, cap);
+    scores = c.make<MulOp>(
+        {c.make<TanhOp>({c.make<DivOp>({scores, capV})}), capV});
+  }
   scores = c.make<AddOp>({scores, c.b.create<CastOp>(
                                       c.loc, typeOf(at.getBias()).clone(elem),
                                       at.getBias())});

@@ -36,7 +36,7 @@ struct Geometry {
   AttentionBand band;      // the keys each query sees (causal, windows)
   Shape lead;              // leading dimensions of the scores
   std::vector<int64_t> bs; // bias strides, one per scores dimension
-  float scale = 1.0f;
+  float scale = 1.0f, softcap = 0.0f; // softcap: c tanh(s / c), 0 for none
   bool zeroMaskedRows = false;
   // Dropout: off at ratio 0; kept probabilities times dropScale.
   float ratio = 0.0f, dropScale = 1.0f;
@@ -56,6 +56,7 @@ struct Geometry {
     dv = v.dim(r - 1);
     group = q.dim(r - 3) / k.dim(r - 3);
     scale = (float)step.getFloat("scale", 1.0);
+    softcap = (float)step.getFloat("softcap", 0.0);
     band = AttentionBand::of(step, sq, skv);
     zeroMaskedRows = step.getInt("zero_masked_rows", 0) != 0;
     ratio = (float)step.getFloat("dropout", 0.0);
@@ -104,15 +105,23 @@ struct Geometry {
   }
 };
 
-/// s_ij = scale * (q_i . k_j) + bias_ij. The loops visit only the keys
-/// (queries) the band lets a query (key) see: the others' p is 0 and
-/// adds nothing.
+/// s_ij = scale * (q_i . k_j) (capped to c tanh(s / c) with a softcap c)
+/// + bias_ij; `slope` gets ds_ij's factor from the cap, 1 - tanh^2 (1
+/// without). The loops visit only the keys (queries) the band lets a
+/// query (key) see: the others' p is 0 and adds nothing.
 inline float score(const Geometry &g, const float *qi, const float *kj,
-                   const float *bias, int64_t bRow, int64_t j) {
+                   const float *bias, int64_t bRow, int64_t j,
+                   float *slope = nullptr) {
   float dot = 0.0f;
   for (int64_t t = 0; t < g.d; ++t)
     dot += qi[t] * kj[t];
   float s = g.scale * dot;
+  if (g.softcap > 0.0f) {
+    float t = std::tanh(s / g.softcap);
+    s = g.softcap * t;
+    if (slope)
+      *slope = 1.0f - t * t;
+  }
   return bias ? s + bias[bRow + j * g.biasKey()] : s;
 }
 
@@ -228,8 +237,10 @@ void attentionGradK(KernelContext &c) {
       for (int64_t j = g.band.firstKey(i), e = g.band.endKey(i); j < e; ++j) {
         int64_t key = b / g.group * g.skv + j;
         float z = g.dropFactor(b, i, j); // 1 without dropout
-        float p, ds = scoreGrad(g, score(g, qi, kp + key * g.d, bp, bRow, j),
-                                lp[row], dyi, vp + key * g.dv, rowD, z, p);
+        float slope = 1.0f;
+        float s = score(g, qi, kp + key * g.d, bp, bRow, j, &slope);
+        float p, ds = slope * scoreGrad(g, s, lp[row], dyi, vp + key * g.dv,
+                                        rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
           dqi[t] += g.scale * ds * kp[key * g.d + t];
       }
@@ -252,8 +263,9 @@ void attentionGradK(KernelContext &c) {
         float rowD = rowTerm(g, dyi, yp + row * g.dv);
         int64_t bRow = bias ? g.biasRow(b, i) : 0;
         float z = g.dropFactor(b, i, j); // 1 without dropout
-        float p, ds = scoreGrad(g, score(g, qi, kj, bp, bRow, j), lp[row],
-                                dyi, vj, rowD, z, p);
+        float slope = 1.0f;
+        float s = score(g, qi, kj, bp, bRow, j, &slope);
+        float p, ds = slope * scoreGrad(g, s, lp[row], dyi, vj, rowD, z, p);
         for (int64_t t = 0; t < g.d; ++t)
           dkj[t] += g.scale * ds * qi[t];
         for (int64_t t = 0; t < g.dv; ++t)

@@ -206,6 +206,41 @@ func.func @heads_tiled(%q: tensor<1x4x6x8xf32>, %k: tensor<1x2x6x8xf32>, %v: ten
   return %y : tensor<1x4x6x8xf32>
 }
 
+// ONNX Attention's softcap as imported (Gemma 2's logit cap): c *
+// tanh(s / c) on the scaled scores, before the mask: the op's `softcap`,
+// the mask its bias. A scale outside the cap is not the op's: unfused.
+// CHECK-LABEL: func.func @softcap
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %arg3 {scale = 1.250000e-01 : f32, softcap = 5.000000e+00 : f32}
+// CHECK-NOT: mpc.tanh
+func.func @softcap(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>, %mask: tensor<4x6xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %c = mpc.constant dense<0.125> : tensor<f32>
+  %ss = mpc.mul %s, %c : (tensor<2x4x6xf32>, tensor<f32>) -> tensor<2x4x6xf32>
+  %cap = mpc.constant dense<5.0> : tensor<f32>
+  %d = mpc.div %ss, %cap : (tensor<2x4x6xf32>, tensor<f32>) -> tensor<2x4x6xf32>
+  %t = mpc.tanh %d : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %capped = mpc.mul %t, %cap : (tensor<2x4x6xf32>, tensor<f32>) -> tensor<2x4x6xf32>
+  %b = mpc.add %capped, %mask : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @scale_outside_softcap
+// CHECK-NOT: mpc.attention
+func.func @scale_outside_softcap(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %cap = mpc.constant dense<5.0> : tensor<f32>
+  %d = mpc.div %s, %cap : (tensor<2x4x6xf32>, tensor<f32>) -> tensor<2x4x6xf32>
+  %t = mpc.tanh %d : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %capped = mpc.mul %t, %cap : (tensor<2x4x6xf32>, tensor<f32>) -> tensor<2x4x6xf32>
+  %c = mpc.constant dense<0.125> : tensor<f32>
+  %ss = mpc.mul %capped, %c : (tensor<2x4x6xf32>, tensor<f32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %ss : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
 // Rows that are not consecutive (no causal offset says them): the bias
 // stays.
 // CHECK-LABEL: func.func @positions_not_causal

@@ -63,9 +63,14 @@ CASES = {
     # query blocks; 8 on 2 with a mask at head size 128, two batches.
     "gqa_causal": ((1, 4, 100, 64), (1, 2, 100, 64), (1, 2, 100, 64), 1, None),
     "gqa_mask_d128": ((2, 8, 40, 128), (2, 2, 70, 128), (2, 2, 70, 96), 0, (40, 70)),
+    # A softcap (Gemma 2's logit cap, c tanh(s / c) on the scaled scores):
+    # causal at head size 64, and beside a mask at head size 128.
+    "softcap_causal": ((1, 2, 100, 64), (1, 2, 100, 64), (1, 2, 100, 64), 1, None),
+    "softcap_mask_d128": ((1, 2, 40, 128), (1, 2, 70, 128), (1, 2, 70, 128), 0, (40, 70)),
 }
 WINDOWS = {"window_causal": (40, -1), "window_both_d128": (30, 20),
            "window_right_d40": (-1, 10)}
+SOFTCAP = {"softcap_causal": 2.0, "softcap_mask_d128": 1.5}
 
 
 def visible(name, sq, skv):
@@ -92,6 +97,8 @@ def model(name):
     if name in WINDOWS:
         window = dict(left_window_size=WINDOWS[name][0],
                       right_window_size=WINDOWS[name][1])
+    if name in SOFTCAP:
+        window["softcap"] = SOFTCAP[name]
     node = helper.make_node("Attention", ins, ["y"], is_causal=causal, **window)
     inputs = [vi("q", f, q), vi("k", f, k), vi("v", f, v)]
     if mask:
@@ -99,7 +106,7 @@ def model(name):
     g = helper.make_graph([node], name, inputs,
                           [vi("y", f, list(q[:3]) + [v[3]])])
     return helper.make_model(
-        g, opset_imports=[helper.make_opsetid("", 25 if window else 23)])
+        g, opset_imports=[helper.make_opsetid("", 25 if name in WINDOWS else 23)])
 
 
 def reference(name, x):
@@ -108,6 +115,8 @@ def reference(name, x):
     rep = q.shape[-3] // k.shape[-3]  # grouped-query: q head h reads h // rep
     k, v = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
     s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    if name in SOFTCAP:
+        s = SOFTCAP[name] * np.tanh(s / SOFTCAP[name])
     if mask:
         s = s + x["mask"]
     # ONNX's is_causal: key j visible to query i when j <= i (top-left).

@@ -65,9 +65,15 @@ CASES = {
     "gqa_causal": ((1, 4, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, False),
     "gqa_mask_d128": ((1, 6, 60, 128), (1, 2, 90, 128), (1, 2, 90, 128), 0, True),
     "gqa_d160": ((1, 4, 70, 160), (1, 1, 70, 160), (1, 1, 70, 160), 1, False),
+    # A softcap (Gemma 2's): causal over two key blocks; with a mask at
+    # head size 96 (the 8-warp layout); at head size 160.
+    "softcap_causal": ((1, 2, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, False),
+    "softcap_mask_d96": ((1, 1, 70, 96), (1, 1, 90, 96), (1, 1, 90, 96), 0, True),
+    "softcap_d160": ((1, 1, 80, 160), (1, 1, 80, 160), (1, 1, 80, 160), 1, False),
 }
 WINDOWS = {"window_causal": (50, -1), "window_both_d96": (24, 16),
            "window_d160": (40, -1)}
+SOFTCAP = {"softcap_causal": 2.0, "softcap_mask_d96": 1.5, "softcap_d160": 2.5}
 
 
 def make(d):
@@ -83,6 +89,8 @@ def make(d):
         if name in WINDOWS:
             window = dict(left_window_size=WINDOWS[name][0],
                           right_window_size=WINDOWS[name][1])
+        if name in SOFTCAP:
+            window["softcap"] = SOFTCAP[name]
         nodes = [helper.make_node("Attention", ins, ["y"], is_causal=causal, **window),
                  helper.make_node("Mul", ["y", "target"], ["yt"]),
                  helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0)]
@@ -91,7 +99,7 @@ def make(d):
             [helper.make_tensor_value_info("target", TensorProto.FLOAT, yshape)],
             [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
             [numpy_helper.from_array(v, n) for n, v in init.items()])
-        opset = 25 if window else 23
+        opset = 25 if name in WINDOWS else 23
         onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]),
                   f"{d}/{name}.onnx")
         np.save(f"{d}/{name}.target.npy",
@@ -122,6 +130,11 @@ def reference(name, w, target, fp32=False):
     rep = q.shape[-3] // k.shape[-3]  # grouped-query: q head h reads h // rep
     k, v = np.repeat(k, rep, axis=-3), np.repeat(v, rep, axis=-3)
     s = scale * q @ np.swapaxes(k, -1, -2)
+    cap = SOFTCAP.get(name, 0.0)
+    slope = 1.0
+    if cap:
+        t = np.tanh(s / cap)
+        s, slope = cap * t, 1 - t * t
     if masked:
         s = s + w["mask"]
     sq, skv = s.shape[-2:]
@@ -142,7 +155,7 @@ def reference(name, w, target, fp32=False):
     dy = target.astype(np.float64)
     dv = np.swapaxes(p, -1, -2) @ dy
     dp = dy @ np.swapaxes(v, -1, -2)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    ds = slope * p * (dp - (dp * p).sum(-1, keepdims=True))
     def heads(x):  # a K or V head's gradient: the sum over its q heads
         return x.reshape(x.shape[:-3] + (-1, rep) + x.shape[-2:]).sum(-3)
     return {"q": scale * ds @ k, "k": heads(scale * np.swapaxes(ds, -1, -2) @ q),

@@ -347,6 +347,8 @@ inline std::vector<MpcAsyncCopies> mpc_async; // a thread of the block each
 
 /// CudaPrelude.h's mpc_exp2 (ex2.approx.ftz on a GPU): the exact one.
 inline float mpc_exp2(float x) { return exp2f(x); }
+/// CudaPrelude.h's mpc_tanh_approx (tanh.approx.f32 on a GPU): the exact one.
+inline float mpc_tanh_approx(float x) { return tanhf(x); }
 
 /// (GCC cannot bound the attention kernel's double-buffer offsets once
 /// inlined and warns of an overflow that cannot happen.)
