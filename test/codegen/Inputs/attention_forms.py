@@ -75,8 +75,13 @@ SOFTCAP = {"softcap_causal": 2.0, "softcap_mask_d128": 1.5}
 
 def visible(name, sq, skv):
     """Keys query i sees (ONNX's alignment without a past: d = i - j)."""
-    causal = CASES[name][3]
-    left, right = WINDOWS.get(name, (-1, -1))
+    return band(CASES[name][3], *WINDOWS.get(name, (-1, -1)), sq, skv)
+
+
+def band(causal, left, right, sq, skv):
+    """ONNX Attention's causal and sliding-window mask without a past
+    (-1: no window): key j is seen by query i where d = i - j is >= 0
+    (causal), <= left, >= -right. attention_grads.py's reference too."""
     d = np.arange(sq)[:, None] - np.arange(skv)[None, :]
     ok = np.ones((sq, skv), bool)
     if causal:

@@ -22,6 +22,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from attention_forms import band  # noqa: E402 (ONNX's positional mask)
+
 # name: (q shape, k shape, v shape, causal, with an additive mask)
 CASES = {
     "causal_40": ((1, 3, 40, 32), (1, 3, 40, 32), (1, 3, 40, 32), 1, False),
@@ -137,16 +139,7 @@ def reference(name, w, target, fp32=False):
         s, slope = cap * t, 1 - t * t
     if masked:
         s = s + w["mask"]
-    sq, skv = s.shape[-2:]
-    dist = np.arange(sq)[:, None] - np.arange(skv)[None, :]  # ONNX: top-left
-    left, right = WINDOWS.get(name, (-1, -1))
-    seen = np.ones((sq, skv), bool)
-    if causal:
-        seen &= dist >= 0
-    if left >= 0:
-        seen &= dist <= left
-    if right >= 0:
-        seen &= dist >= -right
+    seen = band(causal, *WINDOWS.get(name, (-1, -1)), *s.shape[-2:])
     s = np.where(seen, s, -np.inf)
     m = s.max(-1, keepdims=True)
     dead = m == -np.inf  # no key seen: p = 0 (ONNX's rule)
