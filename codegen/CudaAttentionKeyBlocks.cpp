@@ -271,11 +271,13 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
   // memory), in the first query tile's copies.
   if (withDq || kvShared)
     os << keyTile("ks", P, "in2", D);
-  if (kvShared && wantK) // (dV's role needs no dP^T)
-    os << keyTile("vs", PV, "in3", DV);
-  else
+  if (kvShared) {
+    if (wantK) // (dV's role needs no dP^T)
+      os << keyTile("vs", PV, "in3", DV);
+  } else {
     os << fragments("kf", "in2", D, g.skv, keyTilesOfWarp)
        << (wantK ? fragments("vf", "in3", DV, g.skv, keyTilesOfWarp) : std::string());
+  }
   if (wantK)
     os << zeros("dk", D);
   if (wantV)
