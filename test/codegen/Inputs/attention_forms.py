@@ -78,6 +78,17 @@ def visible(name, sq, skv):
     return band(CASES[name][3], *WINDOWS.get(name, (-1, -1)), sq, skv)
 
 
+def attention_attrs(window, softcap):
+    """ONNX Attention's window sizes (a (left, right) pair) and softcap,
+    where given. attention_grads.py's models too."""
+    attrs = {}
+    if window:
+        attrs.update(left_window_size=window[0], right_window_size=window[1])
+    if softcap:
+        attrs["softcap"] = softcap
+    return attrs
+
+
 def band(causal, left, right, sq, skv):
     """ONNX Attention's causal and sliding-window mask without a past
     (-1: no window): key j is seen by query i where d = i - j is >= 0
@@ -98,13 +109,8 @@ def model(name):
     f = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
     ins = ["q", "k", "v"] + (["mask"] if mask else [])
-    window = {}
-    if name in WINDOWS:
-        window = dict(left_window_size=WINDOWS[name][0],
-                      right_window_size=WINDOWS[name][1])
-    if name in SOFTCAP:
-        window["softcap"] = SOFTCAP[name]
-    node = helper.make_node("Attention", ins, ["y"], is_causal=causal, **window)
+    node = helper.make_node("Attention", ins, ["y"], is_causal=causal,
+                            **attention_attrs(WINDOWS.get(name), SOFTCAP.get(name)))
     inputs = [vi("q", f, q), vi("k", f, k), vi("v", f, v)]
     if mask:
         inputs.append(vi("mask", f, mask))

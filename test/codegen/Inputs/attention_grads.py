@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from attention_forms import band  # noqa: E402 (ONNX's positional mask)
+from attention_forms import attention_attrs, band  # noqa: E402 (shared with the forward's)
 
 # name: (q shape, k shape, v shape, causal, with an additive mask)
 CASES = {
@@ -87,13 +87,8 @@ def make(d):
             init["mask"] = rng.standard_normal((qs[2], ks[2])).astype(np.float32)
         ins = ["q", "k", "v"] + (["mask"] if masked else [])
         yshape = list(qs[:3]) + [vs[3]]
-        window = {}
-        if name in WINDOWS:
-            window = dict(left_window_size=WINDOWS[name][0],
-                          right_window_size=WINDOWS[name][1])
-        if name in SOFTCAP:
-            window["softcap"] = SOFTCAP[name]
-        nodes = [helper.make_node("Attention", ins, ["y"], is_causal=causal, **window),
+        attrs = attention_attrs(WINDOWS.get(name), SOFTCAP.get(name))
+        nodes = [helper.make_node("Attention", ins, ["y"], is_causal=causal, **attrs),
                  helper.make_node("Mul", ["y", "target"], ["yt"]),
                  helper.make_node("ReduceSum", ["yt"], ["loss"], keepdims=0)]
         g = helper.make_graph(

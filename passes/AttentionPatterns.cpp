@@ -1,0 +1,284 @@
+//===- AttentionPatterns.cpp - what mpc-fuse-attention recognizes --------===//
+//
+// The pieces of an attention subgraph FuseAttention.cpp reads beside the
+// products and the softmax: scalar constants and scales, constant masks,
+// the positional (causal and sliding-window) bias ONNX Attention's import
+// builds, grouped-query heads repeated for the products, the softcap.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/AttentionPatterns.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <cmath>
+
+namespace mlir::mpc::attention_patterns {
+
+namespace {
+
+/// The elements of a float constant shaped `rows` x `cols` (a column or
+/// a row).
+std::optional<SmallVector<double>> floatConstant(Value v, int64_t rows,
+                                                 int64_t cols) {
+  DenseFPElementsAttr attr;
+  auto t = typeOf(v);
+  if (!matchPattern(v, m_Constant(&attr)) || t.getRank() != 2 ||
+      t.getDimSize(0) != rows || t.getDimSize(1) != cols)
+    return std::nullopt;
+  SmallVector<double> values;
+  for (const APFloat &x : attr.getValues<APFloat>())
+    values.push_back(x.convertToDouble());
+  return values;
+}
+
+} // namespace
+
+/// The value of a scalar (or splat) float constant, or of a scalar
+/// expression over constants the importer leaves unfolded (torch divides
+/// by pow(cast(head size), 0.5)), evaluated in FP32 as the CPU backend
+/// would.
+std::optional<double> scalarConstant(Value v, int depth) {
+  if (!v || depth > 4)
+    return std::nullopt;
+  auto t = typeOf(v);
+  if (t.getNumElements() != 1 && !matchPattern(v, m_Constant()))
+    return std::nullopt;
+  DenseElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (!attr.isSplat())
+      return std::nullopt;
+    if (llvm::isa<FloatType>(attr.getElementType()))
+      return attr.getSplatValue<APFloat>().convertToDouble();
+    if (attr.getElementType().isInteger(64) || attr.getElementType().isInteger(32))
+      return (double)attr.getSplatValue<APInt>().getSExtValue();
+    return std::nullopt;
+  }
+  Operation *op = v.getDefiningOp();
+  if (!op || !llvm::isa<FloatType>(t.getElementType()))
+    return std::nullopt;
+  auto arg = [&](unsigned i) { return scalarConstant(op->getOperand(i), depth + 1); };
+  if (isa<CastOp>(op))
+    if (auto x = arg(0))
+      return (double)(float)*x;
+  if (isa<SqrtOp>(op))
+    if (auto x = arg(0))
+      return (double)std::sqrt((float)*x);
+  if (isa<PowOp>(op))
+    if (auto x = arg(0), y = arg(1); x && y)
+      return (double)std::pow((float)*x, (float)*y);
+  return std::nullopt;
+}
+
+/// The elements of a constant boolean mask, also through Trilu.
+std::optional<SmallVector<bool>> boolConstant(Value v) {
+  DenseElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (!attr.getElementType().isInteger(1))
+      return std::nullopt;
+    auto values = attr.getValues<bool>();
+    return SmallVector<bool>(values.begin(), values.end());
+  }
+  auto trilu = v.getDefiningOp<TriluOp>();
+  auto t = typeOf(v);
+  if (!trilu || t.getRank() < 2 || !t.hasStaticShape())
+    return std::nullopt;
+  auto in = boolConstant(trilu.getX());
+  if (!in)
+    return std::nullopt;
+  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  int64_t k = trilu.getK();
+  bool upper = trilu.getUpper();
+  for (int64_t n = 0; n < (int64_t)in->size(); ++n) {
+    int64_t i = n / cols % rows, j = n % cols;
+    bool keep = upper ? j - i >= k : j - i <= k;
+    if (!keep)
+      (*in)[n] = false;
+  }
+  return in;
+}
+
+/// `v * c` or `v / c` with c a scalar constant and `v` used once: returns
+/// the other operand and multiplies `scale`; otherwise `v` itself.
+Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead) {
+  while (v.getDefiningOp() && singleUse(v)) {
+    Operation *op = v.getDefiningOp();
+    if (auto mul = dyn_cast<MulOp>(op)) {
+      if (auto c = scalarConstant(mul.getB());
+          c && typeOf(mul.getA()) == typeOf(v)) {
+        scale *= *c;
+        dead.push_back(op);
+        v = mul.getA();
+        continue;
+      }
+      if (auto c = scalarConstant(mul.getA());
+          c && typeOf(mul.getB()) == typeOf(v)) {
+        scale *= *c;
+        dead.push_back(op);
+        v = mul.getB();
+        continue;
+      }
+    }
+    if (auto div = dyn_cast<DivOp>(op)) {
+      if (auto c = scalarConstant(div.getB());
+          c && *c != 0.0 && typeOf(div.getA()) == typeOf(v)) {
+        scale /= *c;
+        dead.push_back(op);
+        v = div.getA();
+        continue;
+      }
+    }
+    break;
+  }
+  return v;
+}
+
+/// Whether `bias` is a constant causal mask for sq x skv scores.
+bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
+  DenseElementsAttr attr;
+  if (!matchPattern(bias, m_Constant(&attr)))
+    return false;
+  auto t = typeOf(bias);
+  if (t.getRank() < 2 || t.getDimSize(t.getRank() - 2) != sq ||
+      t.getDimSize(t.getRank() - 1) != skv || t.getNumElements() != sq * skv)
+    return false;
+  auto values = attr.getValues<APFloat>();
+  int64_t n = 0;
+  for (int64_t i = 0; i < sq; ++i)
+    for (int64_t j = 0; j < skv; ++j, ++n) {
+      double x = values[attr.isSplat() ? 0 : n].convertToDouble();
+      bool allowed = j <= i + skv - sq;
+      if (allowed ? x != 0.0 : !(x <= -1e30))
+        return false;
+    }
+  return true;
+}
+
+/// The band of the causal and sliding-window bias mpc's ONNX Attention
+/// import builds (positionBias), where `bias` is one: where(c1 and c2
+/// ..., 0, -inf) with each c a bound on diff = rows - cols, FP32
+/// constants of rows i + offset ([sq, 1]) and columns j ([1, skv]): 0 <=
+/// diff (causal), -R <= diff (a right window), diff <= L (a left one).
+std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv) {
+  auto where = bias.getDefiningOp<WhereOp>();
+  if (!where)
+    return std::nullopt;
+  std::optional<double> zero = scalarConstant(where.getX()),
+                        fill = scalarConstant(where.getY());
+  if (!zero || *zero != 0.0 || !fill || !(*fill <= -1e30))
+    return std::nullopt;
+  // The bounds, over one diff.
+  SmallVector<Value> conds{where.getCondition()};
+  std::optional<double> lo, hi;
+  Value diff;
+  while (!conds.empty()) {
+    Value c = conds.pop_back_val();
+    if (auto both = c.getDefiningOp<AndOp>()) {
+      conds.append({both.getA(), both.getB()});
+      continue;
+    }
+    auto le = c.getDefiningOp<LessOrEqualOp>();
+    if (!le)
+      return std::nullopt;
+    std::optional<double> below = scalarConstant(le.getA()),
+                          above = scalarConstant(le.getB());
+    Value d = below ? le.getB() : le.getA();
+    if ((bool)below == (bool)above || (diff && d != diff))
+      return std::nullopt;
+    diff = d;
+    if (below)
+      lo = std::max(lo.value_or(*below), *below);
+    else
+      hi = std::min(hi.value_or(*above), *above);
+  }
+  auto sub = diff ? diff.getDefiningOp<SubOp>() : SubOp();
+  if (!sub)
+    return std::nullopt;
+  auto rows = floatConstant(sub.getA(), sq, 1),
+       cols = floatConstant(sub.getB(), 1, skv);
+  if (!rows || !cols || sq < 1)
+    return std::nullopt;
+  const double offset = (*rows)[0];
+  auto integral = [](double x) {
+    return x == std::floor(x) && std::abs(x) <= 1e15;
+  };
+  if (!integral(offset))
+    return std::nullopt;
+  for (int64_t i = 0; i < sq; ++i)
+    if ((*rows)[i] != offset + (double)i)
+      return std::nullopt;
+  for (int64_t j = 0; j < skv; ++j)
+    if ((*cols)[j] != (double)j)
+      return std::nullopt;
+  Band band;
+  band.offset = (int64_t)offset;
+  // Bounds mpc.attention expresses: a lower one of 0 (causal) or below
+  // (a right window), an upper one of 0 or above (a left window).
+  if (lo && (!integral(*lo) || *lo > 0))
+    return std::nullopt;
+  if (hi && (!integral(*hi) || *hi < 0))
+    return std::nullopt;
+  if (lo && *lo == 0)
+    band.causal = true;
+  else if (lo)
+    band.right = (int64_t)-*lo;
+  if (hi)
+    band.left = (int64_t)*hi;
+  return band;
+}
+
+/// x and `rep` where `v` repeats each head of x (... x H x S x D) `rep`
+/// times in place: unsqueeze at the axis after the heads, expand it to
+/// `rep`, reshape to ... x H rep x S x D, as ONNX Attention's import and
+/// Hugging Face's repeat_kv write grouped-query K and V (q head h then
+/// reads head h / rep of x).
+std::optional<std::pair<Value, int64_t>> repeatedHeads(Value v) {
+  auto reshape = v.getDefiningOp<ReshapeOp>();
+  auto expand = reshape ? reshape.getData().getDefiningOp<ExpandOp>() : ExpandOp();
+  auto unsqueeze = expand ? expand.getX().getDefiningOp<UnsqueezeOp>() : UnsqueezeOp();
+  if (!unsqueeze)
+    return std::nullopt;
+  Value x = unsqueeze.getX();
+  auto xt = typeOf(x), et = typeOf(expand.getResult()), vt = typeOf(v);
+  int64_t r = xt.getRank();
+  if (r < 3 || vt.getRank() != r || !xt.hasStaticShape() ||
+      !et.hasStaticShape() || !vt.hasStaticShape() ||
+      unsqueeze.getAxes().size() != 1 ||
+      (unsqueeze.getAxes()[0] != r - 2 && unsqueeze.getAxes()[0] != -3))
+    return std::nullopt;
+  const int64_t rep = et.getDimSize(r - 2);
+  SmallVector<int64_t> expanded(xt.getShape()), merged(xt.getShape());
+  expanded.insert(expanded.begin() + (r - 2), rep);
+  merged[r - 3] *= rep;
+  if (et.getShape() != ArrayRef<int64_t>(expanded) ||
+      vt.getShape() != ArrayRef<int64_t>(merged))
+    return std::nullopt;
+  return std::pair{x, rep};
+}
+
+/// c and the capped scores s where `v` is ONNX Attention's softcap, c *
+/// tanh(s / c) with c a positive scalar constant (Gemma 2's logit cap);
+/// `dead` gets its three ops.
+std::optional<std::pair<double, Value>>
+softcapOf(Value v, SmallVectorImpl<Operation *> &dead) {
+  auto mul = v.getDefiningOp<MulOp>();
+  if (!mul)
+    return std::nullopt;
+  std::optional<double> c = scalarConstant(mul.getB());
+  Value capped = mul.getA();
+  if (!c) {
+    c = scalarConstant(mul.getA());
+    capped = mul.getB();
+  }
+  auto tanh = capped.getDefiningOp<TanhOp>();
+  auto div = tanh ? tanh.getX().getDefiningOp<DivOp>() : DivOp();
+  std::optional<double> c2 = div ? scalarConstant(div.getB()) : std::nullopt;
+  if (!c || !(*c > 0.0) || !c2 || *c2 != *c || !singleUse(tanh.getY()) ||
+      !singleUse(div.getResult()) ||
+      typeOf(div.getA()) != typeOf(v))
+    return std::nullopt;
+  dead.append({mul, tanh, div});
+  return std::pair{*c, div.getA()};
+}
+
+} // namespace mlir::mpc::attention_patterns

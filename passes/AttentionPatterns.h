@@ -1,0 +1,56 @@
+//===- AttentionPatterns.h - what mpc-fuse-attention recognizes -*- C++ -*-===//
+//
+// Private to passes/: the matchers FuseAttention.cpp builds mpc.attention
+// from (AttentionPatterns.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_PASSES_ATTENTIONPATTERNS_H
+#define MPC_PASSES_ATTENTIONPATTERNS_H
+
+#include "ir/MpcOps.h"
+
+#include <optional>
+#include <utility>
+
+namespace mlir::mpc::attention_patterns {
+
+inline RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+inline bool singleUse(Value v) { return v.hasOneUse(); }
+
+/// The value of a scalar (or splat) float constant, or of a scalar
+/// expression over constants the importer leaves unfolded, in FP32.
+std::optional<double> scalarConstant(Value v, int depth = 0);
+/// The elements of a constant boolean mask, also through Trilu.
+std::optional<SmallVector<bool>> boolConstant(Value v);
+/// `v * c` or `v / c` with c a scalar constant and `v` used once: the
+/// other operand, `scale` multiplied; otherwise `v` itself.
+Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead);
+/// Whether `bias` is a constant causal mask for sq x skv scores.
+bool isCausalConstant(Value bias, int64_t sq, int64_t skv);
+
+/// The positional mask of mpc.attention: `causal`, windows (-1: none)
+/// and the offset they count from (runtime/AttentionBand.h).
+struct Band {
+  int64_t offset = 0;
+  bool causal = false;
+  int64_t left = -1, right = -1;
+};
+
+/// The band of the causal and sliding-window bias ONNX Attention's import
+/// builds (positionBias), where `bias` is one.
+std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv);
+/// x and `rep` where `v` repeats each head of x `rep` times in place
+/// (grouped-query K and V as ONNX Attention's import and repeat_kv write
+/// them).
+std::optional<std::pair<Value, int64_t>> repeatedHeads(Value v);
+/// c and the capped scores where `v` is ONNX Attention's softcap c *
+/// tanh(s / c); `dead` gets its three ops.
+std::optional<std::pair<double, Value>>
+softcapOf(Value v, SmallVectorImpl<Operation *> &dead);
+
+} // namespace mlir::mpc::attention_patterns
+
+#endif // MPC_PASSES_ATTENTIONPATTERNS_H
