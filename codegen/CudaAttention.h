@@ -30,11 +30,10 @@ inline std::string i64Lit(int64_t v) { return std::to_string(v) + "LL"; }
 /// kernels compute on `d` and `dv`; the operands' rows hold `dData` and
 /// `dvData` elements (the same but where mmaDims rounds up). Key j is
 /// visible to query i where `band` says (causal and sliding windows,
-/// counted from d = i + `off` - j; off is skv - sq unless the step says
-/// otherwise: stepDims).
+/// counted from d = i + band.off - j; band.off is skv - sq unless the
+/// step says otherwise: stepDims).
 struct Dims {
-  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0, dData = 0, dvData = 0,
-          off = 0;
+  int64_t batch = 1, sq = 0, skv = 0, d = 0, dv = 0, dData = 0, dvData = 0;
   int64_t group = 1; // q heads a K and V head serves (grouped-query)
   Shape lead;
   ::mpc::rt::AttentionBand band;
@@ -60,10 +59,9 @@ inline Dims dimsOf(const Shape &q, const Shape &k, const Shape &v) {
   g.dData = g.d;
   g.dvData = g.dv;
   g.group = attentionGroup(q, k);
-  g.off = g.skv - g.sq;
   g.band.sq = g.sq;
   g.band.skv = g.skv;
-  g.band.off = g.off;
+  g.band.off = g.skv - g.sq;
   return g;
 }
 
@@ -73,7 +71,6 @@ inline Dims stepDims(const Step &s, const Shape &q, const Shape &k,
                      const Shape &v) {
   Dims g = dimsOf(q, k, v);
   g.band = ::mpc::rt::AttentionBand::of(s, g.sq, g.skv);
-  g.off = g.band.off;
   return g;
 }
 

@@ -163,7 +163,7 @@ std::string atomicDqChunks(const Dims &g, bool causal, int64_t keyRows,
   // Key tile kb adds to chunk c when its first query tile starts before
   // the chunk's end (query tiles start at multiples of tq): kb keyRows -
   // off < min((c + 1) C, queryEnd), off the causal offset.
-  const std::string off = i64Lit(g.off), rows = i64Lit(keyRows),
+  const std::string off = i64Lit(g.band.off), rows = i64Lit(keyRows),
                     tiles = i64Lit(keyTiles);
   std::string expect =
       causal ? "const i64 end = (c + 1) * " + i64Lit(C) + " < " + i64Lit(queryEnd) +

@@ -35,10 +35,10 @@ std::string scoreFunction(const std::string &fn, const Dims &g,
      << biasType << " *__restrict__ bias, i64 b, i64 i, i64 j, float *slope) {\n";
   // Outside the band (causal, windows): masked.
   if (g.band.boundsEnd())
-    os << "  if (i + " << g.off << "LL - j < " << g.band.lo
+    os << "  if (i + " << g.band.off << "LL - j < " << g.band.lo
        << "LL) return -INFINITY;\n";
   if (g.band.boundsStart())
-    os << "  if (i + " << g.off << "LL - j > " << g.band.hi
+    os << "  if (i + " << g.band.off << "LL - j > " << g.band.hi
        << "LL) return -INFINITY;\n";
   os << "  float dot = 0.0f;\n  for (i64 t = 0; t < " << g.d
      << "LL; ++t) dot += ld(q, (b * " << g.sq << "LL + i) * " << g.d

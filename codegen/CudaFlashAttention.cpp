@@ -162,7 +162,7 @@ void Emitter::attentionMma(Step &s, const std::string &name,
      << "  }\n";
   // The block's keys: up to the last row's last (the band's end), from
   // the tile holding the first row's first (a left window's start).
-  const int64_t endAt = kRows + g.off - band.lo, startAt = g.off - band.hi;
+  const int64_t endAt = kRows + g.band.off - band.lo, startAt = g.band.off - band.hi;
   std::string jEnd = band.boundsEnd()
                          ? "(i0 + " + L(endAt) + " < " + L(g.skv) + " ? i0 + " +
                                L(endAt) + " : " + L(g.skv) + ")"

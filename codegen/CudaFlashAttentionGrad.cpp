@@ -134,7 +134,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   // (atomic: no block adds to a row that sees no key, as under a causal
   // mask with more queries than keys; those recompute.)
   const bool atomicMode = e.plan.cudaAttentionDq == "atomic",
-             rowless = causal && g.off < 0;
+             rowless = causal && g.band.off < 0;
   // (Sliding windows and grouped-query heads: recomputed, the forms that
   // count blocks per query chunk or split count them for a causal band or
   // none, and a q head's key blocks each.)
@@ -215,7 +215,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
                    drop.keep(AttentionDropout::index(g, "b", "i", "j")) +
                    " ? " + flt(drop.draw.scale) + " : 0.0f;\n";
   PS = TQ + 8;
-  off = g.off; // key j is visible to query i: j <= i + off
+  off = g.band.off; // key j is visible to query i: j <= i + off
   // p = 2^(v mult - lse log2(e)) on the SFU (mpc_exp2): one FFMA and
   // MUFU.EX2 a score, as FlashAttention-2's backward. Without a bias and
   // with a positive scale v is the raw score and mult = scale log2(e);

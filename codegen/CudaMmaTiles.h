@@ -262,9 +262,9 @@ inline std::string unmaskedTile(const Dims &g, const std::string &q0,
   std::string all = q0 + " + " + L(rows) + " <= " + L(g.sq) + " && " + k0 +
                     " + " + L(keys) + " <= " + L(g.skv);
   if (g.band.boundsEnd()) // the least d, i + off - j, at least lo
-    all += " && " + q0 + " + " + L(g.off - keys + 1 - g.band.lo) + " >= " + k0;
+    all += " && " + q0 + " + " + L(g.band.off - keys + 1 - g.band.lo) + " >= " + k0;
   if (g.band.boundsStart()) // the greatest at most hi
-    all += " && " + q0 + " + " + L(rows - 1 + g.off - g.band.hi) + " <= " + k0;
+    all += " && " + q0 + " + " + L(rows - 1 + g.band.off - g.band.hi) + " <= " + k0;
   return all;
 }
 
@@ -286,7 +286,7 @@ inline VisibleColumns visibleColumns(const Dims &g, bool rowsAreQueries,
                                      const std::string &mt = "mt") {
   auto &L = i64Lit;
   const ::mpc::rt::AttentionBand &band = g.band;
-  const int64_t off = g.off; // d = i + off - j in [band.lo, band.hi]
+  const int64_t off = g.band.off; // d = i + off - j in [band.lo, band.hi]
   // Columns run along j (rows are queries) or i: where d's bound on the
   // columns' start or end is set.
   const bool bandEnd = rowsAreQueries ? band.boundsEnd() : band.boundsStart(),
