@@ -223,11 +223,12 @@ PY
       awk '$NF == "attention" || $NF == "attention_grad" { s += $2; n++ } END { if (n == 2) printf "%.4f", s }')
     profiles+=$'\n'"attention at $long tokens, head size $d${form#$d}:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
   done
-  if [[ -d $work/art/attention-long-d64-bf16-train ]]; then
-    line=$(cd "$work" && limited "$run" art/attention-long-d64-bf16-train --steps 3 --replays "$replays" "target=inputs/attention_long_d64.target.npy" 2>&1)
-    echo "attention bf16 train at $long tokens, head size 64: $line" | tr '\n' ' '; echo
-    longms[train64-bf16]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
-  fi
+  for d in 64 128; do
+    [[ -d $work/art/attention-long-d$d-bf16-train ]] || continue
+    line=$(cd "$work" && limited "$run" "art/attention-long-d$d-bf16-train" --steps 3 --replays "$replays" "target=inputs/attention_long_d$d.target.npy" 2>&1)
+    echo "attention bf16 train at $long tokens, head size $d: $line" | tr '\n' ' '; echo
+    longms[train$d-bf16]=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
+  done
 fi
 # torch.compile takes what is left of BUDGET seconds (the whole script's
 # share of a lent GPU's 15 minutes, start-up and a rerun aside).
@@ -308,7 +309,8 @@ attention_rows() {
       "forward + backward, head size 40 (Stable Diffusion's, computed on 48 by mpc, on 64 by FlashAttention-2);${devms[attention_d40-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x40" \
       "forward + backward, head size 256 (Gemma's);${devms[attention_d256-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x256" \
       "forward + backward, grouped-query heads (4 q heads a K and V head, torch with enable_gqa);${devms[attention_gqa-fp16]:-n/a};sdpa-causal-gqa-fwd-bwd-2x$((4 * (heads / 4 > 0 ? heads / 4 : 1)))x${seq}x64" \
-      "forward + backward, bf16;${devms[attention-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-$shape"
+      "forward + backward, bf16;${devms[attention-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-$shape" \
+      "forward + backward, head size 128, bf16;${devms[attention_d128-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-2x${heads}x${seq}x128"
   fi
   # The same train step in torch (SDPA under autocast, SGD on FP32 q, k
   # and v: what a user of torch writes), beside mpc's on the device.
@@ -322,9 +324,11 @@ attention_rows() {
       "2x${heads}x${seq}x64 | fp16;${devms[attention-fp16]:-n/a};amp-train-step-2x${heads}x${seq}x64" \
       "2x${heads}x${seq}x128 | fp16;${devms[attention_d128-fp16]:-n/a};amp-train-step-2x${heads}x${seq}x128" \
       "2x${heads}x${seq}x64 | bf16;${devms[attention-bf16]:-n/a};amp-bf16-train-step-2x${heads}x${seq}x64" \
+      "2x${heads}x${seq}x128 | bf16;${devms[attention_d128-bf16]:-n/a};amp-bf16-train-step-2x${heads}x${seq}x128" \
       "2x${heads}x${long}x64 | fp16;${longms[train64]:-n/a};amp-train-step-2x${heads}x${long}x64" \
       "2x${heads}x${long}x64 | bf16;${longms[train64-bf16]:-n/a};amp-bf16-train-step-2x${heads}x${long}x64" \
-      "2x${heads}x${long}x128 | fp16;${longms[train128]:-n/a};amp-train-step-2x${heads}x${long}x128"
+      "2x${heads}x${long}x128 | fp16;${longms[train128]:-n/a};amp-train-step-2x${heads}x${long}x128" \
+      "2x${heads}x${long}x128 | bf16;${longms[train128-bf16]:-n/a};amp-bf16-train-step-2x${heads}x${long}x128"
   fi
   if [[ -n ${longms[forward]:-} ]]; then
     echo
@@ -344,7 +348,8 @@ attention_rows() {
       "train step, head size 128, dQ recomputed (\`--attention-dq recompute\`);${longms[train128-recompute]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "train step, head size 128, dQ by atomic adds (\`--attention-dq atomic\`);${longms[train128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
       "the forward and backward kernels alone, head size 128, dQ by atomic adds;${longms[kernels128-atomic]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
-      "train step, head size 128, built for sm_80 too (P^T and dS^T in one buffer);${longms[train128-sm80]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128"
+      "train step, head size 128, built for sm_80 too (P^T and dS^T in one buffer);${longms[train128-sm80]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${long}x128" \
+      "train step, head size 128, bf16;${longms[train128-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-2x${heads}x${long}x128"
   fi
   if [[ -n $rowshape ]]; then
     copy=$(tms rows "copy-$rowshape")

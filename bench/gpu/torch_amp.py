@@ -196,12 +196,13 @@ if hasattr(F, "scaled_dot_product_attention"):
                 F.scaled_dot_product_attention(qg, kg, vg, is_causal=True,
                                                dropout_p=p).backward(dy)
             print(f"torch attention sdpa-causal-{name}-2x{H}x{S}x64 {device_ms(fwd_bwd):.4f}")
-        # Head sizes 128, 40 and 256 in fp16, 64 in bf16 (prepare.sh's
-        # other steps).
+        # Head sizes 128, 40 and 256 in fp16, 64 and 128 in bf16
+        # (prepare.sh's other steps).
         for name, D, dtype in (("fwd-bwd", 128, torch.float16),
                                ("fwd-bwd", 40, torch.float16),
                                ("fwd-bwd", 256, torch.float16),
-                               ("bf16-fwd-bwd", 64, torch.bfloat16)):
+                               ("bf16-fwd-bwd", 64, torch.bfloat16),
+                               ("bf16-fwd-bwd", 128, torch.bfloat16)):
             qh, kh, vh = (torch.randn(2, H, S, D, device=dev, dtype=dtype,
                                       requires_grad=True) for _ in range(3))
             dyh = torch.randn_like(qh)
@@ -265,7 +266,8 @@ if hasattr(F, "scaled_dot_product_attention"):
     # --attn-long (issue 14's range is 1k-4k tokens).
     for S_ in sorted({S, a.attn_long} - {0}):
         for D, dtype, tag in ((64, torch.float16, ""), (128, torch.float16, ""),
-                              (64, torch.bfloat16, "bf16-")):
+                              (64, torch.bfloat16, "bf16-"),
+                              (128, torch.bfloat16, "bf16-")):
             print(f"torch attention amp-{tag}train-step-2x{H}x{S_}x{D} "
                   f"{attention_step(S_, D, dtype):.4f}")
     if a.attn_long:
@@ -281,13 +283,14 @@ if hasattr(F, "scaled_dot_product_attention"):
                       f"{device_ms(lambda: sdpa().backward(dyl)):.4f}")
             print(f"torch attention sdpa-default-backend-causal-fwd-bwd-2x{H}x{L}x{D} "
                   f"{device_ms(lambda: sdpa().backward(dyl)):.4f}")
-        # bf16 at head size 64 (issue 14's range: fp16 and bf16).
-        qb, kb, vb = (torch.randn(2, H, L, 64, device=dev, dtype=torch.bfloat16,
-                                  requires_grad=True) for _ in range(3))
-        dyb = torch.randn_like(qb)
-        with flash():
-            print(f"torch attention sdpa-causal-bf16-fwd-bwd-2x{H}x{L}x64 "
-                  f"{device_ms(lambda: F.scaled_dot_product_attention(qb, kb, vb, is_causal=True).backward(dyb)):.4f}")
+        # bf16 at both head sizes (issue 14's range: fp16 and bf16).
+        for D in (64, 128):
+            qb, kb, vb = (torch.randn(2, H, L, D, device=dev, dtype=torch.bfloat16,
+                                      requires_grad=True) for _ in range(3))
+            dyb = torch.randn_like(qb)
+            with flash():
+                print(f"torch attention sdpa-causal-bf16-fwd-bwd-2x{H}x{L}x{D} "
+                      f"{device_ms(lambda: F.scaled_dot_product_attention(qb, kb, vb, is_causal=True).backward(dyb)):.4f}")
 
 # Row ops at --rows x 8192 fp16, and the copy that bounds them: each reads
 # and writes the tensor once at best.
