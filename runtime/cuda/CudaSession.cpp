@@ -381,12 +381,24 @@ private:
     if (!d.check(d.deviceAttribute(&most, 97, dev), "cuDeviceGetAttribute",
                  error))
       return false;
-    if (bytes > most)
+    if (bytes > most) {
+      // Tiles are sized for the artifact's --arch (sm_80's code runs on
+      // sm_86/89, whose SMs have 100 KiB): name the one to build for.
+      int major = 0, minor = 0; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_*
+      d.deviceAttribute(&major, 75, dev);
+      d.deviceAttribute(&minor, 76, dev);
+      std::string built;
+      for (const std::string &a : plan.cudaArch)
+        built += (built.empty() ? "" : ",") + a;
       return (error = nodeOf(s) + "kernel " + kernel + " needs " +
                       std::to_string(bytes) +
                       " bytes of shared memory; this GPU gives a block at most " +
-                      std::to_string(most),
+                      std::to_string(most) +
+                      (built.empty() ? std::string() : " (built for " + built + ")") +
+                      "; compile it again with --arch sm_" +
+                      std::to_string(major * 10 + minor) + " (or native)",
               false);
+    }
     // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     return d.check(d.funcSetAttribute(fn, 8, (int)bytes),
                    "cuFuncSetAttribute(" + kernel + ")", error);
