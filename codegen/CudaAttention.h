@@ -202,12 +202,20 @@ inline MmaForwardTiles mmaForwardTiles(const Dims &g, const Plan &plan) {
                          plan.cudaAttentionRows);
 }
 
-/// Shared memory of an mma.sync backward kernel (CudaFlashAttentionGrad.cpp).
+/// Shared memory of an mma.sync backward kernel (CudaFlashAttentionGrad.cpp):
+/// `tq` queries a key role's tile, `tk` keys a query role's, the rows'
+/// lse and D in shared memory where `stats`.
 int64_t attentionGradSharedBytes(const Dims &g, int64_t tq, bool kv,
-                                 int64_t keyRows, bool acc);
+                                 int64_t keyRows, bool acc, int64_t tk = 32,
+                                 bool stats = true);
+/// Past head size 128, the wide layout's tiles of 16 queries and 16 keys
+/// with the rows' lse and D in registers, where the 32-row tiles do not
+/// fit one block (SMs of 100 KiB, sm_86/89/120, at head sizes 192-256).
+bool compactWideGrad(const Dims &g, int64_t blockBytes);
 /// Whether the mma.sync backward's tiles fit `plan`'s GPUs at mmaDims's
-/// geometry `g` (always up to head size 128; past it, one block's 135 KiB
-/// at 256: sm_80, sm_90 and later data-centre GPUs).
+/// geometry `g` (always up to head size 128; past it, one block: 135
+/// KiB at 256 on sm_80, sm_90 and later data-centre GPUs, the compact
+/// form's 99 KiB where SMs have 100).
 bool mmaGradFits(const Dims &g, const Plan &plan);
 
 /// The splits of the key tiles whose blocks add dQ's parts to partial

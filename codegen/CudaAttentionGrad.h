@@ -80,11 +80,12 @@ private:
   bool hasBias, causal, plainBand;
   AttentionDropout drop;
   std::string T, scale;
-  static constexpr int64_t TK = 32; // keys a query block's tile
+  int64_t TK = 32; // keys a query block's tile
   int64_t D, DV, P, PV;
   // The layout (the constructor's comments say which and why).
   bool pairs = false, kvShared = false, accumulate = false,
-       atomic = false, split = false, rowDFromScratch = false;
+       atomic = false, split = false, rowDFromScratch = false,
+       compact = false;
   int64_t probBuffers = 1, KT = 1, splits = 0, TQ = 32, kRows = 64,
           kThreads = 128, kQueryRows = 64, PS = 40, off = 0, rowDWords = 0,
           bufA = 0, bufB = 0, sharedKeyBytes = 0;

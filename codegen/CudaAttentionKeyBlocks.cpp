@@ -204,6 +204,17 @@ std::string AttentionGrad::zeros(const std::string &acc, int64_t width) {
 // elements of the row a 16-byte load (every fourth such run each),
 // combined by shuffles.
 std::string AttentionGrad::rowStats(bool wantK) {
+  if (compact) // each lane its own queries' (qlse, qd: [n][column's parity])
+    return "      float qlse[" + std::to_string(TQ / 8) + "][2], qd[" +
+           std::to_string(TQ / 8) + "][2];\n#pragma unroll\n      for (int n = 0; n < " +
+           std::to_string(TQ / 8) + "; ++n)\n#pragma unroll\n" +
+           "      for (int e = 0; e < 2; ++e) {\n" +
+           "        const i64 i = q0 + n * 8 + 2 * t + e;\n" +
+           "        qlse[n][e] = i < " + L(g.sq) + " ? mpc_lse2(ld(in5, b * " + L(g.sq) +
+           " + i)) : 0.0f;\n        qd[n][e] = " +
+           (wantK ? "i < " + L(g.sq) + " ? " + rowDs + "[b * " + L(g.sq) + " + i] : 0.0f"
+                  : std::string("0.0f")) +
+           ";\n      }\n";
   if (rowDFromScratch)
     return "      if (threadIdx.x < " + std::to_string(TQ) + ") {\n" +
            "        const i64 i = q0 + threadIdx.x;\n" + "        rowD[threadIdx.x] = " +
@@ -231,18 +242,20 @@ std::string AttentionGrad::rowStats(bool wantK) {
 // stack on sm_90).
 std::string AttentionGrad::keyProbabilities(bool wantK, int64_t cols) {
   auto probabilities = [&](const std::string &scoreOf, const std::string &bounds) {
-    const std::string q = "qr + n * 8 + 2 * t + (f & 1)";
+    const std::string q = "qr + n * 8 + 2 * t + (f & 1)",
+                      lse = compact ? "qlse[n][f & 1]" : "rowLse[" + q + "]",
+                      rowD = compact ? "qd[n][f & 1]" : "rowD[" + q + "]";
     return bounds + "#pragma unroll\n      for (int mt = 0; mt < " + std::to_string(KT) +
            "; ++mt)\n#pragma unroll\n      for (int n = 0; n < " +
            std::to_string(cols / 8) + "; ++n) {\n" + keyWords +
            "#pragma unroll\n      for (int f = 0; f < 4; ++f) {\n"
            "        const i64 j = rows[mt][f >> 1], i = qw0 + n * 8 + 2 * t + (f & 1);\n"
-           "        const float acc = st[mt][n][f], lse = rowLse[" + q + "];\n"
+           "        const float acc = st[mt][n][f], lse = " + lse + ";\n"
            "        " + scoreOf + "\n        " + prob + "\n" + keyZ +
            (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
                     : "        st[mt][n][f] = p;\n") +
            (wantK ? "        dpt[mt][n][f] = p * (dpt[mt][n][f]" +
-                        std::string(drop.on ? " * z" : "") + " - rowD[" + q + "])" +
+                        std::string(drop.on ? " * z" : "") + " - " + rowD + ")" +
                         slope + ";\n"
                   : "") +
            "      }\n      }\n";

@@ -57,13 +57,13 @@ constexpr auto &L = i64Lit;
 /// role's K and V tiles in them), K's tile and dS^T for dQ's part
 /// (`acc`), V's tile where `kv` (the K and V fragments read from shared
 /// memory; past head size 128 the query role's Q and dO tiles in them),
-/// the tile's lse and D.
+/// the tile's lse and D (`stats`).
 int64_t attentionGradSharedBytes(const Dims &g, int64_t tq, bool kv,
-                                 int64_t keyRows, bool acc) {
-  constexpr int64_t kQueryKeys = 32; // AttentionGrad::TK
+                                 int64_t keyRows, bool acc, int64_t tk,
+                                 bool stats) {
   const int64_t P = g.d + 8, PV = g.dv + 8;
-  int64_t rowsA = acc ? tq : std::max(tq, kQueryKeys);
-  int64_t bytes = 2 * 2 * rowsA * (P + PV) + 2 * tq * 4;
+  int64_t rowsA = acc ? tq : std::max(tq, tk);
+  int64_t bytes = 2 * 2 * rowsA * (P + PV) + (stats ? 2 * tq * 4 : 0);
   if (kv || acc)
     bytes += 2 * keyRows * P;
   if (kv)
@@ -73,10 +73,16 @@ int64_t attentionGradSharedBytes(const Dims &g, int64_t tq, bool kv,
   return bytes;
 }
 
+// (The wide layout's tiles: 64 keys a key block, TQ 32 queries a tile
+// and TK 32 keys a query tile, or 16 and 16 where compact.)
+bool compactWideGrad(const Dims &g, int64_t blockBytes) {
+  return wideHeads(g) && attentionGradSharedBytes(g, 32, true, 64, false) > blockBytes;
+}
+
 bool mmaGradFits(const Dims &g, const Plan &plan) {
-  return !wideHeads(g) ||
-         attentionGradSharedBytes(g, 32, true, 64, false) <=
-             ::mpc::rt::cuda::sharedBytesPerBlock(plan.cudaArch, 1);
+  const int64_t block = ::mpc::rt::cuda::sharedBytesPerBlock(plan.cudaArch, 1);
+  return !wideHeads(g) || !compactWideGrad(g, block) ||
+         attentionGradSharedBytes(g, 16, true, 64, false, 16, false) <= block;
 }
 
 void Emitter::attentionGradMma(Step &s, const std::string &name) {
@@ -94,8 +100,9 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
       T(ctype(e.val(s.inputs[1]).dtype)),
       scale(flt((float)s.getFloat("scale", 1.0))), D(g.d), DV(g.dv), P(D + 8),
       PV(DV + 8) {
-  auto sharedFor = [&](int64_t tq, bool kv, int64_t keyRows, bool acc) {
-    return attentionGradSharedBytes(g, tq, kv, keyRows, acc);
+  auto sharedFor = [&](int64_t tq, bool kv, int64_t keyRows, bool acc,
+                       int64_t tk = 32, bool stats = true) {
+    return attentionGradSharedBytes(g, tq, kv, keyRows, acc, tk, stats);
   };
   // The key blocks' layout, as FlashAttention-2's backward keeps K and V
   // in shared memory:
@@ -126,7 +133,10 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   //   and dQ recomputed by query blocks that read Q's and dO's fragments
   //   from shared tiles (where K's and V's are in the key blocks): 135
   //   KiB at head size 256, one block an SM (FlashAttention-2 runs 256 on
-  //   sm_80 with one block of 8 warps; mmaGradFits).
+  //   sm_80 with one block of 8 warps; mmaGradFits); where that does not
+  //   fit a block (`compact`: SMs of 100 KiB, head sizes 192-256), tiles
+  //   of 16 queries and 16 keys with each lane's lse and D in registers
+  //   (99 KiB at 256, the most sm_86/89/120 give a block).
   const bool wide = g.d > 64 || g.dv > 64, widest = wideHeads(g);
   const int64_t budget =
       ::mpc::rt::cuda::sharedBytesPerBlock(e.plan.cudaArch, 2);
@@ -175,6 +185,9 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   accumulate = splits > 0, atomic = accumulate && atomicMode;
   split = widest || (wide && !kvShared);
   TQ = pairs ? kPairQueries : accumulate && split ? 16 : 32;
+  compact = widest && compactWideGrad(g, oneBlock);
+  if (compact)
+    TQ = 16, TK = 16;
   kRows = pairs ? kPairKeys : 64 * KT;
   kThreads = pairs ? 256 : 128, kQueryRows = kThreads / 2;
   // D = rowsum(dO y) a query: computed once by the recomputing and atomic
@@ -251,7 +264,7 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   bufA = accumulate ? TQ * P : std::max(TQ * P, TK * P);
   bufB = accumulate ? TQ * PV : std::max(TQ * PV, TK * PV);
   sharedKeyBytes = pairs ? pairShared(probBuffers)
-                         : sharedFor(TQ, kvShared, kRows, accumulate);
+                         : sharedFor(TQ, kvShared, kRows, accumulate, TK, !compact);
 }
 
 std::string AttentionGrad::at(const std::string &operand,
@@ -287,9 +300,10 @@ std::string AttentionGrad::kernelHead(const std::string &kernel, bool withDq) {
     carve("pts", kRows * PS);
   if (pairs ? probBuffers == 2 : withDq)
     carve("dss", kRows * PS);
-  os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
-     << TQ << ";\n"
-     << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
+  if (!compact) // (its lanes hold their queries' lse and D)
+    os << "  float *const rowLse = (float *)(" << at << "), *const rowD = rowLse + "
+       << TQ << ";\n";
+  os << "  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;\n"
      // Heads along x, jobs along y: the GPU starts blocks in linear
      // order (x fastest), and a block's work falls as its job grows (a
      // key tile or split further right sees fewer queries; query blocks

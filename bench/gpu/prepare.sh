@@ -344,6 +344,13 @@ art=art/attention-d256-fp16-train
 "$mpc" compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_d256_train.onnx --data target=inputs/attention_d256_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_d256-fp16-train.jsonl > /dev/null)
 echo "attention_d256 fp16 $art steps=3 kernels=auto target=inputs/attention_d256_train.target.npy" >> "$work/train-manifest.txt"
+# And as built for sm_89 too (SMs of 100 KiB): the backward's compact
+# tiles (16 queries, 16 keys, lse and D in registers; 99 KiB a block)
+# beside the default's 32-row tiles (135 KiB).
+art=art/attention-d256-fp16-train-sm89
+"$mpc" compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
+cp "$work/expected/attention_d256-fp16-train.jsonl" "$work/expected/attention_d256_sm89-fp16-train.jsonl"
+echo "attention_d256_sm89 fp16 $art steps=3 kernels=auto target=inputs/attention_d256_train.target.npy" >> "$work/train-manifest.txt"
 fi
 # Causal attention at ATTN_LONG tokens (default 4096; 0: none), the top of
 # issue 14's 1k-4k range, where the CPU backend would take minutes a step:

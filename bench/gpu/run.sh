@@ -308,6 +308,7 @@ attention_rows() {
       "forward + backward, head size 128, dQ recomputed (\`--attention-dq recompute\`);${devms[attention_d128_recompute-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x128" \
       "forward + backward, head size 40 (Stable Diffusion's, computed on 48 by mpc, on 64 by FlashAttention-2);${devms[attention_d40-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x40" \
       "forward + backward, head size 256 (Gemma's);${devms[attention_d256-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x256" \
+      "forward + backward, head size 256 as built for sm_89 (the backward's 16-row tiles);${devms[attention_d256_sm89-fp16]:-n/a};sdpa-causal-fwd-bwd-2x${heads}x${seq}x256" \
       "forward + backward, grouped-query heads (4 q heads a K and V head, torch with enable_gqa);${devms[attention_gqa-fp16]:-n/a};sdpa-causal-gqa-fwd-bwd-2x$((4 * (heads / 4 > 0 ? heads / 4 : 1)))x${seq}x64" \
       "forward + backward, bf16;${devms[attention-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-$shape" \
       "forward + backward, head size 128, bf16;${devms[attention_d128-bf16]:-n/a};sdpa-causal-bf16-fwd-bwd-2x${heads}x${seq}x128"

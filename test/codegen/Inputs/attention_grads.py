@@ -72,10 +72,15 @@ CASES = {
     "softcap_causal": ((1, 2, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, False),
     "softcap_mask_d96": ((1, 1, 70, 96), (1, 1, 90, 96), (1, 1, 90, 96), 0, True),
     "softcap_d160": ((1, 1, 80, 160), (1, 1, 80, 160), (1, 1, 80, 160), 1, False),
+    # Gemma 2's global layers: head size 256, 2 q heads a K and V head,
+    # causal, a softcap; three key blocks of 64 (of 16 queries a tile
+    # where SMs have 100 KiB).
+    "gemma_d256": ((1, 2, 150, 256), (1, 1, 150, 256), (1, 1, 150, 256), 1, False),
 }
 WINDOWS = {"window_causal": (50, -1), "window_both_d96": (24, 16),
            "window_d160": (40, -1)}
-SOFTCAP = {"softcap_causal": 2.0, "softcap_mask_d96": 1.5, "softcap_d160": 2.5}
+SOFTCAP = {"softcap_causal": 2.0, "softcap_mask_d96": 1.5, "softcap_d160": 2.5,
+           "gemma_d256": 2.0}
 
 
 def make(d):
