@@ -133,14 +133,24 @@ Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead) {
   return v;
 }
 
-/// Whether `bias` is a constant causal mask for sq x skv scores.
+/// Whether `bias` is a constant causal mask for sq x skv scores, or
+/// triu(full(-inf), k) masking the same scores (torch's
+/// `torch.full((n, n), -inf).triu(1)`, as Llama-style code builds its
+/// mask: Trilu of a splat the import leaves unevaluated).
 bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
+  auto t = typeOf(bias);
+  if (!t || t.getRank() < 2 || !t.hasStaticShape() ||
+      t.getDimSize(t.getRank() - 2) != sq ||
+      t.getDimSize(t.getRank() - 1) != skv || t.getNumElements() != sq * skv)
+    return false;
+  // triu keeps j - i >= k: the masked keys j > i + skv - sq.
+  if (auto trilu = bias.getDefiningOp<TriluOp>()) {
+    std::optional<double> fill = scalarConstant(trilu.getX());
+    return fill && *fill <= -1e30 && trilu.getUpper() &&
+           static_cast<int64_t>(trilu.getK()) == skv - sq + 1;
+  }
   DenseElementsAttr attr;
   if (!matchPattern(bias, m_Constant(&attr)))
-    return false;
-  auto t = typeOf(bias);
-  if (t.getRank() < 2 || t.getDimSize(t.getRank() - 2) != sq ||
-      t.getDimSize(t.getRank() - 1) != skv || t.getNumElements() != sq * skv)
     return false;
   auto values = attr.getValues<APFloat>();
   int64_t n = 0;

@@ -261,6 +261,68 @@ func.func @positions_not_causal(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %
   return %y : tensor<2x4x8xf32>
 }
 
+// Llama-style code's mask, torch.full((n, n), -inf).triu(1) added to the
+// scores (torch exports a splat Trilu'd at run time): causal, no bias, the
+// Trilu gone; with 4 queries on 6 keys, triu(3) (ONNX's bottom-right
+// alignment) too.
+// CHECK-LABEL: func.func @triu_full_mask
+// CHECK: %[[Y:.*]], %{{.*}} = mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.250000e-01 : f32}
+// CHECK-NOT: mpc.trilu
+// CHECK: return %[[Y]]
+func.func @triu_full_mask(%q: tensor<1x2x8x64xf32>, %kt: tensor<1x2x64x8xf32>, %v: tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<1x2x8x64xf32>, tensor<1x2x64x8xf32>) -> tensor<1x2x8x8xf32>
+  %c = mpc.constant dense<8.0> : tensor<f32>
+  %d = mpc.div %s, %c : (tensor<1x2x8x8xf32>, tensor<f32>) -> tensor<1x2x8x8xf32>
+  %full = mpc.constant dense<0xFF800000> : tensor<8x8xf32>
+  %mask = mpc.trilu %full {k = 1 : i64} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %b = mpc.add %d, %mask : (tensor<1x2x8x8xf32>, tensor<8x8xf32>) -> tensor<1x2x8x8xf32>
+  %p = mpc.softmax %b : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf32>
+  %y = mpc.matmul %p, %v : (tensor<1x2x8x8xf32>, tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32>
+  return %y : tensor<1x2x8x64xf32>
+}
+// CHECK-LABEL: func.func @triu_full_mask_more_keys
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.000000e+00 : f32}
+// CHECK-NOT: mpc.trilu
+func.func @triu_full_mask_more_keys(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %s = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x6xf32>) -> tensor<2x4x6xf32>
+  %full = mpc.constant dense<-3.40282347E+38> : tensor<4x6xf32>
+  %mask = mpc.trilu %full {k = 3 : i64} : (tensor<4x6xf32>) -> tensor<4x6xf32>
+  %b = mpc.add %s, %mask : (tensor<2x4x6xf32>, tensor<4x6xf32>) -> tensor<2x4x6xf32>
+  %p = mpc.softmax %b : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x6xf32>, tensor<2x6x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// Not causal, kept as the bias: triu(0) (the diagonal masked too),
+// tril (the past masked), and a finite fill.
+// CHECK-LABEL: func.func @triu_not_causal
+// CHECK: %[[M0:.*]] = mpc.trilu %{{[0-9]+}} :
+// CHECK: %[[M1:.*]] = mpc.trilu %{{[0-9]+}} {k = -1 : i64, upper = false}
+// CHECK: %[[M2:.*]] = mpc.trilu %{{[0-9]+}} {k = 1 : i64}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[M0]] {scale = 1.000000e+00 : f32}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[M1]] {scale = 1.000000e+00 : f32}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[M2]] {scale = 1.000000e+00 : f32}
+func.func @triu_not_causal(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  %ninf = mpc.constant dense<0xFF800000> : tensor<4x4xf32>
+  %small = mpc.constant dense<-1.0e+04> : tensor<4x4xf32>
+  %m0 = mpc.trilu %ninf {k = 0 : i64} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m1 = mpc.trilu %ninf {k = -1 : i64, upper = false} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %m2 = mpc.trilu %small {k = 1 : i64} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %s0 = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %b0 = mpc.add %s0, %m0 : (tensor<2x4x4xf32>, tensor<4x4xf32>) -> tensor<2x4x4xf32>
+  %p0 = mpc.softmax %b0 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y0 = mpc.matmul %p0, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %s1 = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %b1 = mpc.add %s1, %m1 : (tensor<2x4x4xf32>, tensor<4x4xf32>) -> tensor<2x4x4xf32>
+  %p1 = mpc.softmax %b1 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y1 = mpc.matmul %p1, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %s2 = mpc.matmul %q, %kt : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  %b2 = mpc.add %s2, %m2 : (tensor<2x4x4xf32>, tensor<4x4xf32>) -> tensor<2x4x4xf32>
+  %p2 = mpc.softmax %b2 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %y2 = mpc.matmul %p2, %v : (tensor<2x4x4xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y0, %y1, %y2 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}
+
 // nn.TransformerEncoder (torch 1.13): Q divided before the product, K^T a
 // [1, 2, 0] transpose of [s, b*h, d]; K becomes its [1, 0, 2] transpose.
 // CHECK-LABEL: func.func @encoder
