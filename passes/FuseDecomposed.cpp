@@ -11,7 +11,7 @@
 //   y = n * gamma + beta  (both optional)
 //
 //   x / sqrt(mean(x^2) + eps), or            rms_norm(x, w) {axis, epsilon}
-//   x * reciprocal(sqrt(...)), then * w
+//   x * reciprocal(sqrt(...)) | x * (1 / sqrt(...)), then * w
 //
 //   x * (erf(x / sqrt(2) | x * (1/sqrt(2))) + 1) * 0.5   gelu(x)
 //   x * (tanh(sqrt(2/pi) * (x + 0.044715 * (pow(x, 3) | x * x * x))) + 1)
@@ -213,9 +213,10 @@ public:
     return true;
   }
 
-  /// x / sqrt(mean(x^2) + eps), or x * reciprocal(sqrt(...)) (torch's
-  /// rsqrt), then * weight where present: RMS normalization at `root`
-  /// (the Div or Mul by the inverse RMS).
+  /// x / sqrt(mean(x^2) + eps), or x * reciprocal(sqrt(...)) or x * (1 /
+  /// sqrt(...)) (torch's rsqrt, as its exporters write it), then * weight
+  /// where present: RMS normalization at `root` (the Div or Mul by the
+  /// inverse RMS).
   bool rmsNorm(Operation *root) {
     Value x, sqrtV;
     SmallVector<Operation *> dead{root};
@@ -225,11 +226,16 @@ public:
     } else if (auto mul = dyn_cast<MulOp>(root)) {
       for (int side = 0; side < 2 && !sqrtV; ++side) {
         Value inv = side ? mul.getA() : mul.getB();
-        auto rec = inv.getDefiningOp<ReciprocalOp>();
-        if (rec && rec->hasOneUse()) {
-          x = side ? mul.getB() : mul.getA();
+        Operation *op = inv.getDefiningOp();
+        if (!op || !op->hasOneUse())
+          continue;
+        if (auto rec = dyn_cast<ReciprocalOp>(op))
           sqrtV = rec.getX();
-          dead.push_back(rec);
+        else if (auto one = dyn_cast<DivOp>(op); one && near(splat(one.getA()), 1.0))
+          sqrtV = one.getB(); // torch's TorchScript exporter: Div(1, Sqrt)
+        if (sqrtV) {
+          x = side ? mul.getB() : mul.getA();
+          dead.push_back(op);
         }
       }
     }

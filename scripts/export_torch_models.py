@@ -188,6 +188,86 @@ class Gpt(nn.Module):
         return F.nll_loss(logp, targets.reshape(-1)), logp
 
 
+class RmsNorm(nn.Module):
+    """Llama's RMSNorm as Hugging Face writes it: x * rsqrt(mean(x^2) +
+    eps), times the weight."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self, d, heads, kv_heads, ffn):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.ln1, self.ln2 = RmsNorm(d), RmsNorm(d)
+        self.gate = nn.Linear(d, ffn, bias=False)
+        self.up = nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        q = self.q(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+        k = self.k(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        v = self.v(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        rep = self.heads // self.kv_heads  # repeat_kv
+        k = k[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
+        v = v[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
+        att = (q @ k.transpose(2, 3) / self.hd ** 0.5 + mask).softmax(-1)
+        x = x + self.o((att @ v).transpose(1, 2).reshape(b, t, d))
+        h = self.ln2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class Llama(nn.Module):
+    """A Llama-style decoder as Hugging Face's LlamaModel writes it:
+    RMSNorm (rsqrt), rotary embeddings computed from the positions
+    (rotate_half), grouped-query heads (repeat_kv), the causal mask
+    full(min).triu(1), a SwiGLU MLP; the loss is NLL of the next-token
+    log-probabilities."""
+
+    def __init__(self, vocab=128, d=64, heads=4, kv_heads=2, layers=2, ffn=172):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.layers = nn.ModuleList(LlamaLayer(d, heads, kv_heads, ffn)
+                                    for _ in range(layers))
+        self.ln = RmsNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        hd = d // heads
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, hd, 2).float() / hd),
+                             persistent=False)
+
+    def forward(self, tokens, targets):
+        t = tokens.shape[1]
+        freqs = torch.arange(t, device=tokens.device).float()[:, None] * self.inv_freq[None]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        mask = torch.full((t, t), torch.finfo(torch.float32).min, device=tokens.device).triu(1)
+        x = self.tok(tokens)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        logits = self.head(self.ln(x)).reshape(-1, self.head.out_features)
+        logp = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+        return F.nll_loss(logp, targets.reshape(-1)), logp
+
+
 class BertLayer(nn.Module):
     def __init__(self, d, heads):
         super().__init__()

@@ -220,6 +220,42 @@ func.func @rms_norm(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>) -> tensor<2x16x
   return %y : tensor<2x16x64xf32>
 }
 
+// torch's TorchScript exporter writes rsqrt as Div(1, Sqrt) (Llama's
+// RMSNorm exported by torch 1.13 and 2.x): the same op; Div(2, Sqrt) is
+// not an inverse RMS and stays.
+// CHECK-LABEL: func.func @rms_norm_one_over
+// CHECK: %[[Y:.*]], %{{.*}} = mpc.rms_norm %arg0, %arg1 {axis = 2 : i64, epsilon = 9.99999997E-7 : f32}
+// CHECK-NOT: mpc.sqrt
+// CHECK: return %[[Y]]
+func.func @rms_norm_one_over(%x: tensor<2x16x64xf32>, %w: tensor<64xf32>) -> tensor<2x16x64xf32> {
+  %two = mpc.constant dense<2.0> : tensor<f32>
+  %p = mpc.pow %x, %two : (tensor<2x16x64xf32>, tensor<f32>) -> tensor<2x16x64xf32>
+  %v = mpc.reduce_mean %p {axes = array<i64: -1>} : (tensor<2x16x64xf32>) -> tensor<2x16x1xf32>
+  %eps = mpc.constant dense<1.0e-6> : tensor<f32>
+  %e = mpc.add %v, %eps : (tensor<2x16x1xf32>, tensor<f32>) -> tensor<2x16x1xf32>
+  %s = mpc.sqrt %e : (tensor<2x16x1xf32>) -> tensor<2x16x1xf32>
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  %r = mpc.div %one, %s : (tensor<f32>, tensor<2x16x1xf32>) -> tensor<2x16x1xf32>
+  %n = mpc.mul %x, %r : (tensor<2x16x64xf32>, tensor<2x16x1xf32>) -> tensor<2x16x64xf32>
+  %y = mpc.mul %w, %n : (tensor<64xf32>, tensor<2x16x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+// CHECK-LABEL: func.func @rms_norm_two_over
+// CHECK-NOT: mpc.rms_norm
+// CHECK: mpc.sqrt
+// CHECK: return
+func.func @rms_norm_two_over(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %p = mpc.mul %x, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %v = mpc.reduce_mean %p {axes = array<i64: 1>} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %eps = mpc.constant dense<1.0e-5> : tensor<f32>
+  %e = mpc.add %v, %eps : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+  %s = mpc.sqrt %e : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %c = mpc.constant dense<2.0> : tensor<f32>
+  %r = mpc.div %c, %s : (tensor<f32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = mpc.mul %x, %r : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
 // x / sqrt(mean(x * x) + eps) without a weight: a scale of ones.
 // CHECK-LABEL: func.func @rms_norm_div
 // CHECK: mpc.rms_norm %arg0, %{{.*}} {axis = 1 : i64}
