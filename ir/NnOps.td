@@ -349,7 +349,7 @@ def Mpc_OneHotOp : Mpc_Op<"one_hot", [Pure, Mpc_InferCustom]> {
 // Position encodings
 //===----------------------------------------------------------------------===//
 
-def Mpc_RotaryOp : Mpc_Op<"rotary", [Mpc_Infer, Pure, Mpc_InferCustom]> {
+def Mpc_RotaryOp : Mpc_Op<"rotary", [Mpc_Infer, Mpc_Fp32Parameters, Pure, Mpc_InferCustom]> {
   let onnxName = "RotaryEmbedding";
   let summary = "rotary position embedding in one pass (ONNX RotaryEmbedding)";
   let description = [{
@@ -359,7 +359,8 @@ def Mpc_RotaryOp : Mpc_Op<"rotary", [Mpc_Infer, Pure, Mpc_InferCustom]> {
     head rotate in pairs - (i, i + rotary_dim/2), or (2i, 2i + 1) when
     `interleaved` - by the angle of their position: (a, b) -> (a cos - b
     sin, a sin + b cos); the rest pass through. Computed in FP32, rounded
-    once; no transposes, slices or concatenations around it. Its gradient
+    once; no transposes, slices or concatenations around it. In mixed
+    precision x takes fp16/bf16 and the tables stay FP32. Its gradient
     w.r.t. x is the same op with -sin.
 
     Example:

@@ -18,6 +18,9 @@
 //     * 0.5                                  gelu(x) {approximate = "tanh"}
 //   (either product order, 0.5 applied first or last)
 //
+//   x * cos + cat(-x2, x1) * sin             rotary(x, cos1, sin1)
+//   (rotate_half; the tables' halves equal)   (DecomposedRotary.cpp)
+//
 // Every intermediate must be used only inside the pattern; anything else
 // is left as written.
 //
@@ -25,6 +28,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/DeadOps.h"
+#include "passes/DecomposedRotary.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -418,6 +422,14 @@ struct FuseDecomposed : public mpc::impl::FuseDecomposedBase<FuseDecomposed> {
             found = changed = true;
             break;
           }
+      }
+      // Rotary embeddings: an Add at their root (a match erases only ops
+      // the Add uses, none an Add).
+      {
+        OpBuilder b(&getContext());
+        llvm::DenseMap<Value, Value> halves;
+        for (AddOp add : llvm::to_vector(f.getOps<AddOp>()))
+          changed |= fuseDecomposedRotary(b, add, halves);
       }
       // A match erases other Muls: rescan after each.
       for (bool found = true; found;) {

@@ -77,15 +77,18 @@ def FuseAttention : Pass<"mpc-fuse-attention", "::mlir::ModuleOp"> {
 }
 
 def FuseDecomposed : Pass<"mpc-fuse-decomposed", "::mlir::ModuleOp"> {
-  let summary = "Rewrite decomposed layer norm and GELU (Erf or tanh) to their ops";
+  let summary = "Rewrite decomposed layer and RMS norms, GELU (Erf or tanh) and rotary embeddings to their ops";
   let description = [{
     Exports below opset 17 spell LayerNormalization out as ReduceMean, Sub,
     Pow, ReduceMean, Add, Sqrt, Div (then Mul and Add by the affine
     parameters), and below opset 20 Gelu as Div, Erf, Add, Mul, Mul; this
     pass rebuilds `mpc.layer_norm` (FP32 statistics, one kernel, the deny
     class) and `mpc.gelu`, also from GPT-2's tanh approximation (gelu_new,
-    `{approximate = "tanh"}`). Intermediates used outside the pattern keep
-    it as written.
+    `{approximate = "tanh"}`), `mpc.rms_norm` (x / sqrt(mean(x^2) + eps),
+    also x * rsqrt as torch's exporters write it), and `mpc.rotary` from
+    Hugging Face's `q * cos + rotate_half(q) * sin` where the cos and sin
+    tables' halves are equal (`cat(freqs, freqs)`). Intermediates used
+    outside the pattern keep it as written.
 
     Before:
     ```mlir

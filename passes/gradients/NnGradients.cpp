@@ -309,10 +309,14 @@ LogicalResult rotaryGrad(Context &c, RotaryOp rot) {
   // (b, a1, a2, p) summed over the heads axis -> (b, s, p), then to the
   // cache's (batch or 1) shape.
   int64_t heads = rot.getSeqAxis() == 1 ? 2 : 1;
+  // (In mixed precision the tables stay FP32 while x is fp16/bf16.)
   auto toCache = [&](Value v, unsigned operand) {
     Value summed = c.make<ReduceSumOp>(
         v, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({heads})),
             c.b.getNamedAttr("keepdims", c.b.getBoolAttr(false))});
+    Type elem = typeOf(c.x(operand)).getElementType();
+    if (typeOf(summed).getElementType() != elem)
+      summed = c.b.create<CastOp>(c.loc, typeOf(summed).clone(elem), summed);
     return c.un(summed, operand);
   };
   c.grads[1] = toCache(c.make<AddOp>({c.make<MulOp>({g1, x1}),

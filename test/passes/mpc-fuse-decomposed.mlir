@@ -1,4 +1,5 @@
 // RUN: mpc-opt %s -mpc-fuse-decomposed | FileCheck %s
+// RUN: mpc-opt %s -mpc-fuse-decomposed --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
 
 // torch's LayerNorm below opset 17, with its affine parameters.
 // CHECK-LABEL: func.func @layer_norm
@@ -267,4 +268,95 @@ func.func @rms_norm_div(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %s = mpc.sqrt %e : (tensor<4x1xf32>) -> tensor<4x1xf32>
   %n = mpc.div %x, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
   return %n : tensor<4x8xf32>
+}
+
+// Rotary embeddings as Hugging Face's Llama writes them: q * cos +
+// rotate_half(q) * sin, rotate_half(q) = cat(-q[..., 4:], q[..., :4]),
+// the tables cat(freqs, freqs) through cos/sin and two unsqueezes. Both
+// q's and k's (operands in other orders) become mpc.rotary on the
+// tables' first halves, each half sliced once, after its table.
+// CHECK-LABEL: func.func @rotary
+// CHECK: %[[C:.*]] = mpc.reshape {{.*}} -> tensor<1x4x4xf32>
+// CHECK: %[[S:.*]] = mpc.reshape {{.*}} -> tensor<1x4x4xf32>
+// CHECK: %[[Q:.*]] = mpc.rotary %arg0, %[[C]], %[[S]] {rotary_dim = 8 : i64, seq_axis = 2 : i64}
+// CHECK: %[[K:.*]] = mpc.rotary %arg1, %[[C]], %[[S]] {rotary_dim = 8 : i64, seq_axis = 2 : i64}
+// CHECK-NOT: mpc.neg
+// CHECK: return %[[Q]], %[[K]]
+// The halves keep their tables' locations, the rotations their Adds'.
+// LOC-LABEL: func.func @rotary
+// LOC: mpc.reshape {{.*}} -> tensor<1x4x4xf32> loc("cos")
+// LOC: mpc.reshape {{.*}} -> tensor<1x4x4xf32> loc("sin")
+// LOC: mpc.rotary %arg0, {{.*}} loc("q_embed")
+// LOC: mpc.rotary %arg1, {{.*}} loc("k_embed")
+func.func @rotary(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %f: tensor<4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %emb = mpc.concat %f, %f {axis = -1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x8xf32>
+  %c0 = mpc.cos %emb : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %c1 = mpc.unsqueeze %c0 {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<1x4x8xf32>
+  %cos = mpc.unsqueeze %c1 {axes = array<i64: 1>} : (tensor<1x4x8xf32>) -> tensor<1x1x4x8xf32> loc("cos")
+  %s0 = mpc.sin %emb : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s1 = mpc.unsqueeze %s0 {axes = array<i64: 0>} : (tensor<4x8xf32>) -> tensor<1x4x8xf32>
+  %sin = mpc.unsqueeze %s1 {axes = array<i64: 1>} : (tensor<1x4x8xf32>) -> tensor<1x1x4x8xf32> loc("sin")
+  %h = mpc.constant dense<4> : tensor<1xi64>
+  %end = mpc.constant dense<9223372036854775807> : tensor<1xi64>
+  %zero = mpc.constant dense<0> : tensor<1xi64>
+  %ax = mpc.constant dense<3> : tensor<1xi64>
+  %one = mpc.constant dense<1> : tensor<1xi64>
+  %qc = mpc.mul %q, %cos : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %q2 = mpc.slice %q, %h, %end axes %ax steps %one : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %nq2 = mpc.neg %q2 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %q1 = mpc.slice %q, %zero, %h axes %ax steps %one : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %qr = mpc.concat %nq2, %q1 {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %qs = mpc.mul %qr, %sin : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %qe = mpc.add %qc, %qs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> loc("q_embed")
+  %kc = mpc.mul %cos, %k : (tensor<1x1x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %k2 = mpc.slice %k, %h, %end axes %ax steps %one : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %nk2 = mpc.neg %k2 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %k1 = mpc.slice %k, %zero, %h axes %ax steps %one : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %kr = mpc.concat %nk2, %k1 {axis = 3 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %ks = mpc.mul %sin, %kr : (tensor<1x1x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %ke = mpc.add %ks, %kc : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> loc("k_embed")
+  return %qe, %ke : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
+// Not rotary, left as written: tables whose halves differ (cat(f, g)),
+// the negation on the first half (cat(q1, -q2)), and a rotation of part
+// of the head (q[..., :2] and q[..., 2:]).
+// CHECK-LABEL: func.func @not_rotary
+// CHECK-NOT: mpc.rotary
+// CHECK: return
+func.func @not_rotary(%q: tensor<1x2x4x8xf32>, %f: tensor<4x4xf32>, %g: tensor<4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %tab = mpc.constant dense<5.000000e-01> : tensor<1x1x4x8xf32>
+  %shape = mpc.constant dense<[1, 1, 4, 8]> : tensor<4xi64>
+  %emb = mpc.concat %f, %g {axis = -1 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x8xf32>
+  %c0 = mpc.cos %emb : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %cos = mpc.reshape %c0, %shape : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<1x1x4x8xf32>
+  %s0 = mpc.sin %emb : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sin = mpc.reshape %s0, %shape : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<1x1x4x8xf32>
+  %two = mpc.constant dense<2> : tensor<1xi64>
+  %h = mpc.constant dense<4> : tensor<1xi64>
+  %end = mpc.constant dense<8> : tensor<1xi64>
+  %zero = mpc.constant dense<0> : tensor<1xi64>
+  %ax = mpc.constant dense<-1> : tensor<1xi64>
+  %a1 = mpc.slice %q, %h, %end axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %a2 = mpc.neg %a1 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %a3 = mpc.slice %q, %zero, %h axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %a4 = mpc.concat %a2, %a3 {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %a5 = mpc.mul %a4, %sin : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %a6 = mpc.mul %q, %cos : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %ya = mpc.add %a6, %a5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %b1 = mpc.slice %q, %h, %end axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %b2 = mpc.neg %b1 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %b3 = mpc.slice %q, %zero, %h axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %b4 = mpc.concat %b3, %b2 {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %b5 = mpc.mul %b4, %tab : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %b6 = mpc.mul %q, %tab : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %yb = mpc.add %b6, %b5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %c1 = mpc.slice %q, %two, %end axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x6xf32>
+  %c2 = mpc.neg %c1 : (tensor<1x2x4x6xf32>) -> tensor<1x2x4x6xf32>
+  %c3 = mpc.slice %q, %zero, %two axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x2xf32>
+  %c4 = mpc.concat %c2, %c3 {axis = -1 : i64} : (tensor<1x2x4x6xf32>, tensor<1x2x4x2xf32>) -> tensor<1x2x4x8xf32>
+  %c5 = mpc.mul %c4, %tab : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %c6 = mpc.mul %q, %tab : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %yc = mpc.add %c6, %c5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %ya, %yb, %yc : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }

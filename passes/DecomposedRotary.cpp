@@ -1,0 +1,209 @@
+//===- DecomposedRotary.cpp - rotary embeddings spelled out ---------------===//
+//
+// Hugging Face's Llama (and Mistral, Qwen, GPT-NeoX, Gemma) applies rotary
+// position embeddings as
+//
+//   q * cos + rotate_half(q) * sin,  rotate_half(q) = cat(-q2, q1)
+//
+// with cos and sin (..., seq, head) tables whose halves repeat
+// (cat(freqs, freqs)). Exported, that is two Slices, a Neg, a Concat, two
+// Muls and an Add a tensor, each a kernel and a pass over q or k in the
+// forward and more in the backward. It is mpc.rotary (ONNX
+// RotaryEmbedding, non-interleaved, over the whole head) on the tables'
+// first halves: one pass computed in FP32, its gradient the same op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/DecomposedRotary.h"
+
+#include "mlir/IR/Matchers.h"
+
+#include <optional>
+
+namespace mlir::mpc {
+
+namespace {
+
+RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+bool lastAxis(int64_t axis, int64_t rank) { return axis == -1 || axis == rank - 1; }
+
+/// The one element of a constant integer tensor.
+std::optional<int64_t> oneInt(Value v) {
+  DenseIntElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1)
+    return std::nullopt;
+  return (*attr.value_begin<APInt>()).getSExtValue();
+}
+
+/// `v` = x[..., from:to] along the last axis (step 1, bounds normalized),
+/// `v` used once.
+struct LastAxisSlice {
+  Value x;
+  int64_t from, to;
+};
+
+std::optional<LastAxisSlice> lastAxisSlice(Value v) {
+  auto s = v.getDefiningOp<SliceOp>();
+  if (!s || !v.hasOneUse() || !s.getAxes())
+    return std::nullopt;
+  auto t = typeOf(s.getData());
+  const int64_t rank = t.getRank(), n = t.getDimSize(rank - 1);
+  std::optional<int64_t> axis = oneInt(s.getAxes()), from = oneInt(s.getStarts()),
+                         to = oneInt(s.getEnds());
+  std::optional<int64_t> step = s.getSteps() ? oneInt(s.getSteps()) : 1;
+  if (!axis || !lastAxis(*axis, rank) || !from || !to || step != 1 ||
+      ShapedType::isDynamic(n))
+    return std::nullopt;
+  auto clamp = [&](int64_t i) {
+    return std::min(std::max(i < 0 ? i + n : i, int64_t(0)), n);
+  };
+  return LastAxisSlice{s.getData(), clamp(*from), clamp(*to)};
+}
+
+/// Whether the two halves of `v`'s last axis are equal: cat(f, f) on the
+/// last axis, through elementwise ops of one operand and shape ops that
+/// keep the last axis (the tables' cos, sin, [None, None], [:seq]), or a
+/// constant whose halves match.
+bool halvesEqual(Value v, int depth = 0) {
+  Operation *op = v.getDefiningOp();
+  if (!op || depth > 8)
+    return false;
+  auto t = typeOf(v);
+  const int64_t rank = t.getRank(), n = t.getDimSize(rank - 1);
+  DenseElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (!llvm::isa<FloatType>(attr.getElementType()) || n % 2)
+      return false;
+    if (attr.isSplat())
+      return true;
+    auto values = attr.getValues<APFloat>();
+    for (int64_t i = 0; i < t.getNumElements(); ++i)
+      if (i % n < n / 2 && values[i].compare(values[i + n / 2]) != APFloat::cmpEqual)
+        return false;
+    return true;
+  }
+  if (auto cat = dyn_cast<ConcatOp>(op))
+    return lastAxis((int64_t)cat.getAxis(), rank) &&
+           cat.getInputs().size() == 2 && cat.getInputs()[0] == cat.getInputs()[1];
+  if (isa<CosOp, SinOp, NegOp, CastOp>(op))
+    return halvesEqual(op->getOperand(0), depth + 1);
+  // Rows stay rows where the last axis keeps its size.
+  Value in;
+  if (auto u = dyn_cast<UnsqueezeOp>(op))
+    in = u.getX();
+  else if (auto r = dyn_cast<ReshapeOp>(op))
+    in = r.getData();
+  else if (auto s = dyn_cast<SliceOp>(op); s && s.getAxes()) {
+    DenseIntElementsAttr axes;
+    const int64_t inRank = typeOf(s.getData()).getRank();
+    if (!matchPattern(s.getAxes(), m_Constant(&axes)))
+      return false;
+    for (const APInt &a : axes.getValues<APInt>())
+      if (lastAxis(a.getSExtValue(), inRank))
+        return false;
+    in = s.getData();
+  }
+  if (!in || typeOf(in).getRank() < 1 ||
+      typeOf(in).getDimSize(typeOf(in).getRank() - 1) != n)
+    return false;
+  return halvesEqual(in, depth + 1);
+}
+
+/// A constant 1-D i64 tensor.
+Value i64s(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(t, values));
+}
+
+} // namespace
+
+bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
+                          llvm::DenseMap<Value, Value> &halves) {
+  for (int order = 0; order < 2; ++order) {
+    Value direct = order ? add.getB() : add.getA(),
+          rotated = order ? add.getA() : add.getB();
+    auto mc = direct.getDefiningOp<MulOp>(), ms = rotated.getDefiningOp<MulOp>();
+    if (!mc || !ms || !direct.hasOneUse() || !rotated.hasOneUse())
+      continue;
+    for (int side = 0; side < 2; ++side) {
+      Value half = side ? ms.getB() : ms.getA(), sin = side ? ms.getA() : ms.getB();
+      auto cat = half.getDefiningOp<ConcatOp>();
+      if (!cat || !half.hasOneUse() || cat.getInputs().size() != 2)
+        continue;
+      auto neg = cat.getInputs()[0].getDefiningOp<NegOp>();
+      if (!neg || !cat.getInputs()[0].hasOneUse())
+        continue;
+      auto second = lastAxisSlice(neg.getX()), first = lastAxisSlice(cat.getInputs()[1]);
+      if (!second || !first || second->x != first->x)
+        continue;
+      Value x = first->x;
+      auto xt = typeOf(x);
+      if (xt.getRank() != 4 || !xt.hasStaticShape())
+        continue;
+      const int64_t n = xt.getDimSize(3), h = n / 2;
+      if (n % 2 || !lastAxis((int64_t)cat.getAxis(), 4) || first->from != 0 || first->to != h ||
+          second->from != h || second->to != n || typeOf(add) != xt)
+        continue;
+      Value cos = mc.getA() == x ? mc.getB() : mc.getB() == x ? mc.getA() : Value();
+      if (!cos || typeOf(cos).getShape() != typeOf(sin).getShape() ||
+          !halvesEqual(cos) || !halvesEqual(sin))
+        continue;
+      // The tables against x's (batch, d1, d2, head), leading 1s added:
+      // (c0, 1, seq, head) with x (batch, heads, seq, head), or (c0, seq,
+      // 1, head) with x (batch, seq, heads, head); c0 is 1 or the batch.
+      SmallVector<int64_t> c(typeOf(cos).getShape());
+      if (c.size() > 4 || c.empty() || c.back() != n)
+        continue;
+      c.insert(c.begin(), 4 - c.size(), 1);
+      int64_t seqAxis = c[1] == 1 && c[2] == xt.getDimSize(2)   ? 2
+                        : c[2] == 1 && c[1] == xt.getDimSize(1) ? 1
+                                                                : 0;
+      if (!seqAxis || (c[0] != 1 && c[0] != xt.getDimSize(0)))
+        continue;
+      const int64_t seq = xt.getDimSize(seqAxis);
+      Location loc = add.getLoc();
+      // The tables' first halves as (c0, seq, head / 2), once a table.
+      auto firstHalf = [&](Value table) -> Value {
+        if (Value known = halves.lookup(table))
+          return known;
+        b.setInsertionPointAfterValue(table);
+        Location at = table.getLoc();
+        const int64_t last = typeOf(table).getRank() - 1;
+        auto s = createInferred(
+            b, at, SliceOp::getOperationName(),
+            {table, i64s(b, at, {0}), i64s(b, at, {h}), i64s(b, at, {last}),
+             i64s(b, at, {1})},
+            {b.getNamedAttr("operandSegmentSizes",
+                            b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))});
+        if (failed(s))
+          return Value();
+        return halves[table] = reshapeTo(b, at, (*s)->getResult(0), {c[0], seq, h});
+      };
+      Value cosHalf = firstHalf(cos), sinHalf = firstHalf(sin);
+      b.setInsertionPoint(add);
+      auto rot = cosHalf && sinHalf
+                     ? createInferred(
+                           b, loc, RotaryOp::getOperationName(), {x, cosHalf, sinHalf},
+                           {b.getNamedAttr("seq_axis", b.getI64IntegerAttr(seqAxis)),
+                            b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(n))})
+                     : FailureOr<Operation *>(failure());
+      if (failed(rot))
+        return false; // (the slices built, unused, go with the dead ops)
+      add.getResult().replaceAllUsesWith((*rot)->getResult(0));
+      Operation *sliceSecond = neg.getX().getDefiningOp(),
+                *sliceFirst = cat.getInputs()[1].getDefiningOp();
+      for (Operation *dead : {add.getOperation(), ms.getOperation(), mc.getOperation(),
+                              cat.getOperation(), neg.getOperation(), sliceSecond,
+                              sliceFirst})
+        if (dead->use_empty())
+          dead->erase();
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace mlir::mpc
