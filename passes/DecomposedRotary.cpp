@@ -184,21 +184,42 @@ bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
       };
       Value cosHalf = firstHalf(cos), sinHalf = firstHalf(sin);
       b.setInsertionPoint(add);
+      // x = transpose(heads, seq) of the projection's (batch, seq, heads,
+      // head), used only here: rotate before it (seq_axis 1), so that the
+      // transpose meets attention, which reads heads in place.
+      Value in = x;
+      int64_t axis = seqAxis;
+      auto tr = x.getDefiningOp<TransposeOp>();
+      if (tr && seqAxis == 2 && tr.getPerm() && *tr.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3} &&
+          llvm::all_of(x.getUsers(), [&](Operation *u) {
+            return u == mc || u == neg.getX().getDefiningOp() ||
+                   u == cat.getInputs()[1].getDefiningOp();
+          }))
+        in = tr.getX(), axis = 1;
       auto rot = cosHalf && sinHalf
                      ? createInferred(
-                           b, loc, RotaryOp::getOperationName(), {x, cosHalf, sinHalf},
-                           {b.getNamedAttr("seq_axis", b.getI64IntegerAttr(seqAxis)),
+                           b, loc, RotaryOp::getOperationName(), {in, cosHalf, sinHalf},
+                           {b.getNamedAttr("seq_axis", b.getI64IntegerAttr(axis)),
                             b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(n))})
                      : FailureOr<Operation *>(failure());
       if (failed(rot))
         return false; // (the slices built, unused, go with the dead ops)
-      add.getResult().replaceAllUsesWith((*rot)->getResult(0));
+      Value y = (*rot)->getResult(0);
+      if (in != x) {
+        auto moved = createInferred(b, tr.getLoc(), TransposeOp::getOperationName(), {y},
+                                    {b.getNamedAttr("perm", tr.getPermAttr())});
+        if (failed(moved))
+          return false;
+        y = (*moved)->getResult(0);
+      }
+      add.getResult().replaceAllUsesWith(y);
       Operation *sliceSecond = neg.getX().getDefiningOp(),
                 *sliceFirst = cat.getInputs()[1].getDefiningOp();
+      Operation *moved = in != x ? tr.getOperation() : nullptr;
       for (Operation *dead : {add.getOperation(), ms.getOperation(), mc.getOperation(),
                               cat.getOperation(), neg.getOperation(), sliceSecond,
-                              sliceFirst})
-        if (dead->use_empty())
+                              sliceFirst, moved})
+        if (dead && dead->use_empty())
           dead->erase();
       return true;
     }

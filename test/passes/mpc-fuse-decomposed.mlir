@@ -318,6 +318,42 @@ func.func @rotary(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %f: tensor<4
   return %qe, %ke : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }
 
+// q the heads transpose of the projection's (batch, seq, heads, head):
+// the rotation moves before it (seq_axis 1) so the transpose meets
+// attention, which reads heads in place; where the transposed q has
+// another user the rotation stays after it.
+// CHECK-LABEL: func.func @rotary_before_transpose
+// CHECK: %[[R:.*]] = mpc.rotary %arg0, %{{.*}}, %{{.*}} {rotary_dim = 8 : i64, seq_axis = 1 : i64} : (tensor<1x4x2x8xf32>
+// CHECK: %[[Q:.*]] = mpc.transpose %[[R]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[T:.*]] = mpc.transpose %arg1
+// CHECK: %[[K:.*]] = mpc.rotary %[[T]], %{{.*}}, %{{.*}} {rotary_dim = 8 : i64, seq_axis = 2 : i64}
+// CHECK: return %[[Q]], %[[K]], %[[T]]
+func.func @rotary_before_transpose(%qp: tensor<1x4x2x8xf32>, %kp: tensor<1x4x2x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %cos = mpc.constant dense<5.000000e-01> : tensor<1x1x4x8xf32>
+  %sin = mpc.constant dense<2.500000e-01> : tensor<1x1x4x8xf32>
+  %h = mpc.constant dense<4> : tensor<1xi64>
+  %end = mpc.constant dense<8> : tensor<1xi64>
+  %zero = mpc.constant dense<0> : tensor<1xi64>
+  %ax = mpc.constant dense<-1> : tensor<1xi64>
+  %q = mpc.transpose %qp {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x8xf32>) -> tensor<1x2x4x8xf32>
+  %q2 = mpc.slice %q, %h, %end axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %nq2 = mpc.neg %q2 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %q1 = mpc.slice %q, %zero, %h axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %qr = mpc.concat %nq2, %q1 {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %qs = mpc.mul %qr, %sin : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %qc = mpc.mul %q, %cos : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %qe = mpc.add %qc, %qs : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %k = mpc.transpose %kp {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x8xf32>) -> tensor<1x2x4x8xf32>
+  %k2 = mpc.slice %k, %h, %end axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %nk2 = mpc.neg %k2 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %k1 = mpc.slice %k, %zero, %h axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %kr = mpc.concat %nk2, %k1 {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %ks = mpc.mul %kr, %sin : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %kc = mpc.mul %k, %cos : (tensor<1x2x4x8xf32>, tensor<1x1x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %ke = mpc.add %kc, %ks : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %qe, %ke, %k : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
 // Not rotary, left as written: tables whose halves differ (cat(f, g)),
 // the negation on the first half (cat(q1, -q2)), and a rotation of part
 // of the head (q[..., :2] and q[..., 2:]).
