@@ -190,15 +190,16 @@ class Gpt(nn.Module):
 
 class RmsNorm(nn.Module):
     """Llama's RMSNorm as Hugging Face writes it: x * rsqrt(mean(x^2) +
-    eps), times the weight."""
+    eps), times the weight (Gemma's: times 1 + the weight, zero-initialized)."""
 
-    def __init__(self, d, eps=1e-6):
+    def __init__(self, d, eps=1e-6, offset=False):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(d))
-        self.eps = eps
+        self.weight = nn.Parameter(torch.zeros(d) if offset else torch.ones(d))
+        self.eps, self.offset = eps, offset
 
     def forward(self, x):
-        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+        n = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return n * (1.0 + self.weight) if self.offset else self.weight * n
 
 
 def rotate_half(x):
@@ -207,14 +208,15 @@ def rotate_half(x):
 
 
 class LlamaLayer(nn.Module):
-    def __init__(self, d, heads, kv_heads, ffn):
+    def __init__(self, d, heads, kv_heads, ffn, gemma=False):
         super().__init__()
         self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.gemma = gemma
         self.q = nn.Linear(d, d, bias=False)
         self.k = nn.Linear(d, kv_heads * self.hd, bias=False)
         self.v = nn.Linear(d, kv_heads * self.hd, bias=False)
         self.o = nn.Linear(d, d, bias=False)
-        self.ln1, self.ln2 = RmsNorm(d), RmsNorm(d)
+        self.ln1, self.ln2 = RmsNorm(d, offset=gemma), RmsNorm(d, offset=gemma)
         self.gate = nn.Linear(d, ffn, bias=False)
         self.up = nn.Linear(d, ffn, bias=False)
         self.down = nn.Linear(ffn, d, bias=False)
@@ -230,10 +232,14 @@ class LlamaLayer(nn.Module):
         rep = self.heads // self.kv_heads  # repeat_kv
         k = k[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
         v = v[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
-        att = (q @ k.transpose(2, 3) / self.hd ** 0.5 + mask).softmax(-1)
+        att = q @ k.transpose(2, 3) / self.hd ** 0.5
+        if self.gemma:  # Gemma 2's attention logit softcap
+            att = torch.tanh(att / 50.0) * 50.0
+        att = (att + mask).softmax(-1)
         x = x + self.o((att @ v).transpose(1, 2).reshape(b, t, d))
         h = self.ln2(x)
-        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+        act = F.gelu(self.gate(h), approximate="tanh") if self.gemma else F.silu(self.gate(h))
+        return x + self.down(act * self.up(h))
 
 
 class Llama(nn.Module):
@@ -241,14 +247,17 @@ class Llama(nn.Module):
     RMSNorm (rsqrt), rotary embeddings computed from the positions
     (rotate_half), grouped-query heads (repeat_kv), the causal mask
     full(min).triu(1), a SwiGLU MLP; the loss is NLL of the next-token
-    log-probabilities."""
+    log-probabilities. `gemma`: Gemma 2's variations (RMSNorm times 1 +
+    weight, the attention logits' softcap tanh(s / 50) 50, GeGLU with
+    tanh GELU)."""
 
-    def __init__(self, vocab=128, d=64, heads=4, kv_heads=2, layers=2, ffn=172):
+    def __init__(self, vocab=128, d=64, heads=4, kv_heads=2, layers=2, ffn=172,
+                 gemma=False):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList(LlamaLayer(d, heads, kv_heads, ffn)
+        self.layers = nn.ModuleList(LlamaLayer(d, heads, kv_heads, ffn, gemma)
                                     for _ in range(layers))
-        self.ln = RmsNorm(d)
+        self.ln = RmsNorm(d, offset=gemma)
         self.head = nn.Linear(d, vocab, bias=False)
         hd = d // heads
         self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, hd, 2).float() / hd),
