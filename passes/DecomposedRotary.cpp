@@ -112,6 +112,40 @@ bool halvesEqual(Value v, int depth = 0) {
   return halvesEqual(in, depth + 1);
 }
 
+/// rotary(x, cos, sin) at `b`'s point: the value replacing the pattern,
+/// or null. Where x is the heads transpose (0, 2, 1, 3) of the
+/// projection's (batch, seq, heads, head) and only the pattern's ops
+/// (`inPattern`) read it, the rotation runs before it (seq_axis 1) and
+/// the transpose after, so that the transpose meets attention, which
+/// reads heads in place; `moved` is then the old transpose.
+Value buildRotary(OpBuilder &b, Location loc, Value x, Value cos, Value sin,
+                  int64_t seqAxis, int64_t rotaryDim,
+                  llvm::function_ref<bool(Operation *)> inPattern,
+                  Operation *&moved) {
+  moved = nullptr;
+  Value in = x;
+  auto tr = x.getDefiningOp<TransposeOp>();
+  if (tr && seqAxis == 2 && tr.getPerm() &&
+      *tr.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3} &&
+      llvm::all_of(x.getUsers(), inPattern))
+    in = tr.getX(), seqAxis = 1;
+  auto rot = createInferred(
+      b, loc, RotaryOp::getOperationName(), {in, cos, sin},
+      {b.getNamedAttr("seq_axis", b.getI64IntegerAttr(seqAxis)),
+       b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(rotaryDim))});
+  if (failed(rot))
+    return Value();
+  if (in == x)
+    return (*rot)->getResult(0);
+  auto back = createInferred(b, tr.getLoc(), TransposeOp::getOperationName(),
+                             {(*rot)->getResult(0)},
+                             {b.getNamedAttr("perm", tr.getPermAttr())});
+  if (failed(back))
+    return Value();
+  moved = tr;
+  return (*back)->getResult(0);
+}
+
 /// A constant 1-D i64 tensor.
 Value i64s(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
   auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
@@ -184,38 +218,18 @@ bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
       };
       Value cosHalf = firstHalf(cos), sinHalf = firstHalf(sin);
       b.setInsertionPoint(add);
-      // x = transpose(heads, seq) of the projection's (batch, seq, heads,
-      // head), used only here: rotate before it (seq_axis 1), so that the
-      // transpose meets attention, which reads heads in place.
-      Value in = x;
-      int64_t axis = seqAxis;
-      auto tr = x.getDefiningOp<TransposeOp>();
-      if (tr && seqAxis == 2 && tr.getPerm() && *tr.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3} &&
-          llvm::all_of(x.getUsers(), [&](Operation *u) {
-            return u == mc || u == neg.getX().getDefiningOp() ||
-                   u == cat.getInputs()[1].getDefiningOp();
-          }))
-        in = tr.getX(), axis = 1;
-      auto rot = cosHalf && sinHalf
-                     ? createInferred(
-                           b, loc, RotaryOp::getOperationName(), {in, cosHalf, sinHalf},
-                           {b.getNamedAttr("seq_axis", b.getI64IntegerAttr(axis)),
-                            b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(n))})
-                     : FailureOr<Operation *>(failure());
-      if (failed(rot))
-        return false; // (the slices built, unused, go with the dead ops)
-      Value y = (*rot)->getResult(0);
-      if (in != x) {
-        auto moved = createInferred(b, tr.getLoc(), TransposeOp::getOperationName(), {y},
-                                    {b.getNamedAttr("perm", tr.getPermAttr())});
-        if (failed(moved))
-          return false;
-        y = (*moved)->getResult(0);
-      }
-      add.getResult().replaceAllUsesWith(y);
       Operation *sliceSecond = neg.getX().getDefiningOp(),
-                *sliceFirst = cat.getInputs()[1].getDefiningOp();
-      Operation *moved = in != x ? tr.getOperation() : nullptr;
+                *sliceFirst = cat.getInputs()[1].getDefiningOp(), *moved = nullptr;
+      Value y = cosHalf && sinHalf
+                    ? buildRotary(b, loc, x, cosHalf, sinHalf, seqAxis, n,
+                                  [&](Operation *u) {
+                                    return u == mc || u == sliceSecond || u == sliceFirst;
+                                  },
+                                  moved)
+                    : Value();
+      if (!y)
+        return false; // (the halves built, unused, go with the dead ops)
+      add.getResult().replaceAllUsesWith(y);
       for (Operation *dead : {add.getOperation(), ms.getOperation(), mc.getOperation(),
                               cat.getOperation(), neg.getOperation(), sliceSecond,
                               sliceFirst, moved})
@@ -225,6 +239,36 @@ bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
     }
   }
   return false;
+}
+
+bool fusePartialRotary(OpBuilder &b, ConcatOp cat) {
+  auto inputs = cat.getInputs();
+  if (inputs.size() != 2 || typeOf(cat).getRank() != 4 ||
+      !lastAxis((int64_t)cat.getAxis(), 4) || !inputs[0].hasOneUse())
+    return false;
+  auto rot = inputs[0].getDefiningOp<RotaryOp>();
+  if (!rot || rot.getInterleaved())
+    return false;
+  const int64_t r = (int64_t)rot.getRotaryDim();
+  auto first = lastAxisSlice(rot.getX()), rest = lastAxisSlice(inputs[1]);
+  if (!first || !rest || first->x != rest->x || first->from != 0 || first->to != r ||
+      typeOf(rot.getX()).getDimSize(3) != r || rest->from != r ||
+      rest->to != typeOf(rest->x).getDimSize(3) || typeOf(rest->x) != typeOf(cat))
+    return false;
+  b.setInsertionPoint(cat);
+  Operation *sliceRot = rot.getX().getDefiningOp(),
+            *slicePass = inputs[1].getDefiningOp(), *moved = nullptr;
+  Value whole = buildRotary(
+      b, cat.getLoc(), first->x, rot.getCos(), rot.getSin(), (int64_t)rot.getSeqAxis(),
+      r, [&](Operation *u) { return u == sliceRot || u == slicePass; }, moved);
+  if (!whole)
+    return false;
+  cat.getResult().replaceAllUsesWith(whole);
+  for (Operation *dead :
+       {cat.getOperation(), rot.getOperation(), sliceRot, slicePass, moved})
+    if (dead && dead->use_empty())
+      dead->erase();
+  return true;
 }
 
 } // namespace mlir::mpc

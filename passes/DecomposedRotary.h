@@ -22,6 +22,11 @@ namespace mlir::mpc {
 bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
                           llvm::DenseMap<Value, Value> &halves);
 
+/// Rewrites `cat` = cat(rotary(x[..., :r]), x[..., r:]) (GPT-NeoX's, Phi's
+/// and StableLM's partial rotary, once fuseDecomposedRotary has made its
+/// rotation one op) to rotary(x) {rotary_dim = r}; false where it is not.
+bool fusePartialRotary(OpBuilder &b, ConcatOp cat);
+
 } // namespace mlir::mpc
 
 #endif // MPC_PASSES_DECOMPOSEDROTARY_H

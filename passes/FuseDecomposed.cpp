@@ -20,6 +20,7 @@
 //
 //   x * cos + cat(-x2, x1) * sin             rotary(x, cos1, sin1)
 //   (rotate_half; the tables' halves equal)   (DecomposedRotary.cpp)
+//   cat(rotary(x[..., :r]), x[..., r:])       rotary(x) {rotary_dim = r}
 //
 // Every intermediate must be used only inside the pattern; anything else
 // is left as written.
@@ -430,6 +431,8 @@ struct FuseDecomposed : public mpc::impl::FuseDecomposedBase<FuseDecomposed> {
         llvm::DenseMap<Value, Value> halves;
         for (AddOp add : llvm::to_vector(f.getOps<AddOp>()))
           changed |= fuseDecomposedRotary(b, add, halves);
+        for (ConcatOp cat : llvm::to_vector(f.getOps<ConcatOp>()))
+          changed |= fusePartialRotary(b, cat);
       }
       // A match erases other Muls: rescan after each.
       for (bool found = true; found;) {

@@ -208,10 +208,10 @@ def rotate_half(x):
 
 
 class LlamaLayer(nn.Module):
-    def __init__(self, d, heads, kv_heads, ffn, gemma=False):
+    def __init__(self, d, heads, kv_heads, ffn, gemma=False, rotary_dims=None):
         super().__init__()
         self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
-        self.gemma = gemma
+        self.gemma, self.rd = gemma, rotary_dims or d // heads
         self.q = nn.Linear(d, d, bias=False)
         self.k = nn.Linear(d, kv_heads * self.hd, bias=False)
         self.v = nn.Linear(d, kv_heads * self.hd, bias=False)
@@ -227,8 +227,12 @@ class LlamaLayer(nn.Module):
         q = self.q(h).view(b, t, self.heads, self.hd).transpose(1, 2)
         k = self.k(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
         v = self.v(h).view(b, t, self.kv_heads, self.hd).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        rope = lambda z: z * cos + rotate_half(z) * sin
+        if self.rd < self.hd:  # GPT-NeoX's partial rotary: the rest passes
+            q = torch.cat((rope(q[..., :self.rd]), q[..., self.rd:]), dim=-1)
+            k = torch.cat((rope(k[..., :self.rd]), k[..., self.rd:]), dim=-1)
+        else:
+            q, k = rope(q), rope(k)
         rep = self.heads // self.kv_heads  # repeat_kv
         k = k[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
         v = v[:, :, None].expand(b, self.kv_heads, rep, t, self.hd).reshape(b, self.heads, t, self.hd)
@@ -249,17 +253,18 @@ class Llama(nn.Module):
     full(min).triu(1), a SwiGLU MLP; the loss is NLL of the next-token
     log-probabilities. `gemma`: Gemma 2's variations (RMSNorm times 1 +
     weight, the attention logits' softcap tanh(s / 50) 50, GeGLU with
-    tanh GELU)."""
+    tanh GELU); `rotary_dims`: GPT-NeoX's partial rotary (the first
+    rotary_dims of each head rotate, the rest pass)."""
 
     def __init__(self, vocab=128, d=64, heads=4, kv_heads=2, layers=2, ffn=172,
-                 gemma=False):
+                 gemma=False, rotary_dims=None):
         super().__init__()
         self.tok = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList(LlamaLayer(d, heads, kv_heads, ffn, gemma)
+        self.layers = nn.ModuleList(LlamaLayer(d, heads, kv_heads, ffn, gemma, rotary_dims)
                                     for _ in range(layers))
         self.ln = RmsNorm(d, offset=gemma)
         self.head = nn.Linear(d, vocab, bias=False)
-        hd = d // heads
+        hd = rotary_dims or d // heads
         self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, hd, 2).float() / hd),
                              persistent=False)
 

@@ -354,6 +354,46 @@ func.func @rotary_before_transpose(%qp: tensor<1x4x2x8xf32>, %kp: tensor<1x4x2x8
   return %qe, %ke, %k : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }
 
+// GPT-NeoX's partial rotary: the first 4 of each head's 8 rotate,
+// cat(rope(q[..., :4]), q[..., 4:]): one mpc.rotary over the whole head
+// with rotary_dim 4 (the rest passes through it); a pass-through taken
+// from another tensor stays a concat.
+// CHECK-LABEL: func.func @partial_rotary
+// CHECK: %[[Y:.*]] = mpc.rotary %arg0, %{{.*}}, %{{.*}} {rotary_dim = 4 : i64, seq_axis = 2 : i64} : (tensor<1x2x4x8xf32>
+// CHECK: %[[R:.*]] = mpc.rotary %{{.*}} {rotary_dim = 4 : i64, seq_axis = 2 : i64} : (tensor<1x2x4x4xf32>
+// CHECK: %[[Z:.*]] = mpc.concat %[[R]], %{{.*}}
+// CHECK: return %[[Y]], %[[Z]]
+func.func @partial_rotary(%q: tensor<1x2x4x8xf32>, %other: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %cos = mpc.constant dense<5.000000e-01> : tensor<1x1x4x4xf32>
+  %sin = mpc.constant dense<2.500000e-01> : tensor<1x1x4x4xf32>
+  %two = mpc.constant dense<2> : tensor<1xi64>
+  %four = mpc.constant dense<4> : tensor<1xi64>
+  %end = mpc.constant dense<8> : tensor<1xi64>
+  %zero = mpc.constant dense<0> : tensor<1xi64>
+  %ax = mpc.constant dense<-1> : tensor<1xi64>
+  %qr = mpc.slice %q, %zero, %four axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %qp = mpc.slice %q, %four, %end axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %a2 = mpc.slice %qr, %two, %four axes %ax : (tensor<1x2x4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x2xf32>
+  %na2 = mpc.neg %a2 : (tensor<1x2x4x2xf32>) -> tensor<1x2x4x2xf32>
+  %a1 = mpc.slice %qr, %zero, %two axes %ax : (tensor<1x2x4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x2xf32>
+  %ar = mpc.concat %na2, %a1 {axis = -1 : i64} : (tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>) -> tensor<1x2x4x4xf32>
+  %as = mpc.mul %ar, %sin : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %ac = mpc.mul %qr, %cos : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %rope = mpc.add %ac, %as : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %y = mpc.concat %rope, %qp {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  %or = mpc.slice %other, %zero, %four axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %op = mpc.slice %q, %four, %end axes %ax : (tensor<1x2x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x4xf32>
+  %b2 = mpc.slice %or, %two, %four axes %ax : (tensor<1x2x4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x2xf32>
+  %nb2 = mpc.neg %b2 : (tensor<1x2x4x2xf32>) -> tensor<1x2x4x2xf32>
+  %b1 = mpc.slice %or, %zero, %two axes %ax : (tensor<1x2x4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x2x4x2xf32>
+  %br = mpc.concat %nb2, %b1 {axis = -1 : i64} : (tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>) -> tensor<1x2x4x4xf32>
+  %bs = mpc.mul %br, %sin : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %bc = mpc.mul %or, %cos : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %brope = mpc.add %bc, %bs : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %z = mpc.concat %brope, %op {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x8xf32>
+  return %y, %z : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
 // Not rotary, left as written: tables whose halves differ (cat(f, g)),
 // the negation on the first half (cat(q1, -q2)), and a rotation of part
 // of the head (q[..., :2] and q[..., 2:]).
