@@ -289,8 +289,19 @@ LogicalResult batchNormTrainGrad(Context &c, BatchNormTrainOp bn) {
 /// results are dropped).
 LogicalResult rotaryGrad(Context &c, RotaryOp rot) {
   NamedAttrList attrs(rot->getAttrDictionary());
-  c.grads[0] = c.make<RotaryOp>({c.g, rot.getCos(), c.make<NegOp>(rot.getSin())},
-                                attrs.getAttrs());
+  // -sin once for every rotation sharing the table (a Llama's q and k in
+  // every layer): the backward emits later rotations' gradients first, so
+  // an earlier -sin of the same table in this block comes before this one.
+  Value negSin;
+  Block *here = c.b.getInsertionBlock();
+  for (Operation *u : rot.getSin().getUsers())
+    if (isa<NegOp>(u) && u->getBlock() == here &&
+        (c.b.getInsertionPoint() == here->end() ||
+         u->isBeforeInBlock(&*c.b.getInsertionPoint())))
+      negSin = u->getResult(0);
+  if (!negSin)
+    negSin = c.make<NegOp>(rot.getSin());
+  c.grads[0] = c.make<RotaryOp>({c.g, rot.getCos(), negSin}, attrs.getAttrs());
   int64_t R = rot.getRotaryDim(), half = R / 2;
   bool inter = rot.getInterleaved();
   // The two elements of every pair along the head axis (3), as views.
