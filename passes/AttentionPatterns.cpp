@@ -133,22 +133,101 @@ Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead) {
   return v;
 }
 
-/// Whether `bias` is a constant causal mask for sq x skv scores, or
-/// triu(full(-inf), k) masking the same scores (torch's
-/// `torch.full((n, n), -inf).triu(1)`, as Llama-style code builds its
-/// mask: Trilu of a splat the import leaves unevaluated).
-bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
-  auto t = typeOf(bias);
-  if (!t || t.getRank() < 2 || !t.hasStaticShape() ||
-      t.getDimSize(t.getRank() - 2) != sq ||
-      t.getDimSize(t.getRank() - 1) != skv || t.getNumElements() != sq * skv)
-    return false;
-  // triu keeps j - i >= k: the masked keys j > i + skv - sq.
-  if (auto trilu = bias.getDefiningOp<TriluOp>()) {
-    std::optional<double> fill = scalarConstant(trilu.getX());
-    return fill && *fill <= -1e30 && trilu.getUpper() &&
-           static_cast<int64_t>(trilu.getK()) == skv - sq + 1;
+namespace {
+
+/// Whether `v` is a mask for sq x skv scores (leading 1s allowed).
+bool scoresShaped(Value v, int64_t sq, int64_t skv) {
+  auto t = typeOf(v);
+  return t && t.getRank() >= 2 && t.hasStaticShape() &&
+         t.getDimSize(t.getRank() - 2) == sq &&
+         t.getDimSize(t.getRank() - 1) == skv && t.getNumElements() == sq * skv;
+}
+
+/// Bounds on a key's diff = i + offset - j that mpc.attention's band can
+/// say: lo 0 (causal) or below (a right window), hi 0 or above (a left
+/// window); a missing one is unbounded.
+std::optional<Band> bandOf(int64_t offset, std::optional<int64_t> lo,
+                           std::optional<int64_t> hi) {
+  if ((lo && *lo > 0) || (hi && *hi < 0) || (lo && hi && *lo > *hi))
+    return std::nullopt;
+  Band band;
+  band.offset = offset;
+  band.causal = lo && *lo == 0;
+  if (lo && *lo < 0)
+    band.right = -*lo;
+  if (hi)
+    band.left = *hi;
+  return band;
+}
+
+std::optional<int64_t> lowOf(const Band &b) {
+  return b.causal ? std::optional<int64_t>(0)
+                  : b.right >= 0 ? std::optional<int64_t>(-b.right) : std::nullopt;
+}
+std::optional<int64_t> highOf(const Band &b) {
+  return b.left >= 0 ? std::optional<int64_t>(b.left) : std::nullopt;
+}
+
+} // namespace
+
+/// The band of Trilus over a splat, as model code builds masks in torch
+/// (the import leaves them unevaluated): torch.full((n, n), -inf).triu(1)
+/// (Llama's causal mask; tril(-w) a left window), or log(ones.tril(0)
+/// .triu(-w)) (Mistral's sliding window in Hugging Face 4.34-4.36). The
+/// Trilus keep a range of d = j - i; diff = i + (skv - sq) - j.
+std::optional<Band> triluBand(Value bias, int64_t sq, int64_t skv) {
+  if (!scoresShaped(bias, sq, skv))
+    return std::nullopt;
+  Value v = bias;
+  bool logOf = false;
+  if (auto log = v.getDefiningOp<LogOp>())
+    v = log.getX(), logOf = true;
+  std::optional<int64_t> dLo, dHi; // the kept d
+  int trilus = 0;
+  for (auto trilu = v.getDefiningOp<TriluOp>(); trilu;
+       trilu = v.getDefiningOp<TriluOp>(), ++trilus) {
+    const int64_t k = static_cast<int64_t>(trilu.getK());
+    if (trilu.getUpper())
+      dLo = std::max(dLo.value_or(k), k);
+    else
+      dHi = std::min(dHi.value_or(k), k);
+    v = trilu.getX();
   }
+  std::optional<double> fill = trilus ? scalarConstant(v) : std::nullopt;
+  const int64_t off = skv - sq;
+  std::optional<int64_t> lo, hi;
+  if (logOf && fill && *fill == 1.0) { // log: 0 where kept, -inf elsewhere
+    if (dHi)
+      lo = off - *dHi;
+    if (dLo)
+      hi = off - *dLo;
+  } else if (!logOf && fill && *fill <= -1e30 && (bool)dLo != (bool)dHi) {
+    // -inf where kept: the rest of one side is what a query sees.
+    if (dLo)
+      lo = off - (*dLo - 1);
+    else
+      hi = off - (*dHi + 1);
+  } else {
+    return std::nullopt;
+  }
+  return bandOf(off, lo, hi);
+}
+
+std::optional<Band> mergeBands(const Band &a, const Band &b) {
+  if (a.offset != b.offset)
+    return std::nullopt;
+  std::optional<int64_t> lo = lowOf(a), hi = highOf(a);
+  if (auto l = lowOf(b))
+    lo = std::max(lo.value_or(*l), *l);
+  if (auto h = highOf(b))
+    hi = std::min(hi.value_or(*h), *h);
+  return bandOf(a.offset, lo, hi);
+}
+
+/// Whether `bias` is a constant causal mask for sq x skv scores.
+bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
+  if (!scoresShaped(bias, sq, skv))
+    return false;
   DenseElementsAttr attr;
   if (!matchPattern(bias, m_Constant(&attr)))
     return false;

@@ -42,6 +42,11 @@ struct Band {
 /// The band of the causal and sliding-window bias ONNX Attention's import
 /// builds (positionBias), where `bias` is one.
 std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv);
+/// The band of Trilus over a splat (-inf, or ones under a Log) as torch
+/// model code builds causal and sliding-window masks, where `bias` is one.
+std::optional<Band> triluBand(Value bias, int64_t sq, int64_t skv);
+/// The band both `a` and `b` allow, where mpc.attention can say it.
+std::optional<Band> mergeBands(const Band &a, const Band &b);
 /// x and `rep` where `v` repeats each head of x `rep` times in place
 /// (grouped-query K and V as ONNX Attention's import and repeat_kv write
 /// them).

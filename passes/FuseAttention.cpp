@@ -266,8 +266,9 @@ public:
       bias = bias ? make<AddOp>(loc, {bias, term}) : term;
     }
     // The terms of the bias that are positional masks (a causal constant,
-    // the import's causal and window bias) become the band; the others
-    // (attn_mask, padding) stay the bias.
+    // the import's causal and window bias, torch code's Trilus) become
+    // the band, merged where several; the others (attn_mask, padding)
+    // stay the bias.
     std::optional<Band> band;
     if (bias && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic) {
       SmallVector<Value> terms{bias}, kept;
@@ -279,13 +280,15 @@ public:
           terms.append({add.getA(), add.getB()});
           continue;
         }
-        std::optional<Band> found;
+        std::optional<Band> found, merged;
         if (isCausalConstant(term, sq, skv))
           found = Band{skv - sq, true, -1, -1};
-        else
-          found = positionBand(term, sq, skv);
+        else if (!(found = positionBand(term, sq, skv)))
+          found = triluBand(term, sq, skv);
         if (found && !band)
           band = found;
+        else if (found && (merged = mergeBands(*band, *found)))
+          band = merged; // (torch's triu(1) + tril(-w): causal and a window)
         else
           kept.push_back(term);
       }

@@ -254,11 +254,13 @@ class Llama(nn.Module):
     log-probabilities. `gemma`: Gemma 2's variations (RMSNorm times 1 +
     weight, the attention logits' softcap tanh(s / 50) 50, GeGLU with
     tanh GELU); `rotary_dims`: GPT-NeoX's partial rotary (the first
-    rotary_dims of each head rotate, the rest pass)."""
+    rotary_dims of each head rotate, the rest pass); `window`: Mistral's
+    sliding window (each query sees itself and `window` keys before)."""
 
     def __init__(self, vocab=128, d=64, heads=4, kv_heads=2, layers=2, ffn=172,
-                 gemma=False, rotary_dims=None):
+                 gemma=False, rotary_dims=None, window=None):
         super().__init__()
+        self.window = window
         self.tok = nn.Embedding(vocab, d)
         self.layers = nn.ModuleList(LlamaLayer(d, heads, kv_heads, ffn, gemma, rotary_dims)
                                     for _ in range(layers))
@@ -273,7 +275,11 @@ class Llama(nn.Module):
         freqs = torch.arange(t, device=tokens.device).float()[:, None] * self.inv_freq[None]
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos()[None, None], emb.sin()[None, None]
-        mask = torch.full((t, t), torch.finfo(torch.float32).min, device=tokens.device).triu(1)
+        if self.window:  # Mistral's sliding window as Hugging Face 4.34-4.36 built it
+            ones = torch.ones(t, t, device=tokens.device)
+            mask = torch.log(torch.triu(torch.tril(ones, diagonal=0), diagonal=-self.window))
+        else:
+            mask = torch.full((t, t), torch.finfo(torch.float32).min, device=tokens.device).triu(1)
         x = self.tok(tokens)
         for layer in self.layers:
             x = layer(x, cos, sin, mask)

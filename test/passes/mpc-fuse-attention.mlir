@@ -293,14 +293,49 @@ func.func @triu_full_mask_more_keys(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32
   return %y : tensor<2x4x8xf32>
 }
 
-// Not causal, kept as the bias: triu(0) (the diagonal masked too),
-// tril (the past masked), and a finite fill.
+// Sliding windows as torch code builds them: Mistral's in Hugging Face
+// 4.34-4.36, log(ones.tril(0).triu(-3)) (0 on the band, -inf off it), and
+// triu(full(-inf), 1) + tril(full(-inf), -4): both causal with a left
+// window of 3, no bias; two -inf Trilus nested mask a band's inside,
+// which no band says: kept.
+// CHECK-LABEL: func.func @trilu_windows
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.000000e+00 : f32, window_left = 3 : i64}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.000000e+00 : f32, window_left = 3 : i64}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %{{.*}} {scale = 1.000000e+00 : f32}
+func.func @trilu_windows(%q: tensor<2x8x8xf32>, %kt: tensor<2x8x8xf32>, %v: tensor<2x8x8xf32>) -> (tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) {
+  %ones = mpc.constant dense<1.0> : tensor<8x8xf32>
+  %low = mpc.trilu %ones {k = 0 : i64, upper = false} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %band = mpc.trilu %low {k = -3 : i64} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m0 = mpc.log %band : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %s0 = mpc.matmul %q, %kt : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %b0 = mpc.add %s0, %m0 : (tensor<2x8x8xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
+  %p0 = mpc.softmax %b0 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %y0 = mpc.matmul %p0, %v : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<8x8xf32>
+  %future = mpc.trilu %ninf {k = 1 : i64} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %far = mpc.trilu %ninf {k = -4 : i64, upper = false} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m1 = mpc.add %future, %far : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %s1 = mpc.matmul %q, %kt : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %b1 = mpc.add %s1, %m1 : (tensor<2x8x8xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
+  %p1 = mpc.softmax %b1 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %y1 = mpc.matmul %p1, %v : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %in1 = mpc.trilu %ninf {k = -3 : i64} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m2 = mpc.trilu %in1 {k = 0 : i64, upper = false} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+  %s2 = mpc.matmul %q, %kt : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %b2 = mpc.add %s2, %m2 : (tensor<2x8x8xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
+  %p2 = mpc.softmax %b2 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %y2 = mpc.matmul %p2, %v : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  return %y0, %y1, %y2 : tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>
+}
+
+// Kept as the bias: triu(0) (the diagonal masked too: strictly earlier
+// keys, which the band cannot say) and a finite fill; tril(-1) of -inf
+// (the past masked) is the band of keys at or after the query.
 // CHECK-LABEL: func.func @triu_not_causal
 // CHECK: %[[M0:.*]] = mpc.trilu %{{[0-9]+}} :
-// CHECK: %[[M1:.*]] = mpc.trilu %{{[0-9]+}} {k = -1 : i64, upper = false}
 // CHECK: %[[M2:.*]] = mpc.trilu %{{[0-9]+}} {k = 1 : i64}
 // CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[M0]] {scale = 1.000000e+00 : f32}
-// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[M1]] {scale = 1.000000e+00 : f32}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {scale = 1.000000e+00 : f32, window_left = 0 : i64}
 // CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %[[M2]] {scale = 1.000000e+00 : f32}
 func.func @triu_not_causal(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x4xf32>, %v: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
   %ninf = mpc.constant dense<0xFF800000> : tensor<4x4xf32>
