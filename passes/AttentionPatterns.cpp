@@ -224,23 +224,45 @@ std::optional<Band> mergeBands(const Band &a, const Band &b) {
   return bandOf(a.offset, lo, hi);
 }
 
-/// Whether `bias` is a constant causal mask for sq x skv scores.
-bool isCausalConstant(Value bias, int64_t sq, int64_t skv) {
-  if (!scoresShaped(bias, sq, skv))
-    return false;
-  DenseElementsAttr attr;
-  if (!matchPattern(bias, m_Constant(&attr)))
-    return false;
-  auto values = attr.getValues<APFloat>();
-  int64_t n = 0;
-  for (int64_t i = 0; i < sq; ++i)
-    for (int64_t j = 0; j < skv; ++j, ++n) {
-      double x = values[attr.isSplat() ? 0 : n].convertToDouble();
-      bool allowed = j <= i + skv - sq;
-      if (allowed ? x != 0.0 : !(x <= -1e30))
-        return false;
+/// The band a query-by-key visibility describes, where one does: every
+/// row's visible keys one run [a_i, b_i] (or none) that the band's bounds
+/// on diff = i + (skv - sq) - j give.
+std::optional<Band> bandOfVisible(int64_t sq, int64_t skv,
+                                  llvm::function_ref<bool(int64_t, int64_t)> seen) {
+  const int64_t off = skv - sq;
+  std::optional<int64_t> lo, hi;
+  SmallVector<std::pair<int64_t, int64_t>> runs; // [a, b], a > b when empty
+  for (int64_t i = 0; i < sq; ++i) {
+    int64_t a = 0;
+    while (a < skv && !seen(i, a))
+      ++a;
+    int64_t b = a;
+    while (b + 1 < skv && seen(i, b + 1))
+      ++b;
+    for (int64_t j = b + 1; j < skv; ++j)
+      if (seen(i, j))
+        return std::nullopt; // two runs
+    if (a == skv) {
+      runs.push_back({1, 0});
+      continue;
     }
-  return true;
+    runs.push_back({a, b});
+    if (b < skv - 1)
+      lo = i + off - b;
+    if (a > 0)
+      hi = i + off - a;
+  }
+  std::optional<Band> band = bandOf(off, lo, hi);
+  if (!band)
+    return std::nullopt;
+  for (int64_t i = 0; i < sq; ++i) { // the band gives each row its run
+    int64_t a = std::max<int64_t>(0, hi ? i + off - *hi : 0),
+            b = std::min<int64_t>(skv - 1, lo ? i + off - *lo : skv - 1);
+    bool empty = a > b, wasEmpty = runs[i].first > runs[i].second;
+    if (empty != wasEmpty || (!empty && runs[i] != std::make_pair(a, b)))
+      return std::nullopt;
+  }
+  return band;
 }
 
 /// The band of the causal and sliding-window bias mpc's ONNX Attention

@@ -28,8 +28,6 @@ std::optional<SmallVector<bool>> boolConstant(Value v);
 /// `v * c` or `v / c` with c a scalar constant and `v` used once: the
 /// other operand, `scale` multiplied; otherwise `v` itself.
 Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead);
-/// Whether `bias` is a constant causal mask for sq x skv scores.
-bool isCausalConstant(Value bias, int64_t sq, int64_t skv);
 
 /// The positional mask of mpc.attention: `causal`, windows (-1: none)
 /// and the offset they count from (runtime/AttentionBand.h).
@@ -39,6 +37,15 @@ struct Band {
   int64_t left = -1, right = -1;
 };
 
+/// The band a query-by-key visibility `seen(i, j)` describes, where one
+/// does (every row's keys one run the band's bounds give).
+std::optional<Band> bandOfVisible(int64_t sq, int64_t skv,
+                                  llvm::function_ref<bool(int64_t, int64_t)> seen);
+/// The band of a mask computed from constants (MaskBand.cpp: additive 0 /
+/// -inf, where() of conditions, Trilu, integer and boolean arithmetic, as
+/// Hugging Face's causal and sliding-window masks export), broadcast over
+/// batch and heads, where it describes one.
+std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv);
 /// The band of the causal and sliding-window bias ONNX Attention's import
 /// builds (positionBias), where `bias` is one.
 std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv);

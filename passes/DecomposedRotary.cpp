@@ -65,8 +65,9 @@ std::optional<LastAxisSlice> lastAxisSlice(Value v) {
 
 /// Whether the two halves of `v`'s last axis are equal: cat(f, f) on the
 /// last axis, through elementwise ops of one operand and shape ops that
-/// keep the last axis (the tables' cos, sin, [None, None], [:seq]), or a
-/// constant whose halves match.
+/// keep the last axis (the tables' cos, sin, [None, None], [:seq], and
+/// Hugging Face's cos_cached[position_ids]), or a constant whose halves
+/// match.
 bool halvesEqual(Value v, int depth = 0) {
   Operation *op = v.getDefiningOp();
   if (!op || depth > 8)
@@ -96,6 +97,10 @@ bool halvesEqual(Value v, int depth = 0) {
     in = u.getX();
   else if (auto r = dyn_cast<ReshapeOp>(op))
     in = r.getData();
+  else if (auto g = dyn_cast<GatherOp>(op); // rows of the table by position
+           g && typeOf(g.getData()).getRank() >= 2 &&
+           !lastAxis((int64_t)g.getAxis(), typeOf(g.getData()).getRank()))
+    in = g.getData();
   else if (auto s = dyn_cast<SliceOp>(op); s && s.getAxes()) {
     DenseIntElementsAttr axes;
     const int64_t inRank = typeOf(s.getData()).getRank();

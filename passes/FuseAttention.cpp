@@ -281,10 +281,9 @@ public:
           continue;
         }
         std::optional<Band> found, merged;
-        if (isCausalConstant(term, sq, skv))
-          found = Band{skv - sq, true, -1, -1};
-        else if (!(found = positionBand(term, sq, skv)))
-          found = triluBand(term, sq, skv);
+        if (!(found = positionBand(term, sq, skv)) &&
+            !(found = triluBand(term, sq, skv)))
+          found = constantBand(term, sq, skv);
         if (found && !band)
           band = found;
         else if (found && (merged = mergeBands(*band, *found)))
