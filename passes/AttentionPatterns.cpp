@@ -36,8 +36,8 @@ std::optional<SmallVector<double>> floatConstant(Value v, int64_t rows,
 
 /// The value of a scalar (or splat) float constant, or of a scalar
 /// expression over constants the importer leaves unfolded (torch divides
-/// by pow(cast(head size), 0.5)), evaluated in FP32 as the CPU backend
-/// would.
+/// by pow(cast(head size), 0.5), Hugging Face's GPT-2 by pow(...) + 0),
+/// evaluated in FP32 as the CPU backend would.
 std::optional<double> scalarConstant(Value v, int depth) {
   if (!v || depth > 4)
     return std::nullopt;
@@ -67,6 +67,16 @@ std::optional<double> scalarConstant(Value v, int depth) {
   if (isa<PowOp>(op))
     if (auto x = arg(0), y = arg(1); x && y)
       return (double)std::pow((float)*x, (float)*y);
+  // (Hugging Face's GPT-2 divides by torch.full([], size ** 0.5), which
+  // exports as pow(...) + 0.)
+  if (isa<AddOp, SubOp, MulOp, DivOp>(op))
+    if (auto x = arg(0), y = arg(1); x && y) {
+      float a = (float)*x, b = (float)*y;
+      return (double)(isa<AddOp>(op)   ? a + b
+                      : isa<SubOp>(op) ? a - b
+                      : isa<MulOp>(op) ? a * b
+                                       : a / b);
+    }
   return std::nullopt;
 }
 

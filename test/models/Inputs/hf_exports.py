@@ -1,6 +1,7 @@
-"""Writes the Hugging Face exports hf-exports.test reads: a tiny
-LlamaForCausalLM and MistralForCausalLM (transformers 4.36.2, eager
-attention, random weights, seed 0) exported by torch 1.13's TorchScript
+"""Writes the Hugging Face exports hf-exports.test reads: tiny
+LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel (no dropout) and
+GPTNeoXForCausalLM (transformers 4.36.2, eager attention, random
+weights, seed 0) exported by torch 1.13's TorchScript
 exporter in training mode (opset 17) with their loss, a batch of token
 ids, and torch's gradient of the loss for every parameter (an .npz,
 names as the ONNX initializers). Committed: the suite does not install
@@ -16,8 +17,9 @@ import sys
 
 import numpy as np
 import torch
-from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig,
-                          MistralForCausalLM)
+from transformers import (GPT2Config, GPT2LMHeadModel, GPTNeoXConfig,
+                          GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
+                          MistralConfig, MistralForCausalLM)
 
 out = sys.argv[1]
 small = dict(vocab_size=32, hidden_size=32, intermediate_size=64,
@@ -34,8 +36,15 @@ class WithLoss(torch.nn.Module):
         return self.m(input_ids=ids, labels=labels, use_cache=False).loss
 
 
+neox = dict(vocab_size=32, hidden_size=32, intermediate_size=64,
+            num_hidden_layers=2, num_attention_heads=4, rotary_pct=0.25,
+            max_position_embeddings=32)
 for kind, make in (("llama", lambda: LlamaForCausalLM(LlamaConfig(**small))),
-                   ("mistral", lambda: MistralForCausalLM(MistralConfig(sliding_window=5, **small)))):
+                   ("mistral", lambda: MistralForCausalLM(MistralConfig(sliding_window=5, **small))),
+                   ("gpt2", lambda: GPT2LMHeadModel(GPT2Config(
+                       vocab_size=32, n_positions=32, n_embd=32, n_layer=2, n_head=4,
+                       attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0))),
+                   ("neox", lambda: GPTNeoXForCausalLM(GPTNeoXConfig(**neox)))):
     torch.manual_seed(0)
     model = WithLoss(make())
     model.m.config._attn_implementation = "eager"
