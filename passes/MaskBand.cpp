@@ -79,11 +79,27 @@ std::optional<Element> elementsOf(Value v, int64_t sq, int64_t skv, int depth) {
   if (!op)
     return std::nullopt;
   auto arg = [&](unsigned n) { return elementsOf(op->getOperand(n), sq, skv, depth + 1); };
-  if (isa<UnsqueezeOp, ReshapeOp, ExpandOp>(op)) // (leading 1s only)
+  // Expand broadcasts as the elementwise ops do (aligned on the last
+  // axes). An Unsqueeze or Reshape keeps the elements' order but may move
+  // a vector from columns to rows (arange(n).view(n, 1)): element (i, j)
+  // reads the operand's element of the same flat index.
+  if (isa<ExpandOp>(op))
     return arg(0);
+  if (isa<UnsqueezeOp, ReshapeOp>(op)) {
+    auto in = broadcast(typeOf(op->getOperand(0)), sq, skv);
+    auto x = arg(0);
+    if (!in || !x || in->first * in->second != rows * cols)
+      return std::nullopt;
+    if (*in == *shape)
+      return x;
+    return Element([x = *x, at, inCols = in->second](int64_t i, int64_t j) {
+      const int64_t k = at(i, j);
+      return x(k / inCols, k % inCols);
+    });
+  }
   if (auto trilu = dyn_cast<TriluOp>(op)) {
     auto x = arg(0);
-    if (!x)
+    if (!x || rows != sq || cols != skv) // (its i and j: the scores')
       return std::nullopt;
     const int64_t k = static_cast<int64_t>(trilu.getK());
     const bool upper = trilu.getUpper();

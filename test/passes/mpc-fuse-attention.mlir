@@ -328,6 +328,42 @@ func.func @trilu_windows(%q: tensor<2x8x8xf32>, %kt: tensor<2x8x8xf32>, %v: tens
   return %y0, %y1, %y2 : tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>
 }
 
+// Hugging Face's causal mask before torch folds it:
+// mask_cond < (mask_cond + 1).view(n, 1) over arange(n), where() 0 else
+// min, broadcast to the batch; evaluated element by element (the view
+// moves the column vector to rows): causal, no bias. With view(1, n)
+// (the same vector kept as columns) the condition is j < j + 1,
+// everything seen: no band, no bias.
+// CHECK-LABEL: func.func @hf_causal_unfolded
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.000000e+00 : f32}
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {scale = 1.000000e+00 : f32}
+func.func @hf_causal_unfolded(%q: tensor<2x8x8xf32>, %kt: tensor<2x8x8xf32>, %v: tensor<2x8x8xf32>) -> (tensor<2x8x8xf32>, tensor<2x8x8xf32>) {
+  %cond = mpc.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi64>
+  %one = mpc.constant dense<1> : tensor<i64>
+  %next = mpc.add %cond, %one : (tensor<8xi64>, tensor<i64>) -> tensor<8xi64>
+  %rows = mpc.constant dense<[8, 1]> : tensor<2xi64>
+  %col = mpc.reshape %next, %rows : (tensor<8xi64>, tensor<2xi64>) -> tensor<8x1xi64>
+  %lt = mpc.less %cond, %col : (tensor<8xi64>, tensor<8x1xi64>) -> tensor<8x8xi1>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %min = mpc.constant dense<-3.40282347E+38> : tensor<8x8xf32>
+  %m0 = mpc.where %lt, %zero, %min : (tensor<8x8xi1>, tensor<f32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %bshape = mpc.constant dense<[2, 8, 8]> : tensor<3xi64>
+  %mb = mpc.expand %m0, %bshape : (tensor<8x8xf32>, tensor<3xi64>) -> tensor<2x8x8xf32>
+  %s0 = mpc.matmul %q, %kt : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %b0 = mpc.add %s0, %mb : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %p0 = mpc.softmax %b0 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %y0 = mpc.matmul %p0, %v : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %cols = mpc.constant dense<[1, 8]> : tensor<2xi64>
+  %row = mpc.reshape %next, %cols : (tensor<8xi64>, tensor<2xi64>) -> tensor<1x8xi64>
+  %lt1 = mpc.less %cond, %row : (tensor<8xi64>, tensor<1x8xi64>) -> tensor<1x8xi1>
+  %m1 = mpc.where %lt1, %zero, %min : (tensor<1x8xi1>, tensor<f32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %s1 = mpc.matmul %q, %kt : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %b1 = mpc.add %s1, %m1 : (tensor<2x8x8xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
+  %p1 = mpc.softmax %b1 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %y1 = mpc.matmul %p1, %v : (tensor<2x8x8xf32>, tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  return %y0, %y1 : tensor<2x8x8xf32>, tensor<2x8x8xf32>
+}
+
 // Kept as the bias: triu(0) (the diagonal masked too: strictly earlier
 // keys, which the band cannot say) and a finite fill; tril(-1) of -inf
 // (the past masked) is the band of keys at or after the query.
