@@ -18,8 +18,10 @@
 # 8192 fp16; causal attention at ATTN_SEQ (default 1024) tokens checked
 # against the CPU backend and at ATTN_LONG (default 4096, 0: none) checked
 # on the GPU machine. MODELS (default "mlp rescnn transformer bert unet
-# gpt resnet18 resnet50"; bert: Hugging Face's form, separate query, key
-# and value Linears; none: no models) and
+# gpt llama resnet18 resnet50"; bert: Hugging Face's form, separate query,
+# key and value Linears; llama: a Llama-style decoder as Hugging Face
+# writes it, RMSNorm, rotary, grouped-query heads, SwiGLU; none: no
+# models) and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
@@ -29,7 +31,7 @@ mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
-models=${MODELS:-mlp rescnn transformer bert unet gpt resnet18 resnet50}
+models=${MODELS:-mlp rescnn transformer bert unet gpt llama resnet18 resnet50}
 [[ $models == none ]] && models= # attention alone (with GEMM=0 GAN=0 ROWS=0)
 work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
@@ -60,6 +62,8 @@ if "unet" in wanted:
     zoo.export(zoo.WithCrossEntropy(zoo.UNet(ch=16)), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/unet.onnx", 17)
 if "gpt" in wanted:
     zoo.export(zoo.Gpt(gelu="tanh"), (tok(4), tok(4)), (["tokens", "targets"], ["loss", "logp"]), f"{out}/gpt.onnx", 17, training=True)
+if "llama" in wanted:
+    zoo.export(zoo.Llama(), (tok(4), tok(4)), (["tokens", "targets"], ["loss", "logp"]), f"{out}/llama.onnx", 17, training=True)
 for name in ("resnet18", "resnet50"):
     if name in wanted:
         import torchvision
@@ -86,9 +90,10 @@ for name, inp in shapes.items():
 # ResNet-50 reads ResNet-18's images.
 inputs.make(work, "resnet18.x.npy", 18, "normal", (batch, 3, 64, 64), np.float32)
 np.save(f"{work}/inputs/resnet18.labels.npy", rng.integers(0, 10, batch))
-# The decoder reads tokens and predicts the next ones (its targets).
-for k in ("tokens", "targets"):
-    np.save(f"{work}/inputs/gpt.{k}.npy", rng.integers(0, 128, (batch, 16)))
+# The decoders read tokens and predict the next ones (their targets).
+for m in ("gpt", "llama"):
+    for k in ("tokens", "targets"):
+        np.save(f"{work}/inputs/{m}.{k}.npy", rng.integers(0, 128, (batch, 16)))
 # One 4096x4096x4096 fp16 MatMul: the GEMM alone (cuBLASLt or mpc's kernel).
 n = 4096
 g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"], name="gemm")], "gemm",
@@ -102,7 +107,7 @@ PY
 : > "$work/rows-manifest.txt"
 for m in $models; do
   x=x y=labels # the decoder's inputs: tokens and next tokens
-  [[ $m == gpt ]] && x=tokens y=targets
+  [[ $m == gpt || $m == llama ]] && x=tokens y=targets
   seed=() n=$steps # the ResNets: weights as seeds, fewer reference steps
   [[ $m == resnet* ]] && seed=(--weights seed:0) && n=$((steps < 5 ? steps : 5))
   for p in fp32 fp16 bf16; do
@@ -110,7 +115,7 @@ for m in $models; do
     [[ $m == bert && $p == fp32 ]] && continue
     # bf16: train steps of issue 17's five models, against torch's bf16
     # autocast; on the libraries only (run.sh: kernels=auto).
-    [[ $p == bf16 && ! $m =~ ^(mlp|bert|gpt|resnet18|resnet50)$ ]] && continue
+    [[ $p == bf16 && ! $m =~ ^(mlp|bert|gpt|llama|resnet18|resnet50)$ ]] && continue
     # From fresh weights a ResNet's fp16 gradients overflow at 65536 for
     # the first steps (every one of 5 skipped): start lower, on both sides.
     ls=()

@@ -91,6 +91,7 @@ models = {
     "transformer": (zoo.Encoder(), torch.randint(0, 100, (b, 16))),
     "bert": (zoo.Bert(), torch.randint(0, 100, (b, 16))),
     "gpt": (zoo.Gpt(gelu="tanh"), torch.randint(0, 128, (b, 16))),
+    "llama": (zoo.Llama(), torch.randint(0, 128, (b, 16))),
 }
 try:  # torchvision's ResNets at prepare.sh's 64x64 images
     import torchvision
@@ -102,7 +103,7 @@ except ImportError:
 
 
 def loss_fn(name, model, x):
-    if name == "gpt":  # its own loss over next-token targets
+    if name in ("gpt", "llama"):  # their own loss over next-token targets
         y = torch.randint(0, 128, (b, 16), device=dev)
         return lambda: model(x, y)[0]
     y = torch.randint(0, 10, (b,), device=dev)
