@@ -89,6 +89,13 @@ mlir::Type elementTypeOf(int32_t onnxType, mlir::MLIRContext *ctx);
 /// "FLOAT", "DOUBLE"...
 std::string dataTypeName(int32_t onnxType);
 
+/// Node `idx` of `graph` as a FLOAT Constant where it is a float64 one
+/// that only Casts to FLOAT read (`users`: the nodes reading it), with the
+/// values those Casts make (TensorReader.cpp); nullopt otherwise.
+std::optional<onnx::NodeProto>
+narrowedDoubleConstant(const onnx::GraphProto &graph, int idx,
+                       const std::vector<int> &users);
+
 /// Reads a TensorProto (inline or external data) into an elements attribute.
 mlir::FailureOr<mlir::DenseElementsAttr>
 readTensor(const onnx::TensorProto &tensor, mlir::MLIRContext *ctx,

@@ -1,4 +1,9 @@
 //===- TensorReader.cpp - ONNX TensorProto -> DenseElementsAttr -----------===//
+//
+// Also the one float64 form the importer takes: a Constant only Casts to
+// FLOAT read (narrowedDoubleConstant).
+//
+//===----------------------------------------------------------------------===//
 
 #include "frontend/ImporterImpl.h"
 #include "frontend/ModelLoader.h"
@@ -144,6 +149,51 @@ FailureOr<DenseElementsAttr> readTensor(const onnx::TensorProto &t,
                              bits.size() * 2));
   }
   }
+}
+
+/// A Constant of float64 (which mpc does not compute in) that only Casts
+/// to FLOAT read, as a FLOAT constant: the same values those Casts make
+/// (torch exports such scalars: GPT-NeoX's rotary embedding). Others stay
+/// refused by the importer.
+std::optional<onnx::NodeProto>
+narrowedDoubleConstant(const onnx::GraphProto &graph, int idx,
+                       const std::vector<int> &users) {
+  const onnx::NodeProto &node = graph.node(idx);
+  if (node.op_type() != "Constant" || !(node.domain().empty() || node.domain() == "ai.onnx") ||
+      node.attribute_size() != 1 || node.attribute(0).name() != "value" ||
+      node.attribute(0).t().data_type() != onnx::TensorProto::DOUBLE ||
+      node.attribute(0).t().data_location() == onnx::TensorProto::EXTERNAL ||
+      users.empty())
+    return std::nullopt;
+  for (const auto &out : graph.output())
+    if (out.name() == node.output(0))
+      return std::nullopt;
+  for (int u : users) {
+    const onnx::NodeProto &cast = graph.node(u);
+    bool toFloat = false;
+    if (cast.op_type() == "Cast")
+      for (const auto &a : cast.attribute())
+        if (a.name() == "to")
+          toFloat = a.i() == onnx::TensorProto::FLOAT;
+    if (!toFloat)
+      return std::nullopt;
+  }
+  const onnx::TensorProto &t = node.attribute(0).t();
+  std::vector<double> values(t.double_data().begin(), t.double_data().end());
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() % 8)
+      return std::nullopt;
+    values.resize(t.raw_data().size() / 8);
+    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
+  }
+  onnx::NodeProto copy = node;
+  onnx::TensorProto *f = copy.mutable_attribute(0)->mutable_t();
+  f->clear_raw_data();
+  f->clear_double_data();
+  f->set_data_type(onnx::TensorProto::FLOAT);
+  for (double v : values)
+    f->add_float_data((float)v);
+  return copy;
 }
 
 } // namespace mlir::mpc::importer
