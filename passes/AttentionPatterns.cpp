@@ -184,7 +184,9 @@ std::optional<int64_t> highOf(const Band &b) {
 /// (the import leaves them unevaluated): torch.full((n, n), -inf).triu(1)
 /// (Llama's causal mask; tril(-w) a left window), or log(ones.tril(0)
 /// .triu(-w)) (Mistral's sliding window in Hugging Face 4.34-4.36). The
-/// Trilus keep a range of d = j - i; diff = i + (skv - sq) - j.
+/// Trilus keep a range of d = j - i; diff = i + (skv - sq) - j. Read from
+/// the ops alone, so at any length (constantBand evaluates masks up to
+/// 64M scores).
 std::optional<Band> triluBand(Value bias, int64_t sq, int64_t skv) {
   if (!scoresShaped(bias, sq, skv))
     return std::nullopt;
@@ -331,21 +333,12 @@ std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv) {
   for (int64_t j = 0; j < skv; ++j)
     if ((*cols)[j] != (double)j)
       return std::nullopt;
-  Band band;
-  band.offset = (int64_t)offset;
-  // Bounds mpc.attention expresses: a lower one of 0 (causal) or below
-  // (a right window), an upper one of 0 or above (a left window).
-  if (lo && (!integral(*lo) || *lo > 0))
+  if ((lo && !integral(*lo)) || (hi && !integral(*hi)))
     return std::nullopt;
-  if (hi && (!integral(*hi) || *hi < 0))
-    return std::nullopt;
-  if (lo && *lo == 0)
-    band.causal = true;
-  else if (lo)
-    band.right = (int64_t)-*lo;
-  if (hi)
-    band.left = (int64_t)*hi;
-  return band;
+  auto bound = [](std::optional<double> x) {
+    return x ? std::optional<int64_t>((int64_t)*x) : std::nullopt;
+  };
+  return bandOf((int64_t)offset, bound(lo), bound(hi));
 }
 
 /// x and `rep` where `v` repeats each head of x (... x H x S x D) `rep`
