@@ -277,6 +277,33 @@ bool Emitter::poolGrad(Step &s, const std::string &name) {
   return true;
 }
 
+/// CumSum: a thread per line along `axis`, summed in order as the CPU
+/// backend sums (floats in FP64, stored rounded; integers exactly), so
+/// both give the same values (Bloom's ALiBi positions are a cumsum of
+/// the attention mask).
+bool Emitter::cumSum(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
+  AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
+  bool exclusive = s.getInt("exclusive", 0), reverse = s.getInt("reverse", 0);
+  bool fl = isFloat(x.dtype);
+  std::string j = reverse ? "(" + std::to_string(sp.dim - 1) + "LL - j)" : "j";
+  std::string step = "base + " + j + " * " + std::to_string(sp.inner) + "LL";
+  std::string read = fl ? "(double)ld(in0, i)" : "(i64)in0[i]";
+  std::string write = fl ? std::string("st(out0, i, (float)acc);")
+                         : "out0[i] = (" + std::string(ctype(y.dtype)) + ")acc;";
+  cu << header(s, name, 256) << " {\n  i64 t = global_index();\n  if (t >= "
+     << sp.outer * sp.inner << "LL) return;\n  i64 base = (t / " << sp.inner
+     << "LL) * " << sp.dim * sp.inner << "LL + t % " << sp.inner << "LL;\n  "
+     << (fl ? "double" : "i64") << " acc = 0;\n  for (i64 j = 0; j < "
+     << sp.dim << "LL; ++j) {\n    i64 i = " << step << ";\n"
+     << (exclusive ? "    " + write + "\n    acc += " + read + ";\n"
+                   : "    acc += " + read + ";\n    " + write + "\n")
+     << "  }\n}\n\n";
+  launch1d(s, name, sp.outer * sp.inner);
+  return true;
+}
+
 void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::Softmax, &Emitter::softmax);
   t.emit(OpId::LogSoftmax, &Emitter::softmax);
@@ -287,7 +314,7 @@ void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::AveragePool, &Emitter::pool);
   t.emit(OpId::MaxPoolGrad, &Emitter::poolGrad);
   t.emit(OpId::AveragePoolGrad, &Emitter::poolGrad);
-  t.unsupported(OpId::CumSum);
+  t.emit(OpId::CumSum, &Emitter::cumSum);
 }
 
 } // namespace mlir::mpc::cuda

@@ -19,12 +19,15 @@ def Mpc_GradientOpInterface : OpInterface<"GradientOpInterface"> {
         Given the gradients of the op's results (null where a result has
         none), builds at `b`'s insertion point the gradients of its
         operands into `operandGrads` (sized to the operands, null where no
-        gradient flows, e.g. integer labels). Fails with a diagnostic on
-        the op for forms without a rule.
+        gradient flows, e.g. integer labels). `wanted` says which operands
+        depend on what is differentiated: a rule may skip the others'
+        (work only they need, such as attention's bias gradient). Fails
+        with a diagnostic on the op for forms without a rule.
       }],
       "::llvm::LogicalResult", "buildGradients",
       (ins "::mlir::OpBuilder &":$b,
            "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::ArrayRef<bool>":$wanted,
            "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
   ];
 }

@@ -34,16 +34,15 @@ std::optional<SmallVector<double>> floatConstant(Value v, int64_t rows,
 
 } // namespace
 
-/// The value of a scalar (or splat) float constant, or of a scalar
-/// expression over constants the importer leaves unfolded (torch divides
-/// by pow(cast(head size), 0.5), Hugging Face's GPT-2 by pow(...) + 0),
-/// evaluated in FP32 as the CPU backend would.
+/// The value of a scalar (or splat) float constant, or of an elementwise
+/// expression over such constants the importer leaves unfolded (torch
+/// divides by pow(cast(head size), 0.5), Hugging Face's GPT-2 by
+/// pow(...) + 0, GPT-NeoX's baddbmm adds zeros * beta), evaluated in FP32
+/// as the CPU backend would.
 std::optional<double> scalarConstant(Value v, int depth) {
   if (!v || depth > 4)
     return std::nullopt;
   auto t = typeOf(v);
-  if (t.getNumElements() != 1 && !matchPattern(v, m_Constant()))
-    return std::nullopt;
   DenseElementsAttr attr;
   if (matchPattern(v, m_Constant(&attr))) {
     if (!attr.isSplat())
@@ -393,6 +392,32 @@ softcapOf(Value v, SmallVectorImpl<Operation *> &dead) {
     return std::nullopt;
   dead.append({mul, tanh, div});
   return std::pair{*c, div.getA()};
+}
+
+/// (b, h) where `out` is `in` [b * h, m, n] with its leading dimension
+/// split in two.
+std::optional<std::pair<int64_t, int64_t>> headsOf(RankedTensorType in,
+                                                   RankedTensorType out) {
+  if (!in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != 3 ||
+      out.getRank() != 4 || in.getDimSize(0) != out.getDimSize(0) * out.getDimSize(1) ||
+      in.getShape().drop_front() != out.getShape().drop_front(2))
+    return std::nullopt;
+  return std::pair{out.getDimSize(0), out.getDimSize(1)};
+}
+
+bool unmergeable(RankedTensorType bias, ArrayRef<int64_t> split) {
+  return bias.getRank() <= 2 ||
+         (bias.getRank() == 3 && bias.hasStaticShape() &&
+          (bias.getDimSize(0) == 1 || bias.getDimSize(0) == split[0] * split[1]));
+}
+
+RankedTensorType unmergedType(RankedTensorType t, ArrayRef<int64_t> split) {
+  if (split.size() != 2 || t.getRank() != 3 || !t.hasStaticShape() ||
+      t.getDimSize(0) != split[0] * split[1])
+    return t;
+  SmallVector<int64_t> shape(split);
+  shape.append(t.getShape().drop_front().begin(), t.getShape().end());
+  return t.clone(shape);
 }
 
 } // namespace mlir::mpc::attention_patterns

@@ -63,6 +63,18 @@ std::optional<std::pair<Value, int64_t>> repeatedHeads(Value v);
 std::optional<std::pair<double, Value>>
 softcapOf(Value v, SmallVectorImpl<Operation *> &dead);
 
+/// Scores computed over merged batch and heads ([b * h, sq, skv], as
+/// torch.baddbmm and bmm on views write them; GPT-NeoX, Bloom):
+/// (b, h) where `out` is `in` [b * h, m, n] with its leading dimension
+/// split in two;
+std::optional<std::pair<int64_t, int64_t>> headsOf(RankedTensorType in,
+                                                   RankedTensorType out);
+/// whether a bias of such scores is one of [b, h, sq, skv] scores once its
+/// leading dimension (b * h or 1) is split (Bloom's ALiBi [b * h, 1, skv]);
+bool unmergeable(RankedTensorType bias, ArrayRef<int64_t> split);
+/// `t` [b * h, m, n] as [b, h, m, n] for `split` = {b, h} (else `t`).
+RankedTensorType unmergedType(RankedTensorType t, ArrayRef<int64_t> split);
+
 } // namespace mlir::mpc::attention_patterns
 
 #endif // MPC_PASSES_ATTENTIONPATTERNS_H

@@ -61,10 +61,13 @@ struct Mask {
   Value value;
   double outerScale;
   bool scoreWhere;
+  bool merged = false; // added to [b * h, sq, skv] scores
 };
 
 struct Match {
   Value q, k, v, bias;
+  SmallVector<int64_t> split; // [b, h] of scores computed as [b * h, sq, skv]
+  SmallVector<int64_t> pvSplit; // [b, h] of probabilities P V reads merged
   double scale = 1.0;
   bool zeroMaskedRows = false;
   double dropout = 0.0; // the fused dropout's ratio, 0 for none
@@ -121,9 +124,19 @@ public:
       m.stream = drop.getStreamAttr();
       probs = drop.getY();
     }
+    // Probabilities viewed as [b * h, sq, skv] for a merged product with
+    // V (Bloom's bmm): build() unmerges V and views the output back.
+    auto merge = dyn_cast<ReshapeOp>(*probs.getUsers().begin());
+    if (merge) {
+      auto heads = headsOf(typeOf(merge.getReshaped()), typeOf(probs));
+      if (!heads || !singleUse(merge.getReshaped()))
+        return std::nullopt;
+      m.pvSplit = {heads->first, heads->second};
+      probs = merge.getReshaped();
+    }
     auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
     if (!pv || pv->getOperand(0) != probs ||
-        typeOf(pv->getOperand(1)).getRank() != r)
+        typeOf(pv->getOperand(1)).getRank() != (merge ? r - 1 : r))
       return std::nullopt;
     m.pv = pv;
     m.v = pv->getOperand(1);
@@ -131,6 +144,8 @@ public:
       m.dead.push_back(sm);
     if (drop)
       m.dead.insert(m.dead.begin(), drop);
+    if (merge)
+      m.dead.insert(m.dead.begin(), merge);
     m.dead.insert(m.dead.begin(), pv);
     // Masks and scales, from the softmax back to the QK^T product.
     Value s = sm.getX();
@@ -166,12 +181,38 @@ public:
         bool bScores = typeOf(add.getB()) == typeOf(s) && leadsToProduct(add.getB());
         if (aScores == bScores)
           return std::nullopt;
-        masks.push_back({aScores ? add.getB() : add.getA(), m.scale, false});
+        // A constant zero addend (baddbmm's beta * zeros as GPT-NeoX
+        // exports it) changes no score's exponent: dropped.
+        if (Value zeros = aScores ? add.getB() : add.getA();
+            scalarConstant(zeros) == 0.0) {
+          m.dead.push_back(op);
+          if (zeros.getDefiningOp() && singleUse(zeros))
+            m.dead.push_back(zeros.getDefiningOp());
+          s = aScores ? add.getA() : add.getB();
+          continue;
+        }
+        Value bias = aScores ? add.getB() : add.getA();
+        if (!m.split.empty() && !unmergeable(typeOf(bias), m.split))
+          return std::nullopt;
+        masks.push_back({bias, m.scale, false, !m.split.empty()});
         m.dead.push_back(op);
         s = aScores ? add.getA() : add.getB();
         continue;
       }
+      if (auto rs = dyn_cast<ReshapeOp>(op)) {
+        // Scores of [b * h, sq, skv] products split into heads (GPT-NeoX's
+        // baddbmm on merged views): build() unmerges Q and K^T.
+        auto heads = headsOf(typeOf(rs.getData()), typeOf(rs.getReshaped()));
+        if (!m.split.empty() || !heads)
+          return std::nullopt;
+        m.split = {heads->first, heads->second};
+        m.dead.push_back(op);
+        s = rs.getData();
+        continue;
+      }
       if (auto where = dyn_cast<WhereOp>(op)) {
+        if (!m.split.empty())
+          return std::nullopt;
         // Only a fill that exp() maps to 0 as -inf does: where() replaces
         // the score, the bias adds to it, equal only then.
         auto bigNegative = [](std::optional<double> f) {
@@ -198,7 +239,9 @@ public:
     m.dead.push_back(qk);
     m.q = peelScale(qk->getOperand(0), m.scale, m.dead);
     Value kt = peelScale(qk->getOperand(1), m.scale, m.dead);
-    auto q = typeOf(m.q), ktT = typeOf(kt), v = typeOf(m.v);
+    auto q = unmergedType(typeOf(m.q), m.split),
+         ktT = unmergedType(typeOf(kt), m.split),
+         v = unmergedType(typeOf(m.v), m.pvSplit);
     if (q.getRank() != r || ktT.getRank() != r ||
         q.getElementType() != v.getElementType() ||
         q.getElementType() != ktT.getElementType())
@@ -224,6 +267,12 @@ public:
   void build(Match &m) {
     Location loc = m.pv->getLoc();
     b.setInsertionPoint(m.pv);
+    if (!m.split.empty()) {
+      m.q = unmerge(loc, m.q, m.split, m.dead);
+      m.k = unmerge(loc, m.k, m.split, m.dead);
+    }
+    if (!m.pvSplit.empty())
+      m.v = unmerge(loc, m.v, m.pvSplit, m.dead);
     int64_t r = typeOf(m.q).getRank();
     Type elem = typeOf(m.q).getElementType();
     // K from K^T: compose with the export's own transpose when it is one.
@@ -232,7 +281,7 @@ public:
       swap.push_back(i < r - 2 ? i : 2 * r - 3 - i);
     Value k;
     auto t = m.k.getDefiningOp<TransposeOp>();
-    if (t && singleUse(m.k) && t.getPerm()) {
+    if (t && (singleUse(m.k) || m.k.use_empty()) && t.getPerm()) { // (unmerge's)
       SmallVector<int64_t> perm;
       for (int64_t i = 0; i < r; ++i)
         perm.push_back((*t.getPerm())[swap[i]]);
@@ -252,6 +301,10 @@ public:
     for (const Mask &mask : pendingMasks) {
       Value term = mask.value;
       double outer = mask.outerScale;
+      if (mask.merged && typeOf(term).getRank() == 3)
+        term = typeOf(term).getDimSize(0) == 1
+                   ? reshape(loc, term, unmergedType(typeOf(term), {1, 1}))
+                   : unmerge(loc, term, m.split, m.dead);
       if (mask.scoreWhere) {
         auto where = mask.value.getDefiningOp<WhereOp>();
         bool fillIsB = (bool)scalarConstant(where.getY()) &&
@@ -338,21 +391,65 @@ public:
     std::string diag;
     auto at = createInferred(b, loc, AttentionOp::getOperationName(), operands,
                              attrs, &diag);
-    m.pv->getResult(0).replaceAllUsesWith((*at)->getResult(0));
+    Value y = (*at)->getResult(0);
+    if (!m.pvSplit.empty()) // (the merged product's [b * h, sq, dv])
+      y = reshape(loc, y, typeOf(m.pv->getResult(0)));
+    m.pv->getResult(0).replaceAllUsesWith(y);
     for (Operation *op : m.dead)
       if (op->use_empty())
         op->erase();
   }
 
 private:
-  /// Whether `v` is the QK^T product, possibly scaled (and capped).
-  bool leadsToProduct(Value v) {
+  /// Whether `v` is the QK^T product, possibly scaled (and capped), with
+  /// other masks added or applied on the way.
+  bool leadsToProduct(Value v, int depth = 0) {
     double unused = 1.0;
     SmallVector<Operation *> none;
+    if (depth > 8)
+      return false;
     if (auto cap = softcapOf(v, none)) // (through a softcap)
       v = cap->second;
     Value p = peelScale(v, unused, none);
-    return p.getDefiningOp<MatMulOp>() != nullptr;
+    if (auto rs = p.getDefiningOp<ReshapeOp>();
+        rs && headsOf(typeOf(rs.getData()), typeOf(rs.getReshaped())))
+      p = peelScale(rs.getData(), unused, none);
+    Operation *op = p.getDefiningOp();
+    if (isa_and_nonnull<AddOp, WhereOp>(op))
+      return llvm::any_of(op->getOperands(), [&](Value x) {
+        return typeOf(x) == typeOf(p) && leadsToProduct(x, depth + 1);
+      });
+    return isa_and_nonnull<MatMulOp>(op);
+  }
+
+  /// `x` [b * h, m, n] as [b, h, m, n]: the tensor a reshape merged
+  /// (through a transpose of the last two dimensions), or a new reshape.
+  Value unmerge(Location loc, Value x, ArrayRef<int64_t> split,
+                SmallVectorImpl<Operation *> &dead) {
+    RankedTensorType want = unmergedType(typeOf(x), split);
+    if (auto rs = x.getDefiningOp<ReshapeOp>();
+        rs && typeOf(rs.getData()) == want) {
+      dead.push_back(rs);
+      return rs.getData();
+    }
+    auto t = x.getDefiningOp<TransposeOp>();
+    auto rs = t ? t.getX().getDefiningOp<ReshapeOp>() : ReshapeOp();
+    if (rs && singleUse(x) && t.getPerm() &&
+        llvm::ArrayRef<int64_t>(*t.getPerm()) == llvm::ArrayRef<int64_t>{0, 2, 1} &&
+        typeOf(rs.getData()) == unmergedType(typeOf(rs.getReshaped()), split)) {
+      dead.append({t, rs});
+      return transpose(loc, rs.getData(), {0, 1, 3, 2});
+    }
+    return reshape(loc, x, want);
+  }
+
+  Value reshape(Location loc, Value x, RankedTensorType to) {
+    return b.create<ReshapeOp>(
+        loc, to, x,
+        b.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     RankedTensorType::get({to.getRank()}, b.getI64Type()),
+                     to.getShape())));
   }
 
   Value transpose(Location loc, Value x, ArrayRef<int64_t> perm) {

@@ -46,6 +46,7 @@ void mpc::registerGradientInterfaces(DialectRegistry &registry) {
 
 LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
                                          ArrayRef<Value> resultGrads,
+                                         ArrayRef<bool> wanted,
                                          SmallVectorImpl<Value> &grads) {
   grads.assign(op->getNumOperands(), Value());
   // Nothing flows back without the first result's gradient (the loss
@@ -63,7 +64,7 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
       diag << op->getName();
     return diag << " yet";
   }
-  return rule.buildGradients(b, resultGrads, grads);
+  return rule.buildGradients(b, resultGrads, wanted, grads);
 }
 
 LogicalResult mpc::reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
@@ -95,7 +96,10 @@ LogicalResult mpc::reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
                               [&](Value v) { return needsGrad.contains(v); }))
       continue;
     SmallVector<Value> operandGrads;
-    if (failed(buildOperandGradients(b, op, resultGrads, operandGrads)))
+    SmallVector<bool> wanted;
+    for (Value v : op->getOperands())
+      wanted.push_back(needsGrad.contains(v));
+    if (failed(buildOperandGradients(b, op, resultGrads, wanted, operandGrads)))
       return failure();
     for (auto [i, v, gv] : llvm::enumerate(op->getOperands(), operandGrads)) {
       // A float operand that depends on what is differentiated must get a

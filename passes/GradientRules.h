@@ -21,10 +21,11 @@ void registerGradientInterfaces(DialectRegistry &registry);
 
 /// Given the gradients of `op`'s results (null where a result has none),
 /// builds at `b`'s insertion point the gradients of its operands (null
-/// where none flows, e.g. integer labels) with the op's rule. Fails for
-/// ops without one.
+/// where none flows, e.g. integer labels) with the op's rule; `wanted`
+/// (per operand) says which are needed. Fails for ops without one.
 LogicalResult buildOperandGradients(OpBuilder &b, Operation *op,
                                     ArrayRef<Value> resultGrads,
+                                    ArrayRef<bool> wanted,
                                     SmallVectorImpl<Value> &operandGrads);
 
 /// Reverse-mode sweep over `ops` (in program order, all before `b`'s

@@ -15,119 +15,168 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <type_traits>
 
 namespace mlir::mpc::attention_patterns {
 
 namespace {
 
-/// Element (i, j) of a value broadcast to sq x skv scores.
-using Element = std::function<double(int64_t, int64_t)>;
+/// Row r of a value (flat over all its dimensions but the last) into
+/// `out`, as many elements as its last dimension: a mask is evaluated a
+/// row at a time, its ops' loops tight, nothing of its size stored.
+using Rows = std::function<void(int64_t r, double *out)>;
 
-/// The broadcast shape of `t` over sq x skv scores: rows (1 or sq) and
-/// columns (1 or skv), its leading dimensions 1.
-std::optional<std::pair<int64_t, int64_t>> broadcast(RankedTensorType t, int64_t sq,
-                                                     int64_t skv) {
-  if (!t || !t.hasStaticShape())
-    return std::nullopt;
-  const int64_t r = t.getRank();
-  const int64_t cols = r >= 1 ? t.getDimSize(r - 1) : 1,
-                rows = r >= 2 ? t.getDimSize(r - 2) : 1;
-  if (t.getNumElements() != rows * cols || (rows != 1 && rows != sq) ||
-      (cols != 1 && cols != skv))
-    return std::nullopt;
-  return std::make_pair(rows, cols);
+int64_t lastDim(RankedTensorType t) {
+  return t.getRank() ? t.getShape().back() : 1;
 }
 
-/// The elements of `v` as a function of (i, j), where `v` is computed from
-/// constants by the ops masks are built with.
-std::optional<Element> elementsOf(Value v, int64_t sq, int64_t skv, int depth) {
-  auto shape = broadcast(typeOf(v), sq, skv);
-  if (!shape || depth > 24)
-    return std::nullopt;
-  const auto [rows, cols] = *shape;
-  auto at = [rows = rows, cols = cols](int64_t i, int64_t j) {
-    return (rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j);
+/// For a value shaped `from` broadcast to `to` (aligned on the last
+/// axes): its flat index at each flat index of `to`.
+std::function<int64_t(int64_t)> broadcastIndex(ArrayRef<int64_t> to,
+                                               ArrayRef<int64_t> from) {
+  if (to == from)
+    return [](int64_t k) { return k; };
+  SmallVector<int64_t> dims(to.begin(), to.end()), strides(to.size(), 0);
+  int64_t stride = 1;
+  for (int64_t a = (int64_t)from.size() - 1, b = (int64_t)to.size() - 1; a >= 0;
+       --a, --b) {
+    strides[b] = from[a] == 1 ? 0 : stride;
+    stride *= from[a];
+  }
+  return [dims, strides](int64_t k) {
+    int64_t at = 0;
+    for (int64_t d = (int64_t)dims.size() - 1; d >= 0; --d) {
+      at += k % dims[d] * strides[d];
+      k /= dims[d];
+    }
+    return at;
   };
+}
+
+std::optional<Rows> rowsOf(Value v, int depth);
+
+/// The rows of `in` broadcast to `t` (the elementwise ops' and Expand's
+/// rule: aligned on the last axes, dimensions of 1 repeated).
+std::optional<Rows> broadcastRows(Value in, RankedTensorType t, int depth) {
+  RankedTensorType a = typeOf(in);
+  auto x = rowsOf(in, depth + 1);
+  if (!x || a.getRank() > t.getRank())
+    return std::nullopt;
+  auto lead = broadcastIndex(t.getShape().drop_back(),
+                             a.getRank() ? a.getShape().drop_back() : ArrayRef<int64_t>());
+  const int64_t ca = lastDim(a), c = lastDim(t);
+  if (ca == c)
+    return Rows([x = *x, lead](int64_t r, double *out) { x(lead(r), out); });
+  return Rows([x = *x, lead, c](int64_t r, double *out) {
+    x(lead(r), out);
+    std::fill(out + 1, out + c, out[0]);
+  });
+}
+
+/// The rows of `v`, where `v` is computed from constants by the ops masks
+/// are built with.
+std::optional<Rows> rowsOf(Value v, int depth) {
+  RankedTensorType t = typeOf(v);
+  if (!t.hasStaticShape() || depth > 24)
+    return std::nullopt;
+  const int64_t c = lastDim(t);
   DenseElementsAttr attr;
   if (matchPattern(v, m_Constant(&attr))) {
+    auto number = [&](auto e) -> double {
+      using E = decltype(e);
+      if constexpr (std::is_same_v<E, APFloat>)
+        return e.convertToDouble();
+      else if constexpr (std::is_same_v<E, bool>)
+        return e ? 1.0 : 0.0;
+      else
+        return (double)e.getSExtValue();
+    };
     std::vector<double> x;
-    x.reserve(attr.isSplat() ? 1 : attr.getNumElements());
     Type elem = attr.getElementType();
     if (attr.isSplat()) {
-      if (llvm::isa<FloatType>(elem))
-        x.push_back(attr.getSplatValue<APFloat>().convertToDouble());
-      else if (elem.isInteger(1))
-        x.push_back(attr.getSplatValue<bool>() ? 1.0 : 0.0);
-      else
-        x.push_back((double)attr.getSplatValue<APInt>().getSExtValue());
-      return Element([c = x[0]](int64_t, int64_t) { return c; });
+      double e = llvm::isa<FloatType>(elem) ? number(attr.getSplatValue<APFloat>())
+                 : elem.isInteger(1)        ? number(attr.getSplatValue<bool>())
+                                            : number(attr.getSplatValue<APInt>());
+      return Rows([e, c](int64_t, double *out) { std::fill(out, out + c, e); });
     }
+    x.reserve(attr.getNumElements());
     if (llvm::isa<FloatType>(elem))
       for (const APFloat &e : attr.getValues<APFloat>())
-        x.push_back(e.convertToDouble());
+        x.push_back(number(e));
     else if (elem.isInteger(1))
       for (bool e : attr.getValues<bool>())
-        x.push_back(e ? 1.0 : 0.0);
+        x.push_back(number(e));
     else
       for (const APInt &e : attr.getValues<APInt>())
-        x.push_back((double)e.getSExtValue());
-    return Element([x = std::move(x), at](int64_t i, int64_t j) { return x[at(i, j)]; });
+        x.push_back(number(e));
+    return Rows([x = std::move(x), c](int64_t r, double *out) {
+      std::copy(x.begin() + r * c, x.begin() + (r + 1) * c, out);
+    });
   }
   Operation *op = v.getDefiningOp();
   if (!op)
     return std::nullopt;
-  auto arg = [&](unsigned n) { return elementsOf(op->getOperand(n), sq, skv, depth + 1); };
-  // Expand broadcasts as the elementwise ops do (aligned on the last
-  // axes). An Unsqueeze or Reshape keeps the elements' order but may move
-  // a vector from columns to rows (arange(n).view(n, 1)): element (i, j)
-  // reads the operand's element of the same flat index.
+  auto arg = [&](unsigned n) { return broadcastRows(op->getOperand(n), t, depth); };
   if (isa<ExpandOp>(op))
     return arg(0);
+  // An Unsqueeze or Reshape keeps the elements' order; its rows may cut
+  // them differently (arange(n).view(n, 1) moves a row to a column).
   if (isa<UnsqueezeOp, ReshapeOp>(op)) {
-    auto in = broadcast(typeOf(op->getOperand(0)), sq, skv);
-    auto x = arg(0);
-    if (!in || !x || in->first * in->second != rows * cols)
+    const int64_t ca = lastDim(typeOf(op->getOperand(0)));
+    auto x = rowsOf(op->getOperand(0), depth + 1);
+    if (!x)
       return std::nullopt;
-    if (*in == *shape)
+    if (ca == c)
       return x;
-    return Element([x = *x, at, inCols = in->second](int64_t i, int64_t j) {
-      const int64_t k = at(i, j);
-      return x(k / inCols, k % inCols);
+    return Rows([x = *x, c, ca, buf = std::vector<double>(ca)](int64_t r, double *out) mutable {
+      int64_t row = -1;
+      for (int64_t j = 0; j < c; ++j) {
+        const int64_t k = r * c + j;
+        if (k / ca != row)
+          x(row = k / ca, buf.data());
+        out[j] = buf[k % ca];
+      }
     });
   }
   if (auto trilu = dyn_cast<TriluOp>(op)) {
     auto x = arg(0);
-    if (!x || rows != sq || cols != skv) // (its i and j: the scores')
+    if (!x || t.getRank() < 2)
       return std::nullopt;
+    const int64_t rows = t.getDimSize(t.getRank() - 2);
     const int64_t k = static_cast<int64_t>(trilu.getK());
     const bool upper = trilu.getUpper();
-    return Element([x = *x, k, upper](int64_t i, int64_t j) {
-      return (upper ? j - i >= k : j - i <= k) ? x(i, j) : 0.0;
+    return Rows([x = *x, rows, c, k, upper](int64_t r, double *out) {
+      x(r, out);
+      const int64_t i = r % rows;
+      for (int64_t j = 0; j < c; ++j)
+        if (upper ? j - i < k : j - i > k)
+          out[j] = 0.0;
     });
   }
-  if (auto cast = dyn_cast<CastOp>(op)) {
-    auto x = arg(0);
-    Type to = typeOf(cast).getElementType();
-    if (!x)
-      return std::nullopt;
-    if (to.isInteger(1))
-      return Element([x = *x](int64_t i, int64_t j) { return x(i, j) != 0.0 ? 1.0 : 0.0; });
-    if (llvm::isa<IntegerType>(to))
-      return Element([x = *x](int64_t i, int64_t j) { return std::trunc(x(i, j)); });
-    return x;
-  }
   using Unary = double (*)(double);
-  Unary unary = isa<NegOp>(op)   ? Unary([](double a) { return -a; })
-                : isa<LogOp>(op) ? Unary([](double a) { return std::log(a); })
-                : isa<NotOp>(op) ? Unary([](double a) { return a != 0.0 ? 0.0 : 1.0; })
-                                 : nullptr;
+  Unary unary = nullptr;
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    Type to = typeOf(cast).getElementType();
+    unary = to.isInteger(1) ? Unary([](double a) { return a != 0.0 ? 1.0 : 0.0; })
+            : llvm::isa<IntegerType>(to) ? Unary([](double a) { return std::trunc(a); })
+                                         : Unary([](double a) { return a; });
+  }
+  unary = isa<NegOp>(op)   ? Unary([](double a) { return -a; })
+          : isa<LogOp>(op) ? Unary([](double a) { return std::log(a); })
+          : isa<NotOp>(op) ? Unary([](double a) { return a != 0.0 ? 0.0 : 1.0; })
+                           : unary;
   if (unary) {
     auto x = arg(0);
     if (!x)
       return std::nullopt;
-    return Element([x = *x, unary](int64_t i, int64_t j) { return unary(x(i, j)); });
+    return Rows([x = *x, unary, c](int64_t r, double *out) {
+      x(r, out);
+      for (int64_t j = 0; j < c; ++j)
+        out[j] = unary(out[j]);
+    });
   }
   using Binary = double (*)(double, double);
   Binary binary =
@@ -147,29 +196,40 @@ std::optional<Element> elementsOf(Value v, int64_t sq, int64_t skv, int depth) {
     auto a = arg(0), b = arg(1);
     if (!a || !b)
       return std::nullopt;
-    return Element([a = *a, b = *b, binary](int64_t i, int64_t j) {
-      return binary(a(i, j), b(i, j));
+    return Rows([a = *a, b = *b, binary, c, buf = std::vector<double>(c)](int64_t r, double *out) mutable {
+      a(r, out);
+      b(r, buf.data());
+      for (int64_t j = 0; j < c; ++j)
+        out[j] = binary(out[j], buf[j]);
     });
   }
   if (isa<WhereOp>(op)) {
-    auto c = arg(0), x = arg(1), y = arg(2);
-    if (!c || !x || !y)
+    auto cond = arg(0), x = arg(1), y = arg(2);
+    if (!cond || !x || !y)
       return std::nullopt;
-    return Element([c = *c, x = *x, y = *y](int64_t i, int64_t j) {
-      return c(i, j) != 0.0 ? x(i, j) : y(i, j);
+    return Rows([cond = *cond, x = *x, y = *y, c, bc = std::vector<double>(c),
+                 bx = std::vector<double>(c)](int64_t r, double *out) mutable {
+      cond(r, bc.data());
+      x(r, bx.data());
+      y(r, out);
+      for (int64_t j = 0; j < c; ++j)
+        if (bc[j] != 0.0)
+          out[j] = bx[j];
     });
   }
   return std::nullopt;
 }
 
+bool sameBand(const Band &a, const Band &b) {
+  return a.offset == b.offset && a.causal == b.causal && a.left == b.left &&
+         a.right == b.right;
+}
+
 } // namespace
 
 std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
-  // (An element a walk of the mask's ops: up to 64M scores, 4 x 4096^2.)
-  if (sq < 1 || skv < 1 || sq * skv > (int64_t(1) << 26))
-    return std::nullopt;
   // The mask broadcast over batch and heads (Expand, Unsqueeze, Reshape
-  // of the scores' last two dimensions).
+  // keeping the scores' last two dimensions) is evaluated before it.
   Value v = bias;
   while (Operation *op = v.getDefiningOp()) {
     auto in = isa<ExpandOp, UnsqueezeOp, ReshapeOp>(op)
@@ -179,16 +239,39 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
       break;
     v = op->getOperand(0);
   }
-  auto x = elementsOf(v, sq, skv, 0);
+  RankedTensorType t = typeOf(v);
+  if (!t.hasStaticShape() || sq < 1 || skv < 1)
+    return std::nullopt;
+  const int64_t r = t.getRank();
+  const int64_t cols = lastDim(t), rows = r >= 2 ? t.getDimSize(r - 2) : 1;
+  if ((rows != 1 && rows != sq) || (cols != 1 && cols != skv))
+    return std::nullopt;
+  // One band for every leading index (a mask per batch row, as Bloom's
+  // expands its padding mask): up to 64M elements, 4 x 4096^2.
+  const int64_t lead = t.getNumElements() / (rows * cols);
+  if (lead * sq * skv > (int64_t(1) << 26))
+    return std::nullopt;
+  auto x = rowsOf(v, 0);
   if (!x)
     return std::nullopt;
-  bool additive = true; // every element 0 (seen) or <= -1e30 (masked)
-  auto band = bandOfVisible(sq, skv, [&](int64_t i, int64_t j) {
-    const double e = (*x)(i, j);
-    additive &= e == 0.0 || e <= -1e30;
-    return e == 0.0;
-  });
-  return additive ? band : std::nullopt;
+  std::vector<double> row(cols);
+  std::optional<Band> band;
+  for (int64_t n = 0; n < lead; ++n) {
+    bool additive = true; // every element 0 (seen) or <= -1e30 (masked)
+    int64_t held = -1;
+    auto here = bandOfVisible(sq, skv, [&](int64_t i, int64_t j) {
+      const int64_t at = n * rows + (rows == 1 ? 0 : i);
+      if (at != held)
+        (*x)(held = at, row.data());
+      const double e = row[cols == 1 ? 0 : j];
+      additive &= e == 0.0 || e <= -1e30;
+      return e == 0.0;
+    });
+    if (!additive || !here || (band && !sameBand(*band, *here)))
+      return std::nullopt;
+    band = here;
+  }
+  return band;
 }
 
 } // namespace mlir::mpc::attention_patterns

@@ -56,8 +56,8 @@ RankedTensorType keptType(RankedTensorType in,
 }
 
 Context::Context(OpBuilder &b, Operation *op, ArrayRef<Value> resultGrads,
-                 SmallVectorImpl<Value> &grads)
-    : b(b), op(op), loc(op->getLoc()), resultGrads(resultGrads),
+                 ArrayRef<bool> wanted, SmallVectorImpl<Value> &grads)
+    : b(b), op(op), loc(op->getLoc()), resultGrads(resultGrads), wanted(wanted),
       grads(grads) {
   g = resultGrads.empty() ? Value() : resultGrads[0];
   y = op->getNumResults() ? op->getResult(0) : Value();

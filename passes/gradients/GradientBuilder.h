@@ -47,12 +47,13 @@ RankedTensorType keptType(RankedTensorType in,
 /// for single-result ops: rules run only when some result has one).
 struct Context {
   Context(OpBuilder &b, Operation *op, ArrayRef<Value> resultGrads,
-          SmallVectorImpl<Value> &grads);
+          ArrayRef<bool> wanted, SmallVectorImpl<Value> &grads);
 
   OpBuilder &b;
   Operation *op;
   Location loc;
   ArrayRef<Value> resultGrads;
+  ArrayRef<bool> wanted; // per operand: whether its gradient is needed
   SmallVectorImpl<Value> &grads; // one per operand, null where none
   Value g;                       // gradient of result 0
   Value y;                       // result 0
@@ -80,9 +81,9 @@ template <typename OpTy, Rule<OpTy> rule>
 struct RuleModel
     : GradientOpInterface::ExternalModel<RuleModel<OpTy, rule>, OpTy> {
   LogicalResult buildGradients(Operation *op, OpBuilder &b,
-                               ArrayRef<Value> resultGrads,
+                               ArrayRef<Value> resultGrads, ArrayRef<bool> wanted,
                                SmallVectorImpl<Value> &grads) const {
-    Context c(b, op, resultGrads, grads);
+    Context c(b, op, resultGrads, wanted, grads);
     return rule(c, llvm::cast<OpTy>(op));
   }
 };

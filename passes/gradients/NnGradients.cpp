@@ -461,7 +461,10 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
   // attention_grad needs no flag: p = 0 wherever lse is -inf.
   for (unsigned i = 0; i < 3; ++i)
     c.grads[i] = grad->getResult(i);
-  if (!at.getBias())
+  // The bias's gradient recomputes the probabilities, (Sq, Skv) a head:
+  // only for a bias that depends on what is trained (a constant mask or
+  // ALiBi's slopes need none).
+  if (!at.getBias() || !c.wanted[3])
     return success();
   auto q = typeOf(at.getQ());
   Type elem = q.getElementType();

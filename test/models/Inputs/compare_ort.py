@@ -2,7 +2,9 @@
 seeded random inputs and prints, per output, the normwise relative error
 max|mpc - ort| / max|ort|. Fails when one exceeds --rtol.
 
-usage: compare_ort.py MPC WORKDIR --rtol R MODEL.onnx...
+usage: compare_ort.py MPC WORKDIR --rtol R [--device cuda] MODEL.onnx...
+(--device cuda: `mpc compile`, then `mpc run --device cuda` on the
+artifact; the tests run it on the CUDA driver double)
 """
 import argparse
 import os
@@ -22,6 +24,7 @@ ap.add_argument("workdir")
 ap.add_argument("models", nargs="+")
 ap.add_argument("--rtol", type=float, default=1e-5)
 ap.add_argument("--batch", type=int, default=4)
+ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
 a = ap.parse_args()
 
 rng = np.random.default_rng(0)
@@ -31,8 +34,13 @@ for path in a.models:
     model = onnx.load(path)
     feeds, args = random_inputs(model, a.batch, a.workdir, name, rng)
     out = os.path.join(a.workdir, name + ".out")
-    subprocess.run([a.mpc, "run", path, "--output-dir", out] + args,
-                   check=True, stdout=subprocess.DEVNULL)
+    run = path
+    if a.device == "cuda":
+        run = os.path.join(a.workdir, name + ".artifact")
+        subprocess.run([a.mpc, "compile", path, "-o", run], check=True,
+                       stdout=subprocess.DEVNULL)
+    subprocess.run([a.mpc, "run", run, "--device", a.device, "--output-dir", out]
+                   + args, check=True, stdout=subprocess.DEVNULL)
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])

@@ -1,6 +1,6 @@
 """Writes the Hugging Face exports hf-exports.test reads: tiny
-LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel (no dropout) and
-GPTNeoXForCausalLM (transformers 4.36.2, eager attention, random
+LlamaForCausalLM, MistralForCausalLM, GPT2LMHeadModel (no dropout),
+GPTNeoXForCausalLM and BloomForCausalLM (transformers 4.36.2, eager attention, random
 weights, seed 0) exported by torch 1.13's TorchScript
 exporter in training mode (opset 17) with their loss, a batch of token
 ids, and torch's gradient of the loss for every parameter (an .npz,
@@ -10,14 +10,15 @@ transformers. Regenerate with
     pip install --target DIR transformers==4.36.2 (without its numpy)
     PYTHONPATH=DIR /usr/bin/python3 hf_exports.py test/models/Inputs/hf
 
-usage: hf_exports.py OUTDIR
+usage: hf_exports.py OUTDIR [KIND...]   (default: all)
 """
 import os
 import sys
 
 import numpy as np
 import torch
-from transformers import (GPT2Config, GPT2LMHeadModel, GPTNeoXConfig,
+from transformers import (BloomConfig, BloomForCausalLM, GPT2Config,
+                          GPT2LMHeadModel, GPTNeoXConfig,
                           GPTNeoXForCausalLM, LlamaConfig, LlamaForCausalLM,
                           MistralConfig, MistralForCausalLM)
 
@@ -44,7 +45,12 @@ for kind, make in (("llama", lambda: LlamaForCausalLM(LlamaConfig(**small))),
                    ("gpt2", lambda: GPT2LMHeadModel(GPT2Config(
                        vocab_size=32, n_positions=32, n_embd=32, n_layer=2, n_head=4,
                        attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0))),
-                   ("neox", lambda: GPTNeoXForCausalLM(GPTNeoXConfig(**neox)))):
+                   ("neox", lambda: GPTNeoXForCausalLM(GPTNeoXConfig(**neox))),
+                   ("bloom", lambda: BloomForCausalLM(BloomConfig(
+                       vocab_size=32, hidden_size=32, n_layer=2, n_head=4,
+                       hidden_dropout=0.0, attention_dropout=0.0)))):
+    if sys.argv[2:] and kind not in sys.argv[2:]:
+        continue
     torch.manual_seed(0)
     model = WithLoss(make())
     model.m.config._attn_implementation = "eager"

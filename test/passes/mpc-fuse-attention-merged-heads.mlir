@@ -1,0 +1,112 @@
+// RUN: mpc-opt %s -mpc-fuse-attention | FileCheck %s
+// RUN: mpc-opt %s -mpc-fuse-attention --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
+
+// mpc-fuse-attention on scores computed over merged batch and heads, as
+// Hugging Face's GPT-NeoX (Pythia) exports torch.baddbmm: Q and K viewed
+// as [b * h, s, d], zeros * beta + alpha * Q K^T, the scores viewed back
+// as [b, h, sq, skv] before the causal where(). Q and K are taken from
+// before their views, the zero addend is dropped, alpha is the scale.
+
+// CHECK-LABEL: func.func @neox
+// CHECK-NEXT: %[[Y:.*]], %{{.*}} = mpc.attention %arg0, %arg1, %arg2 {causal = true, scale = 0.353553385 : f32}
+// CHECK-NEXT: return %[[Y]]
+// LOC-LABEL: func.func @neox
+// LOC: mpc.attention {{.*}} loc("/attention/MatMul_1")
+func.func @neox(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  %merged = mpc.constant dense<[8, 16, 8]> : tensor<3xi64>
+  %heads = mpc.constant dense<[2, 4, 16, 16]> : tensor<4xi64>
+  %zeros = mpc.constant dense<0.000000e+00> : tensor<8x16x16xf32>
+  %alpha = mpc.constant dense<0.353553385> : tensor<f32>
+  %beta = mpc.constant dense<1.000000e+00> : tensor<f32>
+  %q3 = mpc.reshape %q, %merged : (tensor<2x4x16x8xf32>, tensor<3xi64>) -> tensor<8x16x8xf32>
+  %k3 = mpc.reshape %k, %merged : (tensor<2x4x16x8xf32>, tensor<3xi64>) -> tensor<8x16x8xf32>
+  %kt = mpc.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<8x16x8xf32>) -> tensor<8x8x16xf32>
+  %qk = mpc.matmul %q3, %kt : (tensor<8x16x8xf32>, tensor<8x8x16xf32>) -> tensor<8x16x16xf32>
+  %scaled = mpc.mul %qk, %alpha : (tensor<8x16x16xf32>, tensor<f32>) -> tensor<8x16x16xf32>
+  %addend = mpc.mul %zeros, %beta : (tensor<8x16x16xf32>, tensor<f32>) -> tensor<8x16x16xf32>
+  %s3 = mpc.add %scaled, %addend : (tensor<8x16x16xf32>, tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  %s = mpc.reshape %s3, %heads : (tensor<8x16x16xf32>, tensor<4xi64>) -> tensor<2x4x16x16xf32>
+  %ones = mpc.constant dense<true> : tensor<16x16xi1>
+  %lower = mpc.trilu %ones {upper = false} : (tensor<16x16xi1>) -> tensor<16x16xi1>
+  %min = mpc.constant dense<-3.40282347E+38> : tensor<f32>
+  %m = mpc.where %lower, %s, %min : (tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32>) -> tensor<2x4x16x16xf32>
+  %p = mpc.softmax %m : (tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32> loc("/attention/MatMul_1")
+  return %y : tensor<2x4x16x8xf32>
+}
+
+// Q and K^T that were never views of [b, h, s, d] tensors: viewed so, K^T
+// transposed back (attention takes K).
+// CHECK-LABEL: func.func @merged_operands
+// CHECK-DAG: %[[Q:.*]] = mpc.reshape %arg0, %{{.*}} -> tensor<2x2x4x8xf32>
+// CHECK-DAG: %[[KT:.*]] = mpc.reshape %arg1, %{{.*}} -> tensor<2x2x8x4xf32>
+// CHECK: %[[K:.*]] = mpc.transpose %[[KT]] {perm = array<i64: 0, 1, 3, 2>}
+// CHECK: mpc.attention %[[Q]], %[[K]], %arg2 {scale = 1.000000e+00 : f32}
+func.func @merged_operands(%q3: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %heads = mpc.constant dense<[2, 2, 4, 4]> : tensor<4xi64>
+  %qk = mpc.matmul %q3, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %s = mpc.reshape %qk, %heads : (tensor<4x4x4xf32>, tensor<4xi64>) -> tensor<2x2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %y : tensor<2x2x4x8xf32>
+}
+
+// A bias of the merged scores, as Bloom's baddbmm adds ALiBi's
+// [b * h, 1, skv] times beta: viewed as [b, h, 1, skv] (one of [1, sq,
+// skv] as [1, 1, sq, skv]), scaled by beta, the bias.
+// CHECK-LABEL: func.func @merged_bias
+// CHECK-DAG: %[[AS:.*]] = mpc.mul %arg3, %{{.*}} : (tensor<4x1x4xf32>, tensor<f32>)
+// CHECK-DAG: %[[M:.*]] = mpc.reshape %arg4, %{{.*}} -> tensor<1x1x4x4xf32>
+// CHECK-DAG: %[[A:.*]] = mpc.reshape %[[AS]], %{{.*}} -> tensor<2x2x1x4xf32>
+// CHECK: %[[B:.*]] = mpc.add %[[M]], %[[A]]
+// CHECK: mpc.attention %{{.*}}, %{{.*}}, %arg2, %[[B]] {scale = 1.250000e-01 : f32}
+// CHECK-NOT: mpc.softmax
+func.func @merged_bias(%q3: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tensor<2x2x4x8xf32>, %alibi: tensor<4x1x4xf32>, %mask: tensor<1x4x4xf32>) -> tensor<2x2x4x8xf32> {
+  %heads = mpc.constant dense<[2, 2, 4, 4]> : tensor<4xi64>
+  %alpha = mpc.constant dense<1.250000e-01> : tensor<f32>
+  %beta = mpc.constant dense<5.000000e-01> : tensor<f32>
+  %qk = mpc.matmul %q3, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %scaled = mpc.mul %qk, %alpha : (tensor<4x4x4xf32>, tensor<f32>) -> tensor<4x4x4xf32>
+  %ab = mpc.mul %alibi, %beta : (tensor<4x1x4xf32>, tensor<f32>) -> tensor<4x1x4xf32>
+  %b = mpc.add %ab, %scaled : (tensor<4x1x4xf32>, tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %bm = mpc.add %b, %mask : (tensor<4x4x4xf32>, tensor<1x4x4xf32>) -> tensor<4x4x4xf32>
+  %s = mpc.reshape %bm, %heads : (tensor<4x4x4xf32>, tensor<4xi64>) -> tensor<2x2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %y : tensor<2x2x4x8xf32>
+}
+
+// Left as written: a view that is not a split of the leading dimension ([4, 4, 4] as
+// [2, 2, 2, 8] mixes queries and keys)...
+// CHECK-LABEL: func.func @not_a_head_split
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+func.func @not_a_head_split(%q3: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tensor<2x2x8x8xf32>) -> tensor<2x2x2x8xf32> {
+  %shape = mpc.constant dense<[2, 2, 2, 8]> : tensor<4xi64>
+  %qk = mpc.matmul %q3, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %s = mpc.reshape %qk, %shape : (tensor<4x4x4xf32>, tensor<4xi64>) -> tensor<2x2x2x8xf32>
+  %p = mpc.softmax %s : (tensor<2x2x2x8xf32>) -> tensor<2x2x2x8xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x2x2x8xf32>, tensor<2x2x8x8xf32>) -> tensor<2x2x2x8xf32>
+  return %y : tensor<2x2x2x8xf32>
+}
+
+// ...a where() on the merged scores, and merged scores read elsewhere.
+// CHECK-LABEL: func.func @where_or_read_twice
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+func.func @where_or_read_twice(%q3: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %v: tensor<2x2x4x8xf32>, %keep: tensor<4x4x4xi1>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<4x4x4xf32>) {
+  %heads = mpc.constant dense<[2, 2, 4, 4]> : tensor<4xi64>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %qk = mpc.matmul %q3, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %w = mpc.where %keep, %qk, %ninf : (tensor<4x4x4xi1>, tensor<4x4x4xf32>, tensor<f32>) -> tensor<4x4x4xf32>
+  %s = mpc.reshape %w, %heads : (tensor<4x4x4xf32>, tensor<4xi64>) -> tensor<2x2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %qk2 = mpc.matmul %q3, %kt : (tensor<4x4x8xf32>, tensor<4x8x4xf32>) -> tensor<4x4x4xf32>
+  %s2 = mpc.reshape %qk2, %heads : (tensor<4x4x4xf32>, tensor<4xi64>) -> tensor<2x2x4x4xf32>
+  %p2 = mpc.softmax %s2 : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y2 = mpc.matmul %p2, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %y, %y2, %qk2 : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<4x4x4xf32>
+}
