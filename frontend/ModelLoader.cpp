@@ -59,9 +59,14 @@ bool loadModel(const std::string &path, onnx::ModelProto &model,
     error = "cannot open file for reading";
     return false;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parseModelBytes(buffer.str(), path, model, error);
+  // Read in one piece into a string of the file's size (a stream buffer
+  // grows by copies, and its str() copies again: 3x a 1 GB model).
+  std::string bytes(fs::file_size(path, ec), '\0');
+  if (ec || !in.read(bytes.data(), (std::streamsize)bytes.size())) {
+    error = "cannot read the file";
+    return false;
+  }
+  return parseModelBytes(bytes, path, model, error);
 }
 
 static bool parseModelBytesImpl(const std::string &bytes,

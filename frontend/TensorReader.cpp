@@ -109,6 +109,12 @@ FailureOr<DenseElementsAttr> readTensor(const onnx::TensorProto &t,
               " needs " + std::to_string(numel * width);
       return failure();
     }
+    // Every element the same (each equals the next): a splat, as
+    // DenseElementsAttr::get makes of typed values. torch exports
+    // torch.zeros as a raw constant: GPT-NeoX's baddbmm addend is 512 MiB
+    // of zeros at 4k tokens.
+    if (size > width && std::memcmp(data, data + width, size - width) == 0)
+      size = width;
     if (elem.isInteger(1)) {
       SmallVector<bool> values;
       for (size_t i = 0; i < size; ++i)

@@ -349,6 +349,10 @@ public:
         for (Value term : kept)
           bias = bias ? make<AddOp>(loc, {bias, term}) : term;
       }
+      for (Value term : kept)
+        if (Value folded = constantMaskBias(term); term == bias)
+          bias = folded;
+      b.setInsertionPoint(m.pv);
     }
     // Grouped-query K and V, their heads repeated for the products: read
     // in place instead (the kernels index head h / rep; no copies of K
@@ -457,25 +461,44 @@ private:
         loc, {x}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
   }
 
-  /// where(cond, fill, 0) (`fillWhereTrue`) or where(cond, 0, fill): a
-  /// constant when `cond` is one.
+  /// where(cond, fill, 0) (`fillWhereTrue`) or where(cond, 0, fill).
   Value maskBias(Location loc, Value cond, Type elem, double fill,
                  bool fillWhereTrue) {
-    if (auto c = boolConstant(cond)) {
-      const llvm::fltSemantics &sem =
-          llvm::cast<FloatType>(elem).getFloatSemantics();
-      APFloat f(fill), zero = APFloat::getZero(sem);
-      bool lost;
-      f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
-      SmallVector<APFloat> values;
-      for (bool bit : *c)
-        values.push_back(bit == fillWhereTrue ? f : zero);
-      return b.create<ConstantOp>(
-          loc, DenseElementsAttr::get(typeOf(cond).clone(elem), values));
-    }
     Value z = scalarValue(loc, elem, 0.0), fv = scalarValue(loc, elem, fill);
     return fillWhereTrue ? make<WhereOp>(loc, {cond, fv, z})
                          : make<WhereOp>(loc, {cond, z, fv});
+  }
+
+  /// A maskBias over a constant condition as a constant, once it is known
+  /// to stay a bias (a band needs no (Sq, Skv) constant made: 16M
+  /// elements at 4k tokens).
+  Value constantMaskBias(Value bias) {
+    auto w = bias.getDefiningOp<WhereOp>();
+    auto c = w ? boolConstant(w.getCondition()) : std::nullopt;
+    std::optional<double> x = c ? scalarConstant(w.getX()) : std::nullopt,
+                          y = c ? scalarConstant(w.getY()) : std::nullopt;
+    if (!x || !y)
+      return bias;
+    const llvm::fltSemantics &sem =
+        llvm::cast<FloatType>(typeOf(bias).getElementType()).getFloatSemantics();
+    auto value = [&](double d) {
+      APFloat f(d);
+      bool lost;
+      f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+      return f;
+    };
+    APFloat fx = value(*x), fy = value(*y);
+    SmallVector<APFloat> values;
+    for (bool bit : *c)
+      values.push_back(bit ? fx : fy);
+    b.setInsertionPoint(w);
+    Value folded = b.create<ConstantOp>(
+        w.getLoc(), DenseElementsAttr::get(typeOf(w.getCondition()).clone(
+                                               typeOf(bias).getElementType()),
+                                           values));
+    w.getResult().replaceAllUsesWith(folded);
+    w.erase();
+    return folded;
   }
 
   /// A scalar constant.
