@@ -328,6 +328,58 @@ bool Emitter::trilu(Step &s, const std::string &name) {
   return true;
 }
 
+/// ScatterND: a prologue copies data to the result, then the updates'
+/// slices are stored (a thread an element; ONNX forbids repeated tuples
+/// without a reduction) or combined with what is there by a thread per
+/// slice element walking the tuples in order, as the CPU backend does.
+bool Emitter::scatterNd(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]);
+  const std::string reduction = s.getString("reduction", "none");
+  const int64_t rank = x.shape.size(), last = idx.shape.back(),
+                n = numElements(x.shape);
+  int64_t slice = 1;
+  for (int64_t d = last; d < rank; ++d)
+    slice *= x.shape[d];
+  const int64_t tuples = last ? numElements(idx.shape) / last : 0;
+  Shape st = stridesOf(x.shape);
+  std::string offset = "  i64 off = 0;\n";
+  for (int64_t j = 0; j < last; ++j)
+    offset += "  { i64 k = in1[t * " + std::to_string(last) + "LL + " + std::to_string(j) +
+              "]; off += (k < 0 ? k + " + std::to_string(x.shape[j]) + "LL : k) * " +
+              std::to_string(st[j]) + "LL; }\n";
+  cu << header(s, name + "_copy", 256) << " {\n  i64 i = global_index();\n  if (i < "
+     << n << "LL) out0[i] = in0[i];\n}\n\n";
+  const std::string S = std::to_string(slice) + "LL";
+  if (reduction == "none") {
+    cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= "
+       << tuples * slice << "LL) return;\n  i64 t = i / " << S << ", e = i % " << S
+       << ";\n" << offset << "  out0[off + e] = in2[i];\n}\n\n";
+    launch(s, name + "_copy", {std::max<int64_t>((n + 255) / 256, 1), 1, 1}, {256, 1, 1},
+           /*prologue=*/true);
+    launch1d(s, name, tuples * slice);
+    return true;
+  }
+  std::string combine = reduction == "add"   ? "a + b"
+                        : reduction == "mul" ? "a * b"
+                        : reduction == "max" ? "(a > b ? a : b)"
+                        : reduction == "min" ? "(a < b ? a : b)"
+                                             : "";
+  if (combine.empty())
+    return fail(s, "ScatterND reduction '" + reduction + "' is not one of none, add, mul, max, min");
+  const bool fl = isFloat(x.dtype);
+  cu << header(s, name, 256) << " {\n  i64 e = global_index();\n  if (e >= " << S
+     << ") return;\n  for (i64 t = 0; t < " << tuples << "LL; ++t) {\n" << offset
+     << (fl ? "  const float a = ld(out0, off + e), b = ld(in2, t * " + S +
+                  " + e);\n  st(out0, off + e, " + combine + ");\n"
+            : "  const i64 a = out0[off + e], b = in2[t * " + S + " + e];\n  out0[off + e] = (" +
+                  std::string(ctype(x.dtype)) + ")(" + combine + ");\n")
+     << "  }\n}\n\n";
+  launch(s, name + "_copy", {std::max<int64_t>((n + 255) / 256, 1), 1, 1}, {256, 1, 1},
+         /*prologue=*/true);
+  launch1d(s, name, slice);
+  return true;
+}
+
 bool Emitter::pad(Step &s, const std::string &name) {
   if (s.getString("mode", "constant") != "constant")
     return fail(s, "only constant padding has a CUDA kernel yet");
@@ -435,6 +487,7 @@ void registerDataEmitters(EmitterTable &t) {
   t.emit(OpId::Split, &Emitter::axisParts);
   t.emit(OpId::Trilu, &Emitter::trilu);
   t.emit(OpId::Pad, &Emitter::pad);
+  t.emit(OpId::ScatterND, &Emitter::scatterNd);
   t.emit(OpId::ResizeAxis, &Emitter::resizeAxis);
   for (OpId op : {OpId::Tile, OpId::GatherND, OpId::OneHot})
     t.unsupported(op);

@@ -246,10 +246,10 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
     return fail(s, "no CUDA kernel for this form of mpc." +
                        std::string(opName(s.op)) + " yet");
   const ValueInfo &y = val(s.outputs[0]);
-  if (!isFloat(y.dtype) && y.dtype != DType::I1 && s.op != OpId::Cast)
-    return fail(s, "integer arithmetic has no CUDA kernel yet");
   if (s.op == OpId::Cast && !isFloat(y.dtype) && y.dtype != DType::I1)
     return integerCast(s, name);
+  if (!isFloat(y.dtype) && y.dtype != DType::I1)
+    return integerElementwise(s, name);
   mod.flops += numElements(y.shape);
   std::vector<Shape> strides;
   for (int in : s.inputs)
@@ -357,6 +357,45 @@ bool Emitter::chain(Step &s, const std::string &name) {
         return os.str() + st(0, regs.at(s.outputs[0]));
       },
       draws);
+  launch1d(s, name, n);
+  return true;
+}
+
+/// Integer arithmetic (an input's positions from its mask: Bloom's ALiBi
+/// cumsum(mask) - 1, Mistral's window bounds), exact in 64 bits as the
+/// CPU backend computes it, stored to the result's type.
+bool Emitter::integerElementwise(Step &s, const std::string &name) {
+  const ValueInfo &y = val(s.outputs[0]);
+  const bool fmod = s.getInt("fmod", 0);
+  std::string e;
+  switch (s.op) {
+  case OpId::Add: e = "a + b"; break;
+  case OpId::Sub: e = "a - b"; break;
+  case OpId::Mul: e = "a * b"; break;
+  case OpId::Div: e = "b == 0 ? 0 : a / b"; break;
+  case OpId::Mod: // (the divisor's sign without fmod, as Python's)
+    e = fmod ? "b == 0 ? 0 : a % b"
+             : "b == 0 ? 0 : (a % b != 0 && ((a % b < 0) != (b < 0)) ? a % b + b : a % b)";
+    break;
+  case OpId::Max: e = "a > b ? a : b"; break;
+  case OpId::Min: e = "a < b ? a : b"; break;
+  case OpId::Neg: e = "-a"; break;
+  case OpId::Abs: e = "a < 0 ? -a : a"; break;
+  case OpId::Where: e = "a ? b : c"; break;
+  default:
+    return fail(s, "integer " + std::string(opName(s.op)) + " has no CUDA kernel yet");
+  }
+  if (s.inputs.size() > (s.op == OpId::Where ? 3u : 2u))
+    return fail(s, "integer " + std::string(opName(s.op)) +
+                       " of more than two operands has no CUDA kernel yet");
+  std::vector<Shape> strides;
+  for (int in : s.inputs)
+    strides.push_back(broadcastStrides(val(in).shape, y.shape));
+  const int64_t n = numElements(y.shape);
+  cu << countedHead(s, name, n) << offsetsCode(y.shape, strides);
+  for (size_t k = 0; k < s.inputs.size(); ++k)
+    cu << "  const i64 " << kOperandNames[k] << " = (i64)in" << k << "[o" << k << "];\n";
+  cu << "  out0[i] = (" << ctype(y.dtype) << ")(" << e << ");\n}\n\n";
   launch1d(s, name, n);
   return true;
 }

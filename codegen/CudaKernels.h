@@ -380,6 +380,8 @@ public:
   bool gatherElements(Step &s, const std::string &name);
   bool axisParts(Step &s, const std::string &name); // concat, split
   bool trilu(Step &s, const std::string &name);
+  bool integerElementwise(Step &s, const std::string &name);
+  bool scatterNd(Step &s, const std::string &name);
   bool pad(Step &s, const std::string &name);
   bool resizeAxis(Step &s, const std::string &name);
   bool gatherElementsGrad(Step &s, const std::string &name);

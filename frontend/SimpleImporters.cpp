@@ -122,6 +122,8 @@ const llvm::StringMap<SimpleOp> &simpleOps() {
                   SimpleOp{"mpc.gather_elements", {{"axis", Kind::I64}}});
     t.try_emplace("GatherND",
                   SimpleOp{"mpc.gather_nd", {{"batch_dims", Kind::I64}}});
+    t.try_emplace("ScatterND",
+                  SimpleOp{"mpc.scatter_nd", {{"reduction", Kind::Str}}});
     return t;
   }();
   return table;

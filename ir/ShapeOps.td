@@ -308,6 +308,28 @@ def Mpc_GatherNDOp : Mpc_Op<"gather_nd", [Mpc_Clear, Pure, Mpc_InferCustom]> {
   let results = (outs Mpc_AnyTensor:$output);
 }
 
+def Mpc_ScatterNDOp : Mpc_Op<"scatter_nd", [Mpc_Clear, Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let onnxName = "ScatterND";
+  let summary = "scatter by index tuples (ONNX ScatterND)";
+  let description = [{
+    A copy of `data` with the slice each index tuple selects replaced by
+    (`reduction` none) or combined with (add, mul, max, min) its slice of
+    `updates`, tuples in order. Index tuples that enumerate every element
+    of `data` in order (as torch exports `x[..., :n] = y` over all of x)
+    fold to `updates`.
+
+    Example:
+    ```mlir
+    %y = mpc.scatter_nd %x, %i, %u {reduction = "add"} : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_AnyTensor:$data, Mpc_I64Tensor:$indices,
+                   Mpc_AnyTensor:$updates,
+                   DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs Mpc_AnyTensor:$output);
+  let hasFolder = 1;
+}
+
 def Mpc_ConstantOfShapeOp
     : Mpc_Op<"constant_of_shape", [Pure, Mpc_InferCustom]> {
   let onnxName = "ConstantOfShape";

@@ -46,6 +46,13 @@ std::optional<Band> bandOfVisible(int64_t sq, int64_t skv,
 /// Hugging Face's causal and sliding-window masks export), broadcast over
 /// batch and heads, where it describes one.
 std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv);
+/// A padding mask over a constant band mask, where(P, fill, C) with fill
+/// <= -1e30 (Hugging Face's masked_fill of its causal mask, MaskSplit.cpp):
+/// C's band and, built at `b`, the bias where(P, fill, 0) with C read as
+/// 0 inside P (the mask's values inside the band, [b, 1, 1, S] for
+/// Hugging Face's).
+std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
+                                                       int64_t sq, int64_t skv);
 /// The band of the causal and sliding-window bias ONNX Attention's import
 /// builds (positionBias), where `bias` is one.
 std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv);

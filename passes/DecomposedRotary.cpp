@@ -91,6 +91,17 @@ bool halvesEqual(Value v, int depth = 0) {
            cat.getInputs().size() == 2 && cat.getInputs()[0] == cat.getInputs()[1];
   if (isa<CosOp, SinOp, NegOp, CastOp>(op))
     return halvesEqual(op->getOperand(0), depth + 1);
+  // Times or over one number (Hugging Face 4.4x scales the tables by
+  // attention_scaling).
+  if (isa<MulOp, DivOp>(op)) {
+    auto one = [](Value x) {
+      return typeOf(x).hasStaticShape() && typeOf(x).getNumElements() == 1;
+    };
+    Value a = op->getOperand(0), b = op->getOperand(1);
+    if (one(b) && typeOf(a) == t)
+      return halvesEqual(a, depth + 1);
+    return isa<MulOp>(op) && one(a) && typeOf(b) == t && halvesEqual(b, depth + 1);
+  }
   // Rows stay rows where the last axis keeps its size.
   Value in;
   if (auto u = dyn_cast<UnsqueezeOp>(op))

@@ -334,15 +334,20 @@ public:
           continue;
         }
         std::optional<Band> found, merged;
+        Value padding; // what stays of the term inside its band
         if (!(found = positionBand(term, sq, skv)) &&
-            !(found = triluBand(term, sq, skv)))
-          found = constantBand(term, sq, skv);
+            !(found = triluBand(term, sq, skv)) &&
+            !(found = constantBand(term, sq, skv)))
+          if (auto split = bandUnderPadding(b, term, sq, skv))
+            std::tie(found, padding) = std::pair{split->first, split->second};
         if (found && !band)
           band = found;
         else if (found && (merged = mergeBands(*band, *found)))
           band = merged; // (torch's triu(1) + tril(-w): causal and a window)
         else
-          kept.push_back(term);
+          padding = Value(), kept.push_back(term);
+        if (padding)
+          kept.push_back(padding);
       }
       if (band) {
         bias = Value();

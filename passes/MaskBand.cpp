@@ -76,6 +76,62 @@ std::optional<Rows> broadcastRows(Value in, RankedTensorType t, int depth) {
   });
 }
 
+/// The constant integers of `v` (none: `fallback`).
+std::optional<SmallVector<int64_t>> intsOf(Value v, SmallVector<int64_t> fallback) {
+  if (!v)
+    return fallback;
+  DenseIntElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return std::nullopt;
+  SmallVector<int64_t> out;
+  for (const APInt &x : attr.getValues<APInt>())
+    out.push_back(x.getSExtValue());
+  return out;
+}
+
+/// The rows of a Slice with constant starts, axes and steps: each output
+/// element reads the input at start + index * step on every axis.
+std::optional<Rows> sliceRows(SliceOp slice, int depth) {
+  RankedTensorType in = typeOf(slice.getData()), out = typeOf(slice.getOutput());
+  const int64_t rank = in.getRank();
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < rank; ++d)
+    all.push_back(d);
+  auto starts = intsOf(slice.getStarts(), {});
+  auto axes = intsOf(slice.getAxes(), all);
+  auto steps = intsOf(slice.getSteps(), SmallVector<int64_t>(rank, 1));
+  auto x = rowsOf(slice.getData(), depth + 1);
+  if (!x || !starts || !axes || !steps || rank < 1 || !out.hasStaticShape() ||
+      axes->size() != starts->size() || steps->size() != starts->size())
+    return std::nullopt;
+  SmallVector<int64_t> begin(rank, 0), step(rank, 1);
+  for (size_t k = 0; k < axes->size(); ++k) {
+    const int64_t a = (*axes)[k] < 0 ? (*axes)[k] + rank : (*axes)[k];
+    if (a < 0 || a >= rank || (*steps)[k] == 0)
+      return std::nullopt;
+    const int64_t n = in.getDimSize(a), st = (*steps)[k];
+    int64_t b = (*starts)[k] < 0 ? (*starts)[k] + n : (*starts)[k];
+    b = st > 0 ? std::clamp<int64_t>(b, 0, n) : std::clamp<int64_t>(b, 0, n - 1);
+    begin[a] = b;
+    step[a] = st;
+  }
+  const int64_t c = lastDim(out), cin = lastDim(in);
+  return Rows([x = *x, begin, step, dims = SmallVector<int64_t>(out.getShape()),
+               inDims = SmallVector<int64_t>(in.getShape()), c, cin,
+               buf = std::vector<double>(cin)](int64_t r, double *o) mutable {
+    int64_t inRow = 0, stride = 1;
+    for (int64_t d = (int64_t)dims.size() - 2; d >= 0; --d) {
+      inRow += (begin[d] + r % dims[d] * step[d]) * stride;
+      stride *= inDims[d];
+      r /= dims[d];
+    }
+    x(inRow, buf.data());
+    const int64_t last = (int64_t)dims.size() - 1;
+    for (int64_t j = 0; j < c; ++j)
+      o[j] = buf[begin[last] + j * step[last]];
+  });
+}
+
 /// The rows of `v`, where `v` is computed from constants by the ops masks
 /// are built with.
 std::optional<Rows> rowsOf(Value v, int depth) {
@@ -141,6 +197,8 @@ std::optional<Rows> rowsOf(Value v, int depth) {
       }
     });
   }
+  if (auto slice = dyn_cast<SliceOp>(op)) // (Hugging Face 4.4x: mask[..., :keys])
+    return sliceRows(slice, depth);
   if (auto trilu = dyn_cast<TriluOp>(op)) {
     auto x = arg(0);
     if (!x || t.getRank() < 2)

@@ -337,6 +337,50 @@ void gatherNdK(KernelContext &c) {
   }
 }
 
+/// ScatterND: data copied, then each tuple's slice of the updates stored
+/// or combined into it, tuples in order (each result rounded to the
+/// element type, as the CUDA kernel does).
+void scatterNdK(KernelContext &c) {
+  const Tensor &data = c.in(0), &idx = c.in(1), &upd = c.in(2);
+  Tensor &y = c.output(0);
+  const std::string reduction = c.step.getString("reduction", "none");
+  const size_t w = dtypeSize(data.dtype());
+  std::memcpy(y.data<uint8_t>(), data.data<uint8_t>(), data.size() * w);
+  const int64_t last = idx.dim(idx.rank() - 1);
+  auto ds = stridesOf(data.shape());
+  int64_t slice = 1;
+  for (int64_t d = last; d < data.rank(); ++d)
+    slice *= data.dim(d);
+  const int64_t tuples = last ? idx.size() / last : 0;
+  const bool fl = isFloat(data.dtype());
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < last; ++j)
+      off += checkedIndex(idx.getInt(t * last + j), data.dim(j)) * ds[j];
+    if (reduction == "none") {
+      std::memcpy(y.data<uint8_t>() + off * w, upd.data<uint8_t>() + t * slice * w,
+                  slice * w);
+      continue;
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      const int64_t o = off + e, u = t * slice + e;
+      if (fl) {
+        const float a = y.getFloat(o), b = upd.getFloat(u);
+        y.setFloat(o, reduction == "add"   ? a + b
+                      : reduction == "mul" ? a * b
+                      : reduction == "max" ? std::max(a, b)
+                                           : std::min(a, b));
+      } else {
+        const int64_t a = y.getInt(o), b = upd.getInt(u);
+        y.setInt(o, reduction == "add"   ? a + b
+                    : reduction == "mul" ? a * b
+                    : reduction == "max" ? std::max(a, b)
+                                         : std::min(a, b));
+      }
+    }
+  }
+}
+
 void rangeK(KernelContext &c) {
   Tensor &y = c.output(0);
   if (isFloat(y.dtype())) {
@@ -376,6 +420,7 @@ void registerShapeKernels(KernelTable &t) {
   t.add(OpId::GatherElementsGrad, gatherElementsGradK);
   t.add(OpId::GatherGrad, gatherGradK);
   t.add(OpId::GatherND, gatherNdK);
+  t.add(OpId::ScatterND, scatterNdK);
   t.add(OpId::Range, rangeK);
 }
 

@@ -1,6 +1,7 @@
-"""Writes models for ops whose ONNX backend node tests use an element type
-mpc does not support (CumSum's are all double): the same cases in float32
-and int64, for compare_ort.py to run against onnxruntime.
+"""Writes models for compare_ort.py to run against onnxruntime: CumSum
+(whose ONNX backend node tests are all double, which mpc does not
+support) in float32 and int64; ScatterND with every reduction and
+integer arithmetic, for their CUDA kernels.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -31,3 +32,54 @@ for elem, file in ((TensorProto.FLOAT, "cumsum"), (TensorProto.INT64, "cumsum_in
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, os.path.join(out, file + ".onnx"))
+
+# ScatterND (opset 18: every reduction), tuples of one index (rows) and of
+# two (elements), negative indices, float32 and int64.
+for elem, file in ((TensorProto.FLOAT, "scatternd"), (TensorProto.INT64, "scatternd_int64")):
+    nodes, outputs, inits = [], [], []
+    inits.append(numpy_helper.from_array(np.array([[0], [-2], [3]], np.int64), "rows"))
+    inits.append(numpy_helper.from_array(np.array([[1, 2], [4, 0], [0, 2]], np.int64), "cells"))
+    for red in ("none", "add", "mul", "max", "min"):
+        nodes.append(helper.make_node("ScatterND", ["x", "rows", "u_rows"], [f"rows_{red}"],
+                                      reduction=red))
+        nodes.append(helper.make_node("ScatterND", ["x", "cells", "u_cells"], [f"cells_{red}"],
+                                      reduction=red))
+        outputs += [helper.make_tensor_value_info(f"rows_{red}", elem, [5, 3]),
+                    helper.make_tensor_value_info(f"cells_{red}", elem, [5, 3])]
+    graph = helper.make_graph(nodes, file,
+                              [helper.make_tensor_value_info("x", elem, [5, 3]),
+                               helper.make_tensor_value_info("u_rows", elem, [3, 3]),
+                               helper.make_tensor_value_info("u_cells", elem, [3])],
+                              outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(out, file + ".onnx"))
+
+# Integer arithmetic on int64, broadcasting: a - 5 in [-5, 5), divisors
+# 1..5 and their negations (no division by zero).
+nodes = [helper.make_node("Sub", ["a", "five"], ["s"]),
+         helper.make_node("Mod", ["b", "five"], ["bm"]),
+         helper.make_node("Add", ["bm", "one"], ["d"]),
+         helper.make_node("Neg", ["d"], ["nd"])]
+outs = {"add": ("Add", ["s", "b"], {}), "sub": ("Sub", ["s", "b"], {}),
+        "mul": ("Mul", ["s", "b"], {}), "div": ("Div", ["s", "d"], {}),
+        "div_neg": ("Div", ["s", "nd"], {}), "mod": ("Mod", ["s", "d"], {}),
+        "mod_neg": ("Mod", ["s", "nd"], {}), "fmod_neg": ("Mod", ["s", "nd"], {"fmod": 1}),
+        "max": ("Max", ["s", "b"], {}), "min": ("Min", ["s", "b"], {}),
+        "neg": ("Neg", ["s"], {}), "abs": ("Abs", ["s"], {}),
+        "where": ("Where", ["c", "s", "b"], {})}
+for name, (op, ins, attrs) in outs.items():
+    nodes.append(helper.make_node(op, ins, [name], **attrs))
+I = TensorProto.INT64
+graph = helper.make_graph(
+    nodes, "integer_arithmetic",
+    [helper.make_tensor_value_info("a", I, [3, 4]), helper.make_tensor_value_info("b", I, [4]),
+     helper.make_tensor_value_info("c", TensorProto.BOOL, [3, 1])],
+    [helper.make_tensor_value_info(n, I, [3, 4]) for n in outs],
+    [numpy_helper.from_array(np.array(5, np.int64), "five"),
+     numpy_helper.from_array(np.array(1, np.int64), "one")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "integer_arithmetic.onnx"))

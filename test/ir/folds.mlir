@@ -1,0 +1,97 @@
+// RUN: mpc-opt %s --canonicalize -split-input-file | FileCheck %s
+
+// ScatterND whose index tuples enumerate every element in order (torch's
+// export of `mask[..., :n] = masked` with n the whole axis, Hugging Face
+// 4.38+'s padding mask) is its updates: as one constant...
+// CHECK-LABEL: func.func @scatter_all_constant
+// CHECK-NEXT: return %arg1
+func.func @scatter_all_constant(%x: tensor<2x2xf32>, %u: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %i = mpc.constant dense<[[[0, 0], [0, 1]], [[1, 0], [1, 1]]]> : tensor<2x2x2xi64>
+  %y = mpc.scatter_nd %x, %i, %u : (tensor<2x2xf32>, tensor<2x2x2xi64>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// ...or as torch builds them, too large to fold: each coordinate an
+// arange expanded over the other axes, unsqueezed and concatenated.
+// CHECK-LABEL: func.func @scatter_all_coordinates
+// CHECK-NEXT: return %arg1
+func.func @scatter_all_coordinates(%x: tensor<2x1x48x48xf32>, %u: tensor<2x1x48x48xf32>) -> tensor<2x1x48x48xf32> {
+  %shape = mpc.constant dense<[2, 1, 48, 48]> : tensor<4xi64>
+  %c0 = mpc.constant dense<[[[[0]]], [[[1]]]]> : tensor<2x1x1x1xi64>
+  %c1 = mpc.constant dense<0> : tensor<1x1x1xi64>
+  %c2 = mpc.constant dense<[[0], [1], [2], [3], [4], [5], [6], [7], [8], [9], [10], [11], [12], [13], [14], [15], [16], [17], [18], [19], [20], [21], [22], [23], [24], [25], [26], [27], [28], [29], [30], [31], [32], [33], [34], [35], [36], [37], [38], [39], [40], [41], [42], [43], [44], [45], [46], [47]]> : tensor<48x1xi64>
+  %c3 = mpc.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47]> : tensor<48xi64>
+  %e0 = mpc.expand %c0, %shape : (tensor<2x1x1x1xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %e1 = mpc.expand %c1, %shape : (tensor<1x1x1xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %e2 = mpc.expand %c2, %shape : (tensor<48x1xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %e3 = mpc.expand %c3, %shape : (tensor<48xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %u0 = mpc.unsqueeze %e0 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %u1 = mpc.unsqueeze %e1 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %u2 = mpc.unsqueeze %e2 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %u3 = mpc.unsqueeze %e3 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %i = mpc.concat %u0, %u1, %u2, %u3 {axis = -1 : i64} : (tensor<2x1x48x48x1xi64>, tensor<2x1x48x48x1xi64>, tensor<2x1x48x48x1xi64>, tensor<2x1x48x48x1xi64>) -> tensor<2x1x48x48x4xi64>
+  %y = mpc.scatter_nd %x, %i, %u : (tensor<2x1x48x48xf32>, tensor<2x1x48x48x4xi64>, tensor<2x1x48x48xf32>) -> tensor<2x1x48x48xf32>
+  return %y : tensor<2x1x48x48xf32>
+}
+
+// ...but not with an axis's coordinates reversed.
+// CHECK-LABEL: func.func @scatter_coordinates_reversed
+// CHECK: mpc.scatter_nd
+func.func @scatter_coordinates_reversed(%x: tensor<2x1x48x48xf32>, %u: tensor<2x1x48x48xf32>) -> tensor<2x1x48x48xf32> {
+  %shape = mpc.constant dense<[2, 1, 48, 48]> : tensor<4xi64>
+  %c0 = mpc.constant dense<[[[[0]]], [[[1]]]]> : tensor<2x1x1x1xi64>
+  %c1 = mpc.constant dense<0> : tensor<1x1x1xi64>
+  %c2 = mpc.constant dense<[[0], [1], [2], [3], [4], [5], [6], [7], [8], [9], [10], [11], [12], [13], [14], [15], [16], [17], [18], [19], [20], [21], [22], [23], [24], [25], [26], [27], [28], [29], [30], [31], [32], [33], [34], [35], [36], [37], [38], [39], [40], [41], [42], [43], [44], [45], [46], [47]]> : tensor<48x1xi64>
+  %c3 = mpc.constant dense<[47, 46, 45, 44, 43, 42, 41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0]> : tensor<48xi64>
+  %e0 = mpc.expand %c0, %shape : (tensor<2x1x1x1xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %e1 = mpc.expand %c1, %shape : (tensor<1x1x1xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %e2 = mpc.expand %c2, %shape : (tensor<48x1xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %e3 = mpc.expand %c3, %shape : (tensor<48xi64>, tensor<4xi64>) -> tensor<2x1x48x48xi64>
+  %u0 = mpc.unsqueeze %e0 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %u1 = mpc.unsqueeze %e1 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %u2 = mpc.unsqueeze %e2 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %u3 = mpc.unsqueeze %e3 {axes = array<i64: 4>} : (tensor<2x1x48x48xi64>) -> tensor<2x1x48x48x1xi64>
+  %i = mpc.concat %u0, %u1, %u2, %u3 {axis = -1 : i64} : (tensor<2x1x48x48x1xi64>, tensor<2x1x48x48x1xi64>, tensor<2x1x48x48x1xi64>, tensor<2x1x48x48x1xi64>) -> tensor<2x1x48x48x4xi64>
+  %y = mpc.scatter_nd %x, %i, %u : (tensor<2x1x48x48xf32>, tensor<2x1x48x48x4xi64>, tensor<2x1x48x48xf32>) -> tensor<2x1x48x48xf32>
+  return %y : tensor<2x1x48x48xf32>
+}
+
+// -----
+
+// Kept: coordinates swapped (a transpose, not the identity), one tuple
+// short of every element, and a reduction.
+// CHECK-LABEL: func.func @scatter_kept
+// CHECK-COUNT-3: mpc.scatter_nd
+func.func @scatter_kept(%x: tensor<2x2xf32>, %u: tensor<2x2xf32>, %v: tensor<2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>) {
+  %swapped = mpc.constant dense<[[[0, 0], [1, 0]], [[0, 1], [1, 1]]]> : tensor<2x2x2xi64>
+  %y0 = mpc.scatter_nd %x, %swapped, %u : (tensor<2x2xf32>, tensor<2x2x2xi64>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %short = mpc.constant dense<[[0, 0], [1, 1]]> : tensor<2x2xi64>
+  %y1 = mpc.scatter_nd %x, %short, %v : (tensor<2x2xf32>, tensor<2x2xi64>, tensor<2xf32>) -> tensor<2x2xf32>
+  %all = mpc.constant dense<[[[0, 0], [0, 1]], [[1, 0], [1, 1]]]> : tensor<2x2x2xi64>
+  %y2 = mpc.scatter_nd %x, %all, %u {reduction = "add"} : (tensor<2x2xf32>, tensor<2x2x2xi64>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %y0, %y1, %y2 : tensor<2x2xf32>, tensor<2x2xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// A slice keeping every element in order and an expand to its own shape
+// are their inputs; a reversing slice of the whole axis is kept.
+// CHECK-LABEL: func.func @identity_views
+// CHECK-NOT: mpc.expand
+// CHECK: %[[R:.*]] = mpc.slice %arg0
+// CHECK: return %arg0, %arg0, %[[R]]
+func.func @identity_views(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %zero = mpc.constant dense<0> : tensor<1xi64>
+  %four = mpc.constant dense<4> : tensor<1xi64>
+  %last = mpc.constant dense<-1> : tensor<1xi64>
+  %axis = mpc.constant dense<1> : tensor<1xi64>
+  %one = mpc.constant dense<1> : tensor<1xi64>
+  %back = mpc.constant dense<-5> : tensor<1xi64>
+  %shape = mpc.constant dense<[2, 4]> : tensor<2xi64>
+  %s = mpc.slice %x, %zero, %four axes %axis steps %one : (tensor<2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %e = mpc.expand %x, %shape : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+  %r = mpc.slice %x, %last, %back axes %axis steps %last : (tensor<2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  return %s, %e, %r : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -1,0 +1,67 @@
+"""Writes the Hugging Face exports hf44-exports.test reads: tiny
+LlamaForCausalLM (with and without an attention mask) and BloomForCausalLM
+(with one) from transformers 4.44.2 (eager attention, random weights,
+seed 0), exported by torch 1.13's TorchScript exporter in training mode
+(opset 17) with their loss, a batch of token ids, the mask (the second
+row padded on the right: 3 tokens) and the labels (-100 where padded),
+and torch's gradient of the loss for every parameter (an .npz, names as
+the ONNX initializers). 4.38+ builds its masks differently from 4.36
+(hf_exports.py): the causal mask from cache_position, sliced to the keys;
+the padding laid over it by a slice assignment torch exports as
+ScatterND; the rotary tables scaled. Committed: the suite does not
+install transformers. Regenerate with
+
+    pip install --target DIR transformers==4.44.2 (without its numpy)
+    PYTHONPATH=DIR /usr/bin/python3 hf44_exports.py test/models/Inputs/hf44
+
+usage: hf44_exports.py OUTDIR
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+from transformers import BloomConfig, BloomForCausalLM, LlamaConfig, LlamaForCausalLM
+
+out = sys.argv[1]
+
+
+class WithLoss(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, ids, labels, mask=None):
+        return self.m(input_ids=ids, labels=labels, attention_mask=mask,
+                      use_cache=False).loss
+
+
+llama = dict(vocab_size=32, hidden_size=32, intermediate_size=64,
+             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             max_position_embeddings=32)
+for name, make, masked in (
+        ("llama", lambda: LlamaForCausalLM(LlamaConfig(**llama)), False),
+        ("llama_mask", lambda: LlamaForCausalLM(LlamaConfig(**llama)), True),
+        ("bloom_mask", lambda: BloomForCausalLM(BloomConfig(
+            vocab_size=32, hidden_size=32, n_layer=2, n_head=4,
+            hidden_dropout=0.0, attention_dropout=0.0)), True)):
+    torch.manual_seed(0)
+    model = WithLoss(make())
+    model.m.config._attn_implementation = "eager"
+    ids = torch.randint(0, 32, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    mask[1, -3:] = 0
+    labels = ids.clone()
+    labels[mask == 0] = -100
+    args, names = ((ids, labels, mask), ["ids", "labels", "mask"]) if masked else \
+        ((ids, labels), ["ids", "labels"])
+    torch.onnx.export(model, args, os.path.join(out, f"{name}.onnx"),
+                      opset_version=17, input_names=names, output_names=["loss"],
+                      do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    for n, t in zip(names, args):
+        np.save(os.path.join(out, f"{name}.{n}.npy"), t.numpy())
+    model.zero_grad()
+    model(*args).backward()
+    np.savez_compressed(os.path.join(out, f"{name}.grads.npz"),
+                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
