@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <type_traits>
 
@@ -157,6 +158,30 @@ std::optional<Rows> rowsOf(Value v, int depth) {
                  : elem.isInteger(1)        ? number(attr.getSplatValue<bool>())
                                             : number(attr.getSplatValue<APInt>());
       return Rows([e, c](int64_t, double *out) { std::fill(out, out + c, e); });
+    }
+    // FP32 and 64/32-bit integers read a row at a time from the raw data
+    // (a 4096 x 4097 mask is 16M elements, each an APFloat otherwise).
+    if (elem.isF32() || elem.isInteger(64) || elem.isInteger(32)) {
+      const char *raw = attr.getRawData().data();
+      const int width = elem.isInteger(64) ? 8 : 4;
+      return Rows([raw, width, f32 = elem.isF32(), c](int64_t r, double *out) {
+        for (int64_t j = 0; j < c; ++j) {
+          const char *p = raw + (r * c + j) * width;
+          if (f32) {
+            float f;
+            std::memcpy(&f, p, 4);
+            out[j] = f;
+          } else if (width == 8) {
+            int64_t i;
+            std::memcpy(&i, p, 8);
+            out[j] = (double)i;
+          } else {
+            int32_t i;
+            std::memcpy(&i, p, 4);
+            out[j] = i;
+          }
+        }
+      });
     }
     x.reserve(attr.getNumElements());
     if (llvm::isa<FloatType>(elem))
