@@ -380,6 +380,67 @@ bool Emitter::scatterNd(Step &s, const std::string &name) {
   return true;
 }
 
+/// Tile: an element a thread, each coordinate modulo the input's extent
+/// (the CPU backend's tileK).
+bool Emitter::tile(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  const int64_t rank = y.shape.size(), n = numElements(y.shape);
+  Shape xs = stridesOf(x.shape);
+  cu << countedHead(s, name, n) << "  i64 r = i, off = 0;\n";
+  for (int64_t d = rank - 1; d >= 0; --d)
+    cu << "  off += (r % " << y.shape[d] << "LL) % " << x.shape[d] << "LL * " << xs[d]
+       << "LL; r /= " << y.shape[d] << "LL;\n";
+  cu << "  out0[i] = in0[off];\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// GatherND: an element a thread, its tuple's offset from the indices
+/// (negative ones from the end), batch dimensions leading (gatherNdK).
+bool Emitter::gatherNd(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]), &idx = val(s.inputs[1]), &y = val(s.outputs[0]);
+  const int64_t b = s.getInt("batch_dims", 0), last = idx.shape.back(),
+                rank = x.shape.size(), n = numElements(y.shape);
+  int64_t slice = 1, batch = 1;
+  for (int64_t d = b + last; d < rank; ++d)
+    slice *= x.shape[d];
+  for (int64_t d = 0; d < b; ++d)
+    batch *= x.shape[d];
+  const int64_t tuples = last ? numElements(idx.shape) / last : 0;
+  Shape xs = stridesOf(x.shape);
+  cu << countedHead(s, name, n) << "  const i64 t = i / " << slice << "LL, e = i % "
+     << slice << "LL;\n  i64 off = e" << (b ? " + t / " + std::to_string(tuples / batch) +
+                                                  "LL * " + std::to_string(xs[b - 1]) + "LL"
+                                            : "")
+     << ";\n";
+  for (int64_t j = 0; j < last; ++j)
+    cu << "  { const i64 k = in1[t * " << last << "LL + " << j << "]; off += (k < 0 ? k + "
+       << x.shape[b + j] << "LL : k) * " << xs[b + j] << "LL; }\n";
+  cu << "  out0[i] = in0[off];\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
+/// OneHot: an element a thread, `on` where its index (negative from the
+/// end of `depth`) is its coordinate along the axis (oneHotK).
+bool Emitter::oneHot(Step &s, const std::string &name) {
+  const ValueInfo &idx = val(s.inputs[0]), &y = val(s.outputs[0]);
+  const int64_t rank = y.shape.size(), depth = s.getInt("depth", 0),
+                axis = s.getInt("axis", -1) < 0 ? s.getInt("axis", -1) + rank
+                                                : s.getInt("axis", -1),
+                n = numElements(y.shape);
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= y.shape[d];
+  const std::string I = std::to_string(inner) + "LL", D = std::to_string(depth) + "LL";
+  cu << countedHead(s, name, n) << "  const i64 at = i / (" << D << " * " << I << ") * "
+     << I << " + i % " << I << ", d = i / " << I << " % " << D << ";\n  i64 v = "
+     << (isFloat(idx.dtype) ? "(i64)ld(in0, at)" : "(i64)in0[at]") << ";\n  if (v < 0) v += "
+     << D << ";\n  out0[i] = in1[v == d ? 1 : 0];\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
 bool Emitter::pad(Step &s, const std::string &name) {
   if (s.getString("mode", "constant") != "constant")
     return fail(s, "only constant padding has a CUDA kernel yet");
@@ -489,8 +550,9 @@ void registerDataEmitters(EmitterTable &t) {
   t.emit(OpId::Pad, &Emitter::pad);
   t.emit(OpId::ScatterND, &Emitter::scatterNd);
   t.emit(OpId::ResizeAxis, &Emitter::resizeAxis);
-  for (OpId op : {OpId::Tile, OpId::GatherND, OpId::OneHot})
-    t.unsupported(op);
+  t.emit(OpId::Tile, &Emitter::tile);
+  t.emit(OpId::GatherND, &Emitter::gatherNd);
+  t.emit(OpId::OneHot, &Emitter::oneHot);
   // Range with computed bounds (a constant one folds at import).
   t.unsupported(OpId::Range, "shape arithmetic left unfolded: bind the input shapes");
 }

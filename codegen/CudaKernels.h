@@ -382,6 +382,9 @@ public:
   bool trilu(Step &s, const std::string &name);
   bool integerElementwise(Step &s, const std::string &name);
   bool scatterNd(Step &s, const std::string &name);
+  bool tile(Step &s, const std::string &name);
+  bool gatherNd(Step &s, const std::string &name);
+  bool oneHot(Step &s, const std::string &name);
   bool pad(Step &s, const std::string &name);
   bool resizeAxis(Step &s, const std::string &name);
   bool gatherElementsGrad(Step &s, const std::string &name);

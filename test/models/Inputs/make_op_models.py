@@ -83,3 +83,31 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "integer_arithmetic.onnx"))
+
+# Tile, GatherND (batch_dims 0 and 1, negative indices) and OneHot
+# (axes -1 and 0, negative and out-of-range indices), for their CUDA
+# kernels.
+F = TensorProto.FLOAT
+nodes = [helper.make_node("Tile", ["x", "reps"], ["tile"]),
+         helper.make_node("GatherND", ["x", "tuples"], ["gather_nd"]),
+         helper.make_node("GatherND", ["x", "rows"], ["gather_nd_batch"], batch_dims=1),
+         helper.make_node("OneHot", ["hot", "depth", "onoff"], ["one_hot"]),
+         helper.make_node("OneHot", ["hot", "depth", "onoff"], ["one_hot_axis0"], axis=0)]
+graph = helper.make_graph(
+    nodes, "index_ops",
+    [helper.make_tensor_value_info("x", F, [2, 3, 4])],
+    [helper.make_tensor_value_info("tile", F, [4, 3, 8]),
+     helper.make_tensor_value_info("gather_nd", F, [3, 4]),
+     helper.make_tensor_value_info("gather_nd_batch", F, [2, 4]),
+     helper.make_tensor_value_info("one_hot", F, [2, 3, 5]),
+     helper.make_tensor_value_info("one_hot_axis0", F, [5, 2, 3])],
+    [numpy_helper.from_array(np.array([2, 1, 2], np.int64), "reps"),
+     numpy_helper.from_array(np.array([[0, 1], [1, -1], [-2, 0]], np.int64), "tuples"),
+     numpy_helper.from_array(np.array([[2], [-3]], np.int64), "rows"),
+     numpy_helper.from_array(np.array([[0, 4, -1], [2, 7, -6]], np.int64), "hot"),
+     numpy_helper.from_array(np.array(5, np.int64), "depth"),
+     numpy_helper.from_array(np.array([-0.5, 2.0], np.float32), "onoff")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "index_ops.onnx"))
