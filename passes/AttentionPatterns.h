@@ -35,6 +35,10 @@ struct Band {
   int64_t offset = 0;
   bool causal = false;
   int64_t left = -1, right = -1;
+
+  bool operator==(const Band &o) const {
+    return offset == o.offset && causal == o.causal && left == o.left && right == o.right;
+  }
 };
 
 /// The band a query-by-key visibility `seen(i, j)` describes, where one

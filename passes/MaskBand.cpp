@@ -303,11 +303,6 @@ std::optional<Rows> rowsOf(Value v, int depth) {
   return std::nullopt;
 }
 
-bool sameBand(const Band &a, const Band &b) {
-  return a.offset == b.offset && a.causal == b.causal && a.left == b.left &&
-         a.right == b.right;
-}
-
 } // namespace
 
 std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
@@ -350,7 +345,7 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
       additive &= e == 0.0 || e <= -1e30;
       return e == 0.0;
     });
-    if (!additive || !here || (band && !sameBand(*band, *here)))
+    if (!additive || !here || (band && !(*band == *here)))
       return std::nullopt;
     band = here;
   }

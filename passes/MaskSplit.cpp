@@ -22,11 +22,6 @@ namespace mlir::mpc::attention_patterns {
 
 namespace {
 
-bool sameBand(const Band &a, const Band &b) {
-  return a.offset == b.offset && a.causal == b.causal && a.left == b.left &&
-         a.right == b.right;
-}
-
 /// Whether `v` is computed from constants alone.
 bool fromConstants(Value v, llvm::DenseMap<Value, bool> &memo, int depth = 0) {
   if (auto it = memo.find(v); it != memo.end())
@@ -53,7 +48,7 @@ Value zeroInBand(OpBuilder &b, Value v, const Band &band, int64_t sq, int64_t sk
     std::optional<Band> here = llvm::isa<FloatType>(t.getElementType())
                                    ? constantBand(v, sq, skv)
                                    : std::nullopt;
-    if (!here || !sameBand(*here, band))
+    if (!here || !(*here == band))
       return v;
     APFloat zero = APFloat::getZero(
         llvm::cast<FloatType>(t.getElementType()).getFloatSemantics());
