@@ -385,6 +385,15 @@ int runGrad() {
       prep.feeds["mpc.loss_scale"] = s;
       prep.feeds["mpc.loss_scale_good_steps"] = n;
     }
+  // Dropouts draw the masks of a first train step (mpc train's step 0).
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (auto name = step.getArgAttrOfType<mlir::StringAttr>(i, "mpc.input");
+        name && name.getValue() == "mpc.rng.step") {
+      rt::Tensor s(rt::DType::I64, {2});
+      s.setInt(0, 0);
+      s.setInt(1, 0);
+      prep.feeds["mpc.rng.step"] = s;
+    }
   rt::Plan plan;
   std::vector<rt::Tensor> results;
   if (!execute(step, gradModel, prep.feeds, plan, results))
