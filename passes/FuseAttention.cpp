@@ -152,7 +152,11 @@ public:
     // Additive biases, or where()s over the scores to convert, each with
     // the scale applied outside it (softmax((QK + m) / c) adds m / c).
     SmallVector<Mask> masks;
-    for (int guard = 0; guard < 8; ++guard) {
+    // Whether `s` is [b * h, sq, skv] scores of known heads (below a split
+    // into heads), and whether the softmax itself reads merged scores that
+    // a view brought to heads for the mask (BART's bmm attention).
+    bool inMerged = false, headsView = false;
+    for (int guard = 0; guard < 10; ++guard) {
       if (!s.getDefiningOp() || !singleUse(s))
         return std::nullopt;
       Operation *op = s.getDefiningOp();
@@ -192,26 +196,40 @@ public:
           continue;
         }
         Value bias = aScores ? add.getB() : add.getA();
-        if (!m.split.empty() && !unmergeable(typeOf(bias), m.split))
+        if (inMerged && !unmergeable(typeOf(bias), m.split))
           return std::nullopt;
-        masks.push_back({bias, m.scale, false, !m.split.empty()});
+        masks.push_back({bias, m.scale, false, inMerged});
         m.dead.push_back(op);
         s = aScores ? add.getA() : add.getB();
         continue;
       }
       if (auto rs = dyn_cast<ReshapeOp>(op)) {
+        // A softmax over [b * h, sq, skv] scores viewed as heads for the
+        // mask (BART, Whisper: `w.view(b, h, q, k) + mask`, then back):
+        // the attention is built over heads and its output merged.
+        if (auto heads = headsOf(typeOf(s), typeOf(rs.getData()));
+            heads && r == 3 && m.split.empty()) {
+          m.split = {heads->first, heads->second};
+          headsView = true;
+          m.dead.push_back(op);
+          s = rs.getData();
+          continue;
+        }
         // Scores of [b * h, sq, skv] products split into heads (GPT-NeoX's
-        // baddbmm on merged views): build() unmerges Q and K^T.
+        // baddbmm, BART's bmm on merged views): build() unmerges Q and K^T.
         auto heads = headsOf(typeOf(rs.getData()), typeOf(rs.getReshaped()));
-        if (!m.split.empty() || !heads)
+        if (!heads || inMerged ||
+            (!m.split.empty() &&
+             (!headsView || m.split != SmallVector<int64_t>{heads->first, heads->second})))
           return std::nullopt;
         m.split = {heads->first, heads->second};
+        inMerged = true;
         m.dead.push_back(op);
         s = rs.getData();
         continue;
       }
       if (auto where = dyn_cast<WhereOp>(op)) {
-        if (!m.split.empty())
+        if (inMerged)
           return std::nullopt;
         // Only a fill that exp() maps to 0 as -inf does: where() replaces
         // the score, the bias adds to it, equal only then.
@@ -239,6 +257,12 @@ public:
     m.dead.push_back(qk);
     m.q = peelScale(qk->getOperand(0), m.scale, m.dead);
     Value kt = peelScale(qk->getOperand(1), m.scale, m.dead);
+    if (headsView) { // (P V over merged heads too)
+      if (!m.pvSplit.empty())
+        return std::nullopt;
+      m.pvSplit = m.split;
+      r = 4;
+    }
     auto q = unmergedType(typeOf(m.q), m.split),
          ktT = unmergedType(typeOf(kt), m.split),
          v = unmergedType(typeOf(m.v), m.pvSplit);
@@ -431,8 +455,8 @@ private:
     return isa_and_nonnull<MatMulOp>(op);
   }
 
-  /// `x` [b * h, m, n] as [b, h, m, n]: the tensor a reshape merged
-  /// (through a transpose of the last two dimensions), or a new reshape.
+  /// `x` [b * h, m, n] as [b, h, m, n]: the tensor a reshape merged, or
+  /// a new reshape (through a transpose of the last two dimensions).
   Value unmerge(Location loc, Value x, ArrayRef<int64_t> split,
                 SmallVectorImpl<Operation *> &dead) {
     RankedTensorType want = unmergedType(typeOf(x), split);
@@ -442,12 +466,10 @@ private:
       return rs.getData();
     }
     auto t = x.getDefiningOp<TransposeOp>();
-    auto rs = t ? t.getX().getDefiningOp<ReshapeOp>() : ReshapeOp();
-    if (rs && singleUse(x) && t.getPerm() &&
-        llvm::ArrayRef<int64_t>(*t.getPerm()) == llvm::ArrayRef<int64_t>{0, 2, 1} &&
-        typeOf(rs.getData()) == unmergedType(typeOf(rs.getReshaped()), split)) {
-      dead.append({t, rs});
-      return transpose(loc, rs.getData(), {0, 1, 3, 2});
+    if (t && singleUse(x) && t.getPerm() &&
+        llvm::ArrayRef<int64_t>(*t.getPerm()) == llvm::ArrayRef<int64_t>{0, 2, 1}) {
+      dead.push_back(t); // (K^T: the transpose composes with build()'s)
+      return transpose(loc, unmerge(loc, t.getX(), split, dead), {0, 1, 3, 2});
     }
     return reshape(loc, x, want);
   }

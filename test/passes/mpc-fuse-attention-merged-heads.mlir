@@ -110,3 +110,47 @@ func.func @where_or_read_twice(%q3: tensor<4x4x8xf32>, %kt: tensor<4x8x4xf32>, %
   %y2 = mpc.matmul %p2, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
   return %y, %y2, %qk2 : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<4x4x4xf32>
 }
+
+// BART, Marian, Whisper (Hugging Face's bmm attention): Q K^T over merged
+// heads, viewed as heads for the mask and back, a softmax over merged
+// scores, P V merged too: one attention over heads, its output merged.
+// CHECK-LABEL: func.func @bart
+// CHECK-DAG: %[[Q:.*]] = mpc.reshape %arg0, %{{.*}} -> tensor<2x4x16x8xf32>
+// CHECK-DAG: %[[K:.*]] = mpc.reshape %arg1, %{{.*}} -> tensor<2x4x16x8xf32>
+// CHECK-DAG: %[[V:.*]] = mpc.reshape %arg2, %{{.*}} -> tensor<2x4x16x8xf32>
+// CHECK: %[[Y:.*]], %{{.*}} = mpc.attention %[[Q]], %[[K]], %[[V]], %arg3 {scale = 1.000000e+00 : f32}
+// CHECK: %[[M:.*]] = mpc.reshape %[[Y]], %{{.*}} -> tensor<8x16x8xf32>
+// CHECK-NOT: mpc.softmax
+// CHECK: return %[[M]]
+func.func @bart(%q3: tensor<8x16x8xf32>, %k3: tensor<8x16x8xf32>, %v3: tensor<8x16x8xf32>, %mask: tensor<2x1x1x16xf32>) -> tensor<8x16x8xf32> {
+  %heads = mpc.constant dense<[2, 4, 16, 16]> : tensor<4xi64>
+  %merged = mpc.constant dense<[8, 16, 16]> : tensor<3xi64>
+  %kt = mpc.transpose %k3 {perm = array<i64: 0, 2, 1>} : (tensor<8x16x8xf32>) -> tensor<8x8x16xf32>
+  %qk = mpc.matmul %q3, %kt : (tensor<8x16x8xf32>, tensor<8x8x16xf32>) -> tensor<8x16x16xf32>
+  %s4 = mpc.reshape %qk, %heads : (tensor<8x16x16xf32>, tensor<4xi64>) -> tensor<2x4x16x16xf32>
+  %b = mpc.add %s4, %mask : (tensor<2x4x16x16xf32>, tensor<2x1x1x16xf32>) -> tensor<2x4x16x16xf32>
+  %s3 = mpc.reshape %b, %merged : (tensor<2x4x16x16xf32>, tensor<3xi64>) -> tensor<8x16x16xf32>
+  %p = mpc.softmax %s3 : (tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  %y = mpc.matmul %p, %v3 : (tensor<8x16x16xf32>, tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  return %y : tensor<8x16x8xf32>
+}
+
+// Left as written: viewed as 2 x 4 heads for the mask, but the product's
+// merged dimension split 4 x 2.
+// CHECK-LABEL: func.func @bart_other_heads
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+func.func @bart_other_heads(%q3: tensor<8x16x8xf32>, %kt: tensor<8x8x16xf32>, %v3: tensor<8x16x8xf32>, %mask: tensor<4x2x16x16xf32>) -> tensor<8x16x8xf32> {
+  %split = mpc.constant dense<[4, 2, 16, 16]> : tensor<4xi64>
+  %merged = mpc.constant dense<[8, 16, 16]> : tensor<3xi64>
+  %back = mpc.constant dense<[2, 4, 16, 16]> : tensor<4xi64>
+  %qk = mpc.matmul %q3, %kt : (tensor<8x16x8xf32>, tensor<8x8x16xf32>) -> tensor<8x16x16xf32>
+  %s4 = mpc.reshape %qk, %split : (tensor<8x16x16xf32>, tensor<4xi64>) -> tensor<4x2x16x16xf32>
+  %b = mpc.add %s4, %mask : (tensor<4x2x16x16xf32>, tensor<4x2x16x16xf32>) -> tensor<4x2x16x16xf32>
+  %s3 = mpc.reshape %b, %merged : (tensor<4x2x16x16xf32>, tensor<3xi64>) -> tensor<8x16x16xf32>
+  %s5 = mpc.reshape %s3, %back : (tensor<8x16x16xf32>, tensor<4xi64>) -> tensor<2x4x16x16xf32>
+  %s6 = mpc.reshape %s5, %merged : (tensor<2x4x16x16xf32>, tensor<3xi64>) -> tensor<8x16x16xf32>
+  %p = mpc.softmax %s6 : (tensor<8x16x16xf32>) -> tensor<8x16x16xf32>
+  %y = mpc.matmul %p, %v3 : (tensor<8x16x16xf32>, tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  return %y : tensor<8x16x8xf32>
+}

@@ -1,6 +1,6 @@
 """Writes the Hugging Face exports hf44-exports.test reads: tiny
-LlamaForCausalLM (with and without an attention mask) and BloomForCausalLM
-(with one) from transformers 4.44.2 (eager attention, random weights,
+LlamaForCausalLM (with and without an attention mask), BloomForCausalLM
+and BartForConditionalGeneration (with one) from transformers 4.44.2 (eager attention, random weights,
 seed 0), exported by torch 1.13's TorchScript exporter in training mode
 (opset 17) with their loss, a batch of token ids, the mask (the second
 row padded on the right: 3 tokens) and the labels (-100 where padded),
@@ -14,14 +14,15 @@ install transformers. Regenerate with
     pip install --target DIR transformers==4.44.2 (without its numpy)
     PYTHONPATH=DIR /usr/bin/python3 hf44_exports.py test/models/Inputs/hf44
 
-usage: hf44_exports.py OUTDIR
+usage: hf44_exports.py OUTDIR [NAME...]   (default: all)
 """
 import os
 import sys
 
 import numpy as np
 import torch
-from transformers import BloomConfig, BloomForCausalLM, LlamaConfig, LlamaForCausalLM
+from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig,
+                          BloomForCausalLM, LlamaConfig, LlamaForCausalLM)
 
 out = sys.argv[1]
 
@@ -44,15 +45,25 @@ for name, make, masked in (
         ("llama_mask", lambda: LlamaForCausalLM(LlamaConfig(**llama)), True),
         ("bloom_mask", lambda: BloomForCausalLM(BloomConfig(
             vocab_size=32, hidden_size=32, n_layer=2, n_head=4,
-            hidden_dropout=0.0, attention_dropout=0.0)), True)):
+            hidden_dropout=0.0, attention_dropout=0.0)), True),
+        ("bart_mask", lambda: BartForConditionalGeneration(BartConfig(
+            vocab_size=32, d_model=32, encoder_layers=1, decoder_layers=1,
+            encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+            decoder_ffn_dim=64, max_position_embeddings=32, dropout=0.0,
+            attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1,
+            bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)), True)):
+    if sys.argv[2:] and name not in sys.argv[2:]:
+        continue
     torch.manual_seed(0)
     model = WithLoss(make())
     model.m.config._attn_implementation = "eager"
-    ids = torch.randint(0, 32, (2, 16))
+    ids = torch.randint(3, 32, (2, 16)) if name == "bart_mask" else torch.randint(0, 32, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
     mask[1, -3:] = 0
     labels = ids.clone()
     labels[mask == 0] = -100
+    if name == "bart_mask":  # (a summary of 8 tokens)
+        labels = torch.randint(3, 32, (2, 8))
     args, names = ((ids, labels, mask), ["ids", "labels", "mask"]) if masked else \
         ((ids, labels), ["ids", "labels"])
     torch.onnx.export(model, args, os.path.join(out, f"{name}.onnx"),
