@@ -381,6 +381,7 @@ public:
   bool axisParts(Step &s, const std::string &name); // concat, split
   bool trilu(Step &s, const std::string &name);
   bool integerElementwise(Step &s, const std::string &name);
+  bool integerReduce(Step &s, const std::string &name, const std::set<int64_t> &red);
   bool scatterNd(Step &s, const std::string &name);
   bool tile(Step &s, const std::string &name);
   bool gatherNd(Step &s, const std::string &name);

@@ -433,8 +433,6 @@ bool copiesOnly(const Step &s) {
 /// log_sum_exp); no axes with noop_with_empty_axes copies.
 bool Emitter::reduce(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]);
-  if (!isFloat(x.dtype))
-    return fail(s, "integer arithmetic has no CUDA kernel yet");
   int64_t rank = x.shape.size();
   if (copiesOnly(s))
     return stridedCopy(s, name, 0, stridesOf(x.shape));
@@ -445,7 +443,54 @@ bool Emitter::reduce(Step &s, const std::string &name) {
   if (red.empty())
     for (int64_t i = 0; i < rank; ++i)
       red.insert(i);
+  if (!isFloat(x.dtype))
+    return integerReduce(s, name, red);
   return foldAxes(s, name, std::string(opName(s.op)).substr(7), red);
+}
+
+/// An integer reduction (mBART counts its non-pad tokens with a sum): a
+/// thread an output element, accumulating in FP64 in the input's order
+/// and finishing as the CPU backend's reduceK does, so both agree.
+bool Emitter::integerReduce(Step &s, const std::string &name,
+                            const std::set<int64_t> &red) {
+  const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
+  std::string acc, finish = "a", init = "0.0";
+  switch (s.op) {
+  case OpId::ReduceSum: case OpId::ReduceMean: case OpId::ReduceLogSum: acc = "a + v"; break;
+  case OpId::ReduceMax: acc = "v > a ? v : a"; init = "-INFINITY"; break;
+  case OpId::ReduceMin: acc = "v < a ? v : a"; init = "INFINITY"; break;
+  case OpId::ReduceProd: acc = "a * v"; init = "1.0"; break;
+  case OpId::ReduceL1: acc = "a + fabs(v)"; break;
+  case OpId::ReduceL2: case OpId::ReduceSumSquare: acc = "a + v * v"; break;
+  default:
+    return fail(s, "integer " + std::string(opName(s.op)) + " has no CUDA kernel yet");
+  }
+  Shape xs = stridesOf(x.shape);
+  int64_t count = 1;
+  for (int64_t d : red)
+    count *= x.shape[d];
+  if (s.op == OpId::ReduceMean)
+    finish = "a / " + std::to_string(count) + ".0";
+  else if (s.op == OpId::ReduceL2)
+    finish = "sqrt(a)";
+  else if (s.op == OpId::ReduceLogSum)
+    finish = "log(a)";
+  const int64_t n = numElements(y.shape);
+  cu << countedHead(s, name, n) << "  i64 r = i, base = 0;\n";
+  for (int64_t d = (int64_t)x.shape.size() - 1; d >= 0; --d)
+    if (!red.count(d))
+      cu << "  base += r % " << x.shape[d] << "LL * " << xs[d] << "LL; r /= " << x.shape[d]
+         << "LL;\n";
+  cu << "  double a = " << init << ";\n  for (i64 j = 0; j < " << count
+     << "LL; ++j) {\n    i64 q = j, off = base;\n";
+  for (int64_t d = (int64_t)x.shape.size() - 1; d >= 0; --d)
+    if (red.count(d))
+      cu << "    off += q % " << x.shape[d] << "LL * " << xs[d] << "LL; q /= " << x.shape[d]
+         << "LL;\n";
+  cu << "    const double v = (double)in0[off];\n    a = " << acc << ";\n  }\n  a = " << finish
+     << ";\n  out0[i] = (" << ctype(y.dtype) << ")a;\n}\n\n";
+  launch1d(s, name, n);
+  return true;
 }
 
 /// GlobalAveragePool / GlobalMaxPool: a mean / max over each plane.

@@ -1,7 +1,8 @@
 """Writes models for compare_ort.py to run against onnxruntime: CumSum
 (whose ONNX backend node tests are all double, which mpc does not
-support) in float32 and int64; ScatterND with every reduction and
-integer arithmetic, for their CUDA kernels.
+support) in float32 and int64; ScatterND with every reduction, integer
+arithmetic and reductions, Tile, GatherND and OneHot, for their CUDA
+kernels.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -111,3 +112,23 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "index_ops.onnx"))
+
+# Integer reductions (mBART counts its tokens with one), over one axis,
+# all axes and two, with and without keepdims.
+I = TensorProto.INT64
+nodes, outputs = [helper.make_node("Sub", ["a", "five"], ["s"])], []
+for op in ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceSumSquare"):
+    for axes, keep, shape in (([1], 0, [2, 4]), ([0, 2], 1, [1, 3, 1]), (None, 0, [])):
+        name = f"{op}_{'_'.join(map(str, axes)) if axes else 'all'}_{keep}".lower()
+        ins = ["s"] + ([f"axes_{'_'.join(map(str, axes))}"] if axes else [])
+        nodes.append(helper.make_node(op, ins, [name], keepdims=keep))
+        outputs.append(helper.make_tensor_value_info(name, I, shape))
+graph = helper.make_graph(
+    nodes, "integer_reduce", [helper.make_tensor_value_info("a", I, [2, 3, 4])], outputs,
+    [numpy_helper.from_array(np.array(5, np.int64), "five"),
+     numpy_helper.from_array(np.array([1], np.int64), "axes_1"),
+     numpy_helper.from_array(np.array([0, 2], np.int64), "axes_0_2")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "integer_reduce.onnx"))
