@@ -132,3 +132,23 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "integer_reduce.onnx"))
+
+# 1-D convolutions (Whisper's, wav2vec2's), which run as 2-D ones of
+# height 1 (mpc-conv1d-as-2d): padded with a stride and a bias, grouped and
+# dilated.
+nodes = [helper.make_node("Conv", ["seq", "w1", "b1"], ["conv_strided"], pads=[1, 1],
+                          strides=[2], kernel_shape=[3]),
+         helper.make_node("Conv", ["seq", "w2"], ["conv_grouped"], pads=[2, 2],
+                          dilations=[2], group=2, kernel_shape=[3])]
+rng = np.random.default_rng(1)
+graph = helper.make_graph(
+    nodes, "conv1d", [helper.make_tensor_value_info("seq", F, [2, 4, 10])],
+    [helper.make_tensor_value_info("conv_strided", F, [2, 6, 5]),
+     helper.make_tensor_value_info("conv_grouped", F, [2, 6, 10])],
+    [numpy_helper.from_array(rng.standard_normal((6, 4, 3)).astype(np.float32), "w1"),
+     numpy_helper.from_array(rng.standard_normal(6).astype(np.float32), "b1"),
+     numpy_helper.from_array(rng.standard_normal((6, 2, 3)).astype(np.float32), "w2")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "conv1d.onnx"))
