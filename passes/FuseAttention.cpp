@@ -327,7 +327,7 @@ public:
       double outer = mask.outerScale;
       if (mask.merged && typeOf(term).getRank() == 3)
         term = typeOf(term).getDimSize(0) == 1
-                   ? reshape(loc, term, unmergedType(typeOf(term), {1, 1}))
+                   ? reshapeTo(b, loc, term, unmergedType(typeOf(term), {1, 1}).getShape())
                    : unmerge(loc, term, m.split, m.dead);
       if (mask.scoreWhere) {
         auto where = mask.value.getDefiningOp<WhereOp>();
@@ -426,7 +426,7 @@ public:
                              attrs, &diag);
     Value y = (*at)->getResult(0);
     if (!m.pvSplit.empty()) // (the merged product's [b * h, sq, dv])
-      y = reshape(loc, y, typeOf(m.pv->getResult(0)));
+      y = reshapeTo(b, loc, y, typeOf(m.pv->getResult(0)).getShape());
     m.pv->getResult(0).replaceAllUsesWith(y);
     for (Operation *op : m.dead)
       if (op->use_empty())
@@ -471,16 +471,7 @@ private:
       dead.push_back(t); // (K^T: the transpose composes with build()'s)
       return transpose(loc, unmerge(loc, t.getX(), split, dead), {0, 1, 3, 2});
     }
-    return reshape(loc, x, want);
-  }
-
-  Value reshape(Location loc, Value x, RankedTensorType to) {
-    return b.create<ReshapeOp>(
-        loc, to, x,
-        b.create<ConstantOp>(
-            loc, DenseElementsAttr::get(
-                     RankedTensorType::get({to.getRank()}, b.getI64Type()),
-                     to.getShape())));
+    return reshapeTo(b, loc, x, want.getShape());
   }
 
   Value transpose(Location loc, Value x, ArrayRef<int64_t> perm) {

@@ -22,6 +22,13 @@ namespace mlir::mpc::attention_patterns {
 
 namespace {
 
+/// A scalar 0 of float type `elem`.
+Value zeroOf(OpBuilder &b, Location loc, Type elem) {
+  APFloat zero = APFloat::getZero(llvm::cast<FloatType>(elem).getFloatSemantics());
+  return b.create<ConstantOp>(loc,
+                              DenseElementsAttr::get(RankedTensorType::get({}, elem), {zero}));
+}
+
 /// Whether `v` is computed from constants alone.
 bool fromConstants(Value v, llvm::DenseMap<Value, bool> &memo, int depth = 0) {
   if (auto it = memo.find(v); it != memo.end())
@@ -50,11 +57,7 @@ Value zeroInBand(OpBuilder &b, Value v, const Band &band, int64_t sq, int64_t sk
                                    : std::nullopt;
     if (!here || !(*here == band))
       return v;
-    APFloat zero = APFloat::getZero(
-        llvm::cast<FloatType>(t.getElementType()).getFloatSemantics());
-    return b.create<ConstantOp>(
-        op->getLoc(), DenseElementsAttr::get(RankedTensorType::get({}, t.getElementType()),
-                                             {zero}));
+    return zeroOf(b, op->getLoc(), t.getElementType());
   }
   // Only elementwise ops (their shapes follow their operands').
   if (!isa<AddOp, SubOp, MulOp, EqualOp, LessOp, LessOrEqualOp, GreaterOp,
@@ -98,11 +101,7 @@ std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
     return std::nullopt;
   Value cond = zeroInBand(b, where.getCondition(), *band, sq, skv, constant);
   auto t = typeOf(term);
-  Value zero = b.create<ConstantOp>(
-      where.getLoc(),
-      DenseElementsAttr::get(RankedTensorType::get({}, t.getElementType()),
-                             {APFloat::getZero(llvm::cast<FloatType>(t.getElementType())
-                                                   .getFloatSemantics())}));
+  Value zero = zeroOf(b, where.getLoc(), t.getElementType());
   Value fill = fillIsX ? where.getX() : where.getY();
   auto bias = createInferred(b, where.getLoc(), WhereOp::getOperationName(),
                              fillIsX ? ValueRange{cond, fill, zero}
