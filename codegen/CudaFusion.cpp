@@ -268,8 +268,10 @@ fuseChainsIntoReductions(Emitter &e, Plan &plan,
         rd->second.size() != 1)
       continue;
     Step &c = plan.steps[p->second];
-    // (The fold kernels take no underflow counter.)
-    if (c.cuda.inOtherKernel() || !c.cuda.stores.empty() ||
+    // (The fold kernels take no underflow counter. A reduction that holds
+    // a chain itself, sum(sum(x * eye)) of an Einsum's trace, is no chain
+    // member: its result is not an element of the chain.)
+    if (reducesChain(c) || c.cuda.inOtherKernel() || !c.cuda.stores.empty() ||
         e.countsUnderflow(c) || c.cuda.storedAs >= 0 || c.cuda.batch.valid() ||
         c.cuda.batchedInto >= 0 || (!c.cuda.isChain() && !chainable(e, c)))
       continue;

@@ -430,6 +430,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"Attention", importAttention},
       {"RMSNormalization", importRMSNorm},
       {"RotaryEmbedding", importRotaryEmbedding},
+      {"Einsum", importEinsum},
       {"InstanceNormalization", importInstanceNorm},
       {"GroupNormalization", importGroupNorm}};
   return table;

@@ -55,6 +55,9 @@ mlir::LogicalResult importConvTranspose(NodeContext &c);
 /// modes resolved into tap tables (ResizeImporter.cpp).
 mlir::LogicalResult importResize(NodeContext &c);
 mlir::LogicalResult importUpsample(NodeContext &c);
+/// Einsum as diagonals, sums and one batched MatMul a pair of terms
+/// (EinsumImporter.cpp).
+mlir::LogicalResult importEinsum(NodeContext &c);
 /// InstanceNormalization and GroupNormalization as layer_norm over a view
 /// of X plus the affine part (NormImporters.cpp).
 mlir::LogicalResult importInstanceNorm(NodeContext &c);

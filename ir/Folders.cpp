@@ -4,7 +4,9 @@
 // Reshape/Expand (Shape -> Gather -> Unsqueeze -> Concat, ConstantOfShape ->
 // Mul -> Equal -> Where, Range...), so that once input shapes are bound every
 // tensor type is static. Only small integer/bool values are folded, never
-// float math: folding must not change numerics.
+// float math: folding must not change numerics. (A float scalar cast to
+// an integer, a shape computed in floats, is evaluated in FP32 for that
+// integer alone.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,8 @@
 #include "llvm/Support/MathExtras.h"
 #include "ir/MpcOps.h"
 #include "ir/ShapeRules.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::mpc;
@@ -215,12 +219,128 @@ OpFoldResult WhereOp::fold(FoldAdaptor a) {
                          });
 }
 
+/// The values of a small FP32 expression over constants (Add, Sub, Mul,
+/// Div of equal sizes or one number, Neg, Ceil, Floor, integer Casts, and
+/// 1-D Concat, Slice, Gather), computed in FP32 as the CPU backend would:
+/// shapes computed in floats (MobileViT's ceil(h / patch) * patch,
+/// Funnel's positions), read only where they are cast to integers.
+static std::optional<SmallVector<float>> floatValues(Value v, int depth = 0) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  if (!t || depth > 12 || !t.hasStaticShape() ||
+      t.getNumElements() > kMaxFoldElements)
+    return std::nullopt;
+  SmallVector<float> out;
+  DenseElementsAttr attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (auto f = llvm::dyn_cast<DenseFPElementsAttr>(attr);
+        f && f.getElementType().isF32()) {
+      for (const APFloat &x : f.getValues<APFloat>())
+        out.push_back(x.convertToFloat());
+      return out;
+    }
+    if (auto i = llvm::dyn_cast<DenseIntElementsAttr>(attr);
+        i && !i.getElementType().isInteger(1)) {
+      for (const APInt &x : i.getValues<APInt>())
+        out.push_back((float)x.getSExtValue());
+      return out;
+    }
+    return std::nullopt;
+  }
+  Operation *op = v.getDefiningOp();
+  if (!op || !t.getElementType().isF32())
+    return std::nullopt;
+  auto arg = [&](unsigned k) { return floatValues(op->getOperand(k), depth + 1); };
+  if (isa<CastOp, NegOp, CeilOp, FloorOp>(op)) {
+    auto x = arg(0);
+    if (!x)
+      return std::nullopt;
+    for (float e : *x)
+      out.push_back(isa<CastOp>(op)   ? e
+                    : isa<NegOp>(op)  ? -e
+                    : isa<CeilOp>(op) ? std::ceil(e)
+                                      : std::floor(e));
+    return out;
+  }
+  if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+    auto x = arg(0), y = arg(1);
+    int64_t n = t.getNumElements();
+    if (!x || !y || (x->size() != 1 && (int64_t)x->size() != n) ||
+        (y->size() != 1 && (int64_t)y->size() != n))
+      return std::nullopt;
+    for (int64_t i = 0; i < n; ++i) {
+      float a = (*x)[x->size() == 1 ? 0 : i], b = (*y)[y->size() == 1 ? 0 : i];
+      out.push_back(isa<AddOp>(op)   ? a + b
+                    : isa<SubOp>(op) ? a - b
+                    : isa<MulOp>(op) ? a * b
+                                     : a / b);
+    }
+    return out;
+  }
+  if (t.getRank() > 1)
+    return std::nullopt;
+  if (auto cat = dyn_cast<ConcatOp>(op)) {
+    for (Value in : cat.getInputs()) {
+      auto x = floatValues(in, depth + 1);
+      if (!x || llvm::cast<RankedTensorType>(in.getType()).getRank() != 1)
+        return std::nullopt;
+      out.append(x->begin(), x->end());
+    }
+    return out;
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    auto x = arg(0);
+    SmallVector<int64_t> starts, steps{1};
+    if (!x || !getConstantInts(slice.getStarts(), starts) || starts.size() != 1 ||
+        (slice.getSteps() && !getConstantInts(slice.getSteps(), steps)) ||
+        steps.size() != 1 || steps[0] == 0)
+      return std::nullopt;
+    int64_t dim = (int64_t)x->size(), s0 = starts[0] < 0 ? starts[0] + dim : starts[0];
+    s0 = steps[0] > 0 ? std::clamp<int64_t>(s0, 0, dim) : std::clamp<int64_t>(s0, 0, dim - 1);
+    for (int64_t i = 0; i < t.getNumElements(); ++i) {
+      int64_t at = s0 + i * steps[0];
+      if (at < 0 || at >= dim)
+        return std::nullopt;
+      out.push_back((*x)[at]);
+    }
+    return out;
+  }
+  if (auto g = dyn_cast<GatherOp>(op)) {
+    auto x = arg(0);
+    SmallVector<int64_t> idx;
+    if (!x || llvm::cast<RankedTensorType>(g.getData().getType()).getRank() != 1 ||
+        !getConstantInts(g.getIndices(), idx))
+      return std::nullopt;
+    for (int64_t i : idx) {
+      int64_t at = i < 0 ? i + (int64_t)x->size() : i;
+      if (at < 0 || at >= (int64_t)x->size())
+        return std::nullopt;
+      out.push_back((*x)[at]);
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor a) {
   if (getX().getType() == getType())
     return getX();
   auto out = llvm::cast<RankedTensorType>(getType());
   if (!llvm::isa<IntegerType>(out.getElementType()))
     return {};
+  // Floats to integers: truncated, saturated and NaN to 0 as the CPU
+  // backend's Cast does.
+  if (auto f = llvm::isa<FloatType>(getX().getType().getElementType())
+                   ? floatValues(getX())
+                   : std::nullopt;
+      f && out.getElementType().getIntOrFloatBitWidth() >= 32) {
+    bool narrow = out.getElementType().getIntOrFloatBitWidth() == 32;
+    double lo = narrow ? -2147483648.0 : -9223372036854775808.0,
+           hi = narrow ? 2147483647.0 : 9223372036854774784.0;
+    SmallVector<int64_t> ints;
+    for (float x : *f)
+      ints.push_back(std::isnan(x) ? 0 : (int64_t)std::min(std::max((double)x, lo), hi));
+    return makeInts(out, ints);
+  }
   return foldElementwise(getType(), a.getOperands(),
                          [](ArrayRef<int64_t> v) -> std::optional<int64_t> {
                            return v[0];
@@ -267,11 +387,29 @@ OpFoldResult UnsqueezeOp::fold(FoldAdaptor a) {
   return reshapeConstant(a.getX(), getType());
 }
 
-OpFoldResult TransposeOp::fold(FoldAdaptor) {
+OpFoldResult TransposeOp::fold(FoldAdaptor a) {
   auto perm = getPerm();
   if (perm && llvm::equal(*perm, llvm::seq<int64_t>(0, perm->size())))
     return getX();
-  return {};
+  // Integer constants (F.pad's [n, 2] pads view, transposed).
+  auto c = readInts(a.getX());
+  auto t = llvm::cast<RankedTensorType>(getType());
+  const int64_t rank = t.getRank();
+  if (!c || !t.hasStaticShape() || t.getNumElements() > kMaxFoldElements ||
+      c->type.getRank() != rank)
+    return {};
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    order.push_back(perm ? (*perm)[d] : rank - 1 - d);
+  auto inStrides = stridesOf(c->type.getShape()), outStrides = stridesOf(t.getShape());
+  SmallVector<int64_t> out;
+  for (int64_t i = 0; i < t.getNumElements(); ++i) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      at += (i / outStrides[d]) % t.getDimSize(d) * inStrides[order[d]];
+    out.push_back(c->values[at]);
+  }
+  return makeInts(t, out);
 }
 
 OpFoldResult ExpandOp::fold(FoldAdaptor a) {
@@ -327,22 +465,80 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
       (!getSteps() || (getConstantInts(getSteps(), forward) &&
                        llvm::all_of(forward, [](int64_t st) { return st > 0; }))))
     return getData();
+  // Integer constants (F.pad's pads, which torch 1.13 reverses pairwise
+  // by a Slice of step -1 over a [n, 2] view).
   auto c = readInts(a.getData());
   auto t = llvm::cast<RankedTensorType>(getType());
-  SmallVector<int64_t> starts, steps;
-  if (!c || c->type.getRank() != 1 || !t.hasStaticShape() ||
+  SmallVector<int64_t> starts, axes, steps;
+  if (!c || !t.hasStaticShape() || t.getNumElements() > kMaxFoldElements ||
       !getConstantInts(getStarts(), starts))
     return {};
-  if (getSteps() && !getConstantInts(getSteps(), steps))
+  if ((getSteps() && !getConstantInts(getSteps(), steps)) ||
+      (getAxes() && !getConstantInts(getAxes(), axes)))
     return {};
-  int64_t dim = c->type.getDimSize(0), step = steps.empty() ? 1 : steps[0];
-  int64_t s = starts[0] < 0 ? starts[0] + dim : starts[0];
-  s = step > 0 ? std::clamp<int64_t>(s, 0, dim)
-               : std::clamp<int64_t>(s, 0, dim - 1);
+  const int64_t rank = c->type.getRank();
+  if (axes.empty())
+    for (size_t k = 0; k < starts.size(); ++k)
+      axes.push_back((int64_t)k);
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size() ||
+      t.getRank() != rank)
+    return {};
+  SmallVector<int64_t> from(rank, 0), by(rank, 1);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
+    if (axis < 0 || axis >= rank || steps[k] == 0)
+      return {};
+    int64_t dim = c->type.getDimSize(axis), st = starts[k] < 0 ? starts[k] + dim : starts[k];
+    from[axis] = steps[k] > 0 ? std::clamp<int64_t>(st, 0, dim)
+                              : std::clamp<int64_t>(st, 0, dim - 1);
+    by[axis] = steps[k];
+  }
+  auto inStrides = stridesOf(c->type.getShape()), outStrides = stridesOf(t.getShape());
   SmallVector<int64_t> out;
-  for (int64_t i = 0; i < t.getDimSize(0); ++i)
-    out.push_back(c->values[s + i * step]);
+  for (int64_t i = 0; i < t.getNumElements(); ++i) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t x = from[d] + (i / outStrides[d]) % t.getDimSize(d) * by[d];
+      if (x < 0 || x >= c->type.getDimSize(d))
+        return {};
+      at += x * inStrides[d];
+    }
+    out.push_back(c->values[at]);
+  }
   return makeInts(t, out);
+}
+
+LogicalResult SplitOp::fold(FoldAdaptor a,
+                            SmallVectorImpl<OpFoldResult> &results) {
+  // Integer parts of a constant (torch 1.13's repeat_interleave splits its
+  // repeats to build an Expand's shape): a splat's parts are splats, a 1-D
+  // constant's are its runs.
+  auto dense = llvm::dyn_cast_or_null<DenseIntElementsAttr>(a.getX());
+  if (!dense)
+    return failure();
+  std::optional<IntConst> c;
+  if (!dense.isSplat() && !(c = readInts(dense)))
+    return failure();
+  if (c && c->type.getRank() != 1)
+    return failure();
+  int64_t at = 0;
+  for (Value part : getOutputs()) {
+    auto t = llvm::dyn_cast<RankedTensorType>(part.getType());
+    if (!t || !t.hasStaticShape())
+      return failure();
+    if (!c) {
+      results.push_back(DenseElementsAttr::get(t, dense.getSplatValue<Attribute>()));
+      continue;
+    }
+    int64_t n = t.getDimSize(0);
+    if (at + n > (int64_t)c->values.size())
+      return failure();
+    results.push_back(makeInts(t, ArrayRef(c->values).slice(at, n)));
+    at += n;
+  }
+  return success();
 }
 
 OpFoldResult GatherOp::fold(FoldAdaptor a) {

@@ -151,6 +151,7 @@ def Mpc_SplitOp : Mpc_Op<"split", [Mpc_Clear, Pure, Mpc_InferCustom]> {
   let arguments = (ins Mpc_AnyTensor:$x, I64Attr:$axis, I64Attr:$num_outputs,
                    OptionalAttr<DenseI64ArrayAttr>:$split);
   let results = (outs Variadic<Mpc_AnyTensor>:$outputs);
+  let hasFolder = 1;
 }
 
 def Mpc_SliceOp : Mpc_Op<"slice", [Mpc_Clear, Pure, AttrSizedOperandSegments, Mpc_InferCustom]> {

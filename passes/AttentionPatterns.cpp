@@ -405,6 +405,16 @@ std::optional<std::pair<int64_t, int64_t>> headsOf(RankedTensorType in,
   return std::pair{out.getDimSize(0), out.getDimSize(1)};
 }
 
+std::optional<std::pair<int64_t, int64_t>> rowsOf(RankedTensorType in,
+                                                  RankedTensorType out) {
+  if (!in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != 3 ||
+      out.getRank() != 4 || in.getDimSize(0) != out.getDimSize(0) ||
+      in.getDimSize(1) != out.getDimSize(1) * out.getDimSize(2) ||
+      in.getDimSize(2) != out.getDimSize(3))
+    return std::nullopt;
+  return std::pair{out.getDimSize(1), out.getDimSize(2)};
+}
+
 bool unmergeable(RankedTensorType bias, ArrayRef<int64_t> split) {
   return bias.getRank() <= 2 ||
          (bias.getRank() == 3 && bias.hasStaticShape() &&

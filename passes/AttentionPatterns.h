@@ -57,6 +57,18 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv);
 /// Hugging Face's).
 std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
                                                        int64_t sq, int64_t skv);
+/// The operands of a mask condition `cond` = and(C, P) (`isAnd`; else
+/// or(C, P)), through the Unsqueezes above it, C computed from constants
+/// and P not, each built at `b` brought to `cond`'s rank through those
+/// Unsqueezes (MaskSplit.cpp: the causal part of a boolean mask becomes
+/// the band, P stays the bias).
+std::optional<std::pair<Value, Value>> splitConstantOperand(OpBuilder &b, Value cond,
+                                                            bool isAnd);
+/// `bias` computed with one row for every query where it is the same
+/// for each (elementwise ops over a broadcast along the queries, as Hugging
+/// Face's _expand_mask writes the padding mask), built at `b` (`memo` by
+/// value, for masks several layers share); null where it is not.
+Value queryInvariantBias(OpBuilder &b, Value bias, llvm::DenseMap<Value, Value> &memo);
 /// The band of the causal and sliding-window bias ONNX Attention's import
 /// builds (positionBias), where `bias` is one.
 std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv);
@@ -85,6 +97,13 @@ std::optional<std::pair<int64_t, int64_t>> headsOf(RankedTensorType in,
 bool unmergeable(RankedTensorType bias, ArrayRef<int64_t> split);
 /// `t` [b * h, m, n] as [b, h, m, n] for `split` = {b, h} (else `t`).
 RankedTensorType unmergedType(RankedTensorType t, ArrayRef<int64_t> split);
+
+/// Multi-query scores with the heads among the rows (GPT-BigCode: Q [b, sq
+/// * h, d] against one K^T [b, d, skv], the scores viewed [b, sq, h,
+/// skv]): (sq, h) where `out` is `in` [b, sq * h, n] with its middle
+/// dimension split in two.
+std::optional<std::pair<int64_t, int64_t>> rowsOf(RankedTensorType in,
+                                                  RankedTensorType out);
 
 } // namespace mlir::mpc::attention_patterns
 

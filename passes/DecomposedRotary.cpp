@@ -63,34 +63,57 @@ std::optional<LastAxisSlice> lastAxisSlice(Value v) {
   return LastAxisSlice{s.getData(), clamp(*from), clamp(*to)};
 }
 
-/// Whether the two halves of `v`'s last axis are equal: cat(f, f) on the
-/// last axis, through elementwise ops of one operand and shape ops that
-/// keep the last axis (the tables' cos, sin, [None, None], [:seq], and
-/// Hugging Face's cos_cached[position_ids]), or a constant whose halves
-/// match.
-bool halvesEqual(Value v, int depth = 0) {
+/// Whether `v`'s last axis repeats itself as a rotary table's does: its
+/// two halves equal (cat(freqs, freqs)), or, `interleaved`, each even
+/// element equal to the next (GPT-J's and CodeGen's repeat_interleave(
+/// freqs, 2): an element broadcast to a new last axis of 2 and merged into
+/// the one before, in torch 1.13's export a Concat of such parts). Through
+/// elementwise ops of one operand and shape ops that keep the last axis
+/// (the tables' cos, sin, [None, None], [:seq], and Hugging Face's
+/// cos_cached[position_ids]), or a constant that does.
+bool duplicatedTable(Value v, bool interleaved, int depth = 0) {
   Operation *op = v.getDefiningOp();
   if (!op || depth > 8)
     return false;
   auto t = typeOf(v);
   const int64_t rank = t.getRank(), n = t.getDimSize(rank - 1);
+  if (ShapedType::isDynamic(n) || n % 2)
+    return false;
   DenseElementsAttr attr;
   if (matchPattern(v, m_Constant(&attr))) {
-    if (!llvm::isa<FloatType>(attr.getElementType()) || n % 2)
+    if (!llvm::isa<FloatType>(attr.getElementType()))
       return false;
     if (attr.isSplat())
       return true;
     auto values = attr.getValues<APFloat>();
-    for (int64_t i = 0; i < t.getNumElements(); ++i)
-      if (i % n < n / 2 && values[i].compare(values[i + n / 2]) != APFloat::cmpEqual)
+    for (int64_t i = 0; i < t.getNumElements(); ++i) {
+      bool first = interleaved ? i % 2 == 0 : i % n < n / 2;
+      int64_t partner = interleaved ? i + 1 : i + n / 2;
+      if (first && values[i].compare(values[partner]) != APFloat::cmpEqual)
         return false;
+    }
     return true;
   }
-  if (auto cat = dyn_cast<ConcatOp>(op))
-    return lastAxis((int64_t)cat.getAxis(), rank) &&
-           cat.getInputs().size() == 2 && cat.getInputs()[0] == cat.getInputs()[1];
+  if (auto cat = dyn_cast<ConcatOp>(op)) {
+    if (!lastAxis((int64_t)cat.getAxis(), rank))
+      return false;
+    if (!interleaved)
+      return cat.getInputs().size() == 2 && cat.getInputs()[0] == cat.getInputs()[1];
+    return llvm::all_of(cat.getInputs(),
+                        [&](Value x) { return duplicatedTable(x, true, depth + 1); });
+  }
+  if (auto r = dyn_cast<ReshapeOp>(op); r && interleaved) {
+    // (..., n / 2, 2) merged, the pair axis a broadcast of one element.
+    auto in = typeOf(r.getData());
+    auto e = r.getData().getDefiningOp<ExpandOp>();
+    if (e && in.getRank() == rank + 1 && in.getDimSize(rank) == 2 &&
+        in.getDimSize(rank - 1) * 2 == n && typeOf(e.getX()).getRank() == rank + 1 &&
+        typeOf(e.getX()).getDimSize(rank) == 1 &&
+        in.getShape().drop_back(2) == t.getShape().drop_back())
+      return true;
+  }
   if (isa<CosOp, SinOp, NegOp, CastOp>(op))
-    return halvesEqual(op->getOperand(0), depth + 1);
+    return duplicatedTable(op->getOperand(0), interleaved, depth + 1);
   // Times or over one number (Hugging Face 4.4x scales the tables by
   // attention_scaling).
   if (isa<MulOp, DivOp>(op)) {
@@ -99,8 +122,9 @@ bool halvesEqual(Value v, int depth = 0) {
     };
     Value a = op->getOperand(0), b = op->getOperand(1);
     if (one(b) && typeOf(a) == t)
-      return halvesEqual(a, depth + 1);
-    return isa<MulOp>(op) && one(a) && typeOf(b) == t && halvesEqual(b, depth + 1);
+      return duplicatedTable(a, interleaved, depth + 1);
+    return isa<MulOp>(op) && one(a) && typeOf(b) == t &&
+           duplicatedTable(b, interleaved, depth + 1);
   }
   // Rows stay rows where the last axis keeps its size.
   Value in;
@@ -125,7 +149,85 @@ bool halvesEqual(Value v, int depth = 0) {
   if (!in || typeOf(in).getRank() < 1 ||
       typeOf(in).getDimSize(typeOf(in).getRank() - 1) != n)
     return false;
-  return halvesEqual(in, depth + 1);
+  return duplicatedTable(in, interleaved, depth + 1);
+}
+
+/// `v` = x[..., start::2] along the last axis to its end, `v` used once.
+std::optional<std::pair<Value, int64_t>> everyOther(Value v) {
+  auto s = v.getDefiningOp<SliceOp>();
+  if (!s || !v.hasOneUse() || !s.getAxes() || !s.getSteps())
+    return std::nullopt;
+  auto t = typeOf(s.getData());
+  const int64_t rank = t.getRank(), n = t.getDimSize(rank - 1);
+  std::optional<int64_t> axis = oneInt(s.getAxes()), from = oneInt(s.getStarts()),
+                         to = oneInt(s.getEnds()), step = oneInt(s.getSteps());
+  if (!axis || !lastAxis(*axis, rank) || !from || !to || step != 2 ||
+      ShapedType::isDynamic(n) || (*from != 0 && *from != 1) || *to < n)
+    return std::nullopt;
+  return std::pair{s.getData(), *from};
+}
+
+/// The rotation of x's pairs a rotary embedding multiplies by sin:
+/// rotate_half(x) = cat(-x[..., h:], x[..., :h]) (`interleaved` false), or
+/// rotate_every_two(x) = stack(-x[..., 1::2], x[..., 0::2], -1).flatten(-2)
+/// (GPT-J, CodeGen: `interleaved`). `ops` gets the pattern's ops, those
+/// reading x last.
+struct Rotation {
+  Value x;
+  bool interleaved;
+  SmallVector<Operation *> ops;
+};
+
+std::optional<Rotation> rotationOf(Value half) {
+  if (!half.hasOneUse())
+    return std::nullopt;
+  if (auto cat = half.getDefiningOp<ConcatOp>(); cat && cat.getInputs().size() == 2) {
+    auto neg = cat.getInputs()[0].getDefiningOp<NegOp>();
+    if (!neg || !cat.getInputs()[0].hasOneUse())
+      return std::nullopt;
+    auto second = lastAxisSlice(neg.getX()), first = lastAxisSlice(cat.getInputs()[1]);
+    if (!second || !first || second->x != first->x)
+      return std::nullopt;
+    auto xt = typeOf(first->x);
+    if (xt.getRank() != 4 || !xt.hasStaticShape())
+      return std::nullopt;
+    const int64_t n = xt.getDimSize(3), h = n / 2;
+    if (n % 2 || !lastAxis((int64_t)cat.getAxis(), 4) || first->from != 0 ||
+        first->to != h || second->from != h || second->to != n)
+      return std::nullopt;
+    return Rotation{first->x, false,
+                    {cat, neg, neg.getX().getDefiningOp(),
+                     cat.getInputs()[1].getDefiningOp()}};
+  }
+  // stack(-x2, x1, -1).flatten(-2): unsqueezed to a new last axis,
+  // concatenated on it, merged into the head again.
+  auto flat = half.getDefiningOp<ReshapeOp>();
+  auto stack = flat ? flat.getData().getDefiningOp<ConcatOp>() : ConcatOp();
+  if (!stack || !flat.getData().hasOneUse() || stack.getInputs().size() != 2 ||
+      !lastAxis((int64_t)stack.getAxis(), typeOf(stack).getRank()))
+    return std::nullopt;
+  auto u0 = stack.getInputs()[0].getDefiningOp<UnsqueezeOp>(),
+       u1 = stack.getInputs()[1].getDefiningOp<UnsqueezeOp>();
+  auto lastNew = [](UnsqueezeOp u) {
+    return u && u.getResult().hasOneUse() && u.getAxes().size() == 1 &&
+           lastAxis(u.getAxes()[0], typeOf(u.getResult()).getRank());
+  };
+  if (!lastNew(u0) || !lastNew(u1))
+    return std::nullopt;
+  auto neg = u0.getX().getDefiningOp<NegOp>();
+  if (!neg || !u0.getX().hasOneUse())
+    return std::nullopt;
+  auto odd = everyOther(neg.getX()), even = everyOther(u1.getX());
+  if (!odd || !even || odd->first != even->first || odd->second != 1 || even->second != 0)
+    return std::nullopt;
+  Value x = even->first;
+  auto xt = typeOf(x);
+  if (xt.getRank() != 4 || !xt.hasStaticShape() || xt.getDimSize(3) % 2 ||
+      typeOf(half) != xt)
+    return std::nullopt;
+  return Rotation{x, true,
+                  {flat, stack, u0, u1, neg, neg.getX().getDefiningOp(),
+                   u1.getX().getDefiningOp()}};
 }
 
 /// rotary(x, cos, sin) at `b`'s point: the value replacing the pattern,
@@ -135,7 +237,7 @@ bool halvesEqual(Value v, int depth = 0) {
 /// the transpose after, so that the transpose meets attention, which
 /// reads heads in place; `moved` is then the old transpose.
 Value buildRotary(OpBuilder &b, Location loc, Value x, Value cos, Value sin,
-                  int64_t seqAxis, int64_t rotaryDim,
+                  int64_t seqAxis, int64_t rotaryDim, bool interleaved,
                   llvm::function_ref<bool(Operation *)> inPattern,
                   Operation *&moved) {
   moved = nullptr;
@@ -148,7 +250,8 @@ Value buildRotary(OpBuilder &b, Location loc, Value x, Value cos, Value sin,
   auto rot = createInferred(
       b, loc, RotaryOp::getOperationName(), {in, cos, sin},
       {b.getNamedAttr("seq_axis", b.getI64IntegerAttr(seqAxis)),
-       b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(rotaryDim))});
+       b.getNamedAttr("rotary_dim", b.getI64IntegerAttr(rotaryDim)),
+       b.getNamedAttr("interleaved", b.getBoolAttr(interleaved))});
   if (failed(rot))
     return Value();
   if (in == x)
@@ -170,8 +273,7 @@ Value i64s(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
 
 } // namespace
 
-bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
-                          llvm::DenseMap<Value, Value> &halves) {
+bool fuseDecomposedRotary(OpBuilder &b, AddOp add, RotaryTables &tables) {
   for (int order = 0; order < 2; ++order) {
     Value direct = order ? add.getB() : add.getA(),
           rotated = order ? add.getA() : add.getB();
@@ -180,26 +282,18 @@ bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
       continue;
     for (int side = 0; side < 2; ++side) {
       Value half = side ? ms.getB() : ms.getA(), sin = side ? ms.getA() : ms.getB();
-      auto cat = half.getDefiningOp<ConcatOp>();
-      if (!cat || !half.hasOneUse() || cat.getInputs().size() != 2)
+      std::optional<Rotation> rotation = rotationOf(half);
+      if (!rotation)
         continue;
-      auto neg = cat.getInputs()[0].getDefiningOp<NegOp>();
-      if (!neg || !cat.getInputs()[0].hasOneUse())
-        continue;
-      auto second = lastAxisSlice(neg.getX()), first = lastAxisSlice(cat.getInputs()[1]);
-      if (!second || !first || second->x != first->x)
-        continue;
-      Value x = first->x;
+      Value x = rotation->x;
       auto xt = typeOf(x);
-      if (xt.getRank() != 4 || !xt.hasStaticShape())
-        continue;
       const int64_t n = xt.getDimSize(3), h = n / 2;
-      if (n % 2 || !lastAxis((int64_t)cat.getAxis(), 4) || first->from != 0 || first->to != h ||
-          second->from != h || second->to != n || typeOf(add) != xt)
+      const bool interleaved = rotation->interleaved;
+      if (typeOf(add) != xt)
         continue;
       Value cos = mc.getA() == x ? mc.getB() : mc.getB() == x ? mc.getA() : Value();
       if (!cos || typeOf(cos).getShape() != typeOf(sin).getShape() ||
-          !halvesEqual(cos) || !halvesEqual(sin))
+          !duplicatedTable(cos, interleaved) || !duplicatedTable(sin, interleaved))
         continue;
       // The tables against x's (batch, d1, d2, head), leading 1s added:
       // (c0, 1, seq, head) with x (batch, heads, seq, head), or (c0, seq,
@@ -215,42 +309,45 @@ bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
         continue;
       const int64_t seq = xt.getDimSize(seqAxis);
       Location loc = add.getLoc();
-      // The tables' first halves as (c0, seq, head / 2), once a table.
-      auto firstHalf = [&](Value table) -> Value {
-        if (Value known = halves.lookup(table))
+      // One of each duplicated pair as (c0, seq, head / 2), once a table:
+      // its first half, or its even elements.
+      auto firstOfPairs = [&](Value table) -> Value {
+        if (Value known = tables.lookup({table, (unsigned)interleaved}))
           return known;
         b.setInsertionPointAfterValue(table);
         Location at = table.getLoc();
         const int64_t last = typeOf(table).getRank() - 1;
         auto s = createInferred(
             b, at, SliceOp::getOperationName(),
-            {table, i64s(b, at, {0}), i64s(b, at, {h}), i64s(b, at, {last}),
-             i64s(b, at, {1})},
+            {table, i64s(b, at, {0}), i64s(b, at, {interleaved ? n : h}),
+             i64s(b, at, {last}), i64s(b, at, {interleaved ? 2 : 1})},
             {b.getNamedAttr("operandSegmentSizes",
                             b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))});
         if (failed(s))
           return Value();
-        return halves[table] = reshapeTo(b, at, (*s)->getResult(0), {c[0], seq, h});
+        return tables[{table, (unsigned)interleaved}] =
+                   reshapeTo(b, at, (*s)->getResult(0), {c[0], seq, h});
       };
-      Value cosHalf = firstHalf(cos), sinHalf = firstHalf(sin);
+      Value cosHalf = firstOfPairs(cos), sinHalf = firstOfPairs(sin);
       b.setInsertionPoint(add);
-      Operation *sliceSecond = neg.getX().getDefiningOp(),
-                *sliceFirst = cat.getInputs()[1].getDefiningOp(), *moved = nullptr;
+      Operation *moved = nullptr;
+      auto readsX = ArrayRef(rotation->ops).take_back(2);
       Value y = cosHalf && sinHalf
-                    ? buildRotary(b, loc, x, cosHalf, sinHalf, seqAxis, n,
+                    ? buildRotary(b, loc, x, cosHalf, sinHalf, seqAxis, n, interleaved,
                                   [&](Operation *u) {
-                                    return u == mc || u == sliceSecond || u == sliceFirst;
+                                    return u == mc || llvm::is_contained(readsX, u);
                                   },
                                   moved)
                     : Value();
       if (!y)
         return false; // (the halves built, unused, go with the dead ops)
       add.getResult().replaceAllUsesWith(y);
-      for (Operation *dead : {add.getOperation(), ms.getOperation(), mc.getOperation(),
-                              cat.getOperation(), neg.getOperation(), sliceSecond,
-                              sliceFirst, moved})
-        if (dead && dead->use_empty())
-          dead->erase();
+      SmallVector<Operation *> dead{add, ms, mc};
+      dead.append(rotation->ops);
+      dead.push_back(moved);
+      for (Operation *op : dead)
+        if (op && op->use_empty())
+          op->erase();
       return true;
     }
   }
@@ -263,7 +360,7 @@ bool fusePartialRotary(OpBuilder &b, ConcatOp cat) {
       !lastAxis((int64_t)cat.getAxis(), 4) || !inputs[0].hasOneUse())
     return false;
   auto rot = inputs[0].getDefiningOp<RotaryOp>();
-  if (!rot || rot.getInterleaved())
+  if (!rot)
     return false;
   const int64_t r = (int64_t)rot.getRotaryDim();
   auto first = lastAxisSlice(rot.getX()), rest = lastAxisSlice(inputs[1]);
@@ -276,7 +373,7 @@ bool fusePartialRotary(OpBuilder &b, ConcatOp cat) {
             *slicePass = inputs[1].getDefiningOp(), *moved = nullptr;
   Value whole = buildRotary(
       b, cat.getLoc(), first->x, rot.getCos(), rot.getSin(), (int64_t)rot.getSeqAxis(),
-      r, [&](Operation *u) { return u == sliceRot || u == slicePass; }, moved);
+      r, rot.getInterleaved(), [&](Operation *u) { return u == sliceRot || u == slicePass; }, moved);
   if (!whole)
     return false;
   cat.getResult().replaceAllUsesWith(whole);

@@ -13,14 +13,19 @@
 
 namespace mlir::mpc {
 
+/// The tables mpc.rotary reads, built from the model's duplicated ones:
+/// by table and whether interleaved (1).
+using RotaryTables = llvm::DenseMap<std::pair<Value, unsigned>, Value>;
+
 /// Rewrites `add` = x * C + rotate_half(x) * S, rotate_half(x) =
 /// concat(-x[..., h:], x[..., :h]) over the whole head, with C and S the
 /// duplicated halves of the cos and sin tables (cat(freqs, freqs)), to
-/// mpc.rotary; false (nothing changed) where it is not that. `halves`
-/// keeps the tables' first halves built so far (each built once, after
-/// its table, for every layer that reads it).
-bool fuseDecomposedRotary(OpBuilder &b, AddOp add,
-                          llvm::DenseMap<Value, Value> &halves);
+/// mpc.rotary; or, interleaved, x * C + rotate_every_two(x) * S (GPT-J:
+/// stack(-x[..., 1::2], x[..., ::2], -1).flatten(-2), the tables'
+/// elements repeated in pairs); false (nothing changed) where it is not
+/// that. `tables` keeps the halved tables built so far (each built once,
+/// after its table, for every layer that reads it).
+bool fuseDecomposedRotary(OpBuilder &b, AddOp add, RotaryTables &tables);
 
 /// Rewrites `cat` = cat(rotary(x[..., :r]), x[..., r:]) (GPT-NeoX's, Phi's
 /// and StableLM's partial rotary, once fuseDecomposedRotary has made its

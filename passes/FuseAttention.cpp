@@ -68,6 +68,9 @@ struct Match {
   Value q, k, v, bias;
   SmallVector<int64_t> split; // [b, h] of scores computed as [b * h, sq, skv]
   SmallVector<int64_t> pvSplit; // [b, h] of probabilities P V reads merged
+  // (sq, h) of multi-query scores [b, sq * h, skv] viewed [b, sq, h, skv]
+  // for the mask and softmax, and of the probabilities P V reads so.
+  SmallVector<int64_t> rows, pvRows;
   double scale = 1.0;
   bool zeroMaskedRows = false;
   double dropout = 0.0; // the fused dropout's ratio, 0 for none
@@ -126,12 +129,18 @@ public:
     }
     // Probabilities viewed as [b * h, sq, skv] for a merged product with
     // V (Bloom's bmm): build() unmerges V and views the output back.
+    // Or viewed as [b, sq * h, skv] (GPT-BigCode's multi-query bmm).
     auto merge = dyn_cast<ReshapeOp>(*probs.getUsers().begin());
     if (merge) {
       auto heads = headsOf(typeOf(merge.getReshaped()), typeOf(probs));
-      if (!heads || !singleUse(merge.getReshaped()))
+      auto rowSplit = heads ? std::nullopt
+                            : rowsOf(typeOf(merge.getReshaped()), typeOf(probs));
+      if ((!heads && !rowSplit) || !singleUse(merge.getReshaped()))
         return std::nullopt;
-      m.pvSplit = {heads->first, heads->second};
+      if (heads)
+        m.pvSplit = {heads->first, heads->second};
+      else
+        m.pvRows = {rowSplit->first, rowSplit->second};
       probs = merge.getReshaped();
     }
     auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
@@ -156,6 +165,10 @@ public:
     // into heads), and whether the softmax itself reads merged scores that
     // a view brought to heads for the mask (BART's bmm attention).
     bool inMerged = false, headsView = false;
+    // Only a fill that exp() maps to 0 as -inf does.
+    auto bigNegative = [](std::optional<double> f) {
+      return f && *f <= -1e30 ? f : std::nullopt;
+    };
     for (int guard = 0; guard < 10; ++guard) {
       if (!s.getDefiningOp() || !singleUse(s))
         return std::nullopt;
@@ -196,11 +209,24 @@ public:
           continue;
         }
         Value bias = aScores ? add.getB() : add.getA();
-        if (inMerged && !unmergeable(typeOf(bias), m.split))
+        if ((inMerged && !unmergeable(typeOf(bias), m.split)) || !m.rows.empty())
           return std::nullopt;
         masks.push_back({bias, m.scale, false, inMerged});
         m.dead.push_back(op);
         s = aScores ? add.getA() : add.getB();
+        continue;
+      }
+      // max(s, c), c <= -1e30: OPT clamps its masked scores to the finite
+      // minimum. It changes only scores below c, which exp() maps to 0
+      // either way (a row with every score so low aside, as for -inf).
+      if (auto clamp = dyn_cast<MaxOp>(op); clamp && op->getNumOperands() == 2) {
+        Value x = op->getOperand(0), c = op->getOperand(1);
+        if (!bigNegative(scalarConstant(c)))
+          std::swap(x, c);
+        if (!bigNegative(scalarConstant(c)) || typeOf(x) != typeOf(s))
+          return std::nullopt;
+        m.dead.push_back(op);
+        s = x;
         continue;
       }
       if (auto rs = dyn_cast<ReshapeOp>(op)) {
@@ -218,7 +244,16 @@ public:
         // Scores of [b * h, sq, skv] products split into heads (GPT-NeoX's
         // baddbmm, BART's bmm on merged views): build() unmerges Q and K^T.
         auto heads = headsOf(typeOf(rs.getData()), typeOf(rs.getReshaped()));
-        if (!heads || inMerged ||
+        // Multi-query scores of [b, sq * h, skv] viewed [b, sq, h, skv]:
+        // build() takes Q as heads and one K and V head.
+        if (auto rowSplit = rowsOf(typeOf(rs.getData()), typeOf(rs.getReshaped()));
+            !heads && rowSplit && r == 4 && m.split.empty() && m.rows.empty()) {
+          m.rows = {rowSplit->first, rowSplit->second};
+          m.dead.push_back(op);
+          s = rs.getData();
+          continue;
+        }
+        if (!heads || inMerged || !m.rows.empty() ||
             (!m.split.empty() &&
              (!headsView || m.split != SmallVector<int64_t>{heads->first, heads->second})))
           return std::nullopt;
@@ -229,13 +264,10 @@ public:
         continue;
       }
       if (auto where = dyn_cast<WhereOp>(op)) {
-        if (inMerged)
+        if (inMerged || !m.rows.empty())
           return std::nullopt;
-        // Only a fill that exp() maps to 0 as -inf does: where() replaces
-        // the score, the bias adds to it, equal only then.
-        auto bigNegative = [](std::optional<double> f) {
-          return f && *f <= -1e30 ? f : std::nullopt;
-        };
+        // where() replaces the score, the bias adds to it: equal only for
+        // a fill exp() maps to 0.
         std::optional<double> fillB = bigNegative(scalarConstant(where.getY())),
                               fillA = bigNegative(scalarConstant(where.getX()));
         bool scoresA = fillB && typeOf(where.getX()) == typeOf(s);
@@ -263,16 +295,28 @@ public:
       m.pvSplit = m.split;
       r = 4;
     }
+    if (m.rows != m.pvRows || (!m.rows.empty() && !m.pvSplit.empty()))
+      return std::nullopt;
     auto q = unmergedType(typeOf(m.q), m.split),
          ktT = unmergedType(typeOf(kt), m.split),
          v = unmergedType(typeOf(m.v), m.pvSplit);
-    if (q.getRank() != r || ktT.getRank() != r ||
+    if (!m.rows.empty()) {
+      if (!rowsOfQuery(q, m.rows))
+        return std::nullopt;
+      q = *rowsOfQuery(q, m.rows);
+      ktT = withHeadAxis(ktT);
+      v = withHeadAxis(v);
+    }
+    if (q.getRank() != r || ktT.getRank() != r || v.getRank() != r ||
         q.getElementType() != v.getElementType() ||
         q.getElementType() != ktT.getElementType())
       return std::nullopt;
+    // Equal leading dimensions, but for one K and V head against Q's
+    // (multi-query: Falcon's matmul broadcasts it).
     for (int64_t i = 0; i < r - 2; ++i)
-      if (q.getDimSize(i) != ktT.getDimSize(i) ||
-          q.getDimSize(i) != v.getDimSize(i))
+      if (ktT.getDimSize(i) != v.getDimSize(i) ||
+          (q.getDimSize(i) != ktT.getDimSize(i) &&
+           !(i == r - 3 && ktT.getDimSize(i) == 1)))
         return std::nullopt; // a broadcasting batched product
     if (ktT.getDimSize(r - 1) != v.getDimSize(r - 2))
       return std::nullopt;
@@ -297,6 +341,15 @@ public:
     }
     if (!m.pvSplit.empty())
       m.v = unmerge(loc, m.v, m.pvSplit, m.dead);
+    if (!m.rows.empty()) { // Q [b, sq * h, d] as [b, h, sq, d]; one K, V head
+      auto q = typeOf(m.q);
+      m.q = transpose(loc,
+                      reshapeTo(b, loc, m.q,
+                                {q.getDimSize(0), m.rows[0], m.rows[1], q.getDimSize(2)}),
+                      {0, 2, 1, 3});
+      m.k = addHeadAxis(loc, m.k, m.dead);
+      m.v = addHeadAxis(loc, m.v, m.dead);
+    }
     int64_t r = typeOf(m.q).getRank();
     Type elem = typeOf(m.q).getElementType();
     // K from K^T: compose with the export's own transpose when it is one.
@@ -335,10 +388,23 @@ public:
                        typeOf(where.getX()).getRank() == r;
         double fill = *scalarConstant(fillIsB ? where.getY() : where.getX());
         // where(m, s, fill): the bias is fill where m is false.
-        term = maskBias(loc, where.getCondition(), elem, fill * outer,
-                        !fillIsB);
-      } else if (outer != 1.0) {
-        term = make<MulOp>(loc, {term, scalarValue(loc, typeOf(term).getElementType(), outer)});
+        auto biasOf = [&](Value cond) {
+          return maskBias(loc, rowsToHeads(loc, cond, m.rows), elem, fill * outer, !fillIsB);
+        };
+        term = Value();
+        // A causal constant and padding joined (seen where both are: And;
+        // masked where either is: Or) are two biases, the first a band:
+        // where both mask a key the sum is 2 fill, masked as well.
+        if (auto parts = splitConstantOperand(b, where.getCondition(), fillIsB);
+            parts && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic)
+          if (Value causal = biasOf(parts->first); constantBand(causal, sq, skv))
+            term = make<AddOp>(loc, {causal, biasOf(parts->second)});
+        if (!term)
+          term = biasOf(where.getCondition());
+      } else {
+        term = rowsToHeads(loc, term, m.rows);
+        if (outer != 1.0)
+          term = make<MulOp>(loc, {term, scalarValue(loc, typeOf(term).getElementType(), outer)});
       }
       bias = bias ? make<AddOp>(loc, {bias, term}) : term;
     }
@@ -383,6 +449,10 @@ public:
           bias = folded;
       b.setInsertionPoint(m.pv);
     }
+    // A padding bias the same for every query: one row.
+    if (bias && !matchPattern(bias, m_Constant()))
+      if (Value narrow = queryInvariantBias(b, bias, narrowed))
+        bias = narrow;
     // Grouped-query K and V, their heads repeated for the products: read
     // in place instead (the kernels index head h / rep; no copies of K
     // and V, nor their gradients' sums over the copies).
@@ -425,7 +495,9 @@ public:
     auto at = createInferred(b, loc, AttentionOp::getOperationName(), operands,
                              attrs, &diag);
     Value y = (*at)->getResult(0);
-    if (!m.pvSplit.empty()) // (the merged product's [b * h, sq, dv])
+    if (!m.rows.empty()) // ([b, h, sq, dv] to the rows' [b, sq * h, dv])
+      y = transpose(loc, y, {0, 2, 1, 3});
+    if (!m.pvSplit.empty() || !m.rows.empty()) // (the merged product's [b * h, sq, dv])
       y = reshapeTo(b, loc, y, typeOf(m.pv->getResult(0)).getShape());
     m.pv->getResult(0).replaceAllUsesWith(y);
     for (Operation *op : m.dead)
@@ -472,6 +544,47 @@ private:
       return transpose(loc, unmerge(loc, t.getX(), split, dead), {0, 1, 3, 2});
     }
     return reshapeTo(b, loc, x, want.getShape());
+  }
+
+  /// Q [b, sq * h, d] as [b, h, sq, d] for `rows` = {sq, h}.
+  static std::optional<RankedTensorType> rowsOfQuery(RankedTensorType q,
+                                                     ArrayRef<int64_t> rows) {
+    if (q.getRank() != 3 || !q.hasStaticShape() ||
+        q.getDimSize(1) != rows[0] * rows[1])
+      return std::nullopt;
+    return q.clone({q.getDimSize(0), rows[1], rows[0], q.getDimSize(2)});
+  }
+
+  /// [b, m, n] as [b, 1, m, n]: the one head of multi-query K or V.
+  static RankedTensorType withHeadAxis(RankedTensorType t) {
+    if (t.getRank() != 3)
+      return t;
+    return t.clone({t.getDimSize(0), 1, t.getDimSize(1), t.getDimSize(2)});
+  }
+
+  /// `x` [b, m, n] as [b, 1, m, n], through a transpose of its last two
+  /// dimensions (K^T) so that build()'s composes with it.
+  Value addHeadAxis(Location loc, Value x, SmallVectorImpl<Operation *> &dead) {
+    auto t = x.getDefiningOp<TransposeOp>();
+    if (t && singleUse(x) && t.getPerm() &&
+        llvm::ArrayRef<int64_t>(*t.getPerm()) == llvm::ArrayRef<int64_t>{0, 2, 1}) {
+      dead.push_back(t);
+      return transpose(loc, addHeadAxis(loc, t.getX(), dead), {0, 1, 3, 2});
+    }
+    return reshapeTo(b, loc, x, withHeadAxis(typeOf(x)).getShape());
+  }
+
+  /// A mask of scores viewed [b, sq, h, skv] (`rows` given) as one of
+  /// [b, h, sq, skv]: a view where it has one head, else a transpose.
+  Value rowsToHeads(Location loc, Value x, ArrayRef<int64_t> rows) {
+    auto t = typeOf(x);
+    if (rows.empty() || t.getRank() > 4)
+      return x;
+    SmallVector<int64_t> shape(4 - t.getRank(), 1);
+    shape.append(t.getShape().begin(), t.getShape().end());
+    if (shape[2] == 1)
+      return reshapeTo(b, loc, x, {shape[0], 1, shape[1], shape[3]});
+    return transpose(loc, reshapeTo(b, loc, x, shape), {0, 2, 1, 3});
   }
 
   Value transpose(Location loc, Value x, ArrayRef<int64_t> perm) {
@@ -540,6 +653,7 @@ private:
 
   OpBuilder b;
   SmallVector<Mask> pendingMasks;
+  llvm::DenseMap<Value, Value> narrowed; // queryInvariantBias's, all layers
 };
 
 struct FuseAttention : public mpc::impl::FuseAttentionBase<FuseAttention> {

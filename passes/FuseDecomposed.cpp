@@ -20,6 +20,8 @@
 //
 //   x * cos + cat(-x2, x1) * sin             rotary(x, cos1, sin1)
 //   (rotate_half; the tables' halves equal)   (DecomposedRotary.cpp)
+//   x * cos + stack(-x2, x1).flatten * sin   rotary(x, ...) {interleaved}
+//   (rotate_every_two; the tables' pairs equal)
 //   cat(rotary(x[..., :r]), x[..., r:])       rotary(x) {rotary_dim = r}
 //
 // Every intermediate must be used only inside the pattern; anything else
@@ -428,9 +430,9 @@ struct FuseDecomposed : public mpc::impl::FuseDecomposedBase<FuseDecomposed> {
       // the Add uses, none an Add).
       {
         OpBuilder b(&getContext());
-        llvm::DenseMap<Value, Value> halves;
+        RotaryTables tables;
         for (AddOp add : llvm::to_vector(f.getOps<AddOp>()))
-          changed |= fuseDecomposedRotary(b, add, halves);
+          changed |= fuseDecomposedRotary(b, add, tables);
         for (ConcatOp cat : llvm::to_vector(f.getOps<ConcatOp>()))
           changed |= fusePartialRotary(b, cat);
       }

@@ -12,6 +12,14 @@
 // here, where the graph's finite min spreads it over every key: the rows
 // FlashAttention and Hugging Face's own SDPA path also leave undefined.)
 //
+// The boolean form, where(C and P, s, min) (GPT-BigCode's causal buffer
+// and its padding), splits the same way: splitConstantOperand gives C and
+// P apart, and where(C, 0, min) is the band.
+//
+// What stays of the padding is often still (S, S) a batch row: 4.36's
+// _expand_mask broadcasts it along the queries before its arithmetic.
+// queryInvariantBias computes it before the broadcast: [b, 1, 1, S].
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/AttentionPatterns.h"
@@ -40,6 +48,18 @@ bool fromConstants(Value v, llvm::DenseMap<Value, bool> &memo, int depth = 0) {
                      return fromConstants(x, memo, depth + 1);
                    }));
   return memo[v] = constant;
+}
+
+/// `op` again over `operands` (shapes inferred; a Cast keeps its element
+/// type, which only its result's type says), or null.
+Value rebuild(OpBuilder &b, Operation *op, ValueRange operands) {
+  if (auto cast = dyn_cast<CastOp>(op))
+    return b.create<CastOp>(op->getLoc(),
+                            typeOf(operands[0]).clone(typeOf(cast).getElementType()),
+                            operands[0]);
+  auto rebuilt = createInferred(b, op->getLoc(), op->getName().getStringRef(), operands,
+                                op->getAttrDictionary().getValue());
+  return succeeded(rebuilt) ? (*rebuilt)->getResult(0) : Value();
 }
 
 /// `v` with each maximal constant part that is 0 wherever `band` shows a
@@ -71,12 +91,89 @@ Value zeroInBand(OpBuilder &b, Value v, const Band &band, int64_t sq, int64_t sk
   }
   if (!changed)
     return v;
-  auto rebuilt = createInferred(b, op->getLoc(), op->getName().getStringRef(),
-                                operands, op->getAttrDictionary().getValue());
-  return succeeded(rebuilt) ? (*rebuilt)->getResult(0) : v;
+  Value rebuilt = rebuild(b, op, operands);
+  return rebuilt ? rebuilt : v;
+}
+
+/// `v` with the query axis (the second-to-last of a rank-`rank` result)
+/// narrowed to 1 where the values do not vary along it, or null.
+Value narrowQueries(OpBuilder &b, Value v, llvm::DenseMap<Value, Value> &memo,
+                    int depth = 0) {
+  auto t = typeOf(v);
+  if (t.getRank() < 2 || t.getDimSize(t.getRank() - 2) == 1)
+    return v;
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  Operation *op = v.getDefiningOp();
+  Value narrow;
+  if (!op || depth > 16) {
+    narrow = Value();
+  } else if (auto e = dyn_cast<ExpandOp>(op)) {
+    // A broadcast along the queries: what it broadcast (the scores'
+    // broadcast covers the rest).
+    narrow = narrowQueries(b, e.getX(), memo, depth + 1);
+  } else if (isa<AddOp, SubOp, MulOp, DivOp, EqualOp, LessOp, LessOrEqualOp, GreaterOp,
+                 GreaterOrEqualOp, AndOp, OrOp, NotOp, CastOp, WhereOp, NegOp>(op)) {
+    SmallVector<Value> operands;
+    for (Value x : op->getOperands()) {
+      operands.push_back(narrowQueries(b, x, memo, depth + 1));
+      if (!operands.back())
+        break;
+    }
+    if (operands.size() == op->getNumOperands() && operands.back())
+      narrow = rebuild(b, op, operands);
+  }
+  return memo[v] = narrow;
 }
 
 } // namespace
+
+Value queryInvariantBias(OpBuilder &b, Value bias, llvm::DenseMap<Value, Value> &memo) {
+  Value narrow = narrowQueries(b, bias, memo);
+  return narrow && narrow != bias ? narrow : Value();
+}
+
+std::optional<std::pair<Value, Value>> splitConstantOperand(OpBuilder &b, Value cond,
+                                                            bool isAnd) {
+  SmallVector<UnsqueezeOp> views;
+  Value v = cond;
+  while (auto u = v.getDefiningOp<UnsqueezeOp>()) {
+    views.push_back(u);
+    v = u.getX();
+  }
+  Operation *join = v.getDefiningOp();
+  if (!join || !(isAnd ? isa<AndOp>(join) : isa<OrOp>(join)))
+    return std::nullopt;
+  Value constant = join->getOperand(0), other = join->getOperand(1);
+  llvm::DenseMap<Value, bool> memo;
+  bool first = fromConstants(constant, memo), second = fromConstants(other, memo);
+  if (first == second)
+    return std::nullopt;
+  if (!first)
+    std::swap(constant, other);
+  // Each operand at the join's rank, then through the same Unsqueezes.
+  int64_t rank = typeOf(v).getRank();
+  auto replay = [&](Value x) -> Value {
+    auto t = typeOf(x);
+    if (t.getRank() < rank) {
+      SmallVector<int64_t> shape(rank - t.getRank(), 1);
+      shape.append(t.getShape().begin(), t.getShape().end());
+      x = reshapeTo(b, join->getLoc(), x, shape);
+    }
+    for (UnsqueezeOp u : llvm::reverse(views)) {
+      auto again = createInferred(b, u.getLoc(), UnsqueezeOp::getOperationName(), {x},
+                                  u->getAttrDictionary().getValue());
+      if (failed(again))
+        return Value();
+      x = (*again)->getResult(0);
+    }
+    return x;
+  };
+  Value a = replay(constant), c = replay(other);
+  if (!a || !c)
+    return std::nullopt;
+  return std::pair{a, c};
+}
 
 std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
                                                        int64_t sq, int64_t skv) {

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
 #include <map>
 
 namespace mlir::mpc {
@@ -95,11 +96,14 @@ struct SlicesToSplit : public mpc::impl::SlicesToSplitBase<SlicesToSplit> {
       if (!llvm::is_contained(sliced, s.getData()))
         sliced.push_back(s.getData());
     });
-    for (Value x : sliced)
-      rewrite(x);
+    for (size_t k = 0; k < sliced.size(); ++k)
+      rewrite(sliced[k], sliced);
   }
 
-  void rewrite(Value x) {
+  /// Rewrites the slices of `x`; a slice replaced here that is itself
+  /// sliced (GPT-J's rotary takes x[..., ::2] of a head slice) is renamed
+  /// in `pending` to its part of the Split.
+  void rewrite(Value x, SmallVectorImpl<Value> &pending) {
     std::map<int64_t, SmallVector<Range>> byAxis;
     for (Operation *user : x.getUsers())
       if (auto s = llvm::dyn_cast<SliceOp>(user); s && s.getData() == x)
@@ -141,6 +145,8 @@ struct SlicesToSplit : public mpc::impl::SlicesToSplitBase<SlicesToSplit> {
           b.getI64IntegerAttr((int64_t)ranges.size()),
           b.getDenseI64ArrayAttr(sizes));
       for (auto [k, r] : llvm::enumerate(ranges)) {
+        std::replace(pending.begin(), pending.end(), Value(r.op.getResult()),
+                     split.getResult(k));
         r.op.replaceAllUsesWith(split.getResult(k));
         r.op.erase();
       }

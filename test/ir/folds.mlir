@@ -95,3 +95,76 @@ func.func @identity_views(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf
   %r = mpc.slice %x, %last, %back axes %axis steps %last : (tensor<2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
   return %s, %e, %r : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// Integer Splits of constants fold (torch 1.13's repeat_interleave splits
+// its repeats to build an Expand's shape): a splat's parts are splats, a
+// 1-D constant's its runs; a float constant or a Split of a value is kept.
+// CHECK-LABEL: func.func @split_constants
+// CHECK-DAG: %[[A:.*]] = mpc.constant dense<2> : tensor<1xi64>
+// CHECK-DAG: %[[B:.*]] = mpc.constant dense<[3, 4]> : tensor<2xi64>
+// CHECK-DAG: %[[C:.*]] = mpc.constant dense<7> : tensor<2xi64>
+// CHECK: %[[F:.*]]:2 = mpc.split %{{.*}} {{.*}} : (tensor<2xf32>)
+// CHECK: %[[X:.*]]:2 = mpc.split %arg0
+// CHECK: return %[[A]], %[[B]], %[[C]], %[[C]], %[[F]]#0, %[[X]]#1
+func.func @split_constants(%x: tensor<2xi64>) -> (tensor<1xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<1xf32>, tensor<1xi64>) {
+  %runs = mpc.constant dense<[2, 3, 4]> : tensor<3xi64>
+  %sevens = mpc.constant dense<7> : tensor<4xi64>
+  %floats = mpc.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %a:2 = mpc.split %runs {axis = 0 : i64, num_outputs = 2 : i64, split = array<i64: 1, 2>} : (tensor<3xi64>) -> (tensor<1xi64>, tensor<2xi64>)
+  %s:2 = mpc.split %sevens {axis = 0 : i64, num_outputs = 2 : i64} : (tensor<4xi64>) -> (tensor<2xi64>, tensor<2xi64>)
+  %f:2 = mpc.split %floats {axis = 0 : i64, num_outputs = 2 : i64} : (tensor<2xf32>) -> (tensor<1xf32>, tensor<1xf32>)
+  %v:2 = mpc.split %x {axis = 0 : i64, num_outputs = 2 : i64} : (tensor<2xi64>) -> (tensor<1xi64>, tensor<1xi64>)
+  return %a#0, %a#1, %s#0, %s#1, %f#0, %v#1 : tensor<1xi64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>, tensor<1xf32>, tensor<1xi64>
+}
+
+// -----
+
+// F.pad's pads as torch 1.13 exports them: cat(pads, zeros) viewed [n, 2],
+// reversed pairwise by a Slice of step -1, transposed, flattened: every
+// step folds (Swin's, MobileBERT's and Funnel's pads were refused as not
+// constant).
+// CHECK-LABEL: func.func @pads
+// CHECK: %[[P:.*]] = mpc.constant dense<[0, 0, 0, 0, 0, 0, 3, 1]> : tensor<8xi64>
+// CHECK: return %[[P]]
+func.func @pads() -> tensor<8xi64> {
+  %given = mpc.constant dense<[0, 1, 0, 3, 0, 0, 0, 0]> : tensor<8xi64>
+  %pairs = mpc.constant dense<[-1, 2]> : tensor<2xi64>
+  %flat = mpc.constant dense<-1> : tensor<1xi64>
+  %start = mpc.constant dense<-1> : tensor<1xi64>
+  %end = mpc.constant dense<-9223372036854775807> : tensor<1xi64>
+  %axis = mpc.constant dense<0> : tensor<1xi64>
+  %step = mpc.constant dense<-1> : tensor<1xi64>
+  %v = mpc.reshape %given, %pairs : (tensor<8xi64>, tensor<2xi64>) -> tensor<4x2xi64>
+  %r = mpc.slice %v, %start, %end axes %axis steps %step : (tensor<4x2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x2xi64>
+  %t = mpc.transpose %r {perm = array<i64: 1, 0>} : (tensor<4x2xi64>) -> tensor<2x4xi64>
+  %p = mpc.reshape %t, %flat : (tensor<2x4xi64>, tensor<1xi64>) -> tensor<8xi64>
+  return %p : tensor<8xi64>
+}
+
+// -----
+
+// A shape computed in floats and cast to an integer (MobileViT's
+// interpolate size, ceil(0.5) * 2): evaluated in FP32 for the integer; the
+// float values themselves stay unfolded, as does a cast of a float input.
+// CHECK-LABEL: func.func @float_shape
+// CHECK-DAG: %[[TWO:.*]] = mpc.constant dense<2> : tensor<i64>
+// CHECK-DAG: %[[NEG:.*]] = mpc.constant dense<-3> : tensor<i64>
+// CHECK-DAG: %[[F:.*]] = mpc.mul
+// CHECK-DAG: %[[X:.*]] = mpc.cast %arg0
+// CHECK: return %[[TWO]], %[[NEG]], %[[F]], %[[X]]
+func.func @float_shape(%x: tensor<f32>) -> (tensor<i64>, tensor<i64>, tensor<f32>, tensor<i64>) {
+  %half = mpc.constant dense<5.000000e-01> : tensor<f32>
+  %two = mpc.constant dense<2.000000e+00> : tensor<f32>
+  %seven = mpc.constant dense<7> : tensor<i64>
+  %c = mpc.ceil %half : (tensor<f32>) -> tensor<f32>
+  %m = mpc.mul %c, %two : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %i = mpc.cast %m : (tensor<f32>) -> tensor<i64>
+  %s = mpc.cast %seven : (tensor<i64>) -> tensor<f32>
+  %d = mpc.div %s, %two : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %n = mpc.neg %d : (tensor<f32>) -> tensor<f32>
+  %j = mpc.cast %n : (tensor<f32>) -> tensor<i64>
+  %k = mpc.cast %x : (tensor<f32>) -> tensor<i64>
+  return %i, %j, %m, %k : tensor<i64>, tensor<i64>, tensor<f32>, tensor<i64>
+}

@@ -436,3 +436,83 @@ func.func @not_rotary(%q: tensor<1x2x4x8xf32>, %f: tensor<4x4xf32>, %g: tensor<4
   %yc = mpc.add %c6, %c5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %ya, %yb, %yc : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }
+
+// GPT-J's and CodeGen's interleaved rotary on the first 4 of each head's
+// 8: rotate_every_two(x) = stack(-x[..., 1::2], x[..., ::2], -1)
+// .flatten(-2), the tables repeat_interleave'd (each angle broadcast to
+// a pair): one mpc.rotary {interleaved} over the whole head, the tables'
+// even elements its cos and sin.
+// CHECK-LABEL: func.func @rotary_interleaved
+// CHECK: %[[C:.*]] = mpc.slice %{{.*}} steps %{{.*}} : (tensor<1x4x1x4xf32>, {{.*}}) -> tensor<1x4x1x2xf32>
+// CHECK: %[[Y:.*]] = mpc.rotary %arg0, %{{.*}}, %{{.*}} {interleaved = true, rotary_dim = 4 : i64, seq_axis = 1 : i64} : (tensor<1x4x2x8xf32>
+// CHECK-NOT: mpc.neg
+// CHECK: return %[[Y]]
+// LOC-LABEL: func.func @rotary_interleaved
+// LOC: mpc.rotary %arg0, {{.*}} loc("rope")
+func.func @rotary_interleaved(%q: tensor<1x4x2x8xf32>, %f: tensor<1x4x1x2xf32>) -> tensor<1x4x2x8xf32> {
+  %e5 = mpc.constant dense<[1, 4, 1, 2, 2]> : tensor<5xi64>
+  %s4 = mpc.constant dense<[1, 4, 1, 4]> : tensor<4xi64>
+  %flat = mpc.constant dense<[1, 4, 2, 4]> : tensor<4xi64>
+  %zero = mpc.constant dense<0> : tensor<1xi64>
+  %one = mpc.constant dense<1> : tensor<1xi64>
+  %two = mpc.constant dense<2> : tensor<1xi64>
+  %four = mpc.constant dense<4> : tensor<1xi64>
+  %end = mpc.constant dense<8> : tensor<1xi64>
+  %ax = mpc.constant dense<-1> : tensor<1xi64>
+  %fu = mpc.unsqueeze %f {axes = array<i64: 4>} : (tensor<1x4x1x2xf32>) -> tensor<1x4x1x2x1xf32>
+  %fe = mpc.expand %fu, %e5 : (tensor<1x4x1x2x1xf32>, tensor<5xi64>) -> tensor<1x4x1x2x2xf32>
+  %fr = mpc.reshape %fe, %s4 : (tensor<1x4x1x2x2xf32>, tensor<4xi64>) -> tensor<1x4x1x4xf32>
+  %cos = mpc.cos %fr : (tensor<1x4x1x4xf32>) -> tensor<1x4x1x4xf32>
+  %sin = mpc.sin %fr : (tensor<1x4x1x4xf32>) -> tensor<1x4x1x4xf32>
+  %qr = mpc.slice %q, %zero, %four axes %ax : (tensor<1x4x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x4xf32>
+  %qp = mpc.slice %q, %four, %end axes %ax : (tensor<1x4x2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x4xf32>
+  %ev = mpc.slice %qr, %zero, %end axes %ax steps %two : (tensor<1x4x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x2xf32>
+  %od = mpc.slice %qr, %one, %end axes %ax steps %two : (tensor<1x4x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x2xf32>
+  %no = mpc.neg %od : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %u0 = mpc.unsqueeze %no {axes = array<i64: -1>} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2x1xf32>
+  %u1 = mpc.unsqueeze %ev {axes = array<i64: -1>} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2x1xf32>
+  %st = mpc.concat %u0, %u1 {axis = -1 : i64} : (tensor<1x4x2x2x1xf32>, tensor<1x4x2x2x1xf32>) -> tensor<1x4x2x2x2xf32>
+  %rot = mpc.reshape %st, %flat : (tensor<1x4x2x2x2xf32>, tensor<4xi64>) -> tensor<1x4x2x4xf32>
+  %rs = mpc.mul %rot, %sin : (tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x2x4xf32>
+  %rc = mpc.mul %qr, %cos : (tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x2x4xf32>
+  %rope = mpc.add %rc, %rs : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> tensor<1x4x2x4xf32>
+  %y = mpc.concat %rope, %qp {axis = -1 : i64} : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> tensor<1x4x2x8xf32> loc("rope")
+  return %y : tensor<1x4x2x8xf32>
+}
+
+// Not interleaved rotary, left as written: tables whose pairs differ, and
+// the pairs stacked as (x[..., ::2], -x[..., 1::2]).
+// CHECK-LABEL: func.func @not_rotary_interleaved
+// CHECK-NOT: mpc.rotary
+// CHECK: return
+func.func @not_rotary_interleaved(%q: tensor<1x4x2x4xf32>) -> (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) {
+  %tab = mpc.constant dense<[[[[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]]]]> : tensor<1x4x1x4xf32>
+  %even = mpc.constant dense<5.000000e-01> : tensor<1x4x1x4xf32>
+  %flat = mpc.constant dense<[1, 4, 2, 4]> : tensor<4xi64>
+  %zero = mpc.constant dense<0> : tensor<1xi64>
+  %one = mpc.constant dense<1> : tensor<1xi64>
+  %two = mpc.constant dense<2> : tensor<1xi64>
+  %end = mpc.constant dense<4> : tensor<1xi64>
+  %ax = mpc.constant dense<-1> : tensor<1xi64>
+  %ev = mpc.slice %q, %zero, %end axes %ax steps %two : (tensor<1x4x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x2xf32>
+  %od = mpc.slice %q, %one, %end axes %ax steps %two : (tensor<1x4x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x2xf32>
+  %no = mpc.neg %od : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %u0 = mpc.unsqueeze %no {axes = array<i64: -1>} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2x1xf32>
+  %u1 = mpc.unsqueeze %ev {axes = array<i64: -1>} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2x1xf32>
+  %st = mpc.concat %u0, %u1 {axis = -1 : i64} : (tensor<1x4x2x2x1xf32>, tensor<1x4x2x2x1xf32>) -> tensor<1x4x2x2x2xf32>
+  %rot = mpc.reshape %st, %flat : (tensor<1x4x2x2x2xf32>, tensor<4xi64>) -> tensor<1x4x2x4xf32>
+  %rs = mpc.mul %rot, %tab : (tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x2x4xf32>
+  %rc = mpc.mul %q, %tab : (tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x2x4xf32>
+  %ya = mpc.add %rc, %rs : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> tensor<1x4x2x4xf32>
+  %ev2 = mpc.slice %q, %zero, %end axes %ax steps %two : (tensor<1x4x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x2xf32>
+  %od2 = mpc.slice %q, %one, %end axes %ax steps %two : (tensor<1x4x2x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x4x2x2xf32>
+  %no2 = mpc.neg %od2 : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32>
+  %v0 = mpc.unsqueeze %ev2 {axes = array<i64: -1>} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2x1xf32>
+  %v1 = mpc.unsqueeze %no2 {axes = array<i64: -1>} : (tensor<1x4x2x2xf32>) -> tensor<1x4x2x2x1xf32>
+  %st2 = mpc.concat %v0, %v1 {axis = -1 : i64} : (tensor<1x4x2x2x1xf32>, tensor<1x4x2x2x1xf32>) -> tensor<1x4x2x2x2xf32>
+  %rot2 = mpc.reshape %st2, %flat : (tensor<1x4x2x2x2xf32>, tensor<4xi64>) -> tensor<1x4x2x4xf32>
+  %rs2 = mpc.mul %rot2, %even : (tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x2x4xf32>
+  %rc2 = mpc.mul %q, %even : (tensor<1x4x2x4xf32>, tensor<1x4x1x4xf32>) -> tensor<1x4x2x4xf32>
+  %yb = mpc.add %rc2, %rs2 : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> tensor<1x4x2x4xf32>
+  return %ya, %yb : tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>
+}

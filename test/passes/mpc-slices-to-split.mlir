@@ -109,3 +109,26 @@ func.func @dynamic(%x: tensor<8x6xf32>, %n: tensor<1xi64>) -> (tensor<4x6xf32>, 
   %b = mpc.slice %x, %n, %c8 : (tensor<8x6xf32>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x6xf32>
   return %a, %b : tensor<4x6xf32>, tensor<4x6xf32>
 }
+
+// Slices of slices (GPT-J's rotary takes x[..., ::2] of each head's
+// rotated part): the inner value, once the outer Split replaced its
+// slice, is rewritten as that Split's part (it once read the erased
+// slice). Step-2 slices stay slices.
+// CHECK-LABEL: func.func @nested
+// CHECK: %[[H:.*]]:2 = mpc.split %arg0 {axis = 1 : i64, num_outputs = 2 : i64, split = array<i64: 4, 4>}
+// CHECK: %[[P:.*]]:2 = mpc.split %[[H]]#0 {axis = 1 : i64, num_outputs = 2 : i64, split = array<i64: 2, 2>}
+// CHECK: mpc.slice %[[H]]#0
+// CHECK: return %[[P]]#0, %[[P]]#1, %[[H]]#1
+func.func @nested(%x: tensor<3x8xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4xf32>, tensor<3x2xf32>) {
+  %ax = mpc.constant dense<1> : tensor<1xi64>
+  %c0 = mpc.constant dense<0> : tensor<1xi64>
+  %c2 = mpc.constant dense<2> : tensor<1xi64>
+  %c4 = mpc.constant dense<4> : tensor<1xi64>
+  %c8 = mpc.constant dense<8> : tensor<1xi64>
+  %rot = mpc.slice %x, %c0, %c4 axes %ax : (tensor<3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x4xf32>
+  %pass = mpc.slice %x, %c4, %c8 axes %ax : (tensor<3x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x4xf32>
+  %a = mpc.slice %rot, %c0, %c2 axes %ax : (tensor<3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x2xf32>
+  %b = mpc.slice %rot, %c2, %c4 axes %ax : (tensor<3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x2xf32>
+  %even = mpc.slice %rot, %c0, %c4 axes %ax steps %c2 : (tensor<3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x2xf32>
+  return %a, %b, %pass, %even : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4xf32>, tensor<3x2xf32>
+}

@@ -1,6 +1,8 @@
 """Writes the Hugging Face exports hf44-exports.test reads: tiny
-LlamaForCausalLM (with and without an attention mask), BloomForCausalLM
-and BartForConditionalGeneration (with one) from transformers 4.44.2 (eager attention, random weights,
+LlamaForCausalLM (with and without an attention mask), BloomForCausalLM,
+BartForConditionalGeneration, OPTForCausalLM, FalconForCausalLM,
+GPTBigCodeForCausalLM, GPTJForCausalLM and FunnelForSequenceClassification
+(with one), and SwinForImageClassification from transformers 4.44.2 (eager attention, random weights,
 seed 0), exported by torch 1.13's TorchScript exporter in training mode
 (opset 17) with their loss, a batch of token ids, the mask (the second
 row padded on the right: 3 tokens) and the labels (-100 where padded),
@@ -22,7 +24,11 @@ import sys
 import numpy as np
 import torch
 from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig,
-                          BloomForCausalLM, LlamaConfig, LlamaForCausalLM)
+                          BloomForCausalLM, FalconConfig, FalconForCausalLM,
+                          FunnelConfig, FunnelForSequenceClassification,
+                          GPTBigCodeConfig, GPTBigCodeForCausalLM, GPTJConfig,
+                          GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, OPTConfig,
+                          OPTForCausalLM, SwinConfig, SwinForImageClassification)
 
 out = sys.argv[1]
 
@@ -51,13 +57,33 @@ for name, make, masked in (
             encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
             decoder_ffn_dim=64, max_position_embeddings=32, dropout=0.0,
             attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1,
-            bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)), True)):
+            bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)), True),
+        # OPT clamps the masked scores to the finite minimum; Falcon's one
+        # K and V head broadcasts in the matmul; GPT-BigCode's multi-query
+        # attention has the heads among the query rows and a boolean
+        # causal-and-padding mask; GPT-J rotates interleaved pairs.
+        ("opt_mask", lambda: OPTForCausalLM(OPTConfig(
+            vocab_size=32, hidden_size=32, ffn_dim=64, num_hidden_layers=2,
+            num_attention_heads=4, max_position_embeddings=32, word_embed_proj_dim=32,
+            dropout=0.0, attention_dropout=0.0, pad_token_id=1)), True),
+        ("falcon_mask", lambda: FalconForCausalLM(FalconConfig(
+            vocab_size=32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            hidden_dropout=0.0, attention_dropout=0.0)), True),
+        ("gptbigcode_mask", lambda: GPTBigCodeForCausalLM(GPTBigCodeConfig(
+            vocab_size=32, n_positions=32, n_embd=32, n_layer=2, n_head=4,
+            multi_query=True, attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0)), True),
+        ("gptj_mask", lambda: GPTJForCausalLM(GPTJConfig(
+            vocab_size=32, n_positions=32, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+            attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0)), True)):
     if sys.argv[2:] and name not in sys.argv[2:]:
         continue
     torch.manual_seed(0)
     model = WithLoss(make())
     model.m.config._attn_implementation = "eager"
-    ids = torch.randint(3, 32, (2, 16)) if name == "bart_mask" else torch.randint(0, 32, (2, 16))
+    # (no padding token among BART's and OPT's ids: torch's padding_idx
+    # keeps its embedding row's gradient 0, which the ONNX graph cannot say)
+    ids = torch.randint(3, 32, (2, 16)) if name in ("bart_mask", "opt_mask") \
+        else torch.randint(0, 32, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
     mask[1, -3:] = 0
     labels = ids.clone()
@@ -75,4 +101,68 @@ for name, make, masked in (
     model.zero_grad()
     model(*args).backward()
     np.savez_compressed(os.path.join(out, f"{name}.grads.npz"),
+                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+
+
+class ImageLoss(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, pixels, labels):
+        return self.m(pixel_values=pixels, labels=labels).loss
+
+
+# SwinForImageClassification: shifted windows padded by F.pad, whose pads
+# torch 1.13 computes (a reversed, transposed view of cat(pads, zeros)).
+if not sys.argv[2:] or "swin" in sys.argv[2:]:
+    torch.manual_seed(0)
+    model = ImageLoss(SwinForImageClassification(SwinConfig(
+        image_size=16, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
+        window_size=4, num_labels=3, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, drop_path_rate=0.0)))
+    model.m.config._attn_implementation = "eager"
+    args = (torch.randn(2, 3, 16, 16), torch.tensor([0, 2]))
+    torch.onnx.export(model, args, os.path.join(out, "swin.onnx"), opset_version=17,
+                      input_names=["pixels", "labels"], output_names=["loss"],
+                      do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    for n, t in zip(["pixels", "labels"], args):
+        np.save(os.path.join(out, f"swin.{n}.npy"), t.numpy())
+    model.zero_grad()
+    model(*args).backward()
+    np.savez_compressed(os.path.join(out, "swin.grads.npz"),
+                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+
+
+class ClassifierLoss(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, ids, labels, mask):
+        return self.m(input_ids=ids, labels=labels, attention_mask=mask).loss
+
+
+# FunnelForSequenceClassification: relative attention written with
+# torch.einsum, its positions computed in floats (a Gather of a Concat of
+# Slices of float constants, cast to int64 for Range).
+if not sys.argv[2:] or "funnel_mask" in sys.argv[2:]:
+    torch.manual_seed(0)
+    model = ClassifierLoss(FunnelForSequenceClassification(FunnelConfig(
+        vocab_size=32, block_sizes=[1, 1], d_model=32, n_head=4, d_head=8, d_inner=64,
+        hidden_dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)))
+    ids = torch.randint(3, 32, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    mask[1, -3:] = 0
+    args = (ids, torch.tensor([0, 1]), mask)
+    names = ["ids", "labels", "mask"]
+    torch.onnx.export(model, args, os.path.join(out, "funnel_mask.onnx"), opset_version=17,
+                      input_names=names, output_names=["loss"], do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    for n, t in zip(names, args):
+        np.save(os.path.join(out, f"funnel_mask.{n}.npy"), t.numpy())
+    model.zero_grad()
+    model(*args).backward()
+    np.savez_compressed(os.path.join(out, "funnel_mask.grads.npz"),
                         **{n: p.grad.numpy() for n, p in model.named_parameters()})

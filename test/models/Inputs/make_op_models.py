@@ -2,7 +2,7 @@
 (whose ONNX backend node tests are all double, which mpc does not
 support) in float32 and int64; ScatterND with every reduction, integer
 arithmetic and reductions, Tile, GatherND and OneHot, for their CUDA
-kernels.
+kernels; Einsum in the forms models write.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -152,3 +152,39 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "conv1d.onnx"))
+
+# Einsum (imported as diagonals, sums and batched MatMuls): its backend node
+# tests are double but for three; here float32, the forms models write
+# (batched and attention-shaped products, Funnel's bind,bjnd->bnij),
+# transposes, sums, diagonals, traces, implicit outputs, three operands,
+# an ellipsis that broadcasts, outer and elementwise products.
+rng = np.random.default_rng(2)
+shapes = {"a": [2, 3, 4], "b": [2, 4, 5], "m": [3, 4], "u": [5], "w": [5],
+          "d": [3, 5, 5], "q": [2, 3, 4, 5], "k": [2, 6, 4, 5], "p": [2, 4, 3, 6],
+          "x": [3, 4], "y": [4, 6], "z": [6, 2], "e1": [2, 1, 3, 4], "e2": [1, 5, 4, 2],
+          "s": [4, 4]}
+cases = [("batch_matmul", "bij, bjk -> bik", "ab", [2, 3, 5]),
+         ("transpose", "ij->ji", "m", [4, 3]),
+         ("row_sum", "ij->i", "m", [3]),
+         ("inner", "i,i", "uw", []),
+         ("batch_diagonal", "...ii->...i", "d", [3, 5]),
+         ("scores", "bind,bjnd->bnij", "qk", [2, 4, 3, 6]),
+         ("context", "bnij,bjnd->bind", "pk", [2, 3, 4, 5]),
+         ("chain", "ij,jk,kl->il", "xyz", [3, 2]),
+         ("broadcast", "...ij,...jk", "e1e2", [2, 5, 3, 2]),
+         ("trace", "ii", "s", []),
+         ("hadamard", "ij,ij->ij", "mm", [3, 4]),
+         ("outer", "i,j->ij", "uw", [5, 5])]
+nodes, outputs, used = [], [], []
+for name, eq, ins, shape in cases:
+    names = ["e1", "e2"] if ins == "e1e2" else list(ins)
+    used += [n for n in names if n not in used]
+    nodes.append(helper.make_node("Einsum", names, ["einsum_" + name], equation=eq))
+    outputs.append(helper.make_tensor_value_info("einsum_" + name, F, shape))
+graph = helper.make_graph(nodes, "einsum",
+                          [helper.make_tensor_value_info(n, F, shapes[n]) for n in used],
+                          outputs)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "einsum.onnx"))
