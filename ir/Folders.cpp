@@ -11,8 +11,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/Verifier.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MathExtras.h"
 #include "ir/MpcOps.h"
 #include "ir/ShapeRules.h"
@@ -219,6 +217,14 @@ OpFoldResult WhereOp::fold(FoldAdaptor a) {
                          });
 }
 
+/// ONNX Slice's first index on an axis of `dim`: from the end where
+/// negative, clamped to [0, dim] forward and [0, dim - 1] backward.
+static int64_t sliceStart(int64_t start, int64_t dim, int64_t step) {
+  start = start < 0 ? start + dim : start;
+  return step > 0 ? std::clamp<int64_t>(start, 0, dim)
+                  : std::clamp<int64_t>(start, 0, dim - 1);
+}
+
 /// The values of a small FP32 expression over constants (Add, Sub, Mul,
 /// Div of equal sizes or one number, Neg, Ceil, Floor, integer Casts, and
 /// 1-D Concat, Slice, Gather), computed in FP32 as the CPU backend would:
@@ -294,8 +300,7 @@ static std::optional<SmallVector<float>> floatValues(Value v, int depth = 0) {
         (slice.getSteps() && !getConstantInts(slice.getSteps(), steps)) ||
         steps.size() != 1 || steps[0] == 0)
       return std::nullopt;
-    int64_t dim = (int64_t)x->size(), s0 = starts[0] < 0 ? starts[0] + dim : starts[0];
-    s0 = steps[0] > 0 ? std::clamp<int64_t>(s0, 0, dim) : std::clamp<int64_t>(s0, 0, dim - 1);
+    int64_t dim = (int64_t)x->size(), s0 = sliceStart(starts[0], dim, steps[0]);
     for (int64_t i = 0; i < t.getNumElements(); ++i) {
       int64_t at = s0 + i * steps[0];
       if (at < 0 || at >= dim)
@@ -490,9 +495,7 @@ OpFoldResult SliceOp::fold(FoldAdaptor a) {
     int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
     if (axis < 0 || axis >= rank || steps[k] == 0)
       return {};
-    int64_t dim = c->type.getDimSize(axis), st = starts[k] < 0 ? starts[k] + dim : starts[k];
-    from[axis] = steps[k] > 0 ? std::clamp<int64_t>(st, 0, dim)
-                              : std::clamp<int64_t>(st, 0, dim - 1);
+    from[axis] = sliceStart(starts[k], c->type.getDimSize(axis), steps[k]);
     by[axis] = steps[k];
   }
   auto inStrides = stridesOf(c->type.getShape()), outStrides = stridesOf(t.getShape());
@@ -573,184 +576,4 @@ OpFoldResult RangeOp::fold(FoldAdaptor a) {
   for (int64_t i = 0; i < t.getDimSize(0); ++i)
     out.push_back(s->values[0] + i * d->values[0]);
   return makeInts(t, out);
-}
-
-std::optional<SmallVector<Value>> mpc::foldToValues(OpBuilder &b,
-                                                   Operation *op) {
-  if (op->hasTrait<OpTrait::ConstantLike>())
-    return std::nullopt;
-  SmallVector<OpFoldResult> folded;
-  if (failed(op->fold(folded)) || folded.empty())
-    return std::nullopt;
-  SmallVector<Value> values;
-  for (auto [i, r] : llvm::enumerate(folded)) {
-    if (auto v = llvm::dyn_cast_if_present<Value>(r)) {
-      values.push_back(v);
-      continue;
-    }
-    Operation *cst = op->getDialect()->materializeConstant(
-        b, r.get<Attribute>(), op->getResult(i).getType(), op->getLoc());
-    if (!cst)
-      return std::nullopt;
-    values.push_back(cst->getResult(0));
-  }
-  return values;
-}
-
-/// The attributes each op needs to be built (ir/MpcOpFacts.h.inc).
-static const llvm::StringMap<SmallVector<StringRef>> &requiredAttrs() {
-  static const llvm::StringMap<SmallVector<StringRef>> table = [] {
-    llvm::StringMap<SmallVector<StringRef>> t;
-#define MPC_OP_REQUIRED_ATTRS(Mnemonic, Names)                                 \
-  StringRef(Names).split(t[std::string("mpc.") + Mnemonic], ' ');
-#include "ir/MpcOpFacts.h.inc"
-    return t;
-  }();
-  return table;
-}
-
-FailureOr<Operation *> mpc::createInferred(OpBuilder &b, Location loc,
-                                           StringRef opName,
-                                           ValueRange operands,
-                                           ArrayRef<NamedAttribute> attrs,
-                                           std::string *diagnostic) {
-  MLIRContext *ctx = b.getContext();
-  auto name = RegisteredOperationName::lookup(opName, ctx);
-  if (!name) {
-    if (diagnostic)
-      *diagnostic = "internal error: '" + opName.str() +
-                    "' is not an op of the mpc dialect";
-    return failure();
-  }
-  DictionaryAttr dict = DictionaryAttr::get(ctx, attrs);
-  if (auto it = requiredAttrs().find(opName); it != requiredAttrs().end())
-    for (StringRef attr : it->second)
-      if (!dict.get(attr)) {
-        if (diagnostic)
-          *diagnostic = "requires attribute '" + attr.str() + "'";
-        return failure();
-      }
-  std::string diag;
-  SmallVector<Type> types;
-  {
-    ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
-      if (diag.empty())
-        diag = d.str();
-      return success();
-    });
-    SmallVector<uint64_t> storage((name->getOpPropertyByteSize() + 7) / 8 + 1);
-    OpaqueProperties props(storage.data());
-    name->initOpProperties(props, nullptr);
-    LogicalResult result = success();
-    if (name->getOpPropertyByteSize())
-      result = name->setOpPropertiesFromAttribute(
-          *name, props, dict, [&] { return emitError(loc); });
-    if (succeeded(result))
-      if (auto *iface = name->getInterface<InferTypeOpInterface>())
-        result = iface->inferReturnTypes(ctx, loc, operands, dict, props,
-                                         RegionRange(), types);
-    name->destroyOpProperties(props);
-    if (failed(result)) {
-      if (diagnostic)
-        *diagnostic = diag.empty() ? "cannot infer the result type" : diag;
-      return failure();
-    }
-  }
-  OperationState state(loc, *name);
-  state.addOperands(operands);
-  state.addTypes(types);
-  if (name->getOpPropertyByteSize())
-    state.propertiesAttr = dict;
-  Operation *op = b.create(state);
-  // Inference checks shapes; the op's own verifier checks operand types and
-  // attributes (an i32 Reshape target...): an op that fails it is an error
-  // of the model, reported here, never IR that breaks a later pass.
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &d) {
-    if (diag.empty())
-      diag = d.str();
-    return success();
-  });
-  if (failed(verify(op, /*verifyRecursively=*/false))) {
-    op->erase();
-    if (diagnostic)
-      *diagnostic = diag.empty() ? "invalid operands" : diag;
-    return failure();
-  }
-  return op;
-}
-
-/// Whether `v`, shaped `data` (or broadcast to it), holds at every
-/// element its own coordinate along axis `k`: an arange along k,
-/// expanded over the other axes.
-static bool isCoordinate(Value v, int64_t k, ArrayRef<int64_t> data) {
-  if (auto e = v.getDefiningOp<ExpandOp>())
-    return isCoordinate(e.getX(), k, data);
-  DenseIntElementsAttr attr;
-  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  const int64_t rank = data.size();
-  if (!t || !t.hasStaticShape() || t.getRank() > rank ||
-      !matchPattern(v, m_Constant(&attr)) || t.getNumElements() > (int64_t(1) << 20))
-    return false;
-  // Axis k of the data is axis k - (rank - t's rank) of the constant.
-  const int64_t a = k - (rank - t.getRank());
-  const int64_t n = a >= 0 ? t.getDimSize(a) : 1;
-  if (n != data[k] && !(n == 1 && data[k] == 1))
-    return false;
-  int64_t inner = 1;
-  for (int64_t d = a + 1; d < t.getRank(); ++d)
-    inner *= t.getDimSize(d);
-  int64_t i = 0;
-  for (const APInt &x : attr.getValues<APInt>()) {
-    if (x.getSExtValue() != (a >= 0 ? i / inner % n : 0))
-      return false;
-    ++i;
-  }
-  return true;
-}
-
-/// Whether `indices` ([data's shape..., rank]) holds each element's own
-/// index tuple, in order: a constant, or a concat over the last axis of
-/// coordinates, each unsqueezed at the end (torch's export of
-/// `x[..., :n] = y` with n the whole axis).
-static bool enumeratesAll(Value indices, ArrayRef<int64_t> data) {
-  auto t = llvm::dyn_cast<RankedTensorType>(indices.getType());
-  const int64_t rank = data.size();
-  if (!t || !t.hasStaticShape() || t.getRank() != rank + 1 ||
-      t.getShape().drop_back() != data || t.getShape().back() != rank)
-    return false;
-  DenseIntElementsAttr attr;
-  if (matchPattern(indices, m_Constant(&attr))) {
-    if (t.getNumElements() > (int64_t(1) << 24))
-      return false;
-    int64_t i = 0;
-    for (const APInt &x : attr.getValues<APInt>()) {
-      int64_t element = i / rank, k = i % rank, coordinate = element;
-      for (int64_t d = rank - 1; d > k; --d)
-        coordinate /= data[d];
-      if (x.getSExtValue() != coordinate % data[k])
-        return false;
-      ++i;
-    }
-    return true;
-  }
-  auto cat = indices.getDefiningOp<ConcatOp>();
-  if (!cat || (cat.getAxis() != rank && cat.getAxis() != -1) ||
-      (int64_t)cat.getInputs().size() != rank)
-    return false;
-  for (auto [k, part] : llvm::enumerate(cat.getInputs())) {
-    auto u = part.getDefiningOp<UnsqueezeOp>();
-    if (!u || u.getAxes().size() != 1 ||
-        (u.getAxes()[0] != rank && u.getAxes()[0] != -1) ||
-        !isCoordinate(u.getX(), k, data))
-      return false;
-  }
-  return true;
-}
-
-OpFoldResult ScatterNDOp::fold(FoldAdaptor) {
-  auto t = llvm::cast<RankedTensorType>(getType());
-  if (getReduction() == "none" && t.hasStaticShape() &&
-      getUpdates().getType() == t && enumeratesAll(getIndices(), t.getShape()))
-    return getUpdates();
-  return {};
 }

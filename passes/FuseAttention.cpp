@@ -304,8 +304,9 @@ public:
       if (!rowsOfQuery(q, m.rows))
         return std::nullopt;
       q = *rowsOfQuery(q, m.rows);
-      ktT = withHeadAxis(ktT);
-      v = withHeadAxis(v);
+      // (one K and V head: [b, m, n] as [b, 1, m, n])
+      ktT = unmergedType(ktT, {ktT.getDimSize(0), 1});
+      v = unmergedType(v, {v.getDimSize(0), 1});
     }
     if (q.getRank() != r || ktT.getRank() != r || v.getRank() != r ||
         q.getElementType() != v.getElementType() ||
@@ -347,8 +348,8 @@ public:
                       reshapeTo(b, loc, m.q,
                                 {q.getDimSize(0), m.rows[0], m.rows[1], q.getDimSize(2)}),
                       {0, 2, 1, 3});
-      m.k = addHeadAxis(loc, m.k, m.dead);
-      m.v = addHeadAxis(loc, m.v, m.dead);
+      m.k = unmerge(loc, m.k, {typeOf(m.k).getDimSize(0), 1}, m.dead);
+      m.v = unmerge(loc, m.v, {typeOf(m.v).getDimSize(0), 1}, m.dead);
     }
     int64_t r = typeOf(m.q).getRank();
     Type elem = typeOf(m.q).getElementType();
@@ -553,25 +554,6 @@ private:
         q.getDimSize(1) != rows[0] * rows[1])
       return std::nullopt;
     return q.clone({q.getDimSize(0), rows[1], rows[0], q.getDimSize(2)});
-  }
-
-  /// [b, m, n] as [b, 1, m, n]: the one head of multi-query K or V.
-  static RankedTensorType withHeadAxis(RankedTensorType t) {
-    if (t.getRank() != 3)
-      return t;
-    return t.clone({t.getDimSize(0), 1, t.getDimSize(1), t.getDimSize(2)});
-  }
-
-  /// `x` [b, m, n] as [b, 1, m, n], through a transpose of its last two
-  /// dimensions (K^T) so that build()'s composes with it.
-  Value addHeadAxis(Location loc, Value x, SmallVectorImpl<Operation *> &dead) {
-    auto t = x.getDefiningOp<TransposeOp>();
-    if (t && singleUse(x) && t.getPerm() &&
-        llvm::ArrayRef<int64_t>(*t.getPerm()) == llvm::ArrayRef<int64_t>{0, 2, 1}) {
-      dead.push_back(t);
-      return transpose(loc, addHeadAxis(loc, t.getX(), dead), {0, 1, 3, 2});
-    }
-    return reshapeTo(b, loc, x, withHeadAxis(typeOf(x)).getShape());
   }
 
   /// A mask of scores viewed [b, sq, h, skv] (`rows` given) as one of
