@@ -10,6 +10,7 @@
 #include "frontend/ImporterImpl.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace mlir::mpc::importer {
 namespace {
@@ -19,6 +20,21 @@ namespace {
 bool configures(const onnx::NodeProto &node, int input) {
   return (node.op_type() == "Resize" && (input == 1 || input == 2)) ||
          (node.op_type() == "Upsample" && input == 1);
+}
+
+/// Whether `name` is a module's parameter path as torch names them
+/// ("m.logit_scale", "encoder.layer.0.gamma"): a float scalar so named is
+/// state (CLIP's learned temperature), where one named otherwise is a
+/// constant an exporter folded ("onnx::Div_12", "const_fold_opt__3") that
+/// its readers take as a number (an attention's scale).
+bool moduleParameter(StringRef name) {
+  SmallVector<StringRef> parts;
+  name.split(parts, '.');
+  return parts.size() >= 2 && llvm::all_of(parts, [](StringRef p) {
+           return !p.empty() && llvm::all_of(p, [](char c) {
+             return llvm::isAlnum(c) || c == '_';
+           });
+         }) && !llvm::isDigit(name.front());
 }
 
 } // namespace
@@ -40,7 +56,8 @@ InitializerRole InitializerRoles::role(const onnx::TensorProto &init,
   // step counter, a scalar).
   bool isBound = bound.count(init.name()) != 0;
   auto t = llvm::cast<RankedTensorType>(type);
-  if (!llvm::isa<FloatType>(t.getElementType()) || t.getRank() == 0)
+  if (!llvm::isa<FloatType>(t.getElementType()) ||
+      (t.getRank() == 0 && !moduleParameter(init.name())))
     return isBound ? InitializerRole::State
                    : InitializerRole::Constant; // folded into their readers
   // State the model reads but nothing trains: BatchNormalization's running

@@ -383,6 +383,11 @@ static OpFoldResult reshapeConstant(Attribute input, Type resultType) {
 OpFoldResult ReshapeOp::fold(FoldAdaptor a) {
   if (getData().getType() == getType() && getType().hasStaticShape())
     return getData();
+  // A view back to what the view before it read (CLIP's and BART's scores
+  // viewed merged and as heads again between their masks).
+  if (auto inner = getData().getDefiningOp<ReshapeOp>();
+      inner && inner.getData().getType() == getType() && getType().hasStaticShape())
+    return inner.getData();
   return reshapeConstant(a.getData(), getType());
 }
 OpFoldResult SqueezeOp::fold(FoldAdaptor a) {

@@ -168,3 +168,21 @@ func.func @float_shape(%x: tensor<f32>) -> (tensor<i64>, tensor<i64>, tensor<f32
   %k = mpc.cast %x : (tensor<f32>) -> tensor<i64>
   return %i, %j, %m, %k : tensor<i64>, tensor<i64>, tensor<f32>, tensor<i64>
 }
+
+// -----
+
+// A view back to what the view before it read is that value (CLIP's and
+// BART's scores viewed merged and as heads again between their masks); a
+// view of a view to another shape stays.
+// CHECK-LABEL: func.func @view_back
+// CHECK: %[[O:.*]] = mpc.reshape %{{.*}}, %{{.*}} : (tensor<8x4x4xf32>, tensor<2xi64>) -> tensor<32x4xf32>
+// CHECK: return %arg0, %[[O]]
+func.func @view_back(%x: tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<32x4xf32>) {
+  %merged = mpc.constant dense<[8, 4, 4]> : tensor<3xi64>
+  %heads = mpc.constant dense<[2, 4, 4, 4]> : tensor<4xi64>
+  %rows = mpc.constant dense<[32, 4]> : tensor<2xi64>
+  %m = mpc.reshape %x, %merged : (tensor<2x4x4x4xf32>, tensor<3xi64>) -> tensor<8x4x4xf32>
+  %h = mpc.reshape %m, %heads : (tensor<8x4x4xf32>, tensor<4xi64>) -> tensor<2x4x4x4xf32>
+  %o = mpc.reshape %m, %rows : (tensor<8x4x4xf32>, tensor<2xi64>) -> tensor<32x4xf32>
+  return %h, %o : tensor<2x4x4x4xf32>, tensor<32x4xf32>
+}

@@ -1,8 +1,9 @@
 """Writes the Hugging Face exports hf44-exports.test reads: tiny
 LlamaForCausalLM (with and without an attention mask), BloomForCausalLM,
 BartForConditionalGeneration, OPTForCausalLM, FalconForCausalLM,
-GPTBigCodeForCausalLM, GPTJForCausalLM and FunnelForSequenceClassification
-(with one), and SwinForImageClassification from transformers 4.44.2 (eager attention, random weights,
+GPTBigCodeForCausalLM, GPTJForCausalLM, FunnelForSequenceClassification
+and CLIPModel (with one), and SwinForImageClassification from
+transformers 4.44.2 (eager attention, random weights,
 seed 0), exported by torch 1.13's TorchScript exporter in training mode
 (opset 17) with their loss, a batch of token ids, the mask (the second
 row padded on the right: 3 tokens) and the labels (-100 where padded),
@@ -24,7 +25,7 @@ import sys
 import numpy as np
 import torch
 from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig,
-                          BloomForCausalLM, FalconConfig, FalconForCausalLM,
+                          BloomForCausalLM, CLIPConfig, CLIPModel, FalconConfig, FalconForCausalLM,
                           FunnelConfig, FunnelForSequenceClassification,
                           GPTBigCodeConfig, GPTBigCodeForCausalLM, GPTJConfig,
                           GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, OPTConfig,
@@ -165,4 +166,44 @@ if not sys.argv[2:] or "funnel_mask" in sys.argv[2:]:
     model.zero_grad()
     model(*args).backward()
     np.savez_compressed(os.path.join(out, "funnel_mask.grads.npz"),
+                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+
+
+class ContrastiveLoss(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, ids, pixels, mask):
+        return self.m(input_ids=ids, pixel_values=pixels, attention_mask=mask,
+                      return_loss=True).loss
+
+
+# CLIPModel's contrastive loss: a learned temperature, logit_scale, a float
+# scalar parameter; the text tower's causal attention adds its masks on a
+# view of merged scores as heads, viewed back and forth between them.
+if not sys.argv[2:] or "clip_mask" in sys.argv[2:]:
+    torch.manual_seed(0)
+    model = ContrastiveLoss(CLIPModel(CLIPConfig(
+        text_config=dict(vocab_size=32, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=4,
+                         max_position_embeddings=16),
+        vision_config=dict(image_size=16, patch_size=4, hidden_size=32,
+                           intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4),
+        projection_dim=16)))
+    model.m.config._attn_implementation = "eager"
+    ids = torch.randint(3, 32, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    mask[1, -3:] = 0
+    args = (ids, torch.randn(2, 3, 16, 16), mask)
+    names = ["ids", "pixels", "mask"]
+    torch.onnx.export(model, args, os.path.join(out, "clip_mask.onnx"), opset_version=17,
+                      input_names=names, output_names=["loss"], do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    for n, t in zip(names, args):
+        np.save(os.path.join(out, f"clip_mask.{n}.npy"), t.numpy())
+    model.zero_grad()
+    model(*args).backward()
+    np.savez_compressed(os.path.join(out, "clip_mask.grads.npz"),
                         **{n: p.grad.numpy() for n, p in model.named_parameters()})
