@@ -34,6 +34,25 @@ from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig,
 out = sys.argv[1]
 
 
+def wanted(name):
+    return not sys.argv[2:] or name in sys.argv[2:]
+
+
+def export(name, model, args, names):
+    """Writes NAME.onnx (torch 1.13, training mode, opset 17, the loss its
+    output), each input as NAME.INPUT.npy, torch's gradients NAME.grads.npz."""
+    torch.onnx.export(model, args, os.path.join(out, f"{name}.onnx"),
+                      opset_version=17, input_names=names, output_names=["loss"],
+                      do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING)
+    for n, t in zip(names, args):
+        np.save(os.path.join(out, f"{name}.{n}.npy"), t.numpy())
+    model.zero_grad()
+    model(*args).backward()
+    np.savez_compressed(os.path.join(out, f"{name}.grads.npz"),
+                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+
+
 class WithLoss(torch.nn.Module):
     def __init__(self, m):
         super().__init__()
@@ -76,7 +95,7 @@ for name, make, masked in (
         ("gptj_mask", lambda: GPTJForCausalLM(GPTJConfig(
             vocab_size=32, n_positions=32, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
             attn_pdrop=0.0, resid_pdrop=0.0, embd_pdrop=0.0)), True)):
-    if sys.argv[2:] and name not in sys.argv[2:]:
+    if not wanted(name):
         continue
     torch.manual_seed(0)
     model = WithLoss(make())
@@ -93,16 +112,7 @@ for name, make, masked in (
         labels = torch.randint(3, 32, (2, 8))
     args, names = ((ids, labels, mask), ["ids", "labels", "mask"]) if masked else \
         ((ids, labels), ["ids", "labels"])
-    torch.onnx.export(model, args, os.path.join(out, f"{name}.onnx"),
-                      opset_version=17, input_names=names, output_names=["loss"],
-                      do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    for n, t in zip(names, args):
-        np.save(os.path.join(out, f"{name}.{n}.npy"), t.numpy())
-    model.zero_grad()
-    model(*args).backward()
-    np.savez_compressed(os.path.join(out, f"{name}.grads.npz"),
-                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+    export(name, model, args, names)
 
 
 class ImageLoss(torch.nn.Module):
@@ -116,24 +126,15 @@ class ImageLoss(torch.nn.Module):
 
 # SwinForImageClassification: shifted windows padded by F.pad, whose pads
 # torch 1.13 computes (a reversed, transposed view of cat(pads, zeros)).
-if not sys.argv[2:] or "swin" in sys.argv[2:]:
+if wanted("swin"):
     torch.manual_seed(0)
     model = ImageLoss(SwinForImageClassification(SwinConfig(
         image_size=16, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
         window_size=4, num_labels=3, hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0, drop_path_rate=0.0)))
     model.m.config._attn_implementation = "eager"
-    args = (torch.randn(2, 3, 16, 16), torch.tensor([0, 2]))
-    torch.onnx.export(model, args, os.path.join(out, "swin.onnx"), opset_version=17,
-                      input_names=["pixels", "labels"], output_names=["loss"],
-                      do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    for n, t in zip(["pixels", "labels"], args):
-        np.save(os.path.join(out, f"swin.{n}.npy"), t.numpy())
-    model.zero_grad()
-    model(*args).backward()
-    np.savez_compressed(os.path.join(out, "swin.grads.npz"),
-                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+    export("swin", model, (torch.randn(2, 3, 16, 16), torch.tensor([0, 2])),
+           ["pixels", "labels"])
 
 
 class ClassifierLoss(torch.nn.Module):
@@ -148,7 +149,7 @@ class ClassifierLoss(torch.nn.Module):
 # FunnelForSequenceClassification: relative attention written with
 # torch.einsum, its positions computed in floats (a Gather of a Concat of
 # Slices of float constants, cast to int64 for Range).
-if not sys.argv[2:] or "funnel_mask" in sys.argv[2:]:
+if wanted("funnel_mask"):
     torch.manual_seed(0)
     model = ClassifierLoss(FunnelForSequenceClassification(FunnelConfig(
         vocab_size=32, block_sizes=[1, 1], d_model=32, n_head=4, d_head=8, d_inner=64,
@@ -156,17 +157,7 @@ if not sys.argv[2:] or "funnel_mask" in sys.argv[2:]:
     ids = torch.randint(3, 32, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
     mask[1, -3:] = 0
-    args = (ids, torch.tensor([0, 1]), mask)
-    names = ["ids", "labels", "mask"]
-    torch.onnx.export(model, args, os.path.join(out, "funnel_mask.onnx"), opset_version=17,
-                      input_names=names, output_names=["loss"], do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    for n, t in zip(names, args):
-        np.save(os.path.join(out, f"funnel_mask.{n}.npy"), t.numpy())
-    model.zero_grad()
-    model(*args).backward()
-    np.savez_compressed(os.path.join(out, "funnel_mask.grads.npz"),
-                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+    export("funnel_mask", model, (ids, torch.tensor([0, 1]), mask), ["ids", "labels", "mask"])
 
 
 class ContrastiveLoss(torch.nn.Module):
@@ -182,7 +173,7 @@ class ContrastiveLoss(torch.nn.Module):
 # CLIPModel's contrastive loss: a learned temperature, logit_scale, a float
 # scalar parameter; the text tower's causal attention adds its masks on a
 # view of merged scores as heads, viewed back and forth between them.
-if not sys.argv[2:] or "clip_mask" in sys.argv[2:]:
+if wanted("clip_mask"):
     torch.manual_seed(0)
     model = ContrastiveLoss(CLIPModel(CLIPConfig(
         text_config=dict(vocab_size=32, hidden_size=32, intermediate_size=64,
@@ -196,14 +187,5 @@ if not sys.argv[2:] or "clip_mask" in sys.argv[2:]:
     ids = torch.randint(3, 32, (2, 16))
     mask = torch.ones(2, 16, dtype=torch.int64)
     mask[1, -3:] = 0
-    args = (ids, torch.randn(2, 3, 16, 16), mask)
-    names = ["ids", "pixels", "mask"]
-    torch.onnx.export(model, args, os.path.join(out, "clip_mask.onnx"), opset_version=17,
-                      input_names=names, output_names=["loss"], do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.TRAINING)
-    for n, t in zip(names, args):
-        np.save(os.path.join(out, f"clip_mask.{n}.npy"), t.numpy())
-    model.zero_grad()
-    model(*args).backward()
-    np.savez_compressed(os.path.join(out, "clip_mask.grads.npz"),
-                        **{n: p.grad.numpy() for n, p in model.named_parameters()})
+    export("clip_mask", model, (ids, torch.randn(2, 3, 16, 16), mask),
+           ["ids", "pixels", "mask"])
