@@ -223,7 +223,8 @@ public:
         Value x = op->getOperand(0), c = op->getOperand(1);
         if (!bigNegative(scalarConstant(c)))
           std::swap(x, c);
-        if (!bigNegative(scalarConstant(c)) || typeOf(x) != typeOf(s))
+        if (!bigNegative(scalarConstant(c)) || typeOf(x) != typeOf(s) ||
+            m.scale <= 0.0) // (a negative scale outside would make it a cap)
           return std::nullopt;
         m.dead.push_back(op);
         s = x;

@@ -145,3 +145,20 @@ func.func @expanded_padding(%q: tensor<2x4x8x8xf32>, %k: tensor<2x4x8x8xf32>, %v
   %y = mpc.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
   return %y : tensor<2x4x8x8xf32>
 }
+
+// A negative scale outside the clamp turns it into a cap on large scores:
+// kept.
+// CHECK-LABEL: func.func @clamp_negated_kept
+// CHECK: mpc.max
+// CHECK: mpc.softmax
+// CHECK-NOT: mpc.attention
+func.func @clamp_negated_kept(%q: tensor<2x4x8x8xf32>, %kt: tensor<2x4x8x8xf32>, %v: tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32> {
+  %min = mpc.constant dense<-3.40282347E+38> : tensor<f32>
+  %neg = mpc.constant dense<-1.000000e+00> : tensor<f32>
+  %qk = mpc.matmul %q, %kt : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = mpc.max %qk, %min : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %n = mpc.mul %c, %neg : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %p = mpc.softmax %n : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return %y : tensor<2x4x8x8xf32>
+}
