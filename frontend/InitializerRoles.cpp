@@ -23,10 +23,11 @@ bool configures(const onnx::NodeProto &node, int input) {
 }
 
 /// Whether `name` is a module's parameter path as torch names them
-/// ("m.logit_scale", "encoder.layer.0.gamma"): a float scalar so named is
-/// state (CLIP's learned temperature), where one named otherwise is a
-/// constant an exporter folded ("onnx::Div_12", "const_fold_opt__3") that
-/// its readers take as a number (an attention's scale).
+/// ("m.logit_scale", "encoder.layer.0.gamma", nn.Sequential's "0.alpha"):
+/// a float scalar so named is state (CLIP's learned temperature), where
+/// one named otherwise is a constant an exporter folded ("onnx::Div_12",
+/// "const_fold_opt__3") that its readers take as a number (an attention's
+/// scale).
 bool moduleParameter(StringRef name) {
   SmallVector<StringRef> parts;
   name.split(parts, '.');
@@ -34,7 +35,7 @@ bool moduleParameter(StringRef name) {
            return !p.empty() && llvm::all_of(p, [](char c) {
              return llvm::isAlnum(c) || c == '_';
            });
-         }) && !llvm::isDigit(name.front());
+         });
 }
 
 } // namespace
