@@ -10,6 +10,7 @@
 #include "frontend/OnnxImporter.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -167,12 +168,39 @@ bool runPasses(mlir::PassManager &pm, mlir::ModuleOp module,
   return mlir::succeeded(pm.run(module));
 }
 
+/// Whether nodes named as torch names one module's calls read a
+/// parameter: the names equal but for one scope, "ln" in the first and
+/// "ln_1", "ln_2"... in the others (ALBERT's layers, called once a layer,
+/// share their parameters as the model means them to).
+static bool oneModuleCalledAgain(const std::vector<std::string> &nodes) {
+  llvm::SmallVector<llvm::StringRef> first;
+  llvm::StringRef(nodes[0]).split(first, '/');
+  for (size_t k = 1; k < nodes.size(); ++k) {
+    llvm::SmallVector<llvm::StringRef> other;
+    llvm::StringRef(nodes[k]).split(other, '/');
+    if (other.size() != first.size())
+      return false;
+    int differing = 0;
+    for (auto [a, b] : llvm::zip(first, other)) {
+      if (a == b)
+        continue;
+      if (++differing > 1 || !b.consume_front(a) || !b.consume_front("_") ||
+          b.empty() || !llvm::all_of(b, llvm::isDigit))
+        return false;
+    }
+    if (differing != 1)
+      return false;
+  }
+  return true;
+}
+
 /// Trainable parameters whose every element is one value, read by several
 /// nodes of one op: what torch.onnx.export makes of a freshly initialised
 /// model unless told `training=TrainingMode.TRAINING`, merging
 /// initializers of equal value (every LayerNorm's gamma of ones, beta of
 /// zeros): training then updates one tied parameter where PyTorch trains
-/// one each. One warning line per such parameter.
+/// one each. One warning line per such parameter, unless its readers are
+/// one module called again.
 static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
   std::vector<std::string> lines;
   mlir::func::FuncOp entry = mlir::mpc::entryFunction(module);
@@ -210,6 +238,8 @@ static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
       std::vector<std::string> nodes;
       for (mlir::Operation *u : users)
         nodes.push_back(mlir::mpc::displayNameOf(u));
+      if (oneModuleCalledAgain(nodes))
+        continue;
       std::ostringstream splat;
       splat << value.getSplatValue<llvm::APFloat>().convertToDouble();
       lines.push_back(llvm::formatv(
