@@ -133,6 +133,29 @@ std::optional<Rows> sliceRows(SliceOp slice, int depth) {
   });
 }
 
+/// The rows of a Tile: each output element reads the input at its
+/// coordinates modulo the input's dimensions.
+std::optional<Rows> tileRows(TileOp tile, int depth) {
+  RankedTensorType in = typeOf(tile.getX()), out = typeOf(tile.getResult());
+  auto x = rowsOf(tile.getX(), depth + 1);
+  if (!x || in.getRank() != out.getRank() || in.getRank() < 1 || !out.hasStaticShape())
+    return std::nullopt;
+  const int64_t c = lastDim(out), cin = lastDim(in);
+  return Rows([x = *x, dims = SmallVector<int64_t>(out.getShape()),
+               inDims = SmallVector<int64_t>(in.getShape()), c, cin,
+               buf = std::vector<double>(cin)](int64_t r, double *o) mutable {
+    int64_t inRow = 0, stride = 1;
+    for (int64_t d = (int64_t)dims.size() - 2; d >= 0; --d) {
+      inRow += r % dims[d] % inDims[d] * stride;
+      stride *= inDims[d];
+      r /= dims[d];
+    }
+    x(inRow, buf.data());
+    for (int64_t j = 0; j < c; ++j)
+      o[j] = buf[j % cin];
+  });
+}
+
 /// The rows of `v`, where `v` is computed from constants by the ops masks
 /// are built with.
 std::optional<Rows> rowsOf(Value v, int depth) {
@@ -224,6 +247,8 @@ std::optional<Rows> rowsOf(Value v, int depth) {
   }
   if (auto slice = dyn_cast<SliceOp>(op)) // (Hugging Face 4.4x: mask[..., :keys])
     return sliceRows(slice, depth);
+  if (auto tile = dyn_cast<TileOp>(op)) // (T5's causal mask: arange tiled)
+    return tileRows(tile, depth);
   if (auto trilu = dyn_cast<TriluOp>(op)) {
     auto x = arg(0);
     if (!x || t.getRank() < 2)

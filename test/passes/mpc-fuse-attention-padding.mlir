@@ -72,3 +72,36 @@ func.func @not_a_band(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tens
   %y = mpc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
   return %y : tensor<2x2x4x8xf32>
 }
+
+// -----
+
+// T5's decoder mask: (1 - causal * mask) * min, its causal part an arange
+// tiled over the batch compared with a column of query positions, its
+// mask all ones (no decoder attention mask), added to the trainable
+// relative position bias. Tiles are read a row at a time: the mask is the
+// band, the relative bias stays the bias.
+// CHECK-LABEL: func.func @t5_decoder
+// CHECK: mpc.attention %arg0, %arg1, %arg2, %arg3 {causal = true, scale = 1.000000e+00 : f32}
+// CHECK-NOT: mpc.softmax
+func.func @t5_decoder(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %rel: tensor<1x2x4x4xf32>) -> tensor<2x2x4x8xf32> {
+  %keys = mpc.constant dense<[[[0, 1, 2, 3]]]> : tensor<1x1x4xi64>
+  %reps = mpc.constant dense<[2, 4, 1]> : tensor<3xi64>
+  %rows = mpc.constant dense<[[[0], [1], [2], [3]]]> : tensor<1x4x1xi64>
+  %ones = mpc.constant dense<1.000000e+00> : tensor<2x1x1x4xf32>
+  %one = mpc.constant dense<1.000000e+00> : tensor<f32>
+  %min = mpc.constant dense<-3.40282347E+38> : tensor<f32>
+  %tiled = mpc.tile %keys, %reps : (tensor<1x1x4xi64>, tensor<3xi64>) -> tensor<2x4x4xi64>
+  %seen = mpc.less_or_equal %tiled, %rows : (tensor<2x4x4xi64>, tensor<1x4x1xi64>) -> tensor<2x4x4xi1>
+  %f = mpc.cast %seen : (tensor<2x4x4xi1>) -> tensor<2x4x4xf32>
+  %u = mpc.unsqueeze %f {axes = array<i64: 1>} : (tensor<2x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %both = mpc.mul %u, %ones : (tensor<2x1x4x4xf32>, tensor<2x1x1x4xf32>) -> tensor<2x1x4x4xf32>
+  %inv = mpc.sub %one, %both : (tensor<f32>, tensor<2x1x4x4xf32>) -> tensor<2x1x4x4xf32>
+  %mask = mpc.mul %inv, %min : (tensor<2x1x4x4xf32>, tensor<f32>) -> tensor<2x1x4x4xf32>
+  %bias = mpc.add %rel, %mask : (tensor<1x2x4x4xf32>, tensor<2x1x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %kt = mpc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<2x2x4x8xf32>) -> tensor<2x2x8x4xf32>
+  %qk = mpc.matmul %q, %kt : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %s = mpc.add %qk, %bias : (tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %y : tensor<2x2x4x8xf32>
+}

@@ -1,9 +1,9 @@
 """Writes the Hugging Face exports hf44-exports.test reads: tiny
 LlamaForCausalLM (with and without an attention mask), BloomForCausalLM,
 BartForConditionalGeneration, OPTForCausalLM, FalconForCausalLM,
-GPTBigCodeForCausalLM, GPTJForCausalLM, FunnelForSequenceClassification
-and CLIPModel (with one), and SwinForImageClassification from
-transformers 4.44.2 (eager attention, random weights,
+GPTBigCodeForCausalLM, GPTJForCausalLM, FunnelForSequenceClassification,
+T5ForConditionalGeneration and CLIPModel (with one), and
+SwinForImageClassification from transformers 4.44.2 (eager attention, random weights,
 seed 0), exported by torch 1.13's TorchScript exporter in training mode
 (opset 17) with their loss, a batch of token ids, the mask (the second
 row padded on the right: 3 tokens) and the labels (-100 where padded),
@@ -29,7 +29,8 @@ from transformers import (BartConfig, BartForConditionalGeneration, BloomConfig,
                           FunnelConfig, FunnelForSequenceClassification,
                           GPTBigCodeConfig, GPTBigCodeForCausalLM, GPTJConfig,
                           GPTJForCausalLM, LlamaConfig, LlamaForCausalLM, OPTConfig,
-                          OPTForCausalLM, SwinConfig, SwinForImageClassification)
+                          OPTForCausalLM, SwinConfig, SwinForImageClassification,
+                          T5Config, T5ForConditionalGeneration)
 
 out = sys.argv[1]
 
@@ -158,6 +159,21 @@ if wanted("funnel_mask"):
     mask = torch.ones(2, 16, dtype=torch.int64)
     mask[1, -3:] = 0
     export("funnel_mask", model, (ids, torch.tensor([0, 1]), mask), ["ids", "labels", "mask"])
+
+
+# T5ForConditionalGeneration: its decoder's causal mask is arithmetic,
+# (1 - causal * mask) * min over an arange tiled over the batch, added to
+# the trainable relative position bias.
+if wanted("t5_mask"):
+    torch.manual_seed(0)
+    model = ClassifierLoss(T5ForConditionalGeneration(T5Config(
+        vocab_size=32, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+        dropout_rate=0.0, decoder_start_token_id=0)))
+    ids = torch.randint(2, 32, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    mask[1, -3:] = 0
+    export("t5_mask", model, (ids, torch.randint(2, 32, (2, 8)), mask),
+           ["ids", "labels", "mask"])
 
 
 class ContrastiveLoss(torch.nn.Module):
