@@ -415,6 +415,12 @@ std::optional<std::pair<int64_t, int64_t>> rowsOf(RankedTensorType in,
   return std::pair{out.getDimSize(1), out.getDimSize(2)};
 }
 
+std::optional<RankedTensorType> rowsOfQuery(RankedTensorType q, ArrayRef<int64_t> rows) {
+  if (q.getRank() != 3 || !q.hasStaticShape() || q.getDimSize(1) != rows[0] * rows[1])
+    return std::nullopt;
+  return q.clone({q.getDimSize(0), rows[1], rows[0], q.getDimSize(2)});
+}
+
 bool unmergeable(RankedTensorType bias, ArrayRef<int64_t> split) {
   return bias.getRank() <= 2 ||
          (bias.getRank() == 3 && bias.hasStaticShape() &&

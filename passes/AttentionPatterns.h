@@ -29,6 +29,17 @@ std::optional<SmallVector<bool>> boolConstant(Value v);
 /// other operand, `scale` multiplied; otherwise `v` itself.
 Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead);
 
+/// A scalar constant of float type `elem`, built at `b` (MaskBias.cpp).
+Value scalarValue(OpBuilder &b, Location loc, Type elem, double value);
+/// where(cond, fill, 0) (`fillWhereTrue`) or where(cond, 0, fill) of float
+/// type `elem`, built at `b`.
+Value maskBias(OpBuilder &b, Location loc, Value cond, Type elem, double fill,
+               bool fillWhereTrue);
+/// A maskBias over a constant condition replaced by a constant, once it is
+/// known to stay a bias (a band needs no (Sq, Skv) constant made: 16M
+/// elements at 4k tokens); `b` is left at it. Otherwise `bias`.
+Value constantMaskBias(OpBuilder &b, Value bias);
+
 /// The positional mask of mpc.attention: `causal`, windows (-1: none)
 /// and the offset they count from (runtime/AttentionBand.h).
 struct Band {
@@ -104,6 +115,12 @@ RankedTensorType unmergedType(RankedTensorType t, ArrayRef<int64_t> split);
 /// dimension split in two.
 std::optional<std::pair<int64_t, int64_t>> rowsOf(RankedTensorType in,
                                                   RankedTensorType out);
+/// Q [b, sq * h, d] of such scores as [b, h, sq, d] for `rows` = {sq, h}.
+std::optional<RankedTensorType> rowsOfQuery(RankedTensorType q, ArrayRef<int64_t> rows);
+/// A mask of scores viewed [b, sq, h, skv] (`rows` given; else `x`) as
+/// one of [b, h, sq, skv], built at `b`: a view where it has one head, else
+/// a transpose (MaskBias.cpp).
+Value rowsToHeads(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> rows);
 
 } // namespace mlir::mpc::attention_patterns
 

@@ -391,7 +391,8 @@ public:
         double fill = *scalarConstant(fillIsB ? where.getY() : where.getX());
         // where(m, s, fill): the bias is fill where m is false.
         auto biasOf = [&](Value cond) {
-          return maskBias(loc, rowsToHeads(loc, cond, m.rows), elem, fill * outer, !fillIsB);
+          return maskBias(b, loc, rowsToHeads(b, loc, cond, m.rows), elem, fill * outer,
+                          !fillIsB);
         };
         term = Value();
         // A causal constant and padding joined (seen where both are: And;
@@ -404,9 +405,9 @@ public:
         if (!term)
           term = biasOf(where.getCondition());
       } else {
-        term = rowsToHeads(loc, term, m.rows);
+        term = rowsToHeads(b, loc, term, m.rows);
         if (outer != 1.0)
-          term = make<MulOp>(loc, {term, scalarValue(loc, typeOf(term).getElementType(), outer)});
+          term = make<MulOp>(loc, {term, scalarValue(b, loc, typeOf(term).getElementType(), outer)});
       }
       bias = bias ? make<AddOp>(loc, {bias, term}) : term;
     }
@@ -447,7 +448,7 @@ public:
           bias = bias ? make<AddOp>(loc, {bias, term}) : term;
       }
       for (Value term : kept)
-        if (Value folded = constantMaskBias(term); term == bias)
+        if (Value folded = constantMaskBias(b, term); term == bias)
           bias = folded;
       b.setInsertionPoint(m.pv);
     }
@@ -548,81 +549,9 @@ private:
     return reshapeTo(b, loc, x, want.getShape());
   }
 
-  /// Q [b, sq * h, d] as [b, h, sq, d] for `rows` = {sq, h}.
-  static std::optional<RankedTensorType> rowsOfQuery(RankedTensorType q,
-                                                     ArrayRef<int64_t> rows) {
-    if (q.getRank() != 3 || !q.hasStaticShape() ||
-        q.getDimSize(1) != rows[0] * rows[1])
-      return std::nullopt;
-    return q.clone({q.getDimSize(0), rows[1], rows[0], q.getDimSize(2)});
-  }
-
-  /// A mask of scores viewed [b, sq, h, skv] (`rows` given) as one of
-  /// [b, h, sq, skv]: a view where it has one head, else a transpose.
-  Value rowsToHeads(Location loc, Value x, ArrayRef<int64_t> rows) {
-    auto t = typeOf(x);
-    if (rows.empty() || t.getRank() > 4)
-      return x;
-    SmallVector<int64_t> shape(4 - t.getRank(), 1);
-    shape.append(t.getShape().begin(), t.getShape().end());
-    if (shape[2] == 1)
-      return reshapeTo(b, loc, x, {shape[0], 1, shape[1], shape[3]});
-    return transpose(loc, reshapeTo(b, loc, x, shape), {0, 2, 1, 3});
-  }
-
   Value transpose(Location loc, Value x, ArrayRef<int64_t> perm) {
     return make<TransposeOp>(
         loc, {x}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
-  }
-
-  /// where(cond, fill, 0) (`fillWhereTrue`) or where(cond, 0, fill).
-  Value maskBias(Location loc, Value cond, Type elem, double fill,
-                 bool fillWhereTrue) {
-    Value z = scalarValue(loc, elem, 0.0), fv = scalarValue(loc, elem, fill);
-    return fillWhereTrue ? make<WhereOp>(loc, {cond, fv, z})
-                         : make<WhereOp>(loc, {cond, z, fv});
-  }
-
-  /// A maskBias over a constant condition as a constant, once it is known
-  /// to stay a bias (a band needs no (Sq, Skv) constant made: 16M
-  /// elements at 4k tokens).
-  Value constantMaskBias(Value bias) {
-    auto w = bias.getDefiningOp<WhereOp>();
-    auto c = w ? boolConstant(w.getCondition()) : std::nullopt;
-    std::optional<double> x = c ? scalarConstant(w.getX()) : std::nullopt,
-                          y = c ? scalarConstant(w.getY()) : std::nullopt;
-    if (!x || !y)
-      return bias;
-    const llvm::fltSemantics &sem =
-        llvm::cast<FloatType>(typeOf(bias).getElementType()).getFloatSemantics();
-    auto value = [&](double d) {
-      APFloat f(d);
-      bool lost;
-      f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
-      return f;
-    };
-    APFloat fx = value(*x), fy = value(*y);
-    SmallVector<APFloat> values;
-    for (bool bit : *c)
-      values.push_back(bit ? fx : fy);
-    b.setInsertionPoint(w);
-    Value folded = b.create<ConstantOp>(
-        w.getLoc(), DenseElementsAttr::get(typeOf(w.getCondition()).clone(
-                                               typeOf(bias).getElementType()),
-                                           values));
-    w.getResult().replaceAllUsesWith(folded);
-    w.erase();
-    return folded;
-  }
-
-  /// A scalar constant.
-  Value scalarValue(Location loc, Type elem, double value) {
-    APFloat v(value);
-    bool lost;
-    v.convert(llvm::cast<FloatType>(elem).getFloatSemantics(),
-              APFloat::rmNearestTiesToEven, &lost);
-    return b.create<ConstantOp>(
-        loc, DenseElementsAttr::get(RankedTensorType::get({}, elem), {v}));
   }
 
   template <typename OpTy>

@@ -30,13 +30,6 @@ namespace mlir::mpc::attention_patterns {
 
 namespace {
 
-/// A scalar 0 of float type `elem`.
-Value zeroOf(OpBuilder &b, Location loc, Type elem) {
-  APFloat zero = APFloat::getZero(llvm::cast<FloatType>(elem).getFloatSemantics());
-  return b.create<ConstantOp>(loc,
-                              DenseElementsAttr::get(RankedTensorType::get({}, elem), {zero}));
-}
-
 /// Whether `v` is computed from constants alone.
 bool fromConstants(Value v, llvm::DenseMap<Value, bool> &memo, int depth = 0) {
   if (auto it = memo.find(v); it != memo.end())
@@ -77,7 +70,7 @@ Value zeroInBand(OpBuilder &b, Value v, const Band &band, int64_t sq, int64_t sk
                                    : std::nullopt;
     if (!here || !(*here == band))
       return v;
-    return zeroOf(b, op->getLoc(), t.getElementType());
+    return scalarValue(b, op->getLoc(), t.getElementType(), 0.0);
   }
   // Only elementwise ops (their shapes follow their operands').
   if (!isa<AddOp, SubOp, MulOp, EqualOp, LessOp, LessOrEqualOp, GreaterOp,
@@ -198,7 +191,7 @@ std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
     return std::nullopt;
   Value cond = zeroInBand(b, where.getCondition(), *band, sq, skv, constant);
   auto t = typeOf(term);
-  Value zero = zeroOf(b, where.getLoc(), t.getElementType());
+  Value zero = scalarValue(b, where.getLoc(), t.getElementType(), 0.0);
   Value fill = fillIsX ? where.getX() : where.getY();
   auto bias = createInferred(b, where.getLoc(), WhereOp::getOperationName(),
                              fillIsX ? ValueRange{cond, fill, zero}
