@@ -438,6 +438,10 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
   if (s.cuda.epilogueAdd >= 0)
     ins.push_back(z);
   std::string momentum = flt((float)s.getFloat("momentum", 0.9));
+  // torch's running variance, the unbiased one (as the CPU kernel).
+  std::string bessel = s.getInt("unbiased_running_var", 0) && ch.count > 1
+                           ? flt((float)((double)ch.count / (double)(ch.count - 1))) + " * "
+                           : "";
   std::vector<std::string> sums{"u", "w"};
   std::string accumulate =
       ch.loop({"in0"}, "const double v = in0_v[l]; u$ += v; w$ += v * v;");
@@ -452,7 +456,7 @@ bool Emitter::batchNorm(Step &s, const std::string &name) {
      << "  if (blockIdx.y == 0 && " << ch.leader() << ") {\n"
      << ch.forChannels("st(out1, %c, ld(in3, %c) * " + momentum + " + mean$ * (1 - " +
                        momentum + ")); st(out2, %c, ld(in4, %c) * " + momentum +
-                       " + var$ * (1 - " + momentum + "));")
+                       " + var$ * " + bessel + "(1 - " + momentum + "));")
      << "  }\n}\n\n";
   barrier = true;
   launch(s, name, ch.grid(), {ch.threads, 1, 1});

@@ -12,6 +12,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <onnx/onnx_pb.h>
@@ -58,10 +59,56 @@ mlir::LogicalResult importUpsample(NodeContext &c);
 /// Einsum as diagonals, sums and one batched MatMul a pair of terms
 /// (EinsumImporter.cpp).
 mlir::LogicalResult importEinsum(NodeContext &c);
+/// SplitToSequence as its parts, SequenceAt at a constant position as one
+/// of them (SequenceImporters.cpp).
+mlir::LogicalResult importSplitToSequence(NodeContext &c);
+mlir::LogicalResult importSequenceAt(NodeContext &c);
 /// InstanceNormalization and GroupNormalization as layer_norm over a view
 /// of X plus the affine part (NormImporters.cpp).
 mlir::LogicalResult importInstanceNorm(NodeContext &c);
 mlir::LogicalResult importGroupNorm(NodeContext &c);
+
+/// torch.export's graph signature as torch.onnx.export records it
+/// (TorchExportSignature.cpp): what each initializer is to the torch module.
+class TorchSignature {
+public:
+  explicit TorchSignature(const onnx::GraphProto &graph);
+  /// Whether the exporter recorded a signature at all.
+  bool present() const { return !kinds.empty(); }
+  /// PARAMETER, BUFFER, CONSTANT_TENSOR (also a non-persistent buffer)...;
+  /// null for an initializer the signature does not name (one the
+  /// exporter's optimizer made).
+  const std::string *kind(const std::string &init) const;
+  /// One line saying why the model cannot train as the torch module would
+  /// (parameters the exporter's optimizer folded into constants or merged
+  /// by value), or "".
+  std::string foldedByExporter(const onnx::GraphProto &graph) const;
+
+private:
+  std::unordered_map<std::string, std::string> kinds;
+  std::unordered_map<std::string, std::string> placeholders; // p_m_fc_weight
+};
+
+/// A node's name for messages and locations: its name, else its first
+/// output (NodeOrder.cpp).
+std::string displayName(const onnx::NodeProto &node);
+/// The graph's nodes in topological order (ONNX requires it, but not every
+/// producer complies), smallest index first, so that a graph in order
+/// imports in file order; and each node's readers. Fails naming a node
+/// whose output is defined twice (or is `defined` already) or that is
+/// part of a cycle.
+mlir::LogicalResult nodeOrder(const onnx::GraphProto &graph,
+                              llvm::function_ref<bool(llvm::StringRef)> defined,
+                              std::vector<int> &order,
+                              std::vector<std::vector<int>> &users, std::string &error);
+
+/// torch's Embedding padding_idx of a Gather, read from the aten op
+/// torch.onnx.export recorded for it (TorchExportSignature.cpp).
+std::optional<int64_t> torchPaddingIdx(const onnx::NodeProto &node);
+/// torch's momentum of a BatchNormalization that torch ran in training
+/// mode (aten._native_batch_norm_legit_functional, training=True), which
+/// torch 2's exporter writes in inference mode; nullopt otherwise.
+std::optional<float> torchTrainingBatchNorm(const onnx::NodeProto &node);
 
 /// What a main-graph initializer imports as (InitializerRoles.cpp): a
 /// constant, or state (mpc.param), trainable or not.
@@ -70,8 +117,10 @@ class InitializerRoles {
 public:
   explicit InitializerRoles(const onnx::ModelProto &model);
   InitializerRole role(const onnx::TensorProto &init, mlir::Type type) const;
+  const TorchSignature &torchSignature() const { return signature; }
 
 private:
+  TorchSignature signature;
   // Each value's readers (node, input index); what update bindings write.
   std::unordered_map<std::string,
                      std::vector<std::pair<const onnx::NodeProto *, int>>>
@@ -121,6 +170,9 @@ public:
   const std::string &modelDir;
   /// The value of a tensor name in the current graph, or null.
   std::function<mlir::Value(llvm::StringRef)> lookup;
+  /// The graph's sequences by name, each the list of its parts
+  /// (SequenceImporters.cpp).
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> *sequences = nullptr;
 
   /// Results mapped to node outputs, in order.
   llvm::SmallVector<mlir::Value> outputs;

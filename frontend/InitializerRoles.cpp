@@ -42,7 +42,8 @@ bool moduleParameter(StringRef name) {
 
 // One pass over the model, so a role costs its initializer's uses, not a
 // walk of every node (13k-node models have thousands of initializers).
-InitializerRoles::InitializerRoles(const onnx::ModelProto &model) {
+InitializerRoles::InitializerRoles(const onnx::ModelProto &model)
+    : signature(model.graph()) {
   for (const auto &node : model.graph().node())
     for (int i = 0; i < node.input_size(); ++i)
       uses[node.input(i)].push_back({&node, i});
@@ -57,8 +58,17 @@ InitializerRole InitializerRoles::role(const onnx::TensorProto &init,
   // step counter, a scalar).
   bool isBound = bound.count(init.name()) != 0;
   auto t = llvm::cast<RankedTensorType>(type);
-  if (!llvm::isa<FloatType>(t.getElementType()) ||
-      (t.getRank() == 0 && !moduleParameter(init.name())))
+  bool isFloat = llvm::isa<FloatType>(t.getElementType());
+  // torch.export's word, where the exporter gave it: only parameters
+  // train; float buffers are state; what its optimizer folded is constant.
+  const std::string *torchKind = signature.kind(init.name());
+  bool torchParameter = torchKind && *torchKind == "PARAMETER";
+  if (signature.present() && (!torchParameter || !isFloat))
+    return isBound || (isFloat && torchKind && *torchKind == "BUFFER")
+               ? InitializerRole::State
+               : InitializerRole::Constant;
+  if (!isFloat ||
+      (t.getRank() == 0 && !moduleParameter(init.name()) && !torchParameter))
     return isBound ? InitializerRole::State
                    : InitializerRole::Constant; // folded into their readers
   // State the model reads but nothing trains: BatchNormalization's running

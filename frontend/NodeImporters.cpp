@@ -125,6 +125,14 @@ LogicalResult importBatchNorm(NodeContext &c) {
   if (c.getInt("spatial", 1) != 1)
     return c.fail("spatial=0 is not supported");
   bool training = c.getInt("training_mode", 0) != 0;
+  float momentum = c.getFloat("momentum", 0.9f);
+  // Batch statistics where torch used them: torch 2's exporter writes a
+  // module in train mode with an inference-mode node (the FX node says).
+  bool torchRule = false;
+  if (auto torchMomentum = torchTrainingBatchNorm(c.node); !training && torchMomentum) {
+    training = torchRule = true;
+    momentum = 1.0f - *torchMomentum;
+  }
   if (c.opset < 14 && c.numOutputs() > 1)
     return c.fail("training-mode BatchNormalization before opset 14 is not "
                   "supported; re-export with opset >= 15");
@@ -132,8 +140,9 @@ LogicalResult importBatchNorm(NodeContext &c) {
       c.named("epsilon", c.b.getF32FloatAttr(c.getFloat("epsilon", 1e-5f)))};
   if (!training)
     return c.emit("mpc.batch_norm", c.inputs, attrs);
-  attrs.push_back(
-      c.named("momentum", c.b.getF32FloatAttr(c.getFloat("momentum", 0.9f))));
+  attrs.push_back(c.named("momentum", c.b.getF32FloatAttr(momentum)));
+  if (torchRule)
+    attrs.push_back(c.named("unbiased_running_var", c.b.getBoolAttr(true)));
   return c.emit("mpc.batch_norm_train", c.inputs, attrs);
 }
 
@@ -444,6 +453,8 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"Trilu", importTrilu},
       {"OneHot", importOneHot},
       {"Split", importSplit},
+      {"SplitToSequence", importSplitToSequence},
+      {"SequenceAt", importSequenceAt},
       {"Slice", importSlice},
       {"Squeeze", importSqueeze},
       {"Unsqueeze", importSqueeze},

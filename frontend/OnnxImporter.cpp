@@ -16,25 +16,18 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <optional>
-#include <queue>
 
 using namespace mlir;
 using namespace mlir::mpc::importer;
 
 namespace mlir::mpc {
 namespace {
-
-/// A node's name for messages and locations: its name, else its first output.
-std::string displayName(const onnx::NodeProto &node) {
-  if (!node.name().empty())
-    return node.name();
-  return node.output_size() ? node.output(0) : std::string();
-}
 
 /// Opsets of the default ONNX domain that mpc imports. Ops whose semantics
 /// changed since opset 1 in ways mpc does not model have a higher minimum
@@ -56,6 +49,7 @@ int64_t minOpsetOf(llvm::StringRef op) {
       .Case("Reshape", 5)
       .Case("Concat", 4)
       .Case("Upsample", 7) // scales as an attribute, not width/height_scale
+      .Cases("SplitToSequence", "SequenceAt", 11)
       .Cases("Attention", "RMSNormalization", "RotaryEmbedding", 23)
       .Default(1);
 }
@@ -84,6 +78,9 @@ private:
     return failure();
   }
   LogicalResult readOpsets();
+  /// Values of the graphs imported so far that are sequences (their parts
+  /// live only during the import: SequenceImporters.cpp).
+  llvm::StringSet<> sequenceNames;
   FailureOr<Type> inputType(const onnx::ValueInfoProto &info,
                             SmallVectorImpl<StringRef> &dimParams);
   /// Imports `graph` as func `name`. `outer` lets it read outer names,
@@ -214,48 +211,13 @@ ModelImporter::readFrozenInput(StringRef name, const std::string &path,
 LogicalResult ModelImporter::importNodes(
     const onnx::GraphProto &graph, llvm::StringMap<Value> &values,
     llvm::function_ref<Value(StringRef)> resolveOuter) {
-  // Topological order (ONNX requires it, but not every producer complies);
-  // leftover nodes form a cycle.
-  int n = graph.node_size();
-  llvm::StringMap<int> producer;
-  for (int i = 0; i < n; ++i)
-    for (const auto &out : graph.node(i).output()) {
-      if (out.empty())
-        continue;
-      if (values.count(out) || !producer.try_emplace(out, i).second)
-        return fail("node '" + displayName(graph.node(i)) + "' (" +
-                    graph.node(i).op_type() + "): output '" + out +
-                    "' is already defined");
-    }
-  std::vector<int> pending(n, 0);
-  std::vector<std::vector<int>> users(n);
-  for (int i = 0; i < n; ++i)
-    for (const auto &in : graph.node(i).input()) {
-      auto it = producer.find(in);
-      if (!in.empty() && it != producer.end()) {
-        ++pending[i];
-        users[it->second].push_back(i);
-      }
-    }
-  // Smallest index first: a graph already in order imports in file order.
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (int i = 0; i < n; ++i)
-    if (!pending[i])
-      ready.push(i);
   std::vector<int> order;
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int u : users[i])
-      if (!--pending[u])
-        ready.push(u);
-  }
-  if ((int)order.size() != n)
-    for (int i = 0; i < n; ++i)
-      if (pending[i])
-        return fail("node '" + displayName(graph.node(i)) + "' (" +
-                    graph.node(i).op_type() + ") is part of a cycle");
+  std::vector<std::vector<int>> users;
+  std::string orderError;
+  if (failed(nodeOrder(graph, [&](StringRef name) { return values.count(name) != 0; },
+                       order, users, orderError)))
+    return fail(orderError);
+  llvm::StringMap<SmallVector<Value>> sequences; // SequenceImporters.cpp
 
   for (int idx : order) {
     std::optional<onnx::NodeProto> narrowed =
@@ -287,6 +249,14 @@ LogicalResult ModelImporter::importNodes(
         inputs.push_back(Value());
         continue;
       }
+      if (sequences.count(in)) {
+        if (node.op_type() != "SequenceAt" || inputs.size() != 0)
+          return fail(prefix + "input '" + in +
+                      "' is a sequence, which mpc reads only through "
+                      "SequenceAt at a constant position");
+        inputs.push_back(Value());
+        continue;
+      }
       auto it = values.find(in);
       Value v = it != values.end() ? it->second : resolveOuter(in);
       if (!v)
@@ -301,12 +271,19 @@ LogicalResult ModelImporter::importNodes(
       auto it = values.find(name);
       return it == values.end() ? Value() : it->second;
     };
+    nc.sequences = &sequences;
     if (mlir::failed(fn(nc)) || nc.failed())
       return fail(prefix + (nc.error.empty() ? "import failed" : nc.error));
+    if (node.op_type() == "Gather" && !nc.outputs.empty())
+      if (auto gather = nc.outputs[0].getDefiningOp<mpc::GatherOp>())
+        if (auto pad = torchPaddingIdx(node); pad && gather.getAxis() == 0)
+          gather.setPaddingIdxAttr(b.getI64IntegerAttr(*pad));
     for (auto [i, out] : llvm::enumerate(node.output()))
       if (!out.empty() && i < nc.outputs.size())
         values[out] = nc.outputs[i];
   }
+  for (const auto &seq : sequences)
+    sequenceNames.insert(seq.getKey());
   return success();
 }
 
@@ -374,8 +351,15 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
   // mpc.param + argument; the rest (and the float settings of ops such as
   // Resize's scales) constants.
   std::optional<InitializerRoles> roles;
-  if (isMain && graph.initializer_size())
+  if (isMain && graph.initializer_size()) {
     roles.emplace(model);
+    // Read by the training pipelines (buildTrainStep): refused, not guessed.
+    std::string folded = roles->torchSignature().foldedByExporter(graph);
+    if (!folded.empty())
+      (*module)->setAttr("mpc.untrainable", b.getStringAttr(folded));
+    if (roles->torchSignature().present())
+      (*module)->setAttr("mpc.torch_signature", b.getUnitAttr());
+  }
   for (const auto &init : graph.initializer()) {
     std::string err;
     auto value = readTensor(init, &ctx, modelDir, err);
@@ -438,6 +422,9 @@ FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph
   for (const auto &out : graph.output()) {
     auto it = values.find(out.name());
     Value v = it != values.end() ? it->second : resolveOuter(out.name());
+    if (!v && sequenceNames.count(out.name()))
+      return fail("graph output '" + out.name() +
+                  "' is a sequence; mpc's outputs are tensors");
     if (!v)
       return fail("graph output '" + out.name() + "' is not produced by any "
                                                   "node, input or initializer");

@@ -163,8 +163,21 @@ OpFoldResult EqualOp::fold(FoldAdaptor a) {
                            return v[0] == v[1];
                          });
 }
+/// And with all true, Or with all false: the other operand, where it has
+/// the result's shape (torch 2's mask functions and'ed with a true scalar).
+static Value boolIdentity(Type resultType, ArrayRef<Attribute> constants,
+                          ValueRange operands, bool unit) {
+  for (int k = 0; k < 2; ++k) {
+    auto c = readInts(constants[k]);
+    if (c && operands[1 - k].getType() == resultType &&
+        llvm::all_of(c->values, [&](int64_t v) { return (v != 0) == unit; }))
+      return operands[1 - k];
+  }
+  return Value();
+}
 // Integer and bool shape arithmetic (GQA head grouping in ONNX's own
-// Attention function body: Mod, Equal, Not, And, Where).
+// Attention function body: Mod, Equal, Not, And, Where); And and Or also
+// fold their identity (UNIT: true for And, false for Or).
 #define MPC_FOLD_INTS(OP, EXPR)                                               \
   OpFoldResult OP::fold(FoldAdaptor a) {                                      \
     return foldElementwise(getType(), a.getOperands(),                        \
@@ -172,9 +185,19 @@ OpFoldResult EqualOp::fold(FoldAdaptor a) {
                              return EXPR;                                     \
                            });                                                \
   }
+#define MPC_FOLD_BOOL(OP, EXPR, UNIT)                                         \
+  OpFoldResult OP::fold(FoldAdaptor a) {                                      \
+    if (Value x = boolIdentity(getType(), a.getOperands(), getOperands(), UNIT)) \
+      return x;                                                               \
+    return foldElementwise(getType(), a.getOperands(),                        \
+                           [](ArrayRef<int64_t> v) -> std::optional<int64_t> { \
+                             return EXPR;                                     \
+                           });                                                \
+  }
 MPC_FOLD_INTS(NotOp, !v[0])
-MPC_FOLD_INTS(AndOp, v[0] && v[1])
-MPC_FOLD_INTS(OrOp, v[0] || v[1])
+MPC_FOLD_BOOL(AndOp, v[0] && v[1], true)
+MPC_FOLD_BOOL(OrOp, v[0] || v[1], false)
+#undef MPC_FOLD_BOOL
 MPC_FOLD_INTS(XorOp, (v[0] != 0) != (v[1] != 0))
 MPC_FOLD_INTS(LessOp, v[0] < v[1])
 MPC_FOLD_INTS(LessOrEqualOp, v[0] <= v[1])
@@ -333,17 +356,19 @@ OpFoldResult CastOp::fold(FoldAdaptor a) {
   if (!llvm::isa<IntegerType>(out.getElementType()))
     return {};
   // Floats to integers: truncated, saturated and NaN to 0 as the CPU
-  // backend's Cast does.
-  if (auto f = llvm::isa<FloatType>(getX().getType().getElementType())
-                   ? floatValues(getX())
-                   : std::nullopt;
-      f && out.getElementType().getIntOrFloatBitWidth() >= 32) {
-    bool narrow = out.getElementType().getIntOrFloatBitWidth() == 32;
-    double lo = narrow ? -2147483648.0 : -9223372036854775808.0,
-           hi = narrow ? 2147483647.0 : 9223372036854774784.0;
+  // backend's Cast does; to bool, nonzero (NaN too) is true.
+  unsigned width = out.getElementType().getIntOrFloatBitWidth();
+  auto f = llvm::isa<FloatType>(getX().getType().getElementType()) && (width == 1 || width >= 32)
+               ? floatValues(getX())
+               : std::nullopt;
+  if (f) {
+    double lo = width == 32 ? -2147483648.0 : -9223372036854775808.0,
+           hi = width == 32 ? 2147483647.0 : 9223372036854774784.0;
     SmallVector<int64_t> ints;
     for (float x : *f)
-      ints.push_back(std::isnan(x) ? 0 : (int64_t)std::min(std::max((double)x, lo), hi));
+      ints.push_back(width == 1       ? x != 0.0f || std::isnan(x)
+                     : std::isnan(x) ? 0
+                                     : (int64_t)std::min(std::max((double)x, lo), hi));
     return makeInts(out, ints);
   }
   return foldElementwise(getType(), a.getOperands(),

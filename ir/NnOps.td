@@ -40,8 +40,10 @@ def Mpc_BatchNormTrainOp
   let description = [{
     Normalizes with the statistics of the batch and returns the updated
     running statistics `running = momentum * running + (1 - momentum) * batch`
-    (population variance throughout, as ONNX specifies; PyTorch's running
-    variance uses the unbiased one). Statistics are summed in double and
+    (population variance throughout, as ONNX specifies; with
+    `unbiased_running_var`, PyTorch's rule, the running variance takes the
+    batch's unbiased one, n / (n - 1) times it: torch 2 exports, whose FX
+    node says torch ran it). Statistics are summed in double and
     kept FP32; x and y may be fp16/bf16 with FP32 parameters, as in
     batch_norm.
 
@@ -55,7 +57,8 @@ def Mpc_BatchNormTrainOp
                    Mpc_FloatTensor:$input_var,
                    DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon,
                    DefaultValuedAttr<F32Attr, "0.9f">:$momentum,
-                   DefaultValuedAttr<BoolAttr, "false">:$channels_last);
+                   DefaultValuedAttr<BoolAttr, "false">:$channels_last,
+                   DefaultValuedAttr<BoolAttr, "false">:$unbiased_running_var);
   let results = (outs Mpc_FloatTensor:$y, Mpc_FloatTensor:$running_mean,
                  Mpc_FloatTensor:$running_var);
   let hasVerifier = 1;

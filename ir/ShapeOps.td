@@ -269,13 +269,18 @@ def Mpc_GatherOp : Mpc_Op<"gather", [Mpc_Clear, Pure, Mpc_InferCustom]> {
   let onnxName = "Gather";
   let summary = "gather slices along an axis (ONNX Gather; embeddings)";
   let description = [{
+    With `padding_idx` (torch's Embedding(padding_idx=p), read from
+    torch.onnx.export's record of the aten op) the slice at index p gets
+    no gradient from this gather, as in torch.
+
     Example:
     ```mlir
     %e = mpc.gather %table, %ids {axis = 0 : i64} : (tensor<50257x768xf32>, tensor<4x16xi64>) -> tensor<4x16x768xf32>
     ```
   }];
   let arguments = (ins Mpc_AnyTensor:$data, Mpc_IntTensor:$indices,
-                   DefaultValuedAttr<I64Attr, "0">:$axis);
+                   DefaultValuedAttr<I64Attr, "0">:$axis,
+                   OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Mpc_AnyTensor:$output);
   let hasFolder = 1;
 }

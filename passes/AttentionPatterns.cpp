@@ -436,4 +436,52 @@ RankedTensorType unmergedType(RankedTensorType t, ArrayRef<int64_t> split) {
   return t.clone(shape);
 }
 
+WhereOp nanGuardOf(Value probs) {
+  if (std::distance(probs.use_begin(), probs.use_end()) != 2)
+    return WhereOp();
+  for (Operation *user : probs.getUsers()) {
+    auto isNan = dyn_cast<IsNaNOp>(user);
+    if (!isNan || !singleUse(isNan.getY()))
+      continue;
+    auto w = dyn_cast<WhereOp>(*isNan.getY().getUsers().begin());
+    std::optional<double> zero = w ? scalarConstant(w.getX()) : std::nullopt;
+    if (w && w.getCondition() == isNan.getY() && w.getY() == probs && zero &&
+        *zero == 0.0 && singleUse(w.getResult()))
+      return w;
+  }
+  return WhereOp();
+}
+
+std::optional<std::pair<Value, SmallVector<int64_t>>>
+viewedTranspose(Value v, SmallVectorImpl<Operation *> &dead) {
+  auto outer = v.getDefiningOp<ReshapeOp>();
+  auto t = outer ? outer.getData().getDefiningOp<TransposeOp>() : TransposeOp();
+  auto inner = t ? t.getX().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!inner || !t.getPerm() || !singleUse(t.getY()) || !singleUse(inner.getResult()))
+    return std::nullopt;
+  Value x = inner.getData();
+  RankedTensorType xt = typeOf(x), at = typeOf(inner.getResult()),
+                   tt = typeOf(t.getY()), yt = typeOf(v);
+  if (!xt.hasStaticShape() || !at.hasStaticShape() || !yt.hasStaticShape())
+    return std::nullopt;
+  ArrayRef<int64_t> xs = xt.getShape(), as = at.getShape(), perm = *t.getPerm();
+  const int64_t n = xs.size(), m = as.size(), k = n - m + 1;
+  if (k < 1 || m < 2 || perm[0] != 0)
+    return std::nullopt;
+  int64_t lead = 1;
+  for (int64_t i = 0; i < k; ++i)
+    lead *= xs[i];
+  SmallVector<int64_t> split(xs.take_front(k));
+  split.append(tt.getShape().begin() + 1, tt.getShape().end());
+  if (as[0] != lead || as.drop_front() != xs.drop_front(k) || yt.getShape() != ArrayRef(split))
+    return std::nullopt;
+  SmallVector<int64_t> full;
+  for (int64_t i = 0; i < k; ++i)
+    full.push_back(i);
+  for (int64_t j = 1; j < m; ++j)
+    full.push_back(perm[j] + k - 1);
+  dead.append({outer, t, inner});
+  return std::pair{x, full};
+}
+
 } // namespace mlir::mpc::attention_patterns

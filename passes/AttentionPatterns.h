@@ -29,6 +29,17 @@ std::optional<SmallVector<bool>> boolConstant(Value v);
 /// other operand, `scale` multiplied; otherwise `v` itself.
 Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead);
 
+/// The where(isnan(P), 0, P) that is P's only reader besides the test
+/// (torch 2's decomposed SDPA, its "safe softmax"), or null.
+WhereOp nanGuardOf(Value probs);
+/// reshape(transpose(reshape(x))) that is one transpose of x, as x and its
+/// permutation: the first view merges x's leading dimensions, the
+/// transpose keeps the merged one first, the last view splits it again
+/// (torch 2's decomposed SDPA: K^T as [b*h, s, d] -> [b*h, d, s] ->
+/// [b, h, d, s]). The three ops go to `dead`.
+std::optional<std::pair<Value, SmallVector<int64_t>>>
+viewedTranspose(Value v, SmallVectorImpl<Operation *> &dead);
+
 /// A scalar constant of float type `elem`, built at `b` (MaskBias.cpp).
 Value scalarValue(OpBuilder &b, Location loc, Type elem, double value);
 /// where(cond, fill, 0) (`fillWhereTrue`) or where(cond, 0, fill) of float
@@ -80,6 +91,16 @@ std::optional<std::pair<Value, Value>> splitConstantOperand(OpBuilder &b, Value 
 /// Face's _expand_mask writes the padding mask), built at `b` (`memo` by
 /// value, for masks several layers share); null where it is not.
 Value queryInvariantBias(OpBuilder &b, Value bias, llvm::DenseMap<Value, Value> &memo);
+/// An added where(C and P, 0, fill) (fill <= -1e30; torch 2's SDPA over
+/// Hugging Face 5's boolean mask) with C a constant band as the sum of
+/// where(C, 0, fill) and where(P, 0, fill), built at `b`; or null.
+Value splitWhereBias(OpBuilder &b, Location loc, Value term, int64_t sq, int64_t skv);
+/// The band of the positional masks among `bias`'s added terms (a causal
+/// constant, the import's causal and window biases, Trilus, merged where
+/// several); `bias` becomes the sum of the other terms (attn_mask,
+/// padding), null if none. Built at `b`, which is moved.
+std::optional<Band> bandOfBias(OpBuilder &b, Location loc, Value &bias, int64_t sq,
+                               int64_t skv);
 /// The band of the causal and sliding-window bias ONNX Attention's import
 /// builds (positionBias), where `bias` is one.
 std::optional<Band> positionBand(Value bias, int64_t sq, int64_t skv);

@@ -89,15 +89,25 @@ public:
     auto x = typeOf(sm.getX());
     int64_t r = x.getRank();
     if (r < 3 || !llvm::isa<FloatType>(x.getElementType()) ||
-        ((int64_t)sm.getAxis() != -1 && (int64_t)sm.getAxis() != r - 1) ||
-        !singleUse(sm.getResult()))
+        ((int64_t)sm.getAxis() != -1 && (int64_t)sm.getAxis() != r - 1))
       return std::nullopt;
     Match m;
+    Value probs = sm.getResult();
+    // torch 2's scaled_dot_product_attention decomposed ("safe softmax"):
+    // where(isnan(P), 0, P) zeroes the rows with no attendable key, whose
+    // softmax is 0/0; over finite scores no other row is NaN.
+    bool nanGuard = false;
+    if (WhereOp w = nanGuardOf(probs)) {
+      nanGuard = true;
+      m.dead = {w, w.getCondition().getDefiningOp(), sm};
+      probs = w.getResult();
+    } else if (!singleUse(probs)) {
+      return std::nullopt;
+    }
     // ONNX Attention's guard, as imported: where(rows whose bias is all
     // -inf, 0, P) zeroes the rows with no attendable key.
-    Value probs = sm.getResult();
     Value guardBias;
-    if (auto w = dyn_cast<WhereOp>(*probs.getUsers().begin())) {
+    if (auto w = nanGuard ? WhereOp() : dyn_cast<WhereOp>(*probs.getUsers().begin())) {
       auto dead = w.getCondition().getDefiningOp<IsInfOp>();
       auto rowMax = dead ? dead.getX().getDefiningOp<ReduceMaxOp>()
                          : ReduceMaxOp();
@@ -327,7 +337,7 @@ public:
     if (guardBias && (masks.size() != 1 || masks[0].value != guardBias ||
                       masks[0].outerScale != 1.0 || masks[0].scoreWhere))
       return std::nullopt;
-    m.zeroMaskedRows = (bool)guardBias;
+    m.zeroMaskedRows = guardBias || nanGuard;
     m.bias = Value();
     pendingMasks = masks;
     return m;
@@ -360,18 +370,22 @@ public:
       swap.push_back(i < r - 2 ? i : 2 * r - 3 - i);
     Value k;
     auto t = m.k.getDefiningOp<TransposeOp>();
-    if (t && (singleUse(m.k) || m.k.use_empty()) && t.getPerm()) { // (unmerge's)
+    auto viewed = t ? std::nullopt : viewedTranspose(m.k, m.dead);
+    if ((t && (singleUse(m.k) || m.k.use_empty()) && t.getPerm()) || // (unmerge's)
+        viewed) {
+      ArrayRef<int64_t> kPerm = viewed ? ArrayRef<int64_t>(viewed->second) : *t.getPerm();
       SmallVector<int64_t> perm;
       for (int64_t i = 0; i < r; ++i)
-        perm.push_back((*t.getPerm())[swap[i]]);
+        perm.push_back(kPerm[swap[i]]);
       bool identity = true;
       for (int64_t i = 0; i < r; ++i)
         identity &= perm[i] == i;
       // A scale on K before its transpose (ONNX Attention's sqrt(scale)
       // on Q and on K) folds like one on K^T.
-      Value x = peelScale(t.getX(), m.scale, m.dead);
+      Value x = peelScale(viewed ? viewed->first : t.getX(), m.scale, m.dead);
       k = identity ? x : transpose(loc, x, perm);
-      m.dead.push_back(t);
+      if (t)
+        m.dead.push_back(t);
     } else {
       k = transpose(loc, m.k, swap);
     }
@@ -406,6 +420,10 @@ public:
           term = biasOf(where.getCondition());
       } else {
         term = rowsToHeads(b, loc, term, m.rows);
+        // where(C and P, 0, fill) added (torch 2's SDPA over Hugging Face
+        // 5's boolean mask): the same two biases as the where() above.
+        if (Value split = splitWhereBias(b, loc, term, sq, skv))
+          term = split;
         if (outer != 1.0)
           term = make<MulOp>(loc, {term, scalarValue(b, loc, typeOf(term).getElementType(), outer)});
       }
@@ -417,39 +435,7 @@ public:
     // stay the bias.
     std::optional<Band> band;
     if (bias && sq != ShapedType::kDynamic && skv != ShapedType::kDynamic) {
-      SmallVector<Value> terms{bias}, kept;
-      for (size_t t = 0; t < terms.size(); ++t) {
-        Value term = terms[t];
-        if (auto add = term.getDefiningOp<AddOp>();
-            add && typeOf(add.getA()).getElementType() ==
-                       typeOf(add.getB()).getElementType()) {
-          terms.append({add.getA(), add.getB()});
-          continue;
-        }
-        std::optional<Band> found, merged;
-        Value padding; // what stays of the term inside its band
-        if (!(found = positionBand(term, sq, skv)) &&
-            !(found = triluBand(term, sq, skv)) &&
-            !(found = constantBand(term, sq, skv)))
-          if (auto split = bandUnderPadding(b, term, sq, skv))
-            std::tie(found, padding) = std::pair{split->first, split->second};
-        if (found && !band)
-          band = found;
-        else if (found && (merged = mergeBands(*band, *found)))
-          band = merged; // (torch's triu(1) + tril(-w): causal and a window)
-        else
-          padding = Value(), kept.push_back(term);
-        if (padding)
-          kept.push_back(padding);
-      }
-      if (band) {
-        bias = Value();
-        for (Value term : kept)
-          bias = bias ? make<AddOp>(loc, {bias, term}) : term;
-      }
-      for (Value term : kept)
-        if (Value folded = constantMaskBias(b, term); term == bias)
-          bias = folded;
+      band = bandOfBias(b, loc, bias, sq, skv);
       b.setInsertionPoint(m.pv);
     }
     // A padding bias the same for every query: one row.

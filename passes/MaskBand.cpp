@@ -66,8 +66,10 @@ std::optional<Rows> broadcastRows(Value in, RankedTensorType t, int depth) {
   auto x = rowsOf(in, depth + 1);
   if (!x || a.getRank() > t.getRank())
     return std::nullopt;
-  auto lead = broadcastIndex(t.getShape().drop_back(),
-                             a.getRank() ? a.getShape().drop_back() : ArrayRef<int64_t>());
+  // (A scalar's one row: Max(scalar, n) computing a mask's length.)
+  auto lead = broadcastIndex(
+      t.getRank() ? t.getShape().drop_back() : ArrayRef<int64_t>(),
+      a.getRank() ? a.getShape().drop_back() : ArrayRef<int64_t>());
   const int64_t ca = lastDim(a), c = lastDim(t);
   if (ca == c)
     return Rows([x = *x, lead](int64_t r, double *out) { x(lead(r), out); });
@@ -275,6 +277,8 @@ std::optional<Rows> rowsOf(Value v, int depth) {
   unary = isa<NegOp>(op)   ? Unary([](double a) { return -a; })
           : isa<LogOp>(op) ? Unary([](double a) { return std::log(a); })
           : isa<NotOp>(op) ? Unary([](double a) { return a != 0.0 ? 0.0 : 1.0; })
+          // |i - j| <= w: ModernBERT's local (two-sided) window
+          : isa<AbsOp>(op) ? Unary([](double a) { return std::fabs(a); })
                            : unary;
   if (unary) {
     auto x = arg(0);

@@ -201,4 +201,62 @@ std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
   return std::pair{*band, (*bias)->getResult(0)};
 }
 
+Value splitWhereBias(OpBuilder &b, Location loc, Value term, int64_t sq, int64_t skv) {
+  auto w = term.getDefiningOp<WhereOp>();
+  if (!w || sq == ShapedType::kDynamic || skv == ShapedType::kDynamic)
+    return Value();
+  std::optional<double> zero = scalarConstant(w.getX()), fill = scalarConstant(w.getY());
+  if (!zero || *zero != 0.0 || !fill || *fill > -1e30)
+    return Value();
+  auto parts = splitConstantOperand(b, w.getCondition(), true);
+  if (!parts)
+    return Value();
+  Type e = typeOf(term).getElementType();
+  Value causal = maskBias(b, loc, parts->first, e, *fill, false);
+  if (!constantBand(causal, sq, skv))
+    return Value();
+  Value padding = maskBias(b, loc, parts->second, e, *fill, false);
+  return (*createInferred(b, loc, AddOp::getOperationName(), {causal, padding}, {}))
+      ->getResult(0);
+}
+
+std::optional<Band> bandOfBias(OpBuilder &b, Location loc, Value &bias, int64_t sq,
+                               int64_t skv) {
+  std::optional<Band> band;
+  SmallVector<Value> terms{bias}, kept;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    Value term = terms[t];
+    if (auto add = term.getDefiningOp<AddOp>();
+        add && typeOf(add.getA()).getElementType() == typeOf(add.getB()).getElementType()) {
+      terms.append({add.getA(), add.getB()});
+      continue;
+    }
+    std::optional<Band> found, merged;
+    Value padding; // what stays of the term inside its band
+    if (!(found = positionBand(term, sq, skv)) && !(found = triluBand(term, sq, skv)) &&
+        !(found = constantBand(term, sq, skv)))
+      if (auto split = bandUnderPadding(b, term, sq, skv))
+        std::tie(found, padding) = std::pair{split->first, split->second};
+    if (found && !band)
+      band = found;
+    else if (found && (merged = mergeBands(*band, *found)))
+      band = merged; // (torch's triu(1) + tril(-w): causal and a window)
+    else
+      padding = Value(), kept.push_back(term);
+    if (padding)
+      kept.push_back(padding);
+  }
+  if (band) {
+    bias = Value();
+    for (Value term : kept)
+      bias = bias ? (*createInferred(b, loc, AddOp::getOperationName(), {bias, term}, {}))
+                        ->getResult(0)
+                  : term;
+  }
+  for (Value term : kept)
+    if (Value folded = constantMaskBias(b, term); term == bias)
+      bias = folded;
+  return band;
+}
+
 } // namespace mlir::mpc::attention_patterns

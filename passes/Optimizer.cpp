@@ -6,7 +6,8 @@
 // elementwise mpc ops on the FP32 masters: the optimizer becomes IR that
 // codegen can fuse, and its state is explicit. State tensors are inputs and
 // outputs under one name (`mpc.opt.m.<p>`, `mpc.opt.v.<p>`); new parameters
-// are outputs `mpc.new.<p>`. Per-step scalars come in as inputs:
+// are outputs `mpc.new.<p>`, as are batch norm's running statistics, which
+// the forward updates. Per-step scalars come in as inputs:
 // `mpc.opt.first` (i1, momentum: the buffer starts as the first gradient),
 // `mpc.opt.step_size` = lr / (1 - beta1^t) and `mpc.opt.bc2_sqrt` =
 // sqrt(1 - beta2^t) (Adam, computed in double by the host as torch does).
@@ -171,6 +172,20 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
       }
       emit(guarded(p, newP), named("mpc.output", Twine("mpc.new.") + name));
     }
+    // Batch norm's running statistics: state the forward updates, as
+    // torch's does, beside any optimizer (a skipped step keeps them).
+    llvm::SmallDenseSet<Attribute> updated;
+    f.walk([&](BatchNormTrainOp bn) {
+      for (auto [old, next] : {std::pair{bn.getInputMean(), bn.getRunningMean()},
+                               std::pair{bn.getInputVar(), bn.getRunningVar()}}) {
+        auto arg = llvm::dyn_cast<BlockArgument>(old);
+        auto sym = arg && arg.getOwner() == &body
+                       ? f.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(), "mpc.param")
+                       : FlatSymbolRefAttr();
+        if (sym && updated.insert(sym).second)
+          emit(next, named("mpc.output", Twine("mpc.new.") + sym.getValue()));
+      }
+    });
     b->create<func::ReturnOp>(*loc, results);
     ret->erase();
     f.setFunctionType(b->getFunctionType(body.getArgumentTypes(),

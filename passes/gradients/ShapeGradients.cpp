@@ -57,7 +57,26 @@ LogicalResult expandGrad(Context &c, ExpandOp) {
 }
 
 LogicalResult gatherGrad(Context &c, GatherOp gather) {
-  c.grads[0] = c.b.create<GatherGradOp>(c.loc, typeOf(c.x(0)), c.g,
+  Value g = c.g;
+  if (auto pad = gather.getPaddingIdx()) {
+    // torch's padding_idx: the positions reading that row add nothing,
+    // g * (indices != p) over the slice's dimensions.
+    Value ids = gather.getIndices();
+    auto idsType = typeOf(ids);
+    Value p = c.b.create<ConstantOp>(
+        c.loc, DenseElementsAttr::get(
+                   RankedTensorType::get({}, idsType.getElementType()),
+                   APInt(idsType.getElementType().getIntOrFloatBitWidth(), *pad,
+                         /*isSigned=*/true)));
+    Value keep = c.make<NotOp>({c.make<EqualOp>({ids, p})});
+    Value w = c.b.create<CastOp>(c.loc, idsType.clone(c.elem), keep);
+    auto gt = typeOf(g);
+    SmallVector<int64_t> shape(idsType.getShape());
+    shape.append(gt.getRank() - idsType.getRank(), 1);
+    g = c.make<MulOp>(
+        {g, reshapeTo(c.b, c.loc, w, RankedTensorType::get(shape, c.elem))});
+  }
+  c.grads[0] = c.b.create<GatherGradOp>(c.loc, typeOf(c.x(0)), g,
                                         gather.getIndices(),
                                         gather.getAxisAttr());
   return success();

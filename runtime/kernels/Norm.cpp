@@ -101,9 +101,14 @@ void batchNormTrainK(KernelContext &c) {
   channelStats(l, x, eps, mean, var, inv);
   normalizeChannels(l, x, c.output(0), c.in(1), c.in(2), mean, inv);
   Tensor &rm = c.output(1), &rv = c.output(2);
+  // torch's running variance: the unbiased one (as the CUDA kernel).
+  const int64_t count = l.n * l.sp;
+  const bool unbiased = c.step.getInt("unbiased_running_var", 0) && count > 1;
+  const float bessel = unbiased ? (float)((double)count / (double)(count - 1)) : 1.0f;
   for (int64_t i = 0; i < ch; ++i) {
     rm.setFloat(i, c.in(3).getFloat(i) * momentum + mean[i] * (1 - momentum));
-    rv.setFloat(i, c.in(4).getFloat(i) * momentum + var[i] * (1 - momentum));
+    rv.setFloat(i, unbiased ? c.in(4).getFloat(i) * momentum + var[i] * bessel * (1 - momentum)
+                            : c.in(4).getFloat(i) * momentum + var[i] * (1 - momentum));
   }
 }
 

@@ -186,3 +186,40 @@ func.func @view_back(%x: tensor<2x4x4x4xf32>) -> (tensor<2x4x4x4xf32>, tensor<32
   %o = mpc.reshape %m, %rows : (tensor<8x4x4xf32>, tensor<2xi64>) -> tensor<32x4xf32>
   return %h, %o : tensor<2x4x4x4xf32>, tensor<32x4xf32>
 }
+
+// -----
+
+// torch 2's mask functions and'ed with a true scalar (Hugging Face 5's
+// and_masks over its causal and padding functions): And with all true and
+// Or with all false are the other operand; a float constant cast to bool
+// (1.0, NaN: true; 0.0: false) folds.
+// CHECK-LABEL: func.func @bool_identities
+// CHECK-NEXT: return %arg0, %arg0, %arg1
+func.func @bool_identities(%m: tensor<1x1x4x4xi1>, %p: tensor<2x1x1x4xi1>) -> (tensor<1x1x4x4xi1>, tensor<1x1x4x4xi1>, tensor<2x1x1x4xi1>) {
+  %one = mpc.constant dense<1.000000e+00> : tensor<f32>
+  %true = mpc.cast %one : (tensor<f32>) -> tensor<i1>
+  %zero = mpc.constant dense<0.000000e+00> : tensor<f32>
+  %false = mpc.cast %zero : (tensor<f32>) -> tensor<i1>
+  %a = mpc.and %true, %m : (tensor<i1>, tensor<1x1x4x4xi1>) -> tensor<1x1x4x4xi1>
+  %o = mpc.or %m, %false : (tensor<1x1x4x4xi1>, tensor<i1>) -> tensor<1x1x4x4xi1>
+  %trues = mpc.constant dense<true> : tensor<2x1x1x4xi1>
+  %b = mpc.and %p, %trues : (tensor<2x1x1x4xi1>, tensor<2x1x1x4xi1>) -> tensor<2x1x1x4xi1>
+  return %a, %o, %b : tensor<1x1x4x4xi1>, tensor<1x1x4x4xi1>, tensor<2x1x1x4xi1>
+}
+
+// -----
+
+// And with true where the other operand broadcasts to a larger shape is
+// not that operand: kept. A NaN cast to bool is true.
+// CHECK-LABEL: func.func @bool_identity_broadcast_kept
+// CHECK-DAG: %[[T:.*]] = mpc.constant dense<true> : tensor<1x1x4x4xi1>
+// CHECK-DAG: %[[NAN:.*]] = mpc.constant dense<true> : tensor<i1>
+// CHECK: %[[A:.*]] = mpc.and %arg0, %[[T]]
+// CHECK: return %[[A]], %[[NAN]]
+func.func @bool_identity_broadcast_kept(%p: tensor<2x1x1x4xi1>) -> (tensor<2x1x4x4xi1>, tensor<i1>) {
+  %trues = mpc.constant dense<true> : tensor<1x1x4x4xi1>
+  %a = mpc.and %p, %trues : (tensor<2x1x1x4xi1>, tensor<1x1x4x4xi1>) -> tensor<2x1x4x4xi1>
+  %nan = mpc.constant dense<0x7FC00000> : tensor<f32>
+  %t = mpc.cast %nan : (tensor<f32>) -> tensor<i1>
+  return %a, %t : tensor<2x1x4x4xi1>, tensor<i1>
+}

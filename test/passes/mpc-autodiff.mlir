@@ -126,3 +126,26 @@ func.func @dropout(%w: tensor<2x4x8xf32> {mpc.param = @w}) -> tensor<f32> attrib
   %s = mpc.reduce_sum %a {keepdims = false} : (tensor<2x4x8xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// An embedding with torch's padding_idx: the positions that read row 1
+// add nothing to the table's gradient (g * (ids != 1)), as in torch.
+mpc.param @table trainable : tensor<5x3xf32> = dense<1.0> : tensor<5x3xf32>
+// CHECK-LABEL: func.func @padding_idx_train_step(
+// CHECK: %[[P:.*]] = mpc.constant dense<1> : tensor<i64>
+// CHECK: %[[EQ:.*]] = mpc.equal %arg0, %[[P]] : (tensor<2x4xi64>, tensor<i64>) -> tensor<2x4xi1>
+// CHECK: %[[KEEP:.*]] = mpc.not %[[EQ]]
+// CHECK: %[[W:.*]] = mpc.cast %[[KEEP]] : (tensor<2x4xi1>) -> tensor<2x4xf32>
+// CHECK: %[[W3:.*]] = mpc.reshape %[[W]], %{{.*}} : (tensor<2x4xf32>, tensor<3xi64>) -> tensor<2x4x1xf32>
+// CHECK: %[[G:.*]] = mpc.mul %{{.*}}, %[[W3]] : (tensor<2x4x3xf32>, tensor<2x4x1xf32>) -> tensor<2x4x3xf32>
+// CHECK: mpc.gather_grad %[[G]], %arg0
+// LOC-LABEL: func.func @padding_idx_train_step(
+// LOC: mpc.equal {{.*}} loc("embed")
+// LOC: mpc.gather_grad {{.*}} loc("embed")
+func.func @padding_idx(%ids: tensor<2x4xi64> {mpc.input = "ids"}, %t: tensor<5x3xf32> {mpc.param = @table}) -> tensor<f32>
+    attributes {mpc.entry} {
+  %e = mpc.gather %t, %ids {padding_idx = 1 : i64} : (tensor<5x3xf32>, tensor<2x4xi64>) -> tensor<2x4x3xf32> loc("embed")
+  %s = mpc.reduce_sum %e {keepdims = false} : (tensor<2x4x3xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}

@@ -59,6 +59,29 @@ func.func @scaled_train_step(%x: tensor<3xf32> {mpc.input = "x"}, %w: tensor<3xf
 
 // -----
 
+// Batch norm's running statistics are state the forward updates: the
+// step returns them as the new values of their parameters, whatever the
+// optimizer (one output per parameter, however many batch norms read it).
+mpc.param @s trainable : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+mpc.param @b trainable : tensor<2xf32> = dense<0.0> : tensor<2xf32>
+mpc.param @rm : tensor<2xf32> = dense<0.0> : tensor<2xf32>
+mpc.param @rv : tensor<2xf32> = dense<1.0> : tensor<2xf32>
+// SGD-LABEL: func.func @bn_train_step
+// SGD-SAME: tensor<2xf32> {mpc.output = "mpc.new.b"}, tensor<2xf32> {mpc.output = "mpc.new.rm"}, tensor<2xf32> {mpc.output = "mpc.new.rv"})
+// SGD: %[[Y:.*]], %[[RM:.*]], %[[RV:.*]] = mpc.batch_norm_train
+// SGD: return {{.*}}, %[[RM]], %[[RV]] :
+func.func @bn_train_step(%x: tensor<4x2x3xf32> {mpc.input = "x"}, %s: tensor<2xf32> {mpc.param = @s}, %b: tensor<2xf32> {mpc.param = @b},
+                         %rm: tensor<2xf32> {mpc.param = @rm}, %rv: tensor<2xf32> {mpc.param = @rv})
+    -> (tensor<f32> {mpc.output = "loss"}, tensor<2xf32> {mpc.gradient = @s}, tensor<2xf32> {mpc.gradient = @b})
+    attributes {mpc.loss_index = 0 : i64, mpc.train_step} {
+  %y, %m, %v = mpc.batch_norm_train %x, %s, %b, %rm, %rv {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32} : (tensor<4x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2x3xf32>, tensor<2xf32>, tensor<2xf32>)
+  %y2, %m2, %v2 = mpc.batch_norm_train %y, %s, %b, %rm, %rv {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32} : (tensor<4x2x3xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<4x2x3xf32>, tensor<2xf32>, tensor<2xf32>)
+  %l = mpc.reduce_sum %y2 {keepdims = false} : (tensor<4x2x3xf32>) -> tensor<f32>
+  return %l, %s, %b : tensor<f32>, tensor<2xf32>, tensor<2xf32>
+}
+
+// -----
+
 // expected-error @+1 {{no train step to optimize (run mpc-autodiff first)}}
 module {
   func.func @forward(%a: tensor<4xf32>) -> tensor<4xf32> {

@@ -204,7 +204,8 @@ static bool oneModuleCalledAgain(const std::vector<std::string> &nodes) {
 static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
   std::vector<std::string> lines;
   mlir::func::FuncOp entry = mlir::mpc::entryFunction(module);
-  if (!entry)
+  // torch.export's signature says which are parameters; merges are refused.
+  if (!entry || module->hasAttr("mpc.torch_signature"))
     return lines;
   std::string file;
   if (auto loc = llvm::dyn_cast<mlir::FileLineColLoc>(module.getLoc()))
@@ -257,6 +258,8 @@ static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
 mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
                                   const mlir::mpc::TrainPipelineOptions &o,
                                   std::string &error) {
+  if (auto why = module->getAttrOfType<mlir::StringAttr>("mpc.untrainable"))
+    return (error = why.str(), mlir::func::FuncOp());
   static std::set<std::string> warned; // once a process (phases share it)
   for (const std::string &line : tiedByValue(module))
     if (warned.insert(line).second)
