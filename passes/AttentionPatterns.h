@@ -91,6 +91,13 @@ std::optional<std::pair<Value, Value>> splitConstantOperand(OpBuilder &b, Value 
 /// Face's _expand_mask writes the padding mask), built at `b` (`memo` by
 /// value, for masks several layers share); null where it is not.
 Value queryInvariantBias(OpBuilder &b, Value bias, llvm::DenseMap<Value, Value> &memo);
+/// Whether a mask condition comes from the inputs one row per query (a
+/// padding of the queries as well as the keys, DeBERTa's mask[:, None, :,
+/// None] * mask[:, None, None, :]), so that a whole row can be masked: with
+/// a finite fill its scores are all the fill, which the log-sum-exp the
+/// backward reads cannot hold next to log(keys) (fill + log(n) rounds to the
+/// fill): such a mask stays unfused.
+bool masksQueriesFromInput(Value cond);
 /// An added where(C and P, 0, fill) (fill <= -1e30; torch 2's SDPA over
 /// Hugging Face 5's boolean mask) with C a constant band as the sum of
 /// where(C, 0, fill) and where(P, 0, fill), built at `b`; or null.

@@ -285,7 +285,8 @@ public:
         bool scoresB = fillA && typeOf(where.getY()) == typeOf(s);
         if (scoresA == scoresB)
           return std::nullopt;
-        if (m.scale <= 0.0) // a negative scale would turn -inf into +inf
+        if (m.scale <= 0.0 || // a negative scale would turn -inf into +inf
+            masksQueriesFromInput(where.getCondition()))
           return std::nullopt;
         masks.push_back({where, m.scale, true});
         m.dead.push_back(op);

@@ -26,6 +26,8 @@
 
 #include "mlir/IR/Matchers.h"
 
+#include <functional>
+
 namespace mlir::mpc::attention_patterns {
 
 namespace {
@@ -199,6 +201,22 @@ std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
   if (failed(bias))
     return std::nullopt;
   return std::pair{*band, (*bias)->getResult(0)};
+}
+
+bool masksQueriesFromInput(Value cond) {
+  llvm::DenseMap<Value, bool> constant;
+  std::function<bool(Value, int)> varies = [&](Value v, int depth) {
+    auto t = typeOf(v);
+    if ((t.getRank() < 2 || t.getDimSize(t.getRank() - 2) == 1) || fromConstants(v, constant))
+      return false; // one row for every query, or known at compile time
+    Operation *op = v.getDefiningOp();
+    if (!op || depth > 16 ||
+        !isa<AddOp, SubOp, MulOp, EqualOp, LessOp, LessOrEqualOp, GreaterOp, GreaterOrEqualOp,
+             AndOp, OrOp, NotOp, CastOp, WhereOp, NegOp, ExpandOp>(op))
+      return true; // a value from the inputs, one per query
+    return llvm::any_of(op->getOperands(), [&](Value x) { return varies(x, depth + 1); });
+  };
+  return varies(cond, 0);
 }
 
 Value splitWhereBias(OpBuilder &b, Location loc, Value term, int64_t sq, int64_t skv) {

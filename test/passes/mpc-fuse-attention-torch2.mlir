@@ -106,3 +106,42 @@ func.func @viewed_transpose_other_perm(%q: tensor<1x2x4x8xf32>, %k: tensor<2x4x8
   %y = mpc.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %y : tensor<1x2x4x8xf32>
 }
+
+// DeBERTa's padding masks queries as well as keys (mask[:, None, :, None]
+// * mask[:, None, None, :], masked_fill with the finite minimum): a padded
+// query's row is all the fill, which the fused op's log-sum-exp cannot hold
+// beside log(keys) (its backward would read every probability as 1, not
+// 1 / keys): left as written. Padding of the keys alone fuses.
+// CHECK-LABEL: func.func @query_padding_kept
+// CHECK: mpc.softmax
+// CHECK-NOT: mpc.attention
+func.func @query_padding_kept(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x4xi64>) -> tensor<1x2x4x8xf32> {
+  %rows = mpc.constant dense<[1, 1, 4, 1]> : tensor<4xi64>
+  %cols = mpc.constant dense<[1, 1, 1, 4]> : tensor<4xi64>
+  %min = mpc.constant dense<-3.40282347E+38> : tensor<f32>
+  %r = mpc.reshape %pad, %rows : (tensor<1x4xi64>, tensor<4xi64>) -> tensor<1x1x4x1xi64>
+  %c = mpc.reshape %pad, %cols : (tensor<1x4xi64>, tensor<4xi64>) -> tensor<1x1x1x4xi64>
+  %both = mpc.mul %r, %c : (tensor<1x1x4x1xi64>, tensor<1x1x1x4xi64>) -> tensor<1x1x4x4xi64>
+  %m = mpc.cast %both : (tensor<1x1x4x4xi64>) -> tensor<1x1x4x4xi1>
+  %masked = mpc.not %m : (tensor<1x1x4x4xi1>) -> tensor<1x1x4x4xi1>
+  %qk = mpc.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %s = mpc.where %masked, %min, %qk : (tensor<1x1x4x4xi1>, tensor<f32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %y : tensor<1x2x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @key_padding
+// CHECK: mpc.attention
+func.func @key_padding(%q: tensor<1x2x4x8xf32>, %kt: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %pad: tensor<1x4xi64>) -> tensor<1x2x4x8xf32> {
+  %cols = mpc.constant dense<[1, 1, 1, 4]> : tensor<4xi64>
+  %min = mpc.constant dense<-3.40282347E+38> : tensor<f32>
+  %c = mpc.reshape %pad, %cols : (tensor<1x4xi64>, tensor<4xi64>) -> tensor<1x1x1x4xi64>
+  %m = mpc.cast %c : (tensor<1x1x1x4xi64>) -> tensor<1x1x1x4xi1>
+  %masked = mpc.not %m : (tensor<1x1x1x4xi1>) -> tensor<1x1x1x4xi1>
+  %qk = mpc.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %s = mpc.where %masked, %min, %qk : (tensor<1x1x1x4xi1>, tensor<f32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = mpc.softmax %s : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %y = mpc.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %y : tensor<1x2x4x8xf32>
+}

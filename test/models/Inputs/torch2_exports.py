@@ -134,6 +134,8 @@ def main():
             num_hidden_layers=2, num_attention_heads=4,
             max_position_embeddings=64, num_labels=3, pad_token_id=0,
             local_attention=8, global_attn_every_n_layers=2)), *cls),
+        "deberta": lambda: (T.DebertaV2ForMaskedLM(T.DebertaV2Config(
+            **small, hidden_dropout_prob=0, attention_probs_dropout_prob=0)), *lm),
         "roberta": lambda: (T.RobertaForSequenceClassification(T.RobertaConfig(
             **small, hidden_dropout_prob=0, attention_probs_dropout_prob=0,
             num_labels=3, pad_token_id=1)), *cls),
