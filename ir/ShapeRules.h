@@ -25,6 +25,9 @@ LogicalResult shapeError(std::optional<Location> loc, Args &&...args) {
   return emitOptionalError(loc, std::forward<Args>(args)...);
 }
 
+/// Largest non-splat result the folds materialize; shape arithmetic is
+/// tiny.
+inline constexpr int64_t kMaxFoldElements = 4096;
 /// ONNX multidirectional broadcast of two shapes.
 FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
                                                 ArrayRef<int64_t> b);
@@ -38,6 +41,16 @@ bool getConstantInts(Value value, SmallVectorImpl<int64_t> &out);
 /// The one value of a constant operand, as a double (a bool as 0 or 1).
 std::optional<double> getConstantScalar(Value value);
 RankedTensorType rankedOf(Value value);
+/// ONNX Slice's first index on an axis of `dim`: from the end where
+/// negative, clamped to [0, dim] forward and [0, dim - 1] backward.
+int64_t sliceStart(int64_t start, int64_t dim, int64_t step);
+/// The values of a small FP32 expression over constants (Add, Sub, Mul,
+/// Div of equal sizes or one number, Neg, Ceil, Floor, integer Casts, and
+/// 1-D Concat, Slice, Gather), computed in FP32 as the CPU backend would:
+/// shapes computed in floats (MobileViT's ceil(h / patch) * patch,
+/// Funnel's positions), read only where they are cast to integers.
+/// (FloatValues.cpp)
+std::optional<SmallVector<float>> floatValues(Value v, int depth = 0);
 /// Element-wise knowledge of a 1-D integer shape operand: constants where
 /// known, kDyn elsewhere. Looks through concat, unsqueeze, gather and shape,
 /// so `concat(unsqueeze(gather(shape(x), 0)), [-1, 8])` gives [?, -1, 8].
