@@ -124,6 +124,10 @@ const llvm::StringMap<SimpleOp> &simpleOps() {
                   SimpleOp{"mpc.gather_nd", {{"batch_dims", Kind::I64}}});
     t.try_emplace("ScatterND",
                   SimpleOp{"mpc.scatter_nd", {{"reduction", Kind::Str}}});
+    // Scatter (opsets 9-10) is ScatterElements under its old name.
+    for (const char *name : {"ScatterElements", "Scatter"})
+      t.try_emplace(name, SimpleOp{"mpc.scatter_elements",
+                                   {{"axis", Kind::I64}, {"reduction", Kind::Str}}});
     return t;
   }();
   return table;

@@ -438,6 +438,27 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ScatterElementsOp::inferReturnTypes(MLIRContext *,
+                                                  std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &types) {
+  auto data = rankedOf(adaptor.getData()), idx = rankedOf(adaptor.getIndices()),
+       upd = rankedOf(adaptor.getUpdates());
+  if (data.getRank() != idx.getRank() || idx.getShape() != upd.getShape() ||
+      !normalizeAxis(adaptor.getAxis(), data.getRank()))
+    return shapeError(loc, "scatter_elements needs indices of the data's rank, "
+                           "updates of the indices' shape and an axis in range");
+  if (data.getElementType() != upd.getElementType())
+    return shapeError(loc, "scatter_elements updates ", upd,
+                      " are not of the data's element type");
+  StringRef r = adaptor.getReduction();
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return shapeError(loc, "scatter_elements reduction '", r,
+                      "' is not one of none, add, mul, max, min");
+  types.push_back(data);
+  return success();
+}
+
 LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,

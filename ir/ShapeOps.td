@@ -336,6 +336,28 @@ def Mpc_ScatterNDOp : Mpc_Op<"scatter_nd", [Mpc_Clear, Pure, Mpc_InferByRule<"sa
   let hasFolder = 1;
 }
 
+def Mpc_ScatterElementsOp
+    : Mpc_Op<"scatter_elements", [Mpc_Clear, Pure, Mpc_InferCustom]> {
+  let onnxName = "ScatterElements";
+  let summary = "scatter single elements along an axis (ONNX ScatterElements)";
+  let description = [{
+    A copy of `data` where each element of `updates` replaces (`reduction`
+    none) or is combined with (add, mul, max, min) the element at its own
+    coordinates but for `axis`, where its index says; updates in index
+    order, so repeated indices combine (or the last one wins).
+
+    Example:
+    ```mlir
+    %y = mpc.scatter_elements %x, %i, %u {axis = 1 : i64} : (tensor<2x4xi64>, tensor<2x1xi64>, tensor<2x1xi64>) -> tensor<2x4xi64>
+    ```
+  }];
+  let arguments = (ins Mpc_AnyTensor:$data, Mpc_IntTensor:$indices,
+                   Mpc_AnyTensor:$updates,
+                   DefaultValuedAttr<I64Attr, "0">:$axis,
+                   DefaultValuedAttr<StrAttr, "\"none\"">:$reduction);
+  let results = (outs Mpc_AnyTensor:$output);
+}
+
 def Mpc_ConstantOfShapeOp
     : Mpc_Op<"constant_of_shape", [Pure, Mpc_InferCustom]> {
   let onnxName = "ConstantOfShape";

@@ -351,6 +351,39 @@ LogicalResult gatherElementsGrad(Context &c, GatherElementsOp ge) {
   return success();
 }
 
+/// A scatter's gradients, ScatterND's and ScatterElements' alike: the
+/// updates' is g gathered where they went; data's is g where no update
+/// replaced it (none: g scattered over by zeros) or g itself (add). Under
+/// mul, max and min the gradient depends on which value won: refused.
+template <typename ScatterOp, typename GatherOp>
+LogicalResult scatterGrad(Context &c, ScatterOp op, ArrayRef<NamedAttribute> axis) {
+  StringRef reduction = op.getReduction();
+  if (reduction != "none" && reduction != "add")
+    return op->emitError() << "gradient of " << op->getName().stripDialect()
+                           << " with reduction '" << reduction
+                           << "' is not supported (only none and add)";
+  Value idx = op.getIndices();
+  c.grads[2] = c.make<GatherOp>({c.g, idx}, axis);
+  if (reduction == "add") {
+    c.grads[0] = c.g;
+    return success();
+  }
+  auto updType = typeOf(op.getUpdates());
+  Value zeros = c.b.create<ConstantOp>(
+      c.loc, DenseElementsAttr::get(updType, c.b.getZeroAttr(updType.getElementType())));
+  c.grads[0] = c.make<ScatterOp>({c.g, idx, zeros}, axis);
+  return success();
+}
+
+LogicalResult scatterNdGrad(Context &c, ScatterNDOp op) {
+  return scatterGrad<ScatterNDOp, GatherNDOp>(c, op, {});
+}
+
+LogicalResult scatterElementsGrad(Context &c, ScatterElementsOp op) {
+  return scatterGrad<ScatterElementsOp, GatherElementsOp>(
+      c, op, {c.b.getNamedAttr("axis", op.getAxisAttr())});
+}
+
 /// Resize along one axis is linear with a constant table: its gradient is
 /// the same op with the transposed table (each input position gathers the
 /// output positions that read it, in output order).
@@ -385,6 +418,8 @@ void attachShapeRules(MLIRContext *ctx) {
   attachRule<TileOp, tileGrad>(ctx);
   attachRule<ResizeAxisOp, resizeAxisGrad>(ctx);
   attachRule<GatherElementsOp, gatherElementsGrad>(ctx);
+  attachRule<ScatterNDOp, scatterNdGrad>(ctx);
+  attachRule<ScatterElementsOp, scatterElementsGrad>(ctx);
 }
 
 } // namespace mlir::mpc::grad

@@ -381,6 +381,38 @@ void scatterNdK(KernelContext &c) {
   }
 }
 
+/// ScatterElements: data copied, then each update stored or combined at
+/// its own coordinates but for `axis`, where its index says, in index
+/// order (each result rounded to the element type, as the CUDA kernel does).
+void scatterElementsK(KernelContext &c) {
+  const Tensor &data = c.in(0), &idx = c.in(1), &upd = c.in(2);
+  Tensor &y = c.output(0);
+  const std::string reduction = c.step.getString("reduction", "none");
+  const size_t w = dtypeSize(data.dtype());
+  std::memcpy(y.data<uint8_t>(), data.data<uint8_t>(), data.size() * w);
+  const int64_t axis = normAxis(c.step.getInt("axis", 0), data.rank());
+  const auto ds = stridesOf(data.shape());
+  const bool fl = isFloat(data.dtype());
+  for (int64_t u = 0; u < idx.size(); ++u) {
+    const int64_t o = elementSource(idx, u, axis, data.shape(), ds);
+    if (reduction == "none") {
+      std::memcpy(y.data<uint8_t>() + o * w, upd.data<uint8_t>() + u * w, w);
+    } else if (fl) {
+      const float a = y.getFloat(o), b = upd.getFloat(u);
+      y.setFloat(o, reduction == "add"   ? a + b
+                    : reduction == "mul" ? a * b
+                    : reduction == "max" ? std::max(a, b)
+                                         : std::min(a, b));
+    } else {
+      const int64_t a = y.getInt(o), b = upd.getInt(u);
+      y.setInt(o, reduction == "add"   ? a + b
+                  : reduction == "mul" ? a * b
+                  : reduction == "max" ? std::max(a, b)
+                                       : std::min(a, b));
+    }
+  }
+}
+
 void rangeK(KernelContext &c) {
   Tensor &y = c.output(0);
   if (isFloat(y.dtype())) {
@@ -421,6 +453,7 @@ void registerShapeKernels(KernelTable &t) {
   t.add(OpId::GatherGrad, gatherGradK);
   t.add(OpId::GatherND, gatherNdK);
   t.add(OpId::ScatterND, scatterNdK);
+  t.add(OpId::ScatterElements, scatterElementsK);
   t.add(OpId::Range, rangeK);
 }
 

@@ -1,8 +1,8 @@
 """Writes models for compare_ort.py to run against onnxruntime: CumSum
 (whose ONNX backend node tests are all double, which mpc does not
-support) in float32 and int64; ScatterND with every reduction, integer
-arithmetic and reductions, Tile, GatherND and OneHot, for their CUDA
-kernels; Einsum in the forms models write.
+support) in float32 and int64; ScatterND and ScatterElements with every
+reduction, integer arithmetic and reductions, Tile, GatherND and OneHot,
+for their CUDA kernels; Einsum in the forms models write.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -51,6 +51,37 @@ for elem, file in ((TensorProto.FLOAT, "scatternd"), (TensorProto.INT64, "scatte
                               [helper.make_tensor_value_info("x", elem, [5, 3]),
                                helper.make_tensor_value_info("u_rows", elem, [3, 3]),
                                helper.make_tensor_value_info("u_cells", elem, [3])],
+                              outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, os.path.join(out, file + ".onnx"))
+
+# ScatterElements (opset 18: every reduction) along each axis, negative
+# and int32 indices; repeated indices (a column each) under the
+# reductions; float32 and int64.
+I64 = np.int64
+scatter_cases = [  # name, axis, indices, updates
+    ("none_a0", 0, np.array([[2, 0, -3], [1, 3, 4]], I64), "u_23"),
+    ("none_a1", 1, np.array([[2, 0, -2], [1, -1, 0]], I64), "u_23"),
+    ("none_am2", -2, np.array([[4, 0], [-2, 2], [1, 3]], I64), "u_32"),
+    ("none_am1_i32", -1, np.array([[0, 1, 2], [2, 0, 1]], np.int32), "u_23")]
+for red in ("add", "mul", "max", "min"):
+    scatter_cases += [(f"{red}_a0", 0, np.array([[2, 0, 4], [2, 0, -1]], I64), "u_23"),
+                      (f"{red}_a1", 1, np.array([[1, 1, 0], [2, -1, 2]], I64), "u_23")]
+for elem, file in ((TensorProto.FLOAT, "scatter_elements"),
+                   (TensorProto.INT64, "scatter_elements_int64")):
+    nodes, outputs, inits = [], [], []
+    for name, axis, ix, u in scatter_cases:
+        inits.append(numpy_helper.from_array(ix, "ix_" + name))
+        red = name.split("_")[0]
+        nodes.append(helper.make_node("ScatterElements", ["x", "ix_" + name, u], [name],
+                                      axis=axis, reduction=red))
+        outputs.append(helper.make_tensor_value_info(name, elem, [5, 3]))
+    graph = helper.make_graph(nodes, file,
+                              [helper.make_tensor_value_info("x", elem, [5, 3]),
+                               helper.make_tensor_value_info("u_23", elem, [2, 3]),
+                               helper.make_tensor_value_info("u_32", elem, [3, 2])],
                               outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8

@@ -140,6 +140,15 @@ def main():
             **small, hidden_dropout_prob=0, attention_probs_dropout_prob=0,
             num_labels=3, pad_token_id=1)), *cls),
     }
+    # BART shifts its labels right into the decoder's inputs (ScatterElements
+    # of select_scatter, padded labels -100 replaced by the pad token).
+    bart_labels = labels.clone()
+    bart_labels[1, 12:] = -100
+    models["bart"] = lambda: (T.BartForConditionalGeneration(T.BartConfig(
+        vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+        decoder_ffn_dim=64, max_position_embeddings=64, dropout=0,
+        attention_dropout=0)), [ids, mask, bart_labels], ["ids", "mask", "labels"])
     models["cnn"] = lambda: (CNN().train(), [torch.randn(4, 3, 8, 8), torch.tensor([1, 7, 3, 0])],
                              ["x", "labels"])
     for name, make in models.items():
