@@ -4,12 +4,13 @@
 // read by SequenceAt at constant positions (torch 2.x without the
 // exporter's optimizer: GPT-2's q, k, v). mpc has no sequence type: a
 // sequence is the list of its parts while the graph imports, and each
-// SequenceAt picks one. A sequence read otherwise, or at a position that
-// is not a constant, is refused by the caller.
+// SequenceAt picks one. A sequence read otherwise is refused by the
+// caller (importNodes); a position that is not a constant by SequenceAt.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/ImporterImpl.h"
+#include "ir/ShapeRules.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -20,12 +21,12 @@ LogicalResult importSplitToSequence(NodeContext &c) {
   if (failed(c.requireInputs(1)) || failed(c.checkAttrs({"axis", "keepdims"})))
     return failure();
   auto type = dyn_cast<RankedTensorType>(c.input(0).getType());
-  int64_t axis = c.getInt("axis", 0);
   bool keepdims = c.getInt("keepdims", 1) != 0;
-  if (!type || axis < -type.getRank() || axis >= type.getRank())
-    return c.fail("axis " + Twine(axis) + " is out of range for the input");
-  if (axis < 0)
-    axis += type.getRank();
+  std::optional<int64_t> normalized =
+      type ? normalizeAxis(c.getInt("axis", 0), type.getRank()) : std::nullopt;
+  if (!normalized)
+    return c.fail("axis " + Twine(c.getInt("axis", 0)) + " is out of range for the input");
+  int64_t axis = *normalized;
   int64_t size = type.getDimSize(axis);
   if (ShapedType::isDynamic(size))
     return c.fail("the split axis must have a static size");

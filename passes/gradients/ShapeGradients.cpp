@@ -351,6 +351,21 @@ LogicalResult gatherElementsGrad(Context &c, GatherElementsOp ge) {
   return success();
 }
 
+/// GatherND: each gathered slice's gradient added back where it came from
+/// (ScatterND with reduction add into zeros; repeated tuples accumulate,
+/// in tuple order).
+LogicalResult gatherNdGrad(Context &c, GatherNDOp op) {
+  if (op.getBatchDims() != 0)
+    return op->emitError("gradient of gather_nd with batch_dims ")
+           << op.getBatchDims() << " is not supported (only 0)";
+  auto dataType = typeOf(op.getData());
+  Value zeros = c.b.create<ConstantOp>(
+      c.loc, DenseElementsAttr::get(dataType, c.b.getZeroAttr(dataType.getElementType())));
+  c.grads[0] = c.make<ScatterNDOp>(
+      {zeros, op.getIndices(), c.g}, {c.b.getNamedAttr("reduction", c.b.getStringAttr("add"))});
+  return success();
+}
+
 /// A scatter's gradients, ScatterND's and ScatterElements' alike: the
 /// updates' is g gathered where they went; data's is g where no update
 /// replaced it (none: g scattered over by zeros) or g itself (add). Under
@@ -418,6 +433,7 @@ void attachShapeRules(MLIRContext *ctx) {
   attachRule<TileOp, tileGrad>(ctx);
   attachRule<ResizeAxisOp, resizeAxisGrad>(ctx);
   attachRule<GatherElementsOp, gatherElementsGrad>(ctx);
+  attachRule<GatherNDOp, gatherNdGrad>(ctx);
   attachRule<ScatterNDOp, scatterNdGrad>(ctx);
   attachRule<ScatterElementsOp, scatterElementsGrad>(ctx);
 }

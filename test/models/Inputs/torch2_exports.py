@@ -1,14 +1,14 @@
 """Writes the torch 2.x exports models/torch2-exports.test reads: tiny
-Hugging Face models (transformers 5) exported by torch.onnx.export's
-default, torch.export-based exporter, each with its inputs and torch's
-gradients of every parameter (NAME.onnx, NAME.INPUT.npy, NAME.grads.npz),
+Hugging Face models (transformers 5) and a torchvision Swin exported by
+torch.onnx.export's default, torch.export-based exporter, each with its
+inputs and torch's gradients of every parameter (NAME.onnx, NAME.INPUT.npy, NAME.grads.npz),
 and for the CNN (batch norm in training mode) its state after two SGD
 steps (cnn.trained.npz).
 
-Run with torch 2.15 and transformers 5.25 (not what setup.sh installs:
-the outputs are committed); CI only reads them:
+Run with torch 2.15, torchvision 0.29 and transformers 5.25 (not what
+setup.sh installs: the outputs are committed); CI only reads them:
 
-  PYTHONPATH=TORCH2_AND_TRANSFORMERS5 python3 torch2_exports.py OUTDIR [NAME...]
+  PYTHONPATH=TORCH2_TORCHVISION_TRANSFORMERS5 python3 torch2_exports.py OUTDIR [NAME...]
 
 Exported with optimize=False, as a model to train must be: the exporter's
 optimizer folds parameters into constants and merges equal ones
@@ -24,6 +24,7 @@ import sys
 import numpy as np
 import onnx
 import torch
+import torchvision
 import transformers as T
 
 KEEP_NODE = {"pkg.torch.onnx.fx_node"}
@@ -73,12 +74,24 @@ class CNN(torch.nn.Module):
         return f.cross_entropy(self.fc(h.mean((2, 3))), labels)
 
 
+class Classifier(torch.nn.Module):
+    """A torchvision classifier and its cross-entropy loss."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x, labels):
+        return torch.nn.functional.cross_entropy(self.m(x), labels)
+
+
 def export(out, name, model, inputs, names, optimize=False):
     torch.manual_seed(0)
     path = os.path.join(out, name + ".onnx")
     keys = {"ids": "input_ids", "mask": "attention_mask", "labels": "labels",
             "pixels": "pixel_values"}
-    wrapped = model if isinstance(model, CNN) else Loss(model, [keys[n] for n in names])
+    wrapped = (model if isinstance(model, (CNN, Classifier))
+               else Loss(model, [keys[n] for n in names]))
     torch.onnx.export(wrapped, tuple(inputs), path, input_names=names,
                       output_names=["loss"], optimize=optimize)
     m = onnx.load(path)
@@ -149,6 +162,12 @@ def main():
         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
         decoder_ffn_dim=64, max_position_embeddings=64, dropout=0,
         attention_dropout=0)), [ids, mask, bart_labels], ["ids", "mask", "labels"])
+    # torchvision's Swin: relative position biases gathered by GatherND,
+    # shifted windows masked.
+    models["swin"] = lambda: (Classifier(torchvision.models.SwinTransformer(
+        patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+        window_size=[4, 4], num_classes=10, stochastic_depth_prob=0.0)),
+        [torch.randn(2, 3, 32, 32), torch.tensor([1, 7])], ["x", "labels"])
     models["cnn"] = lambda: (CNN().train(), [torch.randn(4, 3, 8, 8), torch.tensor([1, 7, 3, 0])],
                              ["x", "labels"])
     for name, make in models.items():

@@ -364,6 +364,11 @@ cases = [
     case("gather_elements_part", [mk("GatherElements", ["W", "Ix"], ["Y"],
                                      axis=0)],
          n(4, 3), extra={"Ix": np.array([[3, 0], [3, 2]], np.int64)}),
+    # GatherND: the slices' gradients added back, repeated tuples summed.
+    case("gather_nd_rows", [mk("GatherND", ["W", "In"], ["Y"])],
+         n(4, 3), extra={"In": np.array([[1], [3], [1]], np.int64)}),
+    case("gather_nd_elements", [mk("GatherND", ["W", "In"], ["Y"])],
+         n(4, 3, 2), extra={"In": np.array([[[0, 2], [3, 1]], [[0, 2], [-1, 0]]], np.int64)}),
     # Scatters: data keeps g where no update replaced it, updates gather g
     # (reduction none); under add data keeps all of g and repeated indices
     # each gather it.
