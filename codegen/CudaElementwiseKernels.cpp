@@ -534,8 +534,33 @@ bool Emitter::dropout(Step &s, const std::string &name) {
   return true;
 }
 
+/// mpc.random: a thread an element, its Philox number (runtime/Philox.h)
+/// as the CPU kernel draws it, the step and rank from the [step, rank]
+/// input (mpc-dropout-steps), 0 without.
+bool Emitter::random(Step &s, const std::string &name) {
+  const ValueInfo &y = val(s.outputs[0]);
+  const int64_t n = numElements(y.shape);
+  const bool hasStep = s.inputs.size() > 1 && s.inputs[1] >= 0;
+  auto [step, rank] = hasStep ? counterIn(s.inputs[1], 1)
+                              : std::pair<std::string, std::string>{"0ull", "0ull"};
+  const float a = (float)s.getFloat("a", 0.0), b = (float)s.getFloat("b", 1.0);
+  const bool normal = s.getString("distribution", "uniform") == "normal";
+  const std::string key = std::to_string((uint64_t)s.getInt("seed", 0)) + "ull, " +
+                          std::to_string((uint32_t)s.getInt("stream", 0)) + "u, " + step +
+                          ", " + rank + " * " + std::to_string(n) +
+                          "ull + (unsigned long long)i";
+  cu << header(s, name, 256) << " {\n  i64 i = global_index();\n  if (i >= " << n
+     << "LL) return;\n  st(out0, i, "
+     << (normal ? flt(a) + " + " + flt(b) + " * mpc_random_normal(" + key + ")"
+                : flt(a) + " + " + flt(b - a) + " * mpc_random_uniform(" + key + ")")
+     << ");\n}\n\n";
+  launch1d(s, name, n);
+  return true;
+}
+
 void registerElementwiseEmitters(EmitterTable &t) {
   t.emit(OpId::Dropout, &Emitter::dropout);
+  t.emit(OpId::Random, &Emitter::random);
   t.emit(OpId::Clip, &Emitter::clip);
 }
 

@@ -384,6 +384,7 @@ public:
   bool integerReduce(Step &s, const std::string &name, const std::set<int64_t> &red);
   bool scatterNd(Step &s, const std::string &name);
   bool scatterElements(Step &s, const std::string &name);
+  bool random(Step &s, const std::string &name);
   bool tile(Step &s, const std::string &name);
   bool gatherNd(Step &s, const std::string &name);
   bool oneHot(Step &s, const std::string &name);

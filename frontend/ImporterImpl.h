@@ -59,6 +59,18 @@ mlir::LogicalResult importUpsample(NodeContext &c);
 /// Einsum as diagonals, sums and one batched MatMul a pair of terms
 /// (EinsumImporter.cpp).
 mlir::LogicalResult importEinsum(NodeContext &c);
+/// FNV-1a of `s`: a random op's stream (Dropout's, RandomUniform's...)
+/// from its node's output name (unique in a graph), so two of them draw
+/// different numbers.
+inline int64_t streamOf(const std::string &s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char ch : s)
+    h = (h ^ ch) * 16777619u;
+  return h;
+}
+/// RandomUniform(Like) and RandomNormal(Like) as mpc.random
+/// (RandomImporters.cpp).
+mlir::LogicalResult importRandom(NodeContext &c);
 /// SplitToSequence as its parts, SequenceAt at a constant position as one
 /// of them (SequenceImporters.cpp).
 mlir::LogicalResult importSplitToSequence(NodeContext &c);

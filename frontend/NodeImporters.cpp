@@ -181,15 +181,6 @@ LogicalResult importSoftmax(NodeContext &c) {
                 {c.named("axis", c.b.getI64IntegerAttr(axis))});
 }
 
-/// FNV-1a of `s`: a dropout's random stream from its node's output name
-/// (unique in a graph), so two dropouts draw different masks.
-static int64_t streamOf(const std::string &s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char ch : s)
-    h = (h ^ ch) * 16777619u;
-  return h;
-}
-
 LogicalResult importDropout(NodeContext &c) {
   if (failed(c.requireInputs(1)))
     return failure();
@@ -449,6 +440,10 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"Softmax", importSoftmax},
       {"LogSoftmax", importSoftmax},
       {"Dropout", importDropout},
+      {"RandomUniform", importRandom},
+      {"RandomUniformLike", importRandom},
+      {"RandomNormal", importRandom},
+      {"RandomNormalLike", importRandom},
       {"CumSum", importCumSum},
       {"Trilu", importTrilu},
       {"OneHot", importOneHot},

@@ -244,6 +244,40 @@ def Mpc_DropoutOp : Mpc_Op<"dropout", [Mpc_Clear, AttrSizedOperandSegments,
   }];
 }
 
+def Mpc_RandomOp : Mpc_Op<"random", [AttrSizedOperandSegments, Mpc_InferCustom]> {
+  let onnxName = "RandomUniformLike";
+  let summary = "random numbers (ONNX RandomUniform(Like), RandomNormal(Like))";
+  let description = [{
+    Uniform numbers in [a, b) (`distribution` "uniform") or normal ones of
+    mean a and standard deviation b ("normal"), of `like`'s shape (whose
+    values are not read) or of `shape`, of the element type `dtype`. What
+    torch's exporter writes for bernoulli (stochastic depth, as torchvision
+    and timm train), rand_like and randn_like.
+
+    Drawn from Philox4x32-10 as Dropout's masks are (runtime/Philox.h): a
+    pure function of the key (`seed`, `stream`) and the counter (`step`,
+    the element's index), the same on the CPU and CUDA backends, a fresh
+    draw each train step (mpc-dropout-steps gives `step`). A uniform number
+    is the word's top 24 bits times 2^-24, a normal one Box-Muller over two
+    words. Not `Pure`: it draws. No gradient flows to `like`.
+
+    Example:
+    ```mlir
+    %r = mpc.random like %x step %s {a = 0.0 : f32, b = 1.0 : f32, distribution = "uniform", dtype = f32, stream = 7 : i64} : (tensor<4x1x1xf32>, tensor<2xi64>) -> tensor<4x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Optional<Mpc_AnyTensor>:$like, Optional<Mpc_I64Tensor>:$step,
+                   StrAttr:$distribution, F32Attr:$a, F32Attr:$b,
+                   TypeAttr:$dtype,
+                   OptionalAttr<DenseI64ArrayAttr>:$shape,
+                   OptionalAttr<I64Attr>:$seed,
+                   OptionalAttr<I64Attr>:$stream);
+  let results = (outs Mpc_FloatTensor:$y);
+  let assemblyFormat = [{
+    (`like` $like^)? (`step` $step^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def Mpc_SoftmaxCrossEntropyLossOp
     : Mpc_Op<"softmax_cross_entropy_loss", [Mpc_DenyLoss, Pure, Mpc_InferCustom]> {
   let onnxName = "SoftmaxCrossEntropyLoss";

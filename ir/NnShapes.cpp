@@ -101,6 +101,26 @@ LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(
                         adaptor.getWeight(), adaptor.getReduction(), types);
 }
 
+LogicalResult RandomOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Type elem = adaptor.getDtype();
+  if (!elem || !llvm::isa<FloatType>(elem))
+    return shapeError(loc, "random needs a float dtype");
+  StringRef d = adaptor.getDistribution();
+  if (d != "uniform" && d != "normal")
+    return shapeError(loc, "random distribution '", d, "' is not uniform or normal");
+  if (adaptor.getLike()) {
+    types.push_back(rankedOf(adaptor.getLike()).clone(elem));
+    return success();
+  }
+  if (!adaptor.getShape())
+    return shapeError(loc, "random needs a shape or a tensor to take it from");
+  types.push_back(RankedTensorType::get(*adaptor.getShape(), elem));
+  return success();
+}
+
 LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

@@ -8,7 +8,8 @@
 // [step, rank], the data-parallel rank offsetting the element counter so
 // that ranks draw what one process over the global batch would.
 // Fused attention with dropout (mpc.attention and its gradient, which
-// redraws the forward's mask) reads it too.
+// redraws the forward's mask) and mpc.random (stochastic depth's draws)
+// read it too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,8 @@ struct DropoutSteps : public mpc::impl::DropoutStepsBase<DropoutSteps> {
           draws = drawsWithout(a);
         else if (auto g = dyn_cast<AttentionGradOp>(op))
           draws = drawsWithout(g);
+        else if (auto r = dyn_cast<RandomOp>(op))
+          draws = !r.getStep();
         if (draws)
           owners.push_back(op);
       });
@@ -70,6 +73,8 @@ struct DropoutSteps : public mpc::impl::DropoutStepsBase<DropoutSteps> {
           d.getStepMutable().assign(step);
         else if (auto a = dyn_cast<AttentionOp>(op))
           a.getStepMutable().assign(step);
+        else if (auto r = dyn_cast<RandomOp>(op))
+          r.getStepMutable().assign(step);
         else
           cast<AttentionGradOp>(op).getStepMutable().assign(step);
       }

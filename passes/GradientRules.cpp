@@ -105,8 +105,8 @@ LogicalResult mpc::reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
       // A float operand that depends on what is differentiated must get a
       // gradient: a rule that leaves it null would train it with zeros.
       // (Floor, Ceil, Round and Sign are flat almost everywhere: nothing
-      // flows through them, as in PyTorch.)
-      bool flat = isa<FloorOp, CeilOp, RoundOp, SignOp>(op);
+      // flows through them, as in PyTorch; Random reads only a shape.)
+      bool flat = isa<FloorOp, CeilOp, RoundOp, SignOp, RandomOp>(op);
       if (!gv && !flat && needsGrad.contains(v) && isFloatTensor(v.getType()))
         return op->emitError("no gradient for operand ")
                << i << " of " << op->getName()

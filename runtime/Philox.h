@@ -17,6 +17,9 @@
 // probability 1 - ratio to 2^-32.
 // The fused attention kernels draw element by element (mpc_dropout_keep)
 // or by pairs (mpc_dropout_keep2) where their fragments hold pairs.
+// mpc.random (RandomUniform/RandomNormal) draws with the same key and
+// counter: a uniform number an element from its word, a normal one by
+// Box-Muller over a group an element.
 //
 // The CPU kernel calls these functions; the CUDA emitter writes the same
 // text into every kernels.cu that draws (kPhiloxSource), as Formulas.h
@@ -26,6 +29,8 @@
 
 #ifndef MPC_RUNTIME_PHILOX_H
 #define MPC_RUNTIME_PHILOX_H
+
+#include <math.h>
 
 // clang-format off
 #define MPC_PHILOX_CODE(Q)                                                     \
@@ -76,6 +81,29 @@
     mpc_philox_words(seed, stream, step, i >> 2, w);                          \
     keep[0] = ((i & 2) ? w[2] : w[0]) >= threshold;                           \
     keep[1] = ((i & 2) ? w[3] : w[1]) >= threshold;                           \
+  }                                                                           \
+  /* mpc.random's uniform number of a word: its top 24 bits times 2^-24, */  \
+  /* in [0, 1), exact in FP32. */                                             \
+  Q float mpc_random_unit(unsigned int word) {                                \
+    return (float)(word >> 8) * 5.9604644775390625e-8f;                       \
+  }                                                                           \
+  /* Element i's uniform number: word i % 4 of group i / 4, as dropout. */   \
+  Q float mpc_random_uniform(unsigned long long seed, unsigned int stream,    \
+                             unsigned long long step, unsigned long long i) { \
+    unsigned int w[4];                                                        \
+    mpc_philox_words(seed, stream, step, i >> 2, w);                          \
+    unsigned int lo = (i & 1) ? w[1] : w[0], hi = (i & 1) ? w[3] : w[2];      \
+    return mpc_random_unit((i & 2) ? hi : lo);                                \
+  }                                                                           \
+  /* Element i's standard normal number: Box-Muller over words 0 and 1 of */ \
+  /* group i (u1 in (0, 1], so the log is finite). */                         \
+  Q float mpc_random_normal(unsigned long long seed, unsigned int stream,     \
+                            unsigned long long step, unsigned long long i) {  \
+    unsigned int w[4];                                                        \
+    mpc_philox_words(seed, stream, step, i, w);                               \
+    float u1 = mpc_random_unit(w[0]) + 5.9604644775390625e-8f;                \
+    float u2 = mpc_random_unit(w[1]);                                         \
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530717958648f * u2);         \
   }
 // clang-format on
 

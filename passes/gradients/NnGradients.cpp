@@ -201,6 +201,9 @@ LogicalResult nllGrad(Context &c, NegativeLogLikelihoodLossOp nll) {
   return success();
 }
 
+/// mpc.random reads only `like`'s shape: no gradient flows to it.
+LogicalResult randomGrad(Context &, RandomOp) { return success(); }
+
 LogicalResult dropoutGrad(Context &c, DropoutOp d) {
   // Inference mode is the identity; in training mode the forward mask and
   // scale apply to the gradient too.
@@ -580,6 +583,7 @@ void attachNnRules(MLIRContext *ctx) {
   attachRule<SoftmaxCrossEntropyLossOp, softmaxCrossEntropyGrad>(ctx);
   attachRule<NegativeLogLikelihoodLossOp, nllGrad>(ctx);
   attachRule<DropoutOp, dropoutGrad>(ctx);
+  attachRule<RandomOp, randomGrad>(ctx);
   attachRule<BatchNormTrainOp, batchNormTrainGrad>(ctx);
   attachRule<LayerNormOp, layerNormGrad>(ctx);
   attachRule<RmsNormOp, rmsNormGrad>(ctx);

@@ -220,6 +220,25 @@ void dropoutK(KernelContext &c) {
   }
 }
 
+/// mpc.random: element i's Philox number (runtime/Philox.h), a + (b - a) u
+/// for uniform u or a + b z for standard normal z, as the CUDA kernel
+/// draws them; a data-parallel rank's elements numbered after the ranks
+/// before it.
+void randomK(KernelContext &c) {
+  Tensor &y = c.output(0);
+  const uint64_t seed = (uint64_t)c.step.getInt("seed", 0);
+  const uint32_t stream = (uint32_t)c.step.getInt("stream", 0);
+  const float a = (float)c.step.getFloat("a", 0.0), b = (float)c.step.getFloat("b", 1.0);
+  const bool normal = c.step.getString("distribution", "uniform") == "normal";
+  DropoutCounter counter = dropoutCounter(c.input(1), (uint64_t)y.size());
+  for (int64_t i = 0; i < y.size(); ++i) {
+    uint64_t e = counter.first + (uint64_t)i;
+    y.setFloat(i, normal ? a + b * philox::mpc_random_normal(seed, stream, counter.step, e)
+                         : a + (b - a) * philox::mpc_random_uniform(seed, stream,
+                                                                    counter.step, e));
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
@@ -378,6 +397,7 @@ void registerNnKernels(KernelTable &t) {
   t.add(OpId::Softmax, softmaxK<false>);
   t.add(OpId::LogSoftmax, softmaxK<true>);
   t.add(OpId::Dropout, dropoutK);
+  t.add(OpId::Random, randomK);
   t.add(OpId::SoftmaxCrossEntropyLoss, softmaxCrossEntropyK);
   t.add(OpId::NegativeLogLikelihoodLoss, nllLossK);
   t.add(OpId::SoftmaxCrossEntropyLossGrad, softmaxCrossEntropyGradK);

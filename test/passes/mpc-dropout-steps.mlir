@@ -41,3 +41,15 @@ func.func @attention(%x: tensor<2x4x8xf16>, %dy: tensor<2x4x8xf16>) -> (tensor<2
   %y2, %lse2 = mpc.attention %x, %x, %x {scale = 1.0 : f32} : (tensor<2x4x8xf16>, tensor<2x4x8xf16>, tensor<2x4x8xf16>) -> (tensor<2x4x8xf16>, tensor<2x4xf32>)
   return %dq, %y2 : tensor<2x4x8xf16>, tensor<2x4x8xf16>
 }
+
+// mpc.random (stochastic depth's draws) reads the step too, with or
+// without a tensor to take its shape from.
+// CHECK-LABEL: func.func @random
+// CHECK-SAME: %arg1: tensor<2xi64> {mpc.input = "mpc.rng.step"}
+// CHECK-NEXT: mpc.random like %arg0 step %arg1 {{{.*}}distribution = "uniform"{{.*}}} : (tensor<4x1xf32>, tensor<2xi64>) -> tensor<4x1xf32>
+// CHECK-NEXT: mpc.random step %arg1 {{{.*}}distribution = "normal"{{.*}}} : (tensor<2xi64>) -> tensor<8xf16>
+func.func @random(%x: tensor<4x1xf32>) -> (tensor<4x1xf32>, tensor<8xf16>) {
+  %u = mpc.random like %x {a = 0.0 : f32, b = 1.0 : f32, distribution = "uniform", dtype = f32, stream = 3 : i64} : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %n = mpc.random {a = 0.0 : f32, b = 1.0 : f32, distribution = "normal", dtype = f16, shape = array<i64: 8>, stream = 4 : i64} : () -> tensor<8xf16>
+  return %u, %n : tensor<4x1xf32>, tensor<8xf16>
+}

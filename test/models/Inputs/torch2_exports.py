@@ -3,7 +3,8 @@ Hugging Face models (transformers 5) and a torchvision Swin exported by
 torch.onnx.export's default, torch.export-based exporter, each with its
 inputs and torch's gradients of every parameter (NAME.onnx, NAME.INPUT.npy, NAME.grads.npz),
 and for the CNN (batch norm in training mode) its state after two SGD
-steps (cnn.trained.npz).
+steps (cnn.trained.npz). `droppath` draws (stochastic depth): its
+gradients are those of torch's draws, not mpc's.
 
 Run with torch 2.15, torchvision 0.29 and transformers 5.25 (not what
 setup.sh installs: the outputs are committed); CI only reads them:
@@ -85,12 +86,31 @@ class Classifier(torch.nn.Module):
         return torch.nn.functional.cross_entropy(self.m(x), labels)
 
 
+class DropPath(torch.nn.Module):
+    """Residual blocks with stochastic depth (torchvision.ops'
+    StochasticDepth, as ConvNeXt, Swin and EfficientNet train): each
+    sample skips a block with probability 0.5."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 16), nn.GELU())
+                                    for _ in range(2))
+        self.drop = torchvision.ops.StochasticDepth(0.5, "row")
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x, labels):
+        for block in self.blocks:
+            x = x + self.drop(block(x))
+        return torch.nn.functional.cross_entropy(self.head(x), labels)
+
+
 def export(out, name, model, inputs, names, optimize=False):
     torch.manual_seed(0)
     path = os.path.join(out, name + ".onnx")
     keys = {"ids": "input_ids", "mask": "attention_mask", "labels": "labels",
             "pixels": "pixel_values"}
-    wrapped = (model if isinstance(model, (CNN, Classifier))
+    wrapped = (model if isinstance(model, (CNN, Classifier, DropPath))
                else Loss(model, [keys[n] for n in names]))
     torch.onnx.export(wrapped, tuple(inputs), path, input_names=names,
                       output_names=["loss"], optimize=optimize)
@@ -168,6 +188,8 @@ def main():
         patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
         window_size=[4, 4], num_classes=10, stochastic_depth_prob=0.0)),
         [torch.randn(2, 3, 32, 32), torch.tensor([1, 7])], ["x", "labels"])
+    models["droppath"] = lambda: (DropPath().train(), [torch.randn(8, 16), torch.arange(8)],
+                                  ["x", "labels"])
     models["cnn"] = lambda: (CNN().train(), [torch.randn(4, 3, 8, 8), torch.tensor([1, 7, 3, 0])],
                              ["x", "labels"])
     for name, make in models.items():
