@@ -48,10 +48,10 @@ func.func @g(%x: tensor<3xf32> {mpc.input = "x"}, %p: tensor<2xf32> {mpc.param =
 
 mpc.param @w trainable : tensor<4xf32> = dense<1.0> : tensor<4xf32>
 func.func @no_rule(%w: tensor<4xf32> {mpc.param = @w}) -> tensor<f32> attributes {mpc.entry} {
-  %idx = mpc.constant dense<[[0], [2]]> : tensor<2x1xi64>
-  // expected-error @+1 {{no gradient rule for GatherND (mpc.gather_nd) yet}}
-  %g = mpc.gather_nd %w, %idx : (tensor<4xf32>, tensor<2x1xi64>) -> tensor<2xf32>
-  %s = mpc.reduce_sum %g {keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+  %c = mpc.constant dense<3.0> : tensor<4xf32>
+  // expected-error @+1 {{no gradient rule for Mod (mpc.mod) yet}}
+  %g = mpc.mod %w, %c {fmod = true} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %s = mpc.reduce_sum %g {keepdims = false} : (tensor<4xf32>) -> tensor<f32>
   return %s : tensor<f32>
 }
 
