@@ -178,7 +178,8 @@ private:
   }
 
   /// Identity nodes vanish at import (exporters use them to share
-  /// initializers): they take the precision all their users agree on.
+  /// initializers): they take the precision all their users agree on;
+  /// SequenceAt nodes, their split's.
   void paintIdentities() {
     std::map<std::string, std::vector<const onnx::NodeProto *>> readers;
     for (const auto &n : g.node())
@@ -197,14 +198,29 @@ private:
       if (allLow)
         lowNodes[nodeKey(n)] = true;
     }
+    // SequenceAt picks a part of the split its SplitToSequence imported
+    // as: the part has the split's precision.
+    std::map<std::string, const onnx::NodeProto *> producer;
+    for (const auto &n : g.node())
+      for (const auto &o : n.output())
+        producer[o] = &n;
+    for (const auto &n : g.node())
+      if (n.op_type() == "SequenceAt" && !lowNodes.count(nodeKey(n)) && n.input_size())
+        if (auto it = producer.find(n.input(0)); it != producer.end())
+          if (auto p = lowNodes.find(nodeKey(*it->second)); p != lowNodes.end())
+            lowNodes[nodeKey(n)] = p->second;
   }
 
-  /// Element types of every tensor as imported (declared ones win), users,
-  /// producers and the names taken.
+  /// Element types of every tensor as imported (declared ones win; value_info
+  /// where the import has none: what it folded), users, producers and the
+  /// names taken.
   void indexGraph() {
     for (const auto &v : g.input())
       if (v.type().tensor_type().elem_type())
         type[v.name()] = v.type().tensor_type().elem_type();
+    for (const auto &v : g.value_info())
+      if (v.type().tensor_type().elem_type())
+        type.emplace(v.name(), v.type().tensor_type().elem_type());
     for (const auto &t : g.initializer())
       type[t.name()] = t.data_type();
     for (int i = 0; i < g.node_size(); ++i)
@@ -351,12 +367,18 @@ private:
     }
   }
 
-  /// Every painted node reads its float inputs in its own precision.
+  /// Every painted node reads its float inputs in its own precision; a node
+  /// mpc did not paint (folded at import, or a sequence op) reads them in
+  /// their original types, so that its outputs keep theirs (torch 2's
+  /// exports declare every value's type in value_info, and CastLike's
+  /// result takes its second input's type: as original, a Cast to it).
   void castInputs() {
     for (auto &n : *g.mutable_node()) {
       int p = precisionOf(n);
-      if (!p)
+      if (!p) {
+        keepOriginalTypes(n);
         continue;
+      }
       for (auto &in : *n.mutable_input()) {
         auto it = newType.find(in);
         if (in.empty() || it == newType.end())
@@ -366,6 +388,31 @@ private:
           in = castTo(in, p);
       }
     }
+  }
+
+  /// A node mpc did not paint reads any float input that the rewrite
+  /// retyped in its original type.
+  void keepOriginalTypes(onnx::NodeProto &n) {
+    if (n.op_type() == "Shape" || n.op_type() == "Size")
+      return; // read only the shape
+    auto retyped = [&](const std::string &in) {
+      auto was = type.find(in), now = newType.find(in);
+      return !in.empty() && was != type.end() && now != newType.end() &&
+             was->second != now->second && (was->second == kFloat || was->second == low);
+    };
+    if (n.op_type() == "CastLike" && n.input_size() == 2 && retyped(n.input(1))) {
+      int to = type[n.input(1)];
+      n.set_op_type("Cast");
+      n.mutable_input()->RemoveLast();
+      n.clear_attribute();
+      auto *attr = n.add_attribute();
+      attr->set_name("to");
+      attr->set_type(onnx::AttributeProto::INT);
+      attr->set_i(to);
+    }
+    for (auto &in : *n.mutable_input())
+      if (retyped(in))
+        in = castTo(in, type[in]);
   }
 
   /// The nodes in order with the casts after their producers; value_info
@@ -382,8 +429,9 @@ private:
     for (auto &n : nodes)
       *g.add_node() = std::move(n);
     for (auto &v : *g.mutable_value_info())
-      if (auto it = newType.find(v.name());
-          it != newType.end() && v.type().has_tensor_type())
+      if (auto it = newType.find(v.name()); it != newType.end() &&
+                                            v.type().has_tensor_type() &&
+                                            it->second != type[v.name()])
         setElemType(v, it->second);
   }
 };
