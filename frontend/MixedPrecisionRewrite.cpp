@@ -320,14 +320,54 @@ private:
     return cast;
   }
 
+  /// The FP32 constant `t` holds (an initializer or a Constant node's
+  /// value), if it is one.
+  const TensorProto *constantTensor(const std::string &t) const {
+    for (const auto &init : g.initializer())
+      if (init.name() == t)
+        return init.data_type() == kFloat ? &init : nullptr;
+    auto p = producerIndex.find(t);
+    if (p == producerIndex.end())
+      return nullptr;
+    const onnx::NodeProto &n = g.node(p->second);
+    // A cast of an FP32 constant to FP32 (torch's CastLike of its mask
+    // fill, made a Cast by keepOriginalTypes) is that constant.
+    if (n.op_type() == "Cast" && n.input_size() == 1 && type.count(n.input(0)) &&
+        type.at(n.input(0)) == kFloat)
+      for (const auto &a : n.attribute())
+        if (a.name() == "to" && a.i() == kFloat)
+          return constantTensor(n.input(0));
+    if (n.op_type() != "Constant")
+      return nullptr;
+    for (const auto &a : n.attribute())
+      if (a.name() == "value" && a.t().data_type() == kFloat)
+        return &a.t();
+    return nullptr;
+  }
+
   /// Tensor `t` as type `to`: one cast per (tensor, type), emitted right
-  /// after the producer (or first, for graph inputs and initializers).
+  /// after the producer (or first, for graph inputs and initializers). An
+  /// FP32 constant read low becomes a low initializer, saturated as stored
+  /// ones are: a Cast would turn torch's finfo(float32).min fill into
+  /// -inf, and a row masked whole into NaN.
   std::string castTo(const std::string &t, int to) {
     auto key = std::make_pair(t, to);
     if (auto it = castOf.find(key); it != castOf.end())
       return it->second;
     std::string out = fresh(t + (to == kFloat ? "/to_fp32"
                                               : std::string("/to_") + lowName));
+    std::vector<float> values;
+    std::string ignored;
+    if (const TensorProto *c = to == low ? constantTensor(t) : nullptr;
+        c && floatValues(*c, dir, values, ignored)) {
+      TensorProto stored = *c;
+      stored.set_name(out);
+      RewriteReport::Stored stats{out};
+      storeLow(stored, values, options.bf16, stats);
+      report.storedLow.push_back(stats);
+      *g.add_initializer() = std::move(stored);
+      return castOf[key] = out;
+    }
     (producerIndex.count(t) ? castsAfter[t] : leadingCasts)
         .push_back(castNode(out, t, out, to));
     report.castsAdded.push_back(out);
