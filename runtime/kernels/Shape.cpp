@@ -337,6 +337,25 @@ void gatherNdK(KernelContext &c) {
   }
 }
 
+/// A scatter's reduction (add, mul, max, min) of update element u into
+/// y's element o, rounded to the element type.
+void combineInto(Tensor &y, int64_t o, const Tensor &upd, int64_t u,
+                 const std::string &reduction) {
+  if (isFloat(y.dtype())) {
+    const float a = y.getFloat(o), b = upd.getFloat(u);
+    y.setFloat(o, reduction == "add"   ? a + b
+                  : reduction == "mul" ? a * b
+                  : reduction == "max" ? std::max(a, b)
+                                       : std::min(a, b));
+  } else {
+    const int64_t a = y.getInt(o), b = upd.getInt(u);
+    y.setInt(o, reduction == "add"   ? a + b
+                : reduction == "mul" ? a * b
+                : reduction == "max" ? std::max(a, b)
+                                     : std::min(a, b));
+  }
+}
+
 /// ScatterND: data copied, then each tuple's slice of the updates stored
 /// or combined into it, tuples in order (each result rounded to the
 /// element type, as the CUDA kernel does).
@@ -352,7 +371,6 @@ void scatterNdK(KernelContext &c) {
   for (int64_t d = last; d < data.rank(); ++d)
     slice *= data.dim(d);
   const int64_t tuples = last ? idx.size() / last : 0;
-  const bool fl = isFloat(data.dtype());
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t off = 0;
     for (int64_t j = 0; j < last; ++j)
@@ -362,22 +380,8 @@ void scatterNdK(KernelContext &c) {
                   slice * w);
       continue;
     }
-    for (int64_t e = 0; e < slice; ++e) {
-      const int64_t o = off + e, u = t * slice + e;
-      if (fl) {
-        const float a = y.getFloat(o), b = upd.getFloat(u);
-        y.setFloat(o, reduction == "add"   ? a + b
-                      : reduction == "mul" ? a * b
-                      : reduction == "max" ? std::max(a, b)
-                                           : std::min(a, b));
-      } else {
-        const int64_t a = y.getInt(o), b = upd.getInt(u);
-        y.setInt(o, reduction == "add"   ? a + b
-                    : reduction == "mul" ? a * b
-                    : reduction == "max" ? std::max(a, b)
-                                         : std::min(a, b));
-      }
-    }
+    for (int64_t e = 0; e < slice; ++e)
+      combineInto(y, off + e, upd, t * slice + e, reduction);
   }
 }
 
@@ -392,24 +396,12 @@ void scatterElementsK(KernelContext &c) {
   std::memcpy(y.data<uint8_t>(), data.data<uint8_t>(), data.size() * w);
   const int64_t axis = normAxis(c.step.getInt("axis", 0), data.rank());
   const auto ds = stridesOf(data.shape());
-  const bool fl = isFloat(data.dtype());
   for (int64_t u = 0; u < idx.size(); ++u) {
     const int64_t o = elementSource(idx, u, axis, data.shape(), ds);
-    if (reduction == "none") {
+    if (reduction == "none")
       std::memcpy(y.data<uint8_t>() + o * w, upd.data<uint8_t>() + u * w, w);
-    } else if (fl) {
-      const float a = y.getFloat(o), b = upd.getFloat(u);
-      y.setFloat(o, reduction == "add"   ? a + b
-                    : reduction == "mul" ? a * b
-                    : reduction == "max" ? std::max(a, b)
-                                         : std::min(a, b));
-    } else {
-      const int64_t a = y.getInt(o), b = upd.getInt(u);
-      y.setInt(o, reduction == "add"   ? a + b
-                  : reduction == "mul" ? a * b
-                  : reduction == "max" ? std::max(a, b)
-                                       : std::min(a, b));
-    }
+    else
+      combineInto(y, o, upd, u, reduction);
   }
 }
 
