@@ -441,14 +441,9 @@ private:
              was->second != now->second && (was->second == kFloat || was->second == low);
     };
     if (n.op_type() == "CastLike" && n.input_size() == 2 && retyped(n.input(1))) {
-      int to = type[n.input(1)];
-      n.set_op_type("Cast");
-      n.mutable_input()->RemoveLast();
-      n.clear_attribute();
-      auto *attr = n.add_attribute();
-      attr->set_name("to");
-      attr->set_type(onnx::AttributeProto::INT);
-      attr->set_i(to);
+      onnx::NodeProto cast = castNode(n.name(), n.input(0), n.output(0), type[n.input(1)]);
+      cast.mutable_unknown_fields()->MergeFrom(n.unknown_fields()); // IR 10 metadata_props
+      n = std::move(cast);
     }
     for (auto &in : *n.mutable_input())
       if (retyped(in))
