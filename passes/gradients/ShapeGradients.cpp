@@ -351,6 +351,13 @@ LogicalResult gatherElementsGrad(Context &c, GatherElementsOp ge) {
   return success();
 }
 
+/// A splat zero constant of `v`'s type.
+Value zerosLike(Context &c, Value v) {
+  auto type = typeOf(v);
+  return c.b.create<ConstantOp>(
+      c.loc, DenseElementsAttr::get(type, c.b.getZeroAttr(type.getElementType())));
+}
+
 /// GatherND: each gathered slice's gradient added back where it came from
 /// (ScatterND with reduction add into zeros; repeated tuples accumulate,
 /// in tuple order).
@@ -358,11 +365,8 @@ LogicalResult gatherNdGrad(Context &c, GatherNDOp op) {
   if (op.getBatchDims() != 0)
     return op->emitError("gradient of gather_nd with batch_dims ")
            << op.getBatchDims() << " is not supported (only 0)";
-  auto dataType = typeOf(op.getData());
-  Value zeros = c.b.create<ConstantOp>(
-      c.loc, DenseElementsAttr::get(dataType, c.b.getZeroAttr(dataType.getElementType())));
   c.grads[0] = c.make<ScatterNDOp>(
-      {zeros, op.getIndices(), c.g}, {c.b.getNamedAttr("reduction", c.b.getStringAttr("add"))});
+      {zerosLike(c, op.getData()), op.getIndices(), c.g}, {c.b.getNamedAttr("reduction", c.b.getStringAttr("add"))});
   return success();
 }
 
@@ -383,10 +387,7 @@ LogicalResult scatterGrad(Context &c, ScatterOp op, ArrayRef<NamedAttribute> axi
     c.grads[0] = c.g;
     return success();
   }
-  auto updType = typeOf(op.getUpdates());
-  Value zeros = c.b.create<ConstantOp>(
-      c.loc, DenseElementsAttr::get(updType, c.b.getZeroAttr(updType.getElementType())));
-  c.grads[0] = c.make<ScatterOp>({c.g, idx, zeros}, axis);
+  c.grads[0] = c.make<ScatterOp>({c.g, idx, zerosLike(c, op.getUpdates())}, axis);
   return success();
 }
 
