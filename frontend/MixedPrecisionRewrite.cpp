@@ -132,8 +132,8 @@ public:
         lowName(options.bf16 ? "bf16" : "fp16") {}
 
   bool run(std::string &error) {
-    paintIdentities();
     indexGraph();
+    paintIdentities();
     if (!retypeStorage(error))
       return false;
     castOutputs();
@@ -181,18 +181,14 @@ private:
   /// initializers): they take the precision all their users agree on;
   /// SequenceAt nodes, their split's.
   void paintIdentities() {
-    std::map<std::string, std::vector<const onnx::NodeProto *>> readers;
-    for (const auto &n : g.node())
-      for (const auto &in : n.input())
-        readers[in].push_back(&n);
     for (int i = g.node_size() - 1; i >= 0; --i) {
       const onnx::NodeProto &n = g.node(i);
       if (n.op_type() != "Identity" || lowNodes.count(nodeKey(n)) ||
-          !readers.count(n.output(0)))
+          !users.count(n.output(0)))
         continue;
       bool allLow = true;
-      for (const onnx::NodeProto *r : readers[n.output(0)]) {
-        auto it = lowNodes.find(nodeKey(*r));
+      for (int r : users[n.output(0)]) {
+        auto it = lowNodes.find(nodeKey(g.node(r)));
         allLow &= it != lowNodes.end() && it->second;
       }
       if (allLow)
@@ -200,14 +196,10 @@ private:
     }
     // SequenceAt picks a part of the split its SplitToSequence imported
     // as: the part has the split's precision.
-    std::map<std::string, const onnx::NodeProto *> producer;
-    for (const auto &n : g.node())
-      for (const auto &o : n.output())
-        producer[o] = &n;
     for (const auto &n : g.node())
       if (n.op_type() == "SequenceAt" && !lowNodes.count(nodeKey(n)) && n.input_size())
-        if (auto it = producer.find(n.input(0)); it != producer.end())
-          if (auto p = lowNodes.find(nodeKey(*it->second)); p != lowNodes.end())
+        if (auto it = producerIndex.find(n.input(0)); it != producerIndex.end())
+          if (auto p = lowNodes.find(nodeKey(g.node(it->second))); p != lowNodes.end())
             lowNodes[nodeKey(n)] = p->second;
   }
 
