@@ -398,8 +398,9 @@ softcapOf(Value v, SmallVectorImpl<Operation *> &dead) {
 /// split in two.
 std::optional<std::pair<int64_t, int64_t>> headsOf(RankedTensorType in,
                                                    RankedTensorType out) {
-  if (!in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != 3 ||
-      out.getRank() != 4 || in.getDimSize(0) != out.getDimSize(0) * out.getDimSize(1) ||
+  if (!in.hasStaticShape() || !out.hasStaticShape() || in.getRank() < 3 ||
+      out.getRank() != in.getRank() + 1 ||
+      in.getDimSize(0) != out.getDimSize(0) * out.getDimSize(1) ||
       in.getShape().drop_front() != out.getShape().drop_front(2))
     return std::nullopt;
   return std::pair{out.getDimSize(0), out.getDimSize(1)};
@@ -421,14 +422,14 @@ std::optional<RankedTensorType> rowsOfQuery(RankedTensorType q, ArrayRef<int64_t
   return q.clone({q.getDimSize(0), rows[1], rows[0], q.getDimSize(2)});
 }
 
-bool unmergeable(RankedTensorType bias, ArrayRef<int64_t> split) {
-  return bias.getRank() <= 2 ||
-         (bias.getRank() == 3 && bias.hasStaticShape() &&
+bool unmergeable(RankedTensorType bias, int64_t rank, ArrayRef<int64_t> split) {
+  return bias.getRank() < rank ||
+         (bias.getRank() == rank && bias.hasStaticShape() &&
           (bias.getDimSize(0) == 1 || bias.getDimSize(0) == split[0] * split[1]));
 }
 
 RankedTensorType unmergedType(RankedTensorType t, ArrayRef<int64_t> split) {
-  if (split.size() != 2 || t.getRank() != 3 || !t.hasStaticShape() ||
+  if (split.size() != 2 || t.getRank() < 3 || !t.hasStaticShape() ||
       t.getDimSize(0) != split[0] * split[1])
     return t;
   SmallVector<int64_t> shape(split);

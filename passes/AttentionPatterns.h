@@ -126,15 +126,18 @@ std::optional<std::pair<double, Value>>
 softcapOf(Value v, SmallVectorImpl<Operation *> &dead);
 
 /// Scores computed over merged batch and heads ([b * h, sq, skv], as
-/// torch.baddbmm and bmm on views write them; GPT-NeoX, Bloom):
-/// (b, h) where `out` is `in` [b * h, m, n] with its leading dimension
-/// split in two;
+/// torch.baddbmm and bmm on views write them; GPT-NeoX, Bloom), or over
+/// merged batch and windows ([b * w, h, sq, skv], Swin's window
+/// attention): (b, h) or (b, w) where `out` is `in` with its leading
+/// dimension split in two;
 std::optional<std::pair<int64_t, int64_t>> headsOf(RankedTensorType in,
                                                    RankedTensorType out);
-/// whether a bias of such scores is one of [b, h, sq, skv] scores once its
-/// leading dimension (b * h or 1) is split (Bloom's ALiBi [b * h, 1, skv]);
-bool unmergeable(RankedTensorType bias, ArrayRef<int64_t> split);
-/// `t` [b * h, m, n] as [b, h, m, n] for `split` = {b, h} (else `t`).
+/// whether a bias of such scores (of rank `rank`) is one of the split
+/// scores once its leading dimension (b * h or 1) is split, or leaves that
+/// dimension to broadcasting (Bloom's ALiBi [b * h, 1, skv], Swin's
+/// relative position bias [1, h, sq, skv]);
+bool unmergeable(RankedTensorType bias, int64_t rank, ArrayRef<int64_t> split);
+/// `t` [b * h, ...] as [b, h, ...] for `split` = {b, h} (else `t`).
 RankedTensorType unmergedType(RankedTensorType t, ArrayRef<int64_t> split);
 
 /// Multi-query scores with the heads among the rows (GPT-BigCode: Q [b, sq

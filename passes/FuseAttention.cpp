@@ -9,6 +9,9 @@
 //                            (composed with the export's own transpose),
 //                            optionally * c or / c, before or after it
 //   * c, / c            on the scores (folded into `scale`)
+//   * t                 on the product itself, t a tensor broadcasting
+//                       with its last two dimensions 1 (SwinV2's learned
+//                       per-head scale): moved onto Q as Q * t
 //   + bias              any float tensor broadcasting to the scores
 //   where(m, s, fill)   or where(m, fill, s), fill a scalar constant: the
 //                       mask becomes the bias where(m, 0, fill)...
@@ -16,6 +19,10 @@
 //   dropout(P, ratio, training)   optional: constant ratio and flag, the
 //                                 mask unread (the backward redraws it)
 //   matmul(P, V)
+//
+// Scores over merged leading dimensions ([b * h, sq, skv] of bmm exports,
+// [b * nw, h, sq, skv] of Swin's windows) viewed split for a mask and
+// back become one attention over the split dimensions, its output merged.
 //
 // A constant bias that is exactly a causal mask (0 on and below the offset
 // diagonal, -inf or below -1e30 above), or the causal and sliding-window
@@ -72,6 +79,7 @@ struct Match {
   // for the mask and softmax, and of the probabilities P V reads so.
   SmallVector<int64_t> rows, pvRows;
   double scale = 1.0;
+  Value qScale; // a per-head (or per-batch) scale tensor on the product
   bool zeroMaskedRows = false;
   double dropout = 0.0; // the fused dropout's ratio, 0 for none
   double softcap = 0.0; // c of c tanh(s / c) on the scaled scores, 0: none
@@ -196,8 +204,18 @@ public:
       }
       if (isa<MulOp, DivOp>(op)) {
         Value peeled = peelScale(s, m.scale, m.dead);
-        if (peeled == s)
-          return std::nullopt;
+        if (peeled == s) {
+          // SwinV2's cosine attention: the product times a learned
+          // [h, 1, 1] scale, the same for every query and key of a head:
+          // moved onto Q.
+          Value scale = tensorScaleOfProduct(op);
+          if (!scale || m.qScale)
+            return std::nullopt;
+          m.qScale = scale;
+          m.dead.push_back(op);
+          s = op->getOperand(op->getOperand(0) == scale ? 1 : 0);
+          continue;
+        }
         s = peeled;
         continue;
       }
@@ -219,7 +237,8 @@ public:
           continue;
         }
         Value bias = aScores ? add.getB() : add.getA();
-        if ((inMerged && !unmergeable(typeOf(bias), m.split)) || !m.rows.empty())
+        if ((inMerged && !unmergeable(typeOf(bias), typeOf(s).getRank(), m.split)) ||
+            !m.rows.empty())
           return std::nullopt;
         masks.push_back({bias, m.scale, false, inMerged});
         m.dead.push_back(op);
@@ -242,10 +261,12 @@ public:
       }
       if (auto rs = dyn_cast<ReshapeOp>(op)) {
         // A softmax over [b * h, sq, skv] scores viewed as heads for the
-        // mask (BART, Whisper: `w.view(b, h, q, k) + mask`, then back):
-        // the attention is built over heads and its output merged.
+        // mask (BART, Whisper: `w.view(b, h, q, k) + mask`, then back), or
+        // over [b * w, h, sq, skv] viewed as batch and windows (Swin's
+        // shifted windows: `w.view(b, nw, h, n, n) + mask`): the attention
+        // is built over the split and its output merged.
         if (auto heads = headsOf(typeOf(s), typeOf(rs.getData()));
-            heads && r == 3 && m.split.empty()) {
+            heads && m.split.empty()) {
           m.split = {heads->first, heads->second};
           headsView = true;
           m.dead.push_back(op);
@@ -305,7 +326,7 @@ public:
       if (!m.pvSplit.empty())
         return std::nullopt;
       m.pvSplit = m.split;
-      r = 4;
+      r += 1;
     }
     if (m.rows != m.pvRows || (!m.rows.empty() && !m.pvSplit.empty()))
       return std::nullopt;
@@ -348,6 +369,8 @@ public:
   void build(Match &m) {
     Location loc = m.pv->getLoc();
     b.setInsertionPoint(m.pv);
+    if (m.qScale) // (Q as the product read it: the scale broadcasts alike)
+      m.q = make<MulOp>(loc, {m.q, m.qScale});
     if (!m.split.empty()) {
       m.q = unmerge(loc, m.q, m.split, m.dead);
       m.k = unmerge(loc, m.k, m.split, m.dead);
@@ -395,7 +418,7 @@ public:
     for (const Mask &mask : pendingMasks) {
       Value term = mask.value;
       double outer = mask.outerScale;
-      if (mask.merged && typeOf(term).getRank() == 3)
+      if (mask.merged && typeOf(term).getRank() == r - 1)
         term = typeOf(term).getDimSize(0) == 1
                    ? reshapeTo(b, loc, term, unmergedType(typeOf(term), {1, 1}).getShape())
                    : unmerge(loc, term, m.split, m.dead);
@@ -510,6 +533,8 @@ private:
         rs && headsOf(typeOf(rs.getData()), typeOf(rs.getReshaped())))
       p = peelScale(rs.getData(), unused, none);
     Operation *op = p.getDefiningOp();
+    if (op && tensorScaleOfProduct(op)) // (SwinV2's cosine attention)
+      return true;
     if (isa_and_nonnull<AddOp, WhereOp>(op))
       return llvm::any_of(op->getOperands(), [&](Value x) {
         return typeOf(x) == typeOf(p) && leadsToProduct(x, depth + 1);
@@ -517,8 +542,34 @@ private:
     return isa_and_nonnull<MatMulOp>(op);
   }
 
-  /// `x` [b * h, m, n] as [b, h, m, n]: the tensor a reshape merged, or
-  /// a new reshape (through a transpose of the last two dimensions).
+  /// The tensor `t` of mul(product, t): the Q K^T product itself (used
+  /// once) times a float tensor that broadcasts to it with its last two
+  /// dimensions 1, so (Q K^T) t = (Q t) K^T; null otherwise.
+  static Value tensorScaleOfProduct(Operation *mul) {
+    if (!isa<MulOp>(mul))
+      return Value();
+    for (int side = 0; side < 2; ++side) {
+      Value p = mul->getOperand(side), t = mul->getOperand(1 - side);
+      auto pt = typeOf(p), tt = typeOf(t);
+      if (!p.getDefiningOp<MatMulOp>() || !singleUse(p) ||
+          typeOf(mul->getResult(0)) != pt || !tt.hasStaticShape() ||
+          tt.getRank() > pt.getRank() || tt.getElementType() != pt.getElementType())
+        continue;
+      int64_t off = pt.getRank() - tt.getRank();
+      bool fits = true;
+      for (int64_t i = 0; i < tt.getRank(); ++i) {
+        int64_t d = tt.getDimSize(i);
+        fits &= d == 1 || (i + off < pt.getRank() - 2 && d == pt.getDimSize(i + off));
+      }
+      if (fits)
+        return t;
+    }
+    return Value();
+  }
+
+  /// `x` [b * h, ..., m, n] as [b, h, ..., m, n]: the tensor a reshape
+  /// merged, or a new reshape (through a transpose of the last two
+  /// dimensions).
   Value unmerge(Location loc, Value x, ArrayRef<int64_t> split,
                 SmallVectorImpl<Operation *> &dead) {
     RankedTensorType want = unmergedType(typeOf(x), split);
@@ -528,12 +579,19 @@ private:
       return rs.getData();
     }
     auto t = x.getDefiningOp<TransposeOp>();
+    int64_t r = typeOf(x).getRank();
     if (t && singleUse(x) && t.getPerm() &&
-        llvm::ArrayRef<int64_t>(*t.getPerm()) == llvm::ArrayRef<int64_t>{0, 2, 1}) {
+        llvm::ArrayRef<int64_t>(*t.getPerm()) == ArrayRef<int64_t>(lastTwoSwapped(r))) {
       dead.push_back(t); // (K^T: the transpose composes with build()'s)
-      return transpose(loc, unmerge(loc, t.getX(), split, dead), {0, 1, 3, 2});
+      return transpose(loc, unmerge(loc, t.getX(), split, dead), lastTwoSwapped(r + 1));
     }
     return reshapeTo(b, loc, x, want.getShape());
+  }
+
+  static SmallVector<int64_t> lastTwoSwapped(int64_t rank) {
+    SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(perm[rank - 2], perm[rank - 1]);
+    return perm;
   }
 
   Value transpose(Location loc, Value x, ArrayRef<int64_t> perm) {

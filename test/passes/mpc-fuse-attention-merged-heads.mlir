@@ -154,3 +154,68 @@ func.func @bart_other_heads(%q3: tensor<8x16x8xf32>, %kt: tensor<8x8x16xf32>, %v
   %y = mpc.matmul %p, %v3 : (tensor<8x16x16xf32>, tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
   return %y : tensor<8x16x8xf32>
 }
+
+// torchvision's Swin (shifted windows): scores over merged batch and
+// windows [b * nw, h, n, n] with the relative position bias [1, h, n, n]
+// added, viewed [b, nw, h, n, n] for the shift's mask [1, nw, 1, n, n],
+// and back. One attention over [b, nw, h, n, d]; the bias term added
+// merged is split too, K's transpose folds away, the output is merged.
+// CHECK-LABEL: func.func @swin
+// CHECK-DAG: %[[Q:.*]] = mpc.reshape %arg0, %{{.*}} -> tensor<2x4x2x16x8xf32>
+// CHECK-DAG: %[[K:.*]] = mpc.reshape %arg1, %{{.*}} -> tensor<2x4x2x16x8xf32>
+// CHECK-DAG: %[[V:.*]] = mpc.reshape %arg2, %{{.*}} -> tensor<2x4x2x16x8xf32>
+// CHECK-DAG: %[[REL:.*]] = mpc.reshape %arg3, %{{.*}} -> tensor<1x1x2x16x16xf32>
+// CHECK: %[[B:.*]] = mpc.add %arg4, %[[REL]] : (tensor<1x4x1x16x16xf32>, tensor<1x1x2x16x16xf32>) -> tensor<1x4x2x16x16xf32>
+// CHECK: %[[Y:.*]], %{{.*}} = mpc.attention %[[Q]], %[[K]], %[[V]], %[[B]] {scale = 0.353553385 : f32}
+// CHECK: %[[M:.*]] = mpc.reshape %[[Y]], %{{.*}} -> tensor<8x2x16x8xf32>
+// CHECK-NOT: mpc.transpose
+// CHECK-NOT: mpc.softmax
+// CHECK: return %[[M]]
+// LOC-LABEL: func.func @swin
+// LOC: mpc.attention {{.*}} loc("/swin/MatMul_1")
+func.func @swin(%q: tensor<8x2x16x8xf32>, %k: tensor<8x2x16x8xf32>, %v: tensor<8x2x16x8xf32>, %rel: tensor<1x2x16x16xf32>, %shift: tensor<1x4x1x16x16xf32>) -> tensor<8x2x16x8xf32> {
+  %windows = mpc.constant dense<[2, 4, 2, 16, 16]> : tensor<5xi64>
+  %merged = mpc.constant dense<[8, 2, 16, 16]> : tensor<4xi64>
+  %c = mpc.constant dense<0.353553385> : tensor<f32>
+  %qs = mpc.mul %q, %c : (tensor<8x2x16x8xf32>, tensor<f32>) -> tensor<8x2x16x8xf32>
+  %kt = mpc.transpose %k {perm = array<i64: 0, 1, 3, 2>} : (tensor<8x2x16x8xf32>) -> tensor<8x2x8x16xf32>
+  %qk = mpc.matmul %qs, %kt : (tensor<8x2x16x8xf32>, tensor<8x2x8x16xf32>) -> tensor<8x2x16x16xf32>
+  %r = mpc.add %qk, %rel : (tensor<8x2x16x16xf32>, tensor<1x2x16x16xf32>) -> tensor<8x2x16x16xf32>
+  %w5 = mpc.reshape %r, %windows : (tensor<8x2x16x16xf32>, tensor<5xi64>) -> tensor<2x4x2x16x16xf32>
+  %m5 = mpc.add %w5, %shift : (tensor<2x4x2x16x16xf32>, tensor<1x4x1x16x16xf32>) -> tensor<2x4x2x16x16xf32>
+  %s = mpc.reshape %m5, %merged : (tensor<2x4x2x16x16xf32>, tensor<4xi64>) -> tensor<8x2x16x16xf32>
+  %p = mpc.softmax %s : (tensor<8x2x16x16xf32>) -> tensor<8x2x16x16xf32>
+  %y = mpc.matmul %p, %v : (tensor<8x2x16x16xf32>, tensor<8x2x16x8xf32>) -> tensor<8x2x16x8xf32> loc("/swin/MatMul_1")
+  return %y : tensor<8x2x16x8xf32>
+}
+
+// Left as written: the windows' view merged back across windows and
+// heads ([2, 4, 2, n, n] as [4, 4, n, n]), not into the product's
+// [b * nw, h]; and masked scores with a second reader.
+// CHECK-LABEL: func.func @swin_other_merge
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+// CHECK-LABEL: func.func @swin_extra_reader
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+func.func @swin_other_merge(%qk: tensor<8x2x16x16xf32>, %v: tensor<4x4x16x8xf32>, %shift: tensor<1x4x1x16x16xf32>) -> tensor<4x4x16x8xf32> {
+  %windows = mpc.constant dense<[2, 4, 2, 16, 16]> : tensor<5xi64>
+  %other = mpc.constant dense<[4, 4, 16, 16]> : tensor<4xi64>
+  %w5 = mpc.reshape %qk, %windows : (tensor<8x2x16x16xf32>, tensor<5xi64>) -> tensor<2x4x2x16x16xf32>
+  %m5 = mpc.add %w5, %shift : (tensor<2x4x2x16x16xf32>, tensor<1x4x1x16x16xf32>) -> tensor<2x4x2x16x16xf32>
+  %s = mpc.reshape %m5, %other : (tensor<2x4x2x16x16xf32>, tensor<4xi64>) -> tensor<4x4x16x16xf32>
+  %p = mpc.softmax %s : (tensor<4x4x16x16xf32>) -> tensor<4x4x16x16xf32>
+  %y = mpc.matmul %p, %v : (tensor<4x4x16x16xf32>, tensor<4x4x16x8xf32>) -> tensor<4x4x16x8xf32>
+  return %y : tensor<4x4x16x8xf32>
+}
+func.func @swin_extra_reader(%q: tensor<8x2x16x8xf32>, %kt: tensor<8x2x8x16xf32>, %v: tensor<8x2x16x8xf32>, %shift: tensor<1x4x1x16x16xf32>) -> (tensor<8x2x16x8xf32>, tensor<2x4x2x16x16xf32>) {
+  %windows = mpc.constant dense<[2, 4, 2, 16, 16]> : tensor<5xi64>
+  %merged = mpc.constant dense<[8, 2, 16, 16]> : tensor<4xi64>
+  %qk = mpc.matmul %q, %kt : (tensor<8x2x16x8xf32>, tensor<8x2x8x16xf32>) -> tensor<8x2x16x16xf32>
+  %w5 = mpc.reshape %qk, %windows : (tensor<8x2x16x16xf32>, tensor<5xi64>) -> tensor<2x4x2x16x16xf32>
+  %m5 = mpc.add %w5, %shift : (tensor<2x4x2x16x16xf32>, tensor<1x4x1x16x16xf32>) -> tensor<2x4x2x16x16xf32>
+  %s = mpc.reshape %m5, %merged : (tensor<2x4x2x16x16xf32>, tensor<4xi64>) -> tensor<8x2x16x16xf32>
+  %p = mpc.softmax %s : (tensor<8x2x16x16xf32>) -> tensor<8x2x16x16xf32>
+  %y = mpc.matmul %p, %v : (tensor<8x2x16x16xf32>, tensor<8x2x16x8xf32>) -> tensor<8x2x16x8xf32>
+  return %y, %m5 : tensor<8x2x16x8xf32>, tensor<2x4x2x16x16xf32>
+}

@@ -1,12 +1,13 @@
 """Writes the torch 2.x exports models/torch2-exports.test reads: tiny
-Hugging Face models (transformers 5) and a torchvision Swin exported by
+Hugging Face models (transformers 5), a torchvision Swin and a timm
+SwinV2 exported by
 torch.onnx.export's default, torch.export-based exporter, each with its
 inputs and torch's gradients of every parameter (NAME.onnx, NAME.INPUT.npy, NAME.grads.npz),
 and for the CNN (batch norm in training mode) its state after two SGD
 steps (cnn.trained.npz). `droppath` draws (stochastic depth): its
 gradients are those of torch's draws, not mpc's.
 
-Run with torch 2.15, torchvision 0.29 and transformers 5.25 (not what
+Run with torch 2.15, torchvision 0.29, transformers 5.25 and timm 1.0.31 (not what
 setup.sh installs: the outputs are committed); CI only reads them:
 
   PYTHONPATH=TORCH2_TORCHVISION_TRANSFORMERS5 python3 torch2_exports.py OUTDIR [NAME...]
@@ -84,6 +85,13 @@ class Classifier(torch.nn.Module):
 
     def forward(self, x, labels):
         return torch.nn.functional.cross_entropy(self.m(x), labels)
+
+
+def swin_v2():
+    import timm
+    return timm.models.swin_transformer_v2.SwinTransformerV2(
+        img_size=32, patch_size=4, window_size=4, embed_dim=32, depths=(2, 2),
+        num_heads=(2, 4), num_classes=10, drop_path_rate=0.0)
 
 
 class DropPath(torch.nn.Module):
@@ -188,6 +196,13 @@ def main():
         patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4],
         window_size=[4, 4], num_classes=10, stochastic_depth_prob=0.0)),
         [torch.randn(2, 3, 32, 32), torch.tensor([1, 7])], ["x", "labels"])
+    # timm's SwinV2 (cosine attention: a learned per-head scale on the
+    # product of normalized Q and K; continuous position bias), stochastic
+    # depth off so that torch's gradients are the reference. Needs timm
+    # (1.0.31), imported only for it.
+    models["swinv2"] = lambda: (Classifier(swin_v2()),
+                                [torch.randn(2, 3, 32, 32), torch.tensor([1, 7])],
+                                ["x", "labels"])
     models["droppath"] = lambda: (DropPath().train(), [torch.randn(8, 16), torch.arange(8)],
                                   ["x", "labels"])
     models["cnn"] = lambda: (CNN().train(), [torch.randn(4, 3, 8, 8), torch.tensor([1, 7, 3, 0])],
