@@ -44,6 +44,7 @@ CudaInfo probeCuda() {
                            std::to_string(major * 10 + minor) + ")");
   }
   info.available = true;
+  info.runsKernelSource = d.runsKernelSource && d.runsKernelSource();
   return info;
 }
 

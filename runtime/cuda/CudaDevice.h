@@ -23,6 +23,9 @@ struct CudaInfo {
   std::string reason;        // why not, in one line
   int driverVersion = 0;     // e.g. 13000
   std::vector<std::string> devices; // "NVIDIA H200 (sm_90)"
+  // The driver runs kernels.cu itself (the host emulation double): device
+  // code need not be built for it.
+  bool runsKernelSource = false;
 };
 
 /// Looks for the driver and a device; never fails loudly.

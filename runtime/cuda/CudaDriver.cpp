@@ -60,6 +60,7 @@ std::string Driver::load() {
     return std::string("the CUDA driver ") + path +
            " lacks a required entry point";
   }
+  sym(runsKernelSource, "mpcRunsKernelSource");
   return "";
 }
 

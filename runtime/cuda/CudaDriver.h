@@ -61,6 +61,10 @@ struct Driver {
   // ...and time the candidates of a library step (Tuning.cpp).
   Result (*eventSynchronize)(Handle);
   Result (*eventElapsedTime)(float *, Handle, Handle);
+  // Optional: exported only by a driver that builds DIR/kernels.cu itself
+  // when cuModuleLoad(DIR/kernels.fatbin) is called (the host emulation
+  // double, test/codegen/FakeCudaDriver.cpp), which needs no device code.
+  int (*runsKernelSource)() = nullptr;
 
   /// Loads the library and its symbols once; "" on success, else why not.
   std::string load();
