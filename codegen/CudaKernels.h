@@ -542,6 +542,9 @@ public:
                             bool store);
   void lossSum(Step &s, const std::string &name, int half, int64_t elements);
   bool crossEntropyGrad(Step &s, const std::string &name);
+  // Over [N, C, d1, ...] scores (CudaSpatialLossKernels.cpp).
+  bool spatialCrossEntropy(Step &s, const std::string &name);
+  bool spatialCrossEntropyGrad(Step &s, const std::string &name);
   bool allReduce(Step &s, const std::string &name);
   bool unscaleGrads(Step &s, const std::string &name);
   bool checkGrads(Step &s, const std::string &name);

@@ -41,6 +41,16 @@ static bool storesAnyFloat(OpId op) {
   }
 }
 
+/// A loss gradient over [N, C, d1, ...] scores: its kernel
+/// (CudaSpatialLossKernels.cpp) strides the classes and stores output 0
+/// itself, neither beside a cast nor counting what a cast flushes.
+static bool spatialLossGrad(const Plan &plan, const Step &s) {
+  return (s.op == OpId::SoftmaxCrossEntropyLossGrad ||
+          s.op == OpId::NegativeLogLikelihoodLossGrad) &&
+         s.inputs.size() > 1 && s.inputs[1] >= 0 &&
+         plan.values[s.inputs[1]].shape.size() > 2;
+}
+
 /// Gradient producers whose row kernel stores output 0 through rowEach,
 /// which counts what a stored gradient cast flushes (Emitter::rowEach).
 static bool countsStoredCast(OpId op) {
@@ -84,8 +94,9 @@ void fuseOutputCasts(Plan &plan,
                      const std::set<int> &outputs) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     Step &s = plan.steps[i];
-    if (!storesAnyFloat(s.op) || s.cuda.inOtherKernel() || s.cuda.isChain() ||
-        s.outputs.empty() || outputs.count(s.outputs[0]))
+    if (!storesAnyFloat(s.op) || spatialLossGrad(plan, s) ||
+        s.cuda.inOtherKernel() || s.cuda.isChain() || s.outputs.empty() ||
+        outputs.count(s.outputs[0]))
       continue;
     // What the kernel stores as output 0: the sum of the Add it computes
     // (cuda.epilogueAdd; the Add aliases output 0), or output 0.

@@ -56,8 +56,11 @@ void Emitter::lossSum(Step &s, const std::string &name, int half,
 bool Emitter::crossEntropy(Step &s, const std::string &name) {
   bool fromLogProb = s.op == OpId::NegativeLogLikelihoodLoss;
   const ValueInfo &x = val(s.inputs[0]);
+  if (x.shape.size() > 2)
+    return spatialCrossEntropy(s, name);
   if (x.shape.size() != 2)
-    return fail(s, "only [N, C] scores have a CUDA kernel yet");
+    return fail(s, "scores of rank " + std::to_string(x.shape.size()) +
+                       " (not [N, C, ...])");
   int64_t N = x.shape[0], C = x.shape[1];
   std::string red = s.getString("reduction", "mean");
   bool weights = s.inputs.size() > 2 && s.inputs[2] >= 0;
@@ -165,8 +168,11 @@ bool Emitter::crossEntropyRows(Step &s, const std::string &name) {
 bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   bool withSoftmax = s.op == OpId::SoftmaxCrossEntropyLossGrad;
   const ValueInfo &lp = val(s.inputs[1]);
+  if (lp.shape.size() > 2)
+    return spatialCrossEntropyGrad(s, name);
   if (lp.shape.size() != 2)
-    return fail(s, "only [N, C] scores have a CUDA kernel yet");
+    return fail(s, "scores of rank " + std::to_string(lp.shape.size()) +
+                       " (not [N, C, ...])");
   int64_t N = lp.shape[0], C = lp.shape[1];
   std::string red = s.getString("reduction", "mean");
   bool weights = s.inputs.size() > 3 && s.inputs[3] >= 0;

@@ -204,6 +204,30 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
              std::to_string(need) + ")";
     return "";
   }
+  // A loss over spatial scores [N, C, d1, ...] (CudaSpatialLossKernels.cpp):
+  // a double a row for the rows' losses, or one for the gradient's
+  // denominator.
+  if ((s.op == OpId::SoftmaxCrossEntropyLoss ||
+       s.op == OpId::NegativeLogLikelihoodLoss ||
+       s.op == OpId::SoftmaxCrossEntropyLossGrad ||
+       s.op == OpId::NegativeLogLikelihoodLossGrad) &&
+      !s.cuda.prologue.empty()) {
+    bool loss = s.op == OpId::SoftmaxCrossEntropyLoss ||
+                s.op == OpId::NegativeLogLikelihoodLoss;
+    size_t x = loss ? 0 : 1;
+    if (s.inputs.size() <= x || s.inputs[x] < 0 ||
+        s.inputs[x] >= (int)plan.values.size() ||
+        plan.values[s.inputs[x]].shape.size() < 3)
+      return "loss kernel with a prologue without [N, C, d1, ...] scores";
+    const Shape &shape = plan.values[s.inputs[x]].shape;
+    int64_t need = loss ? 8 * numElements(shape) / std::max<int64_t>(1, shape[1]) : 8;
+    if (s.cuda.scratch < need)
+      return "loss over [N, C, d1, ...] scores keeps " +
+             std::string(loss ? "its rows' losses" : "its denominator") + " in " +
+             std::to_string(s.cuda.scratch) + " bytes of scratch (needs " +
+             std::to_string(need) + ")";
+    return "";
+  }
   // A fold split over blocks (grid outputs x parts for its prologue): a
   // double a part for its value and each sibling sum it stores.
   if (cuda::isFoldOp(s.op) && !s.cuda.prologue.empty()) {

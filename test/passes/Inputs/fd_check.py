@@ -471,6 +471,16 @@ cases = [
                              ["loss"])],
          n(4, 5), labels=np.array([0, 3, 1, 4]),
          extra={"K": pos(5)}, loss="direct"),
+    # Spatial scores [N, C, H, W] against [N, H, W] labels (segmentation).
+    case("sce_spatial", [mk("SoftmaxCrossEntropyLoss", ["W", "L", "K"], ["loss"],
+                            ignore_index=2)],
+         n(2, 4, 3, 2), labels=np.array([[[0, 3], [2, 1], [1, 1]],
+                                          [[3, 0], [0, 2], [1, 3]]]),
+         extra={"K": pos(4)}, loss="direct"),
+    case("nll_spatial", [mk("NegativeLogLikelihoodLoss", ["W", "L"], ["loss"],
+                            reduction="sum")],
+         n(2, 4, 5), labels=np.array([[0, 3, 1, 1, 2], [2, 2, 0, 3, 1]]),
+         loss="direct"),
 ]
 
 worst, failed = 0.0, 0
