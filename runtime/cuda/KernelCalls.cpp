@@ -207,19 +207,17 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
   // A loss over spatial scores [N, C, d1, ...] (CudaSpatialLossKernels.cpp):
   // a double a row for the rows' losses, or one for the gradient's
   // denominator.
-  if ((s.op == OpId::SoftmaxCrossEntropyLoss ||
-       s.op == OpId::NegativeLogLikelihoodLoss ||
-       s.op == OpId::SoftmaxCrossEntropyLossGrad ||
+  // (Over [N, C] scores a loss's prologue writes the log-probabilities
+  // and takes no scratch.)
+  bool loss = s.op == OpId::SoftmaxCrossEntropyLoss ||
+              s.op == OpId::NegativeLogLikelihoodLoss;
+  size_t scores = loss ? 0 : 1;
+  if ((loss || s.op == OpId::SoftmaxCrossEntropyLossGrad ||
        s.op == OpId::NegativeLogLikelihoodLossGrad) &&
-      !s.cuda.prologue.empty()) {
-    bool loss = s.op == OpId::SoftmaxCrossEntropyLoss ||
-                s.op == OpId::NegativeLogLikelihoodLoss;
-    size_t x = loss ? 0 : 1;
-    if (s.inputs.size() <= x || s.inputs[x] < 0 ||
-        s.inputs[x] >= (int)plan.values.size() ||
-        plan.values[s.inputs[x]].shape.size() < 3)
-      return "loss kernel with a prologue without [N, C, d1, ...] scores";
-    const Shape &shape = plan.values[s.inputs[x]].shape;
+      !s.cuda.prologue.empty() && s.inputs.size() > scores &&
+      s.inputs[scores] >= 0 && s.inputs[scores] < (int)plan.values.size() &&
+      plan.values[s.inputs[scores]].shape.size() > 2) {
+    const Shape &shape = plan.values[s.inputs[scores]].shape;
     int64_t need = loss ? 8 * numElements(shape) / std::max<int64_t>(1, shape[1]) : 8;
     if (s.cuda.scratch < need)
       return "loss over [N, C, d1, ...] scores keeps " +
