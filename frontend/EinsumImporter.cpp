@@ -4,9 +4,9 @@
 // tensor cores: a label repeated within a term takes the diagonal (a
 // product with an identity and a sum), a label no other term nor the output
 // has is summed away, and the terms are contracted left to right as one
-// batched MatMul each: [batch, m, k] x [batch, k, n], the labels both share
-// and keep as the batch, the shared ones dropped as k, each side's own as
-// m and n; then a transpose to the output's order. Ellipsis dimensions are
+// batched MatMul each: [batch..., m, k] x [batch..., k, n], the labels both
+// share and keep as the batch (a dimension each), the shared ones dropped
+// as k, each side's own as m and n; then a transpose to the output's order. Ellipsis dimensions are
 // labels of their own, aligned from the right, broadcasting where one is
 // 1; the implicit output (no "->") is the ellipsis, then the labels seen
 // once in ASCII order (numpy's, which onnx's reference calls). Shapes must
@@ -136,6 +136,12 @@ public:
     return m.transpose(x, perm);
   }
 
+  Value reshapeTo(Value x, ArrayRef<int64_t> shape) {
+    if (typeOf(x).getShape() == shape)
+      return x;
+    return m.reshape(x, shape);
+  }
+
   Value reduceSum(Value x, ArrayRef<int64_t> axes) {
     if (axes.empty())
       return x;
@@ -204,17 +210,24 @@ public:
         other.push_back(l);
     broadcast(a, size);
     broadcast(b, size);
+    // The batch labels stay dimensions of their own (a batched MatMul of
+    // any rank), so the product has the shape torch's einsum attention
+    // (MaxViT's [b, g, h, i, d] x [b, g, h, j, d]) would have as a MatMul.
     auto arrange = [&](Labeled &t, ArrayRef<SmallVector<int> *> groups) {
       SmallVector<int64_t> perm, merged;
       for (SmallVector<int> *g : groups) {
         int64_t n = 1;
         for (int l : *g) {
           perm.push_back(llvm::find(t.labels, l) - t.labels.begin());
-          n *= size.at(l);
+          if (g == groups.front())
+            merged.push_back(size.at(l));
+          else
+            n *= size.at(l);
         }
-        merged.push_back(n);
+        if (g != groups.front())
+          merged.push_back(n);
       }
-      return m.reshape(transposeTo(t.x, perm), merged);
+      return reshapeTo(transposeTo(t.x, perm), merged);
     };
     Value x = arrange(a, {&batch, &own, &shared}),
           y = arrange(b, {&batch, &shared, &other});
@@ -226,7 +239,7 @@ public:
         out.labels.push_back(l);
         shape.push_back(size.at(l));
       }
-    out.x = m.reshape(z, shape);
+    out.x = reshapeTo(z, shape);
     return out;
   }
 

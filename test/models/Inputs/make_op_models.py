@@ -219,3 +219,23 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "einsum.onnx"))
+
+# Attention written with einsum over three batch labels (torchvision's
+# MaxViT: [b, g, h, i, d] x [b, g, h, j, d], a relative position bias,
+# softmax, then the values): mpc-fuse-attention's form once imported.
+q5 = [2, 3, 2, 4, 8]
+nodes = [helper.make_node("Mul", ["q", "scale"], ["qs"]),
+         helper.make_node("Einsum", ["qs", "k"], ["scores"], equation="bghid,bghjd->bghij"),
+         helper.make_node("Add", ["scores", "bias"], ["biased"]),
+         helper.make_node("Softmax", ["biased"], ["probs"], axis=-1),
+         helper.make_node("Einsum", ["probs", "v"], ["y"], equation="bghij,bghjd->bghid")]
+graph = helper.make_graph(
+    nodes, "einsum_attention",
+    [helper.make_tensor_value_info(n, F, q5) for n in "qkv"] +
+    [helper.make_tensor_value_info("bias", F, [2, 4, 4])],
+    [helper.make_tensor_value_info("y", F, q5)],
+    [numpy_helper.from_array(np.array(0.35, np.float32), "scale")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "einsum_attention.onnx"))
