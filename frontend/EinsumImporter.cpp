@@ -6,11 +6,11 @@
 // has is summed away, and the terms are contracted left to right as one
 // batched MatMul each: [batch..., m, k] x [batch..., k, n], the labels both
 // share and keep as the batch (a dimension each), the shared ones dropped
-// as k, each side's own as m and n; then a transpose to the output's order. Ellipsis dimensions are
-// labels of their own, aligned from the right, broadcasting where one is
-// 1; the implicit output (no "->") is the ellipsis, then the labels seen
-// once in ASCII order (numpy's, which onnx's reference calls). Shapes must
-// be static (bind the batch with --batch).
+// as k, each side's own as m and n; then a transpose to the output's
+// order. Ellipsis dimensions are labels of their own, aligned from the
+// right, broadcasting where one is 1; the implicit output (no "->") is the
+// ellipsis, then the labels seen once in ASCII order (numpy's, which onnx's
+// reference calls). Shapes must be static (bind the batch with --batch).
 //
 //===----------------------------------------------------------------------===//
 
