@@ -29,6 +29,14 @@ std::optional<SmallVector<bool>> boolConstant(Value v);
 /// other operand, `scale` multiplied; otherwise `v` itself.
 Value peelScale(Value v, double &scale, SmallVectorImpl<Operation *> &dead);
 
+/// Whether `v` is the QK^T product, possibly scaled (and capped), with
+/// other masks added or applied on the way.
+bool leadsToProduct(Value v, int depth = 0);
+/// The tensor `t` of mul(product, t): the Q K^T product itself (used
+/// once) times a float tensor that broadcasts to it with its last two
+/// dimensions 1, so (Q K^T) t = (Q t) K^T; null otherwise.
+Value tensorScaleOfProduct(Operation *mul);
+
 /// The where(isnan(P), 0, P) that is P's only reader besides the test
 /// (torch 2's decomposed SDPA, its "safe softmax"), or null.
 WhereOp nanGuardOf(Value probs);

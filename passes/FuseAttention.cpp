@@ -519,54 +519,6 @@ public:
   }
 
 private:
-  /// Whether `v` is the QK^T product, possibly scaled (and capped), with
-  /// other masks added or applied on the way.
-  bool leadsToProduct(Value v, int depth = 0) {
-    double unused = 1.0;
-    SmallVector<Operation *> none;
-    if (depth > 8)
-      return false;
-    if (auto cap = softcapOf(v, none)) // (through a softcap)
-      v = cap->second;
-    Value p = peelScale(v, unused, none);
-    if (auto rs = p.getDefiningOp<ReshapeOp>();
-        rs && headsOf(typeOf(rs.getData()), typeOf(rs.getReshaped())))
-      p = peelScale(rs.getData(), unused, none);
-    Operation *op = p.getDefiningOp();
-    if (op && tensorScaleOfProduct(op)) // (SwinV2's cosine attention)
-      return true;
-    if (isa_and_nonnull<AddOp, WhereOp>(op))
-      return llvm::any_of(op->getOperands(), [&](Value x) {
-        return typeOf(x) == typeOf(p) && leadsToProduct(x, depth + 1);
-      });
-    return isa_and_nonnull<MatMulOp>(op);
-  }
-
-  /// The tensor `t` of mul(product, t): the Q K^T product itself (used
-  /// once) times a float tensor that broadcasts to it with its last two
-  /// dimensions 1, so (Q K^T) t = (Q t) K^T; null otherwise.
-  static Value tensorScaleOfProduct(Operation *mul) {
-    if (!isa<MulOp>(mul))
-      return Value();
-    for (int side = 0; side < 2; ++side) {
-      Value p = mul->getOperand(side), t = mul->getOperand(1 - side);
-      auto pt = typeOf(p), tt = typeOf(t);
-      if (!p.getDefiningOp<MatMulOp>() || !singleUse(p) ||
-          typeOf(mul->getResult(0)) != pt || !tt.hasStaticShape() ||
-          tt.getRank() > pt.getRank() || tt.getElementType() != pt.getElementType())
-        continue;
-      int64_t off = pt.getRank() - tt.getRank();
-      bool fits = true;
-      for (int64_t i = 0; i < tt.getRank(); ++i) {
-        int64_t d = tt.getDimSize(i);
-        fits &= d == 1 || (i + off < pt.getRank() - 2 && d == pt.getDimSize(i + off));
-      }
-      if (fits)
-        return t;
-    }
-    return Value();
-  }
-
   /// `x` [b * h, ..., m, n] as [b, h, ..., m, n]: the tensor a reshape
   /// merged, or a new reshape (through a transpose of the last two
   /// dimensions).

@@ -12,6 +12,9 @@
 #include "KernelBuild.h"
 #include "Commands.h"
 #include "Nvrtc.h"
+#include "codegen/CudaEmitter.h"
+#include "runtime/PlanIO.h"
+#include "runtime/cuda/CudaDevice.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -428,5 +431,40 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
                        .count();
   return true;
 }
+
+bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
+                     std::string &dir, std::string &error) {
+  mlir::mpc::CudaModule cuda;
+  plan.cudaArch = {rt::deviceArch(gpu.devices[0])}; // (tiles sized for it)
+  if (!mlir::mpc::emitCuda(plan, cuda, error))
+    return false;
+  SmallString<128> path;
+  if (sys::fs::createUniqueDirectory("mpc-train-cuda", path))
+    return (error = "cannot create a directory for the CUDA kernels", false);
+  dir = path.str().str();
+  KernelBuildOptions build;
+  build.arch = {rt::deviceArch(gpu.devices[0])};
+  build.cacheDir = defaultKernelCacheDir();
+  build.jobs = std::max(1u, std::thread::hardware_concurrency());
+  KernelBuildResult built;
+  if (!rt::writeFileAtomically(dir + "/kernels.cu", cuda.source, error))
+    return false;
+  if (gpu.runsKernelSource) { // (the host emulation: an empty kernels.fatbin)
+    if (!rt::writeFileAtomically(dir + "/kernels.fatbin", "", error))
+      return false;
+  } else if (!buildKernels(cuda, dir, build, built, error)) {
+    return false;
+  }
+  for (const std::string &w : built.warnings)
+    errs() << "mpc: warning: " << w << "\n";
+  if (built.compiler.empty() && !gpu.runsKernelSource)
+    return (error = "--device cuda needs NVRTC or nvcc to build the kernels",
+            false);
+  outs() << "training on " << gpu.devices[0] << " (" << cuda.launches.size()
+         << " kernel launches a step, " << cuda.kernels.size()
+         << " distinct CUDA kernels in " << dir << ")\n";
+  return true;
+}
+
 
 } // namespace mpc

@@ -20,6 +20,11 @@
 
 namespace mpc {
 
+namespace rt {
+struct Plan;
+struct CudaInfo;
+} // namespace rt
+
 struct KernelBuildOptions {
   std::vector<std::string> arch; // sm_80, ...: code for each, PTX for the newest
   std::string cacheDir;          // empty: no cache
@@ -53,6 +58,13 @@ std::vector<std::string> supportedArchs();
 bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
                   const KernelBuildOptions &options, KernelBuildResult &result,
                   std::string &error);
+
+/// `mpc train --device cuda`: the plan's kernels built for this GPU's arch
+/// in a fresh directory (through the kernel cache), `dir`; a driver that
+/// runs kernels.cu itself (the host emulation) gets it and an empty
+/// kernels.fatbin. Prints the "training on" line.
+bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu, std::string &dir,
+                     std::string &error);
 
 } // namespace mpc
 
