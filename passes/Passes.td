@@ -279,6 +279,45 @@ def FoldLinearBias : Pass<"mpc-fold-linear-bias", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def FoldConstants : Pass<"mpc-fold-constants", "::mlir::ModuleOp"> {
+  let summary = "Compute once, at compile time, what the graph computes from "
+                "constants alone";
+  let description = [{
+    Exporters leave computations on constants that every step would run
+    again: Swin's shifted-window mask (ScatterND slice assignments, Sub,
+    Equal, Where), rotary tables (cos and sin of positions times inv_freq),
+    casts and transposes of index tables. This pass evaluates them with
+    the CPU backend's kernels - the numerics contract's reference, so the
+    bits are those the CPU backend computes each step - and the values the
+    rest of the graph reads become `mpc.constant`s at the locations of the
+    ops that computed them. Only ops whose result the contract fixes are
+    evaluated: elementwise ops, casts, comparisons, Where, data movement
+    (shape ops, gathers, scatters, Pad, Expand, Tile), Trilu, Range,
+    OneHot, ArgMax/ArgMin, ReduceMax/ReduceMin; never GEMMs, convolutions,
+    attention, norms, softmax, float sums, random draws or training ops. A
+    value over `max-bytes`, or a broadcast (Expand, Tile) that enlarges at
+    the edge, stays computed (its inputs are folded).
+
+    Before:
+    ```mlir
+    %f = mpc.constant dense<[1.0, 0.5]> : tensor<2xf32>
+    %c = mpc.cos %f : (tensor<2xf32>) -> tensor<2xf32>
+    %y = mpc.mul %x, %c : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    ```
+    After:
+    ```mlir
+    %c = mpc.constant dense<[0.540302277, 0.87758255]> : tensor<2xf32>
+    %y = mpc.mul %x, %c : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"16 << 20",
+           "The largest value made a constant; larger ones stay computed">,
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def StableLogs : Pass<"mpc-stable-logs", "::mlir::ModuleOp"> {
   let summary = "Rewrite log(sigmoid), log(1 - sigmoid) and log(softmax) to "
                 "forms that stay finite";

@@ -180,6 +180,8 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o,
     pm.addPass(createInsertCasts());
   }
   pm.addPass(createFoldLinearBias()); // once the types are decided
+  if (o.foldConstants)
+    pm.addPass(createFoldConstants()); // after the fusions read the masks
 }
 
 /// A pipeline that can refuse its options: PassPipelineRegistration's
@@ -204,6 +206,23 @@ void registerPipeline(StringRef arg, StringRef description,
       [](function_ref<void(const detail::PassOptions &)> optHandler) {
         optHandler(Options());
       });
+}
+
+void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
+  OptimizerOptions opt;
+  opt.kind = StringRef(o.optimizer).lower();
+  opt.lr = o.lr;
+  opt.momentum = o.momentum;
+  opt.weightDecay = o.weightDecay;
+  if (o.adamBetas.size() == 2) {
+    opt.beta1 = o.adamBetas[0];
+    opt.beta2 = o.adamBetas[1];
+  }
+  pm.addPass(createOptimizer(opt));
+  if (o.unscaleInOptimizer)
+    pm.addPass(createUnscaleInOptimizer());
+  if (o.halfWeightsInOptimizer && o.isLow())
+    pm.addPass(createHalfWeightsInOptimizer());
 }
 
 } // namespace
@@ -238,22 +257,10 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
     if (spec.options.mode != "none")
       pm.addPass(createLossScaling(spec.options));
   }
-  if (StringRef(o.optimizer).lower() == "none")
-    return;
-  OptimizerOptions opt;
-  opt.kind = StringRef(o.optimizer).lower();
-  opt.lr = o.lr;
-  opt.momentum = o.momentum;
-  opt.weightDecay = o.weightDecay;
-  if (o.adamBetas.size() == 2) {
-    opt.beta1 = o.adamBetas[0];
-    opt.beta2 = o.adamBetas[1];
-  }
-  pm.addPass(createOptimizer(opt));
-  if (o.unscaleInOptimizer)
-    pm.addPass(createUnscaleInOptimizer());
-  if (o.halfWeightsInOptimizer && o.isLow())
-    pm.addPass(createHalfWeightsInOptimizer());
+  if (StringRef(o.optimizer).lower() != "none")
+    addOptimizerPasses(pm, o);
+  if (o.foldConstants)
+    pm.addPass(createFoldConstants()); // what gradient rules built on them
 }
 
 void setTrainTarget(TrainPipelineOptions &o, bool cuda) {

@@ -45,6 +45,11 @@ struct PrecisionOptions : public PassPipelineOptions<Derived> {
   typename Self::template Option<bool> fuseAttention{
       *this, "fuse-attention",
       llvm::cl::desc("Run mpc-fuse-attention first"), llvm::cl::init(true)};
+  typename Self::template Option<bool> foldConstants{
+      *this, "fold-constants",
+      llvm::cl::desc("Run mpc-fold-constants last: compute what constants "
+                     "alone compute once, at compile time"),
+      llvm::cl::init(true)};
   typename Self::template Option<std::string> layout{
       *this, "layout",
       llvm::cl::desc("nchw | nhwc: the layout convolution regions run in "

@@ -29,6 +29,12 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                              "memory-linear attention op (default on; "
                              "=false keeps them as written)"),
                     cl::init(true), cl::sub(sub)),
+      foldConstants("fold-constants",
+                    cl::desc("Compute once, at compile time, what the graph "
+                             "computes from constants alone (masks, rotary "
+                             "tables; default on; =false computes them each "
+                             "run)"),
+                    cl::init(true), cl::sub(sub)),
       layout("layout",
              cl::desc("nchw | nhwc: the layout convolution regions run in. "
                       "nhwc runs them channels last (NHWC data, KRSC "
@@ -60,6 +66,7 @@ static void applyShared(const PrecisionFlags &f,
   o.ampKeepFp32 = ArrayRef<std::string>(f.ampKeepFp32);
   o.ampConfig = f.ampConfig.getValue();
   o.fuseAttention = f.fuseAttention.getValue();
+  o.foldConstants = f.foldConstants.getValue();
   o.layout = f.layout.getValue();
 }
 

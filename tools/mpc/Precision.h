@@ -21,7 +21,7 @@ struct PrecisionFlags {
   llvm::cl::opt<std::string> precision;
   llvm::cl::list<std::string> ampAllow, ampDeny, ampKeepFp32;
   llvm::cl::opt<std::string> ampConfig;
-  llvm::cl::opt<bool> fuseAttention;
+  llvm::cl::opt<bool> fuseAttention, foldConstants;
   llvm::cl::opt<std::string> layout;
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
