@@ -72,13 +72,25 @@ bool parseFreezeSpecs(const std::vector<std::string> &specs,
                       std::map<std::string, std::string> &frozen,
                       std::string &error);
 
+/// Parses --dim NAME=SIZE specs (a symbolic dimension's ONNX dim_param and
+/// the size it takes); false with `error` naming a malformed one.
+bool parseDimSpecs(const std::vector<std::string> &specs,
+                   std::map<std::string, int64_t> &dims, std::string &error);
+
 /// Imports `model` into `ctx` (the mpc dialect loaded) with a batch of
-/// `batch` bound (0: symbolic) and the --freeze specs given; null with a
-/// one-line `error`.
+/// `batch` bound (0: symbolic), the --freeze and --dim specs given; null
+/// with a one-line `error`.
 mlir::OwningOpRef<mlir::ModuleOp>
 importWithBatch(mlir::MLIRContext &ctx, const std::string &model,
                 int64_t batch, std::string &error,
-                const std::vector<std::string> &freezeSpecs = {});
+                const std::vector<std::string> &freezeSpecs = {},
+                const std::vector<std::string> &dimSpecs = {});
+
+/// The first graph input dimension the import left without a size, as a
+/// sentence saying how to bind it ("" when every input is static): what
+/// `mpc compile` needs before any pass, which would otherwise fail on the
+/// first op that needs the size.
+std::string unboundInputDim(mlir::ModuleOp module);
 
 /// --weights seed:N: every float mpc.param of rt::kSeededMinElements or
 /// more elements takes the runtime's draws (runtime/SeededWeights.h) with

@@ -94,6 +94,12 @@ static cl::list<std::string> freeze(
     cl::sub(compileCommand));
 static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
                               cl::sub(compileCommand));
+static cl::list<std::string>
+    dims("dim",
+         cl::desc("Bind a symbolic input dimension by its ONNX name "
+                  "(dim_param), as an export's sequence length: --dim "
+                  "NAME=SIZE (repeatable)"),
+         cl::sub(compileCommand));
 static cl::opt<std::string> weightsSpec(
     "weights",
     cl::desc("seed:N: draw every float parameter of 4096 or more elements "
@@ -392,9 +398,11 @@ int runCompile() {
     return reportError(error);
 
   mlir::MLIRContext ctx;
-  auto module = importWithBatch(ctx, model, batch, error, freeze);
+  auto module = importWithBatch(ctx, model, batch, error, freeze, dims);
   if (!module || !seedWeights(*module, weightsSpec, error))
     return reportError(error);
+  if (std::string why = unboundInputDim(*module); !why.empty())
+    return reportError(model + ": " + why);
   PhaseList phases;
   if (!readPhaseList(phaseFlags, recipe, lossScaler,
                      lossScaler.getNumOccurrences() > 0, phases, error))

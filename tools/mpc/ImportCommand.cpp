@@ -102,15 +102,9 @@ int runImport() {
     return reportError("--batch must be positive");
   if (batch > 0)
     options.batch = batch;
-  for (const std::string &d : dims) {
-    auto [name, value] = StringRef(d).split('=');
-    int64_t size;
-    if (name.empty() || value.getAsInteger(10, size) || size < 0)
-      return reportError("--dim expects NAME=SIZE, got '" + d + "'");
-    options.dims[name.str()] = size;
-  }
   std::string error;
-  if (!parseFreezeSpecs(freeze, options.frozenInputs, error))
+  if (!parseDimSpecs(dims, options.dims, error) ||
+      !parseFreezeSpecs(freeze, options.frozenInputs, error))
     return reportError(error);
 
   auto module = mlir::mpc::importModelFile(ctx, options, error);
@@ -150,18 +144,63 @@ int runImport() {
                                                        : reportError(error);
 }
 
+bool parseDimSpecs(const std::vector<std::string> &specs,
+                   std::map<std::string, int64_t> &dims, std::string &error) {
+  for (const std::string &d : specs) {
+    auto [name, value] = StringRef(d).split('=');
+    int64_t size;
+    if (name.empty() || value.getAsInteger(10, size) || size <= 0) {
+      error = "--dim expects NAME=SIZE with a positive size, got '" + d + "'";
+      return false;
+    }
+    dims[name.str()] = size;
+  }
+  return true;
+}
+
 mlir::OwningOpRef<mlir::ModuleOp>
 importWithBatch(mlir::MLIRContext &ctx, const std::string &model,
                 int64_t batch, std::string &error,
-                const std::vector<std::string> &freezeSpecs) {
+                const std::vector<std::string> &freezeSpecs,
+                const std::vector<std::string> &dimSpecs) {
   ctx.loadDialect<mlir::mpc::MpcDialect, mlir::func::FuncDialect>();
   mlir::mpc::ImportOptions options;
   options.modelPath = model;
   if (batch > 0)
     options.batch = batch;
-  if (!parseFreezeSpecs(freezeSpecs, options.frozenInputs, error))
+  if (!parseDimSpecs(dimSpecs, options.dims, error) ||
+      !parseFreezeSpecs(freezeSpecs, options.frozenInputs, error))
     return nullptr;
   return mlir::mpc::importModelFile(ctx, options, error);
+}
+
+std::string unboundInputDim(mlir::ModuleOp module) {
+  mlir::func::FuncOp f = mlir::mpc::entryFunction(module);
+  if (!f || f.isExternal())
+    return "";
+  for (mlir::BlockArgument arg : f.getArguments()) {
+    unsigned n = arg.getArgNumber();
+    auto input = f.getArgAttrOfType<mlir::StringAttr>(n, "mpc.input");
+    auto t = llvm::dyn_cast<mlir::RankedTensorType>(arg.getType());
+    if (!input || !t)
+      continue;
+    auto names = f.getArgAttrOfType<mlir::ArrayAttr>(n, "mpc.dim_params");
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (!t.isDynamicDim(i))
+        continue;
+      auto name = names && i < (int64_t)names.size()
+                      ? llvm::dyn_cast<mlir::StringAttr>(names[i])
+                      : mlir::StringAttr();
+      std::string where = "input '" + input.str() + "' dimension " +
+                          std::to_string(i);
+      if (name && !name.getValue().empty())
+        return where + " ('" + name.str() + "') has no size; bind it with --dim " +
+               name.str() + "=SIZE";
+      return where + " has no size and no name to bind; export it with a "
+                     "fixed size or a named (dim_param) dimension";
+    }
+  }
+  return "";
 }
 
 bool seedWeights(mlir::ModuleOp module, const std::string &spec,
