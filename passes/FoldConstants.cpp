@@ -15,8 +15,8 @@
 // and selection, data movement, Trilu, Range, OneHot, ArgMax/ArgMin and
 // ReduceMax/ReduceMin. Not GEMMs, convolutions, attention, norms, softmax
 // or float sums (their accumulation order is the backend's), nor random
-// draws or training ops. A value over `max-bytes` is left to be computed,
-// and so is a broadcast (Expand, Tile) at the edge, its input folded: a
+// draws or training ops. No value over `max-bytes` is computed here, and
+// a broadcast (Expand, Tile) at the edge stays, its input folded: a
 // constant should not outgrow the work it saves. Runs after the fusion
 // passes, which read masks computed from constants as attention bands
 // without materializing them.
@@ -99,8 +99,12 @@ struct Folder {
       if (!llvm::all_of(op.getOperands(),
                         [&](Value v) { return isConstant(v); }))
         continue;
-      if (llvm::all_of(op.getResults(),
-                       [](Value r) { return bytesOf(r).has_value(); }))
+      // Nothing over max-bytes is computed here, not even on the way to a
+      // small result: the compile would hold it.
+      if (llvm::all_of(op.getResults(), [&](Value r) {
+            std::optional<uint64_t> bytes = bytesOf(r);
+            return bytes && *bytes <= maxBytes;
+          }))
         folded.insert(&op);
     }
   }
@@ -119,26 +123,15 @@ struct Folder {
       drop(user);
   }
 
-  /// Leaves the ops whose read results would be too large a constant;
-  /// their operands become the edge instead, so this repeats until none is.
-  void keepLargeEdges() {
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (Operation *op : llvm::reverse(folded.getArrayRef())) {
-        bool broadcast = isa<ExpandOp, TileOp>(op);
-        bool large = llvm::any_of(op->getResults(), [&](Value r) {
-          if (!readOutside(r))
-            return false;
-          uint64_t bytes = *bytesOf(r);
-          return bytes > maxBytes ||
-                 (broadcast && bytes > bytesOf(op->getOperand(0)).value_or(0));
-        });
-        if (large) {
-          drop(op);
-          changed = true;
-          break;
-        }
-      }
+  /// Leaves a broadcast (Expand, Tile) whose larger result is read outside
+  /// to be computed: its input becomes the constant instead.
+  void keepBroadcastEdges() {
+    for (Operation *op : llvm::to_vector(llvm::reverse(folded.getArrayRef()))) {
+      if (!folded.contains(op) || !isa<ExpandOp, TileOp>(op))
+        continue;
+      uint64_t in = bytesOf(op->getOperand(0)).value_or(0);
+      if (readOutside(op->getResult(0)) && *bytesOf(op->getResult(0)) > in)
+        drop(op);
     }
   }
 
@@ -216,7 +209,7 @@ struct FoldConstants
         continue;
       Folder folder{f, (uint64_t)maxBytes, {}};
       folder.collect();
-      folder.keepLargeEdges();
+      folder.keepBroadcastEdges();
       folder.fold();
     }
   }

@@ -294,9 +294,10 @@ def FoldConstants : Pass<"mpc-fold-constants", "::mlir::ModuleOp"> {
     evaluated: elementwise ops, casts, comparisons, Where, data movement
     (shape ops, gathers, scatters, Pad, Expand, Tile), Trilu, Range,
     OneHot, ArgMax/ArgMin, ReduceMax/ReduceMin; never GEMMs, convolutions,
-    attention, norms, softmax, float sums, random draws or training ops. A
-    value over `max-bytes`, or a broadcast (Expand, Tile) that enlarges at
-    the edge, stays computed (its inputs are folded).
+    attention, norms, softmax, float sums, random draws or training ops. No
+    value over `max-bytes` is computed (not even on the way to a small
+    one), and a broadcast (Expand, Tile) that enlarges at the edge stays
+    computed, its input folded.
 
     Before:
     ```mlir
@@ -312,7 +313,7 @@ def FoldConstants : Pass<"mpc-fold-constants", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"16 << 20",
-           "The largest value made a constant; larger ones stay computed">,
+           "The largest value computed at compile time; larger ones stay computed each run">,
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect",
                            "::mlir::func::FuncDialect"];

@@ -67,6 +67,13 @@ func.func @shift_mask(%s: tensor<3x3xf32>) -> tensor<3x3xf32> {
 // SMALL-LABEL: func.func @over_max_bytes
 // SMALL: %[[P:.*]] = mpc.mul
 // SMALL: mpc.add %arg0, %[[P]]
+// Nor is one computed on the way to a small result.
+// SMALL-LABEL: func.func @large_on_the_way
+// SMALL: mpc.mul
+// SMALL: mpc.reduce_max
+// CHECK-LABEL: func.func @large_on_the_way
+// CHECK: %[[M:.*]] = mpc.constant dense<1.600000e+01> : tensor<f32>
+// CHECK-NEXT: mpc.add %arg0, %[[M]]
 func.func @broadcast_edge(%x: tensor<8x4xf32>) -> tensor<8x4xf32> {
   %a = mpc.constant dense<[[1.0, 2.0, 3.0, 4.0]]> : tensor<1x4xf32>
   %two = mpc.constant dense<2.0> : tensor<f32>
@@ -83,6 +90,15 @@ func.func @over_max_bytes(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %p = mpc.mul %a, %two : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
   %y = mpc.add %x, %p : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
+}
+
+func.func @large_on_the_way(%x: tensor<f32>) -> tensor<f32> {
+  %a = mpc.constant dense<[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]> : tensor<2x4xf32>
+  %two = mpc.constant dense<2.0> : tensor<f32>
+  %p = mpc.mul %a, %two : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %m = mpc.reduce_max %p {keepdims = false} : (tensor<2x4xf32>) -> tensor<f32>
+  %y = mpc.add %x, %m : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %y : tensor<f32>
 }
 
 // Left as written: a product and a float sum of constants (their
