@@ -263,6 +263,7 @@ def Mpc_PadOp : Mpc_Op<"pad", [Mpc_Clear, Pure, Mpc_InferCustom]> {
                    DenseI64ArrayAttr:$pads, OptionalAttr<DenseI64ArrayAttr>:$axes,
                    DefaultValuedStrAttr<StrAttr, "constant">:$mode);
   let results = (outs Mpc_AnyTensor:$y);
+  let hasFolder = 1;
 }
 
 def Mpc_GatherOp : Mpc_Op<"gather", [Mpc_Clear, Pure, Mpc_InferCustom]> {

@@ -12,6 +12,12 @@
 // results in range order; slices of other axes or that overlap or leave a
 // gap stay as written. The values are the same: both copy.
 //
+// Selects are slices too: torchvision's Swin takes q, k, v = qkv[0],
+// qkv[1], qkv[2] of its permuted projection, which torch exports as
+// Gathers of scalar indices. Two or more such Gathers of one value along
+// one axis become slices of one element, squeezed, first (timm's unbind
+// exports as exactly that), so they join the Split where they tile it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
@@ -20,6 +26,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <algorithm>
 #include <map>
@@ -89,8 +96,62 @@ std::optional<Range> rangeOf(SliceOp s) {
   return cut;
 }
 
+/// A constant 1-D i64 tensor.
+Value i64s(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(t, values));
+}
+
+/// The index a Gather of one scalar constant index selects along its axis
+/// of static data (negative indices counted from the end), or none.
+std::optional<int64_t> selectedIndex(GatherOp g) {
+  auto t = llvm::dyn_cast<RankedTensorType>(g.getData().getType());
+  auto it = llvm::dyn_cast<RankedTensorType>(g.getIndices().getType());
+  SmallVector<int64_t> index;
+  if (!t || !t.hasStaticShape() || !it || it.getRank() != 0 ||
+      g.getPaddingIdx() || !getConstantInts(g.getIndices(), index) ||
+      index.size() != 1)
+    return std::nullopt;
+  int64_t axis = g.getAxis() < 0 ? g.getAxis() + t.getRank() : g.getAxis();
+  int64_t dim = t.getDimSize(axis), i = index[0] < 0 ? index[0] + dim : index[0];
+  if (i < 0 || i >= dim)
+    return std::nullopt;
+  return i;
+}
+
+/// Gathers of scalar indices, where a value has two or more along one
+/// axis, as squeezed one-element slices.
+void selectsToSlices(ModuleOp module) {
+  llvm::MapVector<std::pair<Value, int64_t>, SmallVector<GatherOp>> groups;
+  module.walk([&](GatherOp g) {
+    if (selectedIndex(g))
+      groups[{g.getData(), g.getAxis()}].push_back(g);
+  });
+  for (auto &[key, gathers] : groups) {
+    if (gathers.size() < 2)
+      continue;
+    for (GatherOp g : gathers) {
+      auto t = llvm::cast<RankedTensorType>(g.getData().getType());
+      int64_t axis = g.getAxis() < 0 ? g.getAxis() + t.getRank() : g.getAxis();
+      int64_t i = *selectedIndex(g);
+      OpBuilder b(g);
+      Location loc = g.getLoc();
+      SmallVector<int64_t> shape(t.getShape());
+      shape[axis] = 1;
+      auto slice = b.create<SliceOp>(loc, t.clone(shape), g.getData(),
+                                     i64s(b, loc, {i}), i64s(b, loc, {i + 1}),
+                                     i64s(b, loc, {axis}), Value());
+      auto squeeze = b.create<SqueezeOp>(loc, g.getType(), slice,
+                                         b.getDenseI64ArrayAttr({axis}));
+      g.replaceAllUsesWith(squeeze.getResult());
+      g.erase();
+    }
+  }
+}
+
 struct SlicesToSplit : public mpc::impl::SlicesToSplitBase<SlicesToSplit> {
   void runOnOperation() override {
+    selectsToSlices(getOperation());
     SmallVector<Value> sliced;
     getOperation().walk([&](SliceOp s) {
       if (!llvm::is_contained(sliced, s.getData()))

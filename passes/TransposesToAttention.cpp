@@ -19,6 +19,19 @@
 // read only as Q, K, V; the output an attention result through reshapes
 // and transposes), and a bias that is the same for every row.
 //
+// ViTs written as timm and torchvision write them permute the projection
+// first and unbind Q, K and V after: qkv.reshape(B, N, 3, H, D)
+// .permute(2, 0, 3, 1, 4).unbind(0) (torchvision's Swin indexes qkv[0],
+// qkv[1], qkv[2]; mpc-slices-to-split makes both a Split of one-element
+// parts, squeezed). The transpose copies the whole projection. Unbound
+// before it instead (the Split along the axis the permutation moved to
+// the front, each part viewed without it and transposed as the rest of
+// the permutation says), each part is a strided view of the projection
+// that attention reads in place, as GPT-2's. Not where the attention adds
+// a learned bias (Swin's relative positions): its gradient, computed from
+// the scores outside the attention kernels, reads Q and K too, so three
+// transposes would replace one.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
@@ -47,20 +60,51 @@ bool keepsLastDim(TransposeOp t) {
 }
 
 /// Whether every use of `v`, through reshapes and transposes keeping the
-/// last dim, is a Q, K or V operand of attention.
-bool onlyAttentionReads(Value v, int depth = 0) {
+/// last dim, is a Q, K or V operand of attention (of one `accept` takes).
+bool onlyAttentionReads(Value v, int depth = 0,
+                        function_ref<bool(AttentionOp)> accept = nullptr) {
   if (depth > 8 || v.use_empty())
     return false;
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
-    if (llvm::isa<AttentionOp>(user) && use.getOperandNumber() < 3)
+    if (auto a = llvm::dyn_cast<AttentionOp>(user);
+        a && use.getOperandNumber() < 3 && (!accept || accept(a)))
       continue;
     auto t = llvm::dyn_cast<TransposeOp>(user);
     if (!(llvm::isa<ReshapeOp>(user) && use.getOperandNumber() == 0) &&
         !(t && keepsLastDim(t)))
       return false;
-    if (!onlyAttentionReads(user->getResult(0), depth + 1))
+    if (!onlyAttentionReads(user->getResult(0), depth + 1, accept))
       return false;
+  }
+  return true;
+}
+
+/// Whether `v` is computed without a trainable parameter (a mask, or
+/// nothing): no gradient flows to it. A learned bias's gradient is
+/// computed from the scores outside the attention kernels, which then
+/// read Q and K besides attention, so they cannot stay views.
+bool gradientFree(Value v) {
+  SmallVector<Value> work;
+  DenseSet<Value> seen;
+  if (v)
+    work.push_back(v);
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    if (auto arg = llvm::dyn_cast<BlockArgument>(x)) {
+      auto f = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      auto sym = f ? f.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
+                                                           "mpc.param")
+                   : FlatSymbolRefAttr();
+      auto param = sym ? SymbolTable::lookupNearestSymbolFrom<ParamOp>(f, sym)
+                       : ParamOp();
+      if (sym && (!param || param.getTrainable()))
+        return false;
+      continue;
+    }
+    llvm::append_range(work, x.getDefiningOp()->getOperands());
   }
   return true;
 }
@@ -184,12 +228,79 @@ bool hoistAboveGemm(TransposeOp t) {
   return true;
 }
 
+/// The squeeze of axis `axis` that is a Split part's only reader, or null.
+SqueezeOp squeezeOf(Value part, int64_t axis, int64_t rank) {
+  if (!part.hasOneUse())
+    return nullptr;
+  auto sq = llvm::dyn_cast<SqueezeOp>(*part.user_begin());
+  if (!sq || !sq.getAxes() || sq.getAxes()->size() != 1)
+    return nullptr;
+  int64_t a = (*sq.getAxes())[0];
+  return (a < 0 ? a + rank : a) == axis ? sq : nullptr;
+}
+
+/// transpose(x, perm) -> split of axis a into one-element parts, each
+/// squeezed and read only by attention: split x along perm[a], each part
+/// viewed without that axis and transposed by the rest of perm.
+bool unbindBeforeTranspose(TransposeOp t) {
+  if (!keepsLastDim(t) || !t->hasOneUse())
+    return false;
+  auto split = llvm::dyn_cast<SplitOp>(*t->user_begin());
+  RankedTensorType y = rankedOf(t.getY());
+  int64_t rank = y.getRank();
+  int64_t a = split ? (int64_t)split.getAxis() : 0;
+  a = a < 0 ? a + rank : a;
+  if (!split || a < 0 || a >= rank || a == rank - 1)
+    return false;
+  SmallVector<SqueezeOp> squeezes;
+  for (Value part : split.getResults()) {
+    RankedTensorType pt = rankedOf(part);
+    SqueezeOp sq = squeezeOf(part, a, rank);
+    if (!pt || pt.getDimSize(a) != 1 || !sq ||
+        !onlyAttentionReads(sq.getY(), 0, [](AttentionOp op) {
+          return gradientFree(op.getBias());
+        }))
+      return false;
+    squeezes.push_back(sq);
+  }
+  ArrayRef<int64_t> perm = *t.getPerm();
+  int64_t p = perm[a];
+  SmallVector<int64_t> rest; // perm without position a, renumbered
+  for (auto [j, q] : llvm::enumerate(perm))
+    if ((int64_t)j != a)
+      rest.push_back(q > p ? q - 1 : q);
+  SmallVector<int64_t> viewShape(rankedOf(t.getX()).getShape());
+  viewShape.erase(viewShape.begin() + p);
+  OpBuilder b(split);
+  SmallVector<NamedAttribute> attrs(split->getAttrDictionary().getValue());
+  for (NamedAttribute &n : attrs)
+    if (n.getName() == "axis")
+      n.setValue(b.getI64IntegerAttr(p));
+  auto parts = createInferred(b, split.getLoc(), SplitOp::getOperationName(),
+                              {t.getX()}, attrs);
+  if (failed(parts))
+    return false;
+  for (auto [sq, part] : llvm::zip(squeezes, (*parts)->getResults())) {
+    Value view = reshapeTo(b, sq.getLoc(), part, viewShape);
+    auto moved = createInferred(b, t.getLoc(), TransposeOp::getOperationName(),
+                                {view}, {b.getNamedAttr("perm",
+                                                        b.getDenseI64ArrayAttr(rest))});
+    if (failed(moved))
+      return false;
+    sq.getY().replaceAllUsesWith((*moved)->getResult(0));
+    sq.erase();
+  }
+  split.erase();
+  t.erase();
+  return true;
+}
+
 struct TransposesToAttention
     : public mpc::impl::TransposesToAttentionBase<TransposesToAttention> {
   void runOnOperation() override {
     for (auto f : getOperation().getOps<func::FuncOp>())
       for (TransposeOp t : llvm::to_vector(f.getOps<TransposeOp>()))
-        if (!sinkIntoParts(t))
+        if (!sinkIntoParts(t) && !unbindBeforeTranspose(t))
           hoistAboveGemm(t);
   }
 };

@@ -132,3 +132,42 @@ func.func @nested(%x: tensor<3x8xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, ten
   %even = mpc.slice %rot, %c0, %c4 axes %ax steps %c2 : (tensor<3x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x2xf32>
   return %a, %b, %pass, %even : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x4xf32>, tensor<3x2xf32>
 }
+
+// torchvision's Swin selects q, k, v = qkv[0], qkv[1], qkv[2]: Gathers of
+// scalar indices (a negative one too), each a one-element slice squeezed,
+// together one Split (as timm's unbind).
+// CHECK-LABEL: func.func @selects
+// CHECK: %[[P:.*]]:3 = mpc.split %arg0 {axis = 0 : i64, num_outputs = 3 : i64, split = array<i64: 1, 1, 1>} : (tensor<3x2x4xf32>) -> (tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+// CHECK-DAG: mpc.squeeze %[[P]]#0 {axes = array<i64: 0>} : (tensor<1x2x4xf32>) -> tensor<2x4xf32>
+// CHECK-DAG: mpc.squeeze %[[P]]#1 {axes = array<i64: 0>}
+// CHECK-DAG: mpc.squeeze %[[P]]#2 {axes = array<i64: 0>}
+// CHECK-NOT: mpc.gather
+func.func @selects(%x: tensor<3x2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %i0 = mpc.constant dense<0> : tensor<i64>
+  %i1 = mpc.constant dense<1> : tensor<i64>
+  %i2 = mpc.constant dense<-1> : tensor<i64>
+  %q = mpc.gather %x, %i0 : (tensor<3x2x4xf32>, tensor<i64>) -> tensor<2x4xf32>
+  %k = mpc.gather %x, %i1 : (tensor<3x2x4xf32>, tensor<i64>) -> tensor<2x4xf32>
+  %v = mpc.gather %x, %i2 : (tensor<3x2x4xf32>, tensor<i64>) -> tensor<2x4xf32>
+  return %q, %k, %v : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// Left as written: a lone select, and selects by an index the graph
+// computes or of more than one element (an embedding lookup).
+// CHECK-LABEL: func.func @lone_select
+// CHECK: mpc.gather
+// CHECK-NOT: mpc.split
+// CHECK-LABEL: func.func @computed_index
+// CHECK-COUNT-2: mpc.gather
+// CHECK-NOT: mpc.split
+func.func @lone_select(%x: tensor<3x2x4xf32>) -> tensor<2x4xf32> {
+  %i0 = mpc.constant dense<0> : tensor<i64>
+  %q = mpc.gather %x, %i0 : (tensor<3x2x4xf32>, tensor<i64>) -> tensor<2x4xf32>
+  return %q : tensor<2x4xf32>
+}
+
+func.func @computed_index(%x: tensor<3x2x4xf32>, %i: tensor<i64>, %ids: tensor<2xi64>) -> (tensor<2x4xf32>, tensor<2x2x4xf32>) {
+  %q = mpc.gather %x, %i : (tensor<3x2x4xf32>, tensor<i64>) -> tensor<2x4xf32>
+  %e = mpc.gather %x, %ids : (tensor<3x2x4xf32>, tensor<2xi64>) -> tensor<2x2x4xf32>
+  return %q, %e : tensor<2x4xf32>, tensor<2x2x4xf32>
+}

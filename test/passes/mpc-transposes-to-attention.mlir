@@ -1,5 +1,6 @@
 // RUN: mpc-opt %s -mpc-transposes-to-attention | FileCheck %s
 // RUN: mpc-opt %s -mpc-transposes-to-attention -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
+// RUN: mpc-opt %s -mpc-transposes-to-attention -mlir-print-debuginfo | FileCheck %s --check-prefix=ULOC
 
 // nn.MultiheadAttention(batch_first=True) as torch 1.13 exports it (after
 // mpc-slices-to-split and mpc-fuse-attention): batch 4, 16 tokens, 4 heads
@@ -99,4 +100,70 @@ func.func @not_attention(%r1: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tens
   %r2 = mpc.reshape %g, %seq : (tensor<64x64xf32>, tensor<3xi64>) -> tensor<16x4x64xf32>
   %o = mpc.transpose %r2 {perm = array<i64: 1, 0, 2>} : (tensor<16x4x64xf32>) -> tensor<4x16x64xf32>
   return %o : tensor<4x16x64xf32>
+}
+
+// timm's and torchvision's ViT attention: the projection viewed [B, N, 3,
+// H, D], permuted (2, 0, 3, 1, 4) and unbound into Q, K, V (a Split of
+// one-element parts, squeezed; mpc-slices-to-split makes torchvision's
+// qkv[0], qkv[1], qkv[2] the same). Unbound before the permutation: the
+// Split along axis 2, each part viewed [B, N, H, D] and transposed (0, 2,
+// 1, 3), as GPT-2's parts are.
+// CHECK-LABEL: func.func @vit_unbind
+// CHECK: %[[P:.*]]:3 = mpc.split %{{.*}} {axis = 2 : i64, num_outputs = 3 : i64, split = array<i64: 1, 1, 1>} : (tensor<2x17x3x4x16xf32>) -> (tensor<2x17x1x4x16xf32>, tensor<2x17x1x4x16xf32>, tensor<2x17x1x4x16xf32>)
+// CHECK: %[[Q:.*]] = mpc.reshape %[[P]]#0, %{{.*}} -> tensor<2x17x4x16xf32>
+// CHECK: %[[QT:.*]] = mpc.transpose %[[Q]] {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x17x4x16xf32>) -> tensor<2x4x17x16xf32>
+// CHECK: %[[K:.*]] = mpc.reshape %[[P]]#1, %{{.*}} -> tensor<2x17x4x16xf32>
+// CHECK: %[[KT:.*]] = mpc.transpose %[[K]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[V:.*]] = mpc.reshape %[[P]]#2, %{{.*}} -> tensor<2x17x4x16xf32>
+// CHECK: %[[VT:.*]] = mpc.transpose %[[V]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: mpc.attention %[[QT]], %[[KT]], %[[VT]]
+// CHECK-NOT: mpc.squeeze
+// CHECK-NOT: perm = array<i64: 2, 0, 3, 1, 4>
+// ULOC: mpc.transpose {{.*}} -> tensor<2x4x17x16xf32> loc(#[[PERM:loc[0-9]*]])
+// ULOC: #[[PERM]] = loc("attn/permute")
+func.func @vit_unbind(%p: tensor<2x17x192xf32>) -> tensor<2x4x17x16xf32> {
+  %s5 = mpc.constant dense<[2, 17, 3, 4, 16]> : tensor<5xi64>
+  %r = mpc.reshape %p, %s5 : (tensor<2x17x192xf32>, tensor<5xi64>) -> tensor<2x17x3x4x16xf32>
+  %t = mpc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : (tensor<2x17x3x4x16xf32>) -> tensor<3x2x4x17x16xf32> loc("attn/permute")
+  %parts:3 = mpc.split %t {axis = 0 : i64, num_outputs = 3 : i64, split = array<i64: 1, 1, 1>} : (tensor<3x2x4x17x16xf32>) -> (tensor<1x2x4x17x16xf32>, tensor<1x2x4x17x16xf32>, tensor<1x2x4x17x16xf32>)
+  %q = mpc.squeeze %parts#0 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %k = mpc.squeeze %parts#1 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %v = mpc.squeeze %parts#2 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %y, %lse = mpc.attention %q, %k, %v {scale = 2.500000e-01 : f32} : (tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>) -> (tensor<2x4x17x16xf32>, tensor<2x4x17xf32>)
+  return %y : tensor<2x4x17x16xf32>
+}
+
+// Left as written: an attention adding a learned bias (Swin's relative
+// positions: its gradient reads Q and K outside the kernels, so three
+// transposes would replace one), and a part read besides attention.
+// CHECK-LABEL: func.func @unbind_learned_bias
+// CHECK: mpc.transpose %{{.*}} {perm = array<i64: 2, 0, 3, 1, 4>}
+// CHECK: mpc.split %{{.*}} {axis = 0 : i64
+// CHECK-LABEL: func.func @unbind_part_read_elsewhere
+// CHECK: mpc.transpose %{{.*}} {perm = array<i64: 2, 0, 3, 1, 4>}
+// CHECK: mpc.split %{{.*}} {axis = 0 : i64
+mpc.param @rel trainable : tensor<1x4x17x17xf32> = dense<0.0> : tensor<1x4x17x17xf32>
+func.func @unbind_learned_bias(%p: tensor<2x17x192xf32>, %rel: tensor<1x4x17x17xf32> {mpc.param = @rel}) -> tensor<2x4x17x16xf32> {
+  %s5 = mpc.constant dense<[2, 17, 3, 4, 16]> : tensor<5xi64>
+  %r = mpc.reshape %p, %s5 : (tensor<2x17x192xf32>, tensor<5xi64>) -> tensor<2x17x3x4x16xf32>
+  %t = mpc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : (tensor<2x17x3x4x16xf32>) -> tensor<3x2x4x17x16xf32>
+  %parts:3 = mpc.split %t {axis = 0 : i64, num_outputs = 3 : i64, split = array<i64: 1, 1, 1>} : (tensor<3x2x4x17x16xf32>) -> (tensor<1x2x4x17x16xf32>, tensor<1x2x4x17x16xf32>, tensor<1x2x4x17x16xf32>)
+  %q = mpc.squeeze %parts#0 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %k = mpc.squeeze %parts#1 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %v = mpc.squeeze %parts#2 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %y, %lse = mpc.attention %q, %k, %v, %rel {scale = 2.500000e-01 : f32} : (tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>, tensor<1x4x17x17xf32>) -> (tensor<2x4x17x16xf32>, tensor<2x4x17xf32>)
+  return %y : tensor<2x4x17x16xf32>
+}
+
+func.func @unbind_part_read_elsewhere(%p: tensor<2x17x192xf32>) -> (tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>) {
+  %s5 = mpc.constant dense<[2, 17, 3, 4, 16]> : tensor<5xi64>
+  %r = mpc.reshape %p, %s5 : (tensor<2x17x192xf32>, tensor<5xi64>) -> tensor<2x17x3x4x16xf32>
+  %t = mpc.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : (tensor<2x17x3x4x16xf32>) -> tensor<3x2x4x17x16xf32>
+  %parts:3 = mpc.split %t {axis = 0 : i64, num_outputs = 3 : i64, split = array<i64: 1, 1, 1>} : (tensor<3x2x4x17x16xf32>) -> (tensor<1x2x4x17x16xf32>, tensor<1x2x4x17x16xf32>, tensor<1x2x4x17x16xf32>)
+  %q = mpc.squeeze %parts#0 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %k = mpc.squeeze %parts#1 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %v = mpc.squeeze %parts#2 {axes = array<i64: 0>} : (tensor<1x2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  %y, %lse = mpc.attention %q, %k, %v {scale = 2.500000e-01 : f32} : (tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>) -> (tensor<2x4x17x16xf32>, tensor<2x4x17xf32>)
+  %q2 = mpc.neg %q : (tensor<2x4x17x16xf32>) -> tensor<2x4x17x16xf32>
+  return %y, %q2 : tensor<2x4x17x16xf32>, tensor<2x4x17x16xf32>
 }
