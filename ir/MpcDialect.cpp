@@ -115,16 +115,18 @@ std::optional<double> mlir::mpc::constantDropoutRatio(DropoutOp d) {
   return d.getRatio() ? getConstantScalar(d.getRatio()) : 0.5;
 }
 
+Value mlir::mpc::i64Constant(OpBuilder &b, Location loc,
+                            ArrayRef<int64_t> values) {
+  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(t, values));
+}
+
 Value mlir::mpc::reshapeTo(OpBuilder &b, Location loc, Value v,
                           ArrayRef<int64_t> shape) {
   auto t = llvm::cast<RankedTensorType>(v.getType());
   if (t.getShape() == shape)
     return v;
-  auto dims = b.create<ConstantOp>(
-      loc, DenseElementsAttr::get(
-               RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type()),
-               shape));
-  return b.create<ReshapeOp>(loc, t.clone(shape), v, dims,
+  return b.create<ReshapeOp>(loc, t.clone(shape), v, i64Constant(b, loc, shape),
                              b.getBoolAttr(false));
 }
 

@@ -33,6 +33,9 @@ FailureOr<Operation *> createInferred(OpBuilder &b, Location loc,
 /// point. `op` itself is left for the caller to replace and erase.
 std::optional<SmallVector<Value>> foldToValues(OpBuilder &b, Operation *op);
 
+/// A new 1-D i64 mpc.constant holding `values` (shapes, axes, bounds).
+Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values);
+
 /// `v` reshaped to `shape` by an mpc.reshape (its shape a new constant), or
 /// `v` itself when it has that shape.
 Value reshapeTo(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape);

@@ -265,12 +265,6 @@ Value buildRotary(OpBuilder &b, Location loc, Value x, Value cos, Value sin,
   return (*back)->getResult(0);
 }
 
-/// A constant 1-D i64 tensor.
-Value i64s(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(t, values));
-}
-
 } // namespace
 
 bool fuseDecomposedRotary(OpBuilder &b, AddOp add, RotaryTables &tables) {
@@ -319,8 +313,10 @@ bool fuseDecomposedRotary(OpBuilder &b, AddOp add, RotaryTables &tables) {
         const int64_t last = typeOf(table).getRank() - 1;
         auto s = createInferred(
             b, at, SliceOp::getOperationName(),
-            {table, i64s(b, at, {0}), i64s(b, at, {interleaved ? n : h}),
-             i64s(b, at, {last}), i64s(b, at, {interleaved ? 2 : 1})},
+            {table, i64Constant(b, at, {0}),
+             i64Constant(b, at, {interleaved ? n : h}),
+             i64Constant(b, at, {last}),
+             i64Constant(b, at, {interleaved ? 2 : 1})},
             {b.getNamedAttr("operandSegmentSizes",
                             b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))});
         if (failed(s))

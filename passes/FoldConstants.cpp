@@ -53,8 +53,8 @@ bool evaluable(Operation *op) {
           HardSigmoidOp, ThresholdedReluOp, AbsOp, NegOp, ReluOp, SignOp,
           IdentityOp, NotOp, IsNaNOp, IsInfOp, ClipOp, CastOp>(op))
     return true;
-  if (isa<AddOp, SubOp, MulOp, DivOp, ModOp, PReluOp, AndOp, OrOp, XorOp,
-          PowOp, MaxOp, MinOp, EqualOp, LessOp, LessOrEqualOp, GreaterOp,
+  if (isa<AddOp, SubOp, MulOp, DivOp, ModOp, PReluOp, AndOp, OrOp, XorOp, PowOp,
+          MaxOp, MinOp, EqualOp, LessOp, LessOrEqualOp, GreaterOp,
           GreaterOrEqualOp, WhereOp>(op))
     return true;
   if (isa<ShapeOp, SizeOp, ReshapeOp, TransposeOp, ConcatOp, SplitOp, SliceOp,
@@ -72,11 +72,11 @@ std::optional<uint64_t> bytesOf(Value v) {
   if (!t || !t.hasStaticShape() || t.getEncoding())
     return std::nullopt;
   Type e = t.getElementType();
-  unsigned bits = e.isF32() || e.isInteger(32)   ? 32
-                  : e.isF16() || e.isBF16()      ? 16
-                  : e.isInteger(64)              ? 64
-                  : e.isInteger(1)               ? 8
-                                                 : 0;
+  unsigned bits = e.isF32() || e.isInteger(32) ? 32
+                  : e.isF16() || e.isBF16()    ? 16
+                  : e.isInteger(64)            ? 64
+                  : e.isInteger(1)             ? 8
+                                               : 0;
   if (!bits)
     return std::nullopt;
   return (uint64_t)t.getNumElements() * (bits / 8);
@@ -158,10 +158,10 @@ struct Folder {
     b.setInsertionPointToEnd(eval.addEntryBlock());
     IRMapping map;
     for (Operation &op : func.getBody().front()) {
-      bool feedsFolded = isa<ConstantOp>(op) &&
-                   llvm::any_of(op.getUsers(), [&](Operation *u) {
-                     return folded.contains(u);
-                   });
+      bool feedsFolded =
+          isa<ConstantOp>(op) && llvm::any_of(op.getUsers(), [&](Operation *u) {
+            return folded.contains(u);
+          });
       if (feedsFolded || folded.contains(&op))
         b.clone(op, map);
     }

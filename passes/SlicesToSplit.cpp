@@ -69,8 +69,9 @@ std::optional<Range> rangeOf(SliceOp s) {
   auto starts = ints(s.getStarts(), {}), ends = ints(s.getEnds(), {});
   if (!starts || !ends || starts->size() != ends->size())
     return std::nullopt;
-  auto axes = ints(s.getAxes(), SmallVector<int64_t>(all.begin(),
-                                                     all.begin() + starts->size()));
+  auto axes =
+      ints(s.getAxes(),
+           SmallVector<int64_t>(all.begin(), all.begin() + starts->size()));
   auto steps = ints(s.getSteps(), SmallVector<int64_t>(starts->size(), 1));
   if (!axes || !steps || axes->size() != starts->size() ||
       steps->size() != starts->size())
@@ -96,12 +97,6 @@ std::optional<Range> rangeOf(SliceOp s) {
   return cut;
 }
 
-/// A constant 1-D i64 tensor.
-Value i64s(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-  auto t = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(t, values));
-}
-
 /// The index a Gather of one scalar constant index selects along its axis
 /// of static data (negative indices counted from the end), or none.
 std::optional<int64_t> selectedIndex(GatherOp g) {
@@ -113,7 +108,8 @@ std::optional<int64_t> selectedIndex(GatherOp g) {
       index.size() != 1)
     return std::nullopt;
   int64_t axis = g.getAxis() < 0 ? g.getAxis() + t.getRank() : g.getAxis();
-  int64_t dim = t.getDimSize(axis), i = index[0] < 0 ? index[0] + dim : index[0];
+  int64_t dim = t.getDimSize(axis),
+          i = index[0] < 0 ? index[0] + dim : index[0];
   if (i < 0 || i >= dim)
     return std::nullopt;
   return i;
@@ -138,9 +134,9 @@ void selectsToSlices(ModuleOp module) {
       Location loc = g.getLoc();
       SmallVector<int64_t> shape(t.getShape());
       shape[axis] = 1;
-      auto slice = b.create<SliceOp>(loc, t.clone(shape), g.getData(),
-                                     i64s(b, loc, {i}), i64s(b, loc, {i + 1}),
-                                     i64s(b, loc, {axis}), Value());
+      auto slice = b.create<SliceOp>(
+          loc, t.clone(shape), g.getData(), i64Constant(b, loc, {i}),
+          i64Constant(b, loc, {i + 1}), i64Constant(b, loc, {axis}), Value());
       auto squeeze = b.create<SqueezeOp>(loc, g.getType(), slice,
                                          b.getDenseI64ArrayAttr({axis}));
       g.replaceAllUsesWith(squeeze.getResult());

@@ -131,7 +131,8 @@ bool rowBias(Value bias, int64_t n) {
   RankedTensorType t = rankedOf(bias);
   if (!t || !t.hasStaticShape() || t.getRank() < 1 || t.getShape().back() != n)
     return false;
-  return llvm::all_of(t.getShape().drop_back(), [](int64_t d) { return d == 1; });
+  return llvm::all_of(t.getShape().drop_back(),
+                      [](int64_t d) { return d == 1; });
 }
 
 Value build(OpBuilder &b, Operation *like, ValueRange operands) {
@@ -163,7 +164,8 @@ bool sinkIntoParts(TransposeOp t) {
   int64_t rank = rankedOf(t.getY()).getRank();
   int64_t axis = split ? (int64_t)split.getAxis() : 0;
   if (!split || (axis < 0 ? axis + rank : axis) != rank - 1 ||
-      !llvm::all_of(split.getResults(), [](Value p) { return onlyAttentionReads(p); }))
+      !llvm::all_of(split.getResults(),
+                    [](Value p) { return onlyAttentionReads(p); }))
     return false;
   OpBuilder b(split);
   Value y = build(b, mm, {t.getX(), mm.getB()});
@@ -197,9 +199,11 @@ bool hoistAboveGemm(TransposeOp t) {
   if (!keepsLastDim(t) || !r1 || !r2->hasOneUse() || !g->hasOneUse() ||
       !r1->hasOneUse() || g.getTransA() || !fromAttention(r1.getData()))
     return false;
-  RankedTensorType rows = rankedOf(r1.getReshaped()), out = rankedOf(r2.getReshaped());
+  RankedTensorType rows = rankedOf(r1.getReshaped()),
+                   out = rankedOf(r2.getReshaped());
   if (!rows || !out || !rows.hasStaticShape() || !out.hasStaticShape() ||
-      rows.getRank() != 2 || (g.getC() && !rowBias(g.getC(), out.getShape().back())))
+      rows.getRank() != 2 ||
+      (g.getC() && !rowBias(g.getC(), out.getShape().back())))
     return false;
   ArrayRef<int64_t> lead = out.getShape().drop_back();
   int64_t k = rows.getDimSize(1), n = out.getShape().back();
@@ -282,9 +286,9 @@ bool unbindBeforeTranspose(TransposeOp t) {
     return false;
   for (auto [sq, part] : llvm::zip(squeezes, (*parts)->getResults())) {
     Value view = reshapeTo(b, sq.getLoc(), part, viewShape);
-    auto moved = createInferred(b, t.getLoc(), TransposeOp::getOperationName(),
-                                {view}, {b.getNamedAttr("perm",
-                                                        b.getDenseI64ArrayAttr(rest))});
+    auto moved =
+        createInferred(b, t.getLoc(), TransposeOp::getOperationName(), {view},
+                       {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(rest))});
     if (failed(moved))
       return false;
     sq.getY().replaceAllUsesWith((*moved)->getResult(0));
