@@ -331,6 +331,49 @@ class Bert(nn.Module):
         return self.head(x[:, 0])
 
 
+class VitBlock(nn.Module):
+    """timm's ViT block: one QKV Linear, viewed (b, t, 3, heads, d),
+    permuted (2, 0, 3, 1, 4) and unbound into Q, K and V; pre-LayerNorm."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        qkv = self.qkv(self.ln1(x)).reshape(b, t, 3, self.heads, -1)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        att = (q * (d // self.heads) ** -0.5) @ k.transpose(-2, -1)
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class Vit(nn.Module):
+    """A ViT as timm writes it (ViT-Tiny's width and heads): 4x4 patches of
+    32x32 images, a class token, learned positions, classified from the
+    class token."""
+
+    def __init__(self, d=192, heads=3, layers=4, classes=10):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, 4, stride=4)
+        self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, 65, d) * 0.02)
+        self.blocks = nn.ModuleList(VitBlock(d, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1) + self.pos
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x)[:, 0])
+
+
 class DigitsCnn(nn.Module):
     """The 8x8 digits (rows of 64 pixels) as 1x8x8 images: two 3x3
     convolutions, a max-pool and a linear classifier."""
