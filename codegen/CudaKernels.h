@@ -51,6 +51,13 @@ const char *ctype(::mpc::rt::DType t);
 std::string roundedAs(::mpc::rt::DType t, const std::string &e);
 /// Literals that keep every bit: a float (`f` suffix) or a double.
 std::string flt(double v);
+/// Loss kernels: the condition under which a row's `label` is ignored
+/// (ignore_index), and code summing the weights `w` of the labels in2[r]
+/// of `rows` rows that are not (one block of 256, a fixed order) into
+/// ws[0], which every thread then reads.
+std::string ignoredLabel(const ::mpc::rt::Step &s);
+std::string labelWeightSum(const ::mpc::rt::Step &s, int64_t rows,
+                           const std::string &w);
 std::string dbl(double v);
 /// Code computing offsets `o<k>` of each input for flat output index `i`
 /// given per-input strides over the output's dims.

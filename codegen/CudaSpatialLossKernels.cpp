@@ -42,12 +42,6 @@ Spatial spatialOf(const ValueInfo &x) {
   return g;
 }
 
-std::string ignored(const Step &s) {
-  return s.has("ignore_index")
-             ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
-             : std::string("false");
-}
-
 } // namespace
 
 bool Emitter::spatialCrossEntropy(Step &s, const std::string &name) {
@@ -78,7 +72,7 @@ bool Emitter::spatialCrossEntropy(Step &s, const std::string &name) {
          << ", ld(in0, " << g.at("j") << ") - lse);\n";
   }
   cu << "    const i64 label = in1[r];\n"
-     << "    const float l = (" << ignored(s) << ") ? 0.0f : -" << w
+     << "    const float l = (" << ignoredLabel(s) << ") ? 0.0f : -" << w
      << " * (ld(in0, " << g.at("label") << ") - lse);\n"
      << (red == "none" ? "    st(out0, r, l);\n" : "")
      << "    scratch[r] = l;\n}\n\n";
@@ -89,7 +83,7 @@ bool Emitter::spatialCrossEntropy(Step &s, const std::string &name) {
      << "  float lsum = 0.0f, wsum = 0.0f;\n"
      << "  for (i64 r = threadIdx.x; r < " << R << "; r += 256) {\n"
      << "    const i64 label = in1[r];\n"
-     << "    if (" << ignored(s) << ") continue;\n"
+     << "    if (" << ignoredLabel(s) << ") continue;\n"
      << "    lsum += (float)scratch[r]; wsum += " << w << ";\n  }\n"
      << "  ls[threadIdx.x] = lsum; ws[threadIdx.x] = wsum;\n";
   lossSum(s, name, 128, g.rows() * g.c);
@@ -105,13 +99,8 @@ bool Emitter::spatialCrossEntropyGrad(Step &s, const std::string &name) {
   std::string w = weights ? "ld(in3, label)" : "1.0f";
   // The denominator once (the weights' sum, a fixed order), to the scratch.
   s.cuda.scratch = 8;
-  cu << header(s, name + "_denom", 256) << " {\n  __shared__ float ws[256];\n"
-     << "  float wsum = 0.0f;\n"
-     << "  for (i64 r = threadIdx.x; r < " << R << "; r += 256) { const i64 "
-        "label = in2[r]; if (!(" << ignored(s) << ")) wsum += " << w << "; }\n"
-     << "  ws[threadIdx.x] = wsum; __syncthreads();\n"
-     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) "
-        "ws[threadIdx.x] += ws[threadIdx.x + h]; __syncthreads(); }\n"
+  cu << header(s, name + "_denom", 256) << " {\n"
+     << labelWeightSum(s, g.rows(), w)
      << "  if (threadIdx.x == 0) scratch[0] = ws[0];\n}\n\n";
   barrier = true;
   launch(s, name + "_denom", {1, 1, 1}, {256, 1, 1}, /*prologue=*/true);
@@ -121,7 +110,7 @@ bool Emitter::spatialCrossEntropyGrad(Step &s, const std::string &name) {
      << "  const float denom = " << (red == "mean" ? "(float)scratch[0]" : "1.0f")
      << ";\n"
      << g.base() << "    const i64 label = in2[r];\n"
-     << "    const float scale = (" << ignored(s) << ") ? 0.0f : " << w
+     << "    const float scale = (" << ignoredLabel(s) << ") ? 0.0f : " << w
      << " * ld(in0, " << (red == "none" ? "r" : "0") << ") / denom;\n"
      << "    for (int j = 0; j < " << C << "; ++j) st(out0, " << g.at("j")
      << ", "

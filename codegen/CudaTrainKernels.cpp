@@ -24,11 +24,20 @@ namespace mlir::mpc::cuda {
 /// the row, coalesced; shuffles combine), shorter rows a thread each.
 constexpr int64_t kWarpClassesMin = 64;
 
-/// The condition under which a row's `label` is ignored (ignore_index).
-static std::string ignoredLabel(const Step &s) {
+std::string ignoredLabel(const Step &s) {
   return s.has("ignore_index")
              ? "label == " + std::to_string(s.getInt("ignore_index", 0)) + "LL"
              : std::string("false");
+}
+
+std::string labelWeightSum(const Step &s, int64_t rows, const std::string &w) {
+  return "  __shared__ float ws[256];\n  float wsum = 0.0f;\n"
+         "  for (i64 r = threadIdx.x; r < " + std::to_string(rows) +
+         "LL; r += 256) { const i64 label = in2[r]; if (!(" + ignoredLabel(s) +
+         ")) wsum += " + w + "; }\n"
+         "  ws[threadIdx.x] = wsum; __syncthreads();\n"
+         "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) "
+         "ws[threadIdx.x] += ws[threadIdx.x + h]; __syncthreads(); }\n";
 }
 
 /// The end of a one-block loss kernel whose workers left their sums of
@@ -181,12 +190,7 @@ bool Emitter::crossEntropyGrad(Step &s, const std::string &name) {
   std::string skip = ignoredLabel(s);
   std::string w = weights ? "ld(in3, label)" : "1.0f";
   RowLoop r{"", warp ? "32" : "1", "", "", warp};
-  cu << header(s, name, 256) << " {\n  __shared__ float ws[256];\n"
-     << "  float wsum = 0.0f;\n  for (i64 n = threadIdx.x; n < " << N
-     << "; n += 256) { i64 label = in2[n]; if (!(" << skip << ")) wsum += "
-     << w << "; }\n  ws[threadIdx.x] = wsum; __syncthreads();\n"
-     << "  for (int h = 128; h > 0; h >>= 1) { if (threadIdx.x < h) "
-        "ws[threadIdx.x] += ws[threadIdx.x + h]; __syncthreads(); }\n"
+  cu << header(s, name, 256) << " {\n" << labelWeightSum(s, N, w)
      << "  float denom = " << (red == "mean" ? "ws[0]" : "1.0f") << ";\n"
      << "  i64 n = (i64)blockIdx.x * " << rowsPerBlock << " + threadIdx.x"
      << (warp ? " / 32" : "") << ";\n"

@@ -11,7 +11,6 @@
 #include <cstring>
 
 namespace mlir::mpc {
-namespace {
 
 std::optional<rt::DType> dtypeOf(Type t) {
   if (t.isF32())
@@ -28,6 +27,8 @@ std::optional<rt::DType> dtypeOf(Type t) {
     return rt::DType::I1;
   return std::nullopt;
 }
+
+namespace {
 
 /// Converts an op attribute to a plan attribute; false when it has no
 /// runtime meaning (types, segment sizes).

@@ -20,6 +20,10 @@ namespace rt = ::mpc::rt;
 /// false with a one-line error naming the op.
 bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error);
 
+/// The plan's element type for an MLIR one (f32, f16, bf16, i64, i32,
+/// i1), or none.
+std::optional<rt::DType> dtypeOf(Type t);
+
 /// Elements attribute <-> runtime tensor (static shape, supported types).
 rt::Tensor toTensor(ElementsAttr attr);
 DenseElementsAttr toAttr(const rt::Tensor &tensor, MLIRContext *ctx);

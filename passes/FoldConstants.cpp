@@ -69,17 +69,11 @@ bool evaluable(Operation *op) {
 /// Bytes of a static tensor of a plan type, or none.
 std::optional<uint64_t> bytesOf(Value v) {
   auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape() || t.getEncoding())
+  std::optional<::mpc::rt::DType> dtype =
+      t ? dtypeOf(t.getElementType()) : std::nullopt;
+  if (!dtype || !t.hasStaticShape() || t.getEncoding())
     return std::nullopt;
-  Type e = t.getElementType();
-  unsigned bits = e.isF32() || e.isInteger(32) ? 32
-                  : e.isF16() || e.isBF16()    ? 16
-                  : e.isInteger(64)            ? 64
-                  : e.isInteger(1)             ? 8
-                                               : 0;
-  if (!bits)
-    return std::nullopt;
-  return (uint64_t)t.getNumElements() * (bits / 8);
+  return (uint64_t)t.getNumElements() * ::mpc::rt::dtypeSize(*dtype);
 }
 
 struct Folder {
