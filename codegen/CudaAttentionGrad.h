@@ -36,6 +36,12 @@ private:
   /// on rowDBlocks() blocks of 256 threads.
   std::string rowDPrologue();
   int64_t rowDBlocks() const { return (g.batch * g.sq * 4 + 255) / 256; }
+  /// with_scores_grad: dS is the step's fourth output.
+  bool wantsScoresGrad() const { return s.outputs.size() > 3; }
+  /// Whether dS is stored from the packed dS^T (no softcap: its slope is
+  /// in the packed values, not in the bias's gradient).
+  bool packedScoresGrad() const { return slope.empty(); }
+  std::string scoresGradFromPacked(const std::string &frag, int64_t cols);
   int64_t keyTiles() const { return (g.skv + kRows - 1) / kRows; }
 
   // CudaAttentionKeyBlocks.cpp: the key roles and the tiles they stream.
@@ -85,7 +91,7 @@ private:
   // The layout (the constructor's comments say which and why).
   bool pairs = false, kvShared = false, accumulate = false,
        atomic = false, split = false, rowDFromScratch = false,
-       compact = false;
+       compact = false, zeroScoresGrad = false;
   int64_t probBuffers = 1, KT = 1, splits = 0, TQ = 32, kRows = 64,
           kThreads = 128, kQueryRows = 64, PS = 40, off = 0, rowDWords = 0,
           bufA = 0, bufB = 0, sharedKeyBytes = 0;

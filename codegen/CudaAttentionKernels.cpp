@@ -184,8 +184,13 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
            << " : 0.0f; float ds = p * (dp * z - rowD); float pd = p * z;";
   else
     dsCode << " float ds = p * (dp - rowD); float pd = p;";
-  if (softcap > 0.0f) // the cap's slope (the CPU backend's order)
-    dsCode << " ds = slope * ds;";
+  // dS itself (with_scores_grad: before the cap's slope), from the query
+  // rows' loop, which visits every key.
+  const bool scoresGrad = s.outputs.size() > 3;
+  std::string rowDs =
+      scoresGrad ? " st(out3, row * " + i64Lit(g.skv) + " + j, ds);" : "";
+  // The cap's slope (the CPU backend's order).
+  const std::string slopeCode = softcap > 0.0f ? " ds = slope * ds;" : "";
   int64_t n = std::max(g.batch * g.sq, g.batch * g.skv);
   cu << scoreFunction(name + "_score", g, bias, (float)s.getFloat("scale", 1.0),
                       softcap, qType, biasType)
@@ -197,6 +202,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
      << "LL; ++t) dq[t] = 0.0f;\n"
      << "    for (i64 j = 0; j < " << g.skv << "LL; ++j) {\n      const i64 key = b / "
      << g.group << "LL * " << g.skv << "LL + j;\n      " << dsCode.str() << "\n"
+     << "      " << rowDs << slopeCode << "\n"
      << "      for (i64 t = 0; t < " << g.d << "LL; ++t) dq[t] += " << scale
      << " * ds * ld(in2, key * " << g.d << "LL + t);\n    }\n"
      << "    for (i64 t = 0; t < " << g.d << "LL; ++t) st(out0, row * " << g.d
@@ -211,7 +217,7 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
      << g.skv << "LL + 1) * " << g.group << "LL; ++b)\n"
      << "    for (i64 i = 0; i < " << g.sq << "LL; ++i) {\n      const i64 row = b * "
      << g.sq << "LL + i;\n      " << rowTerm("row") << "\n      " << dsCode.str()
-     << "\n      for (i64 t = 0; t < " << g.d << "LL; ++t) dk[t] += " << scale
+     << slopeCode << "\n      for (i64 t = 0; t < " << g.d << "LL; ++t) dk[t] += " << scale
      << " * ds * ld(in1, row * " << g.d << "LL + t);\n"
      << "      for (i64 t = 0; t < " << g.dv
      << "LL; ++t) dv[t] += pd * ld(in0, row * " << g.dv << "LL + t);\n    }\n"

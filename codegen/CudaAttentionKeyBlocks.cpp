@@ -241,6 +241,14 @@ std::string AttentionGrad::rowStats(bool wantK) {
 // head size 64 has no registers left to run twice over: 32 bytes of
 // stack on sm_90).
 std::string AttentionGrad::keyProbabilities(bool wantK, int64_t cols) {
+  // with_scores_grad under a softcap: dS before the cap's slope, stored
+  // here (::st: the role names its scores st); else from the packed dS^T
+  // (scoresGradFromPacked).
+  const std::string scoresGrad =
+      wantsScoresGrad() && !packedScoresGrad()
+          ? "        if (i < " + L(g.sq) + " && j < " + L(g.skv) + ") ::st(out3 + b * " +
+                L(g.sq * g.skv) + ", i * " + L(g.skv) + " + j, ds);\n"
+          : std::string();
   auto probabilities = [&](const std::string &scoreOf, const std::string &bounds) {
     const std::string q = "qr + n * 8 + 2 * t + (f & 1)",
                       lse = compact ? "qlse[n][f & 1]" : "rowLse[" + q + "]",
@@ -254,9 +262,9 @@ std::string AttentionGrad::keyProbabilities(bool wantK, int64_t cols) {
            "        " + scoreOf + "\n        " + prob + "\n" + keyZ +
            (drop.on ? "        st[mt][n][f] = z != 0.0f ? p : 0.0f;\n"
                     : "        st[mt][n][f] = p;\n") +
-           (wantK ? "        dpt[mt][n][f] = p * (dpt[mt][n][f]" +
-                        std::string(drop.on ? " * z" : "") + " - " + rowD + ")" +
-                        slope + ";\n"
+           (wantK ? "        const float ds = p * (dpt[mt][n][f]" +
+                        std::string(drop.on ? " * z" : "") + " - " + rowD + ");\n" +
+                        scoresGrad + "        dpt[mt][n][f] = ds" + slope + ";\n"
                   : "") +
            "      }\n      }\n";
   };
@@ -265,6 +273,24 @@ std::string AttentionGrad::keyProbabilities(bool wantK, int64_t cols) {
   return "    const bool full = " + unmaskedTile(g, "qw0", cols, "w0", 16 * KT) +
          ";\n    if (full) {\n" + probabilities(unmasked, "") + "    } else {\n" +
          probabilities(score(keyVisible), keyVisible.bounds) + "    }\n";
+}
+
+// with_scores_grad (no softcap): the warp's dS^T, packed for dK's
+// product (`frag`: rows[mt] keys x `cols` queries from qw0, packA's
+// layout, dS rounded to q's type as dS [.., Sq, Skv] holds it), to dS:
+// after the pack the FP32 scores are dead, so the stores cost the loop
+// no registers (in the loop they spilled at head size 64).
+std::string AttentionGrad::scoresGradFromPacked(const std::string &frag,
+                                                int64_t cols) {
+  if (!wantsScoresGrad() || !packedScoresGrad())
+    return "";
+  return keyTilesOfWarp.each(
+      "    ", "    for (int kt = 0; kt < " + std::to_string(cols / 16) +
+                 "; ++kt)\n      for (int f = 0; f < 4; ++f) {\n" +
+                 "        const i64 j = rows[mt][f & 1], i = qw0 + kt * 16 + 2 * t + (f >> 1) * 8;\n" +
+                 "        if (j < " + L(g.skv) + ")\n          mpc_st_pair(out3 + (b * " +
+                 L(g.sq) + " + i) * " + L(g.skv) + " + j, " + L(g.skv) + ", " + frag +
+                 "[mt][kt][f], i < " + L(g.sq) + ", i + 1 < " + L(g.sq) + ");\n      }\n");
 }
 
 // A key role: the kRows keys of tile `kb` (rows are keys), accumulating dK
@@ -316,7 +342,7 @@ std::string AttentionGrad::keyRole(bool wantK, bool wantV, bool withDq) {
     body << packA(T, "pt", "st", TQ, kt)
          << pairsAlongRows(T, "dv", "pt", "tb_", PV, TQ / 16, DV, kt);
   if (wantK)
-    body << packA(T, "dst", "dpt", TQ, kt)
+    body << packA(T, "dst", "dpt", TQ, kt) << scoresGradFromPacked("dst", TQ)
          << pairsAlongRows(T, "dk", "dst", "ta_", P, TQ / 16, D, kt);
   if (withDq)
     body << keyBlockDq(g, T, KT, TQ, kRows, atomic);
@@ -380,7 +406,8 @@ std::string AttentionGrad::pairsKeyRole(bool withDq) {
        << sharedAPairsAlongCols(T, "dpt", "vs + kw * " + std::to_string(32 * PV), PV,
                                 "tb_ + half * " + std::to_string(32 * PV), PV, DV, 32, kt)
        << keyProbabilities(true, 32) << packA(T, "pp", "st", 32, kt)
-       << packA(T, "dsp", "dpt", 32, kt) << toShared("pts", "pp")
+       << packA(T, "dsp", "dpt", 32, kt) << scoresGradFromPacked("dsp", 32)
+       << toShared("pts", "pp")
        << (probBuffers == 2 ? toShared("dss", "dsp") : std::string())
        << "    __syncthreads();\n"
        << product("dv", "pts", "tb_", PV, HV);

@@ -148,8 +148,12 @@ AttentionGrad::AttentionGrad(Emitter &e, Step &s)
   // (Sliding windows and grouped-query heads: recomputed, the forms that
   // count blocks per query chunk or split count them for a causal band or
   // none, and a q head's key blocks each.)
+  // (dS wanted under a band: the key blocks skip the tiles it hides, so a
+  // prologue zeroes dS first, as the recomputing and atomic forms have.)
+  zeroScoresGrad = wantsScoresGrad() && (causal || g.band.boundsStart());
   auto dqSplits = [&](int64_t keyRows) {
-    return (atomicMode && rowless) || !plainBand || g.group > 1
+    return (atomicMode && rowless) || !plainBand || g.group > 1 ||
+                   (zeroScoresGrad && !atomicMode)
                ? 0
                : attentionDqSplits(g, e.plan.cudaAttentionDq, keyRows);
   };
@@ -327,7 +331,12 @@ std::string AttentionGrad::rowDPrologue() {
          "    dd += __shfl_xor_sync(0xffffffffu, dd, 1);\n"
          "    dd += __shfl_xor_sync(0xffffffffu, dd, 2);\n"
          "    if (part == 0 && r < " + L(g.batch * g.sq) + ") ((float *)scratch + " +
-         std::to_string(rowDWords) + "LL)[r] = dd;\n  }\n";
+         std::to_string(rowDWords) + "LL)[r] = dd;\n" +
+         (zeroScoresGrad
+              ? "    if (r < " + L(g.batch * g.sq) + ")\n      for (i64 j = part; j < " +
+                    L(g.skv) + "; j += 4) st(out3, r * " + L(g.skv) + " + j, 0.0f);\n"
+              : std::string()) +
+         "  }\n";
 }
 
 void AttentionGrad::emit(const std::string &name) {

@@ -218,6 +218,15 @@ __device__ __forceinline__ unsigned mpc_pack2(T lo, T hi) {
   return (unsigned)a | ((unsigned)b << 16);
 }
 
+// The two values of a packed pair to p[0] (lo, where `lo`) and p[stride]
+// (hi, where `hi`): an A fragment's neighbours along a column of memory.
+template <typename T>
+__device__ __forceinline__ void mpc_st_pair(T *p, i64 stride, unsigned v, bool lo, bool hi) {
+  const unsigned short a = (unsigned short)(v & 0xffffu), b = (unsigned short)(v >> 16);
+  if (lo) memcpy(p, &a, 2);
+  if (hi) memcpy(p + stride, &b, 2);
+}
+
 #ifndef MPC_HOST_EMULATION
 // d += A B for one m16n8k16 tile on the tensor cores: A 16x16 and B 16x8
 // fp16/bf16 in packed pairs, d 16x8 FP32, in the PTX ISA's layout (lane =

@@ -99,5 +99,10 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
   if (failed(checkQkv(loc, q, k, v)))
     return failure();
   types.append({q, k, v});
+  if (adaptor.getWithScoresGrad()) { // dS: [..., Sq, Skv] in q's type
+    SmallVector<int64_t> scores(q.getShape());
+    scores.back() = k.getDimSize(k.getRank() - 2);
+    types.push_back(q.clone(scores));
+  }
   return success();
 }

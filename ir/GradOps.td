@@ -61,8 +61,11 @@ def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom,
     operand's type; p = 0 in a row whose lse is -inf (a fully masked row).
     Without dropout z = 1 and pd = p; with it z is the forward's mask times
     1/(1-dropout), redrawn from the same key and counter, and pd = z p.
-    The gradient w.r.t. the bias, when one is needed, is built from forward
-    ops by the gradient rule.
+    With `with_scores_grad` a fourth result is `dS = p * (z * (dy v^T) -
+    rowsum(dy * y))` itself, the gradient w.r.t. the biased score (before a
+    softcap's slope; 0 where the band hides the key), [..., Sq, Skv] in q's
+    type: the gradient rule sums it to a trained bias's shape, so Q and K
+    have no reader outside the attention kernels.
 
     Example:
     ```mlir
@@ -81,9 +84,11 @@ def Mpc_AttentionGradOp : Mpc_Op<"attention_grad", [Pure, Mpc_InferCustom,
                    DefaultValuedAttr<F32Attr, "0.0f">:$softcap,
                    DefaultValuedAttr<F32Attr, "0.0f">:$dropout,
                    OptionalAttr<I64Attr>:$seed,
-                   OptionalAttr<I64Attr>:$stream);
+                   OptionalAttr<I64Attr>:$stream,
+                   UnitAttr:$with_scores_grad);
   let results = (outs Mpc_FloatTensor:$q_grad, Mpc_FloatTensor:$k_grad,
-                 Mpc_FloatTensor:$v_grad);
+                 Mpc_FloatTensor:$v_grad,
+                 Optional<Mpc_FloatTensor>:$scores_grad);
   let assemblyFormat = [{
     $grad `,` $q `,` $k `,` $v `,` $y `,` $lse (`,` $bias^)? (`step` $step^)?
     attr-dict `:` functional-type(operands, results)

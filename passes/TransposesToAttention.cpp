@@ -27,10 +27,10 @@
 // before it instead (the Split along the axis the permutation moved to
 // the front, each part viewed without it and transposed as the rest of
 // the permutation says), each part is a strided view of the projection
-// that attention reads in place, as GPT-2's. Not where the attention adds
-// a learned bias (Swin's relative positions): its gradient, computed from
-// the scores outside the attention kernels, reads Q and K too, so three
-// transposes would replace one.
+// that attention reads in place, as GPT-2's, also where the attention adds
+// a learned bias (Swin's relative positions): the bias's gradient comes
+// from the attention backward's kernels (mpc.attention_grad's dS), which
+// read the views as they read Q and K.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,51 +60,21 @@ bool keepsLastDim(TransposeOp t) {
 }
 
 /// Whether every use of `v`, through reshapes and transposes keeping the
-/// last dim, is a Q, K or V operand of attention (of one `accept` takes).
-bool onlyAttentionReads(Value v, int depth = 0,
-                        function_ref<bool(AttentionOp)> accept = nullptr) {
+/// last dim, is a Q, K or V operand of attention.
+bool onlyAttentionReads(Value v, int depth = 0) {
   if (depth > 8 || v.use_empty())
     return false;
   for (OpOperand &use : v.getUses()) {
     Operation *user = use.getOwner();
     if (auto a = llvm::dyn_cast<AttentionOp>(user);
-        a && use.getOperandNumber() < 3 && (!accept || accept(a)))
+        a && use.getOperandNumber() < 3)
       continue;
     auto t = llvm::dyn_cast<TransposeOp>(user);
     if (!(llvm::isa<ReshapeOp>(user) && use.getOperandNumber() == 0) &&
         !(t && keepsLastDim(t)))
       return false;
-    if (!onlyAttentionReads(user->getResult(0), depth + 1, accept))
+    if (!onlyAttentionReads(user->getResult(0), depth + 1))
       return false;
-  }
-  return true;
-}
-
-/// Whether `v` is computed without a trainable parameter (a mask, or
-/// nothing): no gradient flows to it. A learned bias's gradient is
-/// computed from the scores outside the attention kernels, which then
-/// read Q and K besides attention, so they cannot stay views.
-bool gradientFree(Value v) {
-  SmallVector<Value> work;
-  DenseSet<Value> seen;
-  if (v)
-    work.push_back(v);
-  while (!work.empty()) {
-    Value x = work.pop_back_val();
-    if (!seen.insert(x).second)
-      continue;
-    if (auto arg = llvm::dyn_cast<BlockArgument>(x)) {
-      auto f = llvm::dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-      auto sym = f ? f.getArgAttrOfType<FlatSymbolRefAttr>(arg.getArgNumber(),
-                                                           "mpc.param")
-                   : FlatSymbolRefAttr();
-      auto param = sym ? SymbolTable::lookupNearestSymbolFrom<ParamOp>(f, sym)
-                       : ParamOp();
-      if (sym && (!param || param.getTrainable()))
-        return false;
-      continue;
-    }
-    llvm::append_range(work, x.getDefiningOp()->getOperands());
   }
   return true;
 }
@@ -261,9 +231,7 @@ bool unbindBeforeTranspose(TransposeOp t) {
     RankedTensorType pt = rankedOf(part);
     SqueezeOp sq = squeezeOf(part, a, rank);
     if (!pt || pt.getDimSize(a) != 1 || !sq ||
-        !onlyAttentionReads(sq.getY(), 0, [](AttentionOp op) {
-          return gradientFree(op.getBias());
-        }))
+        !onlyAttentionReads(sq.getY()))
       return false;
     squeezes.push_back(sq);
   }

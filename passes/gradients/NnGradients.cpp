@@ -410,21 +410,11 @@ LogicalResult rmsNormGrad(Context &c, RmsNormOp rn) {
   return success();
 }
 
-/// Swaps the last two dimensions.
-Value transposeLast(Context &c, Value v) {
-  int64_t r = typeOf(v).getRank();
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < r; ++i)
-    perm.push_back(i < r - 2 ? i : 2 * r - 3 - i);
-  return c.make<TransposeOp>(
-      v, {c.b.getNamedAttr("perm", c.b.getDenseI64ArrayAttr(perm))});
-}
-
 /// dq, dk, dv from mpc.attention_grad (p recomputed from lse, the dropout
-/// mask redrawn, nothing of size Sq x Skv kept). The bias gradient dS = p *
-/// (z dy v^T - rowsum(dy y)), summed to the bias's shape, is built from
-/// forward ops (z by an mpc.dropout of dy v^T with the forward's key, so the
-/// same mask): dropped as dead unless the bias depends on a parameter.
+/// mask redrawn, nothing of size Sq x Skv kept). A bias that depends on a
+/// parameter (a learned relative position bias: Swin, T5) also takes dS
+/// from it, summed to the bias's shape: Q and K have no other reader, so
+/// the GPU kernels may read them in place (mpc-transposes-to-attention).
 LogicalResult attentionGrad(Context &c, AttentionOp at) {
   if (c.resultGrads.size() > 1 && c.resultGrads[1])
     return at->emitError("gradient through attention's log-sum-exp is not "
@@ -434,23 +424,26 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
   if (at.getBias())
     operands.push_back(at.getBias());
   bool dropout = at.getDropout().convertToFloat() > 0.0f;
+  // Only a bias that depends on what is trained needs its gradient (a
+  // constant mask or ALiBi's slopes none).
+  bool biasGrad = at.getBias() && c.wanted[3];
   SmallVector<NamedAttribute> attrs{
       c.b.getNamedAttr("scale", at.getScaleAttr()),
       c.b.getNamedAttr("causal", at.getCausalAttr()),
       c.b.getNamedAttr("operandSegmentSizes",
                        c.b.getDenseI32ArrayAttr(
                            {1, 1, 1, 1, 1, 1, at.getBias() ? 1 : 0, 0}))};
+  if (biasGrad)
+    attrs.push_back(c.b.getNamedAttr("with_scores_grad", c.b.getUnitAttr()));
   // The forward's key, so the gradient redraws its mask (mpc-dropout-steps
   // gives both the step).
-  SmallVector<NamedAttribute> key;
   if (dropout) {
-    key.push_back(c.b.getNamedAttr("dropout", at.getDropoutAttr()));
+    attrs.push_back(c.b.getNamedAttr("dropout", at.getDropoutAttr()));
     if (at.getSeedAttr())
-      key.push_back(c.b.getNamedAttr("seed", at.getSeedAttr()));
+      attrs.push_back(c.b.getNamedAttr("seed", at.getSeedAttr()));
     if (at.getStreamAttr())
-      key.push_back(c.b.getNamedAttr("stream", at.getStreamAttr()));
+      attrs.push_back(c.b.getNamedAttr("stream", at.getStreamAttr()));
   }
-  attrs.append(key);
   if (at.getSoftcap().convertToFloat() > 0.0f)
     attrs.push_back(c.b.getNamedAttr("softcap", at.getSoftcapAttr()));
   for (auto [name, attr] :
@@ -464,95 +457,10 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
   // attention_grad needs no flag: p = 0 wherever lse is -inf.
   for (unsigned i = 0; i < 3; ++i)
     c.grads[i] = grad->getResult(i);
-  // The bias's gradient recomputes the probabilities, (Sq, Skv) a head:
-  // only for a bias that depends on what is trained (a constant mask or
-  // ALiBi's slopes need none).
-  if (!at.getBias() || !c.wanted[3])
+  if (!biasGrad)
     return success();
-  auto q = typeOf(at.getQ());
-  Type elem = q.getElementType();
-  // Grouped-query K and V, each head repeated for its q heads (the
-  // products below are per q head).
-  auto perQueryHead = [&](Value x) {
-    auto t = typeOf(x);
-    int64_t r = t.getRank(), rep = q.getDimSize(r - 3) / t.getDimSize(r - 3);
-    if (rep == 1)
-      return x;
-    SmallVector<int64_t> expanded(t.getShape()), merged(t.getShape());
-    expanded.insert(expanded.begin() + (r - 2), rep);
-    merged[r - 3] *= rep;
-    Value wide = c.make<ExpandOp>(
-        {c.make<UnsqueezeOp>({x}, {c.b.getNamedAttr(
-                                      "axes", c.b.getDenseI64ArrayAttr({r - 2}))}),
-         ints(c.b, c.loc, expanded)});
-    return c.make<ReshapeOp>({wide, ints(c.b, c.loc, merged)});
-  };
-  Value k = perQueryHead(at.getK()), v = perQueryHead(at.getV());
-  Value scores = c.make<MulOp>(
-      {c.make<MatMulOp>({at.getQ(), transposeLast(c, k)}),
-       grad::scalar(c.b, c.loc, elem, at.getScale().convertToDouble())});
-  if (double cap = at.getSoftcap().convertToDouble(); cap > 0.0) {
-    Value capV = grad::scalar(c.b, c.loc, elem, cap);
-    scores = c.make<MulOp>(
-        {c.make<TanhOp>({c.make<DivOp>({scores, capV})}), capV});
-  }
-  scores = c.make<AddOp>({scores, c.b.create<CastOp>(
-                                      c.loc, typeOf(at.getBias()).clone(elem),
-                                      at.getBias())});
-  int64_t r = q.getRank(), sq = q.getDimSize(r - 2),
-          skv = typeOf(at.getK()).getDimSize(r - 2);
-  if (at.getCausal() || at.getWindowLeftAttr() || at.getWindowRightAttr()) {
-    // -inf where the band hides the key (above the offset diagonal, out
-    // of the windows)
-    const llvm::fltSemantics &sem = llvm::cast<FloatType>(elem).getFloatSemantics();
-    int64_t off = at.getCausalOffsetAttr() ? at.getCausalOffsetAttr().getInt()
-                                           : skv - sq;
-    int64_t lo = at.getCausal() ? 0 : std::numeric_limits<int64_t>::min() / 4,
-            hi = std::numeric_limits<int64_t>::max() / 4;
-    if (auto r = at.getWindowRightAttr())
-      lo = std::max(lo, -r.getInt());
-    if (auto l = at.getWindowLeftAttr())
-      hi = l.getInt();
-    SmallVector<APFloat> mask;
-    for (int64_t i = 0; i < sq; ++i)
-      for (int64_t j = 0; j < skv; ++j)
-        mask.push_back(i + off - j >= lo && i + off - j <= hi
-                           ? APFloat::getZero(sem)
-                           : APFloat::getInf(sem, true));
-    scores = c.make<AddOp>(
-        {scores, c.b.create<ConstantOp>(
-                     c.loc, DenseElementsAttr::get(
-                                RankedTensorType::get({sq, skv}, elem), mask))});
-  }
-  Value lse = c.b.create<CastOp>(c.loc, typeOf(at.getLse()).clone(elem),
-                                 at.getLse());
-  lse = c.make<UnsqueezeOp>(
-      lse, {c.b.getNamedAttr("axes", c.b.getDenseI64ArrayAttr({r - 1}))});
-  Value p = c.make<ExpOp>(c.make<SubOp>({scores, lse}));
-  if (at.getZeroMaskedRows()) // rows with no attendable key: p = 0, not NaN
-    p = c.make<WhereOp>(
-        {makeOp(c.b, c.loc, IsInfOp::getOperationName(), {lse},
-                {c.b.getNamedAttr("detect_positive", c.b.getBoolAttr(false))})
-             ->getResult(0),
-         grad::scalar(c.b, c.loc, elem, 0.0), p});
-  Value dp = c.make<MatMulOp>({c.g, transposeLast(c, v)});
-  if (dropout) {
-    // mpc.dropout's ratio is its own; the key (seed, stream) the forward's.
-    SmallVector<NamedAttribute> dropKey{c.b.getNamedAttr(
-        "operandSegmentSizes", c.b.getDenseI32ArrayAttr({1, 1, 1, 0}))};
-    for (NamedAttribute a : key)
-      if (a.getName() != "dropout")
-        dropKey.push_back(a);
-    Value ratio = grad::scalar(c.b, c.loc, c.b.getF32Type(),
-                               at.getDropout().convertToDouble());
-    Value training = grad::scalar(c.b, c.loc, c.b.getI1Type(), 1.0);
-    dp = makeOp(c.b, c.loc, DropoutOp::getOperationName(),
-                {dp, ratio, training}, dropKey)
-             ->getResult(0);
-  }
-  Value rowD = reduceKeep<ReduceSumOp>(c, c.make<MulOp>({c.g, c.y}), {r - 1});
-  Value ds = c.make<MulOp>({p, c.make<SubOp>({dp, rowD})});
-  Value db = c.un(ds, 3);
+  // dS (q's type) summed over the dims the bias broadcasts along.
+  Value db = c.un(grad->getResult(3), 3);
   if (typeOf(db).getElementType() != typeOf(at.getBias()).getElementType())
     db = c.b.create<CastOp>(c.loc, typeOf(at.getBias()), db);
   c.grads[3] = db;

@@ -225,6 +225,11 @@ void attentionGradK(KernelContext &c) {
   Tensor &dq = c.output(0), &dk = c.output(1), &dv = c.output(2);
   float *dqp = floatOut(dq, dqB), *dkp = floatOut(dk, dkB),
         *dvp = floatOut(dv, dvB);
+  // with_scores_grad: dS itself (before a softcap's slope), 0 outside the
+  // band.
+  Tensor *dsT = c.numOutputs() > 3 ? &c.output(3) : nullptr;
+  std::vector<float> dsB;
+  float *dsp = dsT ? floatOut(*dsT, dsB) : nullptr;
   // dq_i = scale * sum_j ds_ij k_j, a query row at a time.
   parallelFor(g.batch * g.sq, 4, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
@@ -234,13 +239,19 @@ void attentionGradK(KernelContext &c) {
       float rowD = rowTerm(g, dyi, yp + row * g.dv);
       float *dqi = dqp + row * g.d;
       std::fill(dqi, dqi + g.d, 0.0f);
+      float *dsi = dsp ? dsp + row * g.skv : nullptr;
+      if (dsi)
+        std::fill(dsi, dsi + g.skv, 0.0f);
       for (int64_t j = g.band.firstKey(i), e = g.band.endKey(i); j < e; ++j) {
         int64_t key = b / g.group * g.skv + j;
         float z = g.dropFactor(b, i, j); // 1 without dropout
         float slope = 1.0f;
         float s = score(g, qi, kp + key * g.d, bp, bRow, j, &slope);
-        float p, ds = slope * scoreGrad(g, s, lp[row], dyi, vp + key * g.dv,
-                                        rowD, z, p);
+        float p, dsBiased = scoreGrad(g, s, lp[row], dyi, vp + key * g.dv,
+                                      rowD, z, p);
+        if (dsi)
+          dsi[j] = dsBiased;
+        float ds = slope * dsBiased;
         for (int64_t t = 0; t < g.d; ++t)
           dqi[t] += g.scale * ds * kp[key * g.d + t];
       }
@@ -276,6 +287,8 @@ void attentionGradK(KernelContext &c) {
   finishFloatOut(dq, dqB);
   finishFloatOut(dk, dkB);
   finishFloatOut(dv, dvB);
+  if (dsT)
+    finishFloatOut(*dsT, dsB);
 }
 
 /// RotaryEmbedding in one pass (mpc.rotary): element i pairs with its

@@ -176,5 +176,8 @@ func.func @attention(%q: tensor<2x4x16x8xf16>, %k: tensor<2x4x32x8xf16>, %v: ten
   %yd, %lsed = mpc.attention %q, %k, %v step %step {scale = 0.35 : f32, dropout = 0.1 : f32, seed = 1 : i64, stream = 2 : i64} : (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<i64>) -> (tensor<2x4x16x6xf16>, tensor<2x4x16xf32>)
   // CHECK: mpc.attention_grad {{.*}} -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>)
   %dq, %dk, %dv = mpc.attention_grad %dy, %q, %k, %v, %y, %lse, %b {scale = 0.35 : f32, causal = true} : (tensor<2x4x16x6xf16>, tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x4x16x6xf16>, tensor<2x4x16xf32>, tensor<2x1x1x32xf16>) -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>)
+  // dS, the scores' gradient, in q's type: [..., Sq, Skv].
+  // CHECK: mpc.attention_grad {{.*}} {causal = true, scale = 3.500000e-01 : f32, with_scores_grad} {{.*}} -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x4x16x32xf16>)
+  %dq2, %dk2, %dv2, %ds = mpc.attention_grad %dy, %q, %k, %v, %y, %lse, %b {scale = 0.35 : f32, causal = true, with_scores_grad} : (tensor<2x4x16x6xf16>, tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x4x16x6xf16>, tensor<2x4x16xf32>, tensor<2x1x1x32xf16>) -> (tensor<2x4x16x8xf16>, tensor<2x4x32x8xf16>, tensor<2x4x32x6xf16>, tensor<2x4x16x32xf16>)
   return
 }

@@ -129,6 +129,41 @@ func.func @dropout(%w: tensor<2x4x8xf32> {mpc.param = @w}) -> tensor<f32> attrib
 
 // -----
 
+// A learned bias (Swin's and T5's relative positions, here shared by the
+// batch): attention_grad also returns dS, the gradient w.r.t. the biased
+// scores, [B, H, Sq, Skv]; summed over the batch it is the bias's. No
+// score or probability is recomputed outside attention_grad (no matmul,
+// no exp); a constant bias (a mask) takes none.
+mpc.param @rel trainable : tensor<1x2x4x4xf32> = dense<0.5> : tensor<1x2x4x4xf32>
+// CHECK-LABEL: func.func @learned_bias_train_step(
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[DS:.*]] = mpc.attention_grad {{.*}} {scale = 5.000000e-01 : f32, with_scores_grad} : ({{.*}}) -> (tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<3x2x4x4xf32>)
+// CHECK-NOT: mpc.matmul
+// CHECK-NOT: mpc.exp
+// CHECK-NEXT: %[[SUM:.*]] = mpc.reduce_sum %[[DS]] {axes = array<i64: 0>, keepdims = false} : (tensor<3x2x4x4xf32>) -> tensor<2x4x4xf32>
+// CHECK: %[[DB:.*]] = mpc.reshape %[[SUM]], %{{.*}} -> tensor<1x2x4x4xf32>
+// CHECK: return %{{.*}}, %[[DB]]
+func.func @learned_bias(%x: tensor<3x2x4x8xf32>, %rel: tensor<1x2x4x4xf32> {mpc.param = @rel}) -> tensor<f32> attributes {mpc.entry} {
+  %a, %lse = mpc.attention %x, %x, %x, %rel {scale = 0.5 : f32} : (tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<1x2x4x4xf32>) -> (tensor<3x2x4x8xf32>, tensor<3x2x4xf32>)
+  %s = mpc.reduce_sum %a {keepdims = false} : (tensor<3x2x4x8xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @mask_bias_train_step(
+// CHECK: mpc.attention_grad
+// CHECK-NOT: with_scores_grad
+// CHECK-SAME: -> (tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>)
+mpc.param @wq trainable : tensor<3x2x4x8xf32> = dense<0.5> : tensor<3x2x4x8xf32>
+func.func @mask_bias(%q: tensor<3x2x4x8xf32> {mpc.param = @wq}) -> tensor<f32> attributes {mpc.entry} {
+  %m = mpc.constant dense<0.0> : tensor<4x4xf32>
+  %a, %lse = mpc.attention %q, %q, %q, %m {scale = 0.5 : f32} : (tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<3x2x4x8xf32>, tensor<4x4xf32>) -> (tensor<3x2x4x8xf32>, tensor<3x2x4xf32>)
+  %s = mpc.reduce_sum %a {keepdims = false} : (tensor<3x2x4x8xf32>) -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
 // An embedding with torch's padding_idx: the positions that read row 1
 // add nothing to the table's gradient (g * (ids != 1)), as in torch.
 mpc.param @table trainable : tensor<5x3xf32> = dense<1.0> : tensor<5x3xf32>

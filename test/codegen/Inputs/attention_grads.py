@@ -4,7 +4,9 @@ is sum(Attention(q, k, v) * target) (target scaled by 1e-3 so the loss
 scale keeps it in fp16), and after `mpc train ... --steps 1 --optimizer
 sgd --lr 1 -o trained.onnx` each initializer has moved by minus its
 gradient. `check` compares that with a float64 NumPy backward on the
-fp16-rounded q, k and v (normwise per tensor).
+fp16-rounded q, k and v (normwise per tensor), and where the cases add a
+mask, the mask's too: an initializer, so trained, a learned bias (Swin's,
+T5's), whose gradient the backward's key blocks write as dS.
 
 `shapes` writes models for plans only (no values checked): q = k = v =
 x W at real sizes (H heads x S tokens x 64, from a [16, 64] weight, so
@@ -76,6 +78,10 @@ CASES = {
     # causal, a softcap; three key blocks of 64 (of 16 queries a tile
     # where SMs have 100 KiB).
     "gemma_d256": ((1, 2, 150, 256), (1, 1, 150, 256), (1, 1, 150, 256), 1, False),
+    # A trained bias under a causal band (T5's decoder): the key blocks
+    # skip the tiles the band hides, whose dS a prologue zeroes (last: the
+    # cases before draw the same values).
+    "causal_mask": ((1, 2, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, True),
 }
 WINDOWS = {"window_causal": (50, -1), "window_both_d96": (24, 16),
            "window_d160": (40, -1)}
@@ -148,11 +154,15 @@ def reference(name, w, target, fp32=False):
     dy = target.astype(np.float64)
     dv = np.swapaxes(p, -1, -2) @ dy
     dp = dy @ np.swapaxes(v, -1, -2)
-    ds = slope * p * (dp - (dp * p).sum(-1, keepdims=True))
+    dbiased = p * (dp - (dp * p).sum(-1, keepdims=True))  # d loss / d (s + mask)
+    ds = slope * dbiased
     def heads(x):  # a K or V head's gradient: the sum over its q heads
         return x.reshape(x.shape[:-3] + (-1, rep) + x.shape[-2:]).sum(-3)
-    return {"q": scale * ds @ k, "k": heads(scale * np.swapaxes(ds, -1, -2) @ q),
+    want = {"q": scale * ds @ k, "k": heads(scale * np.swapaxes(ds, -1, -2) @ q),
             "v": heads(dv)}
+    if masked:  # the trained [Sq, Skv] mask: dS summed over batch and heads
+        want["mask"] = dbiased.reshape((-1,) + dbiased.shape[-2:]).sum(0)
+    return want
 
 
 def check(d, name, trained, rtol, fp32=False):
@@ -160,7 +170,7 @@ def check(d, name, trained, rtol, fp32=False):
     after = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
     want = reference(name, before, np.load(f"{d}/{name}.target.npy"), fp32)
     ok = True
-    for n in "qkv":
+    for n in want:
         got = before[n].astype(np.float64) - after[n].astype(np.float64)  # lr 1
         err = float(np.max(np.abs(got - want[n])) / np.max(np.abs(want[n])))
         good = err <= rtol
