@@ -333,20 +333,30 @@ class Bert(nn.Module):
 
 class VitBlock(nn.Module):
     """timm's ViT block: one QKV Linear, viewed (b, t, 3, heads, d),
-    permuted (2, 0, 3, 1, 4) and unbound into Q, K and V; pre-LayerNorm."""
+    permuted (2, 0, 3, 1, 4) and unbound into Q, K and V; pre-LayerNorm.
+    With `tokens`, the scores add a learned relative position bias as
+    Swin, LeViT and T5 do: a table of a value per head and offset i - j,
+    gathered to [heads, t, t] by a constant index."""
 
-    def __init__(self, d, heads):
+    def __init__(self, d, heads, tokens=None):
         super().__init__()
         self.heads = heads
         self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
         self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.rel = None
+        if tokens:
+            self.rel = nn.Parameter(torch.randn(heads, 2 * tokens - 1) * 0.02)
+            pos = torch.arange(tokens)
+            self.register_buffer("rel_index", pos[:, None] - pos[None, :] + tokens - 1)
 
     def forward(self, x):
         b, t, d = x.shape
         qkv = self.qkv(self.ln1(x)).reshape(b, t, 3, self.heads, -1)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
         att = (q * (d // self.heads) ** -0.5) @ k.transpose(-2, -1)
+        if self.rel is not None:
+            att = att + self.rel[:, self.rel_index]
         y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
         x = x + self.proj(y)
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
@@ -355,14 +365,16 @@ class VitBlock(nn.Module):
 class Vit(nn.Module):
     """A ViT as timm writes it (ViT-Tiny's width and heads): 4x4 patches of
     32x32 images, a class token, learned positions, classified from the
-    class token."""
+    class token; with `rel`, each block's attention adds a learned
+    relative position bias (VitBlock)."""
 
-    def __init__(self, d=192, heads=3, layers=4, classes=10):
+    def __init__(self, d=192, heads=3, layers=4, classes=10, rel=False):
         super().__init__()
         self.patch = nn.Conv2d(3, d, 4, stride=4)
         self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
         self.pos = nn.Parameter(torch.randn(1, 65, d) * 0.02)
-        self.blocks = nn.ModuleList(VitBlock(d, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(VitBlock(d, heads, 65 if rel else None)
+                                    for _ in range(layers))
         self.ln = nn.LayerNorm(d)
         self.head = nn.Linear(d, classes)
 

@@ -18,11 +18,12 @@
 # 8192 fp16; causal attention at ATTN_SEQ (default 1024) tokens checked
 # against the CPU backend and at ATTN_LONG (default 4096, 0: none) checked
 # on the GPU machine. MODELS (default "mlp rescnn transformer bert unet
-# gpt llama vit resnet18 resnet50"; bert: Hugging Face's form, separate
+# gpt llama vit vitrel resnet18 resnet50"; bert: Hugging Face's form, separate
 # query, key and value Linears; llama: a Llama-style decoder as Hugging
 # Face writes it, RMSNorm, rotary, grouped-query heads, SwiGLU; vit: timm's
 # ViT at ViT-Tiny's width, Q, K and V unbound from one permuted
-# projection; none: no models) and
+# projection; vitrel: the same with a learned relative position bias in
+# each attention, as Swin, LeViT and T5 train one; none: no models) and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
 # machine.
@@ -32,7 +33,7 @@ mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
-models=${MODELS:-mlp rescnn transformer bert unet gpt llama vit resnet18 resnet50}
+models=${MODELS:-mlp rescnn transformer bert unet gpt llama vit vitrel resnet18 resnet50}
 [[ $models == none ]] && models= # attention alone (with GEMM=0 GAN=0 ROWS=0)
 work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work/models" "$work/inputs"
@@ -67,6 +68,8 @@ if "llama" in wanted:
     zoo.export(zoo.Llama(), (tok(4), tok(4)), (["tokens", "targets"], ["loss", "logp"]), f"{out}/llama.onnx", 17, training=True)
 if "vit" in wanted:
     zoo.export(zoo.WithCrossEntropy(zoo.Vit()), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/vit.onnx", 17, training=True)
+if "vitrel" in wanted:
+    zoo.export(zoo.WithCrossEntropy(zoo.Vit(rel=True)), (torch.randn(4, 3, 32, 32), lbl(4)), xy, f"{out}/vitrel.onnx", 17, training=True)
 for name in ("resnet18", "resnet50"):
     if name in wanted:
         import torchvision
@@ -83,7 +86,8 @@ import inputs  # noqa: E402 (large inputs travel as recipes)
 rng = np.random.default_rng(0)
 shapes = {"mlp": {"x": (batch, 64)}, "rescnn": {"x": (batch, 3, 32, 32)},
           "transformer": {"x": (batch, 16)}, "bert": {"x": (batch, 16)},
-          "unet": {"x": (batch, 3, 32, 32)}, "vit": {"x": (batch, 3, 32, 32)}}
+          "unet": {"x": (batch, 3, 32, 32)}, "vit": {"x": (batch, 3, 32, 32)},
+          "vitrel": {"x": (batch, 3, 32, 32)}}
 for name, inp in shapes.items():
     for k, shape in inp.items():
         v = (rng.integers(0, 100, shape) if name in ("transformer", "bert")
@@ -113,7 +117,7 @@ for m in $models; do
   [[ $m == gpt || $m == llama ]] && x=tokens y=targets
   seed=() n=$steps # the ResNets: weights as seeds, fewer reference steps
   [[ $m == resnet* ]] && seed=(--weights seed:0) && n=$((steps < 5 ? steps : 5))
-  [[ $m == vit ]] && seed=(--weights seed:0) # 7 MiB an artifact otherwise
+  [[ $m == vit* ]] && seed=(--weights seed:0) # 7 MiB an artifact otherwise
   for p in fp32 fp16 bf16; do
     # BERT in fp16 alone: what travels stays under the budget below.
     [[ $m == bert && $p == fp32 ]] && continue

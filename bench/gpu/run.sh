@@ -112,7 +112,7 @@ while read -r model prec art ins; do
     if [[ $choice == auto ]]; then
       dev=$(echo "$line" | sed -n 's/^device: median \([0-9.]*\) ms.*/\1/p')
       stepms[$model-$prec]=${ms:-n/a} devms[$model-$prec]=${dev:-n/a}
-      if [[ $prec =~ ^(fp16|bf16|fp16-nhwc)$ && $model =~ ^(mlp|bert|gpt|llama|vit|resnet18|resnet50|attention.*)$ ]]; then
+      if [[ $prec =~ ^(fp16|bf16|fp16-nhwc)$ && $model =~ ^(mlp|bert|gpt|llama|vit|vitrel|resnet18|resnet50|attention.*)$ ]]; then
         profiles+=$'\n'"$model $prec:"$'\n'"$(echo "$line" | sed -n 's/^profile: //p')"
       fi
     fi
@@ -276,7 +276,7 @@ attention_rows() {
   echo "| model | precision | mpc, batch on the device | mpc, batch uploaded | PyTorch eager AMP | torch.compile AMP | eager / mpc | compile / mpc |"
   echo "|---|---|---|---|---|---|---|---|"
   for key in "${!devms[@]}"; do echo "$key"; done | sort | while read -r key; do
-    [[ $key =~ ^(mlp|rescnn|transformer|bert|gpt|llama|vit|resnet18|resnet50)-(.*)$ ]] || continue
+    [[ $key =~ ^(mlp|rescnn|transformer|bert|gpt|llama|vit|vitrel|resnet18|resnet50)-(.*)$ ]] || continue
     model=${BASH_REMATCH[1]} prec=${BASH_REMATCH[2]}
     case $prec in # channels last: against torch's channels_last step
       fp16) what=amp-train-step ;;

@@ -93,6 +93,7 @@ models = {
     "gpt": (zoo.Gpt(gelu="tanh"), torch.randint(0, 128, (b, 16))),
     "llama": (zoo.Llama(), torch.randint(0, 128, (b, 16))),
     "vit": (zoo.Vit(), torch.randn(b, 3, 32, 32)),
+    "vitrel": (zoo.Vit(rel=True), torch.randn(b, 3, 32, 32)),
 }
 try:  # torchvision's ResNets at prepare.sh's 64x64 images
     import torchvision
