@@ -82,11 +82,16 @@ CASES = {
     # skip the tiles the band hides, whose dS a prologue zeroes (last: the
     # cases before draw the same values).
     "causal_mask": ((1, 2, 150, 64), (1, 2, 150, 64), (1, 2, 150, 64), 1, True),
+    # Smaller forms of causal_d160 (one head) and gemma_d256 (80 tokens:
+    # two key blocks, five query tiles of 16) for racecheck.test, whose
+    # instrumented runs cost some 30 times the plain ones.
+    "causal_d160_1h": ((1, 1, 150, 160), (1, 1, 150, 160), (1, 1, 150, 160), 1, False),
+    "gemma_d256_80": ((1, 2, 80, 256), (1, 1, 80, 256), (1, 1, 80, 256), 1, False),
 }
 WINDOWS = {"window_causal": (50, -1), "window_both_d96": (24, 16),
            "window_d160": (40, -1)}
 SOFTCAP = {"softcap_causal": 2.0, "softcap_mask_d96": 1.5, "softcap_d160": 2.5,
-           "gemma_d256": 2.0}
+           "gemma_d256": 2.0, "gemma_d256_80": 2.0}
 
 
 def make(d):
