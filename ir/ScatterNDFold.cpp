@@ -71,7 +71,9 @@ static bool enumeratesAll(Value indices, ArrayRef<int64_t> data) {
     return true;
   }
   auto cat = indices.getDefiningOp<ConcatOp>();
-  if (!cat || (cat.getAxis() != rank && cat.getAxis() != -1) ||
+  // (The axis attribute reads back unsigned: -1 through int64_t.)
+  int64_t catAxis = cat ? (int64_t)cat.getAxis() : 0;
+  if (!cat || (catAxis != rank && catAxis != -1) ||
       (int64_t)cat.getInputs().size() != rank)
     return false;
   for (auto [k, part] : llvm::enumerate(cat.getInputs())) {

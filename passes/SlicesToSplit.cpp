@@ -99,6 +99,13 @@ std::optional<Range> rangeOf(SliceOp s) {
 
 /// The index a Gather of one scalar constant index selects along its axis
 /// of static data (negative indices counted from the end), or none.
+/// A Gather's axis, counted from 0 (the attribute is an unsigned integer:
+/// a negative axis reads back as itself only through int64_t).
+int64_t gatherAxis(GatherOp g, RankedTensorType data) {
+  int64_t axis = (int64_t)g.getAxis();
+  return axis < 0 ? axis + data.getRank() : axis;
+}
+
 std::optional<int64_t> selectedIndex(GatherOp g) {
   auto t = llvm::dyn_cast<RankedTensorType>(g.getData().getType());
   auto it = llvm::dyn_cast<RankedTensorType>(g.getIndices().getType());
@@ -107,7 +114,9 @@ std::optional<int64_t> selectedIndex(GatherOp g) {
       g.getPaddingIdx() || !getConstantInts(g.getIndices(), index) ||
       index.size() != 1)
     return std::nullopt;
-  int64_t axis = g.getAxis() < 0 ? g.getAxis() + t.getRank() : g.getAxis();
+  int64_t axis = gatherAxis(g, t);
+  if (axis < 0 || axis >= t.getRank())
+    return std::nullopt;
   int64_t dim = t.getDimSize(axis),
           i = index[0] < 0 ? index[0] + dim : index[0];
   if (i < 0 || i >= dim)
@@ -121,14 +130,16 @@ void selectsToSlices(ModuleOp module) {
   llvm::MapVector<std::pair<Value, int64_t>, SmallVector<GatherOp>> groups;
   module.walk([&](GatherOp g) {
     if (selectedIndex(g))
-      groups[{g.getData(), g.getAxis()}].push_back(g);
+      groups[{g.getData(), gatherAxis(g, llvm::cast<RankedTensorType>(
+                                             g.getData().getType()))}]
+          .push_back(g);
   });
   for (auto &[key, gathers] : groups) {
     if (gathers.size() < 2)
       continue;
     for (GatherOp g : gathers) {
       auto t = llvm::cast<RankedTensorType>(g.getData().getType());
-      int64_t axis = g.getAxis() < 0 ? g.getAxis() + t.getRank() : g.getAxis();
+      int64_t axis = gatherAxis(g, t);
       int64_t i = *selectedIndex(g);
       OpBuilder b(g);
       Location loc = g.getLoc();

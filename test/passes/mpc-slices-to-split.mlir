@@ -152,6 +152,19 @@ func.func @selects(%x: tensor<3x2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, 
   return %q, %k, %v : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
 }
 
+// Along a negative axis (-2: the heads of [3, 2, 4]) with the same axis
+// counted from 0 beside it: one group.
+// CHECK-LABEL: func.func @selects_negative_axis
+// CHECK: %[[P:.*]]:2 = mpc.split %arg0 {axis = 1 : i64, num_outputs = 2 : i64, split = array<i64: 1, 1>} : (tensor<3x2x4xf32>) -> (tensor<3x1x4xf32>, tensor<3x1x4xf32>)
+// CHECK-NOT: mpc.gather
+func.func @selects_negative_axis(%x: tensor<3x2x4xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  %i0 = mpc.constant dense<0> : tensor<i64>
+  %i1 = mpc.constant dense<1> : tensor<i64>
+  %a = mpc.gather %x, %i0 {axis = -2 : i64} : (tensor<3x2x4xf32>, tensor<i64>) -> tensor<3x4xf32>
+  %b = mpc.gather %x, %i1 {axis = 1 : i64} : (tensor<3x2x4xf32>, tensor<i64>) -> tensor<3x4xf32>
+  return %a, %b : tensor<3x4xf32>, tensor<3x4xf32>
+}
+
 // Left as written: a lone select, and selects by an index the graph
 // computes or of more than one element (an embedding lookup).
 // CHECK-LABEL: func.func @lone_select
