@@ -140,6 +140,17 @@ struct AttentionDropout {
   }
 };
 
+/// Whether attention_grad step `s` also writes dS (with_scores_grad: a
+/// fourth output, [.., Sq, Skv] row-major).
+inline bool wantsScoresGrad(const Step &s) { return s.outputs.size() > 3; }
+
+/// The element of score (b, i, j) (i64 expressions) in dS.
+inline std::string scoresGradIndex(const Dims &g, const std::string &b,
+                                   const std::string &i, const std::string &j) {
+  return "((" + b + ") * " + i64Lit(g.sq) + " + (" + i + ")) * " + i64Lit(g.skv) +
+         " + (" + j + ")";
+}
+
 /// Statements setting `off`, the bias element of score (b, i, j), with
 /// the bias's broadcast strides folded in as literals.
 inline std::string biasOffset(const Dims &g, const Shape &bias) {

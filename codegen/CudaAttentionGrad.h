@@ -37,7 +37,7 @@ private:
   std::string rowDPrologue();
   int64_t rowDBlocks() const { return (g.batch * g.sq * 4 + 255) / 256; }
   /// with_scores_grad: dS is the step's fourth output.
-  bool wantsScoresGrad() const { return s.outputs.size() > 3; }
+  bool wantsScoresGrad() const { return cuda::wantsScoresGrad(s); }
   /// Whether dS is stored from the packed dS^T (no softcap: its slope is
   /// in the packed values, not in the bias's gradient).
   bool packedScoresGrad() const { return slope.empty(); }

@@ -186,9 +186,10 @@ bool Emitter::attentionGrad(Step &s, const std::string &name) {
     dsCode << " float ds = p * (dp - rowD); float pd = p;";
   // dS itself (with_scores_grad: before the cap's slope), from the query
   // rows' loop, which visits every key.
-  const bool scoresGrad = s.outputs.size() > 3;
-  std::string rowDs =
-      scoresGrad ? " st(out3, row * " + i64Lit(g.skv) + " + j, ds);" : "";
+  std::string rowDs = wantsScoresGrad(s) ? " st(out3, " +
+                                               scoresGradIndex(g, "b", "i", "j") +
+                                               ", ds);"
+                                         : "";
   // The cap's slope (the CPU backend's order).
   const std::string slopeCode = softcap > 0.0f ? " ds = slope * ds;" : "";
   int64_t n = std::max(g.batch * g.sq, g.batch * g.skv);

@@ -246,8 +246,8 @@ std::string AttentionGrad::keyProbabilities(bool wantK, int64_t cols) {
   // (scoresGradFromPacked).
   const std::string scoresGrad =
       wantsScoresGrad() && !packedScoresGrad()
-          ? "        if (i < " + L(g.sq) + " && j < " + L(g.skv) + ") ::st(out3 + b * " +
-                L(g.sq * g.skv) + ", i * " + L(g.skv) + " + j, ds);\n"
+          ? "        if (i < " + L(g.sq) + " && j < " + L(g.skv) + ") ::st(out3, " +
+                scoresGradIndex(g, "b", "i", "j") + ", ds);\n"
           : std::string();
   auto probabilities = [&](const std::string &scoreOf, const std::string &bounds) {
     const std::string q = "qr + n * 8 + 2 * t + (f & 1)",
@@ -288,8 +288,8 @@ std::string AttentionGrad::scoresGradFromPacked(const std::string &frag,
       "    ", "    for (int kt = 0; kt < " + std::to_string(cols / 16) +
                  "; ++kt)\n      for (int f = 0; f < 4; ++f) {\n" +
                  "        const i64 j = rows[mt][f & 1], i = qw0 + kt * 16 + 2 * t + (f >> 1) * 8;\n" +
-                 "        if (j < " + L(g.skv) + ")\n          mpc_st_pair(out3 + (b * " +
-                 L(g.sq) + " + i) * " + L(g.skv) + " + j, " + L(g.skv) + ", " + frag +
+                 "        if (j < " + L(g.skv) + ")\n          mpc_st_pair(out3 + " +
+                 scoresGradIndex(g, "b", "i", "j") + ", " + L(g.skv) + ", " + frag +
                  "[mt][kt][f], i < " + L(g.sq) + ", i + 1 < " + L(g.sq) + ");\n      }\n");
 }
 

@@ -334,7 +334,8 @@ std::string AttentionGrad::rowDPrologue() {
          std::to_string(rowDWords) + "LL)[r] = dd;\n" +
          (zeroScoresGrad
               ? "    if (r < " + L(g.batch * g.sq) + ")\n      for (i64 j = part; j < " +
-                    L(g.skv) + "; j += 4) st(out3, r * " + L(g.skv) + " + j, 0.0f);\n"
+                    L(g.skv) + "; j += 4) st(out3, " + scoresGradIndex(g, "0", "r", "j") +
+                    ", 0.0f);\n"
               : std::string()) +
          "  }\n";
 }
