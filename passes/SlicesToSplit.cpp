@@ -97,8 +97,6 @@ std::optional<Range> rangeOf(SliceOp s) {
   return cut;
 }
 
-/// The index a Gather of one scalar constant index selects along its axis
-/// of static data (negative indices counted from the end), or none.
 /// A Gather's axis, counted from 0 (the attribute is an unsigned integer:
 /// a negative axis reads back as itself only through int64_t).
 int64_t gatherAxis(GatherOp g, RankedTensorType data) {
@@ -106,6 +104,8 @@ int64_t gatherAxis(GatherOp g, RankedTensorType data) {
   return axis < 0 ? axis + data.getRank() : axis;
 }
 
+/// The index a Gather of one scalar constant index selects along its axis
+/// of static data (negative indices counted from the end), or none.
 std::optional<int64_t> selectedIndex(GatherOp g) {
   auto t = llvm::dyn_cast<RankedTensorType>(g.getData().getType());
   auto it = llvm::dyn_cast<RankedTensorType>(g.getIndices().getType());
@@ -137,9 +137,9 @@ void selectsToSlices(ModuleOp module) {
   for (auto &[key, gathers] : groups) {
     if (gathers.size() < 2)
       continue;
+    int64_t axis = key.second; // counted from 0
     for (GatherOp g : gathers) {
       auto t = llvm::cast<RankedTensorType>(g.getData().getType());
-      int64_t axis = gatherAxis(g, t);
       int64_t i = *selectedIndex(g);
       OpBuilder b(g);
       Location loc = g.getLoc();
