@@ -432,7 +432,11 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"RotaryEmbedding", importRotaryEmbedding},
       {"Einsum", importEinsum},
       {"InstanceNormalization", importInstanceNorm},
-      {"GroupNormalization", importGroupNorm}};
+      {"GroupNormalization", importGroupNorm},
+      {"DepthToSpace", importDepthToSpace},
+      {"SpaceToDepth", importSpaceToDepth},
+      {"Swish", importSwish},
+      {"SwiGLU", importSwiGLU}};
   return table;
 }
 

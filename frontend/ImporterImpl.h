@@ -46,7 +46,8 @@ NodeImportFn lookupTrainingImporter(llvm::StringRef opType);
 void listTrainingOps(std::vector<std::string> &ops);
 
 /// Ops imported as the mpc ops of their ONNX definition
-/// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding.
+/// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
+/// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -78,6 +79,13 @@ mlir::LogicalResult importSequenceAt(NodeContext &c);
 /// InstanceNormalization and GroupNormalization as layer_norm over a view
 /// of X plus the affine part (NormImporters.cpp).
 mlir::LogicalResult importInstanceNorm(NodeContext &c);
+/// DepthToSpace and SpaceToDepth as reshape, transpose, reshape
+/// (RearrangeImporters.cpp).
+mlir::LogicalResult importDepthToSpace(NodeContext &c);
+mlir::LogicalResult importSpaceToDepth(NodeContext &c);
+/// Swish and SwiGLU as sigmoid and multiplies (SwishImporters.cpp).
+mlir::LogicalResult importSwish(NodeContext &c);
+mlir::LogicalResult importSwiGLU(NodeContext &c);
 mlir::LogicalResult importGroupNorm(NodeContext &c);
 
 /// torch.export's graph signature as torch.onnx.export records it

@@ -255,6 +255,39 @@ LogicalResult importOneHot(NodeContext &c) {
                  c.named("axis", c.b.getI64IntegerAttr(c.getInt("axis", -1)))});
 }
 
+/// TopK as mpc.top_k (the indices) and Values gathered by them, so the
+/// values' gradient is gather_elements' rule. k: attribute (opset 1),
+/// constant input 1 (10+); sorted = 0 leaves the order to us: sorted.
+LogicalResult importTopK(NodeContext &c) {
+  if (failed(c.requireInputs(1)) ||
+      failed(c.checkAttrs({"k", "axis", "largest", "sorted"})))
+    return failure();
+  int64_t k = c.getInt("k", -1);
+  if (c.input(1)) {
+    auto v = c.constantInts(1, "K");
+    if (failed(v))
+      return failure();
+    if (v->size() != 1)
+      return c.fail("K (input 1) must hold one value");
+    k = v->front();
+  } else if (!c.attr("k")) {
+    return c.fail("needs K (input 1, or attribute k before opset 10)");
+  }
+  int64_t axis = c.getInt("axis", -1);
+  auto indices = c.build(
+      "mpc.top_k", {c.input(0)},
+      {c.named("k", c.b.getI64IntegerAttr(k)),
+       c.named("axis", c.b.getI64IntegerAttr(axis)),
+       c.named("largest", c.b.getBoolAttr(c.getInt("largest", 1) != 0))});
+  if (failed(indices))
+    return failure();
+  auto values = c.build("mpc.gather_elements", {c.input(0), (*indices)[0]},
+                        {c.named("axis", c.b.getI64IntegerAttr(axis))});
+  if (failed(values))
+    return failure();
+  return c.setOutputs({(*values)[0], (*indices)[0]});
+}
+
 const llvm::StringMap<llvm::StringLiteral> &reduceOps() {
   static const llvm::StringMap<llvm::StringLiteral> table = {
       {"ReduceSum", "mpc.reduce_sum"},
@@ -447,6 +480,7 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"CumSum", importCumSum},
       {"Trilu", importTrilu},
       {"OneHot", importOneHot},
+      {"TopK", importTopK},
       {"Split", importSplit},
       {"SplitToSequence", importSplitToSequence},
       {"SequenceAt", importSequenceAt},

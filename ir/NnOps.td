@@ -333,6 +333,28 @@ class Mpc_ArgOp<string mnemonic, string onnx>
 def Mpc_ArgMaxOp : Mpc_ArgOp<"arg_max", "ArgMax">;
 def Mpc_ArgMinOp : Mpc_ArgOp<"arg_min", "ArgMin">;
 
+def Mpc_TopKOp : Mpc_Op<"top_k", [Pure, Mpc_Clear, Mpc_InferCustom]> {
+  let onnxName = "TopK";
+  let summary = "indices of the k largest or smallest elements along an axis "
+                "(ONNX TopK)";
+  let description = [{
+    ONNX TopK's Indices output, sorted: the k largest (smallest with
+    `largest = false`) along `axis`, the lower index first among equal
+    values, NaN above every number (torch.topk's order). The import takes
+    TopK's Values as `mpc.gather_elements` of these indices, whose gradient
+    rule scatters the values' gradient back.
+
+    Example:
+    ```mlir
+    %i = mpc.top_k %x {axis = 1 : i64, k = 2 : i64, largest = true} : (tensor<16x8xf32>) -> tensor<16x2xi64>
+    ```
+  }];
+  let arguments = (ins Mpc_NumericTensor:$x, I64Attr:$k,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs Mpc_I64Tensor:$indices);
+}
+
 def Mpc_CumSumOp : Mpc_Op<"cum_sum", [Mpc_DenyReduction, Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
   let onnxName = "CumSum";
   let summary = "cumulative sum (ONNX CumSum; the axis input becomes an attribute)";

@@ -25,6 +25,26 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto x = rankedOf(adaptor.getX());
+  auto axis = normalizeAxis(adaptor.getAxis(), x.getRank());
+  if (!axis)
+    return shapeError(loc, "top_k axis ", adaptor.getAxis(),
+                      " is out of range for rank ", x.getRank());
+  int64_t k = adaptor.getK(), n = x.getDimSize(*axis);
+  if (k < 0 || (!ShapedType::isDynamic(n) && k > n))
+    return shapeError(loc, "top_k k = ", k, " is outside [0, ", n,
+                      "], the axis' size");
+  SmallVector<int64_t> shape(x.getShape());
+  shape[*axis] = k;
+  types.push_back(
+      RankedTensorType::get(shape, IntegerType::get(x.getContext(), 64)));
+  return success();
+}
+
 LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,

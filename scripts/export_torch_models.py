@@ -114,6 +114,47 @@ class UNet(nn.Module):
         return self.head(y.mean(dim=(2, 3)))
 
 
+class SubPixelCnn(nn.Module):
+    """Sub-pixel convolutions, as super-resolution networks and GAN
+    generators upsample: pixel_shuffle (exported as DepthToSpace, CRD) and
+    pixel_unshuffle back (a reshape and transpose in torch 1.13's
+    export)."""
+
+    def __init__(self, ch=8, classes=10):
+        super().__init__()
+        self.expand = nn.Conv2d(3, 4 * ch, 3, padding=1)
+        self.mix = nn.Conv2d(ch, ch, 3, padding=1)
+        self.head = nn.Linear(4 * ch, classes)
+
+    def forward(self, x):
+        y = F.pixel_shuffle(F.relu(self.expand(x)), 2)
+        y = F.pixel_unshuffle(torch.tanh(self.mix(y)), 2)
+        return self.head(y.mean(dim=(2, 3)))
+
+
+class Moe(nn.Module):
+    """A mixture-of-experts classifier: a softmax router keeps each
+    sample's top 2 of 4 experts (torch.topk, exported as TopK), their
+    renormalized weights scattered back over all experts (Mixtral's
+    routing, computed densely)."""
+
+    def __init__(self, dim=16, hidden=32, experts=4, classes=10):
+        super().__init__()
+        self.router = nn.Linear(dim, experts)
+        self.experts = nn.ModuleList(
+            nn.Sequential(nn.Linear(dim, hidden), nn.SiLU(),
+                          nn.Linear(hidden, dim)) for _ in range(experts))
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        probs = F.softmax(self.router(x), dim=-1)
+        top, chosen = torch.topk(probs, 2, dim=-1)
+        top = top / top.sum(dim=-1, keepdim=True)
+        gates = torch.zeros_like(probs).scatter(1, chosen, top)
+        outs = torch.stack([e(x) for e in self.experts], dim=1)
+        return self.head(x + (gates.unsqueeze(-1) * outs).sum(dim=1))
+
+
 class Encoder(nn.Module):
     """nn.TransformerEncoder classifier over token embeddings."""
 
@@ -540,6 +581,14 @@ def main():
         torch.manual_seed(3)
         export(WithCrossEntropy(UNet()), (torch.randn(2, 3, 8, 8), lbl(2)),
                xy, p("unet"), 17)
+    if want("subpixel"):
+        torch.manual_seed(6)
+        export(WithCrossEntropy(SubPixelCnn()),
+               (torch.randn(2, 3, 6, 6), lbl(2)), xy, p("subpixel"), 17)
+    if want("moe"):
+        torch.manual_seed(7)
+        export(WithCrossEntropy(Moe()), (torch.randn(4, 16), lbl(4)), xy,
+               p("moe"), 17)
     if want("mlp_small_loss"):
         torch.manual_seed(2)
         export(WithSmallCrossEntropy(Mlp()), digits, xy, p("mlp_small_loss"),

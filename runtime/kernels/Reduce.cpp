@@ -1,4 +1,4 @@
-//===- Reduce.cpp - reductions, arg max/min, cumulative sum ---------------===//
+//===- Reduce.cpp - reductions, arg max/min, top k, cumulative sum --------===//
 //
 // Sums accumulate in double and are rounded once to the output type.
 //
@@ -8,8 +8,10 @@
 #include "runtime/Parallel.h"
 #include "runtime/kernels/Common.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace mpc::rt {
 namespace {
@@ -183,6 +185,41 @@ template <bool IsMax> void argK(KernelContext &c) {
     }
 }
 
+/// TopK's indices: the k first along the axis in the order "larger
+/// (smaller) value first, then the lower index", NaN above every number
+/// (last when the smallest come first), as CUDA's kernel orders them.
+void topKK(KernelContext &c) {
+  const Tensor &x = c.in(0);
+  Tensor &y = c.output(0);
+  const bool largest = c.step.getInt("largest", 1);
+  const int64_t k = c.step.getInt("k", 0);
+  auto [outer, dim, inner] =
+      splitAt(x.shape(), normAxis(c.step.getInt("axis", -1), x.rank()));
+  const bool fl = isFloat(x.dtype());
+  std::vector<int64_t> order(dim);
+  std::vector<double> vf(fl ? dim : 0);
+  std::vector<int64_t> vi(fl ? 0 : dim);
+  auto before = [&](int64_t a, int64_t b) {
+    if (!fl)
+      return vi[a] != vi[b] ? (largest ? vi[a] > vi[b] : vi[a] < vi[b]) : a < b;
+    double u = vf[a], v = vf[b];
+    if (std::isnan(u) || std::isnan(v))
+      return std::isnan(u) && std::isnan(v) ? a < b : std::isnan(u) == largest;
+    return u != v ? (largest ? u > v : u < v) : a < b;
+  };
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      for (int64_t j = 0; j < dim; ++j) {
+        int64_t i = (o * dim + j) * inner + in;
+        fl ? (void)(vf[j] = x.getFloat(i)) : (void)(vi[j] = x.getInt(i));
+        order[j] = j;
+      }
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+      for (int64_t q = 0; q < k; ++q)
+        y.data<int64_t>()[(o * k + q) * inner + in] = order[q];
+    }
+}
+
 void cumSumK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
@@ -226,6 +263,7 @@ void registerReduceKernels(KernelTable &t) {
   t.add(OpId::ArgMax, argK<true>);
   t.add(OpId::ArgMin, argK<false>);
   t.add(OpId::CumSum, cumSumK);
+  t.add(OpId::TopK, topKK);
 }
 
 } // namespace mpc::rt

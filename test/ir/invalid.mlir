@@ -156,6 +156,15 @@ func.func @softmax_axis(%a: tensor<4x6xf32>) {
 
 // -----
 
+func.func @top_k_too_many(%a: tensor<4x6xf32>) {
+  // expected-error @+2 {{top_k k = 7 is outside [0, 6], the axis' size}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mpc.top_k %a {k = 7 : i64} : (tensor<4x6xf32>) -> tensor<4x7xi64>
+  return
+}
+
+// -----
+
 func.func @loss_labels(%s: tensor<8x10xf32>, %l: tensor<7xi64>) {
   // expected-error @+2 {{labels shape 'tensor<7xi64>' does not match scores 'tensor<8x10xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -95,6 +95,10 @@ func.func @nn(%x: tensor<8x64x4x4xf32>, %c: tensor<64xf32>, %s: tensor<4x16x64xf
   %8 = mpc.reduce_sum %s {keepdims = false} : (tensor<4x16x64xf32>) -> tensor<f32>
   // CHECK: mpc.arg_max {{.*}} -> tensor<8xi64>
   %9 = mpc.arg_max %logits {axis = 1 : i64, keepdims = false} : (tensor<8x10xf32>) -> tensor<8xi64>
+  // CHECK: mpc.top_k {{.*}} {k = 3 : i64} {{.*}} -> tensor<8x3xi64>
+  %top = mpc.top_k %logits {k = 3 : i64} : (tensor<8x10xf32>) -> tensor<8x3xi64>
+  // CHECK: mpc.top_k {{.*}} {axis = 0 : i64, k = 2 : i64, largest = false} {{.*}} -> tensor<2x10xi64>
+  %low = mpc.top_k %logits {axis = 0 : i64, k = 2 : i64, largest = false} : (tensor<8x10xf32>) -> tensor<2x10xi64>
   // CHECK: mpc.one_hot {{.*}} -> tensor<8x10xf32>
   %v = mpc.constant dense<[0.0, 1.0]> : tensor<2xf32>
   %10 = mpc.one_hot %labels, %v {depth = 10 : i64} : (tensor<8xi64>, tensor<2xf32>) -> tensor<8x10xf32>

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 mpc, work = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(0)
+rng2 = np.random.default_rng(1)
 
 
 def case(name, op_nodes, w, x=None, labels=None, extra=None, loss="weighted",
@@ -103,6 +104,10 @@ def fd_grad(c):
 
 def n(*shape):
     return rng.standard_normal(shape).astype(np.float32)
+
+
+def n2(*shape):
+    return rng2.standard_normal(shape).astype(np.float32)
 
 
 def pos(*shape):
@@ -481,6 +486,19 @@ cases = [
                             reduction="sum")],
          n(2, 4, 5), labels=np.array([[0, 3, 1, 1, 2], [2, 2, 0, 3, 1]]),
          loss="direct"),
+    # TopK's values: the gradient goes back to the selected elements (a
+    # mixture-of-experts router's top 2 of 6), the smallest 3 of 5 along
+    # axis 0. (Drawn from their own generator: the cases above keep theirs.)
+    case("top_k", [mk("TopK", ["W", "K"], ["Y", "Ix"], axis=1)], n2(4, 6),
+         extra={"K": np.array([2], np.int64)}),
+    case("top_k_smallest", [mk("TopK", ["W", "K"], ["Y", "Ix"], axis=0,
+                               largest=0)], n2(5, 3),
+         extra={"K": np.array([3], np.int64)}),
+    # torch's pixel_shuffle (DepthToSpace, CRD) and pixel_unshuffle.
+    case("depth_to_space", [mk("DepthToSpace", ["W"], ["Y"], blocksize=2,
+                               mode="CRD")], n2(1, 8, 2, 3)),
+    case("space_to_depth", [mk("SpaceToDepth", ["W"], ["Y"], blocksize=2)],
+         n2(2, 2, 4, 2)),
 ]
 
 worst, failed = 0.0, 0
