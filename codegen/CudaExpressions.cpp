@@ -99,6 +99,14 @@ void registerExpressions(EmitterTable &t) {
   t.expr(OpId::Abs, "mpc_abs(a)");
   t.expr(OpId::Reciprocal, "mpc_reciprocal(a)");
   t.expr(OpId::Sin, "mpc_sin(a)");
+  t.expr(OpId::Tan, "mpc_tan(a)");
+  t.expr(OpId::Asin, "mpc_asin(a)");
+  t.expr(OpId::Acos, "mpc_acos(a)");
+  t.expr(OpId::Sinh, "mpc_sinh(a)");
+  t.expr(OpId::Cosh, "mpc_cosh(a)");
+  t.expr(OpId::Asinh, "mpc_asinh(a)");
+  t.expr(OpId::Acosh, "mpc_acosh(a)");
+  t.expr(OpId::Atanh, "mpc_atanh(a)");
   t.expr(OpId::Cos, "mpc_cos(a)");
   t.expr(OpId::Floor, "mpc_floor(a)");
   t.expr(OpId::Ceil, "mpc_ceil(a)");

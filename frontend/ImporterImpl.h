@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <onnx/onnx_pb.h>
@@ -112,8 +113,11 @@ private:
 /// A node's name for messages and locations: its name, else its first
 /// output (NodeOrder.cpp).
 std::string displayName(const onnx::NodeProto &node);
+/// The names `graph` reads that it does not define: an If branch's reads
+/// of the enclosing graph (NodeOrder.cpp).
+void outerReads(const onnx::GraphProto &graph, llvm::StringSet<> &reads);
 /// The graph's nodes in topological order (ONNX requires it, but not every
-/// producer complies), smallest index first, so that a graph in order
+/// producer complies; an If after what its branches read), smallest index first, so that a graph in order
 /// imports in file order; and each node's readers. Fails naming a node
 /// whose output is defined twice (or is `defined` already) or that is
 /// part of a cycle.

@@ -255,6 +255,35 @@ LogicalResult importOneHot(NodeContext &c) {
                  c.named("axis", c.b.getI64IntegerAttr(c.getInt("axis", -1)))});
 }
 
+/// EyeLike (torch.diagonal's export) as the constant it is: ones on
+/// diagonal k of a 2-D shape, zeros elsewhere, in `dtype` or X's type.
+LogicalResult importEyeLike(NodeContext &c) {
+  if (failed(c.requireInputs(1)) || failed(c.checkAttrs({"dtype", "k"})))
+    return failure();
+  auto x = llvm::cast<RankedTensorType>(c.input(0).getType());
+  if (x.getRank() != 2 || !x.hasStaticShape())
+    return c.fail("input must be 2-D with a static shape");
+  Type elem = x.getElementType();
+  if (c.attr("dtype")) {
+    int64_t dtype = c.getInt("dtype", 0);
+    elem = elementTypeOf(dtype, c.b.getContext());
+    if (!elem)
+      return c.fail("dtype " + dataTypeName(dtype) +
+                    ": element type not supported");
+  }
+  int64_t rows = x.getDimSize(0), cols = x.getDimSize(1), k = c.getInt("k", 0);
+  auto type = RankedTensorType::get({rows, cols}, elem);
+  SmallVector<Attribute> values;
+  Attribute zero = c.b.getZeroAttr(elem),
+            one = llvm::isa<FloatType>(elem)
+                      ? (Attribute)c.b.getFloatAttr(elem, 1.0)
+                      : (Attribute)c.b.getIntegerAttr(elem, 1);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      values.push_back(j - i == k ? one : zero);
+  return c.setOutputs({c.constant(DenseElementsAttr::get(type, values))});
+}
+
 /// TopK as mpc.top_k (the indices) and Values gathered by them, so the
 /// values' gradient is gather_elements' rule. k: attribute (opset 1),
 /// constant input 1 (10+); sorted = 0 leaves the order to us: sorted.
@@ -481,6 +510,7 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"Trilu", importTrilu},
       {"OneHot", importOneHot},
       {"TopK", importTopK},
+      {"EyeLike", importEyeLike},
       {"Split", importSplit},
       {"SplitToSequence", importSplitToSequence},
       {"SequenceAt", importSequenceAt},

@@ -2,6 +2,8 @@
 
 #include "frontend/ImporterImpl.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <queue>
 
 namespace mlir::mpc::importer {
@@ -10,6 +12,34 @@ std::string displayName(const onnx::NodeProto &node) {
   if (!node.name().empty())
     return node.name();
   return node.output_size() ? node.output(0) : std::string();
+}
+
+void outerReads(const onnx::GraphProto &graph, llvm::StringSet<> &reads) {
+  llvm::StringSet<> made;
+  for (const auto &in : graph.input())
+    made.insert(in.name());
+  for (const auto &init : graph.initializer())
+    made.insert(init.name());
+  for (const auto &node : graph.node()) {
+    auto read = [&](StringRef name) {
+      if (!name.empty() && !made.count(name))
+        reads.insert(name);
+    };
+    for (const auto &in : node.input())
+      read(in);
+    for (const auto &attr : node.attribute())
+      if (attr.has_g()) {
+        llvm::StringSet<> inner;
+        outerReads(attr.g(), inner);
+        for (const auto &name : inner)
+          read(name.getKey());
+      }
+    for (const auto &out : node.output())
+      made.insert(out);
+  }
+  for (const auto &out : graph.output())
+    if (!made.count(out.name()))
+      reads.insert(out.name());
 }
 
 LogicalResult nodeOrder(const onnx::GraphProto &graph,
@@ -30,14 +60,24 @@ LogicalResult nodeOrder(const onnx::GraphProto &graph,
     }
   std::vector<int> pending(n, 0);
   users.assign(n, {});
-  for (int i = 0; i < n; ++i)
-    for (const auto &in : graph.node(i).input()) {
-      auto it = producer.find(in);
-      if (!in.empty() && it != producer.end()) {
+  for (int i = 0; i < n; ++i) {
+    // The node's inputs, and what its subgraphs (If's branches) read of
+    // this graph.
+    llvm::StringSet<> reads;
+    for (const auto &in : graph.node(i).input())
+      if (!in.empty())
+        reads.insert(in);
+    for (const auto &attr : graph.node(i).attribute())
+      if (attr.has_g())
+        outerReads(attr.g(), reads);
+    for (const auto &in : reads) {
+      auto it = producer.find(in.getKey());
+      if (it != producer.end() && it->second != i) {
         ++pending[i];
         users[it->second].push_back(i);
       }
     }
+  }
   // Smallest index first: a graph already in order imports in file order.
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (int i = 0; i < n; ++i)

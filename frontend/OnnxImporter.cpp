@@ -14,6 +14,7 @@
 #include "ir/MpcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -96,6 +97,12 @@ private:
                             llvm::StringMap<Value> &values,
                             llvm::function_ref<Value(StringRef)> resolveOuter);
   LogicalResult importTrainingInfo(StringRef mainName);
+  /// If whose condition is a constant once shapes are bound (torch's
+  /// exports of diagonal, LocalResponseNorm): the branch it takes,
+  /// imported in place; its outputs become the node's.
+  LogicalResult inlineIf(const onnx::NodeProto &node, const std::string &prefix,
+                         llvm::StringMap<Value> &values,
+                         llvm::function_ref<Value(StringRef)> resolveOuter);
   LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &out,
                                     Type computed);
   /// `base`, or base_1, base_2...: a function name no parameter (named
@@ -240,6 +247,11 @@ LogicalResult ModelImporter::importNodes(
       return fail(prefix + "the opset " + Twine(opset) + " version of " +
                   node.op_type() + " is not supported (mpc needs opset >= " +
                   Twine(minOpsetOf(node.op_type())) + ")");
+    if (domain.empty() && node.op_type() == "If") {
+      if (failed(inlineIf(node, prefix, values, resolveOuter)))
+        return failure();
+      continue;
+    }
     NodeImportFn fn = lookupNodeImporter(domain, node.op_type());
     if (!fn)
       return fail(prefix + "unsupported op " + node.op_type() +
@@ -286,6 +298,49 @@ LogicalResult ModelImporter::importNodes(
   }
   for (const auto &seq : sequences)
     sequenceNames.insert(seq.getKey());
+  return success();
+}
+
+LogicalResult ModelImporter::inlineIf(
+    const onnx::NodeProto &node, const std::string &prefix,
+    llvm::StringMap<Value> &values,
+    llvm::function_ref<Value(StringRef)> resolveOuter) {
+  auto outer = [&](StringRef name) -> Value {
+    auto it = values.find(name);
+    return it != values.end() ? it->second : resolveOuter(name);
+  };
+  Value cond = node.input_size() ? outer(node.input(0)) : Value();
+  DenseElementsAttr value;
+  if (!cond || !matchPattern(cond, m_Constant(&value)) ||
+      value.getNumElements() != 1 || !value.getElementType().isInteger(1))
+    return fail(prefix + "the condition must be a constant boolean once "
+                         "shapes are bound (mpc imports If by inlining the "
+                         "branch it takes)");
+  bool taken = *value.getValues<bool>().begin();
+  const onnx::GraphProto *branch = nullptr;
+  for (const auto &attr : node.attribute())
+    if (attr.name() == (taken ? "then_branch" : "else_branch") && attr.has_g())
+      branch = &attr.g();
+  if (!branch)
+    return fail(prefix + "has no " + (taken ? "then_branch" : "else_branch"));
+  if (branch->initializer_size() || branch->input_size())
+    return fail(prefix + "a branch with initializers or inputs is not "
+                         "supported");
+  if (branch->output_size() != node.output_size())
+    return fail(prefix + "the branch has " + Twine(branch->output_size()) +
+                " outputs, the node " + Twine(node.output_size()));
+  llvm::StringMap<Value> inner;
+  if (failed(importNodes(*branch, inner, outer)))
+    return failure();
+  for (auto [i, out] : llvm::enumerate(branch->output())) {
+    auto it = inner.find(out.name());
+    Value v = it != inner.end() ? it->second : outer(out.name());
+    if (!v)
+      return fail(prefix + "branch output '" + out.name() +
+                  "' is not computed");
+    if (!node.output(i).empty())
+      values[node.output(i)] = v;
+  }
   return success();
 }
 

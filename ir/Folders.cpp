@@ -16,6 +16,7 @@
 #include "ir/ShapeRules.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::mpc;
@@ -504,4 +505,61 @@ OpFoldResult RangeOp::fold(FoldAdaptor a) {
   for (int64_t i = 0; i < t.getDimSize(0); ++i)
     out.push_back(s->values[0] + i * d->values[0]);
   return makeInts(t, out);
+}
+
+/// Reductions of small integer constants, as exporters compute sizes
+/// (x.numel(): Shape -> ReduceProd); floats are never folded here.
+template <typename Op>
+static OpFoldResult foldIntReduce(Op op, Attribute x, int64_t init,
+                                  int64_t (*combine)(int64_t, int64_t)) {
+  auto c = readInts(x);
+  auto t = llvm::cast<RankedTensorType>(op.getType());
+  if (!c || !t.hasStaticShape() || c->type.getElementType().isInteger(1) ||
+      c->type.getNumElements() > kMaxFoldElements)
+    return {};
+  ArrayRef<int64_t> shape = c->type.getShape();
+  int64_t rank = shape.size();
+  bool all = !op.getAxes() || op.getAxes()->empty();
+  if (all && op.getNoopWithEmptyAxes())
+    return {};
+  SmallVector<bool> reduced(rank, all);
+  if (!all)
+    for (int64_t a : *op.getAxes()) {
+      auto n = normalizeAxis(a, rank);
+      if (!n)
+        return {};
+      reduced[*n] = true;
+    }
+  // Each input element adds into the output element of its kept
+  // coordinates.
+  SmallVector<int64_t> keptShape;
+  for (int64_t d = 0; d < rank; ++d)
+    keptShape.push_back(reduced[d] ? 1 : shape[d]);
+  auto inStrides = stridesOf(shape), outStrides = stridesOf(keptShape);
+  SmallVector<int64_t> out(t.getNumElements(), init);
+  for (int64_t i = 0, n = c->type.getNumElements(); i < n; ++i) {
+    int64_t o = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!reduced[d])
+        o += (i / inStrides[d]) % shape[d] * outStrides[d];
+    out[o] = combine(out[o], c->values[c->values.size() == 1 ? 0 : i]);
+  }
+  return makeInts(t, out);
+}
+
+OpFoldResult ReduceSumOp::fold(FoldAdaptor a) {
+  return foldIntReduce(*this, a.getX(), 0,
+                       [](int64_t s, int64_t v) { return s + v; });
+}
+OpFoldResult ReduceProdOp::fold(FoldAdaptor a) {
+  return foldIntReduce(*this, a.getX(), 1,
+                       [](int64_t s, int64_t v) { return s * v; });
+}
+OpFoldResult ReduceMaxOp::fold(FoldAdaptor a) {
+  return foldIntReduce(*this, a.getX(), std::numeric_limits<int64_t>::min(),
+                       [](int64_t s, int64_t v) { return std::max(s, v); });
+}
+OpFoldResult ReduceMinOp::fold(FoldAdaptor a) {
+  return foldIntReduce(*this, a.getX(), std::numeric_limits<int64_t>::max(),
+                       [](int64_t s, int64_t v) { return std::min(s, v); });
 }

@@ -466,11 +466,19 @@ def Mpc_ResizeAxisOp : Mpc_Op<"resize_axis", [Mpc_Infer, Pure, Mpc_InferCustom]>
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def Mpc_ReduceSumOp : Mpc_ReduceOp<"reduce_sum", "ReduceSum", Mpc_NumericTensor, [Mpc_DenyReduction]>;
+def Mpc_ReduceSumOp : Mpc_ReduceOp<"reduce_sum", "ReduceSum", Mpc_NumericTensor, [Mpc_DenyReduction]> {
+  let hasFolder = 1; // integer constants: a shape's numel (Shape -> ReduceProd)
+}
 def Mpc_ReduceMeanOp : Mpc_ReduceOp<"reduce_mean", "ReduceMean", Mpc_NumericTensor, [Mpc_DenyReduction]>;
-def Mpc_ReduceMaxOp : Mpc_ReduceOp<"reduce_max", "ReduceMax", Mpc_NumericTensor, [Mpc_Clear]>;
-def Mpc_ReduceMinOp : Mpc_ReduceOp<"reduce_min", "ReduceMin", Mpc_NumericTensor, [Mpc_Clear]>;
-def Mpc_ReduceProdOp : Mpc_ReduceOp<"reduce_prod", "ReduceProd", Mpc_NumericTensor, [Mpc_DenyReduction]>;
+def Mpc_ReduceMaxOp : Mpc_ReduceOp<"reduce_max", "ReduceMax", Mpc_NumericTensor, [Mpc_Clear]> {
+  let hasFolder = 1; // integer constants: a shape's numel (Shape -> ReduceProd)
+}
+def Mpc_ReduceMinOp : Mpc_ReduceOp<"reduce_min", "ReduceMin", Mpc_NumericTensor, [Mpc_Clear]> {
+  let hasFolder = 1; // integer constants: a shape's numel (Shape -> ReduceProd)
+}
+def Mpc_ReduceProdOp : Mpc_ReduceOp<"reduce_prod", "ReduceProd", Mpc_NumericTensor, [Mpc_DenyReduction]> {
+  let hasFolder = 1; // integer constants: a shape's numel (Shape -> ReduceProd)
+}
 def Mpc_ReduceL1Op : Mpc_ReduceOp<"reduce_l1", "ReduceL1", Mpc_NumericTensor, [Mpc_DenyReduction]>;
 def Mpc_ReduceL2Op : Mpc_ReduceOp<"reduce_l2", "ReduceL2", Mpc_FloatTensor, [Mpc_DenyReduction]>;
 def Mpc_ReduceSumSquareOp

@@ -70,13 +70,16 @@ LogicalResult mpc::buildOperandGradients(OpBuilder &b, Operation *op,
 LogicalResult mpc::reverseSweep(OpBuilder &b, ArrayRef<Operation *> ops,
                                 Value target, ArrayRef<Value> wrt,
                                 SmallVectorImpl<Value> &result) {
-  // Values that depend on one of `wrt`: only their producers need rules.
+  // Float values that depend on one of `wrt`: only their producers need
+  // rules. Integers and booleans carry no gradient (torch's nanmean
+  // counts not-NaN elements through Not and a cast from bool).
   llvm::DenseSet<Value> needsGrad(wrt.begin(), wrt.end());
   for (Operation *op : ops)
     if (llvm::any_of(op->getOperands(),
                      [&](Value v) { return needsGrad.contains(v); }))
       for (Value r : op->getResults())
-        needsGrad.insert(r);
+        if (isFloatTensor(r.getType()))
+          needsGrad.insert(r);
   llvm::DenseMap<Value, Value> grads;
   auto type = llvm::cast<RankedTensorType>(target.getType());
   // The seed is tagged so mpc-loss-scaling can replace it by the scale.

@@ -35,6 +35,14 @@
   X(atan, (float x), atanf(x))                                                 \
   X(sin, (float x), sinf(x))                                                   \
   X(cos, (float x), cosf(x))                                                   \
+  X(tan, (float x), tanf(x))                                                   \
+  X(asin, (float x), asinf(x))                                                 \
+  X(acos, (float x), acosf(x))                                                 \
+  X(sinh, (float x), sinhf(x))                                                 \
+  X(cosh, (float x), coshf(x))                                                 \
+  X(asinh, (float x), asinhf(x))                                               \
+  X(acosh, (float x), acoshf(x))                                               \
+  X(atanh, (float x), atanhf(x))                                               \
   X(abs, (float x), fabsf(x))                                                  \
   X(floor, (float x), floorf(x))                                               \
   X(ceil, (float x), ceilf(x))                                                 \

@@ -92,6 +92,59 @@ LogicalResult cosGrad(Context &c, CosOp) { // -sin x
   return success();
 }
 
+LogicalResult tanGrad(Context &c, TanOp) { // 1 + y^2
+  c.grads[0] = c.times(
+      c.make<AddOp>({c.scalar(1.0), c.make<MulOp>({c.y, c.y})}));
+  return success();
+}
+
+LogicalResult sinhGrad(Context &c, SinhOp) { // cosh x
+  c.grads[0] = c.times(c.make<CoshOp>(c.x(0)));
+  return success();
+}
+
+LogicalResult coshGrad(Context &c, CoshOp) { // sinh x
+  c.grads[0] = c.times(c.make<SinhOp>(c.x(0)));
+  return success();
+}
+
+/// g / sqrt(add + sign x^2), negated for acos: the inverse functions'
+/// slopes 1 / sqrt(1 - x^2) (asin, acos), 1 / sqrt(1 + x^2) (asinh) and
+/// 1 / sqrt(x^2 - 1) (acosh).
+Value overRoot(Context &c, double add, double sign, bool negate) {
+  Value sq = c.make<MulOp>({c.x(0), c.x(0)});
+  Value r = c.make<SqrtOp>(
+      c.make<AddOp>({c.scalar(add), sign > 0 ? sq : c.make<NegOp>(sq)}));
+  Value q = c.make<DivOp>({c.g, r});
+  return negate ? c.make<NegOp>(q) : q;
+}
+
+LogicalResult asinGrad(Context &c, AsinOp) {
+  c.grads[0] = overRoot(c, 1.0, -1.0, false);
+  return success();
+}
+
+LogicalResult acosGrad(Context &c, AcosOp) {
+  c.grads[0] = overRoot(c, 1.0, -1.0, true);
+  return success();
+}
+
+LogicalResult asinhGrad(Context &c, AsinhOp) {
+  c.grads[0] = overRoot(c, 1.0, 1.0, false);
+  return success();
+}
+
+LogicalResult acoshGrad(Context &c, AcoshOp) {
+  c.grads[0] = overRoot(c, -1.0, 1.0, false);
+  return success();
+}
+
+LogicalResult atanhGrad(Context &c, AtanhOp) { // 1 / (1 - x^2)
+  Value sq = c.make<MulOp>({c.x(0), c.x(0)});
+  c.grads[0] = c.make<DivOp>({c.g, c.make<SubOp>({c.scalar(1.0), sq})});
+  return success();
+}
+
 LogicalResult atanGrad(Context &c, AtanOp) { // 1 / (1 + x^2)
   Value sq = c.make<MulOp>({c.x(0), c.x(0)});
   c.grads[0] = c.make<DivOp>({c.g, c.make<AddOp>({c.scalar(1.0), sq})});
@@ -218,6 +271,14 @@ void attachElementwiseRules(MLIRContext *ctx) {
   attachRule<AtanOp, atanGrad>(ctx);
   attachRule<SinOp, sinGrad>(ctx);
   attachRule<CosOp, cosGrad>(ctx);
+  attachRule<TanOp, tanGrad>(ctx);
+  attachRule<AsinOp, asinGrad>(ctx);
+  attachRule<AcosOp, acosGrad>(ctx);
+  attachRule<SinhOp, sinhGrad>(ctx);
+  attachRule<CoshOp, coshGrad>(ctx);
+  attachRule<AsinhOp, asinhGrad>(ctx);
+  attachRule<AcoshOp, acoshGrad>(ctx);
+  attachRule<AtanhOp, atanhGrad>(ctx);
   attachRule<SoftplusOp, softplusGrad>(ctx);
   attachRule<MishOp, mishGrad>(ctx);
   attachRule<ErfOp, erfGrad>(ctx);

@@ -134,6 +134,17 @@ LogicalResult concatGrad(Context &c, ConcatOp concat) {
   return success();
 }
 
+/// mpc.slice of `v` along one axis with a step.
+Value stepSlice(Context &c, Value v, int64_t axis, int64_t start, int64_t end,
+                int64_t step) {
+  return makeOp(c.b, c.loc, SliceOp::getOperationName(),
+                {v, ints(c.b, c.loc, {start}), ints(c.b, c.loc, {end}),
+                 ints(c.b, c.loc, {axis}), ints(c.b, c.loc, {step})},
+                {c.b.getNamedAttr("operandSegmentSizes",
+                                  c.b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))})
+      ->getResult(0);
+}
+
 /// The gradient of a step-`step` slice along `axis` (n results) spread back
 /// to every step-th position: g, then step - 1 zeros after each element,
 /// cut to the `room` positions the input has from the first one taken.
@@ -171,12 +182,21 @@ LogicalResult sliceGrad(Context &c, SliceOp slice) {
     int64_t a = axes.empty() ? (int64_t)i
                              : (axes[i] < 0 ? axes[i] + rank : axes[i]);
     int64_t step = steps.empty() ? 1 : steps[i];
-    if (step < 1)
-      return slice->emitError("gradient of negative-step slices is not "
-                              "supported yet");
     int64_t dim = in.getDimSize(a);
     int64_t s0 = std::clamp<int64_t>(
         starts[i] < 0 ? starts[i] + dim : starts[i], 0, dim);
+    if (step < 0) {
+      // Backwards (torch.flip, x[::-1]): g reversed is the positive-step
+      // slice from the last element taken, s0 + (n - 1) step.
+      int64_t n = typeOf(g).getDimSize(a);
+      if (n == 0) { // nothing taken: zeros
+        pads[rank + a] = dim;
+        continue;
+      }
+      s0 = std::min(s0, dim - 1) + (n - 1) * step;
+      g = stepSlice(c, g, a, n - 1, -(n + 1), -1);
+      step = -step;
+    }
     if (step > 1 && typeOf(g).getDimSize(a) > 0)
       g = spreadStrided(c, g, a, step, dim - s0);
     pads[a] = s0;
@@ -186,17 +206,6 @@ LogicalResult sliceGrad(Context &c, SliceOp slice) {
       {g, c.scalar(0.0)},
       {c.b.getNamedAttr("pads", c.b.getDenseI64ArrayAttr(pads))});
   return success();
-}
-
-/// mpc.slice of `v` along one axis with a step.
-Value stepSlice(Context &c, Value v, int64_t axis, int64_t start, int64_t end,
-                int64_t step) {
-  return makeOp(c.b, c.loc, SliceOp::getOperationName(),
-                {v, ints(c.b, c.loc, {start}), ints(c.b, c.loc, {end}),
-                 ints(c.b, c.loc, {axis}), ints(c.b, c.loc, {step})},
-                {c.b.getNamedAttr("operandSegmentSizes",
-                                  c.b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))})
-      ->getResult(0);
 }
 
 /// `v` zero-padded by `before` and `after` along `axis`.

@@ -67,6 +67,14 @@ MPC_UNARY(sigmoidK, mpc_sigmoid)
 MPC_UNARY(erfK, mpc_erf)
 MPC_UNARY(sinK, mpc_sin)
 MPC_UNARY(cosK, mpc_cos)
+MPC_UNARY(tanK, mpc_tan)
+MPC_UNARY(asinK, mpc_asin)
+MPC_UNARY(acosK, mpc_acos)
+MPC_UNARY(sinhK, mpc_sinh)
+MPC_UNARY(coshK, mpc_cosh)
+MPC_UNARY(asinhK, mpc_asinh)
+MPC_UNARY(acoshK, mpc_acosh)
+MPC_UNARY(atanhK, mpc_atanh)
 MPC_UNARY(softplusK, mpc_softplus)
 MPC_UNARY(softsignK, mpc_softsign)
 MPC_UNARY(floorK, mpc_floor)
@@ -428,6 +436,14 @@ void registerElementwiseKernels(KernelTable &t) {
   t.add(OpId::Sigmoid, sigmoidK);
   t.add(OpId::Erf, erfK);
   t.add(OpId::Sin, sinK);
+  t.add(OpId::Tan, tanK);
+  t.add(OpId::Asin, asinK);
+  t.add(OpId::Acos, acosK);
+  t.add(OpId::Sinh, sinhK);
+  t.add(OpId::Cosh, coshK);
+  t.add(OpId::Asinh, asinhK);
+  t.add(OpId::Acosh, acoshK);
+  t.add(OpId::Atanh, atanhK);
   t.add(OpId::Cos, cosK);
   t.add(OpId::Softplus, softplusK);
   t.add(OpId::Softsign, softsignK);

@@ -499,6 +499,16 @@ cases = [
                                mode="CRD")], n2(1, 8, 2, 3)),
     case("space_to_depth", [mk("SpaceToDepth", ["W"], ["Y"], blocksize=2)],
          n2(2, 2, 4, 2)),
+    # Tan, the inverse and hyperbolic functions (their domains: |x| < 1
+    # for asin, acos, atanh; x > 1 for acosh).
+    case("tan", [mk("Tan", ["W"], ["Y"])], n2(5) * 0.5),
+    case("asin", [mk("Asin", ["W"], ["Y"])], np.tanh(n2(5)) * 0.9),
+    case("acos", [mk("Acos", ["W"], ["Y"])], np.tanh(n2(5)) * 0.9),
+    case("sinh", [mk("Sinh", ["W"], ["Y"])], n2(5)),
+    case("cosh", [mk("Cosh", ["W"], ["Y"])], n2(5)),
+    case("asinh", [mk("Asinh", ["W"], ["Y"])], n2(5) * 2),
+    case("acosh", [mk("Acosh", ["W"], ["Y"])], 1.5 + np.abs(n2(5))),
+    case("atanh", [mk("Atanh", ["W"], ["Y"])], np.tanh(n2(5)) * 0.9),
 ]
 
 worst, failed = 0.0, 0
