@@ -436,7 +436,10 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},
       {"Swish", importSwish},
-      {"SwiGLU", importSwiGLU}};
+      {"SwiGLU", importSwiGLU},
+      {"LSTM", importLSTM},
+      {"GRU", importGRU},
+      {"RNN", importRNN}};
   return table;
 }
 

@@ -84,6 +84,10 @@ mlir::LogicalResult importInstanceNorm(NodeContext &c);
 /// (RearrangeImporters.cpp).
 mlir::LogicalResult importDepthToSpace(NodeContext &c);
 mlir::LogicalResult importSpaceToDepth(NodeContext &c);
+/// LSTM, GRU and RNN unrolled over the sequence (RecurrentImporters.cpp).
+mlir::LogicalResult importLSTM(NodeContext &c);
+mlir::LogicalResult importGRU(NodeContext &c);
+mlir::LogicalResult importRNN(NodeContext &c);
 /// Swish and SwiGLU as sigmoid and multiplies (SwishImporters.cpp).
 mlir::LogicalResult importSwish(NodeContext &c);
 mlir::LogicalResult importSwiGLU(NodeContext &c);

@@ -132,6 +132,23 @@ class SubPixelCnn(nn.Module):
         return self.head(y.mean(dim=(2, 3)))
 
 
+class Recurrent(nn.Module):
+    """A sequence classifier over nn.LSTM, nn.GRU or nn.RNN (exported as
+    ONNX LSTM, GRU, RNN; batch first, optionally bidirectional), reading
+    the last step."""
+
+    def __init__(self, kind="LSTM", bidirectional=False, dim=6, hidden=5,
+                 classes=3):
+        super().__init__()
+        self.rnn = getattr(nn, kind)(dim, hidden, batch_first=True,
+                                     bidirectional=bidirectional)
+        self.head = nn.Linear(hidden * (2 if bidirectional else 1), classes)
+
+    def forward(self, x):
+        y, _ = self.rnn(x)
+        return self.head(y[:, -1])
+
+
 class Moe(nn.Module):
     """A mixture-of-experts classifier: a softmax router keeps each
     sample's top 2 of 4 experts (torch.topk, exported as TopK), their
@@ -589,6 +606,11 @@ def main():
         torch.manual_seed(7)
         export(WithCrossEntropy(Moe()), (torch.randn(4, 16), lbl(4)), xy,
                p("moe"), 17)
+    if want("lstm"):
+        torch.manual_seed(8)
+        export(WithCrossEntropy(Recurrent("LSTM", True, classes=10)),
+               (torch.randn(2, 5, 6), lbl(2)), xy, p("lstm"), 17,
+               training=True)
     if want("mlp_small_loss"):
         torch.manual_seed(2)
         export(WithSmallCrossEntropy(Mlp()), digits, xy, p("mlp_small_loss"),
