@@ -534,6 +534,10 @@ bool Emitter::argExtreme(Step &s, const std::string &name) {
   return true;
 }
 
+/// The most k x n a row of top_k's kernel takes (16M compares: tens of
+/// milliseconds for its one thread).
+constexpr int64_t kTopKMaxWork = 1 << 24;
+
 /// TopK's indices: a thread per row along `axis` takes its k in order,
 /// each the first of the elements that come after the last one taken
 /// (larger, or smaller, value first, then the lower index; NaN above
@@ -549,6 +553,14 @@ bool Emitter::topK(Step &s, const std::string &name) {
   for (int64_t d = axis + 1; d < rank; ++d)
     inner *= x.shape[d];
   const int64_t dim = x.shape[axis], rows = numElements(x.shape) / dim;
+  // k passes over the row by one thread: torch.sort of a long axis (TopK
+  // with k = n) would take seconds a row; say so instead.
+  if (k * dim > kTopKMaxWork)
+    return fail(s, "top_k's kernel takes k passes over a row: k = " +
+                       std::to_string(k) + " of " + std::to_string(dim) +
+                       " elements is past its " +
+                       std::to_string(kTopKMaxWork) +
+                       " (sort long rows on the CPU backend)");
   const std::string I = std::to_string(inner) + "LL", D = std::to_string(dim) + "LL",
                     K = std::to_string(k) + "LL", V = fl ? "double" : "i64",
                     cmp = largest ? " > " : " < ";
