@@ -2,9 +2,9 @@
 //
 // Kernels that move or select elements without arithmetic: strided copies
 // (transpose, slice, expand), gathers and the embedding gradient's
-// scatter-add, concat/split, trilu, pad, resize (weighted taps); and the
-// reshape-like ops, whose outputs alias their inputs. The scatters are in
-// CudaScatterKernels.cpp.
+// scatter-add, concat/split, trilu, pad, resize (weighted taps), TopK's
+// selection; and the reshape-like ops, whose outputs alias their inputs.
+// The scatters are in CudaScatterKernels.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -482,7 +482,64 @@ bool Emitter::resizeAxis(Step &s, const std::string &name) {
   return true;
 }
 
+/// The most k x n a row of top_k's kernel takes (16M compares: tens of
+/// milliseconds for its one thread).
+constexpr int64_t kTopKMaxWork = 1 << 24;
+
+/// TopK's indices: a thread per row along `axis` takes its k in order,
+/// each the first of the elements that come after the last one taken
+/// (larger, or smaller, value first, then the lower index; NaN above
+/// every number), the CPU backend's order. k passes over the row: meant
+/// for the few experts of a mixture-of-experts router, not a vocabulary.
+bool Emitter::topK(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]);
+  const int64_t rank = x.shape.size(), k = s.getInt("k", 0),
+                axis = s.getInt("axis", -1) < 0 ? s.getInt("axis", -1) + rank
+                                                : s.getInt("axis", -1);
+  const bool largest = s.getInt("largest", 1), fl = isFloat(x.dtype);
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= x.shape[d];
+  const int64_t dim = x.shape[axis], rows = numElements(x.shape) / dim;
+  // k passes over the row by one thread: torch.sort of a long axis (TopK
+  // with k = n) would take seconds a row; say so instead.
+  if (k * dim > kTopKMaxWork)
+    return fail(s, "top_k's kernel takes k passes over a row: k = " +
+                       std::to_string(k) + " of " + std::to_string(dim) +
+                       " elements is past its " +
+                       std::to_string(kTopKMaxWork) +
+                       " (sort long rows on the CPU backend)");
+  const std::string I = std::to_string(inner) + "LL", D = std::to_string(dim) + "LL",
+                    K = std::to_string(k) + "LL", V = fl ? "double" : "i64",
+                    cmp = largest ? " > " : " < ";
+  // before(a, ia, b, ib): element (a, ia) comes first.
+  std::string before =
+      "(a != b ? a" + cmp + "b : ia < ib)";
+  if (fl)
+    before = "(a != a || b != b ? (a != a && b != b ? ia < ib : (a != a) == " +
+             std::string(largest ? "true" : "false") + ") : " + before + ")";
+  cu << countedHead(s, name, rows) << "  const i64 base = i / " << I << " * ("
+     << D << " * " << I << ") + i % " << I << ";\n"
+     << "  auto before = [](" << V << " a, i64 ia, " << V << " b, i64 ib) { return "
+     << before << "; };\n"
+     << "  " << V << " pv = 0; i64 pi = -1;\n"
+     << "  for (i64 q = 0; q < " << K << "; ++q) {\n"
+     << "    " << V << " bv = 0; i64 bi = -1;\n"
+     << "    for (i64 j = 0; j < " << D << "; ++j) {\n"
+     << "      const " << V << " v = " << (fl ? "ld(in0, base + j * " + I + ")"
+                                             : "(i64)in0[base + j * " + I + "]")
+     << ";\n"
+     << "      if (pi >= 0 && !before(pv, pi, v, j)) continue; // taken\n"
+     << "      if (bi < 0 || before(v, j, bv, bi)) { bv = v; bi = j; }\n"
+     << "    }\n"
+     << "    out0[(i / " << I << " * " << K << " + q) * " << I << " + i % " << I
+     << "] = bi; pv = bv; pi = bi;\n  }\n}\n\n";
+  launch1d(s, name, rows);
+  return true;
+}
+
 void registerDataEmitters(EmitterTable &t) {
+  t.emit(OpId::TopK, &Emitter::topK);
   for (OpId op : {OpId::Reshape, OpId::Flatten, OpId::Squeeze,
                   OpId::Unsqueeze})
     t.alias(op);

@@ -447,7 +447,7 @@ public:
   // CudaReduceKernels.cpp
   bool reduce(Step &s, const std::string &name);
   bool argExtreme(Step &s, const std::string &name); // arg_max, arg_min
-  bool topK(Step &s, const std::string &name);       // top_k
+  bool topK(Step &s, const std::string &name); // top_k: CudaDataKernels.cpp
   bool globalPool(Step &s, const std::string &name); // average, max
   /// `kind` (sum, mean, max, ...) over the axes `red` of input 0.
   bool foldAxes(Step &s, const std::string &name, const std::string &kind,
