@@ -130,8 +130,8 @@ DirectionResult unroll(Composer &m, const Recurrence &r, Value x, int64_t d,
     Value bd = direction(m, b, d);
     wb = m.slice(bd, 0, 0, G * H);
     rb = m.slice(bd, 0, G * H, 2 * G * H);
-    // Both biases join the input projection, but GRU's candidate bias of
-    // the recurrence when the reset multiplies it.
+    // Both biases join the input projection, except GRU's recurrent
+    // candidate bias under linear_before_reset (the reset gate scales it).
     xw = m.bin("mpc.add", xw,
                r.linearBeforeReset
                    ? m.bin("mpc.add", wb,
