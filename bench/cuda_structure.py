@@ -57,8 +57,9 @@ def kernel_traffic(plan):
         if "kernel" not in cuda:
             continue
         ins = s["in"]
-        if "inputs" in cuda:
-            ins = [int(v) for v in cuda["inputs"].split(",")]
+        if "inputs" in cuda:  # a split read in the chain: its input
+            # once a part, the parts tiling it (counted once)
+            ins = list(dict.fromkeys(int(v) for v in cuda["inputs"].split(",")))
         if "prologue-add" in cuda:  # reads the Add's operands for input 0
             ab = [int(v) for v in cuda["prologue-add"].split(",")]
             extra = []
@@ -96,6 +97,20 @@ def copied_back(plan):
     return total
 
 
+RECURRENT_EXPORT = """
+import sys, torch
+sys.path.insert(0, sys.argv[2])
+import export_torch_models as zoo
+for kind in ("LSTM", "GRU"):
+    torch.manual_seed(8)
+    m = zoo.WithCrossEntropy(zoo.Recurrent(kind, True, dim=128, hidden=256,
+                                           classes=10))
+    zoo.export(m, (torch.randn(4, 16, 128), torch.randint(0, 10, (4,))),
+               (["x", "labels"], ["loss", "logits"]),
+               f"{sys.argv[1]}/{kind.lower()}.onnx", 17, training=True)
+"""
+
+
 def compile_step(model, out, batch, fuse, flags=()):
     subprocess.run([MPC, "compile", model, "-o", out, "--precision", "fp16",
                     "--batch", str(batch), "--train", "--optimizer", "adam",
@@ -130,6 +145,14 @@ def main():
                   "transformer_train", "bert_train", "gpt_train",
                   # GPT-2's dropouts (0.1), the attention's fused
                   "gpt_dropout_train", "resnet18_train")]
+    # Recurrent layers at a realistic size: bidirectional, 128 -> 256,
+    # 16 steps (each step's gates one chain, their gradients another).
+    subprocess.run(["/usr/bin/python3", "-c", RECURRENT_EXPORT, work,
+                    os.path.join(ROOT, "scripts")], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    models += [(f"{k} (bidirectional, 128 -> 256, 16 steps)",
+                os.path.join(work, f"{k.lower()}.onnx"), ())
+               for k in ("LSTM", "GRU")]
     # The ResNet channels last too (mpc-channels-last).
     models.append(("resnet18_train `--layout nhwc`",
                    os.path.join(work, "resnet18_train.onnx"),
@@ -182,9 +205,12 @@ def main():
         "`mpc-merge-sibling-linears` merged them along rows (2026-12-03), "
         "the transposes ran every step and BERT's Q/K/V stayed three GEMMs "
         "each way: bert_train 121 launches (108 with the libraries), then 85 "
-        "(76), now 83 (74) with its fp16 Q/K/V weight copies written by the "
+        "(76), then 83 (74) with its fp16 Q/K/V weight copies written by the "
         "updates into the merged weight (the concat in place, "
-        "2026-12-03: 13.07 -> 12.97 MiB); GPT-2 with the tanh GELU (bench/gpu's) 90 (78), now 72 (60); "
+        "2026-12-03: 13.07 -> 12.97 MiB); GPT-2 with the tanh GELU (bench/gpu's) 90 (78), then 72 (60); "
+        "every transformer row has counted 4 launches more since, fused "
+        "and unfused alike (prologue kernels, the attention backward's D "
+        "among them, 2026-12-04); "
         "the Transformer's training-mode export (nn.TransformerEncoder with "
         "dropout=0.0 writes Dropout nodes of ratio 0) did not compile for "
         "CUDA before identity dropouts were folded at import and dropout got "
@@ -201,7 +227,18 @@ def main():
         "between softmax and V kept the attention unfused (measured with "
         "`--fuse-attention=false`: 134 launches, a 3.71 MiB plan), and each "
         "dropout's gradient computed 1 - ratio in a launch of its own every "
-        "step (4 more).", 76, break_on_hyphens=False) + "\n")
+        "step (4 more).", 76, break_on_hyphens=False) + "\n\n" + textwrap.fill(
+        "The LSTM and GRU rows (nn.LSTM and nn.GRU exported by torch, "
+        "unrolled by mpc's importer): each step's GEMM, one kernel for the "
+        "gates, c and h (the chain computing x W + h R once a gate from "
+        "both products read at the gate's offsets) and one for the gate "
+        "gradients (the chain whose last step is their Concat, storing "
+        "each at its offset). Until 2026-12-06 a split was a kernel of its "
+        "own, the Add before it another, the gradients' concat another, a "
+        "chain stored at most 4 results, and the importer sliced GRU's "
+        "candidate bias every step: 555 (LSTM) and 693 (GRU) launches, "
+        "165.28 and 127.33 MiB.", 76,
+        break_on_hyphens=False) + "\n")
     write_section(a.out, "## CUDA train step structure", section)
     print("wrote", a.out)
 

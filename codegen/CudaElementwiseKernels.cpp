@@ -74,10 +74,41 @@ void Emitter::elementFunctions(
     Step &s, const std::string &name, int64_t n, const Shape &out,
     const std::vector<Shape> &strides, const std::vector<std::string> &names,
     const std::function<std::string(const Store &)> &body,
-    const std::vector<Draw> &draws) {
+    const std::vector<Draw> &draws, const std::vector<int64_t> &offsets,
+    const std::vector<ResultView> &views) {
   std::vector<int> ins = ::mpc::rt::kernelInputs(s);
   std::vector<int> outs = ::mpc::rt::kernelOutputs(s);
   outs.insert(outs.end(), s.cuda.stores.begin(), s.cuda.stores.end());
+  // Where each result goes: output k at the element, or as `views` say
+  // (a concat's parts: output 0 with its own strides, from the part's
+  // offset). Their offsets are o<ins.size() + k>.
+  std::vector<ResultView> results = views;
+  if (results.empty())
+    for (size_t k = 0; k < outs.size(); ++k)
+      results.push_back({k, stridesOf(out), 0});
+  std::vector<Shape> walks = strides;
+  for (const ResultView &r : results)
+    walks.push_back(r.strides);
+  auto at = [&](size_t k) { // result k's offset in its output
+    return views.empty() ? std::string("i")
+                         : "o" + std::to_string(ins.size() + k);
+  };
+  // Inputs read from `offsets[k]` elements in (a split's part).
+  std::string shift;
+  for (size_t k = 0; k < offsets.size(); ++k)
+    if (offsets[k] != 0)
+      shift += "  o" + std::to_string(k) + " += " +
+               std::to_string(offsets[k]) + "LL;\n";
+  for (size_t k = 0; k < views.size(); ++k)
+    if (views[k].offset != 0)
+      shift += "  o" + std::to_string(ins.size() + k) + " += " +
+               std::to_string(views[k].offset) + "LL;\n";
+  // A vector group's lanes stay aligned only at offsets of whole groups.
+  auto readOf = [&](size_t k, int64_t width) {
+    if (k < offsets.size() && offsets[k] % width != 0)
+      return GroupRead::None;
+    return groupRead(out, strides[k], width);
+  };
   const bool counts = countsUnderflow(s);
   // The arithmetic once, `<name>_op`: the operands and keep bits in, the
   // results out (the scalar and the vector path call it; inlined, it
@@ -91,7 +122,7 @@ void Emitter::elementFunctions(
         args.push_back(in(k));
     for (size_t j = 0; j < draws.size(); ++j)
       args.push_back(keep(j));
-    for (size_t k = 0; k < outs.size(); ++k)
+    for (size_t k = 0; k < results.size(); ++k)
       args.push_back(result(k));
     if (counts)
       args.push_back("underflow");
@@ -106,7 +137,7 @@ void Emitter::elementFunctions(
       decls.push_back("const float " + v);
   for (size_t j = 0; j < draws.size(); ++j)
     decls.push_back("const bool k" + std::to_string(j));
-  for (size_t k = 0; k < outs.size(); ++k)
+  for (size_t k = 0; k < results.size(); ++k)
     decls.push_back("float &y" + std::to_string(k));
   if (counts)
     decls.push_back("unsigned long long *__restrict__ underflow");
@@ -119,21 +150,23 @@ void Emitter::elementFunctions(
           return "  y" + std::to_string(k) + " = " + v + ";\n";
         })
      << "}\n\n";
-  cu << countedHead(s, name, n) << offsetsCode(out, strides);
+  cu << countedHead(s, name, n)
+     << offsetsCode(out, views.empty() ? strides : walks) << shift;
   for (size_t k = 0; k < names.size(); ++k)
     if (!names[k].empty())
       cu << "  const float " << names[k] << " = ld(in" << k << ", o" << k
          << ");\n";
   cu << "  float";
-  for (size_t k = 0; k < outs.size(); ++k)
+  for (size_t k = 0; k < results.size(); ++k)
     cu << (k ? ", y" : " y") << k;
   cu << ";\n  "
      << opCall([&](size_t k) { return names[k]; },
                [&](size_t j) { return draws[j].keep("i"); },
                [](size_t k) { return "y" + std::to_string(k); })
      << "\n";
-  for (size_t k = 0; k < outs.size(); ++k)
-    cu << "  st(out" << k << ", i, y" << k << ");\n";
+  for (size_t k = 0; k < results.size(); ++k)
+    cu << "  st(out" << results[k].out << ", " << at(k) << ", y" << k
+       << ");\n";
   cu << "}\n\n";
   // The width: 16 bytes of the narrowest operand moved as lanes, at most 8.
   int64_t narrowest = 16;
@@ -145,8 +178,7 @@ void Emitter::elementFunctions(
   int64_t width = std::min<int64_t>(8, 16 / narrowest);
   std::vector<GroupRead> reads;
   for (size_t k = 0; ok && k < ins.size(); ++k) {
-    reads.push_back(ins[k] < 0 ? GroupRead::None
-                               : groupRead(out, strides[k], width));
+    reads.push_back(ins[k] < 0 ? GroupRead::None : readOf(k, width));
     ok = reads[k] != GroupRead::None &&
          (reads[k] == GroupRead::Once || laneType(val(ins[k]).dtype));
     if (ok && reads[k] == GroupRead::Lanes)
@@ -158,13 +190,17 @@ void Emitter::elementFunctions(
   // keeps them): an Adam update writing its fp16 weight copy (4 streams in,
   // 4 out) spilled at 8 lanes on sm_80, so wide groups of many streams
   // take 4 lanes.
-  int64_t streams = (int64_t)outs.size() + (int64_t)draws.size() +
+  int64_t streams = (int64_t)results.size() + (int64_t)draws.size() +
                     std::count(reads.begin(), reads.end(), GroupRead::Lanes);
   if (width > 4 && width * streams > 48)
     width = 4;
   // A narrower input may widen the group past a broadcast row's length.
   for (size_t k = 0; ok && k < ins.size(); ++k)
-    ok = groupRead(out, strides[k], width) == reads[k];
+    ok = readOf(k, width) == reads[k];
+  // Each result's group: consecutive and aligned in its output.
+  for (const ResultView &r : results)
+    ok = ok && r.offset % width == 0 &&
+         groupRead(out, r.strides, width) == GroupRead::Lanes;
   if (!ok || width < 2)
     return;
   vectorWidth = (int)width;
@@ -176,7 +212,8 @@ void Emitter::elementFunctions(
   };
   std::ostringstream v;
   v << "static __device__ __forceinline__ void " << name << "_vec(const i64 i"
-    << decl << ") {\n" << offsetsCode(out, strides);
+    << decl << ") {\n" << offsetsCode(out, views.empty() ? strides : walks)
+    << shift;
   for (size_t k = 0; k < ins.size(); ++k) {
     std::string in = "in" + std::to_string(k), x = "vx" + std::to_string(k);
     if (reads[k] == GroupRead::Lanes) {
@@ -203,10 +240,10 @@ void Emitter::elementFunctions(
                    w + " + " + std::to_string(4 * q))
         << "\n";
   }
-  for (size_t k = 0; k < outs.size(); ++k) {
+  for (size_t k = 0; k < results.size(); ++k)
     v << "  float vy" << k << "[" << W << "];\n";
+  for (size_t k = 0; k < outs.size(); ++k)
     align("out" + std::to_string(k));
-  }
   v << "#pragma unroll\n  for (int e = 0; e < " << W << "; ++e) "
     << opCall(
            [&](size_t k) {
@@ -221,8 +258,9 @@ void Emitter::elementFunctions(
            },
            [](size_t k) { return "vy" + std::to_string(k) + "[e]"; })
     << "\n";
-  for (size_t k = 0; k < outs.size(); ++k)
-    v << "  stv<" << W << ">(out" << k << " + i, vy" << k << ");\n";
+  for (size_t k = 0; k < results.size(); ++k)
+    v << "  stv<" << W << ">(out" << results[k].out << " + " << at(k)
+      << ", vy" << k << ");\n";
   v << "}\n\n";
   // A thread's share: whole groups as vectors when every pointer is
   // aligned (else none), the rest one element at a time, both strided by
@@ -266,97 +304,6 @@ bool Emitter::elementwise(Step &s, const std::string &name) {
            "  if (a != 0.0f && " + roundedAs(y.dtype, "u") +
            " == 0.0f) atomicAdd(underflow, 1ULL);\n";
   });
-  launch1d(s, name, n);
-  return true;
-}
-
-/// A fused elementwise chain (CudaFusion.cpp): each member in plan order
-/// into a register, rounded to its type unless FP32; the last one stored,
-/// and the members in `cuda.stores` as they are computed.
-std::string Emitter::chainMember(const Step &member,
-                                 std::map<int, std::string> &regs, size_t k,
-                                 const std::string &keep) {
-  std::string t = "t" + std::to_string(k);
-  std::ostringstream os;
-  os << "  float " << t << ";\n  { ";
-  std::vector<int> operands = chainOperands(member);
-  if (member.op == OpId::Dropout)
-    operands.resize(1); // x; the counter is the draw's
-  for (size_t j = 0; j < operands.size(); ++j)
-    os << "float " << kOperandNames[j] << " = " << regs.at(operands[j]) << "; ";
-  std::string e = member.op == OpId::Expand ? "a" : "";
-  if (member.op == OpId::Dropout) {
-    float ratio = dropoutRatio(member).value_or(0.0f);
-    e = "(" + keep + " ? a * " + flt(::mpc::philox::mpc_dropout_scale(ratio)) +
-        " : 0.0f)";
-  } else if (e.empty()) {
-    e = *expr(member);
-  }
-  os << t << " = " << roundedAs(val(member.outputs[0]).dtype, e) << ";";
-  if (member.countUnderflow) // as a cast's own kernel counts (elementwise)
-    os << " if (a != 0.0f && " << t << " == 0.0f) atomicAdd(underflow, 1ULL);";
-  os << " }\n";
-  regs[member.outputs[0]] = t;
-  return os.str();
-}
-
-bool Emitter::chain(Step &s, const std::string &name) {
-  const ValueInfo &y = val(s.outputs[0]);
-  const std::vector<int> ext = ::mpc::rt::kernelInputs(s);
-  // The dropout members' [step, rank] counters: pointers, not operands.
-  std::set<int> counters;
-  for (int m : s.cuda.chain)
-    if (plan.steps[m].op == OpId::Dropout && plan.steps[m].inputs.size() > 3 &&
-        plan.steps[m].inputs[3] >= 0)
-      counters.insert(plan.steps[m].inputs[3]);
-  std::map<int, std::string> reg; // value -> C++ expression holding it
-  std::vector<Shape> strides;
-  std::vector<std::string> names;
-  for (size_t k = 0; k < ext.size(); ++k) {
-    bool counter = counters.count(ext[k]) != 0;
-    strides.push_back(counter ? Shape(y.shape.size(), 0)
-                              : broadcastStrides(val(ext[k]).shape, y.shape));
-    names.push_back(counter ? "" : "x" + std::to_string(k));
-    reg[ext[k]] = "x" + std::to_string(k);
-  }
-  int64_t n = numElements(y.shape);
-  mod.flops += (double)n * s.cuda.chain.size();
-  std::vector<Draw> draws;
-  std::map<int, std::string> keepOf; // dropout member -> its keep bit
-  for (int m : s.cuda.chain) {
-    const Step &d = plan.steps[m];
-    if (d.op != OpId::Dropout)
-      continue;
-    int slot = d.inputs.size() > 3 && d.inputs[3] >= 0
-                   ? (int)(std::find(ext.begin(), ext.end(), d.inputs[3]) -
-                           ext.begin())
-                   : -1;
-    std::optional<Draw> draw = dropoutDraw(d, slot);
-    if (!draw)
-      return false;
-    keepOf[m] = "k" + std::to_string(draws.size());
-    draws.push_back(*draw);
-  }
-  elementFunctions(
-      s, name, n, y.shape, strides, names,
-      [&](const Store &st) {
-        std::map<int, std::string> regs = reg;
-        std::ostringstream os;
-        size_t t = 0;
-        for (int m : s.cuda.chain) {
-          int out = plan.steps[m].outputs[0];
-          os << chainMember(plan.steps[m], regs, t++,
-                            keepOf.count(m) ? keepOf[m] : "");
-          const std::vector<int> &stores = s.cuda.stores;
-          if (auto at = std::find(stores.begin(), stores.end(), out);
-              at != stores.end())
-            os << st(::mpc::rt::kernelOutputs(s).size() +
-                         (at - stores.begin()),
-                     regs.at(out));
-        }
-        return os.str() + st(0, regs.at(s.outputs[0]));
-      },
-      draws);
   launch1d(s, name, n);
   return true;
 }

@@ -21,7 +21,15 @@
 //   (a sibling: same shape, chainable, its own result read only inside or
 //   after), else the producer stays out. So an optimizer's moment updates,
 //   their skip-step selects and the parameter update of one tensor become
-//   one kernel with three stores (Adam: five launches to one);
+//   one kernel with three stores (Adam: five launches to one). A split
+//   whose parts have the chain's shape is a member: the kernel reads each
+//   part at its offset in the split's input (chainExternals: the input
+//   once a part). A concat of parts of one shape may be a chain's last
+//   step: the kernel runs over one part and stores each at its offset
+//   (an LSTM's gates forward, their gradients' Concat backward); an
+//   elementwise step computing the split's input, read by it alone, is
+//   computed once a part from its operands at the part's offsets (the
+//   gates' x W + h R);
 // - a reduction whose input only it reads, and which an elementwise chain
 //   (or one elementwise step) of its own kernel computes, becomes that
 //   chain's last step: it computes the chain as it loads each element, and
@@ -271,15 +279,17 @@ fuseChainsIntoReductions(Emitter &e, Plan &plan,
     // (The fold kernels take no underflow counter. A reduction that holds
     // a chain itself, sum(sum(x * eye)) of an Einsum's trace, is no chain
     // member: its result is not an element of the chain.)
-    if (reducesChain(c) || c.cuda.inOtherKernel() || !c.cuda.stores.empty() ||
+    if (reducesChain(c) || c.op == OpId::Concat || c.cuda.inOtherKernel() ||
+        !c.cuda.stores.empty() ||
         e.countsUnderflow(c) || c.cuda.storedAs >= 0 || c.cuda.batch.valid() ||
         c.cuda.batchedInto >= 0 || (!c.cuda.isChain() && !chainable(e, c)))
       continue;
     std::vector<int> members =
         c.cuda.isChain() ? c.cuda.chain : std::vector<int>{(int)p->second};
-    // (The fold kernels draw no dropout masks.)
+    // (The fold kernels draw no dropout masks, nor read split parts.)
     if (std::any_of(members.begin(), members.end(), [&](int m) {
-          return plan.steps[m].op == OpId::Dropout;
+          return plan.steps[m].op == OpId::Dropout ||
+                 plan.steps[m].op == OpId::Split;
         }))
       continue;
     std::vector<int> external =
@@ -397,40 +407,69 @@ void fuseSteps(Emitter &e) {
   indexSteps(plan, readers, producer);
 
   std::vector<bool> taken(plan.steps.size(), false);
-  constexpr size_t kMaxStores = 4, kMaxMembers = 32;
+  // (An LSTM cell: c, tanh c, h and its three sigmoid gates and tanh.)
+  constexpr size_t kMaxStores = 8, kMaxMembers = 32;
   for (size_t root = plan.steps.size(); root-- > 0;) {
     Step &last = plan.steps[root];
-    if (taken[root] || !chainable(e, last))
+    const bool concat = concatOfParts(e, last);
+    if (taken[root] || !(concat || chainable(e, last)))
       continue;
-    const Shape &shape = e.val(last.outputs[0]).shape;
+    // (A concat's chain runs over one part: each stored at its offset.)
+    const Shape shape = e.val(concat ? last.inputs[0] : last.outputs[0]).shape;
     std::set<size_t> chain = {root};
     std::set<int> stored; // member results the kernel also writes
     std::priority_queue<size_t> candidates; // latest first: readers decided
+    std::set<int> pinned; // operands of members computed once a part
+    // Whether step `m` computes the input of a split in the chain, read
+    // by nothing else, so the chain may compute it once a part: an
+    // elementwise step of operands from outside the chain (no dropout,
+    // whose draws follow the element, nor a broadcast Expand).
+    auto wholeOfSplit = [&](size_t m) {
+      const Step &s = plan.steps[m];
+      if (s.outputs.size() != 1 || outputs.count(s.outputs[0]) ||
+          readers[s.outputs[0]].size() != 1 || !chainable(e, s) ||
+          s.op == OpId::Dropout || s.op == OpId::Expand || s.countUnderflow)
+        return false;
+      size_t r = readers[s.outputs[0]][0];
+      if (!chain.count(r) || plan.steps[r].op != OpId::Split)
+        return false;
+      for (int v : chainOperands(s))
+        if (auto p = producer.find(v); p != producer.end() && chain.count(p->second))
+          return false;
+      return true;
+    };
     auto consider = [&](const Step &s) {
       for (int v : chainOperands(s))
         if (auto p = producer.find(v); p != producer.end())
           candidates.push(p->second);
     };
     // Whether step `m` may compute in the chain; `early`: its readers
-    // outside the chain that run before the kernel; `store`: its result
-    // is read after the kernel.
-    auto fits = [&](size_t m, std::set<size_t> &early, bool &store) {
+    // outside the chain that run before the kernel; `store`: the results
+    // read after the kernel (a split's parts: each, where read later).
+    auto fits = [&](size_t m, std::set<size_t> &early, std::vector<int> &store) {
       const Step &s = plan.steps[m];
-      if (chain.count(m) || taken[m] || !chainable(e, s) ||
-          e.val(s.outputs[0]).shape != shape)
+      if (chain.count(m) || taken[m] ||
+          (!splitReadInChain(e, s, shape) && !wholeOfSplit(m) &&
+           (!chainable(e, s) || e.val(s.outputs[0]).shape != shape)))
         return false;
-      int v = s.outputs[0];
-      store = outputs.count(v) != 0;
-      for (size_t r : readers[v]) {
-        // A widening cast read through (readWideningCastSources) reads
-        // nothing: its readers read v themselves.
-        if (chain.count(r) || (plan.steps[r].op == OpId::Cast &&
-                               plan.steps[r].cuda.fusedInto >= 0))
-          continue;
-        if (r > root)
-          store = true;
-        else
-          early.insert(r);
+      for (int v : s.outputs)
+        if (pinned.count(v))
+          return false; // a whole member's operand: read part by part
+      for (int v : s.outputs) {
+        bool later = outputs.count(v) != 0;
+        for (size_t r : readers[v]) {
+          // A widening cast read through (readWideningCastSources) reads
+          // nothing: its readers read v themselves.
+          if (chain.count(r) || (plan.steps[r].op == OpId::Cast &&
+                                 plan.steps[r].cuda.fusedInto >= 0))
+            continue;
+          if (r > root)
+            later = true;
+          else
+            early.insert(r);
+        }
+        if (later)
+          store.push_back(v);
       }
       return true;
     };
@@ -439,49 +478,45 @@ void fuseSteps(Emitter &e) {
       size_t p = candidates.top();
       candidates.pop();
       std::set<size_t> early;
-      bool store = false;
+      std::vector<int> store;
       if (!fits(p, early, store))
         continue;
       // Each early reader joins as a sibling, or the producer stays out.
-      std::vector<std::pair<size_t, bool>> siblings;
+      std::vector<std::pair<size_t, std::vector<int>>> siblings;
       bool ok = true;
+      size_t stores = stored.size() + store.size();
       for (size_t r : early) {
         std::set<size_t> further;
-        bool rStore = false;
+        std::vector<int> rStore;
         ok = ok && fits(r, further, rStore) && further.empty();
+        stores += rStore.size();
         siblings.push_back({r, rStore});
       }
-      size_t stores = stored.size() + store;
-      for (auto &[r, rStore] : siblings)
-        stores += rStore;
       if (!ok || stores > kMaxStores ||
           chain.size() + 1 + siblings.size() > kMaxMembers)
         continue;
+      if (wholeOfSplit(p))
+        for (int v : chainOperands(plan.steps[p]))
+          pinned.insert(v);
       chain.insert(p);
-      if (store)
-        stored.insert(plan.steps[p].outputs[0]);
+      stored.insert(store.begin(), store.end());
       consider(plan.steps[p]);
       for (auto &[r, rStore] : siblings) {
         chain.insert(r);
-        if (rStore)
-          stored.insert(plan.steps[r].outputs[0]);
+        stored.insert(rStore.begin(), rStore.end());
         consider(plan.steps[r]);
       }
     }
     if (chain.size() < 2)
       continue;
     std::vector<int> members(chain.begin(), chain.end()), external;
-    std::set<int> made, seen;
-    for (size_t m : chain)
-      made.insert(plan.steps[m].outputs[0]);
     for (size_t m : chain) {
       taken[m] = true;
       if (m != root)
         plan.steps[m].cuda.fusedInto = (int)root;
-      for (int v : chainOperands(plan.steps[m]))
-        if (!made.count(v) && seen.insert(v).second)
-          external.push_back(v);
     }
+    for (const ChainOperand &o : chainExternals(e.plan, members))
+      external.push_back(o.value);
     last.cuda.chain = members;
     last.cuda.inputs = external;
     last.cuda.stores.assign(stored.begin(), stored.end());

@@ -9,13 +9,16 @@
 // their gradients), CudaNnKernels.cpp (normalisation, reductions, pooling),
 // CudaBatchNormKernels.cpp (batch normalization)
 // and CudaTrainKernels.cpp (losses, loss scaling, optimizers).
-// CudaLibraryFusion.cpp marks what cuBLASLt's epilogues compute.
+// CudaLibraryFusion.cpp marks what cuBLASLt's epilogues compute;
+// CudaChainKernels.cpp emits fused chains (their splits and concats:
+// CudaChainViews.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MPC_CODEGEN_CUDAKERNELS_H
 #define MPC_CODEGEN_CUDAKERNELS_H
 
+#include "codegen/CudaChainViews.h"
 #include "codegen/CudaEmitter.h"
 #include "runtime/cuda/KernelConfig.h"
 #include "runtime/cuda/MemoryPlan.h"
@@ -275,6 +278,14 @@ struct Emitter {
   /// The statement storing `value` as a counted kernel's `k`-th result
   /// (its outputs, then a chain's other stores).
   using Store = std::function<std::string(size_t k, const std::string &value)>;
+  /// Where a thread-per-element kernel stores result k: output `out` at
+  /// the element's coordinates times `strides`, plus `offset` (a concat's
+  /// part in its output).
+  struct ResultView {
+    size_t out;
+    Shape strides;
+    int64_t offset;
+  };
   /// A dropout computed in an element function: its key, threshold and
   /// factor (compile-time constants) and its counter's expressions over
   /// the kernel's [step, rank] input; `n`, the mask's elements (rank r
@@ -322,14 +333,18 @@ struct Emitter {
   /// move as one access each: 16 bytes of the narrowest type) and
   /// `<name>_run` (a thread's share of the elements, grid-strided: whole
   /// groups as vectors when the pointers are aligned, the rest one at a
-  /// time). An input with an empty name is only a pointer (a draw's
+  /// time). Input k is read `offsets[k]` elements past its pointer (a
+  /// split's part); with `views`, result k goes where views[k] says. An
+  /// input with an empty name is only a pointer (a draw's
   /// counter); each of `draws` gives the body its keep bits, drawn a
   /// Philox group per 4 elements on the vector path.
   void elementFunctions(Step &s, const std::string &name, int64_t n,
                         const Shape &out, const std::vector<Shape> &strides,
                         const std::vector<std::string> &names,
                         const std::function<std::string(const Store &)> &body,
-                        const std::vector<Draw> &draws = {});
+                        const std::vector<Draw> &draws = {},
+                        const std::vector<int64_t> &offsets = {},
+                        const std::vector<ResultView> &views = {});
   int vectorWidth = 1; // of the counted kernel being emitted
   bool emitStep(Step &s);
   /// A thread-per-element kernel's body as a device function of its element

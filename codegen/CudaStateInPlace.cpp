@@ -45,13 +45,17 @@ void updateStateInPlace(Emitter &e) {
     if (p == producer.end())
       continue;
     size_t k = ::mpc::rt::kernelStep(plan, (int)p->second); // its chain
-    // An Expand in the chain reads its data broadcast, at other elements.
+    // An Expand in the chain reads its data broadcast, a split its parts
+    // (and its input's operands): at other elements; a concat's chain
+    // stores its parts at other elements too.
     const std::vector<int> &chain = plan.steps[k].cuda.chain;
-    if (std::any_of(chain.begin(), chain.end(), [&](int m) {
+    if (plan.steps[k].op == OpId::Concat ||
+        std::any_of(chain.begin(), chain.end(), [&](int m) {
           const Step &s = plan.steps[m];
-          return s.op == OpId::Expand &&
-                 std::find(s.inputs.begin(), s.inputs.end(), input) !=
-                     s.inputs.end();
+          return s.op == OpId::Split || // (its whole's operands too)
+                 (s.op == OpId::Expand &&
+                  std::find(s.inputs.begin(), s.inputs.end(), input) !=
+                      s.inputs.end());
         }))
       continue;
     if (allowed.problem(k, out.value, input).empty()) {

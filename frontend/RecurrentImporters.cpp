@@ -157,6 +157,16 @@ DirectionResult unroll(Composer &m, const Recurrence &r, Value x, int64_t d,
                                                   : Value(); // [3 H]: i, o, f
   // sequence_lens as a column [batch, 1], compared with each step.
   Value lens = c.input(4) ? m.reshape(c.input(4), {-1, 1}) : Value();
+  // What every step reads of the weights, sliced once (a slice of a
+  // parameter is a kernel each time).
+  Value peepI, peepO, peepF, rbCand, rCand;
+  if (peep)
+    peepI = m.slice(peep, 0, 0, H), peepO = m.slice(peep, 0, H, 2 * H),
+    peepF = m.slice(peep, 0, 2 * H, 3 * H);
+  if (r.cell == Cell::Gru && r.linearBeforeReset && rb)
+    rbCand = m.slice(rb, 0, 2 * H, 3 * H);
+  if (r.cell == Cell::Gru && !r.linearBeforeReset)
+    rCand = m.slice(rT, 1, 2 * H, 3 * H); // [H, H]
   out.outputs.resize(r.steps);
   for (int64_t s = 0; s < r.steps; ++s) {
     int64_t t = backwards ? r.steps - 1 - s : s;
@@ -170,17 +180,15 @@ DirectionResult unroll(Composer &m, const Recurrence &r, Value x, int64_t d,
       Value g = m.bin("mpc.add", gx, gh);
       Value gi = gate(m, g, 0, H), go = gate(m, g, 1, H), gf = gate(m, g, 2, H);
       if (peep) { // i and f see C_{t-1}, o sees C_t
-        gi = m.bin("mpc.add", gi, m.bin("mpc.mul", m.slice(peep, 0, 0, H), cell));
-        gf = m.bin("mpc.add", gf,
-                   m.bin("mpc.mul", m.slice(peep, 0, 2 * H, 3 * H), cell));
+        gi = m.bin("mpc.add", gi, m.bin("mpc.mul", peepI, cell));
+        gf = m.bin("mpc.add", gf, m.bin("mpc.mul", peepF, cell));
       }
       Value i = m.op("mpc.sigmoid", {gi}), f = m.op("mpc.sigmoid", {gf}),
             cand = m.op("mpc.tanh", {gate(m, g, 3, H)});
       cell = m.bin("mpc.add", m.bin("mpc.mul", f, cell),
                    m.bin("mpc.mul", i, cand));
       if (peep)
-        go = m.bin("mpc.add", go,
-                   m.bin("mpc.mul", m.slice(peep, 0, H, 2 * H), cell));
+        go = m.bin("mpc.add", go, m.bin("mpc.mul", peepO, cell));
       h = m.bin("mpc.mul", m.op("mpc.sigmoid", {go}), m.op("mpc.tanh", {cell}));
     } else {
       Value z = m.op("mpc.sigmoid",
@@ -190,13 +198,12 @@ DirectionResult unroll(Composer &m, const Recurrence &r, Value x, int64_t d,
       Value hc;
       if (r.linearBeforeReset) {
         Value rec = gate(m, gh, 2, H);
-        if (rb)
-          rec = m.bin("mpc.add", rec, m.slice(rb, 0, 2 * H, 3 * H));
+        if (rbCand)
+          rec = m.bin("mpc.add", rec, rbCand);
         hc = m.bin("mpc.add", gate(m, gx, 2, H), m.bin("mpc.mul", rg, rec));
       } else {
-        Value rh = m.slice(rT, 1, 2 * H, 3 * H); // [H, H]
         hc = m.bin("mpc.add", gate(m, gx, 2, H),
-                   m.op("mpc.matmul", {m.bin("mpc.mul", rg, h), rh}));
+                   m.op("mpc.matmul", {m.bin("mpc.mul", rg, h), rCand}));
       }
       hc = m.op("mpc.tanh", {hc});
       // (1 - z) hc + z h = hc + z (h - hc)
