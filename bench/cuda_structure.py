@@ -233,11 +233,14 @@ def main():
         "gates, c and h (the chain computing x W + h R once a gate from "
         "both products read at the gate's offsets) and one for the gate "
         "gradients (the chain whose last step is their Concat, storing "
-        "each at its offset). Until 2026-12-06 a split was a kernel of its "
-        "own, the Add before it another, the gradients' concat another, a "
-        "chain stored at most 4 results, and the importer sliced GRU's "
-        "candidate bias every step: 555 (LSTM) and 693 (GRU) launches, "
-        "165.28 and 127.33 MiB.", 76,
+        "each at its offset); the concats stacking the steps' outputs, "
+        "their gradients and the reordered gate weights launch nothing (the "
+        "kernels write each part where the concat puts it). Until "
+        "2026-12-06 a split was a kernel of its own, the Add before it "
+        "another, the gradients' concat another, a chain stored at most 4 "
+        "results, every concat of computed values copied them, and the "
+        "importer sliced GRU's candidate bias every step: 555 (LSTM) and "
+        "693 (GRU) launches, 165.28 and 127.33 MiB.", 76,
         break_on_hyphens=False) + "\n")
     write_section(a.out, "## CUDA train step structure", section)
     print("wrote", a.out)

@@ -525,6 +525,7 @@ void fuseSteps(Emitter &e) {
   fuseSiblingSums(plan, readers);
   fuseOutputCasts(plan, readers, outputs);
   addIntoRowKernels(plan, producer, outputs);
+  concatsOfResultsInPlace(plan, outputs);
 }
 
 

@@ -191,6 +191,10 @@ void concatsOfInputsInPlace(Plan &plan,
                             const std::map<int, std::vector<size_t>> &readers,
                             const std::map<int, size_t> &producer,
                             const std::set<int> &outputs);
+/// Concats of computed values into aligned runs launch nothing either:
+/// each part's kernel writes it where the concat would put it
+/// (CudaSplitsInPlace.cpp). After every other fusion.
+void concatsOfResultsInPlace(Plan &plan, const std::set<int> &outputs);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp); with
 /// `libraries`, as when cuBLASLt and cuDNN are present: without the steps
 /// their epilogues compute (`libraryFusedInto`).

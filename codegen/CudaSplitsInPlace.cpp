@@ -25,6 +25,14 @@
 // into one of its parts (so an update writing that in place runs after
 // every read; the plan reader checks the same, runtime/UpdatesInPlace.cpp).
 //
+// A concat of values the step computes into such runs launches nothing
+// too: each part's buffer moves into the concat's (BufferPlacement), so
+// the kernel writing the part writes it there (an unrolled RNN's outputs
+// stacked over time, their gradients' concat over time). Only parts a
+// kernel writes whole and row-major as a buffer of their own: no view of
+// another buffer, no attention result (whose layouts may be views), no
+// plan output.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
@@ -119,6 +127,54 @@ void concatsOfInputsInPlace(Plan &plan,
       ok = ok && stepInputs.count(v) && !outputs.count(v) &&
            !placed.count(v) &&
            (!written.count(v) || (int)written[v] > last);
+    if (!ok)
+      continue;
+    s.cuda.inPlace = true;
+    placed.insert(parts.begin(), parts.end());
+  }
+}
+
+/// Whether a kernel writes `v` whole, row-major, in a buffer of its own:
+/// its producer's kernel, or the chain kernel storing it.
+static bool writtenWhole(const Plan &plan, const std::map<int, size_t> &producer,
+                         int v) {
+  auto p = producer.find(v);
+  if (p == producer.end())
+    return false; // an input of the step, or a constant
+  const Step &s = plan.steps[p->second];
+  if (s.cuda.alias >= 0 || s.cuda.inPlace || s.op == OpId::Attention ||
+      s.op == OpId::AttentionGrad || s.cuda.libraryFusedInto >= 0 ||
+      s.cuda.storedAs == v || !s.cuda.updatesInPlace.empty())
+    return false;
+  if (s.cuda.fusedInto >= 0) { // a chain member the kernel stores
+    const Step &k = plan.steps[::mpc::rt::kernelStep(plan, (int)p->second)];
+    return k.cuda.isChain() && k.cuda.updatesInPlace.empty() &&
+           std::find(k.cuda.stores.begin(), k.cuda.stores.end(), v) !=
+               k.cuda.stores.end();
+  }
+  std::vector<int> out = ::mpc::rt::kernelOutputs(s);
+  return std::find(out.begin(), out.end(), v) != out.end();
+}
+
+void concatsOfResultsInPlace(Plan &plan, const std::set<int> &outputs) {
+  std::map<int, size_t> producer;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    for (int v : plan.steps[i].outputs)
+      producer[v] = i;
+  // Parts another concat already places: not moved again.
+  std::set<int> placed;
+  for (const Step &s : plan.steps)
+    if (s.op == OpId::Concat && s.cuda.inPlace)
+      placed.insert(s.inputs.begin(), s.inputs.end());
+  for (Step &s : plan.steps) {
+    if (s.op != OpId::Concat || s.cuda.inOtherKernel() || s.cuda.isChain() ||
+        s.outputs.size() != 1 || !contiguousParts(plan, s))
+      continue;
+    std::set<int> parts(s.inputs.begin(), s.inputs.end());
+    bool ok = parts.size() == s.inputs.size();
+    for (int v : s.inputs)
+      ok = ok && !outputs.count(v) && !placed.count(v) &&
+           writtenWhole(plan, producer, v);
     if (!ok)
       continue;
     s.cuda.inPlace = true;

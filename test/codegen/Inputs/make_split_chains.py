@@ -16,6 +16,10 @@ glu_odd.onnx: a GLU over halves of 5 (x @ W [4, 10], a * sigmoid(b)):
 offsets of 5 elements, no vector path.
 rows_glu.onnx: x @ W reshaped [8, 6] split along axis 0 into two [4, 6]
 (contiguous halves 24 elements apart): a * sigmoid(b).
+stacked.onnx: a = x @ W1, b = tanh(a) @ W2, both [4, 32], stacked by
+Concat along axis 0 (runs of 256 bytes in fp16, 512 in FP32) and reshaped
+[4, 64] for the scores: the Concat launches nothing, the two GEMMs write
+their results where it would.
 halves.onnx (no loss): x [4, 32] split into two [4, 16], outputs relu(a)
 and sigmoid(b), each read by its own step (siblings in one chain).
 """
@@ -94,6 +98,14 @@ save("rows_glu", [
     N("Sigmoid", ["b"], ["sb"]), N("Mul", ["a", "sb"], ["h"]),
     N("MatMul", ["h", "W2"], ["scores"]),
 ], [weight("W", (8, 12)), ints("rows", [8, 6]), weight("W2", (6, 10))])
+save("stacked", [
+    N("MatMul", ["x", "W1"], ["a"]), N("Tanh", ["a"], ["ta"]),
+    N("MatMul", ["ta", "W2"], ["b"]),
+    N("Concat", ["a", "b"], ["ab"], axis=0),
+    N("Reshape", ["ab", "rows"], ["y"]),
+    N("MatMul", ["y", "W3"], ["scores"]),
+], [weight("W1", (8, 32)), weight("W2", (32, 32)), ints("rows", [4, 64]),
+    weight("W3", (64, 10))])
 
 halves = helper.make_graph(
     [N("Split", ["x"], ["a", "b"], axis=1, num_outputs=2),
