@@ -57,16 +57,7 @@ def save(name, nodes, inits):
 
 
 N = helper.make_node
-save("gates", [
-    N("MatMul", ["x", "W"], ["z"]),
-    N("Split", ["z"], ["zi", "zf", "zo", "zg"], axis=-1, num_outputs=4),
-    N("Sigmoid", ["zi"], ["i"]), N("Sigmoid", ["zf"], ["f"]),
-    N("Sigmoid", ["zo"], ["o"]), N("Tanh", ["zg"], ["g"]),
-    N("Mul", ["f", "c0"], ["fc"]), N("Mul", ["i", "g"], ["ig"]),
-    N("Add", ["fc", "ig"], ["c"]), N("Tanh", ["c"], ["tc"]),
-    N("Mul", ["o", "tc"], ["h"]),
-    N("MatMul", ["h", "W2"], ["scores"]),
-], [weight("W", (8, 64)), weight("c0", (4, 16)), weight("W2", (16, 10))])
+# An LSTM cell on gate pre-activations z [4, 64], scored by h @ W2.
 CELL = [
     N("Split", ["z"], ["zi", "zf", "zo", "zg"], axis=-1, num_outputs=4),
     N("Sigmoid", ["zi"], ["i"]), N("Sigmoid", ["zf"], ["f"]),
@@ -76,6 +67,8 @@ CELL = [
     N("Mul", ["o", "tc"], ["h"]),
     N("MatMul", ["h", "W2"], ["scores"]),
 ]
+save("gates", [N("MatMul", ["x", "W"], ["z"])] + CELL,
+     [weight("W", (8, 64)), weight("c0", (4, 16)), weight("W2", (16, 10))])
 save("gates_rec", [
     N("MatMul", ["x", "W"], ["xw"]), N("MatMul", ["h0", "R"], ["hr"]),
     N("Add", ["xw", "hr"], ["z"])] + CELL,
