@@ -28,10 +28,11 @@
 // A concat of values the step computes into such runs launches nothing
 // too: each part's buffer moves into the concat's (BufferPlacement), so
 // the kernel writing the part writes it there (an unrolled RNN's outputs
-// stacked over time, their gradients' concat over time). Only parts a
-// kernel writes whole and row-major as a buffer of their own: no view of
-// another buffer, no attention result (whose layouts may be views), no
-// plan output.
+// stacked over time, their gradients' concat over time; torch.stack's
+// unsqueezed parts, through the reshapes that alias them; a concat of
+// concats in place). Only parts a kernel writes whole and row-major as a
+// buffer of their own: no view of another buffer, no attention result
+// (whose layouts may be views), no plan output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -134,26 +135,39 @@ void concatsOfInputsInPlace(Plan &plan,
   }
 }
 
-/// Whether a kernel writes `v` whole, row-major, in a buffer of its own:
-/// its producer's kernel, or the chain kernel storing it.
-static bool writtenWhole(const Plan &plan, const std::map<int, size_t> &producer,
-                         int v) {
-  auto p = producer.find(v);
-  if (p == producer.end())
-    return false; // an input of the step, or a constant
-  const Step &s = plan.steps[p->second];
-  if (s.cuda.alias >= 0 || s.cuda.inPlace || s.op == OpId::Attention ||
-      s.op == OpId::AttentionGrad || s.cuda.libraryFusedInto >= 0 ||
-      s.cuda.storedAs == v || !s.cuda.updatesInPlace.empty())
-    return false;
-  if (s.cuda.fusedInto >= 0) { // a chain member the kernel stores
-    const Step &k = plan.steps[::mpc::rt::kernelStep(plan, (int)p->second)];
-    return k.cuda.isChain() && k.cuda.updatesInPlace.empty() &&
-           std::find(k.cuda.stores.begin(), k.cuda.stores.end(), v) !=
-               k.cuda.stores.end();
+/// The value whose buffer holds `v` when a kernel writes `v` whole,
+/// row-major, in a buffer of its own (its producer's kernel, the chain
+/// kernel storing it, the parts of a concat in place), through the
+/// reshapes that will alias it (Emitter::emitStep); -1 otherwise.
+static int writtenBuffer(const Plan &plan, const std::map<int, size_t> &producer,
+                         const std::set<int> &outputs, int v) {
+  for (size_t hops = 0; hops <= plan.steps.size(); ++hops) {
+    auto p = producer.find(v);
+    if (p == producer.end() || outputs.count(v))
+      return -1; // an input of the step, a constant, or bound by the plan
+    const Step &s = plan.steps[p->second];
+    if (reshapesOnly(s.op) && s.outputs.size() == 1 && !s.inputs.empty() &&
+        !s.cuda.inOtherKernel() && !s.cuda.isChain()) {
+      v = s.inputs[0]; // an alias of its input once emitted
+      continue;
+    }
+    if (s.op == OpId::Concat && s.cuda.inPlace && s.outputs.size() == 1)
+      return v; // its parts written where it lies
+    if (s.cuda.alias >= 0 || s.cuda.inPlace || s.op == OpId::Attention ||
+        s.op == OpId::AttentionGrad || s.cuda.libraryFusedInto >= 0 ||
+        s.cuda.storedAs == v || !s.cuda.updatesInPlace.empty())
+      return -1;
+    if (s.cuda.fusedInto >= 0) { // a chain member the kernel stores
+      const Step &k = plan.steps[::mpc::rt::kernelStep(plan, (int)p->second)];
+      bool stored = k.cuda.isChain() && k.cuda.updatesInPlace.empty() &&
+                    std::find(k.cuda.stores.begin(), k.cuda.stores.end(), v) !=
+                        k.cuda.stores.end();
+      return stored ? v : -1;
+    }
+    std::vector<int> out = ::mpc::rt::kernelOutputs(s);
+    return std::find(out.begin(), out.end(), v) != out.end() ? v : -1;
   }
-  std::vector<int> out = ::mpc::rt::kernelOutputs(s);
-  return std::find(out.begin(), out.end(), v) != out.end();
+  return -1;
 }
 
 void concatsOfResultsInPlace(Plan &plan, const std::set<int> &outputs) {
@@ -170,15 +184,20 @@ void concatsOfResultsInPlace(Plan &plan, const std::set<int> &outputs) {
     if (s.op != OpId::Concat || s.cuda.inOtherKernel() || s.cuda.isChain() ||
         s.outputs.size() != 1 || !contiguousParts(plan, s))
       continue;
-    std::set<int> parts(s.inputs.begin(), s.inputs.end());
-    bool ok = parts.size() == s.inputs.size();
-    for (int v : s.inputs)
-      ok = ok && !outputs.count(v) && !placed.count(v) &&
-           writtenWhole(plan, producer, v);
+    // Each part's own buffer, distinct (torch.stack's unsqueezed parts:
+    // the values they reshape) and placed by no other concat.
+    std::set<int> buffers;
+    bool ok = true;
+    for (int v : s.inputs) {
+      int b = writtenBuffer(plan, producer, outputs, v);
+      ok = ok && b >= 0 && !placed.count(v) && !placed.count(b) &&
+           buffers.insert(b).second;
+    }
     if (!ok)
       continue;
     s.cuda.inPlace = true;
-    placed.insert(parts.begin(), parts.end());
+    placed.insert(s.inputs.begin(), s.inputs.end());
+    placed.insert(buffers.begin(), buffers.end());
   }
 }
 

@@ -20,6 +20,10 @@ stacked.onnx: a = x @ W1, b = tanh(a) @ W2, both [4, 32], stacked by
 Concat along axis 0 (runs of 256 bytes in fp16, 512 in FP32) and reshaped
 [4, 64] for the scores: the Concat launches nothing, the two GEMMs write
 their results where it would.
+stacks.onnx: torch.stack's form, nested: a = x @ W1, b = tanh(a) @ W2,
+c = tanh(b) @ W3, s = Concat(Unsqueeze(a), Unsqueeze(b)) [2, 4, 32], then
+Concat(s, Unsqueeze(c)) [3, 4, 32], reshaped [4, 96]: both concats in
+place, the GEMMs writing a, b and c where the outer one puts them.
 halves.onnx (no loss): x [4, 32] split into two [4, 16], outputs relu(a)
 and sigmoid(b), each read by its own step (siblings in one chain).
 """
@@ -99,6 +103,18 @@ save("stacked", [
     N("MatMul", ["y", "W3"], ["scores"]),
 ], [weight("W1", (8, 32)), weight("W2", (32, 32)), ints("rows", [4, 64]),
     weight("W3", (64, 10))])
+save("stacks", [
+    N("MatMul", ["x", "W1"], ["a"]), N("Tanh", ["a"], ["ta"]),
+    N("MatMul", ["ta", "W2"], ["b"]), N("Tanh", ["b"], ["tb"]),
+    N("MatMul", ["tb", "W3"], ["c"]),
+    N("Unsqueeze", ["a", "zero"], ["ua"]), N("Unsqueeze", ["b", "zero"], ["ub"]),
+    N("Unsqueeze", ["c", "zero"], ["uc"]),
+    N("Concat", ["ua", "ub"], ["s"], axis=0),
+    N("Concat", ["s", "uc"], ["abc"], axis=0),
+    N("Reshape", ["abc", "rows"], ["y"]),
+    N("MatMul", ["y", "W4"], ["scores"]),
+], [weight("W1", (8, 32)), weight("W2", (32, 32)), weight("W3", (32, 32)),
+    ints("zero", [0]), ints("rows", [4, 96]), weight("W4", (96, 10))])
 
 halves = helper.make_graph(
     [N("Split", ["x"], ["a", "b"], axis=1, num_outputs=2),
