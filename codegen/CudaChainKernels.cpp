@@ -84,7 +84,11 @@ bool Emitter::chain(Step &s, const std::string &name) {
   if (parts.size() != ext.size())
     return fail(s, "a fused chain whose operands do not match its members");
   std::map<std::pair<int, int>, std::map<int, std::string>> pieces;
-  std::map<int, int> wholeOf; // split member -> the member computing its input
+  // Split member -> the member computing its input, and those members.
+  std::map<int, int> wholeOf = splitWholes(plan, s.cuda.chain);
+  std::set<int> wholes;
+  for (auto [split, whole] : wholeOf)
+    wholes.insert(whole);
   for (size_t k = 0; k < ext.size(); ++k) {
     const ChainOperand &o = parts[k];
     bool counter = counters.count(ext[k]) != 0;
@@ -97,10 +101,6 @@ bool Emitter::chain(Step &s, const std::string &name) {
     offsets[k] = o.offset;
     if (o.whole >= 0) {
       pieces[{o.whole, o.piece}][o.operand] = x;
-      for (int m : s.cuda.chain)
-        if (plan.steps[m].op == OpId::Split &&
-            plan.steps[m].inputs[0] == plan.steps[o.whole].outputs[0])
-          wholeOf[m] = o.whole;
     } else {
       reg[o.part >= 0 ? o.part : ext[k]] = x;
     }
@@ -112,8 +112,7 @@ bool Emitter::chain(Step &s, const std::string &name) {
     if (member.op == OpId::Split)
       computed += wholeOf.count(m) ? (double)member.outputs.size() : 0.0;
     else if (member.op != OpId::Concat)
-      computed += std::none_of(wholeOf.begin(), wholeOf.end(),
-                               [&](auto &w) { return w.second == m; });
+      computed += !wholes.count(m);
   }
   mod.flops += (double)n * computed;
   std::vector<Draw> draws;
@@ -141,9 +140,6 @@ bool Emitter::chain(Step &s, const std::string &name) {
         // Results: output 0 (a concat's parts), then the stores.
         size_t first = concat ? s.inputs.size()
                               : ::mpc::rt::kernelOutputs(s).size();
-        std::set<int> wholes;
-        for (auto [split, whole] : wholeOf)
-          wholes.insert(whole);
         for (int m : s.cuda.chain) {
           const Step &member = plan.steps[m];
           if (auto w = wholeOf.find(m); w != wholeOf.end()) {

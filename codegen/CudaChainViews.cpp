@@ -11,7 +11,6 @@
 
 #include "codegen/CudaKernels.h"
 
-#include <map>
 #include <set>
 
 namespace mlir::mpc::cuda {
@@ -49,19 +48,16 @@ bool concatOfParts(Emitter &e, const Step &s) {
   return true;
 }
 
-/// The members of a chain computed once a part of a split member: each
-/// split's input where a member computes it (an LSTM's gate
-/// pre-activations, x W + h R).
-static std::map<int, int> wholesOf(const Plan &plan,
-                                   const std::vector<int> &members) {
-  std::map<int, int> producer, wholes; // whole -> its split
+std::map<int, int> splitWholes(const Plan &plan,
+                               const std::vector<int> &members) {
+  std::map<int, int> producer, wholes; // split -> whole
   for (int m : members)
     for (int v : plan.steps[m].outputs)
       producer[v] = m;
   for (int m : members)
     if (const Step &s = plan.steps[m]; s.op == OpId::Split)
       if (auto p = producer.find(s.inputs[0]); p != producer.end())
-        wholes[p->second] = m;
+        wholes[m] = p->second;
   return wholes;
 }
 
@@ -70,10 +66,10 @@ std::vector<ChainOperand> chainExternals(const Plan &plan,
   std::set<int> made, seen;
   for (int m : members)
     made.insert(plan.steps[m].outputs.begin(), plan.steps[m].outputs.end());
-  std::map<int, int> wholes = wholesOf(plan, members);
-  std::map<int, int> wholeOfSplit;
-  for (auto [whole, split] : wholes)
-    wholeOfSplit[split] = whole;
+  std::map<int, int> wholeOfSplit = splitWholes(plan, members);
+  std::set<int> wholes;
+  for (auto [split, whole] : wholeOfSplit)
+    wholes.insert(whole);
   std::vector<ChainOperand> ext;
   for (int m : members) {
     const Step &s = plan.steps[m];

@@ -12,6 +12,7 @@
 
 #include "runtime/Plan.h"
 
+#include <map>
 #include <vector>
 
 namespace mlir::mpc::cuda {
@@ -34,6 +35,10 @@ struct ChainOperand {
 /// members in plan order.
 std::vector<ChainOperand> chainExternals(const ::mpc::rt::Plan &plan,
                                          const std::vector<int> &members);
+/// The chain's split members whose input another member computes, each
+/// to that member (computed once a part: an LSTM step's x W + h R).
+std::map<int, int> splitWholes(const ::mpc::rt::Plan &plan,
+                               const std::vector<int> &members);
 /// Whether split `s` can be a member of a chain over `shape`: one input,
 /// every part of that shape and of the input's type, not already in place.
 bool splitReadInChain(Emitter &e, const ::mpc::rt::Step &s,
