@@ -2,32 +2,26 @@
 //
 // Graph-level import: opset checks, graph inputs and their symbolic
 // dimensions, initializers as parameters or constants, topological order with
-// cycle and dangling-input errors, and TrainingInfoProto graphs. Per-op work
-// is in NodeImporters.cpp.
+// cycle and dangling-input errors, and TrainingInfoProto graphs. A graph's
+// nodes are imported by GraphNodes.cpp; per-op work is in NodeImporters.cpp
+// and its siblings.
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/OnnxImporter.h"
-#include "frontend/ImporterImpl.h"
+#include "frontend/ModelImporter.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/ModelValidator.h"
 #include "ir/MpcOps.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
 
 #include <optional>
 
 using namespace mlir;
 using namespace mlir::mpc::importer;
 
-namespace mlir::mpc {
+namespace mlir::mpc::importer {
 namespace {
 
 /// Opsets of the default ONNX domain that mpc imports. Ops whose semantics
@@ -35,104 +29,9 @@ namespace {
 /// (see minOpsetOf).
 constexpr int64_t kMinOpset = 1, kMaxOpset = 28;
 
-/// The first opset whose version of `op` mpc implements: multidirectional
-/// broadcasting arrived in 7 (8 for the variadic ops), Cast's `to` became an
-/// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4,
-/// Upsample's scales an attribute in 7; Attention, RMSNormalization and
-/// RotaryEmbedding arrived in 23, Swish in 24, SwiGLU in 28.
-int64_t minOpsetOf(llvm::StringRef op) {
-  return llvm::StringSwitch<int64_t>(op)
-      .Cases("Add", "Sub", "Mul", "Div", "Pow", "PRelu", 7)
-      .Cases("Equal", "Less", "Greater", "And", "Or", "Xor", 7)
-      .Cases("Gemm", "BatchNormalization", "Dropout", "AveragePool", 7)
-      .Cases("Max", "Min", "Sum", "Mean", 8)
-      .Case("Cast", 6)
-      .Case("Reshape", 5)
-      .Case("Concat", 4)
-      .Case("Upsample", 7) // scales as an attribute, not width/height_scale
-      .Cases("SplitToSequence", "SequenceAt", 11)
-      .Cases("Attention", "RMSNormalization", "RotaryEmbedding", 23)
-      .Case("Swish", 24)
-      .Case("SwiGLU", 28)
-      .Default(1);
-}
 constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
 
-/// What a graph may reference from an enclosing graph (training algorithms
-/// read the main graph's inputs and initializers).
-struct OuterScope {
-  llvm::StringMap<Type> inputs;
-  llvm::StringMap<const onnx::TensorProto *> initializers;
-};
-
-class ModelImporter {
-public:
-  ModelImporter(MLIRContext &ctx, const onnx::ModelProto &model,
-                const ImportOptions &options, std::string &error)
-      : ctx(ctx), model(model), options(options), error(error),
-        b(&ctx), modelDir(llvm::sys::path::parent_path(options.modelPath)) {}
-
-  OwningOpRef<ModuleOp> run();
-
-private:
-  LogicalResult fail(const Twine &message) {
-    if (error.empty())
-      error = message.str();
-    return failure();
-  }
-  LogicalResult readOpsets();
-  /// Values of the graphs imported so far that are sequences (their parts
-  /// live only during the import: SequenceImporters.cpp).
-  llvm::StringSet<> sequenceNames;
-  FailureOr<Type> inputType(const onnx::ValueInfoProto &info,
-                            SmallVectorImpl<StringRef> &dimParams);
-  /// Imports `graph` as func `name`. `outer` lets it read outer names,
-  /// which become extra arguments.
-  FailureOr<func::FuncOp> importGraph(const onnx::GraphProto &graph,
-                                      StringRef name, bool isMain);
-  FailureOr<DenseElementsAttr> readFrozenInput(StringRef name,
-                                               const std::string &path,
-                                               Type declared);
-  LogicalResult importNodes(const onnx::GraphProto &graph,
-                            llvm::StringMap<Value> &values,
-                            llvm::function_ref<Value(StringRef)> resolveOuter);
-  LogicalResult importTrainingInfo(StringRef mainName);
-  /// If whose condition is a constant once shapes are bound (torch's
-  /// exports of diagonal, LocalResponseNorm): the branch it takes,
-  /// imported in place; its outputs become the node's.
-  LogicalResult inlineIf(const onnx::NodeProto &node, const std::string &prefix,
-                         llvm::StringMap<Value> &values,
-                         llvm::function_ref<Value(StringRef)> resolveOuter);
-  LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &out,
-                                    Type computed);
-  /// `base`, or base_1, base_2...: a function name no parameter (named
-  /// after an initializer) or other function takes.
-  std::string funcName(const std::string &base) {
-    auto taken = [&](const std::string &n) {
-      if (module->lookupSymbol(n))
-        return true;
-      for (const auto &init : model.graph().initializer())
-        if (init.name() == n)
-          return true;
-      return false;
-    };
-    std::string name = base;
-    for (int k = 1; taken(name); ++k)
-      name = base + "_" + std::to_string(k);
-    return name;
-  }
-
-  MLIRContext &ctx;
-  const onnx::ModelProto &model;
-  const ImportOptions &options;
-  std::string &error;
-  OpBuilder b;
-  std::string modelDir;
-  OwningOpRef<ModuleOp> module;
-  llvm::StringMap<int64_t> opsets;
-  OuterScope mainScope;
-  llvm::StringMap<StringAttr> paramSymbols;
-};
+} // namespace
 
 LogicalResult ModelImporter::readOpsets() {
   for (const auto &op : model.opset_import()) {
@@ -215,133 +114,6 @@ ModelImporter::readFrozenInput(StringRef name, const std::string &path,
                 " does not match the input type " +
                 llvm::formatv("{0}", declared).str());
   return *value;
-}
-
-LogicalResult ModelImporter::importNodes(
-    const onnx::GraphProto &graph, llvm::StringMap<Value> &values,
-    llvm::function_ref<Value(StringRef)> resolveOuter) {
-  std::vector<int> order;
-  std::vector<std::vector<int>> users;
-  std::string orderError;
-  if (failed(nodeOrder(graph, [&](StringRef name) { return values.count(name) != 0; },
-                       order, users, orderError)))
-    return fail(orderError);
-  llvm::StringMap<SmallVector<Value>> sequences; // SequenceImporters.cpp
-
-  for (int idx : order) {
-    std::optional<onnx::NodeProto> narrowed =
-        narrowedDoubleConstant(graph, idx, users[idx]);
-    const onnx::NodeProto &node = narrowed ? *narrowed : graph.node(idx);
-    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
-    auto opsetIt = opsets.find(domain);
-    int64_t opset = opsetIt == opsets.end() ? -1 : opsetIt->second;
-    std::string nodeName = displayName(node);
-    std::string prefix = "node '" + nodeName + "' (" +
-                         (domain.empty() ? "" : domain + ".") + node.op_type() +
-                         (opset < 0 ? "" : ", opset " + std::to_string(opset)) +
-                         "): ";
-    if (opset < 0)
-      return fail(prefix + "the model imports no opset of domain '" +
-                  (domain.empty() ? "ai.onnx" : domain) + "'");
-    if (domain.empty() && opset < minOpsetOf(node.op_type()))
-      return fail(prefix + "the opset " + Twine(opset) + " version of " +
-                  node.op_type() + " is not supported (mpc needs opset >= " +
-                  Twine(minOpsetOf(node.op_type())) + ")");
-    if (domain.empty() && node.op_type() == "If") {
-      if (failed(inlineIf(node, prefix, values, resolveOuter)))
-        return failure();
-      continue;
-    }
-    NodeImportFn fn = lookupNodeImporter(domain, node.op_type());
-    if (!fn)
-      return fail(prefix + "unsupported op " + node.op_type() +
-                  " of domain '" + (domain.empty() ? "ai.onnx" : domain) +
-                  "'");
-    SmallVector<Value> inputs;
-    for (const auto &in : node.input()) {
-      if (in.empty()) {
-        inputs.push_back(Value());
-        continue;
-      }
-      if (sequences.count(in)) {
-        if (node.op_type() != "SequenceAt" || inputs.size() != 0)
-          return fail(prefix + "input '" + in +
-                      "' is a sequence, which mpc reads only through "
-                      "SequenceAt at a constant position");
-        inputs.push_back(Value());
-        continue;
-      }
-      auto it = values.find(in);
-      Value v = it != values.end() ? it->second : resolveOuter(in);
-      if (!v)
-        return fail(prefix + "input '" + in +
-                    "' is not produced by any node, graph input or "
-                    "initializer");
-      inputs.push_back(v);
-    }
-    Location loc = NameLoc::get(b.getStringAttr(nodeName));
-    NodeContext nc(node, opset, b, loc, std::move(inputs), modelDir);
-    nc.lookup = [&](StringRef name) -> Value {
-      auto it = values.find(name);
-      return it == values.end() ? Value() : it->second;
-    };
-    nc.sequences = &sequences;
-    if (mlir::failed(fn(nc)) || nc.failed())
-      return fail(prefix + (nc.error.empty() ? "import failed" : nc.error));
-    if (node.op_type() == "Gather" && !nc.outputs.empty())
-      if (auto gather = nc.outputs[0].getDefiningOp<mpc::GatherOp>())
-        if (auto pad = torchPaddingIdx(node); pad && gather.getAxis() == 0)
-          gather.setPaddingIdxAttr(b.getI64IntegerAttr(*pad));
-    for (auto [i, out] : llvm::enumerate(node.output()))
-      if (!out.empty() && i < nc.outputs.size())
-        values[out] = nc.outputs[i];
-  }
-  for (const auto &seq : sequences)
-    sequenceNames.insert(seq.getKey());
-  return success();
-}
-
-LogicalResult ModelImporter::inlineIf(
-    const onnx::NodeProto &node, const std::string &prefix,
-    llvm::StringMap<Value> &values,
-    llvm::function_ref<Value(StringRef)> resolveOuter) {
-  auto outer = [&](StringRef name) -> Value {
-    auto it = values.find(name);
-    return it != values.end() ? it->second : resolveOuter(name);
-  };
-  Value cond = node.input_size() ? outer(node.input(0)) : Value();
-  DenseElementsAttr value;
-  if (!cond || !matchPattern(cond, m_Constant(&value)) ||
-      value.getNumElements() != 1 || !value.getElementType().isInteger(1))
-    return fail(prefix + "the condition must be a constant boolean once "
-                         "shapes are bound (mpc imports If by inlining the "
-                         "branch it takes)");
-  bool taken = *value.getValues<bool>().begin();
-  const onnx::GraphProto *branch = nullptr;
-  for (const auto &attr : node.attribute())
-    if (attr.name() == (taken ? "then_branch" : "else_branch") && attr.has_g())
-      branch = &attr.g();
-  if (!branch)
-    return fail(prefix + "has no " + (taken ? "then_branch" : "else_branch"));
-  if (branch->initializer_size() || branch->input_size())
-    return fail(prefix + "a branch with initializers or inputs is not "
-                         "supported");
-  if (branch->output_size() != node.output_size())
-    return fail(prefix + "the branch has " + Twine(branch->output_size()) +
-                " outputs, the node " + Twine(node.output_size()));
-  llvm::StringMap<Value> inner;
-  if (failed(importNodes(*branch, inner, outer)))
-    return failure();
-  for (auto [i, out] : llvm::enumerate(branch->output())) {
-    auto it = inner.find(out.name());
-    Value v = it != inner.end() ? it->second : outer(out.name());
-    if (!v)
-      return fail(prefix + "branch output '" + out.name() +
-                  "' is not computed");
-    if (!node.output(i).empty())
-      values[node.output(i)] = v;
-  }
-  return success();
 }
 
 FailureOr<func::FuncOp> ModelImporter::importGraph(const onnx::GraphProto &graph,
@@ -593,7 +365,9 @@ OwningOpRef<ModuleOp> ModelImporter::run() {
   return std::move(module);
 }
 
-} // namespace
+} // namespace mlir::mpc::importer
+
+namespace mlir::mpc {
 
 OwningOpRef<ModuleOp> importModel(MLIRContext &ctx,
                                   const onnx::ModelProto &model,

@@ -1,0 +1,174 @@
+//===- GraphNodes.cpp - a graph's nodes, in order -------------------------===//
+//
+// Imports a graph's nodes in topological order: each node's opset against
+// the first version mpc implements, If inlined where its condition is a
+// constant, and the op's importer (NodeImporters.cpp and its siblings) run
+// on the node's resolved inputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/ModelImporter.h"
+#include "ir/MpcOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <optional>
+
+using namespace mlir;
+
+namespace mlir::mpc::importer {
+namespace {
+
+/// The first opset whose version of `op` mpc implements: multidirectional
+/// broadcasting arrived in 7 (8 for the variadic ops), Cast's `to` became an
+/// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4,
+/// Upsample's scales an attribute in 7; Attention, RMSNormalization and
+/// RotaryEmbedding arrived in 23, Swish in 24, SwiGLU in 28.
+int64_t minOpsetOf(llvm::StringRef op) {
+  return llvm::StringSwitch<int64_t>(op)
+      .Cases("Add", "Sub", "Mul", "Div", "Pow", "PRelu", 7)
+      .Cases("Equal", "Less", "Greater", "And", "Or", "Xor", 7)
+      .Cases("Gemm", "BatchNormalization", "Dropout", "AveragePool", 7)
+      .Cases("Max", "Min", "Sum", "Mean", 8)
+      .Case("Cast", 6)
+      .Case("Reshape", 5)
+      .Case("Concat", 4)
+      .Case("Upsample", 7) // scales as an attribute, not width/height_scale
+      .Cases("SplitToSequence", "SequenceAt", 11)
+      .Cases("Attention", "RMSNormalization", "RotaryEmbedding", 23)
+      .Case("Swish", 24)
+      .Case("SwiGLU", 28)
+      .Default(1);
+}
+
+} // namespace
+
+LogicalResult ModelImporter::importNodes(
+    const onnx::GraphProto &graph, llvm::StringMap<Value> &values,
+    llvm::function_ref<Value(StringRef)> resolveOuter) {
+  std::vector<int> order;
+  std::vector<std::vector<int>> users;
+  std::string orderError;
+  if (failed(nodeOrder(graph, [&](StringRef name) { return values.count(name) != 0; },
+                       order, users, orderError)))
+    return fail(orderError);
+  llvm::StringMap<SmallVector<Value>> sequences; // SequenceImporters.cpp
+
+  for (int idx : order) {
+    std::optional<onnx::NodeProto> narrowed =
+        narrowedDoubleConstant(graph, idx, users[idx]);
+    const onnx::NodeProto &node = narrowed ? *narrowed : graph.node(idx);
+    std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    auto opsetIt = opsets.find(domain);
+    int64_t opset = opsetIt == opsets.end() ? -1 : opsetIt->second;
+    std::string nodeName = displayName(node);
+    std::string prefix = "node '" + nodeName + "' (" +
+                         (domain.empty() ? "" : domain + ".") + node.op_type() +
+                         (opset < 0 ? "" : ", opset " + std::to_string(opset)) +
+                         "): ";
+    if (opset < 0)
+      return fail(prefix + "the model imports no opset of domain '" +
+                  (domain.empty() ? "ai.onnx" : domain) + "'");
+    if (domain.empty() && opset < minOpsetOf(node.op_type()))
+      return fail(prefix + "the opset " + Twine(opset) + " version of " +
+                  node.op_type() + " is not supported (mpc needs opset >= " +
+                  Twine(minOpsetOf(node.op_type())) + ")");
+    if (domain.empty() && node.op_type() == "If") {
+      if (failed(inlineIf(node, prefix, values, resolveOuter)))
+        return failure();
+      continue;
+    }
+    NodeImportFn fn = lookupNodeImporter(domain, node.op_type());
+    if (!fn)
+      return fail(prefix + "unsupported op " + node.op_type() +
+                  " of domain '" + (domain.empty() ? "ai.onnx" : domain) +
+                  "'");
+    SmallVector<Value> inputs;
+    for (const auto &in : node.input()) {
+      if (in.empty()) {
+        inputs.push_back(Value());
+        continue;
+      }
+      if (sequences.count(in)) {
+        if (node.op_type() != "SequenceAt" || inputs.size() != 0)
+          return fail(prefix + "input '" + in +
+                      "' is a sequence, which mpc reads only through "
+                      "SequenceAt at a constant position");
+        inputs.push_back(Value());
+        continue;
+      }
+      auto it = values.find(in);
+      Value v = it != values.end() ? it->second : resolveOuter(in);
+      if (!v)
+        return fail(prefix + "input '" + in +
+                    "' is not produced by any node, graph input or "
+                    "initializer");
+      inputs.push_back(v);
+    }
+    Location loc = NameLoc::get(b.getStringAttr(nodeName));
+    NodeContext nc(node, opset, b, loc, std::move(inputs), modelDir);
+    nc.lookup = [&](StringRef name) -> Value {
+      auto it = values.find(name);
+      return it == values.end() ? Value() : it->second;
+    };
+    nc.sequences = &sequences;
+    if (mlir::failed(fn(nc)) || nc.failed())
+      return fail(prefix + (nc.error.empty() ? "import failed" : nc.error));
+    if (node.op_type() == "Gather" && !nc.outputs.empty())
+      if (auto gather = nc.outputs[0].getDefiningOp<mpc::GatherOp>())
+        if (auto pad = torchPaddingIdx(node); pad && gather.getAxis() == 0)
+          gather.setPaddingIdxAttr(b.getI64IntegerAttr(*pad));
+    for (auto [i, out] : llvm::enumerate(node.output()))
+      if (!out.empty() && i < nc.outputs.size())
+        values[out] = nc.outputs[i];
+  }
+  for (const auto &seq : sequences)
+    sequenceNames.insert(seq.getKey());
+  return success();
+}
+
+LogicalResult ModelImporter::inlineIf(
+    const onnx::NodeProto &node, const std::string &prefix,
+    llvm::StringMap<Value> &values,
+    llvm::function_ref<Value(StringRef)> resolveOuter) {
+  auto outer = [&](StringRef name) -> Value {
+    auto it = values.find(name);
+    return it != values.end() ? it->second : resolveOuter(name);
+  };
+  Value cond = node.input_size() ? outer(node.input(0)) : Value();
+  DenseElementsAttr value;
+  if (!cond || !matchPattern(cond, m_Constant(&value)) ||
+      value.getNumElements() != 1 || !value.getElementType().isInteger(1))
+    return fail(prefix + "the condition must be a constant boolean once "
+                         "shapes are bound (mpc imports If by inlining the "
+                         "branch it takes)");
+  bool taken = *value.getValues<bool>().begin();
+  const onnx::GraphProto *branch = nullptr;
+  for (const auto &attr : node.attribute())
+    if (attr.name() == (taken ? "then_branch" : "else_branch") && attr.has_g())
+      branch = &attr.g();
+  if (!branch)
+    return fail(prefix + "has no " + (taken ? "then_branch" : "else_branch"));
+  if (branch->initializer_size() || branch->input_size())
+    return fail(prefix + "a branch with initializers or inputs is not "
+                         "supported");
+  if (branch->output_size() != node.output_size())
+    return fail(prefix + "the branch has " + Twine(branch->output_size()) +
+                " outputs, the node " + Twine(node.output_size()));
+  llvm::StringMap<Value> inner;
+  if (failed(importNodes(*branch, inner, outer)))
+    return failure();
+  for (auto [i, out] : llvm::enumerate(branch->output())) {
+    auto it = inner.find(out.name());
+    Value v = it != inner.end() ? it->second : outer(out.name());
+    if (!v)
+      return fail(prefix + "branch output '" + out.name() +
+                  "' is not computed");
+    if (!node.output(i).empty())
+      values[node.output(i)] = v;
+  }
+  return success();
+}
+
+} // namespace mlir::mpc::importer
