@@ -48,7 +48,8 @@ void listTrainingOps(std::vector<std::string> &ops);
 
 /// Ops imported as the mpc ops of their ONNX definition
 /// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
-/// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU.
+/// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
+/// LRN, LpPool, Shrink, Hardmax, ReverseSequence.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -92,6 +93,17 @@ mlir::LogicalResult importRNN(NodeContext &c);
 mlir::LogicalResult importSwish(NodeContext &c);
 mlir::LogicalResult importSwiGLU(NodeContext &c);
 mlir::LogicalResult importGroupNorm(NodeContext &c);
+/// LRN, LpNormalization, MeanVarianceNormalization and LpPool as their
+/// definitions (NormImporters.cpp).
+mlir::LogicalResult importLRN(NodeContext &c);
+mlir::LogicalResult importLpNormalization(NodeContext &c);
+mlir::LogicalResult importMeanVarianceNorm(NodeContext &c);
+mlir::LogicalResult importLpPool(NodeContext &c);
+/// Shrink, Hardmax and ReverseSequence as selections by comparison and
+/// index (SelectionImporters.cpp).
+mlir::LogicalResult importShrink(NodeContext &c);
+mlir::LogicalResult importHardmax(NodeContext &c);
+mlir::LogicalResult importReverseSequence(NodeContext &c);
 
 /// torch.export's graph signature as torch.onnx.export records it
 /// (TorchExportSignature.cpp): what each initializer is to the torch module.

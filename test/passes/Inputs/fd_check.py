@@ -509,6 +509,32 @@ cases = [
     case("asinh", [mk("Asinh", ["W"], ["Y"])], n2(5) * 2),
     case("acosh", [mk("Acosh", ["W"], ["Y"])], 1.5 + np.abs(n2(5))),
     case("atanh", [mk("Atanh", ["W"], ["Y"])], np.tanh(n2(5)) * 0.9),
+    # The ops imported as their definitions (NormImporters.cpp,
+    # SelectionImporters.cpp): LRN.s window of 3 and of 5 channels (wider
+    # than the 6 there are), the L1 and L2 normalizations, MVN over
+    # (N, H, W), LpPool with p 2 (padded, strided) and 3, Shrink away from
+    # its kinks, ReverseSequence of lengths 3 and 1 along time.
+    case("lrn", [mk("LRN", ["W"], ["Y"], size=3, alpha=0.5, beta=0.75,
+                    bias=1.5)], n2(2, 5, 2, 2)),
+    case("lrn_wide", [mk("LRN", ["W"], ["Y"], size=5, alpha=0.3,
+                         beta=0.5)], n2(1, 6, 3, 1)),
+    case("lp_norm_l2", [mk("LpNormalization", ["W"], ["Y"], axis=1, p=2)],
+         n2(3, 4)),
+    case("lp_norm_l1", [mk("LpNormalization", ["W"], ["Y"], axis=0, p=1)],
+         kinked(3, 4)),
+    case("mvn", [mk("MeanVarianceNormalization", ["W"], ["Y"])],
+         n2(2, 3, 2, 3)),
+    case("lp_pool_2", [mk("LpPool", ["W"], ["Y"], kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1], strides=[2, 2], p=2)],
+         n2(1, 2, 5, 5)),
+    case("lp_pool_3", [mk("LpPool", ["W"], ["Y"], kernel_shape=[2, 2],
+                          p=3)], kinked(1, 2, 3, 3)),
+    # (onnxruntime's double Shrink computes in float: float differences.)
+    case("shrink", [mk("Shrink", ["W"], ["Y"], lambd=0.5, bias=0.2)],
+         kinked(4, 5, at=(-0.5, 0.5)), fd32=True),
+    case("reverse_sequence", [mk("ReverseSequence", ["W", "S"], ["Y"],
+                                 batch_axis=1, time_axis=0)],
+         n2(4, 2, 3), extra={"S": np.array([3, 1], np.int64)}),
 ]
 
 worst, failed = 0.0, 0

@@ -1,0 +1,86 @@
+"""Writes models that train through the ops mpc imports as their ONNX
+definitions (frontend/NormImporters.cpp, SelectionImporters.cpp) into
+OUT_DIR, each scored by a softmax cross-entropy loss over labels [4]:
+
+lrn_cnn.onnx: x [4, 3, 8, 8] -> Conv 3x3 (6 channels) -> Relu -> LRN
+(size 5) -> LpPool (p 2, 2x2, stride 2) -> MeanVarianceNormalization ->
+Shrink (lambd 0.1, bias 0.05) -> Flatten -> Gemm [96, 10]: AlexNet's and
+GoogLeNet's local response normalization, an L2 pool.
+reverse_seq.onnx: x [4, 5, 6] read as (batch, time, features) ->
+ReverseSequence (lengths 5, 3, 1, 4 along time) -> MatMul [6, 10] ->
+LpNormalization (L2, last axis) -> ReduceMean over time -> s, scores = s
++ s * Hardmax(s): a bidirectional model's backward pass over padded
+sequences, normalized embeddings, and a hard selection (no gradient of
+its own).
+With --lrn-large: lrn_large.onnx, a 1x1 identity Conv [8 channels] and LRN
+(size 5, alpha 1e-4) over x [2, 8, 3, 3], and lrn_large_x.npy, normal
+values times 1500 (squares far past fp16's range).
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+rng = np.random.default_rng(11)
+N = helper.make_node
+
+
+def weight(name, shape, scale=0.5):
+    return numpy_helper.from_array(
+        (scale * rng.standard_normal(shape)).astype(np.float32), name)
+
+
+def save(name, x_shape, nodes, inits):
+    graph = helper.make_graph(
+        nodes + [N("SoftmaxCrossEntropyLoss", ["scores", "labels"], ["loss"],
+                   name="loss")],
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape),
+         helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out, name + ".onnx"))
+
+
+if "--lrn-large" in sys.argv:
+    eye = numpy_helper.from_array(np.eye(8, dtype=np.float32).reshape(8, 8, 1, 1), "W")
+    graph = helper.make_graph(
+        [N("Conv", ["x", "W"], ["c"]),
+         N("LRN", ["c"], ["y"], size=5, alpha=1e-4, beta=0.75, bias=1.0)],
+        "lrn_large",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8, 3, 3])],
+        [eye])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out, "lrn_large.onnx"))
+    np.save(os.path.join(out, "lrn_large_x.npy"),
+            (1500 * rng.standard_normal((2, 8, 3, 3))).astype(np.float32))
+    sys.exit(0)
+
+save("lrn_cnn", [4, 3, 8, 8], [
+    N("Conv", ["x", "W1"], ["c"], pads=[1, 1, 1, 1]),
+    N("Relu", ["c"], ["r"]),
+    N("LRN", ["r"], ["n"], size=5, alpha=0.2, beta=0.75, bias=1.0),
+    N("LpPool", ["n"], ["p"], kernel_shape=[2, 2], strides=[2, 2], p=2),
+    N("MeanVarianceNormalization", ["p"], ["m"]),
+    N("Shrink", ["m"], ["s"], lambd=0.1, bias=0.05),
+    N("Flatten", ["s"], ["f"]),
+    N("Gemm", ["f", "W2"], ["scores"]),
+], [weight("W1", (6, 3, 3, 3)), weight("W2", (96, 10), 0.2)])
+
+save("reverse_seq", [4, 5, 6], [
+    N("ReverseSequence", ["x", "lens"], ["xr"], batch_axis=0, time_axis=1),
+    N("MatMul", ["xr", "W"], ["h"]),
+    N("LpNormalization", ["h"], ["hn"], axis=-1, p=2),
+    N("ReduceMean", ["hn", "time"], ["s"], keepdims=0),
+    N("Hardmax", ["s"], ["top"]),
+    N("Mul", ["s", "top"], ["st"]),
+    N("Add", ["s", "st"], ["scores"]),
+], [weight("W", (6, 10)), numpy_helper.from_array(
+    np.array([5, 3, 1, 4], np.int64), "lens"),
+    numpy_helper.from_array(np.array([1], np.int64), "time")])
