@@ -108,15 +108,17 @@ def FuseDecomposed : Pass<"mpc-fuse-decomposed", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
-def Conv1dAs2d : Pass<"mpc-conv1d-as-2d", "::mlir::ModuleOp"> {
-  let summary = "Run 1-D convolutions as 2-D ones of height 1";
+def Window1dAs2d : Pass<"mpc-window1d-as-2d", "::mlir::ModuleOp"> {
+  let summary = "Run 1-D convolutions and pools as 2-D ones of height 1";
   let description = [{
     A Conv over [N, C, L] (Whisper's and wav2vec2's Conv1d) becomes an
     Unsqueeze of X and W at axis 2, a Conv over [N, C, 1, L] with a window
     of height 1 (kernel_shape, strides, dilations 1 and pads 0 on it), and
-    a Squeeze: the same products, the same memory; the CUDA backend's
-    convolution kernels and cuDNN's are 2-D. Channels-last convolutions and
-    other ranks stay as written.
+    a Squeeze; a MaxPool or AveragePool over [N, C, L] (AvgPool1d,
+    MaxPool1d, LpPool's sums) the same with X alone, each result squeezed
+    (a max pool's flat indices are the same numbers). The same products,
+    the same memory; the CUDA backend's window kernels and cuDNN's are
+    2-D. Channels-last ops and other ranks stay as written.
   }];
 }
 

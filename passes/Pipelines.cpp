@@ -159,7 +159,7 @@ template <typename Derived>
 void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o,
                       bool optimizes = false) {
   pm.addPass(createFuseDecomposed());
-  pm.addPass(createConv1dAs2d());
+  pm.addPass(createWindow1dAs2d());
   pm.addPass(createSlicesToSplit());
   pm.addPass(createMergeSiblingLinears());
   pm.addPass(createStableLogs());

@@ -12,6 +12,10 @@ LpNormalization (L2, last axis) -> ReduceMean over time -> s, scores = s
 + s * Hardmax(s): a bidirectional model's backward pass over padded
 sequences, normalized embeddings, and a hard selection (no gradient of
 its own).
+pool1d.onnx: x [4, 3, 12] -> Conv1d (k 3, 6 channels) -> Relu -> MaxPool1d
+(2, stride 2) -> LpPool1d (p 2, k 3, padded) -> AveragePool1d (2, stride 2)
+-> Flatten -> Gemm [18, 10]: pools over sequences, run as 2-D ones of
+height 1 (mpc-window1d-as-2d) with their gradients.
 With --lrn-large: lrn_large.onnx, a 1x1 identity Conv [8 channels] and LRN
 (size 5, alpha 1e-4) over x [2, 8, 3, 3], and lrn_large_x.npy, normal
 values times 1500 (squares far past fp16's range).
@@ -84,3 +88,13 @@ save("reverse_seq", [4, 5, 6], [
 ], [weight("W", (6, 10)), numpy_helper.from_array(
     np.array([5, 3, 1, 4], np.int64), "lens"),
     numpy_helper.from_array(np.array([1], np.int64), "time")])
+
+save("pool1d", [4, 3, 12], [
+    N("Conv", ["x", "W1"], ["c"], pads=[1, 1]),
+    N("Relu", ["c"], ["r"]),
+    N("MaxPool", ["r"], ["m"], kernel_shape=[2], strides=[2]),
+    N("LpPool", ["m"], ["l"], kernel_shape=[3], pads=[1, 1], p=2),
+    N("AveragePool", ["l"], ["a"], kernel_shape=[2], strides=[2]),
+    N("Flatten", ["a"], ["f"]),
+    N("Gemm", ["f", "W2"], ["scores"]),
+], [weight("W1", (6, 3, 3)), weight("W2", (18, 10), 0.3)])

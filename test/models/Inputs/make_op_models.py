@@ -165,7 +165,7 @@ onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "integer_reduce.onnx"))
 
 # 1-D convolutions (Whisper's, wav2vec2's), which run as 2-D ones of
-# height 1 (mpc-conv1d-as-2d): padded with a stride and a bias, grouped and
+# height 1 (mpc-window1d-as-2d): padded with a stride and a bias, grouped and
 # dilated.
 nodes = [helper.make_node("Conv", ["seq", "w1", "b1"], ["conv_strided"], pads=[1, 1],
                           strides=[2], kernel_shape=[3]),

@@ -535,6 +535,12 @@ cases = [
     case("reverse_sequence", [mk("ReverseSequence", ["W", "S"], ["Y"],
                                  batch_axis=1, time_axis=0)],
          n2(4, 2, 3), extra={"S": np.array([3, 1], np.int64)}),
+    # Pools over sequences, run as 2-D ones of height 1 (mpc-window1d-as-2d).
+    case("avg_pool_1d", [mk("AveragePool", ["W"], ["Y"], kernel_shape=[3],
+                            pads=[1, 1], strides=[2], count_include_pad=1)],
+         n2(2, 3, 7)),
+    case("max_pool_1d", [mk("MaxPool", ["W"], ["Y"], kernel_shape=[2],
+                            strides=[2])], n2(2, 3, 8)),
 ]
 
 worst, failed = 0.0, 0
