@@ -440,6 +440,8 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"Shrink", importShrink},
       {"Hardmax", importHardmax},
       {"ReverseSequence", importReverseSequence},
+      {"GridSample", importGridSample},
+      {"AffineGrid", importAffineGrid},
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},
       {"Swish", importSwish},

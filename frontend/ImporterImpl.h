@@ -49,7 +49,7 @@ void listTrainingOps(std::vector<std::string> &ops);
 /// Ops imported as the mpc ops of their ONNX definition
 /// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
 /// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
-/// LRN, LpPool, Shrink, Hardmax, ReverseSequence.
+/// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -104,6 +104,10 @@ mlir::LogicalResult importLpPool(NodeContext &c);
 mlir::LogicalResult importShrink(NodeContext &c);
 mlir::LogicalResult importHardmax(NodeContext &c);
 mlir::LogicalResult importReverseSequence(NodeContext &c);
+/// GridSample as gathers of its taps, weighted, and AffineGrid as a MatMul
+/// of its base grid (GridSampleImporter.cpp).
+mlir::LogicalResult importGridSample(NodeContext &c);
+mlir::LogicalResult importAffineGrid(NodeContext &c);
 
 /// torch.export's graph signature as torch.onnx.export records it
 /// (TorchExportSignature.cpp): what each initializer is to the torch module.

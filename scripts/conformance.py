@@ -56,6 +56,9 @@ TEST_TOLERANCE = {
     # The expected output is written rounded to four decimals (0.1511 for
     # the exact mean 0.151056 of a 3x3 window).
     "test_averagepool_2d_ceil_last_window_starts_on_pad": (1e-3, 1e-5),
+    # The same (-0.1406 for -0.140625; onnx's reference evaluator and mpc
+    # agree within 2.4e-7).
+    "test_gridsample_bicubic": (1e-3, 1e-4),
 }
 EXPECTED_FAILURES = {
     # ONNX 1.12 expects truncation; mpc rounds to nearest even (the numerics

@@ -16,6 +16,10 @@ pool1d.onnx: x [4, 3, 12] -> Conv1d (k 3, 6 channels) -> Relu -> MaxPool1d
 (2, stride 2) -> LpPool1d (p 2, k 3, padded) -> AveragePool1d (2, stride 2)
 -> Flatten -> Gemm [18, 10]: pools over sequences, run as 2-D ones of
 height 1 (mpc-window1d-as-2d) with their gradients.
+stn.onnx (opset 20): a spatial transformer: theta [4, 2, 3] = x flattened
+@ W [64, 6] + the identity's (1, 0, 0, 0, 1, 0), AffineGrid [4, 1, 6, 6],
+GridSample of x (bilinear, zeros), Conv 3x3 -> Relu -> Flatten -> Gemm
+[64, 10]: both the image's and theta's gradients train.
 With --lrn-large: lrn_large.onnx, a 1x1 identity Conv [8 channels] and LRN
 (size 5, alpha 1e-4) over x [2, 8, 3, 3], and lrn_large_x.npy, normal
 values times 1500 (squares far past fp16's range).
@@ -37,7 +41,7 @@ def weight(name, shape, scale=0.5):
         (scale * rng.standard_normal(shape)).astype(np.float32), name)
 
 
-def save(name, x_shape, nodes, inits):
+def save(name, x_shape, nodes, inits, opset=18):
     graph = helper.make_graph(
         nodes + [N("SoftmaxCrossEntropyLoss", ["scores", "labels"], ["loss"],
                    name="loss")],
@@ -45,7 +49,7 @@ def save(name, x_shape, nodes, inits):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape),
          helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
         [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(out, name + ".onnx"))
 
@@ -98,3 +102,19 @@ save("pool1d", [4, 3, 12], [
     N("Flatten", ["a"], ["f"]),
     N("Gemm", ["f", "W2"], ["scores"]),
 ], [weight("W1", (6, 3, 3)), weight("W2", (18, 10), 0.3)])
+
+save("stn", [4, 1, 8, 8], [
+    N("Flatten", ["x"], ["xf"]),
+    N("Gemm", ["xf", "Wt", "bt"], ["t"]),
+    N("Reshape", ["t", "theta_shape"], ["theta"]),
+    N("AffineGrid", ["theta", "size"], ["grid"]),
+    N("GridSample", ["x", "grid"], ["s"]),
+    N("Conv", ["s", "W1"], ["c"]),
+    N("Relu", ["c"], ["r"]),
+    N("Flatten", ["r"], ["f"]),
+    N("Gemm", ["f", "W2"], ["scores"]),
+], [weight("Wt", (64, 6), 0.05),
+    numpy_helper.from_array(np.array([1, 0, 0, 0, 1, 0], np.float32), "bt"),
+    numpy_helper.from_array(np.array([4, 2, 3], np.int64), "theta_shape"),
+    numpy_helper.from_array(np.array([4, 1, 6, 6], np.int64), "size"),
+    weight("W1", (4, 1, 3, 3)), weight("W2", (64, 10), 0.2)], opset=20)

@@ -21,15 +21,17 @@ rng2 = np.random.default_rng(1)
 
 
 def case(name, op_nodes, w, x=None, labels=None, extra=None, loss="weighted",
-         opset=13, want=None, fd32=False):
+         opset=13, want=None, fd32=False, eps32=1e-2):
     """op_nodes compute Y from W (and X); loss = sum(Y * R) unless 'direct'.
     want: the expected gradient where no difference quotient exists (ties
     of Max/Min, which PyTorch splits evenly; loss = sum(Y)).
     fd32: differences in float32 even where onnxruntime runs doubles
-    (GroupNormalization-21 computes its statistics in float whatever X is)."""
+    (GroupNormalization-21 computes its statistics in float whatever X is).
+    eps32: the float32 differences' step (smaller where the op's third
+    derivative is large: bicubic sampling)."""
     return dict(name=name, nodes=op_nodes, w=w, x=x, labels=labels,
                 extra=extra or {}, loss=loss, opset=opset, want=want,
-                fd32=fd32)
+                fd32=fd32, eps32=eps32)
 
 
 # Inputs whose type the op fixes (Resize's scales are float whatever X is).
@@ -90,7 +92,7 @@ def fd_grad(c):
             raise TypeError("float32 differences asked for")
         run64(c, c["w"].astype(dtype))
     except Exception:  # NOT_IMPLEMENTED for double
-        dtype, eps = np.float32, 1e-2
+        dtype, eps = np.float32, c["eps32"]
     w = c["w"].astype(np.float64)
     g = np.zeros_like(w)
     for i in range(w.size):
@@ -121,6 +123,21 @@ def kinked(*shape, at=(0.0,), scale=1.0):
         near = np.abs(x - k) < 0.05
         x[near] = k + np.where(x[near] >= k, 0.05, -0.05)
     return x.astype(np.float32)
+
+
+def grid_points(n, oh, ow, size, align=False, spill=0.0):
+    """A GridSample grid [n, oh, ow, 2] of normalized (x, y) points whose
+    pixel coordinates lie 0.15-0.85 past an integer (away from floor's
+    kinks), spill of them (a fraction) beyond the image."""
+    h, w = size
+    pix = np.stack([rng2.integers(0, w - 1, (n, oh, ow)),
+                    rng2.integers(0, h - 1, (n, oh, ow))], -1).astype(np.float64)
+    pix += rng2.uniform(0.15, 0.85, pix.shape)
+    out = rng2.random((n, oh, ow)) < spill
+    pix[..., 0][out] += np.where(rng2.random(out.sum()) < 0.5, -w, w) * 0.6
+    dims = np.array([w, h], np.float64)
+    g = 2 * pix / (dims - 1) - 1 if align else (2 * pix + 1) / dims - 1
+    return g.astype(np.float32)
 
 
 mk = helper.make_node
@@ -541,6 +558,26 @@ cases = [
          n2(2, 3, 7)),
     case("max_pool_1d", [mk("MaxPool", ["W"], ["Y"], kernel_shape=[2],
                             strides=[2])], n2(2, 3, 8)),
+    # GridSample (GridSampleImporter.cpp): the input's gradient (bilinear,
+    # zeros padding, points past the border too; nearest) and the grid's
+    # (bilinear with border padding, bicubic with reflection), the grid's
+    # points at least 0.15 pixel from the taps' kinks.
+    case("grid_sample_x", [mk("GridSample", ["W", "G"], ["Y"])], n2(1, 2, 4, 5),
+         extra={"G": grid_points(1, 3, 3, (4, 5), spill=0.3)}, opset=16),
+    case("grid_sample_nearest", [mk("GridSample", ["W", "G"], ["Y"],
+                                    mode="nearest")], n2(1, 2, 4, 5),
+         extra={"G": grid_points(1, 3, 3, (4, 5))}, opset=16),
+    case("grid_sample_grid", [mk("GridSample", ["X", "W"], ["Y"],
+                                 padding_mode="border", align_corners=1)],
+         grid_points(2, 2, 3, (4, 5), align=True), x=n2(2, 3, 4, 5), opset=16),
+    case("grid_sample_cubic_grid", [mk("GridSample", ["X", "W"], ["Y"],
+                                       mode="bicubic",
+                                       padding_mode="reflection")],
+         grid_points(1, 3, 2, (5, 6)), x=n2(1, 2, 5, 6), opset=16,
+         eps32=3e-3),
+    # AffineGrid's theta (a batched MatMul of the constant base grid).
+    case("affine_grid", [mk("AffineGrid", ["W", "Sz"], ["Y"])], n2(2, 2, 3),
+         extra={"Sz": np.array([2, 1, 3, 4], np.int64)}, opset=20),
 ]
 
 worst, failed = 0.0, 0
