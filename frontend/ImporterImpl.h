@@ -49,7 +49,8 @@ void listTrainingOps(std::vector<std::string> &ops);
 /// Ops imported as the mpc ops of their ONNX definition
 /// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
 /// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
-/// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid.
+/// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid,
+/// Col2Im, MaxUnpool, CenterCropPad.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -108,6 +109,11 @@ mlir::LogicalResult importReverseSequence(NodeContext &c);
 /// of its base grid (GridSampleImporter.cpp).
 mlir::LogicalResult importGridSample(NodeContext &c);
 mlir::LogicalResult importAffineGrid(NodeContext &c);
+/// Col2Im, MaxUnpool and CenterCropPad: values placed into another shape
+/// (PlacementImporters.cpp).
+mlir::LogicalResult importCol2Im(NodeContext &c);
+mlir::LogicalResult importMaxUnpool(NodeContext &c);
+mlir::LogicalResult importCenterCropPad(NodeContext &c);
 
 /// torch.export's graph signature as torch.onnx.export records it
 /// (TorchExportSignature.cpp): what each initializer is to the torch module.

@@ -20,6 +20,11 @@ stn.onnx (opset 20): a spatial transformer: theta [4, 2, 3] = x flattened
 @ W [64, 6] + the identity's (1, 0, 0, 0, 1, 0), AffineGrid [4, 1, 6, 6],
 GridSample of x (bilinear, zeros), Conv 3x3 -> Relu -> Flatten -> Gemm
 [64, 10]: both the image's and theta's gradients train.
+unpool_fold.onnx (opset 18): x [4, 2, 4, 4] -> Conv 1x1 -> MaxPool (2,
+stride 2, with indices) -> Relu -> MaxUnpool at the indices -> viewed
+[4, 8, 4] -> Col2Im (2x2 blocks, overlapping, into 3x3) -> CenterCropPad
+(axes 2, 3 to 4 x 2) -> Flatten -> Gemm [16, 10]: SegNet's unpooling,
+torch's F.fold.
 With --lrn-large: lrn_large.onnx, a 1x1 identity Conv [8 channels] and LRN
 (size 5, alpha 1e-4) over x [2, 8, 3, 3], and lrn_large_x.npy, normal
 values times 1500 (squares far past fp16's range).
@@ -118,3 +123,20 @@ save("stn", [4, 1, 8, 8], [
     numpy_helper.from_array(np.array([4, 2, 3], np.int64), "theta_shape"),
     numpy_helper.from_array(np.array([4, 1, 6, 6], np.int64), "size"),
     weight("W1", (4, 1, 3, 3)), weight("W2", (64, 10), 0.2)], opset=20)
+
+save("unpool_fold", [4, 2, 4, 4], [
+    N("Conv", ["x", "W1"], ["c"]),
+    N("MaxPool", ["c"], ["p", "idx"], kernel_shape=[2, 2], strides=[2, 2]),
+    N("Relu", ["p"], ["r"]),
+    N("MaxUnpool", ["r", "idx"], ["u"], kernel_shape=[2, 2], strides=[2, 2]),
+    N("Reshape", ["u", "cols"], ["uc"]),
+    N("Col2Im", ["uc", "image", "block"], ["im"]),
+    N("CenterCropPad", ["im", "crop"], ["cc"], axes=[2, 3]),
+    N("Flatten", ["cc"], ["f"]),
+    N("Gemm", ["f", "W2"], ["scores"]),
+], [weight("W1", (2, 2, 1, 1)),
+    numpy_helper.from_array(np.array([4, 8, 4], np.int64), "cols"),
+    numpy_helper.from_array(np.array([3, 3], np.int64), "image"),
+    numpy_helper.from_array(np.array([2, 2], np.int64), "block"),
+    numpy_helper.from_array(np.array([4, 2], np.int64), "crop"),
+    weight("W2", (16, 10), 0.3)])

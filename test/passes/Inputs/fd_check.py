@@ -578,6 +578,23 @@ cases = [
     # AffineGrid's theta (a batched MatMul of the constant base grid).
     case("affine_grid", [mk("AffineGrid", ["W", "Sz"], ["Y"])], n2(2, 2, 3),
          extra={"Sz": np.array([2, 1, 3, 4], np.int64)}, opset=20),
+    # Col2Im (PlacementImporters.cpp): overlapping 2x2 blocks (a one-hot
+    # grouped ConvTranspose) and 2x2 patches with a row to spare (reshape,
+    # transpose, pad); MaxUnpool at a max pool's indices; CenterCropPad
+    # padding one axis and cropping the other.
+    case("col2im_overlap", [mk("Col2Im", ["W", "Im", "Bl"], ["Y"])],
+         n2(1, 8, 9), extra={"Im": np.array([4, 4], np.int64),
+                             "Bl": np.array([2, 2], np.int64)}, opset=18),
+    case("col2im_patches", [mk("Col2Im", ["W", "Im", "Bl"], ["Y"],
+                               strides=[2, 2])],
+         n2(1, 8, 4), extra={"Im": np.array([5, 4], np.int64),
+                             "Bl": np.array([2, 2], np.int64)}, opset=18),
+    case("max_unpool", [mk("MaxUnpool", ["W", "I"], ["Y"], kernel_shape=[2, 2],
+                           strides=[2, 2])], n2(1, 2, 2, 2),
+         extra={"I": np.array([0, 3, 9, 14, 17, 19, 24, 31],
+                              np.int64).reshape(1, 2, 2, 2)}, opset=11),
+    case("center_crop_pad", [mk("CenterCropPad", ["W", "Sh"], ["Y"])],
+         n2(3, 5), extra={"Sh": np.array([6, 2], np.int64)}, opset=18),
 ]
 
 worst, failed = 0.0, 0
