@@ -93,6 +93,17 @@ struct Composer {
   }
 };
 
+/// Marks every op after `last` in `block` (all of them when null) but the
+/// constants to stay FP32 under mixed precision (mpc.amp_fp32), saying why:
+/// sampling coordinates, which lose their fraction in fp16.
+inline void keepFp32(NodeContext &c, Block *block, Operation *last,
+                     StringRef why) {
+  for (Operation *op = last ? last->getNextNode() : &block->front(); op;
+       op = op->getNextNode())
+    if (op->getName().getStringRef() != "mpc.constant")
+      op->setAttr("mpc.amp_fp32", c.b.getStringAttr(why));
+}
+
 } // namespace mlir::mpc::importer
 
 #endif // MPC_FRONTEND_COMPOSER_H

@@ -445,6 +445,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"Col2Im", importCol2Im},
       {"MaxUnpool", importMaxUnpool},
       {"CenterCropPad", importCenterCropPad},
+      {"DeformConv", importDeformConv},
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},
       {"Swish", importSwish},

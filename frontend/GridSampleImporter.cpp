@@ -86,15 +86,6 @@ struct Axis {
   int64_t size;
 };
 
-/// Marks every op after `last` in `block` (all of them when null) but the
-/// constants to stay FP32 under mixed precision, saying why.
-void keepFp32(NodeContext &c, Block *block, Operation *last, StringRef why) {
-  for (Operation *op = last ? last->getNextNode() : &block->front(); op;
-       op = op->getNextNode())
-    if (!isa<ConstantOp>(op))
-      op->setAttr("mpc.amp_fp32", c.b.getStringAttr(why));
-}
-
 } // namespace
 
 /// AffineGrid: theta [N, k, k + 1] applied to the homogeneous positions

@@ -50,7 +50,7 @@ void listTrainingOps(std::vector<std::string> &ops);
 /// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
 /// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
 /// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid,
-/// Col2Im, MaxUnpool, CenterCropPad.
+/// Col2Im, MaxUnpool, CenterCropPad, DeformConv.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -114,6 +114,9 @@ mlir::LogicalResult importAffineGrid(NodeContext &c);
 mlir::LogicalResult importCol2Im(NodeContext &c);
 mlir::LogicalResult importMaxUnpool(NodeContext &c);
 mlir::LogicalResult importCenterCropPad(NodeContext &c);
+/// DeformConv as bilinear gathers at its offsets and a batched MatMul
+/// (DeformConvImporter.cpp).
+mlir::LogicalResult importDeformConv(NodeContext &c);
 
 /// torch.export's graph signature as torch.onnx.export records it
 /// (TorchExportSignature.cpp): what each initializer is to the torch module.

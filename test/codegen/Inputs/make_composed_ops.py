@@ -25,6 +25,10 @@ stride 2, with indices) -> Relu -> MaxUnpool at the indices -> viewed
 [4, 8, 4] -> Col2Im (2x2 blocks, overlapping, into 3x3) -> CenterCropPad
 (axes 2, 3 to 4 x 2) -> Flatten -> Gemm [16, 10]: SegNet's unpooling,
 torch's F.fold.
+dcn.onnx (opset 19): DCNv2: x [4, 2, 6, 6], offsets [4, 18, 6, 6] from a
+3x3 Conv of x (weights x 0.3) and a mask from the Sigmoid of another,
+DeformConv 3x3 (4 filters, padded, a bias) -> Relu -> Flatten -> Gemm
+[144, 10]: X's, the filters', the offsets' and the mask's gradients.
 With --lrn-large: lrn_large.onnx, a 1x1 identity Conv [8 channels] and LRN
 (size 5, alpha 1e-4) over x [2, 8, 3, 3], and lrn_large_x.npy, normal
 values times 1500 (squares far past fp16's range).
@@ -140,3 +144,16 @@ save("unpool_fold", [4, 2, 4, 4], [
     numpy_helper.from_array(np.array([2, 2], np.int64), "block"),
     numpy_helper.from_array(np.array([4, 2], np.int64), "crop"),
     weight("W2", (16, 10), 0.3)])
+
+save("dcn", [4, 2, 6, 6], [
+    N("Conv", ["x", "Wo"], ["off"], pads=[1, 1, 1, 1]),
+    N("Conv", ["x", "Wm"], ["ml"], pads=[1, 1, 1, 1]),
+    N("Sigmoid", ["ml"], ["mask"]),
+    N("DeformConv", ["x", "Wd", "off", "bd", "mask"], ["d"],
+      pads=[1, 1, 1, 1]),
+    N("Relu", ["d"], ["r"]),
+    N("Flatten", ["r"], ["f"]),
+    N("Gemm", ["f", "W2"], ["scores"]),
+], [weight("Wo", (18, 2, 3, 3), 0.3), weight("Wm", (9, 2, 3, 3)),
+    weight("Wd", (4, 2, 3, 3)), weight("bd", (4,)),
+    weight("W2", (144, 10), 0.1)], opset=19)

@@ -140,6 +140,21 @@ def grid_points(n, oh, ow, size, align=False, spill=0.0):
     return g.astype(np.float32)
 
 
+def without(d, key):
+    return {k: v for k, v in d.items() if k != key}
+
+
+# DeformConv's operands: filters [3, 2, 2, 2], offsets [1, 2 groups * 2 *
+# 4 taps, 5, 5] that put every sampling point 0.15-0.85 past an integer
+# (floor's kinks), mask and bias.
+# (Their own generator: the other cases keep their draws.)
+_rng3 = np.random.default_rng(2)
+_whole = _rng3.integers(-2, 2, (1, 16, 5, 5)).astype(np.float64)
+DEFORM = {"F": _rng3.standard_normal((3, 2, 2, 2)).astype(np.float32),
+          "O": (_whole + _rng3.uniform(0.15, 0.85, _whole.shape)).astype(np.float32),
+          "B": _rng3.standard_normal(3).astype(np.float32),
+          "M": _rng3.uniform(0.2, 1.0, (1, 8, 5, 5)).astype(np.float32)}
+
 mk = helper.make_node
 cases = [
     case("add_bcast", [mk("Add", ["X", "W"], ["Y"])], n(3), x=n(2, 3)),
@@ -595,6 +610,24 @@ cases = [
                               np.int64).reshape(1, 2, 2, 2)}, opset=11),
     case("center_crop_pad", [mk("CenterCropPad", ["W", "Sh"], ["Y"])],
          n2(3, 5), extra={"Sh": np.array([6, 2], np.int64)}, opset=18),
+    # DeformConv (DeformConvImporter.cpp), two offset groups, padded, with
+    # a mask and a bias: the gradients of X, the filters (two groups), the
+    # offsets (sampling points 0.15-0.85 past an integer, some outside)
+    # and the mask.
+    case("deform_conv_x", [mk("DeformConv", ["W", "F", "O", "B", "M"], ["Y"],
+                              pads=[1, 1, 1, 1], offset_group=2)],
+         n2(1, 2, 4, 4), extra=DEFORM, opset=19),
+    case("deform_conv_filter", [mk("DeformConv", ["X", "W", "O", "B", "M"],
+                                   ["Y"], pads=[1, 1, 1, 1], group=2,
+                                   offset_group=2)],
+         n2(4, 1, 2, 2), x=n2(1, 2, 4, 4),
+         extra={**without(DEFORM, "F"), "B": n2(4)}, opset=19),
+    case("deform_conv_offset", [mk("DeformConv", ["X", "F", "W", "B", "M"],
+                                   ["Y"], pads=[1, 1, 1, 1], offset_group=2)],
+         DEFORM["O"], x=n2(1, 2, 4, 4), extra=without(DEFORM, "O"), opset=19),
+    case("deform_conv_mask", [mk("DeformConv", ["X", "F", "O", "B", "W"],
+                                 ["Y"], pads=[1, 1, 1, 1], offset_group=2)],
+         DEFORM["M"], x=n2(1, 2, 4, 4), extra=without(DEFORM, "M"), opset=19),
 ]
 
 worst, failed = 0.0, 0
