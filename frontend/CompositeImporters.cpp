@@ -446,6 +446,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"MaxUnpool", importMaxUnpool},
       {"CenterCropPad", importCenterCropPad},
       {"DeformConv", importDeformConv},
+      {"CausalConvWithState", importCausalConvWithState},
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},
       {"Swish", importSwish},

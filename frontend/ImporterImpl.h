@@ -50,7 +50,7 @@ void listTrainingOps(std::vector<std::string> &ops);
 /// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
 /// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
 /// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid,
-/// Col2Im, MaxUnpool, CenterCropPad, DeformConv.
+/// Col2Im, MaxUnpool, CenterCropPad, DeformConv, CausalConvWithState.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -117,6 +117,9 @@ mlir::LogicalResult importCenterCropPad(NodeContext &c);
 /// DeformConv as bilinear gathers at its offsets and a batched MatMul
 /// (DeformConvImporter.cpp).
 mlir::LogicalResult importDeformConv(NodeContext &c);
+/// CausalConvWithState as a concat and a depthwise Conv
+/// (RecurrentImporters.cpp).
+mlir::LogicalResult importCausalConvWithState(NodeContext &c);
 
 /// torch.export's graph signature as torch.onnx.export records it
 /// (TorchExportSignature.cpp): what each initializer is to the torch module.

@@ -10,7 +10,11 @@
 // (forward: a finished sequence keeps its state and outputs zeros); the
 // default activations only. A form outside that (clip, input_forget,
 // other activations, sequence_lens in reverse) is a one-line error naming
-// it.
+// it. CausalConvWithState (27: Mamba's and Gated DeltaNet's depthwise
+// causal conv with a decode state) is its definition too: the past state
+// (zeros without one) and the input concatenated along time, a depthwise
+// Conv (a 1-D one, run as 2-D), optional SiLU, and the last k - 1 steps as
+// the present state.
 //
 //===----------------------------------------------------------------------===//
 
@@ -270,6 +274,60 @@ LogicalResult importGRU(NodeContext &c) {
 
 LogicalResult importRNN(NodeContext &c) {
   return importRecurrent(c, Cell::Rnn);
+}
+
+LogicalResult importCausalConvWithState(NodeContext &c) {
+  if (failed(c.requireInputs(2)) || failed(c.checkAttrs({"activation"})))
+    return failure();
+  auto x = llvm::cast<RankedTensorType>(c.input(0).getType());
+  auto w = llvm::cast<RankedTensorType>(c.input(1).getType());
+  if (x.getRank() != 3 || w.getRank() != 3 || x.isDynamicDim(1) ||
+      x.isDynamicDim(2) || !w.hasStaticShape() ||
+      w.getDimSize(0) != x.getDimSize(1) || w.getDimSize(1) != 1)
+    return c.fail("input must be batch x channels x length (static channels "
+                  "and length) and weight channels x 1 x k");
+  std::string activation = c.getString("activation", "none");
+  if (activation != "none" && activation != "silu" && activation != "swish")
+    return c.fail("unknown activation '" + activation + "'");
+  int64_t channels = x.getDimSize(1), length = x.getDimSize(2),
+          k = w.getDimSize(2);
+  Composer m{c};
+  Type et = x.getElementType();
+  Value past = c.input(3);
+  if (past) {
+    auto p = llvm::cast<RankedTensorType>(past.getType());
+    if (p.getRank() != 3 || p.getDimSize(1) != channels ||
+        p.getDimSize(2) != k - 1)
+      return c.fail("past_state must be batch x " + Twine(channels) + " x " +
+                    Twine(k - 1));
+  }
+  Value padded = c.input(0);
+  if (k > 1) {
+    if (!past) // zeros of [batch, C, k - 1]: the input's first steps, times 0
+      past = m.bin("mpc.mul", m.slice(m.slice(c.input(0), 2, 0, 1), 2, 0, 1),
+                   m.scalar(et, 0.0));
+    if (!c.input(3))
+      past = m.op("mpc.expand",
+                  {past, m.concat({m.slice(m.op("mpc.shape", {c.input(0)}),
+                                           0, 0, 2),
+                                   m.i64s({k - 1})},
+                                  0)});
+    padded = m.concat({past, c.input(0)}, 2);
+  }
+  SmallVector<Value> operands{padded, c.input(1)};
+  if (c.input(2))
+    operands.push_back(c.input(2));
+  Value y = m.op("mpc.conv", operands,
+                 {c.named("group", c.b.getI64IntegerAttr(channels)),
+                  c.named("kernel_shape", c.b.getDenseI64ArrayAttr({k}))});
+  if (activation != "none")
+    y = m.bin("mpc.mul", y, m.op("mpc.sigmoid", {y}));
+  // The last k - 1 steps of the padded input (none for k = 1: an empty
+  // state, [batch, C, 0]).
+  Value present = m.slice(padded, 2, length, length + k - 1);
+  if (c.failed())
+    return failure();
+  return c.setOutputs({y, present});
 }
 
 } // namespace mlir::mpc::importer

@@ -29,6 +29,11 @@ dcn.onnx (opset 19): DCNv2: x [4, 2, 6, 6], offsets [4, 18, 6, 6] from a
 3x3 Conv of x (weights x 0.3) and a mask from the Sigmoid of another,
 DeformConv 3x3 (4 filters, padded, a bias) -> Relu -> Flatten -> Gemm
 [144, 10]: X's, the filters', the offsets' and the mask's gradients.
+With --causal-conv: causal_conv.onnx (opset 27), whose loss is
+sum(y * R) + sum(state * R2) for (y, state) = CausalConvWithState(x, w,
+b, past, activation silu), x [2, 3, 6], w [3, 1, 4], b [3], past
+[2, 3, 3] all learned: the gradients test/codegen/Inputs/torch_causal_conv.py
+compares with torch's conv1d (onnxruntime has no kernel for the op).
 With --lrn-large: lrn_large.onnx, a 1x1 identity Conv [8 channels] and LRN
 (size 5, alpha 1e-4) over x [2, 8, 3, 3], and lrn_large_x.npy, normal
 values times 1500 (squares far past fp16's range).
@@ -62,6 +67,26 @@ def save(name, x_shape, nodes, inits, opset=18):
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(out, name + ".onnx"))
 
+
+if "--causal-conv" in sys.argv:
+    inits = [weight("x", (2, 3, 6), 1.0), weight("w", (3, 1, 4)),
+             weight("b", (3,)), weight("past", (2, 3, 3), 1.0),
+             weight("R", (2, 3, 6), 1.0), weight("R2", (2, 3, 3), 1.0)]
+    graph = helper.make_graph(
+        [N("CausalConvWithState", ["x", "w", "b", "past"], ["y", "state"],
+           activation="silu"),
+         N("Mul", ["y", "R"], ["yr"]), N("Mul", ["state", "R2"], ["sr"]),
+         N("ReduceSum", ["yr"], ["ly"], keepdims=0),
+         N("ReduceSum", ["sr"], ["ls"], keepdims=0),
+         N("Add", ["ly", "ls"], ["loss"])],
+        "causal_conv", [],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 27)])
+    onnx.save(model, os.path.join(out, "causal_conv.onnx"))
+    for t in inits:
+        np.save(os.path.join(out, "causal_conv." + t.name + ".npy"),
+                numpy_helper.to_array(t))
+    sys.exit(0)
 
 if "--lrn-large" in sys.argv:
     eye = numpy_helper.from_array(np.eye(8, dtype=np.float32).reshape(8, 8, 1, 1), "W")
