@@ -446,6 +446,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"MaxUnpool", importMaxUnpool},
       {"CenterCropPad", importCenterCropPad},
       {"DeformConv", importDeformConv},
+      {"RoiAlign", importRoiAlign},
       {"CausalConvWithState", importCausalConvWithState},
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},

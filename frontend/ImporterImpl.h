@@ -50,7 +50,8 @@ void listTrainingOps(std::vector<std::string> &ops);
 /// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
 /// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
 /// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid,
-/// Col2Im, MaxUnpool, CenterCropPad, DeformConv, CausalConvWithState.
+/// Col2Im, MaxUnpool, CenterCropPad, DeformConv, CausalConvWithState,
+/// RoiAlign.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -117,6 +118,8 @@ mlir::LogicalResult importCenterCropPad(NodeContext &c);
 /// DeformConv as bilinear gathers at its offsets and a batched MatMul
 /// (DeformConvImporter.cpp).
 mlir::LogicalResult importDeformConv(NodeContext &c);
+/// RoiAlign as bilinear gathers of each roi's samples (RoiAlignImporter.cpp).
+mlir::LogicalResult importRoiAlign(NodeContext &c);
 /// CausalConvWithState as a concat and a depthwise Conv
 /// (RecurrentImporters.cpp).
 mlir::LogicalResult importCausalConvWithState(NodeContext &c);

@@ -155,6 +155,10 @@ DEFORM = {"F": _rng3.standard_normal((3, 2, 2, 2)).astype(np.float32),
           "B": _rng3.standard_normal(3).astype(np.float32),
           "M": _rng3.uniform(0.2, 1.0, (1, 8, 5, 5)).astype(np.float32)}
 
+ROIS = {"Ro": np.array([[0.3, 1.1, 9.7, 8.2], [2.2, 0.4, 5.9, 4.6],
+                        [-3.1, 6.5, 15.2, 13.9]], np.float32),
+        "Bi": np.array([0, 1, 1], np.int64)}
+
 mk = helper.make_node
 cases = [
     case("add_bcast", [mk("Add", ["X", "W"], ["Y"])], n(3), x=n(2, 3)),
@@ -628,6 +632,16 @@ cases = [
     case("deform_conv_mask", [mk("DeformConv", ["X", "F", "O", "B", "W"],
                                  ["Y"], pads=[1, 1, 1, 1], offset_group=2)],
          DEFORM["M"], x=n2(1, 2, 4, 4), extra=without(DEFORM, "M"), opset=19),
+    # RoiAlign (RoiAlignImporter.cpp): X's gradient through three rois of
+    # two images (one past the border), averaged and max-pooled samples.
+    case("roi_align_avg", [mk("RoiAlign", ["W", "Ro", "Bi"], ["Y"],
+                              output_height=2, output_width=3,
+                              sampling_ratio=2, spatial_scale=0.5)],
+         n2(2, 2, 6, 7), extra=ROIS, opset=16),
+    case("roi_align_max", [mk("RoiAlign", ["W", "Ro", "Bi"], ["Y"], mode="max",
+                              output_height=2, output_width=2,
+                              sampling_ratio=2)],
+         n2(2, 2, 6, 7), extra=ROIS, opset=16),
 ]
 
 worst, failed = 0.0, 0
