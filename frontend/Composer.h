@@ -61,6 +61,27 @@ struct Composer {
         DenseElementsAttr::get(RankedTensorType::get(shape, type), values));
   }
   Value scalar(Type type, double value) { return floats(type, {}, value); }
+  /// `value` rounded to float type `type`.
+  static APFloat rounded(Type type, double value) {
+    APFloat v(value);
+    bool lost;
+    v.convert(llvm::cast<FloatType>(type).getFloatSemantics(),
+              APFloat::rmNearestTiesToEven, &lost);
+    return v;
+  }
+  /// A constant of float type `type` and `shape` holding `values`.
+  Value floatValues(Type type, ArrayRef<int64_t> shape,
+                    ArrayRef<double> values) {
+    auto list = llvm::map_to_vector(
+        values, [&](double v) { return rounded(type, v); });
+    return constant(
+        DenseElementsAttr::get(RankedTensorType::get(shape, type), list));
+  }
+  /// `value` everywhere in `shape`, stored once (a splat).
+  Value splat(Type type, ArrayRef<int64_t> shape, double value) {
+    return constant(DenseElementsAttr::get(RankedTensorType::get(shape, type),
+                                           rounded(type, value)));
+  }
   Value cast(Value x, Type element) {
     if (!x || c.failed())
       return {};
@@ -93,15 +114,35 @@ struct Composer {
   }
 };
 
-/// Marks every op after `last` in `block` (all of them when null) but the
-/// constants to stay FP32 under mixed precision (mpc.amp_fp32), saying why:
-/// sampling coordinates, which lose their fraction in fp16.
-inline void keepFp32(NodeContext &c, Block *block, Operation *last,
-                     StringRef why) {
-  for (Operation *op = last ? last->getNextNode() : &block->front(); op;
-       op = op->getNextNode())
-    if (op->getName().getStringRef() != "mpc.constant")
-      op->setAttr("mpc.amp_fp32", c.b.getStringAttr(why));
+/// The ops an importer builds from its construction on, which `keep`
+/// marks (the constants aside) to stay FP32 under mixed precision
+/// (mpc.amp_fp32), saying why: sampling coordinates, which lose their
+/// fraction in fp16.
+class Fp32Region {
+public:
+  explicit Fp32Region(NodeContext &c)
+      : c(c), block(c.b.getInsertionBlock()),
+        last(block->empty() ? nullptr : &block->back()) {}
+  void keep(StringRef why) {
+    for (Operation *op = last ? last->getNextNode() : &block->front(); op;
+         op = op->getNextNode())
+      if (op->getName().getStringRef() != "mpc.constant")
+        op->setAttr("mpc.amp_fp32", c.b.getStringAttr(why));
+  }
+
+private:
+  NodeContext &c;
+  Block *block;
+  Operation *last;
+};
+
+/// An axis attribute `name` in [-rank, rank), made non-negative.
+inline FailureOr<int64_t> axisIn(NodeContext &c, StringRef name, int64_t axis,
+                                 int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return c.fail(name + " " + Twine(axis) + " is out of range for rank " +
+                  Twine(rank));
+  return axis < 0 ? axis + rank : axis;
 }
 
 } // namespace mlir::mpc::importer

@@ -75,8 +75,7 @@ LogicalResult importDeformConv(NodeContext &c) {
                   ArrayRef<int64_t>{offsetGroup * K, oH, oW})
     return c.fail("mask must be N x offset_group * kH * kW x oH x oW");
 
-  Block *block = c.b.getInsertionBlock();
-  Operation *last = block->empty() ? nullptr : &block->back();
+  Fp32Region fp32(c);
   Composer m{c};
   Type et = x.getElementType();
   auto scalar = [&](double v) { return m.scalar(et, v); };
@@ -91,17 +90,9 @@ LogicalResult importDeformConv(NodeContext &c) {
           cols.push_back(ow * strides[1] - pads[1] + j * dilations[1]);
         }
   auto positions = [&](ArrayRef<double> v) {
-    SmallVector<APFloat> values;
-    for (double d : v) {
-      APFloat f(d);
-      bool lost;
-      f.convert(llvm::cast<FloatType>(et).getFloatSemantics(),
-                APFloat::rmNearestTiesToEven, &lost);
-      values.push_back(f);
-    }
-    return m.constant(DenseElementsAttr::get(
-        RankedTensorType::get({1, 1, K, P}, et), values));
+    return m.floatValues(et, {1, 1, K, P}, v);
   };
+
   Value offsets = m.reshape(m.cast(c.input(2), et),
                             {0, offsetGroup, K, 2, P});
   Value y = bin("mpc.add", m.reshape(m.slice(offsets, 3, 0, 1),
@@ -157,7 +148,7 @@ LogicalResult importDeformConv(NodeContext &c) {
     }
   if (c.failed())
     return failure();
-  keepFp32(c, block, last, "deformable sampling (its coordinates)");
+  fp32.keep("deformable sampling (its coordinates)");
   // [N, G', C/G' * K... ] -> [N, group, C/group * K, P] (channel-major
   // within each tap row, as W's [M, C/group, kH, kW] flattens).
   int64_t perGroup = channels / group;

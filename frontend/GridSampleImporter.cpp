@@ -133,28 +133,17 @@ LogicalResult importAffineGrid(NodeContext &c) {
     base.append(coords.begin(), coords.end());
     base.push_back(1.0);
   }
-  const llvm::fltSemantics &sem = llvm::cast<FloatType>(et).getFloatSemantics();
-  SmallVector<APFloat> values;
-  for (double v : base) {
-    APFloat f(v);
-    bool lost;
-    f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
-    values.push_back(f);
-  }
-  Block *block = c.b.getInsertionBlock();
-  Operation *last = block->empty() ? nullptr : &block->back();
+  Fp32Region fp32(c);
   Composer m{c};
-  Value grid = m.op("mpc.matmul",
-                    {m.constant(DenseElementsAttr::get(
-                         RankedTensorType::get({points, k + 1}, et), values)),
-                     m.transpose(c.input(0), {0, 2, 1})});
+  Value grid = m.op("mpc.matmul", {m.floatValues(et, {points, k + 1}, base),
+                                   m.transpose(c.input(0), {0, 2, 1})});
   SmallVector<int64_t> shape{0};
   shape.append(dims.begin(), dims.end());
   shape.push_back(k);
   grid = m.reshape(grid, shape);
   if (c.failed())
     return failure();
-  keepFp32(c, block, last, "affine grid (sampling coordinates)");
+  fp32.keep("affine grid (sampling coordinates)");
   return c.setOutputs({grid});
 }
 
@@ -195,8 +184,7 @@ LogicalResult importGridSample(NodeContext &c) {
   if (!llvm::isa<FloatType>(et))
     return c.fail("X must be a float tensor");
 
-  Block *block = c.b.getInsertionBlock();
-  Operation *last = block->empty() ? nullptr : &block->back();
+  Fp32Region fp32(c);
   Composer m{c};
   Sampler s{m, et};
   int64_t channels = x.getDimSize(1), points = 1, pixels = 1;
@@ -305,7 +293,7 @@ LogicalResult importGridSample(NodeContext &c) {
   y = m.reshape(y, outShape);
   if (c.failed())
     return failure();
-  keepFp32(c, block, last, "grid sampling (its coordinates)");
+  fp32.keep("grid sampling (its coordinates)");
   return c.setOutputs({y});
 }
 

@@ -83,14 +83,6 @@ LogicalResult checkStaticPastBatch(NodeContext &c, RankedTensorType x,
   return success();
 }
 
-/// An axis attribute in [-rank, rank), made non-negative.
-FailureOr<int64_t> axisOf(NodeContext &c, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return c.fail("axis " + Twine(axis) + " is out of range for rank " +
-                  Twine(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 } // namespace
 
 LogicalResult importInstanceNorm(NodeContext &c) {
@@ -205,7 +197,7 @@ LogicalResult importLpNormalization(NodeContext &c) {
   if (p != 1 && p != 2)
     return c.fail("p must be 1 or 2, got " + Twine(p));
   auto x = typeOf(c.input(0));
-  auto axis = axisOf(c, c.getInt("axis", -1), x.getRank());
+  auto axis = axisIn(c, "axis", c.getInt("axis", -1), x.getRank());
   if (failed(axis))
     return failure();
   Composer m{c};
@@ -231,7 +223,7 @@ LogicalResult importMeanVarianceNorm(NodeContext &c) {
   SmallVector<int64_t> axes =
       c.getInts("axes").value_or(SmallVector<int64_t>{0, 2, 3});
   for (int64_t &a : axes) {
-    auto axis = axisOf(c, a, x.getRank());
+    auto axis = axisIn(c, "axis", a, x.getRank());
     if (failed(axis))
       return failure();
     a = *axis;

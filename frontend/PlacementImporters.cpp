@@ -35,14 +35,6 @@ FailureOr<SmallVector<int64_t>> windowAttr(NodeContext &c, StringRef name,
   return v;
 }
 
-APFloat floatOf(Type et, double v) {
-  APFloat f(v);
-  bool lost;
-  f.convert(llvm::cast<FloatType>(et).getFloatSemantics(),
-            APFloat::rmNearestTiesToEven, &lost);
-  return f;
-}
-
 } // namespace
 
 LogicalResult importCol2Im(NodeContext &c) {
@@ -122,9 +114,9 @@ LogicalResult importCol2Im(NodeContext &c) {
     // Filter [C * K, 1, b1..bk]: row c * K + j is 1 at tap j.
     SmallVector<int64_t> wShape{x.getDimSize(1), 1};
     wShape.append(block->begin(), block->end());
-    SmallVector<APFloat> w(x.getDimSize(1) * blockSize, floatOf(et, 0.0));
+    SmallVector<double> w(x.getDimSize(1) * blockSize, 0.0);
     for (int64_t r = 0; r < x.getDimSize(1); ++r)
-      w[r * blockSize + r % blockSize] = floatOf(et, 1.0);
+      w[r * blockSize + r % blockSize] = 1.0;
     SmallVector<int64_t> grid{0, x.getDimSize(1)}, outPad;
     grid.append(counts.begin(), counts.end());
     for (size_t i = 0; i < k; ++i) {
@@ -143,9 +135,7 @@ LogicalResult importCol2Im(NodeContext &c) {
       attrs.push_back(c.named("output_padding",
                               c.b.getDenseI64ArrayAttr(outPad)));
     y = m.op("mpc.conv_transpose",
-             {m.reshape(c.input(0), grid),
-              m.constant(DenseElementsAttr::get(
-                  RankedTensorType::get(wShape, et), w))},
+             {m.reshape(c.input(0), grid), m.floatValues(et, wShape, w)},
              attrs);
   }
   if (c.failed())
@@ -195,8 +185,7 @@ LogicalResult importMaxUnpool(NodeContext &c) {
   }
   Composer m{c};
   Type et = x.getElementType();
-  Value zeros = m.constant(DenseElementsAttr::get(
-      RankedTensorType::get({total}, et), floatOf(et, 0.0)));
+  Value zeros = m.splat(et, {total}, 0.0);
   Value y = m.op("mpc.scatter_elements",
                  {zeros, m.reshape(c.input(1), {-1}), m.reshape(c.input(0), {-1})},
                  {c.named("axis", c.b.getI64IntegerAttr(0))});

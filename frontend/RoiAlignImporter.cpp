@@ -61,8 +61,7 @@ LogicalResult importRoiAlign(NodeContext &c) {
   if (!llvm::isa<FloatType>(et))
     return c.fail("X must be a float tensor");
 
-  Block *block = c.b.getInsertionBlock();
-  Operation *last = block->empty() ? nullptr : &block->back();
+  Fp32Region fp32(c);
   Composer m{c};
   auto k = [&](double v) { return m.scalar(et, v); };
   auto bin = [&](StringRef op, Value a, Value b) { return m.bin(op, a, b); };
@@ -152,7 +151,7 @@ LogicalResult importRoiAlign(NodeContext &c) {
                   c.named("keepdims", c.b.getBoolAttr(false))});
   if (c.failed())
     return failure();
-  keepFp32(c, block, last, "roi sampling (its coordinates)");
+  fp32.keep("roi sampling (its coordinates)");
   return c.setOutputs({y});
 }
 

@@ -27,15 +27,6 @@ Value iota(Composer &m, int64_t n, int64_t axis, int64_t rank) {
   return m.i64s(values, shape);
 }
 
-/// An axis attribute in [-rank, rank), made non-negative.
-FailureOr<int64_t> axisOf(NodeContext &c, StringRef name, int64_t axis,
-                          int64_t rank) {
-  if (axis < -rank || axis >= rank)
-    return c.fail(name + " " + Twine(axis) + " is out of range for rank " +
-                  Twine(rank));
-  return axis < 0 ? axis + rank : axis;
-}
-
 } // namespace
 
 /// Shrink: x + bias below -lambd, x - bias above lambd, 0 between.
@@ -66,7 +57,7 @@ LogicalResult importHardmax(NodeContext &c) {
     return failure();
   auto x = typeOf(c.input(0));
   bool coerced = c.opset < 13;
-  auto axis = axisOf(c, "axis", c.getInt("axis", coerced ? 1 : -1),
+  auto axis = axisIn(c, "axis", c.getInt("axis", coerced ? 1 : -1),
                      std::max<int64_t>(x.getRank(), 1));
   if (failed(axis))
     return failure();
@@ -106,8 +97,8 @@ LogicalResult importReverseSequence(NodeContext &c) {
   int64_t rank = x.getRank();
   if (rank < 2)
     return c.fail("input must have rank >= 2, got " + Twine(rank));
-  auto batch = axisOf(c, "batch_axis", c.getInt("batch_axis", 1), rank);
-  auto time = axisOf(c, "time_axis", c.getInt("time_axis", 0), rank);
+  auto batch = axisIn(c, "batch_axis", c.getInt("batch_axis", 1), rank);
+  auto time = axisIn(c, "time_axis", c.getInt("time_axis", 0), rank);
   if (failed(batch) || failed(time))
     return failure();
   if (*batch == *time)
