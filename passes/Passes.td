@@ -122,6 +122,19 @@ def Window1dAs2d : Pass<"mpc-window1d-as-2d", "::mlir::ModuleOp"> {
   }];
 }
 
+def Pool3dAs2d : Pass<"mpc-pool3d-as-2d", "::mlir::ModuleOp"> {
+  let summary = "Run 3-D max and average pools as two 2-D ones";
+  let description = [{
+    A box window is separable, so a MaxPool or AveragePool over
+    [N, C, D, H, W] (static, no auto_pad) becomes a 2-D pool of X viewed
+    [N, C D, H, W] over (H, W), a 2-D pool of that viewed [N, C, D, H' W']
+    over D (width 1), and a view [N, C, D', H', W']: the same maxima, and
+    the same averages (the valid count of a box is the product of the
+    axes' counts); the CUDA backend's pooling kernels are 2-D. A max pool
+    whose indices are read is left as written.
+  }];
+}
+
 def SlicesToSplit : Pass<"mpc-slices-to-split", "::mlir::ModuleOp"> {
   let summary = "Rewrite slices that tile one axis of a tensor to one Split";
   let description = [{

@@ -160,6 +160,7 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o,
                       bool optimizes = false) {
   pm.addPass(createFuseDecomposed());
   pm.addPass(createWindow1dAs2d());
+  pm.addPass(createPool3dAs2d());
   pm.addPass(createSlicesToSplit());
   pm.addPass(createMergeSiblingLinears());
   pm.addPass(createStableLogs());

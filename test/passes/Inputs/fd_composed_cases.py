@@ -1,7 +1,7 @@
 """Finite-difference cases of the ops mpc imports as their ONNX definitions
 (frontend/NormImporters.cpp, SelectionImporters.cpp, GridSampleImporter.cpp,
 PlacementImporters.cpp, DeformConvImporter.cpp, RoiAlignImporter.cpp) and
-of 1-D pools (mpc-window1d-as-2d), for fd_check.py, whose helpers
+of 1-D and 3-D pools (mpc-window1d-as-2d, mpc-pool3d-as-2d), for fd_check.py, whose helpers
 composed_cases takes.
 """
 import numpy as np
@@ -138,4 +138,11 @@ def composed_cases(case, mk, n2, kinked, rng2):
                                   output_height=2, output_width=2,
                                   sampling_ratio=2)],
              n2(2, 2, 6, 7), extra=ROIS, opset=16),
+        # 3-D pools, run as two 2-D ones (mpc-pool3d-as-2d): padded average
+        # (the padding not counted), strided max.
+        case("avg_pool_3d", [mk("AveragePool", ["W"], ["Y"],
+                                kernel_shape=[2, 2, 3], pads=[1, 0, 1, 1, 1, 1],
+                                strides=[1, 2, 2])], n2(1, 2, 3, 4, 5)),
+        case("max_pool_3d", [mk("MaxPool", ["W"], ["Y"], kernel_shape=[2, 2, 2],
+                                strides=[2, 2, 2])], n2(1, 2, 4, 4, 4)),
     ]
