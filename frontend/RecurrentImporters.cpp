@@ -303,15 +303,12 @@ LogicalResult importCausalConvWithState(NodeContext &c) {
   }
   Value padded = c.input(0);
   if (k > 1) {
-    if (!past) // zeros of [batch, C, k - 1]: the input's first steps, times 0
-      past = m.bin("mpc.mul", m.slice(m.slice(c.input(0), 2, 0, 1), 2, 0, 1),
-                   m.scalar(et, 0.0));
-    if (!c.input(3))
+    if (!past) // zeros of [batch, C, k - 1] (the batch may be dynamic)
       past = m.op("mpc.expand",
-                  {past, m.concat({m.slice(m.op("mpc.shape", {c.input(0)}),
-                                           0, 0, 2),
-                                   m.i64s({k - 1})},
-                                  0)});
+                  {m.splat(et, {1, channels, k - 1}, 0.0),
+                   m.concat({m.slice(m.op("mpc.shape", {c.input(0)}), 0, 0, 2),
+                             m.i64s({k - 1})},
+                            0)});
     padded = m.concat({past, c.input(0)}, 2);
   }
   SmallVector<Value> operands{padded, c.input(1)};

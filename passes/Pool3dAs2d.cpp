@@ -90,6 +90,14 @@ bool rewrite(Operation *op) {
     return false;
   OpBuilder b(op);
   Location loc = op->getLoc();
+  // What the rewrite builds lands between `before` and `op`; a failure
+  // erases it, last first (each op's readers before it).
+  Operation *before = op->getPrevNode();
+  auto giveUp = [&] {
+    while (op->getPrevNode() != before)
+      op->getPrevNode()->erase();
+    return false;
+  };
   auto shape = x.getShape();
   int64_t N = shape[0], C = shape[1], D = shape[2];
   StringRef name = op->getName().getStringRef();
@@ -98,7 +106,7 @@ bool rewrite(Operation *op) {
                                          {N, C * D, shape[3], shape[4]})},
                                axesWindow(b, op, false));
   if (failed(planes))
-    return false;
+    return giveUp();
   auto hw = llvm::cast<RankedTensorType>((*planes)->getResult(0).getType());
   int64_t OH = hw.getDimSize(2), OW = hw.getDimSize(3);
   auto depth = createInferred(
@@ -106,15 +114,12 @@ bool rewrite(Operation *op) {
       {reshaped(b, loc, (*planes)->getResult(0), {N, C, D, OH * OW})},
       axesWindow(b, op, true));
   if (failed(depth))
-    return false;
+    return giveUp();
   auto d = llvm::cast<RankedTensorType>((*depth)->getResult(0).getType());
   Value y = reshaped(b, loc, (*depth)->getResult(0),
                      {N, C, d.getDimSize(2), OH, OW});
-  if (!y || y.getType() != op->getResult(0).getType()) {
-    (*depth)->erase();
-    (*planes)->erase();
-    return false;
-  }
+  if (!y || y.getType() != op->getResult(0).getType())
+    return giveUp();
   op->getResult(0).replaceAllUsesWith(y);
   op->erase();
   return true;
