@@ -114,7 +114,8 @@ def Window1dAs2d : Pass<"mpc-window1d-as-2d", "::mlir::ModuleOp"> {
     A Conv over [N, C, L] (Whisper's and wav2vec2's Conv1d) becomes an
     Unsqueeze of X and W at axis 2, a Conv over [N, C, 1, L] with a window
     of height 1 (kernel_shape, strides, dilations 1 and pads 0 on it), and
-    a Squeeze; a MaxPool or AveragePool over [N, C, L] (AvgPool1d,
+    a Squeeze; a ConvTranspose over [N, C, L] (HiFi-GAN's upsampling) the
+    same, output_padding 0 in height; a MaxPool or AveragePool over [N, C, L] (AvgPool1d,
     MaxPool1d, LpPool's sums) the same with X alone, each result squeezed
     (a max pool's flat indices are the same numbers). The same products,
     the same memory; the CUDA backend's window kernels and cuDNN's are
@@ -132,6 +133,23 @@ def Pool3dAs2d : Pass<"mpc-pool3d-as-2d", "::mlir::ModuleOp"> {
     the same averages (the valid count of a box is the product of the
     axes' counts); the CUDA backend's pooling kernels are 2-D. A max pool
     whose indices are read is left as written.
+  }];
+}
+
+def Conv3dAs2d : Pass<"mpc-conv3d-as-2d", "::mlir::ModuleOp"> {
+  let summary = "Run 3-D convolutions and transposed convolutions as 2-D ones";
+  let description = [{
+    A Conv over [N, C, D, H, W] (static shapes, channels first) becomes a
+    2-D one over (H, W) whose channels carry the depth taps: X viewed
+    [N, D, C, H, W], padded in depth, its kd strided depth slices stacked
+    into columns [N OD, C kd, H, W], convolved by W viewed
+    [M, C/g kd, kh, kw] (the 3-D products in the 3-D order), the result
+    viewed back. A ConvTranspose becomes the 2-D one of X viewed
+    [N D, C, H, W] by W viewed [C, M/g kd, kh, kw], whose kd taps per input
+    depth are placed along the output depth: a reshape where they tile it
+    (kernel == stride), else spread by the stride, shifted and summed; the
+    depth pads crop, output_padding appends. The CUDA backend's
+    convolutions are 2-D.
   }];
 }
 

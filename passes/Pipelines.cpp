@@ -161,6 +161,7 @@ void addForwardPasses(OpPassManager &pm, const PrecisionOptions<Derived> &o,
   pm.addPass(createFuseDecomposed());
   pm.addPass(createWindow1dAs2d());
   pm.addPass(createPool3dAs2d());
+  pm.addPass(createConv3dAs2d());
   pm.addPass(createSlicesToSplit());
   pm.addPass(createMergeSiblingLinears());
   pm.addPass(createStableLogs());

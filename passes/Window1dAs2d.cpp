@@ -1,10 +1,13 @@
 //===- Window1dAs2d.cpp - 1-D convolutions and pools as 2-D ones ----------===//
 //
 // Audio and sequence models convolve and pool sequences (Whisper's and
-// wav2vec2's feature encoders: Conv1d; AvgPool1d, MaxPool1d, LpPool1d),
-// and the CUDA backend's window kernels, cuDNN's included, are 2-D. A 1-D
+// wav2vec2's feature encoders: Conv1d; AvgPool1d, MaxPool1d, LpPool1d;
+// HiFi-GAN's and Encodec's upsampling decoders: ConvTranspose1d), and the
+// CUDA backend's window kernels, cuDNN's included, are 2-D. A 1-D
 // convolution of X [N, C, L] by W [M, C/g, k] is the 2-D one of
-// X [N, C, 1, L] by W [M, C/g, 1, k] with a window of height 1, and a 1-D
+// X [N, C, 1, L] by W [M, C/g, 1, k] with a window of height 1 (a
+// transposed one's W [C, M/g, k] likewise, output_padding 0 in height),
+// and a 1-D
 // pool the 2-D one of X [N, C, 1, L]: the same products or comparisons in
 // the same order, the same memory, and a max pool's flat indices the same
 // numbers (row h = 0 of each plane). The views are Unsqueezes and
@@ -56,7 +59,7 @@ bool rewrite(Operation *op, unsigned viewed) {
     if (!w || w.getRank() != 3)
       return false;
   }
-  for (StringRef name : {"kernel_shape", "strides", "dilations"})
+  for (StringRef name : {"kernel_shape", "strides", "dilations", "output_padding"})
     if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(name); a && a.size() != 1)
       return false;
   if (auto p = op->getAttrOfType<DenseI64ArrayAttr>("pads"); p && p.size() != 2)
@@ -79,13 +82,15 @@ bool rewrite(Operation *op, unsigned viewed) {
   SmallVector<NamedAttribute> attrs;
   for (NamedAttribute a : op->getAttrs()) {
     StringRef n = a.getName().getValue();
-    if (n == "kernel_shape" || n == "strides" || n == "dilations" || n == "pads")
+    if (n == "kernel_shape" || n == "strides" || n == "dilations" ||
+        n == "pads" || n == "output_padding")
       continue;
     attrs.push_back(a);
   }
   for (auto [name, first, pads] :
        {std::tuple{"kernel_shape", 1, false}, std::tuple{"strides", 1, false},
-        std::tuple{"dilations", 1, false}, std::tuple{"pads", 0, true}})
+        std::tuple{"dilations", 1, false}, std::tuple{"pads", 0, true},
+        std::tuple{"output_padding", 0, false}})
     if (auto a = heightOne(b, op, name, first, pads))
       attrs.push_back(*a);
   auto planar = createInferred(b, loc, op->getName().getStringRef(), operands, attrs);
@@ -106,7 +111,7 @@ struct Window1dAs2d : public mpc::impl::Window1dAs2dBase<Window1dAs2d> {
   void runOnOperation() override {
     SmallVector<std::pair<Operation *, unsigned>> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<ConvOp>(op))
+      if (isa<ConvOp, ConvTransposeOp>(op))
         ops.push_back({op, 2});
       else if (isa<MaxPoolOp, AveragePoolOp>(op))
         ops.push_back({op, 1});

@@ -25,6 +25,16 @@ func.func @grouped(%x: tensor<1x4x10xf32>, %w: tensor<6x2x3xf32>) -> tensor<1x6x
   return %y : tensor<1x6x10xf32>
 }
 
+// ConvTranspose1d (HiFi-GAN's upsampling): W [C, M/g, k] gains the
+// height too; output_padding 0 in height.
+// CHECK-LABEL: func.func @upsample
+// CHECK: %[[Y:.*]] = mpc.conv_transpose %{{.*}}, %{{.*}}, %arg2 {group = 2 : i64, kernel_shape = array<i64: 1, 4>, output_padding = array<i64: 0, 1>, pads = array<i64: 0, 1, 0, 1>, strides = array<i64: 1, 2>} : (tensor<2x8x1x10xf32>, tensor<8x3x1x4xf32>, tensor<6xf32>) -> tensor<2x6x1x21xf32>
+// CHECK: mpc.squeeze %[[Y]] {axes = array<i64: 2>} : (tensor<2x6x1x21xf32>) -> tensor<2x6x21xf32>
+func.func @upsample(%x: tensor<2x8x10xf32>, %w: tensor<8x3x4xf32>, %b: tensor<6xf32>) -> tensor<2x6x21xf32> {
+  %y = mpc.conv_transpose %x, %w, %b {group = 2 : i64, kernel_shape = array<i64: 4>, output_padding = array<i64: 1>, pads = array<i64: 1, 1>, strides = array<i64: 2>} : (tensor<2x8x10xf32>, tensor<8x3x4xf32>, tensor<6xf32>) -> tensor<2x6x21xf32>
+  return %y : tensor<2x6x21xf32>
+}
+
 // Left as written: 2-D convolutions.
 // CHECK-LABEL: func.func @two_d
 // CHECK-NOT: mpc.unsqueeze

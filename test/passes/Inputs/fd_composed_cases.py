@@ -145,4 +145,15 @@ def composed_cases(case, mk, n2, kinked, rng2):
                                 strides=[1, 2, 2])], n2(1, 2, 3, 4, 5)),
         case("max_pool_3d", [mk("MaxPool", ["W"], ["Y"], kernel_shape=[2, 2, 2],
                                 strides=[2, 2, 2])], n2(1, 2, 4, 4, 4)),
+        # 1-D transposed convolutions, run as 2-D ones of height 1
+        # (mpc-window1d-as-2d): the input's and the filters' gradients,
+        # grouped, strided, padded, with output_padding (onnxruntime's
+        # ConvTranspose is float only: float32 differences).
+        case("conv_transpose_1d_x", [mk("ConvTranspose", ["W", "K", "Bk"], ["Y"],
+                                        strides=[2], pads=[1, 0], group=2,
+                                        output_padding=[1])], n2(2, 4, 5),
+             extra={"K": n2(4, 3, 3), "Bk": n2(6)}, fd32=True),
+        case("conv_transpose_1d_w", [mk("ConvTranspose", ["X", "W"], ["Y"],
+                                        strides=[3], pads=[1, 1])], n2(3, 2, 4),
+             x=n2(2, 3, 5), fd32=True),
     ]
