@@ -241,6 +241,8 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   autodiff.params = o.trainParams;
   pm.addPass(createAutodiff(autodiff));
   pm.addPass(createDropoutSteps());
+  if (o.recomputeColumns)
+    pm.addPass(createRecomputeColumns());
   if (o.isLow())
     pm.addPass(createMasterWeights());
   if (o.dataParallel) {

@@ -77,6 +77,12 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("none | static:S | dynamic[:init=65536,growth=2,"
                      "backoff=0.5,interval=2000,min=1,max=16777216] "
                      "(default: dynamic for fp16, none otherwise)")};
+  Option<bool> recomputeColumns{
+      *this, "recompute-columns",
+      llvm::cl::desc("Rebuild copied convolution columns (3-D convolutions' "
+                     "depth taps) before their filter gradients instead of "
+                     "holding them from the forward (mpc-recompute-columns)"),
+      llvm::cl::init(true)};
   Option<bool> finiteCheck{
       *this, "finite-check",
       llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "

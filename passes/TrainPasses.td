@@ -217,6 +217,28 @@ def HalfWeightsInOptimizer : Pass<"mpc-half-weights-in-optimizer", "::mlir::Modu
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def RecomputeColumns : Pass<"mpc-recompute-columns", "::mlir::ModuleOp"> {
+  let summary = "Rebuild copied convolution columns before the filter gradient";
+  let description = [{
+    In a train step, a conv_grad_weight whose X is computed by data
+    movement alone (reshape, transpose, slice, pad, concat, unsqueeze,
+    squeeze, flatten, cast; at most 64 ops) from one value smaller than it
+    that the step holds there anyway (an argument, or a value read there or
+    later, as a ReLU's result) - the depth taps mpc-conv3d-as-2d stacks -
+    reads a copy of that chain rebuilt just before it, so the forward's
+    copy is not held from the forward to the backward. The same ops on the
+    same values: the same numbers. A step rebuilds only where the columns
+    it holds add up to more than `ratio` times the largest rebuild's own
+    copies (a deep 3-D network; a shallow one's backward peak would rise).
+  }];
+  let options = [
+    Option<"ratio", "ratio", "double", /*default=*/"2.0",
+           "Rebuild where the held columns exceed this many times the "
+           "largest rebuild's copies">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def DropoutSteps : Pass<"mpc-dropout-steps", "::mlir::ModuleOp"> {
   let summary = "A train step's dropouts draw new masks each step";
   let description = [{

@@ -42,7 +42,7 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                       "parameters and checkpoints keep ONNX's layout "
                       "(default nchw)"),
              cl::init("nchw"), cl::sub(sub)) {
-  if (training)
+  if (training) {
     lossScale = std::make_unique<cl::opt<std::string>>(
         "loss-scale",
         cl::desc("none | static:S | dynamic[:init=65536,growth=2,backoff=0.5,"
@@ -55,6 +55,15 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "regular expression; the others stay fixed (gradients "
                  "still flow through them)"),
         cl::value_desc("regex"), cl::sub(sub));
+    recomputeColumns = std::make_unique<cl::opt<bool>>(
+        "recompute-columns",
+        cl::desc("Rebuild the columns a 3-D convolution reads (its depth "
+                 "taps, kd copies of its input) before its filter gradient "
+                 "instead of holding them from the forward: activation "
+                 "memory near a native 3-D convolution's, for one more copy "
+                 "a layer (default on; =false holds them)"),
+        cl::init(true), cl::sub(sub));
+  }
 }
 
 template <typename Derived>
@@ -78,6 +87,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
   applyShared(*this, o);
   if (lossScale)
     o.lossScale = lossScale->getValue();
+  if (recomputeColumns)
+    o.recomputeColumns = recomputeColumns->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
 }

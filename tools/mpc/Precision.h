@@ -25,6 +25,7 @@ struct PrecisionFlags {
   llvm::cl::opt<std::string> layout;
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
+  std::unique_ptr<llvm::cl::opt<bool>> recomputeColumns;
 
   bool isLow() const { return precision != "fp32"; }
   /// Checks the flag values; false with a one-line `error`.

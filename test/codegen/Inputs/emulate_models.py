@@ -7,7 +7,7 @@ CPU backend (largest difference relative to the output's magnitude).
 
 usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC[:OPTIMIZER[:FLAG=V..]]...
 
-FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout nhwc),
+FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout=nhwc),
 except `scale=S`: the train step's loss scale at step 1 (65536 without;
 a tiny one flushes gradients to zero, so the underflow counts compare).
 """
@@ -42,7 +42,8 @@ for spec in specs:
     train = ["--train", "--optimizer", opt[0], "--lr", "0.01"] if opt else []
     subprocess.run([os.path.join(tools, "mpc"), "compile", path, "-o", art,
                     "--precision", prec, "--batch", "4", "--no-nvcc"] + train +
-                   flags, check=True, stdout=subprocess.DEVNULL)
+                   [f"{k}={v}" for k, v in zip(flags[::2], flags[1::2])],
+                   check=True, stdout=subprocess.DEVNULL)
     if opt:  # data, loss-scale and optimizer state at step 1
         os.makedirs(art + "-in", exist_ok=True)
         args = subprocess.run(

@@ -12,7 +12,15 @@ r -> ConvTranspose 3x3x3 stride 2 (3, padded, output_padding 1): taps
 both concatenated (9 channels) -> Conv 2x1x1 dilated 2 in depth (5)
   -> GlobalAveragePool -> Flatten -> Gemm [5, 10] = scores.
 
-usage: make_volumetric.py OUT_DIR
+With --deep: video_deep.onnx, ten 3x3x3 convolutions with Tanh (3 -> 32,
+four 32 -> 32, 32 -> 64 with stride 2, four 64 -> 64) over clips [2, 3,
+8, 16, 16], GlobalAveragePool and a Gemm (He-initialized), and video_deep.x.npy and
+.labels.npy: a network deep enough that rebuilding its columns for the
+filter gradients (mpc-recompute-columns) pays. (Tanh, not ReLU: ten layers
+of ReLU over fp16 flip a few units between two summation orders, and the
+emulated step is compared with the CPU backend's within two ulps.)
+
+usage: make_volumetric.py OUT_DIR [--deep]
 """
 import os
 import sys
@@ -27,6 +35,32 @@ N = helper.make_node
 SHAPES = {"W1": (6, 2, 3, 3, 3), "B1": (6,), "W2": (8, 3, 3, 3, 3), "B2": (8,),
           "T1": (8, 6, 2, 2, 2), "TB1": (6,), "T2": (8, 3, 3, 3, 3),
           "W3": (5, 9, 2, 1, 1), "G": (5, 10), "GB": (10,)}
+if "--deep" in sys.argv:
+    chans = [(32, 3, 1)] + [(32, 32, 1)] * 4 + [(64, 32, 2)] + [(64, 64, 1)] * 4
+    inits, nodes, x = [], [], "x"
+    for i, (m, c, s) in enumerate(chans):
+        inits.append(numpy_helper.from_array(
+            (np.sqrt(2.0 / (27 * c)) * rng.standard_normal((m, c, 3, 3, 3))).astype(np.float32),
+            f"W{i}"))
+        nodes += [N("Conv", [x, f"W{i}"], [f"c{i}"], pads=[1] * 6, strides=[s] * 3),
+                  N("Tanh", [f"c{i}"], [f"r{i}"])]
+        x = f"r{i}"
+    inits.append(numpy_helper.from_array(
+        (0.1 * rng.standard_normal((64, 10))).astype(np.float32), "G"))
+    nodes += [N("GlobalAveragePool", [x], ["g"]), N("Flatten", ["g"], ["f"]),
+              N("Gemm", ["f", "G"], ["scores"]),
+              N("SoftmaxCrossEntropyLoss", ["scores", "labels"], ["loss"])]
+    graph = helper.make_graph(
+        nodes, "video_deep",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 16, 16]),
+         helper.make_tensor_value_info("labels", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              os.path.join(out, "video_deep.onnx"))
+    np.save(os.path.join(out, "video_deep.x.npy"),
+            rng.standard_normal((2, 3, 8, 16, 16)).astype(np.float32))
+    np.save(os.path.join(out, "video_deep.labels.npy"), np.array([3, 7], np.int64))
+    sys.exit(0)
 params = {k: (0.4 * rng.standard_normal(s)).astype(np.float32)
           for k, s in SHAPES.items()}
 nodes = [
