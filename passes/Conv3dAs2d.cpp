@@ -4,12 +4,14 @@
 // (D, H, W), and the CUDA backend's convolutions (cuDNN's and mpc's
 // implicit GEMMs) are 2-D. A 3-D convolution is a 2-D one over (H, W)
 // whose channels carry the depth taps (the depth part of im2col): X
-// [N, C, D, H, W] viewed [N, D, C, H, W], padded in depth, its kd
-// depth-shifted slices stacked as [N, OD, C, kd, H, W], that is columns
-// [N OD, C kd, H, W], convolved by W [M, C/g, kd, kh, kw] viewed
-// [M, C/g kd, kh, kw] (a copy-free view: the products are the 3-D ones,
-// over (c, kz, ky, kx) in the 3-D order, one GEMM on tensor cores), and
-// the result [N OD, M, OH, OW] viewed back [N, M, OD, OH, OW].
+// [N, C, D, H, W] viewed [N, D, C, H, W], padded in depth, one gather of
+// its rows (od s + kz dl) as [N, OD, kd, C, H, W], that is columns
+// [N OD, kd C, H, W], convolved by W [M, C, kd, kh, kw] with its taps
+// moved before its channels, [M, kd C, kh, kw] (the 3-D products, one
+// GEMM on tensor cores), and the result [N OD, M, OH, OW] viewed back
+// [N, M, OD, OH, OW]. A grouped one keeps each group's channels together:
+// kd strided depth slices stacked as [N, OD, C, kd, H, W] and W viewed
+// [M, C/g kd, kh, kw].
 //
 // A transposed convolution is the 2-D one of X viewed [N D, C, H, W] by W
 // viewed [C, M/g kd, kh, kw], each input depth's kd output taps as
@@ -209,16 +211,36 @@ bool convAs2d(ConvOp op) {
   Build B(op);
   Value v = B.pad(B.transpose(op.getX(), {0, 2, 1, 3, 4}), 1, win.p0[0],
                   win.p1[0]);
-  SmallVector<Value> taps; // [N, OD, C, 1, H, W] each
-  for (int64_t kz = 0; kz < kd; ++kz)
-    taps.push_back(B.unsqueeze(
-        B.slice(v, 1, kz * dl, kz * dl + (OD - 1) * s + 1, s), 3));
-  Value cols = kd == 1 ? taps[0]
-                       : B.make(ConcatOp::getOperationName(), taps,
-                                {B.b.getNamedAttr("axis", B.b.getI64IntegerAttr(3))});
-  SmallVector<Value> operands = {
-      B.reshape(cols, {N * OD, C * kd, H, W}),
-      B.reshape(op.getW(), {M, ws[1] * kd, ws[3], ws[4]})};
+  SmallVector<Value> operands;
+  if (op.getGroup() == 1 && kd > 1) {
+    // One gather of every (output depth, tap) row: columns [N OD, kd C,
+    // H, W] tap-major, W's taps moved before its channels to match (a
+    // small copy); one kd-sized copy where slices and their concat are two.
+    SmallVector<int64_t> rows;
+    for (int64_t od = 0; od < OD; ++od)
+      for (int64_t kz = 0; kz < kd; ++kz)
+        rows.push_back(od * s + kz * dl);
+    Value at = B.b.create<ConstantOp>(
+        B.loc, DenseElementsAttr::get(
+                   RankedTensorType::get({OD, kd}, B.b.getI64Type()),
+                   ArrayRef<int64_t>(rows)));
+    Value cols = B.make(GatherOp::getOperationName(), {v, at},
+                        {B.b.getNamedAttr("axis", B.b.getI64IntegerAttr(1))});
+    operands = {B.reshape(cols, {N * OD, kd * C, H, W}),
+                B.reshape(B.transpose(op.getW(), {0, 2, 1, 3, 4}),
+                          {M, kd * C, ws[3], ws[4]})};
+  } else {
+    // Grouped: each group's channels together, its taps after them.
+    SmallVector<Value> taps; // [N, OD, C, 1, H, W] each
+    for (int64_t kz = 0; kz < kd; ++kz)
+      taps.push_back(B.unsqueeze(
+          B.slice(v, 1, kz * dl, kz * dl + (OD - 1) * s + 1, s), 3));
+    Value cols = kd == 1 ? taps[0]
+                         : B.make(ConcatOp::getOperationName(), taps,
+                                  {B.b.getNamedAttr("axis", B.b.getI64IntegerAttr(3))});
+    operands = {B.reshape(cols, {N * OD, C * kd, H, W}),
+                B.reshape(op.getW(), {M, ws[1] * kd, ws[3], ws[4]})};
+  }
   if (op.getBias())
     operands.push_back(op.getBias());
   SmallVector<NamedAttribute> attrs = otherAttrs(op, B.b);

@@ -141,10 +141,11 @@ def Conv3dAs2d : Pass<"mpc-conv3d-as-2d", "::mlir::ModuleOp"> {
   let description = [{
     A Conv over [N, C, D, H, W] (static shapes, channels first) becomes a
     2-D one over (H, W) whose channels carry the depth taps: X viewed
-    [N, D, C, H, W], padded in depth, its kd strided depth slices stacked
-    into columns [N OD, C kd, H, W], convolved by W viewed
-    [M, C/g kd, kh, kw] (the 3-D products in the 3-D order), the result
-    viewed back. A ConvTranspose becomes the 2-D one of X viewed
+    [N, D, C, H, W], padded in depth, one gather of its rows into columns
+    [N OD, kd C, H, W], convolved by W with its taps moved before its
+    channels, [M, kd C, kh, kw], the result viewed back; a grouped one
+    stacks kd strided depth slices as [N OD, C kd, H, W] (each group's
+    channels together) for W viewed [M, C/g kd, kh, kw]. A ConvTranspose becomes the 2-D one of X viewed
     [N D, C, H, W] by W viewed [C, M/g kd, kh, kw], whose kd taps per input
     depth are placed along the output depth: a reshape where they tile it
     (kernel == stride), else spread by the stride, shifted and summed; the

@@ -2,7 +2,7 @@
 //
 // A filter gradient reads what its forward convolution read. Where that is
 // a tensor copied out of one smaller one -- the depth taps of
-// mpc-conv3d-as-2d, kd strided slices of X stacked as channels -- keeping
+// mpc-conv3d-as-2d, kd depth-shifted rows of X stacked as channels -- keeping
 // it from the forward holds kd copies of X across the whole forward and
 // backward, the largest saved activations of a 3-D network. Copies are
 // cheap next to the convolution's products: this pass rebuilds them right
@@ -11,7 +11,7 @@
 // the same values: every backend computes the same numbers.
 //
 // Only chains of data movement (reshape, transpose, slice, pad, concat,
-// unsqueeze, squeeze, flatten, cast), at most 64 ops in a train step, from
+// unsqueeze, squeeze, flatten, cast, gather at constant indices), at most 64 ops in a train step, from
 // a single value smaller than their result that the step holds at the
 // gradient anyway (an argument, or a value read there or later: a ReLU's
 // result, which its gradient reads), so nothing lives longer than before;
@@ -38,6 +38,8 @@ using namespace mlir::mpc;
 namespace {
 
 bool movesData(Operation *op) {
+  if (auto g = dyn_cast<GatherOp>(op)) // rows at constant indices
+    return isa_and_nonnull<ConstantOp>(g.getIndices().getDefiningOp());
   return isa<ReshapeOp, TransposeOp, SliceOp, PadOp, ConcatOp, UnsqueezeOp,
              SqueezeOp, FlattenOp, CastOp>(op);
 }

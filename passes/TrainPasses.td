@@ -222,7 +222,7 @@ def RecomputeColumns : Pass<"mpc-recompute-columns", "::mlir::ModuleOp"> {
   let description = [{
     In a train step, a conv_grad_weight whose X is computed by data
     movement alone (reshape, transpose, slice, pad, concat, unsqueeze,
-    squeeze, flatten, cast; at most 64 ops) from one value smaller than it
+    squeeze, flatten, cast, gather at constant indices; at most 64 ops) from one value smaller than it
     that the step holds there anyway (an argument, or a value read there or
     later, as a ReLU's result) - the depth taps mpc-conv3d-as-2d stacks -
     reads a copy of that chain rebuilt just before it, so the forward's

@@ -3,6 +3,7 @@
 
 // Conv3d 3x3x3, 2 groups, stride 2, padded: X viewed [N, D, C, H, W],
 // padded in depth, three strided depth slices stacked after the channels
+// (each group's channels together)
 // ([N, OD, C, 3, H, W] = columns [N OD, C 3, H, W]), one 2-D conv over
 // (H, W) by W viewed [M, C/g 3, kh, kw] with the bias, viewed back.
 // CHECK-LABEL: func.func @conv3d
@@ -25,11 +26,18 @@ func.func @conv3d(%x: tensor<2x4x6x8x8xf32>, %w: tensor<6x2x3x3x3xf32>, %b: tens
   return %y : tensor<2x6x3x4x4xf32>
 }
 
-// auto_pad SAME_UPPER resolves to explicit pads per axis (depth: 1 total,
-// after; H: 2 total, 1 each side).
+// Ungrouped, auto_pad SAME_UPPER (resolved to explicit pads per axis:
+// depth 1 total, after; H 2 total, 1 each side): one gather of the padded
+// depth rows (od + kz) as [N, OD, kd, C, H, W], tap-major columns, and W's
+// taps moved before its channels to match.
 // CHECK-LABEL: func.func @same_upper
-// CHECK: mpc.pad %{{.*}} {pads = array<i64: 0, 0, 0, 0, 0, 0, 1, 0, 0, 0>}
-// CHECK: mpc.conv {{.*}} {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 1>, pads = array<i64: 1, 0, 1, 0>, strides = array<i64: 1, 1>} : (tensor<4x4x5x6xf32>, tensor<3x4x3x1xf32>) -> tensor<4x3x5x6xf32>
+// CHECK: %[[P:.*]] = mpc.pad %{{.*}} {pads = array<i64: 0, 0, 0, 0, 0, 0, 1, 0, 0, 0>}
+// CHECK: %[[AT:.*]] = mpc.constant dense<{{\[\[0, 1\], \[1, 2\], \[2, 3\], \[3, 4\]\]}}> : tensor<4x2xi64>
+// CHECK: %[[G:.*]] = mpc.gather %[[P]], %[[AT]] {axis = 1 : i64} : (tensor<1x5x2x5x6xf32>, tensor<4x2xi64>) -> tensor<1x4x2x2x5x6xf32>
+// CHECK: %[[COLS:.*]] = mpc.reshape %[[G]], {{.*}} -> tensor<4x4x5x6xf32>
+// CHECK: %[[WT:.*]] = mpc.transpose %arg1 {perm = array<i64: 0, 2, 1, 3, 4>} : (tensor<3x2x2x3x1xf32>) -> tensor<3x2x2x3x1xf32>
+// CHECK: %[[W2:.*]] = mpc.reshape %[[WT]], {{.*}} -> tensor<3x4x3x1xf32>
+// CHECK: mpc.conv %[[COLS]], %[[W2]] {dilations = array<i64: 1, 1>, kernel_shape = array<i64: 3, 1>, pads = array<i64: 1, 0, 1, 0>, strides = array<i64: 1, 1>} : (tensor<4x4x5x6xf32>, tensor<3x4x3x1xf32>) -> tensor<4x3x5x6xf32>
 func.func @same_upper(%x: tensor<1x2x4x5x6xf32>, %w: tensor<3x2x2x3x1xf32>) -> tensor<1x3x4x5x6xf32> {
   %y = mpc.conv %x, %w {auto_pad = "SAME_UPPER", kernel_shape = array<i64: 2, 3, 1>} : (tensor<1x2x4x5x6xf32>, tensor<3x2x2x3x1xf32>) -> tensor<1x3x4x5x6xf32>
   return %y : tensor<1x3x4x5x6xf32>
