@@ -176,15 +176,13 @@ struct Build {
   }
 };
 
-/// The attributes of `op` but its window's (and `drop`).
-SmallVector<NamedAttribute> otherAttrs(Operation *op, OpBuilder &b,
-                                       ArrayRef<StringRef> drop = {}) {
+/// The attributes of `op` but its window's.
+SmallVector<NamedAttribute> otherAttrs(Operation *op) {
   SmallVector<NamedAttribute> attrs;
   for (NamedAttribute a : op->getAttrs()) {
     StringRef n = a.getName().getValue();
     if (n != "kernel_shape" && n != "strides" && n != "dilations" &&
-        n != "pads" && n != "auto_pad" && n != "output_padding" &&
-        !llvm::is_contained(drop, n))
+        n != "pads" && n != "auto_pad" && n != "output_padding")
       attrs.push_back(a);
   }
   return attrs;
@@ -243,7 +241,7 @@ bool convAs2d(ConvOp op) {
   }
   if (op.getBias())
     operands.push_back(op.getBias());
-  SmallVector<NamedAttribute> attrs = otherAttrs(op, B.b);
+  SmallVector<NamedAttribute> attrs = otherAttrs(op);
   attrs.append(win.planar(B.b));
   Value y = B.make(ConvOp::getOperationName(), operands, attrs);
   if (!B.ok)
@@ -291,7 +289,7 @@ bool convTransposeAs2d(ConvTransposeOp op) {
                {column, i64Constant(B.b, B.loc, {M, kd})}),
         {M * kd}));
   }
-  SmallVector<NamedAttribute> attrs = otherAttrs(op, B.b);
+  SmallVector<NamedAttribute> attrs = otherAttrs(op);
   attrs.append(win.planar(B.b));
   attrs.push_back(B.b.getNamedAttr("output_padding",
                                    B.b.getDenseI64ArrayAttr({extra[1], extra[2]})));

@@ -26,6 +26,7 @@
 #include "codegen/PlanBuilder.h"
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/TensorBytes.h"
 #include "runtime/Executor.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -64,16 +65,6 @@ bool evaluable(Operation *op) {
     return true;
   return isa<TriluOp, OneHotOp, ArgMaxOp, ArgMinOp, ReduceMaxOp, ReduceMinOp>(
       op);
-}
-
-/// Bytes of a static tensor of a plan type, or none.
-std::optional<uint64_t> bytesOf(Value v) {
-  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  std::optional<::mpc::rt::DType> dtype =
-      t ? dtypeOf(t.getElementType()) : std::nullopt;
-  if (!dtype || !t.hasStaticShape() || t.getEncoding())
-    return std::nullopt;
-  return (uint64_t)t.getNumElements() * ::mpc::rt::dtypeSize(*dtype);
 }
 
 struct Folder {

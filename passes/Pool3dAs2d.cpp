@@ -59,16 +59,6 @@ SmallVector<NamedAttribute> axesWindow(OpBuilder &b, Operation *op,
   return attrs;
 }
 
-Value reshaped(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape) {
-  auto target = b.create<ConstantOp>(
-      loc, DenseElementsAttr::get(
-               RankedTensorType::get({(int64_t)shape.size()}, b.getI64Type()),
-               shape));
-  auto made = createInferred(b, loc, ReshapeOp::getOperationName(),
-                             {v, target.getResult()}, {});
-  return succeeded(made) ? (*made)->getResult(0) : Value();
-}
-
 bool rewrite(Operation *op) {
   auto x = llvm::dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto last = op->getAttrOfType<BoolAttr>("channels_last");
@@ -102,7 +92,7 @@ bool rewrite(Operation *op) {
   int64_t N = shape[0], C = shape[1], D = shape[2];
   StringRef name = op->getName().getStringRef();
   auto planes = createInferred(b, loc, name,
-                               {reshaped(b, loc, op->getOperand(0),
+                               {reshapeTo(b, loc, op->getOperand(0),
                                          {N, C * D, shape[3], shape[4]})},
                                axesWindow(b, op, false));
   if (failed(planes))
@@ -111,12 +101,12 @@ bool rewrite(Operation *op) {
   int64_t OH = hw.getDimSize(2), OW = hw.getDimSize(3);
   auto depth = createInferred(
       b, loc, name,
-      {reshaped(b, loc, (*planes)->getResult(0), {N, C, D, OH * OW})},
+      {reshapeTo(b, loc, (*planes)->getResult(0), {N, C, D, OH * OW})},
       axesWindow(b, op, true));
   if (failed(depth))
     return giveUp();
   auto d = llvm::cast<RankedTensorType>((*depth)->getResult(0).getType());
-  Value y = reshaped(b, loc, (*depth)->getResult(0),
+  Value y = reshapeTo(b, loc, (*depth)->getResult(0),
                      {N, C, d.getDimSize(2), OH, OW});
   if (!y || y.getType() != op->getResult(0).getType())
     return giveUp();

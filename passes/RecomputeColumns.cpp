@@ -23,6 +23,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/TensorBytes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -42,14 +43,6 @@ bool movesData(Operation *op) {
     return isa_and_nonnull<ConstantOp>(g.getIndices().getDefiningOp());
   return isa<ReshapeOp, TransposeOp, SliceOp, PadOp, ConcatOp, UnsqueezeOp,
              SqueezeOp, FlattenOp, CastOp>(op);
-}
-
-int64_t bytesOf(Value v) {
-  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape())
-    return -1;
-  return t.getNumElements() *
-         std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
 }
 
 /// The data-movement ops computing `v` (in program order) from one value
@@ -97,7 +90,7 @@ int64_t transientBytes(ArrayRef<Operation *> ops) {
   int64_t bytes = 0;
   for (Operation *op : ops)
     if (!isa<ReshapeOp, UnsqueezeOp, SqueezeOp, FlattenOp>(op))
-      bytes += std::max<int64_t>(0, bytesOf(op->getResult(0)));
+      bytes += (int64_t)bytesOf(op->getResult(0)).value_or(0);
   return bytes;
 }
 
@@ -107,7 +100,7 @@ struct Candidate {
 };
 
 struct RecomputeColumns
-    : public mpc::impl::RecomputeColumnsBase<RecomputeColumns> {
+    : public mlir::mpc::impl::RecomputeColumnsBase<RecomputeColumns> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -124,11 +117,11 @@ struct RecomputeColumns
         if (!cols.getDefiningOp() || !chainOf(cols, c.ops, root) ||
             cols.getDefiningOp()->getBlock() != g->getBlock())
           return;
-        int64_t whole = bytesOf(cols), part = bytesOf(root);
-        if (whole < 0 || part < 0 || part >= whole || !liveAt(root, g))
+        std::optional<uint64_t> whole = bytesOf(cols), part = bytesOf(root);
+        if (!whole || !part || *part >= *whole || !liveAt(root, g))
           return;
         if (counted.insert(cols).second)
-          held += whole;
+          held += (int64_t)*whole;
         transient = std::max(transient, transientBytes(c.ops));
         found.push_back(std::move(c));
       });
