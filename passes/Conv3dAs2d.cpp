@@ -53,9 +53,11 @@ struct Window3d {
       return a ? a.asArrayRef()[i] : dflt;
     };
     for (StringRef name : {"kernel_shape", "strides", "dilations"})
-      if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(name); a && a.size() != 3)
+      if (auto a = op->getAttrOfType<DenseI64ArrayAttr>(name);
+          a && a.size() != 3)
         return false;
-    if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("pads"); a && a.size() != 6)
+    if (auto a = op->getAttrOfType<DenseI64ArrayAttr>("pads");
+        a && a.size() != 6)
       return false;
     auto autoPad = op->getAttrOfType<StringAttr>("auto_pad");
     StringRef mode = autoPad ? autoPad.getValue() : "NOTSET";
@@ -84,11 +86,12 @@ struct Window3d {
 
   /// The 2-D window over (H, W) as attributes.
   SmallVector<NamedAttribute> planar(OpBuilder &b) const {
-    return {b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr({k[1], k[2]})),
-            b.getNamedAttr("strides", b.getDenseI64ArrayAttr({s[1], s[2]})),
-            b.getNamedAttr("dilations", b.getDenseI64ArrayAttr({dl[1], dl[2]})),
-            b.getNamedAttr("pads", b.getDenseI64ArrayAttr(
-                                       {p0[1], p0[2], p1[1], p1[2]}))};
+    return {
+        b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr({k[1], k[2]})),
+        b.getNamedAttr("strides", b.getDenseI64ArrayAttr({s[1], s[2]})),
+        b.getNamedAttr("dilations", b.getDenseI64ArrayAttr({dl[1], dl[2]})),
+        b.getNamedAttr("pads",
+                       b.getDenseI64ArrayAttr({p0[1], p0[2], p1[1], p1[2]}))};
   }
 };
 
@@ -170,7 +173,8 @@ struct Build {
     pads[t.getRank() + axis] = after;
     auto scalar = RankedTensorType::get({}, t.getElementType());
     Value zero = b.create<ConstantOp>(
-        loc, DenseElementsAttr::get(scalar, b.getFloatAttr(t.getElementType(), 0.0)));
+        loc, DenseElementsAttr::get(scalar,
+                                    b.getFloatAttr(t.getElementType(), 0.0)));
     return make(PadOp::getOperationName(), {v, zero},
                 {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(pads))});
   }
@@ -207,8 +211,8 @@ bool convAs2d(ConvOp op) {
     return false;
   int64_t OD = span / s + 1;
   Build B(op);
-  Value v = B.pad(B.transpose(op.getX(), {0, 2, 1, 3, 4}), 1, win.p0[0],
-                  win.p1[0]);
+  Value v =
+      B.pad(B.transpose(op.getX(), {0, 2, 1, 3, 4}), 1, win.p0[0], win.p1[0]);
   SmallVector<Value> operands;
   if (op.getGroup() == 1 && kd > 1) {
     // One gather of every (output depth, tap) row: columns [N OD, kd C,
@@ -233,9 +237,10 @@ bool convAs2d(ConvOp op) {
     for (int64_t kz = 0; kz < kd; ++kz)
       taps.push_back(B.unsqueeze(
           B.slice(v, 1, kz * dl, kz * dl + (OD - 1) * s + 1, s), 3));
-    Value cols = kd == 1 ? taps[0]
-                         : B.make(ConcatOp::getOperationName(), taps,
-                                  {B.b.getNamedAttr("axis", B.b.getI64IntegerAttr(3))});
+    Value cols =
+        kd == 1 ? taps[0]
+                : B.make(ConcatOp::getOperationName(), taps,
+                         {B.b.getNamedAttr("axis", B.b.getI64IntegerAttr(3))});
     operands = {B.reshape(cols, {N * OD, C * kd, H, W}),
                 B.reshape(op.getW(), {M, ws[1] * kd, ws[3], ws[4]})};
   }
@@ -284,15 +289,15 @@ bool convTransposeAs2d(ConvTransposeOp op) {
       B.reshape(op.getW(), {C, ws[1] * kd, ws[3], ws[4]})};
   if (biasInside) {
     Value column = B.reshape(op.getBias(), {M, 1});
-    operands.push_back(B.reshape(
-        B.make(ExpandOp::getOperationName(),
-               {column, i64Constant(B.b, B.loc, {M, kd})}),
-        {M * kd}));
+    operands.push_back(
+        B.reshape(B.make(ExpandOp::getOperationName(),
+                         {column, i64Constant(B.b, B.loc, {M, kd})}),
+                  {M * kd}));
   }
   SmallVector<NamedAttribute> attrs = otherAttrs(op);
   attrs.append(win.planar(B.b));
-  attrs.push_back(B.b.getNamedAttr("output_padding",
-                                   B.b.getDenseI64ArrayAttr({extra[1], extra[2]})));
+  attrs.push_back(B.b.getNamedAttr(
+      "output_padding", B.b.getDenseI64ArrayAttr({extra[1], extra[2]})));
   Value z = B.make(ConvTransposeOp::getOperationName(), operands, attrs);
   if (!B.ok)
     return B.giveUp();

@@ -2,22 +2,23 @@
 //
 // A filter gradient reads what its forward convolution read. Where that is
 // a tensor copied out of one smaller one -- the depth taps of
-// mpc-conv3d-as-2d, kd depth-shifted rows of X stacked as channels -- keeping
-// it from the forward holds kd copies of X across the whole forward and
-// backward, the largest saved activations of a 3-D network. Copies are
-// cheap next to the convolution's products: this pass rebuilds them right
-// before the filter gradient from the value they were copied from, so the
-// forward's copy dies after the forward convolution. The rebuilt ops are the same ops on
-// the same values: every backend computes the same numbers.
+// mpc-conv3d-as-2d, kd depth-shifted rows of X stacked as channels --
+// keeping it from the forward holds kd copies of X across the whole
+// forward and backward, the largest saved activations of a 3-D network.
+// Copies are cheap next to the convolution's products: this pass rebuilds
+// them right before the filter gradient from the value they were copied
+// from, so the forward's copy dies after the forward convolution. The
+// rebuilt ops are the same ops on the same values: every backend computes
+// the same numbers.
 //
 // Only chains of data movement (reshape, transpose, slice, pad, concat,
-// unsqueeze, squeeze, flatten, cast, gather at constant indices), at most 64 ops in a train step, from
-// a single value smaller than their result that the step holds at the
-// gradient anyway (an argument, or a value read there or later: a ReLU's
-// result, which its gradient reads), so nothing lives longer than before;
-// the cost is the copies made twice, and for a moment each rebuild's own
-// copies: a step rebuilds its columns only where those it holds add up to
-// more than twice the largest rebuild.
+// unsqueeze, squeeze, flatten, cast, gather at constant indices), at most
+// 64 ops in a train step, from a single value smaller than their result
+// that the step holds at the gradient anyway (an argument, or a value read
+// there or later: a ReLU's result, which its gradient reads), so nothing
+// lives longer than before. The cost is the copies made twice, and for a
+// moment each rebuild's own copies: a step rebuilds its columns only where
+// those it holds add up to more than `ratio` (2) times the largest rebuild.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,7 +71,8 @@ bool chainOf(Value v, SmallVectorImpl<Operation *> &ops, Value &root) {
     for (Value operand : def->getOperands())
       work.push_back(operand);
   }
-  llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  llvm::sort(ops,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return root && !ops.empty();
 }
 
@@ -127,8 +129,8 @@ struct RecomputeColumns
       });
       // The rebuilds free what the step held from the forward, each for a
       // moment of its own copies: worth it where the columns held add up
-      // to more than `ratio` (2) times the largest rebuild (a deep 3-D network, not a
-      // shallow one, whose backward peak the rebuild would raise).
+      // to more than `ratio` (2) times the largest rebuild (a deep 3-D network,
+      // not a shallow one, whose backward peak the rebuild would raise).
       if ((double)held <= ratio * (double)transient)
         return;
       for (Candidate &c : found) {
