@@ -25,6 +25,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/RewriteBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -95,91 +96,6 @@ struct Window3d {
   }
 };
 
-/// Builds ops before `op`, each result's type inferred; the first failure
-/// makes every later value null, and `giveUp` erases what was built.
-struct Build {
-  OpBuilder b;
-  Location loc;
-  Operation *op, *before;
-  bool ok = true;
-
-  explicit Build(Operation *op)
-      : b(op), loc(op->getLoc()), op(op), before(op->getPrevNode()) {}
-
-  bool giveUp() {
-    while (op->getPrevNode() != before) // readers first
-      op->getPrevNode()->erase();
-    return false;
-  }
-
-  Value make(StringRef name, ValueRange operands,
-             ArrayRef<NamedAttribute> attrs = {}) {
-    if (!ok || llvm::any_of(operands, [](Value v) { return !v; }))
-      return fail();
-    auto made = createInferred(b, loc, name, operands, attrs);
-    return succeeded(made) ? (*made)->getResult(0) : fail();
-  }
-  Value fail() {
-    ok = false;
-    return {};
-  }
-
-  Value reshape(Value v, ArrayRef<int64_t> shape) {
-    return ok && v ? reshapeTo(b, loc, v, shape) : fail();
-  }
-  Value transpose(Value v, ArrayRef<int64_t> perm) {
-    return make(TransposeOp::getOperationName(), {v},
-                {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
-  }
-  Value unsqueeze(Value v, int64_t axis) {
-    return make(UnsqueezeOp::getOperationName(), {v},
-                {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({axis}))});
-  }
-  Value add(Value x, Value y) {
-    return x ? make(AddOp::getOperationName(), {x, y}) : y;
-  }
-  static int64_t dim(Value v, int64_t axis) {
-    return llvm::cast<RankedTensorType>(v.getType()).getDimSize(axis);
-  }
-
-  /// v[start : end : step] along `axis` (v itself when that is all of it).
-  Value slice(Value v, int64_t axis, int64_t start, int64_t end,
-              int64_t step = 1) {
-    if (!ok || !v)
-      return fail();
-    if (start == 0 && end == dim(v, axis) && step == 1)
-      return v;
-    return make(SliceOp::getOperationName(),
-                {v, i64Constant(b, loc, {start}), i64Constant(b, loc, {end}),
-                 i64Constant(b, loc, {axis}), i64Constant(b, loc, {step})},
-                {b.getNamedAttr("operandSegmentSizes",
-                                b.getDenseI32ArrayAttr({1, 1, 1, 1, 1}))});
-  }
-
-  /// `v` with `before` and `after` zeros along `axis`; a negative count
-  /// crops instead.
-  Value pad(Value v, int64_t axis, int64_t before, int64_t after) {
-    if (!ok || !v)
-      return fail();
-    v = slice(v, axis, std::max<int64_t>(0, -before),
-              dim(v, axis) - std::max<int64_t>(0, -after));
-    before = std::max<int64_t>(0, before);
-    after = std::max<int64_t>(0, after);
-    if (!v || (before == 0 && after == 0))
-      return v;
-    auto t = llvm::cast<RankedTensorType>(v.getType());
-    SmallVector<int64_t> pads(2 * t.getRank(), 0);
-    pads[axis] = before;
-    pads[t.getRank() + axis] = after;
-    auto scalar = RankedTensorType::get({}, t.getElementType());
-    Value zero = b.create<ConstantOp>(
-        loc, DenseElementsAttr::get(scalar,
-                                    b.getFloatAttr(t.getElementType(), 0.0)));
-    return make(PadOp::getOperationName(), {v, zero},
-                {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(pads))});
-  }
-};
-
 /// The attributes of `op` but its window's.
 SmallVector<NamedAttribute> otherAttrs(Operation *op) {
   SmallVector<NamedAttribute> attrs;
@@ -210,7 +126,7 @@ bool convAs2d(ConvOp op) {
   if (span < 0)
     return false;
   int64_t OD = span / s + 1;
-  Build B(op);
+  RewriteBuilder B(op);
   Value v =
       B.pad(B.transpose(op.getX(), {0, 2, 1, 3, 4}), 1, win.p0[0], win.p1[0]);
   SmallVector<Value> operands;
@@ -232,7 +148,8 @@ bool convAs2d(ConvOp op) {
                 B.reshape(B.transpose(op.getW(), {0, 2, 1, 3, 4}),
                           {M, kd * C, ws[3], ws[4]})};
   } else {
-    // Grouped: each group's channels together, its taps after them.
+    // Grouped (each group's channels together, its taps after them), or
+    // one tap: the taps stacked after the channels.
     SmallVector<Value> taps; // [N, OD, C, 1, H, W] each
     for (int64_t kz = 0; kz < kd; ++kz)
       taps.push_back(B.unsqueeze(
@@ -251,13 +168,9 @@ bool convAs2d(ConvOp op) {
   Value y = B.make(ConvOp::getOperationName(), operands, attrs);
   if (!B.ok)
     return B.giveUp();
-  int64_t OH = Build::dim(y, 2), OW = Build::dim(y, 3);
-  y = B.transpose(B.reshape(y, {N, OD, M, OH, OW}), {0, 2, 1, 3, 4});
-  if (!B.ok || y.getType() != op.getType())
-    return B.giveUp();
-  op.getResult().replaceAllUsesWith(y);
-  op->erase();
-  return true;
+  int64_t OH = RewriteBuilder::dim(y, 2), OW = RewriteBuilder::dim(y, 3);
+  return B.replace(
+      B.transpose(B.reshape(y, {N, OD, M, OH, OW}), {0, 2, 1, 3, 4}));
 }
 
 bool convTransposeAs2d(ConvTransposeOp op) {
@@ -283,7 +196,7 @@ bool convTransposeAs2d(ConvTransposeOp op) {
   // when no output depth is cropped or padded.
   bool tiled = kd == s && (kd == 1 || dl == 1);
   bool biasInside = op.getBias() && tiled && p0 == 0 && after == 0;
-  Build B(op);
+  RewriteBuilder B(op);
   SmallVector<Value> operands = {
       B.reshape(B.transpose(op.getX(), {0, 2, 1, 3, 4}), {N * D, C, H, W}),
       B.reshape(op.getW(), {C, ws[1] * kd, ws[3], ws[4]})};
@@ -301,7 +214,8 @@ bool convTransposeAs2d(ConvTransposeOp op) {
   Value z = B.make(ConvTransposeOp::getOperationName(), operands, attrs);
   if (!B.ok)
     return B.giveUp();
-  int64_t OH = Build::dim(z, 2), OW = Build::dim(z, 3), P = OH * OW;
+  int64_t OH = RewriteBuilder::dim(z, 2), OW = RewriteBuilder::dim(z, 3),
+          P = OH * OW;
   Value y;
   if (tiled) {
     y = B.transpose(B.reshape(z, {N, D, M, kd, P}), {0, 2, 1, 3, 4});
@@ -321,11 +235,7 @@ bool convTransposeAs2d(ConvTransposeOp op) {
   y = B.reshape(B.pad(y, 2, -p0, after), {N, M, OD, OH, OW});
   if (op.getBias() && !biasInside)
     y = B.add(y, B.reshape(op.getBias(), {1, M, 1, 1, 1}));
-  if (!B.ok || y.getType() != op.getType())
-    return B.giveUp();
-  op.getResult().replaceAllUsesWith(y);
-  op->erase();
-  return true;
+  return B.replace(y);
 }
 
 struct Conv3dAs2d : public mpc::impl::Conv3dAs2dBase<Conv3dAs2d> {

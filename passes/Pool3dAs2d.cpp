@@ -17,6 +17,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/RewriteBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -78,41 +79,23 @@ bool rewrite(Operation *op) {
     return false;
   if (isa<MaxPoolOp>(op) && !op->getResult(1).use_empty())
     return false;
-  OpBuilder b(op);
-  Location loc = op->getLoc();
-  // What the rewrite builds lands between `before` and `op`; a failure
-  // erases it, last first (each op's readers before it).
-  Operation *before = op->getPrevNode();
-  auto giveUp = [&] {
-    while (op->getPrevNode() != before)
-      op->getPrevNode()->erase();
-    return false;
-  };
+  RewriteBuilder B(op);
   auto shape = x.getShape();
   int64_t N = shape[0], C = shape[1], D = shape[2];
   StringRef name = op->getName().getStringRef();
-  auto planes = createInferred(b, loc, name,
-                               {reshapeTo(b, loc, op->getOperand(0),
-                                         {N, C * D, shape[3], shape[4]})},
-                               axesWindow(b, op, false));
-  if (failed(planes))
-    return giveUp();
-  auto hw = llvm::cast<RankedTensorType>((*planes)->getResult(0).getType());
-  int64_t OH = hw.getDimSize(2), OW = hw.getDimSize(3);
-  auto depth = createInferred(
-      b, loc, name,
-      {reshapeTo(b, loc, (*planes)->getResult(0), {N, C, D, OH * OW})},
-      axesWindow(b, op, true));
-  if (failed(depth))
-    return giveUp();
-  auto d = llvm::cast<RankedTensorType>((*depth)->getResult(0).getType());
-  Value y = reshapeTo(b, loc, (*depth)->getResult(0),
-                     {N, C, d.getDimSize(2), OH, OW});
-  if (!y || y.getType() != op->getResult(0).getType())
-    return giveUp();
-  op->getResult(0).replaceAllUsesWith(y);
-  op->erase();
-  return true;
+  Value planes = B.make(
+      name, {B.reshape(op->getOperand(0), {N, C * D, shape[3], shape[4]})},
+      axesWindow(B.b, op, false));
+  if (!B.ok)
+    return B.giveUp();
+  int64_t OH = RewriteBuilder::dim(planes, 2),
+          OW = RewriteBuilder::dim(planes, 3);
+  Value depth = B.make(name, {B.reshape(planes, {N, C, D, OH * OW})},
+                       axesWindow(B.b, op, true));
+  if (!B.ok)
+    return B.giveUp();
+  return B.replace(
+      B.reshape(depth, {N, C, RewriteBuilder::dim(depth, 2), OH, OW}));
 }
 
 struct Pool3dAs2d : public mpc::impl::Pool3dAs2dBase<Pool3dAs2d> {
