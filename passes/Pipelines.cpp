@@ -8,9 +8,13 @@
 
 #include "passes/Pipelines.h"
 
+#include <cmath>
+
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
+
+#include <cmath>
 
 namespace mlir::mpc {
 
@@ -113,6 +117,10 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
   }
   if (!(o.bucketMb > 0)) {
     error = "--bucket-mb must be positive";
+    return false;
+  }
+  if (!(o.clipGradNorm >= 0) || !std::isfinite(o.clipGradNorm)) {
+    error = "--clip-grad-norm must be a positive number (0: no clipping)";
     return false;
   }
   if (!o.adamBetas.empty() &&
@@ -221,6 +229,8 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
     opt.beta2 = o.adamBetas[1];
   }
   pm.addPass(createOptimizer(opt));
+  if (o.clipGradNorm > 0)
+    pm.addPass(createClipGradNorm(ClipGradNormOptions{o.clipGradNorm}));
   if (o.unscaleInOptimizer)
     pm.addPass(createUnscaleInOptimizer());
   if (o.halfWeightsInOptimizer && o.isLow())
@@ -263,6 +273,8 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   }
   if (StringRef(o.optimizer).lower() != "none")
     addOptimizerPasses(pm, o);
+  else if (o.clipGradNorm > 0) // gradients only: returned clipped
+    pm.addPass(createClipGradNorm(ClipGradNormOptions{o.clipGradNorm}));
   if (o.foldConstants)
     pm.addPass(createFoldConstants()); // what gradient rules built on them
 }

@@ -83,6 +83,11 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
                      "depth taps) before their filter gradients instead of "
                      "holding them from the forward (mpc-recompute-columns)"),
       llvm::cl::init(true)};
+  Option<double> clipGradNorm{
+      *this, "clip-grad-norm",
+      llvm::cl::desc("Clip the gradients' global L2 norm to this before the "
+                     "updates (mpc-clip-grad-norm; 0: off)"),
+      llvm::cl::init(0.0)};
   Option<bool> finiteCheck{
       *this, "finite-check",
       llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "

@@ -158,6 +158,37 @@ def Optimizer : Pass<"mpc-optimizer", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def ClipGradNorm : Pass<"mpc-clip-grad-norm", "::mlir::ModuleOp"> {
+  let summary = "Clip the gradients' global L2 norm (clip_grad_norm_)";
+  let description = [{
+    torch.nn.utils.clip_grad_norm_ after GradScaler.unscale_: in a train
+    step, the L2 norm of each returned gradient (FP32), the L2 norm of
+    those norms, and every gradient times min(max-norm / (norm + 1e-6), 1),
+    in the gradient's type. After mpc-optimizer: the updates read the
+    clipped gradients and the step returns them as computed; a step
+    without updates (mpc grad) returns them clipped. The norm before
+    clipping is the output `mpc.grad_norm`.
+
+    Before:
+    ```mlir
+    %nw = mpc.sub %w, (mpc.mul %lr, %g)
+    return ..., %g, ..., %nw   // %g: {mpc.gradient = @w}
+    ```
+    After:
+    ```mlir
+    %n = mpc.reduce_l2 %g {keepdims = false}
+    %c = mpc.min (mpc.div %max, (mpc.add %n, %eps)), %one
+    %nw = mpc.sub %w, (mpc.mul %lr, (mpc.mul %g, %c))
+    return ..., %g, ..., %nw, %n   // %n: {mpc.output = "mpc.grad_norm"}
+    ```
+  }];
+  let options = [
+    Option<"maxNorm", "max-norm", "double", /*default=*/"1.0",
+           "The largest global L2 norm the gradients keep">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def UnscaleInOptimizer : Pass<"mpc-unscale-in-optimizer", "::mlir::ModuleOp"> {
   let summary = "Updates unscale their gradients as they read them";
   let description = [{

@@ -61,12 +61,20 @@ void readUnscaled(UnscaleGradsOp unscale) {
                                       unscale.getScale());
   unscale.getFoundInf().replaceAllUsesWith(check.getFoundInf());
   for (auto [g, u] : llvm::zip(unscale.getGrads(), unscale.getUnscaled())) {
-    if (Operation *first = firstReader(u)) {
-      b.setInsertionPoint(first);
+    auto unscaled = [&, g = g, u = u](Operation *before) {
+      b.setInsertionPoint(before);
       Value wide = g;
       if (g.getType() != u.getType())
         wide = b.create<CastOp>(loc, u.getType(), g);
-      Value read = b.create<MulOp>(loc, u.getType(), wide, check.getInvScale());
+      return b.create<MulOp>(loc, u.getType(), wide, check.getInvScale());
+    };
+    // mpc-clip-grad-norm's norm reads its own product, so that it folds
+    // into the reduction's kernel (a value read twice would be stored).
+    for (OpOperand &use : llvm::make_early_inc_range(u.getUses()))
+      if (isa<ReduceL2Op>(use.getOwner()))
+        use.set(unscaled(use.getOwner()));
+    if (Operation *first = firstReader(u)) {
+      Value read = unscaled(first);
       u.replaceUsesWithIf(read, [](OpOperand &use) {
         return !isa<func::ReturnOp>(use.getOwner());
       });

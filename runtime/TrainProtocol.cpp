@@ -16,6 +16,8 @@ TrainProtocol::TrainProtocol(const Plan &plan) {
     const std::string &name = plan.outputs[i].name;
     if (name == "mpc.found_inf")
       foundInf = (int)i;
+    else if (name == "mpc.grad_norm")
+      gradNorm = (int)i;
     else if (startsWith(name, "mpc.new.") &&
              valueOfName(plan, name.substr(8)) >= 0)
       weights.emplace_back(i, name.substr(8));

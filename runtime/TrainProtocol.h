@@ -29,6 +29,7 @@ struct TrainProtocol {
   std::vector<std::pair<size_t, std::string>> weights, weightCopies,
       optimizerState, scaleState;
   int foundInf = -1; // output index, or -1
+  int gradNorm = -1; // mpc.grad_norm (--clip-grad-norm), or -1
 
   bool isTrainStep() const { return !weights.empty(); }
   /// Feeds a finished step's outputs back into the session's inputs:

@@ -104,6 +104,11 @@ std::string format(const char *fmt, ...) {
 std::string metricsLine(const StepRecord &r, bool distributed) {
   std::string loss = std::isfinite(r.loss) ? format("%.9g", r.loss) : "null";
   std::string time = format(", \"step_ms\": %.3f", r.ms);
+  if (r.gradNorm)
+    time = (std::isfinite(*r.gradNorm)
+                ? format(", \"grad_norm\": %.9g", *r.gradNorm)
+                : std::string(", \"grad_norm\": null")) +
+           time;
   if (distributed)
     time += format(", \"comm_ms\": %.3f", r.commMs);
   return format("{\"step\": %lld, \"loss\": %s, \"loss_scale\": %.9g, "
@@ -214,6 +219,8 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
   std::vector<size_t> everyStep = {(size_t)lossOutput_};
   if (protocol_.foundInf >= 0)
     everyStep.push_back((size_t)protocol_.foundInf);
+  if (protocol_.gradNorm >= 0)
+    everyStep.push_back((size_t)protocol_.gradNorm);
   for (const auto &[index, name] : protocol_.scaleState)
     everyStep.push_back((size_t)index);
   session_.readAfterEveryRun(everyStep);
@@ -297,6 +304,12 @@ bool Trainer::runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
     }
   r.step = s + 1;
   r.loss = loss.getFloat(0);
+  if (protocol_.gradNorm >= 0) {
+    Tensor norm;
+    if (!session_.output(protocol_.gradNorm, norm, error))
+      return false;
+    r.gradNorm = norm.getFloat(0);
+  }
   r.skipped = r.overflow > 0 || flagged;
   r.lossScale = scale_;
   if (algorithm_) {

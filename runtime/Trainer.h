@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +88,8 @@ struct StepRecord {
   int64_t underflow, overflow;
   double ms; // wall time of the step (inputs in, kernels, scalars out)
   double commMs = 0; // of which in collectives (data-parallel ranks)
+  /// The gradients' global norm before clipping (--clip-grad-norm).
+  std::optional<float> gradNorm;
 };
 
 class Trainer {

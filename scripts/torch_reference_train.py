@@ -8,6 +8,8 @@ and prints one JSON object per step ({"step", "loss"}), the format of
 usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr R
        [--optimizer sgd|momentum|nesterov|adam|adamw|adagrad]
        [--momentum M] [--weight-decay W] [--adam-betas B1,B2]
+       [--clip-grad-norm MAX]   (clip_grad_norm_; each line gets its
+                                 "grad_norm", the norm before clipping)
 """
 import argparse
 import json
@@ -33,6 +35,7 @@ ap.add_argument("--optimizer", default="sgd")
 ap.add_argument("--momentum", type=float, default=0.9)
 ap.add_argument("--weight-decay", type=float, default=0.0)
 ap.add_argument("--adam-betas", default="0.9,0.999")
+ap.add_argument("--clip-grad-norm", type=float, default=0.0)
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -63,5 +66,9 @@ for step in range(a.steps):
     opt.zero_grad()
     loss, _ = net(xb, yb)
     loss.backward()
+    line = {"step": step + 1, "loss": float(loss)}
+    if a.clip_grad_norm > 0:
+        line["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(
+            net.parameters(), a.clip_grad_norm))
     opt.step()
-    print(json.dumps({"step": step + 1, "loss": float(loss)}))
+    print(json.dumps(line))

@@ -161,6 +161,12 @@ fi
 # mpc.attention kernel. Its output is named logits so run.sh's table reads
 # its difference.
 seq=${ATTN_SEQ:-1024} heads=${ATTN_HEADS:-12}
+# VARIANTS=0 leaves out the short attention's alternative forms (other dQ
+# forms, 64-row blocks, sm_89 builds, dropout, bf16 at head size 128), so
+# that the attention alone (MODELS=none GEMM=0 GAN=0 ROWS=0) travels: 33
+# MiB against 79.
+variants=${VARIANTS:-1}
+some() { [[ $variants != 0 ]] && echo "$@"; true; }
 echo "$seq" > "$work/attention-seq.txt"
 echo "$heads" > "$work/attention-heads.txt"
 if [[ ${ATTENTION:-1} != 0 ]]; then
@@ -270,7 +276,7 @@ inputs.make(work, "attention_d256_train.target.npy", 7, "normal:0.001",
 PY
 # (kernels=auto: no GEMM or convolution, so `--gemm mpc` would run the
 # same kernels again.)
-for m in attention attention_dropout; do
+for m in attention $(some attention_dropout); do
   art=art/${m//_/-}-fp16-train
   "$mpc" compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
   (cd "$work" && "$mpc" train "models/${m}_train.onnx" --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics "expected/$m-fp16-train.jsonl" > /dev/null)
@@ -280,15 +286,17 @@ done
 # partial sums) beside auto's choice at this size (at 1024 tokens and 12
 # heads, query blocks that recompute the scores): run.sh times both; the
 # same CPU losses check each.
+if [[ $variants != 0 ]]; then
 art=art/attention-fp16-train-accumulate
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq accumulate | tail -1
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_accumulate-fp16-train.jsonl"
 echo "attention_accumulate fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+fi
 # dQ by atomic adds into one FP32 dQ (--attention-dq atomic, as
 # FlashAttention-2's default): five products a tile, no partial sums;
 # with dropout too, where only the key blocks draw the mask (the
 # recomputing query blocks draw it again).
-for m in attention attention_dropout; do
+for m in attention $(some attention_dropout); do
   art=art/${m//_/-}-fp16-train-atomic
   "$mpc" compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq atomic | tail -1
   cp "$work/expected/$m-fp16-train.jsonl" "$work/expected/${m}_atomic-fp16-train.jsonl"
@@ -298,22 +306,26 @@ done
 # each with half the work) beside the default 128: at 1024 tokens and 12
 # heads the 128-row forward has 192 blocks for an H200's 264 slots, and
 # the step waits on its longest block (bench/attention_schedule.py).
+if [[ $variants != 0 ]]; then
 art=art/attention-fp16-train-rows64
 "$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_rows64-fp16-train.jsonl"
 echo "attention_rows64 fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
+fi
 # Head size 128 in fp16 and bf16 and head size 64 in bf16, beside SDPA at
 # the same shapes (issue 14's target: head sizes 64 and 128, fp16 and
 # bf16).
-for spec in "attention_d128 fp16 attention_d128_train --loss-scale static:256" \
-            "attention_d128 bf16 attention_d128_train" \
-            "attention bf16 attention_train"; do
+specs=("attention_d128 fp16 attention_d128_train --loss-scale static:256"
+       "attention bf16 attention_train")
+[[ $variants != 0 ]] && specs+=("attention_d128 bf16 attention_d128_train")
+for spec in "${specs[@]}"; do
   read -r m prec model scale <<< "$spec"
   art=art/${m//_/-}-$prec-train
   "$mpc" compile "$work/models/$model.onnx" -o "$work/$art" --train --precision "$prec" --optimizer sgd --lr 0.01 $scale --batch 2 --arch "$arch" --weights seed:0 | tail -1
   (cd "$work" && "$mpc" train "models/$model.onnx" --data "target=inputs/$model.target.npy" --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision "$prec" $scale --weights seed:0 --metrics "expected/$m-$prec-train.jsonl" > /dev/null)
   echo "$m $prec $art steps=3 kernels=auto target=inputs/$model.target.npy" >> "$work/train-manifest.txt"
 done
+if [[ $variants != 0 ]]; then
 # Head size 128 as mpc builds it where an SM has 100 KiB (compiled for
 # sm_89 too; the GPU runs the code of its own architecture): the forward's
 # 16 query rows a warp holding Q in registers, the backward's dK and dV in
@@ -339,6 +351,7 @@ for dq in atomic recompute; do
   cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_$dq-fp16-train.jsonl"
   echo "attention_d128_$dq fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
 done
+fi
 # Head size 40 (Stable Diffusion's), which FlashAttention-2 computes on 64
 # and mpc on 48 (a multiple of 8, not 16: zero past each row).
 art=art/attention-d40-fp16-train
@@ -360,10 +373,12 @@ echo "attention_d256 fp16 $art steps=3 kernels=auto target=inputs/attention_d256
 # And as built for sm_89 too (SMs of 100 KiB): the backward's compact
 # tiles (16 queries, 16 keys, lse and D in registers; 99 KiB a block)
 # beside the default's 32-row tiles (135 KiB).
+if [[ $variants != 0 ]]; then
 art=art/attention-d256-fp16-train-sm89
 "$mpc" compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
 cp "$work/expected/attention_d256-fp16-train.jsonl" "$work/expected/attention_d256_sm89-fp16-train.jsonl"
 echo "attention_d256_sm89 fp16 $art steps=3 kernels=auto target=inputs/attention_d256_train.target.npy" >> "$work/train-manifest.txt"
+fi
 fi
 # Causal attention at ATTN_LONG tokens (default 4096; 0: none), the top of
 # issue 14's 1k-4k range, where the CPU backend would take minutes a step:

@@ -63,6 +63,13 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "memory near a native 3-D convolution's, for one more copy "
                  "a layer (default on; =false holds them)"),
         cl::init(true), cl::sub(sub));
+    clipGradNorm = std::make_unique<cl::opt<double>>(
+        "clip-grad-norm",
+        cl::desc("Clip the gradients' global L2 norm to MAX before each "
+                 "update, as torch.nn.utils.clip_grad_norm_ after "
+                 "GradScaler.unscale_ (the norm before clipping is the step "
+                 "output mpc.grad_norm; 0: no clipping, default)"),
+        cl::value_desc("MAX"), cl::init(0.0), cl::sub(sub));
   }
 }
 
@@ -89,6 +96,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.lossScale = lossScale->getValue();
   if (recomputeColumns)
     o.recomputeColumns = recomputeColumns->getValue();
+  if (clipGradNorm)
+    o.clipGradNorm = clipGradNorm->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
 }

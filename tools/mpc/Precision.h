@@ -26,6 +26,7 @@ struct PrecisionFlags {
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
   std::unique_ptr<llvm::cl::opt<bool>> recomputeColumns;
+  std::unique_ptr<llvm::cl::opt<double>> clipGradNorm;
 
   bool isLow() const { return precision != "fp32"; }
   /// Checks the flag values; false with a one-line `error`.

@@ -407,10 +407,18 @@ int runGrad() {
       forward = std::min<size_t>(forward, i);
       end = i + 1;
     }
-  for (size_t i = 0; i < plan.outputs.size(); ++i)
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
     if (plan.outputs[i].name == "mpc.found_inf" && results[i].getInt(0))
       errs() << "mpc: warning: gradients overflowed (inf/NaN) at the loss "
                 "scale; a training step would be skipped\n";
+    if (plan.outputs[i].name == "mpc.grad_norm") {
+      float norm = results[i].getFloat(0);
+      double max = gradPrecision.clipGradNorm->getValue();
+      outs() << formatv("gradient norm {0:g}{1}\n", norm,
+                        norm > max ? formatv(", clipped to {0:g}", max).str()
+                                   : std::string(" (not clipped)"));
+    }
+  }
   unsigned lossIndex =
       step->getAttrOfType<mlir::IntegerAttr>("mpc.loss_index").getInt();
   printSummary(plan.outputs[lossIndex].name, results[lossIndex]);

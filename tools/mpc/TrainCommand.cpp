@@ -97,7 +97,8 @@ static cl::opt<std::string> metrics("metrics",
 static cl::opt<std::string> tensorboardDir(
     "tensorboard",
     cl::desc("Write TensorBoard event files here: loss, loss scale, skipped "
-             "steps, gradient underflow/overflow, learning rate, samples/s"),
+             "steps, gradient underflow/overflow, learning rate, samples/s "
+             "(and the gradient norm with --clip-grad-norm)"),
     cl::value_desc("dir"), cl::sub(trainCommand));
 static cl::opt<std::string> outputModel("o",
                                         cl::desc("Write the model with the "
@@ -274,6 +275,8 @@ tensorboardHook(TensorBoardWriter &tb, std::string prefix, double lr,
     tb.scalar(prefix + "grad_underflow", r.step, (double)r.underflow);
     tb.scalar(prefix + "grad_overflow", r.step, (double)r.overflow);
     tb.scalar(prefix + "learning_rate", r.step, lr);
+    if (r.gradNorm)
+      tb.scalar(prefix + "grad_norm", r.step, *r.gradNorm);
     tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);
     if (r.step % 10 == 0 && error.empty())
       tb.flush(error);

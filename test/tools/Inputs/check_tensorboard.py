@@ -25,6 +25,8 @@ for m in metrics:
             "grad_underflow": m["grad_underflow"],
             "grad_overflow": m["grad_overflow"], "skipped_steps": skipped,
             "learning_rate": lr}
+    if "grad_norm" in m:  # --clip-grad-norm
+        want["grad_norm"] = m["grad_norm"]
     for tag, value in want.items():
         got = scalars[tag].get(s)
         # Event scalars are float32.
