@@ -104,6 +104,12 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
       stepSize = input(scalarType, "mpc.opt.step_size");
       bc2Sqrt = input(scalarType, "mpc.opt.bc2_sqrt");
     }
+    // Under a schedule the rate is a per-step input (the host computes
+    // it as torch's LambdaLR: runtime/LrSchedule.h), else a constant.
+    const bool scheduled = !lrSchedule.empty();
+    Value rate;
+    if (scheduled && (!adam || (kind == "adamw" && weightDecay != 0.0)))
+      rate = input(scalarType, "mpc.opt.lr");
     float lrF = lr, wdF = weightDecay, muF = momentum, b1 = beta1, b2 = beta2,
           epsF = eps;
 
@@ -153,15 +159,17 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
           emitState("m", buf, newBuf);
           d = kind == "nesterov" ? add(d, mul(scalar(muF), newBuf)) : newBuf;
         }
-        newP = sub(p, mul(scalar(lrF), d));
+        newP = sub(p, mul(rate ? rate : scalar(lrF), d));
       } else if (kind == "adagrad") {
         Value sum = stateOf("v");
         Value newSum = add(sum, mul(d, d));
         emitState("v", sum, newSum);
-        newP = sub(p, div(mul(scalar(lrF), d),
+        newP = sub(p, div(mul(rate ? rate : scalar(lrF), d),
                           add(sqrt(newSum), scalar(1e-10f))));
       } else {
-        Value p1 = kind == "adamw" ? mul(p, scalar(1.0f - lrF * wdF)) : p;
+        Value decay = rate ? sub(scalar(1.0f), mul(rate, scalar(wdF)))
+                           : scalar(1.0f - lrF * wdF);
+        Value p1 = kind == "adamw" ? mul(p, decay) : p;
         Value m = stateOf("m"), v = stateOf("v");
         Value newM = add(mul(scalar(b1), m), mul(scalar(1.0f - b1), d));
         Value newV = add(mul(scalar(b2), v), mul(mul(scalar(1.0f - b2), d), d));
@@ -194,6 +202,8 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
     f->setAttr("mpc.optimizer", b->getStringAttr(kind));
     // The loop needs it for Adam's step size; an artifact carries it.
     f->setAttr("mpc.lr", b->getF32FloatAttr(lrF));
+    if (scheduled)
+      f->setAttr("mpc.lr_schedule", b->getStringAttr(lrSchedule));
     if (adam) // the host computes the bias corrections from these (FP32)
       f->setAttr("mpc.adam_betas",
                  b->getDenseF32ArrayAttr({(float)beta1, (float)beta2}));

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Pipelines.h"
+#include "runtime/LrSchedule.h"
 
 #include <cmath>
 
@@ -119,6 +120,9 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
     error = "--bucket-mb must be positive";
     return false;
   }
+  if (::mpc::rt::LrSchedule s;
+      !o.lrSchedule.empty() && !::mpc::rt::parseLrSchedule(o.lrSchedule, s, error))
+    return false;
   if (!(o.clipGradNorm >= 0) || !std::isfinite(o.clipGradNorm)) {
     error = "--clip-grad-norm must be a positive number (0: no clipping)";
     return false;
@@ -228,6 +232,12 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
     opt.beta1 = o.adamBetas[0];
     opt.beta2 = o.adamBetas[1];
   }
+  ::mpc::rt::LrSchedule schedule;
+  std::string error; // validated before
+  if (!o.lrSchedule.empty() &&
+      ::mpc::rt::parseLrSchedule(o.lrSchedule, schedule, error) &&
+      schedule.scheduled())
+    opt.lrSchedule = o.lrSchedule;
   pm.addPass(createOptimizer(opt));
   if (o.clipGradNorm > 0)
     pm.addPass(createClipGradNorm(ClipGradNormOptions{o.clipGradNorm}));

@@ -83,6 +83,11 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
                      "depth taps) before their filter gradients instead of "
                      "holding them from the forward (mpc-recompute-columns)"),
       llvm::cl::init(true)};
+  Option<std::string> lrSchedule{
+      *this, "lr-schedule",
+      llvm::cl::desc("A learning-rate schedule (runtime/LrSchedule.h): "
+                     "constant, linear or cosine [,warmup=N][,total=N]"
+                     "[,min=F], or step,every=N[,gamma=G][,warmup=N]")};
   Option<double> clipGradNorm{
       *this, "clip-grad-norm",
       llvm::cl::desc("Clip the gradients' global L2 norm to this before the "

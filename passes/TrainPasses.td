@@ -132,7 +132,8 @@ def Optimizer : Pass<"mpc-optimizer", "::mlir::ModuleOp"> {
     FP32 masters. State is explicit: inputs and outputs named
     `mpc.opt.m.<p>` / `mpc.opt.v.<p>`; new parameters are outputs
     `mpc.new.<p>`; per-step scalars are inputs (`mpc.opt.first` for
-    momentum, `mpc.opt.step_size` and `mpc.opt.bc2_sqrt` for Adam). With
+    momentum, `mpc.opt.step_size` and `mpc.opt.bc2_sqrt` for Adam;
+    `mpc.opt.lr` under a learning-rate schedule). With
     loss scaling, `mpc.found_inf` selects the old values (the step is
     skipped).
 
@@ -153,7 +154,11 @@ def Optimizer : Pass<"mpc-optimizer", "::mlir::ModuleOp"> {
            "L2 weight decay (decoupled for AdamW)">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
-    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+    Option<"lrSchedule", "lr-schedule", "std::string", /*default=*/"\"\"",
+           "A learning-rate schedule (runtime/LrSchedule.h): the rate is "
+           "then the per-step input mpc.opt.lr (Adam's: inside "
+           "mpc.opt.step_size), the spec recorded as mpc.lr_schedule">
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }

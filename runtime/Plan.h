@@ -279,6 +279,9 @@ struct TrainInfo {
   float adamBeta1 = 0.9f, adamBeta2 = 0.999f;
   /// The optimizer's learning rate (absent: no optimizer in the step).
   std::optional<float> lr;
+  /// Its schedule (runtime/LrSchedule.h; empty: constant): the step then
+  /// reads the rate of each step as the input mpc.opt.lr.
+  std::string lrSchedule;
   /// (output index, parameter): d(loss)/d(parameter), read back to count
   /// the inf/NaN elements of a skipped step.
   std::vector<std::pair<int, std::string>> gradients;

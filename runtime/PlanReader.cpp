@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/LrSchedule.h"
 #include "runtime/PlanFusionChecks.h"
 #include "runtime/PlanIO.h"
 #include "runtime/PlanText.h"
@@ -49,6 +50,12 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
       t.adamBeta2 = (float)std::strtod(b[1].c_str(), nullptr);
     } else if (key == "lr") {
       t.lr = (float)std::strtod(value.c_str(), nullptr);
+    } else if (key == "lr-schedule") {
+      LrSchedule s;
+      std::string error;
+      if (!parseLrSchedule(value, s, error))
+        return false;
+      t.lrSchedule = value;
     } else {
       return false;
     }

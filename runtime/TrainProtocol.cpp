@@ -1,6 +1,7 @@
 //===- TrainProtocol.cpp - how a train step hands state to the next -------===//
 
 #include "runtime/TrainProtocol.h"
+#include "runtime/LrSchedule.h"
 #include "runtime/WeightCopies.h"
 
 #include <cmath>
@@ -43,9 +44,23 @@ bool TrainProtocol::advance(Session &s, bool taken, std::string &error) const {
   return true;
 }
 
+double scheduledLr(const Plan &plan, int64_t t, float baseLr, int64_t runSteps) {
+  LrSchedule s;
+  std::string error; // validated when the plan was read
+  if (!plan.train || plan.train->lrSchedule.empty() ||
+      !parseLrSchedule(plan.train->lrSchedule, s, error))
+    return baseLr;
+  return (double)baseLr * s.factor(t, runSteps);
+}
+
 std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
-                                               float lr) {
+                                               double lr) {
   std::map<std::string, Tensor> feeds;
+  if (valueOfName(plan, "mpc.opt.lr") >= 0) {
+    Tensor rate(DType::F32, {});
+    rate.setFloat(0, (float)lr);
+    feeds["mpc.opt.lr"] = rate;
+  }
   if (valueOfName(plan, "mpc.opt.first") >= 0) {
     Tensor first(DType::I1, {});
     first.data<uint8_t>()[0] = t == 1;

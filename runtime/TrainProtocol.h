@@ -39,11 +39,17 @@ struct TrainProtocol {
 };
 
 /// The per-step optimizer inputs `plan` reads for optimizer step `t`
-/// (1-based): `mpc.opt.first`, and Adam's `mpc.opt.step_size` and
-/// `mpc.opt.bc2_sqrt` for learning rate `lr` (torch's bias corrections, in
-/// double from the FP32 betas, rounded to float).
+/// (1-based): `mpc.opt.first`, the rate `lr` of the step (`mpc.opt.lr`,
+/// under a schedule), and Adam's `mpc.opt.step_size` and `mpc.opt.bc2_sqrt`
+/// (torch's bias corrections, in double from the FP32 betas, rounded to
+/// float).
 std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
-                                               float lr);
+                                               double lr);
+
+/// The learning rate of optimizer step `t` (1-based) of a run of `runSteps`
+/// steps: `baseLr` times the factor of the plan's schedule (in double, as
+/// torch's LambdaLR; `baseLr` itself without one).
+double scheduledLr(const Plan &plan, int64_t t, float baseLr, int64_t runSteps);
 
 /// `mpc.rng.step`, what its dropouts draw masks at (mpc-dropout-steps),
 /// when `plan` reads it: [step, rank], the data loop's 0-based step number

@@ -104,6 +104,8 @@ std::string format(const char *fmt, ...) {
 std::string metricsLine(const StepRecord &r, bool distributed) {
   std::string loss = std::isfinite(r.loss) ? format("%.9g", r.loss) : "null";
   std::string time = format(", \"step_ms\": %.3f", r.ms);
+  if (r.lr)
+    time = format(", \"lr\": %.9g", *r.lr) + time;
   if (r.gradNorm)
     time = (std::isfinite(*r.gradNorm)
                 ? format(", \"grad_norm\": %.9g", *r.gradNorm)
@@ -410,10 +412,14 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     batchPrefetched = false;
     feeds.merge(randomScalars(
         plan_, s, options_.group ? options_.group->rank() : 0));
-    if (!algorithm_)
-      feeds.merge(optimizerScalars(
-          plan_, state_["mpc.opt.t"].getInt(0) + 1, options_.lr));
     StepRecord r;
+    if (!algorithm_) {
+      const int64_t t = state_["mpc.opt.t"].getInt(0) + 1;
+      const double lr = scheduledLr(plan_, t, options_.lr, options_.steps);
+      if (plan_.train && !plan_.train->lrSchedule.empty())
+        r.lr = lr;
+      feeds.merge(optimizerScalars(plan_, t, lr));
+    }
     if (!step(s, feeds, r, error, prefetchNext(s)))
       return false;
     auto t1 = std::chrono::steady_clock::now();

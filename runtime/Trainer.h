@@ -90,6 +90,8 @@ struct StepRecord {
   double commMs = 0; // of which in collectives (data-parallel ranks)
   /// The gradients' global norm before clipping (--clip-grad-norm).
   std::optional<float> gradNorm;
+  /// The learning rate the step's update used, under a schedule.
+  std::optional<double> lr;
 };
 
 class Trainer {

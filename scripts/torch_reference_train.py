@@ -10,9 +10,12 @@ usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr 
        [--momentum M] [--weight-decay W] [--adam-betas B1,B2]
        [--clip-grad-norm MAX]   (clip_grad_norm_; each line gets its
                                  "grad_norm", the norm before clipping)
+       [--lr-schedule SPEC]     (mpc's spec as a LambdaLR with Hugging
+                                 Face's formulas; each line gets its "lr")
 """
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -36,6 +39,7 @@ ap.add_argument("--momentum", type=float, default=0.9)
 ap.add_argument("--weight-decay", type=float, default=0.0)
 ap.add_argument("--adam-betas", default="0.9,0.999")
 ap.add_argument("--clip-grad-norm", type=float, default=0.0)
+ap.add_argument("--lr-schedule", default="")
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -59,6 +63,33 @@ opt = {
                                        betas=betas),
     "adagrad": lambda: torch.optim.Adagrad(params, lr=a.lr, weight_decay=wd),
 }[a.optimizer]()
+
+
+def schedule(spec, steps):
+    """mpc's --lr-schedule as LambdaLR's lambda (transformers'
+    get_linear/cosine_schedule_with_warmup, StepLR), of the step count."""
+    kind, *fields = spec.split(",")
+    f = dict(kv.split("=") for kv in fields)
+    warmup, total = int(f.get("warmup", 0)), int(f.get("total", steps))
+    lo, every, gamma = float(f.get("min", 0)), int(f.get("every", 1)), float(f.get("gamma", 0.1))
+
+    def factor(s):
+        if s < warmup:
+            return s / max(1, warmup)
+        span = max(1, total - warmup)
+        if kind == "linear":
+            return max(0.0, (total - s) / span)
+        if kind == "cosine":
+            c = max(0.0, 0.5 * (1.0 + math.cos(math.pi * (s - warmup) / span)))
+            return c * (1.0 - lo) + lo
+        if kind == "step":
+            return gamma ** ((s - warmup) // every)
+        return 1.0
+    return factor
+
+
+sched = (torch.optim.lr_scheduler.LambdaLR(opt, schedule(a.lr_schedule, a.steps))
+         if a.lr_schedule else None)
 per_epoch = len(x) // a.batch
 for step in range(a.steps):
     k = step % per_epoch
@@ -67,8 +98,12 @@ for step in range(a.steps):
     loss, _ = net(xb, yb)
     loss.backward()
     line = {"step": step + 1, "loss": float(loss)}
+    if sched:
+        line["lr"] = opt.param_groups[0]["lr"]
     if a.clip_grad_norm > 0:
         line["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(
             net.parameters(), a.clip_grad_norm))
     opt.step()
+    if sched:
+        sched.step()
     print(json.dumps(line))

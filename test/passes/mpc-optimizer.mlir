@@ -3,6 +3,7 @@
 // RUN: mpc-opt %s -mpc-optimizer="kind=adam lr=0.5" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=ADAM
 // RUN: mpc-opt %s -mpc-optimizer=kind=sgd -split-input-file -verify-diagnostics --mlir-print-debuginfo --mlir-print-local-scope | FileCheck %s --check-prefix=LOC
 // RUN: not mpc-opt %s -mpc-optimizer=kind=lbfgs -split-input-file 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: mpc-opt %s -mpc-optimizer="kind=adamw lr=0.5 weight-decay=0.25 lr-schedule=cosine,warmup=10" -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SCHED
 // KIND: unknown optimizer 'lbfgs' (sgd, momentum, nesterov, adam, adamw, adagrad)
 
 // SGD with L2 weight decay: d = g + wd * w; w' = w - lr * d, as a new
@@ -32,6 +33,16 @@
 // ADAM-SAME: tensor<3xf32> {mpc.output = "mpc.opt.m.w"}, tensor<3xf32> {mpc.output = "mpc.opt.v.w"}, tensor<3xf32> {mpc.output = "mpc.new.w"}
 // ADAM: mpc.sqrt
 // LOC: mpc.sub {{.*}} loc("step")
+// Under a schedule the rate is a step input, read where the constant was
+// (AdamW: its decay 1 - lr * wd), and the spec an attribute for the host.
+// SCHED-LABEL: func.func @f_train_step
+// SCHED-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {mpc.input = "mpc.opt.lr"}
+// SCHED-SAME: mpc.lr_schedule = "cosine,warmup=10"
+// SCHED: %[[WD:.*]] = mpc.constant dense<2.500000e-01> : tensor<f32>
+// SCHED: %[[LW:.*]] = mpc.mul %[[LR]], %[[WD]]
+// SCHED: %[[ONE:.*]] = mpc.constant dense<1.000000e+00> : tensor<f32>
+// SCHED: %[[DECAY:.*]] = mpc.sub %[[ONE]], %[[LW]]
+// SCHED: mpc.mul %[[W:[a-z0-9]+]], %[[DECAY]]
 mpc.param @w trainable : tensor<3xf32> = dense<1.0> : tensor<3xf32>
 func.func @f_train_step(%x: tensor<3xf32> {mpc.input = "x"}, %w: tensor<3xf32> {mpc.param = @w})
     -> (tensor<f32> {mpc.output = "loss"}, tensor<3xf32> {mpc.gradient = @w})

@@ -70,6 +70,15 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "GradScaler.unscale_ (the norm before clipping is the step "
                  "output mpc.grad_norm; 0: no clipping, default)"),
         cl::value_desc("MAX"), cl::init(0.0), cl::sub(sub));
+    lrSchedule = std::make_unique<cl::opt<std::string>>(
+        "lr-schedule",
+        cl::desc("The learning rate over the optimizer steps, as Hugging "
+                 "Face's get_*_schedule_with_warmup and torch's StepLR: "
+                 "constant | linear | cosine [,warmup=N][,total=N (default: "
+                 "the run's steps)][,min=F (cosine's floor, a fraction of "
+                 "--lr)] | step,every=N[,gamma=G][,warmup=N]; each step's "
+                 "rate in --metrics (lr) and TensorBoard"),
+        cl::value_desc("spec"), cl::sub(sub));
   }
 }
 
@@ -98,6 +107,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.recomputeColumns = recomputeColumns->getValue();
   if (clipGradNorm)
     o.clipGradNorm = clipGradNorm->getValue();
+  if (lrSchedule)
+    o.lrSchedule = lrSchedule->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
 }

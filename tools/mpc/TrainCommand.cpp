@@ -274,7 +274,7 @@ tensorboardHook(TensorBoardWriter &tb, std::string prefix, double lr,
     tb.scalar(prefix + "skipped_steps", r.step, (double)skippedSteps);
     tb.scalar(prefix + "grad_underflow", r.step, (double)r.underflow);
     tb.scalar(prefix + "grad_overflow", r.step, (double)r.overflow);
-    tb.scalar(prefix + "learning_rate", r.step, lr);
+    tb.scalar(prefix + "learning_rate", r.step, r.lr.value_or(lr));
     if (r.gradNorm)
       tb.scalar(prefix + "grad_norm", r.step, *r.gradNorm);
     tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);

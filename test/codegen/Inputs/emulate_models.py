@@ -33,7 +33,7 @@ for spec in specs:
     path, prec, *opt = spec.split(":")
     scale = [o.split("=")[1] for o in opt[1:] if o.startswith("scale=")]
     flags = [f for o in opt[1:] if not o.startswith("scale=")
-             for f in ("--" + o.split("=")[0], o.split("=")[1])]
+             for f in ("--" + o.split("=", 1)[0], o.split("=", 1)[1])]
     opt = opt[:1]
     name = os.path.splitext(os.path.basename(path))[0]
     tag = f"{name}-{prec}" + (f"-train-{opt[0]}" if opt else "") + \

@@ -2,7 +2,8 @@
 prints them as NAME=FILE arguments: the data batch (x random in [0, 1),
 labels in [0, 10)), then the step state at step 1: loss scale 65536, no
 good steps yet, the first-step flag, Adam's step size and bias correction
-for lr, and zero optimizer state (the fp16 weight copies are the
+for lr (a third of lr where a schedule makes it an input), and zero
+optimizer state (the fp16 weight copies are the
 runtime's to derive). SCALE replaces the loss scale.
 
 usage: train_step_inputs.py ARTIFACT OUT_DIR LR [SCALE]
@@ -37,6 +38,8 @@ for name, vid in inputs:
         v = np.array(scale, np.float32)
     elif name == "mpc.opt.first":
         v = np.array(True)
+    elif name == "mpc.opt.lr":  # under a schedule: some step's rate
+        v = np.array(lr / 3, np.float32)
     elif name == "mpc.opt.step_size":
         v = np.array(np.float32(lr) / (1 - np.float64(np.float32(0.9))), np.float32)
     elif name == "mpc.opt.bc2_sqrt":

@@ -30,7 +30,7 @@ print(f"max relative loss difference {err:.2e} "
 if a.also:
     mine = [json.loads(l)[a.also] for l in open(a.mine)]
     ref = [json.loads(l)[a.also] for l in open(a.ref)]
-    also = max(abs(m - r) / abs(r) for m, r in zip(mine, ref))
+    also = max(abs(m - r) / abs(r) if r else abs(m) for m, r in zip(mine, ref))
     print(f"max relative {a.also} difference {also:.2e} "
           f"{'ok' if also <= a.rtol else 'FAIL'}")
     err = max(err, also)

@@ -24,7 +24,7 @@ for m in metrics:
     want = {"loss": m["loss"], "loss_scale": m["loss_scale"],
             "grad_underflow": m["grad_underflow"],
             "grad_overflow": m["grad_overflow"], "skipped_steps": skipped,
-            "learning_rate": lr}
+            "learning_rate": m.get("lr", lr)}
     if "grad_norm" in m:  # --clip-grad-norm
         want["grad_norm"] = m["grad_norm"]
     for tag, value in want.items():
