@@ -315,9 +315,9 @@ fi
 # Head size 128 in fp16 and bf16 and head size 64 in bf16, beside SDPA at
 # the same shapes (issue 14's target: head sizes 64 and 128, fp16 and
 # bf16).
-specs=("attention_d128 fp16 attention_d128_train --loss-scale static:256"
-       "attention bf16 attention_train")
+specs=("attention_d128 fp16 attention_d128_train --loss-scale static:256")
 [[ $variants != 0 ]] && specs+=("attention_d128 bf16 attention_d128_train")
+specs+=("attention bf16 attention_train")
 for spec in "${specs[@]}"; do
   read -r m prec model scale <<< "$spec"
   art=art/${m//_/-}-$prec-train
