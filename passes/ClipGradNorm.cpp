@@ -70,6 +70,12 @@ struct ClipGradNorm : public mpc::impl::ClipGradNormBase<ClipGradNorm> {
         if (user != ret && user->getBlock() == &body &&
             user->isBeforeInBlock(at))
           at = user;
+    for (unsigned i : gradIndex)
+      if (Operation *def = ret->getOperand(i).getDefiningOp();
+          def && def->getBlock() == &body && at != ret &&
+          !def->isBeforeInBlock(at))
+        return at->emitError("clip-grad-norm: an update reads a gradient "
+                             "before every gradient is computed");
     OpBuilder b(at);
     Location loc = ret->getLoc();
     auto f32 = b.getF32Type();
