@@ -7,7 +7,9 @@
 #   3. trains it in FP32 (SGD, 200 steps) and checks the loss curve step by
 #      step against PyTorch, then reports test accuracy of the trained model;
 #   4. trains it again in fp16 (dynamic loss scaling) and bf16, loss curves
-#      side by side with FP32, with test accuracy and step health;
+#      side by side with FP32, with test accuracy and step health, and as
+#      transformer recipes train (AdamW, cosine schedule with warmup,
+#      gradients clipped after the unscale);
 #   5. explains the precision chosen for every node (mpc explain);
 #   6. compiles the fp16 CUDA artifact (plan, weights, kernels.cu, fatbin
 #      for sm_80/sm_90), shows a tensor-core GEMM kernel, checks its SASS
@@ -101,6 +103,21 @@ for p, f in (("fp32", "trained"), ("fp16", "trained-fp16"), ("bf16", "trained-bf
     s = ort.InferenceSession(f"{d}/{f}.onnx", providers=["CPUExecutionProvider"])
     acc = (s.run(["logits"], {"x": x, "labels": y})[0].argmax(1) == y).mean()
     print(f"test accuracy {p}: {acc:.4f}")
+PY
+
+echo "-- fp16 as transformer recipes train: AdamW, cosine schedule with warmup,"
+echo "   the gradients' norm clipped to 1 after the unscale (clip_grad_norm_)"
+"$mpc" train "$model" --data x="$work/digits_train_x.npy" \
+  --data labels="$work/digits_train_y.npy" --steps 200 --batch 64 \
+  --optimizer adamw --lr 0.003 --weight-decay 0.01 --no-shuffle \
+  --precision fp16 --lr-schedule cosine,warmup=20 --clip-grad-norm 1.0 \
+  --metrics "$work/recipe.jsonl" | grep -E "^precision"
+"$py" - "$work/recipe.jsonl" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+for i in (0, 9, 19, 99, 199):
+    print(f"  step {r[i]['step']:>3}: lr {r[i]['lr']:.6f}  grad norm "
+          f"{r[i]['grad_norm']:.4f}  loss {r[i]['loss']:.5f}")
 PY
 
 echo
