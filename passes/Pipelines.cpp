@@ -9,8 +9,6 @@
 #include "passes/Pipelines.h"
 #include "runtime/LrSchedule.h"
 
-#include <cmath>
-
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
@@ -121,7 +119,8 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
     return false;
   }
   if (::mpc::rt::LrSchedule s;
-      !o.lrSchedule.empty() && !::mpc::rt::parseLrSchedule(o.lrSchedule, s, error))
+      !o.lrSchedule.empty() &&
+      !::mpc::rt::parseLrSchedule(o.lrSchedule, s, error))
     return false;
   if (!(o.clipGradNorm >= 0) || !std::isfinite(o.clipGradNorm)) {
     error = "--clip-grad-norm must be a positive number (0: no clipping)";

@@ -13,12 +13,14 @@ double LrSchedule::factor(int64_t t, int64_t runSteps) const {
   const double s = (double)(t - 1); // the scheduler's step count
   if (s < (double)warmup)
     return s / (double)std::max<int64_t>(1, warmup);
-  const double span = (double)std::max<int64_t>(1, (total > 0 ? total : runSteps) - warmup);
+  const double span =
+      (double)std::max<int64_t>(1, (total > 0 ? total : runSteps) - warmup);
   if (kind == "linear") // get_linear_schedule_with_warmup
     return std::max(0.0, ((double)(total > 0 ? total : runSteps) - s) / span);
   if (kind == "cosine") { // get_cosine_schedule_with_warmup (half a cycle)
     const double progress = (s - (double)warmup) / span;
-    const double f = std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress)));
+    const double pi = std::acos(-1.0);
+    const double f = std::max(0.0, 0.5 * (1.0 + std::cos(pi * progress)));
     return f * (1.0 - minFactor) + minFactor;
   }
   if (kind == "step") // StepLR after the warmup
@@ -30,7 +32,8 @@ bool parseLrSchedule(const std::string &spec, LrSchedule &out,
                      std::string &error) {
   const std::string form = "--lr-schedule takes constant, linear or cosine "
                            "[,warmup=N][,total=N][,min=F], or step,every=N"
-                           "[,gamma=G][,warmup=N]; got '" + spec + "'";
+                           "[,gamma=G][,warmup=N]; got '" +
+                           spec + "'";
   LrSchedule s;
   std::stringstream fields(spec);
   std::string field;

@@ -1,4 +1,4 @@
-//===- LrSchedule.h - learning-rate schedules over optimizer steps -*- C++ -*-===//
+//===- LrSchedule.h - learning-rate schedules -------------------*- C++ -*-===//
 //
 // The schedules Hugging Face's get_*_schedule_with_warmup and
 // torch.optim.lr_scheduler give transformer and CNN training, as factors of
@@ -20,8 +20,8 @@ namespace mpc::rt {
 /// or step,every=N[,gamma=G][,warmup=N].
 struct LrSchedule {
   std::string kind = "constant";
-  int64_t warmup = 0; // linear warmup from 0 over this many steps
-  int64_t total = 0;  // steps the decay spans (0: the run's)
+  int64_t warmup = 0;     // linear warmup from 0 over this many steps
+  int64_t total = 0;      // steps the decay spans (0: the run's)
   double minFactor = 0.0; // cosine's floor, a fraction of the base rate
   int64_t every = 0;      // step: decay every this many steps
   double gamma = 0.1;     // step: by this factor

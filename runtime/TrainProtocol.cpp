@@ -44,7 +44,8 @@ bool TrainProtocol::advance(Session &s, bool taken, std::string &error) const {
   return true;
 }
 
-double scheduledLr(const Plan &plan, int64_t t, float baseLr, int64_t runSteps) {
+double scheduledLr(const Plan &plan, int64_t t, float baseLr,
+                   int64_t runSteps) {
   LrSchedule s;
   std::string error; // validated when the plan was read
   if (!plan.train || plan.train->lrSchedule.empty() ||

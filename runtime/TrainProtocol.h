@@ -49,7 +49,8 @@ std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
 /// The learning rate of optimizer step `t` (1-based) of a run of `runSteps`
 /// steps: `baseLr` times the factor of the plan's schedule (in double, as
 /// torch's LambdaLR; `baseLr` itself without one).
-double scheduledLr(const Plan &plan, int64_t t, float baseLr, int64_t runSteps);
+double scheduledLr(const Plan &plan, int64_t t, float baseLr,
+                   int64_t runSteps);
 
 /// `mpc.rng.step`, what its dropouts draw masks at (mpc-dropout-steps),
 /// when `plan` reads it: [step, rank], the data loop's 0-based step number
