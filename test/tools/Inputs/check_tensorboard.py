@@ -29,9 +29,14 @@ for m in metrics:
         want["grad_norm"] = m["grad_norm"]
     for tag, value in want.items():
         got = scalars[tag].get(s)
-        # Event scalars are float32.
-        if got is None or not math.isclose(got, value, rel_tol=1e-6,
-                                           abs_tol=1e-30):
+        # Event scalars are float32; a skipped step's norm is inf or NaN
+        # (null in --metrics).
+        if value is None:
+            if got is None or math.isfinite(got):
+                print(f"step {s} {tag}: event {got}, metrics null")
+                bad += 1
+        elif got is None or not math.isclose(got, value, rel_tol=1e-6,
+                                             abs_tol=1e-30):
             print(f"step {s} {tag}: event {got}, metrics {value}")
             bad += 1
     if not scalars["samples_per_second"].get(s, 0) > 0:
