@@ -89,8 +89,12 @@ rt::TrainInfo trainInfo(func::FuncOp func) {
     info.lossScaleInit = s.getValueAsDouble();
   if (auto lr = func->getAttrOfType<FloatAttr>("mpc.lr"))
     info.lr = (float)lr.getValueAsDouble();
-  if (auto s = func->getAttrOfType<StringAttr>("mpc.lr_schedule"))
-    info.lrSchedule = s.str();
+  if (auto spec = func->getAttrOfType<StringAttr>("mpc.lr_schedule")) {
+    rt::LrSchedule s;
+    std::string error; // mpc-optimizer takes validated specs only
+    if (rt::parseLrSchedule(spec.str(), s, error))
+      info.lrSchedule = s;
+  }
   if (auto betas = func->getAttrOfType<DenseF32ArrayAttr>("mpc.adam_betas")) {
     info.adamBeta1 = betas[0];
     info.adamBeta2 = betas[1];

@@ -21,6 +21,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/RewriteBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -76,95 +77,75 @@ struct ClipGradNorm : public mpc::impl::ClipGradNormBase<ClipGradNorm> {
           !def->isBeforeInBlock(at))
         return at->emitError("clip-grad-norm: an update reads a gradient "
                              "before every gradient is computed");
-    OpBuilder b(at);
-    Location loc = ret->getLoc();
+    // (Built before the first update, at the return's location; an op
+    // that cannot be built makes every later value null.)
+    RewriteBuilder rw(at);
+    rw.loc = ret->getLoc();
+    OpBuilder &b = rw.b;
     auto f32 = b.getF32Type();
-    auto scalarType = RankedTensorType::get({}, f32);
-    auto build = [&](StringRef name, ValueRange operands,
-                     ArrayRef<NamedAttribute> attrs = {}) -> FailureOr<Value> {
-      std::string why;
-      FailureOr<Operation *> op =
-          createInferred(b, loc, name, operands, attrs, &why);
-      if (failed(op))
-        return f.emitError("clip-grad-norm: ") << why, failure();
-      return (*op)->getResult(0);
-    };
     auto scalar = [&](float v) -> Value {
       return b.create<ConstantOp>(
-          loc, DenseElementsAttr::get(scalarType, b.getF32FloatAttr(v)));
+          rw.loc, DenseElementsAttr::get(RankedTensorType::get({}, f32),
+                                         b.getF32FloatAttr(v)));
     };
     const NamedAttribute allAxes =
         b.getNamedAttr("keepdims", b.getBoolAttr(false));
 
     // Each gradient's norm in FP32, then the norm of the norms.
-    SmallVector<Value> norms;
-    SmallVector<Operation *> normReaders;
+    SmallVector<Value> norms, wide;
     for (unsigned i : gradIndex) {
       Value g = ret->getOperand(i);
-      Value wide = g;
-      if (!getElementTypeOrSelf(g).isF32()) {
-        auto t = llvm::cast<RankedTensorType>(g.getType());
-        wide = b.create<CastOp>(loc, t.clone(f32), g);
-      }
-      FailureOr<Value> n =
-          build(ReduceL2Op::getOperationName(), {wide}, {allAxes});
-      if (failed(n))
-        return failure();
-      normReaders.push_back(wide.getDefiningOp() && wide != g
-                                ? wide.getDefiningOp()
-                                : n->getDefiningOp());
-      norms.push_back(*n);
+      Value w = g;
+      if (!getElementTypeOrSelf(g).isF32())
+        w = b.create<CastOp>(
+            rw.loc, llvm::cast<RankedTensorType>(g.getType()).clone(f32), g);
+      wide.push_back(w);
+      norms.push_back(rw.make(ReduceL2Op::getOperationName(), {w}, {allAxes}));
     }
     Value total = norms.front();
     if (norms.size() > 1) {
       SmallVector<Value> rows;
       for (Value n : norms)
-        rows.push_back(reshapeTo(b, loc, n, {1}));
-      FailureOr<Value> stacked =
-          build(ConcatOp::getOperationName(), rows,
-                {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
-      if (failed(stacked))
-        return failure();
-      FailureOr<Value> n =
-          build(ReduceL2Op::getOperationName(), {*stacked}, {allAxes});
-      if (failed(n))
-        return failure();
-      total = *n;
+        rows.push_back(rw.reshape(n, {1}));
+      Value stacked = rw.make(ConcatOp::getOperationName(), rows,
+                              {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+      total = rw.make(ReduceL2Op::getOperationName(), {stacked}, {allAxes});
     }
     // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1.
-    FailureOr<Value> shifted =
-        build(AddOp::getOperationName(), {total, scalar(1e-6f)});
-    if (failed(shifted))
-      return failure();
-    FailureOr<Value> ratio =
-        build(DivOp::getOperationName(), {scalar((float)maxNorm), *shifted});
-    if (failed(ratio))
-      return failure();
-    FailureOr<Value> coef =
-        build(MinOp::getOperationName(), {*ratio, scalar(1.0f)});
-    if (failed(coef))
-      return failure();
-
+    Value coef = rw.make(
+        MinOp::getOperationName(),
+        {rw.make(DivOp::getOperationName(),
+                 {scalar((float)maxNorm), rw.add(total, scalar(1e-6f))}),
+         scalar(1.0f)});
     // The updates read g * coef (in g's type, as torch's g.mul_(coef));
     // without them the step returns it.
+    SmallVector<Value> clipped;
+    for (unsigned i : gradIndex) {
+      Value g = ret->getOperand(i);
+      Type element = getElementTypeOrSelf(g);
+      Value factor = coef;
+      if (coef && !element.isF32())
+        factor =
+            b.create<CastOp>(rw.loc, RankedTensorType::get({}, element), coef);
+      clipped.push_back(rw.make(MulOp::getOperationName(), {g, factor}));
+    }
+    if (!rw.ok) {
+      rw.giveUp();
+      return f.emitError("clip-grad-norm: cannot build the norm of the "
+                         "step's gradients");
+    }
     for (auto [k, i] : llvm::enumerate(gradIndex)) {
       Value g = ret->getOperand(i);
-      Value factor = *coef;
-      Type element = getElementTypeOrSelf(g);
-      if (!element.isF32())
-        factor =
-            b.create<CastOp>(loc, RankedTensorType::get({}, element), factor);
-      FailureOr<Value> clipped = build(MulOp::getOperationName(), {g, factor});
-      if (failed(clipped))
-        return failure();
-      Operation *norm = normReaders[k], *mul = clipped->getDefiningOp();
+      Operation *norm = wide[k] != g ? wide[k].getDefiningOp()
+                                     : norms[k].getDefiningOp(),
+                *mul = clipped[k].getDefiningOp();
       if (updates)
-        g.replaceUsesWithIf(*clipped, [&](OpOperand &use) {
+        g.replaceUsesWithIf(clipped[k], [&](OpOperand &use) {
           Operation *o = use.getOwner();
           return o != ret && o != norm && o != mul;
         });
       else
-        ret->setOperand(i, *clipped);
+        ret->setOperand(i, clipped[k]);
     }
 
     // The norm before clipping: an output.

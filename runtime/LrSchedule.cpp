@@ -69,6 +69,7 @@ bool parseLrSchedule(const std::string &spec, LrSchedule &out,
   }
   if (first || (s.kind == "step" && s.every == 0))
     return (error = form, false);
+  s.spec = spec;
   out = s;
   return true;
 }

@@ -25,6 +25,7 @@ struct LrSchedule {
   double minFactor = 0.0; // cosine's floor, a fraction of the base rate
   int64_t every = 0;      // step: decay every this many steps
   double gamma = 0.1;     // step: by this factor
+  std::string spec;       // as given (a plan records it)
 
   bool scheduled() const { return kind != "constant" || warmup > 0; }
   /// The base rate's factor at optimizer step t (1-based) of a run of

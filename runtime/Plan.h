@@ -12,6 +12,7 @@
 #define MPC_RUNTIME_PLAN_H
 
 #include "runtime/StoredLayouts.h"
+#include "runtime/LrSchedule.h"
 #include "runtime/OpId.h"
 #include "runtime/SeededWeights.h"
 #include "runtime/Tensor.h"
@@ -279,9 +280,9 @@ struct TrainInfo {
   float adamBeta1 = 0.9f, adamBeta2 = 0.999f;
   /// The optimizer's learning rate (absent: no optimizer in the step).
   std::optional<float> lr;
-  /// Its schedule (runtime/LrSchedule.h; empty: constant): the step then
-  /// reads the rate of each step as the input mpc.opt.lr.
-  std::string lrSchedule;
+  /// Its schedule (absent: constant): the step then reads the rate of each
+  /// step as the input mpc.opt.lr.
+  std::optional<LrSchedule> lrSchedule;
   /// (output index, parameter): d(loss)/d(parameter), read back to count
   /// the inf/NaN elements of a skipped step.
   std::vector<std::pair<int, std::string>> gradients;

@@ -282,8 +282,8 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
        << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2);
     if (t->lr)
       os << " lr=" << hexFloat(*t->lr);
-    if (!t->lrSchedule.empty()) // no spaces: validated
-      os << " lr-schedule=" << t->lrSchedule;
+    if (t->lrSchedule) // no spaces: validated
+      os << " lr-schedule=" << t->lrSchedule->spec;
     os << "\n";
     for (const auto &[output, param] : t->gradients)
       os << "gradient " << output << " " << escape(param) << "\n";

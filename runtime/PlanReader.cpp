@@ -5,7 +5,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/LrSchedule.h"
 #include "runtime/PlanFusionChecks.h"
 #include "runtime/PlanIO.h"
 #include "runtime/PlanText.h"
@@ -55,7 +54,7 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
       std::string error;
       if (!parseLrSchedule(value, s, error))
         return false;
-      t.lrSchedule = value;
+      t.lrSchedule = s;
     } else {
       return false;
     }

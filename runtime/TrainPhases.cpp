@@ -167,11 +167,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
       if (o.sharedLossScale)
         feeds.merge(shared.state(t));
       StepRecord r;
-      const int64_t step = t.state_["mpc.opt.t"].getInt(0) + 1;
-      const double lr = scheduledLr(t.plan_, step, t.options_.lr, o.steps);
-      if (t.plan_.train && !t.plan_.train->lrSchedule.empty())
-        r.lr = lr;
-      feeds.merge(optimizerScalars(t.plan_, step, lr));
+      t.addOptimizerScalars(feeds, r);
       feeds.merge(randomScalars(t.plan_, s, o.group ? o.group->rank() : 0));
       WhileRunning prefetch = nullptr;
       if (prefetched)

@@ -1,7 +1,6 @@
 //===- TrainProtocol.cpp - how a train step hands state to the next -------===//
 
 #include "runtime/TrainProtocol.h"
-#include "runtime/LrSchedule.h"
 #include "runtime/WeightCopies.h"
 
 #include <cmath>
@@ -46,12 +45,9 @@ bool TrainProtocol::advance(Session &s, bool taken, std::string &error) const {
 
 double scheduledLr(const Plan &plan, int64_t t, float baseLr,
                    int64_t runSteps) {
-  LrSchedule s;
-  std::string error; // validated when the plan was read
-  if (!plan.train || plan.train->lrSchedule.empty() ||
-      !parseLrSchedule(plan.train->lrSchedule, s, error))
+  if (!plan.train || !plan.train->lrSchedule)
     return baseLr;
-  return (double)baseLr * s.factor(t, runSteps);
+  return (double)baseLr * plan.train->lrSchedule->factor(t, runSteps);
 }
 
 std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,

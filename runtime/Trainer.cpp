@@ -265,6 +265,15 @@ bool Trainer::checkRanksAgree(std::string &error) {
          sameWeights(weights, "after training", error);
 }
 
+void Trainer::addOptimizerScalars(std::map<std::string, Tensor> &feeds,
+                                  StepRecord &r) {
+  const int64_t t = state_["mpc.opt.t"].getInt(0) + 1;
+  const double lr = scheduledLr(plan_, t, options_.lr, options_.steps);
+  if (plan_.train && plan_.train->lrSchedule)
+    r.lr = lr;
+  feeds.merge(optimizerScalars(plan_, t, lr));
+}
+
 /// Runs step `s` (0-based) on `feeds` and moves the state on: the loss
 /// scale always, weights and optimizer state unless the step is skipped.
 bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
@@ -413,13 +422,8 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     feeds.merge(randomScalars(
         plan_, s, options_.group ? options_.group->rank() : 0));
     StepRecord r;
-    if (!algorithm_) {
-      const int64_t t = state_["mpc.opt.t"].getInt(0) + 1;
-      const double lr = scheduledLr(plan_, t, options_.lr, options_.steps);
-      if (plan_.train && !plan_.train->lrSchedule.empty())
-        r.lr = lr;
-      feeds.merge(optimizerScalars(plan_, t, lr));
-    }
+    if (!algorithm_)
+      addOptimizerScalars(feeds, r);
     if (!step(s, feeds, r, error, prefetchNext(s)))
       return false;
     auto t1 = std::chrono::steady_clock::now();

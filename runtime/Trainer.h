@@ -142,6 +142,10 @@ private:
              std::string &error);
   /// Host work done while step `s` runs (the next batch's prefetch).
   using WhileRunning = std::function<bool(std::string &error)>;
+  /// The optimizer's per-step scalars for its next step into `feeds`
+  /// (optimizerScalars), the rate of a schedule recorded in `r`.
+  void addOptimizerScalars(std::map<std::string, Tensor> &feeds,
+                           StepRecord &r);
   bool step(int64_t s, const std::map<std::string, Tensor> &feeds,
             StepRecord &record, std::string &error,
             const WhileRunning &whileRunning = nullptr);

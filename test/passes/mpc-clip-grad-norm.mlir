@@ -15,9 +15,9 @@
 // CHECK: %[[RB:.*]] = mpc.reshape %[[NB]], %{{.*}} -> tensor<1xf32>
 // CHECK: %[[ALL:.*]] = mpc.concat %[[RW]], %[[RB]] {axis = 0 : i64} : (tensor<1xf32>, tensor<1xf32>) -> tensor<2xf32>
 // CHECK: %[[N:.*]] = mpc.reduce_l2 %[[ALL]] {keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+// CHECK: %[[MAX:.*]] = mpc.constant dense<5.000000e-01> : tensor<f32>
 // CHECK: %[[EPS:.*]] = mpc.constant dense<9.99999997E-7> : tensor<f32>
 // CHECK: %[[SUM:.*]] = mpc.add %[[N]], %[[EPS]]
-// CHECK: %[[MAX:.*]] = mpc.constant dense<5.000000e-01> : tensor<f32>
 // CHECK: %[[Q:.*]] = mpc.div %[[MAX]], %[[SUM]]
 // CHECK: %[[ONE:.*]] = mpc.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[C:.*]] = mpc.min %[[Q]], %[[ONE]]
