@@ -21,6 +21,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/StepResults.h"
 #include "passes/RewriteBuilder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -155,12 +156,7 @@ struct ClipGradNorm : public mpc::impl::ClipGradNormBase<ClipGradNorm> {
     results.push_back(total);
     attrs.push_back(b.getDictionaryAttr(
         b.getNamedAttr("mpc.output", b.getStringAttr("mpc.grad_norm"))));
-    b.setInsertionPoint(ret);
-    b.create<func::ReturnOp>(ret->getLoc(), results);
-    ret->erase();
-    f.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
-                                        ValueRange(results).getTypes()));
-    f.setAllResultAttrs(attrs);
+    setResults(f, results, attrs);
     return success();
   }
 };

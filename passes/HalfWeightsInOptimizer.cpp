@@ -23,6 +23,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/StepResults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -87,12 +88,7 @@ void keepCopies(func::FuncOp f) {
   }
   if (results.size() == ret->getNumOperands())
     return;
-  b.setInsertionPoint(ret);
-  b.create<func::ReturnOp>(ret->getLoc(), results);
-  ret->erase();
-  f.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
-                                      ValueRange(results).getTypes()));
-  f.setAllResultAttrs(attrs);
+  setResults(f, results, attrs);
 }
 
 struct HalfWeightsInOptimizer

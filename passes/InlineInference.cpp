@@ -13,6 +13,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/StepResults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -117,12 +118,7 @@ struct InlineInference : public mpc::impl::InlineInferenceBase<InlineInference> 
     algo.getAllResultAttrs(attrs);
     llvm::append_range(all, results);
     llvm::append_range(attrs, resultAttrs);
-    b.setInsertionPoint(ret);
-    b.create<func::ReturnOp>(ret->getLoc(), all);
-    ret->erase();
-    algo.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
-                                           ValueRange(all).getTypes()));
-    algo.setAllResultAttrs(attrs);
+    setResults(algo, all, attrs);
     algo->setAttr("mpc.inference_outputs",
                   b.getI64IntegerAttr((int64_t)results.size()));
     return success();

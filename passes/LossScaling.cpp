@@ -2,6 +2,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/StepResults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -148,11 +149,7 @@ struct LossScaling : public mpc::impl::LossScalingBase<LossScaling> {
       results.push_back(update.getNewGoodSteps());
       attrs.push_back(named("mpc.output", "mpc.loss_scale_good_steps"));
     }
-    b.create<func::ReturnOp>(ret->getLoc(), results);
-    ret->erase();
-    f.setFunctionType(b.getFunctionType(body.getArgumentTypes(),
-                                        ValueRange(results).getTypes()));
-    f.setAllResultAttrs(attrs);
+    setResults(f, results, attrs);
     f->setAttr("mpc.loss_scale_mode", b.getStringAttr(mode));
     f->setAttr("mpc.loss_scale_init", b.getF64FloatAttr(scale));
     return success();

@@ -17,6 +17,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/StepResults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -194,11 +195,7 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
           emit(next, named("mpc.output", Twine("mpc.new.") + sym.getValue()));
       }
     });
-    b->create<func::ReturnOp>(*loc, results);
-    ret->erase();
-    f.setFunctionType(b->getFunctionType(body.getArgumentTypes(),
-                                         ValueRange(results).getTypes()));
-    f.setAllResultAttrs(attrs);
+    setResults(f, results, attrs);
     f->setAttr("mpc.optimizer", b->getStringAttr(kind));
     // The loop needs it for Adam's step size; an artifact carries it.
     f->setAttr("mpc.lr", b->getF32FloatAttr(lrF));

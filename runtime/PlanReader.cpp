@@ -49,12 +49,9 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
       t.adamBeta2 = (float)std::strtod(b[1].c_str(), nullptr);
     } else if (key == "lr") {
       t.lr = (float)std::strtod(value.c_str(), nullptr);
-    } else if (key == "lr-schedule") {
-      LrSchedule s;
-      std::string error;
-      if (!parseLrSchedule(value, s, error))
+    } else if (std::string error; key == "lr-schedule") {
+      if (!parseLrSchedule(value, t.lrSchedule.emplace(), error))
         return false;
-      t.lrSchedule = s;
     } else {
       return false;
     }

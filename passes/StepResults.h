@@ -1,0 +1,33 @@
+//===- StepResults.h - a function's new results -----------------*- C++ -*-===//
+//
+// The train-step passes that add outputs (mpc-loss-scaling, mpc-optimizer,
+// mpc-half-weights-in-optimizer, mpc-clip-grad-norm, mpc-inline-inference)
+// end the same way: a return of the new results, the function's type and
+// result attributes to match.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_PASSES_STEPRESULTS_H
+#define MPC_PASSES_STEPRESULTS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::mpc {
+
+/// `f` returns `results` (attributes `attrs`) instead, at its return's
+/// location.
+inline void setResults(func::FuncOp f, ValueRange results,
+                       ArrayRef<DictionaryAttr> attrs) {
+  Operation *ret = f.getBody().front().getTerminator();
+  OpBuilder b(ret);
+  b.create<func::ReturnOp>(ret->getLoc(), results);
+  ret->erase();
+  f.setFunctionType(
+      b.getFunctionType(f.getArgumentTypes(), results.getTypes()));
+  f.setAllResultAttrs(attrs);
+}
+
+} // namespace mlir::mpc
+
+#endif // MPC_PASSES_STEPRESULTS_H
