@@ -105,8 +105,7 @@ void concatsOfInputsInPlace(Plan &plan,
   // output back into it): the earliest step that may write it in place.
   std::map<int, size_t> written;
   ::mpc::rt::TrainProtocol protocol(plan);
-  for (const auto *list : {&protocol.weights, &protocol.weightCopies,
-                           &protocol.optimizerState, &protocol.scaleState})
+  for (const auto *list : protocol.fedBack())
     for (const auto &[index, name] : *list) {
       int input = ::mpc::rt::valueOfName(plan, name);
       auto p = producer.find(plan.outputs[index].value);

@@ -1,7 +1,8 @@
 //===- CudaStateInPlace.cpp - a train step's state updated in place -------===//
 //
 // A train step's new weights (`mpc.new.<p>`), their fp16/bf16 copies
-// (`mpc.half.<p>`) and optimizer moments (`mpc.opt.*`) are outputs the
+// (`mpc.half.<p>`), optimizer moments (`mpc.opt.*`) and gradient
+// accumulators (`mpc.accum.*`) are outputs the
 // runtime feeds back into the inputs they replace
 // (runtime/TrainProtocol.cpp), by a device-to-device copy unless the
 // output lives in the input's buffer: for Adam, 24 bytes a parameter each
@@ -32,11 +33,13 @@ void updateStateInPlace(Emitter &e) {
   for (size_t i = 0; i < plan.steps.size(); ++i)
     for (int v : plan.steps[i].outputs)
       producer[v] = i;
-  // What TrainProtocol feeds back after a step taken (the loss-scale
-  // state is two scalars a one-thread kernel writes: not worth it).
+  // What TrainProtocol feeds back after a step taken, and the gradient
+  // accumulators after every micro-batch (the loss-scale state is two
+  // scalars a one-thread kernel writes: not worth it).
   ::mpc::rt::TrainProtocol protocol(plan);
   std::vector<std::pair<size_t, std::string>> state = protocol.weights;
-  for (const auto *more : {&protocol.weightCopies, &protocol.optimizerState})
+  for (const auto *more : {&protocol.weightCopies, &protocol.optimizerState,
+                           &protocol.accumState})
     state.insert(state.end(), more->begin(), more->end());
   for (const auto &[index, name] : state) {
     const ::mpc::rt::Binding &out = plan.outputs[index];

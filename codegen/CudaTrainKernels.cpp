@@ -448,7 +448,11 @@ bool Emitter::onnxOptimizer(Step &s, const std::string &name) {
 
 bool Emitter::updateLossScale(Step &s, const std::string &name) {
   cu << header(s, name, 1) << " {\n  double scale = ld(in0, 0);\n"
-     << "  i64 good = in1[0];\n  if (in2[0]) { scale *= "
+     << "  i64 good = in1[0];\n"
+     << (s.inputs.size() > 3 ? "  if (!in3[0]) { st(out0, 0, (float)scale); "
+                               "out1[0] = good; return; }\n"
+                             : "")
+     << "  if (in2[0]) { scale *= "
      << dbl(s.getFloat("backoff", 0.5)) << "; good = 0; }\n  else if (++good >= "
      << s.getInt("interval", 2000) << "LL) { scale *= "
      << dbl(s.getFloat("growth", 2.0)) << "; good = 0; }\n"

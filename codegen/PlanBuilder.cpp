@@ -95,6 +95,8 @@ rt::TrainInfo trainInfo(func::FuncOp func) {
     if (rt::parseLrSchedule(spec.str(), s, error))
       info.lrSchedule = s;
   }
+  if (auto n = func->getAttrOfType<IntegerAttr>("mpc.grad_accumulation"))
+    info.accumulate = n.getInt();
   if (auto betas = func->getAttrOfType<DenseF32ArrayAttr>("mpc.adam_betas")) {
     info.adamBeta1 = betas[0];
     info.adamBeta2 = betas[1];

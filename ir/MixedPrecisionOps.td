@@ -62,7 +62,9 @@ def Mpc_UpdateLossScaleOp : Mpc_Op<"update_loss_scale", [Pure]> {
     at 0. Otherwise the counter grows by one, and on reaching `interval`
     the scale is multiplied by `growth` and the counter restarts. The new
     scale is clamped to [`min_scale`, `max_scale`] (Apex and ONNX Runtime
-    bound it; an unbounded scale can collapse to 0).
+    bound it; an unbounded scale can collapse to 0). With `apply` false
+    (gradient accumulation: not a group's last micro-batch) both pass
+    through unchanged.
 
     Example:
     ```mlir
@@ -70,7 +72,8 @@ def Mpc_UpdateLossScaleOp : Mpc_Op<"update_loss_scale", [Pure]> {
     ```
   }];
   let arguments = (ins Mpc_F32Scalar:$scale, Mpc_I64Scalar:$good_steps,
-                   Mpc_I1Scalar:$found_inf, F64Attr:$growth, F64Attr:$backoff,
+                   Mpc_I1Scalar:$found_inf, Optional<Mpc_I1Scalar>:$apply,
+                   F64Attr:$growth, F64Attr:$backoff,
                    I64Attr:$interval, F64Attr:$min_scale, F64Attr:$max_scale);
   let results = (outs Mpc_F32Scalar:$new_scale, Mpc_I64Scalar:$new_good_steps);
 }

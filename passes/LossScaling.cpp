@@ -140,7 +140,7 @@ struct LossScaling : public mpc::impl::LossScalingBase<LossScaling> {
     attrs.push_back(named("mpc.output", "mpc.found_inf"));
     if (mode == "dynamic") {
       auto update = b.create<UpdateLossScaleOp>(
-          ret->getLoc(), f32, i64, s, goodSteps, foundInf,
+          ret->getLoc(), f32, i64, s, goodSteps, foundInf, /*apply=*/Value(),
           b.getF64FloatAttr(growth), b.getF64FloatAttr(backoff),
           b.getI64IntegerAttr(interval), b.getF64FloatAttr(minScale),
           b.getF64FloatAttr(maxScale));

@@ -126,6 +126,15 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
     error = "--clip-grad-norm must be a positive number (0: no clipping)";
     return false;
   }
+  if (o.gradAccumulation < 1) {
+    error = "--grad-accumulation must be at least 1 (1: off)";
+    return false;
+  }
+  if (o.gradAccumulation > 1 && kind.lower() == "none") {
+    error = "--grad-accumulation sums gradients for an optimizer's update; "
+            "it needs --optimizer";
+    return false;
+  }
   if (!o.adamBetas.empty() &&
       (o.adamBetas.size() != 2 ||
        llvm::any_of(o.adamBetas, [](double b) { return !(b >= 0 && b < 1); }))) {
@@ -240,6 +249,9 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
   pm.addPass(createOptimizer(opt));
   if (o.clipGradNorm > 0)
     pm.addPass(createClipGradNorm(ClipGradNormOptions{o.clipGradNorm}));
+  if (o.gradAccumulation > 1)
+    pm.addPass(createGradAccumulation(
+        GradAccumulationOptions{o.gradAccumulation}));
   if (o.unscaleInOptimizer)
     pm.addPass(createUnscaleInOptimizer());
   if (o.halfWeightsInOptimizer && o.isLow())

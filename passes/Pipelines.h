@@ -93,6 +93,11 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("Clip the gradients' global L2 norm to this before the "
                      "updates (mpc-clip-grad-norm; 0: off)"),
       llvm::cl::init(0.0)};
+  Option<int64_t> gradAccumulation{
+      *this, "grad-accumulation",
+      llvm::cl::desc("Micro-batches whose gradients are summed before each "
+                     "update (mpc-grad-accumulation; 1: off)"),
+      llvm::cl::init(1)};
   Option<bool> finiteCheck{
       *this, "finite-check",
       llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "

@@ -194,6 +194,42 @@ def ClipGradNorm : Pass<"mpc-clip-grad-norm", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def GradAccumulation : Pass<"mpc-grad-accumulation", "::mlir::ModuleOp"> {
+  let summary = "Sum the gradients of several micro-batches before an update";
+  let description = [{
+    Gradient accumulation as torch users write it (loss / steps backward
+    per micro-batch, optimizer.step and zero_grad every `steps` batches):
+    in a train step mpc-optimizer updated, each trained parameter gets an
+    FP32 accumulator, state `mpc.accum.<p>`, and the updates (and
+    mpc-clip-grad-norm's norm) read acc + g / steps. The per-step input
+    `mpc.accum.apply` (i1) says the micro-batch is a group's last: only
+    then do parameters, optimizer state and the loss scale move, and the
+    accumulators restart from zero; before it every update output keeps
+    its old value. Under loss scaling the all-finite flag is sticky over a
+    group (state `mpc.accum.found_inf`): a group with any overflowing
+    micro-batch is skipped, as GradScaler skips the summed gradients.
+    The step still returns each micro-batch's own gradients; batch norm's
+    running statistics move with every micro-batch, as in torch.
+
+    Before (`steps=4`):
+    ```mlir
+    %nw = mpc.sub %w, (mpc.mul %lr, %g)
+    return ..., %g, %nw   // {mpc.gradient = @w}, {mpc.output = "mpc.new.w"}
+    ```
+    After:
+    ```mlir
+    %t = mpc.add %acc, (mpc.mul %g, 0.25)
+    %nw = mpc.where %skip, %w, (mpc.sub %w, (mpc.mul %lr, %t))
+    return ..., %g, %nw, (mpc.where %apply, 0, %t)  // "mpc.accum.w"
+    ```
+  }];
+  let options = [
+    Option<"steps", "steps", "int64_t", /*default=*/"1",
+           "Micro-batches a group (1: off)">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def UnscaleInOptimizer : Pass<"mpc-unscale-in-optimizer", "::mlir::ModuleOp"> {
   let summary = "Updates unscale their gradients as they read them";
   let description = [{

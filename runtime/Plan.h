@@ -283,6 +283,9 @@ struct TrainInfo {
   /// Its schedule (absent: constant): the step then reads the rate of each
   /// step as the input mpc.opt.lr.
   std::optional<LrSchedule> lrSchedule;
+  /// Micro-batches an update sums (mpc-grad-accumulation; 1: every step
+  /// updates): the step reads mpc.accum.apply, true on a group's last.
+  int64_t accumulate = 1;
   /// (output index, parameter): d(loss)/d(parameter), read back to count
   /// the inf/NaN elements of a skipped step.
   std::vector<std::pair<int, std::string>> gradients;

@@ -284,6 +284,8 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
       os << " lr=" << hexFloat(*t->lr);
     if (t->lrSchedule) // no spaces: validated
       os << " lr-schedule=" << t->lrSchedule->spec;
+    if (t->accumulate != 1)
+      os << " accumulate=" << t->accumulate;
     os << "\n";
     for (const auto &[output, param] : t->gradients)
       os << "gradient " << output << " " << escape(param) << "\n";

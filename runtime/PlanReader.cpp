@@ -49,6 +49,10 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
       t.adamBeta2 = (float)std::strtod(b[1].c_str(), nullptr);
     } else if (key == "lr") {
       t.lr = (float)std::strtod(value.c_str(), nullptr);
+    } else if (key == "accumulate") {
+      t.accumulate = std::stoll(value);
+      if (t.accumulate < 1)
+        return false;
     } else if (std::string error; key == "lr-schedule") {
       if (!parseLrSchedule(value, t.lrSchedule.emplace(), error))
         return false;

@@ -27,13 +27,16 @@ TrainProtocol::TrainProtocol(const Plan &plan) {
       optimizerState.emplace_back(i, name);
     else if (startsWith(name, "mpc.loss_scale") && valueOfName(plan, name) >= 0)
       scaleState.emplace_back(i, name);
+    else if (startsWith(name, "mpc.accum.") && valueOfName(plan, name) >= 0)
+      accumState.emplace_back(i, name);
   }
 }
 
 bool TrainProtocol::advance(Session &s, bool taken, std::string &error) const {
-  for (const auto &[index, name] : scaleState)
-    if (!s.feedBack(index, name, error))
-      return false;
+  for (const auto *list : {&scaleState, &accumState})
+    for (const auto &[index, name] : *list)
+      if (!s.feedBack(index, name, error))
+        return false;
   if (!taken)
     return true;
   for (const auto *list : {&weights, &weightCopies, &optimizerState})

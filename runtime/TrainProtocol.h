@@ -5,7 +5,9 @@
 // output named like an input carries that input to the next step
 // (optimizer state `mpc.opt.*`, loss-scale state `mpc.loss_scale*`, the
 // fp16/bf16 weight copies `mpc.half.*`: runtime/WeightCopies.h);
-// `mpc.found_inf` says the step must be skipped. `mpc train` and
+// `mpc.found_inf` says the step must be skipped. Under gradient
+// accumulation the step also carries its accumulators (`mpc.accum.*`) to
+// the next micro-batch, and reads `mpc.accum.apply`. `mpc train` and
 // mpc-gpu-run both drive steps with this.
 //
 //===----------------------------------------------------------------------===//
@@ -27,14 +29,20 @@ struct TrainProtocol {
 
   /// (output index, input name) pairs.
   std::vector<std::pair<size_t, std::string>> weights, weightCopies,
-      optimizerState, scaleState;
+      optimizerState, scaleState, accumState;
   int foundInf = -1; // output index, or -1
   int gradNorm = -1; // mpc.grad_norm (--clip-grad-norm), or -1
 
   bool isTrainStep() const { return !weights.empty(); }
+  /// Every list above: the outputs fed back into an input of their name.
+  std::vector<const std::vector<std::pair<size_t, std::string>> *>
+  fedBack() const {
+    return {&weights, &weightCopies, &optimizerState, &scaleState,
+            &accumState};
+  }
   /// Feeds a finished step's outputs back into the session's inputs:
-  /// loss-scale state always, weights, their copies and optimizer state
-  /// when `taken`.
+  /// loss-scale state and accumulators always, weights, their copies and
+  /// optimizer state when `taken`.
   bool advance(Session &s, bool taken, std::string &error) const;
 };
 

@@ -176,8 +176,9 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
       state_[in.name] = scalar(DType::F32, scale);
     else if (in.name == "mpc.loss_scale_good_steps")
       state_[in.name] = scalar(DType::I64, 0);
-    else if (in.name.rfind("mpc.opt.", 0) == 0 || in.name == "mpc.rng.step")
-      continue; // optimizer state (below) or per-step scalars
+    else if (in.name.rfind("mpc.opt.", 0) == 0 || in.name == "mpc.rng.step" ||
+             in.name.rfind("mpc.accum.", 0) == 0)
+      continue; // optimizer state, accumulators (below), per-step scalars
     else if (isWeightCopy(plan_, in.name))
       continue; // the session casts it from its master
     else if (!data.count(in.name))
@@ -186,6 +187,13 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
   for (const auto &[index, name] : protocol_.optimizerState) {
     const ValueInfo &v = plan_.values[valueOfName(plan_, name)];
     state_[name] = Tensor(v.dtype, v.shape); // zeros
+  }
+  // Gradient accumulators start every group at zero, and the group's last
+  // micro-batch leaves them there: not state a checkpoint needs.
+  std::map<std::string, Tensor> accumulators;
+  for (const auto &[index, name] : protocol_.accumState) {
+    const ValueInfo &v = plan_.values[valueOfName(plan_, name)];
+    accumulators[name] = Tensor(v.dtype, v.shape);
   }
   // Optimizer steps taken (skipped steps do not count, as in torch), for
   // the per-step scalars.
@@ -226,7 +234,8 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
   for (const auto &[index, name] : protocol_.scaleState)
     everyStep.push_back((size_t)index);
   session_.readAfterEveryRun(everyStep);
-  return toSession(params, error) && toSession(state_, error);
+  return toSession(params, error) && toSession(state_, error) &&
+         toSession(accumulators, error);
 }
 
 bool Trainer::sameWeights(const std::map<std::string, Tensor> &weights,
@@ -278,10 +287,10 @@ void Trainer::addOptimizerScalars(std::map<std::string, Tensor> &feeds,
 /// scale always, weights and optimizer state unless the step is skipped.
 bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
                    StepRecord &r, std::string &error,
-                   const WhileRunning &whileRunning) {
+                   const WhileRunning &whileRunning, bool apply) {
   if (options_.group)
     options_.group->stepStarted(s + 1);
-  bool ok = runStep(s, feeds, r, error, whileRunning);
+  bool ok = runStep(s, feeds, r, error, whileRunning, apply);
   if (options_.group)
     options_.group->stepEnded();
   return ok;
@@ -289,7 +298,7 @@ bool Trainer::step(int64_t s, const std::map<std::string, Tensor> &feeds,
 
 bool Trainer::runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
                       StepRecord &r, std::string &error,
-                      const WhileRunning &whileRunning) {
+                      const WhileRunning &whileRunning, bool apply) {
   if (!toSession(feeds, error))
     return false;
   if (!session_.start(error) || (whileRunning && !whileRunning(error)) ||
@@ -321,16 +330,21 @@ bool Trainer::runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
       return false;
     r.gradNorm = norm.getFloat(0);
   }
-  r.skipped = r.overflow > 0 || flagged;
+  // (A group of micro-batches is skipped when any had some: the
+  // accumulators summed them.)
+  groupOverflow_ += r.overflow;
+  r.skipped = groupOverflow_ > 0 || flagged;
+  if (apply)
+    groupOverflow_ = 0;
   r.lossScale = scale_;
   if (algorithm_) {
     for (const auto &[name, index] : bindings_)
       if (!session_.feedBack(index, name, error))
         return false;
   } else {
-    if (!protocol_.advance(session_, !r.skipped, error))
+    if (!protocol_.advance(session_, apply && !r.skipped, error))
       return false;
-    if (!r.skipped)
+    if (apply && !r.skipped)
       state_["mpc.opt.t"].setInt(0, state_["mpc.opt.t"].getInt(0) + 1);
   }
   // The loss-scale state is read back (two scalars): it moves every step.
@@ -380,7 +394,7 @@ void Trainer::report(const StepRecord &r, int64_t first,
   int ranks = options_.group ? options_.group->size() : 1;
   line += format("step %lld/%lld  loss %.6f  %.0f samples/s",
                  (long long)r.step, (long long)options_.steps, r.loss,
-                 (r.step - first) * options_.batch * ranks /
+                 (r.step - first) * options_.batch * microBatches() * ranks /
                      std::max(seconds, 1e-9));
   if (scaling_)
     line += format("  scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
@@ -403,29 +417,54 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
   // The next step's batch is gathered and prefetched while a step runs
   // (on a GPU its copy overlaps the step); its scalars wait for the step's
   // outcome (a skipped step does not advance the optimizer's count).
+  // Under gradient accumulation a step is `micro` runs, micro-batch m
+  // = s * micro + k taking the data loop's m-th batch and drawing its
+  // dropout masks at m.
+  const int64_t micro = microBatches();
   bool batchPrefetched = false;
-  auto prefetchNext = [&](int64_t s) -> WhileRunning {
-    if (s + 1 >= options_.steps)
+  auto prefetchNext = [&](int64_t m) -> WhileRunning {
+    if (m + 1 >= options_.steps * micro)
       return nullptr;
-    return [&, s](std::string &e) {
-      return batchPrefetched = prefetchToSession(batches.at(s + 1), e);
+    return [&, m](std::string &e) {
+      return batchPrefetched = prefetchToSession(batches.at(m + 1), e);
     };
   };
   for (int64_t s = first; s < options_.steps; ++s) {
     auto t0 = std::chrono::steady_clock::now();
     // Per-step inputs: the optimizer's scalars and the batch (weights and
     // state already live in the session).
-    std::map<std::string, Tensor> feeds;
-    if (!batchPrefetched)
-      feeds = batches.at(s);
-    batchPrefetched = false;
-    feeds.merge(randomScalars(
-        plan_, s, options_.group ? options_.group->rank() : 0));
     StepRecord r;
+    std::map<std::string, Tensor> scalars;
     if (!algorithm_)
-      addOptimizerScalars(feeds, r);
-    if (!step(s, feeds, r, error, prefetchNext(s)))
-      return false;
+      addOptimizerScalars(scalars, r);
+    double lossSum = 0;
+    int64_t overflow = 0, underflow = 0;
+    for (int64_t k = 0; k < micro; ++k) {
+      const int64_t m = s * micro + k;
+      const bool apply = k + 1 == micro;
+      std::map<std::string, Tensor> feeds;
+      if (!batchPrefetched)
+        feeds = batches.at(m);
+      batchPrefetched = false;
+      feeds.merge(randomScalars(
+          plan_, m, options_.group ? options_.group->rank() : 0));
+      feeds.insert(scalars.begin(), scalars.end());
+      if (micro > 1) {
+        Tensor last(DType::I1, {});
+        last.data<uint8_t>()[0] = apply;
+        feeds["mpc.accum.apply"] = last;
+      }
+      if (!step(s, feeds, r, error, prefetchNext(m), apply))
+        return false;
+      lossSum += r.loss;
+      overflow += r.overflow;
+      underflow += r.underflow;
+    }
+    // The group's loss is its micro-batches' mean (the loss of the batch
+    // they make up), as a loop logging loss / N summed over them reports.
+    r.loss = (float)(lossSum / micro);
+    r.overflow = overflow;
+    r.underflow = underflow;
     auto t1 = std::chrono::steady_clock::now();
     r.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     history_.push_back(r);
@@ -438,7 +477,7 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     if (!sample(r.step, error))
       return false;
     if (options_.onStep)
-      options_.onStep(r, (r.step - first) * options_.batch /
+      options_.onStep(r, (r.step - first) * options_.batch * micro /
                              std::max(seconds, 1e-9));
     // Rank 0 writes the checkpoints: every rank holds the same state.
     bool lead = !options_.group || options_.group->rank() == 0;

@@ -146,12 +146,18 @@ private:
   /// (optimizerScalars), the rate of a schedule recorded in `r`.
   void addOptimizerScalars(std::map<std::string, Tensor> &feeds,
                            StepRecord &r);
+  /// Runs step `s` on `feeds`; under gradient accumulation one
+  /// micro-batch of it, the group's last when `apply`.
   bool step(int64_t s, const std::map<std::string, Tensor> &feeds,
             StepRecord &record, std::string &error,
-            const WhileRunning &whileRunning = nullptr);
+            const WhileRunning &whileRunning = nullptr, bool apply = true);
   bool runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
                StepRecord &record, std::string &error,
-               const WhileRunning &whileRunning);
+               const WhileRunning &whileRunning, bool apply);
+  /// Micro-batches an update sums (the plan's mpc-grad-accumulation).
+  int64_t microBatches() const {
+    return plan_.train ? plan_.train->accumulate : 1;
+  }
   void report(const StepRecord &r, int64_t first, double seconds) const;
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
   /// toSession for the next run, while this one runs (Session::prefetch).
@@ -189,6 +195,8 @@ private:
   /// step count `mpc.opt.t`; saved with checkpoints.
   std::map<std::string, Tensor> state_;
   std::vector<StepRecord> history_;
+  /// Non-finite gradient elements so far in this group of micro-batches.
+  int64_t groupOverflow_ = 0;
 };
 
 } // namespace mpc::rt

@@ -41,8 +41,7 @@ bool contains(const std::vector<int> &vs, int v) {
 InPlaceUpdates::InPlaceUpdates(const Plan &plan)
     : plan(plan), readers(plan.values.size()) {
   TrainProtocol protocol(plan);
-  for (const auto *list : {&protocol.weights, &protocol.weightCopies,
-                           &protocol.optimizerState, &protocol.scaleState})
+  for (const auto *list : protocol.fedBack())
     for (const auto &[index, name] : *list)
       fedBack.insert({plan.outputs[index].value, valueOfName(plan, name)});
   for (size_t j = 0; j < plan.steps.size(); ++j) {

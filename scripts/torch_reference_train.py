@@ -12,6 +12,9 @@ usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr 
                                  "grad_norm", the norm before clipping)
        [--lr-schedule SPEC]     (mpc's spec as a LambdaLR with Hugging
                                  Face's formulas; each line gets its "lr")
+       [--grad-accumulation N]  (each step: (loss / N).backward() on N
+                                 consecutive batches, then one update; the
+                                 line's loss is their mean)
 """
 import argparse
 import json
@@ -40,6 +43,7 @@ ap.add_argument("--weight-decay", type=float, default=0.0)
 ap.add_argument("--adam-betas", default="0.9,0.999")
 ap.add_argument("--clip-grad-norm", type=float, default=0.0)
 ap.add_argument("--lr-schedule", default="")
+ap.add_argument("--grad-accumulation", type=int, default=1)
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -91,13 +95,17 @@ def schedule(spec, steps):
 sched = (torch.optim.lr_scheduler.LambdaLR(opt, schedule(a.lr_schedule, a.steps))
          if a.lr_schedule else None)
 per_epoch = len(x) // a.batch
+n = a.grad_accumulation
 for step in range(a.steps):
-    k = step % per_epoch
-    xb, yb = x[k * a.batch:(k + 1) * a.batch], y[k * a.batch:(k + 1) * a.batch]
     opt.zero_grad()
-    loss, _ = net(xb, yb)
-    loss.backward()
-    line = {"step": step + 1, "loss": float(loss)}
+    losses = []
+    for j in range(n):
+        k = (step * n + j) % per_epoch
+        xb, yb = x[k * a.batch:(k + 1) * a.batch], y[k * a.batch:(k + 1) * a.batch]
+        loss, _ = net(xb, yb)
+        (loss / n if n > 1 else loss).backward()
+        losses.append(float(loss))
+    line = {"step": step + 1, "loss": sum(losses) / n}
     if sched:
         line["lr"] = opt.param_groups[0]["lr"]
     if a.clip_grad_norm > 0:

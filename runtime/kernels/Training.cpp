@@ -138,6 +138,11 @@ void allReduceK(KernelContext &c) {
 void updateLossScaleK(KernelContext &c) {
   double scale = c.in(0).getFloat(0);
   int64_t good = c.in(1).getInt(0);
+  if (c.numInputs() > 3 && !c.in(3).data<uint8_t>()[0]) {
+    c.output(0).setFloat(0, (float)scale); // not a group's last micro-batch
+    c.output(1).setInt(0, good);
+    return;
+  }
   if (c.in(2).data<uint8_t>()[0]) {
     scale *= c.step.getFloat("backoff", 0.5);
     good = 0;

@@ -212,6 +212,8 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
                                       const PhaseSpec *phase = nullptr) {
   if (dataParallel && !train)
     return (error = "--data-parallel needs --train", nullptr);
+  if (compilePrecision.gradAccumulation->getValue() != 1 && !train)
+    return (error = "--grad-accumulation needs --train", nullptr);
   if (train) {
     mlir::mpc::TrainPipelineOptions pipeline;
     compilePrecision.apply(pipeline);
@@ -407,6 +409,9 @@ int runCompile() {
   if (!readPhaseList(phaseFlags, recipe, lossScaler,
                      lossScaler.getNumOccurrences() > 0, phases, error))
     return reportError(error);
+  if (!phases.specs.empty() && compilePrecision.gradAccumulation->getValue() > 1)
+    return reportError("--grad-accumulation does not combine with phases "
+                       "(--phase, --recipe) yet");
   if (!phases.specs.empty() && (!train || emit == "mlir"))
     return reportError(train ? "--phase writes an artifact, not --emit mlir"
                              : "--phase and --recipe need --train");

@@ -70,6 +70,13 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "GradScaler.unscale_ (the norm before clipping is the step "
                  "output mpc.grad_norm; 0: no clipping, default)"),
         cl::value_desc("MAX"), cl::init(0.0), cl::sub(sub));
+    gradAccumulation = std::make_unique<cl::opt<int64_t>>(
+        "grad-accumulation",
+        cl::desc("Sum the gradients of N micro-batches of --batch rows "
+                 "before each update, as (loss / N).backward() on each and "
+                 "one optimizer step (a batch N times larger in the memory "
+                 "of one; --steps counts updates; default 1)"),
+        cl::value_desc("N"), cl::init(1), cl::sub(sub));
     lrSchedule = std::make_unique<cl::opt<std::string>>(
         "lr-schedule",
         cl::desc("The learning rate over the optimizer steps, as Hugging "
@@ -109,6 +116,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.clipGradNorm = clipGradNorm->getValue();
   if (lrSchedule)
     o.lrSchedule = lrSchedule->getValue();
+  if (gradAccumulation)
+    o.gradAccumulation = gradAccumulation->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
 }

@@ -366,6 +366,10 @@ int runGrad() {
   mlir::MLIRContext ctx;
   Prepared prep;
   std::string error;
+  if (gradPrecision.gradAccumulation->getValue() != 1)
+    return reportError("--grad-accumulation is for training (mpc train, mpc "
+                       "compile --train); mpc grad returns one batch's "
+                       "gradients");
   if (!gradPrecision.validate(error))
     return reportError(error);
   if (!prepare(ctx, gradModel, gradInputs, {}, 0, prep))

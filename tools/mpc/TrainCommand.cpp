@@ -486,6 +486,9 @@ int runTrain() {
   if (lossScaler.getNumOccurrences() && phaseSpecs.empty() && recipe.empty())
     return reportError("--loss-scaler is for phases (--phase or --recipe)");
   if (!phaseSpecs.empty() || !recipe.empty()) {
+    if (precisionFlags.gradAccumulation->getValue() > 1)
+      return reportError("--grad-accumulation does not combine with phases "
+                         "(--phase, --recipe) yet");
     if (!lossName.empty() || !lossKind.empty())
       return reportError("--phase names each phase's loss; --loss-output "
                          "and --loss do not combine with it");

@@ -4,7 +4,9 @@ labels in [0, 10)), then the step state at step 1: loss scale 65536, no
 good steps yet, the first-step flag, Adam's step size and bias correction
 for lr (a third of lr where a schedule makes it an input), and zero
 optimizer state (the fp16 weight copies are the
-runtime's to derive). SCALE replaces the loss scale.
+runtime's to derive); under gradient accumulation a group's last
+micro-batch (mpc.accum.apply) over accumulators holding earlier ones'
+gradients (random, small). SCALE replaces the loss scale.
 
 usage: train_step_inputs.py ARTIFACT OUT_DIR LR [SCALE]
 """
@@ -42,6 +44,10 @@ for name, vid in inputs:
         v = np.array(lr / 3, np.float32)
     elif name == "mpc.opt.step_size":
         v = np.array(np.float32(lr) / (1 - np.float64(np.float32(0.9))), np.float32)
+    elif name == "mpc.accum.apply":
+        v = np.array(True)
+    elif name.startswith("mpc.accum.") and name != "mpc.accum.found_inf":
+        v = rng.normal(0, 1e-3, shape).astype(np.float32)
     elif name == "mpc.opt.bc2_sqrt":
         v = np.array(np.sqrt(1 - np.float64(np.float32(0.999))), np.float32)
     else:  # good-step counter, optimizer state: zeros

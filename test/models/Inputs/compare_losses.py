@@ -1,9 +1,10 @@
 """Compares two --metrics JSONL files step by step and, given a trained
 model and test data, prints its test accuracy (onnxruntime).
 
-usage: compare_losses.py MPC.jsonl REF.jsonl --rtol R [--also FIELD]
+usage: compare_losses.py MPC.jsonl REF.jsonl --rtol R [--also FIELD ...]
                          [--model M --x X --y Y]
---also FIELD compares that field of each step too (grad_norm), within R.
+--also FIELD compares that field of each step too (grad_norm), within R;
+it may be given more than once.
 """
 import argparse
 import json
@@ -15,7 +16,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("mine")
 ap.add_argument("ref")
 ap.add_argument("--rtol", type=float, default=1e-4)
-ap.add_argument("--also")
+ap.add_argument("--also", action="append", default=[])
 ap.add_argument("--model")
 ap.add_argument("--x")
 ap.add_argument("--y")
@@ -27,11 +28,11 @@ err = max(abs(m - r) / abs(r) for m, r in zip(mine, ref))
 print(f"steps: {len(mine)}; first loss {mine[0]:.6f}, last {mine[-1]:.6f}")
 print(f"max relative loss difference {err:.2e} "
       f"{'ok' if err <= a.rtol else 'FAIL'} (bound {a.rtol:g})")
-if a.also:
-    mine = [json.loads(l)[a.also] for l in open(a.mine)]
-    ref = [json.loads(l)[a.also] for l in open(a.ref)]
+for field in a.also:
+    mine = [json.loads(l)[field] for l in open(a.mine)]
+    ref = [json.loads(l)[field] for l in open(a.ref)]
     also = max(abs(m - r) / abs(r) if r else abs(m) for m, r in zip(mine, ref))
-    print(f"max relative {a.also} difference {also:.2e} "
+    print(f"max relative {field} difference {also:.2e} "
           f"{'ok' if also <= a.rtol else 'FAIL'}")
     err = max(err, also)
 if a.model:
