@@ -73,6 +73,51 @@ std::string hexFloat(double v) {
   return buf;
 }
 
+std::string trainRecord(const TrainInfo &t) {
+  std::ostringstream os;
+  os << "train loss=" << t.loss << " loss-scale-init=" << hexFloat(t.lossScaleInit)
+     << " adam-betas=" << hexFloat(t.adamBeta1) << "," << hexFloat(t.adamBeta2);
+  if (t.lr)
+    os << " lr=" << hexFloat(*t.lr);
+  if (t.lrSchedule) // no spaces: validated
+    os << " lr-schedule=" << t.lrSchedule->spec;
+  if (t.accumulate != 1)
+    os << " accumulate=" << t.accumulate;
+  return os.str();
+}
+
+bool parseTrain(std::istream &is, TrainInfo &t) {
+  for (std::string token; is >> token;) {
+    size_t eq = token.find('=');
+    if (eq == std::string::npos)
+      return false;
+    std::string key = token.substr(0, eq), value = token.substr(eq + 1);
+    if (key == "loss") {
+      t.loss = std::stoi(value);
+    } else if (key == "loss-scale-init") {
+      t.lossScaleInit = std::strtod(value.c_str(), nullptr);
+    } else if (key == "adam-betas") {
+      std::vector<std::string> b = splitList(value);
+      if (b.size() != 2)
+        return false;
+      t.adamBeta1 = (float)std::strtod(b[0].c_str(), nullptr);
+      t.adamBeta2 = (float)std::strtod(b[1].c_str(), nullptr);
+    } else if (key == "lr") {
+      t.lr = (float)std::strtod(value.c_str(), nullptr);
+    } else if (key == "accumulate") {
+      t.accumulate = std::stoll(value);
+      if (t.accumulate < 1)
+        return false;
+    } else if (std::string error; key == "lr-schedule") {
+      if (!parseLrSchedule(value, t.lrSchedule.emplace(), error))
+        return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace plantext
 
 namespace {
@@ -278,15 +323,7 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
   if (plan.cudaAttentionRows != 128)
     os << "cuda-attention-rows " << plan.cudaAttentionRows << "\n";
   if (const auto &t = plan.train) {
-    os << "train loss=" << t->loss << " loss-scale-init=" << hexFloat(t->lossScaleInit)
-       << " adam-betas=" << hexFloat(t->adamBeta1) << "," << hexFloat(t->adamBeta2);
-    if (t->lr)
-      os << " lr=" << hexFloat(*t->lr);
-    if (t->lrSchedule) // no spaces: validated
-      os << " lr-schedule=" << t->lrSchedule->spec;
-    if (t->accumulate != 1)
-      os << " accumulate=" << t->accumulate;
-    os << "\n";
+    os << trainRecord(*t) << "\n";
     for (const auto &[output, param] : t->gradients)
       os << "gradient " << output << " " << escape(param) << "\n";
   }

@@ -30,39 +30,6 @@ Shape parseShape(const std::string &s) {
   return shape;
 }
 
-/// Reads the key=value tokens of a `train` record.
-bool parseTrain(std::istream &is, TrainInfo &t) {
-  for (std::string token; is >> token;) {
-    size_t eq = token.find('=');
-    if (eq == std::string::npos)
-      return false;
-    std::string key = token.substr(0, eq), value = token.substr(eq + 1);
-    if (key == "loss") {
-      t.loss = std::stoi(value);
-    } else if (key == "loss-scale-init") {
-      t.lossScaleInit = std::strtod(value.c_str(), nullptr);
-    } else if (key == "adam-betas") {
-      std::vector<std::string> b = splitList(value);
-      if (b.size() != 2)
-        return false;
-      t.adamBeta1 = (float)std::strtod(b[0].c_str(), nullptr);
-      t.adamBeta2 = (float)std::strtod(b[1].c_str(), nullptr);
-    } else if (key == "lr") {
-      t.lr = (float)std::strtod(value.c_str(), nullptr);
-    } else if (key == "accumulate") {
-      t.accumulate = std::stoll(value);
-      if (t.accumulate < 1)
-        return false;
-    } else if (std::string error; key == "lr-schedule") {
-      if (!parseLrSchedule(value, t.lrSchedule.emplace(), error))
-        return false;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
 /// gemm=M,N,K,BATCH,TA,TB,RELU,SA,SB,A,B,C,BIAS,ALPHA,BETA.
 bool parseLibraryGemm(const std::string &text, LibraryGemm &g) {
   std::vector<std::string> f = splitList(text);

@@ -13,6 +13,7 @@
 //   step <op> <name> <in,in,...|-> <out,...|->
 //   cuda-arch <sm_XY,...>                    (artifacts with device code)
 //   train loss=<output> loss-scale-init=<double hex> adam-betas=<f>,<f>
+//         [lr=<f>] [lr-schedule=<spec>] [accumulate=<micro-batches>]
 //   gradient <output> <param>                (train-step plans)
 // and after a step, its attributes and what codegen decided for it:
 //   attr <key> i <int> | f <double hex> | s <str> | I <i,i,...|-> |
@@ -44,6 +45,7 @@
 
 #include "runtime/Plan.h"
 
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,11 @@ std::vector<std::string> splitList(const std::string &s);
 bool parseDType(const std::string &s, DType &t);
 /// Every bit of a double, as C's %a (strtod reads it back).
 std::string hexFloat(double v);
+
+/// The `train` record (without its newline), and its key=value tokens
+/// read back after the word `train`; false on a token it does not know.
+std::string trainRecord(const TrainInfo &t);
+bool parseTrain(std::istream &is, TrainInfo &t);
 
 } // namespace mpc::rt::plantext
 
