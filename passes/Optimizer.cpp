@@ -21,6 +21,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
 
 namespace mlir::mpc {
 #define GEN_PASS_DEF_OPTIMIZER
@@ -62,11 +64,17 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
           << kind << "' (sgd, momentum, nesterov, adam, adamw, adagrad)";
       return signalPassFailure();
     }
+    if (!noDecay.empty() && weightDecay == 0.0) {
+      getOperation().emitError("--no-weight-decay exempts parameters from "
+                               "--weight-decay, which is 0");
+      return signalPassFailure();
+    }
     bool any = false;
     for (auto f : getOperation().getOps<func::FuncOp>())
       if (f->hasAttr("mpc.train_step")) {
         any = true;
-        update(f);
+        if (failed(update(f)))
+          return signalPassFailure();
       }
     if (!any) {
       getOperation().emitError("no train step to optimize (run mpc-autodiff "
@@ -75,7 +83,7 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
     }
   }
 
-  void update(func::FuncOp f) {
+  LogicalResult update(func::FuncOp f) {
     OpBuilder builder(f.getContext());
     b = &builder;
     Block &body = f.getBody().front();
@@ -125,6 +133,10 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
     auto guarded = [&](Value oldV, Value newV) {
       return foundInf ? where(foundInf, oldV, newV) : newV;
     };
+    // Parameters exempt from weight decay (whole names, as --train-params).
+    llvm::Regex exempt("^(" + noDecay + ")$");
+    SmallVector<StringRef> decayed;
+    bool anyExempt = false;
     for (unsigned i = 0; i < f.getNumResults(); ++i) {
       auto sym = f.getResultAttrOfType<FlatSymbolRefAttr>(i, "mpc.gradient");
       if (!sym)
@@ -134,6 +146,11 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
         if (f.getArgAttr(a.getArgNumber(), "mpc.param") == sym)
           p = a;
       StringRef name = sym.getValue();
+      const bool noWd = !noDecay.empty() && exempt.match(name);
+      const float wdP = noWd ? 0.0f : wdF;
+      anyExempt |= noWd;
+      if (!noWd)
+        decayed.push_back(name);
       // State has its parameter's stored layout (mpc-channels-last's
       // KRSC filters), which checkpoints undo as they do the parameter's.
       auto perm = f.getArgAttr(llvm::cast<BlockArgument>(p).getArgNumber(),
@@ -150,8 +167,8 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
       };
       // d = g + wd * p (L2; AdamW decays the weights instead).
       Value d = g;
-      if (wdF != 0.0f && kind != "adamw")
-        d = add(g, mul(scalar(wdF), p));
+      if (wdP != 0.0f && kind != "adamw")
+        d = add(g, mul(scalar(wdP), p));
       Value newP;
       if (kind == "sgd" || kind == "momentum" || kind == "nesterov") {
         if (useMomentum) {
@@ -168,9 +185,10 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
         newP = sub(p, div(mul(rate ? rate : scalar(lrF), d),
                           add(sqrt(newSum), scalar(1e-10f))));
       } else {
-        Value decay = rate ? sub(scalar(1.0f), mul(rate, scalar(wdF)))
-                           : scalar(1.0f - lrF * wdF);
-        Value p1 = kind == "adamw" ? mul(p, decay) : p;
+        Value p1 = p;
+        if (kind == "adamw" && !noWd) // decoupled: p (1 - lr wd)
+          p1 = mul(p, rate ? sub(scalar(1.0f), mul(rate, scalar(wdF)))
+                           : scalar(1.0f - lrF * wdF));
         Value m = stateOf("m"), v = stateOf("v");
         Value newM = add(mul(scalar(b1), m), mul(scalar(1.0f - b1), d));
         Value newV = add(mul(scalar(b2), v), mul(mul(scalar(1.0f - b2), d), d));
@@ -195,6 +213,10 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
           emit(next, named("mpc.output", Twine("mpc.new.") + sym.getValue()));
       }
     });
+    if (!noDecay.empty() && !anyExempt)
+      return f.emitError("--no-weight-decay '")
+             << noDecay << "' matches no trained parameter (they are: "
+             << llvm::join(decayed, ", ") << ")";
     setResults(f, results, attrs);
     f->setAttr("mpc.optimizer", b->getStringAttr(kind));
     // The loop needs it for Adam's step size; an artifact carries it.
@@ -204,6 +226,7 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
     if (adam) // the host computes the bias corrections from these (FP32)
       f->setAttr("mpc.adam_betas",
                  b->getDenseF32ArrayAttr({(float)beta1, (float)beta2}));
+    return success();
   }
 };
 

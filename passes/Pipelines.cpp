@@ -126,6 +126,12 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
     error = "--clip-grad-norm must be a positive number (0: no clipping)";
     return false;
   }
+  if (std::string why; !o.noWeightDecay.empty() &&
+                       !llvm::Regex(o.noWeightDecay).isValid(why)) {
+    error = "--no-weight-decay '" + o.noWeightDecay +
+            "' is not a regular expression: " + why;
+    return false;
+  }
   if (o.gradAccumulation < 1) {
     error = "--grad-accumulation must be at least 1 (1: off)";
     return false;
@@ -236,6 +242,7 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
   opt.lr = o.lr;
   opt.momentum = o.momentum;
   opt.weightDecay = o.weightDecay;
+  opt.noDecay = o.noWeightDecay;
   if (o.adamBetas.size() == 2) {
     opt.beta1 = o.adamBetas[0];
     opt.beta2 = o.adamBetas[1];

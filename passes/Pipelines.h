@@ -93,6 +93,10 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("Clip the gradients' global L2 norm to this before the "
                      "updates (mpc-clip-grad-norm; 0: off)"),
       llvm::cl::init(0.0)};
+  Option<std::string> noWeightDecay{
+      *this, "no-weight-decay",
+      llvm::cl::desc("Regular expression: the parameters whose whole name "
+                     "matches get no weight decay (mpc-optimizer's no-decay)")};
   Option<int64_t> gradAccumulation{
       *this, "grad-accumulation",
       llvm::cl::desc("Micro-batches whose gradients are summed before each "

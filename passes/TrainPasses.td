@@ -155,6 +155,10 @@ def Optimizer : Pass<"mpc-optimizer", "::mlir::ModuleOp"> {
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam epsilon">,
+    Option<"noDecay", "no-decay", "std::string", /*default=*/"\"\"",
+           "A regular expression: the parameters whose whole name matches "
+           "get no weight decay (Hugging Face's no_decay group: biases, "
+           "norms); it must match one">,
     Option<"lrSchedule", "lr-schedule", "std::string", /*default=*/"\"\"",
            "A learning-rate schedule (runtime/LrSchedule.h): the rate is "
            "then the per-step input mpc.opt.lr (Adam's: inside "

@@ -12,6 +12,8 @@ usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr 
                                  "grad_norm", the norm before clipping)
        [--lr-schedule SPEC]     (mpc's spec as a LambdaLR with Hugging
                                  Face's formulas; each line gets its "lr")
+       [--no-weight-decay REGEX] (parameters whose whole name matches in
+                                 a param group with weight_decay 0)
        [--grad-accumulation N]  (each step: (loss / N).backward() on N
                                  consecutive batches, then one update; the
                                  line's loss is their mean)
@@ -44,6 +46,7 @@ ap.add_argument("--adam-betas", default="0.9,0.999")
 ap.add_argument("--clip-grad-norm", type=float, default=0.0)
 ap.add_argument("--lr-schedule", default="")
 ap.add_argument("--grad-accumulation", type=int, default=1)
+ap.add_argument("--no-weight-decay", default="")
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -54,6 +57,13 @@ with torch.no_grad():
         p.copy_(torch.from_numpy(inits[name].copy()))
 x, y = torch.from_numpy(np.load(a.x)), torch.from_numpy(np.load(a.y))
 params, wd = net.parameters(), a.weight_decay
+if a.no_weight_decay:  # Hugging Face's two groups: decay, no_decay
+    import re
+    exempt = re.compile(f"({a.no_weight_decay})")
+    named = list(net.named_parameters())
+    params = [{"params": [p for n, p in named if not exempt.fullmatch(n)]},
+              {"params": [p for n, p in named if exempt.fullmatch(n)],
+               "weight_decay": 0.0}]
 betas = tuple(float(b) for b in a.adam_betas.split(","))
 opt = {
     "sgd": lambda: torch.optim.SGD(params, lr=a.lr, weight_decay=wd),

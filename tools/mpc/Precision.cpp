@@ -70,6 +70,12 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "GradScaler.unscale_ (the norm before clipping is the step "
                  "output mpc.grad_norm; 0: no clipping, default)"),
         cl::value_desc("MAX"), cl::init(0.0), cl::sub(sub));
+    noWeightDecay = std::make_unique<cl::opt<std::string>>(
+        "no-weight-decay",
+        cl::desc("Parameters whose whole name matches this regular "
+                 "expression get no --weight-decay, as Hugging Face's "
+                 "no_decay group (e.g. '.*(bias|LayerNorm\\.weight)')"),
+        cl::value_desc("regex"), cl::sub(sub));
     gradAccumulation = std::make_unique<cl::opt<int64_t>>(
         "grad-accumulation",
         cl::desc("Sum the gradients of N micro-batches of --batch rows "
@@ -118,6 +124,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.lrSchedule = lrSchedule->getValue();
   if (gradAccumulation)
     o.gradAccumulation = gradAccumulation->getValue();
+  if (noWeightDecay)
+    o.noWeightDecay = noWeightDecay->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
 }

@@ -28,7 +28,7 @@ struct PrecisionFlags {
   std::unique_ptr<llvm::cl::opt<bool>> recomputeColumns;
   std::unique_ptr<llvm::cl::opt<double>> clipGradNorm;
   std::unique_ptr<llvm::cl::opt<int64_t>> gradAccumulation;
-  std::unique_ptr<llvm::cl::opt<std::string>> lrSchedule;
+  std::unique_ptr<llvm::cl::opt<std::string>> lrSchedule, noWeightDecay;
 
   bool isLow() const { return precision != "fp32"; }
   /// Checks the flag values; false with a one-line `error`.
