@@ -12,6 +12,8 @@
 // `mpc.opt.step_size` = lr / (1 - beta1^t) and `mpc.opt.bc2_sqrt` =
 // sqrt(1 - beta2^t) (Adam, computed in double by the host as torch does).
 // With loss scaling, a step with `mpc.found_inf` keeps every old value.
+// `no-decay` exempts the parameters it matches from weight decay (Hugging
+// Face's no_decay parameter group).
 //
 //===----------------------------------------------------------------------===//
 
