@@ -33,14 +33,13 @@ void updateStateInPlace(Emitter &e) {
   for (size_t i = 0; i < plan.steps.size(); ++i)
     for (int v : plan.steps[i].outputs)
       producer[v] = i;
-  // What TrainProtocol feeds back after a step taken, and the gradient
-  // accumulators after every micro-batch (the loss-scale state is two
-  // scalars a one-thread kernel writes: not worth it).
+  // What TrainProtocol feeds back, but the loss-scale state (two scalars
+  // a one-thread kernel writes: not worth it).
   ::mpc::rt::TrainProtocol protocol(plan);
-  std::vector<std::pair<size_t, std::string>> state = protocol.weights;
-  for (const auto *more : {&protocol.weightCopies, &protocol.optimizerState,
-                           &protocol.accumState})
-    state.insert(state.end(), more->begin(), more->end());
+  std::vector<std::pair<size_t, std::string>> state;
+  for (const auto *list : protocol.fedBack())
+    if (list != &protocol.scaleState)
+      state.insert(state.end(), list->begin(), list->end());
   for (const auto &[index, name] : state) {
     const ::mpc::rt::Binding &out = plan.outputs[index];
     int input = ::mpc::rt::valueOfName(plan, name);

@@ -212,8 +212,9 @@ static mlir::func::FuncOp runPipeline(mlir::ModuleOp module,
                                       const PhaseSpec *phase = nullptr) {
   if (dataParallel && !train)
     return (error = "--data-parallel needs --train", nullptr);
-  if (compilePrecision.gradAccumulation->getValue() != 1 && !train)
-    return (error = "--grad-accumulation needs --train", nullptr);
+  if (std::string flag = compilePrecision.updateOnlyFlag();
+      !flag.empty() && !train)
+    return (error = flag + " needs --train", nullptr);
   if (train) {
     mlir::mpc::TrainPipelineOptions pipeline;
     compilePrecision.apply(pipeline);

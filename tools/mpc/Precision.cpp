@@ -130,6 +130,14 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.trainParams = trainParams->getValue();
 }
 
+std::string PrecisionFlags::updateOnlyFlag() const {
+  if (gradAccumulation && gradAccumulation->getValue() != 1)
+    return "--grad-accumulation";
+  if (noWeightDecay && !noWeightDecay->getValue().empty())
+    return "--no-weight-decay";
+  return "";
+}
+
 bool PrecisionFlags::validate(std::string &error) const {
   mlir::mpc::TrainPipelineOptions o;
   apply(o);

@@ -31,6 +31,9 @@ struct PrecisionFlags {
   std::unique_ptr<llvm::cl::opt<std::string>> lrSchedule, noWeightDecay;
 
   bool isLow() const { return precision != "fp32"; }
+  /// The first flag given that only an optimizer's update reads
+  /// (--grad-accumulation, --no-weight-decay), or "" when none is.
+  std::string updateOnlyFlag() const;
   /// Checks the flag values; false with a one-line `error`.
   bool validate(std::string &error) const;
   /// "none", "static" or "dynamic": the mode --loss-scale resolves to.

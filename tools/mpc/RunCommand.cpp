@@ -366,13 +366,10 @@ int runGrad() {
   mlir::MLIRContext ctx;
   Prepared prep;
   std::string error;
-  if (gradPrecision.gradAccumulation->getValue() != 1 ||
-      !gradPrecision.noWeightDecay->getValue().empty())
-    return reportError(std::string(gradPrecision.gradAccumulation->getValue() != 1
-                                       ? "--grad-accumulation"
-                                       : "--no-weight-decay") +
-                       " is for training (mpc train, mpc compile --train); "
-                       "mpc grad returns one batch's gradients");
+  if (std::string flag = gradPrecision.updateOnlyFlag(); !flag.empty())
+    return reportError(flag + " is for training (mpc train, mpc compile "
+                              "--train); mpc grad returns one batch's "
+                              "gradients");
   if (!gradPrecision.validate(error))
     return reportError(error);
   if (!prepare(ctx, gradModel, gradInputs, {}, 0, prep))
