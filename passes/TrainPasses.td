@@ -315,6 +315,32 @@ def RecomputeColumns : Pass<"mpc-recompute-columns", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def EvalMode : Pass<"mpc-eval-mode", "::mlir::ModuleOp"> {
+  let summary = "The forward graph as torch's model.eval() runs it";
+  let description = [{
+    A model exported for training (torch's TrainingMode.TRAINING) drops
+    activations and normalizes with the batch's statistics; evaluating it
+    (`mpc train --eval-data`) must not. Every dropout becomes the identity
+    (its mask, where read, all true), fused attention loses its dropout,
+    and batch norm in training mode normalizes with the running statistics
+    it reads, which it returns unchanged. Random draws of other kinds
+    (mpc.random: stochastic depth's RandomUniformLike) are what the export
+    recorded and stay; `mpc train` names them.
+
+    Before:
+    ```mlir
+    %y, %m = mpc.dropout %x ratio %r training %t step %s {stream = 7 : i64} : ...
+    %z, %rm, %rv = mpc.batch_norm_train %y, %g, %b, %mean, %var {epsilon = 1.0e-05 : f32, momentum = 0.9 : f32} : ...
+    ```
+    After:
+    ```mlir
+    %z = mpc.batch_norm %x, %g, %b, %mean, %var {epsilon = 1.0e-05 : f32} : ...
+    // %rm, %rv replaced by %mean, %var
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def DropoutSteps : Pass<"mpc-dropout-steps", "::mlir::ModuleOp"> {
   let summary = "A train step's dropouts draw new masks each step";
   let description = [{

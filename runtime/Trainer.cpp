@@ -113,6 +113,10 @@ std::string metricsLine(const StepRecord &r, bool distributed) {
            time;
   if (distributed)
     time += format(", \"comm_ms\": %.3f", r.commMs);
+  if (r.evalLoss)
+    time += std::isfinite(*r.evalLoss)
+                ? format(", \"eval_loss\": %.9g", *r.evalLoss)
+                : std::string(", \"eval_loss\": null");
   return format("{\"step\": %lld, \"loss\": %s, \"loss_scale\": %.9g, "
                 "\"skipped\": %s, \"grad_underflow\": %lld, "
                 "\"grad_overflow\": %lld%s}\n",
@@ -383,7 +387,8 @@ void Trainer::report(const StepRecord &r, int64_t first,
                      double seconds) const {
   static const bool tty = isatty(STDOUT_FILENO);
   bool last = r.step == options_.steps;
-  if (!options_.progress || !(tty || last || r.step % 10 == 0 || r.step == 1))
+  if (!options_.progress ||
+      !(tty || last || r.step % 10 == 0 || r.step == 1 || r.evalLoss))
     return;
   std::string line;
   if (tty) { // a drawn bar on a terminal, updated in place
@@ -398,7 +403,30 @@ void Trainer::report(const StepRecord &r, int64_t first,
                      std::max(seconds, 1e-9));
   if (scaling_)
     line += format("  scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
-  options_.print(line + (tty && !last ? "" : "\n"));
+  if (r.evalLoss) // stays on a terminal: the bar moves on below it
+    line += format("  eval loss %.6f (%lld samples)", *r.evalLoss,
+                   (long long)r.evalRows);
+  options_.print(line + (tty && !last && !r.evalLoss ? "" : "\n"));
+}
+
+bool Trainer::evaluate(StepRecord &r, std::string &error) {
+  if (!options_.evaluate ||
+      !(r.step == options_.steps ||
+        (options_.evalEvery > 0 && r.step % options_.evalEvery == 0)))
+    return true;
+  auto t0 = std::chrono::steady_clock::now();
+  double sums[2] = {0, 0}; // loss x rows, rows
+  if (!options_.evaluate(session_, sums[0], sums[1], error) ||
+      (options_.group && !options_.group->allReduce(sums, 2, error)))
+    return (error = "evaluating after step " + std::to_string(r.step) + ": " +
+                    error,
+            false);
+  r.evalLoss = sums[0] / std::max(sums[1], 1.0);
+  r.evalRows = (int64_t)sums[1];
+  evalSeconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  return true;
 }
 
 bool Trainer::train(const std::map<std::string, Tensor> &data,
@@ -467,12 +495,15 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     r.underflow = underflow;
     auto t1 = std::chrono::steady_clock::now();
     r.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    double seconds = // training alone
+        std::chrono::duration<double>(t1 - start).count() - evalSeconds_;
+    if (!evaluate(r, error))
+      return false;
     history_.push_back(r);
     skipped += r.skipped;
     skippedInARow = r.skipped ? skippedInARow + 1 : 0;
     underflowTotal += r.underflow;
     log += metricsLine(r, options_.group != nullptr);
-    double seconds = std::chrono::duration<double>(t1 - start).count();
     report(r, first, seconds);
     if (!sample(r.step, error))
       return false;

@@ -72,6 +72,14 @@ struct TrainerOptions {
   std::function<bool(int64_t, const std::string &, const Tensor &,
                      std::string &)>
       onSample;
+  /// Evaluation on held-out data (`mpc train --eval-data`): after every
+  /// `evalEvery` steps (0: none but the last) and after the last,
+  /// `evaluate(session, lossSum, rows, error)` with `session` holding the
+  /// step's weights: the sum over this rank's held-out rows of the loss
+  /// times each batch's rows; the step's record gets the mean over every
+  /// rank's rows.
+  int64_t evalEvery = 0;
+  std::function<bool(Session &, double &, double &, std::string &)> evaluate;
   /// Where progress lines go (default: stdout, flushed).
   std::function<void(const std::string &)> print = [](const std::string &s) {
     std::fputs(s.c_str(), stdout);
@@ -92,6 +100,9 @@ struct StepRecord {
   std::optional<float> gradNorm;
   /// The learning rate the step's update used, under a schedule.
   std::optional<double> lr;
+  /// The held-out loss after the step, where the step evaluated.
+  std::optional<double> evalLoss;
+  int64_t evalRows = 0;
 };
 
 class Trainer {
@@ -159,6 +170,8 @@ private:
     return plan_.train ? plan_.train->accumulate : 1;
   }
   void report(const StepRecord &r, int64_t first, double seconds) const;
+  /// options.evaluate after step `r`, when it is an evaluation step.
+  bool evaluate(StepRecord &r, std::string &error);
   bool toSession(const std::map<std::string, Tensor> &m, std::string &error);
   /// toSession for the next run, while this one runs (Session::prefetch).
   bool prefetchToSession(const std::map<std::string, Tensor> &m,
@@ -195,6 +208,8 @@ private:
   /// step count `mpc.opt.t`; saved with checkpoints.
   std::map<std::string, Tensor> state_;
   std::vector<StepRecord> history_;
+  /// Seconds spent evaluating (left out of samples/s).
+  double evalSeconds_ = 0;
   /// Non-finite gradient elements so far in this group of micro-batches.
   int64_t groupOverflow_ = 0;
 };

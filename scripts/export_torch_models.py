@@ -133,6 +133,10 @@ def main():
     digits = (torch.rand(4, 64), lbl(4))
     if want("digits_cnn"):
         export(WithCrossEntropy(DigitsCnn()), digits, xy, p("digits_cnn"), 17)
+    if want("digits_cnn_bn_train"):
+        torch.manual_seed(9)
+        export(WithCrossEntropy(DigitsCnnBn()), digits, xy,
+               p("digits_cnn_bn_train"), 17, training=True)
     if want("digits_transformer"):
         export(WithCrossEntropy(DigitsTransformer()), digits, xy,
                p("digits_transformer"), 17)

@@ -17,6 +17,10 @@ usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr 
        [--grad-accumulation N]  (each step: (loss / N).backward() on N
                                  consecutive batches, then one update; the
                                  line's loss is their mean)
+       [--eval-x X --eval-y Y --eval-every K --eval-batch B]
+                                (after every K steps and the last, the
+                                 "eval_loss" of net.eval() on (X, Y) in
+                                 batches of B, weighted by their rows)
 """
 import argparse
 import json
@@ -47,6 +51,10 @@ ap.add_argument("--clip-grad-norm", type=float, default=0.0)
 ap.add_argument("--lr-schedule", default="")
 ap.add_argument("--grad-accumulation", type=int, default=1)
 ap.add_argument("--no-weight-decay", default="")
+ap.add_argument("--eval-x")
+ap.add_argument("--eval-y")
+ap.add_argument("--eval-every", type=int, default=0)
+ap.add_argument("--eval-batch", type=int, default=0)
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -124,4 +132,14 @@ for step in range(a.steps):
     opt.step()
     if sched:
         sched.step()
+    if a.eval_x and ((step + 1) == a.steps or
+                     (a.eval_every and (step + 1) % a.eval_every == 0)):
+        ex, ey = torch.from_numpy(np.load(a.eval_x)), torch.from_numpy(np.load(a.eval_y))
+        b = a.eval_batch or a.batch
+        net.eval()
+        with torch.no_grad():
+            total = sum(float(net(ex[i:i + b], ey[i:i + b])[0]) * len(ex[i:i + b])
+                        for i in range(0, len(ex), b))
+        net.train()
+        line["eval_loss"] = total / len(ex)
     print(json.dumps(line))

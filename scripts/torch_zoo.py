@@ -452,6 +452,26 @@ class DigitsCnn(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class DigitsCnnBn(nn.Module):
+    """DigitsCnn with batch norm after each convolution and dropout before
+    the classifier: what model.eval() changes (exported in training
+    mode)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(32)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(32 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x.reshape(-1, 1, 8, 8))))
+        x = F.max_pool2d(F.relu(self.bn2(self.conv2(x))), 2)
+        return self.fc(self.drop(torch.flatten(x, 1)))
+
+
 class DigitsTransformer(nn.Module):
     """The 8x8 digits as 8 tokens (one per pixel row): a linear embedding
     plus learned positions, one Transformer encoder layer, mean pooling and

@@ -53,6 +53,8 @@ public:
       d.streamDestroy(stream);
     if (handoff)
       d.eventDestroy(handoff);
+    if (received)
+      d.eventDestroy(received);
     if (base)
       d.memFree(base);
   }
@@ -317,8 +319,16 @@ public:
         return Session::setFrom(source, name, error);
       moves.push_back({c.value, there});
     }
-    if (!handoff && !d.check(d.eventCreate(&handoff, 2 /*DISABLE_TIMING*/),
-                             "cuEventCreate", error))
+    if ((!handoff && !d.check(d.eventCreate(&handoff, 2 /*DISABLE_TIMING*/),
+                              "cuEventCreate", error)) ||
+        (!received && !d.check(d.eventCreate(&received, 2 /*DISABLE_TIMING*/),
+                               "cuEventCreate", error)))
+      return false;
+    // What this stream has queued (the session's first uploads, a run that
+    // reads the old value) comes before the copy on the source's stream.
+    if (!d.check(d.eventRecord(received, stream), "cuEventRecord", error) ||
+        !d.check(d.streamWaitEvent(from->stream, received, 0),
+                 "cuStreamWaitEvent", error))
       return false;
     for (const auto &[here, there] : moves) {
       io.overwriting(here);
@@ -365,6 +375,7 @@ private:
   int64_t workspace = -1;  // arena offset of the library workspace
   StepTransfers io{d, plan, offsets}; // the batch in, the scalars out
   Handle handoff = nullptr; // setFrom(): the copies' end on the source's stream
+  Handle received = nullptr; // setFrom(): this stream's work before them
   int64_t counter = -1;    // arena offset of the underflow counter
   int64_t scratch = -1;    // arena offset of the kernel scratch
   int64_t underflowed = 0; // the last run's count

@@ -432,8 +432,8 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
   return true;
 }
 
-bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
-                     std::string &dir, std::string &error) {
+bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu, std::string &dir,
+                     std::string &error, bool evaluation) {
   mlir::mpc::CudaModule cuda;
   plan.cudaArch = {rt::deviceArch(gpu.devices[0])}; // (tiles sized for it)
   if (!mlir::mpc::emitCuda(plan, cuda, error))
@@ -460,11 +460,11 @@ bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu,
   if (built.compiler.empty() && !gpu.runsKernelSource)
     return (error = "--device cuda needs NVRTC or nvcc to build the kernels",
             false);
-  outs() << "training on " << gpu.devices[0] << " (" << cuda.launches.size()
-         << " kernel launches a step, " << cuda.kernels.size()
+  outs() << (evaluation ? "evaluating on " : "training on ") << gpu.devices[0]
+         << " (" << cuda.launches.size() << " kernel launches a "
+         << (evaluation ? "batch, " : "step, ") << cuda.kernels.size()
          << " distinct CUDA kernels in " << dir << ")\n";
   return true;
 }
-
 
 } // namespace mpc

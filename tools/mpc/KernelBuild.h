@@ -62,9 +62,10 @@ bool buildKernels(const mlir::mpc::CudaModule &module, const std::string &dir,
 /// `mpc train --device cuda`: the plan's kernels built for this GPU's arch
 /// in a fresh directory (through the kernel cache), `dir`; a driver that
 /// runs kernels.cu itself (the host emulation) gets it and an empty
-/// kernels.fatbin. Prints the "training on" line.
+/// kernels.fatbin. Prints the "training on" line ("evaluating on" for
+/// `evaluation`'s forward plans).
 bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu, std::string &dir,
-                     std::string &error);
+                     std::string &error, bool evaluation = false);
 
 } // namespace mpc
 

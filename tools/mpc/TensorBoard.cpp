@@ -122,4 +122,27 @@ bool TensorBoardWriter::flush(std::string &error) {
   return true;
 }
 
+std::function<void(const ::mpc::rt::StepRecord &, double)>
+trainScalars(TensorBoardWriter &tb, std::string prefix, double lr,
+             std::string &error) {
+  int64_t skippedSteps = 0;
+  return [&tb, prefix, lr, &error, skippedSteps](
+             const ::mpc::rt::StepRecord &r, double samplesPerSecond) mutable {
+    skippedSteps += r.skipped;
+    tb.scalar(prefix + "loss", r.step, r.loss);
+    tb.scalar(prefix + "loss_scale", r.step, r.lossScale);
+    tb.scalar(prefix + "skipped_steps", r.step, (double)skippedSteps);
+    tb.scalar(prefix + "grad_underflow", r.step, (double)r.underflow);
+    tb.scalar(prefix + "grad_overflow", r.step, (double)r.overflow);
+    tb.scalar(prefix + "learning_rate", r.step, r.lr.value_or(lr));
+    if (r.gradNorm)
+      tb.scalar(prefix + "grad_norm", r.step, *r.gradNorm);
+    if (r.evalLoss)
+      tb.scalar(prefix + "eval_loss", r.step, *r.evalLoss);
+    tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);
+    if (r.step % 10 == 0 && error.empty())
+      tb.flush(error);
+  };
+}
+
 } // namespace mpc

@@ -13,7 +13,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
+
+#include "runtime/Trainer.h"
 
 namespace mpc {
 
@@ -45,6 +48,13 @@ private:
   std::string path_;
   bool failed_ = false;
 };
+
+/// The scalars `mpc train --tensorboard` logs after each step into `tb`,
+/// tags prefixed by `prefix` (a phase's "d_loss/"); `lr` where the step
+/// has no scheduled rate; write errors land in `error`.
+std::function<void(const ::mpc::rt::StepRecord &, double)>
+trainScalars(TensorBoardWriter &tb, std::string prefix, double lr,
+             std::string &error);
 
 } // namespace mpc
 

@@ -7,10 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "Evaluation.h"
 #include "KernelBuild.h"
 #include "PhaseSpecs.h"
-#include "Samples.h"
 #include "Precision.h"
+#include "Samples.h"
 #include "TensorBoard.h"
 #include "TrainRanks.h"
 #include "TrainStep.h"
@@ -130,6 +131,7 @@ static cl::opt<std::string>
 static PrecisionFlags precisionFlags(trainCommand, /*training=*/true);
 static RankFlags rankFlags(trainCommand);
 static SampleFlags sampleFlags(trainCommand);
+static EvalFlags evalFlags(trainCommand);
 static cl::opt<std::string> trainDevice("device", cl::desc("cpu | cuda"),
                                         cl::init("cpu"), cl::sub(trainCommand));
 static cl::opt<bool> cudaGraph(
@@ -237,6 +239,25 @@ static void pipelineOptions(mlir::mpc::TrainPipelineOptions &pipeline) {
   rankFlags.apply(pipeline);
 }
 
+/// A session for `plan` on --device (its device code built for CUDA), or
+/// null with `error`.
+static std::unique_ptr<rt::Session> openSession(rt::Plan &plan,
+                                                const rt::CudaInfo &gpu,
+                                                std::string &error,
+                                                bool evaluation = false) {
+  plan.cudaGemm = trainGemm;
+  plan.cudaConv = trainConv;
+  plan.cudaTf32 = trainTf32;
+  plan.cudaAttentionDq = trainAttentionDq;
+  plan.cudaAttentionRows = trainAttentionRows;
+  if (trainDevice != "cuda")
+    return rt::openCpuSession(plan);
+  std::string cudaDir;
+  if (!buildDeviceCode(plan, gpu, cudaDir, error, evaluation))
+    return nullptr;
+  return rt::openCudaSession(plan, cudaDir, cudaGraph, error);
+}
+
 static rt::TrainerOptions trainerOptions() {
   rt::TrainerOptions o;
   o.steps = steps;
@@ -258,30 +279,6 @@ static rt::TrainerOptions trainerOptions() {
 }
 
 namespace {
-
-/// The scalars `--tensorboard` logs after each step, tags prefixed by
-/// `prefix` (a phase's "d_loss/"); write errors land in `error`.
-std::function<void(const rt::StepRecord &, double)>
-tensorboardHook(TensorBoardWriter &tb, std::string prefix, double lr,
-                std::string &error) {
-  int64_t skippedSteps = 0;
-  return [&tb, prefix, lr, &error,
-          skippedSteps](const rt::StepRecord &r,
-                        double samplesPerSecond) mutable {
-    skippedSteps += r.skipped;
-    tb.scalar(prefix + "loss", r.step, r.loss);
-    tb.scalar(prefix + "loss_scale", r.step, r.lossScale);
-    tb.scalar(prefix + "skipped_steps", r.step, (double)skippedSteps);
-    tb.scalar(prefix + "grad_underflow", r.step, (double)r.underflow);
-    tb.scalar(prefix + "grad_overflow", r.step, (double)r.overflow);
-    tb.scalar(prefix + "learning_rate", r.step, r.lr.value_or(lr));
-    if (r.gradNorm)
-      tb.scalar(prefix + "grad_norm", r.step, *r.gradNorm);
-    tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);
-    if (r.step % 10 == 0 && error.empty())
-      tb.flush(error);
-  };
-}
 
 /// A copy of each of `plan`'s parameters `params` lacks (the FP32 masters,
 /// from the model's initializers).
@@ -360,18 +357,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     mlir::func::FuncOp step = buildTrainStep(*copy, pipeline, error);
     if (!step || !mlir::mpc::buildPlan(step, plans[k], error))
       return reportError(model + ": phase " + specs[k].loss + ": " + error);
-    std::string cudaDir;
-    plans[k].cudaGemm = trainGemm;
-    plans[k].cudaConv = trainConv;
-    plans[k].cudaTf32 = trainTf32;
-    plans[k].cudaAttentionDq = trainAttentionDq;
-    plans[k].cudaAttentionRows = trainAttentionRows;
-    if (trainDevice == "cuda" &&
-        !buildDeviceCode(plans[k], gpu, cudaDir, error))
-      return reportError(model + ": " + error);
-    sessions.push_back(cudaDir.empty() ? rt::openCpuSession(plans[k])
-                                       : rt::openCudaSession(plans[k], cudaDir,
-                                                             cudaGraph, error));
+    sessions.push_back(openSession(plans[k], gpu, error));
     if (!sessions.back())
       return reportError(model + ": " + error);
     rt::TrainerOptions options = trainerOptions();
@@ -384,8 +370,8 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     if (ps.lr)
       options.lr = (float)*ps.lr;
     if (!tensorboardDir.empty())
-      options.onStep = tensorboardHook(tensorboard, ps.loss + "/", options.lr,
-                                       tensorboardError);
+      options.onStep = trainScalars(tensorboard, ps.loss + "/", options.lr,
+                                    tensorboardError);
     // The last phase's forward pass gives the samples of a step.
     if (k + 1 == specs.size() && lead &&
         !sampleFlags.setUp(plans[k],
@@ -438,7 +424,7 @@ int runTrain() {
   mlir::mpc::TrainPipelineOptions pipeline;
   pipelineOptions(pipeline);
   std::string error;
-  if (!mlir::mpc::validate(pipeline, error))
+  if (!mlir::mpc::validate(pipeline, error) || !evalFlags.validate(error))
     return reportError(error);
   if (batch <= 0 || steps <= 0)
     return reportError("--batch and --steps must be positive");
@@ -486,9 +472,13 @@ int runTrain() {
   if (lossScaler.getNumOccurrences() && phaseSpecs.empty() && recipe.empty())
     return reportError("--loss-scaler is for phases (--phase or --recipe)");
   if (!phaseSpecs.empty() || !recipe.empty()) {
-    if (precisionFlags.gradAccumulation->getValue() > 1)
-      return reportError("--grad-accumulation does not combine with phases "
-                         "(--phase, --recipe) yet");
+    std::string flag = evalFlags.enabled() ? "--eval-data"
+                       : precisionFlags.gradAccumulation->getValue() > 1
+                           ? "--grad-accumulation"
+                           : "";
+    if (!flag.empty())
+      return reportError(flag + " does not combine with phases (--phase, "
+                                "--recipe) yet");
     if (!lossName.empty() || !lossKind.empty())
       return reportError("--phase names each phase's loss; --loss-output "
                          "and --loss do not combine with it");
@@ -501,6 +491,32 @@ int runTrain() {
     if (f->hasAttr("mpc.update_binding"))
       step = f;
   bool algorithm = step && !optimizer.getNumOccurrences() && lossKind.empty();
+  if (algorithm && evalFlags.enabled())
+    return reportError(model + ": --eval-data evaluates mpc's own train step "
+                               "(pass --optimizer), not a TrainingInfoProto "
+                               "algorithm");
+  // The evaluation imports the model again at its own batch sizes, as the
+  // step's was (weights seeded, loss appended).
+  EvalBuild eval;
+  eval.import = [&](const std::map<std::string, rt::Shape> &shapes,
+                    std::string &e) {
+    mlir::mpc::ImportOptions o = options;
+    o.inputShapes = shapes;
+    o.batch = shapes.begin()->second[0];
+    auto m = mlir::mpc::importModelFile(ctx, o, e);
+    if (m && (!seedWeights(*m, weightsSpec, e) ||
+              (!lossKind.empty() && !appendLoss(mlir::mpc::entryFunction(*m),
+                                                lossKind, labelName, e))))
+      m = nullptr;
+    return m;
+  };
+  precisionFlags.apply(eval.precision);
+  eval.lossOutput = lossName;
+  eval.open = [&](rt::Plan &p, std::string &e) {
+    return openSession(p, gpu, e, /*evaluation=*/true);
+  };
+  eval.rank = job.rank;
+  eval.ranks = group ? group->size() : 1;
   if (algorithm && group)
     return reportError(model + ": a TrainingInfoProto algorithm trains in one "
                                "process for now (pass --optimizer to train "
@@ -514,17 +530,7 @@ int runTrain() {
   rt::Plan plan;
   if (!step || !mlir::mpc::buildPlan(step, plan, error))
     return reportError(model + ": " + error);
-  std::string cudaDir;
-  plan.cudaGemm = trainGemm;
-  plan.cudaConv = trainConv;
-  plan.cudaTf32 = trainTf32;
-  plan.cudaAttentionDq = trainAttentionDq;
-  plan.cudaAttentionRows = trainAttentionRows;
-  if (trainDevice == "cuda" && !buildDeviceCode(plan, gpu, cudaDir, error))
-    return reportError(model + ": " + error);
-  std::unique_ptr<rt::Session> session =
-      cudaDir.empty() ? rt::openCpuSession(plan)
-                      : rt::openCudaSession(plan, cudaDir, cudaGraph, error);
+  std::unique_ptr<rt::Session> session = openSession(plan, gpu, error);
   if (!session)
     return reportError(model + ": " + error);
   if (!session->describe().empty() && lead)
@@ -548,11 +554,14 @@ int runTrain() {
     if (!tensorboard.open(tensorboardDir, error))
       return reportError(error);
     trainOptions.onStep =
-        tensorboardHook(tensorboard, "", lr.getValue(), tensorboardError);
+        trainScalars(tensorboard, "", lr.getValue(), tensorboardError);
   }
   if (lead &&
       !sampleFlags.setUp(plan, tensorboardDir.empty() ? nullptr : &tensorboard,
                          trainOptions, error))
+    return reportError(model + ": " + error);
+  eval.trainPlan = &plan;
+  if (!evalFlags.setUp(eval, batch, trainOptions, error))
     return reportError(model + ": " + error);
   rt::Trainer trainer(plan, *session, trainOptions);
   // FP32 master weights, from the model's initializers (or a checkpoint).

@@ -4,7 +4,8 @@ model and test data, prints its test accuracy (onnxruntime).
 usage: compare_losses.py MPC.jsonl REF.jsonl --rtol R [--also FIELD ...]
                          [--model M --x X --y Y]
 --also FIELD compares that field of each step too (grad_norm), within R;
-it may be given more than once.
+it may be given more than once; a field only some steps have (eval_loss)
+must be on the same steps in both.
 """
 import argparse
 import json
@@ -29,9 +30,15 @@ print(f"steps: {len(mine)}; first loss {mine[0]:.6f}, last {mine[-1]:.6f}")
 print(f"max relative loss difference {err:.2e} "
       f"{'ok' if err <= a.rtol else 'FAIL'} (bound {a.rtol:g})")
 for field in a.also:
-    mine = [json.loads(l)[field] for l in open(a.mine)]
-    ref = [json.loads(l)[field] for l in open(a.ref)]
-    also = max(abs(m - r) / abs(r) if r else abs(m) for m, r in zip(mine, ref))
+    # Steps that have the field (eval_loss: the evaluating steps) must be
+    # the same steps in both, and at least one.
+    mine = [json.loads(l).get(field) for l in open(a.mine)]
+    ref = [json.loads(l).get(field) for l in open(a.ref)]
+    steps = [i + 1 for i, r in enumerate(ref) if r is not None]
+    assert steps and steps == [i + 1 for i, m in enumerate(mine) if m is not None], \
+        (field, steps, mine)
+    pairs = [(m, r) for m, r in zip(mine, ref) if r is not None]
+    also = max(abs(m - r) / abs(r) if r else abs(m) for m, r in pairs)
     print(f"max relative {field} difference {also:.2e} "
           f"{'ok' if also <= a.rtol else 'FAIL'}")
     err = max(err, also)

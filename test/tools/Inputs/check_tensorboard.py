@@ -27,6 +27,8 @@ for m in metrics:
             "learning_rate": m.get("lr", lr)}
     if "grad_norm" in m:  # --clip-grad-norm
         want["grad_norm"] = m["grad_norm"]
+    if "eval_loss" in m:  # --eval-data: its steps alone
+        want["eval_loss"] = m["eval_loss"]
     for tag, value in want.items():
         got = scalars[tag].get(s)
         # Event scalars are float32; a skipped step's norm is inf or NaN
@@ -42,6 +44,11 @@ for m in metrics:
     if not scalars["samples_per_second"].get(s, 0) > 0:
         print(f"step {s}: samples_per_second missing or not positive")
         bad += 1
+evaluated = [m["step"] for m in metrics if "eval_loss" in m]
+if sorted(scalars.get("eval_loss", {})) != evaluated:
+    print(f"eval_loss at steps {sorted(scalars.get('eval_loss', {}))}, "
+          f"--metrics has it at {evaluated}")
+    bad += 1
 print(f"steps: {len(metrics)}; every scalar of every step matches --metrics:"
       f" {'yes' if bad == 0 else 'NO'}")
 sys.exit(1 if bad else 0)

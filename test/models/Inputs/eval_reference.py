@@ -1,0 +1,53 @@
+"""The held-out loss of a model mpc trained, computed by torch: the trained
+weights (running statistics included) of MODEL.onnx loaded into the torch
+module it was exported from (scripts/torch_zoo.py), in eval mode, against
+the last "eval_loss" of mpc's --metrics; and the same module in train mode,
+to show that evaluation mode changed the loss. Runs under Debian's python3-torch.
+
+usage: eval_reference.py MODEL.onnx CLASS X.npy Y.npy METRICS.jsonl --rtol R
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "scripts"))
+import torch_zoo as zoo  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("model")
+ap.add_argument("cls")
+ap.add_argument("x")
+ap.add_argument("y")
+ap.add_argument("metrics")
+ap.add_argument("--rtol", type=float, required=True)
+a = ap.parse_args()
+
+net = zoo.WithCrossEntropy(getattr(zoo, a.cls)())
+weights = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+           for t in onnx.load(a.model).graph.initializer}
+state = net.state_dict()
+loaded = [k for k in state if k in weights]
+assert any("running_mean" in k for k in loaded), loaded
+net.load_state_dict({**state, **{k: weights[k] for k in loaded}})
+x, y = torch.from_numpy(np.load(a.x)), torch.from_numpy(np.load(a.y))
+with torch.no_grad():
+    net.eval()
+    ref = float(net(x, y)[0])
+    net.train()
+    torch.manual_seed(0)
+    train_mode = float(net(x, y)[0])
+mine = [json.loads(l) for l in open(a.metrics)][-1]["eval_loss"]
+err = abs(mine - ref) / abs(ref)
+print(f"eval loss: mpc {mine:.6f}, torch eval() {ref:.6f}: relative "
+      f"difference {err:.2e} {'ok' if err <= a.rtol else 'FAIL'} "
+      f"(bound {a.rtol:g})")
+print(f"train mode would give {train_mode:.6f}: "
+      f"{'differs' if abs(train_mode - ref) > 1e-3 * abs(ref) else 'SAME'}")
+sys.exit(0 if err <= a.rtol else 1)

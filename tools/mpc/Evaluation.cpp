@@ -1,0 +1,265 @@
+//===- Evaluation.cpp - the held-out loss while training ------------------===//
+
+#include "Evaluation.h"
+#include "TrainStep.h"
+
+#include "codegen/PlanBuilder.h"
+#include "frontend/OnnxImporter.h"
+#include "ir/MpcOps.h"
+#include "passes/Passes.h"
+#include "runtime/Npy.h"
+#include "runtime/StoredLayouts.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+
+using namespace llvm;
+namespace rt = ::mpc::rt;
+
+namespace mpc {
+
+/// One forward plan over batches of `rows` rows, and its session.
+struct EvalPart {
+  std::unique_ptr<rt::Plan> plan;
+  std::unique_ptr<rt::Session> session;
+  int64_t rows = 0;
+  size_t lossIndex = 0;
+  std::vector<int64_t> starts; // first row of each batch it runs
+};
+
+class Evaluator {
+public:
+  std::map<std::string, rt::Tensor> arrays; // this rank's rows
+  std::vector<EvalPart> parts;
+  const rt::Plan *trainPlan = nullptr;
+
+  /// The train session's weights into each part's session, then the sum
+  /// of the loss times the rows over every batch.
+  bool evaluate(rt::Session &train, double &lossSum, double &rows,
+                std::string &error) {
+    for (EvalPart &part : parts) {
+      if (!copyWeights(train, part, error))
+        return false;
+      for (int64_t start : part.starts) {
+        for (const rt::Binding &in : part.plan->inputs)
+          if (!part.session->set(
+                  in.name, slice(arrays.at(in.name), start, part.rows), error))
+            return false;
+        rt::Tensor loss;
+        if (!part.session->run(error) ||
+            !part.session->output(part.lossIndex, loss, error))
+          return false;
+        lossSum += (double)loss.getFloat(0) * part.rows;
+        rows += part.rows;
+      }
+    }
+    return true;
+  }
+
+private:
+  static rt::Tensor slice(const rt::Tensor &t, int64_t start, int64_t n) {
+    rt::Shape shape = t.shape();
+    shape[0] = n;
+    rt::Tensor out(t.dtype(), shape);
+    size_t row = t.bytes() / t.dim(0);
+    std::memcpy(out.raw(), static_cast<const char *>(t.raw()) + start * row,
+                n * row);
+    return out;
+  }
+
+  /// Every parameter the train step holds; one both hold alike is copied
+  /// session to session, one held in another layout (--layout nhwc's KRSC
+  /// filters) through ONNX's.
+  bool copyWeights(rt::Session &train, EvalPart &part, std::string &error) {
+    for (const rt::Parameter &p : part.plan->params) {
+      if (rt::valueOfName(*trainPlan, p.name) < 0)
+        continue; // a constant of the model: as imported
+      auto layout = [&](const rt::Plan &plan) {
+        auto it = plan.layouts.find(p.name);
+        return it == plan.layouts.end() ? std::vector<int64_t>() : it->second;
+      };
+      if (layout(*trainPlan) == layout(*part.plan)) {
+        if (!part.session->setFrom(train, p.name, error))
+          return false;
+        continue;
+      }
+      rt::Tensor held;
+      if (!train.get(p.name, held, error) ||
+          !part.session->set(
+              p.name,
+              rt::toStoredLayout(
+                  part.plan->layouts, p.name,
+                  rt::toOnnxLayout(trainPlan->layouts, p.name, held)),
+              error))
+        return false;
+    }
+    return true;
+  }
+};
+
+EvalFlags::EvalFlags(cl::SubCommand &sub)
+    : data("eval-data",
+           cl::desc("Held-out data for graph input NAME (as --data): "
+                    "--eval-data NAME=FILE.npy; the loss over all of it, "
+                    "as model.eval() computes it (no dropout, batch norm on "
+                    "its running statistics), after every --eval-every "
+                    "steps and the last (eval_loss in --metrics and "
+                    "TensorBoard)"),
+           cl::sub(sub)),
+      every("eval-every",
+            cl::desc("Steps between evaluations of --eval-data (default: "
+                     "after the last step only)"),
+            cl::init(0), cl::sub(sub)),
+      batch("eval-batch",
+            cl::desc("Rows a batch of the evaluation (default: --batch); "
+                     "the rows left over run as one smaller batch"),
+            cl::init(0), cl::sub(sub)) {}
+
+bool EvalFlags::validate(std::string &error) const {
+  if (!enabled() && (every.getNumOccurrences() || batch.getNumOccurrences()))
+    return (error = "--eval-every and --eval-batch need --eval-data", false);
+  if (every < 0 || (batch.getNumOccurrences() && batch <= 0))
+    return (error = "--eval-every must be >= 0 and --eval-batch positive",
+            false);
+  return true;
+}
+
+namespace {
+
+bool readArrays(const cl::list<std::string> &specs,
+                std::map<std::string, rt::Tensor> &arrays, std::string &error) {
+  int64_t samples = -1;
+  for (const std::string &spec : specs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return (error = "--eval-data expects NAME=FILE.npy, got '" + spec + "'",
+              false);
+    rt::Tensor t;
+    if (!rt::readNpy(file.str(), t, error))
+      return (error = "eval data '" + name.str() + "': " + error, false);
+    if (t.rank() == 0 || (samples >= 0 && t.dim(0) != samples))
+      return (error = "eval data '" + name.str() + "' has " +
+                      (t.rank() ? std::to_string(t.dim(0)) +
+                                      " samples, "
+                                      "others " +
+                                      std::to_string(samples)
+                                : std::string("no sample axis 0")),
+              false);
+    samples = t.dim(0);
+    arrays[name.str()] = std::move(t);
+  }
+  return true;
+}
+
+/// The output the train step minimises: `name`, or the first f32 scalar.
+bool lossIndex(const rt::Plan &plan, const std::string &name, size_t &index,
+               std::string &error) {
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    const rt::ValueInfo &v = plan.values[plan.outputs[i].value];
+    if (name.empty() ? v.dtype == rt::DType::F32 && v.shape.empty()
+                     : plan.outputs[i].name == name)
+      return (index = i, true);
+  }
+  return (error = name.empty() ? "the model has no f32 scalar output"
+                               : "no output '" + name + "'",
+          false);
+}
+
+/// The evaluation's forward plan for batches of `rows` rows.
+bool buildPart(const EvalBuild &build,
+               const std::map<std::string, rt::Tensor> &arrays, int64_t rows,
+               EvalPart &part, std::string &error) {
+  std::map<std::string, rt::Shape> shapes;
+  for (const auto &[name, t] : arrays) {
+    shapes[name] = t.shape();
+    shapes[name][0] = rows;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> module = build.import(shapes, error);
+  if (!module)
+    return false;
+  mlir::PassManager pm(module->getContext());
+  pm.addPass(mlir::mpc::createEvalMode());
+  mlir::mpc::buildPrecisionPipeline(pm, build.precision);
+  if (!runPasses(pm, *module, error))
+    return false;
+  static bool warned = false; // once a run, not once a part
+  module->walk([&](mlir::mpc::RandomOp r) {
+    if (!warned)
+      errs() << "mpc: warning: node '" << mlir::mpc::displayNameOf(r)
+             << "' draws random numbers in evaluation too, as the export "
+                "recorded them; model.eval() would not (stochastic depth): "
+                "the held-out loss varies with the draws\n";
+    warned = true;
+  });
+  part.plan = std::make_unique<rt::Plan>();
+  part.rows = rows;
+  if (!mlir::mpc::buildPlan(mlir::mpc::entryFunction(*module), *part.plan,
+                            error) ||
+      !lossIndex(*part.plan, build.lossOutput, part.lossIndex, error))
+    return false;
+  for (const rt::Binding &in : part.plan->inputs)
+    if (!arrays.count(in.name))
+      return (error = "no --eval-data for graph input '" + in.name + "'",
+              false);
+  part.session = build.open(*part.plan, error);
+  return part.session != nullptr;
+}
+
+} // namespace
+
+bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
+                      rt::TrainerOptions &options, std::string &error) const {
+  if (!enabled())
+    return true;
+  // Owned by the evaluate hook: gone with the trainer's options, before
+  // the train session and the device.
+  auto ev = std::make_shared<Evaluator>();
+  ev->trainPlan = build.trainPlan;
+  std::map<std::string, rt::Tensor> all;
+  if (!readArrays(data, all, error))
+    return false;
+  // Rank r evaluates rows [r N / R, (r + 1) N / R).
+  int64_t n = all.begin()->second.dim(0);
+  if (n < build.ranks)
+    return (error = "--eval-data has " + std::to_string(n) +
+                    " samples, fewer than the " + std::to_string(build.ranks) +
+                    " ranks sharing them",
+            false);
+  int64_t first = n * build.rank / build.ranks,
+          last = n * (build.rank + 1) / build.ranks;
+  for (auto &[name, t] : all) {
+    rt::Shape shape = t.shape();
+    shape[0] = last - first;
+    size_t row = t.bytes() / t.dim(0);
+    rt::Tensor part(t.dtype(), shape);
+    std::memcpy(part.raw(), static_cast<const char *>(t.raw()) + first * row,
+                (last - first) * row);
+    ev->arrays[name] = std::move(part);
+  }
+  int64_t rows = last - first;
+  int64_t b = std::min<int64_t>(batch ? batch : trainBatch, rows);
+  for (int64_t size : {b, rows % b}) {
+    if (size == 0)
+      continue;
+    EvalPart part;
+    if (!buildPart(build, ev->arrays, size, part, error))
+      return (error = "--eval-data (batches of " + std::to_string(size) +
+                      " rows): " + error,
+              false);
+    ev->parts.push_back(std::move(part));
+  }
+  for (int64_t start = 0; start + b <= rows; start += b)
+    ev->parts[0].starts.push_back(start);
+  if (rows % b)
+    ev->parts.back().starts.push_back(rows - rows % b);
+  options.evalEvery = every;
+  options.evaluate = [ev](rt::Session &train, double &lossSum, double &rows,
+                          std::string &err) {
+    return ev->evaluate(train, lossSum, rows, err);
+  };
+  return true;
+}
+
+} // namespace mpc

@@ -1,0 +1,70 @@
+//===- Evaluation.h - the held-out loss while training ------------*- C++
+//-*-===//
+//
+// `mpc train --eval-data NAME=FILE.npy --eval-every N`: after every N steps
+// and the last, the model's loss over held-out data with the weights the
+// step left, as torch's model.eval() under the same autocast computes it
+// (mpc-eval-mode: no dropout, batch norm on its running statistics). The
+// evaluation runs its own forward plans (batches of --eval-batch rows and
+// one for the remainder) on the training's device, their weights copied
+// from the train session (device to device on a GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_TOOLS_MPC_EVALUATION_H
+#define MPC_TOOLS_MPC_EVALUATION_H
+
+#include "passes/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "runtime/Session.h"
+#include "runtime/Trainer.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace mpc {
+
+/// What the evaluation's plans are built from, as the train step was.
+struct EvalBuild {
+  /// The model imported with these graph input shapes (its loss appended,
+  /// its weights seeded, as for training); null with `error`.
+  std::function<mlir::OwningOpRef<mlir::ModuleOp>(
+      const std::map<std::string, ::mpc::rt::Shape> &, std::string &)>
+      import;
+  mlir::mpc::PrecisionPipelineOptions precision;
+  std::string lossOutput; // --loss-output ("": the first f32 scalar)
+  /// A session for `plan` on the training's device (its device code built).
+  std::function<std::unique_ptr<::mpc::rt::Session>(::mpc::rt::Plan &,
+                                                    std::string &)>
+      open;
+  const ::mpc::rt::Plan *trainPlan = nullptr;
+  int rank = 0, ranks = 1; // this rank evaluates its share of the rows
+};
+
+/// `mpc train --eval-data/--eval-every/--eval-batch`, constructed beside
+/// the subcommand (as SampleFlags).
+struct EvalFlags {
+  explicit EvalFlags(llvm::cl::SubCommand &sub);
+  bool enabled() const { return !data.empty(); }
+  /// The flags alone; false with a one-line `error`.
+  bool validate(std::string &error) const;
+  /// Reads the held-out data, builds the evaluation's plans and sessions,
+  /// and makes `options` evaluate (the hook owns them); false with `error`.
+  bool setUp(const EvalBuild &build, int64_t trainBatch,
+             ::mpc::rt::TrainerOptions &options, std::string &error) const;
+
+  llvm::cl::list<std::string> data;
+  llvm::cl::opt<int64_t> every;
+  llvm::cl::opt<int64_t> batch;
+};
+
+} // namespace mpc
+
+#endif // MPC_TOOLS_MPC_EVALUATION_H
