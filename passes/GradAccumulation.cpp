@@ -20,7 +20,8 @@
 // The step still returns each micro-batch's own gradients (the runtime
 // counts a skipped group's inf/NaN elements in them), and batch norm's
 // running statistics move with every micro-batch, as torch's forward moves
-// them.
+// them (the runtime feeds them back after each run whose gradients are
+// finite: TrainProtocol's `statistics`).
 //
 //===----------------------------------------------------------------------===//
 

@@ -141,6 +141,10 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
             "it needs --optimizer";
     return false;
   }
+  if (!(o.ema >= 0 && o.ema < 1)) {
+    error = "--ema must be a decay in [0, 1), such as 0.999 (0: none)";
+    return false;
+  }
   if (!o.adamBetas.empty() &&
       (o.adamBetas.size() != 2 ||
        llvm::any_of(o.adamBetas, [](double b) { return !(b >= 0 && b < 1); }))) {
@@ -263,6 +267,8 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
     pm.addPass(createUnscaleInOptimizer());
   if (o.halfWeightsInOptimizer && o.isLow())
     pm.addPass(createHalfWeightsInOptimizer());
+  if (o.ema > 0)
+    pm.addPass(createEma(EmaOptions{o.ema}));
 }
 
 } // namespace

@@ -102,6 +102,11 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("Micro-batches whose gradients are summed before each "
                      "update (mpc-grad-accumulation; 1: off)"),
       llvm::cl::init(1)};
+  Option<double> ema{
+      *this, "ema",
+      llvm::cl::desc("Decay of an exponential moving average of the weights "
+                     "kept as step state (mpc-ema; 0: none)"),
+      llvm::cl::init(0.0)};
   Option<bool> finiteCheck{
       *this, "finite-check",
       llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "

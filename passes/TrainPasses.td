@@ -213,7 +213,9 @@ def GradAccumulation : Pass<"mpc-grad-accumulation", "::mlir::ModuleOp"> {
     group (state `mpc.accum.found_inf`): a group with any overflowing
     micro-batch is skipped, as GradScaler skips the summed gradients.
     The step still returns each micro-batch's own gradients; batch norm's
-    running statistics move with every micro-batch, as in torch.
+    running statistics move with every micro-batch whose gradients are
+    finite, as in torch (the runtime feeds them back: TrainProtocol's
+    `statistics`).
 
     Before (`steps=4`):
     ```mlir
@@ -230,6 +232,35 @@ def GradAccumulation : Pass<"mpc-grad-accumulation", "::mlir::ModuleOp"> {
   let options = [
     Option<"steps", "steps", "int64_t", /*default=*/"1",
            "Micro-batches a group (1: off)">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
+def Ema : Pass<"mpc-ema", "::mlir::ModuleOp"> {
+  let summary = "An exponential moving average of the weights, updated each step";
+  let description = [{
+    The averaged model timm's ModelEmaV2 and torch's AveragedModel
+    (get_ema_multi_avg_fn, buffers averaged too) keep, and GAN and
+    diffusion recipes evaluate: every parameter the step updates
+    (`mpc.new.<p>`, batch norm's running statistics too) gets state
+    `mpc.ema.<p>` (FP32, the parameter's stored layout), moved after the
+    update as torch's lerp does, e + (1 - decay) (p' - e), in FP32. Like
+    the recipes' loop, the average moves after a step the loss scaler
+    skipped too, toward the weights kept (a statistic's old value where the
+    step's `mpc.found_inf` is set: the runtime does not feed it back);
+    under gradient accumulation only on a group's last micro-batch
+    (`mpc.accum.apply`). Runs after the update passes; the runtime starts
+    the average at the initial weights.
+
+    After (`decay=0.999`):
+    ```mlir
+    %e1 = mpc.add %e, (mpc.mul (mpc.sub %nw, %e), 1.0e-03)
+    return ..., %nw, %e1   // "mpc.new.w", "mpc.ema.w"
+    ```
+  }];
+  let options = [
+    Option<"decay", "decay", "double", /*default=*/"0.999",
+           "The weight of the old average each step, in [0, 1)">
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }

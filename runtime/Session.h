@@ -55,13 +55,14 @@ public:
                         std::string &error) = 0;
   /// The current value of input or parameter `name`.
   virtual bool get(const std::string &name, Tensor &t, std::string &error) = 0;
-  /// Sets parameter `name` to its value in session `from` (a phase's
-  /// update handed to the other phases): through the host here; a CUDA
+  /// Sets parameter `name` to the value of `fromName` in session `from`
+  /// (a phase's update handed to the other phases, the weights or their
+  /// moving average for an evaluation): through the host here; a CUDA
   /// session copies from another on the device.
-  virtual bool setFrom(Session &from, const std::string &name,
-                       std::string &error) {
+  virtual bool setFrom(Session &from, const std::string &fromName,
+                       const std::string &name, std::string &error) {
     Tensor t;
-    return from.get(name, t, error) && set(name, t, error);
+    return from.get(fromName, t, error) && set(name, t, error);
   }
   /// Gradient elements the last run flushed to zero (nonzero before and
   /// zero after a step marked mpc.count_underflow).

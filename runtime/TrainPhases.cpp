@@ -184,7 +184,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
       for (const auto &[index, name] : t.protocol_.weights)
         for (Trainer *other : phases)
           if (other != &t && valueOfName(other->plan_, name) >= 0 &&
-              !other->session_.setFrom(t.session_, name, error))
+              !other->session_.setFrom(t.session_, name, name, error))
             return false;
       r.ms = std::chrono::duration<double, std::milli>(
                  std::chrono::steady_clock::now() - t0)

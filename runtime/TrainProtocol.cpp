@@ -3,6 +3,7 @@
 #include "runtime/TrainProtocol.h"
 #include "runtime/WeightCopies.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mpc::rt {
@@ -29,17 +30,32 @@ TrainProtocol::TrainProtocol(const Plan &plan) {
       scaleState.emplace_back(i, name);
     else if (startsWith(name, "mpc.accum.") && valueOfName(plan, name) >= 0)
       accumState.emplace_back(i, name);
+    else if (startsWith(name, "mpc.ema.") && valueOfName(plan, name) >= 0)
+      emaState.emplace_back(i, name);
   }
+  for (const auto &entry : weights)
+    if (!plan.train ||
+        std::none_of(plan.train->gradients.begin(), plan.train->gradients.end(),
+                     [&](const auto &g) { return g.second == entry.second; }))
+      statistics.push_back(entry);
 }
 
-bool TrainProtocol::advance(Session &s, bool taken, std::string &error) const {
-  for (const auto *list : {&scaleState, &accumState})
+bool TrainProtocol::advance(Session &s, bool taken, bool moved,
+                            std::string &error) const {
+  for (const auto *list : {&scaleState, &accumState, &emaState})
     for (const auto &[index, name] : *list)
       if (!s.feedBack(index, name, error))
         return false;
+  for (const auto &entry : weights) {
+    bool statistic = std::find(statistics.begin(), statistics.end(), entry) !=
+                     statistics.end();
+    if ((statistic ? moved : taken) &&
+        !s.feedBack(entry.first, entry.second, error))
+      return false;
+  }
   if (!taken)
     return true;
-  for (const auto *list : {&weights, &weightCopies, &optimizerState})
+  for (const auto *list : {&weightCopies, &optimizerState})
     for (const auto &[index, name] : *list)
       if (!s.feedBack(index, name, error))
         return false;

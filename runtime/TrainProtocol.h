@@ -7,8 +7,9 @@
 // fp16/bf16 weight copies `mpc.half.*`: runtime/WeightCopies.h);
 // `mpc.found_inf` says the step must be skipped. Under gradient
 // accumulation the step also carries its accumulators (`mpc.accum.*`) to
-// the next micro-batch, and reads `mpc.accum.apply`. `mpc train` and
-// mpc-gpu-run both drive steps with this.
+// the next micro-batch, and reads `mpc.accum.apply`; under --ema it carries
+// the weights' moving average (`mpc.ema.<p>`). `mpc train` and mpc-gpu-run
+// both drive steps with this.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,10 @@ struct TrainProtocol {
 
   /// (output index, input name) pairs.
   std::vector<std::pair<size_t, std::string>> weights, weightCopies,
-      optimizerState, scaleState, accumState;
+      optimizerState, scaleState, accumState, emaState;
+  /// The entries of `weights` without a gradient: statistics the forward
+  /// moves (batch norm's running mean and variance).
+  std::vector<std::pair<size_t, std::string>> statistics;
   int foundInf = -1; // output index, or -1
   int gradNorm = -1; // mpc.grad_norm (--clip-grad-norm), or -1
 
@@ -37,13 +41,16 @@ struct TrainProtocol {
   /// Every list above: the outputs fed back into an input of their name.
   std::vector<const std::vector<std::pair<size_t, std::string>> *>
   fedBack() const {
-    return {&weights, &weightCopies, &optimizerState, &scaleState,
-            &accumState};
+    return {&weights,    &weightCopies, &optimizerState,
+            &scaleState, &accumState,   &emaState};
   }
-  /// Feeds a finished step's outputs back into the session's inputs:
-  /// loss-scale state and accumulators always, weights, their copies and
-  /// optimizer state when `taken`.
-  bool advance(Session &s, bool taken, std::string &error) const;
+  /// Feeds a finished run's outputs back into the session's inputs:
+  /// loss-scale state, accumulators and the moving average always (the
+  /// step decides what they become), trained weights, their copies and
+  /// optimizer state when `taken`, statistics when `moved` (every
+  /// micro-batch of a group whose own gradients were finite, as torch's
+  /// forward moves them each micro-batch).
+  bool advance(Session &s, bool taken, bool moved, std::string &error) const;
 };
 
 /// The per-step optimizer inputs `plan` reads for optimizer step `t`

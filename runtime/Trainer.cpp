@@ -113,10 +113,11 @@ std::string metricsLine(const StepRecord &r, bool distributed) {
            time;
   if (distributed)
     time += format(", \"comm_ms\": %.3f", r.commMs);
-  if (r.evalLoss)
-    time += std::isfinite(*r.evalLoss)
-                ? format(", \"eval_loss\": %.9g", *r.evalLoss)
-                : std::string(", \"eval_loss\": null");
+  for (auto [key, value] : {std::pair{"eval_loss", r.evalLoss},
+                            std::pair{"eval_loss_ema", r.evalLossEma}})
+    if (value)
+      time += std::isfinite(*value) ? format(", \"%s\": %.9g", key, *value)
+                                    : format(", \"%s\": null", key);
   return format("{\"step\": %lld, \"loss\": %s, \"loss_scale\": %.9g, "
                 "\"skipped\": %s, \"grad_underflow\": %lld, "
                 "\"grad_overflow\": %lld%s}\n",
@@ -181,8 +182,10 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
     else if (in.name == "mpc.loss_scale_good_steps")
       state_[in.name] = scalar(DType::I64, 0);
     else if (in.name.rfind("mpc.opt.", 0) == 0 || in.name == "mpc.rng.step" ||
-             in.name.rfind("mpc.accum.", 0) == 0)
-      continue; // optimizer state, accumulators (below), per-step scalars
+             in.name.rfind("mpc.accum.", 0) == 0 ||
+             in.name.rfind("mpc.ema.", 0) == 0)
+      continue; // optimizer state, accumulators, the average (below),
+                // per-step scalars
     else if (isWeightCopy(plan_, in.name))
       continue; // the session casts it from its master
     else if (!data.count(in.name))
@@ -198,6 +201,16 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
   for (const auto &[index, name] : protocol_.accumState) {
     const ValueInfo &v = plan_.values[valueOfName(plan_, name)];
     accumulators[name] = Tensor(v.dtype, v.shape);
+  }
+  // The moving average starts at the initial weights (timm's ModelEmaV2
+  // copies the model); a checkpoint holds it.
+  for (const auto &[index, name] : protocol_.emaState) {
+    auto p = params.find(name.substr(std::strlen("mpc.ema.")));
+    if (p == params.end())
+      return (error = "no initial value for '" + name + "'", false);
+    Tensor copy(p->second.dtype(), p->second.shape());
+    std::memcpy(copy.raw(), p->second.raw(), copy.bytes());
+    state_[name] = std::move(copy);
   }
   // Optimizer steps taken (skipped steps do not count, as in torch), for
   // the per-step scalars.
@@ -346,7 +359,9 @@ bool Trainer::runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
       if (!session_.feedBack(index, name, error))
         return false;
   } else {
-    if (!protocol_.advance(session_, apply && !r.skipped, error))
+    // Statistics move with each micro-batch whose gradients were finite.
+    if (!protocol_.advance(session_, apply && !r.skipped,
+                           !flagged && r.overflow == 0, error))
       return false;
     if (apply && !r.skipped)
       state_["mpc.opt.t"].setInt(0, state_["mpc.opt.t"].getInt(0) + 1);
@@ -404,8 +419,10 @@ void Trainer::report(const StepRecord &r, int64_t first,
   if (scaling_)
     line += format("  scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
   if (r.evalLoss) // stays on a terminal: the bar moves on below it
-    line += format("  eval loss %.6f (%lld samples)", *r.evalLoss,
-                   (long long)r.evalRows);
+    line += format(
+        "  eval loss %.6f%s (%lld samples)", *r.evalLoss,
+        r.evalLossEma ? format(", average %.6f", *r.evalLossEma).c_str() : "",
+        (long long)r.evalRows);
   options_.print(line + (tty && !last && !r.evalLoss ? "" : "\n"));
 }
 
@@ -415,13 +432,19 @@ bool Trainer::evaluate(StepRecord &r, std::string &error) {
         (options_.evalEvery > 0 && r.step % options_.evalEvery == 0)))
     return true;
   auto t0 = std::chrono::steady_clock::now();
-  double sums[2] = {0, 0}; // loss x rows, rows
-  if (!options_.evaluate(session_, sums[0], sums[1], error) ||
-      (options_.group && !options_.group->allReduce(sums, 2, error)))
+  // The model, then its moving average (--ema): loss x rows, rows.
+  double sums[4] = {0, 0, 0, 0};
+  bool average = !protocol_.emaState.empty();
+  if (!options_.evaluate(session_, "", sums[0], sums[1], error) ||
+      (average &&
+       !options_.evaluate(session_, "mpc.ema.", sums[2], sums[3], error)) ||
+      (options_.group && !options_.group->allReduce(sums, 4, error)))
     return (error = "evaluating after step " + std::to_string(r.step) + ": " +
                     error,
             false);
   r.evalLoss = sums[0] / std::max(sums[1], 1.0);
+  if (average)
+    r.evalLossEma = sums[2] / std::max(sums[3], 1.0);
   r.evalRows = (int64_t)sums[1];
   evalSeconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -566,6 +589,18 @@ bool Trainer::sample(int64_t step, std::string &error) {
 bool Trainer::readWeights(std::map<std::string, Tensor> &params,
                           std::string &error) {
   return fromSession(params, error);
+}
+
+bool Trainer::readAverage(std::map<std::string, Tensor> &average,
+                          std::string &error) {
+  for (const auto &[index, name] : protocol_.emaState) {
+    Tensor t;
+    if (!session_.get(name, t, error))
+      return false;
+    average[name.substr(std::strlen("mpc.ema."))] =
+        toOnnxLayout(plan_.layouts, name, t);
+  }
+  return true;
 }
 
 } // namespace mpc::rt

@@ -74,12 +74,15 @@ struct TrainerOptions {
       onSample;
   /// Evaluation on held-out data (`mpc train --eval-data`): after every
   /// `evalEvery` steps (0: none but the last) and after the last,
-  /// `evaluate(session, lossSum, rows, error)` with `session` holding the
-  /// step's weights: the sum over this rank's held-out rows of the loss
-  /// times each batch's rows; the step's record gets the mean over every
-  /// rank's rows.
+  /// `evaluate(session, prefix, lossSum, rows, error)` with `session`
+  /// holding the step's weights, parameter p read from `prefix` + p ("",
+  /// and "mpc.ema." for the moving average under --ema): the sum over
+  /// this rank's held-out rows of the loss times each batch's rows; the
+  /// step's record gets the mean over every rank's rows.
   int64_t evalEvery = 0;
-  std::function<bool(Session &, double &, double &, std::string &)> evaluate;
+  std::function<bool(Session &, const std::string &, double &, double &,
+                     std::string &)>
+      evaluate;
   /// Where progress lines go (default: stdout, flushed).
   std::function<void(const std::string &)> print = [](const std::string &s) {
     std::fputs(s.c_str(), stdout);
@@ -100,8 +103,9 @@ struct StepRecord {
   std::optional<float> gradNorm;
   /// The learning rate the step's update used, under a schedule.
   std::optional<double> lr;
-  /// The held-out loss after the step, where the step evaluated.
-  std::optional<double> evalLoss;
+  /// The held-out loss after the step, where the step evaluated; of the
+  /// weights' moving average too under --ema.
+  std::optional<double> evalLoss, evalLossEma;
   int64_t evalRows = 0;
 };
 
@@ -125,6 +129,9 @@ public:
   /// The weights now (from the device for a CUDA session: read back only
   /// when asked, for checkpoints and the trained model).
   bool readWeights(std::map<std::string, Tensor> &params, std::string &error);
+  /// The weights' moving average (--ema) by parameter name, in ONNX's
+  /// layout; nothing without one.
+  bool readAverage(std::map<std::string, Tensor> &average, std::string &error);
 
   const std::vector<StepRecord> &history() const { return history_; }
 

@@ -21,6 +21,11 @@ usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr 
                                 (after every K steps and the last, the
                                  "eval_loss" of net.eval() on (X, Y) in
                                  batches of B, weighted by their rows)
+       [--ema DECAY [--ema-out FILE.npz]]
+                                (torch.optim.swa_utils' EMA: every float
+                                 tensor of the state lerped toward the
+                                 model's after each update; evaluated as
+                                 "eval_loss_ema", saved to FILE.npz)
 """
 import argparse
 import json
@@ -55,6 +60,8 @@ ap.add_argument("--eval-x")
 ap.add_argument("--eval-y")
 ap.add_argument("--eval-every", type=int, default=0)
 ap.add_argument("--eval-batch", type=int, default=0)
+ap.add_argument("--ema", type=float, default=0.0)
+ap.add_argument("--ema-out")
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -114,6 +121,22 @@ sched = (torch.optim.lr_scheduler.LambdaLR(opt, schedule(a.lr_schedule, a.steps)
          if a.lr_schedule else None)
 per_epoch = len(x) // a.batch
 n = a.grad_accumulation
+# The average starts at the initial weights (AveragedModel copies them).
+ema = ({k: v.detach().clone() for k, v in net.state_dict().items()
+        if v.is_floating_point()} if a.ema else None)
+
+
+def held_out_loss(model):
+    ex, ey = torch.from_numpy(np.load(a.eval_x)), torch.from_numpy(np.load(a.eval_y))
+    b = a.eval_batch or a.batch
+    model.eval()
+    with torch.no_grad():
+        total = sum(float(model(ex[i:i + b], ey[i:i + b])[0]) * len(ex[i:i + b])
+                    for i in range(0, len(ex), b))
+    model.train()
+    return total / len(ex)
+
+
 for step in range(a.steps):
     opt.zero_grad()
     losses = []
@@ -132,14 +155,19 @@ for step in range(a.steps):
     opt.step()
     if sched:
         sched.step()
+    if ema:
+        with torch.no_grad():
+            state = net.state_dict()
+            for k, v in ema.items():
+                v.lerp_(state[k], 1.0 - a.ema)
     if a.eval_x and ((step + 1) == a.steps or
                      (a.eval_every and (step + 1) % a.eval_every == 0)):
-        ex, ey = torch.from_numpy(np.load(a.eval_x)), torch.from_numpy(np.load(a.eval_y))
-        b = a.eval_batch or a.batch
-        net.eval()
-        with torch.no_grad():
-            total = sum(float(net(ex[i:i + b], ey[i:i + b])[0]) * len(ex[i:i + b])
-                        for i in range(0, len(ex), b))
-        net.train()
-        line["eval_loss"] = total / len(ex)
+        line["eval_loss"] = held_out_loss(net)
+        if ema:
+            import copy
+            averaged = copy.deepcopy(net)
+            averaged.load_state_dict({**averaged.state_dict(), **ema})
+            line["eval_loss_ema"] = held_out_loss(averaged)
     print(json.dumps(line))
+if ema and a.ema_out:
+    np.savez(a.ema_out, **{k: v.numpy() for k, v in ema.items()})

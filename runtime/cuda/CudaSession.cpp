@@ -298,25 +298,25 @@ public:
   /// from `from`'s copy of the same type; on `from`'s stream, which
   /// this one then waits for, so neither's next run overtakes the copy.
   /// Through the host where `from` lacks a copy this session keeps.
-  bool setFrom(Session &source, const std::string &name,
-               std::string &error) override {
+  bool setFrom(Session &source, const std::string &fromName,
+               const std::string &name, std::string &error) override {
     auto *from = dynamic_cast<CudaSession *>(&source);
     int v = valueOfName(plan, name);
-    int w = from ? valueOfName(from->plan, name) : -1;
+    int w = from ? valueOfName(from->plan, fromName) : -1;
     if (v < 0 || w < 0 || plan.values[v].dtype != from->plan.values[w].dtype ||
         plan.values[v].shape != from->plan.values[w].shape)
-      return Session::setFrom(source, name, error);
+      return Session::setFrom(source, fromName, name, error);
     std::vector<std::pair<int, int>> moves = {{v, w}}; // (here, there)
     for (const WeightCopy &c : copies) {
       if (c.master->value != v)
         continue;
       int there = -1;
       for (const WeightCopy &f : from->copies)
-        if (f.master->name == name &&
+        if (f.master->name == fromName &&
             from->plan.values[f.value].dtype == plan.values[c.value].dtype)
           there = f.value;
       if (there < 0)
-        return Session::setFrom(source, name, error);
+        return Session::setFrom(source, fromName, name, error);
       moves.push_back({c.value, there});
     }
     if ((!handoff && !d.check(d.eventCreate(&handoff, 2 /*DISABLE_TIMING*/),

@@ -35,12 +35,13 @@ public:
   std::vector<EvalPart> parts;
   const rt::Plan *trainPlan = nullptr;
 
-  /// The train session's weights into each part's session, then the sum
-  /// of the loss times the rows over every batch.
-  bool evaluate(rt::Session &train, double &lossSum, double &rows,
-                std::string &error) {
+  /// The train session's weights (each parameter p from `prefix` + p where
+  /// it holds that: the moving average) into each part's session, then the
+  /// sum of the loss times the rows over every batch.
+  bool evaluate(rt::Session &train, const std::string &prefix, double &lossSum,
+                double &rows, std::string &error) {
     for (EvalPart &part : parts) {
-      if (!copyWeights(train, part, error))
+      if (!copyWeights(train, prefix, part, error))
         return false;
       for (int64_t start : part.starts) {
         for (const rt::Binding &in : part.plan->inputs)
@@ -69,29 +70,34 @@ private:
     return out;
   }
 
-  /// Every parameter the train step holds; one both hold alike is copied
-  /// session to session, one held in another layout (--layout nhwc's KRSC
-  /// filters) through ONNX's.
-  bool copyWeights(rt::Session &train, EvalPart &part, std::string &error) {
+  /// Every parameter the train step holds, from `prefix` + its name where
+  /// the step holds that (the moving average; a frozen parameter has
+  /// none); one both hold alike is copied session to session, one held in
+  /// another layout (--layout nhwc's KRSC filters) through ONNX's.
+  bool copyWeights(rt::Session &train, const std::string &prefix,
+                   EvalPart &part, std::string &error) {
     for (const rt::Parameter &p : part.plan->params) {
-      if (rt::valueOfName(*trainPlan, p.name) < 0)
+      std::string from = prefix + p.name;
+      if (rt::valueOfName(*trainPlan, from) < 0)
+        from = p.name;
+      if (rt::valueOfName(*trainPlan, from) < 0)
         continue; // a constant of the model: as imported
-      auto layout = [&](const rt::Plan &plan) {
-        auto it = plan.layouts.find(p.name);
+      auto layout = [](const rt::Plan &plan, const std::string &name) {
+        auto it = plan.layouts.find(name);
         return it == plan.layouts.end() ? std::vector<int64_t>() : it->second;
       };
-      if (layout(*trainPlan) == layout(*part.plan)) {
-        if (!part.session->setFrom(train, p.name, error))
+      if (layout(*trainPlan, from) == layout(*part.plan, p.name)) {
+        if (!part.session->setFrom(train, from, p.name, error))
           return false;
         continue;
       }
       rt::Tensor held;
-      if (!train.get(p.name, held, error) ||
+      if (!train.get(from, held, error) ||
           !part.session->set(
               p.name,
               rt::toStoredLayout(
                   part.plan->layouts, p.name,
-                  rt::toOnnxLayout(trainPlan->layouts, p.name, held)),
+                  rt::toOnnxLayout(trainPlan->layouts, from, held)),
               error))
         return false;
     }
@@ -126,32 +132,33 @@ bool EvalFlags::validate(std::string &error) const {
   return true;
 }
 
-namespace {
-
-bool readArrays(const cl::list<std::string> &specs,
-                std::map<std::string, rt::Tensor> &arrays, std::string &error) {
+bool readSampleArrays(const cl::list<std::string> &specs, StringRef flag,
+                      StringRef what, std::map<std::string, rt::Tensor> &arrays,
+                      std::string &error) {
   int64_t samples = -1;
   for (const std::string &spec : specs) {
     auto [name, file] = StringRef(spec).split('=');
-    if (name.empty() || file.empty())
-      return (error = "--eval-data expects NAME=FILE.npy, got '" + spec + "'",
-              false);
+    std::string label = (what + " '" + name + "'").str();
     rt::Tensor t;
+    if (name.empty() || file.empty())
+      return (error =
+                  (flag + " expects NAME=FILE.npy, got '" + spec + "'").str(),
+              false);
     if (!rt::readNpy(file.str(), t, error))
-      return (error = "eval data '" + name.str() + "': " + error, false);
-    if (t.rank() == 0 || (samples >= 0 && t.dim(0) != samples))
-      return (error = "eval data '" + name.str() + "' has " +
-                      (t.rank() ? std::to_string(t.dim(0)) +
-                                      " samples, "
-                                      "others " +
-                                      std::to_string(samples)
-                                : std::string("no sample axis 0")),
+      return (error = label + ": " + error, false);
+    if (t.rank() == 0)
+      return (error = label + " must have a sample axis 0", false);
+    if (samples >= 0 && t.dim(0) != samples)
+      return (error = label + " has " + std::to_string(t.dim(0)) +
+                      " samples, others " + std::to_string(samples),
               false);
     samples = t.dim(0);
     arrays[name.str()] = std::move(t);
   }
   return true;
 }
+
+namespace {
 
 /// The output the train step minimises: `name`, or the first f32 scalar.
 bool lossIndex(const rt::Plan &plan, const std::string &name, size_t &index,
@@ -218,7 +225,7 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
   auto ev = std::make_shared<Evaluator>();
   ev->trainPlan = build.trainPlan;
   std::map<std::string, rt::Tensor> all;
-  if (!readArrays(data, all, error))
+  if (!readSampleArrays(data, "--eval-data", "eval data", all, error))
     return false;
   // Rank r evaluates rows [r N / R, (r + 1) N / R).
   int64_t n = all.begin()->second.dim(0);
@@ -255,9 +262,9 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
   if (rows % b)
     ev->parts.back().starts.push_back(rows - rows % b);
   options.evalEvery = every;
-  options.evaluate = [ev](rt::Session &train, double &lossSum, double &rows,
-                          std::string &err) {
-    return ev->evaluate(train, lossSum, rows, err);
+  options.evaluate = [ev](rt::Session &train, const std::string &prefix,
+                          double &lossSum, double &rows, std::string &err) {
+    return ev->evaluate(train, prefix, lossSum, rows, err);
   };
   return true;
 }

@@ -31,6 +31,14 @@
 
 namespace mpc {
 
+/// The arrays of `--data`-style specs NAME=FILE.npy (`flag` names the
+/// option, `what` the arrays in messages): each with a sample axis 0, all
+/// with the same number of samples; false with a one-line `error`.
+bool readSampleArrays(const llvm::cl::list<std::string> &specs,
+                      llvm::StringRef flag, llvm::StringRef what,
+                      std::map<std::string, ::mpc::rt::Tensor> &arrays,
+                      std::string &error);
+
 /// What the evaluation's plans are built from, as the train step was.
 struct EvalBuild {
   /// The model imported with these graph input shapes (its loss appended,

@@ -83,6 +83,14 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "one optimizer step (a batch N times larger in the memory "
                  "of one; --steps counts updates; default 1)"),
         cl::value_desc("N"), cl::init(1), cl::sub(sub));
+    ema = std::make_unique<cl::opt<double>>(
+        "ema",
+        cl::desc("Keep an exponential moving average of the weights (and "
+                 "batch norm's running statistics), e = lerp(e, w, 1 - "
+                 "DECAY) after each update, as timm's ModelEmaV2 and torch's "
+                 "AveragedModel: evaluated beside the model (eval_loss_ema) "
+                 "and written by --ema-output (0: none, default)"),
+        cl::value_desc("DECAY"), cl::init(0.0), cl::sub(sub));
     lrSchedule = std::make_unique<cl::opt<std::string>>(
         "lr-schedule",
         cl::desc("The learning rate over the optimizer steps, as Hugging "
@@ -126,6 +134,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.gradAccumulation = gradAccumulation->getValue();
   if (noWeightDecay)
     o.noWeightDecay = noWeightDecay->getValue();
+  if (ema)
+    o.ema = ema->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
 }
@@ -135,6 +145,8 @@ std::string PrecisionFlags::updateOnlyFlag() const {
     return "--grad-accumulation";
   if (noWeightDecay && !noWeightDecay->getValue().empty())
     return "--no-weight-decay";
+  if (ema && ema->getValue() != 0)
+    return "--ema";
   return "";
 }
 

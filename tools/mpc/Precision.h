@@ -26,13 +26,13 @@ struct PrecisionFlags {
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
   std::unique_ptr<llvm::cl::opt<bool>> recomputeColumns;
-  std::unique_ptr<llvm::cl::opt<double>> clipGradNorm;
+  std::unique_ptr<llvm::cl::opt<double>> clipGradNorm, ema;
   std::unique_ptr<llvm::cl::opt<int64_t>> gradAccumulation;
   std::unique_ptr<llvm::cl::opt<std::string>> lrSchedule, noWeightDecay;
 
   bool isLow() const { return precision != "fp32"; }
   /// The first flag given that only an optimizer's update reads
-  /// (--grad-accumulation, --no-weight-decay), or "" when none is.
+  /// (--grad-accumulation, --no-weight-decay, --ema), or "" when none is.
   std::string updateOnlyFlag() const;
   /// Checks the flag values; false with a one-line `error`.
   bool validate(std::string &error) const;

@@ -139,6 +139,8 @@ trainScalars(TensorBoardWriter &tb, std::string prefix, double lr,
       tb.scalar(prefix + "grad_norm", r.step, *r.gradNorm);
     if (r.evalLoss)
       tb.scalar(prefix + "eval_loss", r.step, *r.evalLoss);
+    if (r.evalLossEma)
+      tb.scalar(prefix + "eval_loss_ema", r.step, *r.evalLossEma);
     tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);
     if (r.step % 10 == 0 && error.empty())
       tb.flush(error);

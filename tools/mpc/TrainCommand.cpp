@@ -106,6 +106,10 @@ static cl::opt<std::string> outputModel("o",
                                                  "trained FP32 weights"),
                                         cl::value_desc("trained.onnx"),
                                         cl::sub(trainCommand));
+static cl::opt<std::string> emaOutput(
+    "ema-output",
+    cl::desc("Write the model with the weights' moving average (--ema)"),
+    cl::value_desc("average.onnx"), cl::sub(trainCommand));
 static cl::opt<std::string>
     checkpoint("checkpoint",
                cl::desc("Save parameters, optimizer state and step here "
@@ -194,30 +198,14 @@ static cl::opt<std::string> lossName("loss-output",
 /// and records their batch shapes for the import.
 static bool readData(std::map<std::string, rt::Tensor> &arrays,
                      mlir::mpc::ImportOptions &options, std::string &error) {
-  int64_t samples = -1;
-  for (const std::string &spec : data) {
-    auto [name, file] = StringRef(spec).split('=');
-    if (name.empty() || file.empty())
-      return (error = "--data expects NAME=FILE.npy, got '" + spec + "'",
-              false);
-    rt::Tensor t;
-    if (!rt::readNpy(file.str(), t, error))
-      return (error = "data '" + name.str() + "': " + error, false);
-    if (t.rank() == 0)
-      return (error = "data '" + name.str() + "' must have a sample axis 0",
-              false);
-    if (samples >= 0 && t.dim(0) != samples)
-      return (error = "data '" + name.str() + "' has " +
-                      std::to_string(t.dim(0)) + " samples, others " +
-                      std::to_string(samples),
-              false);
-    samples = t.dim(0);
+  if (!readSampleArrays(data, "--data", "data", arrays, error))
+    return false;
+  for (const auto &[name, t] : arrays) {
     rt::Shape shape = t.shape();
     shape[0] = batch;
-    options.inputShapes[name.str()] = shape;
-    arrays[name.str()] = std::move(t);
+    options.inputShapes[name] = shape;
   }
-  if (samples < batch)
+  if (arrays.empty() || arrays.begin()->second.dim(0) < batch)
     return (error = "need at least one full batch of " +
                     std::to_string(batch) + " samples in --data",
             false);
@@ -297,7 +285,8 @@ void addInitialParams(const rt::Plan &plan,
 int finishTraining(bool trained, const std::string &error,
                    TensorBoardWriter &tb, std::string &tbError,
                    const std::map<std::string, rt::Tensor> &params,
-                   const rt::StoredLayouts &layouts) {
+                   const rt::StoredLayouts &layouts,
+                   const std::map<std::string, rt::Tensor> &average = {}) {
   if ((!tensorboardDir.empty() && tbError.empty() && !tb.flush(tbError)) ||
       !tbError.empty())
     return reportError(tbError);
@@ -305,18 +294,26 @@ int finishTraining(bool trained, const std::string &error,
     return reportError(model + ": " + error);
   if (!tensorboardDir.empty())
     outs() << "tensorboard: wrote " << tb.path() << "\n";
-  if (outputModel.empty())
+  // FP32 masters and integer state as ONNX lays them out; the moving
+  // average's (in ONNX's layout already) for --ema-output.
+  auto write = [&](const std::string &path,
+                   const std::map<std::string, rt::Tensor> &held,
+                   const rt::StoredLayouts &stored) {
+    std::map<std::string, std::string> weights;
+    for (const auto &[name, value] : held) {
+      rt::Tensor t = rt::toOnnxLayout(stored, name, value);
+      weights[name].assign(static_cast<const char *>(t.raw()), t.bytes());
+    }
+    std::string writeError;
+    if (!mlir::mpc::writeModelWithWeights(model, path, weights, writeError))
+      return reportError(writeError);
+    outs() << "wrote " << path << "\n";
     return 0;
-  std::map<std::string, std::string> weights; // FP32 masters, integer state
-  for (const auto &[name, held] : params) { // as ONNX lays them out
-    rt::Tensor t = rt::toOnnxLayout(layouts, name, held);
-    weights[name].assign(static_cast<const char *>(t.raw()), t.bytes());
-  }
-  std::string writeError;
-  if (!mlir::mpc::writeModelWithWeights(model, outputModel, weights,
-                                        writeError))
-    return reportError(writeError);
-  outs() << "wrote " << outputModel << "\n";
+  };
+  if (!outputModel.empty() && write(outputModel, params, layouts) != 0)
+    return 1;
+  if (!emaOutput.empty() && write(emaOutput, average, {}) != 0)
+    return 1;
   return 0;
 }
 
@@ -430,6 +427,9 @@ int runTrain() {
     return reportError("--batch and --steps must be positive");
   if (resume && checkpoint.empty())
     return reportError("--resume needs --checkpoint DIR");
+  if (!emaOutput.empty() && pipeline.ema == 0)
+    return reportError("--ema-output writes the weights' moving average: it "
+                       "needs --ema DECAY");
   if (trainGemm != "auto" && trainGemm != "cublaslt" && trainGemm != "mpc")
     return reportError("--gemm must be auto, cublaslt or mpc, got '" +
                        trainGemm + "'");
@@ -475,7 +475,8 @@ int runTrain() {
     std::string flag = evalFlags.enabled() ? "--eval-data"
                        : precisionFlags.gradAccumulation->getValue() > 1
                            ? "--grad-accumulation"
-                           : "";
+                       : pipeline.ema > 0 ? "--ema"
+                                          : "";
     if (!flag.empty())
       return reportError(flag + " does not combine with phases (--phase, "
                                 "--recipe) yet");
@@ -491,10 +492,12 @@ int runTrain() {
     if (f->hasAttr("mpc.update_binding"))
       step = f;
   bool algorithm = step && !optimizer.getNumOccurrences() && lossKind.empty();
-  if (algorithm && evalFlags.enabled())
-    return reportError(model + ": --eval-data evaluates mpc's own train step "
-                               "(pass --optimizer), not a TrainingInfoProto "
-                               "algorithm");
+  if (algorithm && (evalFlags.enabled() || pipeline.ema > 0))
+    return reportError(
+        model + ": " +
+        (evalFlags.enabled() ? "--eval-data evaluates" : "--ema averages") +
+        " mpc's own train step (pass --optimizer), not a "
+        "TrainingInfoProto algorithm");
   // The evaluation imports the model again at its own batch sizes, as the
   // step's was (weights seeded, loss appended).
   EvalBuild eval;
@@ -546,6 +549,7 @@ int runTrain() {
       trainOptions.metricsPath.clear();
       tensorboardDir.setValue("");
       outputModel.setValue("");
+      emaOutput.setValue("");
     } else {
       outs() << rankFlags.describe(*group, plan, batch) << "\n";
     }
@@ -569,10 +573,12 @@ int runTrain() {
   addInitialParams(plan, params);
   if (algorithm && !setUpAlgorithm(*module, step, params, trainer, error))
     return reportError(model + ": " + error);
+  std::map<std::string, rt::Tensor> average; // --ema's
   bool trained = trainer.train(arrays, params, error) &&
-                 (outputModel.empty() || trainer.readWeights(params, error));
+                 (outputModel.empty() || trainer.readWeights(params, error)) &&
+                 (emaOutput.empty() || trainer.readAverage(average, error));
   int rc = finishTraining(trained, error, tensorboard, tensorboardError, params,
-                          plan.layouts);
+                          plan.layouts, average);
   // Rank 0 serves the job's store: it leaves after the others.
   if (group && rc == 0 && !group->finish(error))
     return reportError(error);

@@ -5,6 +5,8 @@ the last "eval_loss" of mpc's --metrics; and the same module in train mode,
 to show that evaluation mode changed the loss. Runs under Debian's python3-torch.
 
 usage: eval_reference.py MODEL.onnx CLASS X.npy Y.npy METRICS.jsonl --rtol R
+                         [--field eval_loss_ema]  (the metric to check:
+                         --ema-output's model against eval_loss_ema)
 """
 import argparse
 import json
@@ -27,6 +29,7 @@ ap.add_argument("x")
 ap.add_argument("y")
 ap.add_argument("metrics")
 ap.add_argument("--rtol", type=float, required=True)
+ap.add_argument("--field", default="eval_loss")
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(getattr(zoo, a.cls)())
@@ -43,7 +46,7 @@ with torch.no_grad():
     net.train()
     torch.manual_seed(0)
     train_mode = float(net(x, y)[0])
-mine = [json.loads(l) for l in open(a.metrics)][-1]["eval_loss"]
+mine = [json.loads(l) for l in open(a.metrics)][-1][a.field]
 err = abs(mine - ref) / abs(ref)
 print(f"eval loss: mpc {mine:.6f}, torch eval() {ref:.6f}: relative "
       f"difference {err:.2e} {'ok' if err <= a.rtol else 'FAIL'} "

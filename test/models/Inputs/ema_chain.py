@@ -1,0 +1,41 @@
+"""Checks `mpc train --ema-output` against the average's definition: given
+the model before training and the models after each of steps 1..k (runs of
+1..k steps: the same steps, as training is deterministic), the average
+after k steps is e_k = e_(k-1) + (1 - decay) (w_k - e_(k-1)), e_0 the
+initial weights, for every float initializer (batch norm's running
+statistics too), computed here in float64.
+
+usage: ema_chain.py DECAY INITIAL.onnx STEP1.onnx ... STEPk.onnx AVERAGE.onnx --rtol R
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+args = sys.argv[1:]
+rtol = float(args[args.index("--rtol") + 1])
+args = args[:args.index("--rtol")]
+decay, initial, steps, average = float(args[0]), args[1], args[2:-1], args[-1]
+
+
+def floats(path):
+    return {i.name: numpy_helper.to_array(i).astype(np.float64)
+            for i in onnx.load(path).graph.initializer
+            if numpy_helper.to_array(i).dtype.kind == "f"}
+
+
+e = floats(initial)
+for path in steps:
+    w = floats(path)
+    e = {k: v + (1.0 - decay) * (w[k] - v) for k, v in e.items()}
+got = floats(average)
+worst, moved = 0.0, 0
+for k, want in e.items():
+    worst = max(worst, float(np.abs(got[k] - want).max() /
+                             max(np.abs(want).max(), 1e-30)))
+    moved += not np.array_equal(got[k], floats(initial)[k])
+print(f"{len(e)} tensors ({moved} moved), {len(steps)} steps: worst "
+      f"relative error {worst:.2e} {'ok' if worst <= rtol else 'FAIL'} "
+      f"(bound {rtol:g})")
+sys.exit(0 if worst <= rtol else 1)
