@@ -20,18 +20,29 @@ namespace rt = ::mpc::rt;
 
 namespace mpc {
 
-/// One forward plan over batches of `rows` rows, and its session.
+/// Rows [start, start + n) of `t` (axis 0).
+static rt::Tensor rowsOf(const rt::Tensor &t, int64_t start, int64_t n) {
+  rt::Shape shape = t.shape();
+  shape[0] = n;
+  rt::Tensor out(t.dtype(), shape);
+  size_t row = t.bytes() / t.dim(0);
+  std::memcpy(out.raw(), static_cast<const char *>(t.raw()) + start * row,
+              n * row);
+  return out;
+}
+
+/// One forward plan over batches of `rows` rows, its session, and the
+/// batches it runs (this rank's held-out rows, cut once).
 struct EvalPart {
   std::unique_ptr<rt::Plan> plan;
   std::unique_ptr<rt::Session> session;
   int64_t rows = 0;
   size_t lossIndex = 0;
-  std::vector<int64_t> starts; // first row of each batch it runs
+  std::vector<std::map<std::string, rt::Tensor>> batches;
 };
 
 class Evaluator {
 public:
-  std::map<std::string, rt::Tensor> arrays; // this rank's rows
   std::vector<EvalPart> parts;
   const rt::Plan *trainPlan = nullptr;
 
@@ -43,10 +54,9 @@ public:
     for (EvalPart &part : parts) {
       if (!copyWeights(train, prefix, part, error))
         return false;
-      for (int64_t start : part.starts) {
+      for (const auto &batch : part.batches) {
         for (const rt::Binding &in : part.plan->inputs)
-          if (!part.session->set(
-                  in.name, slice(arrays.at(in.name), start, part.rows), error))
+          if (!part.session->set(in.name, batch.at(in.name), error))
             return false;
         rt::Tensor loss;
         if (!part.session->run(error) ||
@@ -60,16 +70,6 @@ public:
   }
 
 private:
-  static rt::Tensor slice(const rt::Tensor &t, int64_t start, int64_t n) {
-    rt::Shape shape = t.shape();
-    shape[0] = n;
-    rt::Tensor out(t.dtype(), shape);
-    size_t row = t.bytes() / t.dim(0);
-    std::memcpy(out.raw(), static_cast<const char *>(t.raw()) + start * row,
-                n * row);
-    return out;
-  }
-
   /// Every parameter the train step holds, from `prefix` + its name where
   /// the step holds that (the moving average; a frozen parameter has
   /// none); one both hold alike is copied session to session, one held in
@@ -174,10 +174,11 @@ bool lossIndex(const rt::Plan &plan, const std::string &name, size_t &index,
           false);
 }
 
-/// The evaluation's forward plan for batches of `rows` rows.
+/// The evaluation's forward plan for batches of `rows` rows; `draws` set
+/// where it keeps random draws the export recorded.
 bool buildPart(const EvalBuild &build,
                const std::map<std::string, rt::Tensor> &arrays, int64_t rows,
-               EvalPart &part, std::string &error) {
+               EvalPart &part, std::string &draws, std::string &error) {
   std::map<std::string, rt::Shape> shapes;
   for (const auto &[name, t] : arrays) {
     shapes[name] = t.shape();
@@ -191,14 +192,9 @@ bool buildPart(const EvalBuild &build,
   mlir::mpc::buildPrecisionPipeline(pm, build.precision);
   if (!runPasses(pm, *module, error))
     return false;
-  static bool warned = false; // once a run, not once a part
   module->walk([&](mlir::mpc::RandomOp r) {
-    if (!warned)
-      errs() << "mpc: warning: node '" << mlir::mpc::displayNameOf(r)
-             << "' draws random numbers in evaluation too, as the export "
-                "recorded them; model.eval() would not (stochastic depth): "
-                "the held-out loss varies with the draws\n";
-    warned = true;
+    if (draws.empty())
+      draws = mlir::mpc::displayNameOf(r);
   });
   part.plan = std::make_unique<rt::Plan>();
   part.rows = rows;
@@ -227,7 +223,8 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
   std::map<std::string, rt::Tensor> all;
   if (!readSampleArrays(data, "--eval-data", "eval data", all, error))
     return false;
-  // Rank r evaluates rows [r N / R, (r + 1) N / R).
+  // Rank r evaluates rows [r N / R, (r + 1) N / R): batches of b rows from
+  // `first`, and one of the rows left over.
   int64_t n = all.begin()->second.dim(0);
   if (n < build.ranks)
     return (error = "--eval-data has " + std::to_string(n) +
@@ -236,31 +233,30 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
             false);
   int64_t first = n * build.rank / build.ranks,
           last = n * (build.rank + 1) / build.ranks;
-  for (auto &[name, t] : all) {
-    rt::Shape shape = t.shape();
-    shape[0] = last - first;
-    size_t row = t.bytes() / t.dim(0);
-    rt::Tensor part(t.dtype(), shape);
-    std::memcpy(part.raw(), static_cast<const char *>(t.raw()) + first * row,
-                (last - first) * row);
-    ev->arrays[name] = std::move(part);
-  }
   int64_t rows = last - first;
   int64_t b = std::min<int64_t>(batch ? batch : trainBatch, rows);
+  std::string draws;
   for (int64_t size : {b, rows % b}) {
     if (size == 0)
       continue;
     EvalPart part;
-    if (!buildPart(build, ev->arrays, size, part, error))
+    if (!buildPart(build, all, size, part, draws, error))
       return (error = "--eval-data (batches of " + std::to_string(size) +
                       " rows): " + error,
               false);
+    int64_t start = first + (size == b ? 0 : rows - rows % b);
+    for (int64_t k = 0; k < (size == b ? rows / b : 1); ++k) {
+      part.batches.emplace_back();
+      for (const auto &[name, t] : all)
+        part.batches.back()[name] = rowsOf(t, start + k * size, size);
+    }
     ev->parts.push_back(std::move(part));
   }
-  for (int64_t start = 0; start + b <= rows; start += b)
-    ev->parts[0].starts.push_back(start);
-  if (rows % b)
-    ev->parts.back().starts.push_back(rows - rows % b);
+  if (!draws.empty())
+    errs() << "mpc: warning: node '" << draws
+           << "' draws random numbers in evaluation too, as the export "
+              "recorded them; model.eval() would not (stochastic depth): "
+              "the held-out loss varies with the draws\n";
   options.evalEvery = every;
   options.evaluate = [ev](rt::Session &train, const std::string &prefix,
                           double &lossSum, double &rows, std::string &err) {
