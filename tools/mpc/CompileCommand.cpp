@@ -410,9 +410,10 @@ int runCompile() {
   if (!readPhaseList(phaseFlags, recipe, lossScaler,
                      lossScaler.getNumOccurrences() > 0, phases, error))
     return reportError(error);
-  if (!phases.specs.empty() && compilePrecision.gradAccumulation->getValue() > 1)
-    return reportError("--grad-accumulation does not combine with phases "
-                       "(--phase, --recipe) yet");
+  if (std::string flag = compilePrecision.notWithPhasesFlag();
+      !phases.specs.empty() && !flag.empty())
+    return reportError(flag + " does not combine with phases (--phase, "
+                              "--recipe) yet");
   if (!phases.specs.empty() && (!train || emit == "mlir"))
     return reportError(train ? "--phase writes an artifact, not --emit mlir"
                              : "--phase and --recipe need --train");

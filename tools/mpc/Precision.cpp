@@ -150,6 +150,14 @@ std::string PrecisionFlags::updateOnlyFlag() const {
   return "";
 }
 
+std::string PrecisionFlags::notWithPhasesFlag() const {
+  if (gradAccumulation && gradAccumulation->getValue() > 1)
+    return "--grad-accumulation";
+  if (ema && ema->getValue() != 0)
+    return "--ema";
+  return "";
+}
+
 bool PrecisionFlags::validate(std::string &error) const {
   mlir::mpc::TrainPipelineOptions o;
   apply(o);

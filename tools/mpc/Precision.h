@@ -34,6 +34,9 @@ struct PrecisionFlags {
   /// The first flag given that only an optimizer's update reads
   /// (--grad-accumulation, --no-weight-decay, --ema), or "" when none is.
   std::string updateOnlyFlag() const;
+  /// The first flag given that phases (--phase, --recipe) do not take yet
+  /// (--grad-accumulation, --ema), or "".
+  std::string notWithPhasesFlag() const;
   /// Checks the flag values; false with a one-line `error`.
   bool validate(std::string &error) const;
   /// "none", "static" or "dynamic": the mode --loss-scale resolves to.

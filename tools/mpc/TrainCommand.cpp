@@ -473,10 +473,7 @@ int runTrain() {
     return reportError("--loss-scaler is for phases (--phase or --recipe)");
   if (!phaseSpecs.empty() || !recipe.empty()) {
     std::string flag = evalFlags.enabled() ? "--eval-data"
-                       : precisionFlags.gradAccumulation->getValue() > 1
-                           ? "--grad-accumulation"
-                       : pipeline.ema > 0 ? "--ema"
-                                          : "";
+                                           : precisionFlags.notWithPhasesFlag();
     if (!flag.empty())
       return reportError(flag + " does not combine with phases (--phase, "
                                 "--recipe) yet");
