@@ -177,9 +177,11 @@ static cl::opt<double> compileBucketMb(
     cl::init(25), cl::sub(compileCommand));
 static cl::list<std::string> phaseFlags(
     "phase",
-    cl::desc("--train: one phase of a GAN-style step, in order (as mpc "
-             "train): loss=OUTPUT,params=REGEX[,optimizer=,lr=,momentum=,"
-             "weight-decay=,betas=B1/B2]; DIR gets one train step per phase"),
+    cl::desc(
+        "--train: one phase of a GAN-style step, in order (as mpc "
+        "train): loss=OUTPUT,params=REGEX[,optimizer=,lr=,momentum=,"
+        "weight-decay=,betas=B1/B2,ema=DECAY]; DIR gets one train step per "
+        "phase"),
     cl::sub(compileCommand));
 static cl::opt<std::string> recipe(
     "recipe", cl::desc("--train: the phases from a JSON file (as mpc train)"),

@@ -13,11 +13,11 @@
 namespace mpc {
 
 /// loss=OUTPUT,params=REGEX[,optimizer=K][,lr=X][,momentum=X]
-/// [,weight-decay=X][,betas=B1/B2]. A comma not followed by a known key
-/// belongs to the value before it (regular expressions may hold commas).
+/// [,weight-decay=X][,betas=B1/B2][,ema=DECAY]. A comma not followed by a known
+/// key belongs to the value before it (regular expressions may hold commas).
 bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
-  static const char *keys[] = {"loss", "params", "optimizer", "lr",
-                               "momentum", "weight-decay", "betas"};
+  static const char *keys[] = {"loss",     "params",       "optimizer", "lr",
+                               "momentum", "weight-decay", "betas",     "ema"};
   llvm::SmallVector<std::pair<std::string, std::string>> items;
   llvm::SmallVector<llvm::StringRef> parts;
   llvm::StringRef(spec).split(parts, ',');
@@ -28,9 +28,10 @@ bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
     else if (!items.empty())
       items.back().second += "," + part.str();
     else
-      return (error = "--phase '" + spec + "': expected loss=OUTPUT,"
+      return (error = "--phase '" + spec +
+                      "': expected loss=OUTPUT,"
                       "params=REGEX[,optimizer=K,lr=X,momentum=X,"
-                      "weight-decay=X,betas=B1/B2]",
+                      "weight-decay=X,betas=B1/B2,ema=DECAY]",
               false);
   }
   auto number = [&](const std::string &key, const std::string &v,
@@ -55,6 +56,8 @@ bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
       ok = number(key, value, out.momentum);
     else if (key == "weight-decay")
       ok = number(key, value, out.weightDecay);
+    else if (key == "ema")
+      ok = number(key, value, out.ema);
     else if (key == "betas") {
       auto [b1, b2] = llvm::StringRef(value).split('/');
       std::optional<double> x, y;
@@ -130,6 +133,8 @@ bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
         ok = number(spec.momentum);
       else if (key == "weight_decay")
         ok = number(spec.weightDecay);
+      else if (key == "ema")
+        ok = number(spec.ema);
       else if (key == "betas") {
         const llvm::json::Array *b = value.getAsArray();
         std::optional<double> b1, b2;
@@ -141,7 +146,7 @@ bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
       } else {
         return bad("\"" + field + "\"",
                    "is not a phase field (loss, params, optimizer, lr, "
-                   "momentum, weight_decay, betas)");
+                   "momentum, weight_decay, betas, ema)");
       }
       if (!ok)
         return false;

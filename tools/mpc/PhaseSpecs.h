@@ -1,8 +1,10 @@
-//===- PhaseSpecs.h - the phases of a GAN-style train step --------*- C++ -*-===//
+//===- PhaseSpecs.h - the phases of a GAN-style train step --------*- C++
+//-*-===//
 //
 // What `mpc train --phase` and `--recipe` describe: per phase, the loss (a
 // model output), the parameters it updates (a regular expression) and,
-// optionally, its own optimizer and hyper-parameters.
+// optionally, its own optimizer and hyper-parameters, and a moving average
+// of its weights (a GAN generator's G_ema).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,18 +22,20 @@ struct PhaseSpec {
   /// Optional: overrides of the shared optimizer flags for this phase.
   std::string optimizer;
   std::optional<double> lr, momentum, weightDecay;
+  /// The decay of this phase's weights' moving average (mpc-ema).
+  std::optional<double> ema;
   std::vector<double> betas;
 };
 
 /// One --phase value: loss=OUTPUT,params=REGEX[,optimizer=K][,lr=X]
-/// [,momentum=X][,weight-decay=X][,betas=B1/B2].
+/// [,momentum=X][,weight-decay=X][,betas=B1/B2][,ema=DECAY].
 bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error);
 
 /// A recipe file (JSON):
 ///   {"loss_scaler": "shared" | "per-phase",
 ///    "phases": [{"loss": "d_loss", "params": "D\\..*",
 ///                "optimizer": "adam", "lr": 2e-4, "betas": [0.5, 0.999],
-///                "momentum": 0.9, "weight_decay": 0}, ...]}
+///                "momentum": 0.9, "weight_decay": 0, "ema": 0.999}, ...]}
 /// False with a one-line `error` naming the file and the field.
 bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
                 std::string &lossScaler, std::string &error);

@@ -174,14 +174,16 @@ static cl::list<std::string> phaseSpecs(
     cl::desc("A phase of each step, in order: loss=OUTPUT,params=REGEX "
              "(a GAN: the discriminator's loss and parameters, then the "
              "generator's); later phases see the parameters earlier ones "
-             "updated"),
+             "updated; also optimizer=, lr=, momentum=, weight-decay=, "
+             "betas=B1/B2, ema=DECAY (this phase's weights' moving average, "
+             "a generator's G_ema: --ema-output)"),
     cl::value_desc("loss=NAME,params=REGEX"), cl::sub(trainCommand));
 static cl::opt<std::string> recipe(
     "recipe",
     cl::desc("The phases as a JSON file: {\"phases\": [{\"loss\": ..., "
              "\"params\": ..., \"optimizer\": ..., \"lr\": ..., \"betas\": "
-             "[b1, b2]}, ...], \"loss_scaler\": \"shared\"} (instead of "
-             "--phase)"),
+             "[b1, b2], \"ema\": ...}, ...], \"loss_scaler\": \"shared\"} "
+             "(instead of --phase)"),
     cl::value_desc("recipe.json"), cl::sub(trainCommand));
 static cl::opt<std::string> lossScaler(
     "loss-scaler",
@@ -327,6 +329,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   if (!lead) { // rank 0 writes what the job produces
     tensorboardDir.setValue("");
     outputModel.setValue("");
+    emaOutput.setValue("");
   }
   std::string error;
   PhaseList list;
@@ -334,6 +337,10 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
                      lossScaler.getNumOccurrences() > 0, list, error))
     return reportError(error);
   const std::vector<PhaseSpec> &specs = list.specs;
+  if (!emaOutput.empty() &&
+      llvm::none_of(specs, [](const PhaseSpec &s) { return s.ema; }))
+    return reportError("--ema-output writes the weights' moving average: "
+                       "with phases it needs a phase's ema=DECAY");
   TensorBoardWriter tensorboard;
   std::string tensorboardError;
   if (!tensorboardDir.empty() && !tensorboard.open(tensorboardDir, error))
@@ -398,8 +405,11 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   rt::StoredLayouts layouts; // the parameters' by name, as trainPhases found
   if (trained && !rt::Trainer::phaseLayouts(planList, layouts, error))
     trained = false;
+  std::map<std::string, rt::Tensor> average; // the phases' with ema=
+  for (rt::Trainer *t : phases)
+    trained = trained && (emaOutput.empty() || t->readAverage(average, error));
   int rc = finishTraining(trained, error, tensorboard, tensorboardError, params,
-                          layouts);
+                          layouts, average);
   if (group && rc == 0 && !group->finish(error))
     return reportError(error);
   return rc;
@@ -427,7 +437,8 @@ int runTrain() {
     return reportError("--batch and --steps must be positive");
   if (resume && checkpoint.empty())
     return reportError("--resume needs --checkpoint DIR");
-  if (!emaOutput.empty() && pipeline.ema == 0)
+  if (!emaOutput.empty() && pipeline.ema == 0 && phaseSpecs.empty() &&
+      recipe.empty())
     return reportError("--ema-output writes the weights' moving average: it "
                        "needs --ema DECAY");
   if (trainGemm != "auto" && trainGemm != "cublaslt" && trainGemm != "mpc")

@@ -288,6 +288,8 @@ bool phasePipeline(const PhaseSpec &ps, mlir::mpc::TrainPipelineOptions &p,
     p.weightDecay = *ps.weightDecay;
   if (!ps.betas.empty())
     p.adamBetas = ps.betas;
+  if (ps.ema)
+    p.ema = *ps.ema;
   return mlir::mpc::validate(p, error);
 }
 

@@ -6,7 +6,10 @@ initial weights, for every float initializer (batch norm's running
 statistics too), computed here in float64.
 
 usage: ema_chain.py DECAY INITIAL.onnx STEP1.onnx ... STEPk.onnx AVERAGE.onnx --rtol R
+                   [--only REGEX]  (the initializers averaged: a GAN phase's;
+                                    the others must be as they started)
 """
+import re
 import sys
 
 import numpy as np
@@ -14,8 +17,9 @@ import onnx
 from onnx import numpy_helper
 
 args = sys.argv[1:]
+only = re.compile(args[args.index("--only") + 1] if "--only" in args else ".*")
 rtol = float(args[args.index("--rtol") + 1])
-args = args[:args.index("--rtol")]
+args = args[:min(i for i, a in enumerate(args) if a.startswith("--"))]
 decay, initial, steps, average = float(args[0]), args[1], args[2:-1], args[-1]
 
 
@@ -25,16 +29,21 @@ def floats(path):
             if numpy_helper.to_array(i).dtype.kind == "f"}
 
 
-e = floats(initial)
+start = floats(initial)
+e = {k: v for k, v in start.items() if only.fullmatch(k)}
 for path in steps:
     w = floats(path)
     e = {k: v + (1.0 - decay) * (w[k] - v) for k, v in e.items()}
 got = floats(average)
+kept = [k for k in start if k not in e and not np.array_equal(got[k], start[k])]
+if kept:
+    print(f"not averaged but changed: {kept} FAIL")
+    sys.exit(1)
 worst, moved = 0.0, 0
 for k, want in e.items():
     worst = max(worst, float(np.abs(got[k] - want).max() /
                              max(np.abs(want).max(), 1e-30)))
-    moved += not np.array_equal(got[k], floats(initial)[k])
+    moved += not np.array_equal(got[k], start[k])
 print(f"{len(e)} tensors ({moved} moved), {len(steps)} steps: worst "
       f"relative error {worst:.2e} {'ok' if worst <= rtol else 'FAIL'} "
       f"(bound {rtol:g})")
