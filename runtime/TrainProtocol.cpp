@@ -42,8 +42,15 @@ TrainProtocol::TrainProtocol(const Plan &plan) {
 
 bool TrainProtocol::advance(Session &s, bool taken, bool moved,
                             std::string &error) const {
-  for (const auto *list : {&scaleState, &accumState, &emaState})
+  for (const auto *list : {&scaleState, &accumState})
     for (const auto &[index, name] : *list)
+      if (!s.feedBack(index, name, error))
+        return false;
+  // The step moved the average toward the weights it keeps; without an
+  // all-finite flag (the CPU backend's unscaled steps) the host's skip of
+  // a step with non-finite gradients must keep the average too.
+  if (foundInf >= 0 || moved)
+    for (const auto &[index, name] : emaState)
       if (!s.feedBack(index, name, error))
         return false;
   for (const auto &entry : weights) {

@@ -45,11 +45,12 @@ struct TrainProtocol {
             &scaleState, &accumState,   &emaState};
   }
   /// Feeds a finished run's outputs back into the session's inputs:
-  /// loss-scale state, accumulators and the moving average always (the
-  /// step decides what they become), trained weights, their copies and
-  /// optimizer state when `taken`, statistics when `moved` (every
-  /// micro-batch of a group whose own gradients were finite, as torch's
-  /// forward moves them each micro-batch).
+  /// loss-scale state, accumulators and (where the step has an all-finite
+  /// flag, else when `moved`) the moving average always: the step decides
+  /// what they become; trained weights, their copies and optimizer state
+  /// when `taken`, statistics when `moved` (every micro-batch of a group
+  /// whose own gradients were finite, as torch's forward moves them each
+  /// micro-batch).
   bool advance(Session &s, bool taken, bool moved, std::string &error) const;
 };
 
