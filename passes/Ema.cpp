@@ -50,20 +50,6 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
     }
   }
 
-  /// The argument of `f` whose `attr` is `name` (a symbol or a string).
-  static Value argNamed(func::FuncOp f, StringRef attr, StringRef name) {
-    for (BlockArgument a : f.getArguments()) {
-      Attribute v = f.getArgAttr(a.getArgNumber(), attr);
-      if (auto s = llvm::dyn_cast_or_null<FlatSymbolRefAttr>(v);
-          s && s.getValue() == name)
-        return a;
-      if (auto s = llvm::dyn_cast_or_null<StringAttr>(v);
-          s && s.getValue() == name)
-        return a;
-    }
-    return {};
-  }
-
   void average(func::FuncOp f) {
     Block &body = f.getBody().front();
     Operation *ret = body.getTerminator();
@@ -75,7 +61,7 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
     SmallVector<Value> results(ret->getOperands());
     SmallVector<DictionaryAttr> attrs;
     f.getAllResultAttrs(attrs);
-    Value apply = argNamed(f, "mpc.input", "mpc.accum.apply");
+    Value apply = argumentNamed(f, "mpc.input", "mpc.accum.apply");
     // A trained weight's update keeps the old value on a skipped step; a
     // statistic the forward moved (batch norm's) the runtime keeps then.
     Value foundInf;
@@ -92,8 +78,8 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
       StringRef name = out ? out.getValue() : StringRef();
       if (!name.consume_front("mpc.new."))
         continue;
-      auto p =
-          llvm::dyn_cast_or_null<BlockArgument>(argNamed(f, "mpc.param", name));
+      auto p = llvm::dyn_cast_or_null<BlockArgument>(
+          argumentNamed(f, "mpc.param", name));
       if (!p)
         continue;
       NamedAttrList argAttrs;

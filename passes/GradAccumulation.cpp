@@ -96,21 +96,11 @@ struct GradAccumulation
                        loc);
       return body.getArguments().back();
     };
-    auto inputNamed = [&](StringRef name) -> Value {
-      for (BlockArgument a : body.getArguments())
-        if (auto n =
-                f.getArgAttrOfType<StringAttr>(a.getArgNumber(), "mpc.input");
-            n && n.getValue() == name)
-          return a;
-      return {};
+    auto inputNamed = [&](StringRef name) {
+      return argumentNamed(f, "mpc.input", name);
     };
-    auto paramArg = [&](StringRef sym) -> Value {
-      for (BlockArgument a : body.getArguments())
-        if (auto p = f.getArgAttrOfType<FlatSymbolRefAttr>(a.getArgNumber(),
-                                                           "mpc.param");
-            p && p.getValue() == sym)
-          return a;
-      return {};
+    auto paramArg = [&](StringRef sym) {
+      return argumentNamed(f, "mpc.param", sym);
     };
     auto i1 = RankedTensorType::get({}, b.getI1Type());
     auto scalarOf = [&](Type element, double v) -> Value {

@@ -1,9 +1,10 @@
 //===- StepResults.h - a function's new results -----------------*- C++ -*-===//
 //
 // The train-step passes that add outputs (mpc-loss-scaling, mpc-optimizer,
-// mpc-half-weights-in-optimizer, mpc-clip-grad-norm, mpc-inline-inference)
-// end the same way: a return of the new results, the function's type and
-// result attributes to match.
+// mpc-half-weights-in-optimizer, mpc-clip-grad-norm, mpc-inline-inference,
+// mpc-grad-accumulation, mpc-ema) end the same way: a return of the new
+// results, the function's type and result attributes to match; they find
+// the step's parameters and inputs by name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,22 @@
 #include "mlir/IR/Builders.h"
 
 namespace mlir::mpc {
+
+/// The argument of `f` whose attribute `attr` is `name`: a parameter by
+/// its symbol (`mpc.param`) or an input by its name (`mpc.input`); null
+/// when none is.
+inline Value argumentNamed(func::FuncOp f, StringRef attr, StringRef name) {
+  for (BlockArgument a : f.getArguments()) {
+    Attribute v = f.getArgAttr(a.getArgNumber(), attr);
+    if (auto s = llvm::dyn_cast_or_null<FlatSymbolRefAttr>(v);
+        s && s.getValue() == name)
+      return a;
+    if (auto s = llvm::dyn_cast_or_null<StringAttr>(v);
+        s && s.getValue() == name)
+      return a;
+  }
+  return {};
+}
 
 /// `f` returns `results` (attributes `attrs`) instead, at its return's
 /// location.
