@@ -113,7 +113,8 @@ void batchLaunches(Emitter &e) {
     size_t next = k + 1;
     for (; batchable(window[0]) && next < launches.size(); ++next) {
       int j = launches[next];
-      bool ok = batchable(j);
+      bool ok = batchable(j) &&
+                plan.steps[j].appliedOnly == plan.steps[window[0]].appliedOnly;
       for (int t = window.back() + 1; ok && t < j; ++t)
         ok = ::mpc::rt::kernelStep(plan, t) == j;
       for (int v : ::mpc::rt::kernelInputs(plan.steps[j]))
@@ -161,12 +162,14 @@ void batchLaunches(Emitter &e) {
   }
 }
 
-std::vector<std::string> launchedKernels(const Plan &plan, bool libraries) {
+std::vector<std::string> launchedKernels(const Plan &plan, bool libraries,
+                                         bool skipAppliedOnly) {
   std::vector<std::string> names;
   for (const Step &s : plan.steps) {
     const CudaLaunch &c = s.cuda;
     if (c.inOtherKernel() || c.kernel.empty() || c.batchedInto >= 0 ||
-        (libraries && c.libraryFusedInto >= 0))
+        (libraries && c.libraryFusedInto >= 0) ||
+        (skipAppliedOnly && s.appliedOnly))
       continue;
     if (!c.prologue.empty())
       names.push_back(c.prologue);

@@ -8,11 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/CudaKernels.h"
-#include "runtime/cuda/KernelCalls.h"
 #include "codegen/CudaPrelude.h"
+#include "runtime/AppliedOnly.h"
 #include "runtime/Formulas.h"
 #include "runtime/Philox.h"
 #include "runtime/PlanFusionChecks.h"
+#include "runtime/cuda/KernelCalls.h"
 #include "runtime/kernels/Common.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -485,6 +486,8 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
     cuda::batchLaunches(e);
     cuda::updateStateInPlace(e);
   }
+  // Kernels that always run take their applied-only members with them.
+  ::mpc::rt::markAppliedOnlySteps(plan);
   // What the plan reader would refuse is a fusion bug: refused here too,
   // so a plan trained in process (mpc train --device cuda) is held to the
   // same checks as a compiled artifact.
@@ -493,6 +496,7 @@ bool emitCuda(Plan &plan, CudaModule &out, std::string &error, bool fuse) {
                     "plan: " + why, false);
   out.launches = cuda::launchedKernels(plan);
   out.libraryLaunches = cuda::launchedKernels(plan, true).size();
+  out.microLaunches = cuda::launchedKernels(plan, false, true).size();
   // A kernel whose every launch was batched is gone (its element function
   // lives on in the batched kernel).
   std::set<std::string> used(out.launches.begin(), out.launches.end());

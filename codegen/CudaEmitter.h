@@ -35,6 +35,9 @@ struct CudaModule {
   std::vector<CudaKernel> kernels;      // distinct, in first-use order
   std::vector<std::string> launches;    // kernel names, in launch order
   size_t libraryLaunches = 0; // launches with cuBLASLt and cuDNN present
+  /// Under gradient accumulation, the launches of a micro-batch that does
+  /// not end its group (the applied-only steps skipped); else launches'.
+  size_t microLaunches = 0;
   std::vector<std::string> gemmKernels; // distinct; must use tensor cores
   std::vector<std::string> fp32GemmKernels;
   double flops = 0, tensorCoreFlops = 0;

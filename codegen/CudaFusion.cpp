@@ -448,7 +448,11 @@ void fuseSteps(Emitter &e) {
     // read after the kernel (a split's parts: each, where read later).
     auto fits = [&](size_t m, std::set<size_t> &early, std::vector<int> &store) {
       const Step &s = plan.steps[m];
+      // A micro-batch that skips the update runs the accumulation's kernel
+      // alone (runtime/AppliedOnly.h); scalars share one either way.
       if (chain.count(m) || taken[m] ||
+          (s.appliedOnly != last.appliedOnly &&
+           ::mpc::rt::numElements(shape) > 1) ||
           (!splitReadInChain(e, s, shape) && !wholeOfSplit(m) &&
            (!chainable(e, s) || e.val(s.outputs[0]).shape != shape)))
         return false;

@@ -197,9 +197,11 @@ void concatsOfInputsInPlace(Plan &plan,
 void concatsOfResultsInPlace(Plan &plan, const std::set<int> &outputs);
 /// The kernels the plan's steps launch, in order (CudaBatching.cpp); with
 /// `libraries`, as when cuBLASLt and cuDNN are present: without the steps
-/// their epilogues compute (`libraryFusedInto`).
+/// their epilogues compute (`libraryFusedInto`); with `skipAppliedOnly`,
+/// as on a micro-batch that does not end its accumulation group.
 std::vector<std::string> launchedKernels(const ::mpc::rt::Plan &plan,
-                                         bool libraries = false);
+                                         bool libraries = false,
+                                         bool skipAppliedOnly = false);
 
 struct Emitter {
   Plan &plan;

@@ -2,6 +2,7 @@
 
 #include "codegen/PlanBuilder.h"
 #include "ir/MpcOps.h"
+#include "runtime/AppliedOnly.h"
 #include "runtime/TensorLimit.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -324,7 +325,10 @@ private:
 } // namespace
 
 bool buildPlan(func::FuncOp func, rt::Plan &plan, std::string &error) {
-  return Builder(plan, error).build(func);
+  if (!Builder(plan, error).build(func))
+    return false;
+  rt::markAppliedOnlySteps(plan);
+  return true;
 }
 
 } // namespace mlir::mpc

@@ -5,17 +5,23 @@
 // scaler.update() and zero_grad() once every `steps` micro-batches. In a
 // train step mpc-optimizer updated, every trained parameter gets an
 // accumulator (state `mpc.accum.<p>`, the gradient's type: FP32 for a
-// master), and whatever read the gradient (the updates, mpc-clip-grad-norm's
-// norms) reads t = acc + g / steps instead. The per-step input
-// `mpc.accum.apply` marks a group's last micro-batch: there the updates,
-// the optimizer state and the dynamic loss scale move and the accumulator
-// restarts from zero; on the others every update output keeps its old value
-// (as an overflowing step does; mpc.update_loss_scale reads `apply` too)
-// and the accumulator keeps t. The all-finite
-// flag is sticky over a group (state `mpc.accum.found_inf`): GradScaler
-// checks the summed gradients, which one overflowing micro-batch makes
-// non-finite. g / steps rather than a seed of scale / steps: the backward is
-// the one a plain step runs, and a power-of-two `steps` divides exactly.
+// master), t = acc + g / steps, returned as the accumulator's next value
+// and read by whatever read the gradient (the updates, mpc-clip-grad-norm's
+// norms). The per-step input `mpc.accum.first` marks a group's first
+// micro-batch, which reads the accumulator as zero (a select, so whatever
+// the last group left there, inf and NaN too, is gone: zero_grad), and
+// `mpc.accum.apply` its last: there the updates, the optimizer state and
+// the dynamic loss scale move; on the others every update output keeps its
+// old value (as an overflowing step does; mpc.update_loss_scale reads
+// `apply` too). The outputs that then keep their old value are all the
+// runtime skips on such a micro-batch (runtime/AppliedOnly.h): the
+// accumulator is t itself, so the updates read it from where the
+// accumulation's kernel wrote it and nothing they compute is needed
+// before the group's last micro-batch. The all-finite flag is sticky over
+// a group (state `mpc.accum.found_inf`): GradScaler checks the summed
+// gradients, which one overflowing micro-batch makes non-finite. g / steps
+// rather than a seed of scale / steps: the backward is the one a plain
+// step runs, and a power-of-two `steps` divides exactly.
 //
 // The step still returns each micro-batch's own gradients (the runtime
 // counts a skipped group's inf/NaN elements in them), and batch norm's
@@ -111,6 +117,7 @@ struct GradAccumulation
 
     b.setInsertionPointToStart(&body);
     Value apply = input(i1, "mpc.accum.apply");
+    Value first = input(i1, "mpc.accum.first");
     Value notApply = build(NotOp::getOperationName(), {apply});
 
     SmallVector<Value> results(ret->getOperands());
@@ -130,8 +137,23 @@ struct GradAccumulation
         grads.insert({ret->getOperand(i), sym.getValue()});
         trained.insert(sym.getValue());
       }
+    // All together before the first reader of any gradient, where every
+    // gradient is known: the accumulations launch as one multi-tensor
+    // kernel on the GPU, apart from the updates (which then skip whole).
+    Operation *firstReader = nullptr;
+    for (auto [g, sym] : grads)
+      for (Operation *user : g.getUsers())
+        if (user != ret && user->getBlock() == &body &&
+            (!firstReader || user->isBeforeInBlock(firstReader)))
+          firstReader = user;
+    bool together = firstReader && llvm::all_of(grads, [&](const auto &entry) {
+                      Operation *def = entry.first.getDefiningOp();
+                      return !def || def->isBeforeInBlock(firstReader);
+                    });
     for (auto [g, sym] : grads) {
-      if (Operation *def = g.getDefiningOp())
+      if (together)
+        b.setInsertionPoint(firstReader);
+      else if (Operation *def = g.getDefiningOp())
         b.setInsertionPointAfter(def);
       else
         b.setInsertionPointToStart(&body);
@@ -143,14 +165,13 @@ struct GradAccumulation
       Type element = getElementTypeOrSelf(g);
       Value part = build(MulOp::getOperationName(),
                          {g, scalarOf(element, 1.0 / (double)steps)});
-      Value total = build(AddOp::getOperationName(), {acc, part});
+      Value start = build(WhereOp::getOperationName(),
+                          {first, scalarOf(element, 0.0), acc});
+      Value total = build(AddOp::getOperationName(), {start, part});
       g.replaceUsesWithIf(total, [&](OpOperand &use) {
         return use.getOwner() != ret && use.getOwner() != part.getDefiningOp();
       });
-      // Before the updates: CUDA chain fusion takes it into the update's
-      // kernel as a sibling (total never stored, acc written in place).
-      results.push_back(build(WhereOp::getOperationName(),
-                              {apply, scalarOf(element, 0.0), total}));
+      results.push_back(total);
       attrs.push_back(named("mpc.accum." + sym));
     }
 

@@ -1,8 +1,9 @@
 //===- Executor.cpp - runs a plan on the CPU ------------------------------===//
 
 #include "runtime/Executor.h"
-#include "runtime/OpTrace.h"
+#include "runtime/AppliedOnly.h"
 #include "runtime/Kernel.h"
+#include "runtime/OpTrace.h"
 #include "runtime/WeightCopies.h"
 #include "runtime/dist/ProcessGroup.h"
 
@@ -228,12 +229,18 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
     pinned[id] = true;
   BufferPool &pool = bufferPool();
   Buckets buckets(plan, lastUse);
+  // A micro-batch that does not apply the group's update skips what only
+  // the update needs (runtime/AppliedOnly.h); its outputs stay unset.
+  const int flag = appliedOnlyFlag(plan);
+  const bool skipApplied = flag >= 0 && values[flag].getInt(0) == 0;
   for (size_t index = 0; index < plan.steps.size(); ++index) {
     const Step &step = plan.steps[index];
     auto start = std::chrono::steady_clock::now();
     KernelContext ctx(step, plan, values, &pool);
     if (!buckets.waitBefore(index, error))
       return false;
+    if (skipApplied && step.appliedOnly)
+      continue;
     try {
       if (!buckets.start(index, ctx))
         findKernel(step.op)(ctx);
@@ -266,6 +273,8 @@ bool runPlan(const Plan &plan, const std::map<std::string, Tensor> &inputs,
   outputs.clear();
   for (const Binding &b : plan.outputs)
     outputs.push_back(values[b.value]);
+  if (stats)
+    stats->skippedApplied = skipApplied;
   traceOps("cpu", plan);
   return true;
 }

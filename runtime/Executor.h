@@ -16,6 +16,9 @@ struct RunStats {
   /// Elements nonzero before and zero after a step marked
   /// `mpc.count_underflow` (gradients rounded into fp16/bf16).
   int64_t underflow = 0;
+  /// The run skipped the applied-only steps (runtime/AppliedOnly.h): the
+  /// outputs they compute are unset.
+  bool skippedApplied = false;
 };
 
 /// Runs `plan` with `inputs` (by name; parameters default to their initial

@@ -238,6 +238,10 @@ struct Step {
   std::string amp;
   /// A gradient cast to fp16/bf16: count the elements it flushes to zero.
   bool countUnderflow = false;
+  /// Under gradient accumulation: run only on a group's last micro-batch
+  /// (`mpc.accum.apply` set); on the others the outputs it computes keep
+  /// their old values (runtime/AppliedOnly.h).
+  bool appliedOnly = false;
   CudaLaunch cuda;
 
   bool has(const std::string &key) const { return attrs.count(key) != 0; }

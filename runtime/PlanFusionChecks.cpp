@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/PlanFusionChecks.h"
+#include "runtime/AppliedOnly.h"
 #include "runtime/WeightCopies.h"
 #include "runtime/cuda/KernelCalls.h"
 #include "runtime/cuda/MemoryPlan.h"
@@ -479,10 +480,9 @@ std::string checkPlanFusions(const Plan &plan) {
   // Steps computed in another step's kernel or call must pair up; the
   // weight copies first (the in-place updates write them).
   for (auto check : {checkWeightCopies, checkStepBatches, checkLibraryFusions,
-                     checkStoredCasts, checkLaterFusions,
-                     checkUnwrittenOutputs, checkEpilogueAdds,
-                     checkPrologueAdds, checkAttentionViews,
-                     checkUpdatesInPlace})
+                     checkStoredCasts, checkLaterFusions, checkUnwrittenOutputs,
+                     checkEpilogueAdds, checkPrologueAdds, checkAttentionViews,
+                     checkUpdatesInPlace, checkAppliedOnly})
     if (std::string why = check(plan); !why.empty())
       return why;
   return "";

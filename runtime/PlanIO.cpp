@@ -339,6 +339,8 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
       os << "amp " << escape(s.amp, /*text=*/true) << "\n";
     if (s.countUnderflow)
       os << "count-underflow\n";
+    if (s.appliedOnly)
+      os << "applied-only\n";
     if (std::string cuda = cudaText(s.cuda); !cuda.empty())
       os << "cuda" << cuda << "\n";
   }

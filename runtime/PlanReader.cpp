@@ -234,7 +234,7 @@ public:
   std::string record(const std::string &kind, std::istream &is,
                      const std::string &line) {
     if (kind == "step" || kind == "attr" || kind == "amp" ||
-        kind == "count-underflow" || kind == "cuda")
+        kind == "count-underflow" || kind == "applied-only" || kind == "cuda")
       return stepRecord(kind, is, line);
     return planRecord(kind, is);
   }
@@ -434,6 +434,8 @@ private:
       step->amp = unescape(line.substr(std::min<size_t>(line.size(), 4)));
     else if (kind == "count-underflow")
       step->countUnderflow = true;
+    else if (kind == "applied-only")
+      step->appliedOnly = true;
     else if (!parseCuda(is, step->cuda))
       return "bad cuda record";
     else if (const LibraryGemm &g = step->cuda.gemm; g.valid()) {

@@ -56,7 +56,10 @@ namespace mpc::rt::plantext {
 /// Version 3: `layout` records (stored layouts) and the NHWC field of a
 /// cuDNN convolution record.
 /// Version 4: `written=N` (a kernel writing only its first N outputs).
-inline constexpr int kPlanVersion = 4;
+/// Version 5: `applied-only` steps (runtime/AppliedOnly.h) and the
+/// accumulator read as zero on a group's first micro-batch
+/// (`mpc.accum.first`).
+inline constexpr int kPlanVersion = 5;
 
 /// A token: %XX for spaces, commas, `%`, control and non-ASCII bytes ("%"
 /// alone is the empty string). `text`: the rest of a line, only `%` and

@@ -1,6 +1,7 @@
 //===- Session.cpp - the CPU backend as a session -------------------------===//
 
 #include "runtime/Session.h"
+#include "runtime/AppliedOnly.h"
 #include "runtime/Executor.h"
 #include "runtime/WeightCopies.h"
 
@@ -43,11 +44,15 @@ public:
   bool output(size_t index, Tensor &t, std::string &error) override {
     if (index >= results.size())
       return (error = "no output " + std::to_string(index), false);
+    if (skipped(index))
+      return (error = skippedOutputError(plan.outputs[index].name), false);
     t = results[index];
     return true;
   }
   bool feedBack(size_t index, const std::string &name,
                 std::string &error) override {
+    if (skipped(index))
+      return true; // the old value, as the update would have kept it
     Tensor t;
     return output(index, t, error) && set(name, t, error);
   }
@@ -66,7 +71,13 @@ public:
   int64_t underflow() const override { return stats.underflow; }
 
 private:
+  bool skipped(size_t index) const override {
+    return index < appliedOnly.size() && stats.skippedApplied &&
+           appliedOnly[index];
+  }
+
   const Plan &plan;
+  std::vector<bool> appliedOnly = appliedOnlyOutputs(plan);
   std::vector<WeightCopy> copies; // runPlan casts them from their masters
   std::map<std::string, Tensor> feeds;
   std::vector<Tensor> results;

@@ -43,6 +43,11 @@ public:
   }
   /// Output `index` (plan order) of the last run.
   virtual bool output(size_t index, Tensor &t, std::string &error) = 0;
+  /// Whether the last run left output `index` uncomputed: a micro-batch
+  /// that does not apply its group's update skips the steps only the
+  /// update needs (runtime/AppliedOnly.h); its outputs keep their old
+  /// values (feedBack leaves the input alone) and output() refuses them.
+  virtual bool skipped(size_t index) const { return (void)index, false; }
   /// Outputs read after every run (a train step's loss, flag and scale):
   /// a CUDA session copies them back with the run's end, one
   /// synchronization for all, and output() answers from that copy.

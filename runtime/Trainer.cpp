@@ -94,8 +94,9 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
     const ValueInfo &v = plan_.values[valueOfName(plan_, name)];
     state_[name] = Tensor(v.dtype, v.shape); // zeros
   }
-  // Gradient accumulators start every group at zero, and the group's last
-  // micro-batch leaves them there: not state a checkpoint needs.
+  // A group's first micro-batch reads its accumulators as zero
+  // (mpc.accum.first): not state a checkpoint needs. They start as zeros,
+  // the session needing a value.
   std::map<std::string, Tensor> accumulators;
   for (const auto &[index, name] : protocol_.accumState) {
     const ValueInfo &v = plan_.values[valueOfName(plan_, name)];
@@ -240,7 +241,7 @@ bool Trainer::runStep(int64_t s, const std::map<std::string, Tensor> &feeds,
     }
   r.step = s + 1;
   r.loss = loss.getFloat(0);
-  if (protocol_.gradNorm >= 0) {
+  if (protocol_.gradNorm >= 0 && apply) { // the group's summed gradients
     Tensor norm;
     if (!session_.output(protocol_.gradNorm, norm, error))
       return false;
@@ -400,9 +401,13 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
           plan_, m, options_.group ? options_.group->rank() : 0));
       feeds.insert(scalars.begin(), scalars.end());
       if (micro > 1) {
-        Tensor last(DType::I1, {});
-        last.data<uint8_t>()[0] = apply;
-        feeds["mpc.accum.apply"] = last;
+        auto flag = [](bool on) {
+          Tensor t(DType::I1, {});
+          t.data<uint8_t>()[0] = on;
+          return t;
+        };
+        feeds["mpc.accum.apply"] = flag(apply);
+        feeds["mpc.accum.first"] = flag(k == 0);
       }
       if (!step(s, feeds, r, error, prefetchNext(m), apply))
         return false;

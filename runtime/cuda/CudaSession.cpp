@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/AppliedOnly.h"
 #include "runtime/OpTrace.h"
 #include "runtime/WeightCopies.h"
 #include "runtime/cuda/CudaDevice.h"
@@ -47,8 +48,9 @@ public:
         copies(weightCopies(plan)) {}
 
   ~CudaSession() override {
-    if (exec)
-      d.graphExecDestroy(exec);
+    for (Handle e : execs)
+      if (e)
+        d.graphExecDestroy(e);
     if (stream)
       d.streamDestroy(stream);
     if (handoff)
@@ -185,6 +187,7 @@ public:
     int v = inputFor(name, t, error);
     if (v < 0)
       return false;
+    noteFlag(v, t);
     if (io.staged(v))
       return io.set(v, t, error);
     io.overwriting(v);
@@ -199,6 +202,7 @@ public:
     int v = inputFor(name, t, error);
     if (v < 0)
       return false;
+    noteFlag(v, t);
     if (io.prefetch(v, t, error))
       return true;
     return error.empty() && set(name, t, error); // in stream order
@@ -216,6 +220,10 @@ public:
         !d.check(d.memcpyHtoD(base + counter, &count, sizeof count, stream),
                  "resetting the underflow counter", error))
       return false;
+    // A micro-batch that does not apply the group's update skips the
+    // steps only the update needs: a graph of its own.
+    skipping = flag >= 0 && !applyNext;
+    Handle &exec = execs[skipping];
     if (!useGraph) {
       if (!launchAll(error))
         return false;
@@ -249,6 +257,10 @@ public:
     return true;
   }
 
+  bool skipped(size_t index) const override {
+    return skipping && index < heldOutputs.size() && heldOutputs[index];
+  }
+
   void readAfterEveryRun(const std::vector<size_t> &outputs) override {
     std::vector<std::pair<size_t, int>> values;
     for (size_t index : outputs)
@@ -260,6 +272,8 @@ public:
   bool output(size_t index, Tensor &t, std::string &error) override {
     if (index >= plan.outputs.size())
       return (error = "no output " + std::to_string(index), false);
+    if (skipped(index))
+      return (error = skippedOutputError(plan.outputs[index].name), false);
     return io.cached(index, t) ||
            download(plan.outputs[index].value, t, error);
   }
@@ -271,6 +285,8 @@ public:
       return (error = "cannot feed output " + std::to_string(index) +
                       " back into '" + name + "'",
               false);
+    if (skipped(index))
+      return true; // the old value, as the update would have kept it
     int from = plan.outputs[index].value;
     const ValueInfo &a = plan.values[from], &b = plan.values[to];
     if (a.dtype != b.dtype || a.shape != b.shape)
@@ -360,7 +376,14 @@ private:
   bool useGraph;
   std::vector<WeightCopy> copies; // derived from their masters, never staged
   KernelModules modules{d}; // kernels*.fatbin
-  Handle stream = nullptr, exec = nullptr;
+  Handle stream = nullptr;
+  Handle execs[2] = {nullptr, nullptr}; // the step's graph; without updates
+  /// The group flag of a train step under accumulation (-1: none), its
+  /// value for the next run, and whether the last run skipped the
+  /// applied-only steps, whose outputs it then did not write.
+  int flag = appliedOnlyFlag(plan);
+  bool applyNext = true, skipping = false;
+  std::vector<bool> heldOutputs = appliedOnlyOutputs(plan);
   DevicePtr base = 0;
   struct Launch {
     Handle fn = nullptr;
@@ -513,6 +536,11 @@ private:
                    "download", error) &&
            d.check(d.streamSynchronize(stream), "download", error);
   }
+  void noteFlag(int v, const Tensor &t) {
+    if (v == flag)
+      applyNext = t.getInt(0) != 0;
+  }
+
   bool launchAll(std::string &error) {
     std::function<DevicePtr(int)> address = [&](int v) {
       return base + offsets[v];
@@ -521,6 +549,8 @@ private:
       DevicePtr work = workspace >= 0 ? base + workspace : 0;
       if (!collectives.join(i, stream, error))
         return false;
+      if (skipping && plan.steps[i].appliedOnly)
+        continue;
       if (collectives.active() && plan.steps[i].op == OpId::AllReduce) {
         if (!collectives.launch(i, stream, address, error))
           return false;

@@ -6,13 +6,17 @@
 // and test/codegen/Inputs/cuda_host_shim.h), then runs the same plan on the
 // CPU backend and prints, per output, the largest difference relative to
 // the output's largest magnitude and the largest elementwise distance in
-// ulps of the output's storage format (-1: NaN against a number). Tests
+// ulps of the output's storage format (-1: NaN against a number); a
+// micro-batch that does not apply its group's update (mpc.accum.apply
+// false) skips the applied-only steps on both sides, and the outputs only
+// they compute print as skipped. Tests
 // the emitter's index arithmetic, launch shapes, aliases and buffer reuse
 // without a GPU, and the count of gradient elements flushed to zero
 // against the CPU backend's.
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/AppliedOnly.h"
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
 #include "runtime/OpTrace.h"
@@ -93,11 +97,14 @@ int main(int argc, char **argv) {
     put(b.value, inputs.at(b.name));
   int launched = 0;
   unsigned long long underflow = 0;
+  const int flag = appliedOnlyFlag(plan);
+  const bool skipping =
+      flag >= 0 && inputs.at("mpc.accum.apply").getInt(0) == 0;
   // NaN, so a kernel reading partial sums no prologue wrote shows.
   std::vector<double> scratch(kernelScratchBytes(plan) / sizeof(double) + 1,
                               std::nan(""));
   for (const Step &s : plan.steps) {
-    if (s.cuda.inOtherKernel())
+    if (s.cuda.inOtherKernel() || (skipping && s.appliedOnly))
       continue;
     for (const KernelCall &c : kernelCalls(
              plan, s,
@@ -129,7 +136,17 @@ int main(int argc, char **argv) {
               (long long)arena);
   std::printf("gradient underflow: %llu emulated, %lld on the CPU backend\n",
               underflow, (long long)stats.underflow);
+  if (skipping != stats.skippedApplied) {
+    std::fprintf(stderr, "error: the CPU backend %s the update's steps\n",
+                 stats.skippedApplied ? "skipped" : "ran");
+    return 1;
+  }
+  std::vector<bool> skipped = appliedOnlyOutputs(plan);
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
+    if (skipping && skipped[k]) {
+      std::printf("%s: skipped\n", plan.outputs[k].name.c_str());
+      continue;
+    }
     const ValueInfo &v = plan.values[plan.outputs[k].value];
     Tensor got(v.dtype, v.shape);
     std::memcpy(got.raw(), mem.data() + offsets[plan.outputs[k].value],

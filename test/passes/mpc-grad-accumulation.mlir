@@ -4,16 +4,18 @@
 // RUN: not mpc-opt %s -mpc-grad-accumulation=steps=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A dynamically scaled SGD step: each gradient is read as acc + g / 4,
-// the accumulators restart at zero after the group's last micro-batch
-// (mpc.accum.apply), the overflow guards select the old weights unless it
-// is the last and no micro-batch overflowed (the flag sticky over the
-// group), and the loss scale's update reads `apply`. The step still
-// returns the micro-batch's own gradients.
+// the accumulator read as zero on the group's first micro-batch
+// (mpc.accum.first) and returned as that sum, the overflow guards select
+// the old weights unless it is the group's last (mpc.accum.apply) and no
+// micro-batch overflowed (the flag sticky over the group), and the loss
+// scale's update reads `apply`. The step still returns the micro-batch's
+// own gradients.
 // (-mlir-print-debuginfo prints the locations first.)
 // CHECK: #[[$RET:loc[0-9]*]] = loc("step_return")
 // CHECK-LABEL: func.func @sgd_train_step
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<3x4xf32> {mpc.param = @w}
 // CHECK-SAME: %[[APPLY:[a-z0-9]+]]: tensor<i1> {mpc.input = "mpc.accum.apply"}
+// CHECK-SAME: %[[FIRST:[a-z0-9]+]]: tensor<i1> {mpc.input = "mpc.accum.first"}
 // CHECK-SAME: %[[ACCW:[a-z0-9]+]]: tensor<3x4xf32> {mpc.input = "mpc.accum.w"}
 // CHECK-SAME: %[[ACCB:[a-z0-9]+]]: tensor<3xf32> {mpc.input = "mpc.accum.b"}
 // CHECK-SAME: %[[STICKY:[a-z0-9]+]]: tensor<i1> {mpc.input = "mpc.accum.found_inf"}
@@ -24,29 +26,30 @@
 // CHECK: %[[EFF:.*]] = mpc.or %[[STICKY]], %[[INF]]
 // CHECK: %[[SKIP:.*]] = mpc.or %[[EFF]], %[[NOT]]
 // CHECK: %[[NEXT:.*]] = mpc.and %[[EFF]], %[[NOT]]
-// CHECK: %[[QB:.*]] = mpc.constant dense<2.500000e-01> : tensor<f32>
-// CHECK: %[[PB:.*]] = mpc.mul %[[U]]#1, %[[QB]] : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32> loc(#[[$RET]])
-// CHECK: %[[TB:.*]] = mpc.add %[[ACCB]], %[[PB]]
-// CHECK: %[[ZB:.*]] = mpc.constant dense<0.000000e+00> : tensor<f32>
-// CHECK: %[[AB:.*]] = mpc.where %[[APPLY]], %[[ZB]], %[[TB]]
-// CHECK: %[[PW:.*]] = mpc.mul %[[U]]#0, %{{.*}} : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xf32>
-// CHECK: %[[TW:.*]] = mpc.add %[[ACCW]], %[[PW]]
-// CHECK: %[[AW:.*]] = mpc.where %[[APPLY]], %{{.*}}, %[[TW]]
 // CHECK: mpc.update_loss_scale %{{.*}}, %{{.*}}, %[[EFF]], %[[APPLY]]
+// The accumulations together, before the first update.
+// CHECK: %[[QW:.*]] = mpc.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: %[[PW:.*]] = mpc.mul %[[U]]#0, %[[QW]] : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xf32> loc(#[[$RET]])
+// CHECK: %[[ZW:.*]] = mpc.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[SW0:.*]] = mpc.where %[[FIRST]], %[[ZW]], %[[ACCW]]
+// CHECK: %[[TW:.*]] = mpc.add %[[SW0]], %[[PW]]
+// CHECK: %[[PB:.*]] = mpc.mul %[[U]]#1, %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK: %[[SB0:.*]] = mpc.where %[[FIRST]], %{{.*}}, %[[ACCB]]
+// CHECK: %[[TB:.*]] = mpc.add %[[SB0]], %[[PB]]
 // CHECK: %[[SW:.*]] = mpc.mul %{{.*}}, %[[TW]]
 // CHECK: %[[NW:.*]] = mpc.sub %[[W]], %[[SW]]
 // CHECK: %[[GW:.*]] = mpc.where %[[SKIP]], %[[W]], %[[NW]]
 // CHECK: %[[SB:.*]] = mpc.mul %{{.*}}, %[[TB]]
-// CHECK: return %{{.*}}, %[[U]]#0, %[[U]]#1, %[[EFF]], %{{.*}}, %{{.*}}, %[[GW]], %{{.*}}, %[[AW]], %[[AB]], %[[NEXT]] :
+// CHECK: return %{{.*}}, %[[U]]#0, %[[U]]#1, %[[EFF]], %{{.*}}, %{{.*}}, %[[GW]], %{{.*}}, %[[TW]], %[[TB]], %[[NEXT]] :
 // Each accumulation reads the fp16 gradient times 1/scale, computed where
 // it is read (fused into the accumulation's kernel): no FP32 copy.
 // FUSED-LABEL: func.func @sgd_train_step
 // FUSED: %[[INV:.*]], %{{.*}} = mpc.check_grads %[[DW:[a-z0-9]+]], %[[DB:[a-z0-9]+]]
-// FUSED: %[[UB:.*]] = mpc.mul %[[DB]], %[[INV]]
-// FUSED: mpc.mul %[[UB]], %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
 // FUSED: %[[W:.*]] = mpc.cast %[[DW]] : (tensor<3x4xf16>) -> tensor<3x4xf32>
 // FUSED: %[[UW:.*]] = mpc.mul %[[W]], %[[INV]]
 // FUSED: mpc.mul %[[UW]], %{{.*}} : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xf32>
+// FUSED: %[[UB:.*]] = mpc.mul %[[DB]], %[[INV]]
+// FUSED: mpc.mul %[[UB]], %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
 // FUSED: return %{{.*}}, %[[DW]], %[[DB]],
 // OFF-LABEL: func.func @sgd_train_step
 // OFF-NOT: mpc.accum
@@ -82,8 +85,8 @@ func.func @sgd_train_step(%w: tensor<3x4xf32> {mpc.param = @w}, %b: tensor<3xf32
 // CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2xf32> {mpc.input = "mpc.opt.m.w"}
 // CHECK-SAME: %[[APPLY:[a-z0-9]+]]: tensor<i1> {mpc.input = "mpc.accum.apply"}
 // CHECK-NOT: mpc.accum.found_inf
-// CHECK: %[[T:.*]] = mpc.add %{{.*}}, %{{.*}} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
 // CHECK: %[[NOT:.*]] = mpc.not %[[APPLY]]
+// CHECK: %[[T:.*]] = mpc.add %{{.*}}, %{{.*}} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
 // CHECK: %[[NM:.*]] = mpc.add %{{.*}}, %[[T]]
 // CHECK: %[[GM:.*]] = mpc.where %[[NOT]], %[[M]], %[[NM]] :
 // CHECK: %[[GW:.*]] = mpc.where %[[NOT]], %[[W]], %{{.*}} :

@@ -318,6 +318,7 @@ static bool writeArtifactFiles(const rt::Plan &plan,
       {"steps", (int64_t)plan.steps.size()},
       {"launches", json::Array(cuda.launches)},
       {"launches_with_libraries", (int64_t)cuda.libraryLaunches},
+      {"launches_micro_batch", (int64_t)cuda.microLaunches},
       {"kernels", json::Array(kernelNames)},
       {"tensor_core_gemm_kernels", json::Array(cuda.gemmKernels)},
       {"fp32_gemm_kernels", json::Array(cuda.fp32GemmKernels)},
@@ -505,13 +506,18 @@ int runCompile() {
     if (!phases.specs.empty())
       outs() << (k ? ";" : "") << " phase " << phases.specs[k].loss << ":";
     outs() << formatv(" {0} steps", plans[k].steps.size());
+    if (target == "cuda" && cuda.microLaunches != cuda.launches.size())
+      outs() << formatv(", {0} kernel launches ({1} on a micro-batch that "
+                        "does not end its group)",
+                        cuda.launches.size(), cuda.microLaunches);
+    else if (target == "cuda")
+      outs() << formatv(", {0} kernel launches", cuda.launches.size());
     if (target == "cuda")
-      outs() << formatv(", {0} kernel launches, {1} distinct CUDA kernels ({2} "
-                        "GEMM/conv on tensor cores, {3} in FP32), memory plan "
-                        "{4:f2} MiB, {5:f1}% of FLOPs on tensor cores, {6}",
-                        cuda.launches.size(), cuda.kernels.size(),
-                        cuda.gemmKernels.size(), cuda.fp32GemmKernels.size(),
-                        infos[k].arena / 1048576.0,
+      outs() << formatv(", {0} distinct CUDA kernels ({1} "
+                        "GEMM/conv on tensor cores, {2} in FP32), memory plan "
+                        "{3:f2} MiB, {4:f1}% of FLOPs on tensor cores, {5}",
+                        cuda.kernels.size(), cuda.gemmKernels.size(),
+                        cuda.fp32GemmKernels.size(), infos[k].arena / 1048576.0,
                         flops > 0 ? 100 * tc / flops : 0.0,
                         deviceCodeText(infos[k]));
   }

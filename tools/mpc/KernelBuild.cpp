@@ -462,8 +462,11 @@ bool buildDeviceCode(rt::Plan &plan, const rt::CudaInfo &gpu, std::string &dir,
             false);
   outs() << (evaluation ? "evaluating on " : "training on ") << gpu.devices[0]
          << " (" << cuda.launches.size() << " kernel launches a "
-         << (evaluation ? "batch, " : "step, ") << cuda.kernels.size()
-         << " distinct CUDA kernels in " << dir << ")\n";
+         << (evaluation ? "batch, " : "step, ");
+  if (cuda.microLaunches != cuda.launches.size())
+    outs() << cuda.microLaunches
+           << " on a micro-batch that does not end its group, ";
+  outs() << cuda.kernels.size() << " distinct CUDA kernels in " << dir << ")\n";
   return true;
 }
 

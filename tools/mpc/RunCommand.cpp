@@ -6,17 +6,18 @@
 #include "TrainStep.h"
 
 #include "codegen/PlanBuilder.h"
+#include "frontend/ImporterImpl.h"
 #include "frontend/ModelLoader.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/MpcOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "passes/Passes.h"
+#include "runtime/AppliedOnly.h"
 #include "runtime/Executor.h"
 #include "runtime/Npy.h"
 #include "runtime/Parallel.h"
 #include "runtime/PlanIO.h"
 #include "runtime/cuda/CudaDevice.h"
-#include "passes/Passes.h"
-#include "mlir/Pass/PassManager.h"
-#include "frontend/ImporterImpl.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -234,8 +235,16 @@ static bool writeOutputs(const std::string &dir, const rt::Plan &plan,
   if (!dir.empty())
     if (std::error_code ec = sys::fs::create_directories(dir))
       return reportError("cannot create " + dir + ": " + ec.message()), false;
+  std::vector<bool> updates = rt::appliedOnlyOutputs(plan);
   for (size_t i = begin; i < end; ++i) {
     const std::string &name = plan.outputs[i].name;
+    if (updates[i] && results[i].size() == 0 &&
+        rt::numElements(plan.values[plan.outputs[i].value].shape) > 0) {
+      outs() << name
+             << ": not computed (mpc.accum.apply is false: the "
+                "group's update waits for its last micro-batch)\n";
+      continue;
+    }
     printSummary(name, results[i]);
     std::string error;
     if (!dir.empty() &&

@@ -9,7 +9,9 @@ usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC[:OPTIMIZER[:FLAG=V..]
 
 FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout=nhwc),
 except `scale=S`: the train step's loss scale at step 1 (65536 without;
-a tiny one flushes gradients to zero, so the underflow counts compare).
+a tiny one flushes gradients to zero, so the underflow counts compare),
+and `micro=1`: under --grad-accumulation a micro-batch that does not end
+its group, so both sides skip the update's steps (runtime/AppliedOnly.h).
 """
 import os
 import re
@@ -32,12 +34,14 @@ runs = []  # (printed name, prec, optimizer, flags, scale, artifact, args)
 for spec in specs:
     path, prec, *opt = spec.split(":")
     scale = [o.split("=")[1] for o in opt[1:] if o.startswith("scale=")]
-    flags = [f for o in opt[1:] if not o.startswith("scale=")
+    micro = ["--micro"] if "micro=1" in opt[1:] else []
+    flags = [f for o in opt[1:] if not o.startswith(("scale=", "micro="))
              for f in ("--" + o.split("=", 1)[0], o.split("=", 1)[1])]
     opt = opt[:1]
     name = os.path.splitext(os.path.basename(path))[0]
     tag = f"{name}-{prec}" + (f"-train-{opt[0]}" if opt else "") + \
-        "".join("-" + f for f in flags[1::2] + [f"scale{v}" for v in scale])
+        "".join("-" + f for f in flags[1::2] + [f"scale{v}" for v in scale]) + \
+        ("-micro" if micro else "")
     art = os.path.join(work, tag)
     train = ["--train", "--optimizer", opt[0], "--lr", "0.01"] if opt else []
     subprocess.run([os.path.join(tools, "mpc"), "compile", path, "-o", art,
@@ -48,7 +52,8 @@ for spec in specs:
         os.makedirs(art + "-in", exist_ok=True)
         args = subprocess.run(
             [sys.executable, os.path.join(src, "test/codegen/Inputs/train_step_inputs.py"),
-             art, art + "-in", "0.01", *scale], check=True, capture_output=True,
+             art, art + "-in", "0.01", *scale, *micro], check=True,
+            capture_output=True,
             text=True).stdout.split()
     else:
         _, args = random_inputs(onnx.load(path), 4, work, name, rng)
@@ -81,7 +86,8 @@ for name, prec, opt, flags, scale, art, args in runs:
     ok_all &= bool(ok)
     print(f"{name} {prec}{' train ' + opt[0] if opt else ''}"
           f"{''.join(' ' + f for f in flags[1::2])}"
-          f"{''.join(' scale ' + v for v in scale)}: {kernels} "
+          f"{''.join(' scale ' + v for v in scale)}"
+          f"{' micro' if tag.endswith('-micro') else ''}: {kernels} "
           f"kernels emulated; outputs within "
           f"{max(diffs):.2e} of the CPU backend"
           + (f", {flushed[1]} gradients flushed (CPU backend {flushed[2]})"

@@ -6,17 +6,21 @@ for lr (a third of lr where a schedule makes it an input), and zero
 optimizer state (the fp16 weight copies are the
 runtime's to derive); under gradient accumulation a group's last
 micro-batch (mpc.accum.apply) over accumulators holding earlier ones'
-gradients (random, small). SCALE replaces the loss scale.
+gradients (random, small), or with --micro one that is neither the
+group's first nor its last (the update skipped). SCALE replaces the loss
+scale.
 
-usage: train_step_inputs.py ARTIFACT OUT_DIR LR [SCALE]
+usage: train_step_inputs.py ARTIFACT OUT_DIR LR [SCALE] [--micro]
 """
 import os
 import sys
 
 import numpy as np
 
-art, out, lr = sys.argv[1], sys.argv[2], float(sys.argv[3])
-scale = float(sys.argv[4]) if len(sys.argv) > 4 else 65536.0
+micro = "--micro" in sys.argv
+argv = [a for a in sys.argv if a != "--micro"]
+art, out, lr = argv[1], argv[2], float(argv[3])
+scale = float(argv[4]) if len(argv) > 4 else 65536.0
 values, inputs = [], []
 for line in open(os.path.join(art, "plan.txt")):
     f = line.split()
@@ -45,7 +49,9 @@ for name, vid in inputs:
     elif name == "mpc.opt.step_size":
         v = np.array(np.float32(lr) / (1 - np.float64(np.float32(0.9))), np.float32)
     elif name == "mpc.accum.apply":
-        v = np.array(True)
+        v = np.array(not micro)
+    elif name == "mpc.accum.first":
+        v = np.array(False)
     elif name.startswith("mpc.accum.") and name != "mpc.accum.found_inf":
         v = rng.normal(0, 1e-3, shape).astype(np.float32)
     elif name == "mpc.opt.bc2_sqrt":
