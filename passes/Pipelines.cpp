@@ -240,6 +240,21 @@ void registerPipeline(StringRef arg, StringRef description,
       });
 }
 
+/// Data-parallel ranks accumulating gradients average each group's sums
+/// once (mpc-data-parallel after mpc-grad-accumulation), as DDP's
+/// no_sync() does; without accumulation, each gradient as it is ready.
+bool accumulatesAcrossRanks(const TrainPipelineOptions &o) {
+  return o.dataParallel && o.gradAccumulation > 1 &&
+         StringRef(o.optimizer).lower() != "none";
+}
+
+DataParallelOptions dataParallelOptions(const TrainPipelineOptions &o) {
+  DataParallelOptions dp;
+  dp.bucketMb = o.bucketMb;
+  dp.wire = o.gradWire;
+  return dp;
+}
+
 void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
   OptimizerOptions opt;
   opt.kind = StringRef(o.optimizer).lower();
@@ -263,6 +278,8 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
   if (o.gradAccumulation > 1)
     pm.addPass(createGradAccumulation(
         GradAccumulationOptions{o.gradAccumulation}));
+  if (accumulatesAcrossRanks(o))
+    pm.addPass(createDataParallel(dataParallelOptions(o)));
   if (o.unscaleInOptimizer)
     pm.addPass(createUnscaleInOptimizer());
   if (o.halfWeightsInOptimizer && o.isLow())
@@ -289,16 +306,13 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
     pm.addPass(createRecomputeColumns());
   if (o.isLow())
     pm.addPass(createMasterWeights());
-  if (o.dataParallel) {
-    DataParallelOptions dp;
-    dp.bucketMb = o.bucketMb;
-    dp.wire = o.gradWire;
-    pm.addPass(createDataParallel(dp));
-  }
+  if (o.dataParallel && !accumulatesAcrossRanks(o))
+    pm.addPass(createDataParallel(dataParallelOptions(o)));
   LossScaleSpec spec;
   std::string error; // validated before
   if (parseLossScale(o.lossScale, o.precision, spec, error)) {
-    if (spec.mode == "none" && o.finiteCheck) {
+    // (Ranks accumulating apart agree on skips through the flag.)
+    if (spec.mode == "none" && (o.finiteCheck || accumulatesAcrossRanks(o))) {
       spec.options.mode = "static";
       spec.options.scale = 1.0;
     }

@@ -67,6 +67,13 @@ def DataParallel : Pass<"mpc-data-parallel", "::mlir::ModuleOp"> {
     mpc-loss-scaling, so the unscale and its all-finite check see the
     averaged gradients and every rank skips the same steps.
 
+    On a step mpc-grad-accumulation rewrote (run after it), as DDP under
+    `no_sync()`: the buckets average the group's sums (the accumulators'
+    next values) where the updates read them, so only a group's last
+    micro-batch sends them (runtime/AppliedOnly.h), and every micro-batch
+    averages its all-finite flag with the loss in one f32 collective, the
+    ranks' verdict (`mpc.greater` than 0) replacing the flag's readers.
+
     After (`bucket-mb=25`), for parameters @w and @b:
     ```mlir
     %db = mpc.reduce_sum ...

@@ -114,10 +114,11 @@ void markAppliedOnlySteps(Plan &plan) {
   for (size_t i = 0; i < plan.outputs.size(); ++i)
     if (!held[i])
       need(producer[plan.outputs[i].value]);
-  // A step of no outputs does whatever it does every run; a collective
-  // is issued every run (each rank's in the same order).
+  // A step of no outputs does whatever it does every run. (A collective
+  // may be skipped: every rank skips the same ones, the flag being the
+  // same on all.)
   for (size_t i = 0; i < plan.steps.size(); ++i)
-    if (plan.steps[i].outputs.empty() || plan.steps[i].op == OpId::AllReduce)
+    if (plan.steps[i].outputs.empty())
       need((int)i);
   while (!work.empty()) {
     size_t i = work.back();

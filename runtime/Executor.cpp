@@ -116,8 +116,11 @@ public:
     if (waitAt_.empty())
       return true;
     for (size_t step : waitAt_[index]) {
-      std::string e = running_[step].get();
-      running_.erase(step);
+      auto task = running_.find(step);
+      if (task == running_.end())
+        continue; // not sent this run (a micro-batch skipping the update)
+      std::string e = task->second.get();
+      running_.erase(task);
       if (!e.empty())
         return (error = "node '" + plan_.steps[step].name + "' (" +
                         opName(OpId::AllReduce) + "): " + e,

@@ -545,12 +545,13 @@ private:
     std::function<DevicePtr(int)> address = [&](int v) {
       return base + offsets[v];
     };
+    collectives.beginRun();
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       DevicePtr work = workspace >= 0 ? base + workspace : 0;
-      if (!collectives.join(i, stream, error))
-        return false;
       if (skipping && plan.steps[i].appliedOnly)
         continue;
+      if (!collectives.join(i, stream, error))
+        return false;
       if (collectives.active() && plan.steps[i].op == OpId::AllReduce) {
         if (!collectives.launch(i, stream, address, error))
           return false;

@@ -99,12 +99,15 @@ bool StepCollectives::launch(size_t i, Handle compute,
   }
   if (int r = lib.groupEnd())
     return (error = std::string("ncclGroupEnd: ") + lib.errorString(r), false);
+  if (i < issued.size())
+    issued[i] = true;
   return d.check(d.eventRecord(events[2 * i + 1], stream), "cuEventRecord",
                  error);
 }
 
 bool StepCollectives::join(size_t i, Handle compute, std::string &error) {
-  if (!comm || waitAt[i] < 0)
+  if (!comm || waitAt[i] < 0 ||
+      ((size_t)waitAt[i] < issued.size() && !issued[waitAt[i]]))
     return true;
   return d.check(d.streamWaitEvent(compute, events[2 * waitAt[i] + 1], 0),
                  "cuStreamWaitEvent", error);

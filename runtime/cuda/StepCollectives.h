@@ -43,8 +43,11 @@ public:
   bool launch(size_t i, Handle compute,
               const std::function<DevicePtr(int)> &address, std::string &error);
   /// Before step `i` (steps.size(): the end of the run): `compute` waits
-  /// for the bucket it reads.
+  /// for the bucket it reads, if this run launched it (a micro-batch that
+  /// skips the update sends no gradient bucket: runtime/AppliedOnly.h).
   bool join(size_t i, Handle compute, std::string &error);
+  /// A run's launches begin (or a graph's capture).
+  void beginRun() { issued.assign(plan.steps.size(), false); }
   /// One line on the buckets, or "".
   const std::string &summary() const { return line; }
 
@@ -55,6 +58,7 @@ private:
   Handle stream = nullptr;
   std::vector<Handle> events; // per all_reduce step: ready, done
   std::vector<int> waitAt;    // per step: the all_reduce it waits for first
+  std::vector<bool> issued;   // per step: launched in this run
   std::string line;
 };
 

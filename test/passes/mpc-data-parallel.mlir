@@ -2,6 +2,8 @@
 // RUN: mpc-opt %s -mpc-data-parallel="bucket-mb=0.00003 wire=bf16" | FileCheck %s --check-prefix=SMALL
 // RUN: mpc-opt %s -mpc-data-parallel -mpc-loss-scaling | FileCheck %s --check-prefix=SCALED
 // RUN: mpc-opt %s -mpc-data-parallel -mpc-loss-scaling -mpc-optimizer | FileCheck %s --check-prefix=OPT
+// RUN: mpc-opt %s -mpc-loss-scaling -mpc-optimizer -mpc-grad-accumulation=steps=2 -mpc-data-parallel | FileCheck %s --check-prefix=GROUP
+// RUN: not mpc-opt %s -mpc-optimizer -mpc-grad-accumulation=steps=2 -mpc-data-parallel 2>&1 | FileCheck %s --check-prefix=NOFLAG
 // RUN: not mpc-opt %s -mpc-data-parallel=wire=f64 2>&1 | FileCheck %s --check-prefix=WIRE
 // RUN: not mpc-opt %s -mpc-data-parallel=bucket-mb=0 2>&1 | FileCheck %s --check-prefix=SIZE
 
@@ -38,6 +40,32 @@
 // The optimizer updates from the averaged gradients.
 // OPT: %[[R:.*]]:3 = mpc.all_reduce
 // OPT: mpc.unscale_grads %[[R]]#0, %[[R]]#1,
+
+// After mpc-grad-accumulation (DDP's no_sync()): each micro-batch averages
+// only its all-finite flag, the sticky one (so every rank skips the same
+// groups and moves the loss scale alike), with the loss; the group's sums
+// are averaged once, where the updates read them (applied-only steps,
+// skipped before a group's last micro-batch), while the accumulators and
+// the returned gradients stay the rank's own.
+// GROUP-LABEL: func.func @f_train_step
+// GROUP: %[[LOSS:[a-z0-9]+]], %{{.*}} = mpc.softmax_cross_entropy_loss
+// GROUP: %[[U:.*]]:2, %[[INF:.*]] = mpc.unscale_grads
+// GROUP-NEXT: %[[EFF:.*]] = mpc.or %{{.*}}, %[[INF]]
+// GROUP-NEXT: %[[F:.*]] = mpc.cast %[[EFF]] : (tensor<i1>) -> tensor<f32>
+// GROUP-NEXT: %[[FR:.*]]:2 = mpc.all_reduce %[[F]], %[[LOSS]] {bucket = 1 : i64, wire = "f32"}
+// GROUP: %[[ANY:.*]] = mpc.greater %[[FR]]#0, %{{.*}} : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// GROUP-NEXT: %[[SKIP:.*]] = mpc.or %[[ANY]], %{{.*}}
+// GROUP-NEXT: %[[NEXT:.*]] = mpc.and %[[ANY]], %{{.*}}
+// GROUP-NEXT: mpc.update_loss_scale %{{.*}}, %{{.*}}, %[[ANY]], %{{.*}}
+// GROUP-NOT: mpc.all_reduce
+// GROUP: %[[TW:.*]] = mpc.add %{{.*}}, %{{.*}} : (tensor<3x4xf32>, tensor<3x4xf32>)
+// GROUP: %[[TB:.*]] = mpc.add %{{.*}}, %{{.*}} : (tensor<3xf32>, tensor<3xf32>)
+// GROUP-NEXT: %[[G:.*]]:2 = mpc.all_reduce %[[TW]], %[[TB]] {bucket = 0 : i64, wire = "f32"}
+// GROUP-NEXT: mpc.mul %{{.*}}, %[[G]]#0
+// GROUP: mpc.where %[[SKIP]]
+// GROUP: mpc.mul %{{.*}}, %[[G]]#1
+// GROUP: return %[[FR]]#1, %[[U]]#0, %[[U]]#1, %[[ANY]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[TW]], %[[TB]], %[[NEXT]] :
+// NOFLAG: error: mpc-data-parallel: a step accumulating gradients needs its all-finite flag (mpc.found_inf, mpc-loss-scaling) so that every rank skips the same groups
 
 // WIRE: mpc-data-parallel: wire must be f32, f16 or bf16, got 'f64'
 // SIZE: mpc-data-parallel: bucket-mb must be positive

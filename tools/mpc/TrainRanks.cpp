@@ -63,16 +63,32 @@ void RankFlags::apply(mlir::mpc::TrainPipelineOptions &pipeline) const {
 
 std::string RankFlags::describe(const rt::dist::ProcessGroup &group,
                                 const rt::Plan &plan, int64_t batch) const {
-  int buckets = 0;
+  // Under accumulation the applied-only buckets hold the group's sums
+  // (sent once a group); the other carries the flag and the loss.
+  int buckets = 0, perGroup = 0;
   for (const rt::Step &s : plan.steps)
-    buckets += s.op == rt::OpId::AllReduce;
+    if (s.op == rt::OpId::AllReduce) {
+      ++buckets;
+      perGroup += s.appliedOnly;
+    }
+  int64_t micro = plan.train ? plan.train->accumulate : 1;
   int n = group.size();
-  return "data parallel: " + std::to_string(n) + " rank" + (n == 1 ? "" : "s") +
-         " (" + group.name() + ", " + group.env().launcher +
-         "), global batch " + std::to_string(batch * n) + " = " +
-         std::to_string(n) + " x " + std::to_string(batch) + ", " +
-         std::to_string(buckets) + " gradient bucket" +
-         (buckets == 1 ? "" : "s") + " on the wire in " +
+  auto count = [](int k, const char *what) {
+    return std::to_string(k) + " " + what + (k == 1 ? "" : "s");
+  };
+  std::string text =
+      "data parallel: " + count(n, "rank") + " (" + group.name() + ", " +
+      group.env().launcher + "), global batch " +
+      std::to_string(batch * n * micro) + " = " + std::to_string(n) + " x " +
+      std::to_string(batch) +
+      (micro > 1 ? " x " + std::to_string(micro) + " micro-batches" : "") +
+      ", ";
+  if (perGroup > 0)
+    return text + count(perGroup, "gradient bucket") + " on the wire in " +
+           gradWire.getValue() +
+           " once a group (the all-finite flag and the loss every "
+           "micro-batch)";
+  return text + count(buckets, "gradient bucket") + " on the wire in " +
          gradWire.getValue();
 }
 
