@@ -1,5 +1,4 @@
-//===- RewriteBuilder.h - build a rewrite before an op, or undo it -*- C++
-//-*-===//
+//===- RewriteBuilder.h - a rewrite before an op, or its undo ---*- C++ -*-===//
 //
 // The rewrites that recast an op as others (mpc-conv3d-as-2d,
 // mpc-pool3d-as-2d) build their ops just before it, each result's type

@@ -1,5 +1,4 @@
-//===- TensorBytes.h - a value's size as the plan stores it -------*- C++
-//-*-===//
+//===- TensorBytes.h - a value's size as the plan stores it -----*- C++ -*-===//
 
 #ifndef MPC_PASSES_TENSORBYTES_H
 #define MPC_PASSES_TENSORBYTES_H

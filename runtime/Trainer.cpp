@@ -318,11 +318,17 @@ void Trainer::report(const StepRecord &r, int64_t first,
                      std::max(seconds, 1e-9));
   if (scaling_)
     line += format("  scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
+  auto accuracy = [](const std::optional<double> &a) {
+    return a ? format(" accuracy %.4f", *a) : std::string();
+  };
   if (r.evalLoss) // stays on a terminal: the bar moves on below it
-    line += format(
-        "  eval loss %.6f%s (%lld samples)", *r.evalLoss,
-        r.evalLossEma ? format(", average %.6f", *r.evalLossEma).c_str() : "",
-        (long long)r.evalRows);
+    line += format("  eval loss %.6f%s%s (%lld samples)", *r.evalLoss,
+                   accuracy(r.evalAccuracy).c_str(),
+                   r.evalLossEma ? format(", average %.6f%s", *r.evalLossEma,
+                                          accuracy(r.evalAccuracyEma).c_str())
+                                       .c_str()
+                                 : "",
+                   (long long)r.evalRows);
   options_.print(line + (tty && !last && !r.evalLoss ? "" : "\n"));
 }
 
@@ -332,19 +338,32 @@ bool Trainer::evaluate(StepRecord &r, std::string &error) {
         (options_.evalEvery > 0 && r.step % options_.evalEvery == 0)))
     return true;
   auto t0 = std::chrono::steady_clock::now();
-  // The model, then its moving average (--ema): loss x rows, rows.
-  double sums[4] = {0, 0, 0, 0};
+  // The model, then its moving average (--ema), summed over the ranks.
+  TrainerOptions::EvalSums of[2];
   bool average = !protocol_.emaState.empty();
-  if (!options_.evaluate(session_, "", sums[0], sums[1], error) ||
-      (average &&
-       !options_.evaluate(session_, "mpc.ema.", sums[2], sums[3], error)) ||
-      (options_.group && !options_.group->allReduce(sums, 4, error)))
+  double sums[8];
+  if (!options_.evaluate(session_, "", of[0], error) ||
+      (average && !options_.evaluate(session_, "mpc.ema.", of[1], error)))
+    return (error = "evaluating after step " + std::to_string(r.step) + ": " +
+                    error,
+            false);
+  for (int k = 0; k < 2; ++k) {
+    sums[4 * k] = of[k].lossSum;
+    sums[4 * k + 1] = of[k].rows;
+    sums[4 * k + 2] = of[k].correct;
+    sums[4 * k + 3] = of[k].counted;
+  }
+  if (options_.group && !options_.group->allReduce(sums, 8, error))
     return (error = "evaluating after step " + std::to_string(r.step) + ": " +
                     error,
             false);
   r.evalLoss = sums[0] / std::max(sums[1], 1.0);
   if (average)
-    r.evalLossEma = sums[2] / std::max(sums[3], 1.0);
+    r.evalLossEma = sums[4] / std::max(sums[5], 1.0);
+  if (sums[3] > 0)
+    r.evalAccuracy = sums[2] / sums[3];
+  if (average && sums[7] > 0)
+    r.evalAccuracyEma = sums[6] / sums[7];
   r.evalRows = (int64_t)sums[1];
   evalSeconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)

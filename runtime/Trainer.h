@@ -74,14 +74,19 @@ struct TrainerOptions {
       onSample;
   /// Evaluation on held-out data (`mpc train --eval-data`): after every
   /// `evalEvery` steps (0: none but the last) and after the last,
-  /// `evaluate(session, prefix, lossSum, rows, error)` with `session`
-  /// holding the step's weights, parameter p read from `prefix` + p ("",
-  /// and "mpc.ema." for the moving average under --ema): the sum over
-  /// this rank's held-out rows of the loss times each batch's rows; the
-  /// step's record gets the mean over every rank's rows.
+  /// `evaluate(session, prefix, sums, error)` with `session` holding the
+  /// step's weights, parameter p read from `prefix` + p ("", and
+  /// "mpc.ema." for the moving average under --ema), adds this rank's
+  /// held-out rows to `sums`; the step's record gets the means over every
+  /// rank's rows.
   int64_t evalEvery = 0;
-  std::function<bool(Session &, const std::string &, double &, double &,
-                     std::string &)>
+  struct EvalSums {
+    double lossSum = 0, rows = 0; // the loss times each batch's rows
+    /// Top-1 predictions that match their label, of those counted
+    /// (--eval-accuracy; counted stays 0 without it).
+    double correct = 0, counted = 0;
+  };
+  std::function<bool(Session &, const std::string &, EvalSums &, std::string &)>
       evaluate;
   /// Where progress lines go (default: stdout, flushed).
   std::function<void(const std::string &)> print = [](const std::string &s) {
@@ -107,6 +112,9 @@ struct StepRecord {
   /// weights' moving average too under --ema.
   std::optional<double> evalLoss, evalLossEma;
   int64_t evalRows = 0;
+  /// The share of held-out labels whose score is the highest
+  /// (--eval-accuracy), of the model and of its moving average.
+  std::optional<double> evalAccuracy, evalAccuracyEma;
 };
 
 class Trainer {

@@ -100,7 +100,9 @@ std::string metricsLine(const StepRecord &r, bool distributed) {
   if (distributed)
     time += format(", \"comm_ms\": %.3f", r.commMs);
   for (auto [key, value] : {std::pair{"eval_loss", r.evalLoss},
-                            std::pair{"eval_loss_ema", r.evalLossEma}})
+                            std::pair{"eval_loss_ema", r.evalLossEma},
+                            std::pair{"eval_accuracy", r.evalAccuracy},
+                            std::pair{"eval_accuracy_ema", r.evalAccuracyEma}})
     if (value)
       time += std::isfinite(*value) ? format(", \"%s\": %.9g", key, *value)
                                     : format(", \"%s\": null", key);

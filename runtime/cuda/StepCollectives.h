@@ -1,5 +1,4 @@
-//===- StepCollectives.h - a GPU rank's gradient buckets by NCCL -*- C++
-//-*-===//
+//===- StepCollectives.h - a GPU rank's gradient buckets by NCCL *- C++ -*-===//
 //
 // As a rank of a data-parallel job, a CUDA session averages each gradient
 // bucket (an all_reduce step) through NCCL on a stream of its own: the

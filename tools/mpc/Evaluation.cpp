@@ -13,7 +13,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstring>
+#include <optional>
 
 using namespace llvm;
 namespace rt = ::mpc::rt;
@@ -39,7 +41,37 @@ struct EvalPart {
   int64_t rows = 0;
   size_t lossIndex = 0;
   std::vector<std::map<std::string, rt::Tensor>> batches;
+  /// --eval-accuracy: the output holding the loss's scores (-1: none),
+  /// the graph input of its labels, and the label it ignores.
+  int scoresIndex = -1;
+  std::string labels;
+  std::optional<int64_t> ignoreIndex;
 };
+
+/// Adds to `sums` the positions of `labels` (N x D1..Dk) whose highest
+/// score in `scores` (N x C x D1..Dk; the first of equal ones, as argmax)
+/// is the label, and the positions counted (not the ignored label).
+static void countCorrect(const rt::Tensor &scores, const rt::Tensor &labels,
+                         std::optional<int64_t> ignore,
+                         rt::TrainerOptions::EvalSums &sums) {
+  int64_t n = scores.dim(0), classes = scores.dim(1);
+  int64_t inner = scores.size() / std::max<int64_t>(n * classes, 1);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t label = labels.getInt(i * inner + j);
+      if (ignore && label == *ignore)
+        continue;
+      int64_t best = 0;
+      float top = scores.getFloat(i * classes * inner + j);
+      for (int64_t c = 1; c < classes; ++c) {
+        float v = scores.getFloat((i * classes + c) * inner + j);
+        if (v > top || (std::isnan(v) && !std::isnan(top)))
+          best = c, top = v;
+      }
+      sums.counted += 1;
+      sums.correct += best == label;
+    }
+}
 
 class Evaluator {
 public:
@@ -49,8 +81,8 @@ public:
   /// The train session's weights (each parameter p from `prefix` + p where
   /// it holds that: the moving average) into each part's session, then the
   /// sum of the loss times the rows over every batch.
-  bool evaluate(rt::Session &train, const std::string &prefix, double &lossSum,
-                double &rows, std::string &error) {
+  bool evaluate(rt::Session &train, const std::string &prefix,
+                rt::TrainerOptions::EvalSums &sums, std::string &error) {
     for (EvalPart &part : parts) {
       if (!copyWeights(train, prefix, part, error))
         return false;
@@ -58,12 +90,16 @@ public:
         for (const rt::Binding &in : part.plan->inputs)
           if (!part.session->set(in.name, batch.at(in.name), error))
             return false;
-        rt::Tensor loss;
+        rt::Tensor loss, scores;
         if (!part.session->run(error) ||
-            !part.session->output(part.lossIndex, loss, error))
+            !part.session->output(part.lossIndex, loss, error) ||
+            (part.scoresIndex >= 0 &&
+             !part.session->output(part.scoresIndex, scores, error)))
           return false;
-        lossSum += (double)loss.getFloat(0) * part.rows;
-        rows += part.rows;
+        sums.lossSum += (double)loss.getFloat(0) * part.rows;
+        sums.rows += part.rows;
+        if (part.scoresIndex >= 0)
+          countCorrect(scores, batch.at(part.labels), part.ignoreIndex, sums);
       }
     }
     return true;
@@ -121,11 +157,20 @@ EvalFlags::EvalFlags(cl::SubCommand &sub)
       batch("eval-batch",
             cl::desc("Rows a batch of the evaluation (default: --batch); "
                      "the rows left over run as one smaller batch"),
-            cl::init(0), cl::sub(sub)) {}
+            cl::init(0), cl::sub(sub)),
+      accuracy("eval-accuracy",
+               cl::desc("With --eval-data: also the share of held-out "
+                        "labels the model ranks first (its loss's "
+                        "cross-entropy scores against the loss's labels; "
+                        "eval_accuracy in --metrics and TensorBoard)"),
+               cl::sub(sub)) {}
 
 bool EvalFlags::validate(std::string &error) const {
-  if (!enabled() && (every.getNumOccurrences() || batch.getNumOccurrences()))
-    return (error = "--eval-every and --eval-batch need --eval-data", false);
+  if (!enabled() &&
+      (every.getNumOccurrences() || batch.getNumOccurrences() || accuracy))
+    return (error = "--eval-every, --eval-batch and --eval-accuracy need "
+                    "--eval-data",
+            false);
   if (every < 0 || (batch.getNumOccurrences() && batch <= 0))
     return (error = "--eval-every must be >= 0 and --eval-batch positive",
             false);
@@ -174,11 +219,63 @@ bool lossIndex(const rt::Plan &plan, const std::string &name, size_t &index,
           false);
 }
 
+/// --eval-accuracy: returns the scores of the loss's cross-entropy as one
+/// more result (`mpc.eval.scores`) and records its labels' graph input.
+bool addScoresOutput(mlir::func::FuncOp f, const std::string &lossName,
+                     EvalPart &part, std::string &error) {
+  mlir::Operation *ret = f.getBody().front().getTerminator();
+  mlir::Value loss;
+  for (unsigned i = 0; i < f.getNumResults() && !loss; ++i) {
+    auto name = f.getResultAttrOfType<mlir::StringAttr>(i, "mpc.output");
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[i]);
+    if (lossName.empty()
+            ? type && type.getRank() == 0 && type.getElementType().isF32()
+            : name && name.getValue() == lossName)
+      loss = ret->getOperand(i);
+  }
+  mlir::Operation *op = loss ? loss.getDefiningOp() : nullptr;
+  mlir::Value scores, labels;
+  std::optional<uint64_t> ignore;
+  if (auto ce =
+          mlir::dyn_cast_or_null<mlir::mpc::SoftmaxCrossEntropyLossOp>(op))
+    scores = ce.getScores(), labels = ce.getLabels(),
+    ignore = ce.getIgnoreIndex();
+  else if (auto nll =
+               mlir::dyn_cast_or_null<mlir::mpc::NegativeLogLikelihoodLossOp>(
+                   op))
+    scores = nll.getInput(), labels = nll.getTarget(),
+    ignore = nll.getIgnoreIndex();
+  else
+    return (error =
+                "--eval-accuracy: the loss is not a SoftmaxCrossEntropyLoss "
+                "or NegativeLogLikelihoodLoss of the model's scores",
+            false);
+  auto arg = mlir::dyn_cast<mlir::BlockArgument>(labels);
+  auto input = arg ? f.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(),
+                                                          "mpc.input")
+                   : mlir::StringAttr();
+  if (!input)
+    return (error = "--eval-accuracy: node '" + mlir::mpc::displayNameOf(op) +
+                    "' computes its labels in the graph; accuracy needs them "
+                    "as a graph input",
+            false);
+  mlir::Builder b(f.getContext());
+  f.insertResult(f.getNumResults(), scores.getType(),
+                 b.getDictionaryAttr(b.getNamedAttr(
+                     "mpc.output", b.getStringAttr("mpc.eval.scores"))));
+  ret->insertOperands(ret->getNumOperands(), {scores});
+  part.labels = input.str();
+  if (ignore)
+    part.ignoreIndex = (int64_t)*ignore;
+  return true;
+}
+
 /// The evaluation's forward plan for batches of `rows` rows; `draws` set
 /// where it keeps random draws the export recorded.
 bool buildPart(const EvalBuild &build,
                const std::map<std::string, rt::Tensor> &arrays, int64_t rows,
-               EvalPart &part, std::string &draws, std::string &error) {
+               bool accuracy, EvalPart &part, std::string &draws,
+               std::string &error) {
   std::map<std::string, rt::Shape> shapes;
   for (const auto &[name, t] : arrays) {
     shapes[name] = t.shape();
@@ -198,10 +295,13 @@ bool buildPart(const EvalBuild &build,
   });
   part.plan = std::make_unique<rt::Plan>();
   part.rows = rows;
-  if (!mlir::mpc::buildPlan(mlir::mpc::entryFunction(*module), *part.plan,
-                            error) ||
+  mlir::func::FuncOp f = mlir::mpc::entryFunction(*module);
+  if ((accuracy && !addScoresOutput(f, build.lossOutput, part, error)) ||
+      !mlir::mpc::buildPlan(f, *part.plan, error) ||
       !lossIndex(*part.plan, build.lossOutput, part.lossIndex, error))
     return false;
+  if (accuracy)
+    part.scoresIndex = (int)part.plan->outputs.size() - 1;
   for (const rt::Binding &in : part.plan->inputs)
     if (!arrays.count(in.name))
       return (error = "no --eval-data for graph input '" + in.name + "'",
@@ -240,7 +340,7 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
     if (size == 0)
       continue;
     EvalPart part;
-    if (!buildPart(build, all, size, part, draws, error))
+    if (!buildPart(build, all, size, accuracy, part, draws, error))
       return (error = "--eval-data (batches of " + std::to_string(size) +
                       " rows): " + error,
               false);
@@ -259,8 +359,9 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
               "the held-out loss varies with the draws\n";
   options.evalEvery = every;
   options.evaluate = [ev](rt::Session &train, const std::string &prefix,
-                          double &lossSum, double &rows, std::string &err) {
-    return ev->evaluate(train, prefix, lossSum, rows, err);
+                          rt::TrainerOptions::EvalSums &sums,
+                          std::string &err) {
+    return ev->evaluate(train, prefix, sums, err);
   };
   return true;
 }

@@ -1,9 +1,9 @@
-//===- Evaluation.h - the held-out loss while training ------------*- C++
-//-*-===//
+//===- Evaluation.h - the held-out loss and accuracy ------------*- C++ -*-===//
 //
 // `mpc train --eval-data NAME=FILE.npy --eval-every N`: after every N steps
-// and the last, the model's loss over held-out data with the weights the
-// step left, as torch's model.eval() under the same autocast computes it
+// and the last, the model's loss (and with --eval-accuracy its top-1
+// accuracy) over held-out data with the weights the step left, as torch's
+// model.eval() under the same autocast computes it
 // (mpc-eval-mode: no dropout, batch norm on its running statistics). The
 // evaluation runs its own forward plans (batches of --eval-batch rows and
 // one for the remainder) on the training's device, their weights copied
@@ -71,6 +71,7 @@ struct EvalFlags {
   llvm::cl::list<std::string> data;
   llvm::cl::opt<int64_t> every;
   llvm::cl::opt<int64_t> batch;
+  llvm::cl::opt<bool> accuracy;
 };
 
 } // namespace mpc

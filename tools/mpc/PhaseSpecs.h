@@ -1,5 +1,4 @@
-//===- PhaseSpecs.h - the phases of a GAN-style train step --------*- C++
-//-*-===//
+//===- PhaseSpecs.h - the phases of a GAN-style train step ------*- C++ -*-===//
 //
 // What `mpc train --phase` and `--recipe` describe: per phase, the loss (a
 // model output), the parameters it updates (a regular expression) and,

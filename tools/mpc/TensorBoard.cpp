@@ -141,6 +141,10 @@ trainScalars(TensorBoardWriter &tb, std::string prefix, double lr,
       tb.scalar(prefix + "eval_loss", r.step, *r.evalLoss);
     if (r.evalLossEma)
       tb.scalar(prefix + "eval_loss_ema", r.step, *r.evalLossEma);
+    if (r.evalAccuracy)
+      tb.scalar(prefix + "eval_accuracy", r.step, *r.evalAccuracy);
+    if (r.evalAccuracyEma)
+      tb.scalar(prefix + "eval_accuracy_ema", r.step, *r.evalAccuracyEma);
     tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);
     if (r.step % 10 == 0 && error.empty())
       tb.flush(error);

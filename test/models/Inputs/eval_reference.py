@@ -7,6 +7,8 @@ to show that evaluation mode changed the loss. Runs under Debian's python3-torch
 usage: eval_reference.py MODEL.onnx CLASS X.npy Y.npy METRICS.jsonl --rtol R
                          [--field eval_loss_ema]  (the metric to check:
                          --ema-output's model against eval_loss_ema)
+                         [--accuracy eval_accuracy]  (also the top-1
+                         accuracy of torch's logits, to match exactly)
 """
 import argparse
 import json
@@ -30,6 +32,7 @@ ap.add_argument("y")
 ap.add_argument("metrics")
 ap.add_argument("--rtol", type=float, required=True)
 ap.add_argument("--field", default="eval_loss")
+ap.add_argument("--accuracy")
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(getattr(zoo, a.cls)())
@@ -42,7 +45,9 @@ net.load_state_dict({**state, **{k: weights[k] for k in loaded}})
 x, y = torch.from_numpy(np.load(a.x)), torch.from_numpy(np.load(a.y))
 with torch.no_grad():
     net.eval()
-    ref = float(net(x, y)[0])
+    ref, logits = net(x, y)
+    ref = float(ref)
+    correct = int((logits.argmax(1) == y).sum())
     net.train()
     torch.manual_seed(0)
     train_mode = float(net(x, y)[0])
@@ -53,4 +58,11 @@ print(f"eval loss: mpc {mine:.6f}, torch eval() {ref:.6f}: relative "
       f"(bound {a.rtol:g})")
 print(f"train mode would give {train_mode:.6f}: "
       f"{'differs' if abs(train_mode - ref) > 1e-3 * abs(ref) else 'SAME'}")
-sys.exit(0 if err <= a.rtol else 1)
+ok = err <= a.rtol
+if a.accuracy:
+    acc = [json.loads(l) for l in open(a.metrics)][-1][a.accuracy]
+    same = round(acc * len(y)) == correct and abs(acc - correct / len(y)) < 1e-12
+    print(f"accuracy: mpc {acc:.6f}, torch eval() {correct}/{len(y)}: "
+          f"{'same' if same else 'DIFFERENT'}")
+    ok = ok and same
+sys.exit(0 if ok else 1)
