@@ -150,6 +150,15 @@ for m in $models; do
     fi
   done
 done
+# The fp16 GPT step under --grad-accumulation 4: a row's time is a group
+# of 4 micro-batches, whose first 3 skip the update (runtime/
+# AppliedOnly.h), beside 4 x the plain gpt fp16 row; 3 groups.
+if [[ " $models " == *" gpt "* ]]; then
+  art=art/gpt-fp16-accum4-train
+  "$mpc" compile "$work/models/gpt.onnx" -o "$work/$art" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --grad-accumulation 4 | tail -1
+  (cd "$work" && "$mpc" train models/gpt.onnx --data tokens=inputs/gpt.tokens.npy --data targets=inputs/gpt.targets.npy --batch "$batch" --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --grad-accumulation 4 --metrics expected/gpt-fp16-accum4-train.jsonl > /dev/null)
+  echo "gpt fp16-accum4 $art tokens=inputs/gpt.tokens.npy targets=inputs/gpt.targets.npy steps=3" >> "$work/train-manifest.txt"
+fi
 # The fp16 MLP step as one rank of a data-parallel job (run.sh runs it
 # with WORLD_SIZE=1: its gradient bucket goes through NCCL on its own
 # stream, and its losses must be the single process's).

@@ -84,6 +84,8 @@ declare -A stepms devms # model-precision: the train step, with and without the 
 profiles=""
 {
   echo
+  echo "(fp16-accum4: --grad-accumulation 4, a step is a group of 4 micro-batches, the first 3 skipping the update: compare with 4 x the fp16 row; its device column replays one micro-batch that applies the update.)"
+  echo
   echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3, ResNets: 5): max rel diff vs CPU backend | on mpc's kernels only, \`--gemm mpc --conv mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
   echo "|---|---|---|---|---|---|---|"
 } >> "$results"
