@@ -211,18 +211,20 @@ def GradAccumulation : Pass<"mpc-grad-accumulation", "::mlir::ModuleOp"> {
     Gradient accumulation as torch users write it (loss / steps backward
     per micro-batch, optimizer.step and zero_grad every `steps` batches):
     in a train step mpc-optimizer updated, each trained parameter gets an
-    FP32 accumulator, state `mpc.accum.<p>`, and the updates (and
-    mpc-clip-grad-norm's norm) read acc + g / steps. The per-step input
-    `mpc.accum.apply` (i1) says the micro-batch is a group's last: only
-    then do parameters, optimizer state and the loss scale move, and the
-    accumulators restart from zero; before it every update output keeps
-    its old value. Under loss scaling the all-finite flag is sticky over a
-    group (state `mpc.accum.found_inf`): a group with any overflowing
-    micro-batch is skipped, as GradScaler skips the summed gradients.
-    The step still returns each micro-batch's own gradients; batch norm's
-    running statistics move with every micro-batch whose gradients are
-    finite, as in torch (the runtime feeds them back: TrainProtocol's
-    `statistics`).
+    FP32 accumulator, state `mpc.accum.<p>`, whose next value is
+    t = acc + g / steps, and the updates (and mpc-clip-grad-norm's norm)
+    read t. The per-step input `mpc.accum.first` (i1) says the micro-batch
+    is a group's first, which reads the accumulator as zero; `mpc.accum.
+    apply` that it is a group's last: only then do parameters, optimizer
+    state and the loss scale move; before it every update output keeps its
+    old value, and the runtime skips the steps only the updates need
+    (runtime/AppliedOnly.h). Under loss scaling the all-finite flag is
+    sticky over a group (state `mpc.accum.found_inf`): a group with any
+    overflowing micro-batch is skipped, as GradScaler skips the summed
+    gradients. The step still returns each micro-batch's own gradients;
+    batch norm's running statistics move with every micro-batch whose
+    gradients are finite, as in torch (the runtime feeds them back:
+    TrainProtocol's `statistics`).
 
     Before (`steps=4`):
     ```mlir
@@ -231,9 +233,9 @@ def GradAccumulation : Pass<"mpc-grad-accumulation", "::mlir::ModuleOp"> {
     ```
     After:
     ```mlir
-    %t = mpc.add %acc, (mpc.mul %g, 0.25)
+    %t = mpc.add (mpc.where %first, 0, %acc), (mpc.mul %g, 0.25)
     %nw = mpc.where %skip, %w, (mpc.sub %w, (mpc.mul %lr, %t))
-    return ..., %g, %nw, (mpc.where %apply, 0, %t)  // "mpc.accum.w"
+    return ..., %g, %nw, %t  // "mpc.accum.w"
     ```
   }];
   let options = [
