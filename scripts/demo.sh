@@ -108,12 +108,13 @@ PY
 echo "-- fp16 as transformer recipes train: AdamW (no decay on the biases),"
 echo "   cosine schedule with warmup, the gradients' norm clipped to 1 after"
 echo "   the unscale (clip_grad_norm_), each batch of 64 as 4 accumulated"
-echo "   micro-batches of 16, the held-out loss every 50 steps, of the model"
-echo "   and of its weights' moving average (timm's model EMA)"
+echo "   micro-batches of 16 (the update once a group), the held-out loss and"
+echo "   accuracy every 50 steps, of the model and of its weights' moving"
+echo "   average (timm's model EMA)"
 "$mpc" train "$model" --data x="$work/digits_train_x.npy" \
   --data labels="$work/digits_train_y.npy" --steps 200 --batch 16 \
   --grad-accumulation 4 --eval-every 50 --eval-data x="$work/digits_test_x.npy" \
-  --eval-data labels="$work/digits_test_y.npy" --ema 0.98 \
+  --eval-data labels="$work/digits_test_y.npy" --eval-accuracy --ema 0.98 \
   --optimizer adamw --lr 0.003 --weight-decay 0.01 --no-weight-decay '.*bias' \
   --no-shuffle --precision fp16 --lr-schedule cosine,warmup=20 --clip-grad-norm 1.0 \
   --metrics "$work/recipe.jsonl" | grep -E "^precision"
@@ -121,8 +122,9 @@ echo "   and of its weights' moving average (timm's model EMA)"
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
 for i in (0, 9, 19, 49, 99, 149, 199):
-    held = (f"  held-out {r[i]['eval_loss']:.5f} (average "
-            f"{r[i]['eval_loss_ema']:.5f})" if "eval_loss" in r[i] else "")
+    held = (f"  held-out {r[i]['eval_loss']:.5f}, accuracy "
+            f"{r[i]['eval_accuracy']:.4f} (average {r[i]['eval_loss_ema']:.5f}, "
+            f"{r[i]['eval_accuracy_ema']:.4f})" if "eval_loss" in r[i] else "")
     print(f"  step {r[i]['step']:>3}: lr {r[i]['lr']:.6f}  grad norm "
           f"{r[i]['grad_norm']:.4f}  loss {r[i]['loss']:.5f}{held}")
 PY
