@@ -66,12 +66,12 @@ struct ClipGradNorm : public mpc::impl::ClipGradNormBase<ClipGradNorm> {
       return success();
     const bool updates = f->hasAttr("mpc.optimizer");
     // The norm goes before the first update that reads a gradient.
-    Operation *at = ret;
+    SmallVector<Value> grads;
     for (unsigned i : gradIndex)
-      for (Operation *user : ret->getOperand(i).getUsers())
-        if (user != ret && user->getBlock() == &body &&
-            user->isBeforeInBlock(at))
-          at = user;
+      grads.push_back(ret->getOperand(i));
+    Operation *at = firstReader(body, grads);
+    if (!at)
+      at = ret;
     for (unsigned i : gradIndex)
       if (Operation *def = ret->getOperand(i).getDefiningOp();
           def && def->getBlock() == &body && at != ret &&

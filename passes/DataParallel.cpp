@@ -19,6 +19,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/StepResults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -128,11 +129,8 @@ struct DataParallel : public mpc::impl::DataParallelBase<DataParallel> {
     if (groups)
       averageFlag(b, ret, flag, loss, lossIndex, buckets.size());
     // Under accumulation all buckets go before the first reader of a sum.
-    Operation *firstReader = nullptr;
-    for (auto &entry : grads)
-      for (Operation *user : entry.first.getUsers())
-        if (user != ret && (!firstReader || user->isBeforeInBlock(firstReader)))
-          firstReader = user;
+    Operation *firstReader =
+        mpc::firstReader(body, llvm::make_first_range(grads));
     if (groups && !firstReader)
       return; // nothing reads the sums: no optimizer
     // A 16-bit wire is a cast before the all-reduce and one back after it,

@@ -140,12 +140,8 @@ struct GradAccumulation
     // All together before the first reader of any gradient, where every
     // gradient is known: the accumulations launch as one multi-tensor
     // kernel on the GPU, apart from the updates (which then skip whole).
-    Operation *firstReader = nullptr;
-    for (auto [g, sym] : grads)
-      for (Operation *user : g.getUsers())
-        if (user != ret && user->getBlock() == &body &&
-            (!firstReader || user->isBeforeInBlock(firstReader)))
-          firstReader = user;
+    Operation *firstReader =
+        mpc::firstReader(body, llvm::make_first_range(grads));
     bool together = firstReader && llvm::all_of(grads, [&](const auto &entry) {
                       Operation *def = entry.first.getDefiningOp();
                       return !def || def->isBeforeInBlock(firstReader);

@@ -32,6 +32,20 @@ inline Value argumentNamed(func::FuncOp f, StringRef attr, StringRef name) {
   return {};
 }
 
+/// The first op of the step's `body`, its return aside, that reads one of
+/// `values`: where what they feed must be ready (the updates reading the
+/// gradients); null when only the return reads them.
+template <typename Values>
+Operation *firstReader(Block &body, const Values &values) {
+  Operation *first = nullptr, *ret = body.getTerminator();
+  for (Value v : values)
+    for (Operation *user : v.getUsers())
+      if (user != ret && user->getBlock() == &body &&
+          (!first || user->isBeforeInBlock(first)))
+        first = user;
+  return first;
+}
+
 /// `f` returns `results` (attributes `attrs`) instead, at its return's
 /// location.
 inline void setResults(func::FuncOp f, ValueRange results,

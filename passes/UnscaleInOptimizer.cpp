@@ -27,6 +27,7 @@
 
 #include "ir/MpcOps.h"
 #include "passes/Passes.h"
+#include "passes/StepResults.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -41,16 +42,6 @@ using namespace mlir;
 using namespace mlir::mpc;
 
 namespace {
-
-/// The reader of `v` that comes first in its block, return excluded.
-Operation *firstReader(Value v) {
-  Operation *first = nullptr;
-  for (Operation *user : v.getUsers())
-    if (!isa<func::ReturnOp>(user) &&
-        (!first || user->isBeforeInBlock(first)))
-      first = user;
-  return first;
-}
 
 void readUnscaled(UnscaleGradsOp unscale) {
   OpBuilder b(unscale);
@@ -73,7 +64,7 @@ void readUnscaled(UnscaleGradsOp unscale) {
     for (OpOperand &use : llvm::make_early_inc_range(u.getUses()))
       if (isa<ReduceL2Op>(use.getOwner()))
         use.set(unscaled(use.getOwner()));
-    if (Operation *first = firstReader(u)) {
+    if (Operation *first = firstReader(*unscale->getBlock(), ValueRange(u))) {
       Value read = unscaled(first);
       u.replaceUsesWithIf(read, [](OpOperand &use) {
         return !isa<func::ReturnOp>(use.getOwner());
