@@ -258,7 +258,7 @@ public:
   }
 
   bool skipped(size_t index) const override {
-    return skipping && index < heldOutputs.size() && heldOutputs[index];
+    return skipping && index < appliedOnly.size() && appliedOnly[index];
   }
 
   void readAfterEveryRun(const std::vector<size_t> &outputs) override {
@@ -383,7 +383,7 @@ private:
   /// applied-only steps, whose outputs it then did not write.
   int flag = appliedOnlyFlag(plan);
   bool applyNext = true, skipping = false;
-  std::vector<bool> heldOutputs = appliedOnlyOutputs(plan);
+  std::vector<bool> appliedOnly = appliedOnlyOutputs(plan);
   DevicePtr base = 0;
   struct Launch {
     Handle fn = nullptr;
