@@ -243,6 +243,26 @@ OpFoldResult CastOp::fold(FoldAdaptor a) {
   if (getX().getType() == getType())
     return getX();
   auto out = llvm::cast<RankedTensorType>(getType());
+  // Small integer constants to FP32, rounded as the CPU backend's Cast
+  // rounds them: a Range's limit or a window's size computed from a graph
+  // input's value (frozen) gives its result's shape at import.
+  auto dense = llvm::dyn_cast_or_null<DenseIntElementsAttr>(a.getX());
+  if (dense && dense.isSplat() && out.getElementType().isF32() &&
+      out.hasStaticShape()) {
+    APInt v = dense.getSplatValue<APInt>();
+    return DenseElementsAttr::get(out,
+                                  (float)(dense.getElementType().isInteger(1)
+                                              ? (int64_t)v.getBoolValue()
+                                              : v.getSExtValue()));
+  }
+  if (out.getElementType().isF32() && out.hasStaticShape())
+    if (auto in = readInts(a.getX());
+        in && out.getNumElements() == (int64_t)in->values.size()) {
+      SmallVector<float> floats;
+      for (int64_t v : in->values)
+        floats.push_back((float)v);
+      return DenseElementsAttr::get(out, ArrayRef<float>(floats));
+    }
   if (!llvm::isa<IntegerType>(out.getElementType()))
     return {};
   // Floats to integers: truncated, saturated and NaN to 0 as the CPU

@@ -83,6 +83,10 @@ EXPECTED_FAILURES = {
     "test_training_dropout_default_mask": "expects numpy's random mask",
     # RandomUniformLike's draws (Bernoulli's expansion), likewise.
     "test_bernoulli_seed_expanded": "expects numpy's random draws",
+    # ONNX 1.12 made the windows' expected values with pi = 3.1415 (up to
+    # 7.4e-5 off); the onnx pip release's data, with numpy's pi, pass.
+    **{f"test_{w}window{s}_expanded": "expected values made with pi = 3.1415"
+       for w in ("blackman", "hamming", "hann") for s in ("", "_symmetric")},
 }
 
 
