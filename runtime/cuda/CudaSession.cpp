@@ -124,8 +124,8 @@ public:
                (uint64_t)(base + counter), (uint64_t)(base + scratch))) {
         Launch &l = launches[i].emplace_back();
         if (!modules.function(*c.kernel, l.fn, error) ||
-            !optInSharedMemory(dev, plan.steps[i], *c.kernel, l.fn, c.smem,
-                               error))
+            !optInSharedMemory(d, dev, plan, plan.steps[i], *c.kernel, l.fn,
+                               c.smem, error))
           return false;
         l.call = std::move(c);
         if (l.call.packed) // one struct: its bytes are the words in order
@@ -403,40 +403,6 @@ private:
   int64_t scratch = -1;    // arena offset of the kernel scratch
   int64_t underflowed = 0; // the last run's count
   StepCollectives collectives{d, plan}; // a rank's buckets through NCCL
-
-  /// A kernel taking more dynamic shared memory than the 48 KiB every
-  /// kernel gets must opt in to it (cuFuncSetAttribute), up to what the
-  /// GPU allows a block: sm_80 163 KiB, sm_86/89 99 KiB, sm_90 227 KiB.
-  bool optInSharedMemory(Device dev, const Step &s, const std::string &kernel,
-                         Handle fn, int64_t bytes, std::string &error) {
-    if (bytes <= cuda::kDefaultSharedBytes)
-      return true;
-    int most = 0; // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-    if (!d.check(d.deviceAttribute(&most, 97, dev), "cuDeviceGetAttribute",
-                 error))
-      return false;
-    if (bytes > most) {
-      // Tiles are sized for the artifact's --arch (sm_80's code runs on
-      // sm_86/89, whose SMs have 100 KiB): name the one to build for.
-      int major = 0, minor = 0; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_*
-      d.deviceAttribute(&major, 75, dev);
-      d.deviceAttribute(&minor, 76, dev);
-      std::string built;
-      for (const std::string &a : plan.cudaArch)
-        built += (built.empty() ? "" : ",") + a;
-      return (error = nodeOf(s) + "kernel " + kernel + " needs " +
-                      std::to_string(bytes) +
-                      " bytes of shared memory; this GPU gives a block at most " +
-                      std::to_string(most) +
-                      (built.empty() ? std::string() : " (built for " + built + ")") +
-                      "; compile it again with --arch sm_" +
-                      std::to_string(major * 10 + minor) + " (or native)",
-              false);
-    }
-    // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    return d.check(d.funcSetAttribute(fn, 8, (int)bytes),
-                   "cuFuncSetAttribute(" + kernel + ")", error);
-  }
 
   /// Step `i`'s kernels on the stream.
   bool launchKernels(size_t i, std::string &error) {
