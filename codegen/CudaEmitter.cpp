@@ -322,10 +322,9 @@ void Emitter::launch(Step &s, const std::string &name,
   sharedBytes = 0;
 }
 
-
 std::string packedLauncher(const std::string &fn, const std::string &args,
                            size_t words, const std::vector<size_t> &countWords,
-                           int64_t threads, int64_t perThread) {
+                           int64_t threads, int64_t perThread, bool barrier) {
   std::string w = std::to_string(words), t = std::to_string(threads);
   std::string per = std::to_string(perThread);
   std::string code =
@@ -344,8 +343,9 @@ std::string packedLauncher(const std::string &fn, const std::string &args,
             " - 1) / " + t + ", 1), " + std::to_string(::mpc::rt::kListMaxBlocks) +
             ");\n";
   }
-  return code + "  mpc_emulate({blocks, 1, 1}, {" + t + ", 1, 1}, false, [&] { " +
-         fn + "(a); });\n}\nextern \"C\" { int emu_" + fn + "_nparams = " + w +
+  return code + "  mpc_emulate({blocks, 1, 1}, {" + t + ", 1, 1}, " +
+         (barrier ? "true" : "false") + ", [&] { " + fn +
+         "(a); });\n}\nextern \"C\" { int emu_" + fn + "_nparams = " + w +
          "; int emu_" + fn + "_packed = 1; }\n";
 }
 

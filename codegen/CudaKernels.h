@@ -134,7 +134,8 @@ void registerAttentionEmitters(EmitterTable &t);   // CudaAttentionKernels.cpp
 /// block without; a thread per `perThread` elements), `threads` a block.
 std::string packedLauncher(const std::string &fn, const std::string &args,
                            size_t words, const std::vector<size_t> &countWords,
-                           int64_t threads, int64_t perThread = 1);
+                           int64_t threads, int64_t perThread = 1,
+                           bool barrier = false);
 
 struct Emitter;
 struct MmaForwardTiles; // CudaAttention.h
@@ -560,8 +561,16 @@ public:
     std::array<int, 4> shared; // TensorLists::shared
     int outGroups;             // per-tensor output groups
     std::string setup, body, end, prologue;
+    /// After each slot's elements (every thread; may synchronize the block).
+    std::string slotEnd = "";
+    /// The kernels take the session's kernel scratch, `double *scratch`,
+    /// after the shared operands (the caller sets CudaLaunch::scratch).
+    bool scratch = false;
+    /// The kernels synchronize their blocks (the host emulation's fibers).
+    bool barrier = false;
   };
   bool tensorLists(Step &s, const std::string &name, const TensorListCode &c);
+  bool globalNorm(Step &s, const std::string &name);   // CudaGlobalNorm.cpp
   bool crossEntropy(Step &s, const std::string &name); // and nll_loss
   bool crossEntropyRows(Step &s, const std::string &name);
   /// A row's log-sum-exp `lse` of in0 at `base` (C classes), and with

@@ -178,6 +178,17 @@ __device__ __forceinline__ float mpc_block_sum(float v) {
 __device__ __forceinline__ float mpc_block_max(float v) {
   return mpc_block_fold(mpc_warp_max(v), mpc_max_op());
 }
+// The same sum in double (mpc.global_norm's partials).
+__device__ __forceinline__ double mpc_block_sum_f64(double v) {
+  __shared__ double part[32];
+  v = mpc_warp_sum(v);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+  __syncthreads();
+  double s = part[0];
+  for (unsigned w = 1; w < blockDim.x / 32; ++w) s += part[w];
+  return s;
+}
 
 // A row's log-sum-exp in log2 units, for attention's backward 2^(v mult -
 // lse2) (mpc_exp2): an all-masked row's -inf as +inf, so that its

@@ -223,7 +223,7 @@ constexpr int kTensorsPerLaunch = 32;
 /// 16-byte vectors (the arena's buffers are 256-byte aligned). In
 /// `c.body`, `$X<g>, i` and `$Y<g>, i` address input and output group g's
 /// operand at element i; shared operands are in<j> and out<j> (leading
-/// then trailing).
+/// then trailing). `c.slotEnd` runs after each slot's elements, in slot t.
 bool Emitter::tensorLists(Step &s, const std::string &name,
                           const Emitter::TensorListCode &c) {
   TensorLists &l = s.cuda.lists;
@@ -282,6 +282,10 @@ bool Emitter::tensorLists(Step &s, const std::string &name,
     };
     sharedOperands(true);
     sharedOperands(false);
+    if (c.scratch) {
+      shared += "  double *scratch;\n";
+      local += "  double *const scratch = a.scratch;\n";
+    }
     // Each slot's bulk: `width` elements of its narrowest operand (16 bytes).
     int64_t narrowest = 8;
     for (bool in : {true, false})
@@ -321,33 +325,38 @@ bool Emitter::tensorLists(Step &s, const std::string &name,
              std::to_string(threads) + ") " + fn + "(const __grid_constant__ " +
              args + " a) {\n" + local;
     };
-    size_t words = (size_t)(inShared + outShared) +
-                   (size_t)per * (inGroups + outGroups + 1);
+    const size_t lead = (size_t)(inShared + outShared) + (c.scratch ? 1 : 0);
+    size_t words = lead + (size_t)per * (inGroups + outGroups + 1);
     std::vector<size_t> countWords;
     for (int t = 0; t < per; ++t)
-      countWords.push_back(inShared + outShared + t * (inGroups + outGroups + 1) +
-                           inGroups + outGroups);
+      countWords.push_back(lead + t * (inGroups + outGroups + 1) + inGroups +
+                           outGroups);
     if (k == 0 && !c.prologue.empty()) { // once a step, before its launches
       s.cuda.prologue = name + "_first";
       cu << head(s.cuda.prologue, 1) << c.prologue << "}\n\n";
       emu << packedLauncher(s.cuda.prologue, args, words, {}, 1);
     }
     std::string threads = std::to_string(kListThreads);
-    cu << head(kernel, kListThreads)
-       << "  const i64 first = (i64)blockIdx.x * " << threads
-       << " + threadIdx.x, stride = (i64)gridDim.x * " << threads << ";\n"
+    cu << head(kernel, kListThreads) << "  const i64 first = (i64)blockIdx.x * "
+       << threads << " + threadIdx.x, stride = (i64)gridDim.x * " << threads
+       << ";\n"
        << c.setup << "#pragma unroll 1\n  for (int t = 0; t < " << per
        << "; ++t) {\n    const auto &q = a.s[t];\n"
        // (Under host emulation: the 16-byte accesses a GPU requires aligned.)
-       << "#if defined(MPC_HOST_EMULATION)\n    if (q.n >= " << width
-       << ") {\n" << aligned << "    }\n#endif\n"
+       << "#if defined(MPC_HOST_EMULATION)\n    if (q.n >= " << width << ") {\n"
+       << aligned << "    }\n#endif\n"
        << "    for (i64 b = first; b < q.n / " << width << "; b += stride) {\n"
        << vectors << "#pragma unroll\n      for (int u = 0; u < " << width
-       << "; ++u) {\n" << bulk << "      }\n" << stores << "    }\n"
+       << "; ++u) {\n"
+       << bulk << "      }\n"
+       << stores << "    }\n"
        << "    for (i64 i = q.n / " << width << " * " << width
-       << " + first; i < q.n; i += stride) {\n" << tail << "    }\n  }\n"
+       << " + first; i < q.n; i += stride) {\n"
+       << tail << "    }\n"
+       << c.slotEnd << "  }\n"
        << c.end << "}\n\n";
-    emu << packedLauncher(kernel, args, words, countWords, kListThreads);
+    emu << packedLauncher(kernel, args, words, countWords, kListThreads, 1,
+                          c.barrier);
     for (size_t at = 0; at < ts.size(); at += per) {
       std::vector<int> slots(per, -1);
       for (int j = 0; j < per && at + j < ts.size(); ++j)
@@ -470,6 +479,7 @@ void registerTrainEmitters(EmitterTable &t) {
   t.emit(OpId::NegativeLogLikelihoodLossGrad, &Emitter::crossEntropyGrad);
   t.emit(OpId::UnscaleGrads, &Emitter::unscaleGrads);
   t.emit(OpId::CheckGrads, &Emitter::checkGrads);
+  t.emit(OpId::GlobalNorm, &Emitter::globalNorm);
   t.emit(OpId::AllReduce, &Emitter::allReduce);
   t.emit(OpId::UpdateLossScale, &Emitter::updateLossScale);
   for (OpId op : {OpId::Momentum, OpId::Adagrad, OpId::Adam})

@@ -55,6 +55,28 @@ def Mpc_CheckGradsOp : Mpc_Op<"check_grads", [Pure]> {
   let results = (outs Mpc_F32Scalar:$inv_scale, Mpc_I1Scalar:$found_inf);
 }
 
+def Mpc_GlobalNormOp : Mpc_Op<"global_norm", [Pure]> {
+  let summary = "the L2 norm of the tensors' L2 norms, in one multi-tensor step";
+  let description = [{
+    torch.nn.utils.clip_grad_norm_'s total norm (mpc-clip-grad-norm): each
+    tensor's elements widened to FP32 and multiplied by `factor` in FP32
+    (1/scale where the step unscales as it reads, else 1), their squares
+    summed in double and the square root rounded to FP32 (a tensor's norm,
+    as `mpc.reduce_l2` computes it); then the same over those norms, in
+    operand order. One op, so the CUDA backend reads every tensor in one
+    multi-tensor launch per element type instead of a reduction each.
+
+    Example:
+    ```mlir
+    %n = mpc.global_norm %one, %dw, %db : (tensor<f32>, tensor<4x3xf16>, tensor<4xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Mpc_F32Scalar:$factor,
+                   Variadic<Mpc_FloatTensor>:$tensors);
+  let results = (outs Mpc_F32Scalar:$norm);
+  let hasVerifier = 1;
+}
+
 def Mpc_UpdateLossScaleOp : Mpc_Op<"update_loss_scale", [Pure]> {
   let summary = "dynamic loss-scale update (GradScaler.update, clamped)";
   let description = [{

@@ -350,6 +350,12 @@ LogicalResult UnscaleGradsOp::verify() {
   return success();
 }
 
+LogicalResult GlobalNormOp::verify() {
+  if (getTensors().empty())
+    return emitOpError("expects at least one tensor");
+  return success();
+}
+
 LogicalResult ResizeAxisOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,

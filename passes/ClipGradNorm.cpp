@@ -14,8 +14,9 @@
 // non-finite norm (an overflowing step, skipped anyway) makes the factor 0
 // or NaN, as in torch.
 //
-// The reductions are mpc's (FP64 sums, rounded once), so every backend
-// computes them as it computes ReduceL2.
+// The norms are one mpc.global_norm (each tensor's as ReduceL2 computes
+// it: FP64 sums, rounded once), which the CUDA backend runs as one
+// multi-tensor launch per gradient type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,29 +90,11 @@ struct ClipGradNorm : public mpc::impl::ClipGradNormBase<ClipGradNorm> {
           rw.loc, DenseElementsAttr::get(RankedTensorType::get({}, f32),
                                          b.getF32FloatAttr(v)));
     };
-    const NamedAttribute allAxes =
-        b.getNamedAttr("keepdims", b.getBoolAttr(false));
 
-    // Each gradient's norm in FP32, then the norm of the norms.
-    SmallVector<Value> norms, wide;
-    for (unsigned i : gradIndex) {
-      Value g = ret->getOperand(i);
-      Value w = g;
-      if (!getElementTypeOrSelf(g).isF32())
-        w = b.create<CastOp>(
-            rw.loc, llvm::cast<RankedTensorType>(g.getType()).clone(f32), g);
-      wide.push_back(w);
-      norms.push_back(rw.make(ReduceL2Op::getOperationName(), {w}, {allAxes}));
-    }
-    Value total = norms.front();
-    if (norms.size() > 1) {
-      SmallVector<Value> rows;
-      for (Value n : norms)
-        rows.push_back(rw.reshape(n, {1}));
-      Value stacked = rw.make(ConcatOp::getOperationName(), rows,
-                              {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
-      total = rw.make(ReduceL2Op::getOperationName(), {stacked}, {allAxes});
-    }
+    // Each gradient's norm in FP32, then the norm of the norms: one op
+    // (mpc-unscale-in-optimizer gives it 1/scale for its factor).
+    Value total = b.create<GlobalNormOp>(rw.loc, RankedTensorType::get({}, f32),
+                                         scalar(1.0f), grads);
     // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1.
     Value coef = rw.make(
         MinOp::getOperationName(),
@@ -137,13 +120,11 @@ struct ClipGradNorm : public mpc::impl::ClipGradNormBase<ClipGradNorm> {
     }
     for (auto [k, i] : llvm::enumerate(gradIndex)) {
       Value g = ret->getOperand(i);
-      Operation *norm = wide[k] != g ? wide[k].getDefiningOp()
-                                     : norms[k].getDefiningOp(),
-                *mul = clipped[k].getDefiningOp();
+      Operation *mul = clipped[k].getDefiningOp();
       if (updates)
         g.replaceUsesWithIf(clipped[k], [&](OpOperand &use) {
           Operation *o = use.getOwner();
-          return o != ret && o != norm && o != mul;
+          return o != ret && o != total.getDefiningOp() && o != mul;
         });
       else
         ret->setOperand(i, clipped[k]);

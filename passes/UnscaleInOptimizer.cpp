@@ -31,6 +31,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
 
 namespace mlir::mpc {
@@ -43,6 +44,31 @@ using namespace mlir::mpc;
 
 namespace {
 
+/// mpc-clip-grad-norm's norm of these unscaled gradients reads the
+/// gradients themselves with 1/scale for its factor (its kernel multiplies
+/// as it reads: no FP32 copy). A norm that also reads other values, or
+/// already has a factor, keeps reading the products.
+void unscaleInNorms(UnscaleGradsOp unscale, Value inv) {
+  SmallVector<GlobalNormOp> norms;
+  for (Value u : unscale.getUnscaled())
+    for (Operation *user : u.getUsers())
+      if (auto n = dyn_cast<GlobalNormOp>(user);
+          n && !llvm::is_contained(norms, n))
+        norms.push_back(n);
+  for (GlobalNormOp n : norms) {
+    DenseElementsAttr one;
+    if (!matchPattern(n.getFactor(), m_Constant(&one)) || !one.isSplat() ||
+        one.getSplatValue<float>() != 1.0f ||
+        !llvm::all_of(n.getTensors(), [&](Value t) {
+          return t.getDefiningOp() == unscale.getOperation();
+        }))
+      continue;
+    n.getFactorMutable().assign(inv);
+    for (OpOperand &t : n.getTensorsMutable())
+      t.set(unscale.getGrads()[cast<OpResult>(t.get()).getResultNumber()]);
+  }
+}
+
 void readUnscaled(UnscaleGradsOp unscale) {
   OpBuilder b(unscale);
   Location loc = unscale.getLoc();
@@ -51,6 +77,7 @@ void readUnscaled(UnscaleGradsOp unscale) {
   auto check = b.create<CheckGradsOp>(loc, f32, i1, unscale.getGrads(),
                                       unscale.getScale());
   unscale.getFoundInf().replaceAllUsesWith(check.getFoundInf());
+  unscaleInNorms(unscale, check.getInvScale());
   for (auto [g, u] : llvm::zip(unscale.getGrads(), unscale.getUnscaled())) {
     auto unscaled = [&, g = g, u = u](Operation *before) {
       b.setInsertionPoint(before);
@@ -59,11 +86,6 @@ void readUnscaled(UnscaleGradsOp unscale) {
         wide = b.create<CastOp>(loc, u.getType(), g);
       return b.create<MulOp>(loc, u.getType(), wide, check.getInvScale());
     };
-    // mpc-clip-grad-norm's norm reads its own product, so that it folds
-    // into the reduction's kernel (a value read twice would be stored).
-    for (OpOperand &use : llvm::make_early_inc_range(u.getUses()))
-      if (isa<ReduceL2Op>(use.getOwner()))
-        use.set(unscaled(use.getOwner()));
     if (Operation *first = firstReader(*unscale->getBlock(), ValueRange(u))) {
       Value read = unscaled(first);
       u.replaceUsesWithIf(read, [](OpOperand &use) {

@@ -22,11 +22,13 @@ int groups(const TensorLists &l, size_t operands, int lead, int trail) {
 }
 
 /// One launch of a multi-tensor step, its arguments one struct: the shared
-/// inputs (leading, trailing), the shared outputs alike, then per slot its
+/// inputs (leading, trailing), the shared outputs alike, the kernel
+/// scratch where the step takes it, then per slot its
 /// operand of each input group, of each output group, and its count
 /// (empty slots: null and 0).
 KernelCall listCall(const Plan &plan, const Step &s, size_t k,
-                    const std::function<uint64_t(int)> &address) {
+                    const std::function<uint64_t(int)> &address,
+                    uint64_t scratch) {
   const TensorLists &l = s.cuda.lists;
   KernelCall c{&l.kernels[k], {}, {kListThreads, 1, 1}, {}, /*packed=*/true};
   auto ptr = [&](int v) { return v >= 0 ? address(v) : 0; };
@@ -38,6 +40,8 @@ KernelCall listCall(const Plan &plan, const Step &s, size_t k,
   };
   shared(s.inputs, l.shared[0], l.shared[1]);
   shared(s.outputs, l.shared[2], l.shared[3]);
+  if (s.cuda.scratch > 0)
+    c.args.push_back(scratch);
   int in = groups(l, s.inputs.size(), l.shared[0], l.shared[1]);
   int out = groups(l, s.outputs.size(), l.shared[2], l.shared[3]);
   int64_t largest = 0;
@@ -120,7 +124,7 @@ std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
     calls = batchCalls(plan, s.cuda.batch, address, counter);
   else if (s.cuda.lists.valid())
     for (size_t k = 0; k < s.cuda.lists.kernels.size(); ++k)
-      calls.push_back(listCall(plan, s, k, address));
+      calls.push_back(listCall(plan, s, k, address, scratch));
   else
     calls.push_back(ownCall(s, address, counter, scratch));
   if (!s.cuda.prologue.empty() && !calls.empty()) // the same arguments
@@ -222,6 +226,15 @@ std::string checkKernelScratch(const Plan &plan, const Step &s) {
     if (s.cuda.scratch < need)
       return "loss over [N, C, d1, ...] scores keeps " +
              std::string(loss ? "its rows' losses" : "its denominator") + " in " +
+             std::to_string(s.cuda.scratch) + " bytes of scratch (needs " +
+             std::to_string(need) + ")";
+    return "";
+  }
+  // The global norm's launches: a double a slot and block, and 16 bytes.
+  if (s.op == OpId::GlobalNorm && s.cuda.lists.valid()) {
+    int64_t need = globalNormScratchBytes(s.cuda.lists.perLaunch);
+    if (s.cuda.scratch < need)
+      return "global norm keeps its partial sums in " +
              std::to_string(s.cuda.scratch) + " bytes of scratch (needs " +
              std::to_string(need) + ")";
     return "";

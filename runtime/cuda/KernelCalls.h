@@ -47,6 +47,13 @@ std::vector<KernelCall> kernelCalls(const Plan &plan, const Step &s,
                                     const std::function<uint64_t(int)> &address,
                                     uint64_t counter, uint64_t scratch);
 
+/// mpc.global_norm's kernel scratch (codegen/CudaGlobalNorm.cpp): its
+/// running total and a count of finished blocks, then a double a block for
+/// each of a launch's `perLaunch` slots.
+inline int64_t globalNormScratchBytes(int64_t perLaunch) {
+  return 16 + perLaunch * kListMaxBlocks * 8;
+}
+
 /// The most kernel scratch a step may declare (the reader refuses more;
 /// the attention backward's dQ partial sums stay below it).
 inline constexpr int64_t kKernelScratchLimit = int64_t(1) << 30;

@@ -8,7 +8,9 @@
 
 #include "runtime/Half.h"
 #include "runtime/Kernel.h"
+#include "runtime/Parallel.h"
 #include "runtime/dist/ProcessGroup.h"
+#include "runtime/kernels/Common.h"
 
 #include <algorithm>
 #include <cmath>
@@ -119,6 +121,32 @@ void checkGradsK(KernelContext &c) {
   c.output(1).data<uint8_t>()[0] = foundInf;
 }
 
+/// torch's clip_grad_norm_ total: each tensor's norm (its elements times
+/// the factor in FP32, squares summed in double, rounded once, as
+/// reduce_l2), then the norm of those norms in operand order.
+void globalNormK(KernelContext &c) {
+  const float factor = c.in(0).getFloat(0);
+  const int64_t n = (int64_t)c.numInputs() - 1;
+  std::vector<float> norms(n);
+  parallelFor(n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      std::vector<float> storage;
+      const Tensor &x = c.in(1 + k);
+      const float *p = floatData(x, storage);
+      double a = 0;
+      for (int64_t i = 0; i < x.size(); ++i) {
+        const double v = p[i] * factor;
+        a += v * v;
+      }
+      norms[k] = (float)std::sqrt(a);
+    }
+  });
+  double total = 0;
+  for (float v : norms)
+    total += (double)v * v;
+  c.output(0).setFloat(0, (float)std::sqrt(total));
+}
+
 /// The all_reduce step: its outputs allocated, then the bucket averaged
 /// (runtime/Executor.cpp may run allReduceBucket on its communication
 /// thread instead, overlapping the rest of the backward pass).
@@ -199,6 +227,7 @@ void registerTrainingKernels(KernelTable &t) {
   t.add(OpId::Adam, adamK);
   t.add(OpId::UnscaleGrads, unscaleGradsK);
   t.add(OpId::CheckGrads, checkGradsK);
+  t.add(OpId::GlobalNorm, globalNormK);
   t.add(OpId::AllReduce, allReduceK);
   t.add(OpId::UpdateLossScale, updateLossScaleK);
 }

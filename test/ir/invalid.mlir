@@ -391,3 +391,11 @@ func.func @unscale_grads_narrowing(%g: tensor<3xf32>, %s: tensor<f32>) {
   %u, %inf = mpc.unscale_grads %g, %s : (tensor<3xf32>, tensor<f32>) -> (tensor<3xf16>, tensor<i1>)
   return
 }
+
+// -----
+
+func.func @global_norm_of_nothing(%f: tensor<f32>) {
+  // expected-error @+1 {{expects at least one tensor}}
+  %n = mpc.global_norm %f : (tensor<f32>) -> tensor<f32>
+  return
+}

@@ -2,19 +2,16 @@
 // RUN: mpc-opt %s -mpc-clip-grad-norm -mpc-unscale-in-optimizer -split-input-file | FileCheck %s --check-prefix=FUSED
 // RUN: not mpc-opt %s -mpc-clip-grad-norm=max-norm=0 -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 
-// After the updates: each unscaled gradient's L2 norm, the norm of those
-// norms, min(0.5 / (norm + 1e-6), 1), and each update reads its gradient
-// times it; the step still returns the gradients as computed, and the
-// norm before clipping as mpc.grad_norm, at the return's location.
+// After the updates: the norm of the unscaled gradients' norms (one
+// mpc.global_norm, factor 1), min(0.5 / (norm + 1e-6), 1), and each
+// update reads its gradient times it; the step still returns the
+// gradients as computed, and the norm before clipping as mpc.grad_norm,
+// at the return's location.
 // CHECK-LABEL: func.func @sgd_train_step
 // CHECK-SAME: tensor<3xf32> {mpc.output = "mpc.new.b"}, tensor<f32> {mpc.output = "mpc.grad_norm"})
 // CHECK: %[[U:.*]]:2, %[[INF:.*]] = mpc.unscale_grads
-// CHECK: %[[NW:.*]] = mpc.reduce_l2 %[[U]]#0 {keepdims = false} : (tensor<3x4xf32>) -> tensor<f32> loc(#[[RET:.*]])
-// CHECK: %[[NB:.*]] = mpc.reduce_l2 %[[U]]#1 {keepdims = false} : (tensor<3xf32>) -> tensor<f32> loc(#[[RET]])
-// CHECK: %[[RW:.*]] = mpc.reshape %[[NW]], %{{.*}} -> tensor<1xf32>
-// CHECK: %[[RB:.*]] = mpc.reshape %[[NB]], %{{.*}} -> tensor<1xf32>
-// CHECK: %[[ALL:.*]] = mpc.concat %[[RW]], %[[RB]] {axis = 0 : i64} : (tensor<1xf32>, tensor<1xf32>) -> tensor<2xf32>
-// CHECK: %[[N:.*]] = mpc.reduce_l2 %[[ALL]] {keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+// CHECK: %[[F:.*]] = mpc.constant dense<1.000000e+00> : tensor<f32> loc(#[[RET:.*]])
+// CHECK: %[[N:.*]] = mpc.global_norm %[[F]], %[[U]]#0, %[[U]]#1 : (tensor<f32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<f32> loc(#[[RET]])
 // CHECK: %[[MAX:.*]] = mpc.constant dense<5.000000e-01> : tensor<f32>
 // CHECK: %[[EPS:.*]] = mpc.constant dense<9.99999997E-7> : tensor<f32>
 // CHECK: %[[SUM:.*]] = mpc.add %[[N]], %[[EPS]]
@@ -28,14 +25,10 @@
 // CHECK: return %{{.*}}, %[[U]]#0, %[[U]]#1, %[[INF]], %{{.*}}, %{{.*}}, %[[N]] :
 // CHECK: #[[RET]] = loc("step_return")
 // FUSED-LABEL: func.func @sgd_train_step
-// The norm reads its own product of the fp16 gradient, which elementwise
-// fusion computes inside the reduction: no FP32 copy.
+// The norm reads the fp16 gradients themselves, 1/scale its factor: its
+// kernel unscales as it reads, no FP32 copy.
 // FUSED: %[[INV:.*]], %{{.*}} = mpc.check_grads %[[DW:[a-z0-9]+]], %[[DB:[a-z0-9]+]]
-// FUSED: %[[W:.*]] = mpc.cast %[[DW]] : (tensor<3x4xf16>) -> tensor<3x4xf32>
-// FUSED: %[[UW:.*]] = mpc.mul %[[W]], %[[INV]]
-// FUSED: mpc.reduce_l2 %[[UW]] {keepdims = false}
-// FUSED: %[[UB:.*]] = mpc.mul %[[DB]], %[[INV]]
-// FUSED: mpc.reduce_l2 %[[UB]] {keepdims = false}
+// FUSED: mpc.global_norm %[[INV]], %[[DW]], %[[DB]] : (tensor<f32>, tensor<3x4xf16>, tensor<3xf32>) -> tensor<f32>
 // FUSED: %[[C:.*]] = mpc.min
 // FUSED: %[[W2:.*]] = mpc.cast %[[DW]] : (tensor<3x4xf16>) -> tensor<3x4xf32>
 // FUSED: %[[UW2:.*]] = mpc.mul %[[W2]], %[[INV]]
@@ -66,8 +59,7 @@ func.func @sgd_train_step(%w: tensor<3x4xf32> {mpc.param = @w}, %b: tensor<3xf32
 // one gradient is its own global norm.
 // CHECK-LABEL: func.func @grad_step
 // CHECK-SAME: -> (tensor<3xf32> {mpc.gradient = @v}, tensor<f32> {mpc.output = "mpc.grad_norm"})
-// CHECK: %[[N:.*]] = mpc.reduce_l2 %[[DV:[a-z0-9]+]] {keepdims = false}
-// CHECK-NOT: mpc.concat
+// CHECK: %[[N:.*]] = mpc.global_norm %{{.*}}, %[[DV:[a-z0-9]+]] : (tensor<f32>, tensor<3xf32>) -> tensor<f32>
 // CHECK: %[[C:.*]] = mpc.min
 // CHECK: %[[G:.*]] = mpc.mul %[[DV]], %[[C]]
 // CHECK: return %[[G]], %[[N]] :

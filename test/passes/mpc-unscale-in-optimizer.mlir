@@ -52,3 +52,28 @@ func.func @grad_step(%v: tensor<3xf32> {mpc.param = @v}, %dv: tensor<3xf16> {mpc
   %u, %inf = mpc.unscale_grads %dv, %s : (tensor<3xf16>, tensor<f32>) -> (tensor<3xf32>, tensor<i1>)
   return %u, %inf : tensor<3xf32>, tensor<i1>
 }
+
+// -----
+
+// A global norm of the unscaled gradients reads them scaled, 1/scale its
+// factor; one that also reads another value keeps reading the products.
+// CHECK-LABEL: func.func @norms
+// CHECK: %[[INV:.*]], %{{.*}} = mpc.check_grads %[[DW:[a-z0-9]+]], %{{.*}}
+// CHECK: %[[ONE:.*]] = mpc.constant dense<1.000000e+00>
+// CHECK: %[[N:.*]] = mpc.global_norm %[[INV]], %[[DW]] : (tensor<f32>, tensor<3xf16>) -> tensor<f32>
+// CHECK: %[[W:.*]] = mpc.cast %[[DW]]
+// CHECK: %[[U:.*]] = mpc.mul %[[W]], %[[INV]]
+// CHECK: %[[M:.*]] = mpc.global_norm %[[ONE]], %[[U]], %[[X:[a-z0-9]+]] :
+// CHECK: return {{.*}}, %[[N]], %[[M]] :
+mpc.param @p trainable : tensor<3xf32> = dense<1.0> : tensor<3xf32>
+func.func @norms(%p: tensor<3xf32> {mpc.param = @p}, %dp: tensor<3xf16> {mpc.input = "dp"},
+                 %x: tensor<3xf32> {mpc.input = "x"}, %s: tensor<f32> {mpc.input = "mpc.loss_scale"})
+    -> (tensor<3xf32> {mpc.gradient = @p}, tensor<i1> {mpc.output = "mpc.found_inf"}, tensor<3xf32> {mpc.output = "mpc.new.p"}, tensor<f32> {mpc.output = "n"}, tensor<f32> {mpc.output = "m"})
+    attributes {mpc.train_step, mpc.optimizer = "sgd"} {
+  %u, %inf = mpc.unscale_grads %dp, %s : (tensor<3xf16>, tensor<f32>) -> (tensor<3xf32>, tensor<i1>)
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  %n = mpc.global_norm %one, %u : (tensor<f32>, tensor<3xf32>) -> tensor<f32>
+  %m = mpc.global_norm %one, %u, %x : (tensor<f32>, tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+  %np = mpc.sub %p, %u : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return %u, %inf, %np, %n, %m : tensor<3xf32>, tensor<i1>, tensor<3xf32>, tensor<f32>, tensor<f32>
+}

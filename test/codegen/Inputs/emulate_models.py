@@ -10,8 +10,9 @@ usage: emulate_models.py TOOLS_DIR CXX SRC WORK MODEL:PREC[:OPTIMIZER[:FLAG=V..]
 FLAG=V fields are more `mpc compile` flags (`layout=nhwc`: --layout=nhwc),
 except `scale=S`: the train step's loss scale at step 1 (65536 without;
 a tiny one flushes gradients to zero, so the underflow counts compare),
-and `micro=1`: under --grad-accumulation a micro-batch that does not end
-its group, so both sides skip the update's steps (runtime/AppliedOnly.h).
+`micro=1`: under --grad-accumulation a micro-batch that does not end
+its group, so both sides skip the update's steps (runtime/AppliedOnly.h),
+and `ulps=OUTPUT`: also prints that output's largest distance in ulps.
 """
 import os
 import re
@@ -35,7 +36,9 @@ for spec in specs:
     path, prec, *opt = spec.split(":")
     scale = [o.split("=")[1] for o in opt[1:] if o.startswith("scale=")]
     micro = ["--micro"] if "micro=1" in opt[1:] else []
-    flags = [f for o in opt[1:] if not o.startswith(("scale=", "micro="))
+    shown = [o.split("=")[1] for o in opt[1:] if o.startswith("ulps=")]
+    flags = [f for o in opt[1:]
+             if not o.startswith(("scale=", "micro=", "ulps="))
              for f in ("--" + o.split("=", 1)[0], o.split("=", 1)[1])]
     opt = opt[:1]
     name = os.path.splitext(os.path.basename(path))[0]
@@ -58,7 +61,7 @@ for spec in specs:
     else:
         _, args = random_inputs(onnx.load(path), 4, work, name, rng)
     runs.append((name, prec, opt, flags, scale, art,
-                 [a for a in args if a != "--input"]))
+                 [a for a in args if a != "--input"], shown))
 
 # Artifacts with one prelude (the precision and flags can change it) share
 # host libraries, BATCH artifacts each.
@@ -72,7 +75,7 @@ libs = build_libraries(cxx, src, shim, batches, work)
 lib_of = {art: lib for b, lib in zip(batches, libs) for art in b}
 
 ok_all = True
-for name, prec, opt, flags, scale, art, args in runs:
+for name, prec, opt, flags, scale, art, args, shown in runs:
     tag = os.path.basename(art)
     run = run_emulated(tools, art, lib_of[art], args)
     if run.returncode:
@@ -84,6 +87,10 @@ for name, prec, opt, flags, scale, art, args in runs:
                         r"CPU backend", out)
     ok = diffs and max(diffs) <= RTOL[prec] and flushed[1] == flushed[2]
     ok_all &= bool(ok)
+    apart = "".join(
+        f"; {o} {m[1] if m else 'missing'} ulps apart"
+        for o in shown
+        for m in [re.search(re.escape(o) + r": max ulps (-?\d+)", out)])
     print(f"{name} {prec}{' train ' + opt[0] if opt else ''}"
           f"{''.join(' ' + f for f in flags[1::2])}"
           f"{''.join(' scale ' + v for v in scale)}"
@@ -91,6 +98,6 @@ for name, prec, opt, flags, scale, art, args in runs:
           f"kernels emulated; outputs within "
           f"{max(diffs):.2e} of the CPU backend"
           + (f", {flushed[1]} gradients flushed (CPU backend {flushed[2]})"
-             if opt else "") + f" {'ok' if ok else 'FAIL'}")
+             if opt else "") + apart + f" {'ok' if ok else 'FAIL'}")
 print("all ok" if ok_all else "FAIL")
 sys.exit(0 if ok_all else 1)
