@@ -159,6 +159,19 @@ if [[ " $models " == *" gpt "* ]]; then
   (cd "$work" && "$mpc" train models/gpt.onnx --data tokens=inputs/gpt.tokens.npy --data targets=inputs/gpt.targets.npy --batch "$batch" --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --grad-accumulation 4 --metrics expected/gpt-fp16-accum4-train.jsonl > /dev/null)
   echo "gpt fp16-accum4 $art tokens=inputs/gpt.tokens.npy targets=inputs/gpt.targets.npy steps=3" >> "$work/train-manifest.txt"
 fi
+# The fp16 step as transformers are trained: AdamW (lr 1e-3, weight decay
+# 0.01) after the gradients' global norm is clipped at 1 (torch_amp.py:
+# fused AdamW after GradScaler's unscale_ and clip_grad_norm_), for the
+# MLP and the GPT.
+for m in mlp gpt; do
+  [[ " $models " == *" $m "* ]] || continue
+  x=x y=labels
+  [[ $m == gpt ]] && x=tokens y=targets
+  opts=(--precision fp16 --optimizer adamw --lr 0.001 --weight-decay 0.01 --clip-grad-norm 1)
+  "$mpc" compile "$work/models/$m.onnx" -o "$work/art/$m-fp16-adamw-clip-train" --batch "$batch" --arch "$arch" --train "${opts[@]}" | tail -1
+  (cd "$work" && "$mpc" train "models/$m.onnx" --data $x=inputs/$m.$x.npy --data $y=inputs/$m.$y.npy --batch "$batch" --steps "$steps" --no-shuffle "${opts[@]}" --metrics "expected/$m-fp16-adamw-clip-train.jsonl" > /dev/null)
+  echo "$m fp16-adamw-clip art/$m-fp16-adamw-clip-train $x=inputs/$m.$x.npy $y=inputs/$m.$y.npy" >> "$work/train-manifest.txt"
+done
 # The fp16 MLP step as one rank of a data-parallel job (run.sh runs it
 # with WORLD_SIZE=1: its gradient bucket goes through NCCL on its own
 # stream, and its losses must be the single process's).

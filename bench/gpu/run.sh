@@ -86,6 +86,8 @@ profiles=""
   echo
   echo "(fp16-accum4: --grad-accumulation 4, a step is a group of 4 micro-batches, the first 3 skipping the update: compare with 4 x the fp16 row; its device column replays one micro-batch that applies the update.)"
   echo
+  echo "(fp16-adamw-clip: AdamW, weight decay 0.01, the gradients' global norm clipped at 1, as transformers train; the other rows take SGD.)"
+  echo
   echo "| model | precision | mpc train step (ms) | losses over $steps steps (attention: 3, ResNets: 5): max rel diff vs CPU backend | on mpc's kernels only, \`--gemm mpc --conv mpc\` (ms) | its losses' diff | step on the device, no batch upload (ms) |"
   echo "|---|---|---|---|---|---|---|"
 } >> "$results"
@@ -284,6 +286,7 @@ attention_rows() {
       fp16) what=amp-train-step ;;
       bf16) what=amp-bf16-train-step ;;
       fp16-nhwc) what=amp-train-step-channels-last ;;
+      fp16-adamw-clip) what=amp-adamw-clip-train-step ;;
       *) continue ;;
     esac
     eager=$(tms "$model" "$what") comp=$(tms "$model" "compile-$what")

@@ -2,7 +2,8 @@
 bench/gpu/prepare.sh, same batch: the forward with its loss in fp32 and
 under torch.autocast(fp16), a whole AMP train step (autocast forward,
 GradScaler-scaled backward, SGD step), the same under bf16 autocast (no
-scaler) and in fp32, median over --repeat runs after a warm-up; a 4096^3
+scaler) and in fp32, for the MLP and the GPT the fp16 step with AdamW
+after clip_grad_norm_, median over --repeat runs after a warm-up; a 4096^3
 fp16 torch.matmul (cuBLASLt); softmax, layer norm and a device-to-device
 copy of a --rows x 8192 fp16 tensor; causal scaled_dot_product_attention
 (forward, forward and backward) and the AMP train step of attention alone
@@ -129,6 +130,28 @@ def amp_step(name, model, loss_of, dtype):
     return step
 
 
+def adamw_clip_step(model, loss_of):
+    """The fp16 AMP step as transformers train: GradScaler, unscale_, the
+    gradients' global norm clipped at 1, fused AdamW (lr 1e-3, weight
+    decay 0.01; foreach where the build has no fused kernel)."""
+    params = list(model.parameters())
+    try:
+        opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, fused=True)
+    except (RuntimeError, TypeError):
+        opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
+    scaler = torch.amp.GradScaler("cuda")
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = loss_of()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        scaler.step(opt)
+        scaler.update()
+    return step
+
+
 def eager(name, model, x):
     """Eager forwards and train steps of one model (fp32, fp16, bf16)."""
     model = model.to(dev).eval()
@@ -144,6 +167,9 @@ def eager(name, model, x):
     step = amp_step(name, model, loss_of, torch.float16)
     train = timed(step)
     train_bf16 = timed(amp_step(name, model, loss_of, torch.bfloat16))
+    if name in ("mlp", "gpt"):  # prepare.sh's fp16-adamw-clip rows
+        ms = timed(adamw_clip_step(model, loss_of))
+        print(f"torch {name} amp-adamw-clip-train-step {ms:.4f}")
     # The CNNs channels last too (model and batch in
     # torch.channels_last), as PyTorch's AMP guide recommends on tensor
     # cores: the side-by-side figure for mpc's --layout nhwc.
