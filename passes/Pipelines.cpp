@@ -107,6 +107,14 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
             "expression: " + why;
     return false;
   }
+  if (std::string why; !o.checkpointBlocks.empty() &&
+                       !llvm::Regex(o.checkpointBlocks).isValid(why)) {
+    error = "--checkpoint-blocks '" + o.checkpointBlocks +
+            "' is not a "
+            "regular expression: " +
+            why;
+    return false;
+  }
   if (!validate<TrainPipelineOptions>(o, error) ||
       !parseLossScale(o.lossScale, o.precision, spec, error))
     return false;
@@ -302,6 +310,9 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   autodiff.params = o.trainParams;
   pm.addPass(createAutodiff(autodiff));
   pm.addPass(createDropoutSteps());
+  if (!o.checkpointBlocks.empty())
+    pm.addPass(
+        createCheckpointBlocks(CheckpointBlocksOptions{o.checkpointBlocks}));
   if (o.recomputeColumns)
     pm.addPass(createRecomputeColumns());
   if (o.isLow())

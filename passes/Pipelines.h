@@ -83,6 +83,11 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
                      "depth taps) before their filter gradients instead of "
                      "holding them from the forward (mpc-recompute-columns)"),
       llvm::cl::init(true)};
+  Option<std::string> checkpointBlocks{
+      *this, "checkpoint-blocks",
+      llvm::cl::desc("Regular expression naming the blocks whose "
+                     "activations the backward recomputes "
+                     "(mpc-checkpoint-blocks; empty: none)")};
   Option<std::string> lrSchedule{
       *this, "lr-schedule",
       llvm::cl::desc("A learning-rate schedule (runtime/LrSchedule.h): "

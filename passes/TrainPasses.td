@@ -333,6 +333,35 @@ def HalfWeightsInOptimizer : Pass<"mpc-half-weights-in-optimizer", "::mlir::Modu
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }
 
+def CheckpointBlocks : Pass<"mpc-checkpoint-blocks", "::mlir::ModuleOp"> {
+  let summary = "Recompute each block's activations in the backward (activation checkpointing)";
+  let description = [{
+    torch.utils.checkpoint over the blocks a model repeats: the forward
+    ops whose ONNX node name (their location) contains a match of
+    `pattern` form one block per matched text ("blocks\.[0-9]+" makes
+    /blocks.3/attn/MatMul part of block "blocks.3"; `auto` takes the path
+    component NAME.<index> that the forward's node names number with the
+    most indices: blocks.N, h.N, layers.N). What the backward
+    reads of a block - every value a block computes that only its own
+    forward ops and the backward read - is computed again from the
+    block's inputs right before the backward first reads it, and the
+    backward reads the copy: the step holds each block's inputs (and what
+    other blocks read) from the forward to the backward, not its
+    activations, for one more forward of each block. The same ops on the
+    same values (dropout draws the same mask from the same key and
+    counter): the same numbers.
+
+    A pattern that matches no forward op, or `auto` without repeated
+    blocks, is refused, naming the pattern.
+  }];
+  let options = [
+    Option<"pattern", "pattern", "std::string", /*default=*/"",
+           "Regular expression whose first match in an op's node name "
+           "names its block">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def RecomputeColumns : Pass<"mpc-recompute-columns", "::mlir::ModuleOp"> {
   let summary = "Rebuild copied convolution columns before the filter gradient";
   let description = [{

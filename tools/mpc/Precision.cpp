@@ -63,6 +63,17 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "memory near a native 3-D convolution's, for one more copy "
                  "a layer (default on; =false holds them)"),
         cl::init(true), cl::sub(sub));
+    checkpointBlocks = std::make_unique<cl::opt<std::string>>(
+        "checkpoint-blocks",
+        cl::desc("Activation checkpointing, as torch.utils.checkpoint over "
+                 "each block: the forward ops whose node name contains a "
+                 "match of this regular expression form one block per "
+                 "matched text (e.g. 'blocks\\.[0-9]+', Hugging Face GPT-2's "
+                 "'h\\.[0-9]+'; auto: the module list the node names number "
+                 "most, as blocks.N, h.N, layers.N), computed again before "
+                 "the block's backward instead of holding its activations "
+                 "from the forward (the same numbers; one more forward)"),
+        cl::value_desc("regex"), cl::sub(sub));
     clipGradNorm = std::make_unique<cl::opt<double>>(
         "clip-grad-norm",
         cl::desc("Clip the gradients' global L2 norm to MAX before each "
@@ -126,6 +137,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.lossScale = lossScale->getValue();
   if (recomputeColumns)
     o.recomputeColumns = recomputeColumns->getValue();
+  if (checkpointBlocks)
+    o.checkpointBlocks = checkpointBlocks->getValue();
   if (clipGradNorm)
     o.clipGradNorm = clipGradNorm->getValue();
   if (lrSchedule)
