@@ -17,7 +17,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cuda_structure import MPC, ROOT, kernel_traffic, read_plan  # noqa: E402
+from cuda_structure import (MPC, ROOT, export_zoo, kernel_traffic,  # noqa: E402
+                            read_plan)
 
 
 def applied_only(plan_path):
@@ -55,10 +56,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     a = ap.parse_args()
     work = tempfile.mkdtemp()
-    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
-                                                     "export_torch_models.py"),
-                    work, "--only", "gpt_train"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    export_zoo(work, ["gpt_train"])
     mib = lambda b: f"{b / 2 ** 20:.2f}"
     print("| model, micro-batch | launches, N = 1 | N = 4: last / others "
           "| kernel-argument MiB, N = 1 | N = 4: last / others | memory plan "

@@ -16,7 +16,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from cuda_structure import MPC, ROOT  # noqa: E402
+from cuda_structure import MPC, export_zoo  # noqa: E402
 
 
 def compile_step(model, out, batch, extra):
@@ -32,10 +32,7 @@ def main():
     ap.add_argument("--batches", default="16,64,256")
     a = ap.parse_args()
     work = tempfile.mkdtemp()
-    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
-                                                     "export_torch_models.py"),
-                    work, "--only", "gpt_l12"], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    export_zoo(work, ["gpt_l12"])
     model = os.path.join(work, "gpt_l12.onnx")
     mib = lambda b: f"{b / 2 ** 20:.2f}"
     print("| sequences of 16 tokens | memory plan MiB: plain -> checkpointed "

@@ -24,6 +24,15 @@ MPC = os.path.join(ROOT, "build", "bin", "mpc")
 SIZE = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i1": 1}
 
 
+def export_zoo(work, names):
+    """Writes the test models `names` (scripts/export_torch_models.py
+    --only, with Debian's torch) into `work`."""
+    subprocess.run(["/usr/bin/python3",
+                    os.path.join(ROOT, "scripts", "export_torch_models.py"),
+                    work, "--only", ",".join(names)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def read_plan(plan_path):
     """The records of plan.txt the figures need (runtime/PlanText.h):
     each value's bytes, the steps with their `cuda` key=value tokens, the
@@ -129,13 +138,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "performance.md"))
     a = ap.parse_args()
     work = tempfile.mkdtemp()
-    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts",
-                                                     "export_torch_models.py"),
-                    work, "--only", "digits_cnn,transformer,bert,gpt,"
-                    "transformer_train,bert_train,gpt_train,gpt_dropout_train,"
-                    "resnet18_train"],
-                   check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    export_zoo(work, ["digits_cnn", "transformer", "bert", "gpt",
+                      "transformer_train", "bert_train", "gpt_train",
+                      "gpt_dropout_train", "resnet18_train"])
     models = [("mlp", os.path.join(ROOT, "examples", "mlp.onnx"), ())] + [
         (m, os.path.join(work, m + ".onnx"), ())
         for m in ("digits_cnn", "transformer", "bert", "gpt",

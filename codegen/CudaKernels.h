@@ -561,13 +561,10 @@ public:
     std::array<int, 4> shared; // TensorLists::shared
     int outGroups;             // per-tensor output groups
     std::string setup, body, end, prologue;
-    /// After each slot's elements (every thread; may synchronize the block).
-    std::string slotEnd = "";
-    /// The kernels take the session's kernel scratch, `double *scratch`,
-    /// after the shared operands (the caller sets CudaLaunch::scratch).
-    bool scratch = false;
-    /// The kernels synchronize their blocks (the host emulation's fibers).
-    bool barrier = false;
+    std::string slotEnd; // after each slot's elements (may synchronize)
+    /// Whether the kernels take the kernel scratch (`double *scratch` after
+    /// the shared operands) and synchronize their blocks (barriers).
+    bool scratch = false, barrier = false;
   };
   bool tensorLists(Step &s, const std::string &name, const TensorListCode &c);
   bool globalNorm(Step &s, const std::string &name);   // CudaGlobalNorm.cpp

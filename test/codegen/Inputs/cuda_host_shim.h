@@ -40,11 +40,14 @@ constexpr bool mpc_racecheck = true;
 #define MPC_EMULATOR __attribute__((no_sanitize_thread))
 inline void mpc_release(void *sync) { __tsan_release(sync); }
 inline void mpc_acquire(void *sync) { __tsan_acquire(sync); }
+// No fence (ThreadSanitizer models none): the atomics after it order blocks.
+inline void mpc_fence() {}
 #else
 constexpr bool mpc_racecheck = false;
 #define MPC_EMULATOR
 inline void mpc_release(void *) {}
 inline void mpc_acquire(void *) {}
+inline void mpc_fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #endif
 
 struct dim3 {
@@ -146,16 +149,8 @@ inline float atomicAdd(float *p, float v) {
                                         __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
   return f;
 }
-#if defined(__SANITIZE_THREAD__)
-// ThreadSanitizer does not model fences; it orders the blocks through the
-// sequentially consistent atomics that follow a GPU's fence (a ticket).
-inline void __threadfence() {}
-#else
-inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-#endif
-struct float4 {
-  float x, y, z, w;
-};
+inline void __threadfence() { mpc_fence(); }
+struct float4 { float x, y, z, w; };
 inline float4 __ldcg(const float4 *p) { return *p; } // (L2 only on the GPU)
 
 struct uint2 {
