@@ -42,9 +42,9 @@ bool Emitter::globalNorm(Step &s, const std::string &name) {
       "      if (threadIdx.x == 0) partials[t * " +
       blocks + "LL + blockIdx.x] = sum;\n      acc = 0.0;\n    }\n";
   const std::string end =
-      "  __shared__ int last;\n"
-      "  __shared__ double squares[sizeof(a.s) / sizeof(a.s[0])];\n"
       "  constexpr int slots = sizeof(a.s) / sizeof(a.s[0]);\n"
+      "  __shared__ int last;\n"
+      "  __shared__ double squares[slots];\n"
       "  if (threadIdx.x == 0) {\n"
       "    __threadfence();\n"
       "    last = atomicAdd(done, 1u) == gridDim.x - 1;\n"
