@@ -13,6 +13,9 @@
 // step's running total in slot order and writes the total's root; the
 // last launch's is the result. A one-thread prologue clears the total.
 //
+// With a second result (mpc-unscale-in-optimizer's found_inf) each
+// thread also notes an inf/NaN it reads, as checkGrads does.
+//
 // The norms agree with the CPU backend's within reduction order: the
 // partials' order, and the total's where tensors of several types are
 // grouped into launches by type.
@@ -28,20 +31,27 @@ namespace mlir::mpc::cuda {
 
 bool Emitter::globalNorm(Step &s, const std::string &name) {
   const std::string blocks = std::to_string(kListMaxBlocks);
+  // With found_inf (out1), as checkGrads: the prologue clears it and a
+  // thread that read inf/NaN sets it (every writer writes 1).
+  const bool flag = s.outputs.size() > 1;
   // scratch[0]: the running total; scratch[1]: the blocks done (an
   // unsigned); then a launch slot's partials, kListMaxBlocks each.
   const std::string setup =
       "  const float f = ld(in0, 0);\n"
       "  double acc = 0.0;\n"
       "  unsigned *const done = (unsigned *)(scratch + 1);\n"
-      "  double *const partials = scratch + 2;\n";
+      "  double *const partials = scratch + 2;\n" +
+      std::string(flag ? "  int bad = 0;\n" : "");
   const std::string body =
-      "    { const float v = ld($X0, i) * f; acc += (double)v * v; }\n";
+      flag ? "    { const float r = ld($X0, i), v = r * f;\n"
+             "      bad |= !isfinite(r); acc += (double)v * v; }\n"
+           : "    { const float v = ld($X0, i) * f; acc += (double)v * v; }\n";
   const std::string slotEnd =
       "    {\n      const double sum = mpc_block_sum_f64(acc);\n"
       "      if (threadIdx.x == 0) partials[t * " +
       blocks + "LL + blockIdx.x] = sum;\n      acc = 0.0;\n    }\n";
   const std::string end =
+      std::string(flag ? "  if (bad) out1[0] = 1;\n" : "") +
       "  constexpr int slots = sizeof(a.s) / sizeof(a.s[0]);\n"
       "  __shared__ int last;\n"
       "  __shared__ double squares[slots];\n"
@@ -74,8 +84,9 @@ bool Emitter::globalNorm(Step &s, const std::string &name) {
       "  }\n";
   const std::string prologue =
       "  scratch[0] = 0.0;\n  *(unsigned *)(scratch + 1) = 0;\n"
-      "  st(out0, 0, 0.0f);\n";
-  TensorListCode code{{1, 0, 1, 0}, 0, setup, body, end, prologue};
+      "  st(out0, 0, 0.0f);\n" +
+      std::string(flag ? "  out1[0] = 0;\n" : "");
+  TensorListCode code{{1, 0, flag ? 2 : 1, 0}, 0, setup, body, end, prologue};
   code.slotEnd = slotEnd;
   code.scratch = true;
   code.barrier = true;

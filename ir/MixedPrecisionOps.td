@@ -65,15 +65,19 @@ def Mpc_GlobalNormOp : Mpc_Op<"global_norm", [Pure]> {
     as `mpc.reduce_l2` computes it); then the same over those norms, in
     operand order. One op, so the CUDA backend reads every tensor in one
     multi-tensor launch per element type instead of a reduction each.
+    With a second result, `found_inf` as `mpc.check_grads` computes it
+    (any element, before the factor, inf or NaN): a step that clips the
+    gradients it checks reads them once (mpc-unscale-in-optimizer).
 
     Example:
     ```mlir
     %n = mpc.global_norm %one, %dw, %db : (tensor<f32>, tensor<4x3xf16>, tensor<4xf32>) -> tensor<f32>
+    %m, %inf = mpc.global_norm %inv, %dw : (tensor<f32>, tensor<4x3xf16>) -> (tensor<f32>, tensor<i1>)
     ```
   }];
   let arguments = (ins Mpc_F32Scalar:$factor,
                    Variadic<Mpc_FloatTensor>:$tensors);
-  let results = (outs Mpc_F32Scalar:$norm);
+  let results = (outs Mpc_F32Scalar:$norm, Optional<Mpc_I1Scalar>:$found_inf);
   let hasVerifier = 1;
 }
 

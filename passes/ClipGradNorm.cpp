@@ -93,8 +93,10 @@ struct ClipGradNorm : public mpc::impl::ClipGradNormBase<ClipGradNorm> {
 
     // Each gradient's norm in FP32, then the norm of the norms: one op
     // (mpc-unscale-in-optimizer gives it 1/scale for its factor).
-    Value total = b.create<GlobalNormOp>(rw.loc, RankedTensorType::get({}, f32),
-                                         scalar(1.0f), grads);
+    Value total =
+        b.create<GlobalNormOp>(rw.loc, RankedTensorType::get({}, f32),
+                               /*found_inf=*/Type(), scalar(1.0f), grads)
+            .getNorm();
     // torch: clip_coef = max_norm / (total_norm + 1e-6), clamped to 1.
     Value coef = rw.make(
         MinOp::getOperationName(),

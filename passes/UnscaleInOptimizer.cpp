@@ -17,6 +17,12 @@
 //   %u0 = mpc.mul (mpc.cast %g0 to f32), %inv     (before its first reader)
 //   ... updates of %u0, %u1 ...
 //
+// Where mpc-clip-grad-norm's norm reads the very gradients the check
+// reads, the norm's kernel gives the flag as well and the check reads
+// nothing: 1/scale becomes a division (in FP32 it rounds as the double
+// reciprocal rounded to FP32 does: 53 >= 2 * 24 + 2 bits make the double
+// rounding of a quotient innocuous), one read of every gradient saved.
+//
 // The step then returns the gradients as the backward made them (scaled,
 // in their own type): the runtime reads them only to count a skipped
 // step's inf/NaN elements, which the scale does not change (the check
@@ -33,6 +39,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::mpc {
 #define GEN_PASS_DEF_UNSCALEINOPTIMIZER
@@ -69,6 +76,39 @@ void unscaleInNorms(UnscaleGradsOp unscale, Value inv) {
   }
 }
 
+/// A norm, 1/scale its factor, over exactly the check's gradients gives
+/// the flag; the check becomes 1 / scale.
+void flagFromNorm(CheckGradsOp check) {
+  Value inv = check.getInvScale();
+  llvm::SmallDenseSet<Value> grads(check.getGrads().begin(),
+                                   check.getGrads().end());
+  for (Operation *user : inv.getUsers()) {
+    auto n = dyn_cast<GlobalNormOp>(user);
+    if (!n || n.getFactor() != inv || n.getFoundInf())
+      continue;
+    llvm::SmallDenseSet<Value> read(n.getTensors().begin(),
+                                    n.getTensors().end());
+    if (read.size() != grads.size() ||
+        !llvm::all_of(read, [&](Value t) { return grads.contains(t); }))
+      continue;
+    OpBuilder b(check);
+    auto f32 = RankedTensorType::get({}, b.getF32Type());
+    Value one = b.create<ConstantOp>(
+        check.getLoc(), DenseElementsAttr::get(f32, b.getF32FloatAttr(1.0f)));
+    Value div = b.create<DivOp>(check.getLoc(), f32, one, check.getScale());
+    // Right after it: the norm's operands are defined before the check,
+    // and every reader of the flag after it.
+    auto flagged = b.create<GlobalNormOp>(
+        n.getLoc(), f32, check.getFoundInf().getType(), div, n.getTensors());
+    n.getNorm().replaceAllUsesWith(flagged.getNorm());
+    check.getFoundInf().replaceAllUsesWith(flagged.getFoundInf());
+    inv.replaceAllUsesWith(div);
+    n.erase();
+    check.erase();
+    return;
+  }
+}
+
 void readUnscaled(UnscaleGradsOp unscale) {
   OpBuilder b(unscale);
   Location loc = unscale.getLoc();
@@ -95,6 +135,7 @@ void readUnscaled(UnscaleGradsOp unscale) {
     u.replaceAllUsesWith(g); // the returned gradient: as the backward made it
   }
   unscale.erase();
+  flagFromNorm(check);
 }
 
 struct UnscaleInOptimizer

@@ -123,28 +123,36 @@ void checkGradsK(KernelContext &c) {
 
 /// torch's clip_grad_norm_ total: each tensor's norm (its elements times
 /// the factor in FP32, squares summed in double, rounded once, as
-/// reduce_l2), then the norm of those norms in operand order.
+/// reduce_l2), then the norm of those norms in operand order; with a
+/// second output, whether any element is inf or NaN, as checkGradsK.
 void globalNormK(KernelContext &c) {
   const float factor = c.in(0).getFloat(0);
   const int64_t n = (int64_t)c.numInputs() - 1;
   std::vector<float> norms(n);
+  std::vector<uint8_t> bad(n);
   parallelFor(n, 1, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
       std::vector<float> storage;
       const Tensor &x = c.in(1 + k);
       const float *p = floatData(x, storage);
       double a = 0;
+      bool inf = false;
       for (int64_t i = 0; i < x.size(); ++i) {
+        inf |= !std::isfinite(p[i]);
         const double v = p[i] * factor;
         a += v * v;
       }
       norms[k] = (float)std::sqrt(a);
+      bad[k] = inf;
     }
   });
   double total = 0;
   for (float v : norms)
     total += (double)v * v;
   c.output(0).setFloat(0, (float)std::sqrt(total));
+  if (c.numOutputs() > 1)
+    c.output(1).data<uint8_t>()[0] =
+        std::any_of(bad.begin(), bad.end(), [](uint8_t b) { return b; });
 }
 
 /// The all_reduce step: its outputs allocated, then the bucket averaged

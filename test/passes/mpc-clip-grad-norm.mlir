@@ -26,14 +26,17 @@
 // CHECK: #[[RET]] = loc("step_return")
 // FUSED-LABEL: func.func @sgd_train_step
 // The norm reads the fp16 gradients themselves, 1/scale its factor: its
-// kernel unscales as it reads, no FP32 copy.
-// FUSED: %[[INV:.*]], %{{.*}} = mpc.check_grads %[[DW:[a-z0-9]+]], %[[DB:[a-z0-9]+]]
-// FUSED: mpc.global_norm %[[INV]], %[[DW]], %[[DB]] : (tensor<f32>, tensor<3x4xf16>, tensor<3xf32>) -> tensor<f32>
+// kernel unscales as it reads, no FP32 copy, and gives the flag the
+// updates and the step read (no check reads the gradients again).
+// FUSED-NOT: mpc.check_grads
+// FUSED: %[[INV:.*]] = mpc.div
+// FUSED: %{{.*}}, %[[INF:.*]] = mpc.global_norm %[[INV]], %[[DW:[a-z0-9]+]], %[[DB:[a-z0-9]+]] : (tensor<f32>, tensor<3x4xf16>, tensor<3xf32>) -> (tensor<f32>, tensor<i1>)
 // FUSED: %[[C:.*]] = mpc.min
 // FUSED: %[[W2:.*]] = mpc.cast %[[DW]] : (tensor<3x4xf16>) -> tensor<3x4xf32>
 // FUSED: %[[UW2:.*]] = mpc.mul %[[W2]], %[[INV]]
 // FUSED: mpc.mul %[[UW2]], %[[C]]
-// FUSED: return %{{.*}}, %[[DW]], %[[DB]],
+// FUSED: mpc.where %[[INF]],
+// FUSED: return %{{.*}}, %[[DW]], %[[DB]], %[[INF]],
 // BAD: error: clip-grad-norm: the largest norm must be a positive finite number, got 0
 mpc.param @w trainable : tensor<3x4xf32> = dense<1.0> : tensor<3x4xf32>
 mpc.param @b trainable : tensor<3xf32> = dense<0.0> : tensor<3xf32>
