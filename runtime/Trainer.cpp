@@ -318,17 +318,22 @@ void Trainer::report(const StepRecord &r, int64_t first,
                      std::max(seconds, 1e-9));
   if (scaling_)
     line += format("  scale %g%s", r.lossScale, r.skipped ? " (skipped)" : "");
-  auto accuracy = [](const std::optional<double> &a) {
-    return a ? format(" accuracy %.4f", *a) : std::string();
+  auto accuracy = [&](const std::optional<double> &a,
+                      const std::optional<double> &topK) {
+    return (a ? format(" accuracy %.4f", *a) : std::string()) +
+           (topK ? format(" top-%lld %.4f", (long long)r.evalTopK, *topK)
+                 : std::string());
   };
   if (r.evalLoss) // stays on a terminal: the bar moves on below it
-    line += format("  eval loss %.6f%s%s (%lld samples)", *r.evalLoss,
-                   accuracy(r.evalAccuracy).c_str(),
-                   r.evalLossEma ? format(", average %.6f%s", *r.evalLossEma,
-                                          accuracy(r.evalAccuracyEma).c_str())
-                                       .c_str()
-                                 : "",
-                   (long long)r.evalRows);
+    line += format(
+        "  eval loss %.6f%s%s (%lld samples)", *r.evalLoss,
+        accuracy(r.evalAccuracy, r.evalTopKAccuracy).c_str(),
+        r.evalLossEma
+            ? format(", average %.6f%s", *r.evalLossEma,
+                     accuracy(r.evalAccuracyEma, r.evalTopKAccuracyEma).c_str())
+                  .c_str()
+            : "",
+        (long long)r.evalRows);
   options_.print(line + (tty && !last && !r.evalLoss ? "" : "\n"));
 }
 
@@ -341,29 +346,34 @@ bool Trainer::evaluate(StepRecord &r, std::string &error) {
   // The model, then its moving average (--ema), summed over the ranks.
   TrainerOptions::EvalSums of[2];
   bool average = !protocol_.emaState.empty();
-  double sums[8];
+  constexpr int kSums = 5;
+  double sums[2 * kSums];
   if (!options_.evaluate(session_, "", of[0], error) ||
       (average && !options_.evaluate(session_, "mpc.ema.", of[1], error)))
     return (error = "evaluating after step " + std::to_string(r.step) + ": " +
                     error,
             false);
   for (int k = 0; k < 2; ++k) {
-    sums[4 * k] = of[k].lossSum;
-    sums[4 * k + 1] = of[k].rows;
-    sums[4 * k + 2] = of[k].correct;
-    sums[4 * k + 3] = of[k].counted;
+    double *at = sums + kSums * k;
+    at[0] = of[k].lossSum;
+    at[1] = of[k].rows;
+    at[2] = of[k].correct;
+    at[3] = of[k].counted;
+    at[4] = of[k].correctTopK;
   }
-  if (options_.group && !options_.group->allReduce(sums, 8, error))
+  if (options_.group && !options_.group->allReduce(sums, 2 * kSums, error))
     return (error = "evaluating after step " + std::to_string(r.step) + ": " +
                     error,
             false);
-  r.evalLoss = sums[0] / std::max(sums[1], 1.0);
-  if (average)
-    r.evalLossEma = sums[4] / std::max(sums[5], 1.0);
-  if (sums[3] > 0)
-    r.evalAccuracy = sums[2] / sums[3];
-  if (average && sums[7] > 0)
-    r.evalAccuracyEma = sums[6] / sums[7];
+  r.evalTopK = of[0].topK;
+  for (int k = 0; k < (average ? 2 : 1); ++k) {
+    const double *at = sums + kSums * k;
+    (k ? r.evalLossEma : r.evalLoss) = at[0] / std::max(at[1], 1.0);
+    if (at[3] > 0)
+      (k ? r.evalAccuracyEma : r.evalAccuracy) = at[2] / at[3];
+    if (at[3] > 0 && r.evalTopK > 0)
+      (k ? r.evalTopKAccuracyEma : r.evalTopKAccuracy) = at[4] / at[3];
+  }
   r.evalRows = (int64_t)sums[1];
   evalSeconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)

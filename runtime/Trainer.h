@@ -83,8 +83,10 @@ struct TrainerOptions {
   struct EvalSums {
     double lossSum = 0, rows = 0; // the loss times each batch's rows
     /// Top-1 predictions that match their label, of those counted
-    /// (--eval-accuracy; counted stays 0 without it).
-    double correct = 0, counted = 0;
+    /// (--eval-accuracy; counted stays 0 without it), and labels among
+    /// the topK highest scores (--eval-top-k; 0: not counted).
+    double correct = 0, counted = 0, correctTopK = 0;
+    int64_t topK = 0;
   };
   std::function<bool(Session &, const std::string &, EvalSums &, std::string &)>
       evaluate;
@@ -113,8 +115,11 @@ struct StepRecord {
   std::optional<double> evalLoss, evalLossEma;
   int64_t evalRows = 0;
   /// The share of held-out labels whose score is the highest
-  /// (--eval-accuracy), of the model and of its moving average.
+  /// (--eval-accuracy), of the model and of its moving average; and of
+  /// those among the evalTopK highest (--eval-top-k).
   std::optional<double> evalAccuracy, evalAccuracyEma;
+  int64_t evalTopK = 0;
+  std::optional<double> evalTopKAccuracy, evalTopKAccuracyEma;
 };
 
 class Trainer {

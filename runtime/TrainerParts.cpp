@@ -99,13 +99,19 @@ std::string metricsLine(const StepRecord &r, bool distributed) {
            time;
   if (distributed)
     time += format(", \"comm_ms\": %.3f", r.commMs);
-  for (auto [key, value] : {std::pair{"eval_loss", r.evalLoss},
-                            std::pair{"eval_loss_ema", r.evalLossEma},
-                            std::pair{"eval_accuracy", r.evalAccuracy},
-                            std::pair{"eval_accuracy_ema", r.evalAccuracyEma}})
+  const std::string topK =
+      format("eval_top%lld_accuracy", (long long)r.evalTopK);
+  for (auto [key, value] :
+       {std::pair<std::string, std::optional<double>>{"eval_loss", r.evalLoss},
+        {"eval_loss_ema", r.evalLossEma},
+        {"eval_accuracy", r.evalAccuracy},
+        {"eval_accuracy_ema", r.evalAccuracyEma},
+        {topK, r.evalTopKAccuracy},
+        {topK + "_ema", r.evalTopKAccuracyEma}})
     if (value)
-      time += std::isfinite(*value) ? format(", \"%s\": %.9g", key, *value)
-                                    : format(", \"%s\": null", key);
+      time += std::isfinite(*value)
+                  ? format(", \"%s\": %.9g", key.c_str(), *value)
+                  : format(", \"%s\": null", key.c_str());
   return format("{\"step\": %lld, \"loss\": %s, \"loss_scale\": %.9g, "
                 "\"skipped\": %s, \"grad_underflow\": %lld, "
                 "\"grad_overflow\": %lld%s}\n",

@@ -48,28 +48,36 @@ struct EvalPart {
   std::optional<int64_t> ignoreIndex;
 };
 
-/// Adds to `sums` the positions of `labels` (N x D1..Dk) whose highest
-/// score in `scores` (N x C x D1..Dk; the first of equal ones, as argmax)
-/// is the label, and the positions counted (not the ignored label).
+/// Adds to `sums` the positions of `labels` (N x D1..Dk) counted (not the
+/// ignored label), those whose label `scores` (N x C x D1..Dk) ranks first
+/// and, with `topK`, those it ranks among the first topK. The ranking is
+/// argmax's: NaN above numbers, the first of equal scores first.
 static void countCorrect(const rt::Tensor &scores, const rt::Tensor &labels,
-                         std::optional<int64_t> ignore,
+                         std::optional<int64_t> ignore, int64_t topK,
                          rt::TrainerOptions::EvalSums &sums) {
   int64_t n = scores.dim(0), classes = scores.dim(1);
   int64_t inner = scores.size() / std::max<int64_t>(n * classes, 1);
+  auto score = [&](int64_t i, int64_t c, int64_t j) {
+    return scores.getFloat((i * classes + c) * inner + j);
+  };
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < inner; ++j) {
       int64_t label = labels.getInt(i * inner + j);
       if (ignore && label == *ignore)
         continue;
-      int64_t best = 0;
-      float top = scores.getFloat(i * classes * inner + j);
-      for (int64_t c = 1; c < classes; ++c) {
-        float v = scores.getFloat((i * classes + c) * inner + j);
-        if (v > top || (std::isnan(v) && !std::isnan(top)))
-          best = c, top = v;
-      }
       sums.counted += 1;
-      sums.correct += best == label;
+      if (label < 0 || label >= classes)
+        continue; // ranked by no score
+      const float mine = score(i, label, j);
+      int64_t ahead = 0; // the classes ranked before the label
+      for (int64_t c = 0; c < classes; ++c) {
+        const float v = score(i, c, j);
+        ahead += std::isnan(mine) ? std::isnan(v) && c < label
+                 : std::isnan(v)  ? true
+                                  : v > mine || (v == mine && c < label);
+      }
+      sums.correct += ahead == 0;
+      sums.correctTopK += topK > 0 && ahead < topK;
     }
 }
 
@@ -77,12 +85,14 @@ class Evaluator {
 public:
   std::vector<EvalPart> parts;
   const rt::Plan *trainPlan = nullptr;
+  int64_t topK = 0; // --eval-top-k (0: top-1 alone)
 
   /// The train session's weights (each parameter p from `prefix` + p where
   /// it holds that: the moving average) into each part's session, then the
   /// sum of the loss times the rows over every batch.
   bool evaluate(rt::Session &train, const std::string &prefix,
                 rt::TrainerOptions::EvalSums &sums, std::string &error) {
+    sums.topK = topK;
     for (EvalPart &part : parts) {
       if (!copyWeights(train, prefix, part, error))
         return false;
@@ -99,7 +109,8 @@ public:
         sums.lossSum += (double)loss.getFloat(0) * part.rows;
         sums.rows += part.rows;
         if (part.scoresIndex >= 0)
-          countCorrect(scores, batch.at(part.labels), part.ignoreIndex, sums);
+          countCorrect(scores, batch.at(part.labels), part.ignoreIndex, topK,
+                       sums);
       }
     }
     return true;
@@ -163,13 +174,24 @@ EvalFlags::EvalFlags(cl::SubCommand &sub)
                         "labels the model ranks first (its loss's "
                         "cross-entropy scores against the loss's labels; "
                         "eval_accuracy in --metrics and TensorBoard)"),
-               cl::sub(sub)) {}
+               cl::sub(sub)),
+      topK("eval-top-k",
+           cl::desc("With --eval-data: also the share of held-out labels "
+                    "among the K highest scores, as top-5 accuracy counts "
+                    "(eval_top<K>_accuracy in --metrics and TensorBoard); "
+                    "implies --eval-accuracy"),
+           cl::value_desc("K"), cl::init(0), cl::sub(sub)) {}
 
 bool EvalFlags::validate(std::string &error) const {
-  if (!enabled() &&
-      (every.getNumOccurrences() || batch.getNumOccurrences() || accuracy))
-    return (error = "--eval-every, --eval-batch and --eval-accuracy need "
-                    "--eval-data",
+  if (!enabled() && (every.getNumOccurrences() || batch.getNumOccurrences() ||
+                     accuracy || topK.getNumOccurrences()))
+    return (error = "--eval-every, --eval-batch, --eval-accuracy and "
+                    "--eval-top-k need --eval-data",
+            false);
+  if (topK.getNumOccurrences() && topK < 2)
+    return (error = "--eval-top-k must be at least 2 (top-1 is "
+                    "--eval-accuracy), got " +
+                    std::to_string(topK),
             false);
   if (every < 0 || (batch.getNumOccurrences() && batch <= 0))
     return (error = "--eval-every must be >= 0 and --eval-batch positive",
@@ -274,7 +296,7 @@ bool addScoresOutput(mlir::func::FuncOp f, const std::string &lossName,
 /// where it keeps random draws the export recorded.
 bool buildPart(const EvalBuild &build,
                const std::map<std::string, rt::Tensor> &arrays, int64_t rows,
-               bool accuracy, EvalPart &part, std::string &draws,
+               bool accuracy, int64_t topK, EvalPart &part, std::string &draws,
                std::string &error) {
   std::map<std::string, rt::Shape> shapes;
   for (const auto &[name, t] : arrays) {
@@ -300,8 +322,19 @@ bool buildPart(const EvalBuild &build,
       !mlir::mpc::buildPlan(f, *part.plan, error) ||
       !lossIndex(*part.plan, build.lossOutput, part.lossIndex, error))
     return false;
-  if (accuracy)
+  if (accuracy) {
     part.scoresIndex = (int)part.plan->outputs.size() - 1;
+    const rt::Shape &scores =
+        part.plan->values[part.plan->outputs[part.scoresIndex].value].shape;
+    if (topK >= scores[1])
+      return (error = "--eval-top-k " + std::to_string(topK) +
+                      ": the loss's "
+                      "scores rank " +
+                      std::to_string(scores[1]) +
+                      " classes; every label would be among the first " +
+                      std::to_string(topK),
+              false);
+  }
   for (const rt::Binding &in : part.plan->inputs)
     if (!arrays.count(in.name))
       return (error = "no --eval-data for graph input '" + in.name + "'",
@@ -320,6 +353,7 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
   // the train session and the device.
   auto ev = std::make_shared<Evaluator>();
   ev->trainPlan = build.trainPlan;
+  ev->topK = topK;
   std::map<std::string, rt::Tensor> all;
   if (!readSampleArrays(data, "--eval-data", "eval data", all, error))
     return false;
@@ -340,7 +374,8 @@ bool EvalFlags::setUp(const EvalBuild &build, int64_t trainBatch,
     if (size == 0)
       continue;
     EvalPart part;
-    if (!buildPart(build, all, size, accuracy, part, draws, error))
+    if (!buildPart(build, all, size, accuracy || topK > 0, topK, part, draws,
+                   error))
       return (error = "--eval-data (batches of " + std::to_string(size) +
                       " rows): " + error,
               false);

@@ -2,8 +2,8 @@
 //
 // `mpc train --eval-data NAME=FILE.npy --eval-every N`: after every N steps
 // and the last, the model's loss (and with --eval-accuracy its top-1
-// accuracy) over held-out data with the weights the step left, as torch's
-// model.eval() under the same autocast computes it
+// accuracy, with --eval-top-k K its top-K) over held-out data with the weights
+// the step left, as torch's model.eval() under the same autocast computes it
 // (mpc-eval-mode: no dropout, batch norm on its running statistics). The
 // evaluation runs its own forward plans (batches of --eval-batch rows and
 // one for the remainder) on the training's device, their weights copied
@@ -72,6 +72,7 @@ struct EvalFlags {
   llvm::cl::opt<int64_t> every;
   llvm::cl::opt<int64_t> batch;
   llvm::cl::opt<bool> accuracy;
+  llvm::cl::opt<int64_t> topK;
 };
 
 } // namespace mpc

@@ -145,6 +145,12 @@ trainScalars(TensorBoardWriter &tb, std::string prefix, double lr,
       tb.scalar(prefix + "eval_accuracy", r.step, *r.evalAccuracy);
     if (r.evalAccuracyEma)
       tb.scalar(prefix + "eval_accuracy_ema", r.step, *r.evalAccuracyEma);
+    const std::string topK =
+        "eval_top" + std::to_string(r.evalTopK) + "_accuracy";
+    if (r.evalTopKAccuracy)
+      tb.scalar(prefix + topK, r.step, *r.evalTopKAccuracy);
+    if (r.evalTopKAccuracyEma)
+      tb.scalar(prefix + topK + "_ema", r.step, *r.evalTopKAccuracyEma);
     tb.scalar(prefix + "samples_per_second", r.step, samplesPerSecond);
     if (r.step % 10 == 0 && error.empty())
       tb.flush(error);

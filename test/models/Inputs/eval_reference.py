@@ -9,6 +9,8 @@ usage: eval_reference.py MODEL.onnx CLASS X.npy Y.npy METRICS.jsonl --rtol R
                          --ema-output's model against eval_loss_ema)
                          [--accuracy eval_accuracy]  (also the top-1
                          accuracy of torch's logits, to match exactly)
+                         [--top-k K]  (and eval_top<K>_accuracy: labels
+                         fewer than K classes outrank, ties to the first)
 """
 import argparse
 import json
@@ -33,6 +35,7 @@ ap.add_argument("metrics")
 ap.add_argument("--rtol", type=float, required=True)
 ap.add_argument("--field", default="eval_loss")
 ap.add_argument("--accuracy")
+ap.add_argument("--top-k", type=int)
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(getattr(zoo, a.cls)())
@@ -48,6 +51,11 @@ with torch.no_grad():
     ref, logits = net(x, y)
     ref = float(ref)
     correct = int((logits.argmax(1) == y).sum())
+    # Each label's rank: the classes scored higher, or as high and first.
+    s = logits.numpy()
+    mine = s[np.arange(len(y)), y.numpy()][:, None]
+    first = np.arange(s.shape[1])[None, :] < y.numpy()[:, None]
+    ranks = ((s > mine) | ((s == mine) & first)).sum(1)
     net.train()
     torch.manual_seed(0)
     train_mode = float(net(x, y)[0])
@@ -63,6 +71,16 @@ if a.accuracy:
     acc = [json.loads(l) for l in open(a.metrics)][-1][a.accuracy]
     same = round(acc * len(y)) == correct and abs(acc - correct / len(y)) < 1e-12
     print(f"accuracy: mpc {acc:.6f}, torch eval() {correct}/{len(y)}: "
+          f"{'same' if same else 'DIFFERENT'}")
+    ok = ok and same
+if a.top_k:
+    field = f"eval_top{a.top_k}_accuracy"
+    acc = [json.loads(l) for l in open(a.metrics)][-1][field]
+    among = int((ranks < a.top_k).sum())
+    # (--metrics prints 9 significant digits)
+    same = round(acc * len(y)) == among and abs(acc - among / len(y)) < 1e-8
+    print(f"top-{a.top_k} accuracy: mpc {acc:.6f}, torch eval() "
+          f"{among}/{len(y)} (top-1 {int((ranks == 0).sum())}): "
           f"{'same' if same else 'DIFFERENT'}")
     ok = ok and same
 sys.exit(0 if ok else 1)
