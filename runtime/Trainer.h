@@ -120,6 +120,10 @@ struct StepRecord {
   std::optional<double> evalAccuracy, evalAccuracyEma;
   int64_t evalTopK = 0;
   std::optional<double> evalTopKAccuracy, evalTopKAccuracyEma;
+  /// Their name in --metrics and TensorBoard (and + "_ema").
+  std::string topKAccuracyKey() const {
+    return "eval_top" + std::to_string(evalTopK) + "_accuracy";
+  }
 };
 
 class Trainer {

@@ -99,8 +99,7 @@ std::string metricsLine(const StepRecord &r, bool distributed) {
            time;
   if (distributed)
     time += format(", \"comm_ms\": %.3f", r.commMs);
-  const std::string topK =
-      format("eval_top%lld_accuracy", (long long)r.evalTopK);
+  const std::string topK = r.topKAccuracyKey();
   for (auto [key, value] :
        {std::pair<std::string, std::optional<double>>{"eval_loss", r.evalLoss},
         {"eval_loss_ema", r.evalLossEma},

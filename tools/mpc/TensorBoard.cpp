@@ -145,8 +145,7 @@ trainScalars(TensorBoardWriter &tb, std::string prefix, double lr,
       tb.scalar(prefix + "eval_accuracy", r.step, *r.evalAccuracy);
     if (r.evalAccuracyEma)
       tb.scalar(prefix + "eval_accuracy_ema", r.step, *r.evalAccuracyEma);
-    const std::string topK =
-        "eval_top" + std::to_string(r.evalTopK) + "_accuracy";
+    const std::string topK = r.topKAccuracyKey();
     if (r.evalTopKAccuracy)
       tb.scalar(prefix + topK, r.step, *r.evalTopKAccuracy);
     if (r.evalTopKAccuracyEma)
