@@ -5,7 +5,10 @@
 // diffusion recipes evaluate and ship that average. Here it is state of
 // the train step, `mpc.ema.<p>` for each `mpc.new.<p>` output, computed in
 // FP32 from the updated weight, so on the GPU it joins the update's
-// elementwise work and is written over its input.
+// elementwise work and is written over its input. With a warmup (timm's
+// ModelEmaV3, diffusers' EMAModel) the rate changes every update: it is
+// the step's input `mpc.ema_rate`, which the host computes
+// (runtime/TrainProtocol.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +40,13 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
       module.emitError("ema: decay must be in [0, 1), got ") << decay;
       return signalPassFailure();
     }
+    if (!(warmupPower >= 0.0 && warmupPower < 1e6 && warmupGamma > 0.0 &&
+          warmupGamma < 1e300)) {
+      module.emitError("ema: the warmup's power must be >= 0 and its gamma "
+                       "> 0, got ")
+          << warmupPower << " and " << warmupGamma;
+      return signalPassFailure();
+    }
     bool any = false;
     for (auto f : module.getOps<func::FuncOp>())
       if (f->hasAttr("mpc.train_step") && f->hasAttr("mpc.optimizer")) {
@@ -62,6 +72,16 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
     SmallVector<DictionaryAttr> attrs;
     f.getAllResultAttrs(attrs);
     Value apply = argumentNamed(f, "mpc.input", "mpc.accum.apply");
+    // Under a warmup one per-step input (FP32, as the average) for all.
+    Value rateInput;
+    if (warmupPower > 0.0) {
+      f.insertArgument(f.getNumArguments(),
+                       RankedTensorType::get({}, b.getF32Type()),
+                       b.getDictionaryAttr(b.getNamedAttr(
+                           "mpc.input", b.getStringAttr("mpc.ema_rate"))),
+                       loc);
+      rateInput = body.getArguments().back();
+    }
     // A trained weight's update keeps the old value on a skipped step; a
     // statistic the forward moved (batch norm's) the runtime keeps then.
     Value foundInf;
@@ -91,9 +111,16 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
       Value e = body.getArguments().back();
       Type element = getElementTypeOrSelf(e);
       auto scalar = RankedTensorType::get({}, element);
-      Value rate = b.create<ConstantOp>(
-          loc, DenseElementsAttr::get(
-                   scalar, b.getFloatAttr(element, 1.0 - (double)decay)));
+      Value rate = rateInput;
+      if (rate && element != b.getF32Type()) {
+        f.emitError("ema: the warmup's rate is FP32; parameter '")
+            << name << "' is " << element;
+        return signalPassFailure();
+      }
+      if (!rate)
+        rate = b.create<ConstantOp>(
+            loc, DenseElementsAttr::get(
+                     scalar, b.getFloatAttr(element, 1.0 - (double)decay)));
       Value kept = results[i];
       if (foundInf && !trained.contains(name))
         kept = build(WhereOp::getOperationName(), {foundInf, p, kept});
@@ -109,6 +136,9 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
     }
     setResults(f, results, attrs);
     f->setAttr("mpc.ema", b.getF32FloatAttr((float)decay));
+    if (rateInput) // the host's recipe for mpc.ema_rate
+      f->setAttr("mpc.ema_warmup",
+                 b.getDenseF64ArrayAttr({decay, warmupPower, warmupGamma}));
   }
 };
 

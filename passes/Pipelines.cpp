@@ -153,6 +153,20 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
     error = "--ema must be a decay in [0, 1), such as 0.999 (0: none)";
     return false;
   }
+  if (!o.emaWarmup.empty()) {
+    const auto &w = o.emaWarmup;
+    if (w.size() > 2 || !(w[0] > 0 && w[0] < 1e6) ||
+        (w.size() == 2 && !(w[1] > 0 && w[1] < 1e300))) {
+      error = "--ema-warmup takes POWER[,GAMMA], both positive, such as "
+              "0.75 (timm's warmup_power, warmup_gamma 1)";
+      return false;
+    }
+    if (o.ema == 0) {
+      error = "--ema-warmup warms up the moving average's decay: it needs "
+              "--ema DECAY";
+      return false;
+    }
+  }
   if (!o.adamBetas.empty() &&
       (o.adamBetas.size() != 2 ||
        llvm::any_of(o.adamBetas, [](double b) { return !(b >= 0 && b < 1); }))) {
@@ -292,8 +306,15 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
     pm.addPass(createUnscaleInOptimizer());
   if (o.halfWeightsInOptimizer && o.isLow())
     pm.addPass(createHalfWeightsInOptimizer());
-  if (o.ema > 0)
-    pm.addPass(createEma(EmaOptions{o.ema}));
+  if (o.ema > 0) {
+    EmaOptions ema{o.ema};
+    if (!o.emaWarmup.empty()) {
+      ema.warmupPower = o.emaWarmup[0];
+      if (o.emaWarmup.size() == 2)
+        ema.warmupGamma = o.emaWarmup[1];
+    }
+    pm.addPass(createEma(ema));
+  }
 }
 
 } // namespace

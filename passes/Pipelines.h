@@ -112,6 +112,11 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("Decay of an exponential moving average of the weights "
                      "kept as step state (mpc-ema; 0: none)"),
       llvm::cl::init(0.0)};
+  ListOption<double> emaWarmup{
+      *this, "ema-warmup",
+      llvm::cl::desc("POWER[,GAMMA]: warm the --ema decay up as "
+                     "1 - (1 + t / GAMMA)^-POWER (mpc-ema's warmup-power, "
+                     "warmup-gamma; GAMMA defaults to 1)")};
   Option<bool> finiteCheck{
       *this, "finite-check",
       llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "

@@ -261,6 +261,12 @@ def Ema : Pass<"mpc-ema", "::mlir::ModuleOp"> {
     (`mpc.accum.apply`). Runs after the update passes; the runtime starts
     the average at the initial weights.
 
+    With `warmup-power` (timm's ModelEmaV3 and diffusers' EMAModel warmup)
+    the rate 1 - decay is the step's input `mpc.ema_rate`, which the
+    runtime computes for update t as 1 - min(decay, 1 - (1 + (t - 1) /
+    gamma)^-power), 1 at the first: the average starts at the trained
+    weights and follows them closely while they move fast.
+
     After (`decay=0.999`):
     ```mlir
     %e1 = mpc.add %e, (mpc.mul (mpc.sub %nw, %e), 1.0e-03)
@@ -269,7 +275,11 @@ def Ema : Pass<"mpc-ema", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"decay", "decay", "double", /*default=*/"0.999",
-           "The weight of the old average each step, in [0, 1)">
+           "The weight of the old average each step, in [0, 1)">,
+    Option<"warmupPower", "warmup-power", "double", /*default=*/"0.0",
+           "Warm the decay up as 1 - (1 + t / gamma)^-power (0: off)">,
+    Option<"warmupGamma", "warmup-gamma", "double", /*default=*/"1.0",
+           "The warmup's gamma (timm's warmup_gamma)">
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }

@@ -293,6 +293,12 @@ struct TrainInfo {
   /// (output index, parameter): d(loss)/d(parameter), read back to count
   /// the inf/NaN elements of a skipped step.
   std::vector<std::pair<int, std::string>> gradients;
+  /// The moving average's warmup (mpc-ema's warmup-power): the step then
+  /// reads each update's rate as the input mpc.ema_rate.
+  struct EmaWarmup {
+    double decay = 0, power = 0, gamma = 1;
+  };
+  std::optional<EmaWarmup> emaWarmup;
 };
 
 /// Whether `mode` is a cudaAttentionDq: auto, recompute, accumulate,

@@ -83,6 +83,9 @@ std::string trainRecord(const TrainInfo &t) {
     os << " lr-schedule=" << t.lrSchedule->spec;
   if (t.accumulate != 1)
     os << " accumulate=" << t.accumulate;
+  if (t.emaWarmup)
+    os << " ema-warmup=" << hexFloat(t.emaWarmup->decay) << ","
+       << hexFloat(t.emaWarmup->power) << "," << hexFloat(t.emaWarmup->gamma);
   return os.str();
 }
 
@@ -107,6 +110,16 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
     } else if (key == "accumulate") {
       t.accumulate = std::stoll(value);
       if (t.accumulate < 1)
+        return false;
+    } else if (key == "ema-warmup") {
+      std::vector<std::string> w = splitList(value);
+      if (w.size() != 3)
+        return false;
+      TrainInfo::EmaWarmup &e = t.emaWarmup.emplace();
+      e.decay = std::strtod(w[0].c_str(), nullptr);
+      e.power = std::strtod(w[1].c_str(), nullptr);
+      e.gamma = std::strtod(w[2].c_str(), nullptr);
+      if (!(e.decay >= 0 && e.decay < 1 && e.power > 0 && e.gamma > 0))
         return false;
     } else if (std::string error; key == "lr-schedule") {
       if (!parseLrSchedule(value, t.lrSchedule.emplace(), error))

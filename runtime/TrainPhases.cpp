@@ -167,7 +167,7 @@ bool Trainer::trainPhases(const std::vector<Trainer *> &phases,
       if (o.sharedLossScale)
         feeds.merge(shared.state(t));
       StepRecord r;
-      t.addOptimizerScalars(feeds, r);
+      t.addOptimizerScalars(feeds, r, s);
       feeds.merge(randomScalars(t.plan_, s, o.group ? o.group->rank() : 0));
       WhileRunning prefetch = nullptr;
       if (prefetched)

@@ -103,6 +103,28 @@ std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
   return feeds;
 }
 
+std::optional<double> emaDecay(const Plan &plan, int64_t update) {
+  if (!plan.train || !plan.train->emaWarmup)
+    return std::nullopt;
+  const TrainInfo::EmaWarmup &w = *plan.train->emaWarmup;
+  const double step = (double)std::max<int64_t>(0, update - 1);
+  if (step <= 0)
+    return 0.0;
+  return std::max(
+      0.0, std::min(w.decay, 1.0 - std::pow(1.0 + step / w.gamma, -w.power)));
+}
+
+std::map<std::string, Tensor> emaScalars(const Plan &plan, int64_t update) {
+  std::map<std::string, Tensor> feeds;
+  std::optional<double> decay = emaDecay(plan, update);
+  if (decay && valueOfName(plan, "mpc.ema_rate") >= 0) {
+    Tensor rate(DType::F32, {});
+    rate.setFloat(0, (float)(1.0 - *decay));
+    feeds["mpc.ema_rate"] = rate;
+  }
+  return feeds;
+}
+
 std::map<std::string, Tensor> randomScalars(const Plan &plan, int64_t step,
                                             int64_t rank) {
   std::map<std::string, Tensor> feeds;

@@ -19,6 +19,7 @@
 #include "runtime/Session.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +62,16 @@ struct TrainProtocol {
 /// float).
 std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
                                                double lr);
+
+/// The moving average's decay at update `update` (1-based, skipped steps
+/// counted: the average moves after those too) under the plan's warmup,
+/// as timm's ModelEmaV3.get_decay and diffusers' EMAModel.get_decay: 0 at
+/// the first, then min(decay, 1 - (1 + (update - 1) / gamma)^-power), in
+/// double; absent without a warmup.
+std::optional<double> emaDecay(const Plan &plan, int64_t update);
+
+/// `mpc.ema_rate`, 1 - emaDecay rounded to FP32, when `plan` reads it.
+std::map<std::string, Tensor> emaScalars(const Plan &plan, int64_t update);
 
 /// The learning rate of optimizer step `t` (1-based) of a run of `runSteps`
 /// steps: `baseLr` times the factor of the plan's schedule (in double, as

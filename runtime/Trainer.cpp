@@ -82,7 +82,7 @@ bool Trainer::setUp(const std::map<std::string, Tensor> &data,
       state_[in.name] = scalar(DType::I64, 0);
     else if (in.name.rfind("mpc.opt.", 0) == 0 || in.name == "mpc.rng.step" ||
              in.name.rfind("mpc.accum.", 0) == 0 ||
-             in.name.rfind("mpc.ema.", 0) == 0)
+             in.name.rfind("mpc.ema.", 0) == 0 || in.name == "mpc.ema_rate")
       continue; // optimizer state, accumulators, the average (below),
                 // per-step scalars
     else if (isWeightCopy(plan_, in.name))
@@ -192,12 +192,15 @@ bool Trainer::checkRanksAgree(std::string &error) {
 }
 
 void Trainer::addOptimizerScalars(std::map<std::string, Tensor> &feeds,
-                                  StepRecord &r) {
+                                  StepRecord &r, int64_t s) {
   const int64_t t = state_["mpc.opt.t"].getInt(0) + 1;
   const double lr = scheduledLr(plan_, t, options_.lr, options_.steps);
   if (plan_.train && plan_.train->lrSchedule)
     r.lr = lr;
   feeds.merge(optimizerScalars(plan_, t, lr));
+  // The average moves every update, skipped ones too: counted by s.
+  r.emaDecay = emaDecay(plan_, s + 1);
+  feeds.merge(emaScalars(plan_, s + 1));
 }
 
 /// Runs step `s` (0-based) on `feeds` and moves the state on: the loss
@@ -416,7 +419,7 @@ bool Trainer::train(const std::map<std::string, Tensor> &data,
     StepRecord r;
     std::map<std::string, Tensor> scalars;
     if (!algorithm_)
-      addOptimizerScalars(scalars, r);
+      addOptimizerScalars(scalars, r, s);
     double lossSum = 0;
     int64_t overflow = 0, underflow = 0;
     for (int64_t k = 0; k < micro; ++k) {

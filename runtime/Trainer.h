@@ -110,6 +110,8 @@ struct StepRecord {
   std::optional<float> gradNorm;
   /// The learning rate the step's update used, under a schedule.
   std::optional<double> lr;
+  /// The moving average's decay this step, under --ema-warmup.
+  std::optional<double> emaDecay;
   /// The held-out loss after the step, where the step evaluated; of the
   /// weights' moving average too under --ema.
   std::optional<double> evalLoss, evalLossEma;
@@ -177,10 +179,11 @@ private:
              std::string &error);
   /// Host work done while step `s` runs (the next batch's prefetch).
   using WhileRunning = std::function<bool(std::string &error)>;
-  /// The optimizer's per-step scalars for its next step into `feeds`
-  /// (optimizerScalars), the rate of a schedule recorded in `r`.
-  void addOptimizerScalars(std::map<std::string, Tensor> &feeds,
-                           StepRecord &r);
+  /// The per-step scalars of update `s` (0-based; its optimizer's next
+  /// step: optimizerScalars, emaScalars) into `feeds`, the rate of a
+  /// schedule and a warmed-up average's decay recorded in `r`.
+  void addOptimizerScalars(std::map<std::string, Tensor> &feeds, StepRecord &r,
+                           int64_t s);
   /// Runs step `s` on `feeds`; under gradient accumulation one
   /// micro-batch of it, the group's last when `apply`.
   bool step(int64_t s, const std::map<std::string, Tensor> &feeds,

@@ -92,6 +92,8 @@ std::string metricsLine(const StepRecord &r, bool distributed) {
   std::string time = format(", \"step_ms\": %.3f", r.ms);
   if (r.lr)
     time = format(", \"lr\": %.9g", *r.lr) + time;
+  if (r.emaDecay)
+    time = format(", \"ema_decay\": %.9g", *r.emaDecay) + time;
   if (r.gradNorm)
     time = (std::isfinite(*r.gradNorm)
                 ? format(", \"grad_norm\": %.9g", *r.gradNorm)

@@ -26,6 +26,11 @@ usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr 
                                  tensor of the state lerped toward the
                                  model's after each update; evaluated as
                                  "eval_loss_ema", saved to FILE.npz)
+       [--ema-warmup POWER[,GAMMA]]
+                                (the decay of update t as timm's
+                                 ModelEmaV3.get_decay(t) with use_warmup:
+                                 0 at t = 1, then min(DECAY, 1 - (1 + (t -
+                                 1) / GAMMA) ** -POWER); in "ema_decay")
 """
 import argparse
 import json
@@ -62,6 +67,7 @@ ap.add_argument("--eval-every", type=int, default=0)
 ap.add_argument("--eval-batch", type=int, default=0)
 ap.add_argument("--ema", type=float, default=0.0)
 ap.add_argument("--ema-out")
+ap.add_argument("--ema-warmup")
 a = ap.parse_args()
 
 net = zoo.WithCrossEntropy(zoo.Mlp())
@@ -156,10 +162,16 @@ for step in range(a.steps):
     if sched:
         sched.step()
     if ema:
+        decay = a.ema
+        if a.ema_warmup:  # timm's ModelEmaV3.get_decay(step + 1)
+            power, gamma = ([float(t) for t in a.ema_warmup.split(",")] + [1.0])[:2]
+            t = max(0, step)
+            decay = 0.0 if t <= 0 else max(min(1 - (1 + t / gamma) ** -power, a.ema), 0.0)
+            line["ema_decay"] = decay
         with torch.no_grad():
             state = net.state_dict()
             for k, v in ema.items():
-                v.lerp_(state[k], 1.0 - a.ema)
+                v.lerp_(state[k], 1.0 - decay)
     if a.eval_x and ((step + 1) == a.steps or
                      (a.eval_every and (step + 1) % a.eval_every == 0)):
         line["eval_loss"] = held_out_loss(net)

@@ -1,6 +1,8 @@
 // RUN: mpc-opt %s -mpc-ema=decay=0.75 -split-input-file | FileCheck %s
 // RUN: mpc-opt %s -mpc-ema=decay=0.75 -split-input-file -mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
 // RUN: not mpc-opt %s -mpc-ema=decay=1 -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: mpc-opt %s "-mpc-ema=decay=0.75 warmup-power=0.75 warmup-gamma=2" -split-input-file | FileCheck %s --check-prefix=WARM
+// RUN: not mpc-opt %s "-mpc-ema=decay=0.75 warmup-power=0.75 warmup-gamma=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADWARM
 
 // An updated weight and a batch norm statistic each get an average, state
 // mpc.ema.<p> of the parameter's type and stored layout, moved toward the
@@ -22,6 +24,19 @@
 // CHECK: %[[DM:.*]] = mpc.sub %[[KEPT]], %[[EM]]
 // CHECK: %[[AM:.*]] = mpc.add %[[EM]], %{{.*}}
 // CHECK: return %{{.*}}, %[[AW]], %[[AM]] :
+// With a warmup the rate is the step's input mpc.ema_rate (one, FP32, for
+// every average; the host computes it each update from the recipe the
+// function records: decay, power, gamma).
+// WARM-LABEL: func.func @adam_train_step
+// WARM-SAME: %[[RATE:[a-z0-9]+]]: tensor<f32> {mpc.input = "mpc.ema_rate"}
+// WARM-SAME: %[[EW:[a-z0-9]+]]: tensor<2x3xf32> {mpc.input = "mpc.ema.w"
+// WARM-SAME: mpc.ema_warmup = array<f64: 7.500000e-01, 7.500000e-01, 2.000000e+00>
+// WARM-NOT: mpc.constant dense<2.500000e-01>
+// WARM: %[[D:.*]] = mpc.sub %{{.*}}, %[[EW]]
+// WARM-NEXT: mpc.mul %[[D]], %[[RATE]]
+// WARM: mpc.mul %{{.*}}, %[[RATE]]
+// WARM-LABEL: func.func @accumulating_train_step
+// WARM-SAME: {mpc.input = "mpc.ema_rate"}
 // The average's ops take the step's return location.
 // LOC: mpc.add %arg5, {{.*}} loc(#[[L:loc[0-9]+]])
 // LOC: #[[L]] = loc({{.*}}"step_return"
@@ -55,3 +70,4 @@ func.func @accumulating_train_step(%w: tensor<3xf32> {mpc.param = @w}, %apply: t
 }
 
 // BAD: error: ema: decay must be in [0, 1), got 1
+// BADWARM: error: ema: the warmup's power must be >= 0 and its gamma > 0, got 7.500000e-01 and 0.000000e+00
