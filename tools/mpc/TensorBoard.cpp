@@ -137,6 +137,8 @@ trainScalars(TensorBoardWriter &tb, std::string prefix, double lr,
     tb.scalar(prefix + "learning_rate", r.step, r.lr.value_or(lr));
     if (r.gradNorm)
       tb.scalar(prefix + "grad_norm", r.step, *r.gradNorm);
+    if (r.emaDecay)
+      tb.scalar(prefix + "ema_decay", r.step, *r.emaDecay);
     if (r.evalLoss)
       tb.scalar(prefix + "eval_loss", r.step, *r.evalLoss);
     if (r.evalLossEma)

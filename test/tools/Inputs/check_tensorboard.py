@@ -27,6 +27,8 @@ for m in metrics:
             "learning_rate": m.get("lr", lr)}
     if "grad_norm" in m:  # --clip-grad-norm
         want["grad_norm"] = m["grad_norm"]
+    if "ema_decay" in m:  # --ema-warmup
+        want["ema_decay"] = m["ema_decay"]
     if "eval_loss" in m:  # --eval-data: its steps alone
         want["eval_loss"] = m["eval_loss"]
     for tag, value in want.items():
