@@ -102,9 +102,12 @@ rt::TrainInfo trainInfo(func::FuncOp func) {
     info.adamBeta1 = betas[0];
     info.adamBeta2 = betas[1];
   }
-  if (auto w = func->getAttrOfType<DenseF64ArrayAttr>("mpc.ema_warmup");
-      w && w.size() == 3)
-    info.emaWarmup = rt::TrainInfo::EmaWarmup{w[0], w[1], w[2]};
+  if (auto w = func->getAttrOfType<DenseF64ArrayAttr>("mpc.ema_warmup")) {
+    if (w.size() == 3)
+      info.emaWarmup = rt::TrainInfo::EmaWarmup{w[0], w[1], w[2], false};
+    else if (w.size() == 1) // num_updates' form
+      info.emaWarmup = rt::TrainInfo::EmaWarmup{w[0], 0, 1, true};
+  }
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     if (auto p = func.getResultAttrOfType<FlatSymbolRefAttr>(i, "mpc.gradient"))
       info.gradients.emplace_back(i, p.getValue().str());

@@ -47,6 +47,10 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
           << warmupPower << " and " << warmupGamma;
       return signalPassFailure();
     }
+    if (warmupPower > 0.0 && warmupNumUpdates) {
+      module.emitError("ema: one warmup: warmup-power or warmup-num-updates");
+      return signalPassFailure();
+    }
     bool any = false;
     for (auto f : module.getOps<func::FuncOp>())
       if (f->hasAttr("mpc.train_step") && f->hasAttr("mpc.optimizer")) {
@@ -74,7 +78,7 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
     Value apply = argumentNamed(f, "mpc.input", "mpc.accum.apply");
     // Under a warmup one per-step input (FP32, as the average) for all.
     Value rateInput;
-    if (warmupPower > 0.0) {
+    if (warmupPower > 0.0 || warmupNumUpdates) {
       f.insertArgument(f.getNumArguments(),
                        RankedTensorType::get({}, b.getF32Type()),
                        b.getDictionaryAttr(b.getNamedAttr(
@@ -136,9 +140,12 @@ struct Ema : public mpc::impl::EmaBase<Ema> {
     }
     setResults(f, results, attrs);
     f->setAttr("mpc.ema", b.getF32FloatAttr((float)decay));
-    if (rateInput) // the host's recipe for mpc.ema_rate
+    // The host's recipe for mpc.ema_rate: the decay alone for num_updates'.
+    if (rateInput)
       f->setAttr("mpc.ema_warmup",
-                 b.getDenseF64ArrayAttr({decay, warmupPower, warmupGamma}));
+                 warmupNumUpdates ? b.getDenseF64ArrayAttr({decay})
+                                  : b.getDenseF64ArrayAttr(
+                                        {decay, warmupPower, warmupGamma}));
   }
 };
 

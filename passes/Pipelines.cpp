@@ -98,6 +98,28 @@ bool validate(const PrecisionOptions<Derived> &o, std::string &error) {
   return true;
 }
 
+bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error) {
+  if (spec == "num-updates") {
+    out.warmupNumUpdates = true;
+    return true;
+  }
+  SmallVector<StringRef> parts;
+  spec.split(parts, ',');
+  double power = 0, gamma = 1;
+  if (parts.size() > 2 || parts[0].trim().getAsDouble(power) ||
+      !(power > 0 && power < 1e6) ||
+      (parts.size() == 2 &&
+       (parts[1].trim().getAsDouble(gamma) || !(gamma > 0 && gamma < 1e300)))) {
+    error = "--ema-warmup takes POWER[,GAMMA], both positive, such as 0.75 "
+            "(timm's warmup_power, warmup_gamma 1), or num-updates, got '" +
+            spec.str() + "'";
+    return false;
+  }
+  out.warmupPower = power;
+  out.warmupGamma = gamma;
+  return true;
+}
+
 bool validate(const TrainPipelineOptions &o, std::string &error) {
   LossScaleSpec spec;
   StringRef kind = o.optimizer;
@@ -154,13 +176,9 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
     return false;
   }
   if (!o.emaWarmup.empty()) {
-    const auto &w = o.emaWarmup;
-    if (w.size() > 2 || !(w[0] > 0 && w[0] < 1e6) ||
-        (w.size() == 2 && !(w[1] > 0 && w[1] < 1e300))) {
-      error = "--ema-warmup takes POWER[,GAMMA], both positive, such as "
-              "0.75 (timm's warmup_power, warmup_gamma 1)";
+    EmaOptions parsed;
+    if (!parseEmaWarmup(o.emaWarmup, parsed, error))
       return false;
-    }
     if (o.ema == 0) {
       error = "--ema-warmup warms up the moving average's decay: it needs "
               "--ema DECAY";
@@ -308,11 +326,9 @@ void addOptimizerPasses(OpPassManager &pm, const TrainPipelineOptions &o) {
     pm.addPass(createHalfWeightsInOptimizer());
   if (o.ema > 0) {
     EmaOptions ema{o.ema};
-    if (!o.emaWarmup.empty()) {
-      ema.warmupPower = o.emaWarmup[0];
-      if (o.emaWarmup.size() == 2)
-        ema.warmupGamma = o.emaWarmup[1];
-    }
+    std::string error; // validated
+    if (!o.emaWarmup.empty())
+      parseEmaWarmup(o.emaWarmup, ema, error);
     pm.addPass(createEma(ema));
   }
 }

@@ -112,11 +112,12 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("Decay of an exponential moving average of the weights "
                      "kept as step state (mpc-ema; 0: none)"),
       llvm::cl::init(0.0)};
-  ListOption<double> emaWarmup{
+  Option<std::string> emaWarmup{
       *this, "ema-warmup",
       llvm::cl::desc("POWER[,GAMMA]: warm the --ema decay up as "
                      "1 - (1 + t / GAMMA)^-POWER (mpc-ema's warmup-power, "
-                     "warmup-gamma; GAMMA defaults to 1)")};
+                     "warmup-gamma; GAMMA defaults to 1); num-updates: as "
+                     "(1 + t) / (10 + t) (warmup-num-updates)")};
   Option<bool> finiteCheck{
       *this, "finite-check",
       llvm::cl::desc("Without loss scaling, still unscale by 1 (exact) for "
@@ -173,6 +174,10 @@ struct LossScaleSpec {
 /// with a one-line `error`.
 bool parseLossScale(StringRef spec, StringRef precision, LossScaleSpec &out,
                     std::string &error);
+
+/// Parses --ema-warmup ("POWER[,GAMMA]" or "num-updates") into mpc-ema's
+/// options; false with a one-line `error`.
+bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error);
 
 /// Checks option values; false with a one-line `error`.
 template <typename Derived>

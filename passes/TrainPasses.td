@@ -265,7 +265,10 @@ def Ema : Pass<"mpc-ema", "::mlir::ModuleOp"> {
     the rate 1 - decay is the step's input `mpc.ema_rate`, which the
     runtime computes for update t as 1 - min(decay, 1 - (1 + (t - 1) /
     gamma)^-power), 1 at the first: the average starts at the trained
-    weights and follows them closely while they move fast.
+    weights and follows them closely while they move fast. With
+    `warmup-num-updates` (TensorFlow's ExponentialMovingAverage with
+    num_updates, diffusers' EMAModel by default) the decay is min(decay,
+    t / (9 + t)) from the second update on.
 
     After (`decay=0.999`):
     ```mlir
@@ -279,7 +282,11 @@ def Ema : Pass<"mpc-ema", "::mlir::ModuleOp"> {
     Option<"warmupPower", "warmup-power", "double", /*default=*/"0.0",
            "Warm the decay up as 1 - (1 + t / gamma)^-power (0: off)">,
     Option<"warmupGamma", "warmup-gamma", "double", /*default=*/"1.0",
-           "The warmup's gamma (timm's warmup_gamma)">
+           "The warmup's gamma (timm's warmup_gamma)">,
+    Option<"warmupNumUpdates", "warmup-num-updates", "bool",
+           /*default=*/"false",
+           "Warm the decay up as (1 + t) / (10 + t) (TensorFlow's "
+           "num_updates, diffusers' EMAModel default)">
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }

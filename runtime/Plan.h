@@ -293,10 +293,12 @@ struct TrainInfo {
   /// (output index, parameter): d(loss)/d(parameter), read back to count
   /// the inf/NaN elements of a skipped step.
   std::vector<std::pair<int, std::string>> gradients;
-  /// The moving average's warmup (mpc-ema's warmup-power): the step then
-  /// reads each update's rate as the input mpc.ema_rate.
+  /// The moving average's warmup (mpc-ema's warmup-power, or
+  /// warmup-num-updates): the step then reads each update's rate as the
+  /// input mpc.ema_rate.
   struct EmaWarmup {
     double decay = 0, power = 0, gamma = 1;
+    bool numUpdates = false; // (1 + t) / (10 + t), not the power's form
   };
   std::optional<EmaWarmup> emaWarmup;
 };

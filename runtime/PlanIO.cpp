@@ -83,9 +83,12 @@ std::string trainRecord(const TrainInfo &t) {
     os << " lr-schedule=" << t.lrSchedule->spec;
   if (t.accumulate != 1)
     os << " accumulate=" << t.accumulate;
-  if (t.emaWarmup)
-    os << " ema-warmup=" << hexFloat(t.emaWarmup->decay) << ","
-       << hexFloat(t.emaWarmup->power) << "," << hexFloat(t.emaWarmup->gamma);
+  if (t.emaWarmup) { // the decay alone: num_updates' form
+    os << " ema-warmup=" << hexFloat(t.emaWarmup->decay);
+    if (!t.emaWarmup->numUpdates)
+      os << "," << hexFloat(t.emaWarmup->power) << ","
+         << hexFloat(t.emaWarmup->gamma);
+  }
   return os.str();
 }
 
@@ -113,13 +116,17 @@ bool parseTrain(std::istream &is, TrainInfo &t) {
         return false;
     } else if (key == "ema-warmup") {
       std::vector<std::string> w = splitList(value);
-      if (w.size() != 3)
+      if (w.size() != 1 && w.size() != 3)
         return false;
       TrainInfo::EmaWarmup &e = t.emaWarmup.emplace();
       e.decay = std::strtod(w[0].c_str(), nullptr);
-      e.power = std::strtod(w[1].c_str(), nullptr);
-      e.gamma = std::strtod(w[2].c_str(), nullptr);
-      if (!(e.decay >= 0 && e.decay < 1 && e.power > 0 && e.gamma > 0))
+      e.numUpdates = w.size() == 1;
+      if (!e.numUpdates) {
+        e.power = std::strtod(w[1].c_str(), nullptr);
+        e.gamma = std::strtod(w[2].c_str(), nullptr);
+      }
+      if (!(e.decay >= 0 && e.decay < 1 &&
+            (e.numUpdates || (e.power > 0 && e.gamma > 0))))
         return false;
     } else if (std::string error; key == "lr-schedule") {
       if (!parseLrSchedule(value, t.lrSchedule.emplace(), error))

@@ -110,8 +110,10 @@ std::optional<double> emaDecay(const Plan &plan, int64_t update) {
   const double step = (double)std::max<int64_t>(0, update - 1);
   if (step <= 0)
     return 0.0;
-  return std::max(
-      0.0, std::min(w.decay, 1.0 - std::pow(1.0 + step / w.gamma, -w.power)));
+  const double warm = w.numUpdates
+                          ? (1.0 + step) / (10.0 + step)
+                          : 1.0 - std::pow(1.0 + step / w.gamma, -w.power);
+  return std::max(0.0, std::min(w.decay, warm));
 }
 
 std::map<std::string, Tensor> emaScalars(const Plan &plan, int64_t update) {

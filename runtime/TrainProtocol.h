@@ -66,8 +66,9 @@ std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
 /// The moving average's decay at update `update` (1-based, skipped steps
 /// counted: the average moves after those too) under the plan's warmup,
 /// as timm's ModelEmaV3.get_decay and diffusers' EMAModel.get_decay: 0 at
-/// the first, then min(decay, 1 - (1 + (update - 1) / gamma)^-power), in
-/// double; absent without a warmup.
+/// the first, then min(decay, 1 - (1 + (update - 1) / gamma)^-power), or
+/// under num_updates' form min(decay, update / (9 + update)), in double;
+/// absent without a warmup.
 std::optional<double> emaDecay(const Plan &plan, int64_t update);
 
 /// `mpc.ema_rate`, 1 - emaDecay rounded to FP32, when `plan` reads it.

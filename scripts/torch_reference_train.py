@@ -26,11 +26,13 @@ usage: torch_reference_train.py MODEL.onnx X.npy Y.npy --steps N --batch B --lr 
                                  tensor of the state lerped toward the
                                  model's after each update; evaluated as
                                  "eval_loss_ema", saved to FILE.npz)
-       [--ema-warmup POWER[,GAMMA]]
-                                (the decay of update t as timm's
-                                 ModelEmaV3.get_decay(t) with use_warmup:
-                                 0 at t = 1, then min(DECAY, 1 - (1 + (t -
-                                 1) / GAMMA) ** -POWER); in "ema_decay")
+       [--ema-warmup POWER[,GAMMA] | num-updates]
+                                (the decay of update t as diffusers'
+                                 EMAModel.get_decay(t) and timm's
+                                 ModelEmaV3: 0 at t = 1, then min(DECAY,
+                                 1 - (1 + (t - 1) / GAMMA) ** -POWER), or
+                                 without use_ema_warmup min(DECAY, t /
+                                 (9 + t)); in "ema_decay")
 """
 import argparse
 import json
@@ -163,10 +165,14 @@ for step in range(a.steps):
         sched.step()
     if ema:
         decay = a.ema
-        if a.ema_warmup:  # timm's ModelEmaV3.get_decay(step + 1)
-            power, gamma = ([float(t) for t in a.ema_warmup.split(",")] + [1.0])[:2]
+        if a.ema_warmup:  # diffusers' EMAModel.get_decay(step + 1)
             t = max(0, step)
-            decay = 0.0 if t <= 0 else max(min(1 - (1 + t / gamma) ** -power, a.ema), 0.0)
+            if a.ema_warmup == "num-updates":
+                warm = (1 + t) / (10 + t)
+            else:
+                power, gamma = ([float(v) for v in a.ema_warmup.split(",")] + [1.0])[:2]
+                warm = 1 - (1 + t / gamma) ** -power
+            decay = 0.0 if t <= 0 else max(min(warm, a.ema), 0.0)
             line["ema_decay"] = decay
         with torch.no_grad():
             state = net.state_dict()

@@ -3,6 +3,8 @@
 // RUN: not mpc-opt %s -mpc-ema=decay=1 -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: mpc-opt %s "-mpc-ema=decay=0.75 warmup-power=0.75 warmup-gamma=2" -split-input-file | FileCheck %s --check-prefix=WARM
 // RUN: not mpc-opt %s "-mpc-ema=decay=0.75 warmup-power=0.75 warmup-gamma=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BADWARM
+// RUN: mpc-opt %s "-mpc-ema=decay=0.75 warmup-num-updates=true" -split-input-file | FileCheck %s --check-prefix=TF
+// RUN: not mpc-opt %s "-mpc-ema=decay=0.75 warmup-power=0.75 warmup-num-updates=true" -split-input-file 2>&1 | FileCheck %s --check-prefix=BOTH
 
 // An updated weight and a batch norm statistic each get an average, state
 // mpc.ema.<p> of the parameter's type and stored layout, moved toward the
@@ -37,6 +39,11 @@
 // WARM: mpc.mul %{{.*}}, %[[RATE]]
 // WARM-LABEL: func.func @accumulating_train_step
 // WARM-SAME: {mpc.input = "mpc.ema_rate"}
+// TensorFlow's num_updates form records the decay alone.
+// TF-LABEL: func.func @adam_train_step
+// TF-SAME: %[[RATE:[a-z0-9]+]]: tensor<f32> {mpc.input = "mpc.ema_rate"}
+// TF-SAME: mpc.ema_warmup = array<f64: 7.500000e-01>
+// TF: mpc.mul %{{.*}}, %[[RATE]]
 // The average's ops take the step's return location.
 // LOC: mpc.add %arg5, {{.*}} loc(#[[L:loc[0-9]+]])
 // LOC: #[[L]] = loc({{.*}}"step_return"
@@ -71,3 +78,4 @@ func.func @accumulating_train_step(%w: tensor<3xf32> {mpc.param = @w}, %apply: t
 
 // BAD: error: ema: decay must be in [0, 1), got 1
 // BADWARM: error: ema: the warmup's power must be >= 0 and its gamma > 0, got 7.500000e-01 and 0.000000e+00
+// BOTH: error: ema: one warmup: warmup-power or warmup-num-updates

@@ -102,15 +102,17 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "AveragedModel: evaluated beside the model (eval_loss_ema) "
                  "and written by --ema-output (0: none, default)"),
         cl::value_desc("DECAY"), cl::init(0.0), cl::sub(sub));
-    emaWarmup = std::make_unique<cl::list<double>>(
-        "ema-warmup", cl::CommaSeparated,
-        cl::desc("Warm the --ema decay up as timm's ModelEmaV3 and "
-                 "diffusers' EMAModel do: at update t, min(DECAY, 1 - (1 + "
-                 "(t - 1) / GAMMA)^-POWER), 0 at the first (GAMMA 1 unless "
-                 "given; timm suggests POWER 2/3 for runs of a million "
-                 "steps, 3/4 for shorter ones); the decay in --metrics "
-                 "(ema_decay)"),
-        cl::value_desc("POWER[,GAMMA]"), cl::sub(sub));
+    emaWarmup = std::make_unique<cl::opt<std::string>>(
+        "ema-warmup",
+        cl::desc("Warm the --ema decay up: POWER[,GAMMA] as timm's "
+                 "ModelEmaV3 and diffusers' EMAModel with use_ema_warmup, "
+                 "at update t min(DECAY, 1 - (1 + (t - 1) / GAMMA)^-POWER) "
+                 "(GAMMA 1 unless given; timm suggests POWER 2/3 for runs "
+                 "of a million steps, 3/4 for shorter ones); num-updates as "
+                 "TensorFlow's num_updates and EMAModel's default, min(DECAY, "
+                 "t / (9 + t)); 0 at the first update; the decay in "
+                 "--metrics and TensorBoard (ema_decay)"),
+        cl::value_desc("POWER[,GAMMA]|num-updates"), cl::sub(sub));
     lrSchedule = std::make_unique<cl::opt<std::string>>(
         "lr-schedule",
         cl::desc("The learning rate over the optimizer steps, as Hugging "
@@ -158,10 +160,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.noWeightDecay = noWeightDecay->getValue();
   if (ema)
     o.ema = ema->getValue();
-  if (emaWarmup) {
-    std::vector<double> warmup(emaWarmup->begin(), emaWarmup->end());
-    o.emaWarmup = warmup;
-  }
+  if (emaWarmup)
+    o.emaWarmup = emaWarmup->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
 }

@@ -27,10 +27,9 @@ struct PrecisionFlags {
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
   std::unique_ptr<llvm::cl::opt<bool>> recomputeColumns;
   std::unique_ptr<llvm::cl::opt<double>> clipGradNorm, ema;
-  std::unique_ptr<llvm::cl::list<double>> emaWarmup;
   std::unique_ptr<llvm::cl::opt<int64_t>> gradAccumulation;
   std::unique_ptr<llvm::cl::opt<std::string>> lrSchedule, noWeightDecay,
-      checkpointBlocks;
+      checkpointBlocks, emaWarmup;
 
   bool isLow() const { return precision != "fp32"; }
   /// The first flag given that only an optimizer's update reads
