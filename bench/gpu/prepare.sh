@@ -26,11 +26,28 @@
 # each attention, as Swin, LeViT and T5 train one; none: no models) and
 # GEMM=0 make a smaller set. Everything lands in
 # bench/gpu/work/ (a few MiB), which bench/gpu/run.sh reads on the GPU
-# machine.
+# machine. NVCC=0 leaves the device code out (an empty kernels.fatbin
+# each: the CUDA driver double builds kernels.cu on the host instead, as
+# test/codegen/bench-gpu.test runs it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mpc=${MPC:-$root/build/bin/mpc}
 arch=${ARCH:-sm_90}
+# `mpc compile` with NVCC=0's --no-nvcc and its stand-in fatbins (in each
+# phase's directory too).
+mpc_compile() {
+  if [[ ${NVCC:-1} != 0 ]]; then
+    "$mpc" compile "$@"
+    return
+  fi
+  "$mpc" compile "$@" --no-nvcc
+  local out= prev= a
+  for a in "$@"; do
+    [[ $prev == -o ]] && out=$a
+    prev=$a
+  done
+  find "$out" -name plan.txt -exec sh -c 'touch "$(dirname "$1")/kernels.fatbin"' _ {} \;
+}
 batch=${BATCH:-64}
 steps=${STEPS:-20}
 models=${MODELS:-mlp rescnn transformer bert unet gpt llama vit vitrel resnet18 resnet50}
@@ -133,18 +150,18 @@ for m in $models; do
     [[ $m == resnet50 ]] && d=resnet18
     ins="$x=inputs/$d.$x.npy $y=inputs/$d.$y.npy"
     if [[ $p != bf16 ]]; then
-      "$mpc" compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" "${seed[@]}" | tail -1
+      mpc_compile "$work/models/$m.onnx" -o "$art" --precision $p --batch "$batch" --arch "$arch" "${seed[@]}" | tail -1
       (cd "$work" && "$mpc" run "art/$m-$p" --input $x=inputs/$d.$x.npy --input $y=inputs/$d.$y.npy --output-dir "expected/$m-$p" > /dev/null)
       echo "$m $p art/$m-$p $ins" >> "$work/manifest.txt"
     fi
-    "$mpc" compile "$work/models/$m.onnx" -o "$art-train" --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 "${seed[@]}" "${ls[@]}" | tail -1
+    mpc_compile "$work/models/$m.onnx" -o "$art-train" --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 "${seed[@]}" "${ls[@]}" | tail -1
     (cd "$work" && "$mpc" train "models/$m.onnx" --data $x=inputs/$d.$x.npy --data $y=inputs/$d.$y.npy --batch "$batch" --steps "$n" --no-shuffle --optimizer sgd --lr 0.01 --precision $p "${seed[@]}" "${ls[@]}" --metrics "expected/$m-$p-train.jsonl" > /dev/null)
     echo "$m $p art/$m-$p-train $ins$([[ $n != "$steps" ]] && echo " steps=$n")$([[ $p == bf16 ]] && echo " kernels=auto")" >> "$work/train-manifest.txt"
     # The CNNs' fp16 step channels last (--layout nhwc), to decide the
     # default by measurement: the CPU backend's losses are NCHW's bit for
     # bit (channels-last.test), so the reference is shared.
     if [[ $p == fp16 && $m =~ ^(rescnn|resnet18|resnet50)$ ]]; then
-      "$mpc" compile "$work/models/$m.onnx" -o "$art-nhwc-train" --layout nhwc --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 "${seed[@]}" "${ls[@]}" | tail -1
+      mpc_compile "$work/models/$m.onnx" -o "$art-nhwc-train" --layout nhwc --precision $p --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 "${seed[@]}" "${ls[@]}" | tail -1
       cp "$work/expected/$m-$p-train.jsonl" "$work/expected/$m-$p-nhwc-train.jsonl"
       echo "$m $p-nhwc art/$m-$p-nhwc-train $ins$([[ $n != "$steps" ]] && echo " steps=$n")" >> "$work/train-manifest.txt"
     fi
@@ -155,7 +172,7 @@ done
 # AppliedOnly.h), beside 4 x the plain gpt fp16 row; 3 groups.
 if [[ " $models " == *" gpt "* ]]; then
   art=art/gpt-fp16-accum4-train
-  "$mpc" compile "$work/models/gpt.onnx" -o "$work/$art" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --grad-accumulation 4 | tail -1
+  mpc_compile "$work/models/gpt.onnx" -o "$work/$art" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --grad-accumulation 4 | tail -1
   (cd "$work" && "$mpc" train models/gpt.onnx --data tokens=inputs/gpt.tokens.npy --data targets=inputs/gpt.targets.npy --batch "$batch" --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --grad-accumulation 4 --metrics expected/gpt-fp16-accum4-train.jsonl > /dev/null)
   echo "gpt fp16-accum4 $art tokens=inputs/gpt.tokens.npy targets=inputs/gpt.targets.npy steps=3" >> "$work/train-manifest.txt"
 fi
@@ -168,7 +185,7 @@ for m in mlp gpt; do
   x=x y=labels
   [[ $m == gpt ]] && x=tokens y=targets
   opts=(--precision fp16 --optimizer adamw --lr 0.001 --weight-decay 0.01 --clip-grad-norm 1)
-  "$mpc" compile "$work/models/$m.onnx" -o "$work/art/$m-fp16-adamw-clip-train" --batch "$batch" --arch "$arch" --train "${opts[@]}" | tail -1
+  mpc_compile "$work/models/$m.onnx" -o "$work/art/$m-fp16-adamw-clip-train" --batch "$batch" --arch "$arch" --train "${opts[@]}" | tail -1
   (cd "$work" && "$mpc" train "models/$m.onnx" --data $x=inputs/$m.$x.npy --data $y=inputs/$m.$y.npy --batch "$batch" --steps "$steps" --no-shuffle "${opts[@]}" --metrics "expected/$m-fp16-adamw-clip-train.jsonl" > /dev/null)
   echo "$m fp16-adamw-clip art/$m-fp16-adamw-clip-train $x=inputs/$m.$x.npy $y=inputs/$m.$y.npy" >> "$work/train-manifest.txt"
 done
@@ -176,7 +193,7 @@ done
 # with WORLD_SIZE=1: its gradient bucket goes through NCCL on its own
 # stream, and its losses must be the single process's).
 if [[ " $models " == *" mlp "* ]]; then
-  "$mpc" compile "$work/models/mlp.onnx" -o "$work/art/mlp-fp16-dp-train" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --data-parallel | tail -1
+  mpc_compile "$work/models/mlp.onnx" -o "$work/art/mlp-fp16-dp-train" --precision fp16 --batch "$batch" --arch "$arch" --train --optimizer sgd --lr 0.01 --data-parallel | tail -1
 fi
 # Causal attention alone (2 x ATTN_HEADS (default 12) heads x ATTN_SEQ
 # (default 1024) x 64, fp16; bench-gpu.test runs 1 x 32 under emulation), written as exports write it; mpc-fuse-attention makes it one
@@ -219,7 +236,7 @@ import inputs  # noqa: E402 (large inputs travel as recipes)
 for seed, n in enumerate("qkv"):
     inputs.make(work, f"attention.{n}.npy", seed, "normal", shape, np.float16)
 PY
-"$mpc" compile "$work/models/attention.onnx" -o "$work/art/attention-fp16" --arch "$arch" | tail -1
+mpc_compile "$work/models/attention.onnx" -o "$work/art/attention-fp16" --arch "$arch" | tail -1
 (cd "$work" && "$mpc" run art/attention-fp16 --input q=inputs/attention.q.npy --input k=inputs/attention.k.npy --input v=inputs/attention.v.npy --output-dir expected/attention-fp16 > /dev/null)
 echo "attention fp16 art/attention-fp16 q=inputs/attention.q.npy k=inputs/attention.k.npy v=inputs/attention.v.npy" >> "$work/manifest.txt"
 # The same attention trained (forward and backward kernels): q, k and v
@@ -300,7 +317,7 @@ PY
 # same kernels again.)
 for m in attention $(some attention_dropout); do
   art=art/${m//_/-}-fp16-train
-  "$mpc" compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+  mpc_compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
   (cd "$work" && "$mpc" train "models/${m}_train.onnx" --data target=inputs/attention_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics "expected/$m-fp16-train.jsonl" > /dev/null)
   echo "$m fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 done
@@ -310,7 +327,7 @@ done
 # same CPU losses check each.
 if [[ $variants != 0 ]]; then
 art=art/attention-fp16-train-accumulate
-"$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq accumulate | tail -1
+mpc_compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq accumulate | tail -1
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_accumulate-fp16-train.jsonl"
 echo "attention_accumulate fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 fi
@@ -320,7 +337,7 @@ fi
 # recomputing query blocks draw it again).
 for m in attention $(some attention_dropout); do
   art=art/${m//_/-}-fp16-train-atomic
-  "$mpc" compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq atomic | tail -1
+  mpc_compile "$work/models/${m}_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq atomic | tail -1
   cp "$work/expected/$m-fp16-train.jsonl" "$work/expected/${m}_atomic-fp16-train.jsonl"
   echo "${m}_atomic fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 done
@@ -330,7 +347,7 @@ done
 # the step waits on its longest block (bench/attention_schedule.py).
 if [[ $variants != 0 ]]; then
 art=art/attention-fp16-train-rows64
-"$mpc" compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
+mpc_compile "$work/models/attention_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
 cp "$work/expected/attention-fp16-train.jsonl" "$work/expected/attention_rows64-fp16-train.jsonl"
 echo "attention_rows64 fp16 $art steps=3 kernels=auto target=inputs/attention_train.target.npy" >> "$work/train-manifest.txt"
 fi
@@ -343,7 +360,7 @@ specs+=("attention bf16 attention_train")
 for spec in "${specs[@]}"; do
   read -r m prec model scale <<< "$spec"
   art=art/${m//_/-}-$prec-train
-  "$mpc" compile "$work/models/$model.onnx" -o "$work/$art" --train --precision "$prec" --optimizer sgd --lr 0.01 $scale --batch 2 --arch "$arch" --weights seed:0 | tail -1
+  mpc_compile "$work/models/$model.onnx" -o "$work/$art" --train --precision "$prec" --optimizer sgd --lr 0.01 $scale --batch 2 --arch "$arch" --weights seed:0 | tail -1
   (cd "$work" && "$mpc" train "models/$model.onnx" --data "target=inputs/$model.target.npy" --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision "$prec" $scale --weights seed:0 --metrics "expected/$m-$prec-train.jsonl" > /dev/null)
   echo "$m $prec $art steps=3 kernels=auto target=inputs/$model.target.npy" >> "$work/train-manifest.txt"
 done
@@ -355,7 +372,7 @@ if [[ $variants != 0 ]]; then
 # beside the default (32 rows a warp reading Q from shared memory; dK and
 # dV in one block reading K and V from shared memory).
 art=art/attention-d128-fp16-train-sm89
-"$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
+mpc_compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
 cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_sm89-fp16-train.jsonl"
 echo "attention_d128_sm89 fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
 # And in blocks of 64 rows (--attention-rows 64: the forward's 64-query
@@ -363,13 +380,13 @@ echo "attention_d128_sm89 fp16 $art steps=3 kernels=auto target=inputs/attention
 # scheduler model gives the short grid's forward the most
 # (bench/attention_schedule.py).
 art=art/attention-d128-fp16-train-rows64
-"$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
+mpc_compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-rows 64 | tail -1
 cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_rows64-fp16-train.jsonl"
 echo "attention_d128_rows64 fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
 # And with dQ added atomically, and recomputed.
 for dq in atomic recompute; do
   art=art/attention-d128-fp16-train-$dq
-  "$mpc" compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq $dq | tail -1
+  mpc_compile "$work/models/attention_d128_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq $dq | tail -1
   cp "$work/expected/attention_d128-fp16-train.jsonl" "$work/expected/attention_d128_$dq-fp16-train.jsonl"
   echo "attention_d128_$dq fp16 $art steps=3 kernels=auto target=inputs/attention_d128_train.target.npy" >> "$work/train-manifest.txt"
 done
@@ -377,19 +394,19 @@ fi
 # Head size 40 (Stable Diffusion's), which FlashAttention-2 computes on 64
 # and mpc on 48 (a multiple of 8, not 16: zero past each row).
 art=art/attention-d40-fp16-train
-"$mpc" compile "$work/models/attention_d40_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+mpc_compile "$work/models/attention_d40_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_d40_train.onnx --data target=inputs/attention_d40_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_d40-fp16-train.jsonl > /dev/null)
 echo "attention_d40 fp16 $art steps=3 kernels=auto target=inputs/attention_d40_train.target.npy" >> "$work/train-manifest.txt"
 # Grouped-query heads (4 q heads a K and V head), head size 64.
 art=art/attention-gqa-fp16-train
-"$mpc" compile "$work/models/attention_gqa_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+mpc_compile "$work/models/attention_gqa_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_gqa_train.onnx --data target=inputs/attention_gqa_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_gqa-fp16-train.jsonl > /dev/null)
 echo "attention_gqa fp16 $art steps=3 kernels=auto target=inputs/attention_gqa_train.target.npy" >> "$work/train-manifest.txt"
 # Head size 256 (Gemma's): past 128 the forward reads Q from a shared
 # tile a warp at a time and the backward computes dK and dV in blocks of
 # their own (a block an SM).
 art=art/attention-d256-fp16-train
-"$mpc" compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+mpc_compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 | tail -1
 (cd "$work" && "$mpc" train models/attention_d256_train.onnx --data target=inputs/attention_d256_train.target.npy --batch 2 --steps 3 --no-shuffle --optimizer sgd --lr 0.01 --precision fp16 --loss-scale static:256 --weights seed:0 --metrics expected/attention_d256-fp16-train.jsonl > /dev/null)
 echo "attention_d256 fp16 $art steps=3 kernels=auto target=inputs/attention_d256_train.target.npy" >> "$work/train-manifest.txt"
 # And as built for sm_89 too (SMs of 100 KiB): the backward's compact
@@ -397,7 +414,7 @@ echo "attention_d256 fp16 $art steps=3 kernels=auto target=inputs/attention_d256
 # beside the default's 32-row tiles (135 KiB).
 if [[ $variants != 0 ]]; then
 art=art/attention-d256-fp16-train-sm89
-"$mpc" compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
+mpc_compile "$work/models/attention_d256_train.onnx" -o "$work/$art" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "sm_89,$arch" --weights seed:0 | tail -1
 cp "$work/expected/attention_d256-fp16-train.jsonl" "$work/expected/attention_d256_sm89-fp16-train.jsonl"
 echo "attention_d256_sm89 fp16 $art steps=3 kernels=auto target=inputs/attention_d256_train.target.npy" >> "$work/train-manifest.txt"
 fi
@@ -447,7 +464,7 @@ for D in (64, 128):
     inputs.make(work, f"attention_long_d{D}.target.npy", 30 + D, "normal:0.001",
                 shape, np.float32)
 PY
-  "$mpc" compile "$models_long/attention_long.onnx" -o "$work/art/attention-long-fp16" --arch "$arch" | tail -1
+  mpc_compile "$models_long/attention_long.onnx" -o "$work/art/attention-long-fp16" --arch "$arch" | tail -1
   # Each head size with dQ as auto picks it (partial sums at 4096
   # tokens), recomputed and added atomically; d64 also in blocks of 64
   # rows (--attention-rows 64).
@@ -456,15 +473,15 @@ PY
     read -r d dq rows <<< "$spec"
     suffix=; [[ $dq != auto ]] && suffix=-$dq
     [[ $rows == 64 ]] && suffix=-rows64
-    "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train$suffix" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "$dq" --attention-rows "$rows" | tail -1
+    mpc_compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-fp16-train$suffix" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$arch" --weights seed:0 --attention-dq "$dq" --attention-rows "$rows" | tail -1
   done
   # Head size 128 as the default targets build it (sm_80 too): the
   # backward's P^T and dS^T share one buffer (two barriers more a tile).
   both=sm_80; [[ $arch != sm_80 ]] && both="sm_80,$arch"
-  "$mpc" compile "$models_long/attention_long_d128_train.onnx" -o "$work/art/attention-long-d128-fp16-train-sm80" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$both" --weights seed:0 | tail -1
+  mpc_compile "$models_long/attention_long_d128_train.onnx" -o "$work/art/attention-long-d128-fp16-train-sm80" --train --precision fp16 --optimizer sgd --lr 0.01 --loss-scale static:256 --batch 2 --arch "$both" --weights seed:0 | tail -1
   # And both head sizes in bf16 (issue 14's range: fp16 and bf16).
   for d in 64 128; do
-    "$mpc" compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-bf16-train" --train --precision bf16 --optimizer sgd --lr 0.01 --batch 2 --arch "$arch" --weights seed:0 | tail -1
+    mpc_compile "$models_long/attention_long_d${d}_train.onnx" -o "$work/art/attention-long-d$d-bf16-train" --train --precision bf16 --optimizer sgd --lr 0.01 --batch 2 --arch "$arch" --weights seed:0 | tail -1
   done
   rm -rf "$models_long"
 fi
@@ -498,7 +515,7 @@ for name, node, inits in (
 inputs.make(work, "rows.x.npy", 7, "normal", (rows, cols), np.float16)
 PY
 for op in softmax layernorm; do
-  "$mpc" compile "$work/models/$op.onnx" -o "$work/art/$op-fp16" --arch "$arch" | tail -1
+  mpc_compile "$work/models/$op.onnx" -o "$work/art/$op-fp16" --arch "$arch" | tail -1
   echo "$op art/$op-fp16 x=inputs/rows.x.npy" >> "$work/rows-manifest.txt"
 done
 fi
@@ -520,7 +537,7 @@ np.save(f"{work}/inputs/dcgan.x.npy", rng.random((batch, 64)).astype(np.float32)
 np.save(f"{work}/inputs/dcgan.z.npy", rng.standard_normal((batch, 16)).astype(np.float32))
 PY
   gan=(--optimizer adam --adam-betas 0.5,0.999 --lr 0.002 --precision fp16 --phase 'loss=d_loss,params=D\..*' --phase 'loss=g_loss,params=G\..*')
-  "$mpc" compile "$work/models/gan/seed0/dcgan.onnx" -o "$work/art/dcgan-fp16-train" --train --batch "$gbatch" --arch "$arch" "${gan[@]}" | tail -1
+  mpc_compile "$work/models/gan/seed0/dcgan.onnx" -o "$work/art/dcgan-fp16-train" --train --batch "$gbatch" --arch "$arch" "${gan[@]}" | tail -1
   (cd "$work" && "$mpc" train models/gan/seed0/dcgan.onnx --data x=inputs/dcgan.x.npy --data z=inputs/dcgan.z.npy --batch "$gbatch" --steps "$steps" --no-shuffle "${gan[@]}" --metrics expected/dcgan-fp16-train.jsonl > /dev/null)
   echo "dcgan fp16 art/dcgan-fp16-train x=inputs/dcgan.x.npy z=inputs/dcgan.z.npy" >> "$work/train-manifest.txt"
   rm -rf "$work/models/gan"
@@ -529,10 +546,10 @@ echo "$steps" > "$work/steps.txt"
 # The runtime-only build on the GPU machine (no MLIR, so no tblgen) takes
 # the op list this build generated from the ODS.
 cp "$(dirname "$mpc")/../ir/MpcOpList.h.inc" "$work/MpcOpList.h.inc"
-[[ ${GEMM:-1} == 0 ]] || "$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
+[[ ${GEMM:-1} == 0 ]] || mpc_compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16" --arch "$arch" | tail -1
 # The same with mpc's GEMM kernel on two stages, as sized where an SM has
 # 100 KiB (sm_89 too; the GPU runs its own code): run.sh times both.
-[[ ${GEMM:-1} == 0 ]] || "$mpc" compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16-2stages" --arch "sm_89,$arch" | tail -1
+[[ ${GEMM:-1} == 0 ]] || mpc_compile "$work/models/gemm.onnx" -o "$work/art/gemm-fp16-2stages" --arch "sm_89,$arch" | tail -1
 # run.sh reads artifacts and inputs alone, not the models (the attention
 # model is 18 MiB of initializers, ResNet-50's 94 MiB); inputs of a MiB or
 # more travel as recipes (bench/gpu/inputs.py restore draws them there).
