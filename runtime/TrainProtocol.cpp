@@ -116,9 +116,9 @@ std::optional<double> emaDecay(const Plan &plan, int64_t update) {
   return std::max(0.0, std::min(w.decay, warm));
 }
 
-std::map<std::string, Tensor> emaScalars(const Plan &plan, int64_t update) {
+std::map<std::string, Tensor> emaScalars(const Plan &plan,
+                                         std::optional<double> decay) {
   std::map<std::string, Tensor> feeds;
-  std::optional<double> decay = emaDecay(plan, update);
   if (decay && valueOfName(plan, "mpc.ema_rate") >= 0) {
     Tensor rate(DType::F32, {});
     rate.setFloat(0, (float)(1.0 - *decay));

@@ -71,8 +71,10 @@ std::map<std::string, Tensor> optimizerScalars(const Plan &plan, int64_t t,
 /// absent without a warmup.
 std::optional<double> emaDecay(const Plan &plan, int64_t update);
 
-/// `mpc.ema_rate`, 1 - emaDecay rounded to FP32, when `plan` reads it.
-std::map<std::string, Tensor> emaScalars(const Plan &plan, int64_t update);
+/// `mpc.ema_rate`, 1 - `decay` (emaDecay's) rounded to FP32, when `plan`
+/// reads it and there is a decay.
+std::map<std::string, Tensor> emaScalars(const Plan &plan,
+                                         std::optional<double> decay);
 
 /// The learning rate of optimizer step `t` (1-based) of a run of `runSteps`
 /// steps: `baseLr` times the factor of the plan's schedule (in double, as

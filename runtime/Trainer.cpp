@@ -200,7 +200,7 @@ void Trainer::addOptimizerScalars(std::map<std::string, Tensor> &feeds,
   feeds.merge(optimizerScalars(plan_, t, lr));
   // The average moves every update, skipped ones too: counted by s.
   r.emaDecay = emaDecay(plan_, s + 1);
-  feeds.merge(emaScalars(plan_, s + 1));
+  feeds.merge(emaScalars(plan_, r.emaDecay));
 }
 
 /// Runs step `s` (0-based) on `feeds` and moves the state on: the loss
