@@ -5,7 +5,11 @@ import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "MPC"
-config.test_format = lit.formats.ShTest(execute_external=False)
+# MPC_LIT_EXTERNAL=1: bash runs each test from Output/NAME.script, which
+# scripts/time_test_lines.py then times line by line (where a test's time
+# goes).
+external = bool(os.environ.get("MPC_LIT_EXTERNAL"))
+config.test_format = lit.formats.ShTest(execute_external=external, force_execute_external=external)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.mpc_obj_root, "test")
@@ -99,7 +103,9 @@ tsan = subprocess.run([shutil.which("g++") or "g++", "-print-file-name=libtsan.s
                       capture_output=True, text=True).stdout.strip()
 # Only the instrumented kernels' accesses count: NVRTC and the doubles,
 # uninstrumented, are not checked.
-tsan_options = "TSAN_OPTIONS=halt_on_error=1:exitcode=66:report_signal_unsafe=0:ignore_noninstrumented_modules=1"
+# atexit_sleep_ms=0: ThreadSanitizer otherwise waits a second at every
+# exit (for races with threads still running; the double joins its own).
+tsan_options = "TSAN_OPTIONS=halt_on_error=1:exitcode=66:report_signal_unsafe=0:ignore_noninstrumented_modules=1:atexit_sleep_ms=0"
 config.substitutions.append(("%tsan_options", tsan_options))
 # The CUDA driver double (test/codegen/FakeCudaDriver.cpp): MPC_CUDA_DRIVER
 # pointed at it runs --device cuda on the host.

@@ -100,9 +100,11 @@ bool splitKernels(const std::string &text, std::string &prelude,
 
 // MPC_FAKE_CUDA_MMA_GEMM=1: the GEMMs run tc_gemm_mma's tiles, with
 // mma.sync, ldmatrix and cp.async emulated, instead of the shim's plain
-// product (slower: their threads run as fibers).
+// product (slower: their threads run as fibers). Kernels neither throw
+// nor unwind: without exception handling and unwind tables g++ builds
+// them ~10% faster.
 std::string flags(const std::string &src, bool tsan) {
-  return "g++ -O1 -std=c++17 -fPIC " +
+  return "g++ -O1 -std=c++17 -fPIC -fno-exceptions -fno-asynchronous-unwind-tables " +
          std::string(tsan ? "-fsanitize=thread " : "") +
          std::string(envFlag("MPC_FAKE_CUDA_MMA_GEMM") ? "-DMPC_EMULATE_MMA_GEMM "
                                                       : "") +

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Where a lit test's time goes: runs each RUN line of the bash script lit
+writes for it (MPC_LIT_EXTERNAL=1 lit build/test/.../NAME.test leaves it
+at Output/NAME.test.script) and prints its CPU and wall seconds, slowest
+first. The environment is lit.cfg.py's; the emulated kernels' host-build
+cache and the kernel cache start empty, as in CI.
+
+usage: time_test_lines.py BUILD_DIR SCRIPT [--top N]
+"""
+import argparse
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("build")
+ap.add_argument("script")
+ap.add_argument("--top", type=int, default=20)
+args = ap.parse_args()
+build = os.path.abspath(args.build)
+scratch = tempfile.mkdtemp(prefix="time-test-lines-")
+wheel = subprocess.run(
+    [sys.executable, "-c", "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))"],
+    capture_output=True, text=True).stdout.strip()
+env = dict(os.environ)
+env["PATH"] = os.pathsep.join([f"{build}/bin", env["PATH"], "/usr/lib/llvm-19/bin", "/usr/local/cuda/bin", wheel])
+env.update(FILECHECK_OPTS="--enable-var-scope", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+           MPC_NUM_THREADS="1", XDG_CACHE_HOME=f"{scratch}/cache",
+           MPC_FAKE_CUDA_CACHE=f"{scratch}/fake-cuda-cache", MPC_TRACE_OPS=f"{scratch}/op-trace")
+os.makedirs(env["MPC_TRACE_OPS"])
+rows = []
+for line in open(args.script).read().split("\n"):
+    line = line.strip().removeprefix("set -o pipefail;set -x;").removesuffix("&&")
+    if not line:
+        continue
+    at = re.search(r"RUN: at line (\d+)", line)
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
+    rc = subprocess.run(["bash", "-c", "set -o pipefail; " + line], env=env,
+                        capture_output=True).returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    command = re.sub(r".*\{   ", "", line).replace(build + "/", "")
+    rows.append((cpu, time.time() - start, at.group(1) if at else "?", rc, command))
+print(f"{sum(r[0] for r in rows):.1f} s CPU, {sum(r[1] for r in rows):.1f} s wall, {len(rows)} lines")
+for cpu, wall, at, rc, command in sorted(rows, reverse=True)[:args.top]:
+    print(f"{cpu:6.1f} {wall:6.1f}  line {at:>4}{'' if rc == 0 else f' (exit {rc})'}  {command[:160]}")
