@@ -104,10 +104,12 @@ bool splitKernels(const std::string &text, std::string &prelude,
 // nor unwind: without exception handling and unwind tables g++ builds
 // them ~10% faster.
 std::string flags(const std::string &src, bool tsan) {
-  return "g++ -O1 -std=c++17 -fPIC -fno-exceptions -fno-asynchronous-unwind-tables " +
+  return "g++ -O1 -std=c++17 -fPIC -fno-exceptions "
+         "-fno-asynchronous-unwind-tables " +
          std::string(tsan ? "-fsanitize=thread " : "") +
-         std::string(envFlag("MPC_FAKE_CUDA_MMA_GEMM") ? "-DMPC_EMULATE_MMA_GEMM "
-                                                      : "") +
+         std::string(envFlag("MPC_FAKE_CUDA_MMA_GEMM")
+                         ? "-DMPC_EMULATE_MMA_GEMM "
+                         : "") +
          "-DMPC_HOST_EMULATION -I" + src + " ";
 }
 
