@@ -120,7 +120,7 @@ bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error) {
   return true;
 }
 
-bool validate(const TrainPipelineOptions &o, std::string &error) {
+bool validate(const TrainPipelineOptions &o, std::string &error, bool phased) {
   LossScaleSpec spec;
   StringRef kind = o.optimizer;
   if (std::string why; !o.trainParams.empty() &&
@@ -179,7 +179,7 @@ bool validate(const TrainPipelineOptions &o, std::string &error) {
     EmaOptions parsed;
     if (!parseEmaWarmup(o.emaWarmup, parsed, error))
       return false;
-    if (o.ema == 0) {
+    if (o.ema == 0 && !phased) {
       error = "--ema-warmup warms up the moving average's decay: it needs "
               "--ema DECAY";
       return false;

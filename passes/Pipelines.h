@@ -182,7 +182,10 @@ bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error);
 /// Checks option values; false with a one-line `error`.
 template <typename Derived>
 bool validate(const PrecisionOptions<Derived> &o, std::string &error);
-bool validate(const TrainPipelineOptions &o, std::string &error);
+/// `phased`: the options shared by phases (--phase, --recipe), where
+/// --ema-warmup warms up the phases' ema= averages.
+bool validate(const TrainPipelineOptions &o, std::string &error,
+              bool phased = false);
 
 /// mpc-amp-classify alone (what `mpc explain` paints with).
 template <typename Derived>

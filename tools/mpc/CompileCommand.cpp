@@ -177,11 +177,11 @@ static cl::opt<double> compileBucketMb(
     cl::init(25), cl::sub(compileCommand));
 static cl::list<std::string> phaseFlags(
     "phase",
-    cl::desc(
-        "--train: one phase of a GAN-style step, in order (as mpc "
-        "train): loss=OUTPUT,params=REGEX[,optimizer=,lr=,momentum=,"
-        "weight-decay=,betas=B1/B2,ema=DECAY]; DIR gets one train step per "
-        "phase"),
+    cl::desc("--train: one phase of a GAN-style step, in order (as mpc "
+             "train): loss=OUTPUT,params=REGEX[,optimizer=,lr=,momentum=,"
+             "weight-decay=,betas=B1/B2,ema=DECAY,ema-warmup=]; DIR gets one "
+             "train step per "
+             "phase"),
     cl::sub(compileCommand));
 static cl::opt<std::string> recipe(
     "recipe", cl::desc("--train: the phases from a JSON file (as mpc train)"),
@@ -394,7 +394,7 @@ int runCompile() {
     return reportError(kAttentionDqError + attentionDq + "'");
   if (attentionRows != 64 && attentionRows != 128)
     return reportError(kAttentionRowsError + std::to_string(attentionRows));
-  if (!compilePrecision.validate(error))
+  if (!compilePrecision.validate(error, !phaseFlags.empty() || !recipe.empty()))
     return reportError(error);
   if (batch <= 0)
     return reportError("--batch must be positive");
@@ -411,7 +411,9 @@ int runCompile() {
     return reportError(model + ": " + why);
   PhaseList phases;
   if (!readPhaseList(phaseFlags, recipe, lossScaler,
-                     lossScaler.getNumOccurrences() > 0, phases, error))
+                     lossScaler.getNumOccurrences() > 0, phases, error) ||
+      !checkPhaseEmaWarmup(phases, compilePrecision.emaWarmup->getValue(),
+                           error))
     return reportError(error);
   if (std::string flag = compilePrecision.notWithPhasesFlag();
       !phases.specs.empty() && !flag.empty())

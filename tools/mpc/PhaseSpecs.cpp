@@ -13,11 +13,13 @@
 namespace mpc {
 
 /// loss=OUTPUT,params=REGEX[,optimizer=K][,lr=X][,momentum=X]
-/// [,weight-decay=X][,betas=B1/B2][,ema=DECAY]. A comma not followed by a known
-/// key belongs to the value before it (regular expressions may hold commas).
+/// [,weight-decay=X][,betas=B1/B2][,ema=DECAY][,ema-warmup=W]. A comma not
+/// followed by a known key belongs to the value before it (regular
+/// expressions and ema-warmup's POWER,GAMMA may hold commas).
 bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
-  static const char *keys[] = {"loss",     "params",       "optimizer", "lr",
-                               "momentum", "weight-decay", "betas",     "ema"};
+  static const char *keys[] = {"loss",  "params",   "optimizer",
+                               "lr",    "momentum", "weight-decay",
+                               "betas", "ema",      "ema-warmup"};
   llvm::SmallVector<std::pair<std::string, std::string>> items;
   llvm::SmallVector<llvm::StringRef> parts;
   llvm::StringRef(spec).split(parts, ',');
@@ -31,7 +33,7 @@ bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
       return (error = "--phase '" + spec +
                       "': expected loss=OUTPUT,"
                       "params=REGEX[,optimizer=K,lr=X,momentum=X,"
-                      "weight-decay=X,betas=B1/B2,ema=DECAY]",
+                      "weight-decay=X,betas=B1/B2,ema=DECAY,ema-warmup=W]",
               false);
   }
   auto number = [&](const std::string &key, const std::string &v,
@@ -58,6 +60,8 @@ bool parsePhase(const std::string &spec, PhaseSpec &out, std::string &error) {
       ok = number(key, value, out.weightDecay);
     else if (key == "ema")
       ok = number(key, value, out.ema);
+    else if (key == "ema-warmup")
+      out.emaWarmup = value;
     else if (key == "betas") {
       auto [b1, b2] = llvm::StringRef(value).split('/');
       std::optional<double> x, y;
@@ -135,6 +139,8 @@ bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
         ok = number(spec.weightDecay);
       else if (key == "ema")
         ok = number(spec.ema);
+      else if (key == "ema_warmup")
+        ok = text(spec.emaWarmup);
       else if (key == "betas") {
         const llvm::json::Array *b = value.getAsArray();
         std::optional<double> b1, b2;
@@ -146,7 +152,7 @@ bool readRecipe(const std::string &path, std::vector<PhaseSpec> &phases,
       } else {
         return bad("\"" + field + "\"",
                    "is not a phase field (loss, params, optimizer, lr, "
-                   "momentum, weight_decay, betas, ema)");
+                   "momentum, weight_decay, betas, ema, ema_warmup)");
       }
       if (!ok)
         return false;
@@ -200,6 +206,16 @@ bool checkPhaseOwners(const PhaseList &phases,
                         "; give each phase its own parameters",
                 false);
   return true;
+}
+
+bool checkPhaseEmaWarmup(const PhaseList &phases, const std::string &warmup,
+                         std::string &error) {
+  if (warmup.empty() || phases.specs.empty() ||
+      llvm::any_of(phases.specs, [](const PhaseSpec &s) { return s.ema; }))
+    return true;
+  return (error = "--ema-warmup warms up a moving average's decay: with "
+                  "phases it needs a phase's ema=DECAY",
+          false);
 }
 
 } // namespace mpc

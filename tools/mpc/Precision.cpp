@@ -111,7 +111,8 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "of a million steps, 3/4 for shorter ones); num-updates as "
                  "TensorFlow's num_updates and EMAModel's default, min(DECAY, "
                  "t / (9 + t)); 0 at the first update; the decay in "
-                 "--metrics and TensorBoard (ema_decay)"),
+                 "--metrics and TensorBoard (ema_decay); with phases, every "
+                 "phase's ema= average without an ema-warmup= of its own"),
         cl::value_desc("POWER[,GAMMA]|num-updates"), cl::sub(sub));
     lrSchedule = std::make_unique<cl::opt<std::string>>(
         "lr-schedule",
@@ -184,10 +185,10 @@ std::string PrecisionFlags::notWithPhasesFlag() const {
   return "";
 }
 
-bool PrecisionFlags::validate(std::string &error) const {
+bool PrecisionFlags::validate(std::string &error, bool phased) const {
   mlir::mpc::TrainPipelineOptions o;
   apply(o);
-  return mlir::mpc::validate(o, error);
+  return mlir::mpc::validate(o, error, phased);
 }
 
 std::string PrecisionFlags::lossScaleMode() const {

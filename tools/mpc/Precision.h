@@ -38,8 +38,9 @@ struct PrecisionFlags {
   /// The first flag given that phases (--phase, --recipe) do not take yet
   /// (--grad-accumulation, --ema), or "".
   std::string notWithPhasesFlag() const;
-  /// Checks the flag values; false with a one-line `error`.
-  bool validate(std::string &error) const;
+  /// Checks the flag values (`phased`: shared by phases); false with a
+  /// one-line `error`.
+  bool validate(std::string &error, bool phased = false) const;
   /// "none", "static" or "dynamic": the mode --loss-scale resolves to.
   std::string lossScaleMode() const;
   /// The flags as pipeline options.

@@ -176,13 +176,15 @@ static cl::list<std::string> phaseSpecs(
              "generator's); later phases see the parameters earlier ones "
              "updated; also optimizer=, lr=, momentum=, weight-decay=, "
              "betas=B1/B2, ema=DECAY (this phase's weights' moving average, "
-             "a generator's G_ema: --ema-output)"),
+             "a generator's G_ema: --ema-output), ema-warmup= (its warmup, "
+             "as --ema-warmup; default --ema-warmup's)"),
     cl::value_desc("loss=NAME,params=REGEX"), cl::sub(trainCommand));
 static cl::opt<std::string> recipe(
     "recipe",
     cl::desc("The phases as a JSON file: {\"phases\": [{\"loss\": ..., "
              "\"params\": ..., \"optimizer\": ..., \"lr\": ..., \"betas\": "
-             "[b1, b2], \"ema\": ...}, ...], \"loss_scaler\": \"shared\"} "
+             "[b1, b2], \"ema\": ..., \"ema_warmup\": \"0.75\"}, ...], "
+             "\"loss_scaler\": \"shared\"} "
              "(instead of --phase)"),
     cl::value_desc("recipe.json"), cl::sub(trainCommand));
 static cl::opt<std::string> lossScaler(
@@ -334,7 +336,8 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
   std::string error;
   PhaseList list;
   if (!readPhaseList(phaseSpecs, recipe, lossScaler,
-                     lossScaler.getNumOccurrences() > 0, list, error))
+                     lossScaler.getNumOccurrences() > 0, list, error) ||
+      !checkPhaseEmaWarmup(list, precisionFlags.emaWarmup->getValue(), error))
     return reportError(error);
   const std::vector<PhaseSpec> &specs = list.specs;
   if (!emaOutput.empty() &&
@@ -431,7 +434,9 @@ int runTrain() {
   mlir::mpc::TrainPipelineOptions pipeline;
   pipelineOptions(pipeline);
   std::string error;
-  if (!mlir::mpc::validate(pipeline, error) || !evalFlags.validate(error))
+  bool phased = !phaseSpecs.empty() || !recipe.empty();
+  if (!mlir::mpc::validate(pipeline, error, phased) ||
+      !evalFlags.validate(error))
     return reportError(error);
   if (batch <= 0 || steps <= 0)
     return reportError("--batch and --steps must be positive");
@@ -482,7 +487,7 @@ int runTrain() {
                        lossScaler + "'");
   if (lossScaler.getNumOccurrences() && phaseSpecs.empty() && recipe.empty())
     return reportError("--loss-scaler is for phases (--phase or --recipe)");
-  if (!phaseSpecs.empty() || !recipe.empty()) {
+  if (phased) {
     std::string flag = evalFlags.enabled() ? "--eval-data"
                                            : precisionFlags.notWithPhasesFlag();
     if (!flag.empty())

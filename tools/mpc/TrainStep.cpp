@@ -14,6 +14,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -290,6 +291,20 @@ bool phasePipeline(const PhaseSpec &ps, mlir::mpc::TrainPipelineOptions &p,
     p.adamBetas = ps.betas;
   if (ps.ema)
     p.ema = *ps.ema;
+  // The phase's own warmup, else --ema-warmup's where it keeps an average.
+  if (!ps.emaWarmup.empty() && !ps.ema)
+    return (error = "ema-warmup= warms up the phase's moving average: it "
+                    "needs ema=DECAY",
+            false);
+  mlir::mpc::EmaOptions parsed;
+  if (!ps.emaWarmup.empty() &&
+      !mlir::mpc::parseEmaWarmup(ps.emaWarmup, parsed, error))
+    return (error = "ema-warmup=" + error.substr(strlen("--ema-warmup")),
+            false);
+  if (!ps.emaWarmup.empty())
+    p.emaWarmup = ps.emaWarmup;
+  else if (!ps.ema)
+    p.emaWarmup.clear();
   return mlir::mpc::validate(p, error);
 }
 

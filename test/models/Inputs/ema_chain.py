@@ -5,9 +5,15 @@ after k steps is e_k = e_(k-1) + (1 - decay) (w_k - e_(k-1)), e_0 the
 initial weights, for every float initializer (batch norm's running
 statistics too), computed here in float64.
 
+With --warmup POWER[,GAMMA] the decay of step t is diffusers' EMAModel
+get_decay with use_ema_warmup (timm's ModelEmaV3): min(DECAY, 1 - (1 +
+(t - 1) / GAMMA)^-POWER), GAMMA 1 unless given; with --warmup num-updates
+its default: 0 at t = 1, else min(DECAY, t / (9 + t)).
+
 usage: ema_chain.py DECAY INITIAL.onnx STEP1.onnx ... STEPk.onnx AVERAGE.onnx --rtol R
                    [--only REGEX]  (the initializers averaged: a GAN phase's;
                                     the others must be as they started)
+                   [--warmup POWER[,GAMMA] | --warmup num-updates]
 """
 import re
 import sys
@@ -19,8 +25,19 @@ from onnx import numpy_helper
 args = sys.argv[1:]
 only = re.compile(args[args.index("--only") + 1] if "--only" in args else ".*")
 rtol = float(args[args.index("--rtol") + 1])
+warmup = args[args.index("--warmup") + 1] if "--warmup" in args else None
 args = args[:min(i for i, a in enumerate(args) if a.startswith("--"))]
 decay, initial, steps, average = float(args[0]), args[1], args[2:-1], args[-1]
+
+
+def decay_at(t):
+    """The decay of step t (1-based)."""
+    if warmup is None:
+        return decay
+    if warmup == "num-updates":
+        return 0.0 if t == 1 else min(decay, t / (9.0 + t))
+    power, gamma = (float(x) for x in (warmup + ",1").split(",")[:2])
+    return min(decay, 1.0 - (1.0 + (t - 1) / gamma) ** -power)
 
 
 def floats(path):
@@ -31,9 +48,9 @@ def floats(path):
 
 start = floats(initial)
 e = {k: v for k, v in start.items() if only.fullmatch(k)}
-for path in steps:
+for t, path in enumerate(steps, 1):
     w = floats(path)
-    e = {k: v + (1.0 - decay) * (w[k] - v) for k, v in e.items()}
+    e = {k: v + (1.0 - decay_at(t)) * (w[k] - v) for k, v in e.items()}
 got = floats(average)
 kept = [k for k in start if k not in e and not np.array_equal(got[k], start[k])]
 if kept:
