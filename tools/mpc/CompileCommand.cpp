@@ -180,8 +180,7 @@ static cl::list<std::string> phaseFlags(
     cl::desc("--train: one phase of a GAN-style step, in order (as mpc "
              "train): loss=OUTPUT,params=REGEX[,optimizer=,lr=,momentum=,"
              "weight-decay=,betas=B1/B2,ema=DECAY,ema-warmup=]; DIR gets one "
-             "train step per "
-             "phase"),
+             "train step per phase"),
     cl::sub(compileCommand));
 static cl::opt<std::string> recipe(
     "recipe", cl::desc("--train: the phases from a JSON file (as mpc train)"),

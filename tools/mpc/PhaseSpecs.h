@@ -55,15 +55,15 @@ bool readPhaseList(const std::vector<std::string> &flags,
                    const std::string &recipe, const std::string &scaler,
                    bool scalerGiven, PhaseList &out, std::string &error);
 
-/// Each parameter belongs to one phase: two optimizers over one weight
-/// would each keep their own state of it. `gradients[k]` lists the
-/// parameters phase k trains.
 /// With phases, --ema-warmup (`warmup`, if given) warms up each phase's
 /// ema= average that has no ema-warmup= of its own: at least one phase
 /// must keep an average.
 bool checkPhaseEmaWarmup(const PhaseList &phases, const std::string &warmup,
                          std::string &error);
 
+/// Each parameter belongs to one phase: two optimizers over one weight
+/// would each keep their own state of it. `gradients[k]` lists the
+/// parameters phase k trains.
 bool checkPhaseOwners(const PhaseList &phases,
                       const std::vector<std::vector<std::string>> &gradients,
                       std::string &error);
