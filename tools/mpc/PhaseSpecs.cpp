@@ -211,7 +211,8 @@ bool checkPhaseOwners(const PhaseList &phases,
 bool checkPhaseEmaWarmup(const PhaseList &phases, const std::string &warmup,
                          std::string &error) {
   if (warmup.empty() || phases.specs.empty() ||
-      llvm::any_of(phases.specs, [](const PhaseSpec &s) { return s.ema; }))
+      llvm::any_of(phases.specs,
+                   [](const PhaseSpec &s) { return s.ema && *s.ema != 0; }))
     return true;
   return (error = "--ema-warmup warms up a moving average's decay: with "
                   "phases it needs a phase's ema=DECAY",

@@ -292,7 +292,8 @@ bool phasePipeline(const PhaseSpec &ps, mlir::mpc::TrainPipelineOptions &p,
   if (ps.ema)
     p.ema = *ps.ema;
   // The phase's own warmup, else --ema-warmup's where it keeps an average.
-  if (!ps.emaWarmup.empty() && !ps.ema)
+  bool averages = ps.ema && *ps.ema != 0;
+  if (!ps.emaWarmup.empty() && !averages)
     return (error = "ema-warmup= warms up the phase's moving average: it "
                     "needs ema=DECAY",
             false);
@@ -303,7 +304,7 @@ bool phasePipeline(const PhaseSpec &ps, mlir::mpc::TrainPipelineOptions &p,
             false);
   if (!ps.emaWarmup.empty())
     p.emaWarmup = ps.emaWarmup;
-  else if (!ps.ema)
+  else if (!averages)
     p.emaWarmup.clear();
   return mlir::mpc::validate(p, error);
 }
