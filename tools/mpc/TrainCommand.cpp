@@ -184,8 +184,7 @@ static cl::opt<std::string> recipe(
     cl::desc("The phases as a JSON file: {\"phases\": [{\"loss\": ..., "
              "\"params\": ..., \"optimizer\": ..., \"lr\": ..., \"betas\": "
              "[b1, b2], \"ema\": ..., \"ema_warmup\": \"0.75\"}, ...], "
-             "\"loss_scaler\": \"shared\"} "
-             "(instead of --phase)"),
+             "\"loss_scaler\": \"shared\"} (instead of --phase)"),
     cl::value_desc("recipe.json"), cl::sub(trainCommand));
 static cl::opt<std::string> lossScaler(
     "loss-scaler",
@@ -442,8 +441,7 @@ int runTrain() {
     return reportError("--batch and --steps must be positive");
   if (resume && checkpoint.empty())
     return reportError("--resume needs --checkpoint DIR");
-  if (!emaOutput.empty() && pipeline.ema == 0 && phaseSpecs.empty() &&
-      recipe.empty())
+  if (!emaOutput.empty() && pipeline.ema == 0 && !phased)
     return reportError("--ema-output writes the weights' moving average: it "
                        "needs --ema DECAY");
   if (trainGemm != "auto" && trainGemm != "cublaslt" && trainGemm != "mpc")
@@ -485,7 +483,7 @@ int runTrain() {
   if (lossScaler != "per-phase" && lossScaler != "shared")
     return reportError("--loss-scaler must be per-phase or shared, got '" +
                        lossScaler + "'");
-  if (lossScaler.getNumOccurrences() && phaseSpecs.empty() && recipe.empty())
+  if (lossScaler.getNumOccurrences() && !phased)
     return reportError("--loss-scaler is for phases (--phase or --recipe)");
   if (phased) {
     std::string flag = evalFlags.enabled() ? "--eval-data"
