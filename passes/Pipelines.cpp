@@ -98,7 +98,8 @@ bool validate(const PrecisionOptions<Derived> &o, std::string &error) {
   return true;
 }
 
-bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error) {
+bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error,
+                    StringRef flag) {
   if (spec == "num-updates") {
     out.warmupNumUpdates = true;
     return true;
@@ -110,8 +111,9 @@ bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error) {
       !(power > 0 && power < 1e6) ||
       (parts.size() == 2 &&
        (parts[1].trim().getAsDouble(gamma) || !(gamma > 0 && gamma < 1e300)))) {
-    error = "--ema-warmup takes POWER[,GAMMA], both positive, such as 0.75 "
-            "(timm's warmup_power, warmup_gamma 1), or num-updates, got '" +
+    error = flag.str() +
+            " takes POWER[,GAMMA], both positive, such as 0.75 (timm's "
+            "warmup_power, warmup_gamma 1), or num-updates, got '" +
             spec.str() + "'";
     return false;
   }

@@ -176,8 +176,10 @@ bool parseLossScale(StringRef spec, StringRef precision, LossScaleSpec &out,
                     std::string &error);
 
 /// Parses --ema-warmup ("POWER[,GAMMA]" or "num-updates") into mpc-ema's
-/// options; false with a one-line `error`.
-bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error);
+/// options; false with a one-line `error` naming `flag` (a phase's key
+/// spells it `ema-warmup=`).
+bool parseEmaWarmup(StringRef spec, EmaOptions &out, std::string &error,
+                    StringRef flag = "--ema-warmup");
 
 /// Checks option values; false with a one-line `error`.
 template <typename Derived>

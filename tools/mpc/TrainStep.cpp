@@ -14,7 +14,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -299,9 +298,8 @@ bool phasePipeline(const PhaseSpec &ps, mlir::mpc::TrainPipelineOptions &p,
             false);
   mlir::mpc::EmaOptions parsed;
   if (!ps.emaWarmup.empty() &&
-      !mlir::mpc::parseEmaWarmup(ps.emaWarmup, parsed, error))
-    return (error = "ema-warmup=" + error.substr(strlen("--ema-warmup")),
-            false);
+      !mlir::mpc::parseEmaWarmup(ps.emaWarmup, parsed, error, "ema-warmup="))
+    return false;
   if (!ps.emaWarmup.empty())
     p.emaWarmup = ps.emaWarmup;
   else if (!averages)
