@@ -12,7 +12,8 @@ import subprocess
 # to the neighbouring fp16/bf16 number, so the bound is two ulps of the
 # computing type.
 RTOL = {"fp32": 1e-5, "fp16": 2 * 2.0 ** -10, "bf16": 2 * 2.0 ** -7}
-# No FMA contraction, as the CPU backend and nvcc (-fmad=false) compute.
+# No FMA contraction, as the CPU backend and nvcc (-fmad=false) compute
+# (the driver double's builds, test/codegen/FakeCudaHostBuild.cpp, too).
 # -O0 builds large generated files in half the time and computes the same
 # (SSE arithmetic, no contraction); -O1 runs the kernels faster. Kernels
 # neither throw nor unwind: without exception handling and unwind tables
