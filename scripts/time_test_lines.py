@@ -2,12 +2,14 @@
 """Where a lit test's time goes: runs each RUN line of the bash script lit
 writes for it (MPC_LIT_EXTERNAL=1 lit build/test/.../NAME.test leaves it
 at Output/NAME.test.script) and prints its CPU and wall seconds, slowest
-first. The environment is lit.cfg.py's; the emulated kernels' host-build
-cache and the kernel cache start empty, as in CI.
+first. The environment is the tests' (lit.cfg.py writes it to
+BUILD_DIR/test/lit-environment.json in that mode); the emulated kernels'
+host-build cache and the kernel cache start empty, as in CI.
 
 usage: time_test_lines.py BUILD_DIR SCRIPT [--top N]
 """
 import argparse
+import json
 import os
 import re
 import resource
@@ -23,14 +25,13 @@ ap.add_argument("--top", type=int, default=20)
 args = ap.parse_args()
 build = os.path.abspath(args.build)
 scratch = tempfile.mkdtemp(prefix="time-test-lines-")
-wheel = subprocess.run(
-    [sys.executable, "-c", "import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], 'cu13', 'bin'))"],
-    capture_output=True, text=True).stdout.strip()
-env = dict(os.environ)
-env["PATH"] = os.pathsep.join([f"{build}/bin", env["PATH"], "/usr/lib/llvm-19/bin", "/usr/local/cuda/bin", wheel])
-env.update(FILECHECK_OPTS="--enable-var-scope", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-           MPC_NUM_THREADS="1", XDG_CACHE_HOME=f"{scratch}/cache",
-           MPC_FAKE_CUDA_CACHE=f"{scratch}/fake-cuda-cache", MPC_TRACE_OPS=f"{scratch}/op-trace")
+saved = f"{build}/test/lit-environment.json"
+if not os.path.exists(saved):
+    sys.exit(f"time_test_lines.py: no {saved}: run the test with MPC_LIT_EXTERNAL=1 lit first")
+env = json.load(open(saved))
+env.update(XDG_CACHE_HOME=f"{scratch}/cache", MPC_FAKE_CUDA_CACHE=f"{scratch}/fake-cuda-cache",
+           MPC_FAKE_CUDA_BUILD_LOG=f"{scratch}/fake-cuda-cache.log",
+           MPC_TRACE_OPS=f"{scratch}/op-trace")
 os.makedirs(env["MPC_TRACE_OPS"])
 rows = []
 for line in open(args.script).read().split("\n"):

@@ -119,3 +119,9 @@ lib_dir = os.path.join(config.mpc_obj_root, "lib")
 fake_cuda = "env MPC_TUNING=off MPC_CUDA_DRIVER=" + os.path.join(lib_dir, "libmpc-fake-cuda.so") + " MPC_CUBLASLT=" + os.path.join(lib_dir, "libmpc-fake-cublaslt.so") + " MPC_CUDNN=" + os.path.join(lib_dir, "libmpc-fake-cudnn.so") + " MPC_NCCL=" + os.path.join(lib_dir, "libmpc-fake-nccl.so") + " MPC_FAKE_CUDA_SRC=" + config.mpc_src_root
 config.substitutions.append(("%racecheck", fake_cuda + " MPC_FAKE_CUDA_RACECHECK=1 LD_PRELOAD=" + os.path.realpath(tsan) + " " + tsan_options))
 config.substitutions.append(("%fake_cuda", fake_cuda))
+# What the tests' processes get, for scripts/time_test_lines.py to run a
+# test's lines in (with MPC_LIT_EXTERNAL=1, as it needs).
+if external:
+    import json as _json
+    with open(os.path.join(config.test_exec_root, "lit-environment.json"), "w") as _f:
+        _json.dump(config.environment, _f, indent=1, sort_keys=True)
