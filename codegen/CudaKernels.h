@@ -447,7 +447,8 @@ public:
   bool rmsNorm(Step &s, const std::string &name);
   bool normGrad(Step &s, const std::string &name);
   bool rotary(Step &s, const std::string &name);
-  bool cumSum(Step &s, const std::string &name);
+  bool cumulative(Step &s, const std::string &name);
+  bool cumProdGrad(Step &s, const std::string &name);
   bool pool(Step &s, const std::string &name);       // max, average
   bool dropout(Step &s, const std::string &name);
   /// The draw counter's expressions from a [step, rank] input at `slot`

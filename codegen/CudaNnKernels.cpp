@@ -277,29 +277,71 @@ bool Emitter::poolGrad(Step &s, const std::string &name) {
   return true;
 }
 
-/// CumSum: a thread per line along `axis`, summed in order as the CPU
-/// backend sums (floats in FP64, stored rounded; integers exactly), so
-/// both give the same values (Bloom's ALiBi positions are a cumsum of
-/// the attention mask).
-bool Emitter::cumSum(Step &s, const std::string &name) {
+/// CumSum and CumProd: a thread per line along `axis`, accumulated in
+/// order as the CPU backend does (floats in FP64, stored rounded;
+/// integers exactly, a product wrapping), so both give the same values
+/// (Bloom's ALiBi positions are a cumsum of the attention mask).
+bool Emitter::cumulative(Step &s, const std::string &name) {
   const ValueInfo &x = val(s.inputs[0]), &y = val(s.outputs[0]);
   int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
   AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
   bool exclusive = s.getInt("exclusive", 0), reverse = s.getInt("reverse", 0);
-  bool fl = isFloat(x.dtype);
+  bool fl = isFloat(x.dtype), prod = s.op == OpId::CumProd;
   std::string j = reverse ? "(" + std::to_string(sp.dim - 1) + "LL - j)" : "j";
   std::string step = "base + " + j + " * " + std::to_string(sp.inner) + "LL";
-  std::string read = fl ? "(double)ld(in0, i)" : "(i64)in0[i]";
+  std::string acc = fl ? "double" : prod ? "unsigned long long" : "i64";
+  std::string read = fl ? "(double)ld(in0, i)" : "(" + acc + ")in0[i]";
   std::string write = fl ? std::string("st(out0, i, (float)acc);")
                          : "out0[i] = (" + std::string(ctype(y.dtype)) + ")acc;";
-  cu << header(s, name, 256) << " {\n  i64 t = global_index();\n  if (t >= "
-     << sp.outer * sp.inner << "LL) return;\n  i64 base = (t / " << sp.inner
-     << "LL) * " << sp.dim * sp.inner << "LL + t % " << sp.inner << "LL;\n  "
-     << (fl ? "double" : "i64") << " acc = 0;\n  for (i64 j = 0; j < "
-     << sp.dim << "LL; ++j) {\n    i64 i = " << step << ";\n"
-     << (exclusive ? "    " + write + "\n    acc += " + read + ";\n"
-                   : "    acc += " + read + ";\n    " + write + "\n")
+  std::string add = prod ? "acc *= " + read + ";" : "acc += " + read + ";";
+  cu << header(s, name, 256)
+     << " {\n  i64 t = global_index();\n  if (t >= " << sp.outer * sp.inner
+     << "LL) return;\n  i64 base = (t / " << sp.inner << "LL) * "
+     << sp.dim * sp.inner << "LL + t % " << sp.inner << "LL;\n  " << acc
+     << " acc = " << (prod ? 1 : 0) << ";\n  for (i64 j = 0; j < " << sp.dim
+     << "LL; ++j) {\n    i64 i = " << step << ";\n"
+     << (exclusive ? "    " + write + "\n    " + add + "\n"
+                   : "    " + add + "\n    " + write + "\n")
      << "  }\n}\n\n";
+  launch1d(s, name, sp.outer * sp.inner);
+  return true;
+}
+
+/// mpc.cum_prod_grad, as the CPU backend computes it: a thread per line
+/// walks it from its end for r (FP64, each kept rounded in the output),
+/// then from its start multiplying by the exclusive product.
+bool Emitter::cumProdGrad(Step &s, const std::string &name) {
+  const ValueInfo &x = val(s.inputs[0]);
+  int64_t rank = x.shape.size(), axis = s.getInt("axis", 0);
+  AxisSplit sp = splitAt(x.shape, axis < 0 ? axis + rank : axis);
+  bool exclusive = s.getInt("exclusive", 0), reverse = s.getInt("reverse", 0);
+  std::string n = std::to_string(sp.dim) + "LL";
+  // Element k of the line in cum_prod's direction.
+  std::string at = "base + " +
+                   (reverse ? "(" + std::to_string(sp.dim - 1) + "LL - (K))"
+                            : std::string("(K)")) +
+                   " * " + std::to_string(sp.inner) + "LL";
+  auto elem = [&](const std::string &k) {
+    std::string e = at;
+    e.replace(e.find("K"), 1, k);
+    return e;
+  };
+  cu << header(s, name, 256)
+     << " {\n  i64 t = global_index();\n  if (t >= " << sp.outer * sp.inner
+     << "LL) return;\n  i64 base = (t / " << sp.inner << "LL) * "
+     << sp.dim * sp.inner << "LL + t % " << sp.inner << "LL;\n"
+     << "  double r = 0;\n  for (i64 k = " << n << " - 1; k >= 0; --k) {\n"
+     << "    double next = k + 1 < " << n << " ? (double)ld(in0, "
+     << elem("k + 1") << ") * r : 0.0;\n"
+     << (exclusive ? "    double own = k + 1 < " + n + " ? (double)ld(in1, " +
+                         elem("k + 1") + ") : 0.0;\n"
+                   : "    double own = (double)ld(in1, " + elem("k") + ");\n")
+     << "    r = own + next;\n    st(out0, " << elem("k")
+     << ", (float)r);\n  }\n  double e = 1;\n  for (i64 k = 0; k < " << n
+     << "; ++k) {\n    i64 i = " << elem("k")
+     << ";\n    double x = (double)ld(in0, i);\n"
+     << "    st(out0, i, (float)(e * (double)ld(out0, i)));\n    e *= x;\n  "
+        "}\n}\n\n";
   launch1d(s, name, sp.outer * sp.inner);
   return true;
 }
@@ -314,7 +356,9 @@ void registerNnEmitters(EmitterTable &t) {
   t.emit(OpId::AveragePool, &Emitter::pool);
   t.emit(OpId::MaxPoolGrad, &Emitter::poolGrad);
   t.emit(OpId::AveragePoolGrad, &Emitter::poolGrad);
-  t.emit(OpId::CumSum, &Emitter::cumSum);
+  t.emit(OpId::CumSum, &Emitter::cumulative);
+  t.emit(OpId::CumProd, &Emitter::cumulative);
+  t.emit(OpId::CumProdGrad, &Emitter::cumProdGrad);
 }
 
 } // namespace mlir::mpc::cuda

@@ -205,7 +205,10 @@ LogicalResult importDropout(NodeContext &c) {
                 {1, ratio ? 1 : 0, training ? 1 : 0, 0});
 }
 
-LogicalResult importCumSum(NodeContext &c) {
+constexpr char kCumSum[] = "mpc.cum_sum", kCumProd[] = "mpc.cum_prod";
+
+/// CumSum and CumProd (`op`: their mpc op).
+template <const char *op> LogicalResult importCumulative(NodeContext &c) {
   if (failed(c.requireInputs(2)))
     return failure();
   if (failed(c.checkAttrs({"exclusive", "reverse"})))
@@ -214,7 +217,7 @@ LogicalResult importCumSum(NodeContext &c) {
   if (failed(axis))
     return failure();
   return c.emit(
-      "mpc.cum_sum", {c.input(0)},
+      op, {c.input(0)},
       {c.named("axis", c.b.getI64IntegerAttr(axis->front())),
        c.named("exclusive", c.b.getBoolAttr(c.getInt("exclusive", 0))),
        c.named("reverse", c.b.getBoolAttr(c.getInt("reverse", 0)))});
@@ -506,7 +509,8 @@ const llvm::StringMap<NodeImportFn> &customOps() {
       {"RandomUniformLike", importRandom},
       {"RandomNormal", importRandom},
       {"RandomNormalLike", importRandom},
-      {"CumSum", importCumSum},
+      {"CumSum", importCumulative<kCumSum>},
+      {"CumProd", importCumulative<kCumProd>},
       {"Trilu", importTrilu},
       {"OneHot", importOneHot},
       {"TopK", importTopK},

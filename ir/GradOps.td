@@ -198,6 +198,31 @@ def Mpc_GeluGradOp
   let hasVerifier = 1;
 }
 
+def Mpc_CumProdGradOp
+    : Mpc_Op<"cum_prod_grad", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
+  let summary = "input gradient of mpc.cum_prod, exact where inputs are 0";
+  let description = [{
+    With e the exclusive product before element j along the line (in
+    cum_prod's direction) and the elements after it x_{j+1}, x_{j+2}...:
+    dx_j = e_j * r_j, where r_j = g_j + x_{j+1} * r_{j+1} (inclusive
+    cum_prod) or r_j = g_{j+1} + x_{j+1} * r_{j+1} (exclusive), walked
+    from the line's end: dx_j is the sum over the outputs y_i that
+    multiply x_j of g_i times the other factors of y_i, with no division
+    by x_j (torch's cumprod_backward divides where no input is 0). FP64
+    along the line, each result rounded once.
+
+    Example:
+    ```mlir
+    %dx = mpc.cum_prod_grad %x, %g {axis = 0 : i64, exclusive = false, reverse = false} : (tensor<5xf32>, tensor<5xf32>) -> tensor<5xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$x, Mpc_FloatTensor:$grad,
+                   I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                   DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Mpc_FloatTensor:$x_grad);
+}
+
 def Mpc_ReluGradOp
     : Mpc_Op<"relu_grad", [Pure, Mpc_InferByRule<"sameAsFirst">]> {
   let summary = "input gradient of relu, read from relu's result";

@@ -370,6 +370,24 @@ def Mpc_CumSumOp : Mpc_Op<"cum_sum", [Mpc_DenyReduction, Pure, Mpc_InferByRule<"
   let results = (outs Mpc_NumericTensor:$y);
 }
 
+def Mpc_CumProdOp : Mpc_Op<"cum_prod", [Mpc_DenyReduction, Pure, Mpc_InferByRule<"sameAsFirstAxis">]> {
+  let onnxName = "CumProd";
+  let summary = "cumulative product (ONNX CumProd, opset 26; the axis input becomes an attribute)";
+  let description = [{
+    Floats multiplied in FP64 along the line and each product rounded
+    once, as mpc.cum_sum sums (integers exactly, wrapping).
+
+    Example:
+    ```mlir
+    %y = mpc.cum_prod %x {axis = 1 : i64, exclusive = false, reverse = true} : (tensor<2x5xf32>) -> tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_NumericTensor:$x, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                   DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Mpc_NumericTensor:$y);
+}
+
 def Mpc_TriluOp : Mpc_Op<"trilu", [Mpc_Clear, Pure, Mpc_InferByRule<"sameAsFirst">]> {
   let onnxName = "Trilu";
   let summary = "upper/lower triangle (ONNX Trilu; k becomes an attribute)";

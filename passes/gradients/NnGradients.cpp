@@ -139,6 +139,16 @@ LogicalResult cumSumGrad(Context &c, CumSumOp cs) {
   return success();
 }
 
+/// A cumulative product's: mpc.cum_prod_grad, which needs no division by
+/// x (a 0 in the line, as masks have, stays exact).
+LogicalResult cumProdGrad(Context &c, CumProdOp cp) {
+  c.grads[0] = c.make<CumProdGradOp>(
+      {c.x(0), c.g}, {c.b.getNamedAttr("axis", cp.getAxisAttr()),
+                      c.b.getNamedAttr("exclusive", cp.getExclusiveAttr()),
+                      c.b.getNamedAttr("reverse", cp.getReverseAttr())});
+  return success();
+}
+
 /// Trilu keeps a triangle: g flows back through the same one.
 LogicalResult triluGrad(Context &c, TriluOp t) {
   c.grads[0] = c.make<TriluOp>(
@@ -484,6 +494,7 @@ void attachNnRules(MLIRContext *ctx) {
   attachRule<ReduceLogSumOp, logSumGrad>(ctx);
   attachRule<ReduceProdOp, prodGrad>(ctx);
   attachRule<CumSumOp, cumSumGrad>(ctx);
+  attachRule<CumProdOp, cumProdGrad>(ctx);
   attachRule<TriluOp, triluGrad>(ctx);
   attachRule<SoftmaxOp, softmaxGrad>(ctx);
   attachRule<LogSoftmaxOp, logSoftmaxGrad>(ctx);

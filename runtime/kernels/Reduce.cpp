@@ -220,7 +220,9 @@ void topKK(KernelContext &c) {
     }
 }
 
-void cumSumK(KernelContext &c) {
+/// CumSum and CumProd: floats accumulated in FP64 along each line, each
+/// result rounded once; integers exactly (wrapping, as two's complement).
+template <bool Prod> void cumulativeK(KernelContext &c) {
   const Tensor &x = c.in(0);
   Tensor &y = c.output(0);
   bool exclusive = c.step.getInt("exclusive", 0);
@@ -230,19 +232,53 @@ void cumSumK(KernelContext &c) {
   bool fl = isFloat(x.dtype());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t in = 0; in < inner; ++in) {
-      double accF = 0;
-      int64_t accI = 0;
+      double accF = Prod ? 1 : 0;
+      uint64_t accI = Prod ? 1 : 0;
       for (int64_t jj = 0; jj < dim; ++jj) {
         int64_t j = reverse ? dim - 1 - jj : jj;
         int64_t i = (o * dim + j) * inner + in;
         if (exclusive)
-          fl ? y.setFloat(i, (float)accF) : y.setInt(i, accI);
+          fl ? y.setFloat(i, (float)accF) : y.setInt(i, (int64_t)accI);
         if (fl)
-          accF += x.getFloat(i);
+          accF = Prod ? accF * x.getFloat(i) : accF + x.getFloat(i);
         else
-          accI += x.getInt(i);
+          accI = Prod ? accI * (uint64_t)x.getInt(i)
+                      : accI + (uint64_t)x.getInt(i);
         if (!exclusive)
-          fl ? y.setFloat(i, (float)accF) : y.setInt(i, accI);
+          fl ? y.setFloat(i, (float)accF) : y.setInt(i, (int64_t)accI);
+      }
+    }
+}
+
+/// mpc.cum_prod_grad (GradOps.td): dx_j = e_j * r_j, r walked from the
+/// line's end and e (the exclusive product) from its start, in FP64; each
+/// r kept rounded in dx between the walks (as the CUDA kernel keeps it).
+void cumProdGradK(KernelContext &c) {
+  const Tensor &x = c.in(0), &g = c.in(1);
+  Tensor &dx = c.output(0);
+  bool exclusive = c.step.getInt("exclusive", 0);
+  bool reverse = c.step.getInt("reverse", 0);
+  auto [outer, dim, inner] =
+      splitAt(x.shape(), normAxis(c.step.getInt("axis", 0), x.rank()));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      // Element k of the line in cum_prod's direction.
+      auto at = [&](int64_t k) {
+        return (o * dim + (reverse ? dim - 1 - k : k)) * inner + in;
+      };
+      double r = 0;
+      for (int64_t k = dim - 1; k >= 0; --k) {
+        double next = k + 1 < dim ? (double)x.getFloat(at(k + 1)) * r : 0;
+        double own = exclusive ? (k + 1 < dim ? g.getFloat(at(k + 1)) : 0)
+                               : g.getFloat(at(k));
+        r = own + next;
+        dx.setFloat(at(k), (float)r);
+      }
+      double e = 1;
+      for (int64_t k = 0; k < dim; ++k) {
+        double xk = x.getFloat(at(k));
+        dx.setFloat(at(k), (float)(e * (double)dx.getFloat(at(k))));
+        e *= xk;
       }
     }
 }
@@ -262,7 +298,9 @@ void registerReduceKernels(KernelTable &t) {
   t.add(OpId::ReduceLogSumExp, reduceK<Red::LogSumExp>);
   t.add(OpId::ArgMax, argK<true>);
   t.add(OpId::ArgMin, argK<false>);
-  t.add(OpId::CumSum, cumSumK);
+  t.add(OpId::CumSum, cumulativeK<false>);
+  t.add(OpId::CumProd, cumulativeK<true>);
+  t.add(OpId::CumProdGrad, cumProdGradK);
   t.add(OpId::TopK, topKK);
 }
 

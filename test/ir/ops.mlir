@@ -106,6 +106,10 @@ func.func @nn(%x: tensor<8x64x4x4xf32>, %c: tensor<64xf32>, %s: tensor<4x16x64xf
   %11 = mpc.trilu %logits {k = 1 : i64} : (tensor<8x10xf32>) -> tensor<8x10xf32>
   // CHECK: mpc.cum_sum {{.*}} {axis = 0 : i64}
   %12 = mpc.cum_sum %labels {axis = 0 : i64} : (tensor<8xi64>) -> tensor<8xi64>
+  // CHECK: mpc.cum_prod {{.*}} {axis = 1 : i64, exclusive = true}
+  %13 = mpc.cum_prod %logits {axis = 1 : i64, exclusive = true} : (tensor<8x10xf32>) -> tensor<8x10xf32>
+  // CHECK: mpc.cum_prod_grad {{.*}} {axis = 1 : i64, reverse = true} {{.*}} -> tensor<8x10xf32>
+  %14 = mpc.cum_prod_grad %logits, %13 {axis = 1 : i64, reverse = true} : (tensor<8x10xf32>, tensor<8x10xf32>) -> tensor<8x10xf32>
   return
 }
 

@@ -25,6 +25,8 @@ stride 2, with indices) -> Relu -> MaxUnpool at the indices -> viewed
 [4, 8, 4] -> Col2Im (2x2 blocks, overlapping, into 3x3) -> CenterCropPad
 (axes 2, 3 to 4 x 2) -> Flatten -> Gemm [16, 10]: SegNet's unpooling,
 torch's F.fold.
+cum_prod.onnx (opset 26): x [4, 6] @ W [6, 10] -> h; scores = exclusive
+CumProd(Sigmoid(h)) + reverse CumProd(1 + Tanh(h) / 2), along the classes.
 dcn.onnx (opset 19): DCNv2: x [4, 2, 6, 6], offsets [4, 18, 6, 6] from a
 3x3 Conv of x (weights x 0.3) and a mask from the Sigmoid of another,
 DeformConv 3x3 (4 filters, padded, a bias) -> Relu -> Flatten -> Gemm
@@ -182,3 +184,18 @@ save("dcn", [4, 2, 6, 6], [
 ], [weight("Wo", (18, 2, 3, 3), 0.3), weight("Wm", (9, 2, 3, 3)),
     weight("Wd", (4, 2, 3, 3)), weight("bd", (4,)),
     weight("W2", (144, 10), 0.1)], opset=19)
+
+# CumProd (opset 26): a survival chain (the chance of reaching step i,
+# exclusive) and a reverse product of gains in (0.5, 1.5).
+save("cum_prod", [4, 6], [
+    N("MatMul", ["x", "W"], ["h"]),
+    N("Sigmoid", ["h"], ["p"]),
+    N("CumProd", ["p", "axis"], ["reach"], exclusive=1),
+    N("Tanh", ["h"], ["t"]),
+    N("Mul", ["t", "half"], ["t2"]),
+    N("Add", ["t2", "one"], ["gain"]),
+    N("CumProd", ["gain", "axis"], ["gains"], reverse=1),
+    N("Add", ["reach", "gains"], ["scores"]),
+], [weight("W", (6, 10)), numpy_helper.from_array(np.array(1, np.int64), "axis"),
+    numpy_helper.from_array(np.float32(0.5), "half"),
+    numpy_helper.from_array(np.float32(1), "one")], opset=26)

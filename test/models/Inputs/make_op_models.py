@@ -1,11 +1,12 @@
 """Writes models for compare_ort.py to run against onnxruntime: CumSum
 (whose ONNX backend node tests are all double, which mpc does not
-support) in float32 and int64; ScatterND and ScatterElements with every
+support) and CumProd in float32 and int64; ScatterND and ScatterElements with every
 reduction, integer arithmetic and reductions, Tile, GatherND and OneHot,
 for their CUDA kernels; Einsum in the forms models write.
 
 usage: make_op_models.py OUT_DIR
 """
+import itertools
 import os
 import sys
 
@@ -14,23 +15,27 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 out = sys.argv[1]
-for elem, file in ((TensorProto.FLOAT, "cumsum"), (TensorProto.INT64, "cumsum_int64")):
+# CumProd (opset 26) likewise: 7 of its 9 node tests are double.
+for (op, opset), (elem, suffix) in itertools.product(
+        (("CumSum", 17), ("CumProd", 26)),
+        ((TensorProto.FLOAT, ""), (TensorProto.INT64, "_int64"))):
+    file = op.lower() + suffix
     nodes, outputs = [], []
     for axis in (0, 1, -1):
         for exclusive in (0, 1):
             for reverse in (0, 1):
-                name = f"cumsum_a{axis}_e{exclusive}_r{reverse}".replace("-", "m")
-                nodes.append(helper.make_node("CumSum", ["x", f"axis{axis}"],
+                name = f"{op.lower()}_a{axis}_e{exclusive}_r{reverse}".replace("-", "m")
+                nodes.append(helper.make_node(op, ["x", f"axis{axis}"],
                                               [name], exclusive=exclusive,
                                               reverse=reverse))
                 outputs.append(helper.make_tensor_value_info(name, elem, [4, 5]))
     inits = [numpy_helper.from_array(np.array(a, np.int64), f"axis{a}")
              for a in (0, 1, -1)]
-    graph = helper.make_graph(nodes, "cumsum",
+    graph = helper.make_graph(nodes, op.lower(),
                               [helper.make_tensor_value_info("x", elem, [4, 5])],
                               outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8 if opset <= 18 else 10
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, os.path.join(out, file + ".onnx"))
 
