@@ -317,14 +317,10 @@ bool Emitter::cumProdGrad(Step &s, const std::string &name) {
   bool exclusive = s.getInt("exclusive", 0), reverse = s.getInt("reverse", 0);
   std::string n = std::to_string(sp.dim) + "LL";
   // Element k of the line in cum_prod's direction.
-  std::string at = "base + " +
-                   (reverse ? "(" + std::to_string(sp.dim - 1) + "LL - (K))"
-                            : std::string("(K)")) +
-                   " * " + std::to_string(sp.inner) + "LL";
   auto elem = [&](const std::string &k) {
-    std::string e = at;
-    e.replace(e.find("K"), 1, k);
-    return e;
+    std::string along =
+        reverse ? std::to_string(sp.dim - 1) + "LL - (" + k + ")" : k;
+    return "base + (" + along + ") * " + std::to_string(sp.inner) + "LL";
   };
   cu << header(s, name, 256)
      << " {\n  i64 t = global_index();\n  if (t >= " << sp.outer * sp.inner

@@ -208,8 +208,9 @@ def Mpc_CumProdGradOp
     cum_prod) or r_j = g_{j+1} + x_{j+1} * r_{j+1} (exclusive), walked
     from the line's end: dx_j is the sum over the outputs y_i that
     multiply x_j of g_i times the other factors of y_i, with no division
-    by x_j (torch's cumprod_backward divides where no input is 0). FP64
-    along the line, each result rounded once.
+    by x_j (torch's cumprod_backward divides where no input is 0). Both
+    walks in FP64; r_j is kept, rounded, in dx_j between them (the CPU
+    and CUDA kernels alike).
 
     Example:
     ```mlir
