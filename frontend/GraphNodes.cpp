@@ -3,7 +3,8 @@
 // Imports a graph's nodes in topological order: each node's opset against
 // the first version mpc implements, If inlined where its condition is a
 // constant, and the op's importer (NodeImporters.cpp and its siblings) run
-// on the node's resolved inputs.
+// on the node's resolved inputs, inlining the graph attributes it applies
+// (FlexAttention's score_mod and prob_mod) with their inputs bound.
 //
 //===----------------------------------------------------------------------===//
 
@@ -114,6 +115,14 @@ LogicalResult ModelImporter::importNodes(
       return it == values.end() ? Value() : it->second;
     };
     nc.sequences = &sequences;
+    nc.inlineGraph = [&](const onnx::AttributeProto &attr,
+                         ArrayRef<Value> args) {
+      auto outer = [&](StringRef name) -> Value {
+        auto it = values.find(name);
+        return it != values.end() ? it->second : resolveOuter(name);
+      };
+      return inlineGraph(attr.g(), args, prefix + attr.name() + ": ", outer);
+    };
     if (mlir::failed(fn(nc)) || nc.failed())
       return fail(prefix + (nc.error.empty() ? "import failed" : nc.error));
     if (node.op_type() == "Gather" && !nc.outputs.empty())
@@ -145,31 +154,79 @@ LogicalResult ModelImporter::inlineIf(
                          "shapes are bound (mpc imports If by inlining the "
                          "branch it takes)");
   bool taken = *value.getValues<bool>().begin();
+  StringRef which = taken ? "then_branch" : "else_branch";
   const onnx::GraphProto *branch = nullptr;
   for (const auto &attr : node.attribute())
-    if (attr.name() == (taken ? "then_branch" : "else_branch") && attr.has_g())
+    if (attr.name() == which && attr.has_g())
       branch = &attr.g();
   if (!branch)
-    return fail(prefix + "has no " + (taken ? "then_branch" : "else_branch"));
-  if (branch->initializer_size() || branch->input_size())
-    return fail(prefix + "a branch with initializers or inputs is not "
-                         "supported");
+    return fail(prefix + "has no " + which);
   if (branch->output_size() != node.output_size())
     return fail(prefix + "the branch has " + Twine(branch->output_size()) +
                 " outputs, the node " + Twine(node.output_size()));
-  llvm::StringMap<Value> inner;
-  if (failed(importNodes(*branch, inner, outer)))
+  auto outs = inlineGraph(*branch, {}, prefix + which.str() + ": ", outer);
+  if (failed(outs))
     return failure();
-  for (auto [i, out] : llvm::enumerate(branch->output())) {
+  for (auto [i, v] : llvm::enumerate(*outs))
+    if (!node.output(i).empty())
+      values[node.output(i)] = v;
+  return success();
+}
+
+FailureOr<SmallVector<Value>>
+ModelImporter::inlineGraph(const onnx::GraphProto &graph, ArrayRef<Value> args,
+                           const std::string &where,
+                           llvm::function_ref<Value(StringRef)> outer) {
+  auto failHere = [&](const Twine &message) {
+    (void)fail(where + message);
+    return failure();
+  };
+  if (graph.input_size() != (int)args.size())
+    return failHere("the graph takes " + Twine(graph.input_size()) +
+                    " inputs, the op gives it " + Twine(args.size()));
+  llvm::StringMap<Value> inner;
+  for (auto [info, arg] : llvm::zip(graph.input(), args)) {
+    auto type = llvm::cast<RankedTensorType>(arg.getType());
+    const auto &declared = info.type().tensor_type();
+    Type element = elementTypeOf(declared.elem_type(), &ctx);
+    bool rankOk =
+        !declared.has_shape() || declared.shape().dim_size() == type.getRank();
+    for (int d = 0; rankOk && declared.has_shape() && d < type.getRank(); ++d)
+      rankOk = !declared.shape().dim(d).has_dim_value() ||
+               declared.shape().dim(d).dim_value() == type.getDimSize(d);
+    if ((declared.elem_type() && element != type.getElementType()) || !rankOk) {
+      std::string given;
+      llvm::raw_string_ostream(given) << type;
+      return failHere("input '" + info.name() + "' is declared " +
+                      dataTypeName(declared.elem_type()) + " of rank " +
+                      Twine(declared.shape().dim_size()) +
+                      " and does not fit the " + given + " the op gives it");
+    }
+    inner[info.name()] = arg;
+  }
+  for (const auto &init : graph.initializer()) {
+    std::string err;
+    auto value = readTensor(init, &ctx, modelDir, err);
+    if (failed(value))
+      return failHere("initializer '" + init.name() + "': " + err);
+    inner[init.name()] =
+        b.create<mpc::ConstantOp>(NameLoc::get(b.getStringAttr(init.name())),
+                                  *value)
+            .getResult();
+  }
+  if (failed(importNodes(graph, inner, outer))) {
+    error = where + error; // the subgraph node's own line, placed
+    return failure();
+  }
+  SmallVector<Value> outs;
+  for (const auto &out : graph.output()) {
     auto it = inner.find(out.name());
     Value v = it != inner.end() ? it->second : outer(out.name());
     if (!v)
-      return fail(prefix + "branch output '" + out.name() +
-                  "' is not computed");
-    if (!node.output(i).empty())
-      values[node.output(i)] = v;
+      return failHere("output '" + out.name() + "' is not computed");
+    outs.push_back(v);
   }
-  return success();
+  return outs;
 }
 
 } // namespace mlir::mpc::importer

@@ -123,6 +123,11 @@ mlir::LogicalResult importRoiAlign(NodeContext &c);
 /// CausalConvWithState as a concat and a depthwise Conv
 /// (RecurrentImporters.cpp).
 mlir::LogicalResult importCausalConvWithState(NodeContext &c);
+/// Attention (opset 23) and FlexAttention (ai.onnx.preview 1) as their
+/// definitions' scores, mask or modifiers, softmax and product with V
+/// (AttentionImporters.cpp).
+mlir::LogicalResult importAttention(NodeContext &c);
+mlir::LogicalResult importFlexAttention(NodeContext &c);
 
 /// torch.export's graph signature as torch.onnx.export records it
 /// (TorchExportSignature.cpp): what each initializer is to the torch module.
@@ -229,6 +234,12 @@ public:
   const std::string &modelDir;
   /// The value of a tensor name in the current graph, or null.
   std::function<mlir::Value(llvm::StringRef)> lookup;
+  /// Imports the graph attribute `attr` in place, its inputs bound to
+  /// `args` (FlexAttention's score_mod): its outputs, or failure with the
+  /// error naming the attribute and the subgraph's node.
+  std::function<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(
+      const onnx::AttributeProto &attr, llvm::ArrayRef<mlir::Value> args)>
+      inlineGraph;
   /// The graph's sequences by name, each the list of its parts
   /// (SequenceImporters.cpp).
   llvm::StringMap<llvm::SmallVector<mlir::Value>> *sequences = nullptr;

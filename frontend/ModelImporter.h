@@ -65,6 +65,14 @@ private:
   LogicalResult inlineIf(const onnx::NodeProto &node, const std::string &prefix,
                          llvm::StringMap<Value> &values,
                          llvm::function_ref<Value(StringRef)> resolveOuter);
+  /// Imports `graph` in place: its inputs bound to `args` (checked against
+  /// their declared element types and ranks), its initializers as
+  /// constants, names it does not define read through `outer`. Its
+  /// outputs, or failure with the error prefixed by `where`.
+  FailureOr<SmallVector<Value>>
+  inlineGraph(const onnx::GraphProto &graph, ArrayRef<Value> args,
+              const std::string &where,
+              llvm::function_ref<Value(StringRef)> outer);
   LogicalResult checkDeclaredOutput(const onnx::ValueInfoProto &out,
                                     Type computed);
   /// `base`, or base_1, base_2...: a function name no parameter (named

@@ -550,6 +550,7 @@ std::vector<std::pair<std::string, std::string>> supportedOps() {
   listTrainingOps(training);
   for (const std::string &op : training)
     ops.emplace_back("ai.onnx.preview.training", op);
+  ops.emplace_back("ai.onnx.preview", "FlexAttention");
   llvm::sort(ops);
   return ops;
 }
@@ -557,6 +558,8 @@ std::vector<std::pair<std::string, std::string>> supportedOps() {
 NodeImportFn lookupNodeImporter(StringRef domain, StringRef opType) {
   if (domain == "ai.onnx.preview.training")
     return lookupTrainingImporter(opType);
+  if (domain == "ai.onnx.preview")
+    return opType == "FlexAttention" ? importFlexAttention : nullptr;
   if (!domain.empty())
     return nullptr;
   if (NodeImportFn simple = lookupSimpleImporter(opType))

@@ -30,6 +30,7 @@ namespace {
 constexpr int64_t kMinOpset = 1, kMaxOpset = 28;
 
 constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
+constexpr const char *kPreviewDomain = "ai.onnx.preview"; // FlexAttention
 
 } // namespace
 
@@ -48,10 +49,12 @@ LogicalResult ModelImporter::readOpsets() {
     return fail("unsupported opset " + Twine(it->second) +
                 " of domain 'ai.onnx' (mpc supports " + Twine(kMinOpset) +
                 " to " + Twine(kMaxOpset) + ")");
-  auto training = opsets.find(kTrainingDomain);
-  if (training != opsets.end() && training->second != 1)
-    return fail("unsupported opset " + Twine(training->second) +
-                " of domain '" + kTrainingDomain + "' (mpc supports 1)");
+  for (const char *preview : {kTrainingDomain, kPreviewDomain}) {
+    auto it = opsets.find(preview);
+    if (it != opsets.end() && it->second != 1)
+      return fail("unsupported opset " + Twine(it->second) + " of domain '" +
+                  preview + "' (mpc supports 1)");
+  }
   return success();
 }
 

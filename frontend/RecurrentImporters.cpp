@@ -149,7 +149,7 @@ DirectionResult unroll(Composer &m, const Recurrence &r, Value x, int64_t d,
       return direction(m, r.batchFirst ? m.transpose(v, {1, 0, 2}) : v, d);
     int64_t batch = typeOf(x).getDimSize(1);
     if (ShapedType::isDynamic(batch)) {
-      c.fail("without initial_h and initial_c the batch must be static "
+      (void)c.fail("without initial_h and initial_c the batch must be static "
              "(bind it with --batch)");
       return {};
     }

@@ -21,7 +21,7 @@ Value swish(Composer &m, Value x, float alpha) {
     return {};
   Type type = llvm::cast<RankedTensorType>(x.getType()).getElementType();
   if (!llvm::isa<FloatType>(type)) {
-    m.c.fail("input must be a float tensor");
+    (void)m.c.fail("input must be a float tensor");
     return {};
   }
   Value gate = alpha == 1.0f ? x : m.bin("mpc.mul", x, m.scalar(type, alpha));
