@@ -157,6 +157,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"Col2Im", importCol2Im},
       {"MaxUnpool", importMaxUnpool},
       {"CenterCropPad", importCenterCropPad},
+      {"TensorScatter", importTensorScatter},
       {"DeformConv", importDeformConv},
       {"RoiAlign", importRoiAlign},
       {"CausalConvWithState", importCausalConvWithState},

@@ -25,7 +25,8 @@ namespace {
 /// broadcasting arrived in 7 (8 for the variadic ops), Cast's `to` became an
 /// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4,
 /// Upsample's scales an attribute in 7; Attention, RMSNormalization and
-/// RotaryEmbedding arrived in 23, Swish in 24, CumProd in 26, SwiGLU in 28.
+/// RotaryEmbedding arrived in 23, Swish and TensorScatter in 24, CumProd in
+/// 26, SwiGLU in 28.
 int64_t minOpsetOf(llvm::StringRef op) {
   return llvm::StringSwitch<int64_t>(op)
       .Cases("Add", "Sub", "Mul", "Div", "Pow", "PRelu", 7)
@@ -38,7 +39,7 @@ int64_t minOpsetOf(llvm::StringRef op) {
       .Case("Upsample", 7) // scales as an attribute, not width/height_scale
       .Cases("SplitToSequence", "SequenceAt", 11)
       .Cases("Attention", "RMSNormalization", "RotaryEmbedding", 23)
-      .Case("Swish", 24)
+      .Cases("Swish", "TensorScatter", 24)
       .Case("CumProd", 26)
       .Case("SwiGLU", 28)
       .Default(1);

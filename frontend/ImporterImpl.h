@@ -50,8 +50,8 @@ void listTrainingOps(std::vector<std::string> &ops);
 /// (CompositeImporters.cpp): Attention, RMSNormalization, RotaryEmbedding,
 /// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
 /// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid,
-/// Col2Im, MaxUnpool, CenterCropPad, DeformConv, CausalConvWithState,
-/// RoiAlign.
+/// Col2Im, MaxUnpool, CenterCropPad, TensorScatter, DeformConv,
+/// CausalConvWithState, RoiAlign.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -110,11 +110,13 @@ mlir::LogicalResult importReverseSequence(NodeContext &c);
 /// of its base grid (GridSampleImporter.cpp).
 mlir::LogicalResult importGridSample(NodeContext &c);
 mlir::LogicalResult importAffineGrid(NodeContext &c);
-/// Col2Im, MaxUnpool and CenterCropPad: values placed into another shape
+/// Col2Im, MaxUnpool, CenterCropPad and TensorScatter: values placed into
+/// another shape
 /// (PlacementImporters.cpp).
 mlir::LogicalResult importCol2Im(NodeContext &c);
 mlir::LogicalResult importMaxUnpool(NodeContext &c);
 mlir::LogicalResult importCenterCropPad(NodeContext &c);
+mlir::LogicalResult importTensorScatter(NodeContext &c);
 /// DeformConv as bilinear gathers at its offsets and a batched MatMul
 /// (DeformConvImporter.cpp).
 mlir::LogicalResult importDeformConv(NodeContext &c);

@@ -1,4 +1,4 @@
-//===- PlacementImporters.cpp - Col2Im, MaxUnpool, CenterCropPad ----------===//
+//===- PlacementImporters.cpp - Col2Im, MaxUnpool, CenterCropPad... -------===//
 //
 // Ops that place their input's values into a tensor of another shape,
 // imported as the mpc ops that do so (so autodiff, the precision passes
@@ -12,6 +12,8 @@
 //   positions MaxPool's indices name, in zeros of the inferred shape,
 //   padded at the end to output_shape (onnx's reference).
 // - CenterCropPad: a centred slice or zero padding per axis.
+// - TensorScatter (a KV cache's update): the update's rows gathered to the
+//   cache positions they are written to, past_cache kept elsewhere.
 //
 //===----------------------------------------------------------------------===//
 
@@ -250,6 +252,77 @@ LogicalResult importCenterCropPad(NodeContext &c) {
     y = m.op("mpc.pad", {y, zero},
              {c.named("pads", c.b.getDenseI64ArrayAttr(padding))});
   }
+  if (c.failed())
+    return failure();
+  return c.setOutputs({y});
+}
+
+} // namespace mlir::mpc::importer
+
+namespace mlir::mpc::importer {
+
+// TensorScatter (opset 24, a KV cache update): cache position j of batch b
+// takes update row s = j - write_indices[b] (mod the cache length in
+// circular mode) where 0 <= s < the update's length, and keeps past_cache
+// elsewhere: one gather_elements of the update and a where(), so the
+// gradient reaches both (what was overwritten gets none).
+LogicalResult importTensorScatter(NodeContext &c) {
+  if (failed(c.requireInputs(2)) || failed(c.checkAttrs({"axis", "mode"})))
+    return failure();
+  std::string mode = c.getString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    return c.fail("mode '" + mode + "' is not linear or circular");
+  Value past = c.input(0), update = c.input(1), writes = c.input(2);
+  auto cache = typeOf(past), upd = typeOf(update);
+  int64_t rank = cache.getRank(), axis = c.getInt("axis", -2);
+  if (axis < -rank || axis >= rank)
+    return c.fail("axis " + Twine(axis) + " is out of range for rank " +
+                  Twine(rank));
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis == 0)
+    return c.fail("axis 0 is the batch; the sequence axis must come after it");
+  if (!cache.hasStaticShape() || !upd.hasStaticShape())
+    return c.fail("past_cache and update need static shapes (bind the "
+                  "batch)");
+  if (upd.getRank() != rank)
+    return c.fail("update must have past_cache's rank " + Twine(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    if (d == axis ? upd.getDimSize(d) > cache.getDimSize(d)
+                  : upd.getDimSize(d) != cache.getDimSize(d))
+      return c.fail("update's shape must be past_cache's, at most as long "
+                    "along axis " +
+                    Twine(axis));
+  int64_t batch = cache.getDimSize(0), length = cache.getDimSize(axis),
+          rows = upd.getDimSize(axis);
+  Composer m{c};
+  SmallVector<int64_t> positions;
+  for (int64_t j = 0; j < length; ++j)
+    positions.push_back(j);
+  // s for each (batch, cache position): [batch, length].
+  Value start = writes ? m.reshape(m.cast(writes, c.b.getI64Type()), {-1, 1})
+                       : m.i64s(SmallVector<int64_t>(batch, 0), {batch, 1});
+  Value s = m.bin("mpc.sub", m.i64s(positions, {1, length}), start);
+  Value rowsC = m.i64s({rows}, {});
+  Value inside;
+  if (mode == "circular") {
+    s = m.op("mpc.mod", {s, m.i64s({length}, {})},
+             {c.named("fmod", c.b.getBoolAttr(false))});
+    inside = m.bin("mpc.less", s, rowsC);
+  } else {
+    inside = m.bin("mpc.and", m.bin("mpc.less_or_equal", m.i64s({0}, {}), s),
+                   m.bin("mpc.less", s, rowsC));
+  }
+  s = m.where(inside, s, m.i64s({0}, {}));
+  // Both as [batch, 1..., length at axis, 1...], the indices expanded to
+  // the cache's shape for gather_elements.
+  SmallVector<int64_t> view(rank, 1);
+  view[0] = batch;
+  view[axis] = length;
+  Value index =
+      m.op("mpc.expand", {m.reshape(s, view), m.i64s(cache.getShape())});
+  Value taken = m.op("mpc.gather_elements", {update, index},
+                     {c.named("axis", c.b.getI64IntegerAttr(axis))});
+  Value y = m.where(m.reshape(inside, view), taken, past);
   if (c.failed())
     return failure();
   return c.setOutputs({y});

@@ -2,7 +2,7 @@
 (whose ONNX backend node tests are all double, which mpc does not
 support) and CumProd in float32 and int64; ScatterND and ScatterElements with every
 reduction, integer arithmetic and reductions, Tile, GatherND and OneHot,
-for their CUDA kernels; Einsum in the forms models write.
+for their CUDA kernels; Einsum in the forms models write; TensorScatter.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -244,3 +244,31 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "einsum_attention.onnx"))
+
+# TensorScatter (opset 24, a KV cache's update): linear from per-batch
+# positions, circular wrapping past the cache's end, no write_indices (all
+# at 0), and a 3-D cache along axis 1.
+F = TensorProto.FLOAT
+nodes = [helper.make_node("TensorScatter", ["cache", "update", "at"], ["linear"]),
+         helper.make_node("TensorScatter", ["cache", "update", "wrap"],
+                          ["circular"], mode="circular"),
+         helper.make_node("TensorScatter", ["cache", "one"], ["at_zero"]),
+         helper.make_node("TensorScatter", ["cache3", "update3", "at"],
+                          ["axis1"], axis=1)]
+graph = helper.make_graph(
+    nodes, "tensorscatter",
+    [helper.make_tensor_value_info("cache", F, [2, 3, 6, 4]),
+     helper.make_tensor_value_info("update", F, [2, 3, 3, 4]),
+     helper.make_tensor_value_info("one", F, [2, 3, 1, 4]),
+     helper.make_tensor_value_info("cache3", F, [2, 5, 4]),
+     helper.make_tensor_value_info("update3", F, [2, 2, 4])],
+    [helper.make_tensor_value_info("linear", F, [2, 3, 6, 4]),
+     helper.make_tensor_value_info("circular", F, [2, 3, 6, 4]),
+     helper.make_tensor_value_info("at_zero", F, [2, 3, 6, 4]),
+     helper.make_tensor_value_info("axis1", F, [2, 5, 4])],
+    [numpy_helper.from_array(np.array([1, 3], np.int64), "at"),
+     numpy_helper.from_array(np.array([5, 2], np.int64), "wrap")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+model.ir_version = 10
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "tensorscatter.onnx"))

@@ -1,6 +1,6 @@
 """Finite-difference cases of the ops mpc imports as their ONNX definitions
 (frontend/NormImporters.cpp, SelectionImporters.cpp, GridSampleImporter.cpp,
-PlacementImporters.cpp, DeformConvImporter.cpp, RoiAlignImporter.cpp) and
+PlacementImporters.cpp (TensorScatter too), DeformConvImporter.cpp, RoiAlignImporter.cpp) and
 of 1-D and 3-D pools (mpc-window1d-as-2d, mpc-pool3d-as-2d), for fd_check.py, whose helpers
 composed_cases takes.
 """
@@ -35,6 +35,11 @@ def composed_cases(case, mk, n2, kinked, rng2):
               "O": (_whole + _rng3.uniform(0.15, 0.85, _whole.shape)).astype(np.float32),
               "B": _rng3.standard_normal(3).astype(np.float32),
               "M": _rng3.uniform(0.2, 1.0, (1, 8, 5, 5)).astype(np.float32)}
+
+    # TensorScatter's caches and updates (their own generator too).
+    _rng4 = np.random.default_rng(3)
+    CACHE = {"Pc": _rng4.standard_normal((2, 2, 5, 3)).astype(np.float32),
+             "Up": _rng4.standard_normal((2, 2, 3, 3)).astype(np.float32)}
 
     ROIS = {"Ro": np.array([[0.3, 1.1, 9.7, 8.2], [2.2, 0.4, 5.9, 4.6],
                             [-3.1, 6.5, 15.2, 13.9]], np.float32),
@@ -156,4 +161,16 @@ def composed_cases(case, mk, n2, kinked, rng2):
         case("conv_transpose_1d_w", [mk("ConvTranspose", ["X", "W"], ["Y"],
                                         strides=[3], pads=[1, 1])], n2(3, 2, 4),
              x=n2(2, 3, 5), fd32=True),
+        # TensorScatter (PlacementImporters.cpp), a KV cache's update: the
+        # update's gradient where its rows land (linear, from per-batch
+        # positions), the past cache's where nothing overwrote it (circular,
+        # wrapping past the end).
+        case("tensor_scatter_update", [mk("TensorScatter", ["Pc", "W", "Wi"],
+                                          ["Y"])], CACHE["Up"],
+             extra={"Pc": CACHE["Pc"], "Wi": np.array([0, 2], np.int64)},
+             opset=24),
+        case("tensor_scatter_past", [mk("TensorScatter", ["W", "Up", "Wi"],
+                                        ["Y"], mode="circular")], CACHE["Pc"],
+             extra={"Up": CACHE["Up"], "Wi": np.array([3, 1], np.int64)},
+             opset=24),
     ]
