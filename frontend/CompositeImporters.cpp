@@ -161,6 +161,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"DeformConv", importDeformConv},
       {"RoiAlign", importRoiAlign},
       {"CausalConvWithState", importCausalConvWithState},
+      {"LinearAttention", importLinearAttention},
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},
       {"Swish", importSwish},

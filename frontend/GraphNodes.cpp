@@ -26,7 +26,7 @@ namespace {
 /// enum in 6, Reshape's shape an input in 5, Concat's axis required in 4,
 /// Upsample's scales an attribute in 7; Attention, RMSNormalization and
 /// RotaryEmbedding arrived in 23, Swish and TensorScatter in 24, CumProd in
-/// 26, SwiGLU in 28.
+/// 26, LinearAttention in 27, SwiGLU in 28.
 int64_t minOpsetOf(llvm::StringRef op) {
   return llvm::StringSwitch<int64_t>(op)
       .Cases("Add", "Sub", "Mul", "Div", "Pow", "PRelu", 7)
@@ -41,6 +41,7 @@ int64_t minOpsetOf(llvm::StringRef op) {
       .Cases("Attention", "RMSNormalization", "RotaryEmbedding", 23)
       .Cases("Swish", "TensorScatter", 24)
       .Case("CumProd", 26)
+      .Case("LinearAttention", 27)
       .Case("SwiGLU", 28)
       .Default(1);
 }

@@ -27,6 +27,8 @@ stride 2, with indices) -> Relu -> MaxUnpool at the indices -> viewed
 torch's F.fold.
 cum_prod.onnx (opset 26): x [4, 6] @ W [6, 10] -> h; scores = exclusive
 CumProd(Sigmoid(h)) + reverse CumProd(1 + Tanh(h) / 2), along the classes.
+linear_attention.onnx (opset 27): Gated DeltaNet's recurrence over 3
+tokens, 2 heads, its decays and betas from x (LinearAttentionImporter.cpp).
 dcn.onnx (opset 19): DCNv2: x [4, 2, 6, 6], offsets [4, 18, 6, 6] from a
 3x3 Conv of x (weights x 0.3) and a mask from the Sigmoid of another,
 DeformConv 3x3 (4 filters, padded, a bias) -> Relu -> Flatten -> Gemm
@@ -199,3 +201,26 @@ save("cum_prod", [4, 6], [
 ], [weight("W", (6, 10)), numpy_helper.from_array(np.array(1, np.int64), "axis"),
     numpy_helper.from_array(np.float32(0.5), "half"),
     numpy_helper.from_array(np.float32(1), "one")], opset=26)
+
+# LinearAttention (opset 27, Gated DeltaNet's rule, its recurrence
+# unrolled): q, k, v [4, 3 tokens, 2 heads of 2] from x, per-head decays
+# -softplus and betas sigmoid of projections of x, the output through a
+# Gemm to the classes.
+save("linear_attention", [4, 6], [
+    N("MatMul", ["x", "Wq"], ["q2"]), N("Reshape", ["q2", "qkv"], ["q"]),
+    N("MatMul", ["x", "Wk"], ["k2"]), N("Reshape", ["k2", "qkv"], ["k"]),
+    N("MatMul", ["x", "Wv"], ["v2"]), N("Reshape", ["v2", "qkv"], ["v"]),
+    N("MatMul", ["x", "Wg"], ["g2"]), N("Reshape", ["g2", "per_head"], ["g3"]),
+    N("Softplus", ["g3"], ["sp"]), N("Neg", ["sp"], ["g"]),
+    N("MatMul", ["x", "Wb"], ["b2"]), N("Reshape", ["b2", "one_beta"], ["b3"]),
+    N("Sigmoid", ["b3"], ["b"]),
+    N("LinearAttention", ["q", "k", "v", "", "g", "b"], ["y", "state"],
+      q_num_heads=2, kv_num_heads=2),
+    N("Reshape", ["y", "flat"], ["yf"]),
+    N("MatMul", ["yf", "Wo"], ["scores"]),
+], [weight("Wq", (6, 12)), weight("Wk", (6, 12)), weight("Wv", (6, 12)),
+    weight("Wg", (6, 6)), weight("Wb", (6, 3)), weight("Wo", (12, 10)),
+    numpy_helper.from_array(np.array([4, 3, 4], np.int64), "qkv"),
+    numpy_helper.from_array(np.array([4, 3, 2], np.int64), "per_head"),
+    numpy_helper.from_array(np.array([4, 3, 1], np.int64), "one_beta"),
+    numpy_helper.from_array(np.array([4, 12], np.int64), "flat")], opset=27)

@@ -2,7 +2,8 @@
 (whose ONNX backend node tests are all double, which mpc does not
 support) and CumProd in float32 and int64; ScatterND and ScatterElements with every
 reduction, integer arithmetic and reductions, Tile, GatherND and OneHot,
-for their CUDA kernels; Einsum in the forms models write; TensorScatter.
+for their CUDA kernels; Einsum in the forms models write; TensorScatter and
+LinearAttention.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -272,3 +273,28 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
 model.ir_version = 10
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "tensorscatter.onnx"))
+
+# LinearAttention (opset 27, its recurrence unrolled): the linear rule with
+# two q heads per kv head, and gated_delta from a past state with per-head
+# decays and one beta for all heads, over 3 tokens.
+nodes = [helper.make_node("LinearAttention", ["q", "k", "v"], ["linear", "linear_state"],
+                          q_num_heads=4, kv_num_heads=2, update_rule="linear"),
+         helper.make_node("LinearAttention", ["k", "k", "v", "state", "g", "b"],
+                          ["gated_delta", "gated_delta_state"], q_num_heads=2,
+                          kv_num_heads=2, scale=0.5)]
+graph = helper.make_graph(
+    nodes, "linear_attention",
+    [helper.make_tensor_value_info("q", F, [2, 3, 16]),
+     helper.make_tensor_value_info("k", F, [2, 3, 8]),
+     helper.make_tensor_value_info("v", F, [2, 3, 6]),
+     helper.make_tensor_value_info("state", F, [2, 2, 4, 3]),
+     helper.make_tensor_value_info("g", F, [2, 3, 2]),
+     helper.make_tensor_value_info("b", F, [2, 3, 1])],
+    [helper.make_tensor_value_info("linear", F, [2, 3, 12]),
+     helper.make_tensor_value_info("linear_state", F, [2, 2, 4, 3]),
+     helper.make_tensor_value_info("gated_delta", F, [2, 3, 6]),
+     helper.make_tensor_value_info("gated_delta_state", F, [2, 2, 4, 3])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 27)])
+model.ir_version = 10
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "linear_attention.onnx"))

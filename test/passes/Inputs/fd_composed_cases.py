@@ -41,6 +41,17 @@ def composed_cases(case, mk, n2, kinked, rng2):
     CACHE = {"Pc": _rng4.standard_normal((2, 2, 5, 3)).astype(np.float32),
              "Up": _rng4.standard_normal((2, 2, 3, 3)).astype(np.float32)}
 
+    # LinearAttention's operands: B 1, T 3, two q heads over one kv head of
+    # size 4 (value heads of 3) or two of each, decays exp(g) in (0.5, 0.9),
+    # betas in (0.2, 0.8).
+    _rng5 = np.random.default_rng(4)
+    LIN = {"Q": _rng5.standard_normal((1, 3, 8)).astype(np.float32),
+           "K": (0.5 * _rng5.standard_normal((1, 3, 8))).astype(np.float32),
+           "V": _rng5.standard_normal((1, 3, 6)).astype(np.float32),
+           "G": np.log(_rng5.uniform(0.5, 0.9, (1, 3, 8))).astype(np.float32),
+           "Be": _rng5.uniform(0.2, 0.8, (1, 3, 2)).astype(np.float32),
+           "S0": _rng5.standard_normal((1, 2, 4, 3)).astype(np.float32)}
+
     ROIS = {"Ro": np.array([[0.3, 1.1, 9.7, 8.2], [2.2, 0.4, 5.9, 4.6],
                             [-3.1, 6.5, 15.2, 13.9]], np.float32),
             "Bi": np.array([0, 1, 1], np.int64)}
@@ -173,4 +184,28 @@ def composed_cases(case, mk, n2, kinked, rng2):
                                         ["Y"], mode="circular")], CACHE["Pc"],
              extra={"Up": CACHE["Up"], "Wi": np.array([3, 1], np.int64)},
              opset=24),
+        # LinearAttention (LinearAttentionImporter.cpp, its recurrence
+        # unrolled): the query's gradient under gated_delta with two q heads
+        # on one kv head; the per-key decays' and the past state's under
+        # gated; the betas' under delta (onnxruntime's LinearAttention is
+        # float only: float32 differences).
+        case("linear_attention_query",
+             [mk("LinearAttention", ["W", "K1", "V1", "", "G1", "B1"], ["Y", "St"],
+                 q_num_heads=2, kv_num_heads=1)], LIN["Q"],
+             extra={"K1": LIN["K"][..., :4], "V1": LIN["V"][..., :3],
+                    "G1": LIN["G"][..., :4], "B1": LIN["Be"][..., :1]},
+             opset=27),
+        case("linear_attention_decay",
+             [mk("LinearAttention", ["Q", "K", "V", "S0", "W"], ["Y", "St"],
+                 q_num_heads=2, kv_num_heads=2, update_rule="gated")], LIN["G"],
+             extra={k: LIN[k] for k in ("Q", "K", "V", "S0")}, opset=27),
+        case("linear_attention_past",
+             [mk("LinearAttention", ["Q", "K", "V", "W", "G"], ["Y", "St"],
+                 q_num_heads=2, kv_num_heads=2, update_rule="gated")], LIN["S0"],
+             extra={k: LIN[k] for k in ("Q", "K", "V", "G")}, opset=27),
+        case("linear_attention_beta",
+             [mk("LinearAttention", ["Q", "K", "V", "S0", "", "W"], ["Y", "St"],
+                 q_num_heads=2, kv_num_heads=2, update_rule="delta",
+                 scale=0.3)], LIN["Be"],
+             extra={k: LIN[k] for k in ("Q", "K", "V", "S0")}, opset=27),
     ]
