@@ -162,6 +162,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"RoiAlign", importRoiAlign},
       {"CausalConvWithState", importCausalConvWithState},
       {"LinearAttention", importLinearAttention},
+      {"Scan", importScan},
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},
       {"Swish", importSwish},

@@ -2,8 +2,8 @@
 (whose ONNX backend node tests are all double, which mpc does not
 support) and CumProd in float32 and int64; ScatterND and ScatterElements with every
 reduction, integer arithmetic and reductions, Tile, GatherND and OneHot,
-for their CUDA kernels; Einsum in the forms models write; TensorScatter and
-LinearAttention.
+for their CUDA kernels; Einsum in the forms models write; TensorScatter,
+LinearAttention and Scan.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -298,3 +298,36 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 27)])
 model.ir_version = 10
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "linear_attention.onnx"))
+
+# Scan (opset 16), unrolled: an RNN cell h = tanh(h * a + x_t) reading `a`
+# from the enclosing graph, its input read backwards along axis 1, one
+# output stacked along axis 1 and one in reverse; a cumulative sum beside
+# it (two states, two scan inputs).
+body = onnx.parser.parse_graph("""
+cell (float[3] h, float[3] s, float[3] xt, float[3] yt) => (float[3] h2, float[3] s2, float[3] out, float[3] rev) {
+    ha = Mul (h, a)
+    pre = Add (ha, xt)
+    h2 = Tanh (pre)
+    s2 = Add (s, yt)
+    out = Identity (h2)
+    rev = Mul (h2, yt)
+}""")
+nodes = [helper.make_node("Scan", ["h0", "s0", "x", "y"], ["h_last", "s_last", "hs", "rs"],
+                          body=body, num_scan_inputs=2, scan_input_axes=[1, 0],
+                          scan_input_directions=[1, 0], scan_output_axes=[1, 0],
+                          scan_output_directions=[0, 1])]
+graph = helper.make_graph(
+    nodes, "scan",
+    [helper.make_tensor_value_info("h0", F, [3]),
+     helper.make_tensor_value_info("s0", F, [3]),
+     helper.make_tensor_value_info("x", F, [3, 4]),
+     helper.make_tensor_value_info("y", F, [4, 3])],
+    [helper.make_tensor_value_info("h_last", F, [3]),
+     helper.make_tensor_value_info("s_last", F, [3]),
+     helper.make_tensor_value_info("hs", F, [3, 4]),
+     helper.make_tensor_value_info("rs", F, [4, 3])],
+    [numpy_helper.from_array(np.array([0.5, -0.7, 1.2], np.float32), "a")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "scan.onnx"))

@@ -5,6 +5,7 @@ of 1-D and 3-D pools (mpc-window1d-as-2d, mpc-pool3d-as-2d), for fd_check.py, wh
 composed_cases takes.
 """
 import numpy as np
+import onnx
 
 
 def composed_cases(case, mk, n2, kinked, rng2):
@@ -51,6 +52,20 @@ def composed_cases(case, mk, n2, kinked, rng2):
            "G": np.log(_rng5.uniform(0.5, 0.9, (1, 3, 8))).astype(np.float32),
            "Be": _rng5.uniform(0.2, 0.8, (1, 3, 2)).astype(np.float32),
            "S0": _rng5.standard_normal((1, 2, 4, 3)).astype(np.float32)}
+
+    # Scan's RNN cell h = tanh(h * A + x_t), A read from the enclosing
+    # graph, x read backwards (ScanImporter.cpp unrolls it).
+    _rng6 = np.random.default_rng(5)
+    CELL = onnx.parser.parse_graph("""
+cell (float[3] h, float[3] xt) => (float[3] h2, float[3] out) {
+    ha = Mul (h, A)
+    pre = Add (ha, xt)
+    h2 = Tanh (pre)
+    out = Identity (h2)
+}""")
+    SCAN = {"H0": _rng6.standard_normal(3).astype(np.float32),
+            "Xs": _rng6.standard_normal((4, 3)).astype(np.float32),
+            "A": _rng6.uniform(-1, 1, 3).astype(np.float32)}
 
     ROIS = {"Ro": np.array([[0.3, 1.1, 9.7, 8.2], [2.2, 0.4, 5.9, 4.6],
                             [-3.1, 6.5, 15.2, 13.9]], np.float32),
@@ -208,4 +223,15 @@ def composed_cases(case, mk, n2, kinked, rng2):
                  q_num_heads=2, kv_num_heads=2, update_rule="delta",
                  scale=0.3)], LIN["Be"],
              extra={k: LIN[k] for k in ("Q", "K", "V", "S0")}, opset=27),
+        # Scan (ScanImporter.cpp), its body inlined per step: the sequence's
+        # gradient (read backwards) and the initial state's, through the
+        # stacked outputs and the final state; onnxruntime runs the float
+        # body (float32 differences).
+        case("scan_sequence", [mk("Scan", ["H0", "W"], ["Hn", "Y"], body=CELL,
+                                  num_scan_inputs=1,
+                                  scan_input_directions=[1])], SCAN["Xs"],
+             extra={"H0": SCAN["H0"], "A": SCAN["A"]}, opset=16),
+        case("scan_state", [mk("Scan", ["W", "Xs"], ["Y", "Hs"], body=CELL,
+                               num_scan_inputs=1)], SCAN["H0"],
+             extra={"Xs": SCAN["Xs"], "A": SCAN["A"]}, opset=16),
     ]

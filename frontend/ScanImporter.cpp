@@ -1,0 +1,198 @@
+//===- ScanImporter.cpp - Scan unrolled over its static sequence ----------===//
+//
+// Scan (opset 9 on) runs its body once per element of its scan inputs'
+// sequence axis, carrying state variables from one iteration to the next.
+// With the sequence length static it is imported unrolled, as LSTM is: per
+// iteration each scan input's slice (in its direction), the body graph
+// inlined in place on the states and slices (it may read the enclosing
+// graph), its new states carried on; each scan output the iterations'
+// values stacked along its axis (reversed for direction 1). Autodiff and
+// the backends then see ordinary ops. Opset 8's Scan, whose states and
+// scan inputs lead with a batch axis, runs the same per batch element
+// (sequence_lens, which would stop them early, is not supported).
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/Composer.h"
+#include "frontend/ImporterImpl.h"
+
+namespace mlir::mpc::importer {
+namespace {
+
+RankedTensorType typeOf(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+/// An attribute of one value per item (axes or directions), `fill` where
+/// absent; axes normalized against `ranks`.
+FailureOr<SmallVector<int64_t>> perItem(NodeContext &c, StringRef name,
+                                        ArrayRef<int64_t> ranks, bool axes) {
+  auto v = c.getInts(name).value_or(SmallVector<int64_t>(ranks.size(), 0));
+  if (v.size() != ranks.size())
+    return c.fail("attribute " + name + " must have " + Twine(ranks.size()) +
+                  " values, got " + Twine(v.size()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (axes && (v[i] < -ranks[i] || v[i] >= ranks[i]))
+      return c.fail("attribute " + name + ": axis " + Twine(v[i]) +
+                    " is out of range for rank " + Twine(ranks[i]));
+    if (!axes && v[i] != 0 && v[i] != 1)
+      return c.fail("attribute " + name + ": direction " + Twine(v[i]) +
+                    " is not 0 or 1");
+    if (axes && v[i] < 0)
+      v[i] += ranks[i];
+  }
+  return v;
+}
+
+/// The body run over `steps` iterations: the final states and, per scan
+/// output, each iteration's value.
+LogicalResult unroll(NodeContext &c, const onnx::AttributeProto &body,
+                     SmallVector<Value> &states, ArrayRef<Value> scans,
+                     ArrayRef<int64_t> axes, ArrayRef<int64_t> dirs,
+                     int64_t steps,
+                     SmallVector<SmallVector<Value>> &perOutput) {
+  Composer b{c};
+  int64_t n = states.size();
+  for (int64_t i = 0; i < steps; ++i) {
+    SmallVector<Value> args(states);
+    for (auto [x, axis, dir] : llvm::zip(scans, axes, dirs)) {
+      int64_t at = dir ? steps - 1 - i : i;
+      args.push_back(b.op("mpc.squeeze", {b.slice(x, axis, at, at + 1)},
+                          {c.named("axes", c.b.getDenseI64ArrayAttr({axis}))}));
+    }
+    if (c.failed())
+      return failure();
+    auto outs = c.inlineGraph(body, args);
+    if (failed(outs))
+      return failure();
+    for (int64_t s = 0; s < n; ++s) {
+      if ((*outs)[s].getType() != states[s].getType())
+        return c.fail("the body changes state " + Twine(s) + "'s type");
+      states[s] = (*outs)[s];
+    }
+    perOutput.resize(outs->size() - n);
+    for (size_t o = n; o < outs->size(); ++o)
+      perOutput[o - n].push_back((*outs)[o]);
+  }
+  return success();
+}
+
+/// The iterations' values stacked along `axis`, in reverse for direction 1.
+Value stack(Composer &b, ArrayRef<Value> values, int64_t axis, bool reverse) {
+  SmallVector<Value> parts;
+  for (Value v : values)
+    parts.push_back(b.unsqueeze(v, {axis}));
+  if (reverse)
+    std::reverse(parts.begin(), parts.end());
+  return parts.size() == 1 ? parts[0] : b.concat(parts, axis);
+}
+
+} // namespace
+
+LogicalResult importScan(NodeContext &c) {
+  bool batched = c.opset < 9; // opset 8: sequence_lens first, a batch axis
+  if (failed(c.checkAttrs({"body", "num_scan_inputs", "directions",
+                           "scan_input_axes", "scan_input_directions",
+                           "scan_output_axes", "scan_output_directions"})))
+    return failure();
+  if (batched && c.input(0))
+    return c.fail("input sequence_lens is not supported (every sequence "
+                  "runs its full length)");
+  const onnx::AttributeProto *body = c.attr("body");
+  if (!body || body->type() != onnx::AttributeProto::GRAPH)
+    return c.fail("attribute 'body' must be a graph");
+  ArrayRef<Value> inputs = ArrayRef<Value>(c.inputs).drop_front(batched);
+  int64_t m = c.getInt("num_scan_inputs", 0);
+  int64_t n = (int64_t)inputs.size() - m;
+  if (m < 1 || n < 0)
+    return c.fail("num_scan_inputs " + Twine(m) +
+                  " must be between 1 and "
+                  "the number of states and scan inputs " +
+                  Twine(inputs.size()));
+  for (Value v : inputs)
+    if (!v)
+      return c.fail("inputs may not be omitted");
+  int64_t k = (int64_t)c.numOutputs() - n;
+  if (k < 0 || body->g().output_size() != n + k ||
+      body->g().input_size() != n + m)
+    return c.fail("the body must take the states and scan inputs (" + Twine(n) +
+                  " + " + Twine(m) +
+                  ") and give the states and scan outputs (" + Twine(n) +
+                  " + " + Twine(std::max<int64_t>(k, 0)) + ")");
+  ArrayRef<Value> states0 = inputs.take_front(n), scans = inputs.drop_front(n);
+  SmallVector<int64_t> inRanks;
+  for (Value x : scans)
+    inRanks.push_back(typeOf(x).getRank() - batched);
+  FailureOr<SmallVector<int64_t>> inAxes = SmallVector<int64_t>(m, 0);
+  auto inDirs = perItem(c, batched ? "directions" : "scan_input_directions",
+                        inRanks, false);
+  if (!batched)
+    inAxes = perItem(c, "scan_input_axes", inRanks, true);
+  if (failed(inAxes) || failed(inDirs))
+    return failure();
+  int64_t steps = ShapedType::kDynamic;
+  for (auto [x, axis] : llvm::zip(scans, *inAxes)) {
+    int64_t len = typeOf(x).getDimSize(axis + batched);
+    if (len == ShapedType::kDynamic || len < 1 ||
+        (steps != ShapedType::kDynamic && len != steps))
+      return c.fail("the scan inputs' sequence lengths must be static, at "
+                    "least 1 and equal (bind the input shapes)");
+    steps = len;
+  }
+  Composer b{c};
+  if (!batched) {
+    SmallVector<Value> states(states0.begin(), states0.end());
+    SmallVector<SmallVector<Value>> perOutput;
+    if (failed(unroll(c, *body, states, scans, *inAxes, *inDirs, steps,
+                      perOutput)))
+      return failure();
+    SmallVector<int64_t> outRanks;
+    for (const auto &values : perOutput)
+      outRanks.push_back(typeOf(values[0]).getRank() + 1);
+    auto outAxes = perItem(c, "scan_output_axes", outRanks, true);
+    auto outDirs = perItem(c, "scan_output_directions", outRanks, false);
+    if (failed(outAxes) || failed(outDirs))
+      return failure();
+    SmallVector<Value> results(states);
+    for (auto [values, axis, dir] : llvm::zip(perOutput, *outAxes, *outDirs))
+      results.push_back(stack(b, values, axis, dir));
+    if (c.failed())
+      return failure();
+    return c.setOutputs(results);
+  }
+  // Opset 8: each batch element's scan on its own, the results stacked.
+  for (Value x : inputs)
+    if (typeOf(x).isDynamicDim(0))
+      return c.fail("the batch must be static (bind it with --batch)");
+  int64_t batch = typeOf(inputs[0]).getDimSize(0);
+  auto row = [&](Value x, int64_t r) {
+    return b.op("mpc.squeeze", {b.slice(x, 0, r, r + 1)},
+                {c.named("axes", c.b.getDenseI64ArrayAttr({0}))});
+  };
+  SmallVector<SmallVector<Value>> finals(n), outputs(k);
+  for (int64_t r = 0; r < batch; ++r) {
+    SmallVector<Value> states, rowScans;
+    for (Value x : states0)
+      states.push_back(row(x, r));
+    for (Value x : scans)
+      rowScans.push_back(row(x, r));
+    SmallVector<SmallVector<Value>> perOutput;
+    if (c.failed() || failed(unroll(c, *body, states, rowScans, *inAxes,
+                                    *inDirs, steps, perOutput)))
+      return failure();
+    for (int64_t s = 0; s < n; ++s)
+      finals[s].push_back(states[s]);
+    for (int64_t o = 0; o < k; ++o)
+      outputs[o].push_back(stack(b, perOutput[o], 0, false));
+  }
+  SmallVector<Value> results;
+  for (const auto &values : finals)
+    results.push_back(stack(b, values, 0, false));
+  for (const auto &values : outputs)
+    results.push_back(stack(b, values, 0, false));
+  if (c.failed())
+    return failure();
+  return c.setOutputs(results);
+}
+
+} // namespace mlir::mpc::importer
