@@ -163,6 +163,7 @@ const llvm::StringMap<NodeImportFn> &compositeOps() {
       {"CausalConvWithState", importCausalConvWithState},
       {"LinearAttention", importLinearAttention},
       {"Scan", importScan},
+      {"Loop", importLoop},
       {"DepthToSpace", importDepthToSpace},
       {"SpaceToDepth", importSpaceToDepth},
       {"Swish", importSwish},

@@ -51,7 +51,7 @@ void listTrainingOps(std::vector<std::string> &ops);
 /// Einsum, the normalizations, DepthToSpace, SpaceToDepth, Swish, SwiGLU,
 /// LRN, LpPool, Shrink, Hardmax, ReverseSequence, GridSample, AffineGrid,
 /// Col2Im, MaxUnpool, CenterCropPad, TensorScatter, DeformConv,
-/// CausalConvWithState, LinearAttention, Scan, RoiAlign.
+/// CausalConvWithState, LinearAttention, Scan, Loop, RoiAlign.
 NodeImportFn lookupCompositeImporter(llvm::StringRef opType);
 void listCompositeOps(std::vector<std::string> &ops);
 
@@ -128,9 +128,11 @@ mlir::LogicalResult importCausalConvWithState(NodeContext &c);
 /// LinearAttention's recurrence unrolled over the sequence
 /// (LinearAttentionImporter.cpp).
 mlir::LogicalResult importLinearAttention(NodeContext &c);
-/// Scan (opset 9 on) unrolled over its static sequence, the body inlined
-/// per iteration (ScanImporter.cpp).
+/// Scan unrolled over its static sequence, Loop over its constant trip
+/// count and conditions, the body inlined per iteration
+/// (LoopImporters.cpp).
 mlir::LogicalResult importScan(NodeContext &c);
+mlir::LogicalResult importLoop(NodeContext &c);
 /// Attention (opset 23) and FlexAttention (ai.onnx.preview 1) as their
 /// definitions' scores, mask or modifiers, softmax and product with V
 /// (AttentionImporters.cpp).

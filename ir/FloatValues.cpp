@@ -1,8 +1,9 @@
 //===- FloatValues.cpp - small FP32 expressions evaluated for folds -------===//
 //
 // Folders.cpp folds integer arithmetic only; a float expression is
-// evaluated here, in FP32 as the CPU backend computes it, for the one
-// fold that reads it: its cast to integers (a shape computed in floats).
+// evaluated here, in FP32 as the CPU backend computes it (FP16 and BF16
+// ops rounded to their type), for the one fold that reads it: its cast to
+// integers (a shape computed in floats).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,12 +29,33 @@ std::optional<SmallVector<float>> floatValues(Value v, int depth) {
       t.getNumElements() > kMaxFoldElements)
     return std::nullopt;
   SmallVector<float> out;
+  Type elem = t.getElementType();
+  bool narrow = elem.isF16() || elem.isBF16(); // rounded after each op
+  auto toFloat = [](APFloat x) {
+    bool lost;
+    x.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
+    return x.convertToFloat();
+  };
+  // Each result in the op's type: FP16/BF16 ops computed in FP32 and
+  // rounded once, as the CPU backend does (exact: FP32 holds the
+  // unrounded sum, difference, product or quotient to well within that).
+  auto rounded = [&](SmallVector<float> values) {
+    if (narrow)
+      for (float &x : values) {
+        APFloat a(x);
+        bool lost;
+        a.convert(llvm::cast<FloatType>(elem).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &lost);
+        x = toFloat(a);
+      }
+    return values;
+  };
   DenseElementsAttr attr;
   if (matchPattern(v, m_Constant(&attr))) {
     if (auto f = llvm::dyn_cast<DenseFPElementsAttr>(attr);
-        f && f.getElementType().isF32()) {
+        f && (elem.isF32() || narrow)) {
       for (const APFloat &x : f.getValues<APFloat>())
-        out.push_back(x.convertToFloat());
+        out.push_back(toFloat(x));
       return out;
     }
     if (auto i = llvm::dyn_cast<DenseIntElementsAttr>(attr);
@@ -45,19 +67,21 @@ std::optional<SmallVector<float>> floatValues(Value v, int depth) {
     return std::nullopt;
   }
   Operation *op = v.getDefiningOp();
-  if (!op || !t.getElementType().isF32())
+  if (!op || !(elem.isF32() || narrow))
     return std::nullopt;
   auto arg = [&](unsigned k) { return floatValues(op->getOperand(k), depth + 1); };
-  if (isa<CastOp, NegOp, CeilOp, FloorOp>(op)) {
+  if (isa<CastOp, NegOp, CeilOp, FloorOp, ReluOp>(op)) {
     auto x = arg(0);
     if (!x)
       return std::nullopt;
     for (float e : *x)
-      out.push_back(isa<CastOp>(op)   ? e
-                    : isa<NegOp>(op)  ? -e
-                    : isa<CeilOp>(op) ? std::ceil(e)
-                                      : std::floor(e));
-    return out;
+      out.push_back(isa<CastOp>(op)    ? e
+                    : isa<NegOp>(op)   ? -e
+                    : isa<CeilOp>(op)  ? std::ceil(e)
+                    : isa<FloorOp>(op) ? std::floor(e)
+                                       : std::max(e, 0.0f)); // Relu (Range's
+                                                             // expanded count)
+    return rounded(out);
   }
   if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
     auto x = arg(0), y = arg(1);
@@ -72,7 +96,7 @@ std::optional<SmallVector<float>> floatValues(Value v, int depth) {
                     : isa<MulOp>(op) ? a * b
                                      : a / b);
     }
-    return out;
+    return rounded(out);
   }
   if (t.getRank() > 1)
     return std::nullopt;

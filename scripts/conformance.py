@@ -33,13 +33,14 @@ DEFAULT_DATA = ["/usr/share/libonnx-testdata/data/node"]
 DTYPE_MARKERS = ("element type", "cast to ", "is not a tensor")
 
 
-def frozen_inputs(model, test_dir):
-    """--freeze arguments binding every graph input but the first (axes,
-    split sizes, k, depth...) to the test's own input data."""
+def frozen_inputs(model, test_dir, first=1):
+    """--freeze arguments binding every graph input from `first` on (axes,
+    split sizes, k, depth...; 0: all of them, a Loop's trip count and the
+    expanded Range's bounds) to the test's own input data."""
     inits = {i.name for i in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in inits]
     args = []
-    for idx, info in enumerate(inputs[1:], start=1):
+    for idx, info in enumerate(inputs[first:], start=first):
         pb = os.path.join(test_dir, "test_data_set_0", f"input_{idx}.pb")
         if os.path.exists(pb):
             args += ["--freeze", f"{info.name}={pb}"]
@@ -192,6 +193,10 @@ def main():
                 extra = frozen_inputs(model, os.path.dirname(path))
                 frozen = bool(extra)
                 p = subprocess.run(cmd + extra, capture_output=True, text=True)
+                if "must be a constant" in p.stderr:  # the first one too
+                    extra = frozen_inputs(model, os.path.dirname(path), 0)
+                    p = subprocess.run(cmd + extra, capture_output=True,
+                                       text=True)
             err = p.stderr.strip().split(": ", 2)[-1] if p.stderr else ""
             if p.returncode == 0:
                 results[name] = ("imported", "frozen" if frozen else "", ops)
@@ -261,7 +266,9 @@ def main():
             "limit of the IR, not an import failure. Where an op needs an",
             "input as a constant (axes, split sizes, Trilu's k...) and the test",
             "feeds it as a graph input, the test is imported again with",
-            "`--freeze NAME=input_i.pb` from its own test data.",
+            "`--freeze NAME=input_i.pb` from its own test data (every input",
+            "but the first; all of them where the first is needed too: a",
+            "Loop's trip count, the expanded Range's bounds).",
             "",
             f"**{summary}**",
             "",

@@ -3,7 +3,7 @@
 support) and CumProd in float32 and int64; ScatterND and ScatterElements with every
 reduction, integer arithmetic and reductions, Tile, GatherND and OneHot,
 for their CUDA kernels; Einsum in the forms models write; TensorScatter,
-LinearAttention and Scan.
+LinearAttention, Scan and Loop.
 
 usage: make_op_models.py OUT_DIR
 """
@@ -331,3 +331,42 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
 model.ir_version = 8
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "scan.onnx"))
+
+# Loop, unrolled: its trip count a shape's size (4), a carried RNN state
+# h = tanh(h * a + x[i]) reading x and a from the enclosing graph and
+# stacking h; a second loop stopped by its condition (i < 2) before its
+# trip count of 10, summing rows.
+loop_body = onnx.parser.parse_graph("""
+step (int64 i, bool c, float[3] h) => (bool c2, float[3] h2, float[3] hs) {
+    c2 = Identity (c)
+    row = Gather <axis = 0> (x, i)
+    ha = Mul (h, a)
+    pre = Add (ha, row)
+    h2 = Tanh (pre)
+    hs = Identity (h2)
+}""")
+until_body = onnx.parser.parse_graph("""
+step (int64 i, bool c, float[3] s) => (bool c2, float[3] s2) {
+    two = Constant <value = int64 {2}> ()
+    c2 = Less (i, two)
+    row = Gather <axis = 0> (x, i)
+    s2 = Add (s, row)
+}""")
+nodes = [helper.make_node("Shape", ["x"], ["xs"], end=1),
+         helper.make_node("Squeeze", ["xs"], ["n"]),
+         helper.make_node("Loop", ["n", "", "h0"], ["h_last", "hs"], body=loop_body),
+         helper.make_node("Loop", ["ten", "yes", "h0"], ["s_last"], body=until_body)]
+graph = helper.make_graph(
+    nodes, "loop",
+    [helper.make_tensor_value_info("h0", F, [3]),
+     helper.make_tensor_value_info("x", F, [4, 3])],
+    [helper.make_tensor_value_info("h_last", F, [3]),
+     helper.make_tensor_value_info("hs", F, [4, 3]),
+     helper.make_tensor_value_info("s_last", F, [3])],
+    [numpy_helper.from_array(np.array([0.5, -0.7, 1.2], np.float32), "a"),
+     numpy_helper.from_array(np.array(10, np.int64), "ten"),
+     numpy_helper.from_array(np.array(True), "yes")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+model.ir_version = 8
+onnx.checker.check_model(model, full_check=True)
+onnx.save(model, os.path.join(out, "loop.onnx"))

@@ -54,7 +54,7 @@ def composed_cases(case, mk, n2, kinked, rng2):
            "S0": _rng5.standard_normal((1, 2, 4, 3)).astype(np.float32)}
 
     # Scan's RNN cell h = tanh(h * A + x_t), A read from the enclosing
-    # graph, x read backwards (ScanImporter.cpp unrolls it).
+    # graph, x read backwards (LoopImporters.cpp unrolls it).
     _rng6 = np.random.default_rng(5)
     CELL = onnx.parser.parse_graph("""
 cell (float[3] h, float[3] xt) => (float[3] h2, float[3] out) {
@@ -62,6 +62,15 @@ cell (float[3] h, float[3] xt) => (float[3] h2, float[3] out) {
     pre = Add (ha, xt)
     h2 = Tanh (pre)
     out = Identity (h2)
+}""")
+    LOOP_CELL = onnx.parser.parse_graph("""
+step (int64 i, bool c, float[3] h) => (bool c2, float[3] h2, float[3] hs) {
+    c2 = Identity (c)
+    row = Gather <axis = 0> (Xs, i)
+    ha = Mul (h, A)
+    pre = Add (ha, row)
+    h2 = Tanh (pre)
+    hs = Identity (h2)
 }""")
     SCAN = {"H0": _rng6.standard_normal(3).astype(np.float32),
             "Xs": _rng6.standard_normal((4, 3)).astype(np.float32),
@@ -223,7 +232,7 @@ cell (float[3] h, float[3] xt) => (float[3] h2, float[3] out) {
                  q_num_heads=2, kv_num_heads=2, update_rule="delta",
                  scale=0.3)], LIN["Be"],
              extra={k: LIN[k] for k in ("Q", "K", "V", "S0")}, opset=27),
-        # Scan (ScanImporter.cpp), its body inlined per step: the sequence's
+        # Scan (LoopImporters.cpp), its body inlined per step: the sequence's
         # gradient (read backwards) and the initial state's, through the
         # stacked outputs and the final state; onnxruntime runs the float
         # body (float32 differences).
@@ -234,4 +243,14 @@ cell (float[3] h, float[3] xt) => (float[3] h2, float[3] out) {
         case("scan_state", [mk("Scan", ["W", "Xs"], ["Y", "Hs"], body=CELL,
                                num_scan_inputs=1)], SCAN["H0"],
              extra={"Xs": SCAN["Xs"], "A": SCAN["A"]}, opset=16),
+        # Loop (LoopImporters.cpp), 4 iterations unrolled: the initial
+        # state's gradient through the last state and the stacked ones.
+        case("loop_state", [mk("Loop", ["N4", "", "W"], ["Hn", "Hs"],
+                               body=LOOP_CELL),
+                            mk("ReduceSum", ["Hs", "Ax0"], ["Hsum"],
+                               keepdims=0),
+                            mk("Add", ["Hn", "Hsum"], ["Y"])], SCAN["H0"],
+             extra={"Xs": SCAN["Xs"], "A": SCAN["A"],
+                    "N4": np.array(4, np.int64),
+                    "Ax0": np.array([0], np.int64)}, opset=16),
     ]

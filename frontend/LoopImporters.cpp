@@ -1,4 +1,4 @@
-//===- ScanImporter.cpp - Scan unrolled over its static sequence ----------===//
+//===- LoopImporters.cpp - Scan and Loop unrolled ------------------------===//
 //
 // Scan (opset 9 on) runs its body once per element of its scan inputs'
 // sequence axis, carrying state variables from one iteration to the next.
@@ -11,10 +11,18 @@
 // scan inputs lead with a batch axis, runs the same per batch element
 // (sequence_lens, which would stop them early, is not supported).
 //
+// Loop is unrolled the same way where its trip count is a constant and its
+// condition one at every iteration once shapes are bound (the body's
+// iteration number is a constant in each copy, so conditions computed from
+// it fold): the expanded Range, loops over a shape's size. A condition
+// known only at run time is a one-line error.
+//
 //===----------------------------------------------------------------------===//
 
 #include "frontend/Composer.h"
 #include "frontend/ImporterImpl.h"
+
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::mpc::importer {
 namespace {
@@ -189,6 +197,94 @@ LogicalResult importScan(NodeContext &c) {
   for (const auto &values : finals)
     results.push_back(stack(b, values, 0, false));
   for (const auto &values : outputs)
+    results.push_back(stack(b, values, 0, false));
+  if (c.failed())
+    return failure();
+  return c.setOutputs(results);
+}
+
+/// Loops unrolled past this many iterations are refused (a condition that
+/// never turns false, or a trip count meant as "forever").
+constexpr int64_t kMaxUnrolledIterations = 1 << 16;
+
+LogicalResult importLoop(NodeContext &c) {
+  if (failed(c.checkAttrs({"body"})))
+    return failure();
+  const onnx::AttributeProto *body = c.attr("body");
+  if (!body || body->type() != onnx::AttributeProto::GRAPH)
+    return c.fail("attribute 'body' must be a graph");
+  // The trip count and the first condition as constants (null: absent).
+  std::optional<int64_t> trips;
+  bool cond = true;
+  if (Value m = c.input(0)) {
+    DenseElementsAttr value;
+    if (!matchPattern(m, m_Constant(&value)) || value.getNumElements() != 1)
+      return c.fail("input M (the trip count) must be a constant once "
+                    "shapes are bound (mpc unrolls Loop)");
+    trips = (*value.getValues<APInt>().begin()).getSExtValue();
+  }
+  auto constantBool = [](Value v) -> std::optional<bool> {
+    DenseElementsAttr value;
+    if (!v || !matchPattern(v, m_Constant(&value)) ||
+        value.getNumElements() != 1 || !value.getElementType().isInteger(1))
+      return std::nullopt;
+    return *value.getValues<bool>().begin();
+  };
+  if (Value first = c.input(1)) {
+    auto known = constantBool(first);
+    if (!known)
+      return c.fail("input cond must be a constant once shapes are bound "
+                    "(mpc unrolls Loop)");
+    cond = *known;
+  }
+  SmallVector<Value> carried;
+  for (unsigned i = 2; i < c.inputs.size(); ++i) {
+    if (!c.input(i))
+      return c.fail("loop-carried inputs may not be omitted");
+    carried.push_back(c.input(i));
+  }
+  int64_t n = carried.size(), k = (int64_t)c.numOutputs() - n;
+  if (k < 0 || body->g().input_size() != n + 2 ||
+      body->g().output_size() != n + 1 + k)
+    return c.fail("the body must take the iteration number, the condition "
+                  "and the " +
+                  Twine(n) +
+                  " loop-carried values and give the "
+                  "condition, those values and the " +
+                  Twine(std::max<int64_t>(k, 0)) + " scan outputs");
+  Composer b{c};
+  SmallVector<SmallVector<Value>> perOutput(k);
+  int64_t i = 0;
+  for (; cond && (!trips || i < *trips); ++i) {
+    if (i == kMaxUnrolledIterations)
+      return c.fail("the loop runs past " + Twine(kMaxUnrolledIterations) +
+                    " iterations (mpc unrolls Loop)");
+    SmallVector<Value> args{
+        b.i64s({i}, {}),
+        b.constant(DenseElementsAttr::get(
+            RankedTensorType::get({}, c.b.getI1Type()), true))};
+    args.append(carried);
+    if (c.failed())
+      return failure();
+    auto outs = c.inlineGraph(*body, args);
+    if (failed(outs))
+      return failure();
+    auto next = constantBool((*outs)[0]);
+    if (!next)
+      return c.fail("the body's condition must be a constant once shapes "
+                    "are bound (mpc unrolls Loop; iteration " +
+                    Twine(i) + ")");
+    cond = *next;
+    for (int64_t v = 0; v < n; ++v)
+      carried[v] = (*outs)[1 + v];
+    for (int64_t o = 0; o < k; ++o)
+      perOutput[o].push_back((*outs)[1 + n + o]);
+  }
+  if (k && i == 0)
+    return c.fail("the loop runs no iteration, so its scan outputs have no "
+                  "known shape");
+  SmallVector<Value> results(carried);
+  for (const auto &values : perOutput)
     results.push_back(stack(b, values, 0, false));
   if (c.failed())
     return failure();
