@@ -219,6 +219,16 @@ static void readWideningCastSources(
   }
 }
 
+/// Whether step `r` is a widening cast that readWideningCastSources had its
+/// readers read through (fused into its first reader, not a chain member).
+static bool readThroughCast(const Plan &plan, size_t r) {
+  const Step &c = plan.steps[r];
+  if (c.op != OpId::Cast || c.cuda.fusedInto < 0)
+    return false;
+  const std::vector<int> &chain = plan.steps[c.cuda.fusedInto].cuda.chain;
+  return std::find(chain.begin(), chain.end(), (int)r) == chain.end();
+}
+
 static bool isBatchNorm(OpId op) {
   return op == OpId::BatchNormTrain || op == OpId::BatchNorm;
 }
@@ -463,9 +473,9 @@ void fuseSteps(Emitter &e) {
         bool later = outputs.count(v) != 0;
         for (size_t r : readers[v]) {
           // A widening cast read through (readWideningCastSources) reads
-          // nothing: its readers read v themselves.
-          if (chain.count(r) || (plan.steps[r].op == OpId::Cast &&
-                                 plan.steps[r].cuda.fusedInto >= 0))
+          // nothing: its readers read v themselves. (A cast that is a
+          // member of another chain does read v: that kernel loads it.)
+          if (chain.count(r) || readThroughCast(plan, r))
             continue;
           if (r > root)
             later = true;

@@ -35,6 +35,131 @@ Value toHeads(Composer &m, Value x, int64_t heads) {
                 m.c.b.getF32Type());
 }
 
+/// What the chunked form reads: heads in FP32, (B, H, T, d) (Q's H the q
+/// heads), g the per-head log decays (B, Hkv, T, 1) or null, beta (B,
+/// Hkv or 1, T, 1) or null, the state (B, Hkv, dk, dv).
+struct Recurrence {
+  Value q, k, v, g, beta, state;
+  int64_t batch, steps, kvHeads, group, dk, dv;
+  double scale;
+};
+
+/// A (B, H, T, d) tensor padded with zeros to `padded` tokens and viewed as
+/// (B, H, chunks, C, d).
+Value chunks(Composer &m, Value x, int64_t padded, int64_t chunk) {
+  auto t = typeOf(x);
+  SmallVector<int64_t> pads(8, 0);
+  pads[6] = padded - t.getDimSize(2);
+  if (pads[6])
+    x = m.op("mpc.pad", {x, m.scalar(t.getElementType(), 0.0)},
+             {m.c.named("pads", m.c.b.getDenseI64ArrayAttr(pads))});
+  return m.reshape(x, {t.getDimSize(0), t.getDimSize(1), padded / chunk, chunk,
+                       t.getDimSize(3)});
+}
+
+/// The recurrence over chunks of C tokens (FLA's chunked form, for decays
+/// per head): within a chunk, with b the cumulative log decay from its
+/// start, A = exp(b), D[t, i] = exp(b_t - b_i) and S0 the state before it,
+///   u = (I + L)^-1 (beta v) - (I + L)^-1 (beta A k) S0    delta rules
+///       (L[t, i] = beta_t D[t, i] k_t.k_i for i < t), else u = v
+///   o = scale ((A q) S0 + (D o (q k^T), i <= t) u)
+///   S = A_C S0 + (k exp(b_C - b))^T u
+/// All but the three lines that read S0 are computed for every chunk at
+/// once, (I + L)^-1 applied by forward substitution. Returns the output
+/// (B, Hq, T, dv) and the last state.
+std::pair<Value, Value> chunked(Composer &m, const Recurrence &r,
+                                int64_t chunk) {
+  NodeContext &c = m.c;
+  Type f32 = c.b.getF32Type();
+  int64_t n = (r.steps + chunk - 1) / chunk, padded = n * chunk;
+  auto named = [&](StringRef name, Attribute a) { return c.named(name, a); };
+  auto matmul = [&](Value a, Value b) { return m.op("mpc.matmul", {a, b}); };
+  auto swap = [&](Value x) { // the last two axes
+    SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < typeOf(x).getRank(); ++i)
+      perm.push_back(i);
+    std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    return m.transpose(x, perm);
+  };
+  Value k = chunks(m, r.k, padded, chunk), v = chunks(m, r.v, padded, chunk);
+  // b: (B, H, N, C, 1), cumulative within each chunk; zeros ungated.
+  Value b = r.g ? m.op("mpc.cum_sum", {chunks(m, r.g, padded, chunk)},
+                       {named("axis", c.b.getI64IntegerAttr(3))})
+                : m.splat(f32, {r.batch, r.kvHeads, n, chunk, 1}, 0.0);
+  Value a = m.op("mpc.exp", {b});
+  SmallVector<bool> lowerStrict, lower;
+  for (int64_t t = 0; t < chunk; ++t)
+    for (int64_t i = 0; i < chunk; ++i) {
+      lowerStrict.push_back(i < t);
+      lower.push_back(i <= t);
+    }
+  auto mask = [&](ArrayRef<bool> bits) {
+    return m.constant(DenseElementsAttr::get(
+        RankedTensorType::get({chunk, chunk}, c.b.getI1Type()), bits));
+  };
+  Value ninf = m.scalar(f32, -INFINITY);
+  Value diff = m.bin("mpc.sub", b, swap(b)); // b_t - b_i: (B, H, N, C, C)
+  Value dLower = m.op("mpc.exp", {m.where(mask(lower), diff, ninf)});
+  Value u = v, w;
+  if (r.beta) {
+    Value beta = chunks(m, r.beta, padded, chunk);
+    Value dStrict = m.op("mpc.exp", {m.where(mask(lowerStrict), diff, ninf)});
+    Value l =
+        m.bin("mpc.mul", beta, m.bin("mpc.mul", dStrict, matmul(k, swap(k))));
+    // (I + L) [u w] = [beta v, beta A k] by forward substitution, a row of
+    // every chunk at a time (C steps whatever the length; the product form
+    // of the inverse lost 1e-4 to cancellation where keys are not unit).
+    Value rhs = m.concat({m.bin("mpc.mul", beta, v),
+                          m.bin("mpc.mul", beta, m.bin("mpc.mul", a, k))},
+                         4);
+    Value solved;
+    for (int64_t t = 0; t < chunk && !c.failed(); ++t) {
+      Value row = m.slice(rhs, 3, t, t + 1);
+      if (t)
+        row = m.bin("mpc.sub", row,
+                    matmul(m.slice(m.slice(l, 3, t, t + 1), 4, 0, t), solved));
+      solved = t ? m.concat({solved, row}, 3) : row;
+    }
+    u = m.slice(solved, 4, 0, r.dv);
+    w = m.slice(solved, 4, r.dv, r.dv + r.dk);
+  }
+  // q as (B, Hkv, N, group, C, dk); its scores with k, masked and decayed.
+  Value q =
+      m.transpose(m.reshape(chunks(m, r.q, padded, chunk),
+                            {r.batch, r.kvHeads, r.group, n, chunk, r.dk}),
+                  {0, 1, 3, 2, 4, 5});
+  Value k6 = m.unsqueeze(k, {3});
+  Value p = m.bin("mpc.mul", matmul(q, swap(k6)), m.unsqueeze(dLower, {3}));
+  Value aq = m.bin("mpc.mul", m.unsqueeze(a, {3}), q);
+  Value bLast = m.slice(b, 3, chunk - 1, chunk); // (B, H, N, 1, 1)
+  Value kEnd =
+      m.bin("mpc.mul", k, m.op("mpc.exp", {m.bin("mpc.sub", bLast, b)}));
+  Value aLast = m.op("mpc.exp", {bLast});
+  Value scale = m.scalar(f32, r.scale);
+  Value state = r.state;
+  SmallVector<Value> outs;
+  auto at = [&](Value x, int64_t i) { // chunk i, the chunk axis dropped
+    return m.op("mpc.squeeze", {m.slice(x, 2, i, i + 1)},
+                {named("axes", c.b.getDenseI64ArrayAttr({2}))});
+  };
+  for (int64_t i = 0; i < n && !c.failed(); ++i) {
+    Value ui =
+        r.beta ? m.bin("mpc.sub", at(u, i), matmul(at(w, i), state)) : at(u, i);
+    Value s4 = m.unsqueeze(state, {2}); // over the q heads of a group
+    Value o = m.bin("mpc.add", matmul(at(aq, i), s4),
+                    matmul(at(p, i), m.unsqueeze(ui, {2})));
+    outs.push_back(m.bin("mpc.mul", o, scale)); // (B, Hkv, group, C, dv)
+    state = m.bin("mpc.add", m.bin("mpc.mul", at(aLast, i), state),
+                  matmul(swap(at(kEnd, i)), ui));
+  }
+  if (c.failed())
+    return {};
+  Value o = outs.size() == 1 ? outs[0] : m.concat(outs, 3);
+  o = m.reshape(m.slice(o, 3, 0, r.steps),
+                {r.batch, r.kvHeads * r.group, r.steps, r.dv});
+  return {o, state};
+}
+
 } // namespace
 
 LogicalResult importLinearAttention(NodeContext &c) {
@@ -84,17 +209,17 @@ LogicalResult importLinearAttention(NodeContext &c) {
   Type f32 = c.b.getF32Type();
   Value qh = toHeads(m, q, qHeads), kh = toHeads(m, k, kvHeads),
         vh = toHeads(m, v, kvHeads);
-  // exp(g) as [B, Hkv, dk or 1, T], beta as [B, Hkv or 1, T, 1]: one slice
-  // of each per token.
-  Value decayT, betaT;
+  // g as [B, Hkv, T, dk or 1], beta as [B, Hkv or 1, T, 1].
+  Value g, betaT;
+  bool perHeadDecay = true;
   if (gated) {
     auto d = typeOf(decay);
     int64_t last = d.getRank() == 3 ? d.getDimSize(2) : -1;
     if (d.getRank() != 3 || (last != kvHeads && last != kvHeads * dk))
       return c.fail("decay must be (batch, sequence, kv_num_heads) or "
                     "(batch, sequence, kv_num_heads * head size)");
-    decayT = m.op("mpc.exp",
-                  {m.transpose(toHeads(m, decay, kvHeads), {0, 1, 3, 2})});
+    perHeadDecay = last == kvHeads;
+    g = toHeads(m, decay, kvHeads);
   }
   if (delta) {
     auto d = typeOf(beta);
@@ -120,6 +245,32 @@ LogicalResult importLinearAttention(NodeContext &c) {
   double scale = scaleAttr == 0.0f ? 1.0 / std::sqrt((double)dk) : scaleAttr;
   Value scaleC = m.scalar(f32, scale);
 
+  // Chunks of chunk_size tokens (64 by default, fewer for a short prefill)
+  // where the decays are per head; token by token for one token (decoding)
+  // and for decays per key dimension (GLA's), whose chunked form needs
+  // exp(-b) factors that overflow.
+  int64_t chunk =
+      c.getInt("chunk_size", 0) > 0 ? c.getInt("chunk_size", 0) : 64;
+  int64_t pow2 = 1;
+  while (pow2 < steps)
+    pow2 *= 2;
+  chunk = std::min(chunk, pow2);
+  if (steps > 1 && perHeadDecay) {
+    Recurrence r{qh,    kh,      vh,    g,  betaT, state, batch,
+                 steps, kvHeads, group, dk, dv,    scale};
+    auto [o, last] = chunked(m, r, chunk);
+    if (c.failed() || !o)
+      return failure();
+    Value y = m.cast(m.reshape(m.transpose(o, {0, 2, 1, 3}), {0, 0, -1}), type);
+    Value present = m.cast(last, stateType);
+    if (c.failed())
+      return failure();
+    return c.setOutputs({y, present});
+  }
+
+  // exp(g) as [B, Hkv, dk or 1, T]: one slice per token.
+  Value decayT =
+      gated ? m.op("mpc.exp", {m.transpose(g, {0, 1, 3, 2})}) : Value();
   SmallVector<Value> outs;
   for (int64_t t = 0; t < steps && !c.failed(); ++t) {
     Value kt = m.slice(kh, 2, t, t + 1); // [B, Hkv, 1, dk]

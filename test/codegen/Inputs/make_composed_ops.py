@@ -28,7 +28,9 @@ torch's F.fold.
 cum_prod.onnx (opset 26): x [4, 6] @ W [6, 10] -> h; scores = exclusive
 CumProd(Sigmoid(h)) + reverse CumProd(1 + Tanh(h) / 2), along the classes.
 linear_attention.onnx (opset 27): Gated DeltaNet's recurrence over 3
-tokens, 2 heads, its decays and betas from x (LinearAttentionImporter.cpp).
+tokens, 2 heads, its decays and betas from x (LinearAttentionImporter.cpp's
+chunked form; its fp16 step once read a split part that a fused kernel
+had not stored, codegen/CudaFusion.cpp's readThroughCast).
 dcn.onnx (opset 19): DCNv2: x [4, 2, 6, 6], offsets [4, 18, 6, 6] from a
 3x3 Conv of x (weights x 0.3) and a mask from the Sigmoid of another,
 DeformConv 3x3 (4 filters, padded, a bias) -> Relu -> Flatten -> Gemm

@@ -274,14 +274,25 @@ model.ir_version = 10
 onnx.checker.check_model(model, full_check=True)
 onnx.save(model, os.path.join(out, "tensorscatter.onnx"))
 
-# LinearAttention (opset 27, its recurrence unrolled): the linear rule with
-# two q heads per kv head, and gated_delta from a past state with per-head
-# decays and one beta for all heads, over 3 tokens.
+# LinearAttention (opset 27): the linear rule with two q heads per kv
+# head, and gated_delta from a past state with per-head decays and one beta
+# for all heads, over 3 tokens (one chunk); gated_delta and delta over 10
+# tokens in chunks of 4 (the last one partial), and gated with decays per
+# key dimension (token by token).
 nodes = [helper.make_node("LinearAttention", ["q", "k", "v"], ["linear", "linear_state"],
                           q_num_heads=4, kv_num_heads=2, update_rule="linear"),
          helper.make_node("LinearAttention", ["k", "k", "v", "state", "g", "b"],
                           ["gated_delta", "gated_delta_state"], q_num_heads=2,
-                          kv_num_heads=2, scale=0.5)]
+                          kv_num_heads=2, scale=0.5),
+         helper.make_node("LinearAttention", ["lq", "lk", "lv", "state", "lg", "lb"],
+                          ["chunked", "chunked_state"], q_num_heads=4,
+                          kv_num_heads=2, chunk_size=4),
+         helper.make_node("LinearAttention", ["lk", "lk", "lv", "", "", "lb"],
+                          ["chunked_delta", "chunked_delta_state"], q_num_heads=2,
+                          kv_num_heads=2, chunk_size=4, update_rule="delta"),
+         helper.make_node("LinearAttention", ["lk", "lk", "lv", "state", "lgk"],
+                          ["per_key", "per_key_state"], q_num_heads=2,
+                          kv_num_heads=2, update_rule="gated")]
 graph = helper.make_graph(
     nodes, "linear_attention",
     [helper.make_tensor_value_info("q", F, [2, 3, 16]),
@@ -289,11 +300,23 @@ graph = helper.make_graph(
      helper.make_tensor_value_info("v", F, [2, 3, 6]),
      helper.make_tensor_value_info("state", F, [2, 2, 4, 3]),
      helper.make_tensor_value_info("g", F, [2, 3, 2]),
-     helper.make_tensor_value_info("b", F, [2, 3, 1])],
+     helper.make_tensor_value_info("b", F, [2, 3, 1]),
+     helper.make_tensor_value_info("lq", F, [2, 10, 16]),
+     helper.make_tensor_value_info("lk", F, [2, 10, 8]),
+     helper.make_tensor_value_info("lv", F, [2, 10, 6]),
+     helper.make_tensor_value_info("lg", F, [2, 10, 2]),
+     helper.make_tensor_value_info("lgk", F, [2, 10, 8]),
+     helper.make_tensor_value_info("lb", F, [2, 10, 2])],
     [helper.make_tensor_value_info("linear", F, [2, 3, 12]),
      helper.make_tensor_value_info("linear_state", F, [2, 2, 4, 3]),
      helper.make_tensor_value_info("gated_delta", F, [2, 3, 6]),
-     helper.make_tensor_value_info("gated_delta_state", F, [2, 2, 4, 3])])
+     helper.make_tensor_value_info("gated_delta_state", F, [2, 2, 4, 3]),
+     helper.make_tensor_value_info("chunked", F, [2, 10, 12]),
+     helper.make_tensor_value_info("chunked_state", F, [2, 2, 4, 3]),
+     helper.make_tensor_value_info("chunked_delta", F, [2, 10, 6]),
+     helper.make_tensor_value_info("chunked_delta_state", F, [2, 2, 4, 3]),
+     helper.make_tensor_value_info("per_key", F, [2, 10, 6]),
+     helper.make_tensor_value_info("per_key_state", F, [2, 2, 4, 3])])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 27)])
 model.ir_version = 10
 onnx.checker.check_model(model, full_check=True)

@@ -51,7 +51,13 @@ def composed_cases(case, mk, n2, kinked, rng2):
            "V": _rng5.standard_normal((1, 3, 6)).astype(np.float32),
            "G": np.log(_rng5.uniform(0.5, 0.9, (1, 3, 8))).astype(np.float32),
            "Be": _rng5.uniform(0.2, 0.8, (1, 3, 2)).astype(np.float32),
-           "S0": _rng5.standard_normal((1, 2, 4, 3)).astype(np.float32)}
+           "S0": _rng5.standard_normal((1, 2, 4, 3)).astype(np.float32),
+           # 5 tokens in chunks of 2 (FLA's chunked form): keys, per-head
+           # decays, betas.
+           "K5": (0.5 * _rng5.standard_normal((1, 5, 8))).astype(np.float32),
+           "V5": _rng5.standard_normal((1, 5, 6)).astype(np.float32),
+           "G5": np.log(_rng5.uniform(0.5, 0.9, (1, 5, 2))).astype(np.float32),
+           "B5": _rng5.uniform(0.2, 0.8, (1, 5, 2)).astype(np.float32)}
 
     # Scan's RNN cell h = tanh(h * A + x_t), A read from the enclosing
     # graph, x read backwards (LoopImporters.cpp unrolls it).
@@ -232,6 +238,19 @@ step (int64 i, bool c, float[3] h) => (bool c2, float[3] h2, float[3] hs) {
                  q_num_heads=2, kv_num_heads=2, update_rule="delta",
                  scale=0.3)], LIN["Be"],
              extra={k: LIN[k] for k in ("Q", "K", "V", "S0")}, opset=27),
+        # The chunked form (chunks of 2 over 5 tokens, the last padded):
+        # gated_delta's gradients of the keys (which also form L's inverse)
+        # and of the per-head decays, from a past state.
+        case("linear_attention_chunked_k",
+             [mk("LinearAttention", ["K5", "W", "V5", "S0", "G5", "B5"],
+                 ["Y", "St"], q_num_heads=2, kv_num_heads=2, chunk_size=2)],
+             LIN["K5"], extra={k: LIN[k] for k in ("K5", "V5", "S0", "G5", "B5")},
+             opset=27),
+        case("linear_attention_chunked_decay",
+             [mk("LinearAttention", ["K5", "K5", "V5", "S0", "W", "B5"],
+                 ["Y", "St"], q_num_heads=2, kv_num_heads=2, chunk_size=2)],
+             LIN["G5"], extra={k: LIN[k] for k in ("K5", "V5", "S0", "B5")},
+             opset=27),
         # Scan (LoopImporters.cpp), its body inlined per step: the sequence's
         # gradient (read backwards) and the initial state's, through the
         # stacked outputs and the final state; onnxruntime runs the float
