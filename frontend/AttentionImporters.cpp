@@ -27,14 +27,12 @@ using namespace mlir::mpc::importer;
 
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
-/// The float element type of an ONNX data type attribute for
-/// softmax_precision, or null.
-Type precisionType(NodeContext &c, int64_t onnxType) {
-  switch (onnxType) {
+/// The softmax's element type: `dflt`, or what softmax_precision names
+/// (FLOAT, FLOAT16 or BFLOAT16); null, the node failed, for another.
+Type softmaxPrecision(NodeContext &c, Type dflt) {
+  if (!c.attr("softmax_precision"))
+    return dflt;
+  switch (int64_t p = c.getInt("softmax_precision", 1)) {
   case onnx::TensorProto::FLOAT:
     return c.b.getF32Type();
   case onnx::TensorProto::FLOAT16:
@@ -42,6 +40,9 @@ Type precisionType(NodeContext &c, int64_t onnxType) {
   case onnx::TensorProto::BFLOAT16:
     return c.b.getBF16Type();
   default:
+    (void)c.fail("softmax_precision " + dataTypeName(p) +
+                 ": element type not supported (mpc computes softmax in "
+                 "FLOAT, FLOAT16 or BFLOAT16)");
     return {};
   }
 }
@@ -77,6 +78,20 @@ Value repeatHeads(Composer &m, Value x, int64_t rep) {
   Value wide =
       m.op("mpc.expand", {m.unsqueeze(x, {2}), m.i64s({1, 1, rep, 1, 1})});
   return m.reshape(wide, {0, shape[1] * rep, -1, shape[3]});
+}
+
+/// The scores (Q * root) (K * root)^T as the references scale them, K and
+/// V first repeated to Q's heads (grouped-query attention).
+Value scaledScores(Composer &m, Value q, Value &k, Value &v, float root) {
+  Value rootScale = m.scalar(typeOf(q).getElementType(), root);
+  int64_t qHeads = typeOf(q).getShape()[1], kvHeads = typeOf(k).getShape()[1];
+  if (qHeads != kvHeads) {
+    k = repeatHeads(m, k, qHeads / kvHeads);
+    v = repeatHeads(m, v, qHeads / kvHeads);
+  }
+  return m.op("mpc.matmul",
+              {m.bin("mpc.mul", q, rootScale),
+               m.transpose(m.bin("mpc.mul", k, rootScale), {0, 1, 3, 2})});
 }
 
 struct MaskSpec {
@@ -269,15 +284,7 @@ LogicalResult importAttention(NodeContext &c) {
   // Scores: (Q * sqrt(scale)) (K * sqrt(scale))^T, as the reference scales.
   double scale = c.attr("scale") ? c.getFloat("scale", 1.0f)
                                  : 1.0 / std::sqrt((double)qs[3]);
-  Value rootScale = m.scalar(type, (float)std::sqrt(scale));
-  if (qHeads != kvHeads) {
-    k = repeatHeads(m, k, qHeads / kvHeads);
-    v = repeatHeads(m, v, qHeads / kvHeads);
-  }
-  Value scores =
-      m.op("mpc.matmul",
-           {m.bin("mpc.mul", q, rootScale),
-            m.transpose(m.bin("mpc.mul", k, rootScale), {0, 1, 3, 2})});
+  Value scores = scaledScores(m, q, k, v, (float)std::sqrt(scale));
   float softcap = c.getFloat("softcap", 0.0f);
   if (softcap > 0) {
     Value cap = m.scalar(type, softcap);
@@ -320,15 +327,9 @@ LogicalResult importAttention(NodeContext &c) {
   int64_t mode = c.getInt("qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3)
     return c.fail("qk_matmul_output_mode " + Twine(mode) + " is not 0 to 3");
-  Type softmaxType = type;
-  if (c.attr("softmax_precision")) {
-    int64_t p = c.getInt("softmax_precision", 1);
-    softmaxType = precisionType(c, p);
-    if (!softmaxType)
-      return c.fail("softmax_precision " + dataTypeName(p) +
-                    ": element type not supported (mpc computes softmax in "
-                    "FLOAT, FLOAT16 or BFLOAT16)");
-  }
+  Type softmaxType = softmaxPrecision(c, type);
+  if (!softmaxType)
+    return failure();
   Value probs = m.op("mpc.softmax", {m.cast(biased, softmaxType)},
                      {c.named("axis", c.b.getI64IntegerAttr(-1))});
   // A query row with no attendable key gets zero probabilities (decided on
@@ -384,34 +385,18 @@ LogicalResult importFlexAttention(NodeContext &c) {
                   "length");
   int64_t qHeads = qs[1], kvHeads = ks[1];
   if (qHeads % kvHeads)
-    return c.fail("Q's " + Twine(qHeads) +
-                  " heads are not a multiple of "
-                  "K's and V's " +
-                  Twine(kvHeads));
+    return c.fail("Q's " + Twine(qHeads) + " heads are not a multiple of " +
+                  "K's and V's " + Twine(kvHeads));
   // Softmax (and score_mod, prob_mod, the product with V) in FLOAT unless
   // softmax_precision says otherwise.
-  Type softmaxType = c.b.getF32Type();
-  if (c.attr("softmax_precision")) {
-    int64_t p = c.getInt("softmax_precision", 1);
-    softmaxType = precisionType(c, p);
-    if (!softmaxType)
-      return c.fail("softmax_precision " + dataTypeName(p) +
-                    ": element type not supported (mpc computes softmax in "
-                    "FLOAT, FLOAT16 or BFLOAT16)");
-  }
+  Type softmaxType = softmaxPrecision(c, c.b.getF32Type());
+  if (!softmaxType)
+    return failure();
   // Scores: (Q * sqrt(scale)) (K * sqrt(scale))^T, the root taken in FP32
   // and rounded to Q's type, as the reference does.
   float scale = c.attr("scale") ? c.getFloat("scale", 1.0f)
                                 : (float)(1.0 / std::sqrt((double)qs[3]));
-  Value rootScale = m.scalar(type, std::sqrt(scale));
-  if (qHeads != kvHeads) {
-    k = repeatHeads(m, k, qHeads / kvHeads);
-    v = repeatHeads(m, v, qHeads / kvHeads);
-  }
-  Value scores =
-      m.op("mpc.matmul",
-           {m.bin("mpc.mul", q, rootScale),
-            m.transpose(m.bin("mpc.mul", k, rootScale), {0, 1, 3, 2})});
+  Value scores = scaledScores(m, q, k, v, std::sqrt(scale));
   scores = applyModifier(c, "score_mod", m.cast(scores, softmaxType));
   Value probs =
       applyModifier(c, "prob_mod",

@@ -24,10 +24,6 @@ using namespace mlir::mpc::importer;
 
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 LogicalResult importRMSNorm(NodeContext &c) {
   if (failed(c.requireInputs(2)) ||
       failed(c.checkAttrs({"axis", "epsilon", "stash_type"})))

@@ -22,10 +22,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 } // namespace
 
 LogicalResult importDeformConv(NodeContext &c) {

@@ -24,10 +24,6 @@ namespace mlir::mpc::importer {
 
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// Labels: a letter's character code, ellipsis dimension j (of E, from the
 /// left) 256 + j.
 constexpr int kEllipsis = 256;

@@ -24,10 +24,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 enum class Padding { Zeros, Border, Reflection };
 
 struct Sampler {

@@ -12,9 +12,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -29,6 +30,12 @@ namespace mlir::mpc::importer {
 
 class NodeContext;
 using NodeImportFn = mlir::LogicalResult (*)(NodeContext &);
+
+/// The ranked tensor type of an imported value (every value the importer
+/// makes is one).
+inline mlir::RankedTensorType typeOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType());
+}
 
 /// The importer of (domain, op_type), or null when mpc does not support it.
 NodeImportFn lookupNodeImporter(llvm::StringRef domain, llvm::StringRef opType);

@@ -25,10 +25,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// (B, T, H * D) -> (B, H, T, D) in FP32.
 Value toHeads(Composer &m, Value x, int64_t heads) {
   return m.cast(m.transpose(m.reshape(x, {0, 0, heads, -1}), {0, 2, 1, 3}),

@@ -27,10 +27,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// An attribute of one value per item (axes or directions), `fill` where
 /// absent; axes normalized against `ranks`.
 FailureOr<SmallVector<int64_t>> perItem(NodeContext &c, StringRef name,

@@ -19,10 +19,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// layer_norm(x, ones) over the axes from `axis` on: (x - mean) / sqrt(var
 /// + epsilon), the statistics in FP32.
 Value normalize(Composer &m, Value x, int64_t axis, float epsilon) {

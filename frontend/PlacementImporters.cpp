@@ -23,10 +23,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// A window attribute of `n` values (2n for pads), `fill` when absent.
 FailureOr<SmallVector<int64_t>> windowAttr(NodeContext &c, StringRef name,
                                            size_t n, int64_t fill) {

@@ -26,10 +26,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 enum class Cell { Lstm, Gru, Rnn };
 
 struct Recurrence {

@@ -13,10 +13,6 @@
 namespace mlir::mpc::importer {
 namespace {
 
-RankedTensorType typeOf(Value v) {
-  return llvm::cast<RankedTensorType>(v.getType());
-}
-
 /// 0, 1, ..., n - 1 along `axis` of a rank-`rank` i64 tensor whose other
 /// sizes are 1.
 Value iota(Composer &m, int64_t n, int64_t axis, int64_t rank) {
