@@ -106,6 +106,12 @@ struct Composer {
     return op("mpc.unsqueeze", {x},
               {c.named("axes", c.b.getDenseI64ArrayAttr(axes))});
   }
+  /// Index `i` of `x` along `axis`, that axis dropped (a recurrence's
+  /// step, a direction, a chunk).
+  Value sliceAt(Value x, int64_t axis, int64_t i) {
+    return op("mpc.squeeze", {slice(x, axis, i, i + 1)},
+              {c.named("axes", c.b.getDenseI64ArrayAttr({axis}))});
+  }
   Value slice(Value x, int64_t axis, int64_t start, int64_t end,
               int64_t step = 1) {
     return op("mpc.slice",

@@ -134,10 +134,7 @@ std::pair<Value, Value> chunked(Composer &m, const Recurrence &r,
   Value scale = m.scalar(f32, r.scale);
   Value state = r.state;
   SmallVector<Value> outs;
-  auto at = [&](Value x, int64_t i) { // chunk i, the chunk axis dropped
-    return m.op("mpc.squeeze", {m.slice(x, 2, i, i + 1)},
-                {named("axes", c.b.getDenseI64ArrayAttr({2}))});
-  };
+  auto at = [&](Value x, int64_t i) { return m.sliceAt(x, 2, i); }; // chunk i
   for (int64_t i = 0; i < n && !c.failed(); ++i) {
     Value ui =
         r.beta ? m.bin("mpc.sub", at(u, i), matmul(at(w, i), state)) : at(u, i);

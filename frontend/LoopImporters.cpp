@@ -22,7 +22,7 @@
 #include "frontend/Composer.h"
 #include "frontend/ImporterImpl.h"
 
-#include "mlir/IR/Matchers.h"
+#include "ir/ShapeRules.h"
 
 namespace mlir::mpc::importer {
 namespace {
@@ -61,8 +61,7 @@ LogicalResult unroll(NodeContext &c, const onnx::AttributeProto &body,
     SmallVector<Value> args(states);
     for (auto [x, axis, dir] : llvm::zip(scans, axes, dirs)) {
       int64_t at = dir ? steps - 1 - i : i;
-      args.push_back(b.op("mpc.squeeze", {b.slice(x, axis, at, at + 1)},
-                          {c.named("axes", c.b.getDenseI64ArrayAttr({axis}))}));
+      args.push_back(b.sliceAt(x, axis, at));
     }
     if (c.failed())
       return failure();
@@ -169,17 +168,13 @@ LogicalResult importScan(NodeContext &c) {
     if (typeOf(x).isDynamicDim(0))
       return c.fail("the batch must be static (bind it with --batch)");
   int64_t batch = typeOf(inputs[0]).getDimSize(0);
-  auto row = [&](Value x, int64_t r) {
-    return b.op("mpc.squeeze", {b.slice(x, 0, r, r + 1)},
-                {c.named("axes", c.b.getDenseI64ArrayAttr({0}))});
-  };
   SmallVector<SmallVector<Value>> finals(n), outputs(k);
   for (int64_t r = 0; r < batch; ++r) {
     SmallVector<Value> states, rowScans;
     for (Value x : states0)
-      states.push_back(row(x, r));
+      states.push_back(b.sliceAt(x, 0, r));
     for (Value x : scans)
-      rowScans.push_back(row(x, r));
+      rowScans.push_back(b.sliceAt(x, 0, r));
     SmallVector<SmallVector<Value>> perOutput;
     if (c.failed() || failed(unroll(c, *body, states, rowScans, *inAxes,
                                     *inDirs, steps, perOutput)))
@@ -213,18 +208,17 @@ LogicalResult importLoop(NodeContext &c) {
   std::optional<int64_t> trips;
   bool cond = true;
   if (Value m = c.input(0)) {
-    DenseElementsAttr value;
-    if (!matchPattern(m, m_Constant(&value)) || value.getNumElements() != 1)
+    SmallVector<int64_t> count;
+    if (!getConstantInts(m, count) || count.size() != 1)
       return c.fail("input M (the trip count) must be a constant once "
                     "shapes are bound (mpc unrolls Loop)");
-    trips = (*value.getValues<APInt>().begin()).getSExtValue();
+    trips = count[0];
   }
   auto constantBool = [](Value v) -> std::optional<bool> {
-    DenseElementsAttr value;
-    if (!v || !matchPattern(v, m_Constant(&value)) ||
-        value.getNumElements() != 1 || !value.getElementType().isInteger(1))
+    std::optional<double> s = getConstantScalar(v);
+    if (!s || !getElementTypeOrSelf(v).isInteger(1))
       return std::nullopt;
-    return *value.getValues<bool>().begin();
+    return *s != 0.0;
   };
   if (Value first = c.input(1)) {
     auto known = constantBool(first);

@@ -93,10 +93,7 @@ LogicalResult checkForm(NodeContext &c, Recurrence &r) {
 }
 
 /// `v` [dirs, ...] at direction d, without that axis.
-Value direction(Composer &m, Value v, int64_t d) {
-  return m.op("mpc.squeeze", {m.slice(v, 0, d, d + 1)},
-              {m.c.named("axes", m.c.b.getDenseI64ArrayAttr({0}))});
-}
+Value direction(Composer &m, Value v, int64_t d) { return m.sliceAt(v, 0, d); }
 
 /// Step `t` in the integer type of `like`, a scalar.
 Value intScalar(Composer &m, Value like, int64_t t) {
@@ -170,8 +167,7 @@ DirectionResult unroll(Composer &m, const Recurrence &r, Value x, int64_t d,
   out.outputs.resize(r.steps);
   for (int64_t s = 0; s < r.steps; ++s) {
     int64_t t = backwards ? r.steps - 1 - s : s;
-    Value gx = m.op("mpc.squeeze", {m.slice(xw, 0, t, t + 1)},
-                    {c.named("axes", c.b.getDenseI64ArrayAttr({0}))});
+    Value gx = m.sliceAt(xw, 0, t);
     Value gh = m.op("mpc.matmul", {h, rT}); // [batch, G H]
     Value prevH = h, prevC = cell;
     if (r.cell == Cell::Rnn) {
