@@ -499,6 +499,9 @@ bool leadsToProduct(Value v, int depth) {
   Operation *op = p.getDefiningOp();
   if (op && tensorScaleOfProduct(op)) // (SwinV2's cosine attention)
     return true;
+  if (auto widen = dyn_cast_or_null<CastOp>(op)) // (an FP32 softmax's)
+    return llvm::isa<FloatType>(typeOf(widen.getX()).getElementType()) &&
+           leadsToProduct(widen.getX(), depth + 1);
   if (isa_and_nonnull<AddOp, WhereOp>(op))
     return llvm::any_of(op->getOperands(), [&](Value x) {
       return typeOf(x) == typeOf(p) && leadsToProduct(x, depth + 1);

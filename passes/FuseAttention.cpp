@@ -20,6 +20,10 @@
 //                                 mask unread (the backward redraws it)
 //   matmul(P, V)
 //
+// In a half-precision model the softmax may run in FP32 between casts,
+// cast(softmax(cast(s, f32)), T), masks on either side of the widening
+// cast: the op computes in FP32 anyway, so both casts are taken into it.
+//
 // Scores over merged leading dimensions ([b * h, sq, skv] of bmm exports,
 // [b * nw, h, sq, skv] of Swin's windows) viewed split for a mask and
 // back become one attention over the split dimensions, its output merged.
@@ -31,11 +35,11 @@
 // becomes `causal`, `window_left` and `window_right` and is dropped (a
 // term of a sum of biases too: an attn_mask beside it stays the bias), so
 // no Sq x Skv tensor is left. Every intermediate must have its
-// one use on the path (an extra consumer of the scores or probabilities, a softmax on
-// another axis, a dropout whose mask is read or whose ratio or training
-// flag is only known at run time leave the subgraph as it is: fusing would
-// change what the other consumer sees). A fused dropout draws the mask the
-// unfused one would (same key, same counter: the probability's index).
+// one use on the path (an extra consumer of the scores or probabilities, a
+// softmax on another axis, a dropout whose mask is read or whose ratio or
+// training flag is only known at run time leave the subgraph as it is: fusing
+// would change what the other consumer sees). A fused dropout draws the mask
+// the unfused one would (same key, same counter: the probability's index).
 //
 //===----------------------------------------------------------------------===//
 
@@ -132,34 +136,58 @@ public:
       m.dead = {w, sm, dead, rowMax};
       probs = w.getResult();
     }
-    DropoutOp drop = dyn_cast<DropoutOp>(*probs.getUsers().begin());
-    if (drop) {
-      if (drop.getX() != probs || !drop.getMask().use_empty() ||
-          drop.getStep() || !singleUse(drop.getY()))
+    // From the softmax to P V, in any order, each once: a dropout; the cast
+    // back of an FP32 softmax in a half-precision model, cast(softmax(
+    // cast(s, f32)), T) (torch's softmax(dtype=float32).to(q.dtype) in
+    // LLaMA-style model code, `mpc convert`'s output, ONNX Attention's
+    // softmax_precision; the op computes scores and softmax in FP32
+    // whatever Q's type, so both casts go, the scores no longer rounded to
+    // T between them); a view of the probabilities as [b * h, sq, skv] for
+    // a merged product with V (Bloom's bmm: build() unmerges V and views
+    // the output back) or as [b, sq * h, skv] (GPT-BigCode's multi-query
+    // bmm).
+    DropoutOp drop;
+    CastOp narrow;
+    ReshapeOp merge;
+    SmallVector<Operation *> toPv; // (softmax side first)
+    for (;;) {
+      Operation *user = *probs.getUsers().begin();
+      if (auto d = dyn_cast<DropoutOp>(user); d && !drop) {
+        if (d.getX() != probs || !d.getMask().use_empty() || d.getStep())
+          return std::nullopt;
+        std::optional<double> ratio = constantDropoutRatio(d);
+        if (!ratio || *ratio < 0.0 || *ratio >= 1.0)
+          return std::nullopt;
+        m.dropout = *ratio;
+        m.seed = d.getSeedAttr();
+        m.stream = d.getStreamAttr();
+        drop = d;
+        probs = d.getY();
+      } else if (auto c = dyn_cast<CastOp>(user); c && !narrow) {
+        Type to = typeOf(c.getY()).getElementType();
+        if (!typeOf(probs).getElementType().isF32() ||
+            !(to.isF16() || to.isBF16()))
+          return std::nullopt;
+        narrow = c;
+        probs = c.getY();
+      } else if (auto rs = dyn_cast<ReshapeOp>(user); rs && !merge) {
+        auto heads = headsOf(typeOf(rs.getReshaped()), typeOf(probs));
+        auto rowSplit = heads ? std::nullopt
+                              : rowsOf(typeOf(rs.getReshaped()), typeOf(probs));
+        if (!heads && !rowSplit)
+          return std::nullopt;
+        if (heads)
+          m.pvSplit = {heads->first, heads->second};
+        else
+          m.pvRows = {rowSplit->first, rowSplit->second};
+        merge = rs;
+        probs = rs.getReshaped();
+      } else {
+        break;
+      }
+      toPv.push_back(user);
+      if (!singleUse(probs))
         return std::nullopt;
-      std::optional<double> ratio = constantDropoutRatio(drop);
-      if (!ratio || *ratio < 0.0 || *ratio >= 1.0)
-        return std::nullopt;
-      m.dropout = *ratio;
-      m.seed = drop.getSeedAttr();
-      m.stream = drop.getStreamAttr();
-      probs = drop.getY();
-    }
-    // Probabilities viewed as [b * h, sq, skv] for a merged product with
-    // V (Bloom's bmm): build() unmerges V and views the output back.
-    // Or viewed as [b, sq * h, skv] (GPT-BigCode's multi-query bmm).
-    auto merge = dyn_cast<ReshapeOp>(*probs.getUsers().begin());
-    if (merge) {
-      auto heads = headsOf(typeOf(merge.getReshaped()), typeOf(probs));
-      auto rowSplit = heads ? std::nullopt
-                            : rowsOf(typeOf(merge.getReshaped()), typeOf(probs));
-      if ((!heads && !rowSplit) || !singleUse(merge.getReshaped()))
-        return std::nullopt;
-      if (heads)
-        m.pvSplit = {heads->first, heads->second};
-      else
-        m.pvRows = {rowSplit->first, rowSplit->second};
-      probs = merge.getReshaped();
     }
     auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
     if (!pv || pv->getOperand(0) != probs ||
@@ -169,10 +197,8 @@ public:
     m.v = pv->getOperand(1);
     if (m.dead.empty())
       m.dead.push_back(sm);
-    if (drop)
-      m.dead.insert(m.dead.begin(), drop);
-    if (merge)
-      m.dead.insert(m.dead.begin(), merge);
+    for (Operation *op : toPv) // (users first)
+      m.dead.insert(m.dead.begin(), op);
     m.dead.insert(m.dead.begin(), pv);
     // Masks and scales, from the softmax back to the QK^T product.
     Value s = sm.getX();
@@ -183,6 +209,7 @@ public:
     // into heads), and whether the softmax itself reads merged scores that
     // a view brought to heads for the mask (BART's bmm attention).
     bool inMerged = false, headsView = false;
+    bool widened = false; // (past the FP32 softmax's widening cast)
     // Only a fill that exp() maps to 0 as -inf does.
     auto bigNegative = [](std::optional<double> f) {
       return f && *f <= -1e30 ? f : std::nullopt;
@@ -193,6 +220,18 @@ public:
       Operation *op = s.getDefiningOp();
       if (isa<MatMulOp>(op))
         break;
+      // The widening half of the FP32 softmax's casts (above), from the
+      // type the softmax's result is cast back to.
+      if (auto widen = dyn_cast<CastOp>(op)) {
+        if (!narrow || widened || !typeOf(s).getElementType().isF32() ||
+            typeOf(widen.getX()).getElementType() !=
+                typeOf(narrow.getY()).getElementType())
+          return std::nullopt;
+        widened = true;
+        m.dead.push_back(op);
+        s = widen.getX();
+        continue;
+      }
       // A softcap, with no scale outside it (the op caps the scaled
       // scores) and one at most.
       if (auto cap = softcapOf(s, m.dead)) {
@@ -317,7 +356,7 @@ public:
       return std::nullopt;
     }
     auto qk = dyn_cast_or_null<MatMulOp>(s.getDefiningOp());
-    if (!qk || !singleUse(s))
+    if (!qk || !singleUse(s) || (bool)narrow != widened)
       return std::nullopt;
     m.dead.push_back(qk);
     m.q = peelScale(qk->getOperand(0), m.scale, m.dead);
@@ -387,11 +426,21 @@ public:
       m.v = unmerge(loc, m.v, {typeOf(m.v).getDimSize(0), 1}, m.dead);
     }
     int64_t r = typeOf(m.q).getRank();
-    Type elem = typeOf(m.q).getElementType();
     // K from K^T: compose with the export's own transpose when it is one.
     SmallVector<int64_t> swap;
     for (int64_t i = 0; i < r; ++i)
       swap.push_back(i < r - 2 ? i : 2 * r - 3 - i);
+    // K^T cast to Q's type after its transpose (`mpc convert` keeps the
+    // rotary products FP32): the cast moves onto K below, so that the
+    // transposes compose and grouped-query heads are seen.
+    Type kCast;
+    if (auto c = m.k.getDefiningOp<CastOp>();
+        c && singleUse(m.k) && c.getX().getDefiningOp<TransposeOp>() &&
+        singleUse(c.getX())) {
+      kCast = typeOf(m.k).getElementType();
+      m.dead.push_back(c);
+      m.k = c.getX();
+    }
     Value k;
     auto t = m.k.getDefiningOp<TransposeOp>();
     auto viewed = t ? std::nullopt : viewedTranspose(m.k, m.dead);
@@ -428,9 +477,12 @@ public:
                        typeOf(where.getX()).getRank() == r;
         double fill = *scalarConstant(fillIsB ? where.getY() : where.getX());
         // where(m, s, fill): the bias is fill where m is false.
+        // (in the where's type: FP32 in an FP32 softmax, where a finite
+        // fill must stay finite; a row masked whole is then uniform)
         auto biasOf = [&](Value cond) {
-          return maskBias(b, loc, rowsToHeads(b, loc, cond, m.rows), elem, fill * outer,
-                          !fillIsB);
+          return maskBias(b, loc, rowsToHeads(b, loc, cond, m.rows),
+                          typeOf(where.getResult()).getElementType(),
+                          fill * outer, !fillIsB);
         };
         term = Value();
         // A causal constant and padding joined (seen where both are: And;
@@ -450,6 +502,18 @@ public:
           term = split;
         if (outer != 1.0)
           term = make<MulOp>(loc, {term, scalarValue(b, loc, typeOf(term).getElementType(), outer)});
+      }
+      // Terms of Q's type (before an FP32 softmax's widening cast) and FP32
+      // ones (after it) are summed in FP32, exactly.
+      auto f32 = [&](Value x) -> Value {
+        if (typeOf(x).getElementType().isF32())
+          return x;
+        return b.create<CastOp>(loc, typeOf(x).clone(b.getF32Type()), x);
+      };
+      if (bias &&
+          typeOf(bias).getElementType() != typeOf(term).getElementType()) {
+        bias = f32(bias);
+        term = f32(term);
       }
       bias = bias ? make<AddOp>(loc, {bias, term}) : term;
     }
@@ -474,6 +538,10 @@ public:
     if (kHeads && vHeads && kHeads->second == vHeads->second) {
       k = kHeads->first;
       v = vHeads->first;
+    }
+    if (kCast) {
+      b.setInsertionPoint(m.pv);
+      k = b.create<CastOp>(loc, typeOf(k).clone(kCast), k);
     }
     SmallVector<Value> operands{m.q, k, v};
     if (bias)

@@ -363,18 +363,30 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
     return std::nullopt;
   std::vector<double> row(cols);
   std::optional<Band> band;
+  // FP16's lowest, -65504 (torch.finfo(float16).min: Hugging Face's mask
+  // value in FP16 models, and where -FLT_MAX saturates converting a mask
+  // to FP16), masks as -inf does where the row has a key it does not
+  // mask: exp(s - 65504 - max) is 0 unless the scores span 65400. A row
+  // with every key so masked is uniform, not NaN: no band then.
+  constexpr double kHalfLowest = -65504.0;
+  std::vector<char> rowSeesKey(sq);
   for (int64_t n = 0; n < lead; ++n) {
-    bool additive = true; // every element 0 (seen) or <= -1e30 (masked)
+    bool additive = true; // every element 0 (seen) or masked
+    bool halfLowest = false;
+    std::fill(rowSeesKey.begin(), rowSeesKey.end(), 0);
     int64_t held = -1;
     auto here = bandOfVisible(sq, skv, [&](int64_t i, int64_t j) {
       const int64_t at = n * rows + (rows == 1 ? 0 : i);
       if (at != held)
         (*x)(held = at, row.data());
       const double e = row[cols == 1 ? 0 : j];
-      additive &= e == 0.0 || e <= -1e30;
+      halfLowest |= e == kHalfLowest;
+      additive &= e == 0.0 || e <= -1e30 || e == kHalfLowest;
+      rowSeesKey[i] |= e == 0.0;
       return e == 0.0;
     });
-    if (!additive || !here || (band && !(*band == *here)))
+    if (!additive || !here || (band && !(*band == *here)) ||
+        (halfLowest && llvm::is_contained(rowSeesKey, 0)))
       return std::nullopt;
     band = here;
   }

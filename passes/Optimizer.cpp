@@ -148,6 +148,14 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
         if (f.getArgAttr(a.getArgNumber(), "mpc.param") == sym)
           p = a;
       StringRef name = sym.getValue();
+      // The update's arithmetic and state are FP32 (a half model's
+      // parameters would lose updates below their spacing).
+      if (!p || !getElementTypeOrSelf(p).isF32())
+        return f.emitError("parameter ")
+               << sym << " is " << (p ? p.getType() : Type())
+               << "; the optimizer updates FP32 parameters (train the FP32 "
+                  "model: --precision fp16 or bf16 computes in half "
+                  "precision with FP32 master weights)";
       const bool noWd = !noDecay.empty() && exempt.match(name);
       const float wdP = noWd ? 0.0f : wdF;
       anyExempt |= noWd;

@@ -469,11 +469,14 @@ LogicalResult attentionGrad(Context &c, AttentionOp at) {
     c.grads[i] = grad->getResult(i);
   if (!biasGrad)
     return success();
-  // dS (q's type) summed over the dims the bias broadcasts along.
-  Value db = c.un(grad->getResult(3), 3);
-  if (typeOf(db).getElementType() != typeOf(at.getBias()).getElementType())
-    db = c.b.create<CastOp>(c.loc, typeOf(at.getBias()), db);
-  c.grads[3] = db;
+  // dS (q's type) summed over the dims the bias broadcasts along, in the
+  // bias's type (an FP32 bias of FP16 attention, as a half model's FP32
+  // softmax adds it: the sum in FP32 too).
+  Value ds = grad->getResult(3);
+  Type biasElem = typeOf(at.getBias()).getElementType();
+  if (typeOf(ds).getElementType() != biasElem)
+    ds = c.b.create<CastOp>(c.loc, typeOf(ds).clone(biasElem), ds);
+  c.grads[3] = c.un(ds, 3);
   return success();
 }
 
