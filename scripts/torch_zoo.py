@@ -258,8 +258,10 @@ def rotate_half(x):
 
 
 class LlamaLayer(nn.Module):
-    def __init__(self, d, heads, kv_heads, ffn, gemma=False, rotary_dims=None):
+    def __init__(self, d, heads, kv_heads, ffn, gemma=False, rotary_dims=None,
+                 softmax_fp32=False):
         super().__init__()
+        self.softmax_fp32 = softmax_fp32
         self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
         self.gemma, self.rd = gemma, rotary_dims or d // heads
         self.q = nn.Linear(d, d, bias=False)
@@ -289,7 +291,10 @@ class LlamaLayer(nn.Module):
         att = q @ k.transpose(2, 3) / self.hd ** 0.5
         if self.gemma:  # Gemma 2's attention logit softcap
             att = torch.tanh(att / 50.0) * 50.0
-        att = (att + mask).softmax(-1)
+        if self.softmax_fp32:  # Hugging Face's, whatever the model's type
+            att = (att + mask).softmax(-1, dtype=torch.float32).to(q.dtype)
+        else:
+            att = (att + mask).softmax(-1)
         x = x + self.o((att @ v).transpose(1, 2).reshape(b, t, d))
         h = self.ln2(x)
         act = F.gelu(self.gate(h), approximate="tanh") if self.gemma else F.silu(self.gate(h))
@@ -305,15 +310,19 @@ class Llama(nn.Module):
     weight, the attention logits' softcap tanh(s / 50) 50, GeGLU with
     tanh GELU); `rotary_dims`: GPT-NeoX's partial rotary (the first
     rotary_dims of each head rotate, the rest pass); `window`: Mistral's
-    sliding window (each query sees itself and `window` keys before)."""
+    sliding window (each query sees itself and `window` keys before);
+    `softmax_fp32`: the softmax in FP32 and cast back, and the logits cast
+    to FP32, as Hugging Face's Llama writes them (under autocast: FP32
+    between casts, an FP32 loss)."""
 
     def __init__(self, vocab=128, d=64, heads=4, kv_heads=2, layers=2, ffn=172,
-                 gemma=False, rotary_dims=None, window=None):
+                 gemma=False, rotary_dims=None, window=None, softmax_fp32=False):
         super().__init__()
-        self.window = window
+        self.window, self.softmax_fp32 = window, softmax_fp32
         self.tok = nn.Embedding(vocab, d)
-        self.layers = nn.ModuleList(LlamaLayer(d, heads, kv_heads, ffn, gemma, rotary_dims)
-                                    for _ in range(layers))
+        self.layers = nn.ModuleList(
+            LlamaLayer(d, heads, kv_heads, ffn, gemma, rotary_dims, softmax_fp32)
+            for _ in range(layers))
         self.ln = RmsNorm(d, offset=gemma)
         self.head = nn.Linear(d, vocab, bias=False)
         hd = rotary_dims or d // heads
@@ -334,6 +343,8 @@ class Llama(nn.Module):
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
         logits = self.head(self.ln(x)).reshape(-1, self.head.out_features)
+        if self.softmax_fp32:
+            logits = logits.float()
         logp = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
         return F.nll_loss(logp, targets.reshape(-1)), logp
 

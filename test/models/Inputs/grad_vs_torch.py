@@ -4,8 +4,10 @@ the same seeded batch, and prints per parameter the normwise relative error
 max|mpc - torch| / max|torch|. Runs under Debian's python3-torch.
 
 usage: grad_vs_torch.py MPC WORKDIR MODEL... [--rtol R] [--opset N]
+       [--autocast bf16]
 """
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -21,6 +23,10 @@ ap.add_argument("mpc")
 ap.add_argument("workdir")
 ap.add_argument("models", nargs="+")
 ap.add_argument("--rtol", type=float, default=1e-4)
+ap.add_argument("--autocast", choices=["bf16"],
+                help="export under torch.autocast (CPU: bfloat16): FP32 "
+                     "weights cast to BF16 at their uses; compared with "
+                     "torch's FP32 gradients")
 ap.add_argument("--opset", type=int, default=17,
                 help="export opset (below 17 torch spells LayerNorm out, "
                      "below 20 Gelu)")
@@ -70,6 +76,10 @@ MODELS = {
                       (torch.randint(0, 128, (2, 16)),
                        torch.randint(0, 128, (2, 16))),
                       (["tokens", "targets"], ["loss", "logp"])),
+    "llama_hf_softmax": lambda: (zoo.Llama(softmax_fp32=True),
+                                 (torch.randint(0, 128, (2, 16)),
+                                  torch.randint(0, 128, (2, 16))),
+                                 (["tokens", "targets"], ["loss", "logp"])),
     "gemma": lambda: (zoo.Llama(gemma=True),
                       (torch.randint(0, 128, (2, 16)),
                        torch.randint(0, 128, (2, 16))),
@@ -88,12 +98,15 @@ MODELS = {
                          (["tokens", "targets"], ["loss", "logp"])),
 }
 
+autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if a.autocast \
+    else contextlib.nullcontext
 worst = 0.0
 for name in a.models:
     torch.manual_seed(0)
     model, args, names = MODELS[name]()
     path = os.path.join(a.workdir, name + ".onnx")
-    zoo.export(model, args, names, path, a.opset, training=True)
+    with autocast():
+        zoo.export(model, args, names, path, a.opset, training=True)
     feeds = []
     for n, t in zip(names[0], args):
         f = os.path.join(a.workdir, f"{name}.{n}.npy")
@@ -102,6 +115,8 @@ for name in a.models:
     out = os.path.join(a.workdir, name + ".grads")
     subprocess.run([a.mpc, "grad", path, "--output-dir", out] + feeds,
                    check=True, stdout=subprocess.DEVNULL)
+    # (Under --autocast too, torch's FP32 gradients: the higher-precision
+    # run. torch's own BF16 ones are 3x further from them than mpc's.)
     model.zero_grad()
     model(*args)[0].backward()
     # Relative to each gradient's magnitude, but not below 1e-3 of the
