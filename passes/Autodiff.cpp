@@ -22,16 +22,29 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// The loss result: the one named `name`, else the first f32 scalar.
+/// The loss result: the one named `name`, else the first f32 scalar, else
+/// the first float scalar (a loss computed under torch.autocast on the CPU
+/// is BF16), as mpc train's evaluation picks it (tools/mpc/Evaluation.cpp).
 std::optional<unsigned> findLoss(func::FuncOp f, StringRef name) {
-  for (unsigned i = 0; i < f.getNumResults(); ++i) {
+  auto scalarOf = [&](unsigned i) {
     auto t = llvm::dyn_cast<RankedTensorType>(f.getResultTypes()[i]);
+    return t && t.getRank() == 0 && llvm::isa<FloatType>(t.getElementType())
+               ? t.getElementType()
+               : Type();
+  };
+  std::optional<unsigned> half;
+  for (unsigned i = 0; i < f.getNumResults(); ++i) {
     auto n = f.getResultAttrOfType<StringAttr>(i, "mpc.output");
-    if (!name.empty() ? (n && n.getValue() == name)
-                      : (t && t.getRank() == 0 && t.getElementType().isF32()))
+    if (!name.empty()) {
+      if (n && n.getValue() == name)
+        return i;
+    } else if (Type t = scalarOf(i); t && t.isF32()) {
       return i;
+    } else if (t && !half) {
+      half = i;
+    }
   }
-  return std::nullopt;
+  return name.empty() ? half : std::nullopt;
 }
 
 struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
@@ -60,7 +73,7 @@ struct Autodiff : public mpc::impl::AutodiffBase<Autodiff> {
     auto lossIndex = findLoss(entry, loss);
     if (!lossIndex)
       return entry.emitError(loss.empty()
-                                 ? "no scalar f32 result to use as the loss"
+                                 ? "no float scalar result to use as the loss"
                                  : "no result named '" + loss + "'");
     // A named loss must be a float scalar too: the backward is seeded with
     // d(loss)/d(loss) = 1.

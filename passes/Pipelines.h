@@ -67,7 +67,8 @@ struct PrecisionPipelineOptions
 struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
   Option<std::string> loss{
       *this, "loss",
-      llvm::cl::desc("Name of the loss output (default: first f32 scalar)")};
+      llvm::cl::desc("Name of the loss output (default: first f32 scalar, "
+                     "else first float scalar)")};
   Option<std::string> trainParams{
       *this, "params",
       llvm::cl::desc("Regular expression: train only the parameters whose "

@@ -12,7 +12,8 @@ def Autodiff : Pass<"mpc-autodiff", "::mlir::ModuleOp"> {
     returns the forward results followed by d(loss)/d(param) for every
     trainable `mpc.param` argument (result attribute `mpc.gradient = @p`),
     by a reverse sweep with one gradient rule per op (passes/GradientRules).
-    The loss is the result named by `loss`, else the first f32 scalar;
+    The loss is the result named by `loss`, else the first f32 scalar,
+    else the first float scalar (a BF16 loss of a CPU autocast export);
     `params` (a regular expression matching whole names) limits the
     parameters differentiated, as a phase of a GAN step updates one
     network while backpropagating through the other.

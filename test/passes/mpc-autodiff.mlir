@@ -70,7 +70,22 @@ func.func @dropped_gradient(%w: tensor<4xf32> {mpc.param = @w}) -> tensor<f32> a
 
 // -----
 
-// expected-error @+1 {{no scalar f32 result to use as the loss}}
+// With no f32 scalar result, the first float scalar is the loss (a BF16
+// loss of a torch.autocast export on the CPU), the backward seeded in
+// its type.
+mpc.param @w trainable : tensor<4xf32> = dense<1.0> : tensor<4xf32>
+// CHECK-LABEL: func.func @half_loss_train_step(
+// CHECK-SAME: -> (tensor<4xbf16> {mpc.output = "y"}, tensor<bf16> {mpc.output = "loss"}, tensor<4xf32> {mpc.gradient = @w}) attributes {mpc.loss_index = 1 : i64, mpc.train_step}
+// CHECK: mpc.constant {mpc.grad_seed} dense<1.000000e+00> : tensor<bf16>
+func.func @half_loss(%w: tensor<4xf32> {mpc.param = @w}) -> (tensor<4xbf16> {mpc.output = "y"}, tensor<bf16> {mpc.output = "loss"}) attributes {mpc.entry} {
+  %h = mpc.cast %w : (tensor<4xf32>) -> tensor<4xbf16>
+  %s = mpc.reduce_sum %h {keepdims = false} : (tensor<4xbf16>) -> tensor<bf16>
+  return %h, %s : tensor<4xbf16>, tensor<bf16>
+}
+
+// -----
+
+// expected-error @+1 {{no float scalar result to use as the loss}}
 func.func @no_loss(%x: tensor<4xf32> {mpc.input = "x"}) -> tensor<4xf32> attributes {mpc.entry} {
   return %x : tensor<4xf32>
 }

@@ -227,16 +227,19 @@ bool readSampleArrays(const cl::list<std::string> &specs, StringRef flag,
 
 namespace {
 
-/// The output the train step minimises: `name`, or the first f32 scalar.
+/// The output the train step minimises: `name`, or the first f32 scalar,
+/// or the first float scalar (as mpc-autodiff picks it).
 bool lossIndex(const rt::Plan &plan, const std::string &name, size_t &index,
                std::string &error) {
-  for (size_t i = 0; i < plan.outputs.size(); ++i) {
-    const rt::ValueInfo &v = plan.values[plan.outputs[i].value];
-    if (name.empty() ? v.dtype == rt::DType::F32 && v.shape.empty()
-                     : plan.outputs[i].name == name)
-      return (index = i, true);
-  }
-  return (error = name.empty() ? "the model has no f32 scalar output"
+  for (bool f32Only : {true, false})
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      const rt::ValueInfo &v = plan.values[plan.outputs[i].value];
+      bool wanted = f32Only ? v.dtype == rt::DType::F32 : rt::isFloat(v.dtype);
+      if (name.empty() ? wanted && v.shape.empty()
+                       : plan.outputs[i].name == name)
+        return (index = i, true);
+    }
+  return (error = name.empty() ? "the model has no float scalar output"
                                : "no output '" + name + "'",
           false);
 }

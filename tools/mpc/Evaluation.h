@@ -47,7 +47,8 @@ struct EvalBuild {
       const std::map<std::string, ::mpc::rt::Shape> &, std::string &)>
       import;
   mlir::mpc::PrecisionPipelineOptions precision;
-  std::string lossOutput; // --loss-output ("": the first f32 scalar)
+  std::string
+      lossOutput; // --loss-output ("": the first f32, else float, scalar)
   /// A session for `plan` on the training's device (its device code built).
   std::function<std::unique_ptr<::mpc::rt::Session>(::mpc::rt::Plan &,
                                                     std::string &)>

@@ -361,10 +361,12 @@ static cl::list<std::string>
     gradInputs("input",
                cl::desc("Feed graph input NAME from FILE (.npy or .pb)"),
                cl::sub(gradCommand));
-static cl::opt<std::string> gradLoss("loss",
-                                     cl::desc("Graph output to differentiate "
-                                              "(default: first f32 scalar)"),
-                                     cl::sub(gradCommand));
+static cl::opt<std::string>
+    gradLoss("loss",
+             cl::desc("Graph output to differentiate "
+                      "(default: first f32 scalar, else first "
+                      "float scalar)"),
+             cl::sub(gradCommand));
 static cl::opt<std::string> gradDir("output-dir",
                                     cl::desc("Write <param>.npy files here"),
                                     cl::value_desc("dir"),

@@ -192,10 +192,12 @@ static cl::opt<std::string> lossScaler(
              "shared (one, as PyTorch's multi-model AMP recipe's one "
              "GradScaler)"),
     cl::init("per-phase"), cl::sub(trainCommand));
-static cl::opt<std::string> lossName("loss-output",
-                                     cl::desc("Graph output to minimise "
-                                              "(default: first f32 scalar)"),
-                                     cl::sub(trainCommand));
+static cl::opt<std::string>
+    lossName("loss-output",
+             cl::desc("Graph output to minimise "
+                      "(default: first f32 scalar, else first "
+                      "float scalar)"),
+             cl::sub(trainCommand));
 
 /// Reads the --data arrays (one per graph input, samples along axis 0)
 /// and records their batch shapes for the import.
