@@ -392,8 +392,14 @@ int runGrad() {
   mlir::func::FuncOp step = buildTrainStep(*prep.module, pipeline, error);
   if (!step)
     return reportError(gradModel + ": " + error);
+  // Dynamic scaling's state (by --loss-scale, or for a model computing in
+  // FP16), at its initial scale.
+  bool dynamicScale = false;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (auto name = step.getArgAttrOfType<mlir::StringAttr>(i, "mpc.input"))
+      dynamicScale |= name.getValue() == "mpc.loss_scale";
   if (auto init = step->getAttrOfType<mlir::FloatAttr>("mpc.loss_scale_init"))
-    if (gradPrecision.lossScaleMode() == "dynamic") {
+    if (dynamicScale) {
       rt::Tensor s(rt::DType::F32, {}), n(rt::DType::I64, {});
       s.setFloat(0, (float)init.getValueAsDouble());
       n.setInt(0, 0);

@@ -16,6 +16,7 @@
 
 #include <set>
 #include <sstream>
+#include <utility>
 
 namespace mpc {
 
@@ -255,8 +256,22 @@ static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
   return lines;
 }
 
+/// Whether the model computes in FP16 itself (its own casts: a
+/// torch.autocast export on a GPU), whatever --precision says.
+static bool computesInFp16(mlir::ModuleOp module) {
+  bool found = false;
+  module.walk([&](mlir::Operation *op) {
+    for (mlir::Type t : op->getResultTypes())
+      if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(t);
+          r && r.getElementType().isF16())
+        found = true;
+    return found ? mlir::WalkResult::interrupt() : mlir::WalkResult::advance();
+  });
+  return found;
+}
+
 mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
-                                  const mlir::mpc::TrainPipelineOptions &o,
+                                  mlir::mpc::TrainPipelineOptions &o,
                                   std::string &error) {
   if (auto why = module->getAttrOfType<mlir::StringAttr>("mpc.untrainable"))
     return (error = why.str(), mlir::func::FuncOp());
@@ -264,6 +279,16 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
   for (const std::string &line : tiedByValue(module))
     if (warned.insert(line).second)
       llvm::errs() << "mpc: warning: " << line << "\n";
+  // A model computing in FP16 of its own gets --precision fp16's default,
+  // dynamic loss scaling: its gradients would underflow as any FP16 step's.
+  if (o.lossScale.empty() && o.precision != "fp16" && computesInFp16(module)) {
+    o.lossScale = "dynamic";
+    static bool noted = false;
+    if (!std::exchange(noted, true))
+      llvm::errs() << "mpc: note: the model computes in FP16 (its own casts): "
+                      "dynamic loss scaling, as --precision fp16 has "
+                      "(--loss-scale none turns it off)\n";
+  }
   mlir::PassManager pm(module.getContext());
   mlir::mpc::buildTrainPipeline(pm, o);
   if (!runPasses(pm, module, error))

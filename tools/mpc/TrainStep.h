@@ -17,9 +17,11 @@
 namespace mpc {
 
 /// Runs mpc-train-pipeline on `module`; returns the train-step function,
-/// or null with a one-line `error` naming the node.
+/// or null with a one-line `error` naming the node. A model computing in
+/// FP16 of its own gets dynamic loss scaling unless `o` says otherwise
+/// (`o.lossScale` set to it).
 mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
-                                  const mlir::mpc::TrainPipelineOptions &o,
+                                  mlir::mpc::TrainPipelineOptions &o,
                                   std::string &error);
 
 /// `base` (the shared optimizer flags) specialised to phase `phase`: its

@@ -4,7 +4,7 @@ the same seeded batch, and prints per parameter the normwise relative error
 max|mpc - torch| / max|torch|. Runs under Debian's python3-torch.
 
 usage: grad_vs_torch.py MPC WORKDIR MODEL... [--rtol R] [--opset N]
-       [--autocast bf16]
+       [--autocast bf16|fp16]
 """
 import argparse
 import contextlib
@@ -23,10 +23,12 @@ ap.add_argument("mpc")
 ap.add_argument("workdir")
 ap.add_argument("models", nargs="+")
 ap.add_argument("--rtol", type=float, default=1e-4)
-ap.add_argument("--autocast", choices=["bf16"],
+ap.add_argument("--autocast", choices=["bf16", "fp16"],
                 help="export under torch.autocast (CPU: bfloat16): FP32 "
-                     "weights cast to BF16 at their uses; compared with "
-                     "torch's FP32 gradients")
+                     "weights cast to BF16 at their uses; fp16: the same "
+                     "export with its BF16 casts made FP16 (torch 1.13's CPU "
+                     "autocast has no FP16; CUDA's writes this form); compared "
+                     "with torch's FP32 gradients")
 ap.add_argument("--opset", type=int, default=17,
                 help="export opset (below 17 torch spells LayerNorm out, "
                      "below 20 Gelu)")
@@ -107,6 +109,19 @@ for name in a.models:
     path = os.path.join(a.workdir, name + ".onnx")
     with autocast():
         zoo.export(model, args, names, path, a.opset, training=True)
+    if a.autocast == "fp16":  # BF16 casts and constants made FP16
+        import onnx
+        from onnx import numpy_helper
+        BF16, F16 = onnx.TensorProto.BFLOAT16, onnx.TensorProto.FLOAT16
+        m = onnx.load(path)
+        for node in m.graph.node:
+            for at in node.attribute:
+                if node.op_type == "Cast" and at.name == "to" and at.i == BF16:
+                    at.i = F16
+                if at.name == "value" and at.t.data_type == BF16:
+                    v = numpy_helper.to_array(at.t).astype(np.float32)
+                    at.t.CopyFrom(numpy_helper.from_array(v.astype(np.float16), at.t.name))
+        onnx.save(m, path)
     feeds = []
     for n, t in zip(names[0], args):
         f = os.path.join(a.workdir, f"{name}.{n}.npy")
