@@ -21,6 +21,13 @@
 // dropped. The same ops on the same values: the same numbers (a dropout's
 // mask is a pure function of its key and counter, as its gradient's).
 //
+// With save=products (torch's selective activation checkpointing with a
+// policy that saves matmuls and attention), the tensor-core ops are not
+// recomputed: their results are held from the forward, and what the
+// block computes from them (norms, activations, residual sums, dropout)
+// is recomputed - the memory of those for a few elementwise launches
+// rather than a whole forward's FLOPs.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/MpcOps.h"
@@ -100,6 +107,11 @@ struct CheckpointBlocks
   void runOnOperation() override {
     llvm::Regex re(pattern);
     std::string why;
+    if (save != "" && save != "all" && save != "products") {
+      getOperation().emitError("checkpoint-blocks: save='")
+          << save << "' is not all or products";
+      return signalPassFailure();
+    }
     if (pattern != "auto" && (pattern.empty() || !re.isValid(why))) {
       getOperation().emitError("checkpoint-blocks: '")
           << pattern << "' is not a regular expression"
@@ -150,13 +162,21 @@ struct CheckpointBlocks
       return f.emitError("checkpoint-blocks: '")
              << pattern << "' matches no node name of the forward";
 
+    // save=products: the tensor-core ops' results (matmul, GEMM,
+    // convolution, attention: the FLOPs) are held from the forward as
+    // the blocks' inputs are, and only what follows them is recomputed.
+    auto keptOp = [&](Operation *op) {
+      return save == "products" && op->hasTrait<AmpAllow>();
+    };
     for (auto &[key, ops] : blocks) {
       llvm::SmallPtrSet<Operation *, 32> members(ops.begin(), ops.end());
       // What the backward reads of the block and only the block's own
       // forward ops read besides.
-      SmallVector<Value> saved;
+      SmallVector<Value> recomputed;
       Operation *first = nullptr;
-      for (Operation *op : ops)
+      for (Operation *op : ops) {
+        if (keptOp(op))
+          continue;
         for (Value v : op->getResults()) {
           bool held = false, read = false;
           for (Operation *user : v.getUsers()) {
@@ -167,21 +187,29 @@ struct CheckpointBlocks
           }
           if (held || !read)
             continue;
-          saved.push_back(v);
+          recomputed.push_back(v);
           for (Operation *user : v.getUsers())
             if (backward(user) && (!first || user->isBeforeInBlock(first)))
               first = user;
         }
-      if (saved.empty())
+      }
+      if (recomputed.empty())
         continue;
-      // The block again, before the first backward op that reads it.
+      // The block again, before the first backward op that reads it (its
+      // kept ops' results read where they are).
       OpBuilder b(first);
       IRMapping map;
       SmallVector<Operation *> clones;
-      for (Operation *op : ops)
+      for (Operation *op : ops) {
+        if (keptOp(op)) {
+          for (Value v : op->getResults())
+            map.map(v, v);
+          continue;
+        }
         clones.push_back(b.clone(*op, map));
+      }
       llvm::SmallPtrSet<Operation *, 32> cloned(clones.begin(), clones.end());
-      for (Value v : saved)
+      for (Value v : recomputed)
         v.replaceUsesWithIf(map.lookup(v), [&](OpOperand &use) {
           return backward(use.getOwner()) && !cloned.count(use.getOwner());
         });

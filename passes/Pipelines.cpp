@@ -131,6 +131,16 @@ bool validate(const TrainPipelineOptions &o, std::string &error, bool phased) {
             "expression: " + why;
     return false;
   }
+  if (o.checkpointSave != "all" && o.checkpointSave != "products") {
+    error = "--checkpoint-save must be all or products, got '" +
+            o.checkpointSave + "'";
+    return false;
+  }
+  if (o.checkpointSave != "all" && o.checkpointBlocks.empty()) {
+    error = "--checkpoint-save " + o.checkpointSave +
+            " says what checkpointed blocks hold: it needs --checkpoint-blocks";
+    return false;
+  }
   if (std::string why; !o.checkpointBlocks.empty() &&
                        !llvm::Regex(o.checkpointBlocks).isValid(why)) {
     error = "--checkpoint-blocks '" + o.checkpointBlocks +
@@ -350,8 +360,8 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   pm.addPass(createAutodiff(autodiff));
   pm.addPass(createDropoutSteps());
   if (!o.checkpointBlocks.empty())
-    pm.addPass(
-        createCheckpointBlocks(CheckpointBlocksOptions{o.checkpointBlocks}));
+    pm.addPass(createCheckpointBlocks(
+        CheckpointBlocksOptions{o.checkpointBlocks, o.checkpointSave}));
   if (o.recomputeColumns)
     pm.addPass(createRecomputeColumns());
   if (o.isLow())

@@ -89,6 +89,12 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       llvm::cl::desc("Regular expression naming the blocks whose "
                      "activations the backward recomputes "
                      "(mpc-checkpoint-blocks; empty: none)")};
+  Option<std::string> checkpointSave{
+      *this, "checkpoint-save",
+      llvm::cl::desc("What checkpointed blocks hold from the forward: all "
+                     "(nothing but their inputs: every op recomputed) or "
+                     "products (the tensor-core ops' results too)"),
+      llvm::cl::init("all")};
   Option<std::string> lrSchedule{
       *this, "lr-schedule",
       llvm::cl::desc("A learning-rate schedule (runtime/LrSchedule.h): "

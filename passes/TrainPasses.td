@@ -369,13 +369,23 @@ def CheckpointBlocks : Pass<"mpc-checkpoint-blocks", "::mlir::ModuleOp"> {
     same values (dropout draws the same mask from the same key and
     counter): the same numbers.
 
+    With `save=products` (torch's selective activation checkpointing,
+    saving matmuls and attention), the tensor-core ops (matmul, GEMM,
+    convolution, attention) of a block are not recomputed: their results
+    are held from the forward, and only the ops after them are computed
+    again (norms, activations, residual sums, dropouts): less memory saved
+    for a few elementwise launches instead of a forward's FLOPs.
+
     A pattern that matches no forward op, or `auto` without repeated
     blocks, is refused, naming the pattern.
   }];
   let options = [
     Option<"pattern", "pattern", "std::string", /*default=*/"",
            "Regular expression whose first match in an op's node name "
-           "names its block">
+           "names its block">,
+    Option<"save", "save", "std::string", /*default=*/"\"all\"",
+           "all: recompute every op of a block; products: hold the "
+           "tensor-core ops' results and recompute the rest">
   ];
   let dependentDialects = ["::mlir::mpc::MpcDialect"];
 }

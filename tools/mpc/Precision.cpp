@@ -74,6 +74,15 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "the block's backward instead of holding its activations "
                  "from the forward (the same numbers; one more forward)"),
         cl::value_desc("regex"), cl::sub(sub));
+    checkpointSave = std::make_unique<cl::opt<std::string>>(
+        "checkpoint-save",
+        cl::desc("What --checkpoint-blocks' blocks hold from the forward: "
+                 "all (only their inputs; every op recomputed; default) or "
+                 "products (the matmul, GEMM, convolution and attention "
+                 "results too, as torch's selective checkpointing saving "
+                 "matmuls: only the norms, activations and sums after them "
+                 "recomputed, less memory saved for no recomputed FLOPs)"),
+        cl::value_desc("all|products"), cl::init("all"), cl::sub(sub));
     clipGradNorm = std::make_unique<cl::opt<double>>(
         "clip-grad-norm",
         cl::desc("Clip the gradients' global L2 norm to MAX before each "
@@ -151,6 +160,8 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.recomputeColumns = recomputeColumns->getValue();
   if (checkpointBlocks)
     o.checkpointBlocks = checkpointBlocks->getValue();
+  if (checkpointSave)
+    o.checkpointSave = checkpointSave->getValue();
   if (clipGradNorm)
     o.clipGradNorm = clipGradNorm->getValue();
   if (lrSchedule)

@@ -29,7 +29,7 @@ struct PrecisionFlags {
   std::unique_ptr<llvm::cl::opt<double>> clipGradNorm, ema;
   std::unique_ptr<llvm::cl::opt<int64_t>> gradAccumulation;
   std::unique_ptr<llvm::cl::opt<std::string>> lrSchedule, noWeightDecay,
-      checkpointBlocks, emaWarmup;
+      checkpointBlocks, checkpointSave, emaWarmup;
 
   bool isLow() const { return precision != "fp32"; }
   /// The first flag given that only an optimizer's update reads
