@@ -132,6 +132,7 @@ public:
         lowName(options.bf16 ? "bf16" : "fp16") {}
 
   bool run(std::string &error) {
+    nameNodes();
     indexGraph();
     paintIdentities();
     if (!retypeStorage(error))
@@ -175,6 +176,15 @@ private:
       if (precisionOf(g.node(u)) != low)
         return false;
     return true;
+  }
+
+  /// An unnamed node is known by its first output (nodeKey), which
+  /// castOutputs may rename (--keep-io-types): it is named so first, and
+  /// keeps its precision.
+  void nameNodes() {
+    for (auto &n : *g.mutable_node())
+      if (n.name().empty() && n.output_size())
+        n.set_name(nodeKey(n));
   }
 
   /// Identity nodes vanish at import (exporters use them to share
@@ -411,6 +421,8 @@ private:
         keepOriginalTypes(n);
         continue;
       }
+      if (p == low && n.op_type() == "Attention")
+        softmaxInFloat(n);
       for (auto &in : *n.mutable_input()) {
         auto it = newType.find(in);
         if (in.empty() || it == newType.end())
@@ -420,6 +432,18 @@ private:
           in = castTo(in, p);
       }
     }
+  }
+
+  /// A low ONNX Attention computes its softmax in FLOAT (the spec's
+  /// default is Q's type): softmax_precision = 1 unless the model set it.
+  static void softmaxInFloat(onnx::NodeProto &n) {
+    for (const auto &a : n.attribute())
+      if (a.name() == "softmax_precision")
+        return;
+    auto *a = n.add_attribute();
+    a->set_name("softmax_precision");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(kFloat);
   }
 
   /// A node mpc did not paint reads any float input that the rewrite

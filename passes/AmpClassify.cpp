@@ -194,7 +194,10 @@ struct AmpClassify : public mpc::impl::AmpClassifyBase<AmpClassify> {
         set(&op, f32, prefix + (info->cls == cls ? info->why : "forced to fp32"));
         continue;
       }
-      if (op.hasTrait<Fp32Parameters>() && !mixedTypeOps) {
+      // (ONNX's RotaryEmbedding takes its caches in X's type: converted,
+      // they are stored low too.)
+      if (op.hasTrait<Fp32Parameters>() && !mixedTypeOps &&
+          !isa<RotaryOp>(op)) {
         set(&op, f32, prefix + "kept fp32 by mixed-type-ops=false (its "
                                "parameters are FP32)");
         continue;

@@ -315,18 +315,37 @@ bool hasLowPrecisionTensors(const onnx::ModelProto &m, std::string &where) {
 } // namespace
 
 /// Each ONNX node's precision (an ONNX node may become several mpc ops:
-/// low only if all of them are) and why.
+/// low only if all of them are) and why: an FP32 op's reason where there
+/// is one. An ONNX Attention node (`attentionNodes`) is low unless an op
+/// of it was kept FP32 (by --block-node, --auto, or as no list's op): its
+/// FP32 softmax (deny) and what follows it or FP32 inputs inside the node
+/// are what softmax_precision FLOAT, which the rewrite gives it, computes
+/// in FP32, and the node's inputs are cast to its type.
 static void nodeDecisions(mlir::func::FuncOp func, const AutoResult &autoResult,
+                          const std::set<std::string> &attentionNodes,
                           std::map<std::string, bool> &lowNodes,
                           std::map<std::string, std::string> &reasons) {
   for (auto &[name, op] : paintedOps(func)) {
     bool isLow =
         !op->getAttrOfType<mlir::TypeAttr>("mpc.precision").getValue().isF32();
-    auto [it, inserted] = lowNodes.emplace(name, isLow);
+    llvm::StringRef why =
+        op->getAttrOfType<mlir::StringAttr>("mpc.amp").getValue();
+    bool kept = why.starts_with("kept fp32") || why.starts_with("not on") ||
+                why.contains(", by ") || why.contains("kept fp32 by");
+    bool low = isLow || (attentionNodes.count(name) && !kept);
+    auto [it, inserted] = lowNodes.emplace(name, low);
     if (!inserted)
-      it->second = it->second && isLow;
-    reasons.emplace(name, op->getAttrOfType<mlir::StringAttr>("mpc.amp").str());
+      it->second = it->second && low;
+    if (!low)
+      reasons[name] = why.str(); // (an FP32 op's reason)
+    else
+      reasons.emplace(name, why.str());
   }
+  for (const std::string &name : attentionNodes)
+    if (auto it = lowNodes.find(name); it != lowNodes.end() && it->second)
+      reasons[name] = "allow (Attention): its products run on tensor cores "
+                      "with FP32 accumulation; softmax_precision FLOAT keeps "
+                      "its softmax in FP32";
   for (auto &[name, err] : autoResult.kept)
     reasons[name] =
         "kept fp32 by --auto: in " + precision + " its result was " +
@@ -463,8 +482,14 @@ int runConvert() {
 
   std::map<std::string, bool> lowNodes;
   std::map<std::string, std::string> reasons;
-  nodeDecisions(mlir::mpc::entryFunction(*module), autoResult, lowNodes,
-                reasons);
+  std::set<std::string> attentionNodes;
+  bool attentionBlocked = llvm::is_contained(blockOps, "Attention");
+  for (const auto &n : proto.graph().node())
+    if (n.op_type() == "Attention" && !attentionBlocked &&
+        (n.domain().empty() || n.domain() == "ai.onnx"))
+      attentionNodes.insert(mlir::mpc::nodeKey(n));
+  nodeDecisions(mlir::mpc::entryFunction(*module), autoResult, attentionNodes,
+                lowNodes, reasons);
   mlir::mpc::RewriteOptions ro;
   ro.bf16 = precision == "bf16";
   ro.keepIoTypes = keepIoTypes;
