@@ -151,6 +151,8 @@ public:
     ReshapeOp merge;
     SmallVector<Operation *> toPv; // (softmax side first)
     for (;;) {
+      if (!singleUse(probs))
+        return std::nullopt;
       Operation *user = *probs.getUsers().begin();
       if (auto d = dyn_cast<DropoutOp>(user); d && !drop) {
         if (d.getX() != probs || !d.getMask().use_empty() || d.getStep())
@@ -186,8 +188,6 @@ public:
         break;
       }
       toPv.push_back(user);
-      if (!singleUse(probs))
-        return std::nullopt;
     }
     auto pv = dyn_cast<MatMulOp>(*probs.getUsers().begin());
     if (!pv || pv->getOperand(0) != probs ||
