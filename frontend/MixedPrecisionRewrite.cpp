@@ -421,7 +421,8 @@ private:
         keepOriginalTypes(n);
         continue;
       }
-      if (p == low && n.op_type() == "Attention")
+      if (p == low &&
+          (n.op_type() == "Attention" || n.op_type() == "FlexAttention"))
         softmaxInFloat(n);
       for (auto &in : *n.mutable_input()) {
         auto it = newType.find(in);
@@ -435,7 +436,8 @@ private:
   }
 
   /// A low ONNX Attention computes its softmax in FLOAT (the spec's
-  /// default is Q's type): softmax_precision = 1 unless the model set it.
+  /// default is Q's type; FlexAttention's is FLOAT, said explicitly):
+  /// softmax_precision = 1 unless the model set it.
   static void softmaxInFloat(onnx::NodeProto &n) {
     for (const auto &a : n.attribute())
       if (a.name() == "softmax_precision")

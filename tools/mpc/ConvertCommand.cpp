@@ -316,11 +316,11 @@ bool hasLowPrecisionTensors(const onnx::ModelProto &m, std::string &where) {
 
 /// Each ONNX node's precision (an ONNX node may become several mpc ops:
 /// low only if all of them are) and why: an FP32 op's reason where there
-/// is one. An ONNX Attention node (`attentionNodes`) is low unless an op
-/// of it was kept FP32 (by --block-node, --auto, or as no list's op): its
-/// FP32 softmax (deny) and what follows it or FP32 inputs inside the node
-/// are what softmax_precision FLOAT, which the rewrite gives it, computes
-/// in FP32, and the node's inputs are cast to its type.
+/// is one. An ONNX Attention or FlexAttention node (`attentionNodes`) is
+/// low unless an op of it was kept FP32 (by --block-node, --auto, or as no
+/// list's op): its FP32 softmax (deny) and what follows it or FP32 inputs
+/// inside the node are what softmax_precision FLOAT, which the rewrite
+/// gives it, computes in FP32, and the node's inputs are cast to its type.
 static void nodeDecisions(mlir::func::FuncOp func, const AutoResult &autoResult,
                           const std::set<std::string> &attentionNodes,
                           std::map<std::string, bool> &lowNodes,
@@ -343,7 +343,7 @@ static void nodeDecisions(mlir::func::FuncOp func, const AutoResult &autoResult,
   }
   for (const std::string &name : attentionNodes)
     if (auto it = lowNodes.find(name); it != lowNodes.end() && it->second)
-      reasons[name] = "allow (Attention): its products run on tensor cores "
+      reasons[name] = "allow (attention): its products run on tensor cores "
                       "with FP32 accumulation; softmax_precision FLOAT keeps "
                       "its softmax in FP32";
   for (auto &[name, err] : autoResult.kept)
@@ -485,8 +485,10 @@ int runConvert() {
   std::set<std::string> attentionNodes;
   bool attentionBlocked = llvm::is_contained(blockOps, "Attention");
   for (const auto &n : proto.graph().node())
-    if (n.op_type() == "Attention" && !attentionBlocked &&
-        (n.domain().empty() || n.domain() == "ai.onnx"))
+    if ((n.op_type() == "Attention" && !attentionBlocked &&
+         (n.domain().empty() || n.domain() == "ai.onnx")) ||
+        (n.op_type() == "FlexAttention" && n.domain() == "ai.onnx.preview" &&
+         !llvm::is_contained(blockOps, "FlexAttention")))
       attentionNodes.insert(mlir::mpc::nodeKey(n));
   nodeDecisions(mlir::mpc::entryFunction(*module), autoResult, attentionNodes,
                 lowNodes, reasons);

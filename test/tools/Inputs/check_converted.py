@@ -3,7 +3,9 @@ onnxruntime: onnx.checker's full check, Cast nodes, graph input/output
 types, and the outputs' error (max |a - b| / max |b| per output).
 
 usage: check_converted.py FP32.onnx CONVERTED.onnx NAME=FILE.npy...
-       [--max-rel R] [--no-run]
+       [--max-rel R] [--no-run] [--reference]
+(--reference: onnx's reference evaluator runs both models instead, for
+ops onnxruntime lacks, such as FlexAttention)
 """
 import argparse
 import sys
@@ -19,6 +21,7 @@ ap.add_argument("converted")
 ap.add_argument("inputs", nargs="*")
 ap.add_argument("--max-rel", type=float, default=1e-2)
 ap.add_argument("--no-run", action="store_true")
+ap.add_argument("--reference", action="store_true")
 a = ap.parse_args()
 
 m = onnx.load(a.converted)
@@ -38,12 +41,17 @@ fp32 = a.fp32
 if fp32.endswith(".onnxtxt"):  # ONNX text syntax, with lit comment lines
     text = "".join(l for l in open(fp32) if not l.lstrip().startswith("#"))
     fp32 = onnx.parser.parse_model(text).SerializeToString()
-ref = ort.InferenceSession(fp32, providers=["CPUExecutionProvider"]).run(
-    None, feeds)
-s = ort.InferenceSession(a.converted, providers=["CPUExecutionProvider"])
-low = {i.name: feeds[i.name].astype(np.float16)
-       if i.type == "tensor(float16)" else feeds[i.name] for i in s.get_inputs()}
-got = s.run(None, low)
+if a.reference:
+    from onnx.reference import ReferenceEvaluator
+    ref = ReferenceEvaluator(fp32 if isinstance(fp32, str) else onnx.load_from_string(fp32)).run(None, feeds)
+    got = ReferenceEvaluator(m).run(None, feeds)  # (--keep-io-types models)
+else:
+    ref = ort.InferenceSession(fp32, providers=["CPUExecutionProvider"]).run(
+        None, feeds)
+    s = ort.InferenceSession(a.converted, providers=["CPUExecutionProvider"])
+    low = {i.name: feeds[i.name].astype(np.float16)
+           if i.type == "tensor(float16)" else feeds[i.name] for i in s.get_inputs()}
+    got = s.run(None, low)
 worst = 0.0
 for g, r in zip(got, ref):
     if r.dtype.kind == "f":
