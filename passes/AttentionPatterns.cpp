@@ -212,7 +212,8 @@ std::optional<Band> triluBand(Value bias, int64_t sq, int64_t skv) {
       lo = off - *dHi;
     if (dLo)
       hi = off - *dLo;
-  } else if (!logOf && fill && *fill <= -1e30 && (bool)dLo != (bool)dHi) {
+  } else if (!logOf && fill && (*fill <= -1e30 || *fill == kHalfLowest) &&
+             (bool)dLo != (bool)dHi) {
     // -inf where kept: the rest of one side is what a query sees.
     if (dLo)
       lo = off - (*dLo - 1);
@@ -221,7 +222,23 @@ std::optional<Band> triluBand(Value bias, int64_t sq, int64_t skv) {
   } else {
     return std::nullopt;
   }
-  return bandOf(off, lo, hi);
+  std::optional<Band> band = bandOf(off, lo, hi);
+  if (band && *fill == kHalfLowest && !everyRowSeesKey(*band, sq, skv))
+    return std::nullopt;
+  return band;
+}
+
+bool everyRowSeesKey(const Band &band, int64_t sq, int64_t skv) {
+  std::optional<int64_t> lo = lowOf(band), hi = highOf(band);
+  for (int64_t i = 0; i < sq; ++i) {
+    // Keys j with lo <= i + offset - j <= hi, within [0, skv).
+    int64_t first = hi ? std::max<int64_t>(0, i + band.offset - *hi) : 0;
+    int64_t last =
+        lo ? std::min<int64_t>(skv - 1, i + band.offset - *lo) : skv - 1;
+    if (first > last)
+      return false;
+  }
+  return true;
 }
 
 std::optional<Band> mergeBands(const Band &a, const Band &b) {

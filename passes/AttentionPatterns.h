@@ -71,6 +71,16 @@ struct Band {
   }
 };
 
+/// FP16's lowest finite value, -65504 (torch.finfo(float16).min: Hugging
+/// Face's mask value in FP16 models, and what -FLT_MAX saturates to in
+/// FP16). Added to a score it masks as -inf does - exp(s - 65504 - max)
+/// is 0 unless the scores span 65400 - in a row that keeps a key; a row
+/// masked whole is uniform, not NaN.
+constexpr double kHalfLowest = -65504.0;
+/// Whether every query of `band` over sq x skv scores sees a key (where
+/// kHalfLowest may stand for -inf).
+bool everyRowSeesKey(const Band &band, int64_t sq, int64_t skv);
+
 /// The band a query-by-key visibility `seen(i, j)` describes, where one
 /// does (every row's keys one run the band's bounds give).
 std::optional<Band> bandOfVisible(int64_t sq, int64_t skv,

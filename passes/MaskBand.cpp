@@ -363,12 +363,7 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
     return std::nullopt;
   std::vector<double> row(cols);
   std::optional<Band> band;
-  // FP16's lowest, -65504 (torch.finfo(float16).min: Hugging Face's mask
-  // value in FP16 models, and where -FLT_MAX saturates converting a mask
-  // to FP16), masks as -inf does where the row has a key it does not
-  // mask: exp(s - 65504 - max) is 0 unless the scores span 65400. A row
-  // with every key so masked is uniform, not NaN: no band then.
-  constexpr double kHalfLowest = -65504.0;
+  // FP16's lowest masks as -inf where the row keeps a key (kHalfLowest).
   std::vector<char> rowSeesKey(sq);
   for (int64_t n = 0; n < lead; ++n) {
     bool additive = true; // every element 0 (seen) or masked

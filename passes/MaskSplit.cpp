@@ -180,9 +180,14 @@ std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
   auto where = v.getDefiningOp<WhereOp>();
   if (!where || v != term) // (views of it: their bias would need rebuilding)
     return std::nullopt;
+  // (FP16's lowest as a fill is exact here: the padding stays the same
+  // additive fill; constantBand checks C's rows for it.)
+  auto masking = [](std::optional<double> f) {
+    return f && (*f <= -1e30 || *f == kHalfLowest);
+  };
   std::optional<double> fx = scalarConstant(where.getX()), fy = scalarConstant(where.getY());
-  bool fillIsX = fx && *fx <= -1e30;
-  if (!fillIsX && !(fy && *fy <= -1e30))
+  bool fillIsX = masking(fx);
+  if (!fillIsX && !masking(fy))
     return std::nullopt;
   Value kept = fillIsX ? where.getY() : where.getX();
   llvm::DenseMap<Value, bool> constant;
@@ -224,7 +229,7 @@ Value splitWhereBias(OpBuilder &b, Location loc, Value term, int64_t sq, int64_t
   if (!w || sq == ShapedType::kDynamic || skv == ShapedType::kDynamic)
     return Value();
   std::optional<double> zero = scalarConstant(w.getX()), fill = scalarConstant(w.getY());
-  if (!zero || *zero != 0.0 || !fill || *fill > -1e30)
+  if (!zero || *zero != 0.0 || !fill || (*fill > -1e30 && *fill != kHalfLowest))
     return Value();
   auto parts = splitConstantOperand(b, w.getCondition(), true);
   if (!parts)

@@ -174,3 +174,55 @@ func.func @cast_read_twice(%q: tensor<1x2x4x8xf16>, %kt: tensor<1x2x8x4xf16>, %v
   %y = mpc.matmul %p16, %v : (tensor<1x2x4x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16>
   return %y, %p16 : tensor<1x2x4x8xf16>, tensor<1x2x4x4xf16>
 }
+
+// Hugging Face's FP16 masks, FP16's lowest (-65504) where FP32 models have
+// -FLT_MAX: full(min).triu(1) is the causal band, and the padding laid
+// over it, where(P, min, C), the band plus a [b, 1, 1, S] bias of min (the
+// same fill added where a key is padding).
+// CHECK-LABEL: func.func @triu_half_lowest
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.000000e+00 : f32} : (tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>) ->
+// CHECK-NOT: mpc.trilu
+func.func @triu_half_lowest(%q: tensor<1x2x4x8xf16>, %kt: tensor<1x2x8x4xf16>, %v: tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16> {
+  %qk = mpc.matmul %q, %kt : (tensor<1x2x4x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x4x4xf16>
+  %full = mpc.constant dense<-65504.0> : tensor<4x4xf16>
+  %causal = mpc.trilu %full {k = 1 : i64} : (tensor<4x4xf16>) -> tensor<4x4xf16>
+  %sc = mpc.add %qk, %causal : (tensor<1x2x4x4xf16>, tensor<4x4xf16>) -> tensor<1x2x4x4xf16>
+  %s32 = mpc.cast %sc : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %p = mpc.softmax %s32 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p16 = mpc.cast %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf16>
+  %y = mpc.matmul %p16, %v : (tensor<1x2x4x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16>
+  return %y : tensor<1x2x4x8xf16>
+}
+
+// CHECK-LABEL: func.func @padding_over_half_lowest
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %{{.*}} {causal = true, scale = 1.000000e+00 : f32} : (tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x1x1x4xf16>) ->
+func.func @padding_over_half_lowest(%q: tensor<1x2x4x8xf16>, %kt: tensor<1x2x8x4xf16>, %v: tensor<1x2x4x8xf16>, %pad: tensor<1x1x1x4xi1>) -> tensor<1x2x4x8xf16> {
+  %qk = mpc.matmul %q, %kt : (tensor<1x2x4x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x4x4xf16>
+  %full = mpc.constant dense<-65504.0> : tensor<1x1x4x4xf16>
+  %causal = mpc.trilu %full {k = 1 : i64} : (tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf16>
+  %min = mpc.constant dense<-65504.0> : tensor<f16>
+  %mask = mpc.where %pad, %min, %causal : (tensor<1x1x1x4xi1>, tensor<f16>, tensor<1x1x4x4xf16>) -> tensor<1x1x4x4xf16>
+  %sc = mpc.add %qk, %mask : (tensor<1x2x4x4xf16>, tensor<1x1x4x4xf16>) -> tensor<1x2x4x4xf16>
+  %s32 = mpc.cast %sc : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %p = mpc.softmax %s32 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p16 = mpc.cast %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf16>
+  %y = mpc.matmul %p16, %v : (tensor<1x2x4x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16>
+  return %y : tensor<1x2x4x8xf16>
+}
+
+// FP16's lowest over the diagonal too, triu(0): the first query keeps no
+// key, a row uniform unfused and NaN as a band: no band, the mask stays
+// the bias.
+// CHECK-LABEL: func.func @triu_half_lowest_empty_row
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2, %{{.*}} {scale = 1.000000e+00 : f32} : (tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<4x4xf16>) ->
+func.func @triu_half_lowest_empty_row(%q: tensor<1x2x4x8xf16>, %kt: tensor<1x2x8x4xf16>, %v: tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16> {
+  %qk = mpc.matmul %q, %kt : (tensor<1x2x4x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x4x4xf16>
+  %full = mpc.constant dense<-65504.0> : tensor<4x4xf16>
+  %mask = mpc.trilu %full {k = 0 : i64} : (tensor<4x4xf16>) -> tensor<4x4xf16>
+  %sc = mpc.add %qk, %mask : (tensor<1x2x4x4xf16>, tensor<4x4xf16>) -> tensor<1x2x4x4xf16>
+  %s32 = mpc.cast %sc : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %p = mpc.softmax %s32 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p16 = mpc.cast %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf16>
+  %y = mpc.matmul %p16, %v : (tensor<1x2x4x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16>
+  return %y : tensor<1x2x4x8xf16>
+}
