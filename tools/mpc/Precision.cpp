@@ -47,7 +47,8 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
         "loss-scale",
         cl::desc("none | static:S | dynamic[:init=65536,growth=2,backoff=0.5,"
                  "interval=2000,min=1,max=16777216] (default: dynamic for "
-                 "fp16, none otherwise)"),
+                 "fp16 and for a model computing in FP16 itself, none "
+                 "otherwise)"),
         cl::sub(sub));
     trainParams = std::make_unique<cl::opt<std::string>>(
         "train-params",

@@ -363,9 +363,8 @@ static cl::list<std::string>
                cl::sub(gradCommand));
 static cl::opt<std::string>
     gradLoss("loss",
-             cl::desc("Graph output to differentiate "
-                      "(default: first f32 scalar, else first "
-                      "float scalar)"),
+             cl::desc("Graph output to differentiate (default: the first f32 "
+                      "scalar, else float scalar)"),
              cl::sub(gradCommand));
 static cl::opt<std::string> gradDir("output-dir",
                                     cl::desc("Write <param>.npy files here"),

@@ -194,9 +194,8 @@ static cl::opt<std::string> lossScaler(
     cl::init("per-phase"), cl::sub(trainCommand));
 static cl::opt<std::string>
     lossName("loss-output",
-             cl::desc("Graph output to minimise "
-                      "(default: first f32 scalar, else first "
-                      "float scalar)"),
+             cl::desc("Graph output to minimise (default: the first f32 "
+                      "scalar, else float scalar)"),
              cl::sub(trainCommand));
 
 /// Reads the --data arrays (one per graph input, samples along axis 0)
