@@ -94,11 +94,14 @@ void Fuser::build(Match &m) {
       double fill = *scalarConstant(fillIsB ? where.getY() : where.getX());
       // where(m, s, fill): the bias is fill where m is false.
       // (in the where's type: FP32 in an FP32 softmax, where a finite
-      // fill must stay finite; a row masked whole is then uniform)
+      // fill must stay finite; a row masked whole is then uniform. FP16's
+      // lowest unscaled: match() found a key in every row, and the band
+      // reads it so)
+      double added = fill == kHalfLowest ? fill : fill * outer;
       auto biasOf = [&](Value cond) {
         return maskBias(b, loc, rowsToHeads(b, loc, cond, m.rows),
-                        typeOf(where.getResult()).getElementType(),
-                        fill * outer, !fillIsB);
+                        typeOf(where.getResult()).getElementType(), added,
+                        !fillIsB);
       };
       term = Value();
       // A causal constant and padding joined (seen where both are: And;

@@ -85,6 +85,10 @@ bool everyRowSeesKey(const Band &band, int64_t sq, int64_t skv);
 /// does (every row's keys one run the band's bounds give).
 std::optional<Band> bandOfVisible(int64_t sq, int64_t skv,
                                   llvm::function_ref<bool(int64_t, int64_t)> seen);
+/// Whether a boolean condition computed from constants (broadcast to sq x
+/// skv scores) keeps a key in every query's row, a key kept where the
+/// condition is `keptWhereTrue`.
+bool everyRowKeepsKey(Value cond, bool keptWhereTrue, int64_t sq, int64_t skv);
 /// The band of a mask computed from constants (MaskBand.cpp: additive 0 /
 /// -inf, where() of conditions, Trilu, integer and boolean arithmetic, as
 /// Hugging Face's causal and sliding-window masks export), broadcast over

@@ -311,9 +311,23 @@ std::optional<Match> Fuser::match(SoftmaxOp sm) {
       if (inMerged || !m.rows.empty())
         return std::nullopt;
       // where() replaces the score, the bias adds to it: equal only for
-      // a fill exp() maps to 0.
-      std::optional<double> fillB = bigNegative(scalarConstant(where.getY())),
-                            fillA = bigNegative(scalarConstant(where.getX()));
+      // a fill exp() maps to 0. FP16's lowest is one where a constant
+      // condition keeps a key in every row (a row masked whole would be
+      // uniform, not the scores' softmax): the bias adds it unscaled
+      // (`mpc convert`'s GPT-J, its -FLT_MAX fill saturated).
+      auto sq = typeOf(s).getDimSize(r - 2), skv = typeOf(s).getDimSize(r - 1);
+      auto masking = [&](Value fill, bool keptWhereTrue) {
+        std::optional<double> f = scalarConstant(fill);
+        return bigNegative(f) ? f
+               : f && *f == kHalfLowest && sq != ShapedType::kDynamic &&
+                       skv != ShapedType::kDynamic &&
+                       everyRowKeepsKey(where.getCondition(), keptWhereTrue, sq,
+                                        skv)
+                   ? f
+                   : std::nullopt;
+      };
+      std::optional<double> fillB = masking(where.getY(), true),
+                            fillA = masking(where.getX(), false);
       bool scoresA = fillB && typeOf(where.getX()) == typeOf(s);
       bool scoresB = fillA && typeOf(where.getY()) == typeOf(s);
       if (scoresA == scoresB)

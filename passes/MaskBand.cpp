@@ -334,10 +334,19 @@ std::optional<Rows> rowsOf(Value v, int depth) {
 
 } // namespace
 
-std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
+namespace {
+
+/// A mask broadcast to sq x skv scores, a row at a time: `lead` x `rows`
+/// rows (`rows` 1 or sq) of `cols` (1 or skv) values.
+struct MaskRows {
+  Rows at;
+  int64_t lead, rows, cols;
+};
+
+std::optional<MaskRows> maskRowsOf(Value mask, int64_t sq, int64_t skv) {
   // The mask broadcast over batch and heads (Expand, Unsqueeze, Reshape
   // keeping the scores' last two dimensions) is evaluated before it.
-  Value v = bias;
+  Value v = mask;
   while (Operation *op = v.getDefiningOp()) {
     auto in = isa<ExpandOp, UnsqueezeOp, ReshapeOp>(op)
                   ? typeOf(op->getOperand(0)) : RankedTensorType();
@@ -361,20 +370,29 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
   auto x = rowsOf(v, 0);
   if (!x)
     return std::nullopt;
-  std::vector<double> row(cols);
+  return MaskRows{*x, lead, rows, cols};
+}
+
+} // namespace
+
+std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
+  auto m = maskRowsOf(bias, sq, skv);
+  if (!m)
+    return std::nullopt;
+  std::vector<double> row(m->cols);
   std::optional<Band> band;
   // FP16's lowest masks as -inf where the row keeps a key (kHalfLowest).
   std::vector<char> rowSeesKey(sq);
-  for (int64_t n = 0; n < lead; ++n) {
+  for (int64_t n = 0; n < m->lead; ++n) {
     bool additive = true; // every element 0 (seen) or masked
     bool halfLowest = false;
     std::fill(rowSeesKey.begin(), rowSeesKey.end(), 0);
     int64_t held = -1;
     auto here = bandOfVisible(sq, skv, [&](int64_t i, int64_t j) {
-      const int64_t at = n * rows + (rows == 1 ? 0 : i);
+      const int64_t at = n * m->rows + (m->rows == 1 ? 0 : i);
       if (at != held)
-        (*x)(held = at, row.data());
-      const double e = row[cols == 1 ? 0 : j];
+        m->at(held = at, row.data());
+      const double e = row[m->cols == 1 ? 0 : j];
       halfLowest |= e == kHalfLowest;
       additive &= e == 0.0 || e <= -1e30 || e == kHalfLowest;
       rowSeesKey[i] |= e == 0.0;
@@ -386,6 +404,20 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
     band = here;
   }
   return band;
+}
+
+bool everyRowKeepsKey(Value cond, bool keptWhereTrue, int64_t sq, int64_t skv) {
+  auto m = maskRowsOf(cond, sq, skv);
+  if (!m)
+    return false;
+  std::vector<double> row(m->cols);
+  for (int64_t r = 0; r < m->lead * m->rows; ++r) {
+    m->at(r, row.data());
+    if (llvm::none_of(row,
+                      [&](double e) { return (e != 0.0) == keptWhereTrue; }))
+      return false;
+  }
+  return true;
 }
 
 } // namespace mlir::mpc::attention_patterns

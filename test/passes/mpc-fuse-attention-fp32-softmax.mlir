@@ -226,3 +226,39 @@ func.func @triu_half_lowest_empty_row(%q: tensor<1x2x4x8xf16>, %kt: tensor<1x2x8
   %y = mpc.matmul %p16, %v : (tensor<1x2x4x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16>
   return %y : tensor<1x2x4x8xf16>
 }
+
+// where(causal, s, -65504) (GPT-J's where() with its -FLT_MAX fill
+// saturated to FP16 by `mpc convert`): every row keeps a key, so the fill
+// masks as -inf does and the constant condition is the band. With the
+// first query's keys all masked, the where() stays as written.
+// CHECK-LABEL: func.func @where_half_lowest
+// CHECK: mpc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 0.353{{[0-9]*}} : f32} : (tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>) ->
+// CHECK-NOT: mpc.where
+func.func @where_half_lowest(%q: tensor<1x2x4x8xf16>, %kt: tensor<1x2x8x4xf16>, %v: tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16> {
+  %qk = mpc.matmul %q, %kt : (tensor<1x2x4x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x4x4xf16>
+  %causal = mpc.constant dense<[[[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %min = mpc.constant dense<-65504.0> : tensor<f16>
+  %w = mpc.where %causal, %qk, %min : (tensor<1x1x4x4xi1>, tensor<1x2x4x4xf16>, tensor<f16>) -> tensor<1x2x4x4xf16>
+  %c = mpc.constant dense<2.828130e+00> : tensor<f16>
+  %sd = mpc.div %w, %c : (tensor<1x2x4x4xf16>, tensor<f16>) -> tensor<1x2x4x4xf16>
+  %s32 = mpc.cast %sd : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %p = mpc.softmax %s32 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p16 = mpc.cast %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf16>
+  %y = mpc.matmul %p16, %v : (tensor<1x2x4x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16>
+  return %y : tensor<1x2x4x8xf16>
+}
+
+// CHECK-LABEL: func.func @where_half_lowest_empty_row
+// CHECK-NOT: mpc.attention
+// CHECK: mpc.softmax
+func.func @where_half_lowest_empty_row(%q: tensor<1x2x4x8xf16>, %kt: tensor<1x2x8x4xf16>, %v: tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16> {
+  %qk = mpc.matmul %q, %kt : (tensor<1x2x4x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x4x4xf16>
+  %keep = mpc.constant dense<[[[[false, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]]]> : tensor<1x1x4x4xi1>
+  %min = mpc.constant dense<-65504.0> : tensor<f16>
+  %w = mpc.where %keep, %qk, %min : (tensor<1x1x4x4xi1>, tensor<1x2x4x4xf16>, tensor<f16>) -> tensor<1x2x4x4xf16>
+  %s32 = mpc.cast %w : (tensor<1x2x4x4xf16>) -> tensor<1x2x4x4xf32>
+  %p = mpc.softmax %s32 : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %p16 = mpc.cast %p : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf16>
+  %y = mpc.matmul %p16, %v : (tensor<1x2x4x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16>
+  return %y : tensor<1x2x4x8xf16>
+}
