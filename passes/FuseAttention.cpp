@@ -311,15 +311,17 @@ std::optional<Match> Fuser::match(SoftmaxOp sm) {
       if (inMerged || !m.rows.empty())
         return std::nullopt;
       // where() replaces the score, the bias adds to it: equal only for
-      // a fill exp() maps to 0. FP16's lowest is one where a constant
-      // condition keeps a key in every row (a row masked whole would be
-      // uniform, not the scores' softmax): the bias adds it unscaled
-      // (`mpc convert`'s GPT-J, its -FLT_MAX fill saturated).
+      // a fill exp() maps to 0. FP16's lowest is one where scaled it stays
+      // below -1000 and a constant condition keeps a key in every row (a
+      // row masked whole would be uniform, not the scores' softmax): the
+      // bias adds it unscaled (`mpc convert`'s GPT-J, its -FLT_MAX fill
+      // saturated).
       auto sq = typeOf(s).getDimSize(r - 2), skv = typeOf(s).getDimSize(r - 1);
       auto masking = [&](Value fill, bool keptWhereTrue) {
         std::optional<double> f = scalarConstant(fill);
         return bigNegative(f) ? f
-               : f && *f == kHalfLowest && sq != ShapedType::kDynamic &&
+               : f && *f == kHalfLowest && *f * m.scale <= -1000.0 &&
+                       sq != ShapedType::kDynamic &&
                        skv != ShapedType::kDynamic &&
                        everyRowKeepsKey(where.getCondition(), keptWhereTrue, sq,
                                         skv)
