@@ -483,12 +483,11 @@ int runConvert() {
   std::map<std::string, bool> lowNodes;
   std::map<std::string, std::string> reasons;
   std::set<std::string> attentionNodes;
-  bool attentionBlocked = llvm::is_contained(blockOps, "Attention");
   for (const auto &n : proto.graph().node())
-    if ((n.op_type() == "Attention" && !attentionBlocked &&
-         (n.domain().empty() || n.domain() == "ai.onnx")) ||
-        (n.op_type() == "FlexAttention" && n.domain() == "ai.onnx.preview" &&
-         !llvm::is_contained(blockOps, "FlexAttention")))
+    if (((n.op_type() == "Attention" &&
+          (n.domain().empty() || n.domain() == "ai.onnx")) ||
+         (n.op_type() == "FlexAttention" && n.domain() == "ai.onnx.preview")) &&
+        !llvm::is_contained(blockOps, n.op_type()))
       attentionNodes.insert(mlir::mpc::nodeKey(n));
   nodeDecisions(mlir::mpc::entryFunction(*module), autoResult, attentionNodes,
                 lowNodes, reasons);
