@@ -212,8 +212,7 @@ std::optional<Band> triluBand(Value bias, int64_t sq, int64_t skv) {
       lo = off - *dHi;
     if (dLo)
       hi = off - *dLo;
-  } else if (!logOf && fill && (*fill <= -1e30 || *fill == kHalfLowest) &&
-             (bool)dLo != (bool)dHi) {
+  } else if (!logOf && fill && maskingFill(*fill) && (bool)dLo != (bool)dHi) {
     // -inf where kept: the rest of one side is what a query sees.
     if (dLo)
       lo = off - (*dLo - 1);

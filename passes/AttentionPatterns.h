@@ -77,6 +77,10 @@ struct Band {
 /// is 0 unless the scores span 65400 - in a row that keeps a key; a row
 /// masked whole is uniform, not NaN.
 constexpr double kHalfLowest = -65504.0;
+/// Whether `f` masks a score it replaces or is added to: <= -1e30, which
+/// exp() maps to 0 as -inf, or kHalfLowest (then only where every row
+/// keeps a key: the caller checks).
+inline bool maskingFill(double f) { return f <= -1e30 || f == kHalfLowest; }
 /// Whether every query of `band` over sq x skv scores sees a key (where
 /// kHalfLowest may stand for -inf).
 bool everyRowSeesKey(const Band &band, int64_t sq, int64_t skv);

@@ -381,12 +381,9 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
     return std::nullopt;
   std::vector<double> row(m->cols);
   std::optional<Band> band;
-  // FP16's lowest masks as -inf where the row keeps a key (kHalfLowest).
-  std::vector<char> rowSeesKey(sq);
   for (int64_t n = 0; n < m->lead; ++n) {
     bool additive = true; // every element 0 (seen) or masked
     bool halfLowest = false;
-    std::fill(rowSeesKey.begin(), rowSeesKey.end(), 0);
     int64_t held = -1;
     auto here = bandOfVisible(sq, skv, [&](int64_t i, int64_t j) {
       const int64_t at = n * m->rows + (m->rows == 1 ? 0 : i);
@@ -394,12 +391,13 @@ std::optional<Band> constantBand(Value bias, int64_t sq, int64_t skv) {
         m->at(held = at, row.data());
       const double e = row[m->cols == 1 ? 0 : j];
       halfLowest |= e == kHalfLowest;
-      additive &= e == 0.0 || e <= -1e30 || e == kHalfLowest;
-      rowSeesKey[i] |= e == 0.0;
+      additive &= e == 0.0 || maskingFill(e);
       return e == 0.0;
     });
+    // (FP16's lowest masks as -inf where every row keeps a key: the band
+    // bandOfVisible found gives each row its run, empty ones too.)
     if (!additive || !here || (band && !(*band == *here)) ||
-        (halfLowest && llvm::is_contained(rowSeesKey, 0)))
+        (halfLowest && !everyRowSeesKey(*here, sq, skv)))
       return std::nullopt;
     band = here;
   }

@@ -182,9 +182,7 @@ std::optional<std::pair<Band, Value>> bandUnderPadding(OpBuilder &b, Value term,
     return std::nullopt;
   // (FP16's lowest as a fill is exact here: the padding stays the same
   // additive fill; constantBand checks C's rows for it.)
-  auto masking = [](std::optional<double> f) {
-    return f && (*f <= -1e30 || *f == kHalfLowest);
-  };
+  auto masking = [](std::optional<double> f) { return f && maskingFill(*f); };
   std::optional<double> fx = scalarConstant(where.getX()), fy = scalarConstant(where.getY());
   bool fillIsX = masking(fx);
   if (!fillIsX && !masking(fy))
@@ -229,7 +227,7 @@ Value splitWhereBias(OpBuilder &b, Location loc, Value term, int64_t sq, int64_t
   if (!w || sq == ShapedType::kDynamic || skv == ShapedType::kDynamic)
     return Value();
   std::optional<double> zero = scalarConstant(w.getX()), fill = scalarConstant(w.getY());
-  if (!zero || *zero != 0.0 || !fill || (*fill > -1e30 && *fill != kHalfLowest))
+  if (!zero || *zero != 0.0 || !fill || !maskingFill(*fill))
     return Value();
   auto parts = splitConstantOperand(b, w.getCondition(), true);
   if (!parts)
