@@ -3,11 +3,13 @@
 #include "frontend/ModelLoader.h"
 #include "frontend/MixedPrecisionRewrite.h"
 #include "frontend/ModelValidator.h"
+#include "runtime/Half.h"
 
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -149,6 +151,29 @@ bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
   return true;
 }
 
+/// `given`, the trained bytes of `init`, in its own element type: as they
+/// are, or an FP32 master (twice the bytes) rounded to the FP16/BF16 the
+/// model stores.
+static std::string storedBytes(const onnx::TensorProto &init,
+                               const std::string &given) {
+  size_t count = 1;
+  for (int64_t d : init.dims())
+    count *= size_t(d);
+  const auto type = init.data_type();
+  if ((type != onnx::TensorProto::FLOAT16 &&
+       type != onnx::TensorProto::BFLOAT16) ||
+      given.size() != 4 * count)
+    return given;
+  std::string bytes(2 * count, '\0');
+  for (size_t i = 0; i < count; ++i) {
+    float v;
+    std::memcpy(&v, given.data() + 4 * i, 4);
+    uint16_t h = ::mpc::rt::narrow16(v, type == onnx::TensorProto::BFLOAT16);
+    std::memcpy(&bytes[2 * i], &h, 2);
+  }
+  return bytes;
+}
+
 bool writeModelWithWeights(
     const std::string &modelPath, const std::string &outPath,
     const std::map<std::string, std::string> &weights, std::string &error) {
@@ -167,7 +192,7 @@ bool writeModelWithWeights(
     init.clear_uint64_data();
     init.clear_external_data();
     init.set_data_location(onnx::TensorProto::DEFAULT);
-    init.set_raw_data(it->second);
+    init.set_raw_data(storedBytes(init, it->second));
     ++replaced;
   }
   if (replaced != weights.size()) {

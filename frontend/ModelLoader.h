@@ -43,8 +43,10 @@ bool loadTensor(const std::string &path, onnx::TensorProto &tensor,
 
 /// Writes `modelPath`'s model to `outPath` with the initializers named in
 /// `weights` replaced by the given little-endian bytes of their own element
-/// type (FP32 weights, an int64 step counter), atomically (temporary file
-/// + rename). Other fields, opsets and metadata are kept.
+/// type (FP32 weights, an int64 step counter), or by FP32 bytes for an
+/// FP16/BF16 initializer (its FP32 master, stored rounded to nearest even),
+/// atomically (temporary file + rename). Other fields, opsets and metadata
+/// are kept.
 bool writeModelWithWeights(const std::string &modelPath,
                            const std::string &outPath,
                            const std::map<std::string, std::string> &weights,

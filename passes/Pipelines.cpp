@@ -353,7 +353,10 @@ void buildPrecisionPipeline(OpPassManager &pm,
 }
 
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
-  addForwardPasses(pm, o, StringRef(o.optimizer).lower() != "none");
+  const bool optimizes = StringRef(o.optimizer).lower() != "none";
+  addForwardPasses(pm, o, optimizes);
+  if (optimizes) // after the forward's rewrites, which read parameters
+    pm.addPass(createPromoteHalfParams());
   AutodiffOptions autodiff;
   autodiff.loss = o.loss;
   autodiff.params = o.trainParams;
@@ -402,6 +405,7 @@ void registerMpcPipelines() {
   registerPipeline<TrainPipelineOptions>(
       "mpc-train-pipeline",
       "What `mpc compile --train` and `mpc train` run: precision passes, "
+      "mpc-promote-half-params, "
       "mpc-autodiff, mpc-master-weights, mpc-loss-scaling, mpc-optimizer",
       buildTrainPipeline);
 }

@@ -5,6 +5,34 @@
 //
 //===----------------------------------------------------------------------===//
 
+def PromoteHalfParams : Pass<"mpc-promote-half-params", "::mlir::ModuleOp"> {
+  let summary = "FP32 master copies of a half-precision model's trainable parameters";
+  let description = [{
+    A model stored in FP16 or BF16 (`model.half()` exported, `mpc convert`'s
+    output) trains as apex's O2 and the mixed-precision paper do: every
+    trainable `mpc.param` of a 16-bit float type becomes FP32 (its values
+    widened exactly), and each function reading it gets one cast back to
+    the stored type first in its body, so the forward computes with the
+    same bits as before while the optimizer accumulates updates below
+    FP16's spacing in the master. `mpc train -o` writes the trained weights
+    in the initializers' own types (rounded to nearest even); checkpoints
+    keep the FP32 masters. Frozen parameters and state stay as stored.
+
+    Before:
+    ```mlir
+    mpc.param @w trainable : tensor<2x2xf16> = dense<...> : tensor<2x2xf16>
+    func.func @f(%w: tensor<2x2xf16> {mpc.param = @w}) ...
+    ```
+    After:
+    ```mlir
+    mpc.param @w trainable : tensor<2x2xf32> = dense<...> : tensor<2x2xf32>
+    func.func @f(%w: tensor<2x2xf32> {mpc.param = @w}) ... {
+      %0 = mpc.cast %w : (tensor<2x2xf32>) -> tensor<2x2xf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def Autodiff : Pass<"mpc-autodiff", "::mlir::ModuleOp"> {
   let summary = "Build a train-step function returning parameter gradients";
   let description = [{

@@ -312,6 +312,9 @@ bool buildPart(const EvalBuild &build,
   mlir::PassManager pm(module->getContext());
   pm.addPass(mlir::mpc::createEvalMode());
   mlir::mpc::buildPrecisionPipeline(pm, build.precision);
+  // The train step's FP32 masters of a half model, read through the same
+  // rounding cast.
+  pm.addPass(mlir::mpc::createPromoteHalfParams());
   if (!runPasses(pm, *module, error))
     return false;
   module->walk([&](mlir::mpc::RandomOp r) {
