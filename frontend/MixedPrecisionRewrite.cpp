@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -347,11 +348,29 @@ private:
     return nullptr;
   }
 
+  /// Whether a Cast to the low type gives `values` the bits storing them
+  /// low does: nothing FP16 would round to infinity that storeLow saturates.
+  bool castIsExact(const std::vector<float> &values) const {
+    return options.bf16 ||
+           std::none_of(values.begin(), values.end(), [](float v) {
+             return std::isfinite(v) && std::fabs(v) >= 65520.0f;
+           });
+  }
+
+  /// Whether constantTensor's `c` is an initializer (not a Constant's).
+  bool isInitializer(const TensorProto *c) const {
+    return std::any_of(g.initializer().begin(), g.initializer().end(),
+                       [&](const TensorProto &init) { return &init == c; });
+  }
+
   /// Tensor `t` as type `to`: one cast per (tensor, type), emitted right
   /// after the producer (or first, for graph inputs and initializers). An
   /// FP32 constant read low becomes a low initializer, saturated as stored
   /// ones are: a Cast would turn torch's finfo(float32).min fill into
-  /// -inf, and a row masked whole into NaN.
+  /// -inf, and a row masked whole into NaN. An initializer the Cast
+  /// converts exactly stays one tensor behind the Cast: it may be a weight
+  /// (a tied embedding a Gather reads in FP32 and a MatMul in FP16), which
+  /// a second copy would make a second, untied weight in training.
   std::string castTo(const std::string &t, int to) {
     auto key = std::make_pair(t, to);
     if (auto it = castOf.find(key); it != castOf.end())
@@ -361,7 +380,8 @@ private:
     std::vector<float> values;
     std::string ignored;
     if (const TensorProto *c = to == low ? constantTensor(t) : nullptr;
-        c && floatValues(*c, dir, values, ignored)) {
+        c && floatValues(*c, dir, values, ignored) &&
+        !(isInitializer(c) && castIsExact(values))) {
       TensorProto stored = *c;
       stored.set_name(out);
       RewriteReport::Stored stats{out};
