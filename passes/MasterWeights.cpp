@@ -42,8 +42,8 @@ struct MasterWeights : public mpc::impl::MasterWeightsBase<MasterWeights> {
       if (!getElementTypeOrSelf(arg).isF32())
         return f.emitError("parameter ")
                << sym << " is " << arg.getType()
-               << "; master weights need FP32 parameters (import the FP32 "
-                  "model)";
+               << "; master weights need FP32 parameters "
+                  "(mpc-promote-half-params makes them)";
       // One copy per low-precision type, first in the body.
       llvm::SmallDenseMap<Type, CastOp> copies;
       for (Operation *user : llvm::to_vector(arg.getUsers())) {

@@ -153,9 +153,8 @@ struct Optimizer : public mpc::impl::OptimizerBase<Optimizer> {
       if (!p || !getElementTypeOrSelf(p).isF32())
         return f.emitError("parameter ")
                << sym << " is " << (p ? p.getType() : Type())
-               << "; the optimizer updates FP32 parameters (train the FP32 "
-                  "model: --precision fp16 or bf16 computes in half "
-                  "precision with FP32 master weights)";
+               << "; the optimizer updates FP32 parameters "
+                  "(mpc-promote-half-params makes them)";
       const bool noWd = !noDecay.empty() && exempt.match(name);
       const float wdP = noWd ? 0.0f : wdF;
       anyExempt |= noWd;

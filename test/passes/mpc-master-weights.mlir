@@ -36,7 +36,7 @@ func.func @step(%x: tensor<2x2xf16>, %w: tensor<2x2xf32> {mpc.param = @w},
 
 // A trainable parameter must be FP32: it is the master copy.
 mpc.param @h trainable : tensor<2xf16> = dense<1.0> : tensor<2xf16>
-// expected-error @+1 {{parameter @h is 'tensor<2xf16>'; master weights need FP32 parameters (import the FP32 model)}}
+// expected-error @+1 {{parameter @h is 'tensor<2xf16>'; master weights need FP32 parameters (mpc-promote-half-params makes them)}}
 func.func @half(%h: tensor<2xf16> {mpc.param = @h}) -> tensor<2xf16> {
   return %h : tensor<2xf16>
 }

@@ -102,10 +102,10 @@ module {
 
 // -----
 
-// A half-precision parameter (a model already converted to FP16) is
-// refused: the update and its state are FP32.
+// A half-precision parameter is refused: the update and its state are
+// FP32 (mpc train promotes a half model's parameters before this pass).
 mpc.param @h trainable : tensor<2xf16> = dense<1.0> : tensor<2xf16>
-// expected-error @+1 {{parameter @h is 'tensor<2xf16>'; the optimizer updates FP32 parameters (train the FP32 model: --precision fp16 or bf16 computes in half precision with FP32 master weights)}}
+// expected-error @+1 {{parameter @h is 'tensor<2xf16>'; the optimizer updates FP32 parameters (mpc-promote-half-params makes them)}}
 func.func @half_step(%x: tensor<2xf16> {mpc.input = "x"}, %h: tensor<2xf16> {mpc.param = @h})
     -> (tensor<f16> {mpc.output = "loss"}, tensor<2xf16> {mpc.gradient = @h})
     attributes {mpc.loss_index = 0 : i64, mpc.train_step} {
