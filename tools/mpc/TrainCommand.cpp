@@ -250,7 +250,9 @@ static std::unique_ptr<rt::Session> openSession(rt::Plan &plan,
   return rt::openCudaSession(plan, cudaDir, cudaGraph, error);
 }
 
-static rt::TrainerOptions trainerOptions() {
+/// The loop's options; `module` (the model) names the precision it
+/// computes in, its own FP16 where --precision leaves it FP32.
+static rt::TrainerOptions trainerOptions(mlir::ModuleOp module) {
   rt::TrainerOptions o;
   o.steps = steps;
   o.batch = batch;
@@ -262,6 +264,8 @@ static rt::TrainerOptions trainerOptions() {
   o.checkpointEvery = checkpointEvery;
   o.resume = resume;
   o.precision = precisionFlags.precision;
+  if (o.precision == "fp32" && computesInFp16(module))
+    o.precision = "fp16";
   o.lossScaleMode = precisionFlags.lossScaleMode();
   o.print = [](const std::string &text) {
     outs() << text;
@@ -367,7 +371,7 @@ int trainPhases(mlir::ModuleOp module, const rt::CudaInfo &gpu,
     sessions.push_back(openSession(plans[k], gpu, error));
     if (!sessions.back())
       return reportError(model + ": " + error);
-    rt::TrainerOptions options = trainerOptions();
+    rt::TrainerOptions options = trainerOptions(*copy);
     options.group = group;
     options.sharedLossScale = list.scaler == "shared";
     if (!lead) {
@@ -551,7 +555,7 @@ int runTrain() {
   if (!session->describe().empty() && lead)
     outs() << "libraries: " << session->describe() << "\n";
 
-  rt::TrainerOptions trainOptions = trainerOptions();
+  rt::TrainerOptions trainOptions = trainerOptions(*module);
   TensorBoardWriter tensorboard;
   std::string tensorboardError;
   if (group) {

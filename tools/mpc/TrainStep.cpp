@@ -256,9 +256,7 @@ static std::vector<std::string> tiedByValue(mlir::ModuleOp module) {
   return lines;
 }
 
-/// Whether the model computes in FP16 itself (its own casts: a
-/// torch.autocast export on a GPU), whatever --precision says.
-static bool computesInFp16(mlir::ModuleOp module) {
+bool computesInFp16(mlir::ModuleOp module) {
   bool found = false;
   module.walk([&](mlir::Operation *op) {
     for (mlir::Type t : op->getResultTypes())

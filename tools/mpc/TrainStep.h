@@ -24,6 +24,11 @@ mlir::func::FuncOp buildTrainStep(mlir::ModuleOp module,
                                   mlir::mpc::TrainPipelineOptions &o,
                                   std::string &error);
 
+/// Whether the model computes in FP16 itself (its own casts: a
+/// torch.autocast export on a GPU, a model stored in FP16), whatever
+/// --precision says.
+bool computesInFp16(mlir::ModuleOp module);
+
 /// `base` (the shared optimizer flags) specialised to phase `phase`: its
 /// loss, the parameters it trains and its optimizer overrides; false with
 /// `error` when the result is invalid.
