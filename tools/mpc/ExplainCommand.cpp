@@ -182,6 +182,7 @@ int runExplain() {
   func.walk([&](mlir::mpc::CastOp) { ++castsBefore; });
   mlir::PassManager pm(&ctx);
   pm.addPass(mlir::mpc::createInsertCasts());
+  pm.addPass(mlir::mpc::createPromoteHalfParams()); // as training does
   pm.addPass(mlir::mpc::createMasterWeights());
   if (!runPasses(pm, *module, error))
     return reportError(model + ": " + error);
