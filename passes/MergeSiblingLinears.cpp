@@ -97,18 +97,25 @@ struct MergeSiblingLinears
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp f) {
       DominanceInfo dom(f);
-      llvm::SetVector<Value> inputs; // in program order, each once
-      f.walk([&](MatMulOp mm) { inputs.insert(mm.getA()); });
-      for (Value x : inputs)
-        merge(x, dom);
+      // The inputs again after each merge: a merged MatMul's result may be
+      // another's input (LoRA's x A read by its B), gone with the MatMul.
+      for (bool merged = true; merged;) {
+        merged = false;
+        llvm::SetVector<Value> inputs; // in program order, each once
+        f.walk([&](MatMulOp mm) { inputs.insert(mm.getA()); });
+        for (Value x : inputs)
+          if ((merged = merge(x, dom)))
+            break;
+      }
     });
   }
 
-  /// Merges the linears reading `x`, biased ones and unbiased ones apart.
-  void merge(Value x, DominanceInfo &dom) {
+  /// Merges the linears reading `x`, biased ones and unbiased ones apart;
+  /// whether any merged.
+  bool merge(Value x, DominanceInfo &dom) {
     auto xt = llvm::dyn_cast<RankedTensorType>(x.getType());
     if (!xt || xt.getRank() < 2 || !xt.hasStaticShape())
-      return;
+      return false;
     SmallVector<Linear> groups[2][2]; // [biased][transposed]
     for (Operation *user : x.getUsers()) {
       auto mm = llvm::dyn_cast<MatMulOp>(user);
@@ -120,18 +127,20 @@ struct MergeSiblingLinears
       Linear l = linearOf(mm);
       groups[l.add ? 1 : 0][l.transposed].push_back(l);
     }
+    bool merged = false;
     for (auto &byForm : groups)
       for (SmallVector<Linear> &group : byForm)
-        rewrite(group, dom);
+        merged |= rewrite(group, dom);
+    return merged;
   }
 
-  void rewrite(SmallVector<Linear> &group, DominanceInfo &dom) {
+  bool rewrite(SmallVector<Linear> &group, DominanceInfo &dom) {
     if (group.size() < 2)
-      return;
+      return false;
     Block *block = group.front().mm->getBlock();
     for (Linear &l : group)
       if (l.mm->getBlock() != block || (l.add && l.add->getBlock() != block))
-        return;
+        return false;
     llvm::sort(group, [](Linear a, Linear b) { // op handles: by value
       return a.mm->isBeforeInBlock(b.mm);
     });
@@ -139,7 +148,7 @@ struct MergeSiblingLinears
     for (Linear &l : group)
       if (!dom.properlyDominates(l.held, first) ||
           (l.bias && !dom.properlyDominates(l.bias, first)))
-        return;
+        return false;
     SmallVector<Location> locs;
     SmallVector<Value> weights, biases;
     SmallVector<int64_t> sizes;
@@ -162,7 +171,7 @@ struct MergeSiblingLinears
     bool transposed = group.front().transposed;
     auto w = concat(weights, transposed ? 0 : 1);
     if (failed(w))
-      return;
+      return false;
     Value weight = (*w)->getResult(0);
     if (transposed)
       weight = b.create<TransposeOp>(
@@ -171,16 +180,16 @@ struct MergeSiblingLinears
     auto y = createInferred(b, loc, MatMulOp::getOperationName(),
                             {group.front().mm.getA(), weight});
     if (failed(y))
-      return;
+      return false;
     Value whole = (*y)->getResult(0);
     if (!biases.empty()) {
       auto bias = concat(biases, 0);
       if (failed(bias))
-        return;
+        return false;
       auto sum = createInferred(b, loc, AddOp::getOperationName(),
                                 {whole, (*bias)->getResult(0)});
       if (failed(sum))
-        return;
+        return false;
       whole = (*sum)->getResult(0);
     }
     SmallVector<Type> types;
@@ -202,6 +211,7 @@ struct MergeSiblingLinears
       if (transpose && transpose->use_empty())
         transpose->erase();
     }
+    return true;
   }
 };
 

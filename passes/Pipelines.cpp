@@ -131,6 +131,21 @@ bool validate(const TrainPipelineOptions &o, std::string &error, bool phased) {
             "expression: " + why;
     return false;
   }
+  if (o.loraRank < 0 || o.loraAlpha < 0) {
+    error = "--lora-rank and --lora-alpha must not be negative";
+    return false;
+  }
+  if (o.loraRank == 0 && (o.loraAlpha != 0 || !o.loraTargets.empty())) {
+    error = "--lora-alpha and --lora-targets shape the adapters: they need "
+            "--lora-rank";
+    return false;
+  }
+  if (std::string why;
+      !o.loraTargets.empty() && !llvm::Regex(o.loraTargets).isValid(why)) {
+    error = "--lora-targets '" + o.loraTargets +
+            "' is not a regular expression: " + why;
+    return false;
+  }
   if (o.checkpointSave != "all" && o.checkpointSave != "products") {
     error = "--checkpoint-save must be all or products, got '" +
             o.checkpointSave + "'";
@@ -352,14 +367,28 @@ void buildPrecisionPipeline(OpPassManager &pm,
   addForwardPasses(pm, o);
 }
 
+void addLoraPass(OpPassManager &pm, const TrainPipelineOptions &o) {
+  if (o.loraRank <= 0)
+    return;
+  LoraOptions lora;
+  lora.rank = o.loraRank;
+  lora.alpha = o.loraAlpha;
+  lora.targets = o.loraTargets;
+  lora.train = o.trainParams;
+  pm.addPass(createLora(lora));
+}
+
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o) {
   const bool optimizes = StringRef(o.optimizer).lower() != "none";
+  addLoraPass(pm, o); // on the graph as imported
   addForwardPasses(pm, o, optimizes);
   if (optimizes) // after the forward's rewrites, which read parameters
     pm.addPass(createPromoteHalfParams());
   AutodiffOptions autodiff;
   autodiff.loss = o.loss;
-  autodiff.params = o.trainParams;
+  // With adapters, mpc-lora froze what --train-params does not name.
+  if (o.loraRank == 0)
+    autodiff.params = o.trainParams;
   pm.addPass(createAutodiff(autodiff));
   pm.addPass(createDropoutSteps());
   if (!o.checkpointBlocks.empty())

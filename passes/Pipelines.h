@@ -73,6 +73,20 @@ struct TrainPipelineOptions : public PrecisionOptions<TrainPipelineOptions> {
       *this, "params",
       llvm::cl::desc("Regular expression: train only the parameters whose "
                      "whole name matches")};
+  Option<int64_t> loraRank{
+      *this, "lora-rank",
+      llvm::cl::desc("Train low-rank adapters of this rank on the linear "
+                     "weights, the model frozen (mpc-lora; 0: off)"),
+      llvm::cl::init(0)};
+  Option<double> loraAlpha{
+      *this, "lora-alpha",
+      llvm::cl::desc("The adapters' scale numerator: (alpha / rank) B A "
+                     "(0: alpha = rank)"),
+      llvm::cl::init(0.0)};
+  Option<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("Regular expression over whole parameter names: the "
+                     "weights mpc-lora adapts (empty: every linear weight)")};
   Option<std::string> lossScale{
       *this, "loss-scale",
       llvm::cl::desc("none | static:S | dynamic[:init=65536,growth=2,"
@@ -204,9 +218,12 @@ void addClassifyPass(OpPassManager &pm, const PrecisionOptions<Derived> &o);
 void buildPrecisionPipeline(OpPassManager &pm,
                             const PrecisionPipelineOptions &o);
 
-/// The precision passes, mpc-autodiff, then for fp16/bf16
-/// mpc-master-weights, mpc-loss-scaling as --loss-scale says (an exact
-/// unscale by 1 for finite-check), and mpc-optimizer unless `none`,
+/// mpc-lora as `o` asks for it (--lora-rank), or nothing.
+void addLoraPass(OpPassManager &pm, const TrainPipelineOptions &o);
+
+/// mpc-lora (with --lora-rank), the precision passes, mpc-autodiff, then for
+/// fp16/bf16 mpc-master-weights, mpc-loss-scaling as --loss-scale says (an
+/// exact unscale by 1 for finite-check), and mpc-optimizer unless `none`,
 /// followed by mpc-unscale-in-optimizer and mpc-half-weights-in-optimizer
 /// unless turned off.
 void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o);

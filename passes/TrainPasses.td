@@ -5,6 +5,42 @@
 //
 //===----------------------------------------------------------------------===//
 
+def Lora : Pass<"mpc-lora", "::mlir::ModuleOp"> {
+  let summary = "Low-rank adapters on linear weights; everything else frozen";
+  let description = [{
+    LoRA (Hu et al., 2021), as Hugging Face PEFT's LoraConfig(r, lora_alpha,
+    target_modules) trains it: every trainable 2-D parameter whose whole
+    name matches `targets` (empty: every one) and which only linear layers
+    read as their weight (MatMul's right operand, Gemm's B, through casts
+    and a 2-D transpose) gets two new trainable parameters, `<p>.lora_A`
+    [in, r] (uniform in +-1/sqrt(in), PEFT's kaiming_uniform(a=sqrt(5)),
+    drawn from the parameter's name) and `<p>.lora_B` [r, out] (zeros),
+    and each such layer's result gains `(alpha / r) * ((x A) B)` (times
+    the Gemm's alpha). Every other parameter is frozen (no longer
+    `trainable`) unless its whole name matches `train`. `<p>.lora_A`
+    records what a merge needs: `mpc.lora_base = @p`, `mpc.lora_b`,
+    `mpc.lora_scale` and `mpc.lora_transposed` (p stored [out, in]).
+    A named target read otherwise (an embedding's Gather, a tied head) is
+    an error naming the node; targets that match nothing adaptable are an
+    error.
+
+    Before: `%y = mpc.matmul %x, %w` with `%w {mpc.param = @w}` [in, out].
+    After: `%y2 = mpc.add %y, (mpc.mul (mpc.matmul (mpc.matmul %x, %a), %b), s)`
+    with `%a {mpc.param = @"w.lora_A"}`, `%b {mpc.param = @"w.lora_B"}`.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"8", "Adapter rank r">,
+    Option<"alpha", "alpha", "double", /*default=*/"0",
+           "Scale numerator: the update is (alpha / r) B A (0: alpha = r)">,
+    Option<"targets", "targets", "std::string", /*default=*/"\"\"",
+           "Regular expression over whole parameter names (empty: every "
+           "linear weight)">,
+    Option<"train", "train", "std::string", /*default=*/"\"\"",
+           "Regular expression: other parameters that stay trainable">
+  ];
+  let dependentDialects = ["::mlir::mpc::MpcDialect"];
+}
+
 def PromoteHalfParams : Pass<"mpc-promote-half-params", "::mlir::ModuleOp"> {
   let summary = "FP32 master copies of a half-precision model's trainable parameters";
   let description = [{

@@ -85,3 +85,20 @@ func.func @transposed_beside_held(%x: tensor<8x16xf32>, %w1: tensor<16x16xf32>, 
   %c = mpc.matmul %x, %t : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
   return %a, %c : tensor<8x16xf32>, tensor<8x8xf32>
 }
+
+// A merged MatMul's result read by another MatMul (LoRA's x A, then its B):
+// the second reads the split's part, merged with its own sibling in turn.
+// CHECK-LABEL: func.func @chained
+// CHECK: %[[W:.*]] = mpc.concat %arg1, %arg2 {axis = 1 : i64}
+// CHECK-NEXT: %[[Y:.*]] = mpc.matmul %arg0, %[[W]] : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+// CHECK-NEXT: %[[P:.*]]:2 = mpc.split %[[Y]]
+// CHECK: mpc.matmul %[[P]]#0, %arg3
+// CHECK: mpc.matmul %[[P]]#1, %arg4
+func.func @chained(%x: tensor<4x8xf32>, %a1: tensor<8x2xf32>, %a2: tensor<8x2xf32>,
+                   %b1: tensor<2x8xf32>, %b2: tensor<2x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %xa1 = mpc.matmul %x, %a1 : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %xa2 = mpc.matmul %x, %a2 : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %y1 = mpc.matmul %xa1, %b1 : (tensor<4x2xf32>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  %y2 = mpc.matmul %xa2, %b2 : (tensor<4x2xf32>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  return %y1, %y2 : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -124,6 +124,28 @@ PrecisionFlags::PrecisionFlags(cl::SubCommand &sub, bool training)
                  "--metrics and TensorBoard (ema_decay); with phases, every "
                  "phase's ema= average without an ema-warmup= of its own"),
         cl::value_desc("POWER[,GAMMA]|num-updates"), cl::sub(sub));
+    loraRank = std::make_unique<cl::opt<int64_t>>(
+        "lora-rank",
+        cl::desc("Fine-tune low-rank adapters, as PEFT's LoRA: each linear "
+                 "weight W (--lora-targets) gets A [in, r] (uniform in "
+                 "+-1/sqrt(in)) and B [r, out] (zeros), its layer's result "
+                 "gains (alpha / r) x A B, and only the adapters (and "
+                 "--train-params) train, the model frozen; -o writes the "
+                 "model with W + (alpha / r) (A B) merged in, checkpoints "
+                 "hold the adapters (0: off, default)"),
+        cl::value_desc("r"), cl::init(0), cl::sub(sub));
+    loraAlpha = std::make_unique<cl::opt<double>>(
+        "lora-alpha",
+        cl::desc("LoRA's alpha: the adapters' update is scaled by alpha / r "
+                 "(default: r, a scale of 1)"),
+        cl::value_desc("alpha"), cl::init(0.0), cl::sub(sub));
+    loraTargets = std::make_unique<cl::opt<std::string>>(
+        "lora-targets",
+        cl::desc("Regular expression over whole parameter names: the "
+                 "weights --lora-rank adapts (e.g. '.*(q_proj|v_proj)"
+                 "\\.weight'; default: every weight read only by linear "
+                 "layers)"),
+        cl::value_desc("regex"), cl::sub(sub));
     lrSchedule = std::make_unique<cl::opt<std::string>>(
         "lr-schedule",
         cl::desc("The learning rate over the optimizer steps, as Hugging "
@@ -177,6 +199,12 @@ void PrecisionFlags::apply(mlir::mpc::TrainPipelineOptions &o) const {
     o.emaWarmup = emaWarmup->getValue();
   if (trainParams)
     o.trainParams = trainParams->getValue();
+  if (loraRank)
+    o.loraRank = loraRank->getValue();
+  if (loraAlpha)
+    o.loraAlpha = loraAlpha->getValue();
+  if (loraTargets)
+    o.loraTargets = loraTargets->getValue();
 }
 
 std::string PrecisionFlags::updateOnlyFlag() const {
@@ -194,6 +222,8 @@ std::string PrecisionFlags::notWithPhasesFlag() const {
     return "--grad-accumulation";
   if (ema && ema->getValue() != 0)
     return "--ema";
+  if (loraRank && loraRank->getValue() != 0)
+    return "--lora-rank";
   return "";
 }
 

@@ -26,17 +26,17 @@ struct PrecisionFlags {
   /// Only for commands that run a backward pass.
   std::unique_ptr<llvm::cl::opt<std::string>> lossScale, trainParams;
   std::unique_ptr<llvm::cl::opt<bool>> recomputeColumns;
-  std::unique_ptr<llvm::cl::opt<double>> clipGradNorm, ema;
-  std::unique_ptr<llvm::cl::opt<int64_t>> gradAccumulation;
+  std::unique_ptr<llvm::cl::opt<double>> clipGradNorm, ema, loraAlpha;
+  std::unique_ptr<llvm::cl::opt<int64_t>> gradAccumulation, loraRank;
   std::unique_ptr<llvm::cl::opt<std::string>> lrSchedule, noWeightDecay,
-      checkpointBlocks, checkpointSave, emaWarmup;
+      checkpointBlocks, checkpointSave, emaWarmup, loraTargets;
 
   bool isLow() const { return precision != "fp32"; }
   /// The first flag given that only an optimizer's update reads
   /// (--grad-accumulation, --no-weight-decay, --ema), or "" when none is.
   std::string updateOnlyFlag() const;
   /// The first flag given that phases (--phase, --recipe) do not take yet
-  /// (--grad-accumulation, --ema), or "".
+  /// (--grad-accumulation, --ema, --lora-rank), or "".
   std::string notWithPhasesFlag() const;
   /// Checks the flag values (`phased`: shared by phases); false with a
   /// one-line `error`.

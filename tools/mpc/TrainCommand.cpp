@@ -9,6 +9,7 @@
 #include "Commands.h"
 #include "Evaluation.h"
 #include "KernelBuild.h"
+#include "LoraMerge.h"
 #include "PhaseSpecs.h"
 #include "Precision.h"
 #include "Samples.h"
@@ -294,7 +295,8 @@ int finishTraining(bool trained, const std::string &error,
                    TensorBoardWriter &tb, std::string &tbError,
                    const std::map<std::string, rt::Tensor> &params,
                    const rt::StoredLayouts &layouts,
-                   const std::map<std::string, rt::Tensor> &average = {}) {
+                   const std::map<std::string, rt::Tensor> &average = {},
+                   const std::vector<LoraPair> &lora = {}) {
   if ((!tensorboardDir.empty() && tbError.empty() && !tb.flush(tbError)) ||
       !tbError.empty())
     return reportError(tbError);
@@ -304,9 +306,14 @@ int finishTraining(bool trained, const std::string &error,
     outs() << "tensorboard: wrote " << tb.path() << "\n";
   // FP32 masters and integer state as ONNX lays them out; the moving
   // average's (in ONNX's layout already) for --ema-output.
+  // LoRA's adapters merged into their weights (the average's into its own,
+  // a frozen weight's average being the weight).
   auto write = [&](const std::string &path,
-                   const std::map<std::string, rt::Tensor> &held,
+                   std::map<std::string, rt::Tensor> held,
                    const rt::StoredLayouts &stored) {
+    std::string mergeError;
+    if (!mergeAdapters(lora, held, params, mergeError))
+      return reportError(mergeError);
     std::map<std::string, std::string> weights;
     for (const auto &[name, value] : held) {
       rt::Tensor t = rt::toOnnxLayout(stored, name, value);
@@ -527,6 +534,10 @@ int runTrain() {
               (!lossKind.empty() && !appendLoss(mlir::mpc::entryFunction(*m),
                                                 lossKind, labelName, e))))
       m = nullptr;
+    mlir::PassManager lora(&ctx); // the step's adapters, read from it
+    mlir::mpc::addLoraPass(lora, pipeline);
+    if (m && !runPasses(lora, *m, e))
+      m = nullptr;
     return m;
   };
   precisionFlags.apply(eval.precision);
@@ -594,7 +605,7 @@ int runTrain() {
                  (outputModel.empty() || trainer.readWeights(params, error)) &&
                  (emaOutput.empty() || trainer.readAverage(average, error));
   int rc = finishTraining(trained, error, tensorboard, tensorboardError, params,
-                          plan.layouts, average);
+                          plan.layouts, average, loraPairs(*module));
   // Rank 0 serves the job's store: it leaves after the others.
   if (group && rc == 0 && !group->finish(error))
     return reportError(error);
