@@ -196,7 +196,10 @@ struct Lora : public mlir::mpc::impl::LoraBase<Lora> {
   }
 
   /// `linear`'s result plus s * ((x A) B), in x's element type, at the
-  /// layer's location.
+  /// layer's location: the second product one Gemm with the scale as its
+  /// alpha and the layer's result as its C (beta 1), on the rows viewed
+  /// 2-D, so the sum costs no kernel of its own; an elementwise scale and
+  /// add where shapes are dynamic.
   void adapt(Operation *linear, Value a, Value bArg, double scale) {
     OpBuilder b(linear->getContext());
     b.setInsertionPointAfter(linear);
@@ -209,19 +212,36 @@ struct Lora : public mlir::mpc::impl::LoraBase<Lora> {
                  ? v
                  : Value(b.create<CastOp>(loc, t.clone(element), v));
     };
-    auto build = [&](StringRef name, ValueRange operands) {
-      return (*createInferred(b, loc, name, operands))->getResult(0);
+    auto build = [&](StringRef name, ValueRange operands,
+                     ArrayRef<NamedAttribute> attrs = {}) {
+      return (*createInferred(b, loc, name, operands, attrs))->getResult(0);
     };
     if (auto g = dyn_cast<GemmOp>(linear))
       scale *= g.getAlphaAttr().getValueAsDouble();
     Value xa = build(MatMulOp::getOperationName(), {x, as(a)});
-    Value xab = build(MatMulOp::getOperationName(), {xa, as(bArg)});
-    auto scalar = RankedTensorType::get({}, element);
-    Value s = b.create<ConstantOp>(
-        loc, DenseElementsAttr::get(scalar, b.getFloatAttr(element, scale)));
-    Value delta = build(MulOp::getOperationName(), {xab, s});
-    Value sum = build(AddOp::getOperationName(), {y, delta});
-    y.replaceAllUsesExcept(sum, sum.getDefiningOp());
+    auto yt = cast<RankedTensorType>(y.getType());
+    auto xat = cast<RankedTensorType>(xa.getType());
+    Operation *keep = nullptr; // the op reading y that the sum replaces
+    Value sum;
+    if (yt.hasStaticShape() && xat.hasStaticShape()) {
+      int64_t out = yt.getShape().back(), rows = yt.getNumElements() / out;
+      Value xa2 = reshapeTo(b, loc, xa, {rows, rank});
+      Value y2 = reshapeTo(b, loc, y, {rows, out});
+      keep = y2 == y ? nullptr : y2.getDefiningOp();
+      Value g = build(GemmOp::getOperationName(), {xa2, as(bArg), y2},
+                      {b.getNamedAttr("alpha", b.getF32FloatAttr(scale))});
+      keep = keep ? keep : g.getDefiningOp();
+      sum = reshapeTo(b, loc, g, yt.getShape());
+    } else {
+      Value xab = build(MatMulOp::getOperationName(), {xa, as(bArg)});
+      auto scalar = RankedTensorType::get({}, element);
+      Value s = b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(scalar, b.getFloatAttr(element, scale)));
+      sum = build(AddOp::getOperationName(),
+                  {y, build(MulOp::getOperationName(), {xab, s})});
+      keep = sum.getDefiningOp();
+    }
+    y.replaceAllUsesExcept(sum, keep);
   }
 };
 

@@ -22,21 +22,24 @@ mpc.param @w2 trainable : tensor<5x6xf32> = dense<1.0> : tensor<5x6xf32>
 mpc.param @w3 trainable : tensor<3x5xf32> = dense<1.0> : tensor<3x5xf32>
 mpc.param @b trainable : tensor<5xf32> = dense<0.0> : tensor<5xf32>
 
+// The second product is one Gemm: the scale its alpha, the layer's
+// result its C, on the rows viewed 2-D.
 // CHECK-LABEL: func.func @f
 // CHECK-SAME: %[[A1:[a-z0-9]*]]: tensor<4x2xf32> {mpc.param = @w1.lora_A}, %[[B1:[a-z0-9]*]]: tensor<2x6xf32> {mpc.param = @w1.lora_B}
 // CHECK: %[[Y:.*]] = mpc.matmul %{{.*}}, %arg2 : (tensor<2x3x4xf32>, tensor<4x6xf32>) -> tensor<2x3x6xf32>
 // CHECK-NEXT: %[[XA:.*]] = mpc.matmul %{{.*}}, %[[A1]] : (tensor<2x3x4xf32>, tensor<4x2xf32>) -> tensor<2x3x2xf32>
-// CHECK-NEXT: %[[XAB:.*]] = mpc.matmul %[[XA]], %[[B1]] : (tensor<2x3x2xf32>, tensor<2x6xf32>) -> tensor<2x3x6xf32>
-// CHECK-NEXT: %[[S:.*]] = mpc.constant dense<2.000000e+00> : tensor<f32>
-// CHECK-NEXT: %[[D:.*]] = mpc.mul %[[XAB]], %[[S]]
-// CHECK-NEXT: %[[Y2:.*]] = mpc.add %[[Y]], %[[D]]
-// CHECK: %[[R:.*]] = mpc.reshape %[[Y2]]
-// CHECK: %[[G:.*]] = mpc.gemm %[[R]], %arg3, %arg5 {alpha = 5.000000e-01 : f32, transB = true}
-// CHECK: mpc.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[XA2:.*]] = mpc.reshape %[[XA]]
+// CHECK: %[[Y2:.*]] = mpc.reshape %[[Y]]
+// CHECK-NEXT: %[[G1:.*]] = mpc.gemm %[[XA2]], %[[B1]], %[[Y2]] {alpha = 2.000000e+00 : f32} : (tensor<6x2xf32>, tensor<2x6xf32>, tensor<6x6xf32>) -> tensor<6x6xf32>
+// CHECK: mpc.reshape %[[G1]]
+// The Gemm layer's alpha 0.5 times the scale 2: the adapter's Gemm has alpha 1.
+// CHECK: %[[G:.*]] = mpc.gemm %{{.*}}, %arg3, %arg5 {alpha = 5.000000e-01 : f32, transB = true}
+// CHECK-NEXT: %[[XA3:.*]] = mpc.matmul
+// CHECK-NEXT: mpc.gemm %[[XA3]], %{{.*}}, %[[G]] : (tensor<6x2xf32>, tensor<2x5xf32>, tensor<6x5xf32>) -> tensor<6x5xf32>
 // CHECK: mpc.transpose %arg4
+// CHECK: %[[Z:.*]] = mpc.matmul
 // CHECK: mpc.matmul
-// CHECK: mpc.matmul
-// CHECK: mpc.matmul
+// CHECK: mpc.gemm %{{.*}}, %{{.*}}, %[[Z]] {alpha = 2.000000e+00 : f32}
 // LOC: mpc.matmul {{.*}} -> tensor<2x3x2xf32> loc("fc1")
 func.func @f(%ids: tensor<2x3xi64> {mpc.input = "ids"},
              %emb: tensor<10x4xf32> {mpc.param = @emb},
