@@ -9,13 +9,13 @@
 #include "Commands.h"
 #include "Evaluation.h"
 #include "KernelBuild.h"
-#include "LoraMerge.h"
 #include "PhaseSpecs.h"
 #include "Precision.h"
 #include "Samples.h"
 #include "TensorBoard.h"
 #include "TrainRanks.h"
 #include "TrainStep.h"
+#include "TrainedModel.h"
 
 #include "codegen/CudaEmitter.h"
 #include "codegen/PlanBuilder.h"
@@ -277,18 +277,6 @@ static rt::TrainerOptions trainerOptions(mlir::ModuleOp module) {
 
 namespace {
 
-/// A copy of each of `plan`'s parameters `params` lacks (the FP32 masters,
-/// from the model's initializers).
-void addInitialParams(const rt::Plan &plan,
-                      std::map<std::string, rt::Tensor> &params) {
-  for (const rt::Parameter &p : plan.params)
-    if (!params.count(p.name)) {
-      rt::Tensor copy(p.init.dtype(), p.init.shape());
-      std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
-      params[p.name] = std::move(copy);
-    }
-}
-
 /// After training: the TensorBoard file flushed first (what a failed run
 /// logged stays readable), then the training error, then `-o`.
 int finishTraining(bool trained, const std::string &error,
@@ -304,23 +292,13 @@ int finishTraining(bool trained, const std::string &error,
     return reportError(model + ": " + error);
   if (!tensorboardDir.empty())
     outs() << "tensorboard: wrote " << tb.path() << "\n";
-  // FP32 masters and integer state as ONNX lays them out; the moving
-  // average's (in ONNX's layout already) for --ema-output.
-  // LoRA's adapters merged into their weights (the average's into its own,
-  // a frozen weight's average being the weight).
+  // The moving average (in ONNX's layout already) for --ema-output, a
+  // frozen weight's average being the weight.
   auto write = [&](const std::string &path,
-                   std::map<std::string, rt::Tensor> held,
+                   const std::map<std::string, rt::Tensor> &held,
                    const rt::StoredLayouts &stored) {
-    std::string mergeError;
-    if (!mergeAdapters(lora, held, params, mergeError))
-      return reportError(mergeError);
-    std::map<std::string, std::string> weights;
-    for (const auto &[name, value] : held) {
-      rt::Tensor t = rt::toOnnxLayout(stored, name, value);
-      weights[name].assign(static_cast<const char *>(t.raw()), t.bytes());
-    }
     std::string writeError;
-    if (!mlir::mpc::writeModelWithWeights(model, path, weights, writeError))
+    if (!writeTrainedModel(model, path, held, stored, lora, params, writeError))
       return reportError(writeError);
     outs() << "wrote " << path << "\n";
     return 0;

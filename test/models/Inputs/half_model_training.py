@@ -28,6 +28,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from mlp_reference import loss_and_grads
+
 ap = argparse.ArgumentParser()
 ap.add_argument("mpc")
 ap.add_argument("workdir")
@@ -60,29 +62,7 @@ np.save(os.path.join(w, "y.npy"), y)
 
 
 def grads(p, xb, yb):
-    """Loss and gradients of the MLP in float64 (Gemm transB, ReLU, mean
-    softmax cross-entropy) at weights p; x rounded to FP16 as the
-    converted model's input cast does."""
-    h0 = xb.astype(np.float16).astype(np.float64)
-    a1 = h0 @ p["model.0.weight"].T + p["model.0.bias"]
-    h1 = np.maximum(a1, 0)
-    a2 = h1 @ p["model.2.weight"].T + p["model.2.bias"]
-    h2 = np.maximum(a2, 0)
-    z = h2 @ p["model.4.weight"].T + p["model.4.bias"]
-    z = z - z.max(1, keepdims=True)
-    e = np.exp(z)
-    s = e / e.sum(1, keepdims=True)
-    n = len(yb)
-    loss = -np.log(s[np.arange(n), yb]).mean()
-    dz = s.copy()
-    dz[np.arange(n), yb] -= 1
-    dz /= n
-    g = {"model.4.weight": dz.T @ h2, "model.4.bias": dz.sum(0)}
-    d2 = (dz @ p["model.4.weight"]) * (a2 > 0)
-    g["model.2.weight"], g["model.2.bias"] = d2.T @ h1, d2.sum(0)
-    d1 = (d2 @ p["model.2.weight"]) * (a1 > 0)
-    g["model.0.weight"], g["model.0.bias"] = d1.T @ h0, d1.sum(0)
-    return loss, g
+    return loss_and_grads(p, xb, yb, half_input=True)
 
 
 def f16(v):

@@ -36,6 +36,8 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
+from mlp_reference import LAYERS as layers, loss_and_grads
+
 ap = argparse.ArgumentParser()
 ap.add_argument("mpc")
 ap.add_argument("workdir")
@@ -49,7 +51,6 @@ ap.add_argument("--wd", type=float, default=0.01)
 a = ap.parse_args()
 w = a.workdir
 s = a.alpha / a.rank
-layers = ["model.0", "model.2", "model.4"]
 
 rng = np.random.default_rng(5)
 rows = a.steps * a.batch
@@ -60,34 +61,7 @@ np.save(os.path.join(w, "y.npy"), y)
 
 
 def forward(p, ad, xb, yb, grads=True):
-    """Loss (and the adapters' gradients) in float64; p: weights W [out,
-    in] and biases, ad: A [in, r] and B [r, out] per layer."""
-    hs, acts = [xb.astype(np.float64)], []
-    for i, l in enumerate(layers):
-        h = hs[-1]
-        z = (h @ p[l + ".weight"].T + p[l + ".bias"]
-             + s * (h @ ad[l + ".A"]) @ ad[l + ".B"])
-        acts.append(z)
-        hs.append(np.maximum(z, 0) if i < 2 else z)
-    z = hs[-1] - hs[-1].max(1, keepdims=True)
-    e = np.exp(z)
-    sm = e / e.sum(1, keepdims=True)
-    n = len(yb)
-    loss = -np.log(sm[np.arange(n), yb]).mean()
-    if not grads:
-        return loss, None
-    dz = sm.copy()
-    dz[np.arange(n), yb] -= 1
-    dz /= n
-    g = {}
-    for i in reversed(range(3)):
-        l, h = layers[i], hs[i]
-        if i < 2:
-            dz = dz * (acts[i] > 0)
-        g[l + ".B"] = s * (h @ ad[l + ".A"]).T @ dz
-        g[l + ".A"] = s * h.T @ (dz @ ad[l + ".B"].T)
-        dz = dz @ p[l + ".weight"] + s * (dz @ ad[l + ".B"].T) @ ad[l + ".A"].T
-    return loss, g
+    return loss_and_grads(p, xb, yb, adapters=ad, scale=s, grads=grads)
 
 
 def mpc_train(model, out, precision, device, optimizer, lr, steps):

@@ -1,10 +1,23 @@
-//===- LoraMerge.cpp - adapters merged into their weights for -o ----------===//
+//===- TrainedModel.cpp - the model mpc train writes (-o) -----------------===//
 
-#include "LoraMerge.h"
+#include "TrainedModel.h"
 
+#include "frontend/ModelLoader.h"
 #include "ir/MpcOps.h"
 
+#include <cstring>
+
 namespace mpc {
+
+void addInitialParams(const rt::Plan &plan,
+                      std::map<std::string, rt::Tensor> &params) {
+  for (const rt::Parameter &p : plan.params)
+    if (!params.count(p.name)) {
+      rt::Tensor copy(p.init.dtype(), p.init.shape());
+      std::memcpy(copy.raw(), p.init.raw(), p.init.bytes());
+      params[p.name] = std::move(copy);
+    }
+}
 
 std::vector<LoraPair> loraPairs(mlir::ModuleOp module) {
   std::vector<LoraPair> pairs;
@@ -57,6 +70,22 @@ bool mergeAdapters(const std::vector<LoraPair> &pairs,
     held[p.base] = std::move(merged);
   }
   return true;
+}
+
+bool writeTrainedModel(const std::string &model, const std::string &path,
+                       std::map<std::string, rt::Tensor> held,
+                       const rt::StoredLayouts &stored,
+                       const std::vector<LoraPair> &lora,
+                       const std::map<std::string, rt::Tensor> &bases,
+                       std::string &error) {
+  if (!mergeAdapters(lora, held, bases, error))
+    return false;
+  std::map<std::string, std::string> weights;
+  for (const auto &[name, value] : held) {
+    rt::Tensor t = rt::toOnnxLayout(stored, name, value);
+    weights[name].assign(static_cast<const char *>(t.raw()), t.bytes());
+  }
+  return mlir::mpc::writeModelWithWeights(model, path, weights, error);
 }
 
 } // namespace mpc
