@@ -309,11 +309,13 @@ bool buildPart(const EvalBuild &build,
   mlir::OwningOpRef<mlir::ModuleOp> module = build.import(shapes, error);
   if (!module)
     return false;
+  // The model as the train step has it: its adapters (first, as there),
+  // and a half model's FP32 masters read through the same rounding cast.
   mlir::PassManager pm(module->getContext());
+  if (build.train)
+    mlir::mpc::addLoraPass(pm, *build.train);
   pm.addPass(mlir::mpc::createEvalMode());
   mlir::mpc::buildPrecisionPipeline(pm, build.precision);
-  // The train step's FP32 masters of a half model, read through the same
-  // rounding cast.
   pm.addPass(mlir::mpc::createPromoteHalfParams());
   if (!runPasses(pm, *module, error))
     return false;

@@ -54,6 +54,9 @@ struct EvalBuild {
                                                     std::string &)>
       open;
   const ::mpc::rt::Plan *trainPlan = nullptr;
+  /// The train step's options: the model evaluated is the one it trains
+  /// (--lora-rank's adapters added as the step adds them).
+  const mlir::mpc::TrainPipelineOptions *train = nullptr;
   int rank = 0, ranks = 1; // this rank evaluates its share of the rows
 };
 

@@ -512,13 +512,10 @@ int runTrain() {
               (!lossKind.empty() && !appendLoss(mlir::mpc::entryFunction(*m),
                                                 lossKind, labelName, e))))
       m = nullptr;
-    mlir::PassManager lora(&ctx); // the step's adapters, read from it
-    mlir::mpc::addLoraPass(lora, pipeline);
-    if (m && !runPasses(lora, *m, e))
-      m = nullptr;
     return m;
   };
   precisionFlags.apply(eval.precision);
+  eval.train = &pipeline;
   eval.lossOutput = lossName;
   eval.open = [&](rt::Plan &p, std::string &e) {
     return openSession(p, gpu, e, /*evaluation=*/true);
