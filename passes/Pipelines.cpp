@@ -433,9 +433,9 @@ void registerMpcPipelines() {
       buildPrecisionPipeline);
   registerPipeline<TrainPipelineOptions>(
       "mpc-train-pipeline",
-      "What `mpc compile --train` and `mpc train` run: precision passes, "
-      "mpc-promote-half-params, "
-      "mpc-autodiff, mpc-master-weights, mpc-loss-scaling, mpc-optimizer",
+      "What `mpc compile --train` and `mpc train` run: mpc-lora (with "
+      "lora-rank), precision passes, mpc-promote-half-params, mpc-autodiff, "
+      "mpc-master-weights, mpc-loss-scaling, mpc-optimizer",
       buildTrainPipeline);
 }
 
