@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from mlp_reference import loss_and_grads
+from mlp_reference import PARAMS, loss_and_grads, write_data
 
 ap = argparse.ArgumentParser()
 ap.add_argument("mpc")
@@ -49,16 +49,10 @@ subprocess.run([a.mpc, "convert", a.model, "--precision", "fp16",
                stdout=subprocess.DEVNULL)
 init = {i.name: numpy_helper.to_array(i)
         for i in onnx.load(half).graph.initializer}
-names = ["model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias",
-         "model.4.weight", "model.4.bias"]
+names = PARAMS
 assert all(init[n].dtype == np.float16 for n in names), "convert kept FP32"
 
-rng = np.random.default_rng(3)
-rows = a.steps * a.batch
-x = rng.standard_normal((rows, 64)).astype(np.float32)
-y = rng.integers(0, 10, rows).astype(np.int64)
-np.save(os.path.join(w, "x.npy"), x)
-np.save(os.path.join(w, "y.npy"), y)
+x, y = write_data(w, a.steps * a.batch, seed=3)
 
 
 def grads(p, xb, yb):

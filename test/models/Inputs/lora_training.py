@@ -36,7 +36,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from mlp_reference import LAYERS as layers, loss_and_grads
+from mlp_reference import LAYERS as layers, loss_and_grads, write_data
 
 ap = argparse.ArgumentParser()
 ap.add_argument("mpc")
@@ -52,12 +52,7 @@ a = ap.parse_args()
 w = a.workdir
 s = a.alpha / a.rank
 
-rng = np.random.default_rng(5)
-rows = a.steps * a.batch
-x = rng.standard_normal((rows, 64)).astype(np.float32)
-y = rng.integers(0, 10, rows).astype(np.int64)
-np.save(os.path.join(w, "x.npy"), x)
-np.save(os.path.join(w, "y.npy"), y)
+x, y = write_data(w, a.steps * a.batch, seed=5)
 
 
 def forward(p, ad, xb, yb, grads=True):

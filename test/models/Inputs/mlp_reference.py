@@ -2,9 +2,23 @@
 Gemm, ReLU, Gemm, mean softmax cross-entropy), forward and backward,
 optionally with LoRA adapters on its three weights: the reference that
 half_model_training.py and lora_training.py train against."""
+import os
+
 import numpy as np
 
 LAYERS = ["model.0", "model.2", "model.4"]
+PARAMS = [l + suffix for l in LAYERS for suffix in (".weight", ".bias")]
+
+
+def write_data(workdir, rows, seed):
+    """`rows` random inputs (x, 64 features) and labels (10 classes),
+    returned and saved as WORKDIR/x.npy and WORKDIR/y.npy."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, 64)).astype(np.float32)
+    y = rng.integers(0, 10, rows).astype(np.int64)
+    np.save(os.path.join(workdir, "x.npy"), x)
+    np.save(os.path.join(workdir, "y.npy"), y)
+    return x, y
 
 
 def loss_and_grads(p, xb, yb, adapters=None, scale=1.0, half_input=False,
