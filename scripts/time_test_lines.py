@@ -29,7 +29,7 @@ saved = f"{build}/test/lit-environment.json"
 if not os.path.exists(saved):
     sys.exit(f"time_test_lines.py: no {saved}: run the test with MPC_LIT_EXTERNAL=1 lit first")
 env = json.load(open(saved))
-env.update(XDG_CACHE_HOME=f"{scratch}/cache", MPC_FAKE_CUDA_CACHE=f"{scratch}/fake-cuda-cache",
+env.update(XDG_CACHE_HOME=f"{scratch}/cache", MPC_FAKE_CUDA_CACHE=f"{scratch}/fake-cuda-cache", SASS_CACHE=f"{scratch}/sass-cache",
            MPC_FAKE_CUDA_BUILD_LOG=f"{scratch}/fake-cuda-cache.log",
            MPC_TRACE_OPS=f"{scratch}/op-trace")
 os.makedirs(env["MPC_TRACE_OPS"])

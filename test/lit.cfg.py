@@ -53,6 +53,13 @@ config.environment["MPC_FAKE_CUDA_BUILD_LOG"] = fake_cuda_cache + ".log"
 if os.path.exists(fake_cuda_cache + ".log"):
     os.remove(fake_cuda_cache + ".log")
 
+# check_sass.py's disassemblies, by image content (nvdisasm starts in ~0.4
+# s a cubin; the kernel cache's modules are checked many times a run);
+# emptied at the start of every lit run.
+sass_cache = os.path.join(config.mpc_obj_root, "test", "sass-cache")
+_shutil.rmtree(sass_cache, ignore_errors=True)
+config.environment["SASS_CACHE"] = sass_cache
+
 llvm_config.add_tool_substitutions(["mpc", "mpc-opt"], [config.mpc_tools_dir])
 llvm_config.add_tool_substitutions(["split-file"], [config.llvm_tools_dir])
 config.substitutions.append(("%python", config.python_executable))

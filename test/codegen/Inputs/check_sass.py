@@ -22,10 +22,13 @@ usage: check_sass.py ARTIFACT_DIR [--opcodes OP,OP... | --local] [--only REGEX] 
 """
 import argparse
 import glob
+import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 
 ap = argparse.ArgumentParser()
 ap.add_argument("dir")
@@ -58,6 +61,29 @@ def functions(image):
             for t in cuobjdump("-res-usage", image) if t.startswith("Function ")}
 
 
+def disassembly(image, arch_args):
+    """cuobjdump -sass of IMAGE. Each cubin costs nvdisasm ~0.4 s of start-up
+    whatever its size, and the tests disassemble the same images (the
+    kernel cache's modules) many times: with SASS_CACHE (lit sets it, a
+    directory emptied at each run) an image's text is kept under its
+    content's hash, written whole before it is visible (tests run in
+    parallel)."""
+    cache = os.environ.get("SASS_CACHE")
+    if not cache:
+        return cuobjdump("-sass", *arch_args, image)
+    key = hashlib.sha256(open(image, "rb").read() + " ".join(arch_args).encode()).hexdigest()
+    path = os.path.join(cache, key + ".sass")
+    if os.path.exists(path):
+        return open(path).read().split("\n")
+    lines = cuobjdump("-sass", *arch_args, image)
+    os.makedirs(cache, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache)
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines))
+    os.replace(tmp, path)
+    return lines
+
+
 if args.only:
     launched = {k for k in launched if re.match(args.only, k)}
     if not launched:
@@ -84,7 +110,7 @@ sass = []
 one_arch = ["-arch", args.arch] if args.arch else []
 for image in images:
     if not args.only or functions(image) & launched:
-        sass += cuobjdump("-sass", *one_arch, image)
+        sass += disassembly(image, one_arch)
 opcodes = args.opcodes.split(",") if args.opcodes else []
 matchers = [(op, re.compile(re.escape(op) + r"\b")) for op in opcodes]
 ops = {}  # (kernel, arch) -> {opcode: count}
