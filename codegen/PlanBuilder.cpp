@@ -257,13 +257,19 @@ private:
         }
         plan.params.push_back({sym.getValue().str(), id, param.getTrainable(),
                                std::move(init)});
-        // --weights seed:N drew it: [seed, mean, std] (tools/mpc).
+        // --weights seed:N drew it: [seed, mean, std] and, for a parameter
+        // stored in FP16/BF16, that type's name (tools/mpc).
         if (auto s = param->getAttrOfType<ArrayAttr>("mpc.seeded");
-            s && s.size() == 3)
-          plan.params.back().seeded = rt::SeededInit{
-              (uint64_t)llvm::cast<IntegerAttr>(s[0]).getInt(),
-              llvm::cast<FloatAttr>(s[1]).getValueAsDouble(),
-              llvm::cast<FloatAttr>(s[2]).getValueAsDouble()};
+            s && (s.size() == 3 || s.size() == 4)) {
+          rt::SeededInit init{(uint64_t)llvm::cast<IntegerAttr>(s[0]).getInt(),
+                              llvm::cast<FloatAttr>(s[1]).getValueAsDouble(),
+                              llvm::cast<FloatAttr>(s[2]).getValueAsDouble()};
+          if (s.size() == 4)
+            init.rounding = llvm::cast<StringAttr>(s[3]).getValue() == "bf16"
+                                ? rt::DType::BF16
+                                : rt::DType::F16;
+          plan.params.back().seeded = init;
+        }
       } else {
         auto name = func.getArgAttrOfType<StringAttr>(n, "mpc.input");
         plan.inputs.push_back(

@@ -321,8 +321,12 @@ bool savePlan(const Plan &plan, const std::string &dir, std::string &error) {
     os << "param " << escape(p.name) << " " << p.value << " " << p.trainable
        << " ";
     if (p.seeded) // drawn where it is read: no bytes
-      os << "seed=" << p.seeded->seed << ":" << hexFloat(p.seeded->mean)
-         << ":" << hexFloat(p.seeded->std) << "\n";
+      os << "seed=" << p.seeded->seed << ":" << hexFloat(p.seeded->mean) << ":"
+         << hexFloat(p.seeded->std)
+         << (p.seeded->rounding == DType::F32
+                 ? ""
+                 : ":" + std::string(dtypeName(p.seeded->rounding)))
+         << "\n";
     else
       os << putTensor(blob, p.init) << "\n";
   }

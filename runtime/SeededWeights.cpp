@@ -2,6 +2,8 @@
 
 #include "runtime/SeededWeights.h"
 
+#include "runtime/Half.h"
+
 #include <cmath>
 
 namespace mpc::rt {
@@ -47,7 +49,12 @@ void drawSeeded(Tensor &t, const std::string &name, const SeededInit &s) {
   for (int64_t i = 0; i < t.size(); ++i) {
     uint64_t h = splitmix64(key + (uint64_t)i * 0x9E3779B97F4A7C15ull);
     double u = (double)(h >> 40) / 16777216.0;
-    t.setFloat(i, (float)(s.mean + half * (2.0 * u - 1.0)));
+    float w = (float)(s.mean + half * (2.0 * u - 1.0));
+    if (s.rounding == DType::F16 || s.rounding == DType::BF16) {
+      bool bf16 = s.rounding == DType::BF16;
+      w = widen16(narrow16(w, bf16), bf16);
+    }
+    t.setFloat(i, w);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "Commands.h"
 
 #include "codegen/CudaEmitter.h"
+#include "codegen/PlanBuilder.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/MpcOps.h"
 #include "passes/AmpLists.h"
@@ -219,24 +220,26 @@ bool seedWeights(mlir::ModuleOp module, const std::string &spec,
   for (auto param : module.getOps<mlir::mpc::ParamOp>()) {
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(param.getType());
     auto values = llvm::dyn_cast<mlir::DenseElementsAttr>(param.getValue());
-    if (!type || !values || !type.getElementType().isF32() ||
+    mlir::Type element = type ? type.getElementType() : mlir::Type();
+    if (!type || !values ||
+        !(element.isF32() || element.isF16() || element.isBF16()) ||
         type.getNumElements() < mpc::rt::kSeededMinElements)
       continue;
-    mpc::rt::Tensor t(mpc::rt::DType::F32,
-                      mpc::rt::Shape(type.getShape().begin(),
-                                     type.getShape().end()));
-    int64_t i = 0;
-    for (float v : values.getValues<float>())
-      t.setFloat(i++, v);
+    // FP16/BF16 parameters (a converted model) draw as FP32 ones do, then
+    // round to their type; the record names it, so an FP32 master of one
+    // draws the same values (runtime/SeededWeights.h).
+    mpc::rt::Tensor t = mlir::mpc::toTensor(values);
     mpc::rt::SeededInit s = mpc::rt::seededStats(t, seed);
+    s.rounding = t.dtype();
     std::string name = param.getSymName().str();
     mpc::rt::drawSeeded(t, name, s);
-    param.setValueAttr(mlir::DenseElementsAttr::get(
-        type, llvm::ArrayRef<float>(t.data<float>(), t.size())));
-    param->setAttr("mpc.seeded",
-                   b.getArrayAttr({b.getI64IntegerAttr((int64_t)seed),
-                                   b.getF64FloatAttr(s.mean),
-                                   b.getF64FloatAttr(s.std)}));
+    param.setValueAttr(mlir::mpc::toAttr(t, module.getContext()));
+    llvm::SmallVector<mlir::Attribute, 4> record = {
+        b.getI64IntegerAttr((int64_t)seed), b.getF64FloatAttr(s.mean),
+        b.getF64FloatAttr(s.std)};
+    if (!element.isF32())
+      record.push_back(b.getStringAttr(mpc::rt::dtypeName(t.dtype())));
+    param->setAttr("mpc.seeded", b.getArrayAttr(record));
   }
   return true;
 }
