@@ -1,5 +1,4 @@
-//===- SeededWeights.h - parameters drawn instead of shipped -----*- C++
-//-*-===//
+//===- SeededWeights.h - parameters drawn instead of shipped -----*- C++ -*-===//
 //
 // `mpc compile --weights seed:N` (and `mpc train --weights seed:N`, which
 // trains from the same values): every float parameter of
