@@ -14,6 +14,7 @@ usage: check_seeded.py MODEL.onnx ARTIFACT_DIR [--draws OUT.onnx]
 import argparse
 import os
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import numpy_helper
@@ -59,7 +60,8 @@ for line in open(os.path.join(args.art, "plan.txt")):
     ok = (abs(float.fromhex(mean) - want.mean()) <= 1e-9 + 1e-6 * abs(want.mean())
           and abs(float.fromhex(std) - want.std()) <= 1e-6 * want.std())
     kind = stored[0] if stored else "f32"
-    ok &= kind == {np.float32: "f32", np.float16: "f16"}.get(stored_values.dtype.type)
+    ok &= kind == {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
+                   np.dtype(ml_dtypes.bfloat16): "bf16"}.get(stored_values.dtype)
     print(f"{f[1]}: {kind}, mean and std as exported {'ok' if ok else 'FAIL'}")
     drawn[f[1]] = draws(f[1], stored_values.shape, stored_values.dtype, int(seed),
                         float.fromhex(mean), float.fromhex(std))
