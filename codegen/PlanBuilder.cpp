@@ -3,6 +3,7 @@
 #include "codegen/PlanBuilder.h"
 #include "ir/MpcOps.h"
 #include "runtime/AppliedOnly.h"
+#include "runtime/PlanText.h"
 #include "runtime/TensorLimit.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -265,9 +266,8 @@ private:
                               llvm::cast<FloatAttr>(s[1]).getValueAsDouble(),
                               llvm::cast<FloatAttr>(s[2]).getValueAsDouble()};
           if (s.size() == 4)
-            init.rounding = llvm::cast<StringAttr>(s[3]).getValue() == "bf16"
-                                ? rt::DType::BF16
-                                : rt::DType::F16;
+            rt::plantext::parseDType(llvm::cast<StringAttr>(s[3]).str(),
+                                     init.rounding);
           plan.params.back().seeded = init;
         }
       } else {

@@ -328,11 +328,9 @@ private:
         s.std = std::strtod(rec.c_str() + b + 1, &end);
         // :f16 / :bf16: the draws are rounded to the parameter's stored
         // type (an FP32 master of an FP16 parameter).
-        if (std::string rounding = *end == ':' ? end + 1 : "";
-            rounding == "f16" || rounding == "bf16") {
-          s.rounding = rounding == "f16" ? DType::F16 : DType::BF16;
-          end += rounding.size() + 1;
-        }
+        if (*end == ':' && parseDType(end + 1, s.rounding) &&
+            (s.rounding == DType::F16 || s.rounding == DType::BF16))
+          end += std::strlen(end);
         if (*end || !(s.std >= 0))
           return "bad seeded param";
         // Drawn as ONNX lays the parameter out, then held as stored.

@@ -71,7 +71,8 @@ def disassembly(image, arch_args):
     cache = os.environ.get("SASS_CACHE")
     if not cache:
         return cuobjdump("-sass", *arch_args, image)
-    key = hashlib.sha256(open(image, "rb").read() + " ".join(arch_args).encode()).hexdigest()
+    key = hashlib.sha256(open(image, "rb").read() +
+                         " ".join(arch_args).encode()).hexdigest()
     path = os.path.join(cache, key + ".sass")
     if os.path.exists(path):
         return open(path).read().split("\n")
